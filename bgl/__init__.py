@@ -1,0 +1,36 @@
+"""bgl: partition once, serve samples from graph servers, cache the features the
+next batches need, and keep every stage busy in its own process.
+
+Heavy pieces (torch, numba, zmq, dgl) load on first use, so ``import bgl``
+is cheap and works on machines without DGL.
+"""
+from __future__ import annotations
+
+import importlib
+
+from .errors import (BglError, IngestError, PartitionFormatError, PipelineError,
+                     ServerError, ServerUnavailable, StoreFormatError)
+from .store import GraphStore, open_store, write_store
+
+__version__ = "0.1.0"
+
+# Public names that live in modules with heavy imports: name -> module.
+_LAZY = {
+    "DataLoader": "bgl.dataloader",
+    "NeighborSampler": "bgl.dataloader",
+    "Block": "bgl.blocks",
+    "ingest": "bgl.datasets",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'bgl' has no attribute {name!r}")
+
+
+__all__ = [
+    "BglError", "IngestError", "PartitionFormatError", "PipelineError", "ServerError",
+    "ServerUnavailable", "StoreFormatError", "GraphStore", "open_store", "write_store",
+    *_LAZY,
+]

@@ -1,0 +1,1 @@
+"""Sub-commands of the ``bgl`` CLI, one module each (see ``bgl.cli``)."""

@@ -1,0 +1,420 @@
+"""On-disk graph store: one directory of ``.npy`` arrays plus ``meta.json``.
+
+Every array opens with ``np.load(mmap_mode='r')`` so a store larger than RAM
+opens instantly and pages in only what a sampler touches.  The adjacency is
+CSC (row ``v`` of ``indptr``/``indices`` lists the *in*-neighbours of ``v``),
+because DGL samples a node's in-edges to build message-flow graphs.
+
+A store may own a slice of a larger graph (a partition part): it then holds
+rows for global ids ``[node_offset, node_offset + num_nodes)`` while
+``indices`` and the split arrays hold *global* ids in
+``[0, global_num_nodes)``.  A whole-graph store has ``node_offset == 0`` and
+``global_num_nodes == num_nodes``.
+
+Stores are written into ``<dir>.tmp`` and renamed into place, so a store is
+either complete or absent, never half-written.
+
+Layout::
+
+    meta.json        format, version, counts, dtypes, split sizes
+    indptr.npy       int64 [num_nodes + 1]
+    indices.npy      int32 or int64 [num_edges]  (int32 while global ids fit)
+    feat.npy         [num_nodes, feat_dim]  (optional)
+    label.npy        int64 [num_nodes]  (optional, -1 = unlabelled)
+    <split>_idx.npy  int64 [n]  for each split name (train, val, test, ...)
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from .errors import StoreFormatError
+
+FORMAT_NAME = "bgl-graph-store"
+FORMAT_VERSION = 1
+META_FILE = "meta.json"
+
+# Full index-range validation streams every edge; beyond this many edges the
+# open-time check reads a fixed sample plus both ends instead, so opening a
+# billion-edge store stays cheap.  `GraphStore.validate(full=True)` is always there.
+FULL_CHECK_MAX_EDGES = 1 << 26
+CHECK_CHUNK = 1 << 22
+
+
+def id_dtype_for(num_nodes: int) -> np.dtype:
+    """Smallest id dtype that holds every node id: int32 halves index memory below 2^31 nodes."""
+    return np.dtype(np.int32) if num_nodes < 2**31 - 1 else np.dtype(np.int64)
+
+
+@dataclass(frozen=True)
+class StoreMeta:
+    """Contents of ``meta.json``.
+
+    ``splits`` maps split name (``train``, ``val``, ``test``) to its size; the
+    ids live in ``<name>_idx.npy``.  ``extra`` carries provenance (source
+    file, ingest options) and is never interpreted by the loader.
+    """
+
+    num_nodes: int
+    num_edges: int
+    id_dtype: str
+    node_offset: int = 0
+    global_num_nodes: int = -1
+    feat_dim: int = 0
+    feat_dtype: str | None = None
+    num_classes: int = 0
+    has_label: bool = False
+    splits: dict[str, int] = field(default_factory=dict)
+    name: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+    format: str = FORMAT_NAME
+    version: int = FORMAT_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: Path) -> "StoreMeta":
+        if d.get("format") != FORMAT_NAME:
+            raise StoreFormatError(f"{where}: not a bgl graph store (format={d.get('format')!r})")
+        if d.get("version") != FORMAT_VERSION:
+            raise StoreFormatError(
+                f"{where}: unsupported store version {d.get('version')!r}, expected {FORMAT_VERSION}"
+            )
+        known = set(cls.__dataclass_fields__)
+        missing = {"num_nodes", "num_edges", "id_dtype"} - set(d)
+        if missing:
+            raise StoreFormatError(f"{where}: meta.json lacks {sorted(missing)}")
+        try:
+            meta = cls(**{k: v for k, v in d.items() if k in known})
+        except TypeError as e:
+            raise StoreFormatError(f"{where}: bad meta.json: {e}") from None
+        for key in ("num_nodes", "num_edges", "node_offset", "feat_dim", "num_classes"):
+            value = getattr(meta, key)
+            if not isinstance(value, int) or value < 0:
+                raise StoreFormatError(f"{where}: meta.json {key} must be an int >= 0, got {value!r}")
+        return meta
+
+
+class GraphStore:
+    """A read-only, memory-mapped graph store directory.
+
+    Parameters
+    ----------
+    path : directory written by :func:`write_store` or :class:`StoreWriter`.
+    validate : ``"auto"`` (full index check up to ``FULL_CHECK_MAX_EDGES``
+        edges, sampled beyond), ``"full"``, or ``"none"``.
+
+    Raises
+    ------
+    StoreFormatError
+        naming the file and the problem, if anything is missing or inconsistent.
+    """
+
+    def __init__(self, path: str | os.PathLike, validate: str = "auto"):
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise StoreFormatError(f"{self.path}: graph store directory does not exist")
+        meta_path = self.path / META_FILE
+        try:
+            raw = json.loads(meta_path.read_text())
+        except FileNotFoundError:
+            raise StoreFormatError(f"{meta_path}: missing (incomplete or not a graph store)") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise StoreFormatError(f"{meta_path}: not valid JSON: {e}") from None
+        if not isinstance(raw, dict):
+            raise StoreFormatError(f"{meta_path}: expected a JSON object")
+        meta = StoreMeta.from_dict(raw, meta_path)
+        if meta.global_num_nodes < 0:
+            meta = StoreMeta(**{**meta.to_dict(), "global_num_nodes": meta.num_nodes})
+        self.meta = meta
+
+        n, e = meta.num_nodes, meta.num_edges
+        self.indptr = self._load("indptr", (n + 1,), np.int64)
+        self.indices = self._load("indices", (e,), np.dtype(meta.id_dtype))
+        self.feat = None
+        if meta.feat_dim > 0:
+            self.feat = self._load("feat", (n, meta.feat_dim), np.dtype(meta.feat_dtype or "float32"))
+        self.label = self._load("label", (n,), np.int64) if meta.has_label else None
+        self.splits = {name: self._load(f"{name}_idx", (size,), np.int64) for name, size in meta.splits.items()}
+        if validate != "none":
+            self.validate(full=(validate == "full") or e <= FULL_CHECK_MAX_EDGES)
+
+    # ------------------------------------------------------------------ loading
+    def _load(self, name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        file = self.path / f"{name}.npy"
+        try:
+            arr = np.load(file, mmap_mode="r", allow_pickle=False)
+        except FileNotFoundError:
+            raise StoreFormatError(f"{file}: missing") from None
+        except (ValueError, OSError) as e:
+            raise StoreFormatError(f"{file}: unreadable or truncated: {e}") from None
+        if arr.shape != shape:
+            raise StoreFormatError(f"{file}: shape {arr.shape}, meta.json says {shape}")
+        if arr.dtype != np.dtype(dtype):
+            raise StoreFormatError(f"{file}: dtype {arr.dtype}, expected {np.dtype(dtype)}")
+        return arr
+
+    def validate(self, full: bool = True) -> None:
+        """Check the CSC invariants; ``full=False`` samples the index range check.
+
+        Raises ``StoreFormatError`` naming the file and the first bad position.
+        """
+        m = self.meta
+        ip = self.indptr
+        if ip[0] != 0 or ip[-1] != m.num_edges:
+            raise StoreFormatError(
+                f"{self.path / 'indptr.npy'}: must start at 0 and end at num_edges={m.num_edges}, "
+                f"got {int(ip[0])}..{int(ip[-1])}"
+            )
+        for start in range(0, m.num_nodes, CHECK_CHUNK):
+            chunk = np.asarray(ip[start : start + CHECK_CHUNK + 1])
+            bad = np.flatnonzero(np.diff(chunk) < 0)
+            if bad.size:
+                raise StoreFormatError(
+                    f"{self.path / 'indptr.npy'}: not monotonic at node {start + int(bad[0])}"
+                )
+        hi = m.global_num_nodes
+        idx = self.indices
+        if full:
+            chunks = (np.asarray(idx[s : s + CHECK_CHUNK]) for s in range(0, m.num_edges, CHECK_CHUNK))
+            starts = range(0, m.num_edges, CHECK_CHUNK)
+        else:
+            rng = np.random.default_rng(0)
+            pos = np.sort(rng.integers(0, m.num_edges, size=1 << 20))
+            chunks = iter([np.asarray(idx[:CHECK_CHUNK]), np.asarray(idx[-CHECK_CHUNK:]), np.asarray(idx[pos])])
+            starts = [0, max(0, m.num_edges - CHECK_CHUNK), -1]
+        for start, chunk in zip(starts, chunks):
+            if chunk.size and (int(chunk.min()) < 0 or int(chunk.max()) >= hi):
+                bad = int(np.flatnonzero((chunk < 0) | (chunk >= hi))[0])
+                where = f"edge {start + bad}" if start >= 0 else "a sampled edge"
+                raise StoreFormatError(
+                    f"{self.path / 'indices.npy'}: node id {int(chunk[bad])} at {where} "
+                    f"outside [0, {hi})"
+                )
+        lo, top = m.node_offset, m.node_offset + m.num_nodes
+        for name, arr in self.splits.items():
+            if arr.size and (int(arr.min()) < lo or int(arr.max()) >= top):
+                raise StoreFormatError(f"{self.path / f'{name}_idx.npy'}: ids outside owned range [{lo}, {top})")
+        if self.label is not None and m.num_classes and self.label.size:
+            if int(self.label.max()) >= m.num_classes or int(self.label.min()) < -1:
+                raise StoreFormatError(
+                    f"{self.path / 'label.npy'}: labels outside [-1, {m.num_classes}) (num_classes in meta.json)"
+                )
+
+    # --------------------------------------------------------------- accessors
+    @property
+    def num_nodes(self) -> int:
+        return self.meta.num_nodes
+
+    @property
+    def num_edges(self) -> int:
+        return self.meta.num_edges
+
+    @property
+    def node_offset(self) -> int:
+        return self.meta.node_offset
+
+    @property
+    def global_num_nodes(self) -> int:
+        return self.meta.global_num_nodes
+
+    @property
+    def feat_dim(self) -> int:
+        return self.meta.feat_dim
+
+    @property
+    def num_classes(self) -> int:
+        return self.meta.num_classes
+
+    def split(self, name: str) -> np.ndarray:
+        """Ids of one split (``train``/``val``/``test``); KeyError lists the ones present."""
+        if name not in self.splits:
+            raise KeyError(f"store {self.path} has no split {name!r}; it has {sorted(self.splits)}")
+        return self.splits[name]
+
+    @property
+    def train_idx(self) -> np.ndarray:
+        return self.split("train")
+
+    @property
+    def val_idx(self) -> np.ndarray:
+        return self.split("val")
+
+    @property
+    def test_idx(self) -> np.ndarray:
+        return self.split("test")
+
+    def in_degrees(self) -> np.ndarray:
+        return np.diff(self.indptr)
+
+    def summary(self) -> dict[str, Any]:
+        """Counts and degree statistics for ``bgl info`` (one O(nodes) pass over indptr)."""
+        deg = self.in_degrees()
+        return {
+            "path": str(self.path),
+            "name": self.meta.name,
+            "num_nodes": self.num_nodes,
+            "num_edges": self.num_edges,
+            "node_offset": self.node_offset,
+            "global_num_nodes": self.global_num_nodes,
+            "in_degree_min": int(deg.min()) if deg.size else 0,
+            "in_degree_mean": float(deg.mean()) if deg.size else 0.0,
+            "in_degree_max": int(deg.max()) if deg.size else 0,
+            "feat_dim": self.feat_dim,
+            "feat_dtype": self.meta.feat_dtype,
+            "num_classes": self.num_classes,
+            "splits": dict(self.meta.splits),
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"GraphStore({str(self.path)!r}, nodes={self.num_nodes}, edges={self.num_edges}, "
+            f"feat_dim={self.feat_dim}, splits={dict(self.meta.splits)})"
+        )
+
+
+def open_store(path: str | os.PathLike, validate: str = "auto") -> GraphStore:
+    """Open a graph store directory (see :class:`GraphStore`)."""
+    return GraphStore(path, validate=validate)
+
+
+class StoreWriter:
+    """Writes a store into ``<path>.tmp`` and renames it into place on success.
+
+    Use as a context manager.  Large arrays are created as ``.npy`` memmaps
+    with :meth:`create_array` and filled in chunks, so writers never need the
+    whole graph in RAM.  On any exception the temp directory is removed and
+    nothing appears at ``path``.
+
+    Example::
+
+        with StoreWriter(out, num_nodes=n, num_edges=e) as w:
+            ip = w.create_array("indptr", (n + 1,), np.int64)
+            ...
+            w.save_array("label", labels, num_classes=7)
+        store = w.store
+    """
+
+    def __init__(self, path: str | os.PathLike, num_nodes: int, num_edges: int, *,
+                 node_offset: int = 0, global_num_nodes: int | None = None,
+                 name: str = "", extra: Mapping[str, Any] | None = None, overwrite: bool = False):
+        self.path = Path(path)
+        if self.path.exists() and not overwrite:
+            raise FileExistsError(f"{self.path} already exists (pass overwrite=True / --overwrite to replace it)")
+        self.tmp = self.path.with_name(self.path.name + ".tmp")
+        g = num_nodes if global_num_nodes is None else global_num_nodes
+        self._meta: dict[str, Any] = dict(
+            num_nodes=int(num_nodes), num_edges=int(num_edges), id_dtype=id_dtype_for(g).name,
+            node_offset=int(node_offset), global_num_nodes=int(g), splits={}, name=name,
+            extra=dict(extra or {}),
+        )
+        self.store: GraphStore | None = None
+
+    def __enter__(self) -> "StoreWriter":
+        if self.tmp.exists():
+            shutil.rmtree(self.tmp)  # leftover of an interrupted earlier write
+        self.tmp.mkdir(parents=True)
+        return self
+
+    @property
+    def id_dtype(self) -> np.dtype:
+        return np.dtype(self._meta["id_dtype"])
+
+    def create_array(self, name: str, shape: tuple[int, ...], dtype) -> np.memmap:
+        """A writable ``.npy`` memmap in the temp dir, to be filled in chunks."""
+        self._note_array(name, shape, dtype)
+        return np.lib.format.open_memmap(self.tmp / f"{name}.npy", mode="w+", dtype=dtype, shape=shape)
+
+    def save_array(self, name: str, array: np.ndarray, *, num_classes: int | None = None) -> None:
+        """Write a whole in-memory array (``indptr``, ``indices``, ``feat``, ``label``, ``<split>_idx``)."""
+        array = np.asarray(array)
+        if name == "indices":
+            array = array.astype(self.id_dtype, copy=False)
+        elif name in ("indptr", "label") or name.endswith("_idx"):
+            array = array.astype(np.int64, copy=False)
+        self._note_array(name, array.shape, array.dtype)
+        if name == "label" and num_classes is not None:
+            self._meta["num_classes"] = int(num_classes)
+        np.save(self.tmp / f"{name}.npy", array, allow_pickle=False)
+
+    def set_num_classes(self, num_classes: int) -> None:
+        self._meta["num_classes"] = int(num_classes)
+
+    def _note_array(self, name: str, shape, dtype) -> None:
+        if name == "feat":
+            if len(shape) != 2:
+                raise ValueError(f"feat must be 2-D [num_nodes, dim], got shape {tuple(shape)}")
+            self._meta["feat_dim"] = int(shape[1])
+            self._meta["feat_dtype"] = np.dtype(dtype).name
+        elif name == "label":
+            self._meta["has_label"] = True
+        elif name.endswith("_idx"):
+            self._meta["splits"][name[: -len("_idx")]] = int(shape[0])
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            return
+        try:
+            if self._meta.get("has_label") and not self._meta.get("num_classes"):
+                label = np.load(self.tmp / "label.npy", mmap_mode="r")
+                self._meta["num_classes"] = int(label.max()) + 1 if label.size else 0
+            meta = StoreMeta(**self._meta)
+            (self.tmp / META_FILE).write_text(json.dumps(meta.to_dict(), indent=2))
+            GraphStore(self.tmp)  # never rename an inconsistent store into place
+        except BaseException:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            raise
+        _replace_dir(self.tmp, self.path)
+        self.store = GraphStore(self.path, validate="none")
+
+
+def _replace_dir(src: Path, dst: Path) -> None:
+    """Rename ``src`` to ``dst``; an existing ``dst`` is moved aside first and removed after."""
+    old = None
+    if dst.exists():
+        old = dst.with_name(dst.name + ".old")
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(dst, old)
+    os.replace(src, dst)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def write_store(path: str | os.PathLike, indptr: np.ndarray, indices: np.ndarray, *,
+                feat: np.ndarray | None = None, label: np.ndarray | None = None,
+                splits: Mapping[str, np.ndarray] | None = None, num_classes: int | None = None,
+                node_offset: int = 0, global_num_nodes: int | None = None, name: str = "",
+                extra: Mapping[str, Any] | None = None, overwrite: bool = False) -> GraphStore:
+    """Write an in-memory CSC graph (plus optional features, labels, splits) as a store, atomically.
+
+    Parameters
+    ----------
+    indptr : int [num_nodes + 1]; indices : int [num_edges] (global ids)
+    feat : [num_nodes, dim]; label : int [num_nodes], -1 = unlabelled
+    splits : {"train": int64 [n], ...} node ids (global ids)
+
+    Returns the opened :class:`GraphStore`.
+    """
+    indptr = np.asarray(indptr)
+    n = indptr.shape[0] - 1
+    with StoreWriter(path, n, int(np.asarray(indices).shape[0]), node_offset=node_offset,
+                     global_num_nodes=global_num_nodes, name=name, extra=extra, overwrite=overwrite) as w:
+        w.save_array("indptr", indptr)
+        w.save_array("indices", indices)
+        if feat is not None:
+            w.save_array("feat", feat)
+        if label is not None:
+            w.save_array("label", label, num_classes=num_classes)
+        for split_name, ids in (splits or {}).items():
+            w.save_array(f"{split_name}_idx", ids)
+    assert w.store is not None
+    return w.store

@@ -1,0 +1,1 @@
+"""bgl.cache (see ARCHITECTURE.md)."""

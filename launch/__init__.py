@@ -1,0 +1,1 @@
+"""bgl.launch (see ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""bgl.partition (see ARCHITECTURE.md)."""

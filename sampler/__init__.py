@@ -1,0 +1,1 @@
+"""bgl.sampler (see ARCHITECTURE.md)."""
