@@ -52,3 +52,13 @@ def cora_store(tmp_path_factory) -> GraphStore:
     from bgl.datasets import ingest
 
     return ingest(str(default_dataset_path()), tmp_path_factory.mktemp("stores") / "cora")
+
+
+@pytest.fixture(scope="session")
+def random_store_factory(tmp_path_factory):
+    """Call ``factory(num_nodes=..., avg_degree=..., feat_dim=..., num_classes=..., seed=...)``
+    to get a fresh synthetic store in its own temp directory."""
+    def factory(**kwargs) -> GraphStore:
+        return make_random_store(tmp_path_factory.mktemp("stores") / "random", **kwargs)
+
+    return factory
