@@ -1,0 +1,86 @@
+"""``bgl bench-cache``: hit rate of each cache policy × epoch order × cache size on real sampled batches."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+
+
+def _csv(kind):
+    def parse(text: str):
+        try:
+            return tuple(kind(x) for x in text.split(",") if x.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated {kind.__name__}s, got {text!r}") from None
+    return parse
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "bench-cache", help="replay sampled batches through cache policies; hit-rate table, CSV and plot",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("store", nargs="?", default=None,
+                        help="graph store directory (default: the embedded Cora dataset, ingested to a temp dir)")
+    parser.add_argument("--policies", type=_csv(str), default="none,static-degree,presample,lru,fifo",
+                        help="cache policies to compare")
+    parser.add_argument("--orders", type=_csv(str), default="random,proximity", help="epoch orders")
+    parser.add_argument("--cache-ratios", type=_csv(float), default="0.01,0.05,0.1,0.2",
+                        help="cache capacity as a fraction of the node count")
+    parser.add_argument("--fanouts", type=_csv(int), default="15,10,5", help="neighbours per layer (DGL order)")
+    parser.add_argument("--batch-size", type=int, default=1024)
+    parser.add_argument("--epochs", type=int, default=2, help="epochs replayed per order")
+    parser.add_argument("--num-sequences", type=int, default=4, help="BFS sequences of the proximity order")
+    parser.add_argument("--presample-epochs", type=int, default=1, help="epochs presampled for 'presample'")
+    parser.add_argument("--max-batches", type=int, default=None, help="cap on batches per epoch (huge graphs)")
+    parser.add_argument("--feat-dim", type=int, default=0,
+                        help="width of synthetic rows for a store without features")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads (cache ops are memory-bound; extra OpenMP threads on a "
+                             "busy machine only contend)")
+    parser.add_argument("--out", default="bench-cache-out", help="directory for hit_rate.csv and hit_rate.png")
+    parser.add_argument("--no-progress", action="store_true", help="no tqdm bar")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from bgl.cache.benchmark import BenchConfig, format_table, plot_hit_rates, run_benchmark, write_csv
+    from bgl.store import GraphStore
+
+    if args.threads < 1:
+        raise ValueError(f"--threads must be >= 1, got {args.threads}")
+    import torch
+
+    torch.set_num_threads(args.threads)
+    cfg = BenchConfig(
+        policies=tuple(args.policies), orders=tuple(args.orders), cache_ratios=tuple(args.cache_ratios),
+        fanouts=tuple(args.fanouts), batch_size=args.batch_size, epochs=args.epochs,
+        num_sequences=args.num_sequences, presample_epochs=args.presample_epochs, seed=args.seed,
+        max_batches=args.max_batches, feat_dim=args.feat_dim,
+    )
+    out = Path(args.out)
+    with tempfile.TemporaryDirectory(prefix="bgl-bench-cache-") as tmp:
+        if args.store is None:
+            from bgl.data import default_dataset_path
+            from bgl.datasets import ingest
+
+            store = ingest(str(default_dataset_path()), Path(tmp) / "cora")
+        else:
+            store = GraphStore(args.store)
+        if not store.splits.get("train", ()).__len__():
+            raise ValueError(f"store {store.path} has no training nodes (split 'train')")
+        rows = run_benchmark(store, cfg, progress=not args.no_progress)
+        name = store.meta.name or os.path.basename(str(store.path))
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(rows, out / "hit_rate.csv")
+    plot_hit_rates(rows, out / "hit_rate.png",
+                   title=f"{name}: fanouts {list(cfg.fanouts)}, batch {cfg.batch_size}")
+    tmp_json = out / "config.json.tmp"
+    tmp_json.write_text(json.dumps({"store": name, "version": 1, **cfg.to_dict()}, indent=2))
+    os.replace(tmp_json, out / "config.json")
+    print(format_table(rows))
+    print(f"wrote {out / 'hit_rate.csv'} and {out / 'hit_rate.png'}")
+    return 0

@@ -1,0 +1,45 @@
+"""``bgl info STORE``: counts, degree statistics, features, classes and splits of a graph store."""
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "info", help="describe a graph store",
+        description="Print node/edge counts, in-degree min/mean/max, feature dim, classes and split sizes.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("store", help="graph store directory")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--validate", choices=("auto", "full", "none"), default="auto",
+                   help="index-range check when opening the store")
+    p.set_defaults(func=run)
+
+
+def format_summary(s: dict) -> str:
+    """Human-readable lines for :meth:`GraphStore.summary`."""
+    splits = ", ".join(f"{k}={v}" for k, v in s["splits"].items()) or "none"
+    feat = f"{s['feat_dim']} ({s['feat_dtype']})" if s["feat_dim"] else "none"
+    lines = [
+        f"store        {s['path']}" + (f"  [{s['name']}]" if s["name"] else ""),
+        f"nodes        {s['num_nodes']:,}",
+        f"edges        {s['num_edges']:,}",
+        f"in-degree    min {s['in_degree_min']}  mean {s['in_degree_mean']:.2f}  max {s['in_degree_max']}",
+        f"features     {feat}",
+        f"classes      {s['num_classes'] or 'none'}",
+        f"splits       {splits}",
+    ]
+    if s["node_offset"] or s["global_num_nodes"] != s["num_nodes"]:
+        lines.append(f"part         owns ids [{s['node_offset']}, {s['node_offset'] + s['num_nodes']}) "
+                     f"of {s['global_num_nodes']:,}")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    from ..store import GraphStore
+
+    summary = GraphStore(args.store, validate=args.validate).summary()
+    print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
+    return 0

@@ -1,0 +1,61 @@
+"""``bgl ingest SOURCE OUT_DIR``: convert a dataset (or generate R-MAT) into a graph store."""
+from __future__ import annotations
+
+import argparse
+
+FORMAT_CHOICES = ("gnn-benchmark", "csr-npz", "planetoid", "edgelist", "ogb", "rmat")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "ingest", help="convert a dataset into a graph store directory",
+        description="Convert SOURCE (npz, Planetoid dir, SNAP edge list, OGB raw dir, or rmat:SCALE) "
+                    "into the graph store OUT_DIR, written atomically.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("source", help="dataset file/directory, or rmat:SCALE")
+    p.add_argument("out_dir", help="graph store directory to create")
+    p.add_argument("--format", choices=FORMAT_CHOICES, default=None, help="input format; None = detect from SOURCE")
+    p.add_argument("--feat-dim", type=int, default=0, help="add seeded synthetic features of this size")
+    p.add_argument("--num-classes", type=int, default=0, help="add seeded synthetic labels with this many classes")
+    sym = p.add_mutually_exclusive_group()
+    sym.add_argument("--symmetrize", dest="symmetrize", action="store_const", const=True, default=None,
+                     help="store every edge in both directions (None = per-format default)")
+    sym.add_argument("--no-symmetrize", dest="symmetrize", action="store_const", const=False,
+                     help="keep the edges' direction")
+    p.add_argument("--keep-self-loops", action="store_true", help="keep v -> v edges")
+    p.add_argument("--keep-duplicates", action="store_true", help="keep repeated edges")
+    p.add_argument("--seed", type=int, default=0, help="seed of the default split and synthetic data")
+    p.add_argument("--overwrite", action="store_true", help="replace OUT_DIR if it exists")
+    p.add_argument("--name", default=None, help="Planetoid dataset name when the directory holds several")
+    p.add_argument("--split", default=None, help="OGB split directory name when there are several")
+    p.add_argument("--num-nodes", type=int, default=None, help="edge list: declared node count (ids must be below)")
+    p.add_argument("--scale", type=int, default=None, help="rmat: log2 of the node count")
+    p.add_argument("--edge-factor", type=int, default=16, help="rmat: generated edges per node")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..datasets import ingest
+
+    opts = {}
+    if args.name is not None:
+        opts["name"] = args.name
+    if args.split is not None:
+        opts["split"] = args.split
+    if args.num_nodes is not None:
+        opts["num_nodes"] = args.num_nodes
+    is_rmat = args.format == "rmat" or args.source.startswith("rmat:")
+    if is_rmat:
+        opts["edge_factor"] = args.edge_factor
+        if args.scale is not None:
+            opts["scale"] = args.scale
+    store = ingest(args.source, args.out_dir, args.format, feat_dim=args.feat_dim,
+                   num_classes=args.num_classes, symmetrize=args.symmetrize,
+                   remove_self_loops=not args.keep_self_loops, dedupe=not args.keep_duplicates,
+                   seed=args.seed, overwrite=args.overwrite, progress=not args.no_progress, **opts)
+    from .info import format_summary
+
+    print(format_summary(store.summary()))
+    return 0

@@ -1,0 +1,116 @@
+"""``bgl launch``: graph servers + ``torch.distributed.run`` trainers on a cluster.
+
+Example::
+
+    bgl launch --hosts hosts.txt --partition parts/ --num-trainers 2 \\
+        -- python examples/train_sage.py --epochs 3
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "launch", help="start graph servers and trainers on the hosts of a hosts file",
+        description="Start one graph server per partition part (round-robin over the hosts), "
+                    "wait until each answers PING, run the training command through "
+                    "torch.distributed.run on every host with BGL_SERVERS/BGL_PARTITION set, "
+                    "and stop everything everywhere on the first failure or Ctrl-C.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--hosts", required=True,
+                        help="hosts file: one 'IP [PORT]' per line (DistDGL ip_config format); "
+                             "the first host runs the torch.distributed rendezvous")
+    parser.add_argument("--partition", required=True, help="partition directory (bgl partition)")
+    parser.add_argument("--num-trainers", type=int, default=1, help="trainer processes per host")
+    parser.add_argument("--num-servers-per-host", type=int, default=1,
+                        help="most graph servers (= parts) one host may run")
+    parser.add_argument("--backend", choices=["local", "ssh"], default="local",
+                        help="local: every process on this machine; ssh: on each host via ssh")
+    parser.add_argument("--port-base", type=int, default=30050,
+                        help="first graph-server port on hosts whose line gives no port")
+    parser.add_argument("--master-port", type=int, default=None,
+                        help="torch.distributed rendezvous port on the first host "
+                             "(default: first port after its server ports)")
+    parser.add_argument("--server-threads", type=int, default=None,
+                        help="worker threads per graph server (default: the server's default)")
+    parser.add_argument("--server-timeout", type=float, default=60.0,
+                        help="seconds to wait for every server to answer PING")
+    parser.add_argument("--grace", type=float, default=5.0,
+                        help="seconds between SIGTERM and SIGKILL when stopping")
+    parser.add_argument("--workdir", default=None,
+                        help="directory the commands run in on every host (default: cwd)")
+    parser.add_argument("--python", default=sys.executable,
+                        help="python on every host (same venv path everywhere)")
+    ssh = parser.add_argument_group("ssh backend")
+    ssh.add_argument("--ssh-port", type=int, default=22, help="sshd port on every host")
+    ssh.add_argument("--ssh-key", default=None, help="private key file (ssh -i)")
+    ssh.add_argument("--ssh-user", default=None, help="remote user (default: ssh's default)")
+    ssh.add_argument("--ssh-strict-host-key-checking", default="accept-new",
+                     choices=["yes", "accept-new", "no"], help="ssh StrictHostKeyChecking")
+    ssh.add_argument("--ssh-connect-timeout", type=float, default=5.0,
+                     help="seconds to wait for a host's ssh port")
+    ssh.add_argument("--ssh-option", action="append", default=[], metavar="KEY=VALUE",
+                     help="extra 'ssh -o' option (repeatable)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the placement as JSON and exit without starting anything")
+    parser.add_argument("train_command", metavar="COMMAND", nargs=argparse.REMAINDER,
+                        help="-- training command, e.g. -- python train.py --epochs 3")
+    parser.set_defaults(func=run)
+
+
+def read_num_parts(partition_dir: str) -> int:
+    """Number of parts of a partition directory (from ``partition.json``)."""
+    from pathlib import Path
+
+    from bgl.errors import LaunchError
+
+    path = Path(partition_dir) / "partition.json"
+    try:
+        meta = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise LaunchError(f"{path}: missing; is {partition_dir!r} a partition directory "
+                          "(written by bgl partition)?") from None
+    except (OSError, ValueError) as e:
+        raise LaunchError(f"{path}: cannot be read: {e}") from None
+    num_parts = meta.get("num_parts") if isinstance(meta, dict) else None
+    if not isinstance(num_parts, int) or num_parts < 1:
+        raise LaunchError(f"{path}: num_parts must be an integer >= 1, got {num_parts!r}")
+    return num_parts
+
+
+def run(args: argparse.Namespace) -> int:
+    from bgl.launch.backends import make_backend
+    from bgl.launch.hosts import parse_hosts_file, parse_port
+    from bgl.launch.spec import build_cluster_spec
+    from bgl.launch.supervisor import LaunchAborted, Supervisor
+
+    command = args.train_command[1:] if args.train_command[:1] == ["--"] else args.train_command
+    hosts = parse_hosts_file(args.hosts)
+    parse_port(str(args.ssh_port), "--ssh-port")
+    spec = build_cluster_spec(
+        hosts, args.partition, read_num_parts(args.partition), command,
+        num_trainers=args.num_trainers, num_servers_per_host=args.num_servers_per_host,
+        port_base=args.port_base, master_port=args.master_port, python=args.python,
+        workdir=args.workdir, server_threads=args.server_threads,
+    )
+    if args.dry_run:
+        print(json.dumps(spec.to_dict(), indent=2))
+        return 0
+    if args.backend == "ssh":
+        backend = make_backend("ssh", grace=args.grace, ssh_port=args.ssh_port,
+                               ssh_key=args.ssh_key, user=args.ssh_user,
+                               strict_host_key_checking=args.ssh_strict_host_key_checking,
+                               connect_timeout=args.ssh_connect_timeout,
+                               extra_options=tuple(args.ssh_option))
+    else:
+        backend = make_backend("local", grace=args.grace)
+    try:
+        return Supervisor(spec, backend, server_timeout=args.server_timeout,
+                          grace=args.grace).run()
+    except LaunchAborted as e:
+        print(f"bgl launch: failed: {e}", file=sys.stderr)
+        return e.exit_code

@@ -1,0 +1,59 @@
+"""``bgl partition``: split a graph store into parts (random, METIS or BGL) and report quality."""
+from __future__ import annotations
+
+import argparse
+
+DESCRIPTION = ("Partition a graph store into N parts and write a partition dir (partition.json, "
+               "orig_ids.npy, part-K/ stores). Prints edge cut, remote-sample share, balance, "
+               "time and peak memory.")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("partition", help="partition a graph store", description=DESCRIPTION,
+                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("store", metavar="STORE", help="graph store directory (from bgl ingest)")
+    p.add_argument("out", metavar="OUT", help="partition directory to create")
+    p.add_argument("--method", choices=("random", "metis", "bgl"), default="bgl", help="partitioner")
+    p.add_argument("--parts", type=int, required=True, metavar="N", help="number of parts")
+    p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
+    p.add_argument("--num-batches", type=int, default=200,
+                   help="sampled training batches for the remote-sample share (0 = skip)")
+    p.set_defaults(func=run)
+
+
+def format_metrics(book) -> str:
+    """The metrics table printed after partitioning (also used by bench/partition.py)."""
+    m = book.meta["metrics"]
+    share = m.get("remote_sample_share")
+    rows = [
+        ("method", book.meta["method"]),
+        ("parts", str(book.num_parts)),
+        ("nodes / edges", f"{book.num_nodes} / {book.num_edges}"),
+        ("edge cut", f"{m['edge_cut']:.4f}"),
+        ("remote-sample share", "n/a (no training nodes)" if share is None else f"{share:.4f}"),
+        ("balance nodes/edges/train (max/avg)",
+         f"{m['balance_nodes']:.3f} / {m['balance_edges']:.3f} / {m['balance_train']:.3f}"),
+        ("partition seconds", f"{m['seconds']:.2f}"),
+        ("write seconds", f"{m['write_seconds']:.2f}"),
+        ("peak RSS", f"{m['peak_rss_bytes'] / 2**20:.1f} MiB"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    lines = [f"{k:<{width}}  {v}" for k, v in rows]
+    lines.append("")
+    lines.append(f"{'part':>4} {'node range':>24} {'edges':>12} {'train':>9}")
+    for p in book.meta["parts"]:
+        lines.append(f"{p['part']:>4} {'[' + str(p['node_start']) + ', ' + str(p['node_end']) + ')':>24} "
+                     f"{p['num_edges']:>12} {p['num_train']:>9}")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    from bgl.partition import partition_graph
+
+    book = partition_graph(args.store, args.method, args.parts, args.out, seed=args.seed,
+                           overwrite=args.overwrite, measure_samples=args.num_batches > 0,
+                           num_batches=max(args.num_batches, 1))
+    print(f"wrote {book.path}")
+    print(format_metrics(book))
+    return 0

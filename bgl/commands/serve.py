@@ -1,0 +1,36 @@
+"""``bgl serve``: run one graph server for a store or one partition part."""
+from __future__ import annotations
+
+import argparse
+import os
+
+DESCRIPTION = ("Serve neighbour sampling and feature reads of one graph store (or one part of a "
+               "partition dir) over ZeroMQ. Stops on SHUTDOWN with the token, SIGTERM or Ctrl-C.")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    src = p.add_argument_group("what to serve (one of)")
+    src.add_argument("--store", metavar="DIR", help="graph store directory")
+    src.add_argument("--partition", metavar="DIR", help="partition directory (with partition.json)")
+    src.add_argument("--part", type=int, metavar="K", help="part number, with --partition")
+    p.add_argument("--bind", default="tcp://127.0.0.1:*",
+                   help="ZeroMQ endpoint; '*' as port picks a free one (see --ready-file)")
+    p.add_argument("--token", default=os.environ.get("BGL_SERVER_TOKEN"),
+                   help="SHUTDOWN token (default: $BGL_SERVER_TOKEN, else random)")
+    p.add_argument("--token-file", metavar="PATH", help="write the token here (mode 0600) instead of logging it")
+    p.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1), help="worker threads")
+    p.add_argument("--ready-file", metavar="PATH",
+                   help="once bound, write JSON {address, pid, node_offset, num_nodes} here (atomically)")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("serve", help="run a graph server", description=DESCRIPTION,
+                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_arguments(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from bgl.sampler.server import run_server
+
+    return run_server(args)

@@ -1,0 +1,542 @@
+"""``bgl.DataLoader``: DGL 2.1's node-classification DataLoader, backed by bgl's pipeline.
+
+Swap ``dgl.dataloading.DataLoader`` for ``bgl.DataLoader`` and a training
+script runs unchanged: the loader takes the same arguments and yields the
+same ``(input_nodes, output_nodes, blocks)`` triples, with input features in
+``blocks[0].srcdata['feat']`` and labels in ``blocks[-1].dstdata['label']``.
+
+Underneath, four stages (:mod:`bgl.stages`) do the work: order (random or
+BGL's proximity order) -> sample (local store or graph servers) -> fetch
+(feature cache + miss source) -> transfer (to ``device``, to ``dgl.Block``).
+``pipeline="processes"`` runs order/sample/fetch in pinned processes whose
+cores come from a short profiling run (:mod:`bgl.resources`).
+
+Everything is validated before any process starts: indices (dtype, range,
+duplicates), the sampler type, and graph servers (pinged).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import weakref
+from pathlib import Path
+from typing import Any, Iterator, Optional, Sequence
+
+import numpy as np
+import torch
+
+from .errors import ServerUnavailable
+from .pipeline import Pipeline
+from .resources import CoreSplit, available_cores, profile_stages, resolve_stage_cores, split_cores
+from .stages import (ORDERS, CacheSpec, FetchStage, OrderStage, SampleStage, SamplingSpec,
+                     TransferStage, num_batches)
+from .store import GraphStore
+
+log = logging.getLogger(__name__)
+
+PIPELINES = ("inline", "processes")
+DEFAULT_CACHE_RATIO = 0.1
+PRESAMPLE_MAX_BATCHES = 32
+# DGL DataLoader keyword arguments that tune DGL's own machinery; accepted so
+# scripts run unchanged, and ignored because bgl's pipeline replaces them.
+_DGL_TUNING_KWARGS = frozenset({
+    "use_uva", "use_prefetch_thread", "use_alternate_streams", "pin_prefetcher", "persistent_workers",
+    "pin_memory", "prefetch_factor", "gpu_cache", "worker_init_fn", "timeout", "generator",
+    "multiprocessing_context",
+})
+
+
+class NeighborSampler:
+    """Uniform neighbour sampler settings, DGL style (``bgl.NeighborSampler([10, 10])``).
+
+    Parameters
+    ----------
+    fanouts : sequence of int
+        Neighbours per layer, DGL order: ``fanouts[-1]`` is applied to the
+        seeds (output layer); -1 takes all in-neighbours.
+    replace : bool
+        Sample with replacement.
+    prefetch_node_feats : names under which ``blocks[0].srcdata`` receives
+        the input features (the store has one feature array).
+    prefetch_labels : names under which ``blocks[-1].dstdata`` receives labels.
+    """
+
+    def __init__(self, fanouts: Sequence[int], replace: bool = False,
+                 prefetch_node_feats: Sequence[str] = ("feat",), prefetch_labels: Sequence[str] = ("label",),
+                 output_device=None):
+        self.fanouts = _check_fanouts(fanouts)
+        self.replace = bool(replace)
+        self.prefetch_node_feats = list(prefetch_node_feats or [])
+        self.prefetch_labels = list(prefetch_labels or [])
+        self.output_device = output_device
+
+    def __repr__(self) -> str:
+        return f"bgl.NeighborSampler(fanouts={self.fanouts}, replace={self.replace})"
+
+
+def _check_fanouts(fanouts) -> list[int]:
+    if isinstance(fanouts, (int, np.integer)) or not hasattr(fanouts, "__len__") or len(fanouts) == 0:
+        raise ValueError(f"fanouts must be a non-empty list of ints, got {fanouts!r}")
+    out = []
+    for f in fanouts:
+        if isinstance(f, bool) or not isinstance(f, (int, np.integer)) or f < -1 or f == 0:
+            raise ValueError(f"each fanout must be an int >= 1 or -1 (all neighbours), got {f!r} in {list(fanouts)}")
+        out.append(int(f))
+    return out
+
+
+def _is_dgl_object(obj: Any) -> bool:
+    return type(obj).__module__.split(".")[0] == "dgl"
+
+
+def _sampler_settings(graph_sampler) -> tuple[list[int], bool, list[str], list[str], bool]:
+    """(fanouts, replace, feature keys, label keys, came from DGL) of a supported sampler."""
+    if isinstance(graph_sampler, NeighborSampler):
+        return (graph_sampler.fanouts, graph_sampler.replace, graph_sampler.prefetch_node_feats,
+                graph_sampler.prefetch_labels, False)
+    name = type(graph_sampler).__name__
+    if _is_dgl_object(graph_sampler) and hasattr(graph_sampler, "fanouts") and name in (
+            "NeighborSampler", "MultiLayerFullNeighborSampler"):
+        if getattr(graph_sampler, "edge_dir", "in") != "in":
+            raise ValueError(f"only edge_dir='in' is supported, got {graph_sampler.edge_dir!r}")
+        if getattr(graph_sampler, "prob", None) is not None:
+            raise ValueError("weighted sampling (prob= / mask= on dgl NeighborSampler) is not supported by bgl.DataLoader")
+        feats = graph_sampler.prefetch_node_feats
+        labels = graph_sampler.prefetch_labels
+        if isinstance(feats, dict) or isinstance(labels, dict):
+            raise ValueError("heterogeneous prefetch dicts are not supported (homogeneous graphs only)")
+        # DGL exposes every ndata field lazily even without prefetch; bgl's store
+        # has one feature array and one label array, offered under the usual names.
+        return (_check_fanouts(list(graph_sampler.fanouts)), bool(graph_sampler.replace),
+                list(feats) or ["feat"], list(labels) or ["label"], True)
+    raise TypeError(
+        f"unsupported graph_sampler {type(graph_sampler).__module__}.{name}; use bgl.NeighborSampler "
+        f"or dgl.dataloading.NeighborSampler / MultiLayerFullNeighborSampler")
+
+
+class _GraphInfo:
+    """What the loader learned about its graph before starting anything."""
+
+    def __init__(self, spec: SamplingSpec, num_nodes: int, feat_dim: int, feat_dtype, has_label: bool,
+                 store: Optional[GraphStore] = None, partition_dir: Optional[Path] = None,
+                 from_dgl: bool = False):
+        self.spec, self.num_nodes, self.feat_dim, self.feat_dtype = spec, num_nodes, feat_dim, feat_dtype
+        self.has_label, self.store, self.partition_dir, self.from_dgl = has_label, store, partition_dir, from_dgl
+
+
+def _dglgraph_to_store(g, out_dir: Path, feat_key: Optional[str], label_key: Optional[str]) -> GraphStore:
+    """Write a homogeneous DGLGraph as a store, keeping its exact edges (duplicates and self-loops too)."""
+    from .dgl_adapter import dglgraph_to_csc
+    from .store import write_store
+
+    indptr, indices, _ = dglgraph_to_csc(g)
+    feat = label = None
+    if feat_key is not None and feat_key in g.ndata:
+        feat = g.ndata[feat_key].detach().cpu().numpy()
+        if feat.ndim != 2:
+            raise ValueError(f"g.ndata[{feat_key!r}] must be 2-D [num_nodes, dim], got shape {feat.shape}")
+    if label_key is not None and label_key in g.ndata:
+        label = g.ndata[label_key].detach().cpu().numpy().astype(np.int64)
+        if label.ndim != 1:
+            raise ValueError(f"g.ndata[{label_key!r}] must be 1-D [num_nodes], got shape {label.shape}")
+    num_classes = int(label.max()) + 1 if label is not None and label.size else None
+    return write_store(out_dir, indptr, indices, feat=feat, label=label, num_classes=num_classes,
+                       name="dglgraph")
+
+
+def _ping_all(addresses: Sequence[str], timeout: float) -> None:
+    from .sampler.client import ping
+
+    for addr in addresses:
+        if not isinstance(addr, str) or not addr.startswith(("tcp://", "ipc://", "inproc://")):
+            raise ValueError(f"graph server address must look like 'tcp://host:port', got {addr!r}")
+        if not ping(addr, timeout=timeout):
+            raise ServerUnavailable(addr, f"no PING reply within {timeout} s")
+
+
+def _servers_info(addresses: Sequence[str], timeout: float, partition_dir: Optional[Path] = None) -> _GraphInfo:
+    _ping_all(addresses, timeout)
+    from .sampler import SamplingClient
+
+    with SamplingClient(list(addresses), timeout=timeout) as client:
+        spec = SamplingSpec("servers", addresses=tuple(addresses), timeout=timeout)
+        return _GraphInfo(spec, int(client.num_nodes), int(client.feat_dim or 0), client.feat_dtype,
+                          int(client.num_classes or 0) > 0, partition_dir=partition_dir)
+
+
+class DataLoader:
+    """Minibatches of sampled blocks for node classification; DGL 2.1's signature and behaviour.
+
+    Parameters
+    ----------
+    graph : DGLGraph | GraphStore | str/Path (store dir or partition dir) | list of server addresses
+        A DGLGraph is written once to a temporary store (its exact edges,
+        ``ndata['feat']``/``ndata['label']``).  A partition dir needs the
+        graph servers in env ``BGL_SERVERS`` (set by ``bgl launch``).
+    indices : int tensor/array [n]
+        Seed (output) node ids, unique, in ``[0, num_nodes)``.
+    graph_sampler : bgl.NeighborSampler | dgl.dataloading.NeighborSampler
+    device : output device of blocks and ids (default CPU).
+    batch_size, shuffle, drop_last : as in DGL.
+    num_workers : DGL's worker count; > 0 selects ``pipeline="processes"`` unless given.
+    use_ddp, ddp_seed : split seeds across ``torch.distributed`` ranks like DGL
+        (contiguous chunks; without ``drop_last`` short ranks repeat their first
+        seeds so every rank has the same number of batches).
+
+    Other Parameters
+    ----------------
+    cache : None | policy name (``"fifo"``, ``"lru"``, ``"static-degree"``,
+        ``"presample"``, ``"none"``) | cache object (inline pipeline only)
+    cache_ratio : float, fraction of nodes the cache holds (default 0.1)
+    cache_bytes : int, cache size in bytes (instead of ``cache_ratio``)
+    order : ``"random"`` | ``"proximity"`` (BGL's BFS order; needs a local store)
+    pipeline : ``"inline"`` | ``"processes"``
+    stage_cores : {"sample": [0], "fetch": [1]} or counts; default from profiling
+    blocks : ``"dgl"`` | ``"bgl"`` | None (dgl when the graph or sampler came from DGL)
+    server_timeout : seconds to wait for a graph server (default 5)
+    num_sequences : BFS sequences for proximity order (default 8)
+    queue_size : minibatches in flight between two stages (default 4)
+
+    Raises
+    ------
+    TypeError, ValueError, ServerUnavailable
+        for bad indices, unsupported samplers or unreachable servers, before
+        any process starts.
+    """
+
+    def __init__(self, graph, indices, graph_sampler, device=None, batch_size: int = 1,
+                 shuffle: bool = False, drop_last: bool = False, num_workers: int = 0,
+                 use_ddp: bool = False, ddp_seed: int = 0, **kwargs):
+        cache = kwargs.pop("cache", None)
+        cache_ratio = kwargs.pop("cache_ratio", None)
+        cache_bytes = kwargs.pop("cache_bytes", None)
+        order = kwargs.pop("order", "random")
+        pipeline = kwargs.pop("pipeline", None)
+        stage_cores = kwargs.pop("stage_cores", None)
+        blocks = kwargs.pop("blocks", None)
+        server_timeout = float(kwargs.pop("server_timeout", 5.0))
+        num_sequences = int(kwargs.pop("num_sequences", 8))
+        queue_size = int(kwargs.pop("queue_size", 4))
+        ignored = sorted(set(kwargs) & _DGL_TUNING_KWARGS)
+        unknown = sorted(set(kwargs) - _DGL_TUNING_KWARGS)
+        if unknown:
+            raise TypeError(f"bgl.DataLoader got unexpected keyword arguments {unknown}")
+        if ignored:
+            log.debug("ignoring DGL tuning arguments %s (bgl's pipeline replaces them)", ignored)
+
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        if isinstance(num_workers, bool) or not isinstance(num_workers, (int, np.integer)) or num_workers < 0:
+            raise ValueError(f"num_workers must be an int >= 0, got {num_workers!r}")
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+        if pipeline is None:
+            pipeline = "processes" if num_workers > 0 else "inline"
+        if pipeline not in PIPELINES:
+            raise ValueError(f"pipeline must be one of {PIPELINES}, got {pipeline!r}")
+        if blocks not in (None, "dgl", "bgl"):
+            raise ValueError(f"blocks must be 'dgl', 'bgl' or None, got {blocks!r}")
+
+        fanouts, replace, feat_keys, label_keys, sampler_from_dgl = _sampler_settings(graph_sampler)
+        if len(set(feat_keys)) > 1:
+            raise ValueError(f"bgl stores hold one feature array; got several feature names {feat_keys}")
+        self.graph_sampler = graph_sampler
+        self.batch_size, self.shuffle, self.drop_last = int(batch_size), bool(shuffle), bool(drop_last)
+        self.num_workers, self.use_ddp, self.ddp_seed = int(num_workers), bool(use_ddp), int(ddp_seed)
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.order, self.pipeline_mode = order, pipeline
+        self._tmpdir: Optional[str] = None
+        self._pipeline: Optional[Pipeline] = None
+        self._active = None
+        self._fetch: Optional[FetchStage] = None
+        self._transfer: Optional[TransferStage] = None
+        self.core_split: Optional[CoreSplit] = None
+        self._epoch = 0
+        self._epoch_set = False
+
+        info = self._resolve_graph(graph, feat_keys[0] if feat_keys else None,
+                                   label_keys[0] if label_keys else None, server_timeout)
+        self._info = info
+        ids = self._check_indices(indices, info.num_nodes)
+        if order == "proximity" and info.spec.kind != "store":
+            raise ValueError("order='proximity' needs a local graph (store dir, GraphStore or DGLGraph), "
+                             "not only graph servers")
+        want_dgl = blocks == "dgl" or (blocks is None and (info.from_dgl or sampler_from_dgl))
+        if want_dgl:
+            try:
+                import bgl.dgl_adapter  # noqa: F401
+                import dgl  # noqa: F401  (import check only; conversion lives in dgl_adapter)
+            except ImportError as e:
+                raise ImportError(f"blocks='dgl' needs DGL installed: {e}") from None
+
+        self._rank, self._world = 0, 1
+        pad = 0
+        if self.use_ddp:
+            ids, pad = self._ddp_split(ids)
+        self._num_real_ids = int(ids.shape[0])
+        self._pad = pad
+
+        feat_keys = tuple(feat_keys) if info.feat_dim > 0 else ()
+        label_keys = tuple(label_keys) if info.has_label else ()
+        cache_spec = self._cache_spec(cache, cache_ratio, cache_bytes, info, pipeline)
+        self._order_stage = OrderStage(ids=ids, batch_size=self.batch_size, drop_last=self.drop_last,
+                                       shuffle=self.shuffle, order=order, graph=info.spec,
+                                       num_sequences=num_sequences, pad=pad)
+        self._sample_stage = SampleStage(source=info.spec, fanouts=tuple(fanouts), replace=replace)
+        if cache_spec is not None and cache_spec.policy == "presample":
+            cache_spec = self._with_presample_counts(cache_spec)
+        live_cache = cache if cache is not None and not isinstance(cache, str) else None
+        self._fetch = FetchStage(source=info.spec, feat_keys=feat_keys, label_keys=label_keys,
+                                 cache=cache_spec if cache_spec is not None else live_cache)
+        self._transfer = TransferStage(device=str(self.device), to_dgl=want_dgl)
+        self._stage_cores = stage_cores
+        if stage_cores is not None:
+            # Validate now, before any process starts.
+            self.core_split = resolve_stage_cores(stage_cores, ["order", "sample", "fetch"])
+        self._queue_size = queue_size
+
+    # -------------------------------------------------------------- validation
+    def _resolve_graph(self, graph, feat_key, label_key, timeout: float) -> _GraphInfo:
+        if _is_dgl_object(graph):
+            if not hasattr(graph, "ndata") or len(getattr(graph, "ntypes", ["_N"])) != 1:
+                raise ValueError("only homogeneous DGLGraphs are supported")
+            self._tmpdir = tempfile.mkdtemp(prefix="bgl-dglgraph-")
+            weakref.finalize(self, shutil.rmtree, self._tmpdir, True)
+            store = _dglgraph_to_store(graph, Path(self._tmpdir) / "store", feat_key, label_key)
+            info = self._store_info(store)
+            info.from_dgl = True
+            return info
+        if isinstance(graph, GraphStore):
+            return self._store_info(graph)
+        if isinstance(graph, (str, os.PathLike)):
+            path = Path(graph)
+            if (path / "partition.json").is_file():
+                servers = os.environ.get("BGL_SERVERS", "")
+                addresses = [a.strip() for a in servers.split(",") if a.strip()]
+                if not addresses:
+                    raise ValueError(f"{path} is a partition dir; set BGL_SERVERS to its graph servers' "
+                                     "addresses (bgl launch does this) or pass a store dir")
+                return _servers_info(addresses, timeout, partition_dir=path)
+            return self._store_info(GraphStore(path))
+        if isinstance(graph, (list, tuple)) and graph and all(isinstance(a, str) for a in graph):
+            return _servers_info(list(graph), timeout)
+        raise TypeError(f"graph must be a DGLGraph, GraphStore, store/partition dir or list of server "
+                        f"addresses, got {type(graph).__name__}")
+
+    @staticmethod
+    def _store_info(store: GraphStore) -> _GraphInfo:
+        if store.node_offset != 0 or store.global_num_nodes != store.num_nodes:
+            raise ValueError(f"{store.path} is a partition part; pass the partition dir with graph servers")
+        spec = SamplingSpec("store", path=str(store.path))
+        dtype = None if store.feat is None else torch.from_numpy(np.empty(0, store.feat.dtype)).dtype
+        return _GraphInfo(spec, store.num_nodes, store.feat_dim, dtype, store.label is not None, store=store)
+
+    @staticmethod
+    def _check_indices(indices, num_nodes: int) -> np.ndarray:
+        if isinstance(indices, dict):
+            raise TypeError("dict indices (heterogeneous graphs) are not supported; pass one id tensor")
+        if torch.is_tensor(indices):
+            if indices.dtype.is_floating_point or indices.dtype.is_complex or indices.dtype == torch.bool:
+                raise TypeError(f"indices must be integer node ids, got dtype {indices.dtype}")
+            arr = indices.detach().cpu().numpy()
+        else:
+            arr = np.asarray(indices)
+            if arr.dtype.kind not in "iu":
+                raise TypeError(f"indices must be integer node ids, got dtype {arr.dtype}")
+        if arr.ndim != 1:
+            raise ValueError(f"indices must be 1-D, got shape {tuple(arr.shape)}")
+        arr = arr.astype(np.int64, copy=False)
+        if arr.size:
+            lo, hi = int(arr.min()), int(arr.max())
+            if lo < 0 or hi >= num_nodes:
+                bad = lo if lo < 0 else hi
+                raise ValueError(f"indices contain node id {bad}, outside [0, {num_nodes})")
+            if np.unique(arr).shape[0] != arr.shape[0]:
+                raise ValueError("indices contain duplicate node ids")
+        return np.ascontiguousarray(arr)
+
+    def _ddp_split(self, ids: np.ndarray) -> tuple[np.ndarray, int]:
+        """This rank's contiguous chunk, as DGL's DDPTensorizedDataset cuts it; returns (ids, pad)."""
+        import torch.distributed as dist
+
+        if not (dist.is_available() and dist.is_initialized()):
+            raise RuntimeError("use_ddp=True needs torch.distributed initialised (init_process_group)")
+        self._rank, self._world = dist.get_rank(), dist.get_world_size()
+        n = ids.shape[0]
+        per_rank = n // self._world if self.drop_last else -(-n // self._world)
+        lo, hi = self._rank * per_rank, (self._rank + 1) * per_rank
+        local = ids[lo:min(hi, n)]
+        pad = 0 if self.drop_last else per_rank - local.shape[0]
+        return np.ascontiguousarray(local), pad
+
+    def _cache_spec(self, cache, cache_ratio, cache_bytes, info: _GraphInfo, pipeline: str) -> Optional[CacheSpec]:
+        if cache is None:
+            return None
+        if not isinstance(cache, str):
+            if pipeline == "processes":
+                raise ValueError("a cache object cannot move into a stage process; with pipeline='processes' "
+                                 "pass a policy name (cache='fifo')")
+            if not hasattr(cache, "fetch"):
+                raise TypeError(f"cache must be a policy name or an object with fetch(ids, miss_source), "
+                                f"got {type(cache).__name__}")
+            return None
+        from .cache import POLICIES
+
+        if cache not in POLICIES:
+            raise ValueError(f"unknown cache policy {cache!r}; choose from {', '.join(POLICIES)}")
+        if info.feat_dim <= 0:
+            raise ValueError("cache requested but the graph has no node features")
+        itemsize = torch.empty(0, dtype=info.feat_dtype or torch.float32).element_size()
+        if cache_bytes is not None:
+            if cache_bytes < 0:
+                raise ValueError(f"cache_bytes must be >= 0, got {cache_bytes}")
+            capacity = int(cache_bytes) // (info.feat_dim * itemsize)
+        else:
+            ratio = DEFAULT_CACHE_RATIO if cache_ratio is None else float(cache_ratio)
+            if not 0.0 <= ratio <= 1.0:
+                raise ValueError(f"cache_ratio must be in [0, 1], got {cache_ratio}")
+            capacity = int(ratio * info.num_nodes)
+        capacity = min(capacity, info.num_nodes)
+        degrees = None
+        if cache == "static-degree":
+            if info.store is not None:
+                degrees = np.asarray(info.store.in_degrees())
+            elif info.partition_dir is not None:
+                degrees = _partition_degrees(info.partition_dir)
+            if degrees is None:
+                raise ValueError("cache='static-degree' needs node degrees: pass a store or partition dir")
+        # A cache inside a stage process lives on the CPU; inline it may sit on the GPU.
+        device = str(self.device) if pipeline == "inline" else "cpu"
+        dtype = str(info.feat_dtype or torch.float32).replace("torch.", "")
+        return CacheSpec(policy=cache, capacity=capacity, num_nodes=info.num_nodes, dim=info.feat_dim,
+                         dtype=dtype, device=device, degrees=degrees)
+
+    def _with_presample_counts(self, spec: CacheSpec) -> CacheSpec:
+        """GNNLab's presampling: count input-node accesses over a presampled (capped) epoch."""
+        from dataclasses import replace
+
+        from .cache import presample_counts
+
+        sampler = self._info.spec.open()
+        try:
+            def order_fn(epoch):
+                for i, mb in enumerate(self._order_stage.items((epoch, 12345 + epoch))):
+                    if i >= PRESAMPLE_MAX_BATCHES:
+                        break
+                    yield mb.seeds.numpy()
+
+            def sample_fn(seeds, seed):
+                blocks = sampler.sample_blocks(seeds, list(self._sample_stage.fanouts),
+                                               replace=self._sample_stage.replace, seed=seed)
+                return blocks[0].src_ids.numpy()
+
+            counts = presample_counts(sample_fn, order_fn, epochs=1, num_nodes=self._info.num_nodes)
+        finally:
+            sampler.close()
+        return replace(spec, presample_counts=counts)
+
+    # ------------------------------------------------------------ iteration
+    def __len__(self) -> int:
+        return num_batches(self._num_real_ids + self._pad, self.batch_size, self.drop_last)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Set the epoch number (changes the seed order; with DDP every rank should call it)."""
+        self._epoch = int(epoch)
+        self._epoch_set = True
+
+    def _epoch_seed(self) -> int:
+        if self.use_ddp:
+            # Deterministic from ddp_seed so a rank's order does not depend on its torch RNG state.
+            rng = np.random.default_rng([self.ddp_seed, self._epoch, self._rank])
+            return int(rng.integers(0, 2**62))
+        # torch's RNG, so torch.manual_seed makes epochs reproducible as with DGL.
+        return int(torch.randint(0, 2**62, (1,)).item())
+
+    def _build_pipeline(self) -> Pipeline:
+        cores = None
+        if self.pipeline_mode == "processes":
+            split = self.core_split
+            if split is None:
+                split = self._profile_split()
+                self.core_split = split
+            log.info("%s", split.describe())
+            cores = dict(split.cores)
+            # Ordering is a few permutations per epoch: it shares the sampler's cores.
+            if "sample" in cores and "order" not in cores:
+                cores["order"] = cores["sample"]
+        return Pipeline(self._order_stage, [self._sample_stage, self._fetch], trainer_stages=[self._transfer],
+                        mode=self.pipeline_mode, cores=cores, queue_size=self._queue_size)
+
+    def _profile_split(self) -> CoreSplit:
+        import copy
+
+        sample, fetch = copy.deepcopy(self._sample_stage), copy.deepcopy(self._fetch)
+        try:
+            times = profile_stages(self._order_stage, [sample, fetch], (0, 0), num_batches=3, warmup=1)
+        finally:
+            sample.close()
+            fetch.close()
+        pool = available_cores()
+        # Keep a core for the trainer only when there are cores to spare.
+        return split_cores(times, pool, reserve=1 if len(pool) >= 4 else 0)
+
+    def __iter__(self) -> Iterator[tuple]:
+        if self._active is not None:
+            self._active.close()  # a new epoch abandons the previous, unfinished one
+            self._active = None
+        if self._pipeline is None:
+            self._pipeline = self._build_pipeline()
+        epoch = self._epoch
+        seed = self._epoch_seed()
+        if not self._epoch_set:
+            self._epoch += 1
+        self._epoch_set = False
+        gen = self._pipeline.run_epoch((epoch, seed))
+        self._active = gen
+        return gen
+
+    # ------------------------------------------------------------ inspection
+    def cache_stats(self) -> Optional[dict]:
+        """Cumulative cache counters (requests, hits, misses, bytes_from_source) or None without cache.
+
+        In ``processes`` mode these are the counters the fetch process sent with
+        its latest batch; a restarted pipeline (after ``break``) starts a new cache.
+        """
+        if self.pipeline_mode == "inline" and self._fetch is not None:
+            return self._fetch.cache_stats()
+        return None if self._transfer is None else self._transfer.last_cache_stats
+
+    def stage_pids(self) -> dict[str, int]:
+        """{stage: pid} of live stage processes (empty inline)."""
+        return {} if self._pipeline is None else self._pipeline.stage_pids()
+
+    def close(self) -> None:
+        """Stop stage processes and remove a temporary store; the loader may be iterated again."""
+        if self._active is not None:
+            self._active.close()
+            self._active = None
+        if self._pipeline is not None:
+            self._pipeline.close()
+            self._pipeline = None
+
+    def __enter__(self) -> "DataLoader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def _partition_degrees(path: Path) -> np.ndarray:
+    """In-degrees of all nodes (new ids, parts own contiguous ranges) from the part stores."""
+    from .partition.format import open_partition
+
+    book = open_partition(path)
+    return np.concatenate([np.asarray(book.part_store(k).in_degrees()) for k in range(book.num_parts)])

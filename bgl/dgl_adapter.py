@@ -1,0 +1,72 @@
+"""The only module that imports DGL: bgl blocks -> ``dgl.Block`` and DGLGraph -> CSC arrays.
+
+Everything else in bgl runs without DGL (the GPU machine has none).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from .blocks import Block
+
+
+def _dgl():
+    import dgl  # noqa: WPS433 - imported on use so `import bgl.dgl_adapter` fails only when used
+
+    return dgl
+
+
+def to_dgl_block(block: Block):
+    """A ``dgl.Block`` with the same edges (CSC order), ``dgl.NID`` on src/dst and copied data.
+
+    ``srcdata``/``dstdata`` tensors of the bgl block are attached, so
+    ``blocks[0].srcdata['feat']`` and ``blocks[-1].dstdata['label']`` work.
+    """
+    dgl = _dgl()
+    device = block.indptr.device
+    empty = torch.empty(0, dtype=torch.int64, device=device)
+    g = dgl.create_block({("_N", "_E", "_N"): ("csc", (block.indptr, block.indices, empty))},
+                         num_src_nodes={"_N": block.num_src}, num_dst_nodes={"_N": block.num_dst},
+                         device=device)
+    g.srcdata[dgl.NID] = block.src_ids
+    g.dstdata[dgl.NID] = block.dst_ids
+    if block.edge_ids is not None:
+        g.edata[dgl.EID] = block.edge_ids
+    for k, v in block.srcdata.items():
+        g.srcdata[k] = v
+    for k, v in block.dstdata.items():
+        g.dstdata[k] = v
+    return g
+
+
+def to_dgl_blocks(blocks: Sequence[Block]) -> list:
+    """:func:`to_dgl_block` for every layer."""
+    return [to_dgl_block(b) for b in blocks]
+
+
+def dglgraph_to_csc(g) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """In-edge CSC of a homogeneous DGLGraph.
+
+    Returns
+    -------
+    indptr : int64 [num_nodes + 1]; indices : int64 [num_edges] source node ids
+    (in-neighbours of each node); eids : int64 [num_edges] DGL edge ids in CSC order
+    """
+    if len(g.ntypes) != 1 or len(g.etypes) != 1:
+        raise ValueError(f"expected a homogeneous graph, got ntypes={g.ntypes} etypes={g.etypes}")
+    indptr, indices, eids = g.adj_tensors("csc")
+    return (indptr.cpu().numpy().astype(np.int64, copy=False),
+            indices.cpu().numpy().astype(np.int64, copy=False),
+            eids.cpu().numpy().astype(np.int64, copy=False))
+
+
+def csc_to_dglgraph(indptr: np.ndarray, indices: np.ndarray, num_nodes: int | None = None):
+    """A DGLGraph with edges ``indices[p] -> v`` for p in row v (inverse of :func:`dglgraph_to_csc`)."""
+    dgl = _dgl()
+    indptr = np.asarray(indptr, dtype=np.int64)
+    n = indptr.shape[0] - 1 if num_nodes is None else num_nodes
+    dst = np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))
+    src = np.asarray(indices, dtype=np.int64)
+    return dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)), num_nodes=n)

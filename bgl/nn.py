@@ -1,0 +1,220 @@
+"""GraphSAGE layers that run directly on bgl :class:`~bgl.blocks.Block` objects.
+
+The GPU machine has no DGL, yet training there should use the same model a
+DGL user writes.  :class:`SAGEConv` reproduces ``dgl.nn.SAGEConv``'s maths and
+parameter names (``fc_self``, ``fc_neigh``, and ``bias`` for ``"gcn"``), so a
+state dict trained with one loads into the other.
+
+Message passing is one gather (``feat[indices]``) plus one scatter
+(``index_add_``) per layer: O(edges) tensor work, no Python loop over nodes.
+A block is anything with ``num_dst`` (int), ``indptr`` (int64 [num_dst + 1])
+and ``indices`` (int64 [num_edges], local src positions) — bgl's ``Block``.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence, Union
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+AGGREGATORS = ("mean", "gcn", "pool")
+
+
+def edge_dst_index(block) -> Tensor:
+    """Local dst position of every edge, int64 [num_edges] (CSC rows expanded).
+
+    ``indptr`` is CSC over dst nodes, so edge ``e`` in ``indptr[j]:indptr[j+1]``
+    belongs to dst ``j``; ``repeat_interleave`` expands that in one kernel.
+    """
+    indptr = block.indptr
+    counts = indptr[1:] - indptr[:-1]
+    return torch.repeat_interleave(torch.arange(block.num_dst, device=indptr.device), counts,
+                                   output_size=int(block.indices.shape[0]))
+
+
+def in_degrees(block) -> Tensor:
+    """In-degree of each dst node, int64 [num_dst]."""
+    return block.indptr[1:] - block.indptr[:-1]
+
+
+def aggregate(block, src_feat: Tensor, reduce: str = "mean") -> Tensor:
+    """Reduce the src features of each dst node's in-edges.
+
+    Parameters
+    ----------
+    block : bgl block (``num_dst``, ``indptr``, ``indices``)
+    src_feat : float tensor [num_src, d]
+    reduce : ``"sum"``, ``"mean"`` or ``"max"``; dst nodes without in-edges get 0,
+        as ``dgl.function.mean/sum/max`` give.
+
+    Returns
+    -------
+    float tensor [num_dst, d]
+    """
+    if reduce not in ("sum", "mean", "max"):
+        raise ValueError(f"reduce must be 'sum', 'mean' or 'max', got {reduce!r}")
+    device = src_feat.device
+    indices = block.indices.to(device, non_blocking=True)
+    dst = edge_dst_index(block).to(device, non_blocking=True)
+    messages = src_feat.index_select(0, indices)
+    out = src_feat.new_zeros((block.num_dst,) + tuple(src_feat.shape[1:]))
+    if reduce == "max":
+        # include_self=False leaves zero-in-degree rows at their initial 0
+        index = dst.view(-1, *([1] * (messages.dim() - 1))).expand_as(messages)
+        return out.scatter_reduce_(0, index, messages, "amax", include_self=False)
+    out.index_add_(0, dst, messages)
+    if reduce == "mean":
+        deg = in_degrees(block).to(device).clamp_(min=1).to(out.dtype)
+        out = out / deg.view(-1, *([1] * (out.dim() - 1)))
+    return out
+
+
+class SAGEConv(nn.Module):
+    """GraphSAGE layer over a bgl block, numerically equal to ``dgl.nn.SAGEConv``.
+
+    ``rst = fc_self(h_dst) + fc_neigh(mean_{u in N(v)} h_u)`` for ``"mean"``;
+    ``"gcn"`` and ``"pool"`` follow DGL's definitions too.  Like DGL, the linear
+    map is applied before message passing when it shrinks the width
+    (``in_feats > out_feats``), which moves fewer bytes through the scatter.
+
+    Parameters
+    ----------
+    in_feats : int, or (src, dst) pair
+    out_feats : int
+    aggregator : ``"mean"`` | ``"gcn"`` | ``"pool"``
+    feat_drop : dropout on the input features
+    bias : add a learnable bias (inside ``fc_self`` except for ``"gcn"``, as in DGL)
+    norm, activation : optional callables applied to the output (activation first)
+    """
+
+    def __init__(self, in_feats: Union[int, tuple[int, int]], out_feats: int,
+                 aggregator: str = "mean", feat_drop: float = 0.0, bias: bool = True,
+                 norm: Optional[Callable[[Tensor], Tensor]] = None,
+                 activation: Optional[Callable[[Tensor], Tensor]] = None):
+        super().__init__()
+        if aggregator not in AGGREGATORS:
+            raise ValueError(f"aggregator must be one of {AGGREGATORS}, got {aggregator!r}")
+        if isinstance(in_feats, (tuple, list)):
+            self._in_src_feats, self._in_dst_feats = int(in_feats[0]), int(in_feats[1])
+        else:
+            self._in_src_feats = self._in_dst_feats = int(in_feats)
+        self._out_feats = int(out_feats)
+        self._aggre_type = aggregator
+        self.norm = norm
+        self.activation = activation
+        self.feat_drop = nn.Dropout(feat_drop)
+        if aggregator == "pool":
+            self.fc_pool = nn.Linear(self._in_src_feats, self._in_src_feats)
+        self.fc_neigh = nn.Linear(self._in_src_feats, out_feats, bias=False)
+        if aggregator != "gcn":
+            self.fc_self = nn.Linear(self._in_dst_feats, out_feats, bias=bias)
+        elif bias:
+            self.bias = nn.Parameter(torch.zeros(out_feats))
+        else:
+            self.register_buffer("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Glorot-uniform weights with ReLU gain, as DGL initialises them."""
+        gain = nn.init.calculate_gain("relu")
+        if self._aggre_type == "pool":
+            nn.init.xavier_uniform_(self.fc_pool.weight, gain=gain)
+        if self._aggre_type != "gcn":
+            nn.init.xavier_uniform_(self.fc_self.weight, gain=gain)
+        nn.init.xavier_uniform_(self.fc_neigh.weight, gain=gain)
+
+    def forward(self, block, feat: Union[Tensor, tuple[Tensor, Tensor]]) -> Tensor:
+        """
+        Parameters
+        ----------
+        block : bgl block with ``num_dst`` dst nodes (a prefix of its src nodes)
+        feat : float [num_src, in_feats], or a (src [num_src, d_src], dst [num_dst, d_dst]) pair
+
+        Returns
+        -------
+        float tensor [num_dst, out_feats]
+        """
+        if isinstance(feat, tuple):
+            feat_src, feat_dst = self.feat_drop(feat[0]), self.feat_drop(feat[1])
+        else:
+            feat_src = self.feat_drop(feat)
+            feat_dst = feat_src[: block.num_dst]
+        if feat_src.shape[0] < block.num_dst or feat_dst.shape[0] != block.num_dst:
+            raise ValueError(f"block has {block.num_dst} dst nodes but features have "
+                             f"{feat_src.shape[0]} src / {feat_dst.shape[0]} dst rows")
+        lin_before_mp = self._in_src_feats > self._out_feats
+        if self._aggre_type == "mean":
+            h = self.fc_neigh(feat_src) if lin_before_mp else feat_src
+            h_neigh = aggregate(block, h, "mean")
+            if not lin_before_mp:
+                h_neigh = self.fc_neigh(h_neigh)
+        elif self._aggre_type == "gcn":
+            h = self.fc_neigh(feat_src) if lin_before_mp else feat_src
+            h_dst = (self.fc_neigh(feat_dst) if lin_before_mp else feat_dst) if isinstance(feat, tuple) \
+                else h[: block.num_dst]
+            deg = in_degrees(block).to(h.device).to(h.dtype).unsqueeze(-1)
+            h_neigh = (aggregate(block, h, "sum") + h_dst) / (deg + 1)
+            if not lin_before_mp:
+                h_neigh = self.fc_neigh(h_neigh)
+        else:  # pool
+            h = F.relu(self.fc_pool(feat_src))
+            h_neigh = self.fc_neigh(aggregate(block, h, "max"))
+        if self._aggre_type == "gcn":
+            rst = h_neigh if self.bias is None else h_neigh + self.bias
+        else:
+            rst = self.fc_self(feat_dst) + h_neigh
+        if self.activation is not None:
+            rst = self.activation(rst)
+        if self.norm is not None:
+            rst = self.norm(rst)
+        return rst
+
+    def extra_repr(self) -> str:
+        return f"{self._in_src_feats} -> {self._out_feats}, aggregator={self._aggre_type!r}"
+
+
+class SAGE(nn.Module):
+    """The standard mini-batch GraphSAGE model (DGL's ``node_classification.py`` layout).
+
+    ``num_layers`` SAGEConv layers ``in -> hidden -> ... -> out`` with ReLU and
+    dropout between layers; parameter names (``layers.<i>.fc_self.weight``, ...)
+    match DGL's example model, so checkpoints move between the two.
+
+    Parameters
+    ----------
+    in_feats, hidden_feats, out_feats : layer widths
+    num_layers : >= 1; one block per layer at forward time
+    dropout : dropout between layers
+    aggregator : see :class:`SAGEConv`
+    """
+
+    def __init__(self, in_feats: int, hidden_feats: int, out_feats: int, num_layers: int = 2,
+                 dropout: float = 0.5, aggregator: str = "mean"):
+        super().__init__()
+        if num_layers < 1:
+            raise ValueError(f"num_layers must be >= 1, got {num_layers}")
+        widths = [in_feats] + [hidden_feats] * (num_layers - 1) + [out_feats]
+        self.layers = nn.ModuleList(SAGEConv(widths[i], widths[i + 1], aggregator)
+                                    for i in range(num_layers))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, blocks: Sequence, x: Tensor) -> Tensor:
+        """
+        Parameters
+        ----------
+        blocks : ``num_layers`` blocks, input layer first (``blocks[-1].dst_ids`` are the seeds)
+        x : float [blocks[0].num_src, in_feats]
+
+        Returns
+        -------
+        float tensor [blocks[-1].num_dst, out_feats]
+        """
+        if len(blocks) != len(self.layers):
+            raise ValueError(f"model has {len(self.layers)} layers but got {len(blocks)} blocks")
+        h = x
+        for i, (layer, block) in enumerate(zip(self.layers, blocks)):
+            h = layer(block, h)
+            if i != len(self.layers) - 1:
+                h = self.dropout(F.relu(h))
+        return h

@@ -1,0 +1,364 @@
+"""The four stages of the bgl loader, each a small picklable spec with one job.
+
+GraphBolt-style: ``OrderStage`` (epoch seed order -> batches of seed ids),
+``SampleStage`` (seeds -> blocks), ``FetchStage`` (blocks -> input features
+through the cache / miss source, and labels) and ``TransferStage`` (to the
+training device, and to ``dgl.Block`` when asked).  :mod:`bgl.pipeline` runs
+them inline or one process each; :mod:`bgl.dataloader` only wires them.
+
+Items flowing between stages are :class:`MiniBatch` objects.  When a
+minibatch crosses a process boundary its blocks' integer arrays are packed
+into ONE int64 tensor, so torch's queue reduction moves one shared-memory
+segment (plus one for features and one for labels) per batch instead of
+three or four per layer.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional, Sequence
+
+import numpy as np
+import torch
+
+from .pipeline import SourceStage, Stage
+
+log = logging.getLogger(__name__)
+
+ORDERS = ("random", "proximity")
+
+
+# ------------------------------------------------------------------ sources
+@dataclass(frozen=True)
+class SamplingSpec:
+    """Where samples and features come from, as picklable facts.
+
+    ``kind="store"``: a graph store directory sampled in-process by
+    :class:`bgl.sampler.LocalSampler`.  ``kind="servers"``: graph servers
+    reached by :class:`bgl.sampler.SamplingClient` (one address per part, in
+    part order).
+    """
+
+    kind: str
+    path: Optional[str] = None
+    addresses: tuple[str, ...] = ()
+    timeout: float = 5.0
+
+    def open(self):
+        """A live sampler (``sample_blocks`` / ``fetch_features`` / ``fetch_labels``)."""
+        if self.kind == "store":
+            from .sampler import LocalSampler
+            from .store import GraphStore
+
+            return LocalSampler(GraphStore(self.path, validate="none"))
+        if self.kind == "servers":
+            from .sampler import SamplingClient
+
+            return SamplingClient(list(self.addresses), timeout=self.timeout)
+        raise ValueError(f"sampling spec kind must be 'store' or 'servers', got {self.kind!r}")
+
+    def open_store(self):
+        """The local graph store (for proximity ordering and degree-based caches), or None for servers."""
+        if self.kind != "store":
+            return None
+        from .store import GraphStore
+
+        return GraphStore(self.path, validate="none")
+
+
+@dataclass(frozen=True, eq=False)
+class CacheSpec:
+    """A feature cache to build inside the fetch stage's process.
+
+    ``capacity`` is in rows.  ``degrees``/``presample_counts`` feed the
+    ``static-degree`` / ``presample`` policies (int64 [num_nodes]).
+    """
+
+    policy: str
+    capacity: int
+    num_nodes: int
+    dim: int
+    dtype: str = "float32"
+    device: str = "cpu"
+    degrees: Optional[np.ndarray] = None
+    presample_counts: Optional[np.ndarray] = None
+
+    def build(self):
+        from .cache import make_cache
+
+        return make_cache(self.policy, self.capacity, self.num_nodes, self.dim,
+                          dtype=getattr(torch, self.dtype), device=self.device,
+                          degrees=self.degrees, presample_counts=self.presample_counts)
+
+
+# ----------------------------------------------------------------- minibatch
+@dataclass
+class MiniBatch:
+    """One batch as it moves through the stages.
+
+    ``seeds`` int64 [batch] output node ids; ``blocks`` bgl blocks (DGL
+    order: blocks[0] is the input layer); ``sample_seed`` the RNG seed of this
+    batch's sampling (reproducible per epoch and index); ``cache_stats`` the
+    fetch stage's cumulative cache counters after this batch.
+    """
+
+    epoch: int
+    index: int
+    seeds: torch.Tensor
+    sample_seed: int
+    blocks: Optional[list] = None
+    cache_stats: Optional[dict] = None
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        if self.blocks is not None:
+            state["blocks"] = _pack_blocks(self.blocks)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        if state.get("blocks") is not None:
+            state["blocks"] = _unpack_blocks(state["blocks"])
+        self.__dict__.update(state)
+
+
+def _pack_blocks(blocks: Sequence[Any]) -> dict:
+    """All integer arrays of all blocks in one int64 tensor plus a small layout list."""
+    parts, layout = [], []
+    for b in blocks:
+        has_eids = b.edge_ids is not None
+        parts += [b.src_ids, b.indptr, b.indices] + ([b.edge_ids] if has_eids else [])
+        layout.append((int(b.src_ids.shape[0]), int(b.num_dst), int(b.indices.shape[0]), has_eids))
+    ints = torch.cat([p.to(torch.int64) for p in parts]) if parts else torch.empty(0, dtype=torch.int64)
+    return {"ints": ints, "layout": layout,
+            "srcdata": [dict(b.srcdata) for b in blocks], "dstdata": [dict(b.dstdata) for b in blocks]}
+
+
+def _unpack_blocks(packed: dict) -> list:
+    from .blocks import Block
+
+    ints, pos, out = packed["ints"], 0, []
+    for (num_src, num_dst, num_edges, has_eids), src, dst in zip(packed["layout"], packed["srcdata"],
+                                                                 packed["dstdata"]):
+        def take(n: int) -> torch.Tensor:
+            nonlocal pos
+            view = ints[pos:pos + n]  # views into the one shared segment: no copy
+            pos += n
+            return view
+
+        src_ids, indptr, indices = take(num_src), take(num_dst + 1), take(num_edges)
+        edge_ids = take(num_edges) if has_eids else None
+        out.append(Block(src_ids=src_ids, num_dst=num_dst, indptr=indptr, indices=indices,
+                         edge_ids=edge_ids, srcdata=src, dstdata=dst))
+    return out
+
+
+# -------------------------------------------------------------------- stages
+def batch_bounds(num_ids: int, batch_size: int, drop_last: bool) -> np.ndarray:
+    """Start offsets of each batch plus the end, int64 [num_batches + 1]."""
+    n_full = num_ids // batch_size
+    ends = [n_full * batch_size] if (drop_last or num_ids % batch_size == 0) else [n_full * batch_size, num_ids]
+    return np.unique(np.concatenate([np.arange(0, n_full * batch_size, batch_size), ends])).astype(np.int64)
+
+
+def num_batches(num_ids: int, batch_size: int, drop_last: bool) -> int:
+    return num_ids // batch_size if drop_last else -(-num_ids // batch_size)
+
+
+@dataclass
+class OrderStage(SourceStage):
+    """Epoch seed order -> batches of seed ids.
+
+    Parameters
+    ----------
+    ids : int64 [n]
+        This rank's seed ids (already split and padded for DDP).
+    order : ``"random"`` (a permutation when ``shuffle``) or ``"proximity"``
+        (BGL's BFS-sequence order via :func:`bgl.cache.ordering.proximity_order`,
+        so consecutive batches share neighbours and the feature cache hits).
+    graph : SamplingSpec
+        Graph for proximity ordering (a local store).
+    num_sequences : int
+        BFS sequences interleaved by proximity ordering.
+    pad : int
+        Seeds repeated from the head of each epoch's order so every DDP rank
+        has the same number of batches (DGL's padding without ``drop_last``).
+
+    ``items((epoch, epoch_seed))`` yields :class:`MiniBatch` es whose
+    ``sample_seed`` derives from ``epoch_seed`` and the batch index.
+    """
+
+    ids: np.ndarray
+    batch_size: int
+    drop_last: bool = False
+    shuffle: bool = False
+    order: str = "random"
+    graph: Optional[SamplingSpec] = None
+    num_sequences: int = 8
+    pad: int = 0
+    name: str = "order"
+
+    def __post_init__(self):
+        if self.order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS}, got {self.order!r}")
+        self._store = None
+
+    def open(self) -> None:
+        if self.order == "proximity":
+            if self.graph is None or self.graph.kind != "store":
+                raise ValueError("order='proximity' needs a local graph store (not only graph servers)")
+            self._store = self.graph.open_store()
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_store"] = None  # reopened by open() in the stage process
+        return state
+
+    def epoch_order(self, epoch_seed: int) -> np.ndarray:
+        """The seed ids of one epoch in visiting order, int64 [n + pad]."""
+        order = self._order(epoch_seed)
+        return np.concatenate([order, order[: self.pad]]) if self.pad else order
+
+    def _order(self, epoch_seed: int) -> np.ndarray:
+        ids = np.asarray(self.ids, dtype=np.int64)
+        if self.order == "proximity":
+            from .cache.ordering import proximity_order
+
+            if self._store is None:
+                self.open()
+            return np.asarray(proximity_order(self._store, ids, self.num_sequences, epoch_seed), dtype=np.int64)
+        if self.shuffle:
+            return ids[np.random.default_rng(epoch_seed).permutation(ids.shape[0])]
+        return ids
+
+    def __len__(self) -> int:
+        return num_batches(int(np.asarray(self.ids).shape[0]) + self.pad, self.batch_size, self.drop_last)
+
+    def items(self, epoch: Any) -> Iterator[MiniBatch]:
+        epoch_num, epoch_seed = epoch
+        ids = self.epoch_order(epoch_seed)
+        bounds = batch_bounds(ids.shape[0], self.batch_size, self.drop_last)
+        for i in range(bounds.shape[0] - 1):
+            seeds = torch.from_numpy(np.array(ids[bounds[i]:bounds[i + 1]]))
+            # One sampling seed per (epoch, batch): reproducible runs whatever process samples it.
+            sample_seed = int((epoch_seed * 1_000_003 + i) % (2**63 - 1))
+            yield MiniBatch(epoch=epoch_num, index=i, seeds=seeds, sample_seed=sample_seed)
+
+
+@dataclass
+class SampleStage(Stage):
+    """Seeds -> blocks (``fanouts`` in DGL order: fanouts[-1] is applied to the seeds)."""
+
+    source: SamplingSpec
+    fanouts: tuple[int, ...]
+    replace: bool = False
+    name: str = "sample"
+
+    def __post_init__(self):
+        self._sampler = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_sampler": None}
+
+    def open(self) -> None:
+        if self._sampler is None:
+            self._sampler = self.source.open()
+
+    def __call__(self, mb: MiniBatch) -> MiniBatch:
+        if self._sampler is None:
+            self.open()
+        mb.blocks = self._sampler.sample_blocks(mb.seeds, list(self.fanouts), replace=self.replace,
+                                                seed=mb.sample_seed)
+        return mb
+
+    def close(self) -> None:
+        if self._sampler is not None and hasattr(self._sampler, "close"):
+            self._sampler.close()
+        self._sampler = None
+
+
+@dataclass
+class FetchStage(Stage):
+    """Blocks -> input features (``blocks[0].srcdata``) and labels (``blocks[-1].dstdata``).
+
+    Features go through the feature cache when one is configured: hits are
+    one gather, unique misses one call to the miss source (the local store or
+    the graph servers).  ``cache`` is a :class:`CacheSpec` (built inside the
+    stage's process) or, inline only, a live cache object.
+    """
+
+    source: SamplingSpec
+    feat_keys: tuple[str, ...] = ("feat",)
+    label_keys: tuple[str, ...] = ("label",)
+    cache: Any = None
+    name: str = "fetch"
+
+    def __post_init__(self):
+        self._sampler = None
+        self._cache = None if isinstance(self.cache, CacheSpec) else self.cache
+
+    def __getstate__(self) -> dict:
+        if self.cache is not None and not isinstance(self.cache, CacheSpec):
+            raise TypeError("a live cache object cannot move to a stage process; pass a policy name")
+        return {**self.__dict__, "_sampler": None, "_cache": None}
+
+    def open(self) -> None:
+        if self._sampler is None:
+            self._sampler = self.source.open()
+        if self._cache is None and isinstance(self.cache, CacheSpec):
+            self._cache = self.cache.build()
+
+    def __call__(self, mb: MiniBatch) -> MiniBatch:
+        if self._sampler is None:
+            self.open()
+        first, last = mb.blocks[0], mb.blocks[-1]
+        if self.feat_keys:
+            ids = first.src_ids
+            if self._cache is not None:
+                feat = self._cache.fetch(ids, self._sampler.fetch_features)
+                mb.cache_stats = dict(self._cache.stats())
+            else:
+                feat = self._sampler.fetch_features(ids)
+            for key in self.feat_keys:
+                first.srcdata[key] = feat
+        if self.label_keys:
+            labels = self._sampler.fetch_labels(last.dst_ids)
+            for key in self.label_keys:
+                last.dstdata[key] = labels
+        return mb
+
+    def cache_stats(self) -> Optional[dict]:
+        return dict(self._cache.stats()) if self._cache is not None else None
+
+    def close(self) -> None:
+        if self._sampler is not None and hasattr(self._sampler, "close"):
+            self._sampler.close()
+        self._sampler = None
+
+
+@dataclass
+class TransferStage(Stage):
+    """Minibatch -> ``(input_nodes, output_nodes, blocks)`` on ``device``; runs in the trainer.
+
+    ``to_dgl`` converts to ``dgl.Block`` through :mod:`bgl.dgl_adapter` (the
+    only module allowed to import DGL).  Remembers the latest cache counters
+    seen, for :meth:`bgl.DataLoader.cache_stats`.
+    """
+
+    device: str = "cpu"
+    to_dgl: bool = False
+    non_blocking: bool = False
+    name: str = "transfer"
+    last_cache_stats: Optional[dict] = field(default=None, repr=False)
+
+    def __call__(self, mb: MiniBatch):
+        device = torch.device(self.device)
+        blocks = [b.to(device, non_blocking=self.non_blocking) for b in mb.blocks]
+        if mb.cache_stats is not None:
+            self.last_cache_stats = mb.cache_stats
+        input_nodes = blocks[0].src_ids
+        output_nodes = blocks[-1].dst_ids
+        if self.to_dgl:
+            from .dgl_adapter import to_dgl_blocks
+
+            blocks = to_dgl_blocks(blocks)
+        return input_nodes, output_nodes, blocks

@@ -1,0 +1,289 @@
+"""Shared machinery of every feature-cache policy: validation, lookup, dedupe, counters.
+
+A cache keeps three tensors on its device:
+
+* ``storage``    ``[capacity, dim]`` feature rows,
+* ``slot_of``    int32 ``[num_nodes]``, slot holding node ``v`` or ``-1``,
+* ``id_in_slot`` int64 ``[capacity]``, node held by a slot or ``-1``.
+
+A fetch runs in three phases so that a failure anywhere leaves the cache as
+it was: :meth:`CacheBase._plan` (validate, look up, dedupe the misses; reads
+only), the miss source (user code), and :meth:`CacheBase._commit` (policy
+specific admission plus counters; runs only once the miss source returned
+valid rows).  :class:`~bgl.cache.sharded.ShardedFeatureCache` drives the same
+phases over several shards so one fetch costs one miss-source call.
+
+Every phase is a handful of vectorised torch ops, the same code on CPU and
+CUDA; nothing loops over ids in Python.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable, Union
+
+import numpy as np
+import torch
+
+log = logging.getLogger(__name__)
+
+MissSource = Callable[[torch.Tensor], Union[torch.Tensor, np.ndarray]]
+
+_INT32_MAX = 2**31 - 1
+_ID_DTYPES = (torch.int64, torch.int32)
+_FEAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """``"cuda"``/``"cuda:k"`` when CUDA is there, else CPU (logged); ``"auto"``/None picks."""
+    if device is None or device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        log.warning("CUDA requested (%s) but not available; the cache lives on the CPU", dev)
+        return torch.device("cpu")
+    return dev
+
+
+def _check_count(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+    return int(value)
+
+
+@dataclass
+class FetchPlan:
+    """What one fetch found before asking the miss source (internal to the cache package).
+
+    ``out`` already holds the hit rows; ``miss_pos`` are positions in the
+    request that missed, ``miss_unique`` the distinct missed ids in order of
+    first occurrence, ``miss_inverse`` maps each missed position to its row of
+    ``miss_unique`` (None when no missed id repeats: the identity).
+    """
+
+    ids: torch.Tensor            # int64 [n], validated, on the cache device
+    out: torch.Tensor            # [n, dim]
+    hit_pos: torch.Tensor        # int64 [h]
+    hit_slots: torch.Tensor      # int64 [h]
+    miss_pos: torch.Tensor       # int64 [m]
+    miss_unique: torch.Tensor    # int64 [k]
+    miss_inverse: torch.Tensor | None  # int64 [m]; None when no id repeats (identity)
+    miss_last_pos: torch.Tensor | None = None  # int64 [k] last request position, recency policies
+
+
+class CacheBase:
+    """Common state, validation and counters; subclasses implement :meth:`_admit`.
+
+    Parameters
+    ----------
+    capacity : rows the cache holds (0 = no cache, every request goes to the source).
+    num_nodes : ids accepted are ``[0, num_nodes)``.
+    dim : feature width.
+    dtype : feature dtype (float32, float16, ...).
+    device : torch device of all cache tensors (see :func:`resolve_device`).
+    """
+
+    policy = "base"
+    #: recency policies need each miss's last position in the batch
+    needs_last_pos = False
+
+    def __init__(self, capacity: int, num_nodes: int, dim: int, dtype: torch.dtype = torch.float32,
+                 device: str | torch.device = "cpu"):
+        capacity = _check_count("capacity", capacity)
+        num_nodes = _check_count("num_nodes", num_nodes)
+        dim = _check_count("dim", dim)
+        if num_nodes >= _INT32_MAX:
+            raise ValueError(f"num_nodes must be < 2^31 - 1 (int32 slot map), got {num_nodes}")
+        if dtype not in _FEAT_DTYPES:
+            raise TypeError(f"dtype must be one of {_FEAT_DTYPES}, got {dtype!r}")
+        self.capacity = min(capacity, num_nodes)  # a larger cache could never fill
+        self.num_nodes = num_nodes
+        self.dim = dim
+        self.dtype = dtype
+        self.device = resolve_device(device)
+        self.storage = torch.zeros(self.capacity, dim, dtype=dtype, device=self.device)
+        self.slot_of = torch.full((num_nodes,), -1, dtype=torch.int32, device=self.device)
+        self.id_in_slot = torch.full((self.capacity,), -1, dtype=torch.int64, device=self.device)
+        self.reset_stats()
+
+    # ------------------------------------------------------------------ counters
+    def stats(self) -> dict:
+        """Counters since the last :meth:`reset_stats`.
+
+        ``requests``/``hits``/``misses`` count ids as asked (duplicates
+        included); ``bytes_from_source`` counts the rows the miss source
+        returned (each distinct missed id once per fetch).
+        """
+        requests = self._requests
+        return {
+            "requests": requests,
+            "hits": self._hits,
+            "misses": self._misses,
+            "hit_rate": self._hits / requests if requests else 0.0,
+            "bytes_from_source": self._bytes_from_source,
+        }
+
+    def reset_stats(self) -> None:
+        self._requests = 0
+        self._hits = 0
+        self._misses = 0
+        self._bytes_from_source = 0
+
+    @property
+    def row_bytes(self) -> int:
+        return self.dim * torch.empty((), dtype=self.dtype).element_size()
+
+    def __len__(self) -> int:
+        """Number of occupied slots."""
+        return int((self.id_in_slot >= 0).sum())
+
+    def cached_ids(self) -> torch.Tensor:
+        """Ids currently held, in slot order (int64)."""
+        return self.id_in_slot[self.id_in_slot >= 0]
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(policy={self.policy!r}, capacity={self.capacity}, "
+                f"num_nodes={self.num_nodes}, dim={self.dim}, dtype={self.dtype}, device={self.device})")
+
+    # -------------------------------------------------------------------- fetch
+    def fetch(self, ids: torch.Tensor, miss_source: MissSource) -> torch.Tensor:
+        """Feature rows of ``ids`` in the order asked.
+
+        Parameters
+        ----------
+        ids : int64 (or int32) tensor [n] on the cache device, values in ``[0, num_nodes)``;
+            duplicates allowed.
+        miss_source : ``f(unique_missing_ids: int64 tensor [k]) -> [k, dim]`` tensor
+            (any device) or ndarray of the cache dtype; called at most once per fetch.
+
+        Returns
+        -------
+        Tensor ``[n, dim]`` of the cache dtype on the cache device.
+
+        Raises
+        ------
+        TypeError / ValueError
+            for bad ids or a bad miss-source answer; the cache is then unchanged.
+        """
+        plan = self._plan(ids)
+        rows = None
+        if plan.miss_unique.numel():
+            rows = self._checked_rows(miss_source(plan.miss_unique), plan.miss_unique.numel())
+        self._commit(plan, rows)
+        return plan.out
+
+    def _check_ids(self, ids) -> torch.Tensor:
+        if not isinstance(ids, torch.Tensor):
+            raise TypeError(f"ids must be a torch tensor, got {type(ids).__name__}")
+        if ids.dtype not in _ID_DTYPES:
+            raise TypeError(f"ids must be int64 or int32, got {ids.dtype}")
+        if ids.dim() != 1:
+            raise ValueError(f"ids must be 1-D, got shape {tuple(ids.shape)}")
+        if ids.device != self.device:
+            raise ValueError(f"ids are on {ids.device}, the cache is on {self.device}")
+        if ids.numel():
+            lo, hi = torch.aminmax(ids)
+            lo, hi = int(lo), int(hi)
+            if lo < 0 or hi >= self.num_nodes:
+                bad = lo if lo < 0 else hi
+                raise ValueError(f"node id {bad} outside [0, {self.num_nodes})")
+        return ids.long()
+
+    def _plan(self, ids) -> FetchPlan:
+        """Validate, gather hits, dedupe misses.  Leaves every cache tensor as it found it."""
+        ids = self._check_ids(ids)
+        n = ids.numel()
+        slots = self.slot_of.index_select(0, ids)
+        hit = slots >= 0
+        hit_pos = hit.nonzero().squeeze(1)
+        miss_pos = (~hit).nonzero().squeeze(1)
+        hit_slots = slots.index_select(0, hit_pos).long()
+        out = torch.empty(n, self.dim, dtype=self.dtype, device=self.device)
+        if hit_pos.numel():
+            out.index_copy_(0, hit_pos, self.storage.index_select(0, hit_slots))
+        miss_ids = ids.index_select(0, miss_pos)
+        uniq, inverse, last = self._dedupe(miss_ids)
+        if last is not None:
+            last = miss_pos.index_select(0, last)  # position among misses -> position in the request
+        return FetchPlan(ids, out, hit_pos, hit_slots, miss_pos, uniq, inverse, last)
+
+    def _dedupe(self, miss_ids: torch.Tensor):
+        """Distinct missed ids in first-occurrence order, plus the inverse map.
+
+        Uses ``slot_of`` as scratch: every missed id has ``slot_of == -1``, so
+        its entry can hold a position for the duration of this call and is set
+        back to -1 before returning (an O(m) alternative to sorting with
+        ``torch.unique``, ~4x faster on a 10M-id batch).  No user code runs in
+        between, and ``finally`` restores it even if an op fails.
+        """
+        m = miss_ids.numel()
+        dev = self.device
+        if m == 0:
+            empty = torch.empty(0, dtype=torch.int64, device=dev)
+            return empty, None, (empty if self.needs_last_pos else None)
+        if m >= _INT32_MAX:
+            raise ValueError(f"a fetch may miss at most {_INT32_MAX - 1} ids, got {m}")
+        scratch = self.slot_of
+        pos = torch.arange(m, dtype=torch.int32, device=dev)
+        try:
+            scratch.index_fill_(0, miss_ids, _INT32_MAX)
+            scratch.scatter_reduce_(0, miss_ids, pos, "amin")
+            first = scratch.index_select(0, miss_ids)
+            is_first = first == pos
+            uniq = miss_ids[is_first]
+            k = uniq.numel()
+            last = None
+            if self.needs_last_pos:
+                scratch.index_fill_(0, uniq, -1)
+                scratch.scatter_reduce_(0, miss_ids, pos, "amax")
+                last = scratch.index_select(0, uniq).long()
+            if k == m:
+                # no repeated miss (the usual case: a batch's input nodes are distinct)
+                inverse = None
+            else:
+                scratch.index_copy_(0, uniq, torch.arange(k, dtype=torch.int32, device=dev))
+                inverse = scratch.index_select(0, miss_ids).long()
+        finally:
+            scratch.index_fill_(0, miss_ids, -1)
+        return uniq, inverse, last
+
+    def _checked_rows(self, rows, k: int) -> torch.Tensor:
+        """The miss source's answer as a ``[k, dim]`` tensor on the cache device, or an error."""
+        if isinstance(rows, np.ndarray):
+            rows = torch.from_numpy(np.ascontiguousarray(rows))
+        if not isinstance(rows, torch.Tensor):
+            raise TypeError(f"miss source must return a tensor or ndarray, got {type(rows).__name__}")
+        if tuple(rows.shape) != (k, self.dim):
+            raise ValueError(f"miss source returned shape {tuple(rows.shape)}, expected ({k}, {self.dim})")
+        if rows.dtype != self.dtype:
+            raise TypeError(f"miss source returned dtype {rows.dtype}, the cache holds {self.dtype}")
+        return rows.to(self.device, non_blocking=True)
+
+    def _commit(self, plan: FetchPlan, rows: torch.Tensor | None) -> None:
+        """Fill the missed rows of ``plan.out``, let the policy admit, update counters."""
+        k = plan.miss_unique.numel()
+        if k:
+            filled = rows if plan.miss_inverse is None else rows.index_select(0, plan.miss_inverse)
+            plan.out.index_copy_(0, plan.miss_pos, filled)
+        self._admit(plan, rows)
+        n = plan.ids.numel()
+        h = plan.hit_pos.numel()
+        self._requests += n
+        self._hits += h
+        self._misses += n - h
+        self._bytes_from_source += k * self.row_bytes
+
+    def _admit(self, plan: FetchPlan, rows: torch.Tensor | None) -> None:
+        """Policy hook: update the cache after a fetch (``rows`` is None when nothing missed)."""
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- helpers
+    def _write(self, slots: torch.Tensor, new_ids: torch.Tensor, new_rows: torch.Tensor) -> None:
+        """Put ``new_ids`` (not cached now) into ``slots``, evicting whatever held them."""
+        old = self.id_in_slot.index_select(0, slots)
+        old = old[old >= 0]
+        if old.numel():
+            self.slot_of.index_fill_(0, old, -1)
+        self.slot_of.index_copy_(0, new_ids, slots.to(torch.int32))
+        self.id_in_slot.index_copy_(0, slots, new_ids)
+        self.storage.index_copy_(0, slots, new_rows)

@@ -1,0 +1,315 @@
+"""Hit-rate benchmark: replay real sampled batches through every cache policy.
+
+For each epoch order (``random`` = DGL's shuffle, ``proximity`` = BGL's BFS
+order) the training nodes are cut into batches, each batch is sampled once
+(multi-layer uniform neighbour sampling), and the input node ids of every
+batch are recorded.  The same recorded stream is then replayed through each
+policy at each cache size, so policies differ only in what they keep.
+
+Per (policy, order, cache ratio) the benchmark reports the hit rate, the
+bytes the miss source had to deliver, and the cache's own speed: ids looked
+up and inserted per second, with the miss source's time subtracted.
+"""
+from __future__ import annotations
+
+import csv
+import logging
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from .ordering import proximity_order, random_order
+from .policies import POLICIES, make_cache, presample_counts
+from .sources import ArrayMissSource
+
+log = logging.getLogger(__name__)
+
+ORDERS = ("random", "proximity")
+CSV_COLUMNS = ("policy", "order", "cache_ratio", "capacity", "hit_rate", "requests", "hits",
+               "bytes_from_source", "ids_per_s", "batches")
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What to replay.  ``max_batches`` caps batches per epoch (for huge graphs)."""
+
+    policies: tuple[str, ...] = POLICIES
+    orders: tuple[str, ...] = ORDERS
+    cache_ratios: tuple[float, ...] = (0.01, 0.05, 0.1, 0.2)
+    fanouts: tuple[int, ...] = (15, 10, 5)
+    batch_size: int = 1024
+    epochs: int = 2
+    num_sequences: int = 4
+    presample_epochs: int = 1
+    seed: int = 0
+    max_batches: int | None = None
+    feat_dim: int = 0  # synthetic rows of this width when the store has no features
+
+    def __post_init__(self):
+        bad = [p for p in self.policies if p not in POLICIES]
+        if bad:
+            raise ValueError(f"unknown cache policy {bad[0]!r}; choose from {', '.join(POLICIES)}")
+        bad = [o for o in self.orders if o not in ORDERS]
+        if bad:
+            raise ValueError(f"unknown order {bad[0]!r}; choose from {', '.join(ORDERS)}")
+        bad = [r for r in self.cache_ratios if not 0 <= r <= 1]
+        if bad:
+            raise ValueError(f"cache ratios must be in [0, 1], got {bad[0]}")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.epochs < 1:
+            raise ValueError(f"epochs must be >= 1, got {self.epochs}")
+        if not self.fanouts or any(f < -1 or f == 0 for f in self.fanouts):
+            raise ValueError(f"fanouts must be > 0 or -1, got {list(self.fanouts)}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    policy: str
+    order: str
+    cache_ratio: float
+    capacity: int
+    hit_rate: float
+    requests: int
+    hits: int
+    bytes_from_source: int
+    ids_per_s: float
+    batches: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def input_node_sampler(store, fanouts: Sequence[int]) -> Callable[[np.ndarray, int], np.ndarray]:
+    """``f(seeds, seed) -> int64 input node ids`` of one sampled batch.
+
+    Uses :class:`bgl.sampler.LocalSampler` (``blocks[0].src_ids``); falls back
+    to the cache package's own small numba sampler only if that is missing.
+    """
+    fanouts = [int(f) for f in fanouts]
+    try:
+        from bgl.sampler import LocalSampler
+
+        sampler = LocalSampler(store)
+    except (ImportError, AttributeError):  # pragma: no cover - sampler package absent
+        from ._kernels import sample_input_nodes
+
+        log.warning("bgl.sampler.LocalSampler unavailable; using the fallback numba sampler")
+        return lambda seeds, seed: sample_input_nodes(store, seeds, fanouts, seed)
+    return lambda seeds, seed: sampler.sample_blocks(seeds, fanouts, seed=seed)[0].src_ids.numpy()
+
+
+def epoch_order(store, order: str, train: np.ndarray, seed: int, num_sequences: int) -> np.ndarray:
+    if order == "random":
+        return random_order(train, seed)
+    return proximity_order(store, train, num_sequences, seed)
+
+
+def record_batches(store, sample_fn, order: str, cfg: BenchConfig, seed_base: int = 0,
+                   progress=None) -> list[torch.Tensor]:
+    """Input node ids (int64 tensors) of every batch of ``cfg.epochs`` epochs in ``order``."""
+    train = np.asarray(store.train_idx, dtype=np.int64)
+    out = []
+    for epoch in range(cfg.epochs):
+        ids = epoch_order(store, order, train, cfg.seed + seed_base + epoch, cfg.num_sequences)
+        starts = range(0, ids.size, cfg.batch_size)
+        if cfg.max_batches is not None:
+            starts = starts[: cfg.max_batches]
+        for b in starts:
+            batch_seed = (cfg.seed + seed_base) * 1_000_003 + epoch * 100_003 + b // cfg.batch_size
+            out.append(torch.from_numpy(np.asarray(sample_fn(ids[b:b + cfg.batch_size], batch_seed),
+                                                   dtype=np.int64)))
+            if progress is not None:
+                progress.update(1)
+    return out
+
+
+class _TimedSource:
+    """Wraps a miss source and adds up the time spent in it (subtracted from cache speed)."""
+
+    def __init__(self, source):
+        self.source = source
+        self.seconds = 0.0
+
+    def __call__(self, ids):
+        t = time.perf_counter()
+        rows = self.source(ids)
+        self.seconds += time.perf_counter() - t
+        return rows
+
+
+def _synthetic_source(dim: int, dtype=torch.float32):
+    """Rows derived from the id (so results stay checkable) for stores without features."""
+    def source(ids: torch.Tensor) -> torch.Tensor:
+        return ids.to(dtype).unsqueeze(1).expand(-1, dim).contiguous()
+    return source
+
+
+def replay(cache, batches: Sequence[torch.Tensor], source) -> tuple[dict, float]:
+    """Fetch every batch through ``cache``; returns (stats, cache-only ids/s)."""
+    timed = _TimedSource(source)
+    cache.reset_stats()
+    t = time.perf_counter()
+    for ids in batches:
+        cache.fetch(ids, timed)
+    own = max(time.perf_counter() - t - timed.seconds, 1e-9)
+    stats = cache.stats()
+    return stats, stats["requests"] / own
+
+
+def run_benchmark(store, cfg: BenchConfig, progress: bool = True) -> list[BenchRow]:
+    """Replay ``cfg.epochs`` of sampled batches per order through every policy × ratio."""
+    from tqdm import tqdm
+
+    if store.feat is not None:
+        dim = store.feat_dim
+        source = ArrayMissSource(store.feat)
+        dtype = source.dtype
+    else:
+        if cfg.feat_dim <= 0:
+            raise ValueError(f"store {store.path} has no features; pass feat_dim > 0 for synthetic rows")
+        dim, dtype = cfg.feat_dim, torch.float32
+        source = _synthetic_source(dim, dtype)
+    n = store.num_nodes
+    train = np.asarray(store.train_idx, dtype=np.int64)
+    sample_fn = input_node_sampler(store, cfg.fanouts)
+    per_epoch = -(-train.size // cfg.batch_size)
+    if cfg.max_batches is not None:
+        per_epoch = min(per_epoch, cfg.max_batches)
+    needs_presample = "presample" in cfg.policies
+    total_sampling = len(cfg.orders) * cfg.epochs * per_epoch + (per_epoch * cfg.presample_epochs if needs_presample else 0)
+    runs = [(p, o, r) for o in cfg.orders for p in cfg.policies for r in cfg.cache_ratios]
+    bar = tqdm(total=total_sampling + len(runs), desc="bench-cache", unit="step", disable=not progress)
+    try:
+        degrees = np.asarray(store.in_degrees())
+        counts = None
+        if needs_presample:
+            # GNNLab presamples with its own (random) epochs, never the measured ones
+            def order_fn(epoch):
+                ids = random_order(train, cfg.seed + 7_777 + epoch)
+                starts = range(0, ids.size, cfg.batch_size)
+                if cfg.max_batches is not None:
+                    starts = starts[: cfg.max_batches]
+                for b in starts:
+                    bar.update(1)
+                    yield ids[b:b + cfg.batch_size]
+
+            counts = presample_counts(sample_fn, order_fn, cfg.presample_epochs, num_nodes=n)
+        streams = {o: record_batches(store, sample_fn, o, cfg, progress=bar) for o in cfg.orders}
+        rows = []
+        for policy, order, ratio in runs:
+            capacity = int(round(ratio * n))
+            cache = make_cache(policy, capacity, n, dim, dtype, "cpu", degrees=degrees, presample_counts=counts)
+            stats, speed = replay(cache, streams[order], source)
+            rows.append(BenchRow(policy, order, float(ratio), cache.capacity, stats["hit_rate"],
+                                 stats["requests"], stats["hits"], stats["bytes_from_source"], speed,
+                                 len(streams[order])))
+            bar.update(1)
+        return rows
+    finally:
+        bar.close()
+
+
+def format_table(rows: Sequence[BenchRow]) -> str:
+    head = f"{'policy':<14}{'order':<11}{'ratio':>7}{'hit rate':>10}{'MiB from source':>17}{'Mids/s':>9}"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r.policy:<14}{r.order:<11}{r.cache_ratio:>7.3f}{r.hit_rate:>10.4f}"
+                     f"{r.bytes_from_source / 2**20:>17.1f}{r.ids_per_s / 1e6:>9.2f}")
+    return "\n".join(lines)
+
+
+def write_csv(rows: Sequence[BenchRow], path: Path) -> None:
+    """Atomic: written to ``path.tmp`` then renamed."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
+        w.writeheader()
+        for r in rows:
+            w.writerow(r.to_dict())
+    os.replace(tmp, path)
+
+
+def plot_hit_rates(rows: Sequence[BenchRow], path: Path, title: str = "") -> None:
+    """Hit rate vs cache ratio, one line per (policy, order); PNG via matplotlib's Agg backend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    try:
+        keys = list(dict.fromkeys((r.policy, r.order) for r in rows))
+        for policy, order in keys:
+            pts = sorted((r.cache_ratio, r.hit_rate) for r in rows if (r.policy, r.order) == (policy, order))
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                    linestyle="-" if order == "proximity" else "--", label=f"{policy} / {order}")
+        ax.set_xlabel("cache capacity / num nodes")
+        ax.set_ylabel("hit rate")
+        ax.set_ylim(0, 1)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, ncol=2)
+        if title:
+            ax.set_title(title)
+        fig.tight_layout()
+        tmp = path.with_name(path.name + ".tmp.png")
+        fig.savefig(tmp, dpi=110)
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+
+
+@dataclass
+class FetchSpeed:
+    """Result of :func:`fetch_microbenchmark`."""
+
+    policy: str
+    ids: int
+    dim: int
+    hit_rate: float
+    seconds_total: float
+    seconds_cache: float
+    threads: int
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def ids_per_s(self) -> float:
+        return self.ids / self.seconds_cache
+
+
+def fetch_microbenchmark(policy: str = "fifo", num_nodes: int = 2_000_000, ratio: float = 0.1,
+                         total_ids: int = 20_000_000, batch: int = 1_000_000, dim: int = 16,
+                         skew: float = 3.0, unique_batches: bool = True, seed: int = 0) -> FetchSpeed:
+    """Pure fetch speed on a large random id stream (cache work only; source time subtracted).
+
+    Ids are ``floor(u**skew * num_nodes)`` (a skewed, hub-heavy stream); with
+    ``unique_batches`` each batch is deduplicated first, as a sampled batch's
+    input nodes are.
+    """
+    g = torch.Generator().manual_seed(seed)
+    feat = torch.randn(num_nodes, dim, generator=g)
+    cache = make_cache(policy, int(ratio * num_nodes), num_nodes, dim, degrees=np.zeros(num_nodes),
+                       presample_counts=np.zeros(num_nodes))
+    timed = _TimedSource(lambda ids: feat.index_select(0, ids))
+    batches = []
+    for start in range(0, total_ids, batch):
+        ids = (torch.rand(min(batch, total_ids - start), generator=g) ** skew * num_nodes).long()
+        if unique_batches:
+            ids = ids.unique()
+            ids = ids[torch.randperm(ids.numel(), generator=g)]
+        batches.append(ids)
+    n = sum(b.numel() for b in batches)
+    t = time.perf_counter()
+    for ids in batches:
+        cache.fetch(ids, timed)
+    total = time.perf_counter() - t
+    return FetchSpeed(policy, n, dim, cache.stats()["hit_rate"], total, total - timed.seconds,
+                      torch.get_num_threads())

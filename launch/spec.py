@@ -1,0 +1,222 @@
+"""The cluster spec: where every graph server and trainer runs, and on which port.
+
+Pure data, no processes: :func:`build_cluster_spec` turns a hosts list and
+the launch options into a frozen :class:`ClusterSpec`, validating
+everything that can be checked before anything starts (enough server
+slots for the parts, ports in range and not colliding).
+
+Placement rules
+---------------
+* One graph server per partition part.  Part ``k`` runs on host
+  ``k % num_hosts`` (round-robin), as its ``k // num_hosts``-th server.
+* A host may hold at most ``num_servers_per_host`` servers, so a launch
+  needs ``num_parts <= num_hosts * num_servers_per_host``.
+* Server ``j`` of a host binds ``host.port + j`` (the hosts file's port,
+  or ``port_base``) on the host's own address.
+* ``torch.distributed.run`` runs on every host with ``num_trainers``
+  processes each; its rendezvous (``master_port``) is on the first host,
+  by default the first port after that host's server slots.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from bgl.errors import LaunchError
+
+from .hosts import Host
+
+DEFAULT_PORT_BASE = 30050
+# Environment contract with bgl.DataLoader (see ARCHITECTURE.md, "Launch").
+ENV_SERVERS = "BGL_SERVERS"
+ENV_PARTITION = "BGL_PARTITION"
+# Every launched process carries the launch id so teardown can find strays by environment.
+ENV_LAUNCH_ID = "BGL_LAUNCH_ID"
+# The SHUTDOWN token travels in this variable, never on a command line.
+ENV_SERVER_TOKEN = "BGL_SERVER_TOKEN"
+# torchrun prefixes each worker's tee'd line with this; the supervisor turns it into the rank.
+RANK_PREFIX_TEMPLATE = "[bgl-rank ${rank}]:"
+
+
+@dataclass(frozen=True)
+class ServerPlacement:
+    """One graph server: serves partition ``part`` on ``host`` at ``port``."""
+
+    part: int
+    host_index: int
+    host: Host
+    port: int
+
+    @property
+    def address(self) -> str:
+        return f"tcp://{self.host.url_host()}:{self.port}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.host.ip}:server:{self.part}"
+
+
+@dataclass(frozen=True)
+class TrainerPlacement:
+    """One ``torch.distributed.run`` agent: node ``node_rank`` on ``host``."""
+
+    node_rank: int
+    host: Host
+
+    @property
+    def label(self) -> str:
+        return f"{self.host.ip}:torchrun:{self.node_rank}"
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """Everything a backend needs to start a launch; built by :func:`build_cluster_spec`."""
+
+    hosts: tuple[Host, ...]
+    partition_dir: str
+    num_parts: int
+    num_trainers: int
+    num_servers_per_host: int
+    servers: tuple[ServerPlacement, ...]
+    trainers: tuple[TrainerPlacement, ...]
+    master_addr: str
+    master_port: int
+    command: tuple[str, ...]
+    python: str = sys.executable
+    workdir: str = field(default_factory=os.getcwd)
+    server_threads: int | None = None
+
+    @property
+    def server_addresses(self) -> list[str]:
+        """Addresses of all graph servers in part order (the ``BGL_SERVERS`` value)."""
+        return [s.address for s in sorted(self.servers, key=lambda s: s.part)]
+
+    def to_dict(self) -> dict:
+        return {
+            "hosts": [h.ip if h.port is None else f"{h.ip} {h.port}" for h in self.hosts],
+            "partition_dir": self.partition_dir,
+            "num_parts": self.num_parts,
+            "servers": [{"part": s.part, "address": s.address} for s in self.servers],
+            "trainers": [{"node_rank": t.node_rank, "host": t.host.ip,
+                          "nproc": self.num_trainers} for t in self.trainers],
+            "master": f"{self.master_addr}:{self.master_port}",
+            "command": list(self.command),
+        }
+
+
+def build_cluster_spec(hosts: Sequence[Host], partition_dir: str | os.PathLike, num_parts: int,
+                       command: Sequence[str], *, num_trainers: int = 1,
+                       num_servers_per_host: int = 1, port_base: int = DEFAULT_PORT_BASE,
+                       master_port: int | None = None, python: str = sys.executable,
+                       workdir: str | os.PathLike | None = None,
+                       server_threads: int | None = None) -> ClusterSpec:
+    """Place servers and trainers (see the module docstring for the rules).
+
+    Raises
+    ------
+    LaunchError
+        if there are too few server slots, a count is < 1, a port falls
+        outside 1..65535 or two processes would bind the same address, or
+        the training command is empty.
+    """
+    hosts = tuple(hosts)
+    if not hosts:
+        raise LaunchError("no hosts given")
+    for name, value in (("num_parts", num_parts), ("num_trainers", num_trainers),
+                        ("num_servers_per_host", num_servers_per_host)):
+        if not isinstance(value, int) or value < 1:
+            raise LaunchError(f"{name} must be an integer >= 1, got {value!r}")
+    if not 1 <= port_base <= 65535:
+        raise LaunchError(f"port_base must be in 1..65535, got {port_base}")
+    if server_threads is not None and (not isinstance(server_threads, int) or server_threads < 1):
+        raise LaunchError(f"server_threads must be an integer >= 1, got {server_threads!r}")
+    if not command:
+        raise LaunchError("no training command given (put it after '--', e.g. -- python train.py)")
+    slots = len(hosts) * num_servers_per_host
+    if num_parts > slots:
+        raise LaunchError(
+            f"the partition has {num_parts} parts but {len(hosts)} host(s) x "
+            f"{num_servers_per_host} server(s) per host = {slots} server slot(s); "
+            f"add hosts or pass --num-servers-per-host {-(-num_parts // len(hosts))}")
+
+    servers = []
+    for part in range(num_parts):
+        h = part % len(hosts)
+        host = hosts[h]
+        port = (host.port or port_base) + part // len(hosts)
+        servers.append(ServerPlacement(part=part, host_index=h, host=host, port=port))
+    if master_port is None:
+        master_port = (hosts[0].port or port_base) + num_servers_per_host
+
+    used: dict[tuple[str, int], str] = {}
+    for what, ip, port in [*((f"server for part {s.part}", s.host.ip, s.port) for s in servers),
+                           ("torch.distributed master", hosts[0].ip, master_port)]:
+        if not 1 <= port <= 65535:
+            raise LaunchError(f"{what} on {ip} would use port {port}, outside 1..65535")
+        if (ip, port) in used:
+            raise LaunchError(f"{what} and {used[(ip, port)]} would both use {ip}:{port}; "
+                              "spread the ports in the hosts file or change --port-base")
+        used[(ip, port)] = what
+
+    trainers = tuple(TrainerPlacement(node_rank=i, host=h) for i, h in enumerate(hosts))
+    return ClusterSpec(
+        hosts=hosts, partition_dir=str(Path(partition_dir).absolute()), num_parts=num_parts,
+        num_trainers=num_trainers, num_servers_per_host=num_servers_per_host,
+        servers=tuple(servers), trainers=trainers, master_addr=hosts[0].ip,
+        master_port=master_port, command=tuple(command), python=python,
+        workdir=str(Path(workdir).absolute()) if workdir else os.getcwd(),
+        server_threads=server_threads,
+    )
+
+
+def server_argv(spec: ClusterSpec, server: ServerPlacement) -> list[str]:
+    """Command line of one graph server (the token comes through the environment)."""
+    argv = [spec.python, "-m", "bgl.sampler.server", "--partition", spec.partition_dir,
+            "--part", str(server.part), "--bind", server.address]
+    if spec.server_threads is not None:
+        argv += ["--threads", str(spec.server_threads)]
+    return argv
+
+
+def _is_bare_python(arg: str) -> bool:
+    """``python``, ``python3``, ``python3.11``: a PATH lookup, not a chosen interpreter."""
+    name = arg.strip()
+    return "/" not in name and name.startswith("python") and \
+        all(c.isdigit() or c == "." for c in name[len("python"):])
+
+
+def trainer_argv(spec: ClusterSpec, trainer: TrainerPlacement, log_dir: str) -> list[str]:
+    """``python -m torch.distributed.run ... <user command>`` for one host.
+
+    The user command runs with ``--no-python`` exactly as given, except that a
+    bare ``python``/``python3`` becomes the launcher's interpreter, so every
+    host uses the same environment (as DistDGL assumes).  ``--tee 3`` with
+    ``log_dir`` makes torchrun prefix each worker's lines with its rank.
+    """
+    user = list(spec.command)
+    if _is_bare_python(user[0]):
+        user[0] = spec.python
+    return [spec.python, "-m", "torch.distributed.run",
+            f"--nnodes={len(spec.hosts)}", f"--node_rank={trainer.node_rank}",
+            f"--nproc_per_node={spec.num_trainers}",
+            f"--master_addr={spec.master_addr}", f"--master_port={spec.master_port}",
+            "--tee=3", f"--log_dir={log_dir}", "--no-python", *user]
+
+
+def trainer_env(spec: ClusterSpec) -> dict[str, str]:
+    """Environment every trainer sees: where the servers are, where the partition is."""
+    return {
+        ENV_SERVERS: ",".join(spec.server_addresses),
+        ENV_PARTITION: spec.partition_dir,
+        "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": RANK_PREFIX_TEMPLATE,
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def describe(argv: Sequence[str]) -> str:
+    """A shell-quoted command line for logs."""
+    return shlex.join(argv)

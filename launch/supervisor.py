@@ -1,0 +1,323 @@
+"""Start a cluster, stream its output, and stop all of it on the first failure.
+
+Sequence (:meth:`Supervisor.run`):
+
+1. backend preflight (hosts reachable, ports free) -- nothing starts
+   if this fails;
+2. one graph server per part, each given the per-launch SHUTDOWN token
+   through the agent's stdin (never argv);
+3. wait until every server answers ``PING`` (deadline ``server_timeout``);
+4. ``torch.distributed.run`` on every host with ``BGL_SERVERS`` /
+   ``BGL_PARTITION`` set;
+5. watch: a server exiting (for any reason) or a trainer exiting non-zero
+   or a SIGINT/SIGTERM to the launcher stops everything everywhere and
+   raises :class:`LaunchAborted` naming who failed first; all trainers
+   exiting 0 shuts the servers down with the token and returns 0.
+
+Every line any process prints is re-printed as ``[host:role:rank] line``.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import signal
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Callable, TextIO
+
+from bgl.errors import LaunchError
+
+from .backends import Launched, LocalBackend, SshBackend  # noqa: F401 (types)
+from .spec import (ENV_LAUNCH_ID, ENV_SERVER_TOKEN, ClusterSpec, ServerPlacement,
+                   TrainerPlacement, describe, server_argv, trainer_argv, trainer_env)
+
+log = logging.getLogger(__name__)
+
+_RANK_LINE = re.compile(rb"^\[bgl-rank (\d+)\]:")
+POLL_SECONDS = 0.1
+
+
+class LaunchAborted(LaunchError):
+    """The launch was stopped; ``exit_code`` is what ``bgl launch`` should exit with."""
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def describe_status(status: int) -> str:
+    """``137`` -> ``"exit status 137 (killed by SIGKILL)"``."""
+    if status > 128:
+        try:
+            return f"exit status {status} (killed by {signal.Signals(status - 128).name})"
+        except ValueError:
+            pass
+    return f"exit status {status}"
+
+
+def exit_status(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode
+
+
+@dataclass
+class Member:
+    """One supervised process and what it is, for messages."""
+
+    role: str  # "server" | "trainer"
+    what: str  # human description used in failure messages
+    prefix: str  # "[host:role:rank]"
+    launched: Launched
+    placement: ServerPlacement | TrainerPlacement
+    reader: threading.Thread | None = None
+    ready: bool = False
+    done: bool = False
+
+
+class OutputPump:
+    """Copies each process's merged stdout/stderr to ``sink`` line by line, prefixed."""
+
+    def __init__(self, sink: TextIO):
+        self.sink = sink
+        self.lock = threading.Lock()
+
+    def emit(self, prefix: str, text: str) -> None:
+        with self.lock:
+            self.sink.write(f"{prefix} {text}\n")
+            self.sink.flush()
+
+    def start(self, member: Member) -> threading.Thread:
+        host = member.launched.host.ip
+
+        def pump() -> None:
+            stream = member.launched.popen.stdout
+            for raw in iter(stream.readline, b""):
+                line = raw.rstrip(b"\r\n")
+                prefix = member.prefix
+                if member.role == "trainer":
+                    m = _RANK_LINE.match(line)
+                    if m:  # a worker line tee'd by torchrun: name the global rank
+                        prefix = f"[{host}:trainer:{int(m.group(1))}]"
+                        line = line[m.end():]
+                self.emit(prefix, line.decode("utf-8", errors="replace"))
+            stream.close()
+
+        thread = threading.Thread(target=pump, name=f"pump {member.prefix}", daemon=True)
+        thread.start()
+        return thread
+
+
+class Supervisor:
+    """Runs one launch described by ``spec`` on ``backend`` (see module docstring).
+
+    Parameters
+    ----------
+    spec : placements and command, from :func:`~bgl.launch.spec.build_cluster_spec`.
+    backend : :class:`LocalBackend` or :class:`SshBackend`.
+    server_timeout : seconds to wait for every server to answer PING.
+    grace : seconds between SIGTERM and SIGKILL on teardown.
+    sink : where prefixed output goes (default ``sys.stdout``).
+    ping, shutdown : server probes; default ``bgl.sampler.client.ping/shutdown``.
+    """
+
+    def __init__(self, spec: ClusterSpec, backend: LocalBackend | SshBackend, *,
+                 server_timeout: float = 60.0, grace: float = 5.0, sink: TextIO | None = None,
+                 ping: Callable[..., bool] | None = None,
+                 shutdown: Callable[..., object] | None = None):
+        self.spec = spec
+        self.backend = backend
+        self.server_timeout = server_timeout
+        self.grace = grace
+        self.pump = OutputPump(sink or sys.stdout)
+        self.launch_id = uuid.uuid4().hex[:12]
+        # Lives only in this process and the servers' environments.
+        self.token = secrets.token_hex(16)
+        self.members: list[Member] = []
+        self._signal: int | None = None
+        self._ping = ping
+        self._shutdown = shutdown
+
+    # ------------------------------------------------------------------ public
+    def run(self) -> int:
+        """Run the launch to the end; 0 when every trainer exited 0.
+
+        Raises
+        ------
+        LaunchError
+            from preflight, before anything starts.
+        LaunchAborted
+            after teardown, naming the first process that failed or the
+            signal that stopped the launch.
+        """
+        self._load_probes()
+        self.backend.preflight(self.spec)
+        log.info("launch %s: %d server(s), %d host(s) x %d trainer(s)", self.launch_id,
+                 len(self.spec.servers), len(self.spec.hosts), self.spec.num_trainers)
+        restore = self._install_signal_handlers()
+        try:
+            try:
+                failure = self._start_servers() or self._wait_servers_ready()
+                if failure is None:
+                    self._start_trainers()
+                    failure = self._watch()
+                if failure is None:
+                    self._shutdown_servers()
+                    return 0
+            finally:
+                self._teardown()  # whatever happened (even an exception here), nothing outlives us
+            message, code = failure
+            raise LaunchAborted(message, code)
+        finally:
+            restore()
+
+    # ------------------------------------------------------------------ steps
+    def _load_probes(self) -> None:
+        if self._ping is None or self._shutdown is None:
+            from bgl.sampler import client
+
+            self._ping = self._ping or client.ping
+            self._shutdown = self._shutdown or client.shutdown
+
+    def _start(self, role: str, what: str, prefix: str, name: str, placement, argv, env,
+               secret_env) -> Member:
+        env = {**env, ENV_LAUNCH_ID: self.launch_id}
+        log.debug("starting %s on %s: %s", what, placement.host.ip, describe(argv))
+        launched = self.backend.start(f"{self.launch_id}-{name}", placement.host, argv, env,
+                                      secret_env, self.spec)
+        member = Member(role=role, what=what, prefix=prefix, launched=launched, placement=placement)
+        member.reader = self.pump.start(member)
+        self.members.append(member)
+        return member
+
+    def _start_servers(self) -> tuple[str, int] | None:
+        for s in self.spec.servers:
+            self._start("server", f"graph server for part {s.part} at {s.address}",
+                        f"[{s.host.ip}:server:{s.part}]", f"server{s.part}", s,
+                        server_argv(self.spec, s), {}, {ENV_SERVER_TOKEN: self.token})
+        return None
+
+    def _wait_servers_ready(self) -> tuple[str, int] | None:
+        deadline = time.monotonic() + self.server_timeout
+        pending = [m for m in self.members if m.role == "server"]
+        while pending:
+            if self._signal is not None:
+                return self._signal_failure()
+            for m in list(pending):
+                status = m.launched.popen.poll()
+                if status is not None:
+                    return (f"{m.what} exited with {describe_status(exit_status(status))} "
+                            "before answering PING", 1)
+                if self._ping(m.placement.address, timeout=0.5):
+                    m.ready = True
+                    pending.remove(m)
+            if pending and time.monotonic() > deadline:
+                names = ", ".join(m.what for m in pending)
+                return f"{names} did not answer PING within {self.server_timeout:g} s", 1
+            if pending:
+                time.sleep(POLL_SECONDS)
+        log.info("all %d graph server(s) answer PING", len(self.spec.servers))
+        return None
+
+    def _start_trainers(self) -> None:
+        env = trainer_env(self.spec)
+        for t in self.spec.trainers:
+            name = f"node{t.node_rank}"
+            log_dir = self.backend.tmpdir_for(f"{self.launch_id}-{name}") + "/torchrun-logs"
+            self._start("trainer", f"trainers on {t.host.ip} (torchrun node_rank {t.node_rank})",
+                        f"[{t.host.ip}:torchrun:{t.node_rank}]", name, t,
+                        trainer_argv(self.spec, t, log_dir), env, {})
+
+    def _watch(self) -> tuple[str, int] | None:
+        trainers = [m for m in self.members if m.role == "trainer"]
+        while True:
+            if self._signal is not None:
+                return self._signal_failure()
+            for m in self.members:
+                if m.done:
+                    continue
+                status = m.launched.popen.poll()
+                if status is None:
+                    continue
+                status = exit_status(status)
+                if m.role == "server":
+                    log.error("%s exited; stopping everything", m.what)
+                    return f"{m.what} exited with {describe_status(status)} while trainers ran", 1
+                if status != 0:
+                    log.error("%s failed; stopping everything", m.what)
+                    return f"{m.what} exited with {describe_status(status)}", 1
+                m.done = True
+            if all(m.done for m in trainers):
+                log.info("all trainers exited 0")
+                return None
+            time.sleep(POLL_SECONDS)
+
+    def _signal_failure(self) -> tuple[str, int]:
+        name = signal.Signals(self._signal).name
+        return f"launcher received {name}", 128 + self._signal
+
+    # ------------------------------------------------------------------ shutdown
+    def _shutdown_servers(self) -> None:
+        servers = [m for m in self.members if m.role == "server"]
+        for m in servers:
+            try:
+                self._shutdown(m.placement.address, self.token, timeout=2.0)
+            except Exception as e:  # a dead server is fine now; teardown covers it
+                log.warning("SHUTDOWN to %s failed: %s", m.placement.address, e)
+        deadline = time.monotonic() + self.grace
+        while time.monotonic() < deadline and any(m.launched.popen.poll() is None for m in servers):
+            time.sleep(POLL_SECONDS)
+
+    def _teardown(self) -> None:
+        """Stop every live process: polite stop, agent's own TERM->KILL, then kill from here."""
+        live = [m for m in self.members if m.launched.popen.poll() is None]
+        for m in live:
+            self.backend.stop(m.launched)
+        # Agents need `grace` to escalate to SIGKILL themselves; allow a little more.
+        deadline = time.monotonic() + self.grace + 3.0
+        while time.monotonic() < deadline and any(m.launched.popen.poll() is None for m in live):
+            time.sleep(POLL_SECONDS)
+        for m in live:
+            if m.launched.popen.poll() is None:
+                log.warning("%s did not stop within %.0f s; killing it", m.what, self.grace + 3)
+                self.backend.kill(m.launched)
+        for m in self.members:
+            try:
+                m.launched.popen.wait(timeout=10)
+            except Exception:
+                log.error("%s (pid %d) is still running after SIGKILL", m.what, m.launched.popen.pid)
+            if m.reader is not None:
+                m.reader.join(timeout=5)
+            if m.launched.popen.stdin and not m.launched.popen.stdin.closed:
+                try:
+                    m.launched.popen.stdin.close()
+                except OSError:
+                    pass
+
+    # ------------------------------------------------------------------ signals
+    def _install_signal_handlers(self) -> Callable[[], None]:
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+        def on_signal(signum, _frame):
+            if self._signal is None:
+                self._signal = signum
+            else:  # a second Ctrl-C: skip the grace period
+                self.grace = 0.0
+
+        for sig in previous:
+            signal.signal(sig, on_signal)
+
+        def restore() -> None:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+        return restore
+
+
+def run_launch(spec: ClusterSpec, backend: LocalBackend | SshBackend, **options) -> int:
+    """Convenience wrapper: ``Supervisor(spec, backend, **options).run()``."""
+    return Supervisor(spec, backend, **options).run()

@@ -1,0 +1,720 @@
+"""Numba kernels for partitioning: plain array arguments, no Python objects.
+
+Every kernel is O(nodes + edges) (or O(block edges x parts)) per call and
+allocates only arrays of node-, edge- or block-count length.  The thin Python
+layers in ``bgl_part.py``, ``metis_part.py``, ``metrics.py`` and
+``format.py`` validate inputs and call these.
+
+Graphs arrive as CSC (``indptr`` int64 [n+1], ``indices`` int32/int64 [e]:
+row ``v`` lists the in-neighbours of ``v``).  Partitioning treats the graph
+as undirected, so kernels walk both the CSC and its transpose (the out-edges),
+which avoids materialising a deduplicated symmetric copy.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# ---------------------------------------------------------------- structure
+
+
+@njit(cache=True, nogil=True)
+def transpose(indptr, indices, num_nodes):
+    """CSC -> CSR (out-neighbours) by counting sort; O(n + e), keeps the index dtype."""
+    e = indices.shape[0]
+    out_ptr = np.zeros(num_nodes + 1, np.int64)
+    for i in range(e):
+        out_ptr[indices[i] + 1] += 1
+    for v in range(num_nodes):
+        out_ptr[v + 1] += out_ptr[v]
+    fill = out_ptr[:-1].copy()
+    out_idx = np.empty(e, indices.dtype)
+    for v in range(num_nodes):
+        for j in range(indptr[v], indptr[v + 1]):
+            u = indices[j]
+            out_idx[fill[u]] = v
+            fill[u] += 1
+    return out_ptr, out_idx
+
+
+@njit(cache=True, nogil=True)
+def symmetric_adjacency(indptr, indices, out_ptr, out_idx, num_nodes):
+    """Undirected, deduplicated adjacency without self-loops (what METIS requires).
+
+    Returns ``xadj`` int64 [n+1], ``adjncy`` int64 [2m].  Duplicates are removed
+    with a per-row marker array (sparse accumulator), so the pass is linear.
+    """
+    mark = np.full(num_nodes, -1, np.int64)
+    xadj = np.zeros(num_nodes + 1, np.int64)
+    for v in range(num_nodes):
+        c = 0
+        for j in range(indptr[v], indptr[v + 1]):
+            u = indices[j]
+            if u != v and mark[u] != v:
+                mark[u] = v
+                c += 1
+        for j in range(out_ptr[v], out_ptr[v + 1]):
+            u = out_idx[j]
+            if u != v and mark[u] != v:
+                mark[u] = v
+                c += 1
+        xadj[v + 1] = xadj[v] + c
+    adjncy = np.empty(xadj[num_nodes], np.int64)
+    mark[:] = -1
+    for v in range(num_nodes):
+        p = xadj[v]
+        for j in range(indptr[v], indptr[v + 1]):
+            u = indices[j]
+            if u != v and mark[u] != v:
+                mark[u] = v
+                adjncy[p] = u
+                p += 1
+        for j in range(out_ptr[v], out_ptr[v + 1]):
+            u = out_idx[j]
+            if u != v and mark[u] != v:
+                mark[u] = v
+                adjncy[p] = u
+                p += 1
+    return xadj, adjncy
+
+
+# ------------------------------------------------------- BGL block coarsening
+
+
+@njit(cache=True, nogil=True)
+def bfs_grow_blocks(in_ptr, in_idx, out_ptr, out_idx, block, block_size, sources,
+                    next_block, cap, queue):
+    """One round of capped multi-source BFS.
+
+    Each source in ``sources`` (still unassigned, ``block == -1``) opens a new
+    block; one shared FIFO queue expands all blocks level by level, so blocks
+    grow at the same pace and meet at natural borders.  A block stops claiming
+    nodes once it holds ``cap`` nodes.  Returns the next free block id.
+    ``queue`` is scratch of length >= n.
+    """
+    head = 0
+    tail = 0
+    for i in range(sources.shape[0]):
+        s = sources[i]
+        if block[s] != -1:
+            continue
+        block[s] = next_block
+        block_size[next_block] = 1
+        next_block += 1
+        queue[tail] = s
+        tail += 1
+    while head < tail:
+        u = queue[head]
+        head += 1
+        b = block[u]
+        if block_size[b] >= cap:
+            continue
+        for j in range(in_ptr[u], in_ptr[u + 1]):
+            w = in_idx[j]
+            if block[w] == -1 and block_size[b] < cap:
+                block[w] = b
+                block_size[b] += 1
+                queue[tail] = w
+                tail += 1
+        for j in range(out_ptr[u], out_ptr[u + 1]):
+            w = out_idx[j]
+            if block[w] == -1 and block_size[b] < cap:
+                block[w] = b
+                block_size[b] += 1
+                queue[tail] = w
+                tail += 1
+    return next_block
+
+
+@njit(cache=True, nogil=True)
+def leftover_blocks(in_ptr, in_idx, out_ptr, out_idx, block, block_size, next_block, cap, queue):
+    """Put every still-unassigned node into a block: BFS over the leftover nodes,
+    component after component, cutting the visit order into runs of ``cap``.
+
+    Small components (isolated nodes, pairs) thus share blocks instead of each
+    becoming one, and a large leftover component is cut along BFS order so its
+    blocks stay local.  Returns the next free block id.
+    """
+    n = block.shape[0]
+    cur = -1
+    for s in range(n):
+        if block[s] != -1:
+            continue
+        # start (or continue filling) a block with this component
+        if cur == -1 or block_size[cur] >= cap:
+            cur = next_block
+            block_size[cur] = 0
+            next_block += 1
+        block[s] = cur
+        block_size[cur] += 1
+        head = 0
+        tail = 1
+        queue[0] = s
+        while head < tail:
+            u = queue[head]
+            head += 1
+            for k in range(2):
+                ptr = in_ptr if k == 0 else out_ptr
+                idx = in_idx if k == 0 else out_idx
+                for j in range(ptr[u], ptr[u + 1]):
+                    w = idx[j]
+                    if block[w] == -1:
+                        if block_size[cur] >= cap:
+                            cur = next_block
+                            block_size[cur] = 0
+                            next_block += 1
+                        block[w] = cur
+                        block_size[cur] += 1
+                        queue[tail] = w
+                        tail += 1
+    return next_block
+
+
+@njit(cache=True, nogil=True)
+def group_by(labels, num_labels):
+    """Counting sort: ``ptr`` int64 [L+1] and ``members`` int64 [n] with the ids of label l at
+    ``members[ptr[l]:ptr[l+1]]`` in increasing order."""
+    n = labels.shape[0]
+    ptr = np.zeros(num_labels + 1, np.int64)
+    for v in range(n):
+        ptr[labels[v] + 1] += 1
+    for b in range(num_labels):
+        ptr[b + 1] += ptr[b]
+    fill = ptr[:-1].copy()
+    members = np.empty(n, np.int64)
+    for v in range(n):
+        b = labels[v]
+        members[fill[b]] = v
+        fill[b] += 1
+    return ptr, members
+
+
+@njit(cache=True, nogil=True)
+def block_adjacency(in_ptr, in_idx, out_ptr, out_idx, block, bptr, members, num_blocks):
+    """Weighted undirected block graph: ``(adj_ptr, adj, weight)`` where ``weight`` counts the
+    node edges (both directions) between two different blocks.
+
+    Uses a per-block sparse accumulator (marker + slot arrays) instead of sorting
+    block-pair keys, so it is linear in edges and needs no 2e-long key array.
+    """
+    slot = np.full(num_blocks, -1, np.int64)
+    # pass 1: count distinct neighbour blocks per block
+    adj_ptr = np.zeros(num_blocks + 1, np.int64)
+    for b in range(num_blocks):
+        c = 0
+        for m in range(bptr[b], bptr[b + 1]):
+            u = members[m]
+            for k in range(2):
+                ptr = in_ptr if k == 0 else out_ptr
+                idx = in_idx if k == 0 else out_idx
+                for j in range(ptr[u], ptr[u + 1]):
+                    nb = block[idx[j]]
+                    if nb != b and slot[nb] != b:
+                        slot[nb] = b
+                        c += 1
+        adj_ptr[b + 1] = adj_ptr[b] + c
+    total = adj_ptr[num_blocks]
+    adj = np.empty(total, np.int64)
+    weight = np.zeros(total, np.float64)
+    # pass 2: fill; slot[nb] now holds the position of nb in b's row
+    slot[:] = -1
+    owner = np.full(num_blocks, -1, np.int64)
+    for b in range(num_blocks):
+        p = adj_ptr[b]
+        for m in range(bptr[b], bptr[b + 1]):
+            u = members[m]
+            for k in range(2):
+                ptr = in_ptr if k == 0 else out_ptr
+                idx = in_idx if k == 0 else out_idx
+                for j in range(ptr[u], ptr[u + 1]):
+                    nb = block[idx[j]]
+                    if nb == b:
+                        continue
+                    if owner[nb] != b:
+                        owner[nb] = b
+                        slot[nb] = p
+                        adj[p] = nb
+                        p += 1
+                    weight[slot[nb]] += 1.0
+    return adj_ptr, adj, weight
+
+
+@njit(cache=True, nogil=True)
+def greedy_assign(order, adj_ptr, adj, weight, bsize, btrain, num_parts,
+                  cap_nodes, cap_train, alpha, beta):
+    """Place blocks (in ``order``, largest first) one by one into the best part.
+
+    score(p) = (A1[b,p] + beta * A2[b,p] + eps) * (1 - nodes_p/cap_nodes)^alpha
+               * (1 - train_p/cap_train)^alpha
+    where A1 is the edge weight from b to blocks already in p and A2 the
+    2-hop term sum_nb w(b,nb)/wdeg(nb) * A1[nb,p].  ``aff[nb, p]`` (= A1 of
+    every block) is kept up to date on each placement, so a placement costs
+    O(deg(b) * parts).  Parts that would overflow a capacity are skipped;
+    if all would, the least-loaded part takes the block.
+    ``cap_nodes``/``cap_train`` are float64 [P] (parts may have different targets).
+    Returns ``(block_part int64 [B], aff float64 [B, P])``.
+    """
+    nb_blocks = bsize.shape[0]
+    aff = np.zeros((nb_blocks, num_parts), np.float64)
+    wdeg = np.zeros(nb_blocks, np.float64)
+    for b in range(nb_blocks):
+        for j in range(adj_ptr[b], adj_ptr[b + 1]):
+            wdeg[b] += weight[j]
+    part = np.full(nb_blocks, -1, np.int64)
+    load_n = np.zeros(num_parts, np.float64)
+    load_t = np.zeros(num_parts, np.float64)
+    two = np.zeros(num_parts, np.float64)
+    for i in range(order.shape[0]):
+        b = order[i]
+        two[:] = 0.0
+        if beta > 0.0:
+            for j in range(adj_ptr[b], adj_ptr[b + 1]):
+                nb = adj[j]
+                f = weight[j] / wdeg[nb]
+                for p in range(num_parts):
+                    two[p] += f * aff[nb, p]
+        best = -1
+        best_score = -1.0
+        fallback = -1
+        fallback_load = np.inf
+        for p in range(num_parts):
+            fn = (load_n[p] + bsize[b]) / cap_nodes[p]
+            ft = (load_t[p] + btrain[b]) / cap_train[p]
+            worst = max(fn, ft)
+            if worst < fallback_load:
+                fallback_load = worst
+                fallback = p
+            if fn > 1.0 or ft > 1.0:
+                continue
+            room = (1.0 - load_n[p] / cap_nodes[p]) ** alpha * (1.0 - load_t[p] / cap_train[p]) ** alpha
+            score = (aff[b, p] + beta * two[p] + 1e-9) * room
+            if score > best_score:
+                best_score = score
+                best = p
+        if best == -1:
+            best = fallback
+        part[b] = best
+        load_n[best] += bsize[b]
+        load_t[best] += btrain[b]
+        for j in range(adj_ptr[b], adj_ptr[b + 1]):
+            aff[adj[j], best] += weight[j]
+    return part, aff
+
+
+@njit(cache=True, nogil=True)
+def refine_blocks(adj_ptr, adj, weight, aff, part, bsize, btrain, num_parts,
+                  cap_nodes, cap_train, low_nodes, low_train, passes):
+    """Move whole boundary blocks to the neighbouring part holding most of their edges,
+    when the move lowers the cut and keeps every part's node and train load within
+    [low, cap].  ``aff`` is the final block-to-part edge weight from ``greedy_assign``
+    and is kept current.  Returns the number of moves."""
+    nb_blocks = bsize.shape[0]
+    load_n = np.zeros(num_parts, np.float64)
+    load_t = np.zeros(num_parts, np.float64)
+    for b in range(nb_blocks):
+        load_n[part[b]] += bsize[b]
+        load_t[part[b]] += btrain[b]
+    moves = 0
+    for _ in range(passes):
+        moved = 0
+        for b in range(nb_blocks):
+            cur = part[b]
+            best = cur
+            best_gain = 0.0
+            for p in range(num_parts):
+                if p == cur:
+                    continue
+                gain = aff[b, p] - aff[b, cur]
+                if gain <= best_gain:
+                    continue
+                if load_n[p] + bsize[b] > cap_nodes[p] or load_t[p] + btrain[b] > cap_train[p]:
+                    continue
+                if load_n[cur] - bsize[b] < low_nodes[cur] or load_t[cur] - btrain[b] < low_train[cur]:
+                    continue
+                best = p
+                best_gain = gain
+            if best != cur:
+                part[b] = best
+                load_n[cur] -= bsize[b]
+                load_t[cur] -= btrain[b]
+                load_n[best] += bsize[b]
+                load_t[best] += btrain[b]
+                for j in range(adj_ptr[b], adj_ptr[b + 1]):
+                    aff[adj[j], cur] -= weight[j]
+                    aff[adj[j], best] += weight[j]
+                moved += 1
+        moves += moved
+        if moved == 0:
+            break
+    return moves
+
+
+@njit(cache=True, nogil=True)
+def refine_nodes(in_ptr, in_idx, out_ptr, out_idx, part_of, is_train, num_parts,
+                 cap_nodes, cap_train, low_nodes, low_train, passes):
+    """Boundary-node refinement (balanced label propagation): move a node to the part
+    holding most of its neighbours when that lowers the cut and keeps the loads in
+    [low, cap].  Train nodes count double in the gain because their in-edges are
+    the ones sampled first.  Returns the number of moves."""
+    n = part_of.shape[0]
+    load_n = np.zeros(num_parts, np.float64)
+    load_t = np.zeros(num_parts, np.float64)
+    for v in range(n):
+        load_n[part_of[v]] += 1.0
+        load_t[part_of[v]] += is_train[v]
+    cnt = np.zeros(num_parts, np.float64)
+    moves = 0
+    for _ in range(passes):
+        moved = 0
+        for v in range(n):
+            cur = part_of[v]
+            boundary = False
+            cnt[:] = 0.0
+            for k in range(2):
+                ptr = in_ptr if k == 0 else out_ptr
+                idx = in_idx if k == 0 else out_idx
+                for j in range(ptr[v], ptr[v + 1]):
+                    q = part_of[idx[j]]
+                    cnt[q] += 1.0
+                    if q != cur:
+                        boundary = True
+            if not boundary:
+                continue
+            best = cur
+            best_gain = 0.0
+            t = is_train[v]
+            for p in range(num_parts):
+                if p == cur:
+                    continue
+                gain = cnt[p] - cnt[cur]
+                if gain <= best_gain:
+                    continue
+                if load_n[p] + 1.0 > cap_nodes[p] or load_t[p] + t > cap_train[p]:
+                    continue
+                if load_n[cur] - 1.0 < low_nodes[cur] or load_t[cur] - t < low_train[cur]:
+                    continue
+                best = p
+                best_gain = gain
+            if best != cur:
+                part_of[v] = best
+                load_n[cur] -= 1.0
+                load_t[cur] -= t
+                load_n[best] += 1.0
+                load_t[best] += t
+                moved += 1
+        moves += moved
+        if moved == 0:
+            break
+    return moves
+
+
+# --------------------------------------------------------------- metrics
+
+
+@njit(cache=True, nogil=True)
+def count_cut_edges(indptr, indices, part_of, node_start):
+    """Edges of a CSC slice (rows = nodes ``node_start + i``) whose endpoints lie in
+    different parts."""
+    cut = 0
+    n = indptr.shape[0] - 1
+    for i in range(n):
+        pv = part_of[node_start + i]
+        for j in range(indptr[i] - indptr[0], indptr[i + 1] - indptr[0]):
+            if part_of[indices[j]] != pv:
+                cut += 1
+    return cut
+
+
+@njit(cache=True, nogil=True)
+def sample_layer(indptr, indices, nodes, fanout, seed):
+    """Uniform neighbour sampling without replacement (reference kernel for the metric
+    when ``bgl.sampler`` is not installed).  Returns ``(ptr int64 [k+1], src int64)``:
+    the in-neighbours sampled for ``nodes[i]`` are ``src[ptr[i]:ptr[i+1]]``.
+    ``fanout == -1`` takes every neighbour."""
+    np.random.seed(seed)
+    k = nodes.shape[0]
+    ptr = np.zeros(k + 1, np.int64)
+    for i in range(k):
+        d = indptr[nodes[i] + 1] - indptr[nodes[i]]
+        ptr[i + 1] = ptr[i] + (d if fanout < 0 or d <= fanout else fanout)
+    src = np.empty(ptr[k], np.int64)
+    for i in range(k):
+        v = nodes[i]
+        lo = indptr[v]
+        d = indptr[v + 1] - lo
+        p = ptr[i]
+        if fanout < 0 or d <= fanout:
+            for j in range(d):
+                src[p + j] = indices[lo + j]
+        else:
+            # Floyd's algorithm: fanout distinct positions in O(fanout) expected
+            for j in range(d - fanout, d):
+                t = np.random.randint(0, j + 1)
+                dup = False
+                for q in range(p, p + (j - (d - fanout))):
+                    if src[q] == lo + t:
+                        dup = True
+                        break
+                src[p + j - (d - fanout)] = lo + j if dup else lo + t
+            for q in range(p, p + fanout):
+                src[q] = indices[src[q]]
+    return ptr, src
+
+
+@njit(cache=True, nogil=True)
+def gather_rows(indptr, indices, rows, new_of, out):
+    """Copy the in-neighbour lists of ``rows`` (original ids) into ``out`` back to back,
+    relabelled through ``new_of`` (original id -> new id).  Returns the edges written."""
+    p = 0
+    for i in range(rows.shape[0]):
+        v = rows[i]
+        for j in range(indptr[v], indptr[v + 1]):
+            out[p] = new_of[indices[j]]
+            p += 1
+    return p
+
+
+@njit(cache=True, nogil=True)
+def bfs_rank(adj_ptr, adj, start):
+    """Rank of each vertex in a BFS of a (block) graph started at ``start``; further
+    components are visited in id order after it.  int64 [B]."""
+    nb = adj_ptr.shape[0] - 1
+    rank = np.full(nb, -1, np.int64)
+    queue = np.empty(nb, np.int64)
+    r = 0
+    for s0 in range(nb + 1):
+        s = start if s0 == 0 else s0 - 1
+        if rank[s] != -1:
+            continue
+        rank[s] = r
+        r += 1
+        head = 0
+        tail = 1
+        queue[0] = s
+        while head < tail:
+            u = queue[head]
+            head += 1
+            for j in range(adj_ptr[u], adj_ptr[u + 1]):
+                w = adj[j]
+                if rank[w] == -1:
+                    rank[w] = r
+                    r += 1
+                    queue[tail] = w
+                    tail += 1
+    return rank
+
+
+@njit(cache=True, nogil=True)
+def restream_blocks(order, adj_ptr, adj, weight, aff, part, bsize, btrain, num_parts,
+                    cap_nodes, cap_train, alpha, passes):
+    """Re-place every block with the greedy score, knowing where all the others are now
+    (restreaming, as in ReLDG/Fennel restreams): each pass takes a block out of its part
+    and puts it back into the best-scoring part under the caps.  Returns the moves."""
+    load_n = np.zeros(num_parts, np.float64)
+    load_t = np.zeros(num_parts, np.float64)
+    for b in range(bsize.shape[0]):
+        load_n[part[b]] += bsize[b]
+        load_t[part[b]] += btrain[b]
+    moves = 0
+    for _ in range(passes):
+        moved = 0
+        for i in range(order.shape[0]):
+            b = order[i]
+            cur = part[b]
+            load_n[cur] -= bsize[b]
+            load_t[cur] -= btrain[b]
+            best = cur
+            best_score = -1.0
+            for p in range(num_parts):
+                if load_n[p] + bsize[b] > cap_nodes[p] or load_t[p] + btrain[b] > cap_train[p]:
+                    continue
+                room = (1.0 - load_n[p] / cap_nodes[p]) ** alpha * (1.0 - load_t[p] / cap_train[p]) ** alpha
+                score = (aff[b, p] + 1e-9) * room
+                if score > best_score:
+                    best_score = score
+                    best = p
+            part[b] = best
+            load_n[best] += bsize[b]
+            load_t[best] += btrain[b]
+            if best != cur:
+                for j in range(adj_ptr[b], adj_ptr[b + 1]):
+                    aff[adj[j], cur] -= weight[j]
+                    aff[adj[j], best] += weight[j]
+                moved += 1
+        moves += moved
+        if moved == 0:
+            break
+    return moves
+
+
+@njit(cache=True, nogil=True)
+def induced_subgraph(indptr, indices, nodes, local_of):
+    """CSC of the subgraph induced by ``nodes`` (sorted original ids), relabelled to
+    0..len(nodes)-1 through ``local_of`` (-1 outside); edges leaving the set are dropped."""
+    k = nodes.shape[0]
+    ptr = np.zeros(k + 1, np.int64)
+    for i in range(k):
+        v = nodes[i]
+        c = 0
+        for j in range(indptr[v], indptr[v + 1]):
+            if local_of[indices[j]] >= 0:
+                c += 1
+        ptr[i + 1] = ptr[i] + c
+    idx = np.empty(ptr[k], indices.dtype)
+    for i in range(k):
+        v = nodes[i]
+        p = ptr[i]
+        for j in range(indptr[v], indptr[v + 1]):
+            u = local_of[indices[j]]
+            if u >= 0:
+                idx[p] = u
+                p += 1
+    return ptr, idx
+
+
+@njit(cache=True, nogil=True)
+def _heap_push(hkey, hval, size, key, val):
+    i = size
+    hkey[i] = key
+    hval[i] = val
+    while i > 0:
+        parent = (i - 1) >> 1
+        if hkey[parent] >= hkey[i]:
+            break
+        hkey[parent], hkey[i] = hkey[i], hkey[parent]
+        hval[parent], hval[i] = hval[i], hval[parent]
+        i = parent
+    return size + 1
+
+
+@njit(cache=True, nogil=True)
+def _heap_pop(hkey, hval, size):
+    """Remove the max; returns (key, val, new_size)."""
+    key, val = hkey[0], hval[0]
+    size -= 1
+    hkey[0], hval[0] = hkey[size], hval[size]
+    i = 0
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            break
+        big = left
+        if left + 1 < size and hkey[left + 1] > hkey[left]:
+            big = left + 1
+        if hkey[i] >= hkey[big]:
+            break
+        hkey[i], hkey[big] = hkey[big], hkey[i]
+        hval[i], hval[big] = hval[big], hval[i]
+        i = big
+    return key, val, size
+
+
+@njit(cache=True, nogil=True)
+def grow_assign(seed_order, adj_ptr, adj, weight, bsize, btrain, num_parts, fill_nodes, fill_train):
+    """Greedy block placement by region growing: part p (one after another) repeatedly takes
+    the unplaced block with the most edges into p (its 1-hop neighbour weight there, kept in
+    a lazy max-heap), until p reaches its node or train fill target; a new region starts at
+    the next unplaced block of ``seed_order`` when p's frontier runs dry.  The last part
+    takes every block left.  Communities are thus completed before the region moves on,
+    which a fixed placement order cannot guarantee.
+    Returns ``(block_part int64 [B], aff float64 [B, P])``; ``aff[b, p]`` = edge weight
+    from block b to the blocks of part p."""
+    nb_blocks = bsize.shape[0]
+    part = np.full(nb_blocks, -1, np.int64)
+    aff = np.zeros((nb_blocks, num_parts), np.float64)
+    cap = adj.shape[0] + nb_blocks + 1
+    hkey = np.empty(cap, np.float64)
+    hval = np.empty(cap, np.int64)
+    next_seed = 0
+    for p in range(num_parts - 1):
+        size = 0
+        load_n = 0.0
+        load_t = 0.0
+        skipped = 0
+        while load_n < fill_nodes[p] and load_t < fill_train[p] + 1e-9 * 0:
+            b = -1
+            while size > 0:
+                key, cand, size = _heap_pop(hkey, hval, size)
+                if part[cand] == -1 and key == aff[cand, p]:
+                    b = cand
+                    break
+            if b == -1:
+                while next_seed < nb_blocks and part[seed_order[next_seed]] != -1:
+                    next_seed += 1
+                if next_seed == nb_blocks:
+                    break
+                b = seed_order[next_seed]
+            if load_n + bsize[b] > fill_nodes[p] or (btrain[b] > 0 and load_t + btrain[b] > fill_train[p]):
+                skipped += 1
+                if skipped > 64 or b == seed_order[next_seed if next_seed < nb_blocks else 0]:
+                    break
+                continue
+            part[b] = p
+            load_n += bsize[b]
+            load_t += btrain[b]
+            for j in range(adj_ptr[b], adj_ptr[b + 1]):
+                nb = adj[j]
+                aff[nb, p] += weight[j]
+                if part[nb] == -1:
+                    size = _heap_push(hkey, hval, size, aff[nb, p], nb)
+    last = num_parts - 1
+    for b in range(nb_blocks):
+        if part[b] == -1:
+            part[b] = last
+            for j in range(adj_ptr[b], adj_ptr[b + 1]):
+                aff[adj[j], last] += weight[j]
+    return part, aff
+
+
+@njit(cache=True, nogil=True)
+def rebalance_blocks(adj_ptr, adj, weight, aff, part, bsize, btrain, num_parts, cap_nodes, cap_train):
+    """Move blocks out of parts above a cap, cheapest first (largest aff[b, q] - aff[b, cur]),
+    into parts that stay within both caps.  Returns the number of moves."""
+    nb_blocks = bsize.shape[0]
+    load_n = np.zeros(num_parts, np.float64)
+    load_t = np.zeros(num_parts, np.float64)
+    for b in range(nb_blocks):
+        load_n[part[b]] += bsize[b]
+        load_t[part[b]] += btrain[b]
+    moves = 0
+    for src in range(num_parts):
+        if load_n[src] <= cap_nodes[src] and load_t[src] <= cap_train[src]:
+            continue
+        mine = np.flatnonzero(part == src)
+        loss = np.empty(mine.size, np.float64)
+        for i in range(mine.size):
+            b = mine[i]
+            best = -np.inf
+            for q in range(num_parts):
+                if q != src and aff[b, q] - aff[b, src] > best:
+                    best = aff[b, q] - aff[b, src]
+            loss[i] = -best
+        for i in np.argsort(loss):
+            if load_n[src] <= cap_nodes[src] and load_t[src] <= cap_train[src]:
+                break
+            b = mine[i]
+            if load_n[src] <= cap_nodes[src] and btrain[b] == 0:
+                continue  # only the train load is over: move blocks that carry train nodes
+            best_q = -1
+            best_gain = -np.inf
+            for q in range(num_parts):
+                if q == src:
+                    continue
+                if load_n[q] + bsize[b] > cap_nodes[q] or load_t[q] + btrain[b] > cap_train[q]:
+                    continue
+                g = aff[b, q] - aff[b, src]
+                if g > best_gain:
+                    best_gain = g
+                    best_q = q
+            if best_q == -1:
+                continue
+            part[b] = best_q
+            load_n[src] -= bsize[b]
+            load_t[src] -= btrain[b]
+            load_n[best_q] += bsize[b]
+            load_t[best_q] += btrain[b]
+            for j in range(adj_ptr[b], adj_ptr[b + 1]):
+                aff[adj[j], src] -= weight[j]
+                aff[adj[j], best_q] += weight[j]
+            moves += 1
+    return moves

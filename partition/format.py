@@ -1,0 +1,303 @@
+"""The partition directory: writer and reader (:class:`PartitionBook`).
+
+Layout::
+
+    partition.json   {"format": "bgl-partition", "version": 1, "method", "params",
+                      "num_parts", "num_nodes", "num_edges",
+                      "parts": [{"part", "store", "node_start", "node_end",
+                                 "num_nodes", "num_edges", "num_train"}, ...],
+                      "metrics": {...}}
+    orig_ids.npy     int64 [num_nodes]: new id -> original id
+    part-<k>/        a PART graph store (bgl.store): rows for new ids
+                     [node_start, node_end), in-edges with neighbour ids in new
+                     global ids, features/labels/splits of the owned nodes
+
+Nodes are relabelled so part k owns the contiguous new-id range
+``[bounds[k], bounds[k+1])`` (new ids in stable (part, original id) order):
+"who owns v" is then a ``searchsorted`` over P+1 bounds instead of an
+n-long lookup table on every server and trainer.
+
+The directory is built as ``<out>.tmp`` and renamed into place only when
+complete, so an interrupted run leaves no output directory.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from bgl.errors import PartitionFormatError, StoreFormatError
+from bgl.store import GraphStore, StoreWriter
+
+from . import _kernels
+
+log = logging.getLogger(__name__)
+
+FORMAT_NAME = "bgl-partition"
+FORMAT_VERSION = 1
+META_FILE = "partition.json"
+ORIG_IDS_FILE = "orig_ids.npy"
+WRITE_CHUNK_EDGES = 1 << 24
+WRITE_CHUNK_ROWS = 1 << 20
+
+
+def _part_written_hook(k: int) -> None:
+    """Called after part ``k``'s store is complete (tests raise here to simulate a crash)."""
+
+
+def relabel(part_of: np.ndarray, num_parts: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(orig_ids int64 [n], bounds int64 [P+1])``: new ids in stable (part, original id) order."""
+    orig_ids = np.argsort(part_of, kind="stable").astype(np.int64)
+    bounds = np.zeros(num_parts + 1, np.int64)
+    np.cumsum(np.bincount(part_of, minlength=num_parts), out=bounds[1:])
+    return orig_ids, bounds
+
+
+def _row_chunks(indptr: np.ndarray, max_edges: int, max_rows: int):
+    """Yield ``(a, b)`` row ranges holding at most ~max_edges edges and max_rows rows."""
+    n = indptr.shape[0] - 1
+    a = 0
+    while a < n:
+        b = int(np.searchsorted(indptr, indptr[a] + max_edges, side="right")) - 1
+        b = min(n, a + max_rows, max(b, a + 1))
+        yield a, b
+        a = b
+
+
+def _write_part(store: GraphStore, path: Path, rows: np.ndarray, new_of: np.ndarray, node_start: int,
+                num_nodes_total: int, name: str, extra: Mapping[str, Any]) -> tuple[int, int]:
+    """Write one PART store for original ids ``rows`` (sorted); returns (num_edges, num_train)."""
+    src_ptr = np.asarray(store.indptr)
+    deg = src_ptr[rows + 1] - src_ptr[rows]
+    indptr = np.zeros(rows.size + 1, np.int64)
+    np.cumsum(deg, out=indptr[1:])
+    num_edges = int(indptr[-1])
+    num_train = 0
+    with StoreWriter(path, rows.size, num_edges, node_offset=node_start,
+                     global_num_nodes=num_nodes_total, name=name, extra=extra) as w:
+        w.save_array("indptr", indptr)
+        out = w.create_array("indices", (num_edges,), w.id_dtype)
+        src_idx = np.asarray(store.indices)
+        for a, b in _row_chunks(indptr, WRITE_CHUNK_EDGES, WRITE_CHUNK_ROWS):
+            buf = np.empty(int(indptr[b] - indptr[a]), w.id_dtype)
+            _kernels.gather_rows(src_ptr, src_idx, rows[a:b], new_of, buf)
+            out[indptr[a] : indptr[b]] = buf
+        out.flush()
+        del out
+        if store.feat is not None:
+            feat = w.create_array("feat", (rows.size, store.feat_dim), store.feat.dtype)
+            for a in range(0, rows.size, WRITE_CHUNK_ROWS):
+                feat[a : a + WRITE_CHUNK_ROWS] = store.feat[rows[a : a + WRITE_CHUNK_ROWS]]
+            feat.flush()
+            del feat
+        if store.label is not None:
+            w.save_array("label", np.asarray(store.label)[rows], num_classes=store.num_classes)
+        elif store.num_classes:
+            w.set_num_classes(store.num_classes)
+        lo, hi = node_start, node_start + rows.size
+        for split_name, ids in store.splits.items():
+            new = new_of[np.asarray(ids)]
+            mine = np.sort(new[(new >= lo) & (new < hi)])
+            if split_name == "train":
+                num_train = int(mine.size)
+            w.save_array(f"{split_name}_idx", mine)
+    return num_edges, num_train
+
+
+def _replace_dir(src: Path, dst: Path) -> None:
+    """Rename ``src`` onto ``dst``; an existing ``dst`` is moved aside first, then removed."""
+    old = None
+    if dst.exists():
+        old = dst.with_name(dst.name + ".old")
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(dst, old)
+    os.replace(src, dst)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def check_out_dir(out_dir: str | os.PathLike, overwrite: bool) -> Path:
+    """Refuse an existing output directory unless ``overwrite`` (FileExistsError naming it)."""
+    out = Path(out_dir)
+    if out.exists() and not overwrite:
+        raise FileExistsError(f"{out} already exists (pass overwrite=True / --overwrite to replace it)")
+    return out
+
+
+def write_partition(store: GraphStore, part_of: np.ndarray, num_parts: int, out_dir: str | os.PathLike, *,
+                    method: str, params: Mapping[str, Any] | None = None,
+                    metrics: Mapping[str, Any] | None = None, overwrite: bool = False) -> "PartitionBook":
+    """Relabel, split and write a partition directory atomically.
+
+    Parameters
+    ----------
+    store : whole-graph store (node_offset 0)
+    part_of : int [num_nodes] in [0, num_parts)
+    out_dir : target directory; built as ``<out_dir>.tmp`` and renamed when complete
+
+    Returns the opened :class:`PartitionBook`.
+    """
+    out = check_out_dir(out_dir, overwrite)
+    part_of = np.asarray(part_of, dtype=np.int64)
+    n = store.num_nodes
+    if part_of.shape != (n,):
+        raise ValueError(f"part_of must have shape ({n},), got {part_of.shape}")
+    if n and (int(part_of.min()) < 0 or int(part_of.max()) >= num_parts):
+        raise ValueError(f"part_of values must be in [0, {num_parts}), got [{part_of.min()}, {part_of.max()}]")
+    tmp = out.with_name(out.name + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)  # leftover of an interrupted earlier run
+    tmp.mkdir(parents=True)
+    try:
+        orig_ids, bounds = relabel(part_of, num_parts)
+        new_of = np.empty(n, np.int64)
+        new_of[orig_ids] = np.arange(n, dtype=np.int64)
+        parts = []
+        for k in range(num_parts):
+            s, e = int(bounds[k]), int(bounds[k + 1])
+            ne, nt = _write_part(store, tmp / f"part-{k}", orig_ids[s:e], new_of, s, n,
+                                 name=f"{store.meta.name or 'graph'}-part{k}",
+                                 extra={"partition_method": method, "part": k, "num_parts": num_parts})
+            parts.append({"part": k, "store": f"part-{k}", "node_start": s, "node_end": e,
+                          "num_nodes": e - s, "num_edges": ne, "num_train": nt})
+            _part_written_hook(k)
+        np.save(tmp / ORIG_IDS_FILE, orig_ids, allow_pickle=False)
+        meta = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "method": method,
+                "params": dict(params or {}), "num_parts": num_parts, "num_nodes": n,
+                "num_edges": store.num_edges, "source_store": str(store.path), "parts": parts,
+                "metrics": dict(metrics or {})}
+        (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
+        open_partition(tmp)  # never rename an inconsistent partition into place
+        _replace_dir(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return open_partition(out)
+
+
+class PartitionBook:
+    """A read-only view of a partition directory.
+
+    Attributes
+    ----------
+    path : the directory; meta : the parsed ``partition.json``
+    num_parts : P; num_nodes, num_edges : of the whole graph
+    bounds : int64 [P+1]; part k owns new ids ``[bounds[k], bounds[k+1])``
+    orig_ids : int64 [num_nodes] memmap, new id -> original id
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        meta_path = self.path / META_FILE
+        if not self.path.is_dir():
+            raise PartitionFormatError(f"{self.path}: partition directory does not exist")
+        try:
+            meta = json.loads(meta_path.read_text())
+        except FileNotFoundError:
+            raise PartitionFormatError(f"{meta_path}: missing (incomplete or not a partition dir)") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise PartitionFormatError(f"{meta_path}: not valid JSON: {e}") from None
+        self.meta = self._check_meta(meta, meta_path)
+        self.num_parts = int(meta["num_parts"])
+        self.num_nodes = int(meta["num_nodes"])
+        self.num_edges = int(meta["num_edges"])
+        self.bounds = np.array([p["node_start"] for p in meta["parts"]] + [self.num_nodes], np.int64)
+        ids_path = self.path / ORIG_IDS_FILE
+        try:
+            self.orig_ids = np.load(ids_path, mmap_mode="r", allow_pickle=False)
+        except FileNotFoundError:
+            raise PartitionFormatError(f"{ids_path}: missing") from None
+        except (ValueError, OSError) as e:
+            raise PartitionFormatError(f"{ids_path}: unreadable or truncated: {e}") from None
+        if self.orig_ids.shape != (self.num_nodes,) or self.orig_ids.dtype != np.int64:
+            raise PartitionFormatError(
+                f"{ids_path}: expected int64 [{self.num_nodes}], got {self.orig_ids.dtype} {list(self.orig_ids.shape)}")
+        for k in range(self.num_parts):
+            if not (self.part_path(k) / "meta.json").is_file():
+                raise PartitionFormatError(f"{self.part_path(k)}: part store {k} missing")
+        self._stores: dict[int, GraphStore] = {}
+
+    @staticmethod
+    def _check_meta(meta: Any, where: Path) -> dict:
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
+            got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+            raise PartitionFormatError(f"{where}: not a bgl partition (format={got!r})")
+        if meta.get("version") != FORMAT_VERSION:
+            raise PartitionFormatError(
+                f"{where}: unsupported partition version {meta.get('version')!r}, expected {FORMAT_VERSION}")
+        missing = {"method", "num_parts", "num_nodes", "num_edges", "parts"} - set(meta)
+        if missing:
+            raise PartitionFormatError(f"{where}: lacks {sorted(missing)}")
+        P, n = meta["num_parts"], meta["num_nodes"]
+        if not isinstance(P, int) or P < 1:
+            raise PartitionFormatError(f"{where}: num_parts must be an int >= 1, got {P!r}")
+        if not isinstance(n, int) or n < 0:
+            raise PartitionFormatError(f"{where}: num_nodes must be an int >= 0, got {n!r}")
+        parts = meta["parts"]
+        if not isinstance(parts, list) or len(parts) != P:
+            raise PartitionFormatError(f"{where}: 'parts' must list {P} parts, got {parts if not isinstance(parts, list) else len(parts)!r}")
+        expect = 0
+        for k, p in enumerate(parts):
+            if not isinstance(p, dict) or p.get("part") != k:
+                raise PartitionFormatError(f"{where}: parts[{k}] must be an object with part={k}, got {p!r}")
+            s, e = p.get("node_start"), p.get("node_end")
+            if s != expect or not isinstance(e, int) or e < s:
+                raise PartitionFormatError(
+                    f"{where}: part {k} range [{s}, {e}) is not contiguous (expected to start at {expect})")
+            if p.get("store") != f"part-{k}":
+                raise PartitionFormatError(f"{where}: part {k} store must be 'part-{k}', got {p.get('store')!r}")
+            expect = e
+        if expect != n:
+            raise PartitionFormatError(f"{where}: part ranges end at {expect}, num_nodes is {n}")
+        return meta
+
+    # ---------------------------------------------------------------- lookups
+    def owner(self, ids) -> np.ndarray:
+        """Part owning each new id: int64 array shaped like ``ids``; ValueError if out of range."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= self.num_nodes):
+            bad = ids[(ids < 0) | (ids >= self.num_nodes)].flat[0]
+            raise ValueError(f"node id {int(bad)} outside [0, {self.num_nodes})")
+        return np.searchsorted(self.bounds, ids, side="right").astype(np.int64) - 1
+
+    def part_path(self, k: int) -> Path:
+        if not 0 <= k < self.num_parts:
+            raise IndexError(f"part {k} outside [0, {self.num_parts})")
+        return self.path / self.meta["parts"][k]["store"]
+
+    def part_store(self, k: int) -> GraphStore:
+        """The PART store of part k (opened once, cached)."""
+        if k not in self._stores:
+            try:
+                store = GraphStore(self.part_path(k))
+            except StoreFormatError as e:
+                raise PartitionFormatError(f"{self.path}: part {k}: {e}") from None
+            s, e = int(self.bounds[k]), int(self.bounds[k + 1])
+            if (store.node_offset, store.num_nodes, store.global_num_nodes) != (s, e - s, self.num_nodes):
+                raise PartitionFormatError(
+                    f"{self.part_path(k)}: owns [{store.node_offset}, {store.node_offset + store.num_nodes}) of "
+                    f"{store.global_num_nodes}, partition.json says [{s}, {e}) of {self.num_nodes}")
+            self._stores[k] = store
+        return self._stores[k]
+
+    def split(self, name: str) -> np.ndarray:
+        """All new ids of one split (``train``/``val``/``test``), sorted: int64 [m]."""
+        return np.concatenate([np.asarray(self.part_store(k).split(name)) for k in range(self.num_parts)])
+
+    @property
+    def metrics(self) -> dict:
+        return dict(self.meta.get("metrics") or {})
+
+    def __repr__(self) -> str:
+        return f"PartitionBook({str(self.path)!r}, method={self.meta['method']!r}, parts={self.num_parts})"
+
+
+def open_partition(path: str | os.PathLike) -> PartitionBook:
+    """Open and validate a partition directory; raises :class:`PartitionFormatError` naming the problem."""
+    return PartitionBook(path)

@@ -1,0 +1,304 @@
+"""Sampling client: talks to one graph server per partition part, never hangs.
+
+At connect the client asks every server for INFO, learns the contiguous id
+range each one owns and checks that together they cover ``[0, num_nodes)``
+exactly; "who owns id v" is then a ``searchsorted`` over the range bounds.
+
+A layer of a multi-layer sample sends one SAMPLE per owning server, all in
+flight at once on DEALER sockets, and matches the replies by request id.
+Because a row's sample depends only on ``(seed, global id)``, the result is
+the same however the graph is partitioned (and equals ``LocalSampler``).
+Every wait has a deadline: a silent server raises ``ServerUnavailable``.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from typing import Sequence
+
+import numpy as np
+import torch
+import zmq
+
+from bgl.blocks import Block
+from bgl.errors import ProtocolError, ServerError, ServerUnavailable
+
+from . import _kernels as K
+from . import multilayer, ops
+from . import protocol as P
+
+
+def _dealer(ctx: zmq.Context, address: str) -> zmq.Socket:
+    sock = ctx.socket(zmq.DEALER)
+    sock.linger = 0
+    # Queue nothing for a server that is not connected: a send fails fast instead
+    # of waiting for a server that may never come back.
+    sock.setsockopt(zmq.IMMEDIATE, 1)
+    sock.connect(address)
+    return sock
+
+
+def _send(sock: zmq.Socket, address: str, frames: list) -> None:
+    try:
+        sock.send_multipart(frames, zmq.NOBLOCK, copy=False)
+    except zmq.Again:
+        raise ServerUnavailable(address, "not connected (send would block)") from None
+
+
+def _request(address: str, frames: list, expect: P.Op, timeout: float):
+    """One request on a fresh socket (for ping/shutdown helpers)."""
+    ctx = zmq.Context.instance()
+    sock = _dealer(ctx, address)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:  # IMMEDIATE: wait for the connection within the deadline, then send
+            try:
+                sock.send_multipart(frames, zmq.NOBLOCK)
+                break
+            except zmq.Again:
+                if time.monotonic() > deadline:
+                    raise ServerUnavailable(address, f"could not connect within {timeout} s") from None
+                time.sleep(0.005)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not sock.poll(max(1, int(left * 1000))):
+                raise ServerUnavailable(address, f"no reply within {timeout} s")
+            reply = sock.recv_multipart()
+            if P.peek_req_id(reply[0]) == P.peek_req_id(frames[0]):
+                return P.parse_reply(reply, expect)
+    finally:
+        sock.close()
+
+
+def ping(address: str, timeout: float = 1.0) -> bool:
+    """True if a graph server answers PING at ``address`` within ``timeout`` seconds."""
+    try:
+        _request(address, P.simple_request(P.Op.PING, 1), P.Op.PING, timeout)
+        return True
+    except (ServerUnavailable, ProtocolError, ServerError):
+        return False
+
+
+def shutdown(address: str, token: str, timeout: float = 2.0) -> None:
+    """Ask the server at ``address`` to stop; ServerError if the token is wrong."""
+    _request(address, P.simple_request(P.Op.SHUTDOWN, 1, token.encode()), P.Op.SHUTDOWN, timeout)
+
+
+class SamplingClient:
+    """Samples blocks and fetches features from graph servers (one per partition part).
+
+    Same API as :class:`bgl.sampler.LocalSampler`.  Not thread-safe (ZeroMQ
+    sockets are not): use one client per thread or process.
+
+    Parameters
+    ----------
+    addresses : ZeroMQ endpoints of all graph servers (any order)
+    timeout : seconds any single call may wait for a server before ServerUnavailable
+
+    Raises
+    ------
+    ServerUnavailable : a server does not answer INFO in time
+    ProtocolError : the servers' id ranges do not tile ``[0, num_nodes)``
+    """
+
+    def __init__(self, addresses: Sequence[str] | str, timeout: float = 5.0):
+        if isinstance(addresses, str):
+            addresses = [a for a in addresses.split(",") if a]
+        if not addresses:
+            raise ValueError("SamplingClient needs at least one server address")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be > 0, got {timeout}")
+        self.timeout = float(timeout)
+        self._ids = itertools.count(1)
+        self._ctx = zmq.Context.instance()
+        self._socks: list[zmq.Socket] = []
+        self.addresses: list[str] = []
+        try:
+            socks = [_dealer(self._ctx, a) for a in addresses]
+            self._socks = socks
+            self.addresses = list(addresses)
+            infos = self._call_all([(i, P.simple_request(P.Op.INFO, next(self._ids))) for i in range(len(socks))],
+                                   P.Op.INFO, wait_connect=True)
+            self.infos = [json.loads(bytes(arrs[0]).decode()) for _, arrs in infos]
+        except BaseException:
+            self.close()
+            raise
+        order = np.argsort([info["node_offset"] for info in self.infos], kind="stable")
+        self.addresses = [self.addresses[i] for i in order]
+        self._socks = [self._socks[i] for i in order]
+        self.infos = [self.infos[i] for i in order]
+        self.bounds = np.array([info["node_offset"] for info in self.infos]
+                               + [self.infos[-1]["node_offset"] + self.infos[-1]["num_nodes"]], np.int64)
+        self._check_ranges()
+
+    def _check_ranges(self) -> None:
+        total = self.infos[0]["global_num_nodes"]
+        for addr, info in zip(self.addresses, self.infos):
+            if info["global_num_nodes"] != total:
+                raise ProtocolError(f"server {addr} serves a graph of {info['global_num_nodes']} nodes, "
+                                    f"{self.addresses[0]} one of {total}")
+        ends = self.bounds[:-1] + np.array([i["num_nodes"] for i in self.infos])
+        if self.bounds[0] != 0 or self.bounds[-1] != total or np.any(ends[:-1] != self.bounds[1:-1]):
+            ranges = [f"{a}: [{s}, {e})" for a, s, e in zip(self.addresses, self.bounds[:-1], ends)]
+            raise ProtocolError(f"server id ranges do not tile [0, {total}): {'; '.join(ranges)}")
+        for key in ("feat_dim", "feat_dtype", "num_classes"):
+            values = {info[key] for info in self.infos}
+            if len(values) > 1:
+                raise ProtocolError(f"servers disagree on {key}: {sorted(map(str, values))}")
+
+    # ------------------------------------------------------------------ transport
+    def _call_all(self, requests: list[tuple[int, list]], expect: P.Op, wait_connect: bool = False):
+        """Send every (server index, frames) at once; return [(server index, arrays)] in request order."""
+        deadline = time.monotonic() + self.timeout
+        pending: dict[int, int] = {}  # req id -> position in requests
+        for pos, (srv, frames) in enumerate(requests):
+            while True:
+                try:
+                    self._socks[srv].send_multipart(frames, zmq.NOBLOCK, copy=False)
+                    break
+                except zmq.Again:
+                    if not wait_connect or time.monotonic() > deadline:
+                        raise ServerUnavailable(self.addresses[srv], "not connected") from None
+                    time.sleep(0.005)
+            pending[P.peek_req_id(frames[0])] = pos
+        results: list = [None] * len(requests)
+        poller = zmq.Poller()
+        for srv in {srv for srv, _ in requests}:
+            poller.register(self._socks[srv], zmq.POLLIN)
+        while pending:
+            left = deadline - time.monotonic()
+            events = dict(poller.poll(max(0, int(left * 1000)))) if left > 0 else {}
+            if not events:
+                srv = requests[next(iter(pending.values()))][0]
+                raise ServerUnavailable(self.addresses[srv], f"no reply within {self.timeout} s")
+            for sock in events:
+                while True:
+                    try:
+                        reply = sock.recv_multipart(zmq.NOBLOCK, copy=False)
+                    except zmq.Again:
+                        break
+                    pos = pending.pop(P.peek_req_id(reply[0]), None)
+                    if pos is None:
+                        continue  # a late reply to a request that already timed out
+                    srv = requests[pos][0]
+                    try:
+                        h, arrays = P.parse_reply(reply, expect)
+                    except ServerError as e:
+                        raise ServerError(f"{self.addresses[srv]}: {e}") from None
+                    results[pos] = (srv, arrays)
+        return results
+
+    def owner(self, ids: np.ndarray) -> np.ndarray:
+        """int64 index (into ``addresses``) of the server owning each global id; ids are checked."""
+        ops.check_range(ids, 0, int(self.bounds[-1]))
+        return np.searchsorted(self.bounds, ids, side="right") - 1
+
+    def _split(self, ids: np.ndarray):
+        """(order, [(server, start, end)]): ids[order] grouped by owner, contiguous per server."""
+        own = self.owner(ids)
+        order = np.argsort(own, kind="stable")
+        starts = np.searchsorted(own[order], np.arange(len(self._socks) + 1))
+        groups = [(s, int(starts[s]), int(starts[s + 1])) for s in range(len(self._socks)) if starts[s + 1] > starts[s]]
+        return order, groups
+
+    # ------------------------------------------------------------------ sampling
+    def sample_layer(self, dst: np.ndarray, fanout: int, replace: bool, seed: int):
+        """One layer across servers: (counts int64 [m], nbrs [e] in dst order, None)."""
+        fanout = ops.check_fanout(fanout)
+        order, groups = self._split(dst)
+        sorted_ids = dst[order]
+        reqs = [(s, P.sample_request(next(self._ids), sorted_ids[a:b], fanout, replace, seed)) for s, a, b in groups]
+        replies = self._call_all(reqs, P.Op.SAMPLE)
+        for (s, a, b), (_, (counts, _nb)) in zip(groups, replies):
+            if counts.shape[0] != b - a:
+                raise ProtocolError(f"{self.addresses[s]} returned {counts.shape[0]} counts for {b - a} seeds")
+        if len(groups) == 1 and np.array_equal(order, np.arange(order.shape[0])):
+            counts, nbrs = replies[0][1]
+            return counts, nbrs.astype(np.int64, copy=False), None
+        sorted_counts = np.concatenate([r[1][0] for r in replies])
+        sorted_nbrs = np.concatenate([r[1][1].astype(np.int64, copy=False) for r in replies])
+        sorted_indptr = np.zeros(order.shape[0] + 1, np.int64)
+        np.cumsum(sorted_counts, out=sorted_indptr[1:])
+        if sorted_indptr[-1] != sorted_nbrs.shape[0]:
+            raise ProtocolError(f"servers returned {sorted_nbrs.shape[0]} neighbours for counts summing to {sorted_indptr[-1]}")
+        # back to dst order: dst position i sits at sorted position inv[i]
+        inv = np.empty_like(order)
+        inv[order] = np.arange(order.shape[0])
+        counts = sorted_counts[inv]
+        out_indptr = np.zeros(order.shape[0] + 1, np.int64)
+        np.cumsum(counts, out=out_indptr[1:])
+        nbrs = np.empty(sorted_nbrs.shape[0], np.int64)
+        K.permute_segments(sorted_indptr, sorted_nbrs, inv, out_indptr, nbrs)
+        return counts, nbrs, None
+
+    def sample_blocks(self, seeds, fanouts: Sequence[int], replace: bool = False,
+                      seed: int | None = None) -> list[Block]:
+        """Blocks for ``seeds`` (global ids, unique); ``blocks[-1].dst_ids == seeds``."""
+        return multilayer.sample_blocks(seeds, fanouts, replace, seed, self.sample_layer)
+
+    # ------------------------------------------------------------------ features
+    def _fetch(self, ids, field: int) -> np.ndarray:
+        ids = ops.as_ids(ids)
+        order, groups = self._split(ids)
+        sorted_ids = ids[order]
+        reqs = [(s, P.features_request(next(self._ids), sorted_ids[a:b], field)) for s, a, b in groups]
+        replies = self._call_all(reqs, P.Op.FEATURES)
+        if field == P.FIELD_FEAT:
+            dim = self.feat_dim
+            if dim == 0:
+                raise ValueError(f"the servers {self.addresses} have no features")
+            out = np.empty((ids.shape[0], dim), np.dtype(self.infos[0]["feat_dtype"]))
+        else:
+            if not self.infos[0].get("has_label", True):
+                raise ValueError(f"the servers {self.addresses} have no labels")
+            out = np.empty(ids.shape[0], np.int64)
+        row_size = int(np.prod(out.shape[1:], dtype=np.int64))
+        for (s, a, b), (_, (rows,)) in zip(groups, replies):
+            if rows.size != (b - a) * row_size:
+                raise ProtocolError(f"{self.addresses[s]} returned {rows.size} values for {b - a} rows of {row_size}")
+            out[order[a:b]] = rows.reshape((b - a,) + out.shape[1:])
+        return out
+
+    def fetch_features(self, ids) -> torch.Tensor:
+        """Feature rows [n, feat_dim] of global ``ids``, in the order given."""
+        return torch.from_numpy(self._fetch(ids, P.FIELD_FEAT))
+
+    def fetch_labels(self, ids) -> torch.Tensor:
+        """int64 [n] labels of global ``ids``, in the order given."""
+        return torch.from_numpy(self._fetch(ids, P.FIELD_LABEL))
+
+    # ---------------------------------------------------------------- properties
+    @property
+    def num_nodes(self) -> int:
+        return int(self.bounds[-1])
+
+    @property
+    def feat_dim(self) -> int:
+        return int(self.infos[0]["feat_dim"])
+
+    @property
+    def feat_dtype(self) -> torch.dtype | None:
+        dt = self.infos[0]["feat_dtype"]
+        return None if dt is None else torch.from_numpy(np.empty(0, np.dtype(dt))).dtype
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.infos[0]["num_classes"])
+
+    def close(self) -> None:
+        for sock in self._socks:
+            sock.close(linger=0)
+        self._socks = []
+
+    def __enter__(self) -> "SamplingClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

@@ -1,0 +1,92 @@
+"""In-process sampler over one graph store (whole graph or one partition part), no sockets."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from bgl.blocks import Block
+from bgl.store import GraphStore
+
+from . import multilayer, ops
+
+
+class LocalSampler:
+    """Samples blocks and fetches features straight from a memmapped :class:`GraphStore`.
+
+    Seeds and ids are GLOBAL ids; a part store (``node_offset != 0``) answers
+    only for the ids it owns and raises ``ValueError`` for others.  Same API
+    as :class:`bgl.sampler.SamplingClient`, and for the same ``seed`` the same
+    blocks (edge ids aside, which only a local sampler knows).
+
+    Parameters
+    ----------
+    store : GraphStore or a store directory
+    prob : optional float [num_edges] per-edge sampling weights (CSC order)
+    """
+
+    def __init__(self, store: GraphStore | str, prob: np.ndarray | None = None):
+        self.store = store if isinstance(store, GraphStore) else GraphStore(store)
+        self._indptr = np.asarray(self.store.indptr)
+        self._indices = self.store.indices
+        if prob is not None:
+            prob = np.ascontiguousarray(prob)
+            if prob.shape != (self.store.num_edges,):
+                raise ValueError(f"prob must have shape ({self.store.num_edges},), got {prob.shape}")
+            if prob.size and float(prob.min()) < 0:
+                raise ValueError(f"prob must be >= 0, got minimum {float(prob.min())}")
+        self.prob = prob
+
+    # ---------------------------------------------------------------- sampling
+    def sample_layer(self, dst: np.ndarray, fanout: int, replace: bool, seed: int):
+        """One layer: (counts int64 [m], nbrs [e] global ids, eids int64 [e])."""
+        return ops.sample_neighbors(self._indptr, self._indices, dst, self.store.node_offset,
+                                    fanout, replace, seed, prob=self.prob)
+
+    def sample_blocks(self, seeds, fanouts: Sequence[int], replace: bool = False,
+                      seed: int | None = None) -> list[Block]:
+        """Blocks for ``seeds`` (global ids, unique); ``blocks[-1].dst_ids == seeds``."""
+        return multilayer.sample_blocks(seeds, fanouts, replace, seed, self.sample_layer)
+
+    # ---------------------------------------------------------------- features
+    def fetch_features(self, ids) -> torch.Tensor:
+        """Feature rows [n, feat_dim] of global ``ids`` (store dtype)."""
+        if self.store.feat is None:
+            raise ValueError(f"store {self.store.path} has no features")
+        return torch.from_numpy(ops.gather(self.store.feat, ids, self.store.node_offset))
+
+    def fetch_labels(self, ids) -> torch.Tensor:
+        """int64 [n] labels of global ``ids`` (-1 = unlabelled)."""
+        if self.store.label is None:
+            raise ValueError(f"store {self.store.path} has no labels")
+        return torch.from_numpy(ops.gather(self.store.label, ids, self.store.node_offset))
+
+    # -------------------------------------------------------------- properties
+    @property
+    def num_nodes(self) -> int:
+        """Global number of nodes (of the whole graph, also for a part store)."""
+        return self.store.global_num_nodes
+
+    @property
+    def feat_dim(self) -> int:
+        return self.store.feat_dim
+
+    @property
+    def feat_dtype(self) -> torch.dtype | None:
+        if self.store.feat is None:
+            return None
+        return torch.from_numpy(np.empty(0, self.store.feat.dtype)).dtype
+
+    @property
+    def num_classes(self) -> int:
+        return self.store.num_classes
+
+    def close(self) -> None:
+        """Nothing to release (memmaps close with the store); kept for API symmetry."""
+
+    def __enter__(self) -> "LocalSampler":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,54 @@
+"""Multi-layer block sampling on top of any one-layer sampling function.
+
+Shared by :class:`~bgl.sampler.local.LocalSampler` (one in-process CSC) and
+:class:`~bgl.sampler.client.SamplingClient` (requests to graph servers), so
+both produce the same blocks for the same seed.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from bgl.blocks import Block
+
+from . import ops
+
+# sample_layer(dst_ids int64 [m], fanout, replace, layer_seed) -> (counts int64 [m], nbrs [e], eids int64 [e] | None)
+LayerFn = Callable[[np.ndarray, int, bool, int], tuple[np.ndarray, np.ndarray, "np.ndarray | None"]]
+
+
+def draw_seed() -> int:
+    """A fresh 63-bit seed from torch's RNG, so ``torch.manual_seed`` makes runs reproducible."""
+    return int(torch.randint(0, 2**63 - 1, (1,)).item())
+
+
+def check_fanouts(fanouts: Sequence[int]) -> list[int]:
+    if isinstance(fanouts, (int, np.integer)) or not len(fanouts):
+        raise ValueError(f"fanouts must be a non-empty sequence of ints, got {fanouts!r}")
+    return [ops.check_fanout(f) for f in fanouts]
+
+
+def sample_blocks(seeds, fanouts: Sequence[int], replace: bool, seed: int | None,
+                  sample_layer: LayerFn) -> list[Block]:
+    """Sample ``len(fanouts)`` layers outward from ``seeds``.
+
+    ``blocks[-1]`` is sampled first from the seeds with ``fanouts[-1]``;
+    each earlier block's dst nodes are the next block's src nodes (DGL convention).
+    Layer ``i`` uses seed ``ops.layer_seed(seed, i)``.
+    """
+    fanouts = check_fanouts(fanouts)
+    dst = ops.as_ids(seeds, "seeds")
+    seed = draw_seed() if seed is None else int(seed)
+    blocks = []
+    for layer in range(len(fanouts) - 1, -1, -1):
+        counts, nbrs, eids = sample_layer(dst, fanouts[layer], bool(replace), ops.layer_seed(seed, layer))
+        src, local = ops.relabel(dst, nbrs)
+        indptr = np.zeros(dst.shape[0] + 1, np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        blocks.append(Block(torch.from_numpy(src), int(dst.shape[0]), torch.from_numpy(indptr),
+                            torch.from_numpy(local), None if eids is None else torch.from_numpy(eids)))
+        dst = src
+    blocks.reverse()
+    return blocks

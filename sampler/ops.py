@@ -1,0 +1,139 @@
+"""Validated NumPy-level sampling operations over one CSC slice (no torch, no sockets).
+
+The local sampler, the graph server and the client all go through these
+functions, so input checks and error messages are the same everywhere.
+Errors are ``ValueError`` naming the offending value; the server turns them
+into ERROR replies.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _kernels as K
+
+MASK64 = (1 << 64) - 1
+# Largest fanout a request may ask for (besides -1 = all); guards with-replacement
+# requests against asking a server for an absurd amount of memory.
+MAX_FANOUT = 1 << 20
+# Largest number of sampled edges one request may return.
+MAX_SAMPLE_EDGES = 1 << 28
+
+
+def splitmix64(x: int) -> int:
+    """Pure-Python splitmix64 (same mix as the kernels), for deriving per-layer seeds."""
+    x = (x + 0x9E3779B97F4A7C15) & MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK64
+    return x ^ (x >> 31)
+
+
+def layer_seed(seed: int, layer: int) -> int:
+    """Seed of block ``layer`` (0 = input layer) of a multi-layer sample, in [0, 2**64)."""
+    return splitmix64((int(seed) & MASK64) ^ splitmix64(int(layer)))
+
+
+def as_ids(ids, name: str = "ids") -> np.ndarray:
+    """Any integer array-like / tensor as a contiguous int64 [n] array (zero-copy when possible)."""
+    if hasattr(ids, "detach"):  # torch tensor without importing torch
+        ids = ids.detach().cpu().numpy()
+    arr = np.asarray(ids)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if arr.size and arr.dtype.kind not in "iu":
+        raise ValueError(f"{name} must be integers, got dtype {arr.dtype}")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def check_fanout(fanout) -> int:
+    if isinstance(fanout, bool) or not isinstance(fanout, (int, np.integer)):
+        raise ValueError(f"fanout must be an int, got {fanout!r}")
+    fanout = int(fanout)
+    if fanout < -1:
+        raise ValueError(f"fanout must be >= -1 (-1 = all neighbours), got {fanout}")
+    if fanout > MAX_FANOUT:
+        raise ValueError(f"fanout must be <= {MAX_FANOUT}, got {fanout}")
+    return fanout
+
+
+def check_range(ids: np.ndarray, lo: int, hi: int, name: str = "ids") -> None:
+    """Raise ValueError naming the first id outside [lo, hi)."""
+    if ids.size == 0:
+        return
+    bad = int(K.count_outside(ids, np.int64(lo), np.int64(hi)))
+    if bad >= 0:
+        raise ValueError(f"{name}[{bad}] = {int(ids[bad])} is outside the owned id range [{lo}, {hi})")
+
+
+def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray, node_offset: int,
+                     fanout: int, replace: bool, seed: int, *, parallel: bool = True,
+                     prob: np.ndarray | None = None,
+                     max_edges: int = MAX_SAMPLE_EDGES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sample in-neighbours of ``seeds`` (global ids owned by this CSC slice).
+
+    Parameters
+    ----------
+    indptr : int64 [n + 1]; indices : int32/int64 [e] global ids
+    seeds : int64 [m] global ids in [node_offset, node_offset + n) (checked)
+    fanout : neighbours per seed, -1 = all
+    replace : sample with replacement
+    seed : RNG seed; the sample of each row depends only on (seed, its global id)
+    parallel : use the numba-parallel kernels (False inside server worker threads)
+    prob : optional float [e] per-edge weights (non-negative)
+
+    Returns
+    -------
+    counts : int64 [m]; nbrs : indices.dtype [sum(counts)] global ids;
+    eids : int64 [sum(counts)] CSC positions of the sampled edges in this slice
+    """
+    fanout = check_fanout(fanout)
+    seeds = as_ids(seeds, "seeds")
+    n = indptr.shape[0] - 1
+    check_range(seeds, node_offset, node_offset + n, "seeds")
+    off, fo, rep, sd = np.int64(node_offset), np.int64(fanout), bool(replace), np.uint64(int(seed) & MASK64)
+    counts = np.empty(seeds.shape[0], np.int64)
+    if prob is not None:
+        K.weighted_counts_par(indptr, prob, seeds, off, fo, rep, counts)
+    elif parallel:
+        K.sample_counts_par(indptr, seeds, off, fo, rep, counts)
+    else:
+        K.sample_counts_serial(indptr, seeds, off, fo, rep, counts)
+    out_indptr = np.zeros(seeds.shape[0] + 1, np.int64)
+    np.cumsum(counts, out=out_indptr[1:])
+    total = int(out_indptr[-1])
+    if total > max_edges:
+        raise ValueError(f"request would return {total} sampled edges, more than the limit {max_edges}")
+    nbrs = np.empty(total, indices.dtype)
+    eids = np.empty(total, np.int64)
+    if prob is not None:
+        K.sample_weighted_par(indptr, indices, prob, seeds, off, fo, rep, sd, out_indptr, nbrs, eids)
+    elif parallel:
+        K.sample_fill_par(indptr, indices, seeds, off, fo, rep, sd, out_indptr, nbrs, eids)
+    else:
+        K.sample_fill_serial(indptr, indices, seeds, off, fo, rep, sd, out_indptr, nbrs, eids)
+    return counts, nbrs, eids
+
+
+def gather(array: np.ndarray, ids: np.ndarray, node_offset: int, *, parallel: bool = True) -> np.ndarray:
+    """Rows ``array[ids - node_offset]`` of a 1-D or 2-D (memmapped) array; ids are checked."""
+    ids = as_ids(ids)
+    check_range(ids, node_offset, node_offset + array.shape[0])
+    out = np.empty((ids.shape[0],) + array.shape[1:], array.dtype)
+    off = np.int64(node_offset)
+    if array.ndim == 1:
+        K.gather_1d(array, ids, off, out)
+    elif parallel:
+        K.gather_rows_par(array, ids, off, out)
+    else:
+        K.gather_rows_serial(array, ids, off, out)
+    return out
+
+
+def relabel(dst_ids: np.ndarray, nbrs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(src_ids, local nbrs) with ``src_ids[:len(dst_ids)] == dst_ids``; see ``_kernels.relabel``.
+
+    Raises ValueError if ``dst_ids`` repeats an id (DGL blocks need unique dst nodes).
+    """
+    src, local, dup = K.relabel(as_ids(dst_ids, "dst_ids"), as_ids(nbrs, "nbrs"))
+    if dup >= 0:
+        raise ValueError(f"seeds must be unique; id {int(dst_ids[dup])} repeats at position {int(dup)}")
+    return src, local

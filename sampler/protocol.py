@@ -1,0 +1,262 @@
+"""bgl wire protocol: ZeroMQ multipart messages, a fixed binary header plus raw array frames.
+
+Frame 0 is a little-endian header (``HEADER``, 64 bytes)::
+
+    magic    4s  b"BGLW"
+    version  u8  PROTOCOL_VERSION
+    op       u8  Op
+    flags    u8  bit 0 = replace (SAMPLE)
+    field    u8  FEATURES field: 0 = feat, 1 = label
+    dtype0   u8  dtype code of frame 1 (DTYPES)
+    dtype1   u8  dtype code of frame 2
+    reserved u16 0
+    req_id   u64 echoed in the reply, so clients match out-of-order replies
+    fanout   i64 SAMPLE fanout (-1 = all)
+    seed     u64 SAMPLE RNG seed
+    len0     u64 elements (rows for 2-D) in frame 1
+    len1     u64 elements in frame 2
+    width    u64 columns of frame 1 (FEATURES reply), else 1 / 0
+
+Frames 1.. are raw C-order array bytes, read zero-copy with ``np.frombuffer``.
+
+=========  ===========================  ========================================
+op         request frames               reply frames
+=========  ===========================  ========================================
+SAMPLE     seeds (int32/int64)          counts (int64 [len0]), nbrs ([len1])
+FEATURES   ids (int32/int64)            rows ([len0, width], feat dtype / int64)
+INFO       -                            JSON bytes (uint8 [len0])
+PING       -                            - (op PING)
+SHUTDOWN   token (uint8 utf-8)          - (op SHUTDOWN), then the server stops
+ERROR      -                            message (uint8 utf-8)
+=========  ===========================  ========================================
+
+Nothing is ever pickled.  :func:`parse_request` checks every field and raises
+:class:`~bgl.errors.ProtocolError` with a message naming the bad value; the
+server sends that message back as an ERROR reply.
+"""
+from __future__ import annotations
+
+import enum
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from bgl.errors import ProtocolError
+
+MAGIC = b"BGLW"
+PROTOCOL_VERSION = 1
+HEADER = struct.Struct("<4sBBBBBBHQqQQQQ")
+assert HEADER.size == 60
+FLAG_REPLACE = 1
+FIELD_FEAT, FIELD_LABEL = 0, 1
+# A request may name at most this many ids (and a reply carry this many rows);
+# larger batches must be split by the caller.  Bounds a server's memory per request.
+MAX_IDS = 1 << 26
+MAX_TOKEN_BYTES = 1024
+
+
+class Op(enum.IntEnum):
+    SAMPLE = 1
+    FEATURES = 2
+    INFO = 3
+    PING = 4
+    SHUTDOWN = 5
+    ERROR = 6
+
+
+DTYPES: dict[int, np.dtype] = {
+    1: np.dtype("<i4"), 2: np.dtype("<i8"), 3: np.dtype("<f4"), 4: np.dtype("<f8"),
+    5: np.dtype("<f2"), 6: np.dtype("u1"), 7: np.dtype("i1"), 8: np.dtype("<i2"),
+    9: np.dtype("<u2"), 10: np.dtype("<u4"), 11: np.dtype("<u8"),
+}
+DTYPE_CODES: dict[np.dtype, int] = {v: k for k, v in DTYPES.items()}
+ID_CODES = (1, 2)
+# Frames each request op must carry (header included).
+REQUEST_FRAMES = {Op.SAMPLE: 2, Op.FEATURES: 2, Op.INFO: 1, Op.PING: 1, Op.SHUTDOWN: 2}
+
+
+@dataclass(frozen=True)
+class Header:
+    op: int
+    req_id: int = 0
+    flags: int = 0
+    field: int = 0
+    dtype0: int = 0
+    dtype1: int = 0
+    fanout: int = 0
+    seed: int = 0
+    len0: int = 0
+    len1: int = 0
+    width: int = 0
+    version: int = PROTOCOL_VERSION
+
+    def pack(self) -> bytes:
+        return HEADER.pack(MAGIC, self.version, self.op, self.flags, self.field, self.dtype0, self.dtype1, 0,
+                           self.req_id, self.fanout, self.seed, self.len0, self.len1, self.width)
+
+
+def dtype_code(dtype) -> int:
+    dt = np.dtype(dtype).newbyteorder("<") if np.dtype(dtype).byteorder == ">" else np.dtype(dtype)
+    try:
+        return DTYPE_CODES[dt]
+    except KeyError:
+        raise ProtocolError(f"dtype {dt} cannot be sent on the wire") from None
+
+
+def unpack_header(buf) -> Header:
+    """Parse frame 0; ProtocolError on wrong size, magic or version."""
+    mv = memoryview(buf)
+    if mv.nbytes != HEADER.size:
+        raise ProtocolError(f"header frame must be {HEADER.size} bytes, got {mv.nbytes}")
+    (magic, version, op, flags, field, d0, d1, _res, req_id, fanout, seed, len0, len1, width) = HEADER.unpack(mv)
+    if magic != MAGIC:
+        raise ProtocolError(f"bad magic {magic!r}, expected {MAGIC!r}")
+    if _res:
+        raise ProtocolError(f"reserved header field must be 0, got {_res}")
+    h = Header(op, req_id, flags, field, d0, d1, fanout, seed, len0, len1, width, version)
+    if version != PROTOCOL_VERSION:
+        raise ProtocolError(f"unsupported protocol version {version}, expected {PROTOCOL_VERSION}")
+    return h
+
+
+def peek_req_id(buf) -> int:
+    """Best-effort request id of a possibly malformed header (0 if unreadable), for ERROR replies."""
+    mv = memoryview(buf)
+    if mv.nbytes >= HEADER.size and bytes(mv[:4]) == MAGIC:
+        return struct.unpack_from("<Q", mv, 12)[0]
+    return 0
+
+
+def array_from_frame(frame, code: int, length: int, width: int = 1, what: str = "array") -> np.ndarray:
+    """Zero-copy view of a frame as ``DTYPES[code]`` [length] (or [length, width]), size-checked."""
+    if code not in DTYPES:
+        raise ProtocolError(f"{what}: unknown dtype code {code}")
+    dt = DTYPES[code]
+    buf = memoryview(frame.buffer if hasattr(frame, "buffer") else frame)
+    expect = length * max(width, 1) * dt.itemsize
+    if buf.nbytes != expect:
+        raise ProtocolError(f"{what}: frame has {buf.nbytes} bytes, header says {length} x {max(width, 1)} {dt} = {expect}")
+    arr = np.frombuffer(buf, dtype=dt)
+    if arr.ctypes.data % dt.itemsize:
+        arr = arr.copy()  # numba kernels want aligned data; zmq frames are usually aligned
+    return arr.reshape(length, width) if width > 1 else arr
+
+
+@dataclass(frozen=True)
+class Request:
+    header: Header
+    ids: np.ndarray | None = None  # SAMPLE seeds / FEATURES ids (int64 or int32)
+    token: bytes = b""
+
+
+def parse_request(frames: list) -> Request:
+    """Validate a request's frames (header first, no routing id); ProtocolError names the problem."""
+    if not frames:
+        raise ProtocolError("empty message")
+    h = unpack_header(frames[0])
+    try:
+        op = Op(h.op)
+    except ValueError:
+        raise ProtocolError(f"unknown op {h.op}") from None
+    if op not in REQUEST_FRAMES:
+        raise ProtocolError(f"op {op.name} is not a request")
+    if len(frames) != REQUEST_FRAMES[op]:
+        raise ProtocolError(f"{op.name} needs {REQUEST_FRAMES[op]} frames, got {len(frames)}")
+    if h.flags & ~FLAG_REPLACE:
+        raise ProtocolError(f"unknown flag bits {h.flags:#x}")
+    if h.len1 or h.dtype1:
+        raise ProtocolError(f"{op.name}: len1/dtype1 must be 0 in a request, got {h.len1}/{h.dtype1}")
+    if op is not Op.SAMPLE and (h.flags or h.fanout or h.seed):
+        raise ProtocolError(f"{op.name}: flags/fanout/seed must be 0, got {h.flags}/{h.fanout}/{h.seed}")
+    if op is not Op.FEATURES and h.field:
+        raise ProtocolError(f"{op.name}: field must be 0, got {h.field}")
+    if op in (Op.INFO, Op.PING) and (h.len0 or h.width):
+        raise ProtocolError(f"{op.name}: len0/width must be 0, got {h.len0}/{h.width}")
+    if op is Op.SAMPLE and h.fanout < -1:
+        raise ProtocolError(f"SAMPLE: fanout must be >= -1 (-1 = all), got {h.fanout}")
+    if op in (Op.SAMPLE, Op.FEATURES):
+        if h.dtype0 not in ID_CODES:
+            raise ProtocolError(f"{op.name}: ids dtype code must be int32 (1) or int64 (2), got {h.dtype0}")
+        if h.len0 > MAX_IDS:
+            raise ProtocolError(f"{op.name}: {h.len0} ids exceed the per-request limit {MAX_IDS}")
+        if op is Op.FEATURES and h.field not in (FIELD_FEAT, FIELD_LABEL):
+            raise ProtocolError(f"FEATURES: unknown field code {h.field} (0 = feat, 1 = label)")
+        if h.width != 1:
+            raise ProtocolError(f"{op.name}: width must be 1 for an id array, got {h.width}")
+        ids = array_from_frame(frames[1], h.dtype0, h.len0, 1, f"{op.name} ids")
+        return Request(h, ids=ids)
+    if op is Op.SHUTDOWN:
+        tok = memoryview(frames[1].buffer if hasattr(frames[1], "buffer") else frames[1])
+        if tok.nbytes > MAX_TOKEN_BYTES:
+            raise ProtocolError(f"SHUTDOWN token of {tok.nbytes} bytes exceeds {MAX_TOKEN_BYTES}")
+        if h.dtype0 != 6 or h.len0 != tok.nbytes:
+            raise ProtocolError(f"SHUTDOWN: token frame must be uint8 (6) of len0={h.len0} bytes, "
+                                f"got code {h.dtype0} and {tok.nbytes} bytes")
+        return Request(h, token=bytes(tok))
+    return Request(h)
+
+
+# ------------------------------------------------------------------ builders
+def sample_request(req_id: int, seeds: np.ndarray, fanout: int, replace: bool, seed: int) -> list:
+    seeds = np.ascontiguousarray(seeds)
+    h = Header(Op.SAMPLE, req_id, FLAG_REPLACE if replace else 0, 0, dtype_code(seeds.dtype), 0,
+               int(fanout), int(seed) & ((1 << 64) - 1), seeds.shape[0], 0, 1)
+    return [h.pack(), seeds]
+
+
+def features_request(req_id: int, ids: np.ndarray, field: int) -> list:
+    ids = np.ascontiguousarray(ids)
+    return [Header(Op.FEATURES, req_id, 0, field, dtype_code(ids.dtype), len0=ids.shape[0], width=1).pack(), ids]
+
+
+def simple_request(op: Op, req_id: int, payload: bytes | None = None) -> list:
+    frames = [Header(op, req_id, len0=0 if payload is None else len(payload),
+                     dtype0=0 if payload is None else 6).pack()]
+    if payload is not None:
+        frames.append(payload)
+    return frames
+
+
+def sample_reply(req_id: int, counts: np.ndarray, nbrs: np.ndarray) -> list:
+    h = Header(Op.SAMPLE, req_id, dtype0=dtype_code(counts.dtype), dtype1=dtype_code(nbrs.dtype),
+               len0=counts.shape[0], len1=nbrs.shape[0], width=1)
+    return [h.pack(), counts, nbrs]
+
+
+def features_reply(req_id: int, field: int, rows: np.ndarray) -> list:
+    width = rows.shape[1] if rows.ndim == 2 else 1
+    h = Header(Op.FEATURES, req_id, field=field, dtype0=dtype_code(rows.dtype), len0=rows.shape[0], width=width)
+    return [h.pack(), np.ascontiguousarray(rows)]
+
+
+def error_reply(req_id: int, message: str) -> list:
+    msg = message.encode("utf-8", "replace")[:4096]
+    return [Header(Op.ERROR, req_id, dtype0=6, len0=len(msg)).pack(), msg]
+
+
+# -------------------------------------------------------------- reply parsing
+def parse_reply(frames: list, expect: Op) -> tuple[Header, list[np.ndarray]]:
+    """Check a reply to an ``expect`` request; ERROR replies raise ServerError with the message."""
+    from bgl.errors import ServerError
+
+    h = unpack_header(frames[0])
+    if h.op == Op.ERROR:
+        msg = bytes(memoryview(frames[1].buffer if hasattr(frames[1], "buffer") else frames[1])) if len(frames) > 1 else b""
+        raise ServerError(msg.decode("utf-8", "replace"))
+    if h.op != expect:
+        raise ProtocolError(f"expected a {expect.name} reply, got op {h.op}")
+    if expect is Op.SAMPLE:
+        if len(frames) != 3:
+            raise ProtocolError(f"SAMPLE reply needs 3 frames, got {len(frames)}")
+        return h, [array_from_frame(frames[1], h.dtype0, h.len0, 1, "counts"),
+                   array_from_frame(frames[2], h.dtype1, h.len1, 1, "nbrs")]
+    if expect is Op.FEATURES:
+        if len(frames) != 2:
+            raise ProtocolError(f"FEATURES reply needs 2 frames, got {len(frames)}")
+        return h, [array_from_frame(frames[1], h.dtype0, h.len0, h.width, "rows")]
+    if expect is Op.INFO:
+        if len(frames) != 2:
+            raise ProtocolError(f"INFO reply needs 2 frames, got {len(frames)}")
+        return h, [array_from_frame(frames[1], 6, h.len0, 1, "info")]
+    return h, []

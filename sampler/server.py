@@ -1,0 +1,276 @@
+"""Graph server: one process per store (or partition part), answering the bgl wire protocol.
+
+A ROUTER socket faces clients; an inproc DEALER fans requests out to a pool
+of worker threads, each with its own DEALER socket, and replies flow back the
+same way (ROUTER routes them by the client identity frame).  Workers run the
+serial ``nogil`` kernels, so ``threads`` requests are sampled truly in
+parallel without nesting numba's own thread pool inside them.
+
+Every request is validated (:func:`bgl.sampler.protocol.parse_request` plus
+id-range and fanout checks); anything wrong becomes an ERROR reply and the
+server keeps serving.  SHUTDOWN needs the token given at start.
+
+Run with ``bgl serve`` or ``python -m bgl.sampler.server`` (same options).
+"""
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import os
+import secrets
+import signal
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import zmq
+
+from bgl.errors import ProtocolError, StoreFormatError
+from bgl.store import GraphStore
+
+from . import ops
+from . import protocol as P
+
+log = logging.getLogger("bgl.sampler.server")
+
+DEFAULT_BIND = "tcp://127.0.0.1:*"
+# Messages larger than this close the sender's connection before they are buffered whole.
+MAX_MESSAGE_BYTES = 1 << 30
+POLL_MS = 100
+
+
+def open_part_store(partition_dir: str | os.PathLike, part: int) -> GraphStore:
+    """The store of part ``part`` of a partition dir (read from partition.json, else ``part-K``)."""
+    pdir = Path(partition_dir)
+    meta_file = pdir / "partition.json"
+    try:
+        meta = json.loads(meta_file.read_text())
+    except FileNotFoundError:
+        raise StoreFormatError(f"{meta_file}: missing (not a partition dir)") from None
+    except json.JSONDecodeError as e:
+        raise StoreFormatError(f"{meta_file}: not valid JSON: {e}") from None
+    num_parts = int(meta.get("num_parts", 0))
+    if not 0 <= part < num_parts:
+        raise ValueError(f"--part must be in [0, {num_parts}), got {part}")
+    store_name = f"part-{part}"
+    for entry in meta.get("parts", []):
+        if entry.get("part") == part:
+            store_name = entry.get("store", store_name)
+    return GraphStore(pdir / store_name)
+
+
+def _write_atomic(path: str | os.PathLike, text: str, mode: int = 0o644) -> None:
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+class GraphServer:
+    """Serves one :class:`GraphStore` over ZeroMQ.
+
+    Parameters
+    ----------
+    store : the (part) store to serve
+    bind : ZeroMQ endpoint; ``tcp://127.0.0.1:*`` picks a free loopback port
+    token : SHUTDOWN token; random when None (see :attr:`token`)
+    threads : worker threads
+    part : partition part number, reported in INFO (-1 = whole store)
+    """
+
+    def __init__(self, store: GraphStore, bind: str = DEFAULT_BIND, token: str | None = None,
+                 threads: int = 2, part: int = -1):
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        self.store = store
+        self.bind = bind
+        self._token_generated = not token
+        self.token = token if token else secrets.token_hex(16)
+        self.threads = threads
+        self.part = part
+        self.address: str | None = None
+        self.requests = 0
+        self._stop = threading.Event()
+        self._indptr = np.asarray(store.indptr)
+        self._lo = store.node_offset
+        self._hi = store.node_offset + store.num_nodes
+        self._info = json.dumps(self.info()).encode()
+
+    def info(self) -> dict:
+        s = self.store
+        return {
+            "protocol_version": P.PROTOCOL_VERSION, "name": s.meta.name, "part": self.part,
+            "node_offset": s.node_offset, "num_nodes": s.num_nodes, "global_num_nodes": s.global_num_nodes,
+            "num_edges": s.num_edges, "feat_dim": s.feat_dim,
+            "feat_dtype": None if s.feat is None else s.feat.dtype.name,
+            "has_label": s.label is not None, "num_classes": s.num_classes,
+            "id_dtype": s.indices.dtype.name, "splits": dict(s.meta.splits),
+        }
+
+    # ----------------------------------------------------------------- handling
+    def handle(self, frames: list) -> list:
+        """Reply frames for one request's frames (without the routing id). Never raises."""
+        req_id = P.peek_req_id(frames[0]) if frames else 0
+        try:
+            req = P.parse_request(frames)
+            return self._dispatch(req)
+        except (ProtocolError, ValueError) as e:
+            return P.error_reply(req_id, str(e))
+        except Exception as e:  # a bug must cost one request, not the server
+            log.exception("request %d failed", req_id)
+            return P.error_reply(req_id, f"internal error: {type(e).__name__}: {e}")
+
+    def _dispatch(self, req: P.Request) -> list:
+        h = req.header
+        if h.op == P.Op.SAMPLE:
+            counts, nbrs, _ = ops.sample_neighbors(self._indptr, self.store.indices, req.ids, self._lo,
+                                                   h.fanout, bool(h.flags & P.FLAG_REPLACE), h.seed,
+                                                   parallel=False)
+            return P.sample_reply(h.req_id, counts, nbrs)
+        if h.op == P.Op.FEATURES:
+            array = self.store.feat if h.field == P.FIELD_FEAT else self.store.label
+            if array is None:
+                what = "features" if h.field == P.FIELD_FEAT else "labels"
+                raise ValueError(f"store {self.store.meta.name or self.store.path} has no {what}")
+            return P.features_reply(h.req_id, h.field, ops.gather(array, req.ids, self._lo, parallel=False))
+        if h.op == P.Op.INFO:
+            return [P.Header(P.Op.INFO, h.req_id, dtype0=6, len0=len(self._info)).pack(), self._info]
+        if h.op == P.Op.PING:
+            return [P.Header(P.Op.PING, h.req_id).pack()]
+        if h.op == P.Op.SHUTDOWN:
+            if not hmac.compare_digest(req.token, self.token.encode()):
+                raise ValueError("SHUTDOWN refused: wrong token")
+            self._stop.set()
+            return [P.Header(P.Op.SHUTDOWN, h.req_id).pack()]
+        raise ProtocolError(f"unknown op {h.op}")
+
+    # ------------------------------------------------------------------ serving
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _worker(self, ctx: zmq.Context, backend_addr: str) -> None:
+        sock = ctx.socket(zmq.DEALER)
+        sock.linger = 0
+        try:
+            sock.connect(backend_addr)
+            while not self._stop.is_set():
+                if not sock.poll(POLL_MS):
+                    continue
+                msg = sock.recv_multipart(copy=False)
+                if len(msg) < 2:
+                    continue  # no routing id: nothing to answer
+                reply = self.handle(msg[1:])
+                sock.send_multipart([msg[0], *reply], copy=False)
+        finally:
+            sock.close()
+
+    def serve(self, ready_file: str | os.PathLike | None = None, token_file: str | os.PathLike | None = None) -> int:
+        """Bind, serve until SHUTDOWN (or :meth:`stop`, SIGTERM, SIGINT), clean up. Returns 0."""
+        ctx = zmq.Context()
+        front = ctx.socket(zmq.ROUTER)
+        back = ctx.socket(zmq.DEALER)
+        workers: list[threading.Thread] = []
+        try:
+            front.linger = 0
+            back.linger = 0
+            front.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+            front.bind(self.bind)
+            self.address = front.getsockopt_string(zmq.LAST_ENDPOINT)
+            backend_addr = f"inproc://bgl-workers-{uuid.uuid4().hex}"
+            back.bind(backend_addr)
+            for i in range(self.threads):
+                t = threading.Thread(target=self._worker, args=(ctx, backend_addr), name=f"bgl-worker-{i}", daemon=True)
+                t.start()
+                workers.append(t)
+            if token_file:
+                _write_atomic(token_file, self.token + "\n", 0o600)
+            if ready_file:
+                _write_atomic(ready_file, json.dumps({"address": self.address, "pid": os.getpid(),
+                                                      "node_offset": self._lo, "num_nodes": self.store.num_nodes}))
+            host = self.address.split("//", 1)[-1].rsplit(":", 1)[0]
+            if host not in ("127.0.0.1", "localhost", "[::1]", "::1"):
+                log.warning("serving on non-loopback address %s: anyone who can reach it can read the graph", self.address)
+            log.info("serving %s nodes [%d, %d) on %s, %d threads, pid %d%s", self.store.path, self._lo, self._hi,
+                     self.address, self.threads, os.getpid(),
+                     f", shutdown token {self.token}" if self._token_generated and not token_file else "")
+            t0 = time.time()
+            self._proxy(front, back)
+            log.info("stopped %s after %d requests in %.1f s", self.address, self.requests, time.time() - t0)
+        finally:
+            self._stop.set()
+            for t in workers:
+                t.join(timeout=5)
+            front.close()
+            back.close()
+            ctx.term()
+        return 0
+
+    def _proxy(self, front: zmq.Socket, back: zmq.Socket) -> None:
+        poller = zmq.Poller()
+        poller.register(front, zmq.POLLIN)
+        poller.register(back, zmq.POLLIN)
+        drain_until = None
+        while True:
+            if self._stop.is_set() and drain_until is None:
+                drain_until = time.monotonic() + 0.3  # let the SHUTDOWN ack (and in-flight replies) out
+            if drain_until is not None and time.monotonic() > drain_until:
+                return
+            events = dict(poller.poll(POLL_MS if drain_until is None else 20))
+            if front in events and drain_until is None:
+                for _ in range(256):
+                    try:
+                        msg = front.recv_multipart(zmq.NOBLOCK, copy=False)
+                    except zmq.Again:
+                        break
+                    self.requests += 1
+                    back.send_multipart(msg, copy=False)
+            if back in events:
+                for _ in range(256):
+                    try:
+                        msg = back.recv_multipart(zmq.NOBLOCK, copy=False)
+                    except zmq.Again:
+                        break
+                    try:
+                        front.send_multipart(msg, zmq.NOBLOCK, copy=False)
+                    except zmq.Again:
+                        pass  # the client stopped reading (its queue is full): drop, it will time out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bgl.sampler.server`` — same options as ``bgl serve``."""
+    import argparse
+
+    from bgl.commands import serve
+
+    parser = argparse.ArgumentParser(prog="python -m bgl.sampler.server", description=serve.DESCRIPTION,
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    serve.add_arguments(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+    return serve.run(args)
+
+
+def run_server(args) -> int:
+    """Entry used by ``bgl serve``: open the store, install signal handlers, serve."""
+    if (args.store is None) == (args.partition is None):
+        raise ValueError("give exactly one of --store DIR or --partition DIR --part K")
+    if args.partition is not None:
+        if args.part is None:
+            raise ValueError("--partition needs --part K")
+        store, part = open_part_store(args.partition, args.part), args.part
+    else:
+        store, part = GraphStore(args.store), -1
+    server = GraphServer(store, bind=args.bind, token=args.token, threads=args.threads, part=part)
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: server.stop())
+    return server.serve(ready_file=args.ready_file, token_file=args.token_file)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,86 @@
+"""bench/run_all.py: flag discovery and RESULTS.md rendering on captured sample output."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+RUN_ALL = Path(__file__).resolve().parents[2] / "bench" / "run_all.py"
+
+
+@pytest.fixture(scope="module")
+def run_all():
+    spec = importlib.util.spec_from_file_location("bench_run_all", RUN_ALL)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up by name
+    spec.loader.exec_module(mod)
+    return mod
+
+
+HELP = """usage: sampling.py [-h] [--quick] [--scale SCALE] [--fanouts FANOUTS]
+
+options:
+  -h, --help         show this help message and exit
+  --quick            small graph (default: False)
+  --scale SCALE      R-MAT scale (default: 18)
+"""
+
+SAMPLING_OUT = """graph: rmat scale 14, 16384 nodes, 262144 edges
+bgl sampler: 412345 seeds/s
+dgl sample_neighbors: 101234 seeds/s
+ratio bgl/dgl: 4.07x
+"""
+
+
+def test_flag_discovery(run_all):
+    flags = run_all.help_flags(HELP)
+    assert {"--quick", "--scale", "--fanouts", "--help"} <= flags
+    assert run_all.choose_args(flags, ["--scale", "12"]) == ["--quick"]
+    assert run_all.choose_args({"--scale"}, ["--scale", "12"]) == ["--scale", "12"]
+
+
+def test_render_results_has_sections_numbers_and_failures(run_all, tmp_path):
+    ok = run_all.RunResult("sampling", ["python", "bench/sampling.py", "--quick"], 0, 12.34, SAMPLING_OUT)
+    ok.highlights = run_all.highlights(ok.stdout)
+    bad = run_all.RunResult("partition", ["python", "bench/partition.py"], 2, 1.5, "",
+                            stderr="Traceback ...\nValueError: parts must be >= 1, got 0\n")
+    slow = run_all.RunResult("scaling", ["python", "bench/scaling.py", "--quick"], None, 330.0,
+                             "scale 16: 1048576 edges\n", note="timed out after 330 s")
+    missing = run_all.RunResult("ingest", ["bench/ingest.py"], None, 0.0, "", note="ingest.py does not exist yet")
+    machine = {"cpu": "Test CPU, 2 cores (x86_64)", "memory": "24 GiB"}
+    text = run_all.render_results([ok, bad, slow, missing], machine, "python bench/run_all.py",
+                                  "2026-11-30 06:00 UTC", "abc1234")
+
+    assert text.startswith("# bgl benchmark results")
+    assert "2026-11-30 06:00 UTC" in text and "abc1234" in text and "Test CPU, 2 cores" in text
+    for name in ("sampling", "partition", "scaling", "ingest"):
+        assert f"\n## {name}\n" in text
+    # the numbers printed by the benchmark appear verbatim, and the ratio line is lifted out
+    assert "412345 seeds/s" in text
+    assert "- ratio bgl/dgl: 4.07x" in text
+    assert "| sampling | ok | 12.3 |" in text
+    assert "| partition | failed (exit 2) |" in text and "parts must be >= 1, got 0" in text
+    assert "| scaling | timed out |" in text and "1048576 edges" in text
+    assert "| ingest | not run |" in text and "ingest.py does not exist yet" in text
+
+    out = tmp_path / "RESULTS.md"
+    out.write_text("old contents\n")
+    run_all.write_atomic(out, text)
+    assert out.read_text() == text
+    assert not (tmp_path / "RESULTS.md.tmp").exists()
+
+
+def test_highlights_ignore_lines_without_numbers(run_all):
+    assert run_all.highlights("ratio: n/a\nspeedup 2.5x over dgl\nplain 3 lines\n") == ["speedup 2.5x over dgl"]
+
+
+def test_long_output_is_trimmed_and_fences_stay_closed(run_all):
+    fenced = run_all._fence("\n".join(f"line {i}" for i in range(500)) + "\n```\n", max_lines=20)
+    assert fenced.count("```") == 2 and "lines omitted" in fenced and "line 499" in fenced
+
+
+def test_missing_script_is_reported_not_run(run_all, tmp_path):
+    r = run_all.run_benchmark("nope", tmp_path / "nope.py", [], timeout=5)
+    assert r.returncode is None and "does not exist" in r.note

@@ -1,0 +1,85 @@
+"""``bgl ingest`` and ``bgl info`` as a user runs them: real subprocesses, real files."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bgl.store import GraphStore
+
+TIMEOUT = 120
+
+
+def bgl(*args, cwd=None):
+    env = {**os.environ, "DGLBACKEND": "pytorch"}
+    return subprocess.run([sys.executable, "-m", "bgl", *map(str, args)], capture_output=True, text=True,
+                          timeout=TIMEOUT, env=env, cwd=cwd)
+
+
+def test_ingest_then_info(tmp_path):
+    from bgl.data import default_dataset_path
+
+    out = tmp_path / "cora"
+    r = bgl("ingest", default_dataset_path(), out, "--seed", "3", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert "nodes        2,708" in r.stdout and "edges        10,556" in r.stdout
+    s = GraphStore(out)
+    assert s.meta.extra["seed"] == 3
+
+    r = bgl("info", out, "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    deg = np.diff(s.indptr)
+    assert (info["num_nodes"], info["num_edges"], info["feat_dim"], info["num_classes"]) == (2708, 10556, 1433, 7)
+    assert (info["in_degree_min"], info["in_degree_max"]) == (int(deg.min()), int(deg.max()))
+    assert info["splits"] == {"train": s.train_idx.size, "val": s.val_idx.size, "test": s.test_idx.size}
+    r = bgl("info", out)
+    assert "in-degree    min 1" in r.stdout and "splits       train=" in r.stdout
+
+    r = bgl("ingest", default_dataset_path(), out, "--no-progress")  # exists
+    assert r.returncode == 1 and "already exists" in r.stderr and "--overwrite" in r.stderr
+    r = bgl("ingest", default_dataset_path(), out, "--overwrite", "--seed", "4", "--no-progress")
+    assert r.returncode == 0 and GraphStore(out).meta.extra["seed"] == 4
+    assert sorted(os.listdir(tmp_path)) == ["cora"]
+
+
+def test_ingest_edge_list_options_and_bad_line(tmp_path):
+    (tmp_path / "g.txt").write_text("# demo\n0 1\n1 1\n0 1\n2 0\n")
+    r = bgl("ingest", tmp_path / "g.txt", tmp_path / "s", "--keep-self-loops", "--keep-duplicates",
+            "--feat-dim", "3", "--num-classes", "2")
+    assert r.returncode == 0, r.stderr
+    s = GraphStore(tmp_path / "s")
+    assert s.num_edges == 4 and s.feat_dim == 3 and s.num_classes == 2
+    r = bgl("ingest", tmp_path / "g.txt", tmp_path / "y", "--symmetrize", "--no-progress")
+    assert r.returncode == 0 and GraphStore(tmp_path / "y").num_edges == 4  # {0-1, 0-2} both ways
+
+    (tmp_path / "bad.txt").write_text("0 1\n1 2\n2 oops\n")
+    r = bgl("ingest", tmp_path / "bad.txt", tmp_path / "b", "--no-progress")
+    assert r.returncode == 1
+    assert "bad.txt:3: malformed line" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "b").exists()
+    assert sorted(os.listdir(tmp_path)) == ["bad.txt", "g.txt", "s", "y"]
+
+
+def test_ingest_rmat_and_info_errors(tmp_path):
+    r = bgl("ingest", "rmat", tmp_path / "r", "--format", "rmat", "--scale", "8", "--edge-factor", "4",
+            "--feat-dim", "2", "--num-classes", "3", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    s = GraphStore(tmp_path / "r")
+    assert s.num_nodes == 256 and s.meta.extra["edge_factor"] == 4 and s.feat_dim == 2
+
+    (tmp_path / "r" / "indices.npy").write_bytes(b"\x93NUMPY broken")
+    r = bgl("info", tmp_path / "r")
+    assert r.returncode == 1 and "indices.npy" in r.stderr
+    r = bgl("info", tmp_path / "nothing")
+    assert r.returncode == 1 and "does not exist" in r.stderr
+
+
+@pytest.mark.parametrize("cmd", [["ingest", "--help"], ["info", "--help"]])
+def test_help_shows_defaults(cmd):
+    r = bgl(*cmd)
+    assert r.returncode == 0 and "default" in r.stdout

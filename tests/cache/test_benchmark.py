@@ -1,0 +1,80 @@
+"""bench-cache CLI smoke test and the benchmark's pieces (fallback sampler, microbenchmark)."""
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+import torch
+
+from bgl.cache._kernels import sample_input_nodes
+from bgl.cache.benchmark import BenchConfig, fetch_microbenchmark, record_batches, replay
+from bgl.cache.policies import make_cache
+from bgl.cli import main
+
+
+def test_bench_cache_cli_writes_csv_and_png(random_store_factory, tmp_path, capsys):
+    store = random_store_factory(num_nodes=400, avg_degree=4.0, feat_dim=8, seed=11)
+    out = tmp_path / "out"
+    rc = main(["bench-cache", str(store.path), "--policies", "none,static-degree,presample,lru,fifo",
+               "--orders", "random,proximity", "--cache-ratios", "0.05,0.2", "--fanouts", "4,4",
+               "--batch-size", "16", "--epochs", "1", "--out", str(out), "--no-progress"])
+    assert rc == 0
+    with open(out / "hit_rate.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 5 * 2 * 2
+    assert {"policy", "order", "cache_ratio", "hit_rate", "bytes_from_source"} <= set(rows[0])
+    for r in rows:
+        assert 0.0 <= float(r["hit_rate"]) <= 1.0
+        if r["policy"] == "none":
+            assert float(r["hit_rate"]) == 0.0
+    by = {(r["policy"], r["order"], float(r["cache_ratio"])): r for r in rows}
+    # a cache never makes the source deliver more than no cache on the same stream
+    assert int(by[("fifo", "random", 0.2)]["bytes_from_source"]) <= int(by[("none", "random", 0.05)]["bytes_from_source"])
+    assert (out / "hit_rate.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "hit rate" in capsys.readouterr().out
+
+
+def test_bench_cache_cli_rejects_unknown_policy(random_store, tmp_path, capsys):
+    rc = main(["bench-cache", str(random_store.path), "--policies", "fifo,arc", "--out", str(tmp_path)])
+    assert rc == 1 and "'arc'" in capsys.readouterr().err
+
+
+def test_record_and_replay_agree_with_a_direct_count(random_store):
+    cfg = BenchConfig(fanouts=(3, 3), batch_size=50, epochs=1)
+    from bgl.cache.benchmark import input_node_sampler
+
+    batches = record_batches(random_store, input_node_sampler(random_store, cfg.fanouts), "proximity", cfg)
+    assert sum(int(b[: min(50, b.numel())].numel()) for b in batches) > 0
+    seeds_seen = np.concatenate([b.numpy() for b in batches])
+    assert set(random_store.train_idx.tolist()) <= set(seeds_seen.tolist())
+    cache = make_cache("none", 0, random_store.num_nodes, 1)
+    stats, speed = replay(cache, batches, lambda ids: torch.zeros(ids.numel(), 1))
+    assert stats["requests"] == sum(b.numel() for b in batches) and speed > 0
+
+
+def k_hop(store, seeds, hops):
+    nodes, frontier = set(seeds.tolist()), set(seeds.tolist())
+    for _ in range(hops):
+        nxt = set()
+        for v in frontier:
+            nxt.update(store.indices[store.indptr[v]:store.indptr[v + 1]].tolist())
+        frontier = nxt - nodes
+        nodes |= nxt
+    return nodes
+
+
+def test_fallback_sampler_stays_in_the_k_hop_neighbourhood(random_store):
+    seeds = random_store.train_idx[:20]
+    full = sample_input_nodes(random_store, seeds, [-1, -1], seed=0)
+    assert set(full.tolist()) == k_hop(random_store, seeds, 2) and np.array_equal(full[:20], seeds)
+    part = sample_input_nodes(random_store, seeds, [2, 3], seed=1)
+    assert len(set(part.tolist())) == part.size and set(part.tolist()) <= set(full.tolist())
+    assert part.size < full.size
+    assert np.array_equal(part, sample_input_nodes(random_store, seeds, [2, 3], seed=1))
+
+
+@pytest.mark.parametrize("policy", ["fifo", "lru"])
+def test_fetch_microbenchmark_runs_small(policy):
+    res = fetch_microbenchmark(policy, num_nodes=5000, total_ids=20000, batch=4000, dim=4)
+    assert res.ids > 0 and 0 < res.hit_rate < 1 and res.ids_per_s > 0

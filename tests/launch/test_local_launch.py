@@ -1,0 +1,166 @@
+"""``bgl launch --backend local`` end to end: real graph servers, real torchrun trainers.
+
+Covers: success (DDP across 2 trainers, servers shut down with the token),
+a server killed mid-training, Ctrl-C to the launcher, and errors found
+before anything starts.  After every launch: no process mentioning the
+test's tmp path survives and every port can be bound again.
+"""
+from __future__ import annotations
+
+import signal
+import socket
+import textwrap
+import time
+
+import psutil
+import pytest
+
+from bgl.launch.backends import port_is_free
+
+# Written into each test's tmp dir; a plain script with no launcher-specific code
+# beyond reading BGL_SERVERS (which bgl.DataLoader would read for it).
+TRAINER = textwrap.dedent("""
+    import os, sys, time
+    import torch
+    import torch.distributed as dist
+    from bgl.sampler import SamplingClient
+
+    mode = sys.argv[1]
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    with SamplingClient(os.environ["BGL_SERVERS"], timeout=5.0) as client:
+        seeds = torch.arange(rank, client.num_nodes, world)[:32]
+        blocks = client.sample_blocks(seeds, [4, 4], seed=rank)
+        feats = client.fetch_features(blocks[0].src_ids)
+        assert torch.equal(blocks[-1].dst_ids, seeds)
+        total = torch.tensor([len(seeds)])
+        dist.all_reduce(total)
+        print(f"rank {rank}/{world} inputs={blocks[0].num_src} feat={tuple(feats.shape)} "
+              f"seeds_all_ranks={int(total)} parts={os.path.basename(os.environ['BGL_PARTITION'])}",
+              flush=True)
+        if mode == "loop":
+            print(f"ready {rank}", flush=True)
+            deadline = time.time() + 90
+            while time.time() < deadline:
+                client.sample_blocks(seeds, [4, 4])
+                time.sleep(0.05)
+            sys.exit(3)  # nobody stopped us: the test will fail on this code
+    dist.destroy_process_group()
+""")
+
+
+@pytest.fixture
+def trainer_script(tmp_path):
+    path = tmp_path / "trainer.py"
+    path.write_text(TRAINER)
+    return path
+
+
+@pytest.fixture
+def hosts_file(tmp_path):
+    path = tmp_path / "hosts.txt"
+    path.write_text("# this machine\n127.0.0.1\n")
+    return path
+
+
+def launch_args(hosts_file, partition_dir, port_base, trainers, script, mode):
+    return ["--hosts", hosts_file, "--partition", partition_dir, "--num-trainers", trainers,
+            "--num-servers-per-host", 2, "--port-base", port_base, "--server-timeout", 120,
+            "--server-threads", 1, "--grace", 3, "--", "python", script, mode]
+
+
+def assert_clean(port_base, orphans):
+    left = orphans()
+    assert left == [], f"processes left behind: {left}"
+    busy = [p for p in range(port_base, port_base + 3) if not port_is_free("127.0.0.1", p)]
+    assert busy == [], f"ports still bound: {busy}"
+
+
+def test_two_trainers_finish_and_servers_shut_down(launcher, hosts_file, partition_dir,
+                                                   trainer_script, free_port_base, orphans):
+    base = free_port_base(3)
+    run = launcher(launch_args(hosts_file, partition_dir, base, 2, trainer_script, "finish"))
+    assert run.wait() == 0, run.describe()
+    out = run.stdout
+    # Each worker's lines carry its global rank; DDP all_reduce saw both ranks' seeds.
+    for rank in (0, 1):
+        assert f"[127.0.0.1:trainer:{rank}] rank {rank}/2 inputs=" in out, run.describe()
+    assert "seeds_all_ranks=64 parts=parts" in out
+    assert "[127.0.0.1:server:0]" in out and "[127.0.0.1:server:1]" in out
+    assert_clean(base, orphans)
+
+
+@pytest.mark.parametrize("how", ["kill-server", "sigint"])
+def test_failure_or_ctrl_c_stops_everything(launcher, hosts_file, partition_dir, trainer_script,
+                                            free_port_base, orphans, how):
+    base = free_port_base(3)
+    run = launcher(launch_args(hosts_file, partition_dir, base, 1, trainer_script, "loop"))
+    run.wait_for_output("ready 0")
+    if how == "kill-server":
+        victims = [p for p in psutil.process_iter(["cmdline"])
+                   if (p.info["cmdline"] or [])[1:3] == ["-m", "bgl.sampler.server"]
+                   and str(partition_dir) in (p.info["cmdline"] or [])
+                   and f"tcp://127.0.0.1:{base + 1}" in (p.info["cmdline"] or [])]
+        assert len(victims) == 1, victims
+        victims[0].kill()
+    else:
+        run.popen.send_signal(signal.SIGINT)
+    t0 = time.monotonic()
+    code = run.wait(timeout=60)
+    elapsed = time.monotonic() - t0
+    assert code != 0, run.describe()
+    if how == "kill-server":
+        assert f"graph server for part 1 at tcp://127.0.0.1:{base + 1} exited with exit status " \
+               "137 (killed by SIGKILL)" in run.stderr, run.describe()
+    else:
+        assert code == 130, run.describe()
+        assert "launcher received SIGINT" in run.stderr, run.describe()
+    assert elapsed < 10, f"teardown took {elapsed:.1f} s\n{run.describe()}"
+    assert_clean(base, orphans)
+
+
+def run_cli(args) -> int:
+    from bgl.cli import main
+
+    return main(["launch", *[str(a) for a in args]])
+
+
+def test_bad_hosts_fail_before_anything_starts(tmp_path, partition_dir, trainer_script,
+                                                free_port_base, orphans, capsys):
+    base = free_port_base(3)
+    cases = {
+        "bad-ip": ("127.0.0.1\n10.0.0.999\n", [], "hosts.txt:2: '10.0.0.999' is not an IP address"),
+        "bad-port": ("127.0.0.1 99999\n", [], "hosts.txt:1: port must be in 1..65535, got 99999"),
+        "empty": ("# nothing\n", [], "no hosts"),
+        "not-local": ("127.0.0.1\n192.0.2.1\n", [],
+                      "host 192.0.2.1 (hosts file line 2) is not an address of this machine"),
+        "unreachable-ssh": ("192.0.2.1\n", ["--backend", "ssh", "--ssh-port", "22",
+                                            "--ssh-connect-timeout", "2"],
+                            "host 192.0.2.1 (hosts file line 1): cannot reach ssh port 22"),
+        "no-partition": ("127.0.0.1\n", [], "partition.json: missing"),
+    }
+    for name, (text, extra, needle) in cases.items():
+        hosts = tmp_path / name / "hosts.txt"
+        hosts.parent.mkdir()
+        hosts.write_text(text)
+        parts = tmp_path / "nowhere" if name == "no-partition" else partition_dir
+        code = run_cli(["--hosts", hosts, "--partition", parts, "--num-servers-per-host", 2,
+                        "--port-base", base, *extra, "--", "python", trainer_script, "finish"])
+        out, err = capsys.readouterr()
+        assert code == 1, f"{name}: {out}{err}"
+        assert needle in err, f"{name}: {err}"
+        assert "[127.0.0.1:" not in out, f"{name}: something started\n{out}"
+    assert orphans(timeout=0) == []
+
+
+def test_port_in_use_fails_before_anything_starts(hosts_file, partition_dir, trainer_script,
+                                                  free_port_base, orphans, capsys):
+    base = free_port_base(3)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", base + 1))
+        busy.listen()
+        code = run_cli(launch_args(hosts_file, partition_dir, base, 1, trainer_script, "finish"))
+    assert code == 1
+    assert f"port {base + 1} on 127.0.0.1 (graph server for part 1) is already in use" in \
+        capsys.readouterr().err
+    assert orphans(timeout=0) == []

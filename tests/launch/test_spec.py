@@ -1,0 +1,70 @@
+"""Placement: one server per part round-robin over hosts, ports, torchrun command lines."""
+from __future__ import annotations
+
+import pytest
+
+from bgl.errors import LaunchError
+from bgl.launch.hosts import parse_hosts_text
+from bgl.launch.spec import (ENV_PARTITION, ENV_SERVERS, build_cluster_spec, server_argv,
+                             trainer_argv, trainer_env)
+
+
+def spec_for(text, num_parts, **kw):
+    return build_cluster_spec(parse_hosts_text(text), "/data/parts", num_parts,
+                              ["python", "train.py", "--lr", "0.1"], python="/venv/bin/python",
+                              **kw)
+
+
+def test_round_robin_servers_and_ports():
+    spec = spec_for("10.0.0.1\n10.0.0.2 40000\n", 4, num_servers_per_host=2, port_base=30050,
+                    num_trainers=3)
+    placed = [(s.part, s.host.ip, s.port) for s in spec.servers]
+    assert placed == [(0, "10.0.0.1", 30050), (1, "10.0.0.2", 40000),
+                      (2, "10.0.0.1", 30051), (3, "10.0.0.2", 40001)]
+    assert spec.server_addresses == ["tcp://10.0.0.1:30050", "tcp://10.0.0.2:40000",
+                                     "tcp://10.0.0.1:30051", "tcp://10.0.0.2:40001"]
+    # The rendezvous takes the first port after the first host's server slots.
+    assert (spec.master_addr, spec.master_port) == ("10.0.0.1", 30052)
+    assert [t.node_rank for t in spec.trainers] == [0, 1]
+
+
+def test_too_few_server_slots_says_what_to_pass():
+    with pytest.raises(LaunchError, match="3 parts but 1 host.*--num-servers-per-host 3"):
+        spec_for("127.0.0.1\n", 3)
+
+
+def test_colliding_ports_are_rejected():
+    with pytest.raises(LaunchError, match="127.0.0.1:30051"):
+        spec_for("127.0.0.1\n", 2, num_servers_per_host=2, master_port=30051)
+    with pytest.raises(LaunchError, match="outside 1..65535"):
+        spec_for("127.0.0.1 65535\n", 2, num_servers_per_host=2)
+
+
+@pytest.mark.parametrize("field, value", [("num_trainers", 0), ("num_servers_per_host", -1)])
+def test_counts_must_be_positive(field, value):
+    with pytest.raises(LaunchError, match=f"{field} must be an integer >= 1, got {value}"):
+        spec_for("127.0.0.1\n", 1, **{field: value})
+
+
+def test_empty_command_is_rejected():
+    with pytest.raises(LaunchError, match="no training command"):
+        build_cluster_spec(parse_hosts_text("127.0.0.1"), "/p", 1, [])
+
+
+def test_command_lines_and_environment():
+    spec = spec_for("10.0.0.1\n10.0.0.2\n", 2, num_trainers=2)
+    argv = server_argv(spec, spec.servers[1])
+    assert argv[:3] == ["/venv/bin/python", "-m", "bgl.sampler.server"]
+    assert "--token" not in argv  # the token must never be visible in ps
+    assert argv[argv.index("--part") + 1] == "1"
+    assert argv[argv.index("--bind") + 1] == "tcp://10.0.0.2:30050"
+    targv = trainer_argv(spec, spec.trainers[1], "/tmp/logs")
+    assert targv[:3] == ["/venv/bin/python", "-m", "torch.distributed.run"]
+    for flag in ("--nnodes=2", "--node_rank=1", "--nproc_per_node=2", "--master_addr=10.0.0.1",
+                 "--no-python"):
+        assert flag in targv
+    # The bare `python` of the user command becomes the launcher's interpreter.
+    assert targv[-4:] == ["/venv/bin/python", "train.py", "--lr", "0.1"]
+    env = trainer_env(spec)
+    assert env[ENV_SERVERS] == "tcp://10.0.0.1:30050,tcp://10.0.0.2:30050"
+    assert env[ENV_PARTITION] == "/data/parts"

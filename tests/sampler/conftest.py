@@ -1,0 +1,106 @@
+"""Fixtures for sampler tests: part stores cut from a random store, and real `bgl serve` processes."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bgl.store import GraphStore, write_store
+
+SERVER_START_TIMEOUT = 120.0  # first start may compile (cached) numba kernels on a loaded machine
+
+
+def slice_store(store: GraphStore, lo: int, hi: int, path: Path) -> GraphStore:
+    """A PART store owning global ids [lo, hi) of ``store`` (same global ids, same CSC order)."""
+    ip = np.asarray(store.indptr)
+    indptr = ip[lo:hi + 1] - ip[lo]
+    indices = np.asarray(store.indices[ip[lo]:ip[hi]])
+    splits = {k: v[(v >= lo) & (v < hi)] for k, v in store.splits.items()}
+    return write_store(path, indptr, indices, feat=np.asarray(store.feat[lo:hi]),
+                       label=np.asarray(store.label[lo:hi]), splits=splits, num_classes=store.num_classes,
+                       node_offset=lo, global_num_nodes=store.num_nodes, name=f"part-{lo}-{hi}")
+
+
+@pytest.fixture(scope="session")
+def partition_dir(random_store, tmp_path_factory) -> Path:
+    """A 2-part partition dir (partition.json + part-0/ + part-1/) of ``random_store``, split at 230."""
+    out = tmp_path_factory.mktemp("partition")
+    bounds = [0, 230, random_store.num_nodes]
+    parts = []
+    for k in range(2):
+        ps = slice_store(random_store, bounds[k], bounds[k + 1], out / f"part-{k}")
+        parts.append({"part": k, "store": f"part-{k}", "node_start": bounds[k], "node_end": bounds[k + 1],
+                      "num_nodes": ps.num_nodes, "num_edges": ps.num_edges,
+                      "num_train": int(ps.splits["train"].size)})
+    meta = {"format": "bgl-partition", "version": 1, "method": "range", "params": {}, "num_parts": 2,
+            "num_nodes": random_store.num_nodes, "num_edges": random_store.num_edges, "parts": parts,
+            "metrics": {}}
+    (out / "partition.json").write_text(json.dumps(meta))
+    np.save(out / "orig_ids.npy", np.arange(random_store.num_nodes, dtype=np.int64))
+    return out
+
+
+class ServerProcess:
+    """A `bgl serve` subprocess; ``address`` once ready."""
+
+    def __init__(self, args: list[str], workdir: Path, token: str = "test-token"):
+        self.token = token
+        self.ready = workdir / f"ready-{time.monotonic_ns()}.json"
+        cmd = [sys.executable, "-m", "bgl.cli", "serve", *args, "--bind", "tcp://127.0.0.1:*",
+               "--token", token, "--threads", "2", "--ready-file", str(self.ready)]
+        env = {**os.environ, "NUMBA_NUM_THREADS": "2"}
+        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + SERVER_START_TIMEOUT
+        while not self.ready.exists():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}: {self.proc.stdout.read()}")
+            if time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(f"server not ready within {SERVER_START_TIMEOUT} s")
+            time.sleep(0.05)
+        self.address = json.loads(self.ready.read_text())["address"]
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+        if self.proc.stdout:
+            self.proc.stdout.close()
+
+
+@pytest.fixture
+def serve(tmp_path):
+    """``serve(*cli_args) -> ServerProcess``; every started server is killed at teardown."""
+    started: list[ServerProcess] = []
+
+    def start(*args: str) -> ServerProcess:
+        s = ServerProcess(list(args), tmp_path)
+        started.append(s)
+        return s
+
+    try:
+        yield start
+    finally:
+        for s in started:
+            s.kill()
+
+
+@pytest.fixture(scope="module")
+def module_servers(tmp_path_factory, random_store, partition_dir):
+    """Module-wide servers: one for the whole random store and two for its parts."""
+    work = tmp_path_factory.mktemp("servers")
+    started: list[ServerProcess] = []
+    try:
+        started.append(ServerProcess(["--store", str(random_store.path)], work))
+        for k in range(2):
+            started.append(ServerProcess(["--partition", str(partition_dir), "--part", str(k)], work))
+        yield {"whole": started[0], "parts": started[1:]}
+    finally:
+        for s in started:
+            s.kill()

@@ -1,0 +1,116 @@
+"""Wire protocol: header round trips and strict validation (in-process, no sockets)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bgl.errors import ProtocolError, ServerError
+from bgl.sampler import protocol as P
+from bgl.sampler.server import GraphServer
+
+
+@pytest.fixture(scope="module")
+def server(random_store):
+    """A GraphServer object used without sockets: ``handle(frames)`` is its whole request logic."""
+    return GraphServer(random_store, token="secret")
+
+
+def ask(server, frames, expect):
+    return P.parse_reply(server.handle(frames), expect)
+
+
+def error_of(server, frames) -> str:
+    reply = server.handle(frames)
+    h = P.unpack_header(reply[0])
+    assert h.op == P.Op.ERROR, f"expected ERROR, got op {h.op}"
+    return bytes(reply[1]).decode()
+
+
+def test_header_roundtrip():
+    h = P.Header(P.Op.SAMPLE, req_id=2**63 + 5, flags=1, dtype0=2, fanout=-1, seed=2**64 - 1, len0=7, width=1)
+    assert P.unpack_header(h.pack()) == h
+    assert P.peek_req_id(h.pack()) == 2**63 + 5
+
+
+def test_valid_requests(server, random_store):
+    seeds = np.array([4, 2, 9], np.int32)
+    h, (counts, nbrs) = ask(server, P.sample_request(11, seeds, 3, False, 5), P.Op.SAMPLE)
+    assert h.req_id == 11 and counts.dtype == np.int64 and nbrs.dtype == random_store.indices.dtype
+    assert counts.tolist() == np.minimum(np.diff(random_store.indptr)[seeds], 3).tolist()
+    _, (rows,) = ask(server, P.features_request(12, np.array([3, 1]), P.FIELD_FEAT), P.Op.FEATURES)
+    assert np.array_equal(rows, np.asarray(random_store.feat)[[3, 1]])
+    _, (labels,) = ask(server, P.features_request(13, np.array([3, 1]), P.FIELD_LABEL), P.Op.FEATURES)
+    assert np.array_equal(labels, np.asarray(random_store.label)[[3, 1]])
+    _, (info,) = ask(server, P.simple_request(P.Op.INFO, 14), P.Op.INFO)
+    info = json.loads(bytes(info))
+    assert (info["node_offset"], info["num_nodes"], info["feat_dim"], info["num_classes"]) == (0, 500, 16, 4)
+    h, _ = ask(server, P.simple_request(P.Op.PING, 15), P.Op.PING)
+    assert h.req_id == 15
+
+
+def hdr(**kw) -> bytes:
+    base = dict(op=P.Op.SAMPLE, req_id=9, dtype0=2, fanout=2, len0=1, width=1)
+    base.update(kw)
+    return P.Header(**base).pack()
+
+
+ONE = np.array([1], np.int64).tobytes()
+
+
+@pytest.mark.parametrize("frames, message", [
+    ([b""], "header frame must be 60 bytes, got 0"),
+    ([b"x" * 60], "bad magic"),
+    ([hdr(version=9), ONE], "unsupported protocol version 9"),
+    ([hdr(op=77), ONE], "unknown op 77"),
+    ([hdr(op=P.Op.ERROR), ONE], "op ERROR is not a request"),
+    ([hdr()], "SAMPLE needs 2 frames, got 1"),
+    ([hdr(), ONE, ONE], "SAMPLE needs 2 frames, got 3"),
+    ([hdr(len0=2), ONE], "frame has 8 bytes, header says 2"),
+    ([hdr(len0=2**62), ONE], "exceed the per-request limit"),
+    ([hdr(dtype0=3), ONE], "ids dtype code must be int32 (1) or int64 (2), got 3"),
+    ([hdr(fanout=-2), ONE], "fanout must be >= -1 (-1 = all), got -2"),
+    ([hdr(fanout=(1 << 21)), ONE], "fanout must be <="),
+    ([hdr(flags=6), ONE], "unknown flag bits 0x6"),
+    ([hdr(len1=1), ONE], "len1/dtype1 must be 0"),
+    ([hdr(width=3), ONE], "width must be 1"),
+    ([hdr(), np.array([500], np.int64).tobytes()], "seeds[0] = 500 is outside the owned id range [0, 500)"),
+    ([hdr(), np.array([-7], np.int64).tobytes()], "seeds[0] = -7 is outside"),
+    ([hdr(op=P.Op.FEATURES, fanout=0, field=2), ONE], "unknown field code 2"),
+    ([hdr(op=P.Op.FEATURES, fanout=3), ONE], "flags/fanout/seed must be 0"),
+    ([hdr(op=P.Op.PING, fanout=0, dtype0=0, len0=1, width=0)], "len0/width must be 0"),
+    ([hdr(op=P.Op.SHUTDOWN, fanout=0, dtype0=6, len0=5, width=0), b"wrong"], "wrong token"),
+    ([hdr(op=P.Op.SHUTDOWN, fanout=0, dtype0=6, len0=2, width=0), b"wrong"], "token frame must be uint8"),
+])
+def test_malformed_requests_get_clear_errors(server, frames, message):
+    assert message in error_of(server, frames)
+    assert not server._stop.is_set()
+
+
+def test_huge_replace_request_is_refused(server):
+    seeds = np.arange(500, dtype=np.int64)
+    msg = error_of(server, P.sample_request(1, seeds, 1 << 20, True, 0))
+    assert "more than the limit" in msg
+
+
+def test_error_reply_raises_server_error(server):
+    with pytest.raises(ServerError, match="unknown op 77"):
+        ask(server, [hdr(op=77), ONE], P.Op.SAMPLE)
+    with pytest.raises(ProtocolError, match="expected a FEATURES reply"):
+        ask(server, P.simple_request(P.Op.PING, 1), P.Op.FEATURES)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=80), min_size=1, max_size=4))
+def test_random_frames_never_crash(server, frames):
+    reply = server.handle(frames)
+    assert P.unpack_header(reply[0]).op in (P.Op.ERROR, P.Op.PING, P.Op.INFO)
+    assert not server._stop.is_set()
+
+
+def test_unsendable_dtype():
+    with pytest.raises(ProtocolError, match="cannot be sent"):
+        P.dtype_code(np.complex64)
