@@ -100,15 +100,39 @@ def fmt_rate(x: float) -> str:
 
 
 # ------------------------------------------------------------------------- sections
-def environment(args, device: torch.device) -> list[str]:
-    from bgl.gpu_gather import uva_supported
+def probe_uva_isolated(device: torch.device) -> tuple[bool, str]:
+    """Probe the UVA gather in a child process first.
 
+    A kernel that dereferenced a bad host pointer would leave this process's
+    CUDA context unusable for every later section; in a child it costs only
+    the child.
+    """
+    code = ("import sys, torch; from bgl.gpu_gather import uva_supported; "
+            f"sys.exit(0 if uva_supported(torch.device('cuda', {device.index or 0})) else 3)")
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return False, "probe timed out"
+    if proc.returncode == 0:
+        return True, "probed in a child process"
+    return False, f"probe exit {proc.returncode}: {proc.stderr.strip()[-200:]}"
+
+
+def miss_mode(args, device: torch.device) -> str:
+    """Miss path for the 'auto' runs: decided once by the isolated probe."""
+    if device.type != "cuda":
+        return "auto"
+    return "uva" if getattr(args, "uva", False) else "cpu"
+
+
+def environment(args, device: torch.device) -> list[str]:
     lines = [f"- python {platform.python_version()}, torch {torch.__version__}, numpy {np.__version__}",
              f"- CPU: {os.cpu_count()} cores, {platform.machine()}"]
     if device.type == "cuda":
         p = torch.cuda.get_device_properties(device)
         lines.append(f"- GPU: {p.name}, {p.total_memory / 2**30:.0f} GiB, CUDA {torch.version.cuda}")
-        lines.append(f"- UVA zero-copy gather available: {uva_supported(device)}")
+        args.uva, why = probe_uva_isolated(device)
+        lines.append(f"- UVA zero-copy gather available: {args.uva} ({why})")
     else:
         lines.append("- device: CPU (dry run: UVA and pinned paths are not exercised)")
     for mod in ("cupy", "numba", "torch_geometric", "pyg_lib", "torch_sparse"):
@@ -160,15 +184,15 @@ def h2d_bandwidth(args, device, shared: dict) -> list[str]:
 
 def miss_paths(args, device, g: Graph, shared: dict) -> list[str]:
     """Gather random rows (a typical batch's misses) through each available miss path."""
-    from bgl.gpu_gather import HostFeatureSource, uva_supported
+    from bgl.gpu_gather import HostFeatureSource
 
     n = g.store.num_nodes
     k = min(args.miss_batch, n)
     rng = np.random.default_rng(1)
     batches = [torch.from_numpy(rng.integers(0, n, k)) for _ in range(args.miss_repeats)]
-    modes = ["cpu", "uva"] if device.type == "cuda" else ["auto"]
-    if device.type == "cuda" and not uva_supported(device):
-        modes = ["cpu"]
+    modes = ["auto"]
+    if device.type == "cuda":
+        modes = ["cpu", "uva"] if getattr(args, "uva", False) else ["cpu"]
     lines = ["| path | rows/call | rows/s | GB/s | share of pinned H2D bandwidth |", "|---|---|---|---|---|"]
     rates = {}
     host = feat_tensor(g.store)  # memmap view; on CUDA each source pins its own copy
@@ -219,7 +243,7 @@ def cache_bench(args, device, g: Graph, shared: dict) -> list[str]:
     stream = sample_id_stream(sampler, g.train, args, args.cache_batches, device)
     total_ids = sum(int(x.numel()) for x in stream)
     capacity = max(1, int(args.cache_frac * s.num_nodes))
-    source = HostFeatureSource(feat_tensor(s), device=device)
+    source = HostFeatureSource(feat_tensor(s), device=device, mode=miss_mode(args, device))
     zeros = torch.zeros(s.num_nodes if args.cpu else min(s.num_nodes, 1 << 21), s.feat_dim,
                         dtype=source.dtype, device=device)
 
@@ -351,7 +375,7 @@ def bgl_epochs(args, device, g: Graph, variant: str) -> dict:
     sampler = LocalSampler(s)
     labels = torch.from_numpy(np.asarray(s.label)).to(device)
     host = feat_tensor(s)
-    mode = "auto" if variant == "cache" else "cpu"
+    mode = miss_mode(args, device) if variant == "cache" else "cpu"
     source = HostFeatureSource(host, device=device, mode=mode if device.type == "cuda" else "auto")
     policy = "fifo" if variant == "cache" else "none"
     cache = make_cache(policy, max(1, int(args.cache_frac * s.num_nodes)), s.num_nodes, s.feat_dim,
@@ -481,10 +505,10 @@ def training(args, device, g: Graph) -> list[str]:
     else:
         try:
             runs["PyG NeighborLoader"] = pyg_epochs(args, device, g)
-        except ImportError as e:
-            if not args.cpu:
-                raise
-            pyg_note = f"PyG unavailable here ({e}); skipped in the dry run"
+        except ImportError as e:  # e.g. NeighborLoader without pyg-lib / torch-sparse
+            pyg_note = f"**PyG baseline unavailable**: `{e}`"
+        except Exception as e:  # keep bgl's rows even if the baseline breaks
+            pyg_note = f"**PyG baseline failed**: `{type(e).__name__}: {e}`"
     share = "GPU busy share" if device.type == "cuda" else "compute share (CPU dry run)"
     lines = [f"- model: {len(args.fanouts)}-layer GraphSAGE (mean), hidden {args.hidden}, fanouts "
              f"{args.fanouts} (DGL order), batch {args.batch_size}, {g.train.size:,} seeds/epoch, "

@@ -6,7 +6,6 @@ when ``symmetrize`` is set, also as ``(dst, src)`` in row ``src``.
 """
 from __future__ import annotations
 
-import numpy as np
 from numba import njit, prange
 
 

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 #: A callable that returns a fresh iterator of ``(src, dst)`` int64 chunks each call.
 EdgeChunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]
 
-COPY_CHUNK = 1 << 24  # ids per read when copying the scratch file into the store
+COPY_CHUNK = 1 << 22  # ids per read when copying the scratch file into the store (16 MiB of int32)
 
 
 @dataclass(frozen=True)
@@ -136,6 +136,7 @@ def build_csc(edge_chunks: EdgeChunks, num_nodes: int, id_dtype: np.dtype, scrat
         if not np.array_equal(cursor, raw_indptr[1:]):
             raise IngestError("edge stream yielded different edges on its second pass")
         del cursor
+        log.info("sorting%s %d rows (%d entries)", " and de-duplicating" if dedupe else "", num_nodes, raw_edges)
         new_counts = counts  # reuse the buffer: counts are no longer needed
         K.sort_dedupe_rows(raw_indptr, out, new_counts, dedupe)
         indptr = np.zeros(num_nodes + 1, np.int64)

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from .errors import ServerUnavailable
-from .pipeline import Pipeline
+from .pipeline import Pipeline, quiet_numba_threads
 from .resources import CoreSplit, available_cores, profile_stages, resolve_stage_cores, split_cores
 from .stages import (ORDERS, CacheSpec, FetchStage, OrderStage, SampleStage, SamplingSpec,
                      TransferStage, num_batches)
@@ -296,6 +296,8 @@ class DataLoader:
             # Validate now, before any process starts.
             self.core_split = resolve_stage_cores(stage_cores, ["order", "sample", "fetch"])
         self._queue_size = queue_size
+        if pipeline == "inline":
+            quiet_numba_threads()  # sampler kernels share this process with the model's torch ops
 
     # -------------------------------------------------------------- validation
     def _resolve_graph(self, graph, feat_key, label_key, timeout: float) -> _GraphInfo:

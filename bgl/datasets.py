@@ -24,6 +24,8 @@ rmat             ``"rmat:SCALE"``: Graph500 R-MAT generator (``bgl.rmat``)
 """
 from __future__ import annotations
 
+import importlib
+import inspect
 import logging
 import os
 import shutil
@@ -38,6 +40,7 @@ from .store import GraphStore
 log = logging.getLogger(__name__)
 
 FORMATS = ("gnn-benchmark", "csr-npz", "planetoid", "edgelist", "ogb", "dgl", "rmat")
+RMAT_OPTIONS = {"scale", "edge_factor", "abcd", "chunk_edges"}
 EDGELIST_SUFFIXES = (".txt", ".tsv", ".csv", ".el", ".edges", ".edgelist", ".gz")
 
 
@@ -94,32 +97,36 @@ def read_source(source: Any, format: str | None = None, *, scratch_dir: Path | N
     fmt = format or detect_format(source)
     if fmt not in FORMATS:
         raise IngestError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    if fmt == "dgl":
-        from .dgl_source import read_dgl_graph
+    if fmt == "rmat":
+        raise IngestError("format 'rmat' is a generator, not a reader; use ingest()")
+    module, func = _READERS[fmt]
+    reader = getattr(importlib.import_module(module, __package__), func)
+    params = inspect.signature(reader).parameters
+    _check_options(fmt, params, opts)
+    if "scratch_dir" in params:
+        opts["scratch_dir"] = _need(scratch_dir)
+    if "progress" in params:
+        opts["progress"] = progress
+    return reader(source if fmt == "dgl" else Path(source), **opts)
 
-        return read_dgl_graph(source, **opts)
-    path = Path(source)
-    if fmt == "gnn-benchmark":
-        from .npz_formats import read_gnn_benchmark
 
-        return read_gnn_benchmark(path, **opts)
-    if fmt == "csr-npz":
-        from .npz_formats import read_csr_npz
+# format -> (module, reader function); each reader returns a GraphSource.
+_READERS = {
+    "gnn-benchmark": (".npz_formats", "read_gnn_benchmark"),
+    "csr-npz": (".npz_formats", "read_csr_npz"),
+    "planetoid": (".planetoid", "read_planetoid"),
+    "edgelist": (".edgelist", "read_edgelist"),
+    "ogb": (".ogb", "read_ogb"),
+    "dgl": (".dgl_source", "read_dgl_graph"),
+}
 
-        return read_csr_npz(path, **opts)
-    if fmt == "planetoid":
-        from .planetoid import read_planetoid
 
-        return read_planetoid(path, **opts)
-    if fmt == "edgelist":
-        from .edgelist import read_edgelist
-
-        return read_edgelist(path, scratch_dir=_need(scratch_dir), progress=progress, **opts)
-    if fmt == "ogb":
-        from .ogb import read_ogb
-
-        return read_ogb(path, scratch_dir=_need(scratch_dir), progress=progress, **opts)
-    raise IngestError(f"format {fmt!r} is a generator, not a reader; use ingest()")
+def _check_options(fmt: str, params, opts: dict) -> None:
+    """Reject options the format does not take, by name, instead of a TypeError deep inside."""
+    allowed = {k for k, p in params.items() if p.kind == p.KEYWORD_ONLY} - {"scratch_dir", "progress"}
+    unknown = sorted(set(opts) - allowed)
+    if unknown:
+        raise IngestError(f"option(s) {unknown} do not apply to format {fmt!r} (it takes {sorted(allowed) or 'none'})")
 
 
 def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *, feat_dim: int = 0,
@@ -167,6 +174,9 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
             opts.setdefault("scale", parse_rmat_source(str(source)))
         if "scale" not in opts:
             raise IngestError("format rmat needs a scale: source 'rmat:SCALE' or scale=")
+        unknown = sorted(set(opts) - RMAT_OPTIONS)
+        if unknown:
+            raise IngestError(f"option(s) {unknown} do not apply to format 'rmat' (it takes {sorted(RMAT_OPTIONS)})")
         return generate_rmat_store(out_dir, feat_dim=feat_dim, num_classes=num_classes, seed=seed,
                                    symmetrize=True if symmetrize is None else symmetrize,
                                    remove_self_loops=remove_self_loops, dedupe=dedupe,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import logging
 import os
+import zlib
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
@@ -44,7 +45,7 @@ def iter_line_blocks(f: BinaryIO, chunk_bytes: int) -> Iterator[bytes]:
     while True:
         try:
             block = f.read(chunk_bytes)
-        except (EOFError, OSError, gzip.BadGzipFile) as e:
+        except (EOFError, OSError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
             raise IngestError(f"{getattr(f, 'name', f)}: truncated or corrupt compressed file: {e}") from None
         if not block:
             if carry:

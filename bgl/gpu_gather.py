@@ -131,6 +131,8 @@ def uva_view(host: torch.Tensor, device: Union[str, torch.device] = "cuda") -> t
             ptr = int(cupy.cuda.runtime.hostGetDevicePointer(ptr, 0))
     except ImportError:
         pass  # unified addressing: the host pointer is valid on the device
+    except Exception as e:  # cupy present but the runtime refused: keep the host pointer
+        log.info("cudaHostGetDevicePointer failed (%s); using the host pointer (UVA)", e)
     with torch.cuda.device(device):
         view = torch.as_tensor(_CudaArrayInterface(host, ptr), device=device)
     if view.data_ptr() != ptr:

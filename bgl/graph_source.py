@@ -76,7 +76,7 @@ def _check_node_data(src: GraphSource, feat_dim: int, num_classes: int) -> None:
     if n <= 0:
         raise IngestError(f"{src.name}: graph has {n} nodes")
     feat = src.feat
-    if isinstance(feat, np.ndarray) or (feat is not None and not isinstance(feat, FeatureFill)):
+    if feat is not None and not isinstance(feat, FeatureFill):
         feat = np.asarray(feat)
         if feat.ndim != 2:
             raise IngestError(f"{src.name}: features must be 2-D [num_nodes, dim], got shape {feat.shape}")
@@ -146,6 +146,7 @@ def write_source(src: GraphSource, out_dir: str | Path, *, feat_dim: int = 0, nu
             with StoreWriter(out, n, csc.num_edges, name=src.name, extra=extra, overwrite=overwrite) as w:
                 w.save_array("indptr", csc.indptr)
                 if csc.num_edges:
+                    log.info("writing %d edges to %s", csc.num_edges, out)
                     ind = w.create_array("indices", (csc.num_edges,), w.id_dtype)
                     for start, ids in csc.iter_indices():
                         ind[start : start + ids.size] = ids

@@ -127,8 +127,8 @@ def read_gnn_benchmark(path: Path) -> GraphSource:
 def read_csr_npz(path: Path) -> GraphSource:
     z = open_npz(path)
     where = str(path)
-    fmt = z.get("format")
-    fmt = str(fmt.item() if hasattr(fmt, "item") else fmt).strip("b'\"") if fmt is not None else "csr"
+    fmt = z["format"].item() if "format" in z else "csr"  # scipy.sparse.save_npz writes b"csr"
+    fmt = fmt.decode("ascii", "replace") if isinstance(fmt, bytes) else str(fmt)
     if fmt not in ("csr", "csc"):
         raise IngestError(f"{where}: sparse format {fmt!r} not supported (csr or csc)")
     shape = [int(x) for x in np.asarray(z["shape"]).reshape(-1)]

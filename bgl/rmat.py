@@ -23,7 +23,7 @@ from .graph_source import GraphSource, write_source
 from .store import GraphStore
 
 GRAPH500_ABCD = (0.57, 0.19, 0.19, 0.05)
-CHUNK_EDGES = 1 << 22
+CHUNK_EDGES = 1 << 21  # generated edges per chunk: two 16 MiB int64 buffers
 MAX_SCALE = 40
 
 

@@ -194,9 +194,8 @@ class CacheBase:
         ids = self._check_ids(ids)
         n = ids.numel()
         slots = self.slot_of.index_select(0, ids)
-        hit = slots >= 0
-        hit_pos = hit.nonzero().squeeze(1)
-        miss_pos = (~hit).nonzero().squeeze(1)
+        hit_pos = (slots >= 0).nonzero().squeeze(1)
+        miss_pos = (slots < 0).nonzero().squeeze(1)
         hit_slots = slots.index_select(0, hit_pos).long()
         out = torch.empty(n, self.dim, dtype=self.dtype, device=self.device)
         if hit_pos.numel():

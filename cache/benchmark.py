@@ -16,7 +16,7 @@ import csv
 import logging
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -30,6 +30,9 @@ from .sources import ArrayMissSource
 log = logging.getLogger(__name__)
 
 ORDERS = ("random", "proximity")
+# one colour per policy, line style per order (solid = proximity, dashed = random)
+POLICY_COLORS = {"none": "black", "static-degree": "tab:blue", "presample": "tab:orange",
+                 "lru": "tab:green", "fifo": "tab:red"}
 CSV_COLUMNS = ("policy", "order", "cache_ratio", "capacity", "hit_rate", "requests", "hits",
                "bytes_from_source", "ids_per_s", "batches")
 
@@ -133,16 +136,18 @@ def record_batches(store, sample_fn, order: str, cfg: BenchConfig, seed_base: in
 
 
 class _TimedSource:
-    """Wraps a miss source and adds up the time spent in it (subtracted from cache speed)."""
+    """Wraps a miss source and adds up the wall and CPU time spent in it (subtracted from cache speed)."""
 
     def __init__(self, source):
         self.source = source
         self.seconds = 0.0
+        self.cpu_seconds = 0.0
 
     def __call__(self, ids):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         rows = self.source(ids)
         self.seconds += time.perf_counter() - t
+        self.cpu_seconds += time.process_time() - c
         return rows
 
 
@@ -250,7 +255,7 @@ def plot_hit_rates(rows: Sequence[BenchRow], path: Path, title: str = "") -> Non
         keys = list(dict.fromkeys((r.policy, r.order) for r in rows))
         for policy, order in keys:
             pts = sorted((r.cache_ratio, r.hit_rate) for r in rows if (r.policy, r.order) == (policy, order))
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=POLICY_COLORS.get(policy),
                     linestyle="-" if order == "proximity" else "--", label=f"{policy} / {order}")
         ax.set_xlabel("cache capacity / num nodes")
         ax.set_ylabel("hit rate")
@@ -267,9 +272,14 @@ def plot_hit_rates(rows: Sequence[BenchRow], path: Path, title: str = "") -> Non
         plt.close(fig)
 
 
-@dataclass
+@dataclass(frozen=True)
 class FetchSpeed:
-    """Result of :func:`fetch_microbenchmark`."""
+    """Result of :func:`fetch_microbenchmark`.
+
+    ``*_cpu`` figures are process CPU seconds: on a machine shared with other
+    jobs they show what the cache costs, while wall-clock also counts the
+    time other processes held the core.
+    """
 
     policy: str
     ids: int
@@ -277,12 +287,19 @@ class FetchSpeed:
     hit_rate: float
     seconds_total: float
     seconds_cache: float
+    cpu_seconds_total: float
+    cpu_seconds_cache: float
     threads: int
-    extra: dict = field(default_factory=dict)
 
     @property
     def ids_per_s(self) -> float:
-        return self.ids / self.seconds_cache
+        """Cache-only ids per wall-clock second."""
+        return self.ids / max(self.seconds_cache, 1e-9)
+
+    @property
+    def ids_per_cpu_s(self) -> float:
+        """Cache-only ids per CPU second of this process."""
+        return self.ids / max(self.cpu_seconds_cache, 1e-9)
 
 
 def fetch_microbenchmark(policy: str = "fifo", num_nodes: int = 2_000_000, ratio: float = 0.1,
@@ -307,9 +324,9 @@ def fetch_microbenchmark(policy: str = "fifo", num_nodes: int = 2_000_000, ratio
             ids = ids[torch.randperm(ids.numel(), generator=g)]
         batches.append(ids)
     n = sum(b.numel() for b in batches)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     for ids in batches:
         cache.fetch(ids, timed)
-    total = time.perf_counter() - t
+    total, cpu = time.perf_counter() - t, time.process_time() - c
     return FetchSpeed(policy, n, dim, cache.stats()["hit_rate"], total, total - timed.seconds,
-                      torch.get_num_threads())
+                      cpu, cpu - timed.cpu_seconds, torch.get_num_threads())

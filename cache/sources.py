@@ -31,6 +31,7 @@ class ArrayMissSource:
         self.device = resolve_device(device)
         self.pin = pin and self.device.type == "cuda"
         self._staging: torch.Tensor | None = None
+        self._copy_done = None  # torch.cuda.Event of the last staging -> device copy
         self.calls = 0
         self.rows = 0
 
@@ -53,14 +54,19 @@ class ArrayMissSource:
         if self.device.type != "cuda":
             return rows
         if self.pin:
+            if self._copy_done is not None:
+                # the previous call's DMA may still read the staging buffer we are about to refill
+                self._copy_done.synchronize()
             k = rows.shape[0]
-            if self._staging is None or self._staging.shape[0] < k or self._staging.dtype != rows.dtype:
+            if (self._staging is None or self._staging.shape[0] < k or self._staging.dtype != rows.dtype
+                    or tuple(self._staging.shape[1:]) != tuple(rows.shape[1:])):
                 self._staging = torch.empty((max(k, 1024),) + tuple(rows.shape[1:]), dtype=rows.dtype,
                                             pin_memory=True)
             buf = self._staging[:k]
             buf.copy_(rows)
+            # asynchronous: later work on the same stream (the cache's inserts) is ordered after it
             out = buf.to(self.device, non_blocking=True)
-            # the buffer is reused next call: wait for this copy before returning
-            torch.cuda.current_stream(self.device).synchronize()
+            self._copy_done = torch.cuda.Event()
+            self._copy_done.record(torch.cuda.current_stream(self.device))
             return out
         return rows.to(self.device)

@@ -242,14 +242,19 @@ class SshBackend:
         # EOF on the channel reaches the remote agent's stdin.
         _close_stdin(proc.popen)
 
-    def kill(self, proc: Launched) -> None:
+    def kill_remote(self, proc: Launched, sig: str = "TERM") -> None:
+        """The "kill command": signal the remote agent (pid from its pid file) over a new
+        connection; on SIGTERM the agent tears its command's process tree down."""
         pidfile = shlex.quote(str(PurePosixPath(proc.tmpdir) / "agent.pid"))
-        command = f"test -f {pidfile} && kill -TERM $(cat {pidfile}) 2>/dev/null; true"
+        command = f"test -f {pidfile} && kill -{sig} $(cat {pidfile}) 2>/dev/null; true"
         try:
             subprocess.run(self.ssh_argv(proc.host, command), stdin=subprocess.DEVNULL,
                            capture_output=True, timeout=self.connect_timeout + 10)
         except (subprocess.TimeoutExpired, OSError) as e:
             log.warning("kill command to %s failed: %s", proc.host.ip, e)
+
+    def kill(self, proc: Launched) -> None:
+        self.kill_remote(proc)
         # Dropping the connection is the second, independent path to the remote agent.
         try:
             os.killpg(proc.popen.pid, signal.SIGKILL)

@@ -110,6 +110,25 @@ class OutputPump:
         return thread
 
 
+def warm_up_servers(addresses: list[str], timeout: float) -> None:
+    """Sample 2 hops from a few seeds spread over all servers and read their features/labels.
+
+    Raises whatever the client raises (``ServerUnavailable``, ``ServerError``).
+    """
+    import torch
+
+    from bgl.sampler import SamplingClient
+
+    with SamplingClient(addresses, timeout=timeout) as client:
+        n = client.num_nodes
+        seeds = torch.linspace(0, n - 1, steps=min(n, 8 * len(addresses))).long().unique()
+        blocks = client.sample_blocks(seeds, [2, 2], seed=0)
+        if client.feat_dim:
+            client.fetch_features(blocks[0].src_ids)
+        if client.num_classes:
+            client.fetch_labels(seeds)
+
+
 class Supervisor:
     """Runs one launch described by ``spec`` on ``backend`` (see module docstring).
 
@@ -121,12 +140,14 @@ class Supervisor:
     grace : seconds between SIGTERM and SIGKILL on teardown.
     sink : where prefixed output goes (default ``sys.stdout``).
     ping, shutdown : server probes; default ``bgl.sampler.client.ping/shutdown``.
+    warm_up : ``warm_up(addresses, timeout)``; default :func:`warm_up_servers`.
     """
 
     def __init__(self, spec: ClusterSpec, backend: LocalBackend | SshBackend, *,
-                 server_timeout: float = 60.0, grace: float = 5.0, sink: TextIO | None = None,
+                 server_timeout: float = 180.0, grace: float = 5.0, sink: TextIO | None = None,
                  ping: Callable[..., bool] | None = None,
-                 shutdown: Callable[..., object] | None = None):
+                 shutdown: Callable[..., object] | None = None,
+                 warm_up: Callable[[list[str], float], None] | None = None):
         self.spec = spec
         self.backend = backend
         self.server_timeout = server_timeout
@@ -139,6 +160,7 @@ class Supervisor:
         self._signal: int | None = None
         self._ping = ping
         self._shutdown = shutdown
+        self._warm_up = warm_up or warm_up_servers
 
     # ------------------------------------------------------------------ public
     def run(self) -> int:
@@ -218,7 +240,41 @@ class Supervisor:
                 return f"{names} did not answer PING within {self.server_timeout:g} s", 1
             if pending:
                 time.sleep(POLL_SECONDS)
-        log.info("all %d graph server(s) answer PING", len(self.spec.servers))
+        log.info("all %d graph server(s) answer PING; warming them up", len(self.spec.servers))
+        return self._warm_up_servers(deadline)
+
+    def _warm_up_servers(self, deadline: float) -> tuple[str, int] | None:
+        """One small sample + feature/label read through every server before trainers start.
+
+        The servers' numba kernels compile on first use (tens of seconds on a
+        busy machine when the on-disk cache is cold); doing it here keeps that
+        out of the trainers' request timeouts.
+        """
+        outcome: list[BaseException | None] = []
+        addresses = self.spec.server_addresses
+        timeout = max(1.0, deadline - time.monotonic())
+
+        def warm() -> None:
+            try:
+                self._warm_up(addresses, timeout)
+                outcome.append(None)
+            except BaseException as e:  # reported by the main thread
+                outcome.append(e)
+
+        thread = threading.Thread(target=warm, name="server warm-up", daemon=True)
+        thread.start()
+        while thread.is_alive():
+            if self._signal is not None:
+                return self._signal_failure()
+            for m in self.members:
+                status = m.launched.popen.poll()
+                if status is not None:
+                    return (f"{m.what} exited with {describe_status(exit_status(status))} "
+                            "during warm-up", 1)
+            thread.join(POLL_SECONDS)
+        if outcome and outcome[0] is not None:
+            return f"graph servers failed the warm-up request: {outcome[0]}", 1
+        log.info("graph servers ready")
         return None
 
     def _start_trainers(self) -> None:
@@ -269,6 +325,9 @@ class Supervisor:
         deadline = time.monotonic() + self.grace
         while time.monotonic() < deadline and any(m.launched.popen.poll() is None for m in servers):
             time.sleep(POLL_SECONDS)
+        for m in servers:
+            if m.launched.popen.poll() is None:
+                log.warning("%s still runs %.0f s after SHUTDOWN; stopping it", m.what, self.grace)
 
     def _teardown(self) -> None:
         """Stop every live process: polite stop, agent's own TERM->KILL, then kill from here."""

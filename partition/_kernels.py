@@ -41,7 +41,7 @@ def transpose(indptr, indices, num_nodes):
 def symmetric_adjacency(indptr, indices, out_ptr, out_idx, num_nodes):
     """Undirected, deduplicated adjacency without self-loops (what METIS requires).
 
-    Returns ``xadj`` int64 [n+1], ``adjncy`` int64 [2m].  Duplicates are removed
+    Returns ``xadj`` int64 [n+1], ``adjncy`` [2m] (the dtype of ``indices``).  Duplicates are removed
     with a per-row marker array (sparse accumulator), so the pass is linear.
     """
     mark = np.full(num_nodes, -1, np.int64)
@@ -59,7 +59,7 @@ def symmetric_adjacency(indptr, indices, out_ptr, out_idx, num_nodes):
                 mark[u] = v
                 c += 1
         xadj[v + 1] = xadj[v] + c
-    adjncy = np.empty(xadj[num_nodes], np.int64)
+    adjncy = np.empty(xadj[num_nodes], indices.dtype)
     mark[:] = -1
     for v in range(num_nodes):
         p = xadj[v]
@@ -82,95 +82,6 @@ def symmetric_adjacency(indptr, indices, out_ptr, out_idx, num_nodes):
 
 
 @njit(cache=True, nogil=True)
-def bfs_grow_blocks(in_ptr, in_idx, out_ptr, out_idx, block, block_size, sources,
-                    next_block, cap, queue):
-    """One round of capped multi-source BFS.
-
-    Each source in ``sources`` (still unassigned, ``block == -1``) opens a new
-    block; one shared FIFO queue expands all blocks level by level, so blocks
-    grow at the same pace and meet at natural borders.  A block stops claiming
-    nodes once it holds ``cap`` nodes.  Returns the next free block id.
-    ``queue`` is scratch of length >= n.
-    """
-    head = 0
-    tail = 0
-    for i in range(sources.shape[0]):
-        s = sources[i]
-        if block[s] != -1:
-            continue
-        block[s] = next_block
-        block_size[next_block] = 1
-        next_block += 1
-        queue[tail] = s
-        tail += 1
-    while head < tail:
-        u = queue[head]
-        head += 1
-        b = block[u]
-        if block_size[b] >= cap:
-            continue
-        for j in range(in_ptr[u], in_ptr[u + 1]):
-            w = in_idx[j]
-            if block[w] == -1 and block_size[b] < cap:
-                block[w] = b
-                block_size[b] += 1
-                queue[tail] = w
-                tail += 1
-        for j in range(out_ptr[u], out_ptr[u + 1]):
-            w = out_idx[j]
-            if block[w] == -1 and block_size[b] < cap:
-                block[w] = b
-                block_size[b] += 1
-                queue[tail] = w
-                tail += 1
-    return next_block
-
-
-@njit(cache=True, nogil=True)
-def leftover_blocks(in_ptr, in_idx, out_ptr, out_idx, block, block_size, next_block, cap, queue):
-    """Put every still-unassigned node into a block: BFS over the leftover nodes,
-    component after component, cutting the visit order into runs of ``cap``.
-
-    Small components (isolated nodes, pairs) thus share blocks instead of each
-    becoming one, and a large leftover component is cut along BFS order so its
-    blocks stay local.  Returns the next free block id.
-    """
-    n = block.shape[0]
-    cur = -1
-    for s in range(n):
-        if block[s] != -1:
-            continue
-        # start (or continue filling) a block with this component
-        if cur == -1 or block_size[cur] >= cap:
-            cur = next_block
-            block_size[cur] = 0
-            next_block += 1
-        block[s] = cur
-        block_size[cur] += 1
-        head = 0
-        tail = 1
-        queue[0] = s
-        while head < tail:
-            u = queue[head]
-            head += 1
-            for k in range(2):
-                ptr = in_ptr if k == 0 else out_ptr
-                idx = in_idx if k == 0 else out_idx
-                for j in range(ptr[u], ptr[u + 1]):
-                    w = idx[j]
-                    if block[w] == -1:
-                        if block_size[cur] >= cap:
-                            cur = next_block
-                            block_size[cur] = 0
-                            next_block += 1
-                        block[w] = cur
-                        block_size[cur] += 1
-                        queue[tail] = w
-                        tail += 1
-    return next_block
-
-
-@njit(cache=True, nogil=True)
 def group_by(labels, num_labels):
     """Counting sort: ``ptr`` int64 [L+1] and ``members`` int64 [n] with the ids of label l at
     ``members[ptr[l]:ptr[l+1]]`` in increasing order."""
@@ -187,56 +98,6 @@ def group_by(labels, num_labels):
         members[fill[b]] = v
         fill[b] += 1
     return ptr, members
-
-
-@njit(cache=True, nogil=True)
-def block_adjacency(in_ptr, in_idx, out_ptr, out_idx, block, bptr, members, num_blocks):
-    """Weighted undirected block graph: ``(adj_ptr, adj, weight)`` where ``weight`` counts the
-    node edges (both directions) between two different blocks.
-
-    Uses a per-block sparse accumulator (marker + slot arrays) instead of sorting
-    block-pair keys, so it is linear in edges and needs no 2e-long key array.
-    """
-    slot = np.full(num_blocks, -1, np.int64)
-    # pass 1: count distinct neighbour blocks per block
-    adj_ptr = np.zeros(num_blocks + 1, np.int64)
-    for b in range(num_blocks):
-        c = 0
-        for m in range(bptr[b], bptr[b + 1]):
-            u = members[m]
-            for k in range(2):
-                ptr = in_ptr if k == 0 else out_ptr
-                idx = in_idx if k == 0 else out_idx
-                for j in range(ptr[u], ptr[u + 1]):
-                    nb = block[idx[j]]
-                    if nb != b and slot[nb] != b:
-                        slot[nb] = b
-                        c += 1
-        adj_ptr[b + 1] = adj_ptr[b] + c
-    total = adj_ptr[num_blocks]
-    adj = np.empty(total, np.int64)
-    weight = np.zeros(total, np.float64)
-    # pass 2: fill; slot[nb] now holds the position of nb in b's row
-    slot[:] = -1
-    owner = np.full(num_blocks, -1, np.int64)
-    for b in range(num_blocks):
-        p = adj_ptr[b]
-        for m in range(bptr[b], bptr[b + 1]):
-            u = members[m]
-            for k in range(2):
-                ptr = in_ptr if k == 0 else out_ptr
-                idx = in_idx if k == 0 else out_idx
-                for j in range(ptr[u], ptr[u + 1]):
-                    nb = block[idx[j]]
-                    if nb == b:
-                        continue
-                    if owner[nb] != b:
-                        owner[nb] = b
-                        slot[nb] = p
-                        adj[p] = nb
-                        p += 1
-                    weight[slot[nb]] += 1.0
-    return adj_ptr, adj, weight
 
 
 @njit(cache=True, nogil=True)
@@ -349,65 +210,6 @@ def refine_blocks(adj_ptr, adj, weight, aff, part, bsize, btrain, num_parts,
     return moves
 
 
-@njit(cache=True, nogil=True)
-def refine_nodes(in_ptr, in_idx, out_ptr, out_idx, part_of, is_train, num_parts,
-                 cap_nodes, cap_train, low_nodes, low_train, passes):
-    """Boundary-node refinement (balanced label propagation): move a node to the part
-    holding most of its neighbours when that lowers the cut and keeps the loads in
-    [low, cap].  Train nodes count double in the gain because their in-edges are
-    the ones sampled first.  Returns the number of moves."""
-    n = part_of.shape[0]
-    load_n = np.zeros(num_parts, np.float64)
-    load_t = np.zeros(num_parts, np.float64)
-    for v in range(n):
-        load_n[part_of[v]] += 1.0
-        load_t[part_of[v]] += is_train[v]
-    cnt = np.zeros(num_parts, np.float64)
-    moves = 0
-    for _ in range(passes):
-        moved = 0
-        for v in range(n):
-            cur = part_of[v]
-            boundary = False
-            cnt[:] = 0.0
-            for k in range(2):
-                ptr = in_ptr if k == 0 else out_ptr
-                idx = in_idx if k == 0 else out_idx
-                for j in range(ptr[v], ptr[v + 1]):
-                    q = part_of[idx[j]]
-                    cnt[q] += 1.0
-                    if q != cur:
-                        boundary = True
-            if not boundary:
-                continue
-            best = cur
-            best_gain = 0.0
-            t = is_train[v]
-            for p in range(num_parts):
-                if p == cur:
-                    continue
-                gain = cnt[p] - cnt[cur]
-                if gain <= best_gain:
-                    continue
-                if load_n[p] + 1.0 > cap_nodes[p] or load_t[p] + t > cap_train[p]:
-                    continue
-                if load_n[cur] - 1.0 < low_nodes[cur] or load_t[cur] - t < low_train[cur]:
-                    continue
-                best = p
-                best_gain = gain
-            if best != cur:
-                part_of[v] = best
-                load_n[cur] -= 1.0
-                load_t[cur] -= t
-                load_n[best] += 1.0
-                load_t[best] += t
-                moved += 1
-        moves += moved
-        if moved == 0:
-            break
-    return moves
-
-
 # --------------------------------------------------------------- metrics
 
 
@@ -475,104 +277,6 @@ def gather_rows(indptr, indices, rows, new_of, out):
 
 
 @njit(cache=True, nogil=True)
-def bfs_rank(adj_ptr, adj, start):
-    """Rank of each vertex in a BFS of a (block) graph started at ``start``; further
-    components are visited in id order after it.  int64 [B]."""
-    nb = adj_ptr.shape[0] - 1
-    rank = np.full(nb, -1, np.int64)
-    queue = np.empty(nb, np.int64)
-    r = 0
-    for s0 in range(nb + 1):
-        s = start if s0 == 0 else s0 - 1
-        if rank[s] != -1:
-            continue
-        rank[s] = r
-        r += 1
-        head = 0
-        tail = 1
-        queue[0] = s
-        while head < tail:
-            u = queue[head]
-            head += 1
-            for j in range(adj_ptr[u], adj_ptr[u + 1]):
-                w = adj[j]
-                if rank[w] == -1:
-                    rank[w] = r
-                    r += 1
-                    queue[tail] = w
-                    tail += 1
-    return rank
-
-
-@njit(cache=True, nogil=True)
-def restream_blocks(order, adj_ptr, adj, weight, aff, part, bsize, btrain, num_parts,
-                    cap_nodes, cap_train, alpha, passes):
-    """Re-place every block with the greedy score, knowing where all the others are now
-    (restreaming, as in ReLDG/Fennel restreams): each pass takes a block out of its part
-    and puts it back into the best-scoring part under the caps.  Returns the moves."""
-    load_n = np.zeros(num_parts, np.float64)
-    load_t = np.zeros(num_parts, np.float64)
-    for b in range(bsize.shape[0]):
-        load_n[part[b]] += bsize[b]
-        load_t[part[b]] += btrain[b]
-    moves = 0
-    for _ in range(passes):
-        moved = 0
-        for i in range(order.shape[0]):
-            b = order[i]
-            cur = part[b]
-            load_n[cur] -= bsize[b]
-            load_t[cur] -= btrain[b]
-            best = cur
-            best_score = -1.0
-            for p in range(num_parts):
-                if load_n[p] + bsize[b] > cap_nodes[p] or load_t[p] + btrain[b] > cap_train[p]:
-                    continue
-                room = (1.0 - load_n[p] / cap_nodes[p]) ** alpha * (1.0 - load_t[p] / cap_train[p]) ** alpha
-                score = (aff[b, p] + 1e-9) * room
-                if score > best_score:
-                    best_score = score
-                    best = p
-            part[b] = best
-            load_n[best] += bsize[b]
-            load_t[best] += btrain[b]
-            if best != cur:
-                for j in range(adj_ptr[b], adj_ptr[b + 1]):
-                    aff[adj[j], cur] -= weight[j]
-                    aff[adj[j], best] += weight[j]
-                moved += 1
-        moves += moved
-        if moved == 0:
-            break
-    return moves
-
-
-@njit(cache=True, nogil=True)
-def induced_subgraph(indptr, indices, nodes, local_of):
-    """CSC of the subgraph induced by ``nodes`` (sorted original ids), relabelled to
-    0..len(nodes)-1 through ``local_of`` (-1 outside); edges leaving the set are dropped."""
-    k = nodes.shape[0]
-    ptr = np.zeros(k + 1, np.int64)
-    for i in range(k):
-        v = nodes[i]
-        c = 0
-        for j in range(indptr[v], indptr[v + 1]):
-            if local_of[indices[j]] >= 0:
-                c += 1
-        ptr[i + 1] = ptr[i] + c
-    idx = np.empty(ptr[k], indices.dtype)
-    for i in range(k):
-        v = nodes[i]
-        p = ptr[i]
-        for j in range(indptr[v], indptr[v + 1]):
-            u = local_of[indices[j]]
-            if u >= 0:
-                idx[p] = u
-                p += 1
-    return ptr, idx
-
-
-@njit(cache=True, nogil=True)
 def _heap_push(hkey, hval, size, key, val):
     i = size
     hkey[i] = key
@@ -631,7 +335,7 @@ def grow_assign(seed_order, adj_ptr, adj, weight, bsize, btrain, num_parts, fill
         load_n = 0.0
         load_t = 0.0
         skipped = 0
-        while load_n < fill_nodes[p] and load_t < fill_train[p] + 1e-9 * 0:
+        while load_n < fill_nodes[p] and load_t < fill_train[p]:
             b = -1
             while size > 0:
                 key, cand, size = _heap_pop(hkey, hval, size)
@@ -646,7 +350,7 @@ def grow_assign(seed_order, adj_ptr, adj, weight, bsize, btrain, num_parts, fill
                 b = seed_order[next_seed]
             if load_n + bsize[b] > fill_nodes[p] or (btrain[b] > 0 and load_t + btrain[b] > fill_train[p]):
                 skipped += 1
-                if skipped > 64 or b == seed_order[next_seed if next_seed < nb_blocks else 0]:
+                if skipped > 64:  # p is as full as the remaining blocks allow
                     break
                 continue
             part[b] = p
@@ -718,3 +422,170 @@ def rebalance_blocks(adj_ptr, adj, weight, aff, part, bsize, btrain, num_parts, 
                 aff[adj[j], best_q] += weight[j]
             moves += 1
     return moves
+
+
+@njit(cache=True, nogil=True)
+def compact_labels(labels, num_labels):
+    """Renumber used labels to 0..m-1 (first-use order by label id); returns (new labels, m)."""
+    used = np.zeros(num_labels, np.int64)
+    for v in range(labels.shape[0]):
+        used[labels[v]] = 1
+    new_id = np.full(num_labels, -1, np.int64)
+    m = 0
+    for b in range(num_labels):
+        if used[b]:
+            new_id[b] = m
+            m += 1
+    out = np.empty_like(labels)
+    for v in range(labels.shape[0]):
+        out[v] = new_id[labels[v]]
+    return out, m
+
+
+# ------------------------------------------- weighted levels (multilevel BGL)
+
+
+@njit(cache=True, nogil=True)
+def wbfs_grow(ptr, adj, vw, block, bw, sources, next_block, cap, queue):
+    """Capped multi-source BFS on a symmetric weighted-vertex graph (one CSR): like
+    :func:`bfs_grow_blocks` but a block stops at total vertex weight ``cap``."""
+    head = 0
+    tail = 0
+    for i in range(sources.shape[0]):
+        s = sources[i]
+        if block[s] != -1:
+            continue
+        block[s] = next_block
+        bw[next_block] = vw[s]
+        next_block += 1
+        queue[tail] = s
+        tail += 1
+    while head < tail:
+        u = queue[head]
+        head += 1
+        b = block[u]
+        for j in range(ptr[u], ptr[u + 1]):
+            w = adj[j]
+            if block[w] == -1 and bw[b] + vw[w] <= cap:
+                block[w] = b
+                bw[b] += vw[w]
+                queue[tail] = w
+                tail += 1
+    return next_block
+
+
+@njit(cache=True, nogil=True)
+def wleftover(ptr, adj, vw, block, bw, next_block, cap, queue):
+    """Leftover pass of :func:`leftover_blocks` for one symmetric CSR with vertex weights."""
+    n = block.shape[0]
+    cur = -1
+    for s in range(n):
+        if block[s] != -1:
+            continue
+        if cur == -1 or bw[cur] + vw[s] > cap:
+            cur = next_block
+            bw[cur] = 0.0
+            next_block += 1
+        block[s] = cur
+        bw[cur] += vw[s]
+        head = 0
+        tail = 1
+        queue[0] = s
+        while head < tail:
+            u = queue[head]
+            head += 1
+            for j in range(ptr[u], ptr[u + 1]):
+                w = adj[j]
+                if block[w] == -1:
+                    if bw[cur] + vw[w] > cap:
+                        cur = next_block
+                        bw[cur] = 0.0
+                        next_block += 1
+                    block[w] = cur
+                    bw[cur] += vw[w]
+                    queue[tail] = w
+                    tail += 1
+    return next_block
+
+
+@njit(cache=True, nogil=True)
+def wsmooth(ptr, adj, wt, vw, block, bw, cap, passes):
+    """Weighted, capped label propagation of block labels (see :func:`smooth_blocks`)."""
+    n = block.shape[0]
+    score = np.zeros(bw.shape[0], np.float64)
+    touched = np.empty(adj.shape[0] + 1, np.int64)
+    for _ in range(passes):
+        moved = 0
+        for v in range(n):
+            cur = block[v]
+            t = 0
+            for j in range(ptr[v], ptr[v + 1]):
+                b = block[adj[j]]
+                if score[b] == 0.0:
+                    touched[t] = b
+                    t += 1
+                score[b] += wt[j]
+            best = cur
+            best_score = score[cur]
+            for i in range(t):
+                b = touched[i]
+                if b != cur and score[b] > best_score and bw[b] + vw[v] <= cap:
+                    best = b
+                    best_score = score[b]
+            for i in range(t):
+                score[touched[i]] = 0.0
+            if best != cur:
+                block[v] = best
+                bw[cur] -= vw[v]
+                bw[best] += vw[v]
+                moved += 1
+        if moved == 0:
+            break
+
+
+@njit(cache=True, nogil=True)
+def contract(ptr, adj, wt, block, bptr, members, num_blocks):
+    """Block graph of a weighted symmetric CSR: ``(cptr, cadj, cw)``, edge weights summed,
+    internal edges dropped; linear time with a sparse accumulator."""
+    owner = np.full(num_blocks, -1, np.int64)
+    slot = np.empty(num_blocks, np.int64)
+    cptr = np.zeros(num_blocks + 1, np.int64)
+    for b in range(num_blocks):
+        c = 0
+        for m in range(bptr[b], bptr[b + 1]):
+            u = members[m]
+            for j in range(ptr[u], ptr[u + 1]):
+                nb = block[adj[j]]
+                if nb != b and owner[nb] != b:
+                    owner[nb] = b
+                    c += 1
+        cptr[b + 1] = cptr[b] + c
+    cadj = np.empty(cptr[num_blocks], np.int64)
+    cw = np.zeros(cptr[num_blocks], np.float64)
+    owner[:] = -1
+    for b in range(num_blocks):
+        p = cptr[b]
+        for m in range(bptr[b], bptr[b + 1]):
+            u = members[m]
+            for j in range(ptr[u], ptr[u + 1]):
+                nb = block[adj[j]]
+                if nb == b:
+                    continue
+                if owner[nb] != b:
+                    owner[nb] = b
+                    slot[nb] = p
+                    cadj[p] = nb
+                    p += 1
+                cw[slot[nb]] += wt[j]
+    return cptr, cadj, cw
+
+
+@njit(cache=True, nogil=True)
+def part_affinity(ptr, adj, wt, part, num_parts):
+    """aff float64 [n, P]: edge weight from each vertex to each part."""
+    n = ptr.shape[0] - 1
+    aff = np.zeros((n, num_parts), np.float64)
+    for v in range(n):
+        for j in range(ptr[v], ptr[v + 1]):
+            aff[v, part[adj[j]]] += wt[j]
+    return aff

@@ -231,46 +231,47 @@ def relabel(dst_ids, nbrs):
         cap *= 2
         bits += 1
     shift = np.uint64(64 - bits)
-    keys = np.full(cap, -1, np.int64)
-    vals = np.empty(cap, np.int64)
     mask = cap - 1
+    # Open addressing, linear probing; key and value side by side so a probe
+    # touches one cache line.  Slot h: table[2h] = global id (-1 = empty), table[2h+1] = local id.
+    table = np.full(2 * cap, -1, np.int64)
     src = np.empty(m + e, np.int64)
     local = np.empty(e, np.int64)
     for i in range(m):
         key = dst_ids[i]
         h = np.int64((np.uint64(key) * _GOLDEN) >> shift)
-        while keys[h] != -1 and keys[h] != key:
+        while table[2 * h] != -1 and table[2 * h] != key:
             h = (h + 1) & mask
-        if keys[h] == key:
+        if table[2 * h] == key:
             return src[:0], local[:0], np.int64(i)
-        keys[h] = key
-        vals[h] = i
+        table[2 * h] = key
+        table[2 * h + 1] = i
         src[i] = key
     n = m
     for j in range(e):
         key = nbrs[j]
         h = np.int64((np.uint64(key) * _GOLDEN) >> shift)
-        while keys[h] != -1 and keys[h] != key:
+        while table[2 * h] != -1 and table[2 * h] != key:
             h = (h + 1) & mask
-        if keys[h] == key:
-            local[j] = vals[h]
+        if table[2 * h] == key:
+            local[j] = table[2 * h + 1]
         else:
-            keys[h] = key
-            vals[h] = n
+            table[2 * h] = key
+            table[2 * h + 1] = n
             src[n] = key
             local[j] = n
             n += 1
     return src[:n].copy(), local, np.int64(-1)
 
 
-@njit(nogil=True, cache=True, parallel=True)
+@njit(nogil=True, cache=True)
 def permute_segments(indptr, vals, order, out_indptr, out_vals):
     """Segment ``i`` of the output is segment ``order[i]`` of the input.
 
     ``out_indptr`` (int64 [len(order) + 1]) must already hold the permuted
     prefix sums; used by the client to put per-server replies back in seed order.
     """
-    for i in prange(order.shape[0]):
+    for i in range(order.shape[0]):
         s = indptr[order[i]]
         o = out_indptr[i]
         for j in range(out_indptr[i + 1] - o):

@@ -37,8 +37,9 @@ def register(subparsers) -> None:
                              "(default: first port after its server ports)")
     parser.add_argument("--server-threads", type=int, default=None,
                         help="worker threads per graph server (default: the server's default)")
-    parser.add_argument("--server-timeout", type=float, default=60.0,
-                        help="seconds to wait for every server to answer PING")
+    parser.add_argument("--server-timeout", type=float, default=180.0,
+                        help="seconds for every server to answer PING and a warm-up sample "
+                             "(first use compiles the sampling kernels)")
     parser.add_argument("--grace", type=float, default=5.0,
                         help="seconds between SIGTERM and SIGKILL when stopping")
     parser.add_argument("--workdir", default=None,

@@ -85,6 +85,12 @@ def test_edgelist_truncated_gzip(tmp_path):
     with pytest.raises(IngestError, match="truncated or corrupt"):
         ingest(tmp_path / "g.txt.gz", tmp_path / "out")
     only(tmp_path, "g.txt.gz")
+    damaged = bytearray(data)
+    damaged[len(data) // 2 : len(data) // 2 + 40] = bytes(40)  # corrupt the middle, keep the end
+    (tmp_path / "g.txt.gz").write_bytes(bytes(damaged))
+    with pytest.raises(IngestError, match="truncated or corrupt"):
+        ingest(tmp_path / "g.txt.gz", tmp_path / "out")
+    only(tmp_path, "g.txt.gz")
 
 
 def test_edgelist_without_edges(tmp_path):
@@ -307,4 +313,14 @@ def test_rmat_bad_parameters(tmp_path):
         ingest("rmat:0", tmp_path / "x")
     with pytest.raises(IngestError, match="sum to 1"):
         ingest("rmat:4", tmp_path / "x", abcd=(0.5, 0.5, 0.5, 0.5))
+    only(tmp_path)
+
+
+def test_options_that_do_not_apply_are_named(tmp_path):
+    from bgl.data import default_dataset_path
+
+    with pytest.raises(IngestError, match=r"option\(s\) \['num_nodes'\] do not apply to format 'gnn-benchmark'"):
+        ingest(default_dataset_path(), tmp_path / "x", num_nodes=5)
+    with pytest.raises(IngestError, match=r"\['split'\] do not apply to format 'rmat'"):
+        ingest("rmat:4", tmp_path / "x", split="time")
     only(tmp_path)

@@ -82,3 +82,16 @@ def test_cuda_paths_match_plain_gather(feat_memmap, mode):
     for _ in range(3):  # several calls exercise the alternating staging buffers
         ids = torch.randint(0, 300, (100,))
         np.testing.assert_array_equal(src(ids.cuda()).cpu().numpy(), arr[ids.numpy()])
+
+
+def test_source_serves_a_feature_cache(feat_memmap):
+    from bgl.cache import FeatureCache
+
+    mm, arr = feat_memmap
+    src = HostFeatureSource(mm, device="cpu")
+    cache = FeatureCache(capacity=50, num_nodes=300, dim=8)
+    for ids in (torch.tensor([3, 4, 5, 3]), torch.tensor([5, 6, 3, 299])):
+        np.testing.assert_array_equal(cache.fetch(ids, src).numpy(), arr[ids.numpy()])
+    st = cache.stats()
+    assert st["hits"] == 2 and st["misses"] == 6  # 3,4,5,3 all miss; then 5,3 hit and 6,299 miss
+    assert src.stats()["rows"] == 5  # the cache asks for each distinct missing id once

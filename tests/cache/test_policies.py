@@ -142,3 +142,23 @@ def test_presample_counts_counts_every_input_node():
         presample_counts(sample_fn, lambda e: batches[e], epochs=1, num_nodes=5)
     with pytest.raises(ValueError, match="0"):
         presample_counts(sample_fn, lambda e: batches[e], epochs=0)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_bad_input_leaves_every_policy_unchanged(policy):
+    rng = np.random.default_rng(5)
+    feat = torch.randn(50, 3)
+    cache = build(policy, 10, 50, 3, rng)
+    cache.fetch(torch.from_numpy(rng.integers(0, 50, 40)), lambda m: feat[m])
+    before = {k: v.clone() for k, v in vars(cache).items() if isinstance(v, torch.Tensor)}
+    scalars = {k: v for k, v in vars(cache).items() if isinstance(v, (int, float))}
+    stats = cache.stats()
+    for ids, source in ((torch.tensor([3, 50]), lambda m: feat[m]),
+                        (torch.arange(50), lambda m: feat[m].double()),
+                        (torch.arange(50), lambda m: feat[m][:, :2])):
+        with pytest.raises((ValueError, TypeError)):
+            cache.fetch(ids, source)
+    for key, value in before.items():
+        assert torch.equal(getattr(cache, key), value), key
+    assert {k: v for k, v in vars(cache).items() if isinstance(v, (int, float))} == scalars
+    assert cache.stats() == stats

@@ -87,6 +87,7 @@ def test_two_trainers_finish_and_servers_shut_down(launcher, hosts_file, partiti
         assert f"[127.0.0.1:trainer:{rank}] rank {rank}/2 inputs=" in out, run.describe()
     assert "seeds_all_ranks=64 parts=parts" in out
     assert "[127.0.0.1:server:0]" in out and "[127.0.0.1:server:1]" in out
+    assert "SHUTDOWN" not in run.stderr, run.describe()  # servers stopped on the token
     assert_clean(base, orphans)
 
 

@@ -12,6 +12,15 @@ from bgl.sampler import ops
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.fixture(autouse=True, scope="module")
+def always_parallel():
+    """Small test inputs would take the serial kernels; force the parallel ones so both are checked."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ops, "PARALLEL_MIN_SEEDS", 0)
+        mp.setattr(ops, "PARALLEL_MIN_ELEMENTS", 0)
+        yield
+
+
 @st.composite
 def csc_case(draw):
     """A random multigraph CSC (duplicate edges allowed), seeds with a node offset, and sampling args."""

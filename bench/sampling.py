@@ -1,0 +1,213 @@
+#!/usr/bin/env python
+"""Sampling throughput: DGL 2.1's NeighborSampler vs bgl's LocalSampler vs SamplingClient + servers.
+
+Same graph, same seed batches, 3 layers with fanouts 15,10,5 (DGL convention:
+the seeds get fanouts[-1]), batch 1024 seeds, on
+
+- an R-MAT graph (``bgl.rmat.generate_rmat_store``, scale 20 by default), and
+- Cora (the embedded default dataset),
+
+measuring seeds per second of
+
+(a) ``dgl.dataloading.NeighborSampler(fanouts).sample_blocks(g, seeds)``,
+(b) ``bgl.sampler.LocalSampler(store).sample_blocks(seeds, fanouts)``,
+(c) ``bgl.sampler.SamplingClient`` against 1, 2 and 4 loopback ``bgl serve``
+    processes (the graph cut into contiguous node ranges),
+
+and printing each as a ratio to DGL.  The mean sampled edges per batch are
+printed too, so equal work is visible.
+
+Usage::
+
+    python bench/sampling.py                 # R-MAT scale 20 + Cora
+    python bench/sampling.py --quick         # R-MAT scale 16, fewer batches
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("DGLBACKEND", "pytorch")
+# The bench machine is shared: spinning idle OpenMP threads (DGL's and numba's, both
+# libgomp) steal cores from whoever runs next.  Passive waiting applies to both sides.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def slice_store(store, lo: int, hi: int, path: Path):
+    """Part store owning global ids [lo, hi) of ``store`` (same global ids)."""
+    from bgl.store import write_store
+
+    ip = np.asarray(store.indptr)
+    return write_store(path, ip[lo:hi + 1] - ip[lo], np.asarray(store.indices[ip[lo]:ip[hi]]),
+                       feat=None if store.feat is None else np.asarray(store.feat[lo:hi]),
+                       node_offset=lo, global_num_nodes=store.num_nodes, overwrite=True)
+
+
+def start_servers(stores: list[Path], workdir: Path, threads: int) -> tuple[list[subprocess.Popen], list[str]]:
+    procs, ready = [], []
+    for k, path in enumerate(stores):
+        rf = workdir / f"ready-{len(stores)}-{k}.json"
+        rf.unlink(missing_ok=True)
+        procs.append(subprocess.Popen([sys.executable, "-m", "bgl.cli", "serve", "--store", str(path),
+                                       "--threads", str(threads), "--ready-file", str(rf), "--token", "bench"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        ready.append(rf)
+    deadline = time.monotonic() + 300
+    while not all(r.exists() for r in ready):
+        if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+            stop_servers(procs)
+            raise RuntimeError("graph servers did not start")
+        time.sleep(0.05)
+    return procs, [json.loads(r.read_text())["address"] for r in ready]
+
+
+def stop_servers(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def bench_graph(name: str, store, args, workdir: Path) -> list[tuple[str, float, float]]:
+    """[(method, seeds/s, mean edges per batch)]; methods take turns batch by batch.
+
+    The machine is shared, so load drifts; interleaving the methods per batch
+    spreads that drift evenly instead of penalising whichever method ran last.
+    """
+    import dgl
+
+    from bgl.sampler import LocalSampler, SamplingClient
+
+    fanouts = args.fanouts
+    ids = np.asarray(store.train_idx) if "train" in store.splits else np.arange(store.num_nodes)
+    rng = np.random.default_rng(0)
+    nb = args.batches + args.warmup
+    batches = [torch.from_numpy(rng.choice(ids, min(args.batch_size, ids.size), replace=False)) for _ in range(nb)]
+    indptr = torch.from_numpy(np.array(store.indptr))
+    indices = torch.from_numpy(np.asarray(store.indices).astype(np.int64))
+    g = dgl.graph(("csc", (indptr, indices, torch.empty(0, dtype=torch.int64))), num_nodes=store.num_nodes)
+    g = g.formats(["csc"])
+    dgl_sampler = dgl.dataloading.NeighborSampler(fanouts)
+
+    def dgl_sample(seeds):
+        _, _, blocks = dgl_sampler.sample_blocks(g, seeds)
+        return sum(b.num_edges() for b in blocks)
+
+    counter = iter(range(10**9))
+
+    def ours(sampler):
+        def sample(seeds):
+            return sum(b.num_edges for b in sampler.sample_blocks(seeds, fanouts, seed=next(counter)))
+        return sample
+
+    methods = [("DGL NeighborSampler", dgl_sample), ("bgl LocalSampler", ours(LocalSampler(store)))]
+    procs: list[subprocess.Popen] = []
+    clients = []
+    try:
+        for k in args.servers:
+            if k == 1:
+                paths = [Path(store.path)]
+            else:
+                bounds = np.linspace(0, store.num_nodes, k + 1).astype(np.int64)
+                paths = []
+                for p in range(k):
+                    path = workdir / f"{name}-parts{k}" / f"part-{p}"
+                    if not (path / "meta.json").exists():
+                        slice_store(store, int(bounds[p]), int(bounds[p + 1]), path)
+                    paths.append(path)
+            new_procs, addrs = start_servers(paths, workdir, args.server_threads)
+            procs += new_procs
+            clients.append(SamplingClient(addrs, timeout=60.0))
+            methods.append((f"bgl SamplingClient, {k} server{'s' if k > 1 else ''}", ours(clients[-1])))
+        for _, fn in methods:
+            for b in batches[:args.warmup]:
+                fn(b)
+        seconds = {label: 0.0 for label, _ in methods}
+        edges = {label: 0 for label, _ in methods}
+        for b in batches[args.warmup:]:
+            for label, fn in methods:
+                t0 = time.perf_counter()
+                edges[label] += fn(b)
+                seconds[label] += time.perf_counter() - t0
+    finally:
+        for c in clients:
+            c.close()
+        stop_servers(procs)
+    n = sum(b.numel() for b in batches[args.warmup:])
+    return [(label, n / seconds[label], edges[label] / args.batches) for label, _ in methods]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--scale", type=int, default=20, help="R-MAT scale (log2 nodes)")
+    ap.add_argument("--edge-factor", type=int, default=16)
+    ap.add_argument("--fanouts", type=int, nargs="+", default=[15, 10, 5])
+    ap.add_argument("--batch-size", type=int, default=1024)
+    ap.add_argument("--batches", type=int, default=20, help="timed batches per method")
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--servers", type=int, nargs="+", default=[1, 2, 4])
+    ap.add_argument("--server-threads", type=int, default=2)
+    ap.add_argument("--workdir", type=Path, default=REPO / "bench" / "out" / "sampling")
+    ap.add_argument("--skip-cora", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="scale 16, 8 timed batches")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.scale, args.batches = 16, 8
+    args.workdir.mkdir(parents=True, exist_ok=True)
+
+    from bgl.rmat import generate_rmat_store
+    from bgl.store import GraphStore
+
+    print(f"# sampling benchmark  {time.strftime('%Y-%m-%d %H:%M:%S')}  {platform.machine()}, "
+          f"{os.cpu_count()} cores, torch {torch.__version__}, OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"fanouts {args.fanouts}, batch {args.batch_size}, {args.batches} timed batches after {args.warmup} warm-up")
+    graphs = []
+    rmat_dir = args.workdir / f"rmat{args.scale}"
+    t0 = time.perf_counter()
+    if (rmat_dir / "meta.json").exists():
+        rmat = GraphStore(rmat_dir)
+    else:
+        rmat = generate_rmat_store(rmat_dir, args.scale, args.edge_factor, seed=0, feat_dim=32, num_classes=8)
+    print(f"R-MAT scale {args.scale}: {rmat.num_nodes} nodes, {rmat.num_edges} edges "
+          f"(ready in {time.perf_counter() - t0:.1f} s)")
+    graphs.append((f"rmat{args.scale}", rmat))
+    if not args.skip_cora:
+        from bgl.data import default_dataset_path
+        from bgl.datasets import ingest
+
+        cora_dir = args.workdir / "cora"
+        cora = GraphStore(cora_dir) if (cora_dir / "meta.json").exists() else ingest(str(default_dataset_path()), cora_dir)
+        print(f"Cora: {cora.num_nodes} nodes, {cora.num_edges} edges")
+        graphs.append(("cora", cora))
+
+    for name, store in graphs:
+        rows = bench_graph(name, store, args, args.workdir)
+        base = rows[0][1]
+        print(f"\n## {name}\n")
+        print("| method | seeds/s | ratio vs DGL | sampled edges / batch |")
+        print("|---|---:|---:|---:|")
+        for label, rate, edges in rows:
+            print(f"| {label} | {rate:,.0f} | {rate / base:.2f}x | {edges:,.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

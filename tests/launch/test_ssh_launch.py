@@ -1,0 +1,164 @@
+"""``bgl launch --backend ssh`` for real: a throwaway sshd on 127.0.0.1 with temporary keys.
+
+sshd comes from Debian's openssh-server; ``.ci/setup-sshd.sh`` installs it when
+missing (CI runs as root with network).  The test skips, saying why, only if
+that install is impossible.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from bgl.launch.backends import SshBackend, port_is_free
+from bgl.launch.hosts import Host
+from bgl.launch.spec import build_cluster_spec
+
+REPO = Path(__file__).resolve().parents[2]
+SSHD = "/usr/sbin/sshd"
+
+
+def ensure_sshd() -> None:
+    if os.path.exists(SSHD) and shutil.which("ssh") and shutil.which("ssh-keygen"):
+        return
+    setup = REPO / ".ci" / "setup-sshd.sh"
+    done = subprocess.run(["bash", str(setup)], capture_output=True, text=True, timeout=600)
+    if done.returncode != 0 or not os.path.exists(SSHD):
+        pytest.skip(f"openssh-server is not installed and {setup} could not install it: "
+                    f"{(done.stderr or done.stdout).strip()[-500:]}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    """A private sshd on 127.0.0.1:PORT accepting one throwaway key; yields ssh CLI options."""
+    ensure_sshd()
+    d = tmp_path_factory.mktemp("sshd")
+    for name in ("host_key", "client_key"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)],
+                       check=True, timeout=60)
+    (d / "authorized_keys").write_text((d / "client_key.pub").read_text())
+    os.chmod(d / "authorized_keys", 0o600)
+    os.makedirs("/run/sshd", exist_ok=True)  # privilege-separation dir sshd insists on
+    port = free_port()
+    proc = subprocess.Popen(
+        [SSHD, "-D", "-e", "-f", "/dev/null", "-p", str(port), "-h", str(d / "host_key"),
+         "-o", "ListenAddress=127.0.0.1", "-o", f"AuthorizedKeysFile={d / 'authorized_keys'}",
+         "-o", "StrictModes=no", "-o", "PasswordAuthentication=no", "-o", "UsePAM=no",
+         "-o", "PidFile=none", "-o", "PermitRootLogin=prohibit-password"],
+        stdout=subprocess.DEVNULL, stderr=open(d / "sshd.log", "wb"))
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.skip(f"sshd did not start: {(d / 'sshd.log').read_text()[-500:]}")
+                time.sleep(0.1)
+        yield {"port": port, "key": str(d / "client_key"),
+               "known_hosts": str(d / "known_hosts"), "dir": d}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def ssh_backend(sshd, grace=2.0) -> SshBackend:
+    return SshBackend(grace=grace, ssh_port=sshd["port"], ssh_key=sshd["key"],
+                      extra_options=(f"UserKnownHostsFile={sshd['known_hosts']}",))
+
+
+TRAINER = textwrap.dedent("""
+    import os
+    import torch
+    from bgl.sampler import SamplingClient
+
+    rank = int(os.environ["RANK"])
+    with SamplingClient(os.environ["BGL_SERVERS"]) as client:
+        seeds = torch.arange(rank, client.num_nodes, 5)[:16]
+        blocks = client.sample_blocks(seeds, [3, 3], seed=1)
+        labels = client.fetch_labels(blocks[-1].dst_ids)
+        print(f"ssh rank {rank} inputs={blocks[0].num_src} labels={labels.numel()}", flush=True)
+""")
+
+
+def test_ssh_launch_end_to_end(sshd, launcher, tmp_path, partition_dir, free_port_base, orphans):
+    script = tmp_path / "trainer.py"
+    script.write_text(TRAINER)
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("127.0.0.1\n")
+    base = free_port_base(3)
+    run = launcher(["--hosts", hosts, "--partition", partition_dir, "--backend", "ssh",
+                    "--ssh-port", sshd["port"], "--ssh-key", sshd["key"],
+                    "--ssh-option", f"UserKnownHostsFile={sshd['known_hosts']}",
+                    "--num-servers-per-host", 2, "--num-trainers", 1, "--port-base", base,
+                    "--server-threads", 1, "--server-timeout", 120, "--grace", 3,
+                    "--workdir", tmp_path, "--", "python", script])
+    assert run.wait() == 0, run.describe()
+    assert "[127.0.0.1:trainer:0] ssh rank 0 inputs=" in run.stdout, run.describe()
+    assert "[127.0.0.1:server:1]" in run.stdout
+    assert "SHUTDOWN" not in run.stderr, run.describe()  # servers stopped on the token
+    assert orphans() == []
+    assert all(port_is_free("127.0.0.1", p) for p in range(base, base + 3))
+
+
+# A remote command whose tree includes a grandchild in its own session (like torchrun workers).
+TREE = textwrap.dedent("""
+    import subprocess, sys, time
+    kid = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", sys.argv[1]],
+                           start_new_session=True)
+    print("tree up", kid.pid, flush=True)
+    time.sleep(120)
+""")
+
+
+@pytest.mark.parametrize("how", ["kill-ssh-client", "kill-command", "close-stdin"])
+def test_remote_process_group_is_torn_down(sshd, tmp_path, orphans, how):
+    script = tmp_path / "tree.py"
+    script.write_text(TREE)
+    backend = ssh_backend(sshd)
+    spec = build_cluster_spec([Host("127.0.0.1", line=1)], tmp_path, 1, ["unused"],
+                              workdir=tmp_path)
+    backend.preflight(spec)
+    proc = backend.start(f"test-{os.getpid()}-{how}", Host("127.0.0.1", line=1),
+                         [sys.executable, str(script), str(tmp_path)], {}, {"SECRET": "x"}, spec)
+    try:
+        line = proc.popen.stdout.readline()
+        assert line.startswith(b"tree up"), line
+        assert len(orphans(timeout=0)) >= 2  # the command and its grandchild are running
+        if how == "kill-ssh-client":
+            proc.popen.send_signal(signal.SIGKILL)  # the connection drops: remote stdin EOF
+        elif how == "kill-command":
+            backend.kill_remote(proc)  # over a second connection; the client exits by itself
+        else:
+            backend.stop(proc)
+        status = proc.popen.wait(timeout=30)
+        if how != "kill-ssh-client":
+            assert status == 128 + signal.SIGTERM  # the remote command died of the agent's SIGTERM
+        assert orphans(timeout=15) == []
+    finally:
+        if proc.popen.poll() is None:
+            proc.popen.kill()
+        proc.popen.wait()
+        for p in psutil.process_iter(["cmdline"]):
+            if any(str(tmp_path) in a for a in p.info["cmdline"] or ()):
+                p.kill()
