@@ -273,7 +273,7 @@ def measure_size(scale: int, args, workdir: Path) -> SizeResult:
     r.part_store_bytes = [dir_bytes(Path(book.part_path(k))) for k in range(book.num_parts)]
     seeds_pool = np.asarray(book.split("train"))
     try:
-        with Servers(part_dir, book.num_parts, workdir) as servers:
+        with Servers(part_dir, book.num_parts, workdir, threads=args.threads or 1) as servers:
             r.server_rss_idle = servers.rss()
             with SamplingClient(servers.addresses, timeout=60.0) as client:
                 cache = make_cache("fifo", max(1, int(args.cache_frac * book.meta["num_nodes"])),
@@ -392,7 +392,7 @@ def render(results: Sequence[SizeResult], args, command: str, date: str) -> str:
              f"- graphs: R-MAT (Graph500 a,b,c,d), edge factor {args.edge_factor}, symmetrised, "
              f"{args.feat_dim}-dim float32 features; partition: `bgl`, {args.parts} parts; sampling: "
              f"batch {args.batch_size}, fanouts {args.fanouts}, {args.batches} batches; cache: FIFO "
-             f"{args.cache_frac:.0%} of nodes", "",
+             f"{args.cache_frac:.0%} of nodes; threads per process: {args.threads or 'library default'}", "",
              "## Measured", "",
              "| scale | nodes | edges | ingest | ingest peak RSS | partition | partition peak RSS | "
              "server RSS idle / workload / hot (max part) | part store on disk (max) | edge cut | "
@@ -466,6 +466,8 @@ def parse_args(argv=None):
                    "one (estimated at 2.2x the last) would pass it")
     p.add_argument("--step-timeout", type=float, default=300)
     p.add_argument("--warmup-scale", type=int, default=10, help="untimed first run (0 = none)")
+    p.add_argument("--threads", type=int, default=1, help="threads for numba/OpenMP here and in the child "
+                   "processes (0 = library defaults)")
     p.add_argument("--machine-mem-gib", type=float, default=256, help="RAM of one server machine")
     p.add_argument("--usable", type=float, default=0.75, help="share of RAM a graph server may use")
     p.add_argument("--machine", default=MACHINE, help="machine description for the report")
@@ -484,6 +486,12 @@ def parse_args(argv=None):
 def main(argv=None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("DGLBACKEND", "pytorch")
+    if args.threads:
+        # Before torch/numba/dgl load (they read these once).  Equal thread counts keep the DGL
+        # comparison fair, and on an oversubscribed machine OpenMP spin-waiting made DGL's
+        # sampler ~30x slower with the default thread count than with one thread (measured).
+        for var in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = str(args.threads)
     command = shlex.join(["python", "bench/scaling.py", *(argv if argv is not None else sys.argv[1:])])
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="bgl_scaling_"))

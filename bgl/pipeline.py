@@ -408,28 +408,54 @@ class Pipeline:
                 return q.get(timeout=POLL_S)
             except queue.Empty:
                 self._raise_if_failed()
+            except Exception as e:
+                # Unpickling a tensor fetches its shared-memory fd from the
+                # sending process; if that process died this raises here.
+                self._raise_if_failed(wait=1.0)
+                last = self.stages[-1].name if self.stages else self.source.name
+                self.close_processes()
+                raise PipelineError(f"pipeline stage {last!r} failed: receiving its output raised "
+                                    f"{type(e).__name__}: {e}") from e
 
-    def _raise_if_failed(self) -> None:
-        """Turn a reported exception or a dead stage process into PipelineError, after stopping all."""
-        err = None
-        try:
-            err = self._err_q.get_nowait()
-        except queue.Empty:
-            pass
-        if err is None:
-            for p in self._procs:
-                code = p.process.exitcode
-                if code is not None:
-                    # A clean exit without a report is still a failure mid-epoch;
-                    # give its error report a moment to arrive (queue feeder thread).
-                    try:
-                        err = self._err_q.get(timeout=0.5)
-                    except queue.Empty:
-                        why = f"signal {-code}" if code < 0 else f"exit code {code}"
-                        err = (p.name, f"process {p.process.pid} died ({why})", "")
+    def _raise_if_failed(self, wait: float = 0.0) -> None:
+        """Turn a dead stage process or a reported exception into PipelineError, after stopping all.
+
+        A process that died without reporting (killed, segfault) is the root
+        cause; stages downstream of it then report secondary errors (e.g. a
+        reset connection), so it wins over reports.  ``wait`` gives a dying
+        process time to be noticed.
+        """
+        deadline = time.monotonic() + wait
+        while True:
+            reports = []
+            while True:
+                try:
+                    reports.append(self._err_q.get_nowait())
+                except queue.Empty:
                     break
-        if err is None:
-            return
+                except Exception:  # a half-written report from a killed process
+                    break
+            reported = {r[0] for r in reports}
+            dead = [p for p in self._procs if p.process.exitcode not in (None, 0) and p.name not in reported]
+            if dead or reports or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        if not dead and not reports:
+            silent = [p for p in self._procs if p.process.exitcode == 0]
+            if not silent:
+                return
+            # Exit code 0 mid-epoch without a report: give the report a moment to arrive.
+            try:
+                reports.append(self._err_q.get(timeout=0.5))
+            except queue.Empty:
+                dead = silent
+        if dead:
+            p = dead[0]
+            code = p.process.exitcode
+            why = f"signal {-code}" if code < 0 else f"exit code {code}"
+            err = (p.name, f"process {p.process.pid} died ({why})", "")
+        else:
+            err = reports[0]
         name, summary, text = err
         self.close_processes()
         message = f"pipeline stage {name!r} failed: {summary}"

@@ -146,7 +146,7 @@ class CacheBase:
                 f"num_nodes={self.num_nodes}, dim={self.dim}, dtype={self.dtype}, device={self.device})")
 
     # -------------------------------------------------------------------- fetch
-    def fetch(self, ids: torch.Tensor, miss_source: MissSource) -> torch.Tensor:
+    def fetch(self, ids: torch.Tensor, miss_source: MissSource, out: torch.Tensor | None = None) -> torch.Tensor:
         """Feature rows of ``ids`` in the order asked.
 
         Parameters
@@ -155,17 +155,20 @@ class CacheBase:
             duplicates allowed.
         miss_source : ``f(unique_missing_ids: int64 tensor [k]) -> [k, dim]`` tensor
             (any device) or ndarray of the cache dtype; called at most once per fetch.
+        out : optional ``[n, dim]`` tensor (cache dtype and device) to write the rows into;
+            a loader that reuses one buffer per batch slot saves allocating (and, on
+            CPU, page-faulting) a fresh ``[n, dim]`` result every fetch.
 
         Returns
         -------
-        Tensor ``[n, dim]`` of the cache dtype on the cache device.
+        Tensor ``[n, dim]`` of the cache dtype on the cache device (``out`` when given).
 
         Raises
         ------
         TypeError / ValueError
             for bad ids or a bad miss-source answer; the cache is then unchanged.
         """
-        plan = self._plan(ids)
+        plan = self._plan(ids, out)
         rows = None
         if plan.miss_unique.numel():
             rows = self._checked_rows(miss_source(plan.miss_unique), plan.miss_unique.numel())
@@ -189,15 +192,25 @@ class CacheBase:
                 raise ValueError(f"node id {bad} outside [0, {self.num_nodes})")
         return ids.long()
 
-    def _plan(self, ids) -> FetchPlan:
+    def _check_out(self, out, n: int) -> torch.Tensor:
+        if out is None:
+            return torch.empty(n, self.dim, dtype=self.dtype, device=self.device)
+        if not isinstance(out, torch.Tensor):
+            raise TypeError(f"out must be a torch tensor, got {type(out).__name__}")
+        if tuple(out.shape) != (n, self.dim) or out.dtype != self.dtype or out.device != self.device:
+            raise ValueError(f"out must be a ({n}, {self.dim}) {self.dtype} tensor on {self.device}, "
+                             f"got {tuple(out.shape)} {out.dtype} on {out.device}")
+        return out
+
+    def _plan(self, ids, out: torch.Tensor | None = None) -> FetchPlan:
         """Validate, gather hits, dedupe misses.  Leaves every cache tensor as it found it."""
         ids = self._check_ids(ids)
         n = ids.numel()
+        out = self._check_out(out, n)
         slots = self.slot_of.index_select(0, ids)
         hit_pos = (slots >= 0).nonzero().squeeze(1)
         miss_pos = (slots < 0).nonzero().squeeze(1)
         hit_slots = slots.index_select(0, hit_pos).long()
-        out = torch.empty(n, self.dim, dtype=self.dtype, device=self.device)
         if hit_pos.numel():
             out.index_copy_(0, hit_pos, self.storage.index_select(0, hit_slots))
         miss_ids = ids.index_select(0, miss_pos)

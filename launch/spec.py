@@ -34,7 +34,7 @@ DEFAULT_PORT_BASE = 30050
 # Environment contract with bgl.DataLoader (see ARCHITECTURE.md, "Launch").
 ENV_SERVERS = "BGL_SERVERS"
 ENV_PARTITION = "BGL_PARTITION"
-# Every launched process carries the launch id so teardown can find strays by environment.
+# Every launched process carries the launch id (logs of one launch can be told apart).
 ENV_LAUNCH_ID = "BGL_LAUNCH_ID"
 # The SHUTDOWN token travels in this variable, never on a command line.
 ENV_SERVER_TOKEN = "BGL_SERVER_TOKEN"
@@ -213,7 +213,6 @@ def trainer_env(spec: ClusterSpec) -> dict[str, str]:
         ENV_SERVERS: ",".join(spec.server_addresses),
         ENV_PARTITION: spec.partition_dir,
         "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": RANK_PREFIX_TEMPLATE,
-        "PYTHONUNBUFFERED": "1",
     }
 
 

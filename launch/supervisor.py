@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Callable, TextIO
 
 from bgl.errors import LaunchError
+from bgl.sampler import client as sampler_client
 
 from .backends import Launched, LocalBackend, SshBackend  # noqa: F401 (types)
 from .spec import (ENV_LAUNCH_ID, ENV_SERVER_TOKEN, ClusterSpec, ServerPlacement,
@@ -83,11 +84,19 @@ class OutputPump:
     def __init__(self, sink: TextIO):
         self.sink = sink
         self.lock = threading.Lock()
+        self.broken = False
 
     def emit(self, prefix: str, text: str) -> None:
         with self.lock:
-            self.sink.write(f"{prefix} {text}\n")
-            self.sink.flush()
+            if self.broken:
+                return
+            try:
+                self.sink.write(f"{prefix} {text}\n")
+                self.sink.flush()
+            except (OSError, ValueError):
+                # Our stdout went away (`bgl launch | head`): keep draining the pipes so no
+                # process blocks on a full pipe, but stop writing.
+                self.broken = True
 
     def start(self, member: Member) -> threading.Thread:
         host = member.launched.host.ip
@@ -136,18 +145,13 @@ class Supervisor:
     ----------
     spec : placements and command, from :func:`~bgl.launch.spec.build_cluster_spec`.
     backend : :class:`LocalBackend` or :class:`SshBackend`.
-    server_timeout : seconds to wait for every server to answer PING.
+    server_timeout : seconds for every server to answer PING and the warm-up request.
     grace : seconds between SIGTERM and SIGKILL on teardown.
     sink : where prefixed output goes (default ``sys.stdout``).
-    ping, shutdown : server probes; default ``bgl.sampler.client.ping/shutdown``.
-    warm_up : ``warm_up(addresses, timeout)``; default :func:`warm_up_servers`.
     """
 
     def __init__(self, spec: ClusterSpec, backend: LocalBackend | SshBackend, *,
-                 server_timeout: float = 180.0, grace: float = 5.0, sink: TextIO | None = None,
-                 ping: Callable[..., bool] | None = None,
-                 shutdown: Callable[..., object] | None = None,
-                 warm_up: Callable[[list[str], float], None] | None = None):
+                 server_timeout: float = 180.0, grace: float = 5.0, sink: TextIO | None = None):
         self.spec = spec
         self.backend = backend
         self.server_timeout = server_timeout
@@ -158,9 +162,6 @@ class Supervisor:
         self.token = secrets.token_hex(16)
         self.members: list[Member] = []
         self._signal: int | None = None
-        self._ping = ping
-        self._shutdown = shutdown
-        self._warm_up = warm_up or warm_up_servers
 
     # ------------------------------------------------------------------ public
     def run(self) -> int:
@@ -174,7 +175,6 @@ class Supervisor:
             after teardown, naming the first process that failed or the
             signal that stopped the launch.
         """
-        self._load_probes()
         self.backend.preflight(self.spec)
         log.info("launch %s: %d server(s), %d host(s) x %d trainer(s)", self.launch_id,
                  len(self.spec.servers), len(self.spec.hosts), self.spec.num_trainers)
@@ -196,16 +196,9 @@ class Supervisor:
             restore()
 
     # ------------------------------------------------------------------ steps
-    def _load_probes(self) -> None:
-        if self._ping is None or self._shutdown is None:
-            from bgl.sampler import client
-
-            self._ping = self._ping or client.ping
-            self._shutdown = self._shutdown or client.shutdown
-
     def _start(self, role: str, what: str, prefix: str, name: str, placement, argv, env,
                secret_env) -> Member:
-        env = {**env, ENV_LAUNCH_ID: self.launch_id}
+        env = {**env, ENV_LAUNCH_ID: self.launch_id, "PYTHONUNBUFFERED": "1"}
         log.debug("starting %s on %s: %s", what, placement.host.ip, describe(argv))
         launched = self.backend.start(f"{self.launch_id}-{name}", placement.host, argv, env,
                                       secret_env, self.spec)
@@ -232,7 +225,7 @@ class Supervisor:
                 if status is not None:
                     return (f"{m.what} exited with {describe_status(exit_status(status))} "
                             "before answering PING", 1)
-                if self._ping(m.placement.address, timeout=0.5):
+                if sampler_client.ping(m.placement.address, timeout=0.5):
                     m.ready = True
                     pending.remove(m)
             if pending and time.monotonic() > deadline:
@@ -256,7 +249,7 @@ class Supervisor:
 
         def warm() -> None:
             try:
-                self._warm_up(addresses, timeout)
+                warm_up_servers(addresses, timeout)
                 outcome.append(None)
             except BaseException as e:  # reported by the main thread
                 outcome.append(e)
@@ -319,7 +312,7 @@ class Supervisor:
         servers = [m for m in self.members if m.role == "server"]
         for m in servers:
             try:
-                self._shutdown(m.placement.address, self.token, timeout=2.0)
+                sampler_client.shutdown(m.placement.address, self.token, timeout=2.0)
             except Exception as e:  # a dead server is fine now; teardown covers it
                 log.warning("SHUTDOWN to %s failed: %s", m.placement.address, e)
         deadline = time.monotonic() + self.grace

@@ -476,18 +476,18 @@ def wbfs_grow(ptr, adj, vw, block, bw, sources, next_block, cap, queue):
 
 @njit(cache=True, nogil=True)
 def wleftover(ptr, adj, vw, block, bw, next_block, cap, queue):
-    """Leftover pass of :func:`leftover_blocks` for one symmetric CSR with vertex weights."""
+    """Blocks for every still-unassigned vertex: BFS over the leftover vertices, one
+    connected component (of the leftover subgraph) at a time, cut into runs of weight
+    <= ``cap``.  Components never share a block here; lone vertices are packed later
+    by :func:`regroup_singletons`, which knows which hub they hang off."""
     n = block.shape[0]
-    cur = -1
     for s in range(n):
         if block[s] != -1:
             continue
-        if cur == -1 or bw[cur] + vw[s] > cap:
-            cur = next_block
-            bw[cur] = 0.0
-            next_block += 1
+        cur = next_block
+        next_block += 1
         block[s] = cur
-        bw[cur] += vw[s]
+        bw[cur] = vw[s]
         head = 0
         tail = 1
         queue[0] = s
@@ -589,3 +589,55 @@ def part_affinity(ptr, adj, wt, part, num_parts):
         for j in range(ptr[v], ptr[v + 1]):
             aff[v, part[adj[j]]] += wt[j]
     return aff
+
+
+@njit(cache=True, nogil=True)
+def regroup_singletons(ptr, adj, wt, vw, block, num_blocks, cap):
+    """Pack vertices left alone in their block by the block of their heaviest neighbour.
+
+    On skewed graphs (R-MAT, social networks) most vertices touch only hubs whose
+    blocks fill first, so BFS leaves them as singletons and coarsening stalls.
+    Vertices that share a neighbour are 2 hops apart; packing them together (up to
+    ``cap`` weight), and isolated vertices with each other, keeps coarsening
+    geometric.  Returns ``(block, num_blocks)`` with fresh ids for the new groups."""
+    n = block.shape[0]
+    count = np.zeros(num_blocks, np.int64)
+    for v in range(n):
+        count[block[v]] += 1
+    key = np.full(n, -1, np.int64)
+    for v in range(n):
+        if count[block[v]] != 1:
+            continue
+        best = -1.0
+        k = num_blocks  # isolated vertices share one key
+        for j in range(ptr[v], ptr[v + 1]):
+            if wt[j] > best:
+                best = wt[j]
+                k = block[adj[j]]
+        key[v] = k
+    # counting sort of the singletons by key
+    start = np.zeros(num_blocks + 2, np.int64)
+    for v in range(n):
+        if key[v] >= 0:
+            start[key[v] + 1] += 1
+    for b in range(num_blocks + 1):
+        start[b + 1] += start[b]
+    members = np.empty(start[num_blocks + 1], np.int64)
+    fill = start[:-1].copy()
+    for v in range(n):
+        if key[v] >= 0:
+            members[fill[key[v]]] = v
+            fill[key[v]] += 1
+    nxt = num_blocks
+    for kk in range(num_blocks + 1):
+        cur = -1
+        w = 0.0
+        for m in range(start[kk], start[kk + 1]):
+            v = members[m]
+            if cur == -1 or w + vw[v] > cap:
+                cur = nxt
+                nxt += 1
+                w = 0.0
+            block[v] = cur
+            w += vw[v]
+    return compact_labels(block, nxt)

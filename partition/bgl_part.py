@@ -10,7 +10,8 @@ the placement decisions on the much smaller block graph.
    multi-source BFS grows one block per source over the undirected graph.
    After ``rounds`` rounds, leftovers (isolated nodes, small components,
    unreached pockets) are grouped by connected component in BFS order and cut
-   into blocks.  A few sweeps of size-capped label propagation then move block
+   into blocks; vertices still alone (leaves of hubs on skewed graphs) are packed
+   by their heaviest neighbour's block, so coarsening keeps shrinking.  A few sweeps of size-capped label propagation then move block
    borders onto sparse cuts.  The block graph (edge weights = node edges
    between blocks) is coarsened again the same way until about
    ``coarse_per_part`` x P blocks remain, so blocks are small at the bottom
@@ -124,6 +125,9 @@ def bfs_blocks(level: Level, cap: float, rounds: int, smooth_passes: int,
         next_block = _kernels.wbfs_grow(level.ptr, level.adj, level.vn, block, bw, sources, next_block, cap, queue)
         rate = min(1.0, rate * 2)
     next_block = _kernels.wleftover(level.ptr, level.adj, level.vn, block, bw, next_block, cap, queue)
+    block, next_block = _kernels.regroup_singletons(level.ptr, level.adj, level.wt, level.vn, block,
+                                                    next_block, cap)
+    bw = np.bincount(block, weights=level.vn, minlength=len(bw))
     if smooth_passes:
         _kernels.wsmooth(level.ptr, level.adj, level.wt, level.vn, block, bw, cap, smooth_passes)
         block, next_block = _kernels.compact_labels(block, next_block)

@@ -28,8 +28,10 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 
-# Below this k*k <= FLOYD_FACTOR * degree, Floyd's O(k^2) subset sampling
-# beats the O(degree) reservoir pass; both are exactly uniform.
+# Floyd's subset sampling costs k draws plus ~k^2/2 integer compares; the reservoir
+# pass costs deg - k draws.  A draw (splitmix64 + multiply-shift) is ~10x a compare,
+# so Floyd wins unless k is large compared with the degree.
+FLOYD_MAX_K = 64
 FLOYD_FACTOR = 4
 
 
@@ -39,6 +41,29 @@ def _mix64(z):
     z = (z ^ (z >> np.uint64(30))) * _MIX1
     z = (z ^ (z >> np.uint64(27))) * _MIX2
     return z ^ (z >> np.uint64(31))
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _below(r, n):
+    """Map a uniform uint64 ``r`` to [0, n): multiply-shift on the top 32 bits (bias <= n / 2^32)."""
+    if n < 4294967296:
+        return np.int64(((r >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
+    return np.int64(r % np.uint64(n))
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _sort_small(a, o, k):
+    """In-place ascending sort of a[o:o+k]; insertion sort for the usual small fanouts."""
+    if k > 32:
+        a[o:o + k].sort()
+        return
+    for i in range(o + 1, o + k):
+        v = a[i]
+        j = i - 1
+        while j >= o and a[j] > v:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -64,17 +89,16 @@ def _sample_row(indptr, indices, gid, node_offset, fanout, replace, seed, out_nb
             out_eids[o + j] = start + j
     elif replace:
         state = _row_state(seed, gid)
-        ud = np.uint64(deg)
         for j in range(k):
             state += _GOLDEN
-            out_eids[o + j] = start + np.int64(_mix64(state) % ud)
-    elif k * k <= FLOYD_FACTOR * deg:
+            out_eids[o + j] = start + _below(_mix64(state), deg)
+    elif k <= FLOYD_MAX_K or k * k <= FLOYD_FACTOR * deg:
         # Floyd: for t in [deg-k, deg): pick r in [0, t]; take r unless taken, else t.
         state = _row_state(seed, gid)
         filled = 0
         for t in range(deg - k, deg):
             state += _GOLDEN
-            r = np.int64(_mix64(state) % np.uint64(t + 1))
+            r = _below(_mix64(state), t + 1)
             taken = False
             for q in range(filled):
                 if out_eids[o + q] == r:
@@ -82,7 +106,7 @@ def _sample_row(indptr, indices, gid, node_offset, fanout, replace, seed, out_nb
                     break
             out_eids[o + filled] = t if taken else r
             filled += 1
-        out_eids[o:o + k].sort()
+        _sort_small(out_eids, o, k)
         for j in range(k):
             out_eids[o + j] += start
     else:
@@ -92,10 +116,10 @@ def _sample_row(indptr, indices, gid, node_offset, fanout, replace, seed, out_nb
             out_eids[o + j] = j
         for t in range(k, deg):
             state += _GOLDEN
-            r = np.int64(_mix64(state) % np.uint64(t + 1))
+            r = _below(_mix64(state), t + 1)
             if r < k:
                 out_eids[o + r] = t
-        out_eids[o:o + k].sort()
+        _sort_small(out_eids, o, k)
         for j in range(k):
             out_eids[o + j] += start
     for j in range(k):
@@ -261,6 +285,90 @@ def relabel(dst_ids, nbrs):
             src[n] = key
             local[j] = n
             n += 1
+    return src[:n].copy(), local, np.int64(-1)
+
+
+@njit(nogil=True, cache=True, parallel=True)
+def relabel_par(dst_ids, nbrs, nparts):
+    """Parallel :func:`relabel` with the identical result (same ids, same order).
+
+    The key space is split into ``nparts`` (a power of two) hash partitions;
+    thread ``p`` scans all of ``nbrs`` but inserts only keys of partition
+    ``p`` into its own table, in edge order, so it sees each key's first
+    appearance first and flags it.  A prefix sum over the flags then numbers
+    the new ids in first-appearance order, exactly as the serial kernel does.
+    """
+    m = dst_ids.shape[0]
+    e = nbrs.shape[0]
+    cap = 16
+    bits = 4
+    while cap < 2 * m:
+        cap *= 2
+        bits += 1
+    shift = np.uint64(64 - bits)
+    mask = cap - 1
+    table = np.full(2 * cap, -1, np.int64)
+    src = np.empty(m + e, np.int64)
+    local = np.empty(e, np.int64)
+    for i in range(m):
+        key = dst_ids[i]
+        h = np.int64((np.uint64(key) * _GOLDEN) >> shift)
+        while table[2 * h] != -1 and table[2 * h] != key:
+            h = (h + 1) & mask
+        if table[2 * h] == key:
+            return src[:0], local[:0], np.int64(i)
+        table[2 * h] = key
+        table[2 * h + 1] = i
+        src[i] = key
+    pbits = 0
+    while (1 << pbits) < nparts:
+        pbits += 1
+    pshift = np.uint64(64 - pbits) if pbits > 0 else np.uint64(0)
+    first = np.zeros(e, np.int64)
+    for p in prange(nparts):
+        # upper bound on this partition's distinct keys: its edge count
+        cnt = 0
+        for j in range(e):
+            hp = _mix64(np.uint64(nbrs[j])) >> pshift if pbits > 0 else np.uint64(0)
+            if np.int64(hp) == p:
+                cnt += 1
+        pcap = 16
+        pb = 4
+        while pcap < 2 * cnt:
+            pcap *= 2
+            pb += 1
+        pmask = pcap - 1
+        keys = np.full(pcap, -1, np.int64)
+        firsts = np.empty(pcap, np.int64)
+        for j in range(e):
+            key = nbrs[j]
+            hh = _mix64(np.uint64(key))
+            hp = hh >> pshift if pbits > 0 else np.uint64(0)
+            if np.int64(hp) != p:
+                continue
+            h = np.int64((np.uint64(key) * _GOLDEN) >> shift)
+            while table[2 * h] != -1 and table[2 * h] != key:
+                h = (h + 1) & mask
+            if table[2 * h] == key:
+                local[j] = table[2 * h + 1]
+                continue
+            s = np.int64(hh & np.uint64(pmask))
+            while keys[s] != -1 and keys[s] != key:
+                s = (s + 1) & pmask
+            if keys[s] == key:
+                local[j] = -1 - firsts[s]
+            else:
+                keys[s] = key
+                firsts[s] = j
+                first[j] = 1
+                local[j] = -1 - j
+    csum = np.cumsum(first)
+    for j in prange(e):
+        if local[j] < 0:
+            local[j] = m + csum[-1 - local[j]] - 1
+            if first[j]:
+                src[local[j]] = nbrs[j]
+    n = m + (csum[e - 1] if e > 0 else 0)
     return src[:n].copy(), local, np.int64(-1)
 
 

@@ -30,14 +30,14 @@ def register(subparsers) -> None:
     parser.add_argument("--cache-ratios", type=_csv(float), default="0.01,0.05,0.1,0.2",
                         help="cache capacity as a fraction of the node count")
     parser.add_argument("--fanouts", type=_csv(int), default="15,10,5", help="neighbours per layer (DGL order)")
-    parser.add_argument("--batch-size", type=int, default=1024)
+    parser.add_argument("--batch-size", type=int, default=1024, help="training nodes per batch")
     parser.add_argument("--epochs", type=int, default=2, help="epochs replayed per order")
     parser.add_argument("--num-sequences", type=int, default=4, help="BFS sequences of the proximity order")
     parser.add_argument("--presample-epochs", type=int, default=1, help="epochs presampled for 'presample'")
     parser.add_argument("--max-batches", type=int, default=None, help="cap on batches per epoch (huge graphs)")
     parser.add_argument("--feat-dim", type=int, default=0,
                         help="width of synthetic rows for a store without features")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seeds orders, sampling and presampling")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch CPU threads (cache ops are memory-bound; extra OpenMP threads on a "
                              "busy machine only contend)")
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
             store = ingest(str(default_dataset_path()), Path(tmp) / "cora")
         else:
             store = GraphStore(args.store)
-        if not store.splits.get("train", ()).__len__():
+        if len(store.splits.get("train", ())) == 0:
             raise ValueError(f"store {store.path} has no training nodes (split 'train')")
         rows = run_benchmark(store, cfg, progress=not args.no_progress)
         name = store.meta.name or os.path.basename(str(store.path))

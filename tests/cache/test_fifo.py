@@ -213,3 +213,25 @@ def test_cuda_cache_with_pinned_store_source(random_store):
     with pytest.raises(ValueError, match="cpu"):
         cache.fetch(torch.tensor([1]), source)
     assert cache.stats()["hits"] > 0
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA fallback")
+def test_cuda_request_without_cuda_falls_back_to_cpu(caplog):
+    cache = FeatureCache(4, 10, 2, device="cuda")
+    assert cache.device.type == "cpu" and cache.storage.device.type == "cpu"
+    assert "CUDA requested" in caplog.text
+    feat = torch.randn(10, 2)
+    assert torch.equal(cache.fetch(torch.tensor([1, 2]), lambda m: feat[m]), feat[[1, 2]])
+
+
+def test_fetch_into_caller_buffer_and_bad_buffer():
+    cache, feat = _warm_cache()
+    buf = torch.full((3, 4), 7.0)
+    ids = torch.tensor([0, 1, 3])  # 0 and 3 cached, 1 missing
+    assert cache.fetch(ids, table_source(feat), out=buf) is buf and torch.equal(buf, feat[ids])
+    snap = snapshot(cache)
+    for bad, error in ((torch.empty(2, 4), ValueError), (torch.empty(3, 4, dtype=torch.float64), ValueError),
+                       (torch.empty(3, 4).numpy(), TypeError)):
+        with pytest.raises(error, match="out"):
+            cache.fetch(torch.tensor([2, 5, 6]), table_source(feat), out=bad)
+    assert_unchanged(cache, snap)

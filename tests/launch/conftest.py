@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -161,3 +162,43 @@ def orphans(tmp_path):
                 return out
             time.sleep(0.1)
     return scan
+
+
+# Written into each test's tmp dir; a plain script with no launcher-specific code
+# beyond reading BGL_SERVERS (which bgl.DataLoader would read for it).
+TRAINER = textwrap.dedent("""
+    import os, sys, time
+    import torch
+    import torch.distributed as dist
+    from bgl.sampler import SamplingClient
+
+    mode = sys.argv[1]
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    with SamplingClient(os.environ["BGL_SERVERS"], timeout=5.0) as client:
+        seeds = torch.arange(rank, client.num_nodes, world)[:32]
+        blocks = client.sample_blocks(seeds, [4, 4], seed=rank)
+        feats = client.fetch_features(blocks[0].src_ids)
+        assert torch.equal(blocks[-1].dst_ids, seeds)
+        total = torch.tensor([len(seeds)])
+        dist.all_reduce(total)
+        print(f"rank {rank}/{world} inputs={blocks[0].num_src} feat={tuple(feats.shape)} "
+              f"seeds_all_ranks={int(total)} parts={os.path.basename(os.environ['BGL_PARTITION'])}",
+              flush=True)
+        if mode == "loop":
+            print(f"ready {rank}", flush=True)
+            deadline = time.time() + 90
+            while time.time() < deadline:
+                client.sample_blocks(seeds, [4, 4])
+                time.sleep(0.05)
+            sys.exit(3)  # nobody stopped us: the test will fail on this code
+    dist.destroy_process_group()
+""")
+
+
+@pytest.fixture
+def trainer_script(tmp_path) -> Path:
+    """TRAINER written into this test's tmp dir; run it with argument "finish" or "loop"."""
+    path = tmp_path / "trainer.py"
+    path.write_text(TRAINER)
+    return path

@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 
+from bgl.launch.backends import port_is_free
+
 
 def test_demo_trains_graphsage_through_launched_servers(tmp_path, orphans):
     work = tmp_path / "demo"
@@ -28,5 +30,8 @@ def test_demo_trains_graphsage_through_launched_servers(tmp_path, orphans):
     # Cora has 7 classes (~30 % for the majority class): learning must clearly beat that.
     assert float(acc.group(1)) > 0.6, log
     assert out.count("test accuracy") == 1, log  # only rank 0 reports
-    assert "SHUTDOWN" not in done.stderr, log
+    assert "SHUTDOWN" not in done.stderr, log  # servers stopped on the token
     assert orphans() == []
+    ports = re.search(r"graph servers on ports (\d+)\.\.(\d+)", out)
+    assert ports, log
+    assert all(port_is_free("127.0.0.1", p) for p in range(int(ports.group(1)), int(ports.group(2)) + 1))

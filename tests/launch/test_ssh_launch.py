@@ -87,35 +87,25 @@ def ssh_backend(sshd, grace=2.0) -> SshBackend:
                       extra_options=(f"UserKnownHostsFile={sshd['known_hosts']}",))
 
 
-TRAINER = textwrap.dedent("""
-    import os
-    import torch
-    from bgl.sampler import SamplingClient
-
-    rank = int(os.environ["RANK"])
-    with SamplingClient(os.environ["BGL_SERVERS"]) as client:
-        seeds = torch.arange(rank, client.num_nodes, 5)[:16]
-        blocks = client.sample_blocks(seeds, [3, 3], seed=1)
-        labels = client.fetch_labels(blocks[-1].dst_ids)
-        print(f"ssh rank {rank} inputs={blocks[0].num_src} labels={labels.numel()}", flush=True)
-""")
-
-
-def test_ssh_launch_end_to_end(sshd, launcher, tmp_path, partition_dir, free_port_base, orphans):
-    script = tmp_path / "trainer.py"
-    script.write_text(TRAINER)
+def test_ssh_launch_end_to_end(sshd, launcher, tmp_path, partition_dir, trainer_script,
+                               free_port_base, orphans):
+    """2 servers + 2 DDP trainers through ssh; servers stop on the SHUTDOWN token."""
     hosts = tmp_path / "hosts.txt"
-    hosts.write_text("127.0.0.1\n")
+    hosts.write_text("127.0.0.1  # this machine, reached through sshd\n")
     base = free_port_base(3)
     run = launcher(["--hosts", hosts, "--partition", partition_dir, "--backend", "ssh",
                     "--ssh-port", sshd["port"], "--ssh-key", sshd["key"],
                     "--ssh-option", f"UserKnownHostsFile={sshd['known_hosts']}",
-                    "--num-servers-per-host", 2, "--num-trainers", 1, "--port-base", base,
+                    "--num-servers-per-host", 2, "--num-trainers", 2, "--port-base", base,
                     "--server-threads", 1, "--server-timeout", 120, "--grace", 3,
-                    "--workdir", tmp_path, "--", "python", script])
+                    "--workdir", tmp_path, "--", "python", trainer_script, "finish"])
     assert run.wait() == 0, run.describe()
-    assert "[127.0.0.1:trainer:0] ssh rank 0 inputs=" in run.stdout, run.describe()
-    assert "[127.0.0.1:server:1]" in run.stdout
+    out = run.stdout
+    # Each worker's lines carry its global rank; DDP all_reduce saw both ranks' seeds.
+    for rank in (0, 1):
+        assert f"[127.0.0.1:trainer:{rank}] rank {rank}/2 inputs=" in out, run.describe()
+    assert "seeds_all_ranks=64 parts=parts" in out, run.describe()
+    assert "[127.0.0.1:server:0]" in out and "[127.0.0.1:server:1]" in out
     assert "SHUTDOWN" not in run.stderr, run.describe()  # servers stopped on the token
     assert orphans() == []
     assert all(port_is_free("127.0.0.1", p) for p in range(base, base + 3))

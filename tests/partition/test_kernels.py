@@ -32,36 +32,92 @@ def test_transpose_and_symmetric_adjacency():
     assert {(v, u) for v in range(n) for u in rows[v]} == expect
 
 
-def test_blocks_cover_all_nodes_and_respect_cap():
+def sym_level(n, m, seed):
+    """A symmetric CSR with unit edge weights (what ``bgl_part.node_level`` builds)."""
+    indptr, indices, _, _ = random_csc(n, m, seed)
+    out_ptr, out_idx = K.transpose(indptr, indices, n)
+    ptr, adj = K.symmetric_adjacency(indptr, indices, out_ptr, out_idx, n)
+    return ptr, adj, np.ones(adj.size)
+
+
+def test_blocks_cover_all_vertices_and_respect_cap():
     n = 300
-    indptr, indices, _, _ = random_csc(n, 500, 1)
-    out_ptr, out_idx = K.transpose(indptr, indices, n)
+    ptr, adj, wt = sym_level(n, 250, 1)  # sparse: many small components and isolated vertices
+    vw = np.random.default_rng(1).integers(1, 3, n).astype(np.float64)
     block = np.full(n, -1, np.int64)
-    size = np.zeros(n + 1, np.int64)
+    bw = np.zeros(n + 1)
     queue = np.empty(n, np.int64)
-    nb = K.bfs_grow_blocks(indptr, indices, out_ptr, out_idx, block, size, np.array([0, 5, 9]), 0, 7, queue)
-    assert nb == 3 and np.all(np.bincount(block[block >= 0]) <= 7)
-    nb = K.leftover_blocks(indptr, indices, out_ptr, out_idx, block, size, nb, 7, queue)
+    nb = K.wbfs_grow(ptr, adj, vw, block, bw, np.array([0, 5, 9]), 0, 7.0, queue)
+    assert nb <= 3 and np.all(np.bincount(block[block >= 0], weights=vw[block >= 0]) <= 7)
+    # BFS-grown blocks are connected (BFS never jumps)
+    for b in range(nb):
+        members = np.flatnonzero(block == b)
+        seen = {int(members[0])}
+        stack = [int(members[0])]
+        while stack:
+            u = stack.pop()
+            for w in adj[ptr[u]:ptr[u + 1]]:
+                if block[w] == b and int(w) not in seen:
+                    seen.add(int(w))
+                    stack.append(int(w))
+        assert len(seen) == members.size
+    nb = K.wleftover(ptr, adj, vw, block, bw, nb, 7.0, queue)
     assert np.all(block >= 0) and block.max() == nb - 1
-    assert np.array_equal(np.bincount(block, minlength=nb), size[:nb]) and size[:nb].max() <= 7
+    assert np.allclose(np.bincount(block, weights=vw, minlength=nb), bw[:nb]) and bw[:nb].max() <= 7
+    block, nb2 = K.regroup_singletons(ptr, adj, wt, vw, block, nb, 7.0)
+    assert nb2 <= nb and np.all(block >= 0) and np.unique(block).size == nb2
+    assert np.bincount(block, weights=vw).max() <= 7
+    isolated = np.flatnonzero(np.diff(ptr) == 0)
+    assert np.unique(block[isolated]).size <= int(np.ceil(vw[isolated].sum() / 6)), "isolated not packed"
 
 
-def test_block_adjacency_counts_edges_between_blocks():
+def test_contract_sums_edge_weights_between_blocks():
     n = 80
-    indptr, indices, src, dst = random_csc(n, 300, 2)
-    out_ptr, out_idx = K.transpose(indptr, indices, n)
+    ptr, adj, wt = sym_level(n, 300, 2)
+    wt = np.random.default_rng(4).random(adj.size)
     block = np.random.default_rng(0).integers(0, 9, n)
     bptr, members = K.group_by(block, 9)
-    adj_ptr, adj, w = K.block_adjacency(indptr, indices, out_ptr, out_idx, block, bptr, members, 9)
+    assert np.array_equal(np.sort(members), np.arange(n))
+    cptr, cadj, cw = K.contract(ptr, adj, wt, block, bptr, members, 9)
     ref = np.zeros((9, 9))
-    for a, b in zip(block[src], block[dst]):
-        if a != b:
-            ref[a, b] += 1
-            ref[b, a] += 1
+    for v in range(n):
+        for j in range(ptr[v], ptr[v + 1]):
+            if block[v] != block[adj[j]]:
+                ref[block[v], block[adj[j]]] += wt[j]
     got = np.zeros((9, 9))
     for b in range(9):
-        got[b, adj[adj_ptr[b]:adj_ptr[b + 1]]] = w[adj_ptr[b]:adj_ptr[b + 1]]
-    assert np.array_equal(got, ref)
+        row = cadj[cptr[b]:cptr[b + 1]]
+        assert row.size == np.unique(row).size
+        got[b, row] = cw[cptr[b]:cptr[b + 1]]
+    assert np.allclose(got, ref)
+    aff = K.part_affinity(ptr, adj, wt, block % 3, 3)
+    ref_aff = np.zeros((n, 3))
+    for v in range(n):
+        for j in range(ptr[v], ptr[v + 1]):
+            ref_aff[v, block[adj[j]] % 3] += wt[j]
+    assert np.allclose(aff, ref_aff)
+
+
+def test_refinement_never_breaks_caps_and_never_raises_cut():
+    n = 200
+    ptr, adj, wt = sym_level(n, 900, 5)
+    vn, vt = np.ones(n), (np.arange(n) % 2).astype(np.float64)
+    part = np.random.default_rng(0).integers(0, 4, n)
+    aff = K.part_affinity(ptr, adj, wt, part, 4)
+    cap_n, cap_t = np.full(4, 1.1 * n / 4), np.full(4, 1.1 * vt.sum() / 4)
+    low_n, low_t = np.full(4, 0.9 * n / 4), np.full(4, 0.9 * vt.sum() / 4)
+
+    def cut(p):
+        return sum(wt[j] for v in range(n) for j in range(ptr[v], ptr[v + 1]) if p[v] != p[adj[j]])
+
+    K.rebalance_blocks(ptr, adj, wt, aff, part, vn, vt, 4, cap_n, cap_t)
+    assert np.all(np.bincount(part, minlength=4) <= cap_n)
+    before = cut(part)
+    moves = K.refine_blocks(ptr, adj, wt, aff, part, vn, vt, 4, cap_n, cap_t, low_n, low_t, 5)
+    assert moves > 0 and cut(part) < before
+    assert np.all(np.bincount(part, minlength=4) <= cap_n)
+    assert np.all(np.bincount(part, weights=vt, minlength=4) <= cap_t + 1e-9)
+    assert np.allclose(aff, K.part_affinity(ptr, adj, wt, part, 4)), "affinity not kept current"
 
 
 @pytest.mark.parametrize("fanout", [-1, 1, 3, 50])
