@@ -62,10 +62,12 @@ def worker(store_path: str, method: str, parts: int, num_batches: int) -> dict:
     from bgl.partition.graph_input import GraphInput
     from bgl.store import GraphStore
 
-    # warm the JIT cache on a toy graph so compilation is not timed
-    ip = np.arange(0, 41, 2, dtype=np.int64)
-    ix = ((np.arange(40) // 2 + 1 + np.arange(40) % 2) % 20).astype(np.int32)
-    toy = GraphInput(20, 40, ip, ix, (np.arange(20) % 2).astype(np.float64))
+    # warm the JIT cache on a toy ring (big enough for several coarsening levels), so that
+    # loading/compiling numba kernels is not timed
+    m = 4000
+    ip = np.arange(0, 2 * m + 1, 2, dtype=np.int64)
+    ix = np.stack([(np.arange(m) - 1) % m, (np.arange(m) + 1) % m], 1).ravel().astype(np.int32)
+    toy = GraphInput(m, 2 * m, ip, ix, (np.arange(m) % 2).astype(np.float64))
     compute_assignment(toy, method, 2, 0)
     store = GraphStore(store_path, validate="none")
     graph = GraphInput.from_store(store)

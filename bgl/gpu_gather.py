@@ -191,7 +191,9 @@ class HostFeatureSource:
         if self.device.type == "cuda" and self.device.index is None:
             self.device = torch.device("cuda", torch.cuda.current_device())
         self.mode = resolve_mode(self.device, mode)
-        self.host = to_host_tensor(feat, pin=self.mode in ("uva", "cpu"))
+        # Only UVA needs the whole table pinned; the CPU path gathers straight from the
+        # (possibly larger-than-RAM) memmap into small pinned staging buffers.
+        self.host = to_host_tensor(feat, pin=self.mode == "uva")
         self.num_nodes, self.dim = int(self.host.shape[0]), int(self.host.shape[1])
         self.dtype = self.host.dtype
         self.node_offset = int(node_offset)

@@ -265,7 +265,8 @@ def plot_hit_rates(rows: Sequence[BenchRow], path: Path, title: str = "") -> Non
                     linestyle="-" if order == "proximity" else "--", label=f"{policy} / {order}")
         ax.set_xlabel("cache capacity / num nodes")
         ax.set_ylabel("hit rate")
-        ax.set_ylim(0, 1)
+        top = max((r.hit_rate for r in rows), default=1.0)
+        ax.set_ylim(0, min(1.0, top * 1.15 + 0.02))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, ncol=2)
         if title:

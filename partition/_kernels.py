@@ -7,15 +7,18 @@ layers in ``bgl_part.py``, ``metis_part.py``, ``metrics.py`` and
 
 Graphs arrive as CSC (``indptr`` int64 [n+1], ``indices`` int32/int64 [e]:
 row ``v`` lists the in-neighbours of ``v``).  Partitioning treats the graph
-as undirected, so kernels walk both the CSC and its transpose (the out-edges),
-which avoids materialising a deduplicated symmetric copy.
+as undirected: ``symmetric_adjacency`` builds the deduplicated undirected CSR
+once (METIS needs exactly that; BGL uses it as level 0 with unit weights), and
+every coarser level is a weighted symmetric CSR (``ptr``, ``adj``, ``wt``) with
+vertex weights (``vw`` = nodes, plus training nodes where balanced).
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-# ---------------------------------------------------------------- structure
+
+# ------------------------------------------------------------- structure
 
 
 @njit(cache=True, nogil=True)
@@ -78,9 +81,6 @@ def symmetric_adjacency(indptr, indices, out_ptr, out_idx, num_nodes):
     return xadj, adjncy
 
 
-# ------------------------------------------------------- BGL block coarsening
-
-
 @njit(cache=True, nogil=True)
 def group_by(labels, num_labels):
     """Counting sort: ``ptr`` int64 [L+1] and ``members`` int64 [n] with the ids of label l at
@@ -98,6 +98,311 @@ def group_by(labels, num_labels):
         members[fill[b]] = v
         fill[b] += 1
     return ptr, members
+
+
+@njit(cache=True, nogil=True)
+def compact_labels(labels, num_labels):
+    """Renumber used labels to 0..m-1 (first-use order by label id); returns (new labels, m)."""
+    used = np.zeros(num_labels, np.int64)
+    for v in range(labels.shape[0]):
+        used[labels[v]] = 1
+    new_id = np.full(num_labels, -1, np.int64)
+    m = 0
+    for b in range(num_labels):
+        if used[b]:
+            new_id[b] = m
+            m += 1
+    out = np.empty_like(labels)
+    for v in range(labels.shape[0]):
+        out[v] = new_id[labels[v]]
+    return out, m
+
+
+# ------------------------------- coarsening: BFS blocks and block graphs
+
+
+@njit(cache=True, nogil=True)
+def wbfs_grow(ptr, adj, vw, block, bw, sources, next_block, cap, queue):
+    """Capped multi-source BFS on a symmetric weighted-vertex graph (one CSR): like
+    :func:`bfs_grow_blocks` but a block stops at total vertex weight ``cap``."""
+    head = 0
+    tail = 0
+    for i in range(sources.shape[0]):
+        s = sources[i]
+        if block[s] != -1:
+            continue
+        block[s] = next_block
+        bw[next_block] = vw[s]
+        next_block += 1
+        queue[tail] = s
+        tail += 1
+    while head < tail:
+        u = queue[head]
+        head += 1
+        b = block[u]
+        for j in range(ptr[u], ptr[u + 1]):
+            w = adj[j]
+            if block[w] == -1 and bw[b] + vw[w] <= cap:
+                block[w] = b
+                bw[b] += vw[w]
+                queue[tail] = w
+                tail += 1
+    return next_block
+
+
+@njit(cache=True, nogil=True)
+def wleftover(ptr, adj, vw, block, bw, next_block, cap, queue):
+    """Blocks for every still-unassigned vertex: BFS over the leftover vertices, one
+    connected component (of the leftover subgraph) at a time, cut into runs of weight
+    <= ``cap``.  Components never share a block here; lone vertices are packed later
+    by :func:`regroup_singletons`, which knows which hub they hang off."""
+    n = block.shape[0]
+    for s in range(n):
+        if block[s] != -1:
+            continue
+        cur = next_block
+        next_block += 1
+        block[s] = cur
+        bw[cur] = vw[s]
+        head = 0
+        tail = 1
+        queue[0] = s
+        while head < tail:
+            u = queue[head]
+            head += 1
+            for j in range(ptr[u], ptr[u + 1]):
+                w = adj[j]
+                if block[w] == -1:
+                    if bw[cur] + vw[w] > cap:
+                        cur = next_block
+                        bw[cur] = 0.0
+                        next_block += 1
+                    block[w] = cur
+                    bw[cur] += vw[w]
+                    queue[tail] = w
+                    tail += 1
+    return next_block
+
+
+@njit(cache=True, nogil=True)
+def regroup_singletons(ptr, adj, wt, vw, block, num_blocks, cap):
+    """Pack vertices left alone in their block by the block of their heaviest neighbour.
+
+    On skewed graphs (R-MAT, social networks) most vertices touch only hubs whose
+    blocks fill first, so BFS leaves them as singletons and coarsening stalls.
+    Vertices that share a neighbour are 2 hops apart; packing them together (up to
+    ``cap`` weight), and isolated vertices with each other, keeps coarsening
+    geometric.  Returns ``(block, num_blocks)`` with fresh ids for the new groups."""
+    n = block.shape[0]
+    count = np.zeros(num_blocks, np.int64)
+    for v in range(n):
+        count[block[v]] += 1
+    key = np.full(n, -1, np.int64)
+    for v in range(n):
+        if count[block[v]] != 1:
+            continue
+        best = -1.0
+        k = num_blocks  # isolated vertices share one key
+        for j in range(ptr[v], ptr[v + 1]):
+            if wt[j] > best:
+                best = wt[j]
+                k = block[adj[j]]
+        key[v] = k
+    # counting sort of the singletons by key
+    start = np.zeros(num_blocks + 2, np.int64)
+    for v in range(n):
+        if key[v] >= 0:
+            start[key[v] + 1] += 1
+    for b in range(num_blocks + 1):
+        start[b + 1] += start[b]
+    members = np.empty(start[num_blocks + 1], np.int64)
+    fill = start[:-1].copy()
+    for v in range(n):
+        if key[v] >= 0:
+            members[fill[key[v]]] = v
+            fill[key[v]] += 1
+    nxt = num_blocks
+    for kk in range(num_blocks + 1):
+        cur = -1
+        w = 0.0
+        for m in range(start[kk], start[kk + 1]):
+            v = members[m]
+            if cur == -1 or w + vw[v] > cap:
+                cur = nxt
+                nxt += 1
+                w = 0.0
+            block[v] = cur
+            w += vw[v]
+    return compact_labels(block, nxt)
+
+
+@njit(cache=True, nogil=True)
+def wsmooth(ptr, adj, wt, vw, block, bw, cap, passes):
+    """Weighted, capped label propagation of block labels (see :func:`smooth_blocks`)."""
+    n = block.shape[0]
+    score = np.zeros(bw.shape[0], np.float64)
+    touched = np.empty(adj.shape[0] + 1, np.int64)
+    for _ in range(passes):
+        moved = 0
+        for v in range(n):
+            cur = block[v]
+            t = 0
+            for j in range(ptr[v], ptr[v + 1]):
+                b = block[adj[j]]
+                if score[b] == 0.0:
+                    touched[t] = b
+                    t += 1
+                score[b] += wt[j]
+            best = cur
+            best_score = score[cur]
+            for i in range(t):
+                b = touched[i]
+                if b != cur and score[b] > best_score and bw[b] + vw[v] <= cap:
+                    best = b
+                    best_score = score[b]
+            for i in range(t):
+                score[touched[i]] = 0.0
+            if best != cur:
+                block[v] = best
+                bw[cur] -= vw[v]
+                bw[best] += vw[v]
+                moved += 1
+        if moved == 0:
+            break
+
+
+@njit(cache=True, nogil=True)
+def contract(ptr, adj, wt, block, bptr, members, num_blocks):
+    """Block graph of a weighted symmetric CSR: ``(cptr, cadj, cw)``, edge weights summed,
+    internal edges dropped; linear time with a sparse accumulator."""
+    owner = np.full(num_blocks, -1, np.int64)
+    slot = np.empty(num_blocks, np.int64)
+    cptr = np.zeros(num_blocks + 1, np.int64)
+    for b in range(num_blocks):
+        c = 0
+        for m in range(bptr[b], bptr[b + 1]):
+            u = members[m]
+            for j in range(ptr[u], ptr[u + 1]):
+                nb = block[adj[j]]
+                if nb != b and owner[nb] != b:
+                    owner[nb] = b
+                    c += 1
+        cptr[b + 1] = cptr[b] + c
+    cadj = np.empty(cptr[num_blocks], np.int64)
+    cw = np.zeros(cptr[num_blocks], np.float64)
+    owner[:] = -1
+    for b in range(num_blocks):
+        p = cptr[b]
+        for m in range(bptr[b], bptr[b + 1]):
+            u = members[m]
+            for j in range(ptr[u], ptr[u + 1]):
+                nb = block[adj[j]]
+                if nb == b:
+                    continue
+                if owner[nb] != b:
+                    owner[nb] = b
+                    slot[nb] = p
+                    cadj[p] = nb
+                    p += 1
+                cw[slot[nb]] += wt[j]
+    return cptr, cadj, cw
+
+
+# ------------------------------------------------------------- placement
+
+
+@njit(cache=True, nogil=True)
+def _heap_push(hkey, hval, size, key, val):
+    i = size
+    hkey[i] = key
+    hval[i] = val
+    while i > 0:
+        parent = (i - 1) >> 1
+        if hkey[parent] >= hkey[i]:
+            break
+        hkey[parent], hkey[i] = hkey[i], hkey[parent]
+        hval[parent], hval[i] = hval[i], hval[parent]
+        i = parent
+    return size + 1
+
+
+@njit(cache=True, nogil=True)
+def _heap_pop(hkey, hval, size):
+    """Remove the max; returns (key, val, new_size)."""
+    key, val = hkey[0], hval[0]
+    size -= 1
+    hkey[0], hval[0] = hkey[size], hval[size]
+    i = 0
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            break
+        big = left
+        if left + 1 < size and hkey[left + 1] > hkey[left]:
+            big = left + 1
+        if hkey[i] >= hkey[big]:
+            break
+        hkey[i], hkey[big] = hkey[big], hkey[i]
+        hval[i], hval[big] = hval[big], hval[i]
+        i = big
+    return key, val, size
+
+
+@njit(cache=True, nogil=True)
+def grow_assign(seed_order, adj_ptr, adj, weight, bsize, btrain, num_parts, fill_nodes, fill_train):
+    """Greedy block placement by region growing: part p (one after another) repeatedly takes
+    the unplaced block with the most edges into p (its 1-hop neighbour weight there, kept in
+    a lazy max-heap), until p reaches its node or train fill target; a new region starts at
+    the next unplaced block of ``seed_order`` when p's frontier runs dry.  The last part
+    takes every block left.  Communities are thus completed before the region moves on,
+    which a fixed placement order cannot guarantee.
+    Returns ``(block_part int64 [B], aff float64 [B, P])``; ``aff[b, p]`` = edge weight
+    from block b to the blocks of part p."""
+    nb_blocks = bsize.shape[0]
+    part = np.full(nb_blocks, -1, np.int64)
+    aff = np.zeros((nb_blocks, num_parts), np.float64)
+    cap = adj.shape[0] + nb_blocks + 1
+    hkey = np.empty(cap, np.float64)
+    hval = np.empty(cap, np.int64)
+    next_seed = 0
+    for p in range(num_parts - 1):
+        size = 0
+        load_n = 0.0
+        load_t = 0.0
+        skipped = 0
+        while load_n < fill_nodes[p] and load_t < fill_train[p]:
+            b = -1
+            while size > 0:
+                key, cand, size = _heap_pop(hkey, hval, size)
+                if part[cand] == -1 and key == aff[cand, p]:
+                    b = cand
+                    break
+            if b == -1:
+                while next_seed < nb_blocks and part[seed_order[next_seed]] != -1:
+                    next_seed += 1
+                if next_seed == nb_blocks:
+                    break
+                b = seed_order[next_seed]
+            if load_n + bsize[b] > fill_nodes[p] or (btrain[b] > 0 and load_t + btrain[b] > fill_train[p]):
+                skipped += 1
+                if skipped > 64:  # p is as full as the remaining blocks allow
+                    break
+                continue
+            part[b] = p
+            load_n += bsize[b]
+            load_t += btrain[b]
+            for j in range(adj_ptr[b], adj_ptr[b + 1]):
+                nb = adj[j]
+                aff[nb, p] += weight[j]
+                if part[nb] == -1:
+                    size = _heap_push(hkey, hval, size, aff[nb, p], nb)
+    last = num_parts - 1
+    for b in range(nb_blocks):
+        if part[b] == -1:
+            part[b] = last
+            for j in range(adj_ptr[b], adj_ptr[b + 1]):
+                aff[adj[j], last] += weight[j]
+    return part, aff
 
 
 @njit(cache=True, nogil=True)
@@ -160,6 +465,74 @@ def greedy_assign(order, adj_ptr, adj, weight, bsize, btrain, num_parts,
         for j in range(adj_ptr[b], adj_ptr[b + 1]):
             aff[adj[j], best] += weight[j]
     return part, aff
+
+
+# ------------------------------------------------------------ refinement
+
+
+@njit(cache=True, nogil=True)
+def part_affinity(ptr, adj, wt, part, num_parts):
+    """aff float64 [n, P]: edge weight from each vertex to each part."""
+    n = ptr.shape[0] - 1
+    aff = np.zeros((n, num_parts), np.float64)
+    for v in range(n):
+        for j in range(ptr[v], ptr[v + 1]):
+            aff[v, part[adj[j]]] += wt[j]
+    return aff
+
+
+@njit(cache=True, nogil=True)
+def rebalance_blocks(adj_ptr, adj, weight, aff, part, bsize, btrain, num_parts, cap_nodes, cap_train):
+    """Move blocks out of parts above a cap, cheapest first (largest aff[b, q] - aff[b, cur]),
+    into parts that stay within both caps.  Returns the number of moves."""
+    nb_blocks = bsize.shape[0]
+    load_n = np.zeros(num_parts, np.float64)
+    load_t = np.zeros(num_parts, np.float64)
+    for b in range(nb_blocks):
+        load_n[part[b]] += bsize[b]
+        load_t[part[b]] += btrain[b]
+    moves = 0
+    for src in range(num_parts):
+        if load_n[src] <= cap_nodes[src] and load_t[src] <= cap_train[src]:
+            continue
+        mine = np.flatnonzero(part == src)
+        loss = np.empty(mine.size, np.float64)
+        for i in range(mine.size):
+            b = mine[i]
+            best = -np.inf
+            for q in range(num_parts):
+                if q != src and aff[b, q] - aff[b, src] > best:
+                    best = aff[b, q] - aff[b, src]
+            loss[i] = -best
+        for i in np.argsort(loss):
+            if load_n[src] <= cap_nodes[src] and load_t[src] <= cap_train[src]:
+                break
+            b = mine[i]
+            if load_n[src] <= cap_nodes[src] and btrain[b] == 0:
+                continue  # only the train load is over: move blocks that carry train nodes
+            best_q = -1
+            best_gain = -np.inf
+            for q in range(num_parts):
+                if q == src:
+                    continue
+                if load_n[q] + bsize[b] > cap_nodes[q] or load_t[q] + btrain[b] > cap_train[q]:
+                    continue
+                g = aff[b, q] - aff[b, src]
+                if g > best_gain:
+                    best_gain = g
+                    best_q = q
+            if best_q == -1:
+                continue
+            part[b] = best_q
+            load_n[src] -= bsize[b]
+            load_t[src] -= btrain[b]
+            load_n[best_q] += bsize[b]
+            load_t[best_q] += btrain[b]
+            for j in range(adj_ptr[b], adj_ptr[b + 1]):
+                aff[adj[j], src] -= weight[j]
+                aff[adj[j], best_q] += weight[j]
+            moves += 1
+    return moves
 
 
 @njit(cache=True, nogil=True)
@@ -263,6 +636,9 @@ def sample_layer(indptr, indices, nodes, fanout, seed):
     return ptr, src
 
 
+# --------------------------------------------------------------- writing
+
+
 @njit(cache=True, nogil=True)
 def gather_rows(indptr, indices, rows, new_of, out):
     """Copy the in-neighbour lists of ``rows`` (original ids) into ``out`` back to back,
@@ -274,370 +650,3 @@ def gather_rows(indptr, indices, rows, new_of, out):
             out[p] = new_of[indices[j]]
             p += 1
     return p
-
-
-@njit(cache=True, nogil=True)
-def _heap_push(hkey, hval, size, key, val):
-    i = size
-    hkey[i] = key
-    hval[i] = val
-    while i > 0:
-        parent = (i - 1) >> 1
-        if hkey[parent] >= hkey[i]:
-            break
-        hkey[parent], hkey[i] = hkey[i], hkey[parent]
-        hval[parent], hval[i] = hval[i], hval[parent]
-        i = parent
-    return size + 1
-
-
-@njit(cache=True, nogil=True)
-def _heap_pop(hkey, hval, size):
-    """Remove the max; returns (key, val, new_size)."""
-    key, val = hkey[0], hval[0]
-    size -= 1
-    hkey[0], hval[0] = hkey[size], hval[size]
-    i = 0
-    while True:
-        left = 2 * i + 1
-        if left >= size:
-            break
-        big = left
-        if left + 1 < size and hkey[left + 1] > hkey[left]:
-            big = left + 1
-        if hkey[i] >= hkey[big]:
-            break
-        hkey[i], hkey[big] = hkey[big], hkey[i]
-        hval[i], hval[big] = hval[big], hval[i]
-        i = big
-    return key, val, size
-
-
-@njit(cache=True, nogil=True)
-def grow_assign(seed_order, adj_ptr, adj, weight, bsize, btrain, num_parts, fill_nodes, fill_train):
-    """Greedy block placement by region growing: part p (one after another) repeatedly takes
-    the unplaced block with the most edges into p (its 1-hop neighbour weight there, kept in
-    a lazy max-heap), until p reaches its node or train fill target; a new region starts at
-    the next unplaced block of ``seed_order`` when p's frontier runs dry.  The last part
-    takes every block left.  Communities are thus completed before the region moves on,
-    which a fixed placement order cannot guarantee.
-    Returns ``(block_part int64 [B], aff float64 [B, P])``; ``aff[b, p]`` = edge weight
-    from block b to the blocks of part p."""
-    nb_blocks = bsize.shape[0]
-    part = np.full(nb_blocks, -1, np.int64)
-    aff = np.zeros((nb_blocks, num_parts), np.float64)
-    cap = adj.shape[0] + nb_blocks + 1
-    hkey = np.empty(cap, np.float64)
-    hval = np.empty(cap, np.int64)
-    next_seed = 0
-    for p in range(num_parts - 1):
-        size = 0
-        load_n = 0.0
-        load_t = 0.0
-        skipped = 0
-        while load_n < fill_nodes[p] and load_t < fill_train[p]:
-            b = -1
-            while size > 0:
-                key, cand, size = _heap_pop(hkey, hval, size)
-                if part[cand] == -1 and key == aff[cand, p]:
-                    b = cand
-                    break
-            if b == -1:
-                while next_seed < nb_blocks and part[seed_order[next_seed]] != -1:
-                    next_seed += 1
-                if next_seed == nb_blocks:
-                    break
-                b = seed_order[next_seed]
-            if load_n + bsize[b] > fill_nodes[p] or (btrain[b] > 0 and load_t + btrain[b] > fill_train[p]):
-                skipped += 1
-                if skipped > 64:  # p is as full as the remaining blocks allow
-                    break
-                continue
-            part[b] = p
-            load_n += bsize[b]
-            load_t += btrain[b]
-            for j in range(adj_ptr[b], adj_ptr[b + 1]):
-                nb = adj[j]
-                aff[nb, p] += weight[j]
-                if part[nb] == -1:
-                    size = _heap_push(hkey, hval, size, aff[nb, p], nb)
-    last = num_parts - 1
-    for b in range(nb_blocks):
-        if part[b] == -1:
-            part[b] = last
-            for j in range(adj_ptr[b], adj_ptr[b + 1]):
-                aff[adj[j], last] += weight[j]
-    return part, aff
-
-
-@njit(cache=True, nogil=True)
-def rebalance_blocks(adj_ptr, adj, weight, aff, part, bsize, btrain, num_parts, cap_nodes, cap_train):
-    """Move blocks out of parts above a cap, cheapest first (largest aff[b, q] - aff[b, cur]),
-    into parts that stay within both caps.  Returns the number of moves."""
-    nb_blocks = bsize.shape[0]
-    load_n = np.zeros(num_parts, np.float64)
-    load_t = np.zeros(num_parts, np.float64)
-    for b in range(nb_blocks):
-        load_n[part[b]] += bsize[b]
-        load_t[part[b]] += btrain[b]
-    moves = 0
-    for src in range(num_parts):
-        if load_n[src] <= cap_nodes[src] and load_t[src] <= cap_train[src]:
-            continue
-        mine = np.flatnonzero(part == src)
-        loss = np.empty(mine.size, np.float64)
-        for i in range(mine.size):
-            b = mine[i]
-            best = -np.inf
-            for q in range(num_parts):
-                if q != src and aff[b, q] - aff[b, src] > best:
-                    best = aff[b, q] - aff[b, src]
-            loss[i] = -best
-        for i in np.argsort(loss):
-            if load_n[src] <= cap_nodes[src] and load_t[src] <= cap_train[src]:
-                break
-            b = mine[i]
-            if load_n[src] <= cap_nodes[src] and btrain[b] == 0:
-                continue  # only the train load is over: move blocks that carry train nodes
-            best_q = -1
-            best_gain = -np.inf
-            for q in range(num_parts):
-                if q == src:
-                    continue
-                if load_n[q] + bsize[b] > cap_nodes[q] or load_t[q] + btrain[b] > cap_train[q]:
-                    continue
-                g = aff[b, q] - aff[b, src]
-                if g > best_gain:
-                    best_gain = g
-                    best_q = q
-            if best_q == -1:
-                continue
-            part[b] = best_q
-            load_n[src] -= bsize[b]
-            load_t[src] -= btrain[b]
-            load_n[best_q] += bsize[b]
-            load_t[best_q] += btrain[b]
-            for j in range(adj_ptr[b], adj_ptr[b + 1]):
-                aff[adj[j], src] -= weight[j]
-                aff[adj[j], best_q] += weight[j]
-            moves += 1
-    return moves
-
-
-@njit(cache=True, nogil=True)
-def compact_labels(labels, num_labels):
-    """Renumber used labels to 0..m-1 (first-use order by label id); returns (new labels, m)."""
-    used = np.zeros(num_labels, np.int64)
-    for v in range(labels.shape[0]):
-        used[labels[v]] = 1
-    new_id = np.full(num_labels, -1, np.int64)
-    m = 0
-    for b in range(num_labels):
-        if used[b]:
-            new_id[b] = m
-            m += 1
-    out = np.empty_like(labels)
-    for v in range(labels.shape[0]):
-        out[v] = new_id[labels[v]]
-    return out, m
-
-
-# ------------------------------------------- weighted levels (multilevel BGL)
-
-
-@njit(cache=True, nogil=True)
-def wbfs_grow(ptr, adj, vw, block, bw, sources, next_block, cap, queue):
-    """Capped multi-source BFS on a symmetric weighted-vertex graph (one CSR): like
-    :func:`bfs_grow_blocks` but a block stops at total vertex weight ``cap``."""
-    head = 0
-    tail = 0
-    for i in range(sources.shape[0]):
-        s = sources[i]
-        if block[s] != -1:
-            continue
-        block[s] = next_block
-        bw[next_block] = vw[s]
-        next_block += 1
-        queue[tail] = s
-        tail += 1
-    while head < tail:
-        u = queue[head]
-        head += 1
-        b = block[u]
-        for j in range(ptr[u], ptr[u + 1]):
-            w = adj[j]
-            if block[w] == -1 and bw[b] + vw[w] <= cap:
-                block[w] = b
-                bw[b] += vw[w]
-                queue[tail] = w
-                tail += 1
-    return next_block
-
-
-@njit(cache=True, nogil=True)
-def wleftover(ptr, adj, vw, block, bw, next_block, cap, queue):
-    """Blocks for every still-unassigned vertex: BFS over the leftover vertices, one
-    connected component (of the leftover subgraph) at a time, cut into runs of weight
-    <= ``cap``.  Components never share a block here; lone vertices are packed later
-    by :func:`regroup_singletons`, which knows which hub they hang off."""
-    n = block.shape[0]
-    for s in range(n):
-        if block[s] != -1:
-            continue
-        cur = next_block
-        next_block += 1
-        block[s] = cur
-        bw[cur] = vw[s]
-        head = 0
-        tail = 1
-        queue[0] = s
-        while head < tail:
-            u = queue[head]
-            head += 1
-            for j in range(ptr[u], ptr[u + 1]):
-                w = adj[j]
-                if block[w] == -1:
-                    if bw[cur] + vw[w] > cap:
-                        cur = next_block
-                        bw[cur] = 0.0
-                        next_block += 1
-                    block[w] = cur
-                    bw[cur] += vw[w]
-                    queue[tail] = w
-                    tail += 1
-    return next_block
-
-
-@njit(cache=True, nogil=True)
-def wsmooth(ptr, adj, wt, vw, block, bw, cap, passes):
-    """Weighted, capped label propagation of block labels (see :func:`smooth_blocks`)."""
-    n = block.shape[0]
-    score = np.zeros(bw.shape[0], np.float64)
-    touched = np.empty(adj.shape[0] + 1, np.int64)
-    for _ in range(passes):
-        moved = 0
-        for v in range(n):
-            cur = block[v]
-            t = 0
-            for j in range(ptr[v], ptr[v + 1]):
-                b = block[adj[j]]
-                if score[b] == 0.0:
-                    touched[t] = b
-                    t += 1
-                score[b] += wt[j]
-            best = cur
-            best_score = score[cur]
-            for i in range(t):
-                b = touched[i]
-                if b != cur and score[b] > best_score and bw[b] + vw[v] <= cap:
-                    best = b
-                    best_score = score[b]
-            for i in range(t):
-                score[touched[i]] = 0.0
-            if best != cur:
-                block[v] = best
-                bw[cur] -= vw[v]
-                bw[best] += vw[v]
-                moved += 1
-        if moved == 0:
-            break
-
-
-@njit(cache=True, nogil=True)
-def contract(ptr, adj, wt, block, bptr, members, num_blocks):
-    """Block graph of a weighted symmetric CSR: ``(cptr, cadj, cw)``, edge weights summed,
-    internal edges dropped; linear time with a sparse accumulator."""
-    owner = np.full(num_blocks, -1, np.int64)
-    slot = np.empty(num_blocks, np.int64)
-    cptr = np.zeros(num_blocks + 1, np.int64)
-    for b in range(num_blocks):
-        c = 0
-        for m in range(bptr[b], bptr[b + 1]):
-            u = members[m]
-            for j in range(ptr[u], ptr[u + 1]):
-                nb = block[adj[j]]
-                if nb != b and owner[nb] != b:
-                    owner[nb] = b
-                    c += 1
-        cptr[b + 1] = cptr[b] + c
-    cadj = np.empty(cptr[num_blocks], np.int64)
-    cw = np.zeros(cptr[num_blocks], np.float64)
-    owner[:] = -1
-    for b in range(num_blocks):
-        p = cptr[b]
-        for m in range(bptr[b], bptr[b + 1]):
-            u = members[m]
-            for j in range(ptr[u], ptr[u + 1]):
-                nb = block[adj[j]]
-                if nb == b:
-                    continue
-                if owner[nb] != b:
-                    owner[nb] = b
-                    slot[nb] = p
-                    cadj[p] = nb
-                    p += 1
-                cw[slot[nb]] += wt[j]
-    return cptr, cadj, cw
-
-
-@njit(cache=True, nogil=True)
-def part_affinity(ptr, adj, wt, part, num_parts):
-    """aff float64 [n, P]: edge weight from each vertex to each part."""
-    n = ptr.shape[0] - 1
-    aff = np.zeros((n, num_parts), np.float64)
-    for v in range(n):
-        for j in range(ptr[v], ptr[v + 1]):
-            aff[v, part[adj[j]]] += wt[j]
-    return aff
-
-
-@njit(cache=True, nogil=True)
-def regroup_singletons(ptr, adj, wt, vw, block, num_blocks, cap):
-    """Pack vertices left alone in their block by the block of their heaviest neighbour.
-
-    On skewed graphs (R-MAT, social networks) most vertices touch only hubs whose
-    blocks fill first, so BFS leaves them as singletons and coarsening stalls.
-    Vertices that share a neighbour are 2 hops apart; packing them together (up to
-    ``cap`` weight), and isolated vertices with each other, keeps coarsening
-    geometric.  Returns ``(block, num_blocks)`` with fresh ids for the new groups."""
-    n = block.shape[0]
-    count = np.zeros(num_blocks, np.int64)
-    for v in range(n):
-        count[block[v]] += 1
-    key = np.full(n, -1, np.int64)
-    for v in range(n):
-        if count[block[v]] != 1:
-            continue
-        best = -1.0
-        k = num_blocks  # isolated vertices share one key
-        for j in range(ptr[v], ptr[v + 1]):
-            if wt[j] > best:
-                best = wt[j]
-                k = block[adj[j]]
-        key[v] = k
-    # counting sort of the singletons by key
-    start = np.zeros(num_blocks + 2, np.int64)
-    for v in range(n):
-        if key[v] >= 0:
-            start[key[v] + 1] += 1
-    for b in range(num_blocks + 1):
-        start[b + 1] += start[b]
-    members = np.empty(start[num_blocks + 1], np.int64)
-    fill = start[:-1].copy()
-    for v in range(n):
-        if key[v] >= 0:
-            members[fill[key[v]]] = v
-            fill[key[v]] += 1
-    nxt = num_blocks
-    for kk in range(num_blocks + 1):
-        cur = -1
-        w = 0.0
-        for m in range(start[kk], start[kk + 1]):
-            v = members[m]
-            if cur == -1 or w + vw[v] > cap:
-                cur = nxt
-                nxt += 1
-                w = 0.0
-            block[v] = cur
-            w += vw[v]
-    return compact_labels(block, nxt)

@@ -39,6 +39,8 @@ log = logging.getLogger("bgl.sampler.server")
 DEFAULT_BIND = "tcp://127.0.0.1:*"
 # Messages larger than this close the sender's connection before they are buffered whole.
 MAX_MESSAGE_BYTES = 1 << 30
+# Largest FEATURES reply; bigger reads must be split by the caller (bounds server memory).
+MAX_REPLY_BYTES = 1 << 31
 POLL_MS = 100
 
 
@@ -137,6 +139,10 @@ class GraphServer:
             if array is None:
                 what = "features" if h.field == P.FIELD_FEAT else "labels"
                 raise ValueError(f"store {self.store.meta.name or self.store.path} has no {what}")
+            row_bytes = array.dtype.itemsize * (array.shape[1] if array.ndim == 2 else 1)
+            if req.ids.shape[0] * row_bytes > MAX_REPLY_BYTES:
+                raise ValueError(f"FEATURES reply of {req.ids.shape[0]} rows x {row_bytes} bytes exceeds "
+                                 f"{MAX_REPLY_BYTES} bytes; split the request")
             return P.features_reply(h.req_id, h.field, ops.gather(array, req.ids, self._lo, parallel=False))
         if h.op == P.Op.INFO:
             return [P.Header(P.Op.INFO, h.req_id, dtype0=6, len0=len(self._info)).pack(), self._info]

@@ -35,6 +35,9 @@ def test_gpu_check_cpu_dry_run_writes_results(tmp_path):
     m = re.search(r"^\| bgl \(FIFO GPU cache, auto miss path\) \| ([0-9.]+) ", text, re.M)
     assert m and float(m.group(1)) > 0
     assert "ratio ablation/bgl epoch time" in text
+    # bgl.DataLoader trained too (its inline pipeline in the dry run), not just the hand-built loop
+    assert re.search(r"^\| bgl\.DataLoader \(inline pipeline.*\| ([0-9.]+) \(all", text, re.M), text
+    assert "failed" not in text and "unavailable**: `No module named 'bgl" not in text
     assert not (tmp_path / "data").exists()  # the dry run's graph is cleaned up
 
 

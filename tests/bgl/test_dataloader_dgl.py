@@ -10,6 +10,12 @@ import numpy as np
 import pytest
 import torch
 
+from bgl.pipeline import quiet_numba_threads
+
+# numba's OpenMP layer spin-waits next to torch's and slows model training ~8x on
+# a 2-core box; choose numba's workqueue layer before any fixture runs a kernel.
+quiet_numba_threads()
+
 dgl = pytest.importorskip("dgl")
 
 import bgl  # noqa: E402
@@ -176,9 +182,13 @@ def test_graphsage_accuracy_matches_dgl_dataloader(cora_graph):
     g, train_idx, test_idx = cora_graph
     sampler = dgl.dataloading.NeighborSampler([10, 10])
     dgl_loader = dgl.dataloading.DataLoader(g, train_idx, sampler, batch_size=256, shuffle=True)
+    import time
+    t0 = time.time()
     dgl_accs = [train_and_test(dgl_loader, g, test_idx, seed) for seed in SEEDS + (3,)]
+    timing = {"dgl": (dgl_accs, time.time() - t0)}
     results = {}
     for name, kwargs in BGL_CONFIGS.items():
+        t0 = time.time()
         # One loader per configuration: its stage processes serve every seed's run.
         with bgl.DataLoader(g, train_idx, sampler, batch_size=256, shuffle=True, **kwargs) as loader:
             results[name] = [train_and_test(loader, g, test_idx, seed) for seed in SEEDS]
@@ -186,7 +196,9 @@ def test_graphsage_accuracy_matches_dgl_dataloader(cora_graph):
             assert isinstance(blocks[0], dgl.DGLGraph) and blocks[0].is_block
             if "cache" in kwargs:
                 assert loader.cache_stats()["hits"] > 0
+        timing[name] = (results[name], time.time() - t0)
     dgl_mean = float(np.mean(dgl_accs))
+    print("\n" + "\n".join(f"{k}: {np.round(v, 1)} ({t:.1f} s)" for k, (v, t) in timing.items()))
     pooled = float(np.mean([a for accs in results.values() for a in accs]))
     report = f"dgl {np.round(dgl_accs, 1)} mean {dgl_mean:.2f}; " + "; ".join(
         f"{k} {np.round(v, 1)} mean {np.mean(v):.2f}" for k, v in results.items())

@@ -185,6 +185,8 @@ TRAINER = textwrap.dedent("""
         print(f"rank {rank}/{world} inputs={blocks[0].num_src} feat={tuple(feats.shape)} "
               f"seeds_all_ranks={int(total)} parts={os.path.basename(os.environ['BGL_PARTITION'])}",
               flush=True)
+        if mode == "fail":
+            sys.exit(5)
         if mode == "loop":
             print(f"ready {rank}", flush=True)
             deadline = time.time() + 90
@@ -198,7 +200,7 @@ TRAINER = textwrap.dedent("""
 
 @pytest.fixture
 def trainer_script(tmp_path) -> Path:
-    """TRAINER written into this test's tmp dir; run it with argument "finish" or "loop"."""
+    """TRAINER written into this test's tmp dir; run it with argument "finish", "fail" or "loop"."""
     path = tmp_path / "trainer.py"
     path.write_text(TRAINER)
     return path

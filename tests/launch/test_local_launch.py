@@ -37,6 +37,18 @@ def assert_clean(port_base, orphans):
     assert busy == [], f"ports still bound: {busy}"
 
 
+def test_failing_trainer_stops_everything(launcher, hosts_file, partition_dir, trainer_script,
+                                         free_port_base, orphans):
+    base = free_port_base(3)
+    run = launcher(launch_args(hosts_file, partition_dir, base, 1, trainer_script, "fail"))
+    assert run.wait() == 1, run.describe()
+    # torchrun exits 1 when a worker fails; the launcher names the host and node.
+    assert "failed: trainers on 127.0.0.1 (torchrun node_rank 0) exited with exit status 1" \
+        in run.stderr, run.describe()
+    assert "[127.0.0.1:trainer:0] rank 0/1 inputs=" in run.stdout, run.describe()
+    assert_clean(base, orphans)
+
+
 @pytest.mark.parametrize("how", ["kill-server", "sigint"])
 def test_failure_or_ctrl_c_stops_everything(launcher, hosts_file, partition_dir, trainer_script,
                                             free_port_base, orphans, how):
@@ -64,6 +76,20 @@ def test_failure_or_ctrl_c_stops_everything(launcher, hosts_file, partition_dir,
         assert "launcher received SIGINT" in run.stderr, run.describe()
     assert elapsed < 10, f"teardown took {elapsed:.1f} s\n{run.describe()}"
     assert_clean(base, orphans)
+
+
+def test_launcher_killed_hard_leaves_nothing_behind(launcher, hosts_file, partition_dir,
+                                                    trainer_script, free_port_base, orphans):
+    """SIGKILL gives the launcher no chance to clean up: its agents see their stdin close
+    and tear their process trees down by themselves."""
+    base = free_port_base(3)
+    run = launcher(launch_args(hosts_file, partition_dir, base, 1, trainer_script, "loop"))
+    run.wait_for_output("ready 0")
+    run.popen.kill()
+    assert run.wait(timeout=10) == -signal.SIGKILL
+    left = orphans(timeout=20)  # the agents' grace (3 s) plus their SIGKILL sweep
+    assert left == [], f"processes left behind: {left}"
+    assert all(port_is_free("127.0.0.1", p) for p in range(base, base + 3))
 
 
 def run_cli(args) -> int:

@@ -184,19 +184,3 @@ def test_relabel_rejects_duplicate_dst():
     with pytest.raises(ValueError, match="id 4 repeats at position 2"):
         ops.relabel(np.array([4, 2, 4]), np.array([1]))
 
-
-@settings(max_examples=60, deadline=None)
-@given(st.integers(0, 60), st.integers(0, 400), st.sampled_from([1, 2, 4, 8]), st.integers(0, 2**32 - 1))
-def test_parallel_relabel_equals_serial(m, e, nparts, s):
-    from bgl.sampler import _kernels as K
-
-    rng = np.random.default_rng(s)
-    dst = rng.choice(300, size=m, replace=False).astype(np.int64)
-    nbrs = rng.integers(0, 300, e).astype(np.int64)
-    ref_src, ref_local, ref_dup = K.relabel(dst, nbrs)
-    src, local, dup = K.relabel_par(dst, nbrs, np.int64(nparts))
-    assert dup == ref_dup == -1
-    assert np.array_equal(src, ref_src) and np.array_equal(local, ref_local)
-    if m >= 2:
-        dst[-1] = dst[0]
-        assert K.relabel_par(dst, nbrs, np.int64(nparts))[2] == m - 1
