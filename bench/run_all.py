@@ -77,7 +77,9 @@ def choose_args(flags: set[str], fallback: Sequence[str]) -> list[str]:
 
 def highlights(output: str, limit: int = 12) -> list[str]:
     """Lines of a benchmark's output that state a ratio or speedup (at most ``limit``)."""
-    keep = [ln.strip() for ln in output.splitlines() if _HIGHLIGHT.search(ln) and re.search(r"\d", ln)]
+    # table rows stay in the verbatim output; highlights are the sentences that state a ratio
+    keep = [ln.strip() for ln in output.splitlines()
+            if not ln.lstrip().startswith("|") and _HIGHLIGHT.search(ln) and re.search(r"\d", ln)]
     return keep[:limit]
 
 
@@ -133,15 +135,16 @@ def run_benchmark(name: str, script: Path, fallback: Sequence[str], timeout: flo
                                    timeout=120, env=env, cwd=REPO).stdout
     except subprocess.TimeoutExpired:
         help_text = ""
-    cmd = [python, str(script.relative_to(REPO)), *choose_args(help_flags(help_text), fallback)]
+    args = [str(script.relative_to(REPO)), *choose_args(help_flags(help_text), fallback)]
+    shown = ["python", *args]  # the command as a reader would type it
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
-        res = RunResult(name, cmd, proc.returncode, time.perf_counter() - t0, proc.stdout, proc.stderr)
+        proc = subprocess.run([python, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
+        res = RunResult(name, shown, proc.returncode, time.perf_counter() - t0, proc.stdout, proc.stderr)
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
-        res = RunResult(name, cmd, None, time.perf_counter() - t0, out, err,
+        res = RunResult(name, shown, None, time.perf_counter() - t0, out, err,
                         note=f"timed out after {timeout:.0f} s; output up to then is shown")
     res.highlights = highlights(res.stdout)
     return res

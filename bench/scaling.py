@@ -441,6 +441,18 @@ def render(results: Sequence[SizeResult], args, command: str, date: str) -> str:
         lines.append(f"| {p['edges']:,.0f} | *projected* | {gib(p['server_mem_total'])} | "
                      f"{p['machines'] if p['machines'] else 'n/a'} | {gib(p['mem_per_server'])} | "
                      f"{secs(p['part_s'])} | {gib(p['part_rss'])}{warn} | {secs(p['ingest_s'])} |")
+    lines += ["", "## Summary", ""]
+    pairs = [f"{r.local_seeds_s / r.dgl_seeds_s:.2f}x (2^{r.scale})" for r in results
+             if r.local_seeds_s and r.dgl_seeds_s]
+    if pairs:
+        lines.append("- sampling ratio bgl LocalSampler / DGL sample_neighbors (same seeds and threads): "
+                     + ", ".join(pairs))
+    for p in projections(fits, [1e9, 1e10], machine_mem, args.usable):
+        if p["server_mem_total"] is not None:
+            lines.append(f"- projected for {p['edges']:.0e} edges: {p['machines']} machine(s) x "
+                         f"{gib(p['mem_per_server'])} server memory, partition {secs(p['part_s'])} "
+                         f"(ratio to the largest measured graph: {p['edges'] / max(r.edges for r in results):,.0f}x "
+                         f"the edges)")
     lines += ["", "Caveats: server RSS counts the memory-mapped store pages a server has touched; "
               "\"hot\" means every row was read once, the resident size a server needs to serve without "
               "disk reads. The partitioner runs in one process, so its projected memory must fit one "

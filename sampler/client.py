@@ -131,6 +131,9 @@ class SamplingClient:
         self.bounds = np.array([info["node_offset"] for info in self.infos]
                                + [self.infos[-1]["node_offset"] + self.infos[-1]["num_nodes"]], np.int64)
         self._check_ranges()
+        # dense relabel markers over the global id space (hash fallback for huge ones);
+        # it also rejects neighbour ids a server sent outside [0, num_nodes)
+        self._relabel = ops.Relabeler(int(self.bounds[-1]))
 
     def _check_ranges(self) -> None:
         total = self.infos[0]["global_num_nodes"]
@@ -215,7 +218,7 @@ class SamplingClient:
                 raise ProtocolError(f"{self.addresses[s]} returned {counts.shape[0]} counts for {b - a} seeds")
         if len(groups) == 1 and np.array_equal(order, np.arange(order.shape[0])):
             counts, nbrs = replies[0][1]
-            return counts, nbrs.astype(np.int64, copy=False), None
+            return counts, nbrs, None  # int32 or int64 as sent; the relabel takes both
         sorted_counts = np.concatenate([r[1][0] for r in replies])
         sorted_nbrs = np.concatenate([r[1][1].astype(np.int64, copy=False) for r in replies])
         sorted_indptr = np.zeros(order.shape[0] + 1, np.int64)
@@ -235,7 +238,7 @@ class SamplingClient:
     def sample_blocks(self, seeds, fanouts: Sequence[int], replace: bool = False,
                       seed: int | None = None) -> list[Block]:
         """Blocks for ``seeds`` (global ids, unique); ``blocks[-1].dst_ids == seeds``."""
-        return multilayer.sample_blocks(seeds, fanouts, replace, seed, self.sample_layer)
+        return multilayer.sample_blocks(seeds, fanouts, replace, seed, self.sample_layer, self._relabel)
 
     # ------------------------------------------------------------------ features
     def _fetch(self, ids, field: int) -> np.ndarray:

@@ -37,6 +37,8 @@ class LocalSampler:
             if prob.size and float(prob.min()) < 0:
                 raise ValueError(f"prob must be >= 0, got minimum {float(prob.min())}")
         self.prob = prob
+        # dense relabel markers over the global id space (hash fallback for huge ones)
+        self._relabel = ops.Relabeler(self.store.global_num_nodes)
 
     # ---------------------------------------------------------------- sampling
     def sample_layer(self, dst: np.ndarray, fanout: int, replace: bool, seed: int):
@@ -47,7 +49,7 @@ class LocalSampler:
     def sample_blocks(self, seeds, fanouts: Sequence[int], replace: bool = False,
                       seed: int | None = None) -> list[Block]:
         """Blocks for ``seeds`` (global ids, unique); ``blocks[-1].dst_ids == seeds``."""
-        return multilayer.sample_blocks(seeds, fanouts, replace, seed, self.sample_layer)
+        return multilayer.sample_blocks(seeds, fanouts, replace, seed, self.sample_layer, self._relabel)
 
     # ---------------------------------------------------------------- features
     def fetch_features(self, ids) -> torch.Tensor:

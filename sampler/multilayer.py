@@ -17,6 +17,8 @@ from . import ops
 
 # sample_layer(dst_ids int64 [m], fanout, replace, layer_seed) -> (counts int64 [m], nbrs [e], eids int64 [e] | None)
 LayerFn = Callable[[np.ndarray, int, bool, int], tuple[np.ndarray, np.ndarray, "np.ndarray | None"]]
+# relabel(dst_ids int64 [m], nbrs int32/int64 [e]) -> (src_ids int64 [s], local int64 [e])
+RelabelFn = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 def draw_seed() -> int:
@@ -31,12 +33,13 @@ def check_fanouts(fanouts: Sequence[int]) -> list[int]:
 
 
 def sample_blocks(seeds, fanouts: Sequence[int], replace: bool, seed: int | None,
-                  sample_layer: LayerFn) -> list[Block]:
+                  sample_layer: LayerFn, relabel: RelabelFn = ops.relabel) -> list[Block]:
     """Sample ``len(fanouts)`` layers outward from ``seeds``.
 
     ``blocks[-1]`` is sampled first from the seeds with ``fanouts[-1]``;
     each earlier block's dst nodes are the next block's src nodes (DGL convention).
-    Layer ``i`` uses seed ``ops.layer_seed(seed, i)``.
+    Layer ``i`` uses seed ``ops.layer_seed(seed, i)``.  ``relabel`` is
+    :func:`ops.relabel` or a faster :class:`ops.Relabeler` (same results).
     """
     fanouts = check_fanouts(fanouts)
     dst = ops.as_ids(seeds, "seeds")
@@ -44,7 +47,7 @@ def sample_blocks(seeds, fanouts: Sequence[int], replace: bool, seed: int | None
     blocks = []
     for layer in range(len(fanouts) - 1, -1, -1):
         counts, nbrs, eids = sample_layer(dst, fanouts[layer], bool(replace), ops.layer_seed(seed, layer))
-        src, local = ops.relabel(dst, nbrs)
+        src, local = relabel(dst, nbrs)
         indptr = np.zeros(dst.shape[0] + 1, np.int64)
         np.cumsum(counts, out=indptr[1:])
         blocks.append(Block(torch.from_numpy(src), int(dst.shape[0]), torch.from_numpy(indptr),

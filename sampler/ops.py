@@ -7,6 +7,8 @@ into ERROR replies.
 """
 from __future__ import annotations
 
+import threading
+
 import numba
 import numpy as np
 
@@ -105,14 +107,15 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     check_range(seeds, node_offset, node_offset + n, "seeds")
     off, fo, rep, sd = np.int64(node_offset), np.int64(fanout), bool(replace), np.uint64(int(seed) & MASK64)
     parallel = _use_parallel(parallel, seeds.shape[0], PARALLEL_MIN_SEEDS)
-    counts = np.empty(seeds.shape[0], np.int64)
+    m = seeds.shape[0]
+    counts = np.empty(m, np.int64)
     if prob is not None:
         K.weighted_counts_par(indptr, prob, seeds, off, fo, rep, counts)
-    elif parallel:
-        K.sample_counts_par(indptr, seeds, off, fo, rep, counts)
     else:
-        K.sample_counts_serial(indptr, seeds, off, fo, rep, counts)
-    out_indptr = np.zeros(seeds.shape[0] + 1, np.int64)
+        starts = np.empty(m, np.int64)
+        degs = np.empty(m, np.int64)
+        (K.row_spans_par if parallel else K.row_spans_serial)(indptr, seeds, off, fo, rep, starts, degs, counts)
+    out_indptr = np.zeros(m + 1, np.int64)
     np.cumsum(counts, out=out_indptr[1:])
     total = int(out_indptr[-1])
     if total > max_edges:
@@ -121,10 +124,12 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     eids = np.empty(total, np.int64)
     if prob is not None:
         K.sample_weighted_par(indptr, indices, prob, seeds, off, fo, rep, sd, out_indptr, nbrs, eids)
-    elif parallel:
-        K.sample_fill_par(indptr, indices, seeds, off, fo, rep, sd, out_indptr, nbrs, eids)
-    else:
-        K.sample_fill_serial(indptr, indices, seeds, off, fo, rep, sd, out_indptr, nbrs, eids)
+        return counts, nbrs, eids
+    # Three passes (row spans, positions, gather) rather than one fused loop: each pass
+    # is either pure arithmetic or independent loads, which keeps memory busy.
+    (K.sample_positions_par if parallel else K.sample_positions_serial)(
+        starts, degs, seeds, fo, rep, sd, out_indptr, eids)
+    (K.gather_nbrs_par if parallel else K.gather_nbrs_serial)(indices, eids, nbrs)
     return counts, nbrs, eids
 
 
@@ -144,15 +149,82 @@ def gather(array: np.ndarray, ids: np.ndarray, node_offset: int, *, parallel: bo
     return out
 
 
+def _as_nbrs(nbrs) -> np.ndarray:
+    """Neighbour ids as a contiguous int32/int64 array; int32 stays int32 (the kernels take both)."""
+    if isinstance(nbrs, np.ndarray) and nbrs.ndim == 1 and nbrs.dtype in (np.int32, np.int64):
+        return np.ascontiguousarray(nbrs)
+    return as_ids(nbrs, "nbrs")
+
+
+def _dup_error(dst_ids: np.ndarray, pos: int) -> ValueError:
+    return ValueError(f"seeds must be unique; id {int(dst_ids[pos])} repeats at position {int(pos)}")
+
+
 def relabel(dst_ids: np.ndarray, nbrs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(src_ids, local nbrs) with ``src_ids[:len(dst_ids)] == dst_ids``; see ``_kernels.relabel``.
 
+    Hash-table version for any id space; :class:`Relabeler` is faster when the
+    global id space is small enough for a dense marker array.
     Raises ValueError if ``dst_ids`` repeats an id (DGL blocks need unique dst nodes).
     """
     dst_ids = as_ids(dst_ids, "dst_ids")
     # Serial on purpose: a hash-partitioned parallel version we tried cost 3-8x the CPU
     # time (each thread rescans every edge) and the serial pass is ~4 ms for 200k edges.
-    src, local, dup = K.relabel(dst_ids, as_ids(nbrs, "nbrs"))
+    src, local, dup = K.relabel(dst_ids, _as_nbrs(nbrs))
     if dup >= 0:
-        raise ValueError(f"seeds must be unique; id {int(dst_ids[dup])} repeats at position {int(dup)}")
+        raise _dup_error(dst_ids, dup)
     return src, local
+
+
+# Largest global id space that gets a dense marker array (8 bytes per node, 512 MiB here).
+# np.zeros maps it lazily, so only pages of ids that are actually sampled cost memory.
+DENSE_RELABEL_MAX_NODES = 1 << 26
+_MAX_STAMP = (1 << 31) - 1
+
+
+class Relabeler:
+    """Reusable relabel for one global id space ``[0, num_nodes)``; same results as :func:`relabel`.
+
+    Keeps an int64 marker array of ``num_nodes`` entries across calls, tagged
+    with a per-call stamp, so relabelling is one array load per edge with no
+    hashing and nothing to clear.  Falls back to :func:`relabel` (hash table)
+    when the id space exceeds ``max_nodes``, when the output could not fit the
+    32-bit local-id field, or while another thread holds the markers.
+
+    Parameters
+    ----------
+    num_nodes : size of the global id space; ids outside it raise ValueError
+    max_nodes : largest ``num_nodes`` for which the dense array is used
+    """
+
+    def __init__(self, num_nodes: int, max_nodes: int = DENSE_RELABEL_MAX_NODES):
+        self.num_nodes = int(num_nodes)
+        self.dense = 0 < self.num_nodes <= max_nodes
+        self._mark = np.zeros(self.num_nodes if self.dense else 0, np.int64)
+        self._stamp = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, dst_ids, nbrs) -> tuple[np.ndarray, np.ndarray]:
+        dst_ids = as_ids(dst_ids, "dst_ids")
+        nbrs = _as_nbrs(nbrs)
+        if not self.dense or dst_ids.shape[0] + nbrs.shape[0] >= K.MAX_DENSE_LOCAL \
+                or not self._lock.acquire(blocking=False):
+            check_range(dst_ids, 0, self.num_nodes, "dst_ids")
+            check_range(nbrs, 0, self.num_nodes, "nbrs")
+            return relabel(dst_ids, nbrs)
+        try:
+            self._stamp += 1
+            if self._stamp > _MAX_STAMP:  # stamps wrapped: forget every old tag once
+                self._mark[:] = 0
+                self._stamp = 1
+            src, local, status = K.relabel_dense(dst_ids, nbrs, self._mark, np.int64(self._stamp))
+        finally:
+            self._lock.release()
+        if status >= 0:
+            raise _dup_error(dst_ids, status)
+        if status < -1:
+            j = int(-2 - status)
+            name, arr = ("dst_ids", dst_ids) if j < dst_ids.shape[0] else ("nbrs", nbrs)
+            pos = j if j < dst_ids.shape[0] else j - dst_ids.shape[0]
+            raise ValueError(f"{name}[{pos}] = {int(arr[pos])} is outside the id range [0, {self.num_nodes})")
+        return src, local

@@ -70,6 +70,8 @@ def test_render_marks_measured_and_projected(scaling):
     # the fit of server memory: 2 parts x 20 B/edge
     assert "| server RSS, hot, all parts | 40.000 B/edge |" in text
     assert "| partition time | 1.000 µs/edge |" in text
+    assert "LocalSampler / DGL sample_neighbors (same seeds and threads): 2.00x (2^16)" in text
+    assert "- projected for 1e+09 edges: 1 machine(s)" in text
 
 
 @pytest.mark.slow

@@ -1,7 +1,6 @@
 """ShardedFeatureCache: same rows as one cache, shards behave as independent FIFO caches."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
