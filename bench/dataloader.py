@@ -175,13 +175,15 @@ def main() -> None:
     p.add_argument("--max-batches", type=int, default=20, help="batches per epoch (bounds runtime)")
     p.add_argument("--epochs", type=int, default=2, help="timed epochs after one warm-up epoch")
     p.add_argument("--datasets", default="cora,rmat", help="comma list of cora,rmat")
+    p.add_argument("--torch-threads", type=int, default=0,
+                   help="trainer torch threads (0 = one per core of this process)")
     p.add_argument("--json", help="also write the rows here")
     args = p.parse_args()
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    torch.set_num_threads(max(1, len(os.sched_getaffinity(0))))
+    torch.set_num_threads(args.torch_threads or max(1, len(os.sched_getaffinity(0))))
     print(f"machine: {platform.machine()}, {len(os.sched_getaffinity(0))} cores, load {os.getloadavg()}, "
-          f"torch {torch.__version__}")
+          f"torch {torch.__version__}, trainer torch threads {torch.get_num_threads()}")
     stores = build_stores(workdir, args.scale, args.feat_dim)
     wanted = args.datasets.split(",")
     rows = []

@@ -57,7 +57,8 @@ def slice_store(store, lo: int, hi: int, path: Path):
 def start_servers(stores: list[Path], workdir: Path, threads: int) -> tuple[list[subprocess.Popen], list[str]]:
     procs, ready = [], []
     for k, path in enumerate(stores):
-        rf = workdir / f"ready-{len(stores)}-{k}.json"
+        # pid in the name: another run sharing the workdir must not hand us its servers
+        rf = workdir / f"ready-{os.getpid()}-{len(stores)}-{k}.json"
         rf.unlink(missing_ok=True)
         procs.append(subprocess.Popen([sys.executable, "-m", "bgl.cli", "serve", "--store", str(path),
                                        "--threads", str(threads), "--ready-file", str(rf), "--token", "bench"],
@@ -69,7 +70,10 @@ def start_servers(stores: list[Path], workdir: Path, threads: int) -> tuple[list
             stop_servers(procs)
             raise RuntimeError("graph servers did not start")
         time.sleep(0.05)
-    return procs, [json.loads(r.read_text())["address"] for r in ready]
+    addresses = [json.loads(r.read_text())["address"] for r in ready]
+    for r in ready:
+        r.unlink(missing_ok=True)
+    return procs, addresses
 
 
 def stop_servers(procs: list[subprocess.Popen]) -> None:
@@ -84,11 +88,15 @@ def stop_servers(procs: list[subprocess.Popen]) -> None:
             p.wait()
 
 
-def bench_graph(name: str, store, args, workdir: Path) -> list[tuple[str, float, float]]:
-    """[(method, seeds/s, mean edges per batch)]; methods take turns batch by batch.
+def bench_graph(name: str, store, args, workdir: Path):
+    """([(method, seeds/s per round, ratio vs DGL per round, CPU ms/batch per round,
+    mean edges per batch)], phase breakdown or None); methods take turns batch by batch.
 
     The machine is shared, so load drifts; interleaving the methods per batch
-    spreads that drift evenly instead of penalising whichever method ran last.
+    (in an order that rotates every batch) spreads that drift evenly instead of
+    penalising whichever method ran last.
+    CPU time (``time.process_time``, all threads of this process) is load-proof
+    for the in-process methods; for the clients it misses the servers' share.
     """
     import dgl
 
@@ -138,19 +146,95 @@ def bench_graph(name: str, store, args, workdir: Path) -> list[tuple[str, float,
         for _, fn in methods:
             for b in batches[:args.warmup]:
                 fn(b)
-        seconds = {label: 0.0 for label, _ in methods}
-        edges = {label: 0 for label, _ in methods}
-        for b in batches[args.warmup:]:
-            for label, fn in methods:
-                t0 = time.perf_counter()
-                edges[label] += fn(b)
-                seconds[label] += time.perf_counter() - t0
+        rounds = []
+        for _ in range(args.rounds):
+            wall = {label: 0.0 for label, _ in methods}
+            cpu = {label: 0.0 for label, _ in methods}
+            edges = {label: 0 for label, _ in methods}
+            for i, b in enumerate(batches[args.warmup:]):
+                # rotate the order each batch so no method always runs right after the same other one
+                for label, fn in methods[i % len(methods):] + methods[:i % len(methods)]:
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    edges[label] += fn(b)
+                    wall[label] += time.perf_counter() - t0
+                    cpu[label] += time.process_time() - c0
+            rounds.append((wall, cpu, edges))
+        phases = phase_breakdown(g, store, batches, fanouts, args) if args.phases else None
     finally:
         for c in clients:
             c.close()
         stop_servers(procs)
     n = sum(b.numel() for b in batches[args.warmup:])
-    return [(label, n / seconds[label], edges[label] / args.batches) for label, _ in methods]
+    rows = []
+    for label, _ in methods:
+        rates = [n / w[label] for w, _, _ in rounds]
+        ratios = [n / w[label] / (n / w[methods[0][0]]) for w, _, _ in rounds]
+        cpu_ms = [c[label] / args.batches * 1e3 for _, c, _ in rounds]
+        rows.append((label, rates, ratios, cpu_ms, rounds[0][2][label] / args.batches))
+    return rows, phases
+
+
+def phase_breakdown(g, store, batches, fanouts, args) -> dict[str, tuple[float, float]]:
+    """{phase: (wall ms, CPU ms) per batch} for bgl's LocalSampler pipeline and DGL's
+    NeighborSampler (``dgl.sampling.sample_neighbors`` + ``dgl.to_block``), interleaved.
+
+    Replays :func:`bgl.sampler.ops.sample_neighbors` step by step with the same
+    kernels so each step can be timed; the parallel/serial choice is the same.
+    """
+    import dgl
+
+    from bgl.sampler import _kernels as K
+    from bgl.sampler import ops
+
+    ip, ix = np.asarray(store.indptr), store.indices
+    relabel = ops.Relabeler(store.num_nodes)
+    acc: dict[str, list[float]] = {}
+
+    class timed:
+        def __init__(self, name):
+            self.name = name
+
+        def __enter__(self):
+            self.t, self.c = time.perf_counter(), time.process_time()
+
+        def __exit__(self, *exc):
+            a = acc.setdefault(self.name, [0.0, 0.0])
+            a[0] += time.perf_counter() - self.t
+            a[1] += time.process_time() - self.c
+
+    def bgl_phased(seeds, seed):
+        dst = seeds.numpy()
+        for layer in range(len(fanouts) - 1, -1, -1):
+            m, fo = dst.shape[0], np.int64(fanouts[layer])
+            par = ops._use_parallel(True, m, ops.PARALLEL_MIN_SEEDS)
+            with timed("bgl 1 row spans (indptr loads) + cumsum"):
+                starts, degs, counts = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64)
+                (K.row_spans_par if par else K.row_spans_serial)(ip, dst, np.int64(0), fo, False, starts, degs, counts)
+                out_indptr = np.zeros(m + 1, np.int64)
+                np.cumsum(counts, out=out_indptr[1:])
+            with timed("bgl 2 positions (RNG, Floyd)"):
+                eids = np.empty(int(out_indptr[-1]), np.int64)
+                (K.sample_positions_par if par else K.sample_positions_serial)(
+                    starts, degs, dst, fo, False, np.uint64(ops.layer_seed(seed, layer)), out_indptr, eids)
+            with timed("bgl 3 gather indices[eids]"):
+                nbrs = np.empty(eids.shape[0], ix.dtype)
+                (K.gather_nbrs_par if par else K.gather_nbrs_serial)(ix, eids, nbrs)
+            with timed("bgl 4 relabel (dense markers)"):
+                src, local = relabel(dst, nbrs)
+            dst = src
+
+    def dgl_phased(seeds):
+        for fanout in reversed(fanouts):
+            with timed("DGL 1 sample_neighbors"):
+                frontier = dgl.sampling.sample_neighbors(g, seeds, fanout)
+            with timed("DGL 2 to_block"):
+                block = dgl.to_block(frontier, seeds)
+            seeds = block.srcdata[dgl.NID]
+
+    for i, b in enumerate(batches[args.warmup:]):
+        bgl_phased(b, i)
+        dgl_phased(b)
+    return {k: (v[0] / args.batches * 1e3, v[1] / args.batches * 1e3) for k, v in sorted(acc.items())}
 
 
 def main(argv=None) -> int:
@@ -162,6 +246,8 @@ def main(argv=None) -> int:
     ap.add_argument("--batch-size", type=int, default=1024)
     ap.add_argument("--batches", type=int, default=20, help="timed batches per method")
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3, help="timed rounds over the same batches (ratios per round)")
+    ap.add_argument("--phases", action="store_true", help="also time bgl's and DGL's sampling steps")
     ap.add_argument("--servers", type=int, nargs="+", default=[1, 2, 4])
     ap.add_argument("--server-threads", type=int, default=2)
     ap.add_argument("--workdir", type=Path, default=REPO / "bench" / "out" / "sampling")
@@ -199,13 +285,24 @@ def main(argv=None) -> int:
         graphs.append(("cora", cora))
 
     for name, store in graphs:
-        rows = bench_graph(name, store, args, args.workdir)
-        base = rows[0][1]
-        print(f"\n## {name}\n")
-        print("| method | seeds/s | ratio vs DGL | sampled edges / batch |")
-        print("|---|---:|---:|---:|")
-        for label, rate, edges in rows:
-            print(f"| {label} | {rate:,.0f} | {rate / base:.2f}x | {edges:,.0f} |")
+        rows, phases = bench_graph(name, store, args, args.workdir)
+        print(f"\n## {name}  (load average {os.getloadavg()[0]:.1f})\n")
+        print("| method | seeds/s (median) | ratio vs DGL per round | median ratio | CPU ms/batch (median) "
+              "| sampled edges / batch |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for label, rates, ratios, cpu_ms, edges in rows:
+            cpu = f"{np.median(cpu_ms):.1f}" if "Client" not in label else f"{np.median(cpu_ms):.1f} (client only)"
+            print(f"| {label} | {np.median(rates):,.0f} | {' / '.join(f'{r:.2f}x' for r in ratios)} | "
+                  f"{np.median(ratios):.2f}x | {cpu} | {edges:,.0f} |")
+        local = next(r for r in rows if r[0] == "bgl LocalSampler")
+        for label, rates, *_ in rows:
+            if "Client" in label:
+                rel = [a / b for a, b in zip(rates, local[1])]
+                print(f"{label} vs LocalSampler: {' / '.join(f'{r:.2f}x' for r in rel)}")
+        if phases:
+            print("\n| step (all layers, per batch) | wall ms | CPU ms |\n|---|---:|---:|")
+            for k, (w, c) in phases.items():
+                print(f"| {k} | {w:.2f} | {c:.2f} |")
     return 0
 
 

@@ -128,8 +128,9 @@ class Servers:
             for k, path in enumerate(ready):
                 while not path.exists():
                     if self.procs[k].poll() is not None:
-                        err = self.procs[k].stderr.read().decode(errors="replace")[-800:]
-                        raise RuntimeError(f"server for part {k} exited with {self.procs[k].returncode}: {err}")
+                        err = self.procs[k].stderr.read().decode(errors="replace").strip().splitlines()
+                        raise RuntimeError(f"server for part {k} exited with {self.procs[k].returncode}: "
+                                           f"{err[-1] if err else 'no output'}")
                     if time.monotonic() > deadline:
                         raise RuntimeError(f"server for part {k} not ready after 120 s")
                     time.sleep(0.05)
@@ -408,7 +409,7 @@ def render(results: Sequence[SizeResult], args, command: str, date: str) -> str:
             f"{mib(r.part_rss)} | {mx(r.server_rss_idle)} / {mx(r.server_rss_workload)} / {mx(r.server_rss_hot)} | "
             f"{mx(r.part_store_bytes)} | {cut} | {rate(r.remote_seeds_s)} / {rate(r.local_seeds_s)} / "
             f"{rate(r.dgl_seeds_s)} | {ratio} | {hit} |")
-    errs = [f"- scale {r.scale}: {e}" for r in results for e in r.errors]
+    errs = [f"- scale {r.scale}: {' '.join(e.split())[:300]}" for r in results for e in r.errors]
     if errs:
         lines += ["", "Errors:", ""] + errs
     lines += ["", "## Linear fits (y = a + b * edges, least squares over the measured sizes)", "",

@@ -28,13 +28,11 @@ naming the stage, with the original traceback text.
 """
 from __future__ import annotations
 
-import atexit
 import logging
 import os
 import queue
 import signal
 import sys
-import threading
 import time
 import traceback
 import weakref

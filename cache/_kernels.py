@@ -58,22 +58,37 @@ def bfs_train_order(indptr, indices, node_offset, roots, is_train, num_train, qu
 
 
 @numba.njit(cache=True, nogil=True)
-def interleave_first_occurrence(seqs, seen):
-    """Round-robin over the rows of ``seqs`` ([s, L] ids), keeping each id's first appearance.
+def interleave_chunks(seqs, chunk, seen):
+    """Round-robin over the rows of ``seqs`` ([s, L] ids), ``chunk`` new ids from a row per turn.
 
-    ``seen`` : uint8 [>= max id + 1] scratch (zeroed here).  Returns int64 [<= s * L].
+    Each turn takes the row's next ``chunk`` ids not emitted yet (ids already
+    emitted are skipped without counting), so every id appears once, at its
+    first pick.  ``chunk = 1`` mixes the rows element by element; ``chunk =
+    batch_size`` makes each batch one contiguous stretch of one row.
+
+    ``seen`` : uint8 [>= max id + 1] scratch (zeroed here).  Returns int64
+    [number of distinct ids in seqs].
     """
     s, length = seqs.shape
     seen[:] = 0
     out = np.empty(s * length, np.int64)
+    ptr = np.zeros(s, np.int64)
     k = 0
-    for j in range(length):
+    active = s
+    while active > 0:
+        active = 0
         for i in range(s):
-            v = seqs[i, j]
-            if not seen[v]:
-                seen[v] = 1
-                out[k] = v
-                k += 1
+            taken = 0
+            while taken < chunk and ptr[i] < length:
+                v = seqs[i, ptr[i]]
+                ptr[i] += 1
+                if not seen[v]:
+                    seen[v] = 1
+                    out[k] = v
+                    k += 1
+                    taken += 1
+            if ptr[i] < length:
+                active += 1
     return out[:k]
 
 

@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from .fifo import INSERT_ORDERS
 from .ordering import proximity_order, random_order
 from .policies import POLICIES, make_cache, presample_counts
 from .sources import ArrayMissSource
@@ -30,6 +31,9 @@ from .sources import ArrayMissSource
 log = logging.getLogger(__name__)
 
 ORDERS = ("random", "proximity")
+# fifo variant -> (insert_order, pass num_seeds to fetch)
+FIFO_VARIANTS = {"request": ("request", False), "reverse-no-seeds": ("reverse", False),
+                 "reverse": ("reverse", True)}
 # one colour per policy, line style per order (solid = proximity, dashed = random)
 POLICY_COLORS = {"none": "black", "static-degree": "tab:blue", "presample": "tab:orange",
                  "lru": "tab:green", "fifo": "tab:red"}
@@ -48,6 +52,11 @@ class BenchConfig:
     batch_size: int = 1024
     epochs: int = 2
     num_sequences: int = 4
+    interleave_chunk: int = 1  # ids per turn when interleaving BFS sequences; 0 = batch_size
+    insert_order: str = "reverse"  # fifo: see bgl.cache.fifo.INSERT_ORDERS
+    seed_hint: bool = True  # pass num_seeds (the batch size) to fetch, as the loader can
+    # extra fifo rows for comparison, labelled "fifo[<variant>]": "request" and/or "reverse-no-seeds"
+    fifo_variants: tuple[str, ...] = ()
     presample_epochs: int = 1
     seed: int = 0
     max_batches: int | None = None
@@ -69,6 +78,18 @@ class BenchConfig:
             raise ValueError(f"epochs must be >= 1, got {self.epochs}")
         if not self.fanouts or any(f < -1 or f == 0 for f in self.fanouts):
             raise ValueError(f"fanouts must be > 0 or -1, got {list(self.fanouts)}")
+        if self.interleave_chunk < 0:
+            raise ValueError(f"interleave_chunk must be >= 0 (0 = batch_size), got {self.interleave_chunk}")
+        bad = [v for v in self.fifo_variants if v not in FIFO_VARIANTS]
+        if bad:
+            raise ValueError(f"unknown fifo variant {bad[0]!r}; choose from {', '.join(FIFO_VARIANTS)}")
+        if self.insert_order not in INSERT_ORDERS:
+            raise ValueError(f"insert_order must be one of {INSERT_ORDERS}, got {self.insert_order!r}")
+
+    @property
+    def chunk(self) -> int:
+        """Interleave chunk of the proximity order in ids."""
+        return self.interleave_chunk or self.batch_size
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -110,26 +131,29 @@ def input_node_sampler(store, fanouts: Sequence[int]) -> Callable[[np.ndarray, i
     return lambda seeds, seed: sampler.sample_blocks(seeds, fanouts, seed=seed)[0].src_ids.numpy()
 
 
-def epoch_order(store, order: str, train: np.ndarray, seed: int, num_sequences: int) -> np.ndarray:
+def epoch_order(store, order: str, train: np.ndarray, seed: int, num_sequences: int,
+                chunk: int = 1) -> np.ndarray:
     if order == "random":
         return random_order(train, seed)
-    return proximity_order(store, train, num_sequences, seed)
+    return proximity_order(store, train, num_sequences, seed, chunk=chunk)
 
 
 def record_batches(store, sample_fn, order: str, cfg: BenchConfig, seed_base: int = 0,
-                   progress=None) -> list[torch.Tensor]:
-    """Input node ids (int64 tensors) of every batch of ``cfg.epochs`` epochs in ``order``."""
+                   progress=None) -> list[tuple[torch.Tensor, int]]:
+    """``(input node ids int64 tensor, number of seeds)`` of every batch of ``cfg.epochs`` epochs
+    in ``order``; the ids start with the seeds (DGL's ``src_ids`` layout)."""
     train = np.asarray(store.train_idx, dtype=np.int64)
     out = []
     for epoch in range(cfg.epochs):
-        ids = epoch_order(store, order, train, cfg.seed + seed_base + epoch, cfg.num_sequences)
+        ids = epoch_order(store, order, train, cfg.seed + seed_base + epoch, cfg.num_sequences, cfg.chunk)
         starts = range(0, ids.size, cfg.batch_size)
         if cfg.max_batches is not None:
             starts = starts[: cfg.max_batches]
         for b in starts:
             batch_seed = (cfg.seed + seed_base) * 1_000_003 + epoch * 100_003 + b // cfg.batch_size
-            out.append(torch.from_numpy(np.asarray(sample_fn(ids[b:b + cfg.batch_size], batch_seed),
-                                                   dtype=np.int64)))
+            seeds = ids[b:b + cfg.batch_size]
+            out.append((torch.from_numpy(np.asarray(sample_fn(seeds, batch_seed), dtype=np.int64)),
+                        int(seeds.size)))
             if progress is not None:
                 progress.update(1)
     return out
@@ -158,13 +182,15 @@ def _synthetic_source(dim: int, dtype=torch.float32):
     return source
 
 
-def replay(cache, batches: Sequence[torch.Tensor], source) -> tuple[dict, float]:
-    """Fetch every batch through ``cache``; returns (stats, cache-only ids/s)."""
+def replay(cache, batches: Sequence, source, seed_hint: bool = True) -> tuple[dict, float]:
+    """Fetch every batch (an ids tensor or ``(ids, num_seeds)``) through ``cache``;
+    returns (stats, cache-only ids/s).  ``seed_hint`` passes ``num_seeds`` on to ``fetch``."""
     timed = _TimedSource(source)
     cache.reset_stats()
     t = time.perf_counter()
-    for ids in batches:
-        cache.fetch(ids, timed)
+    for item in batches:
+        ids, num_seeds = item if isinstance(item, tuple) else (item, 0)
+        cache.fetch(ids, timed, num_seeds=num_seeds if seed_hint else 0)
     own = max(time.perf_counter() - t - timed.seconds, 1e-9)
     stats = cache.stats()
     return stats, stats["requests"] / own
@@ -191,7 +217,8 @@ def run_benchmark(store, cfg: BenchConfig, progress: bool = True) -> list[BenchR
         per_epoch = min(per_epoch, cfg.max_batches)
     needs_presample = "presample" in cfg.policies
     total_sampling = len(cfg.orders) * cfg.epochs * per_epoch + (per_epoch * cfg.presample_epochs if needs_presample else 0)
-    runs = [(p, o, r) for o in cfg.orders for p in cfg.policies for r in cfg.cache_ratios]
+    variants = [f"fifo[{v}]" for v in cfg.fifo_variants]
+    runs = [(p, o, r) for o in cfg.orders for p in list(cfg.policies) + variants for r in cfg.cache_ratios]
     bar = tqdm(total=total_sampling + len(runs), desc="bench-cache", unit="step", disable=not progress)
     try:
         degrees = np.asarray(store.in_degrees())
@@ -213,11 +240,15 @@ def run_benchmark(store, cfg: BenchConfig, progress: bool = True) -> list[BenchR
         no_cache: dict[str, tuple[dict, float]] = {}
         for policy, order, ratio in runs:
             capacity = int(round(ratio * n))
-            cache = make_cache(policy, capacity, n, dim, dtype, "cpu", degrees=degrees, presample_counts=counts)
+            insert_order, seed_hint = cfg.insert_order, cfg.seed_hint
+            if policy.startswith("fifo["):
+                insert_order, seed_hint = FIFO_VARIANTS[policy[5:-1]]
+            cache = make_cache(policy.split("[")[0], capacity, n, dim, dtype, "cpu", degrees=degrees,
+                               presample_counts=counts, insert_order=insert_order)
             if policy == "none" and order in no_cache:  # capacity-independent: replay once per order
                 stats, speed = no_cache[order]
             else:
-                stats, speed = replay(cache, streams[order], source)
+                stats, speed = replay(cache, streams[order], source, seed_hint)
                 if policy == "none":
                     no_cache[order] = (stats, speed)
             rows.append(BenchRow(policy, order, float(ratio), cache.capacity, stats["hit_rate"],
@@ -230,10 +261,10 @@ def run_benchmark(store, cfg: BenchConfig, progress: bool = True) -> list[BenchR
 
 
 def format_table(rows: Sequence[BenchRow]) -> str:
-    head = f"{'policy':<14}{'order':<11}{'ratio':>7}{'hit rate':>10}{'MiB from source':>17}{'Mids/s':>9}"
+    head = f"{'policy':<22}{'order':<11}{'ratio':>7}{'hit rate':>10}{'MiB from source':>17}{'Mids/s':>9}"
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r.policy:<14}{r.order:<11}{r.cache_ratio:>7.3f}{r.hit_rate:>10.4f}"
+        lines.append(f"{r.policy:<22}{r.order:<11}{r.cache_ratio:>7.3f}{r.hit_rate:>10.4f}"
                      f"{r.bytes_from_source / 2**20:>17.1f}{r.ids_per_s / 1e6:>9.2f}")
     return "\n".join(lines)
 
@@ -312,7 +343,7 @@ class FetchSpeed:
 def fetch_microbenchmark(policy: str = "fifo", num_nodes: int = 2_000_000, ratio: float = 0.1,
                          total_ids: int = 20_000_000, batch: int = 1_000_000, dim: int = 16,
                          skew: float = 3.0, unique_batches: bool = True, seed: int = 0,
-                         reuse_out: bool = False) -> FetchSpeed:
+                         reuse_out: bool = False, insert_order: str = "reverse") -> FetchSpeed:
     """Pure fetch speed on a large random id stream (cache work only; source time subtracted).
 
     Ids are ``floor(u**skew * num_nodes)`` (a skewed, hub-heavy stream); with
@@ -324,7 +355,7 @@ def fetch_microbenchmark(policy: str = "fifo", num_nodes: int = 2_000_000, ratio
     g = torch.Generator().manual_seed(seed)
     feat = torch.randn(num_nodes, dim, generator=g)
     cache = make_cache(policy, int(ratio * num_nodes), num_nodes, dim, degrees=np.zeros(num_nodes),
-                       presample_counts=np.zeros(num_nodes))
+                       presample_counts=np.zeros(num_nodes), insert_order=insert_order)
     timed = _TimedSource(lambda ids: feat.index_select(0, ids))
     batches = []
     for start in range(0, total_ids, batch):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._kernels import bfs_train_order, interleave_first_occurrence
+from ._kernels import bfs_train_order, interleave_chunks
 
 
 def random_order(train_ids, seed: int) -> np.ndarray:
@@ -21,7 +21,7 @@ def random_order(train_ids, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).permutation(np.asarray(train_ids, dtype=np.int64))
 
 
-def proximity_order(graph, train_ids, num_sequences: int = 4, seed: int = 0) -> np.ndarray:
+def proximity_order(graph, train_ids, num_sequences: int = 4, seed: int = 0, chunk: int = 1) -> np.ndarray:
     """BGL's proximity-aware order of ``train_ids`` for one epoch.
 
     Parameters
@@ -34,6 +34,10 @@ def proximity_order(graph, train_ids, num_sequences: int = 4, seed: int = 0) -> 
     train_ids : int [t] distinct (global) node ids to order.
     num_sequences : BFS sequences interleaved (BGL uses a few; 1 = plain BFS).
     seed : a new seed per epoch gives a new order.
+    chunk : ids taken from one sequence per turn of the interleave.  1 mixes
+        the sequences element-wise (each batch spans every sequence's
+        frontier); the loader's ``batch_size`` makes each batch one
+        contiguous stretch of a single BFS sequence.
 
     Returns
     -------
@@ -45,6 +49,8 @@ def proximity_order(graph, train_ids, num_sequences: int = 4, seed: int = 0) -> 
     """
     if isinstance(num_sequences, bool) or not isinstance(num_sequences, (int, np.integer)) or num_sequences < 1:
         raise ValueError(f"num_sequences must be an int >= 1, got {num_sequences!r}")
+    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+        raise ValueError(f"chunk must be an int >= 1, got {chunk!r}")
     indptr = np.asarray(graph.indptr)
     indices = np.asarray(graph.indices)
     n = indptr.shape[0] - 1
@@ -74,5 +80,5 @@ def proximity_order(graph, train_ids, num_sequences: int = 4, seed: int = 0) -> 
             raise RuntimeError(f"BFS covered {seq.shape[0]} of {t} training nodes")
         # Spread the starting points of the sequences over the BFS order.
         seqs[s] = np.roll(seq, -((s * t) // num_sequences))
-    order = interleave_first_occurrence(seqs, visited)
+    order = interleave_chunks(seqs, int(chunk), visited)
     return order + offset

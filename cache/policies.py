@@ -120,16 +120,18 @@ class LRUCache(CacheBase):
 
 
 def make_cache(policy: str, capacity: int, num_nodes: int, dim: int, dtype: torch.dtype = torch.float32,
-               device: str | torch.device = "cpu", *, degrees=None, presample_counts=None) -> CacheBase:
+               device: str | torch.device = "cpu", *, degrees=None, presample_counts=None,
+               insert_order: str = "reverse") -> CacheBase:
     """Build a cache by policy name (one of :data:`POLICIES`).
 
     ``static-degree`` needs ``degrees`` [num_nodes]; ``presample`` needs
     ``presample_counts`` [num_nodes] (see :func:`presample_counts`).
+    ``insert_order`` applies to ``fifo`` (see :class:`~bgl.cache.fifo.FeatureCache`).
     """
     if policy == "none":
         return NoCache(num_nodes, dim, dtype, device)
     if policy == "fifo":
-        return FeatureCache(capacity, num_nodes, dim, dtype, device)
+        return FeatureCache(capacity, num_nodes, dim, dtype, device, insert_order=insert_order)
     if policy == "lru":
         return LRUCache(capacity, num_nodes, dim, dtype, device)
     if policy == "static-degree":

@@ -27,12 +27,14 @@ class ShardedFeatureCache:
     devices : one device per shard (repeat a device for several shards on it).
     out_device : device of the rows ``fetch`` returns and of the ids it takes
         (default: the first shard's device).
+    insert_order : each shard's FIFO insertion order (see :class:`FeatureCache`).
     """
 
     policy = "fifo-sharded"
 
     def __init__(self, capacity: int, num_nodes: int, dim: int, devices: Sequence[str | torch.device],
-                 dtype: torch.dtype = torch.float32, out_device: str | torch.device | None = None):
+                 dtype: torch.dtype = torch.float32, out_device: str | torch.device | None = None,
+                 insert_order: str = "reverse"):
         devices = list(devices)
         if not devices:
             raise ValueError("devices must name at least one device, got []")
@@ -47,13 +49,13 @@ class ShardedFeatureCache:
         self.dtype = dtype
         self.shards = [
             FeatureCache(capacity // s_count + (1 if s < capacity % s_count else 0),
-                         max(0, -(-(num_nodes - s) // s_count)), dim, dtype, dev)
+                         max(0, -(-(num_nodes - s) // s_count)), dim, dtype, dev, insert_order=insert_order)
             for s, dev in enumerate(devices)
         ]
         self.device = resolve_device(out_device) if out_device is not None else self.shards[0].device
         self.capacity = sum(sh.capacity for sh in self.shards)
 
-    def fetch(self, ids: torch.Tensor, miss_source: MissSource) -> torch.Tensor:
+    def fetch(self, ids: torch.Tensor, miss_source: MissSource, num_seeds: int = 0) -> torch.Tensor:
         """Rows of ``ids`` in order; one ``miss_source`` call (global ids) for all shards' misses.
 
         Errors as :meth:`FeatureCache.fetch`; on error no shard changes.
@@ -71,6 +73,8 @@ class ShardedFeatureCache:
             if lo < 0 or hi >= self.num_nodes:
                 raise ValueError(f"node id {lo if lo < 0 else hi} outside [0, {self.num_nodes})")
         ids = ids.long()
+        if isinstance(num_seeds, bool) or not isinstance(num_seeds, int) or not 0 <= num_seeds <= ids.numel():
+            raise ValueError(f"num_seeds must be an int in [0, {ids.numel()}], got {num_seeds!r}")
         s_count = self.num_shards
         shard_of = ids % s_count
         # Phase 1 on every shard: look up and dedupe (reads only).
@@ -79,7 +83,9 @@ class ShardedFeatureCache:
             pos = (shard_of == s).nonzero().squeeze(1)
             local = (ids.index_select(0, pos) // s_count).to(shard.device)
             positions.append(pos)
-            plans.append(shard._plan(local))
+            # a shard's request keeps the global order, so its seeds are its leading ids
+            shard_seeds = int((pos < num_seeds).sum()) if num_seeds else 0
+            plans.append(shard._plan(local, None, shard_seeds))
         # Phase 2: one source call for every shard's distinct misses, in global ids.
         counts = [p.miss_unique.numel() for p in plans]
         rows_per_shard: list[torch.Tensor | None] = [None] * s_count

@@ -241,7 +241,10 @@ def wsmooth(ptr, adj, wt, vw, block, bw, cap, passes):
     """Weighted, capped label propagation of block labels (see :func:`smooth_blocks`)."""
     n = block.shape[0]
     score = np.zeros(bw.shape[0], np.float64)
-    touched = np.empty(adj.shape[0] + 1, np.int64)
+    max_deg = 0
+    for v in range(n):
+        max_deg = max(max_deg, ptr[v + 1] - ptr[v])
+    touched = np.empty(max_deg + 1, np.int64)
     for _ in range(passes):
         moved = 0
         for v in range(n):

@@ -13,6 +13,13 @@ replace)``: independent of the thread count, of the order of the seeds and
 of how seeds are split across graph servers, so a partitioned sample equals
 an unpartitioned one edge for edge.
 
+Uniform sampling runs as three passes over a layer -- row spans (independent
+``indptr`` loads), positions (pure arithmetic), gather (independent
+``indices`` loads) -- because keeping memory loads out of the
+random-number arithmetic lets the CPU overlap many cache misses; see
+:func:`gather_nbrs_serial`.  :func:`relabel_dense` replaces the hash table
+with a reused per-node marker array when the id space allows.
+
 Kernels come in pairs: ``*_par`` (``parallel=True``, for in-process use)
 and ``*_serial`` (plain ``nogil``), for server worker threads that already
 run one request per thread; nesting numba parallel regions inside many

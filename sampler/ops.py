@@ -22,11 +22,13 @@ MAX_FANOUT = 1 << 20
 MAX_SAMPLE_EDGES = 1 << 28
 # Below these sizes the serial kernels run instead of the parallel ones: a numba
 # parallel region costs a thread wake-up per call, which small layers cannot
-# amortise.  Measured on a shared 2-core VM (R-MAT 2^16, 3 layers, 1024 seeds):
-# OMP_WAIT_POLICY=PASSIVE, all-parallel 6-15 ms/batch vs serial-below-16k 25-35 ms;
-# with spinning OpenMP threads competing for the cores parallel regions got far
-# slower (118 ms vs 28 ms), so only layers with thousands of seeds go parallel.
-PARALLEL_MIN_SEEDS = 1 << 12
+# amortise.  Measured on a shared 2-core VM (R-MAT 2^20, one 17k-seed layer with
+# fanout 15, 245k edges): serial 0.8 ms; parallel 0.75-3.3 ms with
+# OMP_WAIT_POLICY=PASSIVE and 46 ms without it (idle libgomp threads spinning
+# against the other jobs).  Since the sampler was split into separate
+# span/position/gather passes a whole layer of a 1024-seed batch costs ~1 ms
+# serially, so only very large layers go parallel.
+PARALLEL_MIN_SEEDS = 1 << 16
 PARALLEL_MIN_ELEMENTS = 1 << 20
 
 
@@ -176,9 +178,9 @@ def relabel(dst_ids: np.ndarray, nbrs: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return src, local
 
 
-# Largest global id space that gets a dense marker array (8 bytes per node, 512 MiB here).
+# Largest global id space that gets a dense marker array (8 bytes per node, <= 256 MiB).
 # np.zeros maps it lazily, so only pages of ids that are actually sampled cost memory.
-DENSE_RELABEL_MAX_NODES = 1 << 26
+DENSE_RELABEL_MAX_NODES = 1 << 25
 _MAX_STAMP = (1 << 31) - 1
 
 

@@ -33,6 +33,15 @@ def register(subparsers) -> None:
     parser.add_argument("--batch-size", type=int, default=1024, help="training nodes per batch")
     parser.add_argument("--epochs", type=int, default=2, help="epochs replayed per order")
     parser.add_argument("--num-sequences", type=int, default=4, help="BFS sequences of the proximity order")
+    parser.add_argument("--interleave-chunk", type=int, default=1,
+                        help="ids taken from one BFS sequence per turn when interleaving (0 = batch size)")
+    parser.add_argument("--insert-order", choices=("reverse", "request"), default="reverse",
+                        help="fifo: insert a batch's misses last-requested first (keeps seeds/inner hops "
+                             "longest) or in request order")
+    parser.add_argument("--no-seed-hint", action="store_true",
+                        help="do not tell the fifo cache which ids are the batch's seeds")
+    parser.add_argument("--fifo-variants", type=_csv(str), default="",
+                        help="extra fifo rows for comparison: request, reverse-no-seeds")
     parser.add_argument("--presample-epochs", type=int, default=1, help="epochs presampled for 'presample'")
     parser.add_argument("--max-batches", type=int, default=None, help="cap on batches per epoch (huge graphs)")
     parser.add_argument("--feat-dim", type=int, default=0,
@@ -58,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
     cfg = BenchConfig(
         policies=tuple(args.policies), orders=tuple(args.orders), cache_ratios=tuple(args.cache_ratios),
         fanouts=tuple(args.fanouts), batch_size=args.batch_size, epochs=args.epochs,
-        num_sequences=args.num_sequences, presample_epochs=args.presample_epochs, seed=args.seed,
+        num_sequences=args.num_sequences, interleave_chunk=args.interleave_chunk,
+        insert_order=args.insert_order, seed_hint=not args.no_seed_hint,
+        fifo_variants=tuple(args.fifo_variants), presample_epochs=args.presample_epochs, seed=args.seed,
         max_batches=args.max_batches, feat_dim=args.feat_dim,
     )
     out = Path(args.out)

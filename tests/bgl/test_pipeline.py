@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 
 import numpy as np
@@ -259,3 +258,30 @@ def test_ctrl_c_stops_every_stage_within_5_seconds(random_store, tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_minibatch_round_trips_through_pickle_as_one_int_segment():
+    import pickle
+
+    from bgl.blocks import Block
+    from bgl.stages import MiniBatch, _pack_blocks
+
+    inner = Block(torch.tensor([5, 6, 7, 8]), 2, torch.tensor([0, 2, 3]), torch.tensor([2, 3, 1]),
+                  edge_ids=torch.tensor([10, 11, 12]), srcdata={"feat": torch.randn(4, 3)})
+    outer = Block(torch.tensor([5, 6]), 1, torch.tensor([0, 1]), torch.tensor([1]),
+                  dstdata={"label": torch.tensor([4]), "score": torch.tensor([0.5])})
+    mb = MiniBatch(epoch=1, index=2, seeds=torch.tensor([5]), sample_seed=9, blocks=[inner, outer])
+    packed = _pack_blocks(mb.blocks)
+    assert packed["ints"].numel() == 4 + 3 + 3 + 3 + 2 + 2 + 1 + 1  # ids, CSC, edge ids, label
+    back = pickle.loads(pickle.dumps(mb))
+    assert torch.equal(back.seeds, torch.tensor([5])) and back.sample_seed == 9
+    for a, b in zip(mb.blocks, back.blocks):
+        assert torch.equal(a.src_ids, b.src_ids) and a.num_dst == b.num_dst
+        assert torch.equal(a.indptr, b.indptr) and torch.equal(a.indices, b.indices)
+        assert (a.edge_ids is None) == (b.edge_ids is None)
+        assert a.srcdata.keys() == b.srcdata.keys() and a.dstdata.keys() == b.dstdata.keys()
+        for k in a.srcdata:
+            assert torch.equal(a.srcdata[k], b.srcdata[k])
+        for k in a.dstdata:
+            assert torch.equal(a.dstdata[k], b.dstdata[k])
+    assert torch.equal(back.blocks[0].edge_ids, torch.tensor([10, 11, 12]))

@@ -45,12 +45,13 @@ def test_record_and_replay_agree_with_a_direct_count(random_store):
     from bgl.cache.benchmark import input_node_sampler
 
     batches = record_batches(random_store, input_node_sampler(random_store, cfg.fanouts), "proximity", cfg)
-    assert sum(int(b[: min(50, b.numel())].numel()) for b in batches) > 0
-    seeds_seen = np.concatenate([b.numpy() for b in batches])
-    assert set(random_store.train_idx.tolist()) <= set(seeds_seen.tolist())
+    # the ids start with the seeds; the seeds over the epoch are every training node once
+    seeds = np.concatenate([b[:k].numpy() for b, k in batches])
+    assert sorted(seeds.tolist()) == random_store.train_idx.tolist()
+    assert [k for _, k in batches[:-1]] == [50] * (len(batches) - 1)
     cache = make_cache("none", 0, random_store.num_nodes, 1)
     stats, speed = replay(cache, batches, lambda ids: torch.zeros(ids.numel(), 1))
-    assert stats["requests"] == sum(b.numel() for b in batches) and speed > 0
+    assert stats["requests"] == sum(b.numel() for b, _ in batches) and speed > 0
 
 
 def k_hop(store, seeds, hops):
@@ -78,3 +79,20 @@ def test_fallback_sampler_stays_in_the_k_hop_neighbourhood(random_store):
 def test_fetch_microbenchmark_runs_small(policy):
     res = fetch_microbenchmark(policy, num_nodes=5000, total_ids=20000, batch=4000, dim=4)
     assert res.ids > 0 and 0 < res.hit_rate < 1 and res.ids_per_s > 0
+
+
+def test_bench_cache_cli_fifo_variants_and_chunked_order(random_store_factory, tmp_path):
+    store = random_store_factory(num_nodes=300, avg_degree=4.0, feat_dim=4, seed=12)
+    out = tmp_path / "v"
+    rc = main(["bench-cache", str(store.path), "--policies", "fifo", "--orders", "proximity",
+               "--cache-ratios", "0.1", "--fanouts", "3,3", "--batch-size", "16", "--epochs", "1",
+               "--interleave-chunk", "0", "--fifo-variants", "request,reverse-no-seeds",
+               "--out", str(out), "--no-progress"])
+    assert rc == 0
+    with open(out / "hit_rate.csv") as f:
+        rows = {r["policy"]: r for r in csv.DictReader(f)}
+    assert set(rows) == {"fifo", "fifo[request]", "fifo[reverse-no-seeds]"}
+    # same recorded stream for every variant: same requests and distinct ids
+    assert len({r["requests"] for r in rows.values()}) == 1
+    with pytest.raises(ValueError, match="'lifo'"):
+        BenchConfig(fifo_variants=("lifo",))

@@ -4,38 +4,54 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from collections import deque
+
 from hypothesis import given, settings, strategies as st
 
-from bgl.cache import ArrayMissSource, FeatureCache
+from bgl.cache import ArrayMissSource, FeatureCache, make_cache
 
 
 class RefFIFO:
-    """Plain-Python FIFO: look the whole request up, then insert the distinct misses
-    one by one, in order of first occurrence, at a ring head."""
+    """Plain-Python FIFO: look the whole request up, then insert the distinct misses one by
+    one at the back of a queue, evicting from the front.  ``reverse``: the distinct misses
+    are inserted last-requested first (so the first-requested ones are newest)."""
 
-    def __init__(self, capacity: int, num_nodes: int):
+    def __init__(self, capacity: int, num_nodes: int, reverse: bool = False):
         self.capacity = min(capacity, num_nodes)
-        self.ring = [None] * self.capacity
-        self.where: dict[int, int] = {}
-        self.head = 0
+        self.queue: deque[int] = deque()
+        self.reverse = reverse
         self.requests = self.hits = self.misses = self.rows = 0
 
-    def fetch(self, ids: list[int]) -> None:
-        hits = [i for i in ids if i in self.where]
-        missing = list(dict.fromkeys(i for i in ids if i not in self.where))
+    @property
+    def where(self) -> set[int]:
+        return set(self.queue)
+
+    def fetch(self, ids: list[int], num_seeds: int = 0) -> None:
+        cached = self.where
+        hits = [i for i in ids if i in cached]
+        missing = list(dict.fromkeys(i for i in ids if i not in cached))
         self.requests += len(ids)
         self.hits += len(hits)
         self.misses += len(ids) - len(hits)
         self.rows += len(missing)
-        for i in missing:
+        if self.reverse:
+            # seeds' misses first (evicted first), then the rest last-requested first
+            seeds = set(ids[:num_seeds])
+            first = [i for i in missing if i in seeds]
+            rest = [i for i in missing if i not in seeds]
+            inserts = list(reversed(first)) + list(reversed(rest))
+        else:
+            inserts = missing
+        for i in inserts:
             if self.capacity == 0:
                 break
-            old = self.ring[self.head]
-            if old is not None:
-                del self.where[old]
-            self.ring[self.head] = i
-            self.where[i] = self.head
-            self.head = (self.head + 1) % self.capacity
+            if len(self.queue) == self.capacity:
+                self.queue.popleft()
+            self.queue.append(i)
+
+    def eviction_order(self) -> list[int]:
+        """Cached ids, next to be evicted first."""
+        return list(self.queue)
 
 
 def table_source(feat: torch.Tensor, log: list | None = None):
@@ -53,37 +69,53 @@ def assert_consistent(cache: FeatureCache) -> None:
     assert int((cache.slot_of >= 0).sum()) == held.numel()
 
 
+def ring_eviction_order(cache: FeatureCache) -> list[int]:
+    """Cached ids in the order the ring will overwrite them."""
+    cap = cache.capacity
+    # request: the head moves up and overwrites head, head+1, ...; reverse: head-1, head-2, ...
+    if cache.insert_order == "request":
+        slots = [(cache.head + j) % cap for j in range(cap)]
+    else:
+        slots = [(cache.head - 1 - j) % cap for j in range(cap)]
+    ids = [int(cache.id_in_slot[s]) for s in slots]
+    return [i for i in ids if i >= 0]
+
+
 @settings(max_examples=60, deadline=None)
 @given(num_nodes=st.integers(1, 50), capacity=st.integers(0, 60), dim=st.integers(1, 5),
-       half=st.booleans(), data=st.data())
-def test_matches_reference_on_random_streams(num_nodes, capacity, dim, half, data):
+       half=st.booleans(), reverse=st.booleans(), data=st.data())
+def test_matches_reference_on_random_streams(num_nodes, capacity, dim, half, reverse, data):
     dtype = torch.float16 if half else torch.float32
     feat = torch.randn(num_nodes, dim).to(dtype)
     batches = data.draw(st.lists(st.lists(st.integers(0, num_nodes - 1), max_size=80), max_size=12))
-    cache, ref = FeatureCache(capacity, num_nodes, dim, dtype), RefFIFO(capacity, num_nodes)
+    seed_counts = [data.draw(st.integers(0, len(b))) for b in batches]
+    order = "reverse" if reverse else "request"
+    cache, ref = FeatureCache(capacity, num_nodes, dim, dtype, insert_order=order), RefFIFO(capacity, num_nodes, reverse)
     calls: list[torch.Tensor] = []
-    for batch in batches:
+    for batch, num_seeds in zip(batches, seed_counts):
         ids = torch.tensor(batch, dtype=torch.int64)
         before = len(calls)
-        out = cache.fetch(ids, table_source(feat, calls))
+        out = cache.fetch(ids, table_source(feat, calls), num_seeds=num_seeds)
         expected_missing = list(dict.fromkeys(i for i in batch if i not in ref.where))
-        ref.fetch(batch)
+        ref.fetch(batch, num_seeds)
         assert out.dtype == dtype and torch.equal(out, feat[ids])
         if expected_missing:  # one call, with exactly the distinct misses in first-seen order
             assert len(calls) == before + 1 and calls[-1].tolist() == expected_missing
         else:
             assert len(calls) == before
         assert sorted(cache.cached_ids().tolist()) == sorted(ref.where)
-        assert cache.head == ref.head
+        if cache.capacity:
+            # not only the same set: the same order of future evictions as one-by-one inserts
+            assert ring_eviction_order(cache)[-len(ref.queue):] == ref.eviction_order()
         assert_consistent(cache)
     s = cache.stats()
     assert (s["requests"], s["hits"], s["misses"]) == (ref.requests, ref.hits, ref.misses)
     assert s["bytes_from_source"] == ref.rows * dim * feat.element_size()
 
 
-def test_batch_larger_than_capacity_keeps_last_distinct_misses():
+def test_batch_larger_than_capacity_keeps_last_distinct_misses_in_request_order():
     feat = torch.arange(100, dtype=torch.float32).unsqueeze(1)
-    cache = FeatureCache(4, 100, 1)
+    cache = FeatureCache(4, 100, 1, insert_order="request")
     ids = torch.tensor([5, 6, 5, 7, 8, 9, 10, 6, 11])
     out = cache.fetch(ids, table_source(feat))
     assert torch.equal(out.squeeze(1), ids.float())
@@ -93,6 +125,61 @@ def test_batch_larger_than_capacity_keeps_last_distinct_misses():
     assert torch.equal(out.squeeze(1), torch.tensor([11.0, 5.0, 8.0]))
     assert cache.stats()["hits"] == 2
     assert_consistent(cache)
+
+
+def test_reverse_insert_keeps_first_requested_ids_and_rows_stay_in_request_order():
+    # blocks[0].src_ids lists seeds, then hop-1, then hop-2 nodes: reverse keeps the inner ones
+    feat = torch.arange(100, dtype=torch.float32).unsqueeze(1)
+    cache = FeatureCache(4, 100, 1)
+    assert cache.insert_order == "reverse"
+    ids = torch.tensor([5, 6, 5, 7, 8, 9, 10, 6, 11])
+    out = cache.fetch(ids, table_source(feat))
+    assert torch.equal(out.squeeze(1), ids.float())
+    assert sorted(cache.cached_ids().tolist()) == [5, 6, 7, 8]
+    # the next fetch's misses evict the last-requested survivor (8) first, the seed (5) last
+    cache.fetch(torch.tensor([20]), table_source(feat))
+    assert sorted(cache.cached_ids().tolist()) == [5, 6, 7, 20]
+    cache.fetch(torch.tensor([21, 22]), table_source(feat))
+    assert sorted(cache.cached_ids().tolist()) == [5, 20, 21, 22]
+    assert_consistent(cache)
+
+
+def test_seed_hint_evicts_seeds_first_and_keeps_hop1_longest():
+    feat = torch.arange(100, dtype=torch.float32).unsqueeze(1)
+    cache = FeatureCache(4, 100, 1)
+    ids = torch.tensor([1, 2, 10, 11, 20, 21, 22])  # seeds 1, 2; hop 1: 10, 11; hop 2: 20..22
+    out = cache.fetch(ids, table_source(feat), num_seeds=2)
+    assert torch.equal(out.squeeze(1), ids.float())
+    assert sorted(cache.cached_ids().tolist()) == [10, 11, 20, 21]
+    cache.fetch(torch.tensor([50, 51]), table_source(feat))  # evicts the outermost survivors first
+    assert sorted(cache.cached_ids().tolist()) == [10, 11, 50, 51]
+    assert_consistent(cache)
+    snap = snapshot(cache)
+    for bad in (-1, 3, True):
+        with pytest.raises(ValueError, match="num_seeds"):
+            cache.fetch(torch.tensor([60, 61]), table_source(feat), num_seeds=bad)
+    assert_unchanged(cache, snap)
+
+
+def test_make_cache_passes_insert_order_and_rejects_unknown():
+    assert make_cache("fifo", 4, 10, 1).insert_order == "reverse"
+    assert make_cache("fifo", 4, 10, 1, insert_order="request").insert_order == "request"
+    with pytest.raises(ValueError, match="'lifo'"):
+        FeatureCache(4, 10, 1, insert_order="lifo")
+
+
+def test_ring_wraps_with_contiguous_writes_both_orders():
+    feat = torch.randn(64, 3)
+    for order in ("request", "reverse"):
+        cache = FeatureCache(7, 64, 3, insert_order=order)
+        ref = RefFIFO(7, 64, reverse=order == "reverse")
+        for start in range(0, 60, 5):  # 5 new ids per fetch: the run wraps around the 7-slot ring
+            batch = list(range(start, start + 5)) + [start - 1] if start else list(range(5))
+            assert torch.equal(cache.fetch(torch.tensor(batch), table_source(feat)), feat[batch])
+            ref.fetch(batch)
+            assert ring_eviction_order(cache) == ref.eviction_order()
+            assert torch.equal(cache.storage[cache.slot_of[cache.cached_ids()].long()], feat[cache.cached_ids()])
+        assert_consistent(cache)
 
 
 def test_capacity_zero_always_asks_source_for_distinct_ids():

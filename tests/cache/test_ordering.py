@@ -6,7 +6,7 @@ from collections import deque
 import numpy as np
 import pytest
 
-from bgl.cache._kernels import bfs_train_order, interleave_first_occurrence
+from bgl.cache._kernels import bfs_train_order, interleave_chunks
 from bgl.cache.ordering import proximity_order, random_order
 from bgl.store import write_store
 
@@ -62,9 +62,48 @@ def test_bfs_kernel_matches_reference(random_store_factory):
     assert sorted(got.tolist()) == train.tolist()  # restarts cover every training node
 
 
+def ref_interleave(seqs, chunk):
+    """Turn by turn, each row gives its next `chunk` ids not emitted yet."""
+    out, seen, ptr = [], set(), [0] * len(seqs)
+    while any(p < len(r) for p, r in zip(ptr, seqs)):
+        for i, row in enumerate(seqs):
+            taken = 0
+            while taken < chunk and ptr[i] < len(row):
+                v = row[ptr[i]]
+                ptr[i] += 1
+                if v not in seen:
+                    seen.add(v)
+                    out.append(v)
+                    taken += 1
+    return out
+
+
 def test_interleave_keeps_first_occurrence():
     seqs = np.array([[3, 1, 2, 0], [2, 3, 0, 1]])
-    assert interleave_first_occurrence(seqs, np.zeros(4, np.uint8)).tolist() == [3, 2, 1, 0]
+    assert interleave_chunks(seqs, 1, np.zeros(4, np.uint8)).tolist() == [3, 2, 1, 0]
+    assert interleave_chunks(seqs, 2, np.zeros(4, np.uint8)).tolist() == [3, 1, 2, 0]
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 5, 64])
+def test_interleave_chunks_matches_reference(chunk):
+    rng = np.random.default_rng(chunk)
+    seqs = np.stack([rng.permutation(40) for _ in range(3)])
+    got = interleave_chunks(seqs, chunk, np.zeros(40, np.uint8)).tolist()
+    assert got == ref_interleave(seqs.tolist(), chunk)
+    assert sorted(got) == list(range(40))
+
+
+@pytest.mark.parametrize("num_sequences, chunk", [(1, 16), (3, 16), (4, 7), (8, 1000)])
+def test_chunked_proximity_order_visits_each_train_node_once(random_store_factory, num_sequences, chunk):
+    store = random_store_factory(num_nodes=400, avg_degree=2.0, seed=6)
+    train = store.train_idx
+    a = proximity_order(store, train, num_sequences, seed=3, chunk=chunk)
+    assert a.dtype == np.int64 and np.array_equal(np.sort(a), np.sort(train))
+    assert not np.array_equal(a, proximity_order(store, train, num_sequences, seed=4, chunk=chunk))
+    if num_sequences > 1:  # chunking changes the mix of the same sequences
+        assert not np.array_equal(a, proximity_order(store, train, num_sequences, seed=3, chunk=1))
+    with pytest.raises(ValueError, match="chunk"):
+        proximity_order(store, train, num_sequences, seed=3, chunk=0)
 
 
 @pytest.mark.parametrize("num_sequences", [1, 3, 8])

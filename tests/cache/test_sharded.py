@@ -25,16 +25,19 @@ def test_sharded_equals_unsharded_rows_and_per_shard_fifo(num_shards, num_nodes,
 
     for batch in data.draw(st.lists(st.lists(st.integers(0, num_nodes - 1), max_size=60), max_size=8)):
         ids = torch.tensor(batch, dtype=torch.int64)
+        num_seeds = data.draw(st.integers(0, len(batch)))
         before = len(calls)
-        out = sharded.fetch(ids, source)
-        assert torch.equal(out, single.fetch(ids, lambda m: feat[m]))
+        out = sharded.fetch(ids, source, num_seeds=num_seeds)
+        assert torch.equal(out, single.fetch(ids, lambda m: feat[m], num_seeds=num_seeds))
         assert torch.equal(out, feat[ids])
         assert len(calls) - before <= 1  # one source call per fetch, whatever the shard count
         if len(calls) > before:
             assert len(set(calls[-1].tolist())) == calls[-1].numel()  # distinct ids only
         for s, ref in enumerate(refs):
-            local = ids[ids % num_shards == s] // num_shards
-            ref.fetch(local, lambda m, s=s: feat[m * num_shards + s])
+            mine = ids % num_shards == s
+            local = ids[mine] // num_shards
+            # the shard's seeds are its ids among the request's first num_seeds
+            ref.fetch(local, lambda m, s=s: feat[m * num_shards + s], num_seeds=int(mine[:num_seeds].sum()))
             assert sorted(sharded.shards[s].cached_ids().tolist()) == sorted(ref.cached_ids().tolist())
     assert sharded.stats()["hits"] == sum(r.stats()["hits"] for r in refs)
     assert sharded.stats()["requests"] == sum(r.stats()["requests"] for r in refs) == single.stats()["requests"]

@@ -184,3 +184,48 @@ def test_relabel_rejects_duplicate_dst():
     with pytest.raises(ValueError, match="id 4 repeats at position 2"):
         ops.relabel(np.array([4, 2, 4]), np.array([1]))
 
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 40), st.integers(0, 200), st.integers(0, 2**32 - 1), st.sampled_from([np.int32, np.int64]))
+def test_dense_relabeler_equals_hash_relabel_across_calls(m, e, s, dtype):
+    """The reused marker array must not leak state from one call into the next."""
+    rng = np.random.default_rng(s)
+    relabeler = ops.Relabeler(1000)
+    assert relabeler.dense
+    for _ in range(3):
+        dst = rng.choice(1000, size=m, replace=False).astype(np.int64)
+        nbrs = rng.integers(0, 1000, e).astype(dtype)
+        want_src, want_local = ops.relabel(dst, nbrs)
+        src, local = relabeler(dst, nbrs)
+        assert np.array_equal(src, want_src) and np.array_equal(local, want_local)
+
+
+@pytest.mark.parametrize("max_nodes", [ops.DENSE_RELABEL_MAX_NODES, 10])  # 10: hash fallback
+def test_relabeler_errors_name_the_id(max_nodes):
+    relabeler = ops.Relabeler(100, max_nodes=max_nodes)
+    assert relabeler.dense == (max_nodes > 100)
+    with pytest.raises(ValueError, match="id 4 repeats at position 2"):
+        relabeler(np.array([4, 2, 4]), np.array([1]))
+    with pytest.raises(ValueError, match=r"nbrs\[1\] = 100 is outside"):
+        relabeler(np.array([4, 2]), np.array([1, 100]))
+    with pytest.raises(ValueError, match=r"dst_ids\[0\] = -1 is outside"):
+        relabeler(np.array([-1]), np.array([1]))
+    src, local = relabeler(np.array([4, 2]), np.array([7, 4, 7]))  # still usable after errors
+    assert src.tolist() == [4, 2, 7] and local.tolist() == [2, 0, 2]
+
+
+def test_relabeler_stamp_wrap_and_busy_fallback():
+    relabeler = ops.Relabeler(50)
+    dst, nbrs = np.array([3, 9]), np.array([9, 11, 3, 11, 40])
+    want = ops.relabel(dst, nbrs)
+    relabeler(dst, nbrs)  # leaves tags of stamp 1 behind
+    relabeler._stamp = ops._MAX_STAMP  # next call wraps to stamp 1 and must clear those tags
+    for _ in range(2):
+        got = relabeler(dst, nbrs)
+        assert all(np.array_equal(a, b) for a, b in zip(got, want))
+    assert relabeler._stamp == 2
+    with relabeler._lock:  # another thread holds the markers: the hash path answers
+        got = relabeler(dst, nbrs)
+    assert all(np.array_equal(a, b) for a, b in zip(got, want))
+    assert relabeler._stamp == 2

@@ -1,0 +1,99 @@
+"""bgl.DataLoader against real graph servers (one process per partition part, 127.0.0.1)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import bgl
+from bgl.pipeline import quiet_numba_threads
+
+quiet_numba_threads()
+
+TOKEN = "test-token"
+
+
+@pytest.fixture(scope="module")
+def served_partition(random_store, tmp_path_factory):
+    """A 2-part random partition of ``random_store`` served by two real server processes."""
+    from bgl.partition import partition_graph
+    from bgl.sampler.client import ping, shutdown
+
+    root = tmp_path_factory.mktemp("served")
+    book = partition_graph(random_store, "random", 2, root / "parts", seed=0, measure_samples=False)
+    procs, addresses = [], []
+    try:
+        for k in range(book.num_parts):
+            ready = root / f"ready-{k}.json"
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "bgl.sampler.server", "--partition", str(book.path), "--part", str(k),
+                 "--bind", "tcp://127.0.0.1:*", "--token", TOKEN, "--threads", "1", "--ready-file", str(ready)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+        for k, proc in enumerate(procs):
+            ready = root / f"ready-{k}.json"
+            deadline = time.monotonic() + 120
+            while not ready.exists():
+                assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+                assert time.monotonic() < deadline, "graph server did not come up"
+                time.sleep(0.1)
+            addresses.append(json.loads(ready.read_text())["address"])
+        assert all(ping(a, timeout=5.0) for a in addresses)
+        yield book, addresses
+    finally:
+        for a in addresses:
+            try:
+                shutdown(a, TOKEN)
+            except Exception:
+                pass
+        for proc in procs:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def check_against_original(store, book, input_nodes, output_nodes, blocks):
+    """Rows served for new ids are the original store's rows of orig_ids[new id]."""
+    orig = np.asarray(book.orig_ids)
+    assert torch.equal(blocks[0].srcdata["feat"], torch.from_numpy(store.feat[orig[input_nodes.numpy()]]))
+    assert torch.equal(blocks[-1].dstdata["label"], torch.from_numpy(store.label[orig[output_nodes.numpy()]]))
+    assert torch.equal(blocks[-1].dst_ids, output_nodes)
+
+
+def test_partition_dir_with_bgl_servers_env(served_partition, random_store, monkeypatch):
+    book, addresses = served_partition
+    monkeypatch.setenv("BGL_SERVERS", ",".join(addresses))
+    train = book.split("train")
+    loader = bgl.DataLoader(book.path, train, bgl.NeighborSampler([4, 4]), batch_size=64, shuffle=True,
+                            cache="static-degree", cache_ratio=0.2)
+    seen = []
+    for input_nodes, output_nodes, blocks in loader:
+        check_against_original(random_store, book, input_nodes, output_nodes, blocks)
+        seen.append(output_nodes)
+    assert torch.equal(torch.cat(seen).sort().values, torch.from_numpy(np.sort(train)))
+    assert loader.cache_stats()["requests"] > 0
+
+
+def test_server_addresses_in_stage_processes(served_partition, random_store):
+    book, addresses = served_partition
+    ids = book.split("train")[:128]
+    with bgl.DataLoader(addresses, ids, bgl.NeighborSampler([3, 3]), batch_size=32, pipeline="processes",
+                        stage_cores={"sample": 1, "fetch": 1}) as loader:
+        for _ in range(2):
+            n = 0
+            for input_nodes, output_nodes, blocks in loader:
+                check_against_original(random_store, book, input_nodes, output_nodes, blocks)
+                n += 1
+            assert n == len(loader) == 4
+
+
+def test_proximity_order_needs_a_local_graph(served_partition):
+    _, addresses = served_partition
+    with pytest.raises(ValueError, match="proximity"):
+        bgl.DataLoader(addresses, np.arange(10), bgl.NeighborSampler([2]), order="proximity")
