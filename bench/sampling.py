@@ -125,6 +125,21 @@ def bench_graph(name: str, store, args, workdir: Path):
         return sample
 
     methods = [("DGL NeighborSampler", dgl_sample), ("bgl LocalSampler", ours(LocalSampler(store)))]
+    if args.parallel_min_seeds:
+        from bgl.sampler import ops
+
+        serial_min = ops.PARALLEL_MIN_SEEDS
+        local_par = ours(LocalSampler(store))
+
+        def parallel_local(seeds):
+            # numba-parallel kernels for layers with >= parallel_min_seeds seeds, this call only
+            ops.PARALLEL_MIN_SEEDS = args.parallel_min_seeds
+            try:
+                return local_par(seeds)
+            finally:
+                ops.PARALLEL_MIN_SEEDS = serial_min
+
+        methods.append((f"bgl LocalSampler, parallel layers >= {args.parallel_min_seeds} seeds", parallel_local))
     procs: list[subprocess.Popen] = []
     clients = []
     try:
@@ -247,6 +262,8 @@ def main(argv=None) -> int:
     ap.add_argument("--batches", type=int, default=20, help="timed batches per method")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3, help="timed rounds over the same batches (ratios per round)")
+    ap.add_argument("--parallel-min-seeds", type=int, default=4096,
+                    help="also run LocalSampler with numba-parallel layers from this many seeds (0 = skip)")
     ap.add_argument("--phases", action="store_true", help="also time bgl's and DGL's sampling steps")
     ap.add_argument("--servers", type=int, nargs="+", default=[1, 2, 4])
     ap.add_argument("--server-threads", type=int, default=2)

@@ -203,6 +203,7 @@ def test_graphsage_accuracy_matches_dgl_dataloader(cora_graph):
                 assert loader.cache_stats()["hits"] > 0
     dgl_mean = float(np.mean(dgl_accs))
     report = f"dgl {np.round(dgl_accs, 1)}; " + "; ".join(f"{k} {np.round(v, 1)}" for k, v in results.items())
+    print(f"\ntest accuracy (%): {report}")
     for name, (_, twin) in PROCESS_CONFIGS.items():
         assert results[name][0] == results[twin][0], report
     pooled = float(np.mean([a for name in INLINE_CONFIGS for a in results[name]]))

@@ -322,3 +322,23 @@ def test_fetch_into_caller_buffer_and_bad_buffer():
         with pytest.raises(error, match="out"):
             cache.fetch(torch.tensor([2, 5, 6]), table_source(feat), out=bad)
     assert_unchanged(cache, snap)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_all_hit_all_miss_and_mixed_fetches_fill_every_row(dtype):
+    # the three copy paths: all miss (rows copied as a block), mixed (scatters), all hit (one gather)
+    feat = torch.randn(40, 6).to(dtype)
+    cache = FeatureCache(40, 40, 6, dtype)
+    buf = torch.full((64, 6), 9.0, dtype=dtype)
+    first = torch.tensor([3, 1, 4, 15, 9, 2, 6])
+    assert torch.equal(cache.fetch(first, table_source(feat), out=buf[:7]), feat[first])
+    mixed = torch.tensor([1, 20, 4, 21, 22, 3, 20])
+    assert torch.equal(cache.fetch(mixed, table_source(feat), out=buf[7:14]), feat[mixed])
+    hits = torch.tensor([22, 3, 20, 15])
+
+    def must_not_be_called(ids):
+        raise AssertionError(f"every id should hit, source asked for {ids.tolist()}")
+
+    assert torch.equal(cache.fetch(hits, must_not_be_called), feat[hits])
+    assert cache.stats()["hits"] == 3 + 4 and torch.equal(buf[14:], torch.full((50, 6), 9.0, dtype=dtype))
+    assert_consistent(cache)
