@@ -148,7 +148,7 @@ def main() -> int:
     print(f"machine: {platform.machine()} {os.cpu_count()} cores, python {platform.python_version()}, "
           f"torch {torch.__version__}, torch threads 1")
     results: dict[str, list[dict]] = {}
-    summary = []
+    summary, variants = [], []
     for name in names:
         t = time.perf_counter()
         store = ingest_dataset(name, workdir)
@@ -163,7 +163,7 @@ def main() -> int:
             run_out = out / f"{name}-{regime}"
             argv = ["bench-cache", str(store.path), "--batch-size", str(batch), "--epochs", str(args.epochs),
                     "--out", str(run_out), "--no-progress", "--threads", "1",
-                    "--fifo-variants", "request,reverse-no-seeds"]
+                    "--fifo-variants", "request,reverse-no-seeds,reverse-no-priority"]
             if max_batches:
                 argv += ["--max-batches", str(max_batches)]
             print(f"$ bgl {' '.join(argv)}")
@@ -178,9 +178,12 @@ def main() -> int:
             fifo, best, best_p = check_target(rows)
             at = {(r["policy"], r["order"]): float(r["hit_rate"]) for r in rows
                   if abs(float(r["cache_ratio"]) - TARGET_RATIO) < 1e-9}
-            print(f"[{key}] fifo+proximity insert order at 10%: reverse+seed hint {fifo:.4f}, reverse without "
+            print(f"[{key}] fifo+proximity insert order at 10%: reverse+seed hint+degree priority {fifo:.4f}, "
+                  f"without degree priority {at[('fifo[reverse-no-priority]', 'proximity')]:.4f}, also without "
                   f"seed hint {at[('fifo[reverse-no-seeds]', 'proximity')]:.4f}, request order "
                   f"{at[('fifo[request]', 'proximity')]:.4f}")
+            variants.append((key, fifo, at[('fifo[reverse-no-priority]', 'proximity')],
+                             at[('fifo[reverse-no-seeds]', 'proximity')], at[('fifo[request]', 'proximity')]))
             mb_fifo = bytes_at(rows, "fifo", "proximity") / 2**20
             mb_best = bytes_at(rows, best_p, "random") / 2**20
             verdict = "MET" if fifo >= best else "MISSED"
@@ -207,6 +210,12 @@ def main() -> int:
                       f"{res.ids / res.cpu_seconds_total / 1e6:.1f}M per CPU-s); ratio to the 10M ids/s target "
                       f"{res.ids_per_cpu_s / TARGET_IDS_PER_S:.2f}x {verdict}", flush=True)
                 micro.append((policy, dim, reuse, res))
+    for dim in (16, 128):
+        res = fetch_microbenchmark("fifo", num_nodes=500_000 if args.quick else 2_000_000, ratio=0.1,
+                                   total_ids=total, batch=500_000 if args.quick else 1_000_000, dim=dim,
+                                   reuse_out=True, priority=True)
+        print(f"fifo dim {dim} reused out buffer, with node priority: cache-only {res.ids_per_cpu_s / 1e6:.1f}M ids "
+              f"per CPU-s, {res.ids_per_s / 1e6:.1f}M per wall-s, hit rate {res.hit_rate:.3f}", flush=True)
     # the row copies are the 128-wide cost: do two OpenMP threads help them on this machine?
     torch.set_num_threads(2)
     try:
@@ -225,6 +234,10 @@ def main() -> int:
         png.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(out / "cache_hit_rate.png", png)
         print(f"\nplot: {png}")
+    print("\n| run | fifo+prox (reverse, seeds, degree priority) | no priority | no seed hint | request order |")
+    print("|---|---|---|---|---|")
+    for key, *rates in variants:
+        print(f"| {key} | " + " | ".join(f"{r:.4f}" for r in rates) + " |")
     print("\n| run | fifo+proximity | best static+random | target | MiB from source fifo+prox / best |")
     print("|---|---|---|---|---|")
     for key, fifo, best_p, best, verdict, mb_fifo, mb_best in summary:

@@ -175,7 +175,7 @@ def main() -> None:
     p.add_argument("--max-batches", type=int, default=20, help="batches per epoch (bounds runtime)")
     p.add_argument("--epochs", type=int, default=2, help="timed epochs after one warm-up epoch")
     p.add_argument("--datasets", default="cora,rmat", help="comma list of cora,rmat")
-    p.add_argument("--torch-threads", type=int, default=0,
+    p.add_argument("--torch-threads", type=int, default=1,
                    help="trainer torch threads (0 = one per core of this process)")
     p.add_argument("--json", help="also write the rows here")
     args = p.parse_args()

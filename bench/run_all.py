@@ -2,9 +2,12 @@
 """Run every benchmark in bench/ at a quick size and rewrite bench/RESULTS.md from what it measured.
 
 Each benchmark script is asked for ``--help`` first; if it offers ``--quick``
-that flag is passed, otherwise it runs with its own defaults (plus any
-per-script arguments below).  Output is captured verbatim: RESULTS.md holds
-only numbers this run printed, with the machine, date and exact command.
+that flag is passed, otherwise the small-size arguments listed below.  Output
+is captured verbatim: RESULTS.md holds only numbers this run printed, with
+the machine, date and exact command.  The scripts run in a sandbox copy of
+``bench/`` (the rest of the repo symlinked), so the plots and per-area result
+files they write (``bench/*.png``, ``bench/results/*``, which hold full-size
+runs) are left alone; ``--update-artifacts`` runs them in place instead.
 
 Usage::
 
@@ -19,8 +22,10 @@ import os
 import platform
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,9 +40,10 @@ BENCHMARKS: list[tuple[str, str, list[str], int]] = [
 # The timeouts add up to 19.5 min, the budget for `make bench` on a 2-core machine.
     ("ingest", "ingest.py", [], 120),
     ("sampling", "sampling.py", [], 150),
-    ("partition", "partition.py", [], 210),
+    ("partition", "partition.py", ["--datasets", "cora,citeseer,pubmed", "--parts", "2,4"], 210),
     ("cache", "cache.py", [], 150),
-    ("dataloader", "dataloader.py", [], 210),
+    ("dataloader", "dataloader.py", ["--datasets", "cora,rmat", "--scale", "16", "--max-batches", "8",
+                                     "--epochs", "1"], 210),
     ("scaling", "scaling.py", [], 330),
 ]
 
@@ -124,22 +130,46 @@ def git_commit() -> str:
         return "unknown"
 
 
+def make_sandbox(repo: Path = REPO) -> Path:
+    """A temp repo view: a real copy of ``bench/`` (without ``bench/out``), every other
+    top-level entry symlinked.
+
+    Benchmarks locate their outputs relative to their own file, so in the
+    sandbox they write into the copy; the repo's recorded plots and results
+    stay as their owners left them (restoring files afterwards would instead
+    undo edits other people make while the benchmarks run).
+    """
+    root = Path(tempfile.mkdtemp(prefix="bgl_bench_sandbox_"))
+    for entry in repo.iterdir():
+        if entry.name == "bench":
+            shutil.copytree(entry, root / "bench", symlinks=True,
+                            ignore=lambda d, names: [n for n in names if n in ("out", "__pycache__")]
+                            if Path(d) == entry else [n for n in names if n == "__pycache__"])
+        else:
+            (root / entry.name).symlink_to(entry)
+    return root
+
+
 def run_benchmark(name: str, script: Path, fallback: Sequence[str], timeout: float,
-                  python: str = sys.executable) -> RunResult:
-    """Run one script (after asking its ``--help``) and capture everything it prints."""
+                  python: str = sys.executable, root: Path = REPO) -> RunResult:
+    """Run one script (after asking its ``--help``) and capture everything it prints.
+
+    ``script`` is given relative to ``root`` (the repo or a sandbox) or absolute.
+    """
+    script = script if script.is_absolute() else root / script
     if not script.exists():
         return RunResult(name, [str(script)], None, 0.0, "", note=f"{script.name} does not exist yet")
     env = {**os.environ, "DGLBACKEND": "pytorch", "PYTHONUNBUFFERED": "1"}
     try:
         help_text = subprocess.run([python, str(script), "--help"], capture_output=True, text=True,
-                                   timeout=120, env=env, cwd=REPO).stdout
+                                   timeout=120, env=env, cwd=root).stdout
     except subprocess.TimeoutExpired:
         help_text = ""
-    args = [str(script.relative_to(REPO)), *choose_args(help_flags(help_text), fallback)]
+    args = [str(script.relative_to(root)), *choose_args(help_flags(help_text), fallback)]
     shown = ["python", *args]  # the command as a reader would type it
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run([python, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
+        proc = subprocess.run([python, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=root)
         res = RunResult(name, shown, proc.returncode, time.perf_counter() - t0, proc.stdout, proc.stderr)
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
@@ -188,8 +218,12 @@ def render_results(runs: Sequence[RunResult], machine: dict[str, str], command: 
 
 
 def write_atomic(path: Path, text: str) -> None:
+    write_atomic_bytes(path, text.encode())
+
+
+def write_atomic_bytes(path: Path, data: bytes) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
+    tmp.write_bytes(data)
     os.replace(tmp, path)
 
 
@@ -199,17 +233,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--only", nargs="+", choices=[b[0] for b in BENCHMARKS], help="run just these")
     p.add_argument("--results", type=Path, default=BENCH_DIR / "RESULTS.md", help="file to rewrite")
     p.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every per-script timeout")
+    p.add_argument("--update-artifacts", action="store_true",
+                   help="run in the repo itself, letting the quick runs rewrite bench/*.png and bench/results/* "
+                        "(default: a sandbox copy of bench/)")
     args = p.parse_args(argv)
     command = shlex.join(["python", "bench/run_all.py", *(argv if argv is not None else sys.argv[1:])])
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     runs = []
-    for name, script, fallback, timeout in BENCHMARKS:
-        if args.only and name not in args.only:
-            continue
-        print(f"[run_all] {name} ...", flush=True)
-        r = run_benchmark(name, BENCH_DIR / script, fallback, timeout * args.timeout_scale)
-        print(f"[run_all] {name}: exit {r.returncode} in {r.seconds:.1f} s {r.note}", flush=True)
-        runs.append(r)
+    root = REPO if args.update_artifacts else make_sandbox()
+    try:
+        for name, script, fallback, timeout in BENCHMARKS:
+            if args.only and name not in args.only:
+                continue
+            print(f"[run_all] {name} ...", flush=True)
+            r = run_benchmark(name, Path("bench") / script, fallback, timeout * args.timeout_scale, root=root)
+            print(f"[run_all] {name}: exit {r.returncode} in {r.seconds:.1f} s {r.note}", flush=True)
+            runs.append(r)
+    finally:
+        if root != REPO:
+            shutil.rmtree(root, ignore_errors=True)  # symlinks are removed, never followed
     write_atomic(args.results, render_results(runs, machine_description(), command, date, git_commit()))
     print(f"[run_all] wrote {args.results}")
     return 0 if all(r.ok for r in runs) else 1

@@ -32,7 +32,6 @@ import datetime as _dt
 import json
 import math
 import os
-import platform
 import shlex
 import shutil
 import subprocess

@@ -183,6 +183,7 @@ def _stage_main(stage: Stage, is_source: bool, in_q, out_q, err_q, stop, cores, 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Never block process exit on a feeder thread whose items nobody reads.
     out_q.cancel_join_thread()
+    exit_code = 0
     try:
         _pin(cores)
         stage.open()
@@ -213,11 +214,23 @@ def _stage_main(stage: Stage, is_source: bool, in_q, out_q, err_q, stop, cores, 
         except Exception:
             pass
         stop.set()
+        exit_code = 1
     finally:
         try:
             stage.close()
         except Exception:
             pass
+        # Deliver the error report, then leave without interpreter teardown:
+        # spawn's sys.exit would run C++ destructors while numba/torch worker
+        # threads still exist, which can abort ("terminate called ...").
+        try:
+            err_q.close()
+            err_q.join_thread()
+        except Exception:
+            pass
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(exit_code)
 
 
 class Pipeline:
@@ -451,7 +464,13 @@ class Pipeline:
             p = dead[0]
             code = p.process.exitcode
             why = f"signal {-code}" if code < 0 else f"exit code {code}"
-            err = (p.name, f"process {p.process.pid} died ({why})", "")
+            hint = ""
+            if code == 1:
+                # Exit 1 without a report: the stage never reached its loop, usually because
+                # spawn re-imported a __main__ that starts the loader at import time.
+                hint = ("; if the training script creates the loader at module level, put it under "
+                        "`if __name__ == '__main__':` (stage processes start with spawn)")
+            err = (p.name, f"process {p.process.pid} died ({why}){hint}", "")
         else:
             err = reports[0]
         name, summary, text = err

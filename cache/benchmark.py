@@ -31,9 +31,10 @@ from .sources import ArrayMissSource
 log = logging.getLogger(__name__)
 
 ORDERS = ("random", "proximity")
-# fifo variant -> (insert_order, pass num_seeds to fetch)
-FIFO_VARIANTS = {"request": ("request", False), "reverse-no-seeds": ("reverse", False),
-                 "reverse": ("reverse", True)}
+# fifo variant -> (insert_order, pass num_seeds to fetch, in-degrees as insertion priority);
+# the plain "fifo" rows use (cfg.insert_order, cfg.seed_hint, cfg.degree_priority)
+FIFO_VARIANTS = {"request": ("request", False, False), "reverse-no-seeds": ("reverse", False, False),
+                 "reverse-no-priority": ("reverse", True, False)}
 # one colour per policy, line style per order (solid = proximity, dashed = random)
 POLICY_COLORS = {"none": "black", "static-degree": "tab:blue", "presample": "tab:orange",
                  "lru": "tab:green", "fifo": "tab:red"}
@@ -55,7 +56,8 @@ class BenchConfig:
     interleave_chunk: int = 1  # ids per turn when interleaving BFS sequences; 0 = batch_size
     insert_order: str = "reverse"  # fifo: see bgl.cache.fifo.INSERT_ORDERS
     seed_hint: bool = True  # pass num_seeds (the batch size) to fetch, as the loader can
-    # extra fifo rows for comparison, labelled "fifo[<variant>]": "request" and/or "reverse-no-seeds"
+    degree_priority: bool = True  # fifo: in-degrees as node_priority (hubs kept when a batch overflows)
+    # extra fifo rows for comparison, labelled "fifo[<variant>]", see FIFO_VARIANTS
     fifo_variants: tuple[str, ...] = ()
     presample_epochs: int = 1
     seed: int = 0
@@ -240,10 +242,12 @@ def run_benchmark(store, cfg: BenchConfig, progress: bool = True) -> list[BenchR
         no_cache: dict[str, tuple[dict, float]] = {}
         for policy, order, ratio in runs:
             capacity = int(round(ratio * n))
-            insert_order, seed_hint = cfg.insert_order, cfg.seed_hint
+            insert_order, seed_hint, by_degree = cfg.insert_order, cfg.seed_hint, cfg.degree_priority
             if policy.startswith("fifo["):
-                insert_order, seed_hint = FIFO_VARIANTS[policy[5:-1]]
-            cache = make_cache(policy.split("[")[0], capacity, n, dim, dtype, "cpu", degrees=degrees,
+                insert_order, seed_hint, by_degree = FIFO_VARIANTS[policy[5:-1]]
+            base = policy.split("[")[0]
+            use_degrees = base == "static-degree" or (base == "fifo" and by_degree)
+            cache = make_cache(base, capacity, n, dim, dtype, "cpu", degrees=degrees if use_degrees else None,
                                presample_counts=counts, insert_order=insert_order)
             if policy == "none" and order in no_cache:  # capacity-independent: replay once per order
                 stats, speed = no_cache[order]
@@ -343,7 +347,8 @@ class FetchSpeed:
 def fetch_microbenchmark(policy: str = "fifo", num_nodes: int = 2_000_000, ratio: float = 0.1,
                          total_ids: int = 20_000_000, batch: int = 1_000_000, dim: int = 16,
                          skew: float = 3.0, unique_batches: bool = True, seed: int = 0,
-                         reuse_out: bool = False, insert_order: str = "reverse") -> FetchSpeed:
+                         reuse_out: bool = False, insert_order: str = "reverse",
+                         priority: bool = False) -> FetchSpeed:
     """Pure fetch speed on a large random id stream (cache work only; source time subtracted).
 
     Ids are ``floor(u**skew * num_nodes)`` (a skewed, hub-heavy stream); with
@@ -351,10 +356,13 @@ def fetch_microbenchmark(policy: str = "fifo", num_nodes: int = 2_000_000, ratio
     input nodes are.  ``reuse_out`` passes one preallocated result buffer to
     every fetch (what a loader with per-slot buffers does); without it each
     fetch allocates a fresh result, whose first touch page-faults on CPU.
+    ``priority`` gives the fifo a node priority (its insertion sort is then timed too).
     """
     g = torch.Generator().manual_seed(seed)
     feat = torch.randn(num_nodes, dim, generator=g)
-    cache = make_cache(policy, int(ratio * num_nodes), num_nodes, dim, degrees=np.zeros(num_nodes),
+    # the stream's hubs are the small ids, so -id stands in for an in-degree priority
+    degrees = -np.arange(num_nodes) if (priority or policy == "static-degree") else None
+    cache = make_cache(policy, int(ratio * num_nodes), num_nodes, dim, degrees=degrees,
                        presample_counts=np.zeros(num_nodes), insert_order=insert_order)
     timed = _TimedSource(lambda ids: feat.index_select(0, ids))
     batches = []

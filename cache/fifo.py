@@ -7,6 +7,7 @@ bookkeeping: a hit is one gather, an insert is a contiguous ring write.
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from .base import CacheBase, FetchPlan
@@ -37,6 +38,13 @@ class FeatureCache(CacheBase):
         order never picks them as seeds again in the epoch, and measured hit rates
         rose when hop-1 nodes, not seeds, were kept longest (bench/results/cache.md).
         Rows come back in the order asked either way.
+    node_priority : optional ``[num_nodes]`` real array (e.g. in-degrees; kept as float32).  Each fetch's
+        distinct misses are then inserted by ascending priority (ties in the
+        ``insert_order`` sequence), so when they overflow the ring the highest
+        ones stay: on power-law graphs a batch needs several times the cache,
+        and keeping its hubs, which the next batches reuse most, measured close
+        to a static top-degree cache (bench/results/cache.md).  Eviction across
+        fetches stays FIFO.
 
     State
     -----
@@ -55,12 +63,21 @@ class FeatureCache(CacheBase):
     policy = "fifo"
 
     def __init__(self, capacity: int, num_nodes: int, dim: int, dtype: torch.dtype = torch.float32,
-                 device: str | torch.device = "cpu", insert_order: str = "reverse"):
+                 device: str | torch.device = "cpu", insert_order: str = "reverse", node_priority=None):
         if insert_order not in INSERT_ORDERS:
             raise ValueError(f"insert_order must be one of {INSERT_ORDERS}, got {insert_order!r}")
         super().__init__(capacity, num_nodes, dim, dtype, device)
         self.insert_order = insert_order
         self.head = 0
+        self.node_priority = None
+        if node_priority is not None:
+            prio = torch.as_tensor(np.asarray(node_priority))
+            if tuple(prio.shape) != (num_nodes,) or prio.dtype.is_complex or prio.dtype == torch.bool:
+                raise ValueError(f"node_priority must be a real [num_nodes={num_nodes}] array, "
+                                 f"got shape {tuple(prio.shape)} {prio.dtype}")
+            # float32: 4 bytes per node like slot_of; exact for degrees below 2^24, and
+            # only the ranking within one fetch's misses matters
+            self.node_priority = prio.to(device=self.device, dtype=torch.float32)
 
     def _admit(self, plan: FetchPlan, rows: torch.Tensor | None) -> None:
         k = plan.miss_unique.numel()
@@ -68,6 +85,9 @@ class FeatureCache(CacheBase):
         if k == 0 or cap == 0:
             return
         keep = min(k, cap)
+        if self.node_priority is not None:
+            self._admit_by_priority(plan, rows, keep)
+            return
         if self.insert_order == "request":
             # distinct miss i goes to slot (head + i) % cap; the last `keep` survive
             first, start = k - keep, (self.head + k - keep) % cap
@@ -88,9 +108,32 @@ class FeatureCache(CacheBase):
         if keep > rest:
             self._write_run((start + rest) % cap, uniq[: keep - rest], rows[: keep - rest])
 
-    def _write_run(self, start: int, new_ids: torch.Tensor, new_rows: torch.Tensor) -> None:
+    def _admit_by_priority(self, plan: FetchPlan, rows: torch.Tensor, keep: int) -> None:
+        """Insert the distinct misses by ascending ``node_priority`` (ties: the insert order's
+        sequence), so that when they overflow the ring the highest-priority ones stay."""
+        k = plan.miss_unique.numel()
+        cap = self.capacity
+        dev = self.device
+        ns = plan.seed_misses if self.insert_order == "reverse" else 0
+        # `layout`: the misses in the ascending slot order the ring gives them without
+        # priorities (see _admit); ranking it stably keeps that order among equal priorities
+        layout = torch.cat([torch.arange(ns, k, device=dev), torch.arange(ns, device=dev)])
+        prio = self.node_priority.index_select(0, plan.miss_unique.index_select(0, layout))
+        if self.insert_order == "request":
+            ranked = layout.index_select(0, torch.sort(prio, stable=True).indices)
+            sel, start = ranked[k - keep:], (self.head + k - keep) % cap
+            self.head = (self.head + k) % cap
+        else:
+            ranked = layout.index_select(0, torch.sort(prio, descending=True, stable=True).indices)
+            sel, start = ranked[:keep], (self.head - k) % cap
+            self.head = start
+        self._write_run(start, plan.miss_unique.index_select(0, sel), rows, sel)
+
+    def _write_run(self, start: int, new_ids: torch.Tensor, new_rows: torch.Tensor,
+                   row_index: torch.Tensor | None = None) -> None:
         """Write ``len(new_ids)`` (<= capacity, none cached now) into slots ``start, start+1, ...``
-        modulo capacity: contiguous slice copies, about twice as fast as a scattered write."""
+        modulo capacity: contiguous slice copies, about twice as fast as a scattered write.
+        With ``row_index`` the rows are ``new_rows[row_index]``, gathered straight into the ring."""
         cap = self.capacity
         count = new_ids.numel()
         old = self._ring_slice(self.id_in_slot, start, count)
@@ -100,11 +143,15 @@ class FeatureCache(CacheBase):
         slots = (torch.arange(count, device=self.device) + start) % cap
         self.slot_of.index_copy_(0, new_ids, slots.to(torch.int32))
         split = min(count, cap - start)
-        self.id_in_slot[start:start + split].copy_(new_ids[:split])
-        self.storage[start:start + split].copy_(new_rows[:split])
-        if split < count:
-            self.id_in_slot[: count - split].copy_(new_ids[split:])
-            self.storage[: count - split].copy_(new_rows[split:])
+        for lo, hi, slot in ((0, split, start), (split, count, 0)):
+            if hi <= lo:
+                continue
+            self.id_in_slot[slot:slot + hi - lo].copy_(new_ids[lo:hi])
+            dst = self.storage[slot:slot + hi - lo]
+            if row_index is None:
+                dst.copy_(new_rows[lo:hi])
+            else:
+                torch.index_select(new_rows, 0, row_index[lo:hi], out=dst)
 
     @staticmethod
     def _ring_slice(t: torch.Tensor, start: int, count: int) -> torch.Tensor:

@@ -126,12 +126,14 @@ def make_cache(policy: str, capacity: int, num_nodes: int, dim: int, dtype: torc
 
     ``static-degree`` needs ``degrees`` [num_nodes]; ``presample`` needs
     ``presample_counts`` [num_nodes] (see :func:`presample_counts`).
-    ``insert_order`` applies to ``fifo`` (see :class:`~bgl.cache.fifo.FeatureCache`).
+    ``insert_order`` applies to ``fifo``, which also uses ``degrees`` when given as its
+    ``node_priority`` (see :class:`~bgl.cache.fifo.FeatureCache`).
     """
     if policy == "none":
         return NoCache(num_nodes, dim, dtype, device)
     if policy == "fifo":
-        return FeatureCache(capacity, num_nodes, dim, dtype, device, insert_order=insert_order)
+        return FeatureCache(capacity, num_nodes, dim, dtype, device, insert_order=insert_order,
+                            node_priority=degrees)
     if policy == "lru":
         return LRUCache(capacity, num_nodes, dim, dtype, device)
     if policy == "static-degree":

@@ -40,8 +40,10 @@ def register(subparsers) -> None:
                              "longest) or in request order")
     parser.add_argument("--no-seed-hint", action="store_true",
                         help="do not tell the fifo cache which ids are the batch's seeds")
+    parser.add_argument("--no-degree-priority", action="store_true",
+                        help="fifo: do not keep a batch's highest in-degree misses when they overflow the ring")
     parser.add_argument("--fifo-variants", type=_csv(str), default="",
-                        help="extra fifo rows for comparison: request, reverse-no-seeds")
+                        help="extra fifo rows for comparison: request, reverse-no-seeds, reverse-no-priority")
     parser.add_argument("--presample-epochs", type=int, default=1, help="epochs presampled for 'presample'")
     parser.add_argument("--max-batches", type=int, default=None, help="cap on batches per epoch (huge graphs)")
     parser.add_argument("--feat-dim", type=int, default=0,
@@ -69,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         fanouts=tuple(args.fanouts), batch_size=args.batch_size, epochs=args.epochs,
         num_sequences=args.num_sequences, interleave_chunk=args.interleave_chunk,
         insert_order=args.insert_order, seed_hint=not args.no_seed_hint,
+        degree_priority=not args.no_degree_priority,
         fifo_variants=tuple(args.fifo_variants), presample_epochs=args.presample_epochs, seed=args.seed,
         max_batches=args.max_batches, feat_dim=args.feat_dim,
     )

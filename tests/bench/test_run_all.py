@@ -84,3 +84,36 @@ def test_long_output_is_trimmed_and_fences_stay_closed(run_all):
 def test_missing_script_is_reported_not_run(run_all, tmp_path):
     r = run_all.run_benchmark("nope", tmp_path / "nope.py", [], timeout=5)
     assert r.returncode is None and "does not exist" in r.note
+
+
+def test_sandbox_keeps_repo_artifacts_untouched(run_all, tmp_path):
+    """A benchmark writing next to itself writes into the sandbox copy, not the repo."""
+    repo = tmp_path / "repo"
+    (repo / "bench" / "results").mkdir(parents=True)
+    (repo / "bench" / "out").mkdir()
+    (repo / "bench" / "out" / "big.bin").write_bytes(b"x")
+    (repo / "data").mkdir()
+    (repo / "bench" / "results" / "area.md").write_text("full-size numbers\n")
+    (repo / "bench" / "plot.png").write_bytes(b"full run")
+    (repo / "bench" / "area.py").write_text(
+        "import argparse, pathlib\n"
+        "p = argparse.ArgumentParser(); p.add_argument('--quick', action='store_true'); a = p.parse_args()\n"
+        "here = pathlib.Path(__file__).resolve().parent\n"
+        "(here / 'plot.png').write_bytes(b'quick run')\n"
+        "(here / 'results' / 'area.md').write_text('quick numbers\\n')\n"
+        "print('speedup 3.0x quick', a.quick)\n")
+    root = run_all.make_sandbox(repo)
+    try:
+        assert (root / "data").is_symlink() and not (root / "bench").is_symlink()
+        assert not (root / "bench" / "out").exists()  # large scratch outputs are not copied
+        r = run_all.run_benchmark("area", Path("bench/area.py"), [], timeout=60, root=root)
+        assert r.ok, r.stderr
+        assert r.command == ["python", "bench/area.py", "--quick"] and "speedup 3.0x quick True" in r.stdout
+        assert (root / "bench" / "plot.png").read_bytes() == b"quick run"
+    finally:
+        import shutil
+
+        shutil.rmtree(root)
+    assert (repo / "bench" / "plot.png").read_bytes() == b"full run"
+    assert (repo / "bench" / "results" / "area.md").read_text() == "full-size numbers\n"
+    assert (repo / "data").is_dir()  # removing the sandbox did not follow its symlinks

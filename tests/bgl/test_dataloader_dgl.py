@@ -114,7 +114,8 @@ def test_dgl_example_runs_unchanged_with_bgl_dataloader(cora_store, tmp_path):
     assert script.count("bgl") == 1  # only the import line changed
     path = tmp_path / "node_classification.py"
     path.write_text(script)
-    env = {**os.environ, "DGLBACKEND": "pytorch"}
+    # One torch thread: on a small shared box, OpenMP threads of concurrent jobs thrash.
+    env = {**os.environ, "DGLBACKEND": "pytorch", "OMP_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, str(path), str(cora_store.path)], capture_output=True, text=True,
                           timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -183,7 +184,16 @@ PROCESS_CONFIGS = {
 }
 
 
-def test_graphsage_accuracy_matches_dgl_dataloader(cora_graph):
+@pytest.fixture
+def one_torch_thread():
+    """Two OpenMP threads on a shared 2-core box run ~5x slower than one (bench/results/dataloader.md)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_graphsage_accuracy_matches_dgl_dataloader(cora_graph, one_torch_thread):
     g, train_idx, test_idx = cora_graph
     sampler = dgl.dataloading.NeighborSampler([10, 10])
     dgl_loader = dgl.dataloading.DataLoader(g, train_idx, sampler, batch_size=256, shuffle=True)

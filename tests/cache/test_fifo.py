@@ -16,10 +16,11 @@ class RefFIFO:
     one at the back of a queue, evicting from the front.  ``reverse``: the distinct misses
     are inserted last-requested first (so the first-requested ones are newest)."""
 
-    def __init__(self, capacity: int, num_nodes: int, reverse: bool = False):
+    def __init__(self, capacity: int, num_nodes: int, reverse: bool = False, priority=None):
         self.capacity = min(capacity, num_nodes)
         self.queue: deque[int] = deque()
         self.reverse = reverse
+        self.priority = priority  # per node; inserts sorted by it (stable), highest inserted last
         self.requests = self.hits = self.misses = self.rows = 0
 
     @property
@@ -42,6 +43,8 @@ class RefFIFO:
             inserts = list(reversed(first)) + list(reversed(rest))
         else:
             inserts = missing
+        if self.priority is not None:
+            inserts = sorted(inserts, key=lambda i: self.priority[i])  # stable
         for i in inserts:
             if self.capacity == 0:
                 break
@@ -83,14 +86,17 @@ def ring_eviction_order(cache: FeatureCache) -> list[int]:
 
 @settings(max_examples=60, deadline=None)
 @given(num_nodes=st.integers(1, 50), capacity=st.integers(0, 60), dim=st.integers(1, 5),
-       half=st.booleans(), reverse=st.booleans(), data=st.data())
-def test_matches_reference_on_random_streams(num_nodes, capacity, dim, half, reverse, data):
+       half=st.booleans(), reverse=st.booleans(), use_priority=st.booleans(), data=st.data())
+def test_matches_reference_on_random_streams(num_nodes, capacity, dim, half, reverse, use_priority, data):
     dtype = torch.float16 if half else torch.float32
     feat = torch.randn(num_nodes, dim).to(dtype)
     batches = data.draw(st.lists(st.lists(st.integers(0, num_nodes - 1), max_size=80), max_size=12))
     seed_counts = [data.draw(st.integers(0, len(b))) for b in batches]
+    # few distinct values, so ties (broken by the insert order) are common
+    priority = data.draw(st.lists(st.integers(0, 3), min_size=num_nodes, max_size=num_nodes)) if use_priority else None
     order = "reverse" if reverse else "request"
-    cache, ref = FeatureCache(capacity, num_nodes, dim, dtype, insert_order=order), RefFIFO(capacity, num_nodes, reverse)
+    cache = FeatureCache(capacity, num_nodes, dim, dtype, insert_order=order, node_priority=priority)
+    ref = RefFIFO(capacity, num_nodes, reverse, priority)
     calls: list[torch.Tensor] = []
     for batch, num_seeds in zip(batches, seed_counts):
         ids = torch.tensor(batch, dtype=torch.int64)
@@ -159,6 +165,22 @@ def test_seed_hint_evicts_seeds_first_and_keeps_hop1_longest():
         with pytest.raises(ValueError, match="num_seeds"):
             cache.fetch(torch.tensor([60, 61]), table_source(feat), num_seeds=bad)
     assert_unchanged(cache, snap)
+
+
+def test_node_priority_keeps_hubs_when_a_batch_overflows():
+    feat = torch.arange(100, dtype=torch.float32).unsqueeze(1)
+    degree = np.zeros(100)
+    degree[[30, 31]] = 50  # two hubs in the outermost hop
+    cache = FeatureCache(3, 100, 1, node_priority=degree)
+    ids = torch.tensor([1, 2, 10, 11, 30, 20, 31])  # seeds 1, 2
+    assert torch.equal(cache.fetch(ids, table_source(feat), num_seeds=2), feat[ids])
+    # hubs first, then by the reverse rule (hop-1 before outer hops before seeds)
+    assert sorted(cache.cached_ids().tolist()) == [10, 30, 31]
+    cache.fetch(torch.tensor([40]), table_source(feat))  # FIFO across fetches: the lowest-ranked goes
+    assert sorted(cache.cached_ids().tolist()) == [30, 31, 40]
+    assert make_cache("fifo", 3, 100, 1, degrees=degree).node_priority is not None
+    with pytest.raises(ValueError, match="node_priority"):
+        FeatureCache(3, 100, 1, node_priority=np.zeros(99))
 
 
 def test_make_cache_passes_insert_order_and_rejects_unknown():
