@@ -195,6 +195,9 @@ def render_results(runs: Sequence[RunResult], machine: dict[str, str], command: 
     out = ["# bgl benchmark results", "",
            f"Rewritten by `{command}` on {date} (commit `{commit}`). Every number below was printed",
            "by the benchmark named in its section during that run; nothing is copied from elsewhere.",
+           "", "Full-size runs, with their commands and analysis, are kept per area in",
+           "`bench/results/<area>.md` (ingest, sampling, partition, cache, dataloader, launch, scaling);",
+           "this file is the quick-size run of every benchmark in one go.",
            "", "## Machine", ""]
     out += [f"- {k}: {v}" for k, v in machine.items()]
     out += ["", "## Summary", "", "| benchmark | status | wall time (s) | command |", "|---|---|---|---|"]

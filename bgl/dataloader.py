@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from .errors import ServerUnavailable
+from .partition_order import env_partition_dir
 from .pipeline import Pipeline, quiet_numba_threads
 from .resources import CoreSplit, available_cores, profile_stages, resolve_stage_cores, split_cores
 from .stages import (ORDERS, CacheSpec, FetchStage, OrderStage, SampleStage, SamplingSpec,
@@ -174,7 +175,9 @@ class DataLoader:
     graph : DGLGraph | GraphStore | str/Path (store dir or partition dir) | list of server addresses
         A DGLGraph is written once to a temporary store (its exact edges,
         ``ndata['feat']``/``ndata['label']``).  A partition dir needs the
-        graph servers in env ``BGL_SERVERS`` (set by ``bgl launch``).
+        graph servers in env ``BGL_SERVERS`` (set by ``bgl launch``); with a
+        list of addresses, env ``BGL_PARTITION`` names the partition dir that
+        ``order="proximity"`` reads.
     indices : int tensor/array [n]
         Seed (output) node ids, unique, in ``[0, num_nodes)``.
     graph_sampler : bgl.NeighborSampler | dgl.dataloading.NeighborSampler
@@ -191,7 +194,8 @@ class DataLoader:
         ``"presample"``, ``"none"``) | cache object (inline pipeline only)
     cache_ratio : float, fraction of nodes the cache holds (default 0.1)
     cache_bytes : int, cache size in bytes (instead of ``cache_ratio``)
-    order : ``"random"`` | ``"proximity"`` (BGL's BFS order; needs a local store)
+    order : ``"random"`` | ``"proximity"`` (BGL's BFS order; from a local store, or with graph
+        servers from the partition dir, part by part: see :mod:`bgl.partition_order`)
     pipeline : ``"inline"`` | ``"processes"``
     stage_cores : {"sample": [0], "fetch": [1]} or counts; default from profiling
     blocks : ``"dgl"`` | ``"bgl"`` | None (dgl when the graph or sampler came from DGL)
@@ -260,9 +264,12 @@ class DataLoader:
                                    label_keys[0] if label_keys else None, server_timeout)
         self._info = info
         ids = self._check_indices(indices, info.num_nodes)
+        order_partition = None
         if order == "proximity" and info.spec.kind != "store":
-            raise ValueError("order='proximity' needs a local graph (store dir, GraphStore or DGLGraph), "
-                             "not only graph servers")
+            order_partition = self._proximity_partition(info)
+            # Sorted new ids make each DDP rank's contiguous share a run of whole
+            # parts, so a rank orders (and reads) only its own parts' edges.
+            ids = np.sort(ids)
         want_dgl = blocks == "dgl" or (blocks is None and (info.from_dgl or sampler_from_dgl))
         if want_dgl:
             try:
@@ -283,7 +290,8 @@ class DataLoader:
         cache_spec = self._cache_spec(cache, cache_ratio, cache_bytes, info, pipeline)
         self._order_stage = OrderStage(ids=ids, batch_size=self.batch_size, drop_last=self.drop_last,
                                        shuffle=self.shuffle, order=order, graph=info.spec,
-                                       num_sequences=num_sequences, pad=pad)
+                                       num_sequences=num_sequences, pad=pad,
+                                       partition_dir=order_partition)
         self._sample_stage = SampleStage(source=info.spec, fanouts=tuple(fanouts), replace=replace)
         if cache_spec is not None and cache_spec.policy == "presample":
             cache_spec = self._with_presample_counts(cache_spec)
@@ -323,9 +331,24 @@ class DataLoader:
                 return _servers_info(addresses, timeout, partition_dir=path)
             return self._store_info(GraphStore(path))
         if isinstance(graph, (list, tuple)) and graph and all(isinstance(a, str) for a in graph):
-            return _servers_info(list(graph), timeout)
+            env_dir = env_partition_dir()
+            return _servers_info(list(graph), timeout, partition_dir=Path(env_dir) if env_dir else None)
         raise TypeError(f"graph must be a DGLGraph, GraphStore, store/partition dir or list of server "
                         f"addresses, got {type(graph).__name__}")
+
+    @staticmethod
+    def _proximity_partition(info: _GraphInfo) -> str:
+        """The partition dir that proximity ordering reads when sampling from graph servers."""
+        if info.partition_dir is None:
+            raise ValueError("order='proximity' with graph servers needs the partition dir: pass it as graph "
+                             "(with BGL_SERVERS set) or set BGL_PARTITION; or use a local store / DGLGraph")
+        from .partition.format import open_partition
+
+        book = open_partition(info.partition_dir)  # PartitionFormatError names a bad dir
+        if book.num_nodes != info.num_nodes:
+            raise ValueError(f"partition dir {info.partition_dir} has {book.num_nodes} nodes but the graph "
+                             f"servers serve {info.num_nodes}; BGL_PARTITION / graph names another partition")
+        return str(info.partition_dir)
 
     @staticmethod
     def _store_info(store: GraphStore) -> _GraphInfo:

@@ -10,7 +10,7 @@ per part, on a compact local CSC that keeps only the edges inside the part:
    rest to local ids (one vectorised pass over the part's edges, in chunks);
 2. :func:`bgl.cache.ordering.proximity_order` orders the part's training ids
    on that view (BFS sequences from random roots, interleaved);
-3. :func:`interleave_parts` merges the parts' orders in whole batches.
+3. :func:`concat_parts` joins the parts' orders, parts in a random order.
 
 Why per part: a batch whose seeds sit in one part asks one server for most of
 its neighbours, and the BFS locality inside a part is what feeds the feature
@@ -114,21 +114,19 @@ def local_csc(indptr, indices, node_start: int, node_end: int,
     return LocalView(indptr=out_indptr, indices=out_indices, node_start=int(node_start))
 
 
-def interleave_parts(orders: list[np.ndarray], batch_size: int, rng: np.random.Generator) -> np.ndarray:
-    """Merge per-part orders in whole batches, each part at its own pace, so parts finish together.
+def concat_parts(orders: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
+    """Concatenate per-part orders, the parts in a random order (new each epoch).
 
-    Every full batch-sized chunk of one part's order stays one batch (a batch
-    stays inside one part and keeps its BFS neighbourhood); chunk ``j`` of a
-    part with ``c`` full chunks is placed at key ``(j + u) / c`` with a random
-    phase ``u`` per part, so any window of batches mixes the parts in
-    proportion to their sizes and the mix changes every epoch.  The parts'
-    short remainders (< ``batch_size`` each) go last, in random part order,
-    so they cannot shift the batch boundaries of the full chunks.
+    Why not interleave the parts batch by batch: then consecutive batches
+    would come from different parts and share few input nodes, which is what
+    the FIFO cache lives on.  Concatenated, every batch but the one at each
+    part boundary stays inside one part, and consecutive batches continue the
+    same part's interleaved BFS sequences.  (Under ``bgl launch`` with as many
+    trainers as parts, each rank's share is about one part anyway.)
 
     Parameters
     ----------
     orders : list of int64 [t_k] arrays (disjoint ids)
-    batch_size : int >= 1
     rng : numpy Generator (the epoch's)
 
     Returns
@@ -137,19 +135,7 @@ def interleave_parts(orders: list[np.ndarray], batch_size: int, rng: np.random.G
     """
     if not orders:
         return np.empty(0, np.int64)
-    cat = np.concatenate([np.asarray(o, dtype=np.int64) for o in orders])
-    lengths = np.array([o.shape[0] for o in orders], np.int64)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    full = lengths // batch_size
-    part_of_chunk = np.repeat(np.arange(len(orders)), full)
-    chunk_in_part = np.arange(part_of_chunk.shape[0]) - np.repeat(np.cumsum(full) - full, full)
-    phase = rng.random(len(orders))
-    keys = (chunk_in_part + phase[part_of_chunk]) / np.maximum(full, 1)[part_of_chunk]
-    picked = np.argsort(keys, kind="stable")
-    chunk_start = starts[part_of_chunk[picked]] + chunk_in_part[picked] * batch_size
-    body = cat[(chunk_start[:, None] + np.arange(batch_size)[None, :]).ravel()]
-    tails = [cat[starts[k] + full[k] * batch_size: starts[k] + lengths[k]] for k in rng.permutation(len(orders))]
-    return np.concatenate([body, *tails])
+    return np.concatenate([np.asarray(orders[k], dtype=np.int64) for k in rng.permutation(len(orders))])
 
 
 class PartitionOrder:
@@ -206,7 +192,7 @@ class PartitionOrder:
                       self._views[k].num_nodes, self._views[k].num_edges, store.num_edges)
         return self._views[k]
 
-    def epoch_order(self, seed: int, batch_size: int) -> np.ndarray:
+    def epoch_order(self, seed: int) -> np.ndarray:
         """This epoch's order of the ids: int64 [t], each id once; a new ``seed`` gives a new order."""
         from .cache.ordering import proximity_order
 
@@ -216,7 +202,7 @@ class PartitionOrder:
         for k in self.parts:
             local = proximity_order(self.view(k), self._local_ids[k], self.num_sequences, int(part_seeds[k]))
             orders.append(np.asarray(local, dtype=np.int64) + self.bounds[k])
-        return interleave_parts(orders, int(batch_size), rng)
+        return concat_parts(orders, rng)
 
 
 def env_partition_dir() -> Optional[str]:

@@ -200,6 +200,10 @@ class OrderStage(SourceStage):
         so consecutive batches share neighbours and the feature cache hits).
     graph : SamplingSpec
         Graph for proximity ordering (a local store).
+    partition_dir : str, optional
+        Partition dir for proximity ordering when sampling from graph
+        servers: the order is built part by part on local views
+        (:class:`bgl.partition_order.PartitionOrder`), never the whole graph.
     num_sequences : int
         BFS sequences interleaved by proximity ordering.
     pad : int
@@ -218,22 +222,35 @@ class OrderStage(SourceStage):
     graph: Optional[SamplingSpec] = None
     num_sequences: int = 8
     pad: int = 0
+    partition_dir: Optional[str] = None
     name: str = "order"
 
     def __post_init__(self):
         if self.order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}, got {self.order!r}")
         self._store = None
+        self._part_order = None
 
     def open(self) -> None:
-        if self.order == "proximity":
-            if self.graph is None or self.graph.kind != "store":
-                raise ValueError("order='proximity' needs a local graph store (not only graph servers)")
-            self._store = self.graph.open_store()
+        if self.order != "proximity":
+            return
+        if self.graph is not None and self.graph.kind == "store":
+            if self._store is None:
+                self._store = self.graph.open_store()
+        elif self.partition_dir is not None:
+            if self._part_order is None:
+                from .partition_order import PartitionOrder
+
+                # Built once per process; its per-part views are reused every epoch.
+                self._part_order = PartitionOrder(self.partition_dir, self.ids, self.num_sequences)
+        else:
+            raise ValueError("order='proximity' needs a local graph store or, with graph servers, "
+                             "the partition dir (graph=PARTITION_DIR or env BGL_PARTITION)")
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_store"] = None  # reopened by open() in the stage process
+        state["_part_order"] = None  # its local views are rebuilt there rather than pickled
         return state
 
     def epoch_order(self, epoch_seed: int) -> np.ndarray:
@@ -246,8 +263,10 @@ class OrderStage(SourceStage):
         if self.order == "proximity":
             from .cache.ordering import proximity_order
 
-            if self._store is None:
+            if self._store is None and self._part_order is None:
                 self.open()
+            if self._part_order is not None:
+                return self._part_order.epoch_order(epoch_seed)
             return np.asarray(proximity_order(self._store, ids, self.num_sequences, epoch_seed), dtype=np.int64)
         if self.shuffle:
             return ids[np.random.default_rng(epoch_seed).permutation(ids.shape[0])]

@@ -18,6 +18,20 @@ from .base import CacheBase, FetchPlan
 INSERT_ORDERS = ("reverse", "request")
 
 
+def _int32_priority(node_priority, num_nodes: int) -> torch.Tensor:
+    """``node_priority`` as int32 [num_nodes] keys in the same order (4 bytes per node, like
+    ``slot_of``): integers clipped to +-(2^31 - 1), anything else replaced by its dense rank."""
+    prio = np.asarray(node_priority)
+    if prio.shape != (num_nodes,) or prio.dtype.kind not in "iuf":
+        raise ValueError(f"node_priority must be a real [num_nodes={num_nodes}] array, "
+                         f"got shape {prio.shape} {prio.dtype}")
+    if prio.dtype.kind in "iu":
+        keys = np.clip(prio, -(2**31 - 1), 2**31 - 1).astype(np.int32)
+    else:
+        keys = np.unique(prio, return_inverse=True)[1].astype(np.int32)
+    return torch.from_numpy(keys)
+
+
 class FeatureCache(CacheBase):
     """FIFO cache of node feature rows.
 
@@ -38,7 +52,7 @@ class FeatureCache(CacheBase):
         order never picks them as seeds again in the epoch, and measured hit rates
         rose when hop-1 nodes, not seeds, were kept longest (bench/results/cache.md).
         Rows come back in the order asked either way.
-    node_priority : optional ``[num_nodes]`` real array (e.g. in-degrees; kept as float32).  Each fetch's
+    node_priority : optional ``[num_nodes]`` real array (e.g. in-degrees; kept as int32 keys).  Each fetch's
         distinct misses are then inserted by ascending priority (ties in the
         ``insert_order`` sequence), so when they overflow the ring the highest
         ones stay: on power-law graphs a batch needs several times the cache,
@@ -71,13 +85,7 @@ class FeatureCache(CacheBase):
         self.head = 0
         self.node_priority = None
         if node_priority is not None:
-            prio = torch.as_tensor(np.asarray(node_priority))
-            if tuple(prio.shape) != (num_nodes,) or prio.dtype.is_complex or prio.dtype == torch.bool:
-                raise ValueError(f"node_priority must be a real [num_nodes={num_nodes}] array, "
-                                 f"got shape {tuple(prio.shape)} {prio.dtype}")
-            # float32: 4 bytes per node like slot_of; exact for degrees below 2^24, and
-            # only the ranking within one fetch's misses matters
-            self.node_priority = prio.to(device=self.device, dtype=torch.float32)
+            self.node_priority = _int32_priority(node_priority, num_nodes).to(self.device)
 
     def _admit(self, plan: FetchPlan, rows: torch.Tensor | None) -> None:
         k = plan.miss_unique.numel()
@@ -119,12 +127,14 @@ class FeatureCache(CacheBase):
         # priorities (see _admit); ranking it stably keeps that order among equal priorities
         layout = torch.cat([torch.arange(ns, k, device=dev), torch.arange(ns, device=dev)])
         prio = self.node_priority.index_select(0, plan.miss_unique.index_select(0, layout))
+        # ascending stable sort of int32 keys (a radix sort on CPU: ~15x faster than a
+        # float or descending sort); `reverse` ranks by descending priority, so negate
         if self.insert_order == "request":
             ranked = layout.index_select(0, torch.sort(prio, stable=True).indices)
             sel, start = ranked[k - keep:], (self.head + k - keep) % cap
             self.head = (self.head + k) % cap
         else:
-            ranked = layout.index_select(0, torch.sort(prio, descending=True, stable=True).indices)
+            ranked = layout.index_select(0, torch.sort(prio.neg(), stable=True).indices)
             sel, start = ranked[:keep], (self.head - k) % cap
             self.head = start
         self._write_run(start, plan.miss_unique.index_select(0, sel), rows, sel)

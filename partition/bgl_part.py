@@ -179,7 +179,7 @@ def bgl_partition(graph: GraphInput, num_parts: int, seed: int = 0, **params) ->
     while levels[-1].n > target:
         lv = levels[-1]
         # blocks stay well below a part's size so placement can balance them
-        cap = min(cap, n / (k * 8.0)) if maps else min(cap, max(1.0, n / (k * 8.0)))
+        cap = min(cap, max(1.0, n / (k * 8.0)))
         coarse, block = coarsen(lv, max(cap, float(lv.vn.max())), p, rng)
         log.debug("bgl: level %d: %d -> %d vertices (cap %.0f)", len(maps), lv.n, coarse.n, cap)
         if coarse.n > 0.85 * lv.n:  # no longer shrinking (e.g. a star, or blocks at the cap)

@@ -31,8 +31,8 @@ def register(subparsers) -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--trainers", type=int, default=2, help="data-parallel trainer processes")
     parser.add_argument("--parts", type=int, default=2, help="partitions = graph servers")
-    parser.add_argument("--order", default="random", choices=["random", "proximity"],
-                        help="seed order for the DataLoader")
+    parser.add_argument("--order", default="proximity", choices=["proximity", "random"],
+                        help="seed order for the DataLoader: BGL's proximity order (per part) or random")
     parser.add_argument("--port-base", type=int, default=None,
                         help="first server port (default: first free range from 30050)")
     parser.add_argument("--summary-only", action="store_true",

@@ -364,3 +364,13 @@ def test_all_hit_all_miss_and_mixed_fetches_fill_every_row(dtype):
     assert torch.equal(cache.fetch(hits, must_not_be_called), feat[hits])
     assert cache.stats()["hits"] == 3 + 4 and torch.equal(buf[14:], torch.full((50, 6), 9.0, dtype=dtype))
     assert_consistent(cache)
+
+
+def test_float_priorities_rank_like_their_values():
+    feat = torch.arange(10, dtype=torch.float32).unsqueeze(1)
+    prio = np.array([0.5, 2.5, -1.0, 2.25, 0, 0, 0, 0, 0, 0])
+    cache = FeatureCache(2, 10, 1, insert_order="request", node_priority=prio)
+    cache.fetch(torch.tensor([0, 1, 2, 3]), table_source(feat))
+    assert sorted(cache.cached_ids().tolist()) == [1, 3]  # the two highest priorities
+    with pytest.raises(ValueError, match="node_priority"):
+        FeatureCache(2, 10, 1, node_priority=np.array(["a"] * 10))

@@ -21,11 +21,12 @@ def test_assignment_is_valid(planted, method, parts):
     assert np.all(np.bincount(part_of, minlength=parts) > 0), "a part is empty"
 
 
+@pytest.mark.parametrize("placement", ["grow", "score"])
 @pytest.mark.parametrize("parts", [2, 4])
-def test_bgl_respects_balance_bounds(planted, random_store, parts):
+def test_bgl_respects_balance_bounds(planted, random_store, parts, placement):
     for store in (planted, random_store):
         g = GraphInput.from_store(store)
-        part_of = compute_assignment(g, "bgl", parts, seed=0, capacity=1.1)
+        part_of = compute_assignment(g, "bgl", parts, seed=0, capacity=1.1, placement=placement)
         bal = M.balance(g, part_of, parts)
         # the caps are 1.1 x average (+1 node for rounding on tiny graphs)
         assert bal["nodes"] <= 1.1 + parts / store.num_nodes, bal
@@ -89,6 +90,14 @@ def test_too_few_parts(planted, tmp_path, parts):
 def test_more_parts_than_nodes(planted, tmp_path):
     with pytest.raises(ValueError, match=f"num_parts={planted.num_nodes + 1}"):
         partition_graph(planted, "metis", planted.num_nodes + 1, tmp_path / "p")
+
+
+def test_bad_bgl_parameters(planted, tmp_path):
+    with pytest.raises(ValueError, match="'nearest'"):
+        partition_graph(planted, "bgl", 2, tmp_path / "p", placement="nearest")
+    with pytest.raises(TypeError, match="nonsense"):
+        partition_graph(planted, "bgl", 2, tmp_path / "p", nonsense=1)
+    assert not (tmp_path / "p").exists()
 
 
 def test_unknown_method(planted, tmp_path):
