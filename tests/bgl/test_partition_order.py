@@ -154,7 +154,7 @@ def test_consecutive_batches_share_more_inputs_than_random_order(cora_parts):
     po = PartitionOrder(cora_parts.path, train, 4)
     prox = np.mean([consecutive_overlap(cora_parts, po.epoch_order(s), 32) for s in range(3)])
     rand = np.mean([consecutive_overlap(cora_parts, random_order(train, s), 32) for s in range(3)])
-    assert prox > 1.5 * rand, (prox, rand)
+    assert prox > 1.2 * rand, (prox, rand)
 
 
 # ------------------------------------------------------- DataLoader + servers
@@ -191,7 +191,7 @@ def test_dataloader_over_partition_dir_with_servers_uses_proximity(served_cora, 
         assert torch.equal(blocks[-1].dstdata["label"], torch.from_numpy(cora_store.label[orig[output_nodes.numpy()]]))
         break
     rand_overlap, _ = sampled_overlap(rand_loader)
-    assert overlap > rand_overlap, (overlap, rand_overlap)
+    assert overlap > 1.3 * rand_overlap, (overlap, rand_overlap)
     prox_loader.close()
     rand_loader.close()
 
@@ -220,44 +220,59 @@ def test_bgl_partition_of_another_graph_is_refused(served_cora, random_store, tm
 
 
 # ------------------------------------------------------------------------ DDP
+DDP_RANK_SCRIPT = """
+import os, sys
+import numpy as np
+import torch
+import torch.distributed as dist
+import bgl
+from bgl.partition import open_partition
+
+part_dir, out = sys.argv[1], sys.argv[2]
+dist.init_process_group("gloo")
+try:
+    train = open_partition(part_dir).split("train")
+    # A shuffled id tensor, as a user might pass: ranks must still get whole parts.
+    ids = torch.from_numpy(train[np.random.default_rng(1).permutation(train.shape[0])])
+    loader = bgl.DataLoader(part_dir, ids, bgl.NeighborSampler([2]), batch_size=50, use_ddp=True,
+                            order="proximity", shuffle=True)
+    epochs = []
+    for epoch in range(2):
+        loader.set_epoch(epoch)
+        epochs.append(torch.cat([o for _, o, _ in loader]).numpy())
+    np.savez(out, e0=epochs[0], e1=epochs[1], n=len(loader))
+    loader.close()
+finally:
+    dist.destroy_process_group()
+"""
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def _ddp_rank(rank: int, world: int, port: int, part_dir: str, servers: str, out_dir: str) -> None:
-    import os
-
-    import torch.distributed as dist
-
-    os.environ["BGL_SERVERS"] = servers
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    try:
-        from bgl.partition import open_partition
-
-        train = open_partition(part_dir).split("train")
-        # A shuffled id tensor, as a user might pass: ranks must still get whole parts.
-        ids = torch.from_numpy(train[np.random.default_rng(1).permutation(train.shape[0])])
-        loader = bgl.DataLoader(part_dir, ids, bgl.NeighborSampler([2]), batch_size=50, use_ddp=True,
-                                order="proximity", shuffle=True)
-        epochs = []
-        for epoch in range(2):
-            loader.set_epoch(epoch)
-            epochs.append(torch.cat([out for _, out, _ in loader]).numpy())
-        np.savez(os.path.join(out_dir, f"rank{rank}.npz"), e0=epochs[0], e1=epochs[1], n=len(loader))
-        loader.close()
-    finally:
-        dist.destroy_process_group()
-
-
 def test_ddp_ranks_get_disjoint_part_local_shares(served_cora, tmp_path):
-    import torch.multiprocessing as mp
+    import os
 
     book, addresses = served_cora
     world = 2
-    mp.spawn(_ddp_rank, args=(world, _free_port(), str(book.path), ",".join(addresses), str(tmp_path)),
-             nprocs=world, join=True)
+    script = tmp_path / "rank.py"
+    script.write_text(DDP_RANK_SCRIPT)
+    env = {**os.environ, "BGL_SERVERS": ",".join(addresses), "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(_free_port()), "WORLD_SIZE": str(world), "DGLBACKEND": "pytorch"}
+    procs = [subprocess.Popen([sys.executable, str(script), str(book.path), str(tmp_path / f"rank{r}.npz")],
+                              env={**env, "RANK": str(r)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+             for r in range(world)]
+    try:
+        logs = [p.communicate(timeout=120)[0].decode()[-3000:] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert [p.returncode for p in procs] == [0] * world, logs
     train = book.split("train")
     res = [np.load(tmp_path / f"rank{r}.npz") for r in range(world)]
     per_rank = -(-train.shape[0] // world)  # DGL without drop_last: ceil, short ranks padded
@@ -268,6 +283,7 @@ def test_ddp_ranks_get_disjoint_part_local_shares(served_cora, tmp_path):
     shares = [np.unique(r["e0"]) for r in res]
     assert np.intersect1d(shares[0], shares[1]).shape[0] == 0
     assert np.array_equal(np.union1d(shares[0], shares[1]), train)
-    # Contiguous shares of the sorted ids: rank r's seeds sit (almost) all in one part.
+    # Contiguous shares of the sorted ids: each rank's seeds sit mostly in one part
+    # (a strided or shuffled split would put about half in each).
     for share in shares:
-        assert np.bincount(book.owner(share)).max() >= 0.9 * share.shape[0]
+        assert np.bincount(book.owner(share)).max() >= 0.85 * share.shape[0]
