@@ -425,12 +425,14 @@ class DataLoader:
             capacity = int(ratio * info.num_nodes)
         capacity = min(capacity, info.num_nodes)
         degrees = None
-        if cache == "static-degree":
+        # static-degree pins by degree; fifo uses degrees only to choose which misses
+        # stay when one batch overflows the ring (hubs), so it can do without them.
+        if cache in ("static-degree", "fifo"):
             if info.store is not None:
                 degrees = np.asarray(info.store.in_degrees())
             elif info.partition_dir is not None:
                 degrees = _partition_degrees(info.partition_dir)
-            if degrees is None:
+            if degrees is None and cache == "static-degree":
                 raise ValueError("cache='static-degree' needs node degrees: pass a store or partition dir")
         # A cache inside a stage process lives on the CPU; inline it may sit on the GPU.
         device = str(self.device) if pipeline == "inline" else "cpu"

@@ -356,7 +356,9 @@ class FetchStage(Stage):
         if self.feat_keys:
             ids = first.src_ids
             if self._cache is not None:
-                feat = self._cache.fetch(ids, self._sampler.fetch_features)
+                # The seeds' hint lets the FIFO keep hop-1 rows longest: the next
+                # proximity-ordered batch most likely reuses those.
+                feat = self._cache.fetch(ids, self._sampler.fetch_features, num_seeds=last.num_dst)
                 mb.cache_stats = dict(self._cache.stats())
             else:
                 feat = self._sampler.fetch_features(ids)
