@@ -372,11 +372,11 @@ class StoreWriter:
         except BaseException:
             shutil.rmtree(self.tmp, ignore_errors=True)
             raise
-        _replace_dir(self.tmp, self.path)
+        replace_dir(self.tmp, self.path)
         self.store = GraphStore(self.path, validate="none")
 
 
-def _replace_dir(src: Path, dst: Path) -> None:
+def replace_dir(src: Path, dst: Path) -> None:
     """Rename ``src`` to ``dst``; an existing ``dst`` is moved aside first and removed after."""
     old = None
     if dst.exists():

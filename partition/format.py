@@ -32,7 +32,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from bgl.errors import PartitionFormatError, StoreFormatError
-from bgl.store import GraphStore, StoreWriter
+from bgl.store import GraphStore, StoreWriter, replace_dir
 
 from . import _kernels
 
@@ -109,19 +109,6 @@ def _write_part(store: GraphStore, path: Path, rows: np.ndarray, new_of: np.ndar
     return num_edges, num_train
 
 
-def _replace_dir(src: Path, dst: Path) -> None:
-    """Rename ``src`` onto ``dst``; an existing ``dst`` is moved aside first, then removed."""
-    old = None
-    if dst.exists():
-        old = dst.with_name(dst.name + ".old")
-        if old.exists():
-            shutil.rmtree(old)
-        os.replace(dst, old)
-    os.replace(src, dst)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
 def check_out_dir(out_dir: str | os.PathLike, overwrite: bool) -> Path:
     """Refuse an existing output directory unless ``overwrite`` (FileExistsError naming it)."""
     out = Path(out_dir)
@@ -174,7 +161,7 @@ def write_partition(store: GraphStore, part_of: np.ndarray, num_parts: int, out_
                 "metrics": dict(metrics or {})}
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
         open_partition(tmp)  # never rename an inconsistent partition into place
-        _replace_dir(tmp, out)
+        replace_dir(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -1,10 +1,6 @@
 """bgl.DataLoader against real graph servers (one process per partition part, 127.0.0.1)."""
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
@@ -15,47 +11,15 @@ from bgl.pipeline import quiet_numba_threads
 
 quiet_numba_threads()
 
-TOKEN = "test-token"
-
-
 @pytest.fixture(scope="module")
-def served_partition(random_store, tmp_path_factory):
+def served_partition(random_store, tmp_path_factory, serve_partition):
     """A 2-part random partition of ``random_store`` served by two real server processes."""
     from bgl.partition import partition_graph
-    from bgl.sampler.client import ping, shutdown
 
     root = tmp_path_factory.mktemp("served")
     book = partition_graph(random_store, "random", 2, root / "parts", seed=0, measure_samples=False)
-    procs, addresses = [], []
-    try:
-        for k in range(book.num_parts):
-            ready = root / f"ready-{k}.json"
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "bgl.sampler.server", "--partition", str(book.path), "--part", str(k),
-                 "--bind", "tcp://127.0.0.1:*", "--token", TOKEN, "--threads", "1", "--ready-file", str(ready)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-        for k, proc in enumerate(procs):
-            ready = root / f"ready-{k}.json"
-            deadline = time.monotonic() + 120
-            while not ready.exists():
-                assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-                assert time.monotonic() < deadline, "graph server did not come up"
-                time.sleep(0.1)
-            addresses.append(json.loads(ready.read_text())["address"])
-        assert all(ping(a, timeout=5.0) for a in addresses)
+    with serve_partition(book, root) as addresses:
         yield book, addresses
-    finally:
-        for a in addresses:
-            try:
-                shutdown(a, TOKEN)
-            except Exception:
-                pass
-        for proc in procs:
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 def check_against_original(store, book, input_nodes, output_nodes, blocks):

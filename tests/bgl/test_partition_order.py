@@ -1,11 +1,9 @@
 """Proximity order over a partition dir (bgl.partition_order) and bgl.DataLoader using it with real servers."""
 from __future__ import annotations
 
-import json
 import socket
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -18,9 +16,6 @@ from bgl.pipeline import quiet_numba_threads
 
 quiet_numba_threads()
 
-TOKEN = "test-token"
-
-
 @pytest.fixture(scope="module")
 def cora_parts(cora_store, tmp_path_factory):
     """Cora split into 2 parts by BGL's partitioner."""
@@ -31,41 +26,10 @@ def cora_parts(cora_store, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def served_cora(cora_parts, tmp_path_factory):
+def served_cora(cora_parts, tmp_path_factory, serve_partition):
     """The 2-part Cora partition served by two real ``bgl serve`` processes on 127.0.0.1."""
-    from bgl.sampler.client import ping, shutdown
-
-    root = tmp_path_factory.mktemp("served-cora")
-    procs, addresses = [], []
-    try:
-        for k in range(cora_parts.num_parts):
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "bgl", "serve", "--partition", str(cora_parts.path), "--part", str(k),
-                 "--bind", "tcp://127.0.0.1:*", "--token", TOKEN, "--threads", "1",
-                 "--ready-file", str(root / f"ready-{k}.json")],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-        for k, proc in enumerate(procs):
-            ready = root / f"ready-{k}.json"
-            deadline = time.monotonic() + 120
-            while not ready.exists():
-                assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-                assert time.monotonic() < deadline, "graph server did not come up"
-                time.sleep(0.1)
-            addresses.append(json.loads(ready.read_text())["address"])
-        assert all(ping(a, timeout=5.0) for a in addresses)
+    with serve_partition(cora_parts, tmp_path_factory.mktemp("served-cora")) as addresses:
         yield cora_parts, addresses
-    finally:
-        for a in addresses:
-            try:
-                shutdown(a, TOKEN)
-            except Exception:
-                pass
-        for proc in procs:
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 # ------------------------------------------------------------------ local view
