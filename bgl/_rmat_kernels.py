@@ -18,6 +18,9 @@ _INV32 = 1.0 / 4294967296.0
 
 @njit(cache=True, nogil=True, inline="always")
 def splitmix64(x):
+    """SplitMix64 finaliser: a well-mixed uint64 hash of uint64 ``x`` (counter-based RNG, so any edge
+    index can be drawn independently).
+    """
     z = x + _GOLDEN
     z = (z ^ (z >> np.uint64(30))) * _M1
     z = (z ^ (z >> np.uint64(27))) * _M2

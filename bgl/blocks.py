@@ -47,10 +47,12 @@ class Block:
 
     @property
     def num_src(self) -> int:
+        """Number of source nodes (``src_ids.shape[0]``; the first ``num_dst`` are the dst nodes)."""
         return int(self.src_ids.shape[0])
 
     @property
     def num_edges(self) -> int:
+        """Number of sampled edges (``indices.shape[0]``)."""
         return int(self.indices.shape[0])
 
     def edges(self) -> tuple[torch.Tensor, torch.Tensor]:

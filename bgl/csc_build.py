@@ -14,7 +14,6 @@ arrays, about the size of the final CSC, whatever the input size.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -164,10 +163,3 @@ def array_chunks(src: np.ndarray, dst: np.ndarray, chunk: int = 1 << 22) -> Edge
             yield src[s : s + chunk], dst[s : s + chunk]
 
     return chunks
-
-
-def remove_file(path: os.PathLike) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass

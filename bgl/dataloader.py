@@ -273,8 +273,9 @@ class DataLoader:
         want_dgl = blocks == "dgl" or (blocks is None and (info.from_dgl or sampler_from_dgl))
         if want_dgl:
             try:
-                import bgl.dgl_adapter  # noqa: F401
-                import dgl  # noqa: F401  (import check only; conversion lives in dgl_adapter)
+                from .dgl_adapter import require_dgl
+
+                require_dgl()  # import check only; dgl is imported in dgl_adapter alone
             except ImportError as e:
                 raise ImportError(f"blocks='dgl' needs DGL installed: {e}") from None
 

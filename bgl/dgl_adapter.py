@@ -18,6 +18,14 @@ def _dgl():
     return dgl
 
 
+def require_dgl():
+    """The ``dgl`` module, imported now; ImportError when DGL is not installed.
+
+    Lets other modules check for DGL early without importing it themselves.
+    """
+    return _dgl()
+
+
 def to_dgl_block(block: Block):
     """A ``dgl.Block`` with the same edges (CSC order), ``dgl.NID`` on src/dst and copied data.
 

@@ -211,10 +211,14 @@ class HostFeatureSource:
         return torch.empty((rows, self.dim), dtype=self.dtype, pin_memory=True)
 
     def reset_stats(self) -> None:
+        """Zero the counters reported by :meth:`stats`."""
         self._calls = self._rows = 0
         self._seconds = 0.0
 
     def stats(self) -> dict:
+        """Counters since the last reset: ``{mode, calls, rows, bytes, seconds}`` (bytes = rows x dim x
+        element size).
+        """
         return {"mode": self.mode, "calls": self._calls, "rows": self._rows,
                 "bytes": self._rows * self.dim * self.host.element_size(), "seconds": self._seconds}
 

@@ -66,6 +66,7 @@ class GraphSource:
     cleanup: list[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
+        """Run the ``cleanup`` callables once (remove scratch files); safe to call again."""
         for fn in self.cleanup:
             fn()
         self.cleanup.clear()

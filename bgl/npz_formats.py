@@ -87,6 +87,10 @@ def _dense_from_csr(z: dict, prefix: str, where: str) -> np.ndarray:
 
 
 def read_gnn_benchmark(path: Path) -> GraphSource:
+    """Read a gnn-benchmark ``.npz`` (``adj_matrix`` or ``adj_data/indices/indptr/shape``, optional
+    ``attr_*`` and 1-D ``labels``) into a :class:`GraphSource`; :class:`IngestError` names a missing
+    key or bad shape.
+    """
     z = open_npz(path)
     where = str(path)
     if "adj_matrix" in z:
@@ -125,6 +129,9 @@ def read_gnn_benchmark(path: Path) -> GraphSource:
 
 
 def read_csr_npz(path: Path) -> GraphSource:
+    """Read a ``scipy.sparse.save_npz`` square CSR/CSC adjacency into a :class:`GraphSource` (no
+    features or labels); :class:`IngestError` names a bad format or shape.
+    """
     z = open_npz(path)
     where = str(path)
     fmt = z["format"].item() if "format" in z else "csr"  # scipy.sparse.save_npz writes b"csr"

@@ -51,10 +51,12 @@ class LocalView:
 
     @property
     def num_nodes(self) -> int:
+        """Nodes of the part (``indptr.shape[0] - 1``)."""
         return int(self.indptr.shape[0]) - 1
 
     @property
     def num_edges(self) -> int:
+        """Edges kept inside the part (``indices.shape[0]``)."""
         return int(self.indices.shape[0])
 
 

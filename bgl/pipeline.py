@@ -63,19 +63,20 @@ class Stage:
     name: str = "stage"
 
     def open(self) -> None:  # pragma: no cover - default is stateless
-        pass
+        """Create live resources in the process that runs the stage (default: none)."""
 
     def __call__(self, item: Any) -> Any:
         raise NotImplementedError
 
     def close(self) -> None:
-        pass
+        """Release what :meth:`open` created; called once when the stage ends (default: nothing)."""
 
 
 class SourceStage(Stage):
     """First stage: turns an epoch descriptor into that epoch's items."""
 
     def items(self, epoch: Any) -> Iterator[Any]:
+        """Yield this epoch's items; ``epoch`` is whatever the pipeline's caller passes per epoch."""
         raise NotImplementedError
 
     def __call__(self, item: Any) -> Any:  # a source only yields
@@ -286,6 +287,7 @@ class Pipeline:
     # ------------------------------------------------------------ lifecycle
     @property
     def running(self) -> bool:
+        """True while stage processes are alive (always False inline)."""
         return bool(self._procs)
 
     def stage_pids(self) -> dict[str, int]:
@@ -396,6 +398,7 @@ class Pipeline:
                 self.close_processes()
 
     def close_processes(self) -> None:
+        """Stop and reap every stage process (runs the finalizer once); safe to call twice."""
         if self._finalizer is not None:
             self._finalizer()
             self._finalizer = None

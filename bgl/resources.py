@@ -42,16 +42,21 @@ class CoreSplit:
 
     @property
     def bottleneck(self) -> str | None:
+        """Name of the stage with the lowest predicted batches/s, or None without a profile."""
         if not self.batches_per_second:
             return None
         return min(self.batches_per_second, key=self.batches_per_second.get)
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict of the split, including ``bottleneck``."""
         return {"cores": self.cores, "seconds_per_batch": self.seconds_per_batch,
                 "batches_per_second": self.batches_per_second, "source": self.source,
                 "bottleneck": self.bottleneck}
 
     def describe(self) -> str:
+        """One human-readable line per stage: its cores and, when profiled, ms/batch/core and predicted
+        batches/s.
+        """
         parts = []
         for name, cores in self.cores.items():
             t = self.seconds_per_batch.get(name)

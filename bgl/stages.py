@@ -84,6 +84,7 @@ class CacheSpec:
     presample_counts: Optional[np.ndarray] = None
 
     def build(self):
+        """Build the cache this spec describes with :func:`bgl.cache.make_cache` (in the calling process)."""
         from .cache import make_cache
 
         return make_cache(self.policy, self.capacity, self.num_nodes, self.dim,
@@ -184,6 +185,9 @@ def batch_bounds(num_ids: int, batch_size: int, drop_last: bool) -> np.ndarray:
 
 
 def num_batches(num_ids: int, batch_size: int, drop_last: bool) -> int:
+    """Number of batches of ``batch_size`` over ``num_ids`` ids (the partial last one dropped when
+    ``drop_last``).
+    """
     return num_ids // batch_size if drop_last else -(-num_ids // batch_size)
 
 
@@ -232,6 +236,9 @@ class OrderStage(SourceStage):
         self._part_order = None
 
     def open(self) -> None:
+        """Open what proximity ordering needs (the local store or the partition's views); no-op for
+        random order.
+        """
         if self.order != "proximity":
             return
         if self.graph is not None and self.graph.kind == "store":
@@ -276,6 +283,9 @@ class OrderStage(SourceStage):
         return num_batches(int(np.asarray(self.ids).shape[0]) + self.pad, self.batch_size, self.drop_last)
 
     def items(self, epoch: Any) -> Iterator[MiniBatch]:
+        """Yield the :class:`MiniBatch` es of epoch ``(epoch_num, epoch_seed)`` in order; each gets a
+        sampling seed derived from the seed and its index.
+        """
         epoch_num, epoch_seed = epoch
         ids = self.epoch_order(epoch_seed)
         bounds = batch_bounds(ids.shape[0], self.batch_size, self.drop_last)
@@ -302,6 +312,7 @@ class SampleStage(Stage):
         return {**self.__dict__, "_sampler": None}
 
     def open(self) -> None:
+        """Open the sampler (local store or server client) in this process."""
         if self._sampler is None:
             self._sampler = self.source.open()
 
@@ -313,6 +324,7 @@ class SampleStage(Stage):
         return mb
 
     def close(self) -> None:
+        """Close the sampler (releases server sockets)."""
         if self._sampler is not None and hasattr(self._sampler, "close"):
             self._sampler.close()
         self._sampler = None
@@ -344,6 +356,7 @@ class FetchStage(Stage):
         return {**self.__dict__, "_sampler": None, "_cache": None}
 
     def open(self) -> None:
+        """Open the feature/label source and build the configured cache in this process."""
         if self._sampler is None:
             self._sampler = self.source.open()
         if self._cache is None and isinstance(self.cache, CacheSpec):
@@ -371,9 +384,11 @@ class FetchStage(Stage):
         return mb
 
     def cache_stats(self) -> Optional[dict]:
+        """The cache's :meth:`stats` dict, or None without a cache."""
         return dict(self._cache.stats()) if self._cache is not None else None
 
     def close(self) -> None:
+        """Close the feature/label source (releases server sockets)."""
         if self._sampler is not None and hasattr(self._sampler, "close"):
             self._sampler.close()
         self._sampler = None

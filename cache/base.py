@@ -140,6 +140,7 @@ class CacheBase:
         }
 
     def reset_stats(self) -> None:
+        """Zero the counters reported by :meth:`stats` (the cached rows stay)."""
         self._requests = 0
         self._hits = 0
         self._misses = 0
@@ -147,6 +148,7 @@ class CacheBase:
 
     @property
     def row_bytes(self) -> int:
+        """Bytes of one cached row (``dim`` x element size of ``dtype``)."""
         return self.dim * torch.empty((), dtype=self.dtype).element_size()
 
     def __len__(self) -> int:

@@ -94,11 +94,13 @@ class BenchConfig:
         return self.interleave_chunk or self.batch_size
 
     def to_dict(self) -> dict:
+        """The config as a JSON-ready dict."""
         return asdict(self)
 
 
 @dataclass(frozen=True)
 class BenchRow:
+    """One measured (policy, order, cache ratio) run of the hit-rate benchmark."""
     policy: str
     order: str
     cache_ratio: float
@@ -111,6 +113,7 @@ class BenchRow:
     batches: int
 
     def to_dict(self) -> dict:
+        """The row as a JSON-ready dict."""
         return asdict(self)
 
 
@@ -135,6 +138,9 @@ def input_node_sampler(store, fanouts: Sequence[int]) -> Callable[[np.ndarray, i
 
 def epoch_order(store, order: str, train: np.ndarray, seed: int, num_sequences: int,
                 chunk: int = 1) -> np.ndarray:
+    """Training ids int64 [t] in this epoch's order: ``random_order`` or ``proximity_order`` (``order``
+    = 'random' | 'proximity').
+    """
     if order == "random":
         return random_order(train, seed)
     return proximity_order(store, train, num_sequences, seed, chunk=chunk)
@@ -265,6 +271,7 @@ def run_benchmark(store, cfg: BenchConfig, progress: bool = True) -> list[BenchR
 
 
 def format_table(rows: Sequence[BenchRow]) -> str:
+    """The rows as a fixed-width text table (policy, order, ratio, hit rate, MiB from source, Mids/s)."""
     head = f"{'policy':<22}{'order':<11}{'ratio':>7}{'hit rate':>10}{'MiB from source':>17}{'Mids/s':>9}"
     lines = [head, "-" * len(head)]
     for r in rows:

@@ -117,6 +117,7 @@ class ShardedFeatureCache:
         return total
 
     def reset_stats(self) -> None:
+        """Zero every shard's counters."""
         for shard in self.shards:
             shard.reset_stats()
 

@@ -37,6 +37,7 @@ class ArrayMissSource:
 
     @property
     def dtype(self) -> torch.dtype:
+        """torch dtype of the rows this source returns."""
         if isinstance(self.feat, torch.Tensor):
             return self.feat.dtype
         return torch.from_numpy(np.empty(0, dtype=self.feat.dtype)).dtype

@@ -154,6 +154,7 @@ def run_agent(cmd: list[str], tmpdir: Path, grace: float) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m bgl.launch.agent --tmpdir DIR --grace S -- CMD ...``; returns the command's exit status."""
     parser = argparse.ArgumentParser(prog="python -m bgl.launch.agent",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--tmpdir", required=True, help="private dir, removed at exit")

@@ -48,6 +48,9 @@ class Launched:
 
 
 def agent_argv(python: str, tmpdir: str, grace: float, argv: Sequence[str]) -> list[str]:
+    """Command line that runs ``argv`` under :mod:`bgl.launch.agent` with private ``tmpdir`` and
+    teardown ``grace`` seconds.
+    """
     return [python, "-m", "bgl.launch.agent", "--tmpdir", tmpdir, "--grace", str(grace),
             "--", *argv]
 
@@ -134,12 +137,14 @@ class LocalBackend:
 
     def start(self, name: str, host: Host, argv: Sequence[str], env: Mapping[str, str],
               secret_env: Mapping[str, str], spec: ClusterSpec) -> Launched:
+        """Start ``argv`` here under the agent, ``env`` added to ours, secrets through its stdin."""
         tmpdir = self.tmpdir_for(name)
         full = agent_argv(spec.python, tmpdir, self.grace, argv)
         popen = _spawn(full, {**os.environ, **env}, spec.workdir, secret_env)
         return Launched(name=name, host=host, popen=popen, tmpdir=tmpdir)
 
     def stop(self, proc: Launched) -> None:
+        """Polite stop: close the agent's stdin and SIGTERM it."""
         _close_stdin(proc.popen)
         try:
             proc.popen.send_signal(signal.SIGTERM)
@@ -147,6 +152,7 @@ class LocalBackend:
             pass
 
     def kill(self, proc: Launched) -> None:
+        """Last resort: SIGKILL the agent's whole process tree."""
         # The agent did not finish its own teardown in time: kill its whole tree from here.
         try:
             victims = psutil.Process(proc.popen.pid).children(recursive=True)
@@ -187,6 +193,7 @@ class SshBackend:
     _ssh: str = field(default="ssh", repr=False)
 
     def ssh_argv(self, host: Host, remote_command: str) -> list[str]:
+        """The ``ssh`` command line (batch mode, our options) that runs ``remote_command`` on ``host``."""
         argv = [self._ssh, "-o", "BatchMode=yes",
                 "-o", f"StrictHostKeyChecking={self.strict_host_key_checking}",
                 "-o", f"ConnectTimeout={max(1, int(self.connect_timeout))}",
@@ -229,6 +236,9 @@ class SshBackend:
 
     def start(self, name: str, host: Host, argv: Sequence[str], env: Mapping[str, str],
               secret_env: Mapping[str, str], spec: ClusterSpec) -> Launched:
+        """Start ``argv`` on ``host`` over ssh under the agent; forwarded and given ``env`` set there,
+        secrets through stdin.
+        """
         tmpdir = self.tmpdir_for(name)
         remote_env = {k: os.environ[k] for k in FORWARD_ENV if k in os.environ}
         remote_env.update(env)
@@ -239,6 +249,7 @@ class SshBackend:
         return Launched(name=name, host=host, popen=popen, tmpdir=tmpdir)
 
     def stop(self, proc: Launched) -> None:
+        """Polite stop: close the ssh channel's stdin, so the remote agent tears down."""
         # EOF on the channel reaches the remote agent's stdin.
         _close_stdin(proc.popen)
 
@@ -254,6 +265,7 @@ class SshBackend:
             log.warning("kill command to %s failed: %s", proc.host.ip, e)
 
     def kill(self, proc: Launched) -> None:
+        """Last resort: signal the remote agent and kill the local ssh client's process group."""
         self.kill_remote(proc)
         # Dropping the connection is the second, independent path to the remote agent.
         try:

@@ -36,6 +36,7 @@ class Host:
 
     @property
     def is_loopback(self) -> bool:
+        """True for a loopback address (127.0.0.0/8, ::1)."""
         return ipaddress.ip_address(self.ip).is_loopback
 
     def url_host(self) -> str:

@@ -53,10 +53,12 @@ class ServerPlacement:
 
     @property
     def address(self) -> str:
+        """ZeroMQ endpoint of this server (``tcp://host:port``)."""
         return f"tcp://{self.host.url_host()}:{self.port}"
 
     @property
     def label(self) -> str:
+        """Output prefix label ``ip:server:part``."""
         return f"{self.host.ip}:server:{self.part}"
 
 
@@ -69,6 +71,7 @@ class TrainerPlacement:
 
     @property
     def label(self) -> str:
+        """Output prefix label ``ip:torchrun:node_rank``."""
         return f"{self.host.ip}:torchrun:{self.node_rank}"
 
 
@@ -96,6 +99,7 @@ class ClusterSpec:
         return [s.address for s in sorted(self.servers, key=lambda s: s.part)]
 
     def to_dict(self) -> dict:
+        """The spec as a JSON-ready dict (for logs and dry runs)."""
         return {
             "hosts": [h.ip if h.port is None else f"{h.ip} {h.port}" for h in self.hosts],
             "partition_dir": self.partition_dir,

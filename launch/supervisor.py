@@ -32,6 +32,7 @@ from typing import Callable, TextIO
 from bgl.errors import LaunchError
 from bgl.sampler import client as sampler_client
 
+from .agent import exit_status
 from .backends import Launched, LocalBackend, SshBackend  # noqa: F401 (types)
 from .spec import (ENV_LAUNCH_ID, ENV_SERVER_TOKEN, ClusterSpec, ServerPlacement,
                    TrainerPlacement, describe, server_argv, trainer_argv, trainer_env)
@@ -60,10 +61,6 @@ def describe_status(status: int) -> str:
     return f"exit status {status}"
 
 
-def exit_status(returncode: int) -> int:
-    return 128 - returncode if returncode < 0 else returncode
-
-
 @dataclass
 class Member:
     """One supervised process and what it is, for messages."""
@@ -87,6 +84,9 @@ class OutputPump:
         self.broken = False
 
     def emit(self, prefix: str, text: str) -> None:
+        """Write ``prefix text`` as one line to the sink; stops writing (but never raises) once the
+        sink is broken.
+        """
         with self.lock:
             if self.broken:
                 return
@@ -99,6 +99,9 @@ class OutputPump:
                 self.broken = True
 
     def start(self, member: Member) -> threading.Thread:
+        """Start a daemon thread that copies ``member``'s output to the sink with its prefix; returns
+        the thread.
+        """
         host = member.launched.host.ip
 
         def pump() -> None:
@@ -368,8 +371,3 @@ class Supervisor:
                 signal.signal(sig, handler)
 
         return restore
-
-
-def run_launch(spec: ClusterSpec, backend: LocalBackend | SshBackend, **options) -> int:
-    """Convenience wrapper: ``Supervisor(spec, backend, **options).run()``."""
-    return Supervisor(spec, backend, **options).run()

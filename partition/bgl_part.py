@@ -80,6 +80,7 @@ class BglParams:
             raise ValueError(f"block_size must be >= 1, got {self.block_size}")
 
     def to_dict(self) -> dict:
+        """The parameters as a JSON-ready dict (stored in ``partition.json``)."""
         return asdict(self)
 
 
@@ -96,6 +97,7 @@ class Level:
 
     @property
     def n(self) -> int:
+        """Number of vertices of this level."""
         return self.ptr.size - 1
 
 

@@ -254,6 +254,7 @@ class PartitionBook:
         return np.searchsorted(self.bounds, ids, side="right").astype(np.int64) - 1
 
     def part_path(self, k: int) -> Path:
+        """Directory of part ``k``'s store; IndexError for ``k`` outside ``[0, num_parts)``."""
         if not 0 <= k < self.num_parts:
             raise IndexError(f"part {k} outside [0, {self.num_parts})")
         return self.path / self.meta["parts"][k]["store"]
@@ -279,6 +280,7 @@ class PartitionBook:
 
     @property
     def metrics(self) -> dict:
+        """A copy of ``partition.json['metrics']`` (empty dict when absent)."""
         return dict(self.meta.get("metrics") or {})
 
     def __repr__(self) -> str:

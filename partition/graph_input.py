@@ -27,6 +27,7 @@ class GraphInput:
 
     @classmethod
     def from_store(cls, store: GraphStore) -> "GraphInput":
+        """View a whole-graph store: its memmapped CSC and a float64 [n] training mask."""
         n = store.num_nodes
         is_train = np.zeros(n, np.float64)
         if "train" in store.splits:
@@ -35,6 +36,7 @@ class GraphInput:
 
     @property
     def num_train(self) -> int:
+        """Number of training nodes."""
         return int(self.is_train.sum())
 
     def out_edges(self) -> tuple[np.ndarray, np.ndarray]:

@@ -158,10 +158,12 @@ class PartitionMetrics:
     sampler: str
 
     def to_dict(self) -> dict:
+        """The metrics as a JSON-ready dict."""
         return asdict(self)
 
 
 def sampler_name() -> str:
+    """Which sampler :func:`remote_sample_share` uses, recorded in the metrics."""
     try:
         from bgl.sampler import LocalSampler  # noqa: F401
 

@@ -31,19 +31,16 @@ from . import protocol as P
 
 def _dealer(ctx: zmq.Context, address: str) -> zmq.Socket:
     sock = ctx.socket(zmq.DEALER)
-    sock.linger = 0
-    # Queue nothing for a server that is not connected: a send fails fast instead
-    # of waiting for a server that may never come back.
-    sock.setsockopt(zmq.IMMEDIATE, 1)
-    sock.connect(address)
-    return sock
-
-
-def _send(sock: zmq.Socket, address: str, frames: list) -> None:
     try:
-        sock.send_multipart(frames, zmq.NOBLOCK, copy=False)
-    except zmq.Again:
-        raise ServerUnavailable(address, "not connected (send would block)") from None
+        sock.linger = 0
+        # Queue nothing for a server that is not connected: a send fails fast instead
+        # of waiting for a server that may never come back.
+        sock.setsockopt(zmq.IMMEDIATE, 1)
+        sock.connect(address)
+    except BaseException:
+        sock.close(linger=0)  # e.g. a malformed address: do not leak the socket
+        raise
+    return sock
 
 
 def _request(address: str, frames: list, expect: P.Op, timeout: float):
@@ -115,25 +112,25 @@ class SamplingClient:
         self._socks: list[zmq.Socket] = []
         self.addresses: list[str] = []
         try:
-            socks = [_dealer(self._ctx, a) for a in addresses]
-            self._socks = socks
+            for a in addresses:  # appended one by one so close() also frees them if a later one fails
+                self._socks.append(_dealer(self._ctx, a))
             self.addresses = list(addresses)
-            infos = self._call_all([(i, P.simple_request(P.Op.INFO, next(self._ids))) for i in range(len(socks))],
-                                   P.Op.INFO, wait_connect=True)
+            infos = self._call_all([(i, P.simple_request(P.Op.INFO, next(self._ids)))
+                                    for i in range(len(self._socks))], P.Op.INFO, wait_connect=True)
             self.infos = [json.loads(bytes(arrs[0]).decode()) for _, arrs in infos]
+            order = np.argsort([info["node_offset"] for info in self.infos], kind="stable")
+            self.addresses = [self.addresses[i] for i in order]
+            self._socks = [self._socks[i] for i in order]
+            self.infos = [self.infos[i] for i in order]
+            self.bounds = np.array([info["node_offset"] for info in self.infos]
+                                   + [self.infos[-1]["node_offset"] + self.infos[-1]["num_nodes"]], np.int64)
+            self._check_ranges()
+            # dense relabel markers over the global id space (hash fallback for huge ones);
+            # it also rejects neighbour ids a server sent outside [0, num_nodes)
+            self._relabel = ops.Relabeler(int(self.bounds[-1]))
         except BaseException:
-            self.close()
+            self.close()  # sockets are released here, not left to __del__
             raise
-        order = np.argsort([info["node_offset"] for info in self.infos], kind="stable")
-        self.addresses = [self.addresses[i] for i in order]
-        self._socks = [self._socks[i] for i in order]
-        self.infos = [self.infos[i] for i in order]
-        self.bounds = np.array([info["node_offset"] for info in self.infos]
-                               + [self.infos[-1]["node_offset"] + self.infos[-1]["num_nodes"]], np.int64)
-        self._check_ranges()
-        # dense relabel markers over the global id space (hash fallback for huge ones);
-        # it also rejects neighbour ids a server sent outside [0, num_nodes)
-        self._relabel = ops.Relabeler(int(self.bounds[-1]))
 
     def _check_ranges(self) -> None:
         total = self.infos[0]["global_num_nodes"]
@@ -274,22 +271,27 @@ class SamplingClient:
     # ---------------------------------------------------------------- properties
     @property
     def num_nodes(self) -> int:
+        """Global number of nodes (end of the last server's id range)."""
         return int(self.bounds[-1])
 
     @property
     def feat_dim(self) -> int:
+        """Feature columns (0 when the servers have no features)."""
         return int(self.infos[0]["feat_dim"])
 
     @property
     def feat_dtype(self) -> torch.dtype | None:
+        """torch dtype of the feature rows, or None without features."""
         dt = self.infos[0]["feat_dtype"]
         return None if dt is None else torch.from_numpy(np.empty(0, np.dtype(dt))).dtype
 
     @property
     def num_classes(self) -> int:
+        """Number of label classes the servers report."""
         return int(self.infos[0]["num_classes"])
 
     def close(self) -> None:
+        """Close every server socket (linger 0); safe to call twice."""
         for sock in self._socks:
             sock.close(linger=0)
         self._socks = []

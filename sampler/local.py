@@ -72,16 +72,19 @@ class LocalSampler:
 
     @property
     def feat_dim(self) -> int:
+        """Feature columns (0 when the store has no features)."""
         return self.store.feat_dim
 
     @property
     def feat_dtype(self) -> torch.dtype | None:
+        """torch dtype of the feature rows, or None without features."""
         if self.store.feat is None:
             return None
         return torch.from_numpy(np.empty(0, self.store.feat.dtype)).dtype
 
     @property
     def num_classes(self) -> int:
+        """Number of label classes of the store."""
         return self.store.num_classes
 
     def close(self) -> None:

@@ -27,6 +27,9 @@ def draw_seed() -> int:
 
 
 def check_fanouts(fanouts: Sequence[int]) -> list[int]:
+    """Validated fanouts as a list of ints; ValueError naming the bad value (empty, non-int, < -1, too
+    large).
+    """
     if isinstance(fanouts, (int, np.integer)) or not len(fanouts):
         raise ValueError(f"fanouts must be a non-empty sequence of ints, got {fanouts!r}")
     return [ops.check_fanout(f) for f in fanouts]

@@ -62,6 +62,9 @@ def as_ids(ids, name: str = "ids") -> np.ndarray:
 
 
 def check_fanout(fanout) -> int:
+    """``fanout`` as an int in ``[-1, MAX_FANOUT]`` (-1 = all neighbours); ValueError naming the bad
+    value otherwise.
+    """
     if isinstance(fanout, bool) or not isinstance(fanout, (int, np.integer)):
         raise ValueError(f"fanout must be an int, got {fanout!r}")
     fanout = int(fanout)

@@ -1,6 +1,6 @@
 """bgl wire protocol: ZeroMQ multipart messages, a fixed binary header plus raw array frames.
 
-Frame 0 is a little-endian header (``HEADER``, 64 bytes)::
+Frame 0 is a little-endian header (``HEADER``, 60 bytes)::
 
     magic    4s  b"BGLW"
     version  u8  PROTOCOL_VERSION
@@ -57,6 +57,7 @@ MAX_TOKEN_BYTES = 1024
 
 
 class Op(enum.IntEnum):
+    """Operation codes of the header's ``op`` byte."""
     SAMPLE = 1
     FEATURES = 2
     INFO = 3
@@ -78,6 +79,7 @@ REQUEST_FRAMES = {Op.SAMPLE: 2, Op.FEATURES: 2, Op.INFO: 1, Op.PING: 1, Op.SHUTD
 
 @dataclass(frozen=True)
 class Header:
+    """Fields of the fixed header frame (see the module docstring for the layout)."""
     op: int
     req_id: int = 0
     flags: int = 0
@@ -92,11 +94,15 @@ class Header:
     version: int = PROTOCOL_VERSION
 
     def pack(self) -> bytes:
+        """The header as ``HEADER.size`` little-endian bytes (frame 0)."""
         return HEADER.pack(MAGIC, self.version, self.op, self.flags, self.field, self.dtype0, self.dtype1, 0,
                            self.req_id, self.fanout, self.seed, self.len0, self.len1, self.width)
 
 
 def dtype_code(dtype) -> int:
+    """Wire code of ``dtype`` (big-endian input mapped to little-endian); ProtocolError for a dtype the
+    wire cannot carry.
+    """
     dt = np.dtype(dtype).newbyteorder("<") if np.dtype(dtype).byteorder == ">" else np.dtype(dtype)
     try:
         return DTYPE_CODES[dt]
@@ -145,6 +151,7 @@ def array_from_frame(frame, code: int, length: int, width: int = 1, what: str = 
 
 @dataclass(frozen=True)
 class Request:
+    """A validated request: its header, the id array (SAMPLE/FEATURES) or the token bytes (SHUTDOWN)."""
     header: Header
     ids: np.ndarray | None = None  # SAMPLE seeds / FEATURES ids (int64 or int32)
     token: bytes = b""
@@ -199,6 +206,7 @@ def parse_request(frames: list) -> Request:
 
 # ------------------------------------------------------------------ builders
 def sample_request(req_id: int, seeds: np.ndarray, fanout: int, replace: bool, seed: int) -> list:
+    """Frames of a SAMPLE request for ``seeds`` (int32/int64 [m]); ``seed`` is taken modulo 2**64."""
     seeds = np.ascontiguousarray(seeds)
     h = Header(Op.SAMPLE, req_id, FLAG_REPLACE if replace else 0, 0, dtype_code(seeds.dtype), 0,
                int(fanout), int(seed) & ((1 << 64) - 1), seeds.shape[0], 0, 1)
@@ -206,11 +214,13 @@ def sample_request(req_id: int, seeds: np.ndarray, fanout: int, replace: bool, s
 
 
 def features_request(req_id: int, ids: np.ndarray, field: int) -> list:
+    """Frames of a FEATURES request for ``ids`` (int32/int64 [m]); ``field`` is FIELD_FEAT or FIELD_LABEL."""
     ids = np.ascontiguousarray(ids)
     return [Header(Op.FEATURES, req_id, 0, field, dtype_code(ids.dtype), len0=ids.shape[0], width=1).pack(), ids]
 
 
 def simple_request(op: Op, req_id: int, payload: bytes | None = None) -> list:
+    """Frames of an INFO/PING request, or SHUTDOWN with the token as ``payload`` bytes."""
     frames = [Header(op, req_id, len0=0 if payload is None else len(payload),
                      dtype0=0 if payload is None else 6).pack()]
     if payload is not None:
@@ -219,18 +229,21 @@ def simple_request(op: Op, req_id: int, payload: bytes | None = None) -> list:
 
 
 def sample_reply(req_id: int, counts: np.ndarray, nbrs: np.ndarray) -> list:
+    """Frames of a SAMPLE reply: counts int64 [m] and neighbours [e] (sum(counts) == e)."""
     h = Header(Op.SAMPLE, req_id, dtype0=dtype_code(counts.dtype), dtype1=dtype_code(nbrs.dtype),
                len0=counts.shape[0], len1=nbrs.shape[0], width=1)
     return [h.pack(), counts, nbrs]
 
 
 def features_reply(req_id: int, field: int, rows: np.ndarray) -> list:
+    """Frames of a FEATURES reply: ``rows`` [m] or [m, width] (sent C-contiguous)."""
     width = rows.shape[1] if rows.ndim == 2 else 1
     h = Header(Op.FEATURES, req_id, field=field, dtype0=dtype_code(rows.dtype), len0=rows.shape[0], width=width)
     return [h.pack(), np.ascontiguousarray(rows)]
 
 
 def error_reply(req_id: int, message: str) -> list:
+    """Frames of an ERROR reply carrying ``message`` (UTF-8, cut to 4096 bytes)."""
     msg = message.encode("utf-8", "replace")[:4096]
     return [Header(Op.ERROR, req_id, dtype0=6, len0=len(msg)).pack(), msg]
 

@@ -104,6 +104,9 @@ class GraphServer:
         self._info = json.dumps(self.info()).encode()
 
     def info(self) -> dict:
+        """The INFO reply as a dict: protocol version, owned id range (``node_offset``, ``num_nodes``),
+        ``global_num_nodes``, feature dim/dtype, labels, splits.
+        """
         s = self.store
         return {
             "protocol_version": P.PROTOCOL_VERSION, "name": s.meta.name, "part": self.part,
@@ -157,6 +160,7 @@ class GraphServer:
 
     # ------------------------------------------------------------------ serving
     def stop(self) -> None:
+        """Ask :meth:`serve` to stop (thread- and signal-safe); it drains briefly and returns."""
         self._stop.set()
 
     def _worker(self, ctx: zmq.Context, backend_addr: str) -> None:
