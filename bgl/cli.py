@@ -18,6 +18,7 @@ COMMAND_MODULES = [
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``bgl`` parser with every sub-command module that is present registered."""
     parser = argparse.ArgumentParser(
         prog="bgl", description="bgl: GPU-efficient GNN training data pipeline",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one ``bgl`` sub-command; returns its exit code (1 with a one-line message on a bgl error)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(

@@ -77,10 +77,12 @@ class StoreMeta:
     version: int = FORMAT_VERSION
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict, as written to ``meta.json``."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: Path) -> "StoreMeta":
+        """Parse and check ``meta.json``; ``where`` names the file in errors."""
         if d.get("format") != FORMAT_NAME:
             raise StoreFormatError(f"{where}: not a bgl graph store (format={d.get('format')!r})")
         if d.get("version") != FORMAT_VERSION:
@@ -211,26 +213,32 @@ class GraphStore:
     # --------------------------------------------------------------- accessors
     @property
     def num_nodes(self) -> int:
+        """Rows this store owns (the whole graph unless it is a partition part)."""
         return self.meta.num_nodes
 
     @property
     def num_edges(self) -> int:
+        """In-edges stored for the owned rows."""
         return self.meta.num_edges
 
     @property
     def node_offset(self) -> int:
+        """Global id of row 0 (0 for a whole-graph store)."""
         return self.meta.node_offset
 
     @property
     def global_num_nodes(self) -> int:
+        """Size of the global id space that ``indices`` and split ids live in."""
         return self.meta.global_num_nodes
 
     @property
     def feat_dim(self) -> int:
+        """Feature width (0 when the store has no features)."""
         return self.meta.feat_dim
 
     @property
     def num_classes(self) -> int:
+        """Number of label classes (0 when unlabelled)."""
         return self.meta.num_classes
 
     def split(self, name: str) -> np.ndarray:
@@ -241,17 +249,21 @@ class GraphStore:
 
     @property
     def train_idx(self) -> np.ndarray:
+        """Training node ids (global ids, int64)."""
         return self.split("train")
 
     @property
     def val_idx(self) -> np.ndarray:
+        """Validation node ids (global ids, int64)."""
         return self.split("val")
 
     @property
     def test_idx(self) -> np.ndarray:
+        """Test node ids (global ids, int64)."""
         return self.split("test")
 
     def in_degrees(self) -> np.ndarray:
+        """In-degree of every owned row, int64 [num_nodes] (one pass over indptr)."""
         return np.diff(self.indptr)
 
     def summary(self) -> dict[str, Any]:
@@ -325,6 +337,7 @@ class StoreWriter:
 
     @property
     def id_dtype(self) -> np.dtype:
+        """dtype that ``indices`` must be written in (int32 while global ids fit)."""
         return np.dtype(self._meta["id_dtype"])
 
     def create_array(self, name: str, shape: tuple[int, ...], dtype) -> np.memmap:
@@ -345,6 +358,7 @@ class StoreWriter:
         np.save(self.tmp / f"{name}.npy", array, allow_pickle=False)
 
     def set_num_classes(self, num_classes: int) -> None:
+        """Record the class count when labels are written in chunks rather than by ``save_array``."""
         self._meta["num_classes"] = int(num_classes)
 
     def _note_array(self, name: str, shape, dtype) -> None:
