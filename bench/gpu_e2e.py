@@ -20,6 +20,7 @@ script is exercised by the test suite and cannot rot.  Results go to
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import logging
 import os
@@ -320,6 +321,47 @@ class GpuUtilSampler:
         return float(np.mean(self.values)) / 100 if self.values else None
 
 
+class EpochClock:
+    """One epoch's wall time and device-busy time, appended to a result dict by :meth:`stop`.
+
+    On a GPU the busy time comes from CUDA events around each training step
+    (the host clock would count queued, not executed, work); on the CPU it is
+    the host time of the steps. ``nvidia-smi`` utilisation is sampled alongside.
+    """
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self._events: list = []
+        self._cpu = 0.0
+        self._util = GpuUtilSampler(device)
+        sync(device)
+        self._t0 = time.perf_counter()
+
+    @contextlib.contextmanager
+    def step(self):
+        """Time one training step (forward, backward, optimiser)."""
+        if self.device.type == "cuda":
+            ev = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+            ev[0].record()
+            yield
+            ev[1].record()
+            self._events.append(ev)
+        else:
+            c0 = time.perf_counter()
+            yield
+            self._cpu += time.perf_counter() - c0
+
+    def stop(self, result: dict) -> None:
+        """Append wall seconds, busy share and nvidia-smi utilisation to ``result``."""
+        sync(self.device)
+        wall = time.perf_counter() - self._t0
+        smi = self._util.stop()
+        busy = sum(a.elapsed_time(b) for a, b in self._events) / 1e3 if self._events else self._cpu
+        result["epochs"].append(wall)
+        result["busy"].append(busy / wall)
+        result["smi"].append(smi)
+
+
 class Prefetcher:
     """One background thread samples blocks ahead of the training loop (bounded queue).
 
@@ -391,39 +433,22 @@ def bgl_epochs(args, device, g: Graph, variant: str) -> dict:
             seeds = torch.from_numpy(order[i * args.batch_size:(i + 1) * args.batch_size])
             return seeds, sampler.sample_blocks(seeds, args.fanouts, seed=epoch * 1_000_003 + i)
 
-        events, busy_cpu = [], 0.0
         cache.reset_stats()
-        util = GpuUtilSampler(device)
-        sync(device)
-        t0 = time.perf_counter()
+        clock = EpochClock(device)
         pre = Prefetcher(make, nb, depth=args.prefetch)
         try:
             for seeds, blocks in pre:
                 blocks = [b.to(device, non_blocking=True) for b in blocks]
                 x = cache.fetch(blocks[0].src_ids, source)
                 y = labels[seeds.to(device, non_blocking=True)]
-                c0 = time.perf_counter()
-                if device.type == "cuda":
-                    ev = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                    ev[0].record()
-                loss = F.cross_entropy(model(blocks, x), y)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                if device.type == "cuda":
-                    ev[1].record()
-                    events.append(ev)
-                else:
-                    busy_cpu += time.perf_counter() - c0
+                with clock.step():
+                    loss = F.cross_entropy(model(blocks, x), y)
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    opt.step()
         finally:
             pre.close()
-        sync(device)
-        wall = time.perf_counter() - t0
-        smi = util.stop()
-        busy = sum(a.elapsed_time(b) for a, b in events) / 1e3 if events else busy_cpu
-        result["epochs"].append(wall)
-        result["busy"].append(busy / wall)
-        result["smi"].append(smi)
+        clock.stop(result)
         result["hit_rate"] = cache.stats()["hit_rate"]
         result["loss"] = float(loss)
     return result
@@ -449,32 +474,15 @@ def bgl_dataloader_epochs(args, device, g: Graph) -> dict:
     with loader:
         for epoch in range(args.epochs):
             loader.set_epoch(epoch)
-            events, busy_cpu = [], 0.0
-            util = GpuUtilSampler(device)
-            sync(device)
-            t0 = time.perf_counter()
+            clock = EpochClock(device)
             for _input_nodes, _output_nodes, blocks in loader:
                 x, y = blocks[0].srcdata["feat"], blocks[-1].dstdata["label"]
-                c0 = time.perf_counter()
-                if device.type == "cuda":
-                    ev = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                    ev[0].record()
-                loss = F.cross_entropy(model(blocks, x), y)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                if device.type == "cuda":
-                    ev[1].record()
-                    events.append(ev)
-                else:
-                    busy_cpu += time.perf_counter() - c0
-            sync(device)
-            wall = time.perf_counter() - t0
-            smi = util.stop()
-            busy = sum(a.elapsed_time(b) for a, b in events) / 1e3 if events else busy_cpu
-            result["epochs"].append(wall)
-            result["busy"].append(busy / wall)
-            result["smi"].append(smi)
+                with clock.step():
+                    loss = F.cross_entropy(model(blocks, x), y)
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    opt.step()
+            clock.stop(result)
             stats = loader.cache_stats()
             result["hit_rate"] = stats.get("hit_rate") if stats else None
     return result
@@ -517,33 +525,16 @@ def pyg_epochs(args, device, g: Graph) -> dict:
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     result = {"epochs": [], "busy": [], "smi": [], "setup": setup}
     for _ in range(args.epochs):
-        events, busy_cpu = [], 0.0
-        util = GpuUtilSampler(device)
-        sync(device)
-        t0 = time.perf_counter()
+        clock = EpochClock(device)
         for batch in loader:
             batch = batch.to(device, non_blocking=True)
-            c0 = time.perf_counter()
-            if device.type == "cuda":
-                ev = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                ev[0].record()
-            out = model(batch.x, batch.edge_index)[: batch.batch_size]
-            loss = F.cross_entropy(out, batch.y[: batch.batch_size])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            if device.type == "cuda":
-                ev[1].record()
-                events.append(ev)
-            else:
-                busy_cpu += time.perf_counter() - c0
-        sync(device)
-        wall = time.perf_counter() - t0
-        smi = util.stop()
-        busy = sum(a.elapsed_time(b) for a, b in events) / 1e3 if events else busy_cpu
-        result["epochs"].append(wall)
-        result["busy"].append(busy / wall)
-        result["smi"].append(smi)
+            with clock.step():
+                out = model(batch.x, batch.edge_index)[: batch.batch_size]
+                loss = F.cross_entropy(out, batch.y[: batch.batch_size])
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+        clock.stop(result)
     return result
 
 

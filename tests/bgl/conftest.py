@@ -57,3 +57,23 @@ def _serve_partition(book, root):
 def serve_partition():
     """``with serve_partition(book, tmp_dir) as addresses:`` runs real servers for a partition."""
     return _serve_partition
+
+
+def _spawned_children() -> list:
+    """Live children started through multiprocessing's spawn (stage processes, not the resource tracker)."""
+    import psutil
+
+    out = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "spawn_main" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+@pytest.fixture
+def spawned_children():
+    """Call it to list the pipeline's stage processes still alive (orphan checks)."""
+    return _spawned_children

@@ -37,17 +37,6 @@ def epoch_outputs(loader):
     return [out.clone() for _, out, _ in loader]
 
 
-def spawned_children():
-    out = []
-    for p in psutil.Process().children(recursive=True):
-        try:
-            if "spawn_main" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE:
-                out.append(p)
-        except psutil.NoSuchProcess:
-            continue
-    return out
-
-
 def test_inline_epoch_covers_every_seed_once_with_store_rows(random_store):
     train = torch.from_numpy(np.array(random_store.train_idx))
     loader = bgl.DataLoader(random_store, train, bgl.NeighborSampler([4, 3]), batch_size=64, shuffle=True)
@@ -87,7 +76,7 @@ def test_torch_seed_makes_epochs_reproducible_and_epochs_differ(random_store):
     assert not torch.equal(a[0][0][1], a[1][0][1])  # a new permutation each epoch
 
 
-def test_processes_match_inline_batch_for_batch_with_cache_and_pinning(random_store):
+def test_processes_match_inline_batch_for_batch_with_cache_and_pinning(spawned_children, random_store):
     ids = np.asarray(random_store.train_idx)
     kw = dict(batch_size=40, shuffle=True, order="proximity", cache="fifo", cache_ratio=0.2)
     cores = sorted(os.sched_getaffinity(0))
@@ -219,7 +208,7 @@ def free_port() -> int:
     (np.array([[1, 2]]), ValueError, "1-D"),
     (np.array([4, 4]), ValueError, "duplicate"),
 ])
-def test_bad_indices_fail_before_anything_starts(random_store, indices, error, match):
+def test_bad_indices_fail_before_anything_starts(spawned_children, random_store, indices, error, match):
     with pytest.raises(error, match=match):
         bgl.DataLoader(random_store, indices, bgl.NeighborSampler([2]), batch_size=4, pipeline="processes")
     assert not spawned_children()
@@ -258,7 +247,7 @@ def test_a_live_cache_object_cannot_go_to_a_stage_process(random_store):
     assert cache.stats()["requests"] > 0
 
 
-def test_unreachable_servers_raise_before_any_process(random_store):
+def test_unreachable_servers_raise_before_any_process(spawned_children, random_store):
     address = f"tcp://127.0.0.1:{free_port()}"
     with pytest.raises(ServerUnavailable, match=address.replace(".", r"\.")):
         bgl.DataLoader([address], np.arange(10), bgl.NeighborSampler([2]), server_timeout=0.3,

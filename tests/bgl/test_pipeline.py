@@ -82,18 +82,6 @@ def stages_module(tmp_path_factory):
         sys.modules.pop("bgl_test_stages", None)
 
 
-def spawned_children() -> list[psutil.Process]:
-    """Live children started through multiprocessing's spawn (stage processes, not the resource tracker)."""
-    out = []
-    for p in psutil.Process().children(recursive=True):
-        try:
-            if "spawn_main" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE:
-                out.append(p)
-        except psutil.NoSuchProcess:
-            continue
-    return out
-
-
 def assert_gone(pids, within: float = 5.0) -> None:
     deadline = time.monotonic() + within
     alive = list(pids)
@@ -139,7 +127,7 @@ def test_inline_and_processes_yield_the_same_items_on_pinned_cores(stages_module
     assert float(results["processes"][1][3]["x"][0]) == 1003.0 ** 2
 
 
-def test_stage_exception_becomes_pipeline_error_naming_the_stage(random_store, stages_module):
+def test_stage_exception_becomes_pipeline_error_naming_the_stage(spawned_children, random_store, stages_module):
     def failing(spec):
         return stages_module.FailingSampleStage(source=spec, fanouts=(5, 5), fail_after=3)
 
@@ -170,7 +158,7 @@ def test_inline_stage_exception_names_the_stage(random_store, stages_module):
             list(pipe.run_epoch((0, 1)))
 
 
-def test_killed_stage_process_is_reported(random_store, stages_module):
+def test_killed_stage_process_is_reported(spawned_children, random_store, stages_module):
     from bgl.stages import SampleStage
 
     pipe = real_pipeline(random_store, lambda spec: SampleStage(source=spec, fanouts=(5, 5)))
@@ -192,7 +180,7 @@ def test_killed_stage_process_is_reported(random_store, stages_module):
     assert not spawned_children()
 
 
-def test_break_close_and_gc_stop_the_processes(random_store, stages_module):
+def test_break_close_and_gc_stop_the_processes(spawned_children, random_store, stages_module):
     from bgl.stages import SampleStage
 
     pipe = real_pipeline(random_store, lambda spec: SampleStage(source=spec, fanouts=(5, 5)))
