@@ -148,8 +148,9 @@ def _pin(cores: Sequence[int]) -> None:
             import numba
 
             numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
-        except Exception:  # numba absent or threading layer not initialisable: torch threads suffice
-            pass
+        except (ImportError, ValueError, RuntimeError) as e:
+            # numba absent, or its threading layer cannot load (ValueError/RuntimeError): torch threads suffice
+            log.debug("numba thread count not set to %d: %s", n, e)
 
 
 def _put(q, msg, stop, parent_pid: int) -> bool:

@@ -120,19 +120,12 @@ class BenchRow:
 def input_node_sampler(store, fanouts: Sequence[int]) -> Callable[[np.ndarray, int], np.ndarray]:
     """``f(seeds, seed) -> int64 input node ids`` of one sampled batch.
 
-    Uses :class:`bgl.sampler.LocalSampler` (``blocks[0].src_ids``); falls back
-    to the cache package's own small numba sampler only if that is missing.
+    Uses :class:`bgl.sampler.LocalSampler` (``blocks[0].src_ids``), the sampler training uses.
     """
+    from bgl.sampler import LocalSampler
+
     fanouts = [int(f) for f in fanouts]
-    try:
-        from bgl.sampler import LocalSampler
-
-        sampler = LocalSampler(store)
-    except (ImportError, AttributeError):  # pragma: no cover - sampler package absent
-        from ._kernels import sample_input_nodes
-
-        log.warning("bgl.sampler.LocalSampler unavailable; using the fallback numba sampler")
-        return lambda seeds, seed: sample_input_nodes(store, seeds, fanouts, seed)
+    sampler = LocalSampler(store)
     return lambda seeds, seed: sampler.sample_blocks(seeds, fanouts, seed=seed)[0].src_ids.numpy()
 
 

@@ -104,7 +104,7 @@ def partition_graph(store: GraphStore | str | os.PathLike, method: str, num_part
     metrics = M.PartitionMetrics(
         edge_cut=cut, remote_sample_share=share, balance_nodes=bal["nodes"], balance_edges=bal["edges"],
         balance_train=bal["train"], seconds=seconds, write_seconds=write_seconds, peak_rss_bytes=rss,
-        sampler=M.sampler_name() if share is not None else "",
+        sampler=M.SAMPLER_NAME if share is not None else "",
     )
     _store_metrics(book, metrics.to_dict())
     return open_partition(book.path)

@@ -603,42 +603,6 @@ def count_cut_edges(indptr, indices, part_of, node_start):
     return cut
 
 
-@njit(cache=True, nogil=True)
-def sample_layer(indptr, indices, nodes, fanout, seed):
-    """Uniform neighbour sampling without replacement (reference kernel for the metric
-    when ``bgl.sampler`` is not installed).  Returns ``(ptr int64 [k+1], src int64)``:
-    the in-neighbours sampled for ``nodes[i]`` are ``src[ptr[i]:ptr[i+1]]``.
-    ``fanout == -1`` takes every neighbour."""
-    np.random.seed(seed)
-    k = nodes.shape[0]
-    ptr = np.zeros(k + 1, np.int64)
-    for i in range(k):
-        d = indptr[nodes[i] + 1] - indptr[nodes[i]]
-        ptr[i + 1] = ptr[i] + (d if fanout < 0 or d <= fanout else fanout)
-    src = np.empty(ptr[k], np.int64)
-    for i in range(k):
-        v = nodes[i]
-        lo = indptr[v]
-        d = indptr[v + 1] - lo
-        p = ptr[i]
-        if fanout < 0 or d <= fanout:
-            for j in range(d):
-                src[p + j] = indices[lo + j]
-        else:
-            # Floyd's algorithm: fanout distinct positions in O(fanout) expected
-            for j in range(d - fanout, d):
-                t = np.random.randint(0, j + 1)
-                dup = False
-                for q in range(p, p + (j - (d - fanout))):
-                    if src[q] == lo + t:
-                        dup = True
-                        break
-                src[p + j - (d - fanout)] = lo + j if dup else lo + t
-            for q in range(p, p + fanout):
-                src[q] = indices[src[q]]
-    return ptr, src
-
-
 # --------------------------------------------------------------- writing
 
 

@@ -4,8 +4,8 @@
 * ``remote_sample_share``: GNN training samples neighbourhoods, so the cut that matters is
   the one the sampler crosses.  Each part is a trainer that samples mini-batches of its own
   training nodes (fanouts 15,10,5); every sampled neighbour (one per sampled edge, all
-  layers) owned by another part would be a remote fetch.  Uses ``bgl.sampler.LocalSampler``
-  when installed, otherwise the equivalent uniform kernel in ``_kernels.sample_layer``.
+  layers) owned by another part would be a remote fetch.  Samples with
+  ``bgl.sampler.LocalSampler``, the same sampler training uses.
 * ``balance_*``: max over parts / average, for nodes, owned in-edges, training nodes.
 * ``peak_rss_bytes``: the process's peak resident set so far (``getrusage``), so run
   each partitioning in a fresh process to compare methods (``bench/partition.py`` does).
@@ -63,20 +63,8 @@ def default_batch_size(num_train: int, num_parts: int) -> int:
     return int(min(1024, max(8, num_train // (4 * num_parts))))
 
 
-def _sample_neighbours_fallback(graph: GraphInput, seeds: np.ndarray, fanouts: Sequence[int],
-                                seed: int) -> list[np.ndarray]:
+def _sample_neighbours(sampler, seeds: np.ndarray, fanouts: Sequence[int], seed: int) -> list[np.ndarray]:
     """Sampled neighbour ids per layer (one entry per sampled edge), DGL layer order."""
-    out = []
-    frontier = seeds
-    for layer, fanout in enumerate(reversed(list(fanouts))):
-        _, src = _kernels.sample_layer(graph.indptr, graph.indices, frontier, int(fanout),
-                                       (seed * 7919 + layer) % (2**31 - 1))
-        out.append(src)
-        frontier = np.union1d(frontier, src)
-    return out
-
-
-def _sample_neighbours_real(sampler, seeds: np.ndarray, fanouts: Sequence[int], seed: int) -> list[np.ndarray]:
     import torch
 
     blocks = sampler.sample_blocks(torch.from_numpy(seeds), list(fanouts), seed=seed)
@@ -85,8 +73,7 @@ def _sample_neighbours_real(sampler, seeds: np.ndarray, fanouts: Sequence[int], 
 
 def remote_sample_share(store, graph: GraphInput, part_of: np.ndarray, num_parts: int, *,
                         fanouts: Sequence[int] = (15, 10, 5), num_batches: int = 200,
-                        batch_size: int | None = None, seed: int = 0,
-                        use_sampler: bool | None = None) -> float | None:
+                        batch_size: int | None = None, seed: int = 0) -> float | None:
     """Share of sampled neighbours owned by a part other than the batch's trainer part.
 
     Parameters
@@ -95,7 +82,6 @@ def remote_sample_share(store, graph: GraphInput, part_of: np.ndarray, num_parts
     graph, part_of : CSC view and assignment int64 [n]
     num_batches : batches in total, dealt round-robin to the parts' trainers
     batch_size : default :func:`default_batch_size`
-    use_sampler : None = use ``bgl.sampler.LocalSampler`` if importable
 
     Returns
     -------
@@ -105,35 +91,22 @@ def remote_sample_share(store, graph: GraphInput, part_of: np.ndarray, num_parts
     if train.size == 0:
         return None
     bs = batch_size or default_batch_size(train.size, num_parts)
-    sampler = None
-    if use_sampler is not False:
-        try:
-            from bgl.sampler import LocalSampler
+    from bgl.sampler import LocalSampler  # lazy: pulls in torch, which the other metrics don't need
 
-            sampler = LocalSampler(store)
-        except ImportError:
-            if use_sampler:
-                raise
-            log.debug("bgl.sampler.LocalSampler not available; using the partition fallback kernel")
     rng = np.random.default_rng(seed)
     train_of = [rng.permutation(train[part_of[train] == k]) for k in range(num_parts)]
     remote = total = 0
-    for b in range(num_batches):
-        k = b % num_parts
-        pool = train_of[k]
-        if pool.size == 0:
-            continue
-        i = (b // num_parts) * bs % pool.size
-        seeds = np.sort(pool[i : i + bs]).astype(np.int64)
-        if sampler is not None:
-            layers = _sample_neighbours_real(sampler, seeds, fanouts, seed + b)
-        else:
-            layers = _sample_neighbours_fallback(graph, seeds, fanouts, seed + b)
-        for src in layers:
-            remote += int(np.count_nonzero(part_of[src] != k))
-            total += src.size
-    if sampler is not None and hasattr(sampler, "close"):
-        sampler.close()
+    with LocalSampler(store) as sampler:
+        for b in range(num_batches):
+            k = b % num_parts
+            pool = train_of[k]
+            if pool.size == 0:
+                continue
+            i = (b // num_parts) * bs % pool.size
+            seeds = np.sort(pool[i : i + bs]).astype(np.int64)
+            for src in _sample_neighbours(sampler, seeds, fanouts, seed + b):
+                remote += int(np.count_nonzero(part_of[src] != k))
+                total += src.size
     return remote / total if total else 0.0
 
 
@@ -162,11 +135,10 @@ class PartitionMetrics:
         return asdict(self)
 
 
-def sampler_name() -> str:
-    """Which sampler :func:`remote_sample_share` uses, recorded in the metrics."""
-    try:
-        from bgl.sampler import LocalSampler  # noqa: F401
+# The sampler remote_sample_share uses, recorded as metrics["sampler"] (bench/results read it).
+SAMPLER_NAME = "bgl.sampler.LocalSampler"
 
-        return "bgl.sampler.LocalSampler"
-    except ImportError:
-        return "partition._kernels.sample_layer"
+
+def sampler_name() -> str:
+    """:data:`SAMPLER_NAME`; kept because ``bench/partition.py`` records it per run."""
+    return SAMPLER_NAME

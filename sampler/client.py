@@ -36,11 +36,33 @@ def _dealer(ctx: zmq.Context, address: str) -> zmq.Socket:
         # Queue nothing for a server that is not connected: a send fails fast instead
         # of waiting for a server that may never come back.
         sock.setsockopt(zmq.IMMEDIATE, 1)
-        sock.connect(address)
+        try:
+            sock.connect(address)
+        except zmq.ZMQError as e:  # e.g. "tcp://host:abc": zmq's own message does not name the address
+            raise ValueError(f"bad graph server address {address!r}: {e}") from e
     except BaseException:
-        sock.close(linger=0)  # e.g. a malformed address: do not leak the socket
+        sock.close(linger=0)  # do not leak the socket
         raise
     return sock
+
+
+# INFO keys the client relies on (the server sends more)
+INFO_KEYS = ("node_offset", "num_nodes", "global_num_nodes", "feat_dim", "feat_dtype", "num_classes")
+
+
+def _parse_info(address: str, payload) -> dict:
+    """The INFO reply of the server at ``address`` as a dict; ProtocolError if it is not JSON
+    or lacks one of :data:`INFO_KEYS`."""
+    try:
+        info = json.loads(bytes(payload).decode())
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ProtocolError(f"server {address} sent an INFO reply that is not JSON: {e}") from None
+    if not isinstance(info, dict):
+        raise ProtocolError(f"server {address} sent an INFO reply that is not a JSON object: {info!r:.80}")
+    missing = [k for k in INFO_KEYS if k not in info]
+    if missing:
+        raise ProtocolError(f"server {address} sent an INFO reply without {', '.join(map(repr, missing))}")
+    return info
 
 
 def _request(address: str, frames: list, expect: P.Op, timeout: float):
@@ -95,8 +117,9 @@ class SamplingClient:
 
     Raises
     ------
+    ValueError : a malformed address (e.g. ``tcp://host:abc``)
     ServerUnavailable : a server does not answer INFO in time
-    ProtocolError : the servers' id ranges do not tile ``[0, num_nodes)``
+    ProtocolError : a malformed INFO reply, or the servers' id ranges do not tile ``[0, num_nodes)``
     """
 
     def __init__(self, addresses: Sequence[str] | str, timeout: float = 5.0):
@@ -117,7 +140,7 @@ class SamplingClient:
             self.addresses = list(addresses)
             infos = self._call_all([(i, P.simple_request(P.Op.INFO, next(self._ids)))
                                     for i in range(len(self._socks))], P.Op.INFO, wait_connect=True)
-            self.infos = [json.loads(bytes(arrs[0]).decode()) for _, arrs in infos]
+            self.infos = [_parse_info(self.addresses[srv], arrs[0]) for srv, arrs in infos]
             order = np.argsort([info["node_offset"] for info in self.infos], kind="stable")
             self.addresses = [self.addresses[i] for i in order]
             self._socks = [self._socks[i] for i in order]

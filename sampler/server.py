@@ -65,12 +65,17 @@ def open_part_store(partition_dir: str | os.PathLike, part: int) -> GraphStore:
 
 
 def _write_atomic(path: str | os.PathLike, text: str, mode: int = 0o644) -> None:
+    """Write ``text`` to ``path`` via a temp name + rename, so readers never see half a file."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a failed write (disk full, rename refused) leaves no stray file
+        raise
 
 
 class GraphServer:

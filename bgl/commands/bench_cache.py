@@ -18,6 +18,7 @@ def _csv(kind):
 
 
 def register(subparsers) -> None:
+    """Add the ``bench-cache`` parser (cache hit-rate benchmark) to ``subparsers``."""
     parser = subparsers.add_parser(
         "bench-cache", help="replay sampled batches through cache policies; hit-rate table, CSV and plot",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -58,6 +59,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the cache benchmark, print the table and write CSV/plot; return the exit code (0 = done)."""
     from bgl.cache.benchmark import BenchConfig, format_table, plot_hit_rates, run_benchmark, write_csv
     from bgl.store import GraphStore
 

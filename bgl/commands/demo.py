@@ -21,6 +21,7 @@ TRAIN_SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "train_sage.py
 
 
 def register(subparsers) -> None:
+    """Add the ``demo`` parser (ingest, partition, local launch on the embedded dataset) to ``subparsers``."""
     parser = subparsers.add_parser(
         "demo", help="ingest -> partition -> launch 2 servers + 2 trainers on the embedded dataset",
         description=__doc__.split("\n\n", 1)[1],
@@ -51,6 +52,7 @@ def find_port_base(count: int, start: int = 30050) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the demo end to end on this machine; return the exit code (0 = every process succeeded)."""
     if args.workdir:
         root = Path(args.workdir)
         root.mkdir(parents=True, exist_ok=True)

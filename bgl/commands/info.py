@@ -6,6 +6,7 @@ import json
 
 
 def register(subparsers) -> None:
+    """Add the ``info`` parser (describe a graph store) to ``subparsers``."""
     p = subparsers.add_parser(
         "info", help="describe a graph store",
         description="Print node/edge counts, in-degree min/mean/max, feature dim, classes and split sizes.",
@@ -38,6 +39,7 @@ def format_summary(s: dict) -> str:
 
 
 def run(args) -> int:
+    """Print the summary of a graph store; return the exit code (0 = printed)."""
     from ..store import GraphStore
 
     summary = GraphStore(args.store, validate=args.validate).summary()

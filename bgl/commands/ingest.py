@@ -7,6 +7,7 @@ FORMAT_CHOICES = ("gnn-benchmark", "csr-npz", "planetoid", "edgelist", "ogb", "r
 
 
 def register(subparsers) -> None:
+    """Add the ``ingest`` parser (dataset -> graph store) to ``subparsers``."""
     p = subparsers.add_parser(
         "ingest", help="convert a dataset into a graph store directory",
         description="Convert SOURCE (npz, Planetoid dir, SNAP edge list, OGB raw dir, or rmat:SCALE) "
@@ -37,6 +38,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    """Ingest the source into a graph store and print its summary; return the exit code (0 = written)."""
     from ..datasets import ingest
 
     opts = {}

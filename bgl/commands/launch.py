@@ -13,6 +13,7 @@ import sys
 
 
 def register(subparsers) -> None:
+    """Add the ``launch`` parser (graph servers + trainers from a hosts file) to ``subparsers``."""
     parser = subparsers.add_parser(
         "launch", help="start graph servers and trainers on the hosts of a hosts file",
         description="Start one graph server per partition part (round-robin over the hosts), "
@@ -84,6 +85,7 @@ def read_num_parts(partition_dir: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Launch the servers and trainers and supervise them; return the exit code (0 = all trainers succeeded)."""
     from bgl.launch.backends import make_backend
     from bgl.launch.hosts import parse_hosts_file, parse_port
     from bgl.launch.spec import build_cluster_spec

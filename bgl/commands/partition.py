@@ -9,6 +9,7 @@ DESCRIPTION = ("Partition a graph store into N parts and write a partition dir (
 
 
 def register(subparsers) -> None:
+    """Add the ``partition`` parser (split a store into parts) to ``subparsers``."""
     p = subparsers.add_parser("partition", help="partition a graph store", description=DESCRIPTION,
                               formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("store", metavar="STORE", help="graph store directory (from bgl ingest)")
@@ -49,6 +50,7 @@ def format_metrics(book) -> str:
 
 
 def run(args) -> int:
+    """Partition the store, write the partition dir and print the metrics; return the exit code (0 = written)."""
     from bgl.partition import partition_graph
 
     book = partition_graph(args.store, args.method, args.parts, args.out, seed=args.seed,

@@ -24,6 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers) -> None:
+    """Add the ``serve`` parser (one graph server) to ``subparsers``."""
     p = subparsers.add_parser("serve", help="run a graph server", description=DESCRIPTION,
                               formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_arguments(p)
@@ -31,6 +32,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    """Serve the store or part until stopped; return the exit code (0 = clean stop)."""
     from bgl.sampler.server import run_server
 
     return run_server(args)

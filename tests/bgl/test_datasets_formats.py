@@ -249,6 +249,26 @@ def test_ogb_bad_values(ogb_dir, tmp_path):
     only(tmp_path, "ogbn-tiny")
 
 
+def test_ogb_column_without_final_newline(ogb_dir, tmp_path):
+    root, _, _, _, perm = ogb_dir
+    # the last line lacks "\n": one more value than newlines, still one value per line
+    _write_gz(root / "split/time/train.csv.gz", "\n".join(str(i) for i in perm[:20]))
+    s = ingest(root, tmp_path / "s")
+    np.testing.assert_array_equal(s.train_idx, np.sort(perm[:20]))
+    # two values on one line is an error, whatever the newline count
+    _write_gz(root / "split/time/train.csv.gz", "1\n2,3\n4")
+    with pytest.raises(IngestError, match=r"train.csv.gz: expected one value per line"):
+        ingest(root, tmp_path / "out")
+
+
+@pytest.mark.parametrize("block", [b"", b"\n", b"1\n\n2\n", b" \n\t\r\n3", b"1,2\n \n\x0b\n4 \n", b"\n\n5",
+                                   b"a\r\n\r\nb\r\n", b"  x  "])
+def test_count_nonblank_lines_matches_bytes_strip(block):
+    from bgl.ogb import _count_nonblank_lines
+
+    assert _count_nonblank_lines(block) == sum(1 for ln in block.split(b"\n") if ln.strip())
+
+
 # ----------------------------------------------------------------- DGLGraph
 def test_dgl_graph(tmp_path):
     dgl = pytest.importorskip("dgl")

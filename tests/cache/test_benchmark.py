@@ -1,4 +1,4 @@
-"""bench-cache CLI smoke test and the benchmark's pieces (fallback sampler, microbenchmark)."""
+"""bench-cache CLI smoke test and the benchmark's pieces (batch recording and replay, microbenchmark)."""
 from __future__ import annotations
 
 import csv
@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import torch
 
-from bgl.cache._kernels import sample_input_nodes
 from bgl.cache.benchmark import BenchConfig, fetch_microbenchmark, record_batches, replay
 from bgl.cache.policies import make_cache
 from bgl.cli import main
@@ -52,27 +51,6 @@ def test_record_and_replay_agree_with_a_direct_count(random_store):
     cache = make_cache("none", 0, random_store.num_nodes, 1)
     stats, speed = replay(cache, batches, lambda ids: torch.zeros(ids.numel(), 1))
     assert stats["requests"] == sum(b.numel() for b, _ in batches) and speed > 0
-
-
-def k_hop(store, seeds, hops):
-    nodes, frontier = set(seeds.tolist()), set(seeds.tolist())
-    for _ in range(hops):
-        nxt = set()
-        for v in frontier:
-            nxt.update(store.indices[store.indptr[v]:store.indptr[v + 1]].tolist())
-        frontier = nxt - nodes
-        nodes |= nxt
-    return nodes
-
-
-def test_fallback_sampler_stays_in_the_k_hop_neighbourhood(random_store):
-    seeds = random_store.train_idx[:20]
-    full = sample_input_nodes(random_store, seeds, [-1, -1], seed=0)
-    assert set(full.tolist()) == k_hop(random_store, seeds, 2) and np.array_equal(full[:20], seeds)
-    part = sample_input_nodes(random_store, seeds, [2, 3], seed=1)
-    assert len(set(part.tolist())) == part.size and set(part.tolist()) <= set(full.tolist())
-    assert part.size < full.size
-    assert np.array_equal(part, sample_input_nodes(random_store, seeds, [2, 3], seed=1))
 
 
 @pytest.mark.parametrize("policy", ["fifo", "lru"])

@@ -120,25 +120,6 @@ def test_refinement_never_breaks_caps_and_never_raises_cut():
     assert np.allclose(aff, K.part_affinity(ptr, adj, wt, part, 4)), "affinity not kept current"
 
 
-@pytest.mark.parametrize("fanout", [-1, 1, 3, 50])
-def test_sample_layer_draws_distinct_existing_neighbours(fanout):
-    n = 50
-    rng = np.random.default_rng(3)
-    # no duplicate edges, so distinct positions mean distinct neighbours
-    key = np.unique(rng.integers(0, n, 600) * n + rng.integers(0, n, 600))
-    dst, src = key // n, key % n
-    indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(dst, minlength=n), out=indptr[1:])
-    nodes = np.arange(n)
-    ptr, out = K.sample_layer(indptr, src, nodes, fanout, 11)
-    for v in range(n):
-        nbrs = set(src[indptr[v]:indptr[v + 1]].tolist())
-        got = out[ptr[v]:ptr[v + 1]].tolist()
-        deg = len(nbrs)
-        assert len(got) == (deg if fanout < 0 else min(deg, fanout))
-        assert len(set(got)) == len(got) and set(got) <= nbrs
-
-
 def test_edge_cut_matches_brute_force(random_store):
     from bgl.partition import metrics as M
 

@@ -174,3 +174,45 @@ def test_serve_cli_argument_errors(random_store, partition_dir):
     r = subprocess.run([sys.executable, "-m", "bgl.sampler.server", "--help"], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0 and "--ready-file" in r.stdout
+
+
+def test_malformed_address_raises_value_error_naming_it():
+    with pytest.raises(ValueError, match=r"bad graph server address 'tcp://nohost:abc'"):
+        SamplingClient(["tcp://nohost:abc"], timeout=0.5)
+
+
+# A peer that answers every request with an INFO lacking "num_nodes" (as a server of another
+# version might) for up to 60 s; stands in for a server because a real one always sends every key.
+# It answers more than one request because a stray client elsewhere on the machine may reconnect
+# to the reused ephemeral port first.
+INFO_PEER = """
+import json, time, zmq
+from bgl.sampler import protocol as P
+sock = zmq.Context.instance().socket(zmq.ROUTER)
+sock.linger = 0
+sock.bind("tcp://127.0.0.1:*")
+print(sock.getsockopt_string(zmq.LAST_ENDPOINT), flush=True)
+body = json.dumps({"node_offset": 0, "global_num_nodes": 10, "feat_dim": 0,
+                   "feat_dtype": None, "num_classes": 0}).encode()
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    if sock.poll(100):
+        frames = sock.recv_multipart()
+        if len(frames) >= 2:
+            head = P.Header(P.Op.INFO, P.peek_req_id(frames[1]), dtype0=6, len0=len(body)).pack()
+            sock.send_multipart([frames[0], head, body])
+"""
+
+
+def test_info_reply_without_a_key_raises_protocol_error():
+    peer = subprocess.Popen([sys.executable, "-c", INFO_PEER], stdout=subprocess.PIPE, text=True)
+    try:
+        addr = peer.stdout.readline().strip()
+        assert addr.startswith("tcp://127.0.0.1:")
+        with pytest.raises(ProtocolError, match=rf"{addr}.*'num_nodes'"):
+            SamplingClient([addr], timeout=10.0)
+    finally:
+        if peer.poll() is None:
+            peer.kill()
+        peer.wait(timeout=10)
+        peer.stdout.close()
