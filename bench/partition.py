@@ -84,7 +84,7 @@ def worker(store_path: str, method: str, parts: int, num_batches: int) -> dict:
             "balance_nodes": bal["nodes"], "balance_edges": bal["edges"], "balance_train": bal["train"],
             "seconds": seconds, "peak_rss_bytes": rss, "rss_before_bytes": rss_before,
             "num_batches": num_batches, "metric_seconds": time.perf_counter() - t1,
-            "sampler": M.sampler_name()}
+            "sampler": M.SAMPLER_NAME}
 
 
 def run_worker(store_path: Path, method: str, parts: int, num_batches: int, timeout: float) -> dict:

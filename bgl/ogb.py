@@ -16,6 +16,7 @@ defaults to True.
 """
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -36,9 +37,21 @@ def _find(base: Path, stem: str) -> Path | None:
     return None
 
 
+# an empty or whitespace-only field: at the start, between two commas, or at the end
+_EMPTY_FIELD = re.compile(r"(?:^|,)[ \t\r\x0b\x0c]*(?:,|$)")
+
+
 def _parse_numbers(block: bytes, dtype, where: str, first_line: int) -> np.ndarray:
     """All comma/newline-separated numbers of a block of whole lines."""
-    text = block.decode("ascii", "replace").replace("\n", ",").rstrip(",")
+    # One character per byte ("replace" keeps lengths), so offsets in text are offsets in block.
+    text = block.decode("ascii", "replace").replace("\n", ",").rstrip(", \t\r\x0b\x0c")
+    # np.fromstring reads an empty or whitespace-only field as -1 without complaint:
+    # a blank line inside a split or label file would silently become node -1.
+    empty = _EMPTY_FIELD.search(text)
+    if empty:
+        offset = empty.start() + (text[empty.start()] == ",")
+        line = first_line + block.count(b"\n", 0, offset) + 1
+        raise IngestError(f"{where}:{line}: empty value (blank line or empty field)")
     with warnings.catch_warnings():
         # numpy warns (and returns a short array) on text it cannot parse; make that an error.
         warnings.simplefilter("error", DeprecationWarning)

@@ -137,8 +137,3 @@ class PartitionMetrics:
 
 # The sampler remote_sample_share uses, recorded as metrics["sampler"] (bench/results read it).
 SAMPLER_NAME = "bgl.sampler.LocalSampler"
-
-
-def sampler_name() -> str:
-    """:data:`SAMPLER_NAME`; kept because ``bench/partition.py`` records it per run."""
-    return SAMPLER_NAME

@@ -261,6 +261,16 @@ def test_ogb_column_without_final_newline(ogb_dir, tmp_path):
         ingest(root, tmp_path / "out")
 
 
+@pytest.mark.parametrize("bad_line", ["", " \t", " "])
+def test_ogb_blank_line_in_split_is_an_error_not_node_minus_one(ogb_dir, tmp_path, bad_line):
+    root, _, _, _, perm = ogb_dir
+    # numpy's text parser reads an empty field as -1: it must never reach the store as a node id
+    _write_gz(root / "split/time/train.csv.gz", f"{perm[0]}\n{bad_line}\n{perm[1]}\n")
+    with pytest.raises(IngestError, match=r"train.csv.gz:2: empty value"):
+        ingest(root, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("block", [b"", b"\n", b"1\n\n2\n", b" \n\t\r\n3", b"1,2\n \n\x0b\n4 \n", b"\n\n5",
                                    b"a\r\n\r\nb\r\n", b"  x  "])
 def test_count_nonblank_lines_matches_bytes_strip(block):
