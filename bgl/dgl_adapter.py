@@ -33,11 +33,7 @@ def to_dgl_block(block: Block):
     ``blocks[0].srcdata['feat']`` and ``blocks[-1].dstdata['label']`` work.
     """
     dgl = _dgl()
-    device = block.indptr.device
-    empty = torch.empty(0, dtype=torch.int64, device=device)
-    g = dgl.create_block({("_N", "_E", "_N"): ("csc", (block.indptr, block.indices, empty))},
-                         num_src_nodes={"_N": block.num_src}, num_dst_nodes={"_N": block.num_dst},
-                         device=device)
+    g = _csc_block(block)
     g.srcdata[dgl.NID] = block.src_ids
     g.dstdata[dgl.NID] = block.dst_ids
     if block.edge_ids is not None:
@@ -47,6 +43,35 @@ def to_dgl_block(block: Block):
     for k, v in block.dstdata.items():
         g.dstdata[k] = v
     return g
+
+
+_ALL_FORMATS = ["coo", "csr", "csc"]
+
+
+def _csc_block(block: Block):
+    """An empty-data ``dgl.Block`` over ``block``'s CSC arrays, shared without copies.
+
+    Same graph as ``dgl.create_block({("_N", "_E", "_N"): ("csc", (indptr, indices, []))},
+    num_src_nodes=..., num_dst_nodes=...)``, built straight from the unit-graph
+    index: ``create_block``'s generic path (dict parsing, a ``max`` over the
+    indices to check the node counts, a relation-graph wrapper) cost ~0.4 ms
+    per block on R-MAT batches, a quarter of the loader's per-batch time.
+    The sampler's local ids are < num_src by construction, so nothing is lost
+    by skipping the check; ``indptr`` is still checked to match ``num_dst``.
+    """
+    from dgl import heterograph_index
+    from dgl.heterograph import DGLBlock
+
+    indptr, indices = block.indptr, block.indices
+    if indptr.dtype != torch.int64 or indices.dtype != torch.int64:
+        indptr, indices = indptr.to(torch.int64), indices.to(torch.int64)
+    if indptr.shape[0] != block.num_dst + 1:
+        raise ValueError(f"block indptr has {indptr.shape[0]} entries, expected num_dst + 1 = {block.num_dst + 1}")
+    empty = torch.empty(0, dtype=torch.int64, device=indptr.device)
+    # Two node types (SRC/_N, DST/_N) in one unit graph: exactly what a block is.
+    gidx = heterograph_index.create_unitgraph_from_csr(2, block.num_src, block.num_dst, indptr, indices, empty,
+                                                       _ALL_FORMATS, True)
+    return DGLBlock(gidx, (["_N"], ["_N"]), ["_E"])
 
 
 def to_dgl_blocks(blocks: Sequence[Block]) -> list:

@@ -76,6 +76,36 @@ def test_torch_seed_makes_epochs_reproducible_and_epochs_differ(random_store):
     assert not torch.equal(a[0][0][1], a[1][0][1])  # a new permutation each epoch
 
 
+def test_next_epoch_order_prefetch_changes_no_batch(random_store):
+    """The proximity order of epoch k+1 is built during epoch k; it must be the order built on demand."""
+    ids = np.asarray(random_store.train_idx)
+
+    def epochs(prefetch: bool, draw_in_loop: bool):
+        torch.manual_seed(11)
+        loader = bgl.DataLoader(random_store, ids, bgl.NeighborSampler([3]), batch_size=40, shuffle=True,
+                                order="proximity")
+        loader._prefetch_order = prefetch
+        seen = []
+        for _ in range(4):
+            batches = []
+            for _inp, out, _ in loader:
+                batches.append(out.clone())
+                if draw_in_loop:
+                    torch.rand(1)  # a training loop that draws (dropout): guesses go wrong
+            seen.append(torch.cat(batches))
+        return seen, loader._order_stage.prefetch_hits
+
+    for draw in (False, True):
+        with_prefetch, hits = epochs(True, draw)
+        without, no_hits = epochs(False, draw)
+        assert no_hits == 0
+        for a, b in zip(with_prefetch, without):
+            assert torch.equal(a, b)
+        # later epochs come from the prefetch unless the loop's own RNG draws spoil the guess
+        assert (hits >= 2) if not draw else (hits == 0)
+    assert not torch.equal(with_prefetch[0], with_prefetch[1])
+
+
 def test_processes_match_inline_batch_for_batch_with_cache_and_pinning(spawned_children, random_store):
     ids = np.asarray(random_store.train_idx)
     kw = dict(batch_size=40, shuffle=True, order="proximity", cache="fifo", cache_ratio=0.2)
