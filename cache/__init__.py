@@ -3,15 +3,14 @@ proximity-aware ordering of training nodes, and the hit-rate benchmark.
 
 This package never talks to sockets: a cache gets its missing rows from a
 ``miss_source`` callable (a sampling client's ``fetch_features``, or
-:class:`~bgl.cache.sources.ArrayMissSource` over a store's feature memmap).
+:class:`bgl.gpu_gather.HostFeatureSource` over a store's feature memmap).
 """
 from .base import CacheBase, resolve_device
 from .fifo import FeatureCache
 from .policies import POLICIES, LRUCache, NoCache, StaticCache, make_cache, presample_counts
 from .sharded import ShardedFeatureCache
-from .sources import ArrayMissSource
 
 __all__ = [
     "CacheBase", "FeatureCache", "ShardedFeatureCache", "LRUCache", "NoCache", "StaticCache",
-    "POLICIES", "make_cache", "presample_counts", "ArrayMissSource", "resolve_device",
+    "POLICIES", "make_cache", "presample_counts", "resolve_device",
 ]

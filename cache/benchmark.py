@@ -23,10 +23,11 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from bgl.gpu_gather import HostFeatureSource
+
 from .fifo import INSERT_ORDERS
 from .ordering import proximity_order, random_order
 from .policies import POLICIES, make_cache, presample_counts
-from .sources import ArrayMissSource
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +204,7 @@ def run_benchmark(store, cfg: BenchConfig, progress: bool = True) -> list[BenchR
 
     if store.feat is not None:
         dim = store.feat_dim
-        source = ArrayMissSource(store.feat)
+        source = HostFeatureSource(store.feat)
         dtype = source.dtype
     else:
         if cfg.feat_dim <= 0:

@@ -8,7 +8,8 @@ from collections import deque
 
 from hypothesis import given, settings, strategies as st
 
-from bgl.cache import ArrayMissSource, FeatureCache, make_cache
+from bgl.cache import FeatureCache, make_cache
+from bgl.gpu_gather import HostFeatureSource
 
 
 class RefFIFO:
@@ -299,22 +300,22 @@ def test_bad_constructor_arguments():
         FeatureCache(2, 10, 2, dtype=torch.int64)
 
 
-def test_array_miss_source_over_store_memmap(random_store):
+def test_host_feature_source_over_store_memmap(random_store):
     feat = np.asarray(random_store.feat)
-    source = ArrayMissSource(random_store.feat)
+    source = HostFeatureSource(random_store.feat)
     cache = FeatureCache(50, random_store.num_nodes, random_store.feat_dim)
     rng = np.random.default_rng(1)
     for _ in range(5):
         ids = torch.from_numpy(rng.integers(0, random_store.num_nodes, 200))
         assert np.array_equal(cache.fetch(ids, source).numpy(), feat[ids.numpy()])
-    assert source.calls == 5 and source.rows * 16 * 4 == cache.stats()["bytes_from_source"]
+    assert source.stats()["calls"] == 5 and source.stats()["rows"] * 16 * 4 == cache.stats()["bytes_from_source"]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_cache_with_pinned_store_source(random_store):
     feat = np.asarray(random_store.feat)
     cache = FeatureCache(50, random_store.num_nodes, random_store.feat_dim, device="cuda")
-    source = ArrayMissSource(random_store.feat, device="cuda")
+    source = HostFeatureSource(random_store.feat, device="cuda", mode="cpu")  # pinned staging copy
     for seed in range(5):
         ids = torch.from_numpy(np.random.default_rng(seed).integers(0, random_store.num_nodes, 300))
         out = cache.fetch(ids.cuda(), source)
