@@ -100,18 +100,6 @@ _MADV_POPULATE_READ = 22
 PREFAULT_MAX_MEM_FRACTION = 0.25
 
 
-def _mem_available() -> int:
-    """MemAvailable in bytes from /proc/meminfo, or 0 where unknown."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
 def prefault_memmap(arr, max_fraction: float = PREFAULT_MAX_MEM_FRACTION) -> bool:
     """Map every page of a read-only memmap into this process now, when it fits comfortably in RAM.
 
@@ -127,7 +115,9 @@ def prefault_memmap(arr, max_fraction: float = PREFAULT_MAX_MEM_FRACTION) -> boo
     mm = getattr(arr, "_mmap", None)
     if mm is None or arr.nbytes == 0:
         return False
-    avail = _mem_available()
+    import psutil
+
+    avail = psutil.virtual_memory().available  # Linux: MemAvailable
     if not avail or arr.nbytes > max_fraction * avail:
         return False
     try:

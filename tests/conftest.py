@@ -62,3 +62,17 @@ def random_store_factory(tmp_path_factory):
         return make_random_store(tmp_path_factory.mktemp("stores") / "random", **kwargs)
 
     return factory
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def free_port():
+    """Call it for a TCP port on 127.0.0.1 that is free right now (servers, rendezvous, sshd)."""
+    return _free_port

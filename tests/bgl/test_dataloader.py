@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import sys
 
 import numpy as np
@@ -224,10 +223,6 @@ def test_ddp_splits_seeds_across_ranks_like_dgl(random_store, tmp_path):
 
 
 # ------------------------------------------------------------------ bad input
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.parametrize("indices,error,match", [
@@ -277,7 +272,7 @@ def test_a_live_cache_object_cannot_go_to_a_stage_process(random_store):
     assert cache.stats()["requests"] > 0
 
 
-def test_unreachable_servers_raise_before_any_process(spawned_children, random_store):
+def test_unreachable_servers_raise_before_any_process(free_port, spawned_children, random_store):
     address = f"tcp://127.0.0.1:{free_port()}"
     with pytest.raises(ServerUnavailable, match=address.replace(".", r"\.")):
         bgl.DataLoader([address], np.arange(10), bgl.NeighborSampler([2]), server_timeout=0.3,

@@ -1,7 +1,6 @@
 """Proximity order over a partition dir (bgl.partition_order) and bgl.DataLoader using it with real servers."""
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 
@@ -211,13 +210,7 @@ finally:
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def test_ddp_ranks_get_disjoint_part_local_shares(served_cora, tmp_path):
+def test_ddp_ranks_get_disjoint_part_local_shares(free_port, served_cora, tmp_path):
     import os
 
     book, addresses = served_cora
@@ -225,7 +218,7 @@ def test_ddp_ranks_get_disjoint_part_local_shares(served_cora, tmp_path):
     script = tmp_path / "rank.py"
     script.write_text(DDP_RANK_SCRIPT)
     env = {**os.environ, "BGL_SERVERS": ",".join(addresses), "MASTER_ADDR": "127.0.0.1",
-           "MASTER_PORT": str(_free_port()), "WORLD_SIZE": str(world), "DGLBACKEND": "pytorch"}
+           "MASTER_PORT": str(free_port()), "WORLD_SIZE": str(world), "DGLBACKEND": "pytorch"}
     procs = [subprocess.Popen([sys.executable, str(script), str(book.path), str(tmp_path / f"rank{r}.npz")],
                               env={**env, "RANK": str(r)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
              for r in range(world)]

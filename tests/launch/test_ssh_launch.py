@@ -37,14 +37,8 @@ def ensure_sshd() -> None:
                     f"{(done.stderr or done.stdout).strip()[-500:]}")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def sshd(tmp_path_factory):
+def sshd(free_port, tmp_path_factory):
     """A private sshd on 127.0.0.1:PORT accepting one throwaway key; yields ssh CLI options."""
     ensure_sshd()
     d = tmp_path_factory.mktemp("sshd")

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -54,13 +53,7 @@ def test_client_rejects_incomplete_ranges(module_servers):
         SamplingClient([module_servers["parts"][0].address])
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def test_nothing_listening_raises_unavailable():
+def test_nothing_listening_raises_unavailable(free_port):
     addr = f"tcp://127.0.0.1:{free_port()}"
     with pytest.raises(ServerUnavailable, match=addr):
         SamplingClient([addr], timeout=0.5)
