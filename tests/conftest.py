@@ -9,6 +9,11 @@ import pytest
 os.environ.setdefault("DGLBACKEND", "pytorch")
 
 from bgl.store import GraphStore, write_store  # noqa: E402
+from bgl.pipeline import quiet_numba_threads  # noqa: E402
+
+# numba's OpenMP layer spin-waits next to torch's and slows model training ~8x on a
+# 2-core box; choose numba's workqueue layer once, before any test or fixture runs a kernel.
+quiet_numba_threads()
 
 
 def random_csc(num_nodes: int, avg_degree: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -9,12 +9,6 @@ import psutil
 import pytest
 import torch
 
-from bgl.pipeline import quiet_numba_threads
-
-# numba's OpenMP layer spin-waits next to torch's and slows model training ~8x on
-# a 2-core box; choose numba's workqueue layer before any fixture runs a kernel.
-quiet_numba_threads()
-
 import bgl
 from bgl.errors import ServerUnavailable
 

@@ -10,12 +10,6 @@ import numpy as np
 import pytest
 import torch
 
-from bgl.pipeline import quiet_numba_threads
-
-# numba's OpenMP layer spin-waits next to torch's and slows model training ~8x on
-# a 2-core box; choose numba's workqueue layer before any fixture runs a kernel.
-quiet_numba_threads()
-
 dgl = pytest.importorskip("dgl")
 
 import bgl  # noqa: E402

@@ -1,15 +1,12 @@
 """bgl.DataLoader against real graph servers (one process per partition part, 127.0.0.1)."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import torch
 
 import bgl
-from bgl.pipeline import quiet_numba_threads
 
-quiet_numba_threads()
 
 @pytest.fixture(scope="module")
 def served_partition(random_store, tmp_path_factory, serve_partition):

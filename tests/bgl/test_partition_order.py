@@ -11,9 +11,7 @@ import torch
 import bgl
 from bgl.cache.ordering import random_order
 from bgl.partition_order import PartitionOrder, local_csc
-from bgl.pipeline import quiet_numba_threads
 
-quiet_numba_threads()
 
 @pytest.fixture(scope="module")
 def cora_parts(cora_store, tmp_path_factory):

@@ -14,12 +14,6 @@ import psutil
 import pytest
 import torch
 
-from bgl.pipeline import quiet_numba_threads
-
-# numba's OpenMP layer spin-waits next to torch's and slows model training ~8x on
-# a 2-core box; choose numba's workqueue layer before any fixture runs a kernel.
-quiet_numba_threads()
-
 from bgl.errors import PipelineError
 from bgl.pipeline import Pipeline
 from bgl.stages import FetchStage, OrderStage, SamplingSpec, TransferStage

@@ -5,9 +5,7 @@ import numpy as np
 import psutil
 
 import bgl
-from bgl.pipeline import quiet_numba_threads
 
-quiet_numba_threads()
 
 EPOCHS = 50
 WARMUP_EPOCHS = 5
