@@ -44,6 +44,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from bgl.threads import THREAD_ENV_VARS, thread_env, thread_limits
+
 REPO = Path(__file__).resolve().parents[1]
 MACHINE = "2-core x86_64 VM, 24 GiB, shared with other jobs"
 
@@ -74,13 +76,14 @@ class SizeResult:
 
 
 # ----------------------------------------------------------------- child processes
-def run_child(args: Sequence[str], timeout: float) -> tuple[int, float, int, str]:
+def run_child(args: Sequence[str], timeout: float, threads: int = 0) -> tuple[int, float, int, str]:
     """Run ``python -m bgl ARGS``; return (exit code, seconds, peak RSS bytes, output tail).
 
     ``os.wait4`` reports the resource usage of exactly this child, so the
-    peak memory of ingest/partition is not mixed with this process's.
+    peak memory of ingest/partition is not mixed with this process's.  ``threads`` caps the
+    child's thread pools through its environment (0 = library defaults).
     """
-    env = {**os.environ, "DGLBACKEND": "pytorch"}
+    env = {**thread_env(threads), "DGLBACKEND": "pytorch"}
     with tempfile.TemporaryFile("w+") as out:
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "bgl", *args], stdout=out, stderr=subprocess.STDOUT,
@@ -113,7 +116,7 @@ class Servers:
 
     def __enter__(self) -> "Servers":
         partition_dir, num_parts, workdir, threads = self._args
-        env = {**os.environ, "DGLBACKEND": "pytorch"}
+        env = {**thread_env(threads), "DGLBACKEND": "pytorch"}
         ready = [workdir / f"ready-{k}.json" for k in range(num_parts)]
         try:
             for k in range(num_parts):
@@ -242,7 +245,8 @@ def measure_size(scale: int, args, workdir: Path) -> SizeResult:
     store_dir, part_dir = workdir / f"rmat-{scale}", workdir / f"part-{scale}"
     rc, r.ingest_s, r.ingest_rss, out = run_child(
         ["ingest", f"rmat:{scale}", str(store_dir), "--edge-factor", str(args.edge_factor), "--feat-dim",
-         str(args.feat_dim), "--num-classes", "8", "--no-progress", "--overwrite"], timeout=args.step_timeout)
+         str(args.feat_dim), "--num-classes", "8", "--no-progress", "--overwrite"], timeout=args.step_timeout,
+        threads=args.threads)
     if rc != 0:
         r.errors.append(f"ingest exited {rc}: {out.strip().splitlines()[-1] if out.strip() else ''}")
         r.ingest_s = r.ingest_rss = None
@@ -262,7 +266,7 @@ def measure_size(scale: int, args, workdir: Path) -> SizeResult:
 
     rc, r.part_s, r.part_rss, out = run_child(
         ["partition", "--method", "bgl", "--parts", str(args.parts), "--num-batches", "0", "--overwrite",
-         str(store_dir), str(part_dir)], timeout=args.step_timeout)
+         str(store_dir), str(part_dir)], timeout=args.step_timeout, threads=args.threads)
     if rc != 0:
         r.errors.append(f"partition exited {rc}: {out.strip().splitlines()[-1] if out.strip() else ''}")
         r.part_s = r.part_rss = None
@@ -496,14 +500,18 @@ def parse_args(argv=None):
 
 
 def main(argv=None) -> int:
+    """Measure, fit, print (and optionally write) the report; 0 when every size ran cleanly.
+
+    Safe to call in-process (the tests do): thread counts apply to this process only inside
+    ``thread_limits`` and reach child processes through their ``env=``; ``os.environ`` is
+    never written (numba refuses a changed ``NUMBA_NUM_THREADS`` once its pool runs).
+    """
     args = parse_args(argv)
-    os.environ.setdefault("DGLBACKEND", "pytorch")
-    if args.threads:
-        # Before torch/numba/dgl load (they read these once).  Equal thread counts keep the DGL
-        # comparison fair, and on an oversubscribed machine OpenMP spin-waiting made DGL's
-        # sampler ~30x slower with the default thread count than with one thread (measured).
-        for var in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "MKL_NUM_THREADS"):
-            os.environ[var] = str(args.threads)
+    with thread_limits(args.threads):
+        return _run(args, argv)
+
+
+def _run(args, argv) -> int:
     command = shlex.join(["python", "bench/scaling.py", *(argv if argv is not None else sys.argv[1:])])
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="bgl_scaling_"))
@@ -547,4 +555,11 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    # A script run owns its process: cap the OpenMP/MKL pools before their first use too (equal
+    # thread counts keep the DGL comparison fair; on an oversubscribed machine OpenMP spin-waiting
+    # made DGL's sampler ~30x slower with the default thread count than with one thread, measured).
+    os.environ.setdefault("DGLBACKEND", "pytorch")
+    _threads = parse_args(sys.argv[1:]).threads
+    if _threads:
+        os.environ.update({var: str(_threads) for var in THREAD_ENV_VARS})
     sys.exit(main())

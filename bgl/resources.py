@@ -204,21 +204,11 @@ def profile_stages(source, stages: Sequence[Any], epoch: Any, num_batches: int =
 
     Returns {stage name: mean seconds per batch}.
     """
-    import torch
+    from .threads import thread_limits
 
-    threads = torch.get_num_threads()
-    try:
-        import numba
-
-        numba_threads = numba.get_num_threads()
-    except Exception:  # numba missing or not initialisable: only torch threads to pin
-        numba = None
     totals = {s.name: 0.0 for s in stages}
     counted = 0
-    torch.set_num_threads(1)
-    if numba is not None:
-        numba.set_num_threads(1)
-    try:
+    with thread_limits(1):
         for s in stages:
             s.open()
         for i, item in enumerate(source.items(epoch)):
@@ -231,10 +221,6 @@ def profile_stages(source, stages: Sequence[Any], epoch: Any, num_batches: int =
                     totals[s.name] += time.perf_counter() - t0
             if i >= warmup:
                 counted += 1
-    finally:
-        torch.set_num_threads(threads)
-        if numba is not None:
-            numba.set_num_threads(numba_threads)
     if counted == 0:
         return {name: 0.0 for name in totals}
     return {name: t / counted for name, t in totals.items()}

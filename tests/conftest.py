@@ -1,10 +1,22 @@
-"""Shared fixtures: small real and synthetic graph stores, built once per session."""
+"""Shared fixtures: small real and synthetic graph stores, built once per session.
+
+Also the suite's two order-proofing tools:
+
+- ``process_state_guard`` (autouse): a test that leaves ``os.environ``, the working
+  directory, the CPU affinity or torch's/numba's thread counts changed fails, naming what
+  changed, and the state is put back so the next test starts clean;
+- ``--shuffle SEED``: run modules, and the tests inside each module, in a seeded random
+  order (``make test`` keeps the fixed order; the README names the seeds that pass).
+"""
 from __future__ import annotations
 
 import os
+import random
 
 import numpy as np
 import pytest
+
+pytest_plugins = ("pytester",)  # tests/test_process_guard.py runs an inner suite through it
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
 
@@ -14,6 +26,108 @@ from bgl.pipeline import quiet_numba_threads  # noqa: E402
 # numba's OpenMP layer spin-waits next to torch's and slows model training ~8x on a
 # 2-core box; choose numba's workqueue layer once, before any test or fixture runs a kernel.
 quiet_numba_threads()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--shuffle", type=int, default=None, metavar="SEED",
+                     help="run test modules, and tests within each module, in a random order seeded by SEED")
+
+
+def pytest_collection_modifyitems(config, items):
+    seed = config.getoption("--shuffle")
+    if seed is None:
+        return
+    rng = random.Random(seed)
+    modules: dict[str, list] = {}
+    for item in items:  # group by file so module-scoped fixtures are still built once per module
+        modules.setdefault(str(item.path), []).append(item)
+    order = list(modules)
+    rng.shuffle(order)
+    shuffled = []
+    for name in order:
+        group = modules[name]
+        rng.shuffle(group)
+        shuffled.extend(group)
+    items[:] = shuffled
+
+
+def pytest_report_header(config):
+    seed = config.getoption("--shuffle")
+    return None if seed is None else f"test order shuffled with seed {seed}"
+
+
+def _thread_counts() -> dict[str, int]:
+    import torch
+
+    counts = {"torch threads": torch.get_num_threads()}
+    try:
+        import numba
+
+        counts["numba threads"] = numba.get_num_threads()
+    except Exception:  # numba missing or its threading layer unavailable: nothing to watch
+        pass
+    return counts
+
+
+def _set_thread_counts(counts: dict[str, int]) -> None:
+    import torch
+
+    torch.set_num_threads(counts["torch threads"])
+    if "numba threads" in counts:
+        import numba
+
+        numba.set_num_threads(counts["numba threads"])
+
+
+# pytest itself rewrites this one around every test phase
+_PYTEST_OWNED_ENV = ("PYTEST_CURRENT_TEST",)
+
+
+def _process_state() -> dict:
+    environ = {k: v for k, v in os.environ.items() if k not in _PYTEST_OWNED_ENV}
+    state = {"environ": environ, "cwd": os.getcwd(), **_thread_counts()}
+    if hasattr(os, "sched_getaffinity"):
+        state["cpu affinity"] = sorted(os.sched_getaffinity(0))
+    return state
+
+
+def _describe_changes(before: dict, after: dict) -> list[str]:
+    changes = []
+    env_b, env_a = before["environ"], after["environ"]
+    for key in sorted(set(env_b) | set(env_a)):
+        if env_b.get(key) != env_a.get(key):
+            changes.append(f"os.environ[{key!r}]: {env_b.get(key, '<unset>')!r} -> {env_a.get(key, '<unset>')!r}")
+    for key in sorted(k for k in before if k != "environ"):
+        if before[key] != after.get(key):
+            changes.append(f"{key}: {before[key]!r} -> {after.get(key)!r}")
+    return changes
+
+
+def _restore(before: dict) -> None:
+    for key in [k for k in os.environ if k not in before["environ"] and k not in _PYTEST_OWNED_ENV]:
+        del os.environ[key]
+    os.environ.update(before["environ"])
+    os.chdir(before["cwd"])
+    if "cpu affinity" in before:
+        os.sched_setaffinity(0, before["cpu affinity"])
+    _set_thread_counts(before)
+
+
+@pytest.fixture(autouse=True)
+def process_state_guard(request):
+    """Fail the test that leaves the process changed (environment, cwd, affinity, thread counts).
+
+    numba re-reads ``NUMBA_*`` variables at its next first-time compile and refuses a changed
+    ``NUMBA_NUM_THREADS`` once its pool runs, so one leaking test used to break unrelated
+    kernels' tests much later, depending on order and on numba's on-disk cache.  Catching the
+    leak where it happens, and putting the state back, keeps failures where they belong.
+    """
+    before = _process_state()
+    yield
+    changes = _describe_changes(before, _process_state())
+    if changes:
+        _restore(before)
+        pytest.fail(f"{request.node.nodeid} left the process changed: " + "; ".join(changes), pytrace=False)
 
 
 def random_csc(num_nodes: int, avg_degree: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

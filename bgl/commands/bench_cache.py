@@ -59,15 +59,22 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the cache benchmark, print the table and write CSV/plot; return the exit code (0 = done)."""
-    from bgl.cache.benchmark import BenchConfig, format_table, plot_hit_rates, run_benchmark, write_csv
-    from bgl.store import GraphStore
+    """Run the cache benchmark, print the table and write CSV/plot; return the exit code (0 = done).
+
+    ``--threads`` applies inside this call only: the caller's torch/numba counts are restored.
+    """
+    from bgl.threads import thread_limits
 
     if args.threads < 1:
         raise ValueError(f"--threads must be >= 1, got {args.threads}")
-    import torch
+    with thread_limits(args.threads):
+        return _run(args)
 
-    torch.set_num_threads(args.threads)
+
+def _run(args: argparse.Namespace) -> int:
+    from bgl.cache.benchmark import BenchConfig, format_table, plot_hit_rates, run_benchmark, write_csv
+    from bgl.store import GraphStore
+
     cfg = BenchConfig(
         policies=tuple(args.policies), orders=tuple(args.orders), cache_ratios=tuple(args.cache_ratios),
         fanouts=tuple(args.fanouts), batch_size=args.batch_size, epochs=args.epochs,

@@ -1,0 +1,83 @@
+"""Thread settings that are set for a scope and then given back.
+
+bgl runs inside its users' processes (the inline DataLoader, ``LocalSampler``,
+benchmarks called from Python), so nothing it does may leave the caller's
+thread pools or environment changed.  Two rules follow:
+
+- in this process, thread counts change only inside :func:`thread_limits`,
+  which restores torch's and numba's counts on the way out;
+- ``OMP_NUM_THREADS`` and friends are never written into ``os.environ``:
+  numba re-reads ``NUMBA_*`` variables at the next first-time compile and
+  raises ``RuntimeError: Cannot set NUMBA_NUM_THREADS to a different value
+  once the threads have been launched`` when they changed after its pool
+  started.  Child processes get them through :func:`thread_env` instead.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Iterator, Mapping, Optional
+
+THREAD_ENV_VARS = ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def thread_env(threads: int, base: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+    """An environment for a child process that caps its thread pools at ``threads``.
+
+    Parameters
+    ----------
+    threads : int
+        Threads for OpenMP, numba and MKL in the child; 0 keeps ``base`` as it is.
+    base : mapping, optional
+        The environment to start from (default: a copy of ``os.environ``, never modified).
+
+    Returns
+    -------
+    dict
+        A new mapping; pass it as ``env=`` to ``subprocess``.
+    """
+    if threads < 0:
+        raise ValueError(f"threads must be >= 0, got {threads}")
+    env = dict(os.environ if base is None else base)
+    if threads:
+        env.update({var: str(threads) for var in THREAD_ENV_VARS})
+    return env
+
+
+def _numba_threads():
+    """numba's get/set pair, or None where numba is missing or its threading layer cannot load."""
+    try:
+        import numba
+
+        numba.get_num_threads()
+        return numba
+    except Exception:  # ImportError, or a threading layer that cannot start: torch threads only
+        return None
+
+
+@contextlib.contextmanager
+def thread_limits(threads: int) -> Iterator[None]:
+    """Run the body with torch and numba using ``threads`` threads, then restore both counts.
+
+    ``threads`` 0 changes nothing.  numba's count is clipped to the pool it
+    launched with (``NUMBA_NUM_THREADS``); it can be lowered, never raised.
+    """
+    if threads < 0:
+        raise ValueError(f"threads must be >= 0, got {threads}")
+    if not threads:
+        yield
+        return
+    import torch
+
+    numba = _numba_threads()
+    torch_before = torch.get_num_threads()
+    numba_before = numba.get_num_threads() if numba is not None else None
+    torch.set_num_threads(threads)
+    if numba is not None:
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(torch_before)
+        if numba is not None:
+            numba.set_num_threads(numba_before)

@@ -1,0 +1,66 @@
+"""The suite's own guard: a test that leaks process state must fail, naming the leak.
+
+An inner pytest run (a subprocess, so nothing it does can reach this process) uses a
+copy of the real tests/conftest.py, guard included, on deliberately leaking tests.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+CONFTEST = Path(__file__).with_name("conftest.py")
+
+LEAKY_TESTS = '''
+import os
+
+import torch
+
+
+def test_leaks_an_environment_variable():
+    os.environ["BGL_GUARD_PROBE"] = "leaked"
+
+
+def test_leaks_torch_threads():
+    torch.set_num_threads(torch.get_num_threads() + 1)
+
+
+def test_leaks_the_working_directory(tmp_path):
+    os.chdir(tmp_path)
+
+
+def test_cleans_up_after_itself(monkeypatch, tmp_path):
+    monkeypatch.setenv("BGL_GUARD_PROBE", "scoped")
+    monkeypatch.chdir(tmp_path)
+    torch.set_num_threads(torch.get_num_threads())
+
+
+def test_sees_a_clean_state_after_the_leaks():
+    assert "BGL_GUARD_PROBE" not in os.environ
+'''
+
+
+def test_guard_fails_each_leaking_test_and_restores_the_state(pytester):
+    pytester.makeconftest(CONFTEST.read_text())
+    pytester.makepyfile(test_leaky=LEAKY_TESTS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=5, errors=3)
+    out = result.stdout.str()
+    assert "test_leaks_an_environment_variable left the process changed: os.environ['BGL_GUARD_PROBE']" in out
+    assert "test_leaks_torch_threads left the process changed: torch threads" in out
+    assert "test_leaks_the_working_directory left the process changed: cwd" in out
+    assert "test_cleans_up_after_itself left" not in out
+
+
+def test_shuffle_option_reorders_modules_and_tests_reproducibly(pytester):
+    pytester.makeconftest(CONFTEST.read_text())
+    for m in "abc":
+        pytester.makepyfile(**{f"test_{m}": "\n".join(f"def test_{m}{i}(): pass" for i in range(6))})
+
+    def order(*args):
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q", *args)
+        return [line for line in result.outlines if "::" in line]
+
+    fixed, s1, s1_again, s2 = order(), order("--shuffle", "1"), order("--shuffle", "1"), order("--shuffle", "2")
+    assert fixed == sorted(fixed, key=lambda n: (n.split("::")[0], int(n.split("::")[1][6:])))
+    assert sorted(s1) == sorted(fixed) and s1 != fixed and s1 == s1_again and s1 != s2
+    files = [n.split("::")[0] for n in s1]
+    assert sum(a != b for a, b in zip(files, files[1:])) == 2  # each module's tests stay together
