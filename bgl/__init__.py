@@ -16,10 +16,10 @@ __version__ = "0.1.0"
 
 # Public names that live in modules with heavy imports: name -> module.
 _LAZY = {
-    "DataLoader": "bgl.dataloader",
-    "NeighborSampler": "bgl.dataloader",
+    "DataLoader": "bgl.loader.dataloader",
+    "NeighborSampler": "bgl.loader.dataloader",
     "Block": "bgl.blocks",
-    "ingest": "bgl.datasets",
+    "ingest": "bgl.sources.datasets",
 }
 
 

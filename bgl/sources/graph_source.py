@@ -3,7 +3,7 @@
 Every reader (npz, Planetoid, edge list, OGB, DGLGraph, R-MAT) produces a
 :class:`GraphSource`: a node count, a re-iterable stream of COO edge chunks,
 and whatever node data the dataset has.  :func:`write_source` turns it into a
-graph store with the chunked builder of ``bgl.csc_build``, adding synthetic
+graph store with the chunked builder of ``bgl.sources.csc_build``, adding synthetic
 labels/features and a default split where the dataset has none.
 """
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any, Callable
 import numpy as np
 
 from .csc_build import EdgeChunks, build_csc
-from .errors import IngestError
+from ..errors import IngestError
 from .splits import stratified_split
-from .store import GraphStore, StoreWriter, id_dtype_for
+from ..store import GraphStore, StoreWriter, id_dtype_for
 from .synthetic import fill_synthetic_features, synthetic_labels
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ def write_source(src: GraphSource, out_dir: str | Path, *, feat_dim: int = 0, nu
                  symmetrize: bool | None = None, remove_self_loops: bool = True, dedupe: bool = True,
                  seed: int = 0, overwrite: bool = False, progress: bool = False,
                  scratch_dir: str | Path | None = None) -> GraphStore:
-    """Build and atomically write the store for ``src`` (see ``bgl.datasets.ingest``)."""
+    """Build and atomically write the store for ``src`` (see ``bgl.sources.datasets.ingest``)."""
     out = Path(out_dir)
     if out.exists() and not overwrite:
         raise FileExistsError(f"{out} already exists (pass overwrite=True / --overwrite to replace it)")

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bgl.datasets import detect_format, ingest
+from bgl.sources.datasets import detect_format, ingest
 from bgl.errors import IngestError
 
 SHARED = Path(os.environ.get("BGL_SHARED_DATASETS", "/work/shared/datasets"))

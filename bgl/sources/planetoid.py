@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .csc_build import array_chunks
-from .errors import IngestError
+from ..errors import IngestError
 from .graph_source import GraphSource
 
 PARTS = ("x", "y", "tx", "ty", "allx", "ally", "graph")

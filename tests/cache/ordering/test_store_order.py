@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bgl.cache._kernels import bfs_train_order, interleave_chunks
-from bgl.cache.ordering import proximity_order, random_order
+from bgl.cache.ordering.store_order import proximity_order, random_order
 from bgl.store import write_store
 
 

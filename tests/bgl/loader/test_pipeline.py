@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from bgl.errors import PipelineError
-from bgl.pipeline import Pipeline
-from bgl.stages import FetchStage, OrderStage, SamplingSpec, TransferStage
+from bgl.loader.pipeline import Pipeline
+from bgl.loader.stages import FetchStage, OrderStage, SamplingSpec, TransferStage
 
 # Stage classes used by spawned processes must be importable there: they live
 # in a module written to a temp dir that is on sys.path (spawn passes sys.path on).
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import torch
 
-from bgl.pipeline import SourceStage, Stage
-from bgl.stages import SampleStage
+from bgl.loader.pipeline import SourceStage, Stage
+from bgl.loader.stages import SampleStage
 
 
 class Numbers(SourceStage):
@@ -153,7 +153,7 @@ def test_inline_stage_exception_names_the_stage(random_store, stages_module):
 
 
 def test_killed_stage_process_is_reported(spawned_children, random_store, stages_module):
-    from bgl.stages import SampleStage
+    from bgl.loader.stages import SampleStage
 
     pipe = real_pipeline(random_store, lambda spec: SampleStage(source=spec, fanouts=(5, 5)))
     try:
@@ -175,7 +175,7 @@ def test_killed_stage_process_is_reported(spawned_children, random_store, stages
 
 
 def test_break_close_and_gc_stop_the_processes(spawned_children, random_store, stages_module):
-    from bgl.stages import SampleStage
+    from bgl.loader.stages import SampleStage
 
     pipe = real_pipeline(random_store, lambda spec: SampleStage(source=spec, fanouts=(5, 5)))
     try:
@@ -246,7 +246,7 @@ def test_minibatch_round_trips_through_pickle_as_one_int_segment():
     import pickle
 
     from bgl.blocks import Block
-    from bgl.stages import MiniBatch, _pack_blocks
+    from bgl.loader.stages import MiniBatch, _pack_blocks
 
     inner = Block(torch.tensor([5, 6, 7, 8]), 2, torch.tensor([0, 2, 3]), torch.tensor([2, 3, 1]),
                   edge_ids=torch.tensor([10, 11, 12]), srcdata={"feat": torch.randn(4, 3)})

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .csc_build import array_chunks
-from .errors import IngestError
+from ..errors import IngestError
 from .graph_source import GraphSource
 
 

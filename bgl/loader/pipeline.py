@@ -39,7 +39,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
-from .errors import PipelineError
+from ..errors import PipelineError
 
 log = logging.getLogger(__name__)
 

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bgl import _parse_kernels as P
-from bgl.csc_build import array_chunks, build_csc
+from bgl.sources import _parse_kernels as P
+from bgl.sources.csc_build import array_chunks, build_csc
 from bgl.errors import IngestError
-from bgl.splits import stratified_split
-from bgl.synthetic import fill_synthetic_features, synthetic_labels
+from bgl.sources.splits import stratified_split
+from bgl.sources.synthetic import fill_synthetic_features, synthetic_labels
 
 
 def brute_force_csc(src, dst, n, symmetrize, drop_loops, dedupe):

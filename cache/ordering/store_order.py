@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._kernels import bfs_train_order, interleave_chunks
+from .._kernels import bfs_train_order, interleave_chunks
 
 
 def random_order(train_ids, seed: int) -> np.ndarray:

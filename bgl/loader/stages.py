@@ -3,8 +3,8 @@
 GraphBolt-style: ``OrderStage`` (epoch seed order -> batches of seed ids),
 ``SampleStage`` (seeds -> blocks), ``FetchStage`` (blocks -> input features
 through the cache / miss source, and labels) and ``TransferStage`` (to the
-training device, and to ``dgl.Block`` when asked).  :mod:`bgl.pipeline` runs
-them inline or one process each; :mod:`bgl.dataloader` only wires them.
+training device, and to ``dgl.Block`` when asked).  :mod:`bgl.loader.pipeline` runs
+them inline or one process each; :mod:`bgl.loader.dataloader` only wires them.
 
 Items flowing between stages are :class:`MiniBatch` objects.  When a
 minibatch crosses a process boundary its blocks' integer arrays are packed
@@ -48,12 +48,12 @@ class SamplingSpec:
     def open(self):
         """A live sampler (``sample_blocks`` / ``fetch_features`` / ``fetch_labels``)."""
         if self.kind == "store":
-            from .sampler import LocalSampler
-            from .store import GraphStore
+            from ..sampler import LocalSampler
+            from ..store import GraphStore
 
             return LocalSampler(GraphStore(self.path, validate="none"))
         if self.kind == "servers":
-            from .sampler import SamplingClient
+            from ..sampler import SamplingClient
 
             return SamplingClient(list(self.addresses), timeout=self.timeout)
         raise ValueError(f"sampling spec kind must be 'store' or 'servers', got {self.kind!r}")
@@ -62,7 +62,7 @@ class SamplingSpec:
         """The local graph store (for proximity ordering and degree-based caches), or None for servers."""
         if self.kind != "store":
             return None
-        from .store import GraphStore
+        from ..store import GraphStore
 
         return GraphStore(self.path, validate="none")
 
@@ -86,7 +86,7 @@ class CacheSpec:
 
     def build(self):
         """Build the cache this spec describes with :func:`bgl.cache.make_cache` (in the calling process)."""
-        from .cache import make_cache
+        from ..cache import make_cache
 
         return make_cache(self.policy, self.capacity, self.num_nodes, self.dim,
                           dtype=getattr(torch, self.dtype), device=self.device,
@@ -188,7 +188,7 @@ def _pack_blocks(blocks: Sequence[Any]) -> dict:
 
 
 def _unpack_blocks(packed: dict) -> list:
-    from .blocks import Block
+    from ..blocks import Block
 
     ints, pos, out = packed["ints"], 0, []
 
@@ -236,14 +236,14 @@ class OrderStage(SourceStage):
     ids : int64 [n]
         This rank's seed ids (already split and padded for DDP).
     order : ``"random"`` (a permutation when ``shuffle``) or ``"proximity"``
-        (BGL's BFS-sequence order via :func:`bgl.cache.ordering.proximity_order`,
+        (BGL's BFS-sequence order via :func:`bgl.cache.ordering.store_order.proximity_order`,
         so consecutive batches share neighbours and the feature cache hits).
     graph : SamplingSpec
         Graph for proximity ordering (a local store).
     partition_dir : str, optional
         Partition dir for proximity ordering when sampling from graph
         servers: the order is built part by part on local views
-        (:class:`bgl.partition_order.PartitionOrder`), never the whole graph.
+        (:class:`bgl.cache.ordering.partition_order.PartitionOrder`), never the whole graph.
     num_sequences : int
         BFS sequences interleaved by proximity ordering.
     pad : int
@@ -283,7 +283,7 @@ class OrderStage(SourceStage):
                 self._store = self.graph.open_store()
         elif self.partition_dir is not None:
             if self._part_order is None:
-                from .partition_order import PartitionOrder
+                from ..cache.ordering.partition_order import PartitionOrder
 
                 # Built once per process; its per-part views are reused every epoch.
                 self._part_order = PartitionOrder(self.partition_dir, self.ids, self.num_sequences)
@@ -341,7 +341,7 @@ class OrderStage(SourceStage):
     def _order_now(self, epoch_seed: int) -> np.ndarray:
         ids = np.asarray(self.ids, dtype=np.int64)
         if self.order == "proximity":
-            from .cache.ordering import proximity_order
+            from ..cache.ordering.store_order import proximity_order
 
             if self._store is None and self._part_order is None:
                 self.open()
@@ -548,7 +548,7 @@ class TransferStage(Stage):
         input_nodes = blocks[0].src_ids
         output_nodes = blocks[-1].dst_ids
         if self.to_dgl:
-            from .dgl_adapter import to_dgl_blocks
+            from ..dgl_adapter import to_dgl_blocks
 
             blocks = to_dgl_blocks(blocks)
         return input_nodes, output_nodes, blocks

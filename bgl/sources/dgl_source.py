@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .csc_build import array_chunks
-from .errors import IngestError
+from ..errors import IngestError
 from .graph_source import GraphSource
 from .splits import mask_to_ids
 

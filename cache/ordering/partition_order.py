@@ -8,7 +8,7 @@ per part, on a compact local CSC that keeps only the edges inside the part:
 
 1. :func:`local_csc` drops neighbours outside the part's range and shifts the
    rest to local ids (one vectorised pass over the part's edges, in chunks);
-2. :func:`bgl.cache.ordering.proximity_order` orders the part's training ids
+2. :func:`bgl.cache.ordering.store_order.proximity_order` orders the part's training ids
    on that view (BFS sequences from random roots, interleaved);
 3. :func:`concat_parts` joins the parts' orders, parts in a random order.
 
@@ -162,7 +162,7 @@ class PartitionOrder:
 
     def __init__(self, partition_dir: str | os.PathLike, ids, num_sequences: int,
                  chunk_edges: int = DEFAULT_CHUNK_EDGES):
-        from .partition.format import open_partition
+        from ...partition.format import open_partition
 
         self._book = open_partition(partition_dir)
         self.bounds = np.asarray(self._book.bounds, dtype=np.int64)
@@ -196,7 +196,7 @@ class PartitionOrder:
 
     def epoch_order(self, seed: int) -> np.ndarray:
         """This epoch's order of the ids: int64 [t], each id once; a new ``seed`` gives a new order."""
-        from .cache.ordering import proximity_order
+        from .store_order import proximity_order
 
         rng = np.random.default_rng(seed)
         part_seeds = rng.integers(0, 2**62, size=max(self.parts, default=0) + 1)

@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from . import _csc_kernels as K
-from .errors import IngestError
+from ..errors import IngestError
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """numba kernels for building a CSC adjacency from a stream of COO edge chunks.
 
-Plain array arguments only; the validating Python layer is ``bgl.csc_build``.
+Plain array arguments only; the validating Python layer is ``bgl.sources.csc_build``.
 An edge ``(src, dst)`` is stored in row ``dst`` (CSC = in-neighbours), and,
 when ``symmetrize`` is set, also as ``(dst, src)`` in row ``src``.
 """

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import IngestError
+from ..errors import IngestError
 
 DEFAULT_FRACTIONS = (0.6, 0.2, 0.2)
 SPLIT_NAMES = ("train", "val", "test")

@@ -1,7 +1,7 @@
 """Dataset ingestion: any supported input -> one graph store directory.
 
 ``ingest(source, out_dir)`` detects the format from the source, reads it into
-a :class:`~bgl.graph_source.GraphSource` (a re-iterable stream of edge
+a :class:`~bgl.sources.graph_source.GraphSource` (a re-iterable stream of edge
 chunks plus node data) and writes the store with the chunked COO -> CSC
 builder, so an edge list larger than RAM never has to fit in memory.
 
@@ -19,7 +19,7 @@ ogb              OGB node-property raw layout: ``raw/edge.csv.gz``,
                  ``raw/node-feat.csv.gz``, ``raw/node-label.csv.gz``,
                  ``split/<name>/{train,valid,test}.csv.gz``
 dgl              an in-memory ``DGLGraph`` (ndata feat/label/*_mask)
-rmat             ``"rmat:SCALE"``: Graph500 R-MAT generator (``bgl.rmat``)
+rmat             ``"rmat:SCALE"``: Graph500 R-MAT generator (``bgl.sources.rmat``)
 ===============  ==============================================================
 """
 from __future__ import annotations
@@ -33,9 +33,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .errors import IngestError
+from ..errors import IngestError
 from .graph_source import GraphSource, write_source
-from .store import GraphStore
+from ..store import GraphStore
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Proximity order over a partition dir (bgl.partition_order) and bgl.DataLoader using it with real servers."""
+"""Proximity order over a partition dir (bgl.cache.ordering.partition_order) and bgl.DataLoader using it with real servers."""
 from __future__ import annotations
 
 import subprocess
@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import bgl
-from bgl.cache.ordering import random_order
-from bgl.partition_order import PartitionOrder, local_csc
+from bgl.cache.ordering.store_order import random_order
+from bgl.cache.ordering.partition_order import PartitionOrder, local_csc
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from typing import BinaryIO, Iterator
 import numpy as np
 
 from . import _parse_kernels as P
-from .errors import IngestError
+from ..errors import IngestError
 from .graph_source import GraphSource
 
 log = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ def _raise_parse_error(path: Path, block: bytes, lines_before: int, err: int, er
 
 
 def scratch_edge_chunks(src_file: Path, dst_file: Path, num_edges: int, chunk: int = READ_EDGES):
-    """:data:`~bgl.csc_build.EdgeChunks` that streams the two scratch files with plain reads."""
+    """:data:`~bgl.sources.csc_build.EdgeChunks` that streams the two scratch files with plain reads."""
 
     def chunks():
         with open(src_file, "rb") as fs, open(dst_file, "rb") as fd:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .edgelist import CHUNK_BYTES, iter_line_blocks, open_maybe_gzip, parse_edge_file, scratch_edge_chunks
-from .errors import IngestError
+from ..errors import IngestError
 from .graph_source import FeatureFill, GraphSource
 
 SPLIT_FILES = {"train": "train", "val": "valid", "test": "test"}

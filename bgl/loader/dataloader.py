@@ -5,11 +5,11 @@ script runs unchanged: the loader takes the same arguments and yields the
 same ``(input_nodes, output_nodes, blocks)`` triples, with input features in
 ``blocks[0].srcdata['feat']`` and labels in ``blocks[-1].dstdata['label']``.
 
-Underneath, four stages (:mod:`bgl.stages`) do the work: order (random or
+Underneath, four stages (:mod:`bgl.loader.stages`) do the work: order (random or
 BGL's proximity order) -> sample (local store or graph servers) -> fetch
 (feature cache + miss source) -> transfer (to ``device``, to ``dgl.Block``).
 ``pipeline="processes"`` runs order/sample/fetch in pinned processes whose
-cores come from a short profiling run (:mod:`bgl.resources`).
+cores come from a short profiling run (:mod:`bgl.loader.resources`).
 
 Everything is validated before any process starts: indices (dtype, range,
 duplicates), the sampler type, and graph servers (pinged).
@@ -27,13 +27,13 @@ from typing import Any, Iterator, Optional, Sequence
 import numpy as np
 import torch
 
-from .errors import ServerUnavailable
-from .partition_order import env_partition_dir
+from ..errors import ServerUnavailable
+from ..cache.ordering.partition_order import env_partition_dir
 from .pipeline import Pipeline, quiet_numba_threads
 from .resources import CoreSplit, available_cores, profile_stages, resolve_stage_cores, split_cores
 from .stages import (ORDERS, CacheSpec, FetchStage, OrderStage, SampleStage, SamplingSpec,
                      TransferStage, num_batches)
-from .store import GraphStore
+from ..store import GraphStore
 
 log = logging.getLogger(__name__)
 
@@ -129,8 +129,8 @@ class _GraphInfo:
 
 def _dglgraph_to_store(g, out_dir: Path, feat_key: Optional[str], label_key: Optional[str]) -> GraphStore:
     """Write a homogeneous DGLGraph as a store, keeping its exact edges (duplicates and self-loops too)."""
-    from .dgl_adapter import dglgraph_to_csc
-    from .store import write_store
+    from ..dgl_adapter import dglgraph_to_csc
+    from ..store import write_store
 
     indptr, indices, _ = dglgraph_to_csc(g)
     feat = label = None
@@ -148,7 +148,7 @@ def _dglgraph_to_store(g, out_dir: Path, feat_key: Optional[str], label_key: Opt
 
 
 def _ping_all(addresses: Sequence[str], timeout: float) -> None:
-    from .sampler.client import ping
+    from ..sampler.client import ping
 
     for addr in addresses:
         if not isinstance(addr, str) or not addr.startswith(("tcp://", "ipc://", "inproc://")):
@@ -159,7 +159,7 @@ def _ping_all(addresses: Sequence[str], timeout: float) -> None:
 
 def _servers_info(addresses: Sequence[str], timeout: float, partition_dir: Optional[Path] = None) -> _GraphInfo:
     _ping_all(addresses, timeout)
-    from .sampler import SamplingClient
+    from ..sampler import SamplingClient
 
     with SamplingClient(list(addresses), timeout=timeout) as client:
         spec = SamplingSpec("servers", addresses=tuple(addresses), timeout=timeout)
@@ -195,7 +195,7 @@ class DataLoader:
     cache_ratio : float, fraction of nodes the cache holds (default 0.1)
     cache_bytes : int, cache size in bytes (instead of ``cache_ratio``)
     order : ``"random"`` | ``"proximity"`` (BGL's BFS order; from a local store, or with graph
-        servers from the partition dir, part by part: see :mod:`bgl.partition_order`)
+        servers from the partition dir, part by part: see :mod:`bgl.cache.ordering.partition_order`)
     pipeline : ``"inline"`` | ``"processes"``
     stage_cores : {"sample": [0], "fetch": [1]} or counts; default from profiling
     blocks : ``"dgl"`` | ``"bgl"`` | None (dgl when the graph or sampler came from DGL)
@@ -276,7 +276,7 @@ class DataLoader:
         want_dgl = blocks == "dgl" or (blocks is None and (info.from_dgl or sampler_from_dgl))
         if want_dgl:
             try:
-                from .dgl_adapter import require_dgl
+                from ..dgl_adapter import require_dgl
 
                 require_dgl()  # import check only; dgl is imported in dgl_adapter alone
             except ImportError as e:
@@ -346,7 +346,7 @@ class DataLoader:
         if info.partition_dir is None:
             raise ValueError("order='proximity' with graph servers needs the partition dir: pass it as graph "
                              "(with BGL_SERVERS set) or set BGL_PARTITION; or use a local store / DGLGraph")
-        from .partition.format import open_partition
+        from ..partition.format import open_partition
 
         book = open_partition(info.partition_dir)  # PartitionFormatError names a bad dir
         if book.num_nodes != info.num_nodes:
@@ -411,7 +411,7 @@ class DataLoader:
                 raise TypeError(f"cache must be a policy name or an object with fetch(ids, miss_source), "
                                 f"got {type(cache).__name__}")
             return None
-        from .cache import POLICIES
+        from ..cache import POLICIES
 
         if cache not in POLICIES:
             raise ValueError(f"unknown cache policy {cache!r}; choose from {', '.join(POLICIES)}")
@@ -448,7 +448,7 @@ class DataLoader:
         """GNNLab's presampling: count input-node accesses over a presampled (capped) epoch."""
         from dataclasses import replace
 
-        from .cache import presample_counts
+        from ..cache import presample_counts
 
         sampler = self._info.spec.open()
         try:
@@ -610,7 +610,7 @@ class DataLoader:
 
 def _partition_degrees(path: Path) -> np.ndarray:
     """In-degrees of all nodes (new ids, parts own contiguous ranges) from the part stores."""
-    from .partition.format import open_partition
+    from ..partition.format import open_partition
 
     book = open_partition(path)
     return np.concatenate([np.asarray(book.part_store(k).in_degrees()) for k in range(book.num_parts)])

@@ -113,7 +113,7 @@ def test_dgl_example_runs_unchanged_with_bgl_dataloader(cora_store, tmp_path):
     done = subprocess.run([sys.executable, str(path), str(cora_store.path)], capture_output=True, text=True,
                           timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "loader type bgl.dataloader.DataLoader" in done.stdout
+    assert "loader type bgl.loader.dataloader.DataLoader" in done.stdout
     accuracy = float(re.search(r"Test Accuracy ([0-9.]+)", done.stdout).group(1))
     assert accuracy > 0.75, done.stdout  # Cora GraphSAGE reaches ~0.85-0.9; chance is ~0.3
 

@@ -7,7 +7,7 @@ the store is symmetrized by default; self-loops and repeated edges are
 dropped (``num_edges`` is therefore below ``2 * edge_factor * 2**scale``).
 
 Edges are never materialised: the counter-based kernel regenerates the same
-chunk stream for the counting and the fill pass of ``bgl.csc_build``, so
+chunk stream for the counting and the fill pass of ``bgl.sources.csc_build``, so
 peak memory is the CSC being built plus a few ``num_nodes`` arrays (measured
 in ``bench/ingest.py``).  Graph500's per-level noise is not applied.
 """
@@ -18,9 +18,9 @@ import os
 import numpy as np
 
 from . import _rmat_kernels as K
-from .errors import IngestError
+from ..errors import IngestError
 from .graph_source import GraphSource, write_source
-from .store import GraphStore
+from ..store import GraphStore
 
 GRAPH500_ABCD = (0.57, 0.19, 0.19, 0.05)
 CHUNK_EDGES = 1 << 21  # generated edges per chunk: two 16 MiB int64 buffers
