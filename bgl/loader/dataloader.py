@@ -17,154 +17,23 @@ duplicates), the sampler type, and graph servers (pinged).
 from __future__ import annotations
 
 import logging
-import os
-import shutil
-import tempfile
-import weakref
-from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Iterator, Optional
 
 import numpy as np
 import torch
 
-from ..errors import ServerUnavailable
-from ..cache.ordering.partition_order import env_partition_dir
+from .arguments import NeighborSampler  # noqa: F401  (public as bgl.NeighborSampler; DGL keeps both together)
+from .arguments import (_DGL_TUNING_KWARGS, PIPELINES, check_indices, proximity_partition, resolve_cache_spec,
+                        resolve_graph, sampler_settings)
+from .order_stage import ORDERS, OrderStage, num_batches
 from .pipeline import Pipeline, quiet_numba_threads
 from .resources import CoreSplit, available_cores, profile_stages, resolve_stage_cores, split_cores
-from .stages import (ORDERS, CacheSpec, FetchStage, OrderStage, SampleStage, SamplingSpec,
-                     TransferStage, num_batches)
-from ..store import GraphStore
+from .specs import CacheSpec
+from .stages import FetchStage, SampleStage, TransferStage
 
 log = logging.getLogger(__name__)
 
-PIPELINES = ("inline", "processes")
-DEFAULT_CACHE_RATIO = 0.1
 PRESAMPLE_MAX_BATCHES = 32
-# DGL DataLoader keyword arguments that tune DGL's own machinery; accepted so
-# scripts run unchanged, and ignored because bgl's pipeline replaces them.
-_DGL_TUNING_KWARGS = frozenset({
-    "use_uva", "use_prefetch_thread", "use_alternate_streams", "pin_prefetcher", "persistent_workers",
-    "pin_memory", "prefetch_factor", "gpu_cache", "worker_init_fn", "timeout", "generator",
-    "multiprocessing_context",
-})
-
-
-class NeighborSampler:
-    """Uniform neighbour sampler settings, DGL style (``bgl.NeighborSampler([10, 10])``).
-
-    Parameters
-    ----------
-    fanouts : sequence of int
-        Neighbours per layer, DGL order: ``fanouts[-1]`` is applied to the
-        seeds (output layer); -1 takes all in-neighbours.
-    replace : bool
-        Sample with replacement.
-    prefetch_node_feats : names under which ``blocks[0].srcdata`` receives
-        the input features (the store has one feature array).
-    prefetch_labels : names under which ``blocks[-1].dstdata`` receives labels.
-    """
-
-    def __init__(self, fanouts: Sequence[int], replace: bool = False,
-                 prefetch_node_feats: Sequence[str] = ("feat",), prefetch_labels: Sequence[str] = ("label",),
-                 output_device=None):
-        self.fanouts = _check_fanouts(fanouts)
-        self.replace = bool(replace)
-        self.prefetch_node_feats = list(prefetch_node_feats or [])
-        self.prefetch_labels = list(prefetch_labels or [])
-        self.output_device = output_device
-
-    def __repr__(self) -> str:
-        return f"bgl.NeighborSampler(fanouts={self.fanouts}, replace={self.replace})"
-
-
-def _check_fanouts(fanouts) -> list[int]:
-    if isinstance(fanouts, (int, np.integer)) or not hasattr(fanouts, "__len__") or len(fanouts) == 0:
-        raise ValueError(f"fanouts must be a non-empty list of ints, got {fanouts!r}")
-    out = []
-    for f in fanouts:
-        if isinstance(f, bool) or not isinstance(f, (int, np.integer)) or f < -1 or f == 0:
-            raise ValueError(f"each fanout must be an int >= 1 or -1 (all neighbours), got {f!r} in {list(fanouts)}")
-        out.append(int(f))
-    return out
-
-
-def _is_dgl_object(obj: Any) -> bool:
-    return type(obj).__module__.split(".")[0] == "dgl"
-
-
-def _sampler_settings(graph_sampler) -> tuple[list[int], bool, list[str], list[str], bool]:
-    """(fanouts, replace, feature keys, label keys, came from DGL) of a supported sampler."""
-    if isinstance(graph_sampler, NeighborSampler):
-        return (graph_sampler.fanouts, graph_sampler.replace, graph_sampler.prefetch_node_feats,
-                graph_sampler.prefetch_labels, False)
-    name = type(graph_sampler).__name__
-    if _is_dgl_object(graph_sampler) and hasattr(graph_sampler, "fanouts") and name in (
-            "NeighborSampler", "MultiLayerFullNeighborSampler"):
-        if getattr(graph_sampler, "edge_dir", "in") != "in":
-            raise ValueError(f"only edge_dir='in' is supported, got {graph_sampler.edge_dir!r}")
-        if getattr(graph_sampler, "prob", None) is not None:
-            raise ValueError("weighted sampling (prob= / mask= on dgl NeighborSampler) is not supported by bgl.DataLoader")
-        feats = graph_sampler.prefetch_node_feats
-        labels = graph_sampler.prefetch_labels
-        if isinstance(feats, dict) or isinstance(labels, dict):
-            raise ValueError("heterogeneous prefetch dicts are not supported (homogeneous graphs only)")
-        # DGL exposes every ndata field lazily even without prefetch; bgl's store
-        # has one feature array and one label array, offered under the usual names.
-        return (_check_fanouts(list(graph_sampler.fanouts)), bool(graph_sampler.replace),
-                list(feats) or ["feat"], list(labels) or ["label"], True)
-    raise TypeError(
-        f"unsupported graph_sampler {type(graph_sampler).__module__}.{name}; use bgl.NeighborSampler "
-        f"or dgl.dataloading.NeighborSampler / MultiLayerFullNeighborSampler")
-
-
-class _GraphInfo:
-    """What the loader learned about its graph before starting anything."""
-
-    def __init__(self, spec: SamplingSpec, num_nodes: int, feat_dim: int, feat_dtype, has_label: bool,
-                 store: Optional[GraphStore] = None, partition_dir: Optional[Path] = None,
-                 from_dgl: bool = False):
-        self.spec, self.num_nodes, self.feat_dim, self.feat_dtype = spec, num_nodes, feat_dim, feat_dtype
-        self.has_label, self.store, self.partition_dir, self.from_dgl = has_label, store, partition_dir, from_dgl
-
-
-def _dglgraph_to_store(g, out_dir: Path, feat_key: Optional[str], label_key: Optional[str]) -> GraphStore:
-    """Write a homogeneous DGLGraph as a store, keeping its exact edges (duplicates and self-loops too)."""
-    from ..dgl_adapter import dglgraph_to_csc
-    from ..store import write_store
-
-    indptr, indices, _ = dglgraph_to_csc(g)
-    feat = label = None
-    if feat_key is not None and feat_key in g.ndata:
-        feat = g.ndata[feat_key].detach().cpu().numpy()
-        if feat.ndim != 2:
-            raise ValueError(f"g.ndata[{feat_key!r}] must be 2-D [num_nodes, dim], got shape {feat.shape}")
-    if label_key is not None and label_key in g.ndata:
-        label = g.ndata[label_key].detach().cpu().numpy().astype(np.int64)
-        if label.ndim != 1:
-            raise ValueError(f"g.ndata[{label_key!r}] must be 1-D [num_nodes], got shape {label.shape}")
-    num_classes = int(label.max()) + 1 if label is not None and label.size else None
-    return write_store(out_dir, indptr, indices, feat=feat, label=label, num_classes=num_classes,
-                       name="dglgraph")
-
-
-def _ping_all(addresses: Sequence[str], timeout: float) -> None:
-    from ..sampler.client import ping
-
-    for addr in addresses:
-        if not isinstance(addr, str) or not addr.startswith(("tcp://", "ipc://", "inproc://")):
-            raise ValueError(f"graph server address must look like 'tcp://host:port', got {addr!r}")
-        if not ping(addr, timeout=timeout):
-            raise ServerUnavailable(addr, f"no PING reply within {timeout} s")
-
-
-def _servers_info(addresses: Sequence[str], timeout: float, partition_dir: Optional[Path] = None) -> _GraphInfo:
-    _ping_all(addresses, timeout)
-    from ..sampler import SamplingClient
-
-    with SamplingClient(list(addresses), timeout=timeout) as client:
-        spec = SamplingSpec("servers", addresses=tuple(addresses), timeout=timeout)
-        return _GraphInfo(spec, int(client.num_nodes), int(client.feat_dim or 0), client.feat_dtype,
-                          int(client.num_classes or 0) > 0, partition_dir=partition_dir)
 
 
 class DataLoader:
@@ -243,7 +112,7 @@ class DataLoader:
         if blocks not in (None, "dgl", "bgl"):
             raise ValueError(f"blocks must be 'dgl', 'bgl' or None, got {blocks!r}")
 
-        fanouts, replace, feat_keys, label_keys, sampler_from_dgl = _sampler_settings(graph_sampler)
+        fanouts, replace, feat_keys, label_keys, sampler_from_dgl = sampler_settings(graph_sampler)
         if len(set(feat_keys)) > 1:
             raise ValueError(f"bgl stores hold one feature array; got several feature names {feat_keys}")
         self.graph_sampler = graph_sampler
@@ -263,13 +132,13 @@ class DataLoader:
         self._guessed_seed: Optional[int] = None
         self._order_misses = 0
 
-        info = self._resolve_graph(graph, feat_keys[0] if feat_keys else None,
-                                   label_keys[0] if label_keys else None, server_timeout)
+        info, self._tmpdir = resolve_graph(self, graph, feat_keys[0] if feat_keys else None,
+                                           label_keys[0] if label_keys else None, server_timeout)
         self._info = info
-        ids = self._check_indices(indices, info.num_nodes)
+        ids = check_indices(indices, info.num_nodes)
         order_partition = None
         if order == "proximity" and info.spec.kind != "store":
-            order_partition = self._proximity_partition(info)
+            order_partition = proximity_partition(info)
             # Sorted new ids make each DDP rank's contiguous share a run of whole
             # parts, so a rank orders (and reads) only its own parts' edges.
             ids = np.sort(ids)
@@ -291,7 +160,7 @@ class DataLoader:
 
         feat_keys = tuple(feat_keys) if info.feat_dim > 0 else ()
         label_keys = tuple(label_keys) if info.has_label else ()
-        cache_spec = self._cache_spec(cache, cache_ratio, cache_bytes, info, pipeline)
+        cache_spec = resolve_cache_spec(cache, cache_ratio, cache_bytes, info, pipeline, self.device)
         self._order_stage = OrderStage(ids=ids, batch_size=self.batch_size, drop_last=self.drop_last,
                                        shuffle=self.shuffle, order=order, graph=info.spec,
                                        num_sequences=num_sequences, pad=pad,
@@ -311,81 +180,6 @@ class DataLoader:
         if pipeline == "inline":
             quiet_numba_threads()  # sampler kernels share this process with the model's torch ops
 
-    # -------------------------------------------------------------- validation
-    def _resolve_graph(self, graph, feat_key, label_key, timeout: float) -> _GraphInfo:
-        if _is_dgl_object(graph):
-            if not hasattr(graph, "ndata") or len(getattr(graph, "ntypes", ["_N"])) != 1:
-                raise ValueError("only homogeneous DGLGraphs are supported")
-            self._tmpdir = tempfile.mkdtemp(prefix="bgl-dglgraph-")
-            weakref.finalize(self, shutil.rmtree, self._tmpdir, True)
-            store = _dglgraph_to_store(graph, Path(self._tmpdir) / "store", feat_key, label_key)
-            info = self._store_info(store)
-            info.from_dgl = True
-            return info
-        if isinstance(graph, GraphStore):
-            return self._store_info(graph)
-        if isinstance(graph, (str, os.PathLike)):
-            path = Path(graph)
-            if (path / "partition.json").is_file():
-                servers = os.environ.get("BGL_SERVERS", "")
-                addresses = [a.strip() for a in servers.split(",") if a.strip()]
-                if not addresses:
-                    raise ValueError(f"{path} is a partition dir; set BGL_SERVERS to its graph servers' "
-                                     "addresses (bgl launch does this) or pass a store dir")
-                return _servers_info(addresses, timeout, partition_dir=path)
-            return self._store_info(GraphStore(path))
-        if isinstance(graph, (list, tuple)) and graph and all(isinstance(a, str) for a in graph):
-            env_dir = env_partition_dir()
-            return _servers_info(list(graph), timeout, partition_dir=Path(env_dir) if env_dir else None)
-        raise TypeError(f"graph must be a DGLGraph, GraphStore, store/partition dir or list of server "
-                        f"addresses, got {type(graph).__name__}")
-
-    @staticmethod
-    def _proximity_partition(info: _GraphInfo) -> str:
-        """The partition dir that proximity ordering reads when sampling from graph servers."""
-        if info.partition_dir is None:
-            raise ValueError("order='proximity' with graph servers needs the partition dir: pass it as graph "
-                             "(with BGL_SERVERS set) or set BGL_PARTITION; or use a local store / DGLGraph")
-        from ..partition.format import open_partition
-
-        book = open_partition(info.partition_dir)  # PartitionFormatError names a bad dir
-        if book.num_nodes != info.num_nodes:
-            raise ValueError(f"partition dir {info.partition_dir} has {book.num_nodes} nodes but the graph "
-                             f"servers serve {info.num_nodes}; BGL_PARTITION / graph names another partition")
-        return str(info.partition_dir)
-
-    @staticmethod
-    def _store_info(store: GraphStore) -> _GraphInfo:
-        if store.node_offset != 0 or store.global_num_nodes != store.num_nodes:
-            raise ValueError(f"{store.path} is a partition part; pass the partition dir with graph servers")
-        spec = SamplingSpec("store", path=str(store.path))
-        dtype = None if store.feat is None else torch.from_numpy(np.empty(0, store.feat.dtype)).dtype
-        return _GraphInfo(spec, store.num_nodes, store.feat_dim, dtype, store.label is not None, store=store)
-
-    @staticmethod
-    def _check_indices(indices, num_nodes: int) -> np.ndarray:
-        if isinstance(indices, dict):
-            raise TypeError("dict indices (heterogeneous graphs) are not supported; pass one id tensor")
-        if torch.is_tensor(indices):
-            if indices.dtype.is_floating_point or indices.dtype.is_complex or indices.dtype == torch.bool:
-                raise TypeError(f"indices must be integer node ids, got dtype {indices.dtype}")
-            arr = indices.detach().cpu().numpy()
-        else:
-            arr = np.asarray(indices)
-            if arr.dtype.kind not in "iu":
-                raise TypeError(f"indices must be integer node ids, got dtype {arr.dtype}")
-        if arr.ndim != 1:
-            raise ValueError(f"indices must be 1-D, got shape {tuple(arr.shape)}")
-        arr = arr.astype(np.int64, copy=False)
-        if arr.size:
-            lo, hi = int(arr.min()), int(arr.max())
-            if lo < 0 or hi >= num_nodes:
-                bad = lo if lo < 0 else hi
-                raise ValueError(f"indices contain node id {bad}, outside [0, {num_nodes})")
-            if np.unique(arr).shape[0] != arr.shape[0]:
-                raise ValueError("indices contain duplicate node ids")
-        return np.ascontiguousarray(arr)
-
     def _ddp_split(self, ids: np.ndarray) -> tuple[np.ndarray, int]:
         """This rank's contiguous chunk, as DGL's DDPTensorizedDataset cuts it; returns (ids, pad)."""
         import torch.distributed as dist
@@ -399,50 +193,6 @@ class DataLoader:
         local = ids[lo:min(hi, n)]
         pad = 0 if self.drop_last else per_rank - local.shape[0]
         return np.ascontiguousarray(local), pad
-
-    def _cache_spec(self, cache, cache_ratio, cache_bytes, info: _GraphInfo, pipeline: str) -> Optional[CacheSpec]:
-        if cache is None:
-            return None
-        if not isinstance(cache, str):
-            if pipeline == "processes":
-                raise ValueError("a cache object cannot move into a stage process; with pipeline='processes' "
-                                 "pass a policy name (cache='fifo')")
-            if not hasattr(cache, "fetch"):
-                raise TypeError(f"cache must be a policy name or an object with fetch(ids, miss_source), "
-                                f"got {type(cache).__name__}")
-            return None
-        from ..cache import POLICIES
-
-        if cache not in POLICIES:
-            raise ValueError(f"unknown cache policy {cache!r}; choose from {', '.join(POLICIES)}")
-        if info.feat_dim <= 0:
-            raise ValueError("cache requested but the graph has no node features")
-        itemsize = torch.empty(0, dtype=info.feat_dtype or torch.float32).element_size()
-        if cache_bytes is not None:
-            if cache_bytes < 0:
-                raise ValueError(f"cache_bytes must be >= 0, got {cache_bytes}")
-            capacity = int(cache_bytes) // (info.feat_dim * itemsize)
-        else:
-            ratio = DEFAULT_CACHE_RATIO if cache_ratio is None else float(cache_ratio)
-            if not 0.0 <= ratio <= 1.0:
-                raise ValueError(f"cache_ratio must be in [0, 1], got {cache_ratio}")
-            capacity = int(ratio * info.num_nodes)
-        capacity = min(capacity, info.num_nodes)
-        degrees = None
-        # static-degree pins by degree; fifo uses degrees only to choose which misses
-        # stay when one batch overflows the ring (hubs), so it can do without them.
-        if cache in ("static-degree", "fifo"):
-            if info.store is not None:
-                degrees = np.asarray(info.store.in_degrees())
-            elif info.partition_dir is not None:
-                degrees = _partition_degrees(info.partition_dir)
-            if degrees is None and cache == "static-degree":
-                raise ValueError("cache='static-degree' needs node degrees: pass a store or partition dir")
-        # A cache inside a stage process lives on the CPU; inline it may sit on the GPU.
-        device = str(self.device) if pipeline == "inline" else "cpu"
-        dtype = str(info.feat_dtype or torch.float32).replace("torch.", "")
-        return CacheSpec(policy=cache, capacity=capacity, num_nodes=info.num_nodes, dim=info.feat_dim,
-                         dtype=dtype, device=device, degrees=degrees)
 
     def _with_presample_counts(self, spec: CacheSpec) -> CacheSpec:
         """GNNLab's presampling: count input-node accesses over a presampled (capped) epoch."""
@@ -606,11 +356,3 @@ class DataLoader:
             self.close()
         except Exception:
             pass
-
-
-def _partition_degrees(path: Path) -> np.ndarray:
-    """In-degrees of all nodes (new ids, parts own contiguous ranges) from the part stores."""
-    from ..partition.format import open_partition
-
-    book = open_partition(path)
-    return np.concatenate([np.asarray(book.part_store(k).in_degrees()) for k in range(book.num_parts)])

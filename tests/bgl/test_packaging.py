@@ -68,7 +68,8 @@ def test_installed_wheel_imports(installed, tmp_path):
         "import numpy as np\n"
         "from bgl.data import default_dataset_path\n"
         "import bgl.sources.datasets, bgl.sources.rmat, bgl.commands.ingest, bgl.loader.dataloader\n"
-        "import bgl.cache.ordering.partition_order\n"
+        "import bgl.rmat, bgl.cache.ordering.partition_order\n"
+        "assert bgl.rmat is bgl.sources.rmat\n"
         "z = np.load(str(default_dataset_path()), allow_pickle=False)\n"
         "print(z['labels'].size, z['adj_indices'].size)\n"
     )

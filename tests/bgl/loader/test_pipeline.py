@@ -1,4 +1,4 @@
-"""bgl.pipeline: inline vs processes, failures, early exit, Ctrl-C, no orphan processes."""
+"""bgl.loader.pipeline: inline vs processes, failures, early exit, Ctrl-C, no orphan processes."""
 from __future__ import annotations
 
 import gc
@@ -15,8 +15,10 @@ import pytest
 import torch
 
 from bgl.errors import PipelineError
+from bgl.loader.order_stage import OrderStage
 from bgl.loader.pipeline import Pipeline
-from bgl.loader.stages import FetchStage, OrderStage, SamplingSpec, TransferStage
+from bgl.loader.specs import SamplingSpec
+from bgl.loader.stages import FetchStage, TransferStage
 
 # Stage classes used by spawned processes must be importable there: they live
 # in a module written to a temp dir that is on sys.path (spawn passes sys.path on).
@@ -246,7 +248,7 @@ def test_minibatch_round_trips_through_pickle_as_one_int_segment():
     import pickle
 
     from bgl.blocks import Block
-    from bgl.loader.stages import MiniBatch, _pack_blocks
+    from bgl.loader.minibatch import MiniBatch, _pack_blocks
 
     inner = Block(torch.tensor([5, 6, 7, 8]), 2, torch.tensor([0, 2, 3]), torch.tensor([2, 3, 1]),
                   edge_ids=torch.tensor([10, 11, 12]), srcdata={"feat": torch.randn(4, 3)})
