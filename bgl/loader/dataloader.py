@@ -5,14 +5,14 @@ script runs unchanged: the loader takes the same arguments and yields the
 same ``(input_nodes, output_nodes, blocks)`` triples, with input features in
 ``blocks[0].srcdata['feat']`` and labels in ``blocks[-1].dstdata['label']``.
 
-Underneath, four stages (:mod:`bgl.loader.stages`) do the work: order (random or
-BGL's proximity order) -> sample (local store or graph servers) -> fetch
+Underneath, four stages (:mod:`bgl.loader.order_stage`, :mod:`bgl.loader.stages`) do
+the work: order (random or BGL's proximity order) -> sample (local store or graph servers) -> fetch
 (feature cache + miss source) -> transfer (to ``device``, to ``dgl.Block``).
 ``pipeline="processes"`` runs order/sample/fetch in pinned processes whose
 cores come from a short profiling run (:mod:`bgl.loader.resources`).
 
-Everything is validated before any process starts: indices (dtype, range,
-duplicates), the sampler type, and graph servers (pinged).
+Everything is validated before any process starts (:mod:`bgl.loader.arguments`):
+indices (dtype, range, duplicates), the sampler type, and graph servers (pinged).
 """
 from __future__ import annotations
 

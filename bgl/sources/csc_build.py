@@ -20,8 +20,8 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from . import _csc_kernels as K
 from ..errors import IngestError
+from . import _csc_kernels as K
 
 log = logging.getLogger(__name__)
 

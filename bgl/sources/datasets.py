@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IngestError
-from .graph_source import GraphSource, write_source
 from ..store import GraphStore
+from .graph_source import GraphSource, write_source
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from .csc_build import array_chunks
 from ..errors import IngestError
+from .csc_build import array_chunks
 from .graph_source import GraphSource
 from .splits import mask_to_ids
 

@@ -16,8 +16,8 @@ from typing import BinaryIO, Iterator
 
 import numpy as np
 
-from . import _parse_kernels as P
 from ..errors import IngestError
+from . import _parse_kernels as P
 from .graph_source import GraphSource
 
 log = logging.getLogger(__name__)

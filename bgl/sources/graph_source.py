@@ -17,10 +17,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .csc_build import EdgeChunks, build_csc
 from ..errors import IngestError
-from .splits import stratified_split
 from ..store import GraphStore, StoreWriter, id_dtype_for
+from .csc_build import EdgeChunks, build_csc
+from .splits import stratified_split
 from .synthetic import fill_synthetic_features, synthetic_labels
 
 log = logging.getLogger(__name__)

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .edgelist import CHUNK_BYTES, iter_line_blocks, open_maybe_gzip, parse_edge_file, scratch_edge_chunks
 from ..errors import IngestError
+from .edgelist import CHUNK_BYTES, iter_line_blocks, open_maybe_gzip, parse_edge_file, scratch_edge_chunks
 from .graph_source import FeatureFill, GraphSource
 
 SPLIT_FILES = {"train": "train", "val": "valid", "test": "test"}

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .csc_build import array_chunks
 from ..errors import IngestError
+from .csc_build import array_chunks
 from .graph_source import GraphSource
 
 PARTS = ("x", "y", "tx", "ty", "allx", "ally", "graph")

@@ -17,10 +17,10 @@ import os
 
 import numpy as np
 
-from . import _rmat_kernels as K
 from ..errors import IngestError
-from .graph_source import GraphSource, write_source
 from ..store import GraphStore
+from . import _rmat_kernels as K
+from .graph_source import GraphSource, write_source
 
 GRAPH500_ABCD = (0.57, 0.19, 0.19, 0.05)
 CHUNK_EDGES = 1 << 21  # generated edges per chunk: two 16 MiB int64 buffers
