@@ -151,7 +151,7 @@ def _servers_info(addresses: Sequence[str], timeout: float, partition_dir: Optio
     with SamplingClient(list(addresses), timeout=timeout) as client:
         spec = SamplingSpec("servers", addresses=tuple(addresses), timeout=timeout)
         return GraphInfo(spec, int(client.num_nodes), int(client.feat_dim or 0), client.feat_dtype,
-                          int(client.num_classes or 0) > 0, partition_dir=partition_dir)
+                         int(client.num_classes or 0) > 0, partition_dir=partition_dir)
 
 
 def resolve_graph(owner, graph, feat_key, label_key, timeout: float) -> tuple[GraphInfo, Optional[str]]:
@@ -188,7 +188,6 @@ def resolve_graph(owner, graph, feat_key, label_key, timeout: float) -> tuple[Gr
                     f"addresses, got {type(graph).__name__}")
 
 
-
 def proximity_partition(info: GraphInfo) -> str:
     """The partition dir that proximity ordering reads when sampling from graph servers."""
     if info.partition_dir is None:
@@ -203,7 +202,6 @@ def proximity_partition(info: GraphInfo) -> str:
     return str(info.partition_dir)
 
 
-
 def store_info(store: GraphStore) -> GraphInfo:
     """GraphInfo of a whole graph store (a partition part is refused: it needs its servers)."""
     if store.node_offset != 0 or store.global_num_nodes != store.num_nodes:
@@ -211,7 +209,6 @@ def store_info(store: GraphStore) -> GraphInfo:
     spec = SamplingSpec("store", path=str(store.path))
     dtype = None if store.feat is None else torch.from_numpy(np.empty(0, store.feat.dtype)).dtype
     return GraphInfo(spec, store.num_nodes, store.feat_dim, dtype, store.label is not None, store=store)
-
 
 
 def check_indices(indices, num_nodes: int) -> np.ndarray:
@@ -237,7 +234,6 @@ def check_indices(indices, num_nodes: int) -> np.ndarray:
         if np.unique(arr).shape[0] != arr.shape[0]:
             raise ValueError("indices contain duplicate node ids")
     return np.ascontiguousarray(arr)
-
 
 
 def resolve_cache_spec(cache, cache_ratio, cache_bytes, info: GraphInfo, pipeline: str,
@@ -285,7 +281,6 @@ def resolve_cache_spec(cache, cache_ratio, cache_bytes, info: GraphInfo, pipelin
     dtype = str(info.feat_dtype or torch.float32).replace("torch.", "")
     return CacheSpec(policy=cache, capacity=capacity, num_nodes=info.num_nodes, dim=info.feat_dim,
                      dtype=dtype, device=device, degrees=degrees)
-
 
 
 def partition_degrees(path: Path) -> np.ndarray:
