@@ -59,11 +59,11 @@ def ingest_dataset(name: str, workdir: Path):
     source, kwargs, _, _ = DATASETS[name]
     if name == "rmat20":
         try:
-            from bgl.rmat import generate_rmat_store
+            from bgl.sources.rmat import generate_rmat_store
         except ImportError:
             return None
         return generate_rmat_store(out, 20, edge_factor=16, seed=0, overwrite=True, **kwargs)
-    from bgl.datasets import ingest
+    from bgl.sources.datasets import ingest
 
     return ingest(source(), out, overwrite=True, **kwargs)
 
@@ -153,7 +153,7 @@ def main() -> int:
         t = time.perf_counter()
         store = ingest_dataset(name, workdir)
         if store is None:
-            print(f"{name}: skipped (bgl.rmat.generate_rmat_store not available)")
+            print(f"{name}: skipped (bgl.sources.rmat.generate_rmat_store not available)")
             continue
         print(f"\n== {name}: {store.num_nodes} nodes, {store.num_edges} edges, feat_dim {store.feat_dim}, "
               f"{len(store.train_idx)} train (ready in {time.perf_counter() - t:.1f} s)")

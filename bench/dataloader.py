@@ -31,15 +31,15 @@ os.environ.setdefault("DGLBACKEND", "pytorch")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from bgl.pipeline import quiet_numba_threads  # noqa: E402
+from bgl.loader.pipeline import quiet_numba_threads  # noqa: E402
 
 quiet_numba_threads()
 
 
 def build_stores(workdir: Path, scale: int, feat_dim: int):
     from bgl.data import default_dataset_path
-    from bgl.datasets import ingest
-    from bgl.rmat import generate_rmat_store
+    from bgl.sources.datasets import ingest
+    from bgl.sources.rmat import generate_rmat_store
     from bgl.store import GraphStore
 
     stores = {}

@@ -19,7 +19,7 @@ export DGLBACKEND=pytorch PYTHONUNBUFFERED=1
 CPU_MODE=0
 for a in "$@"; do [ "$a" = "--cpu" ] && CPU_MODE=1; done
 
-importable() { "$PYTHON" -c "import bgl.sampler.local, bgl.cache, bgl.rmat, bgl.nn, bgl.gpu_gather" 2>/dev/null; }
+importable() { "$PYTHON" -c "import bgl.sampler.local, bgl.cache, bgl.rmat, bgl.nn, bgl.loader.gpu_gather" 2>/dev/null; }
 link_tree() {
   # The distribution maps top-level folders into bgl.* (sampler/ -> bgl.sampler, ...);
   # mirror that with symlinks so a plain PYTHONPATH works without installing anything.
@@ -55,7 +55,7 @@ if [ "$CPU_MODE" = 0 ]; then
   if "$PYTHON" -c "import pytest" 2>/dev/null; then
     # GPU paths of the unit tests (UVA gather, CUDA cache); bounded so the benchmark keeps its time.
     echo "[gpu_check] GPU unit tests"
-    timeout 60 "$PYTHON" -m pytest -q -p no:cacheprovider tests/bgl/test_gpu_gather.py tests/cache \
+    timeout 60 "$PYTHON" -m pytest -q -p no:cacheprovider tests/bgl/loader/test_gpu_gather.py tests/cache \
       2>&1 | tail -n 15 | tee "$OUT_DIR/gpu_unit_tests.txt" || true
   fi
   LIMIT=390

@@ -6,7 +6,7 @@ Every measurement runs in its own subprocess, which reports its own
 the RSS right after its imports, so the interpreter + numba baseline can
 be told apart from what the ingest itself needed.
 
-* ``bgl``: ``bgl.rmat.generate_rmat_store`` -> a store on disk (chunked
+* ``bgl``: ``bgl.sources.rmat.generate_rmat_store`` -> a store on disk (chunked
   generate, count, fill, sort/dedupe, write).
 * ``dgl``: the same R-MAT edges generated in memory, then
   ``dgl.graph`` -> ``remove_self_loop`` -> ``to_bidirected`` ->
@@ -48,8 +48,8 @@ def _dir_bytes(path: Path) -> int:
 
 
 def child_bgl(scale: int, edge_factor: int, out: Path) -> dict:
-    from bgl import _csc_kernels, _rmat_kernels  # noqa: F401  (imports counted in the base RSS)
-    from bgl.rmat import generate_rmat_store
+    from bgl.sources import _csc_kernels, _rmat_kernels  # noqa: F401  (imports counted in the base RSS)
+    from bgl.sources.rmat import generate_rmat_store
 
     base = _rss_kib()
     t = time.perf_counter()
@@ -64,8 +64,8 @@ def child_dgl(scale: int, edge_factor: int, out: Path) -> dict:
     import torch
     import dgl
 
-    from bgl import _rmat_kernels as K
-    from bgl.rmat import GRAPH500_ABCD
+    from bgl.sources import _rmat_kernels as K
+    from bgl.sources.rmat import GRAPH500_ABCD
 
     base = _rss_kib()
     t = time.perf_counter()
@@ -87,8 +87,8 @@ def child_dgl(scale: int, edge_factor: int, out: Path) -> dict:
 
 
 def child_edgelist(path: Path, out: Path) -> dict:
-    from bgl import _csc_kernels, _parse_kernels  # noqa: F401
-    from bgl.datasets import ingest
+    from bgl.sources import _csc_kernels, _parse_kernels  # noqa: F401
+    from bgl.sources.datasets import ingest
 
     base = _rss_kib()
     t = time.perf_counter()

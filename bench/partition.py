@@ -36,10 +36,10 @@ def build_store(name: str, work: Path):
     if (path / "meta.json").exists():
         return GraphStore(path)
     if name.startswith("rmat"):
-        from bgl.rmat import generate_rmat_store
+        from bgl.sources.rmat import generate_rmat_store
 
         return generate_rmat_store(path, int(name[4:]), edge_factor=16, seed=0, overwrite=True)
-    from bgl.datasets import ingest
+    from bgl.sources.datasets import ingest
 
     if name == "cora":
         from bgl.data import default_dataset_path

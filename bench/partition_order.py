@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Per-part proximity order (bgl.partition_order) vs random order and vs whole-graph proximity order.
+"""Per-part proximity order (bgl.cache.ordering.partition_order) vs random order and vs whole-graph proximity order.
 
 What a trainer under ``bgl launch`` gets: it cannot hold the whole graph, so
 ``bgl.DataLoader`` orders seeds part by part on local views of the partition
@@ -9,7 +9,7 @@ cache (10 % of the nodes), for one epoch each of several seeds:
 * ``random``      : DGL's shuffle (the baseline);
 * ``whole-graph`` : ``proximity_order`` on the full store (BGL's order if one
   process could hold the graph);
-* ``per-part``    : :class:`bgl.partition_order.PartitionOrder` over all
+* ``per-part``    : :class:`bgl.cache.ordering.partition_order.PartitionOrder` over all
   training nodes (one trainer, all parts);
 * ``rank 0 of P`` : the share a DDP rank gets (contiguous share of the sorted
   ids), per-part order vs random order of that share.
@@ -74,10 +74,10 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
 
-    from bgl.cache.ordering import proximity_order, random_order
-    from bgl.datasets import ingest
+    from bgl.cache.ordering.store_order import proximity_order, random_order
+    from bgl.sources.datasets import ingest
     from bgl.partition import partition_graph
-    from bgl.partition_order import PartitionOrder
+    from bgl.cache.ordering.partition_order import PartitionOrder
 
     fanouts = [int(f) for f in args.fanouts.split(",")]
     work = Path(args.workdir)

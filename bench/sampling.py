@@ -4,7 +4,7 @@
 Same graph, same seed batches, 3 layers with fanouts 15,10,5 (DGL convention:
 the seeds get fanouts[-1]), batch 1024 seeds, on
 
-- an R-MAT graph (``bgl.rmat.generate_rmat_store``, scale 20 by default), and
+- an R-MAT graph (``bgl.sources.rmat.generate_rmat_store``, scale 20 by default), and
 - Cora (the embedded default dataset),
 
 measuring seeds per second of
@@ -275,7 +275,7 @@ def main(argv=None) -> int:
         args.scale, args.batches = 16, 8
     args.workdir.mkdir(parents=True, exist_ok=True)
 
-    from bgl.rmat import generate_rmat_store
+    from bgl.sources.rmat import generate_rmat_store
     from bgl.store import GraphStore
 
     print(f"# sampling benchmark  {time.strftime('%Y-%m-%d %H:%M:%S')}  {platform.machine()}, "
@@ -294,7 +294,7 @@ def main(argv=None) -> int:
     graphs.append((f"rmat{args.scale}", rmat))
     if not args.skip_cora:
         from bgl.data import default_dataset_path
-        from bgl.datasets import ingest
+        from bgl.sources.datasets import ingest
 
         cora_dir = args.workdir / "cora"
         cora = GraphStore(cora_dir) if (cora_dir / "meta.json").exists() else ingest(str(default_dataset_path()), cora_dir)

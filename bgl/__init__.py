@@ -16,16 +16,20 @@ __version__ = "0.1.0"
 
 # Public names that live in modules with heavy imports: name -> module.
 _LAZY = {
-    "DataLoader": "bgl.dataloader",
-    "NeighborSampler": "bgl.dataloader",
+    "DataLoader": "bgl.loader.dataloader",
+    "NeighborSampler": "bgl.loader.arguments",
     "Block": "bgl.blocks",
-    "ingest": "bgl.datasets",
+    "ingest": "bgl.sources.datasets",  # the ingest entry point; readers live in bgl/sources/
 }
+# Public sub-modules reachable as attributes without an explicit import (``bgl.rmat.generate_rmat_store``).
+_LAZY_MODULES = ("rmat",)
 
 
 def __getattr__(name: str):
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f"bgl.{name}")
     raise AttributeError(f"module 'bgl' has no attribute {name!r}")
 
 

@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from bgl.gpu_gather import HostFeatureSource
+from bgl.loader.gpu_gather import HostFeatureSource
 
 from .fifo import INSERT_ORDERS
 from .ordering import proximity_order, random_order

@@ -21,7 +21,7 @@ pytest_plugins = ("pytester",)  # tests/test_process_guard.py runs an inner suit
 os.environ.setdefault("DGLBACKEND", "pytorch")
 
 from bgl.store import GraphStore, write_store  # noqa: E402
-from bgl.pipeline import quiet_numba_threads  # noqa: E402
+from bgl.loader.pipeline import quiet_numba_threads  # noqa: E402
 
 # numba's OpenMP layer spin-waits next to torch's and slows model training ~8x on a
 # 2-core box; choose numba's workqueue layer once, before any test or fixture runs a kernel.
@@ -168,7 +168,7 @@ def random_store(tmp_path_factory) -> GraphStore:
 def cora_store(tmp_path_factory) -> GraphStore:
     """The embedded default dataset (Cora), ingested once per session."""
     from bgl.data import default_dataset_path
-    from bgl.datasets import ingest
+    from bgl.sources.datasets import ingest
 
     return ingest(str(default_dataset_path()), tmp_path_factory.mktemp("stores") / "cora")
 

@@ -88,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="bgl-bench-cache-") as tmp:
         if args.store is None:
             from bgl.data import default_dataset_path
-            from bgl.datasets import ingest
+            from bgl.sources.datasets import ingest
 
             store = ingest(str(default_dataset_path()), Path(tmp) / "cora")
         else:

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_in(root: Path, args: argparse.Namespace) -> int:
     from bgl.data import default_dataset_path
-    from bgl.datasets import ingest
+    from bgl.sources.datasets import ingest
 
     print(f"[1/3] ingest {default_dataset_path()} -> {root / 'store'}", flush=True)
     store = ingest(str(default_dataset_path()), root / "store", overwrite=True)

@@ -39,7 +39,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     """Ingest the source into a graph store and print its summary; return the exit code (0 = written)."""
-    from ..datasets import ingest
+    from ..sources.datasets import ingest
 
     opts = {}
     if args.name is not None:

@@ -17,7 +17,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE_DIRS = ("bgl", "sampler", "cache", "partition", "launch", "data")
-SUBPACKAGES = ("bgl", "bgl.sampler", "bgl.cache", "bgl.partition", "bgl.launch", "bgl.commands", "bgl.data")
+SUBPACKAGES = ("bgl", "bgl.sampler", "bgl.cache", "bgl.cache.ordering", "bgl.partition", "bgl.launch",
+               "bgl.commands", "bgl.sources", "bgl.loader", "bgl.data")
 TIMEOUT = 300
 
 
@@ -66,7 +67,9 @@ def test_installed_wheel_imports(installed, tmp_path):
         f"    assert mod.__file__.startswith({str(target)!r}), (m, mod.__file__)\n"
         "import numpy as np\n"
         "from bgl.data import default_dataset_path\n"
-        "import bgl.datasets, bgl.rmat, bgl.commands.ingest\n"
+        "import bgl.sources.datasets, bgl.sources.rmat, bgl.commands.ingest, bgl.loader.dataloader\n"
+        "import bgl.rmat, bgl.cache.ordering.partition_order\n"
+        "assert bgl.rmat is bgl.sources.rmat\n"
         "z = np.load(str(default_dataset_path()), allow_pickle=False)\n"
         "print(z['labels'].size, z['adj_indices'].size)\n"
     )
@@ -75,3 +78,23 @@ def test_installed_wheel_imports(installed, tmp_path):
                        timeout=TIMEOUT, env=env, cwd=tmp_path)  # cwd away from the repo checkout
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.split() == ["2708", "5429"]  # data/PROVENANCE.md: nodes, stored adjacency entries
+
+
+def test_every_package_folder_is_listed_in_pyproject():
+    """A folder with ``__init__.py`` under a package dir that pyproject does not list would be left
+    out of the wheel (setuptools ships only the listed packages): list it, or the wheel breaks."""
+    import tomllib
+
+    cfg = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(cfg["packages"])
+    dirs = {name: Path(path) for name, path in cfg["package-dir"].items()}
+    assert set(SUBPACKAGES) <= listed
+    found = set()
+    for pkg in ("bgl", "bgl.sampler", "bgl.cache", "bgl.partition", "bgl.launch"):
+        root = REPO / dirs[pkg]
+        for init in root.rglob("__init__.py"):
+            rel = init.parent.relative_to(root)
+            found.add(".".join([pkg, *rel.parts]) if rel.parts else pkg)
+    assert found <= listed, f"packages missing from pyproject.toml: {sorted(found - listed)}"
+    for name in listed:
+        assert (REPO / dirs.get(name, Path(*name.split(".")))).is_dir(), name

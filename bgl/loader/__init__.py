@@ -1,0 +1,23 @@
+"""bgl.loader: ``bgl.DataLoader`` and the pipeline that feeds it.
+
+A batch is made by four stages wired by :class:`~bgl.loader.dataloader.DataLoader`:
+order (:mod:`bgl.loader.order_stage`) -> sample and fetch
+(:mod:`bgl.loader.stages`) -> transfer to the training device.  The
+stages run inline or one pinned process each (:mod:`bgl.loader.pipeline`, the
+process side in :mod:`bgl.loader.stage_process`); the cores of each stage come
+from a short profiling run (:mod:`bgl.loader.resources`).
+
+=====================  =====================================================
+``dataloader``         ``DataLoader``: epochs, seeds, DDP split, iteration
+``arguments``          ``NeighborSampler`` and resolution of every argument
+                       (graph, indices, sampler, cache) before anything starts
+``specs``              picklable ``SamplingSpec`` / ``CacheSpec``
+``minibatch``          ``MiniBatch``, what travels between stages
+``order_stage``        the source stage: random or proximity epoch order
+``stages``             sample, fetch (cache + miss source) and transfer stages
+``pipeline``           ``Pipeline``: inline generator or one process per stage
+``stage_process``      what runs inside one stage process (queues, pinning)
+``resources``          ``CoreSplit``: profile stages, split cores
+``gpu_gather``         ``HostFeatureSource``: UVA or pinned CPU gather of rows
+=====================  =====================================================
+"""

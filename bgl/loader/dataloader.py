@@ -1,0 +1,358 @@
+"""``bgl.DataLoader``: DGL 2.1's node-classification DataLoader, backed by bgl's pipeline.
+
+Swap ``dgl.dataloading.DataLoader`` for ``bgl.DataLoader`` and a training
+script runs unchanged: the loader takes the same arguments and yields the
+same ``(input_nodes, output_nodes, blocks)`` triples, with input features in
+``blocks[0].srcdata['feat']`` and labels in ``blocks[-1].dstdata['label']``.
+
+Underneath, four stages (:mod:`bgl.loader.order_stage`, :mod:`bgl.loader.stages`) do
+the work: order (random or BGL's proximity order) -> sample (local store or graph servers) -> fetch
+(feature cache + miss source) -> transfer (to ``device``, to ``dgl.Block``).
+``pipeline="processes"`` runs order/sample/fetch in pinned processes whose
+cores come from a short profiling run (:mod:`bgl.loader.resources`).
+
+Everything is validated before any process starts (:mod:`bgl.loader.arguments`):
+indices (dtype, range, duplicates), the sampler type, and graph servers (pinged).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Iterator, Optional
+
+import numpy as np
+import torch
+
+from .arguments import NeighborSampler  # noqa: F401  (public as bgl.NeighborSampler; DGL keeps both together)
+from .arguments import (_DGL_TUNING_KWARGS, PIPELINES, check_indices, proximity_partition, resolve_cache_spec,
+                        resolve_graph, sampler_settings)
+from .order_stage import ORDERS, OrderStage, num_batches
+from .pipeline import Pipeline, quiet_numba_threads
+from .resources import CoreSplit, available_cores, profile_stages, resolve_stage_cores, split_cores
+from .specs import CacheSpec
+from .stages import FetchStage, SampleStage, TransferStage
+
+log = logging.getLogger(__name__)
+
+PRESAMPLE_MAX_BATCHES = 32
+
+
+class DataLoader:
+    """Minibatches of sampled blocks for node classification; DGL 2.1's signature and behaviour.
+
+    Parameters
+    ----------
+    graph : DGLGraph | GraphStore | str/Path (store dir or partition dir) | list of server addresses
+        A DGLGraph is written once to a temporary store (its exact edges,
+        ``ndata['feat']``/``ndata['label']``).  A partition dir needs the
+        graph servers in env ``BGL_SERVERS`` (set by ``bgl launch``); with a
+        list of addresses, env ``BGL_PARTITION`` names the partition dir that
+        ``order="proximity"`` reads.
+    indices : int tensor/array [n]
+        Seed (output) node ids, unique, in ``[0, num_nodes)``.
+    graph_sampler : bgl.NeighborSampler | dgl.dataloading.NeighborSampler
+    device : output device of blocks and ids (default CPU).
+    batch_size, shuffle, drop_last : as in DGL.
+    num_workers : DGL's worker count; > 0 selects ``pipeline="processes"`` unless given.
+    use_ddp, ddp_seed : split seeds across ``torch.distributed`` ranks like DGL
+        (contiguous chunks; without ``drop_last`` short ranks repeat their first
+        seeds so every rank has the same number of batches).
+
+    Other Parameters
+    ----------------
+    cache : None | policy name (``"fifo"``, ``"lru"``, ``"static-degree"``,
+        ``"presample"``, ``"none"``) | cache object (inline pipeline only)
+    cache_ratio : float, fraction of nodes the cache holds (default 0.1)
+    cache_bytes : int, cache size in bytes (instead of ``cache_ratio``)
+    order : ``"random"`` | ``"proximity"`` (BGL's BFS order; from a local store, or with graph
+        servers from the partition dir, part by part: see :mod:`bgl.cache.ordering.partition_order`)
+    pipeline : ``"inline"`` | ``"processes"``
+    stage_cores : {"sample": [0], "fetch": [1]} or counts; default from profiling
+    blocks : ``"dgl"`` | ``"bgl"`` | None (dgl when the graph or sampler came from DGL)
+    server_timeout : seconds to wait for a graph server (default 5)
+    num_sequences : BFS sequences for proximity order (default 8)
+    queue_size : minibatches in flight between two stages (default 4)
+
+    Raises
+    ------
+    TypeError, ValueError, ServerUnavailable
+        for bad indices, unsupported samplers or unreachable servers, before
+        any process starts.
+    """
+
+    def __init__(self, graph, indices, graph_sampler, device=None, batch_size: int = 1,
+                 shuffle: bool = False, drop_last: bool = False, num_workers: int = 0,
+                 use_ddp: bool = False, ddp_seed: int = 0, **kwargs):
+        cache = kwargs.pop("cache", None)
+        cache_ratio = kwargs.pop("cache_ratio", None)
+        cache_bytes = kwargs.pop("cache_bytes", None)
+        order = kwargs.pop("order", "random")
+        pipeline = kwargs.pop("pipeline", None)
+        stage_cores = kwargs.pop("stage_cores", None)
+        blocks = kwargs.pop("blocks", None)
+        server_timeout = float(kwargs.pop("server_timeout", 5.0))
+        num_sequences = int(kwargs.pop("num_sequences", 8))
+        queue_size = int(kwargs.pop("queue_size", 4))
+        ignored = sorted(set(kwargs) & _DGL_TUNING_KWARGS)
+        unknown = sorted(set(kwargs) - _DGL_TUNING_KWARGS)
+        if unknown:
+            raise TypeError(f"bgl.DataLoader got unexpected keyword arguments {unknown}")
+        if ignored:
+            log.debug("ignoring DGL tuning arguments %s (bgl's pipeline replaces them)", ignored)
+
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        if isinstance(num_workers, bool) or not isinstance(num_workers, (int, np.integer)) or num_workers < 0:
+            raise ValueError(f"num_workers must be an int >= 0, got {num_workers!r}")
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+        if pipeline is None:
+            pipeline = "processes" if num_workers > 0 else "inline"
+        if pipeline not in PIPELINES:
+            raise ValueError(f"pipeline must be one of {PIPELINES}, got {pipeline!r}")
+        if blocks not in (None, "dgl", "bgl"):
+            raise ValueError(f"blocks must be 'dgl', 'bgl' or None, got {blocks!r}")
+
+        fanouts, replace, feat_keys, label_keys, sampler_from_dgl = sampler_settings(graph_sampler)
+        if len(set(feat_keys)) > 1:
+            raise ValueError(f"bgl stores hold one feature array; got several feature names {feat_keys}")
+        self.graph_sampler = graph_sampler
+        self.batch_size, self.shuffle, self.drop_last = int(batch_size), bool(shuffle), bool(drop_last)
+        self.num_workers, self.use_ddp, self.ddp_seed = int(num_workers), bool(use_ddp), int(ddp_seed)
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.order, self.pipeline_mode = order, pipeline
+        self._tmpdir: Optional[str] = None
+        self._pipeline: Optional[Pipeline] = None
+        self._active = None
+        self._fetch: Optional[FetchStage] = None
+        self._transfer: Optional[TransferStage] = None
+        self.core_split: Optional[CoreSplit] = None
+        self._epoch = 0
+        self._epoch_set = False
+        self._prefetch_order = True  # build the next epoch's proximity order during this one
+        self._guessed_seed: Optional[int] = None
+        self._order_misses = 0
+
+        info, self._tmpdir = resolve_graph(self, graph, feat_keys[0] if feat_keys else None,
+                                           label_keys[0] if label_keys else None, server_timeout)
+        self._info = info
+        ids = check_indices(indices, info.num_nodes)
+        order_partition = None
+        if order == "proximity" and info.spec.kind != "store":
+            order_partition = proximity_partition(info)
+            # Sorted new ids make each DDP rank's contiguous share a run of whole
+            # parts, so a rank orders (and reads) only its own parts' edges.
+            ids = np.sort(ids)
+        want_dgl = blocks == "dgl" or (blocks is None and (info.from_dgl or sampler_from_dgl))
+        if want_dgl:
+            try:
+                from ..dgl_adapter import require_dgl
+
+                require_dgl()  # import check only; dgl is imported in dgl_adapter alone
+            except ImportError as e:
+                raise ImportError(f"blocks='dgl' needs DGL installed: {e}") from None
+
+        self._rank, self._world = 0, 1
+        pad = 0
+        if self.use_ddp:
+            ids, pad = self._ddp_split(ids)
+        self._num_real_ids = int(ids.shape[0])
+        self._pad = pad
+
+        feat_keys = tuple(feat_keys) if info.feat_dim > 0 else ()
+        label_keys = tuple(label_keys) if info.has_label else ()
+        cache_spec = resolve_cache_spec(cache, cache_ratio, cache_bytes, info, pipeline, self.device)
+        self._order_stage = OrderStage(ids=ids, batch_size=self.batch_size, drop_last=self.drop_last,
+                                       shuffle=self.shuffle, order=order, graph=info.spec,
+                                       num_sequences=num_sequences, pad=pad,
+                                       partition_dir=order_partition)
+        self._sample_stage = SampleStage(source=info.spec, fanouts=tuple(fanouts), replace=replace)
+        if cache_spec is not None and cache_spec.policy == "presample":
+            cache_spec = self._with_presample_counts(cache_spec)
+        live_cache = cache if cache is not None and not isinstance(cache, str) else None
+        self._fetch = FetchStage(source=info.spec, feat_keys=feat_keys, label_keys=label_keys,
+                                 cache=cache_spec if cache_spec is not None else live_cache)
+        self._transfer = TransferStage(device=str(self.device), to_dgl=want_dgl)
+        self._stage_cores = stage_cores
+        if stage_cores is not None:
+            # Validate now, before any process starts.
+            self.core_split = resolve_stage_cores(stage_cores, ["order", "sample", "fetch"])
+        self._queue_size = queue_size
+        if pipeline == "inline":
+            quiet_numba_threads()  # sampler kernels share this process with the model's torch ops
+
+    def _ddp_split(self, ids: np.ndarray) -> tuple[np.ndarray, int]:
+        """This rank's contiguous chunk, as DGL's DDPTensorizedDataset cuts it; returns (ids, pad)."""
+        import torch.distributed as dist
+
+        if not (dist.is_available() and dist.is_initialized()):
+            raise RuntimeError("use_ddp=True needs torch.distributed initialised (init_process_group)")
+        self._rank, self._world = dist.get_rank(), dist.get_world_size()
+        n = ids.shape[0]
+        per_rank = n // self._world if self.drop_last else -(-n // self._world)
+        lo, hi = self._rank * per_rank, (self._rank + 1) * per_rank
+        local = ids[lo:min(hi, n)]
+        pad = 0 if self.drop_last else per_rank - local.shape[0]
+        return np.ascontiguousarray(local), pad
+
+    def _with_presample_counts(self, spec: CacheSpec) -> CacheSpec:
+        """GNNLab's presampling: count input-node accesses over a presampled (capped) epoch."""
+        from dataclasses import replace
+
+        from ..cache import presample_counts
+
+        sampler = self._info.spec.open()
+        try:
+            def order_fn(epoch):
+                for i, mb in enumerate(self._order_stage.items((epoch, 12345 + epoch))):
+                    if i >= PRESAMPLE_MAX_BATCHES:
+                        break
+                    yield mb.seeds.numpy()
+
+            def sample_fn(seeds, seed):
+                blocks = sampler.sample_blocks(seeds, list(self._sample_stage.fanouts),
+                                               replace=self._sample_stage.replace, seed=seed)
+                return blocks[0].src_ids.numpy()
+
+            counts = presample_counts(sample_fn, order_fn, epochs=1, num_nodes=self._info.num_nodes)
+        finally:
+            sampler.close()
+        return replace(spec, presample_counts=counts)
+
+    # ------------------------------------------------------------ iteration
+    def __len__(self) -> int:
+        return num_batches(self._num_real_ids + self._pad, self.batch_size, self.drop_last)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Set the epoch number (changes the seed order; with DDP every rank should call it)."""
+        self._epoch = int(epoch)
+        self._epoch_set = True
+
+    def _epoch_seed(self) -> int:
+        if self.use_ddp:
+            # Deterministic from ddp_seed so a rank's order does not depend on its torch RNG state.
+            rng = np.random.default_rng([self.ddp_seed, self._epoch, self._rank])
+            return int(rng.integers(0, 2**62))
+        # torch's RNG, so torch.manual_seed makes epochs reproducible as with DGL.
+        return int(torch.randint(0, 2**62, (1,)).item())
+
+    def _build_pipeline(self) -> Pipeline:
+        cores = None
+        if self.pipeline_mode == "processes":
+            split = self.core_split
+            if split is None:
+                split = self._profile_split()
+                self.core_split = split
+            log.info("%s", split.describe())
+            cores = dict(split.cores)
+            # Ordering is a few permutations per epoch: it shares the sampler's cores.
+            if "sample" in cores and "order" not in cores:
+                cores["order"] = cores["sample"]
+        return Pipeline(self._order_stage, [self._sample_stage, self._fetch], trainer_stages=[self._transfer],
+                        mode=self.pipeline_mode, cores=cores, queue_size=self._queue_size)
+
+    def _profile_split(self) -> CoreSplit:
+        import copy
+        import dataclasses
+
+        sample, fetch = copy.deepcopy(self._sample_stage), copy.deepcopy(self._fetch)
+        # Random order for the probe: a proximity BFS over the whole graph would cost more than the probe.
+        order = dataclasses.replace(self._order_stage, order="random")
+        try:
+            times = profile_stages(order, [sample, fetch], (0, 0), num_batches=3, warmup=1)
+        finally:
+            sample.close()
+            fetch.close()
+        pool = available_cores()
+        # Keep a core for the trainer only when there are cores to spare.
+        return split_cores(times, pool, reserve=1 if len(pool) >= 4 else 0)
+
+    def __iter__(self) -> Iterator[tuple]:
+        if self._active is not None:
+            self._active.close()  # a new epoch abandons the previous, unfinished one
+            self._active = None
+        if self._pipeline is None:
+            self._pipeline = self._build_pipeline()
+        epoch = self._epoch
+        seed = self._epoch_seed()
+        if not self._epoch_set:
+            self._epoch += 1
+        self._epoch_set = False
+        gen = self._pipeline.run_epoch((epoch, seed))
+        if self.order == "proximity" and self.pipeline_mode == "inline":
+            gen = self._prefetching_next_order(gen, seed, epoch)
+        self._active = gen
+        return gen
+
+    def _next_epoch_seed(self, epoch: int) -> int:
+        """The seed the epoch after ``epoch`` will most likely draw, without consuming any RNG."""
+        if self.use_ddp:
+            rng = np.random.default_rng([self.ddp_seed, epoch + 1, self._rank])
+            return int(rng.integers(0, 2**62))
+        state = torch.get_rng_state()
+        try:
+            return int(torch.randint(0, 2**62, (1,)).item())
+        finally:
+            torch.set_rng_state(state)
+
+    def _prefetching_next_order(self, gen, seed: int, epoch: int):
+        """``gen``'s items; once the first batch exists, the next epoch's proximity order starts
+        building in a background thread (it is a BFS over the whole graph, ~1 s on R-MAT 2^20).
+
+        The guess of the next seed is right unless the training loop draws from torch's
+        RNG (dropout, ...); a wrong guess is only wasted CPU (the order is keyed by its
+        seed), so after two in a row the loader stops guessing.
+        """
+        guessed = self._guessed_seed
+        if guessed is not None:
+            # One miss happens when code between epochs draws from torch's RNG once (building
+            # the model after a warm-up epoch); only repeated misses mean the loop itself draws.
+            self._order_misses = 0 if guessed == seed else self._order_misses + 1
+            if self._order_misses >= 2:
+                self._prefetch_order = False
+                log.info("next-epoch proximity order guessed wrong twice in a row (the training loop "
+                         "draws from torch's RNG); orders are built on demand from now on")
+        self._guessed_seed = None
+        try:
+            for i, item in enumerate(gen):
+                if i == 0 and self._prefetch_order:
+                    self._guessed_seed = self._next_epoch_seed(epoch)
+                    self._order_stage.prefetch(self._guessed_seed)
+                yield item
+        finally:
+            gen.close()
+
+    # ------------------------------------------------------------ inspection
+    def cache_stats(self) -> Optional[dict]:
+        """Cumulative cache counters (requests, hits, misses, bytes_from_source) or None without cache.
+
+        In ``processes`` mode these are the counters the fetch process sent with
+        its latest batch; a restarted pipeline (after ``break``) starts a new cache.
+        """
+        if self.pipeline_mode == "inline" and self._fetch is not None:
+            return self._fetch.cache_stats()
+        return None if self._transfer is None else self._transfer.last_cache_stats
+
+    def stage_pids(self) -> dict[str, int]:
+        """{stage: pid} of live stage processes (empty inline)."""
+        return {} if self._pipeline is None else self._pipeline.stage_pids()
+
+    def close(self) -> None:
+        """Stop stage processes and remove a temporary store; the loader may be iterated again."""
+        if self._active is not None:
+            self._active.close()
+            self._active = None
+        if self._pipeline is not None:
+            self._pipeline.close()
+            self._pipeline = None
+
+    def __enter__(self) -> "DataLoader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

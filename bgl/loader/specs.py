@@ -1,0 +1,77 @@
+"""Picklable facts a stage process needs to open its own sampler and cache.
+
+A stage object crosses into a ``spawn`` process by pickling, so it holds
+these specs (paths, addresses, numbers), never live stores, sockets or
+caches; ``open()`` / ``build()`` create those inside the process that runs
+the stage.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import torch
+
+
+@dataclass(frozen=True)
+class SamplingSpec:
+    """Where samples and features come from, as picklable facts.
+
+    ``kind="store"``: a graph store directory sampled in-process by
+    :class:`bgl.sampler.LocalSampler`.  ``kind="servers"``: graph servers
+    reached by :class:`bgl.sampler.SamplingClient` (one address per part, in
+    part order).
+    """
+
+    kind: str
+    path: Optional[str] = None
+    addresses: tuple[str, ...] = ()
+    timeout: float = 5.0
+
+    def open(self):
+        """A live sampler (``sample_blocks`` / ``fetch_features`` / ``fetch_labels``)."""
+        if self.kind == "store":
+            from ..sampler import LocalSampler
+            from ..store import GraphStore
+
+            return LocalSampler(GraphStore(self.path, validate="none"))
+        if self.kind == "servers":
+            from ..sampler import SamplingClient
+
+            return SamplingClient(list(self.addresses), timeout=self.timeout)
+        raise ValueError(f"sampling spec kind must be 'store' or 'servers', got {self.kind!r}")
+
+    def open_store(self):
+        """The local graph store (for proximity ordering and degree-based caches), or None for servers."""
+        if self.kind != "store":
+            return None
+        from ..store import GraphStore
+
+        return GraphStore(self.path, validate="none")
+
+
+@dataclass(frozen=True, eq=False)
+class CacheSpec:
+    """A feature cache to build inside the fetch stage's process.
+
+    ``capacity`` is in rows.  ``degrees``/``presample_counts`` feed the
+    ``static-degree`` / ``presample`` policies (int64 [num_nodes]).
+    """
+
+    policy: str
+    capacity: int
+    num_nodes: int
+    dim: int
+    dtype: str = "float32"
+    device: str = "cpu"
+    degrees: Optional[np.ndarray] = None
+    presample_counts: Optional[np.ndarray] = None
+
+    def build(self):
+        """Build the cache this spec describes with :func:`bgl.cache.make_cache` (in the calling process)."""
+        from ..cache import make_cache
+
+        return make_cache(self.policy, self.capacity, self.num_nodes, self.dim,
+                          dtype=getattr(torch, self.dtype), device=self.device,
+                          degrees=self.degrees, presample_counts=self.presample_counts)

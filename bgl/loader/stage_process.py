@@ -1,0 +1,171 @@
+"""What runs inside one stage process of a :class:`~bgl.loader.pipeline.Pipeline`.
+
+A stage process is started with ``spawn`` and runs :func:`_stage_main`: it
+pins itself to its cores, sizes its thread pools, opens its stage, then
+moves items from its input queue to its output queue until told to stop,
+orphaned (its parent died) or failed, and reports a failure on the error
+queue with the traceback text.  The trainer-side half (starting,
+supervising and tearing down these processes) is :mod:`bgl.loader.pipeline`.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import signal
+import sys
+import traceback
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:
+    from .pipeline import Stage
+
+log = logging.getLogger(__name__)
+
+# How long a blocked get/put waits before re-checking the stop flag and the
+# parent's liveness; bounds shutdown latency without busy-waiting.
+POLL_S = 0.1
+
+# ----------------------------------------------------------------- messages
+# Small tuples between processes; payloads hold tensors that torch's
+# ForkingPickler reduction moves to shared memory.
+_EPOCH, _BATCH, _END, _STOP = "epoch", "batch", "end", "stop"
+
+
+def _set_parent_death_signal() -> None:
+    """Ask Linux to SIGTERM this process when its parent dies, so a SIGKILLed trainer leaves no orphans."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:  # pragma: no cover - no libc; the ppid poll below still catches it
+        pass
+
+
+def quiet_numba_threads() -> None:
+    """Use numba's ``workqueue`` threading layer unless one is already chosen or running.
+
+    Numba's default OpenMP layer brings its own libgomp whose idle threads
+    spin-wait after each parallel kernel; in a process that also runs torch
+    (its own libgomp), the two runtimes fight for the cores.  Measured on the
+    2-core dev VM: a GraphSAGE epoch on Cora took ~8x longer with the
+    sampler's numba kernels in the trainer process until numba used
+    ``workqueue`` (or ``NUMBA_NUM_THREADS=1``).  Only applies before numba's
+    first parallel launch and never overrides ``NUMBA_THREADING_LAYER``.
+    """
+    if os.environ.get("NUMBA_THREADING_LAYER"):
+        return
+    try:
+        import numba
+        from numba.np.ufunc import parallel
+    except ImportError:  # numba is optional for a pure-torch pipeline
+        return
+    if not getattr(parallel, "_is_initialized", True):
+        numba.config.THREADING_LAYER = "workqueue"
+
+
+def _pin(cores: Sequence[int]) -> None:
+    """Pin this process and size its thread pools to its cores (numba kernels and torch ops use threads)."""
+    if cores and hasattr(os, "sched_setaffinity"):
+        try:
+            os.sched_setaffinity(0, set(cores))
+        except OSError as e:  # a core vanished (cgroup change): run unpinned rather than die
+            log.warning("could not pin to cores %s: %s", list(cores), e)
+    n = max(1, len(cores)) if cores else None
+    if n:
+        import torch
+
+        torch.set_num_threads(n)
+        try:
+            import numba
+
+            numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+        except (ImportError, ValueError, RuntimeError) as e:
+            # numba absent, or its threading layer cannot load (ValueError/RuntimeError): torch threads suffice
+            log.debug("numba thread count not set to %d: %s", n, e)
+
+
+def _put(q, msg, stop, parent_pid: int) -> bool:
+    """Put with backpressure; False when asked to stop or orphaned."""
+    while True:
+        if stop.is_set() or os.getppid() != parent_pid:
+            return False
+        try:
+            q.put(msg, timeout=POLL_S)
+            return True
+        except queue.Full:
+            continue
+
+
+def _get(q, stop, parent_pid: int):
+    """Get, polling the stop flag; None when asked to stop or orphaned."""
+    while True:
+        if stop.is_set() or os.getppid() != parent_pid:
+            return None
+        try:
+            return q.get(timeout=POLL_S)
+        except queue.Empty:
+            continue
+
+
+def _stage_main(stage: Stage, is_source: bool, in_q, out_q, err_q, stop, cores, parent_pid: int) -> None:
+    """Entry point of one stage process (module level so ``spawn`` can import it)."""
+    _set_parent_death_signal()
+    quiet_numba_threads()
+    # Ctrl-C in a terminal reaches the whole process group; the trainer owns
+    # the shutdown so a stage must not die half-way through a queue write.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Never block process exit on a feeder thread whose items nobody reads.
+    out_q.cancel_join_thread()
+    exit_code = 0
+    try:
+        _pin(cores)
+        stage.open()
+        while True:
+            msg = _get(in_q, stop, parent_pid)
+            if msg is None or msg[0] == _STOP:
+                break
+            if is_source:
+                epoch = msg[1]
+                count = 0
+                for item in stage.items(epoch):
+                    if not _put(out_q, (_BATCH, epoch, count, item), stop, parent_pid):
+                        return
+                    count += 1
+                if not _put(out_q, (_END, epoch, count, None), stop, parent_pid):
+                    return
+            elif msg[0] == _BATCH:
+                _, epoch, index, item = msg
+                if not _put(out_q, (_BATCH, epoch, index, stage(item)), stop, parent_pid):
+                    return
+            else:  # _END passes through so the trainer knows the epoch is complete
+                if not _put(out_q, msg, stop, parent_pid):
+                    return
+    except BaseException as e:  # report everything, including SystemExit from user code
+        text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+        try:
+            err_q.put((stage.name, f"{type(e).__name__}: {e}", text), timeout=1.0)
+        except Exception:
+            pass
+        stop.set()
+        exit_code = 1
+    finally:
+        try:
+            stage.close()
+        except Exception:
+            pass
+        # Deliver the error report, then leave without interpreter teardown:
+        # spawn's sys.exit would run C++ destructors while numba/torch worker
+        # threads still exist, which can abort ("terminate called ...").
+        try:
+            err_q.close()
+            err_q.join_thread()
+        except Exception:
+            pass
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(exit_code)

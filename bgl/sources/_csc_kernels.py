@@ -1,0 +1,99 @@
+"""numba kernels for building a CSC adjacency from a stream of COO edge chunks.
+
+Plain array arguments only; the validating Python layer is ``bgl.sources.csc_build``.
+An edge ``(src, dst)`` is stored in row ``dst`` (CSC = in-neighbours), and,
+when ``symmetrize`` is set, also as ``(dst, src)`` in row ``src``.
+"""
+from __future__ import annotations
+
+from numba import njit, prange
+
+
+@njit(cache=True, nogil=True)
+def count_in_edges(src, dst, counts, symmetrize, drop_self_loops):
+    """Add each edge's contribution to ``counts[row]`` (int64 [num_nodes]).
+
+    Returns the number of entries counted in this chunk.
+    """
+    added = 0
+    for i in range(src.shape[0]):
+        s = src[i]
+        d = dst[i]
+        if drop_self_loops and s == d:
+            continue
+        counts[d] += 1
+        added += 1
+        if symmetrize and s != d:
+            counts[s] += 1
+            added += 1
+    return added
+
+
+@njit(cache=True, nogil=True)
+def scatter_in_edges(src, dst, cursor, out, symmetrize, drop_self_loops):
+    """Write each edge's source id at ``out[cursor[dst]]`` and advance the cursor.
+
+    ``cursor`` starts as ``indptr[:-1]`` of the counting pass, so after the
+    last chunk every row is exactly full.
+    """
+    for i in range(src.shape[0]):
+        s = src[i]
+        d = dst[i]
+        if drop_self_loops and s == d:
+            continue
+        out[cursor[d]] = s
+        cursor[d] += 1
+        if symmetrize and s != d:
+            out[cursor[s]] = d
+            cursor[s] += 1
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def sort_dedupe_rows(indptr, indices, new_counts, dedupe):
+    """Sort every row in place; with ``dedupe`` move each row's distinct ids to its front.
+
+    ``new_counts[v]`` receives the row's length afterwards.  Sorted rows make the
+    store independent of chunk order and give samplers cache-friendly rows.
+    """
+    n = indptr.shape[0] - 1
+    for v in prange(n):
+        a = indptr[v]
+        b = indptr[v + 1]
+        if b - a > 1:
+            indices[a:b].sort()
+        if not dedupe or b - a < 2:
+            new_counts[v] = b - a
+            continue
+        w = a + 1
+        for k in range(a + 1, b):
+            if indices[k] != indices[w - 1]:
+                indices[w] = indices[k]
+                w += 1
+        new_counts[v] = w - a
+
+
+@njit(cache=True, nogil=True)
+def compact_rows(old_indptr, new_indptr, indices):
+    """Move row ``v``'s first ``new_indptr[v+1]-new_indptr[v]`` ids to ``new_indptr[v]``.
+
+    Rows only ever move left (``new_indptr[v] <= old_indptr[v]``), so a forward
+    sequential copy is safe in place and needs no second buffer.
+    """
+    n = old_indptr.shape[0] - 1
+    for v in range(n):
+        a = old_indptr[v]
+        t = new_indptr[v]
+        c = new_indptr[v + 1] - t
+        if a == t:
+            continue
+        for k in range(c):
+            indices[t + k] = indices[a + k]
+
+
+@njit(cache=True, nogil=True)
+def first_out_of_range(ids, lo, hi):
+    """Index of the first id outside ``[lo, hi)``, or -1."""
+    for i in range(ids.shape[0]):
+        if ids[i] < lo or ids[i] >= hi:
+            return i
+    return -1

@@ -1,0 +1,113 @@
+"""numba kernel that parses edge-list text (``src dst`` per line) from a byte buffer.
+
+Plain array arguments only; ``bgl.sources.edgelist`` does the I/O and error messages.
+"""
+from __future__ import annotations
+
+from numba import njit
+
+OK = 0
+ERR_MALFORMED = 1  # a token that is not an integer
+ERR_MISSING = 2  # a line with only one column
+ERR_NEGATIVE = 3
+ERR_RANGE = 4  # id >= the declared node count
+ERR_OVERFLOW = 5  # more than 18 digits
+
+NL = 10
+CR = 13
+TAB = 9
+SPACE = 32
+COMMA = 44
+MINUS = 45
+PLUS = 43
+HASH = 35
+PERCENT = 37
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _is_sep(c):
+    return c == SPACE or c == TAB or c == CR or c == COMMA
+
+
+@njit(cache=True, nogil=True)
+def parse_edge_lines(buf, src_out, dst_out, id_limit):
+    """Parse ``buf`` (uint8, ends with ``\\n``) into ``src_out``/``dst_out`` (int64).
+
+    Blank lines and lines starting with ``#`` or ``%`` are skipped; columns are
+    separated by spaces, tabs or commas; columns after the second (weights,
+    timestamps) are ignored.  ``id_limit`` > 0 rejects ids >= it.
+
+    Returns
+    -------
+    (num_edges, num_lines, err_code, err_line, err_value): on error, parsing
+    stops and ``err_line`` is the 0-based line in ``buf``; ``err_value`` is the
+    offending id for ERR_NEGATIVE / ERR_RANGE.
+    """
+    n = buf.shape[0]
+    i = 0
+    line = 0
+    ne = 0
+    while i < n:
+        while i < n and (buf[i] == SPACE or buf[i] == TAB or buf[i] == CR):
+            i += 1
+        if i >= n:
+            break
+        c = buf[i]
+        if c == NL:
+            line += 1
+            i += 1
+            continue
+        if c == HASH or c == PERCENT:
+            while i < n and buf[i] != NL:
+                i += 1
+            i += 1
+            line += 1
+            continue
+        s = 0
+        d = 0
+        for col in range(2):
+            if col == 1:
+                nsep = 0
+                while i < n and _is_sep(buf[i]):
+                    i += 1
+                    nsep += 1
+                if i >= n or buf[i] == NL:
+                    return ne, line, ERR_MISSING, line, 0
+                if nsep == 0:
+                    return ne, line, ERR_MALFORMED, line, 0
+            neg = False
+            if buf[i] == MINUS:
+                neg = True
+                i += 1
+            elif buf[i] == PLUS:
+                i += 1
+            start = i
+            v = 0
+            while i < n and buf[i] >= 48 and buf[i] <= 57:
+                v = v * 10 + (buf[i] - 48)
+                i += 1
+            digits = i - start
+            if digits == 0:
+                return ne, line, ERR_MALFORMED, line, 0
+            if digits > 18:
+                return ne, line, ERR_OVERFLOW, line, 0
+            if i < n and not (_is_sep(buf[i]) or buf[i] == NL):
+                return ne, line, ERR_MALFORMED, line, 0
+            if neg:
+                if v != 0:
+                    return ne, line, ERR_NEGATIVE, line, -v
+            if id_limit > 0 and v >= id_limit:
+                return ne, line, ERR_RANGE, line, v
+            if col == 0:
+                s = v
+            else:
+                d = v
+        src_out[ne] = s
+        dst_out[ne] = d
+        ne += 1
+        # extra columns are ignored up to the end of the line
+        while i < n and buf[i] != NL:
+            i += 1
+        i += 1
+        line += 1
+    return ne, line, OK, -1, 0

@@ -1,0 +1,202 @@
+"""Dataset ingestion: any supported input -> one graph store directory.
+
+``ingest(source, out_dir)`` detects the format from the source, reads it into
+a :class:`~bgl.sources.graph_source.GraphSource` (a re-iterable stream of edge
+chunks plus node data) and writes the store with the chunked COO -> CSC
+builder, so an edge list larger than RAM never has to fit in memory.
+
+Formats (``format=`` / ``bgl ingest --format``):
+
+===============  ==============================================================
+gnn-benchmark    shchur/gnn-benchmark ``.npz`` (Cora, CiteSeer): CSR adjacency,
+                 CSR/dense attributes, labels
+csr-npz          ``data/indices/indptr/shape`` npz (+ ``labels``, ``feat``)
+planetoid        directory of ``ind.NAME.{x,y,tx,ty,allx,ally,graph,test.index}``
+                 (or the ``DIR/ind.NAME`` prefix); keeps the standard split
+edgelist         SNAP-style text (``.txt``, ``.tsv``, ``.csv``, ``.el``, ``.gz``):
+                 ``src dst`` per line, ``#``/``%`` comments, streamed in chunks
+ogb              OGB node-property raw layout: ``raw/edge.csv.gz``,
+                 ``raw/node-feat.csv.gz``, ``raw/node-label.csv.gz``,
+                 ``split/<name>/{train,valid,test}.csv.gz``
+dgl              an in-memory ``DGLGraph`` (ndata feat/label/*_mask)
+rmat             ``"rmat:SCALE"``: Graph500 R-MAT generator (``bgl.sources.rmat``)
+===============  ==============================================================
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..errors import IngestError
+from ..store import GraphStore
+from .graph_source import GraphSource, write_source
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("gnn-benchmark", "csr-npz", "planetoid", "edgelist", "ogb", "dgl", "rmat")
+RMAT_OPTIONS = {"scale", "edge_factor", "abcd", "chunk_edges"}
+EDGELIST_SUFFIXES = (".txt", ".tsv", ".csv", ".el", ".edges", ".edgelist", ".gz")
+
+
+def _is_dgl_graph(obj: Any) -> bool:
+    # Duck-typed so library code never imports dgl (only bgl.dgl_adapter may).
+    return hasattr(obj, "ndata") and hasattr(obj, "edges") and hasattr(obj, "num_nodes")
+
+
+def detect_format(source: Any) -> str:
+    """Name of the format of ``source`` (one of :data:`FORMATS`).
+
+    Raises
+    ------
+    IngestError
+        if the source does not exist or matches no format.
+    """
+    if _is_dgl_graph(source):
+        return "dgl"
+    if not isinstance(source, (str, os.PathLike)):
+        raise IngestError(f"cannot ingest a {type(source).__name__}; pass a path, 'rmat:SCALE' or a DGLGraph")
+    text = str(source)
+    if text == "rmat" or text.startswith("rmat:"):
+        return "rmat"
+    path = Path(source)
+    if path.is_dir():
+        if (path / "raw" / "edge.csv.gz").exists() or (path / "raw" / "edge.csv").exists():
+            return "ogb"
+        if any(path.glob("ind.*.graph")):
+            return "planetoid"
+        raise IngestError(f"{path}: directory holds neither an OGB raw layout nor Planetoid ind.* files")
+    if not path.exists():
+        if Path(f"{path}.graph").exists() and path.name.startswith("ind."):
+            return "planetoid"
+        raise IngestError(f"{path}: no such file or directory")
+    if path.suffix == ".npz":
+        from .npz_formats import npz_kind, open_npz
+
+        kind = npz_kind(open_npz(path))
+        if kind is None:
+            raise IngestError(f"{path}: npz has neither gnn-benchmark (adj_*) nor CSR (indptr/indices/shape) keys")
+        return kind
+    if path.name.lower().endswith(EDGELIST_SUFFIXES):
+        return "edgelist"
+    raise IngestError(f"{path}: cannot tell the format from the name; pass format= / --format ({', '.join(FORMATS)})")
+
+
+def read_source(source: Any, format: str | None = None, *, scratch_dir: Path | None = None,
+                progress: bool = False, **opts) -> GraphSource:
+    """Read ``source`` into a :class:`GraphSource` without writing the store.
+
+    ``scratch_dir`` receives the parsed-edge files of streamed formats (edge
+    lists, OGB); the caller removes it.
+    """
+    fmt = format or detect_format(source)
+    if fmt not in FORMATS:
+        raise IngestError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt == "rmat":
+        raise IngestError("format 'rmat' is a generator, not a reader; use ingest()")
+    module, func = _READERS[fmt]
+    reader = getattr(importlib.import_module(module, __package__), func)
+    params = inspect.signature(reader).parameters
+    _check_options(fmt, params, opts)
+    if "scratch_dir" in params:
+        opts["scratch_dir"] = _need(scratch_dir)
+    if "progress" in params:
+        opts["progress"] = progress
+    return reader(source if fmt == "dgl" else Path(source), **opts)
+
+
+# format -> (module, reader function); each reader returns a GraphSource.
+_READERS = {
+    "gnn-benchmark": (".npz_formats", "read_gnn_benchmark"),
+    "csr-npz": (".npz_formats", "read_csr_npz"),
+    "planetoid": (".planetoid", "read_planetoid"),
+    "edgelist": (".edgelist", "read_edgelist"),
+    "ogb": (".ogb", "read_ogb"),
+    "dgl": (".dgl_source", "read_dgl_graph"),
+}
+
+
+def _check_options(fmt: str, params, opts: dict) -> None:
+    """Reject options the format does not take, by name, instead of a TypeError deep inside."""
+    allowed = {k for k, p in params.items() if p.kind == p.KEYWORD_ONLY} - {"scratch_dir", "progress"}
+    unknown = sorted(set(opts) - allowed)
+    if unknown:
+        raise IngestError(f"option(s) {unknown} do not apply to format {fmt!r} (it takes {sorted(allowed) or 'none'})")
+
+
+def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *, feat_dim: int = 0,
+           num_classes: int = 0, symmetrize: bool | None = None, remove_self_loops: bool = True,
+           dedupe: bool = True, seed: int = 0, overwrite: bool = False, progress: bool = False,
+           **opts) -> GraphStore:
+    """Convert a dataset into a graph store directory, atomically.
+
+    Parameters
+    ----------
+    source : path (file or directory), ``"rmat:SCALE"`` (or ``"rmat"`` with
+        ``scale=``), or a DGLGraph.
+    out_dir : store directory to create (written as ``out_dir.tmp``, then renamed).
+    format : one of :data:`FORMATS`; detected from ``source`` when None.
+    feat_dim : > 0 adds seeded synthetic float32 features (``centroid[label] +
+        noise``) to a dataset without features; must match existing features.
+    num_classes : > 0 adds seeded synthetic labels to a dataset without labels.
+    symmetrize : store every edge in both directions; None = the format's
+        default (True for gnn-benchmark/CSR/Planetoid/OGB/R-MAT, False for
+        edge lists and DGL graphs, which keep their direction).
+    remove_self_loops, dedupe : drop ``v -> v`` edges / repeated edges.
+    seed : seeds the default split and synthetic data.
+    overwrite : replace an existing ``out_dir``.
+    progress : tqdm bars on the long passes.
+    **opts : format options: ``name`` (planetoid), ``num_nodes``, ``chunk_bytes``
+        (edgelist), ``split`` (ogb), ``scale``, ``edge_factor``, ``abcd`` (rmat).
+
+    Returns
+    -------
+    GraphStore opened on ``out_dir``.  Datasets without a split get a seeded,
+    label-stratified 60/20/20 train/val/test split.
+
+    Raises
+    ------
+    IngestError
+        malformed input, naming the file and the offending value / line.
+    FileExistsError
+        ``out_dir`` exists and ``overwrite`` is False.
+    """
+    fmt = format or detect_format(source)
+    if fmt == "rmat":
+        from .rmat import generate_rmat_store, parse_rmat_source
+
+        if isinstance(source, (str, os.PathLike)) and str(source).startswith("rmat:"):
+            opts.setdefault("scale", parse_rmat_source(str(source)))
+        if "scale" not in opts:
+            raise IngestError("format rmat needs a scale: source 'rmat:SCALE' or scale=")
+        unknown = sorted(set(opts) - RMAT_OPTIONS)
+        if unknown:
+            raise IngestError(f"option(s) {unknown} do not apply to format 'rmat' (it takes {sorted(RMAT_OPTIONS)})")
+        return generate_rmat_store(out_dir, feat_dim=feat_dim, num_classes=num_classes, seed=seed,
+                                   symmetrize=True if symmetrize is None else symmetrize,
+                                   remove_self_loops=remove_self_loops, dedupe=dedupe,
+                                   overwrite=overwrite, progress=progress, **opts)
+    out = Path(out_dir)
+    if out.exists() and not overwrite:
+        raise FileExistsError(f"{out} already exists (pass overwrite=True / --overwrite to replace it)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Scratch lives next to the output: same filesystem, and big inputs need disk, not /tmp RAM.
+    scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.scratch-", dir=out.parent))
+    try:
+        src = read_source(source, fmt, scratch_dir=scratch, progress=progress, **opts)
+        return write_source(src, out, feat_dim=feat_dim, num_classes=num_classes, symmetrize=symmetrize,
+                            remove_self_loops=remove_self_loops, dedupe=dedupe, seed=seed,
+                            overwrite=overwrite, progress=progress, scratch_dir=scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _need(scratch_dir: Path | None) -> Path:
+    if scratch_dir is None:
+        raise IngestError("this format streams its edges and needs scratch_dir=")
+    return scratch_dir

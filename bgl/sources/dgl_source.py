@@ -1,0 +1,59 @@
+"""An in-memory ``DGLGraph`` as a :class:`GraphSource`.
+
+Duck-typed (``g.edges()``, ``g.num_nodes()``, ``g.ndata``) so that this module
+never imports dgl; only ``bgl.dgl_adapter`` may.  Node data keys follow DGL's
+builtin datasets: ``feat``, ``label``, ``train_mask``/``val_mask``/``test_mask``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import IngestError
+from .csc_build import array_chunks
+from .graph_source import GraphSource
+from .splits import mask_to_ids
+
+MASKS = {"train": "train_mask", "val": "val_mask", "test": "test_mask"}
+
+
+def _numpy(t) -> np.ndarray:
+    return t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t)
+
+
+def read_dgl_graph(g: Any, *, name: str = "dgl-graph", feat_key: str = "feat",
+                   label_key: str = "label") -> GraphSource:
+    """Read a homogeneous DGLGraph; edges keep their direction unless symmetrized."""
+    if len(getattr(g, "ntypes", ["_N"])) != 1 or len(getattr(g, "etypes", ["_E"])) != 1:
+        raise IngestError(f"only homogeneous graphs can be ingested, got ntypes={g.ntypes} etypes={g.etypes}")
+    n = int(g.num_nodes())
+    src, dst = (_numpy(t).astype(np.int64) for t in g.edges())
+    ndata = g.ndata
+    feat = _numpy(ndata[feat_key]) if feat_key in ndata else None
+    label = None
+    if label_key in ndata:
+        label = _numpy(ndata[label_key])
+        if label.ndim == 2 and label.shape[1] == 1:
+            label = label[:, 0]
+        if label.ndim != 1:
+            raise IngestError(f"ndata[{label_key!r}] must be [num_nodes] class ids, got shape {label.shape}")
+        if label.dtype.kind == "f":
+            # DGL datasets mark unlabelled nodes with NaN in float labels (e.g. ogbn-papers100M).
+            label = np.where(np.isnan(label), -1, label).astype(np.int64)
+    present = [k for k in MASKS.values() if k in ndata]
+    splits = None
+    if present:
+        if len(present) != len(MASKS):
+            raise IngestError(f"DGLGraph has {present} but not all of {list(MASKS.values())}")
+        splits = {}
+        for split, key in MASKS.items():
+            mask = _numpy(ndata[key])
+            if mask.shape != (n,):
+                raise IngestError(f"ndata[{key!r}] has shape {mask.shape}, expected ({n},)")
+            splits[split] = mask_to_ids(mask)
+    return GraphSource(
+        name=name, num_nodes=n, edges=array_chunks(src, dst), num_edges_hint=int(src.size),
+        feat=feat, label=label, splits=splits, symmetrize_default=False,
+        extra={"source": "DGLGraph", "format": "dgl"},
+    )

@@ -1,0 +1,164 @@
+"""SNAP-style edge lists: ``src dst`` per line, ``#`` comments, plain text or gzip.
+
+The file is parsed once, in byte blocks, by a numba kernel; parsed ids go to
+two int64 scratch files, which the CSC builder then streams twice.  Memory
+stays at one text block plus one parsed block whatever the file size.
+Node ids are used as given: ``num_nodes`` is ``max id + 1`` unless declared.
+"""
+from __future__ import annotations
+
+import gzip
+import logging
+import os
+import zlib
+from pathlib import Path
+from typing import BinaryIO, Iterator
+
+import numpy as np
+
+from ..errors import IngestError
+from . import _parse_kernels as P
+from .graph_source import GraphSource
+
+log = logging.getLogger(__name__)
+
+CHUNK_BYTES = 1 << 26  # 64 MiB of text per parse call
+READ_EDGES = 1 << 22  # edges per chunk when streaming the scratch files
+
+_MESSAGES = {
+    P.ERR_MALFORMED: "malformed line (expected two integer node ids)",
+    P.ERR_MISSING: "malformed line (only one column; expected 'src dst')",
+    P.ERR_OVERFLOW: "node id with more than 18 digits",
+}
+
+
+def open_maybe_gzip(path: Path) -> BinaryIO:
+    """Binary reader for ``path``, transparently gunzipping (by magic bytes, not name)."""
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+
+
+def iter_line_blocks(f: BinaryIO, chunk_bytes: int) -> Iterator[bytes]:
+    """Yield blocks of whole lines (each ending with ``\\n``) from a binary stream."""
+    carry = b""
+    while True:
+        try:
+            block = f.read(chunk_bytes)
+        except (EOFError, OSError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
+            raise IngestError(f"{getattr(f, 'name', f)}: truncated or corrupt compressed file: {e}") from None
+        if not block:
+            if carry:
+                yield carry + b"\n"
+            return
+        block = carry + block
+        cut = block.rfind(b"\n")
+        if cut < 0:
+            carry = block  # a line longer than the block: keep reading
+            continue
+        carry = block[cut + 1 :]
+        yield block[: cut + 1]
+
+
+def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = None,
+                    chunk_bytes: int = CHUNK_BYTES, progress: bool = False) -> tuple[Path, Path, int, int]:
+    """Parse an edge-list file into ``src.i64``/``dst.i64`` scratch files.
+
+    Returns
+    -------
+    (src_file, dst_file, num_edges, max_id) with ``max_id = -1`` for no edges.
+
+    Raises
+    ------
+    IngestError
+        ``"<file>:<line>: ..."`` for the first malformed line, negative id,
+        or id >= ``num_nodes``.
+    """
+    from tqdm import tqdm
+
+    src_file, dst_file = scratch_dir / "src.i64", scratch_dir / "dst.i64"
+    limit = int(num_nodes) if num_nodes else 0
+    lines_before = 0
+    total = 0
+    max_id = -1
+    size = os.path.getsize(path)
+    with open_maybe_gzip(path) as f, open(src_file, "wb") as fs, open(dst_file, "wb") as fd, \
+            tqdm(total=size, unit="B", unit_scale=True, desc=f"parse {path.name}", disable=not progress) as bar:
+        raw = getattr(f, "fileobj", None) or f
+        for block in iter_line_blocks(f, chunk_bytes):
+            cap = block.count(b"\n")
+            src = np.empty(cap, np.int64)
+            dst = np.empty(cap, np.int64)
+            buf = np.frombuffer(block, dtype=np.uint8)
+            ne, nl, err, err_line, err_value = P.parse_edge_lines(buf, src, dst, limit)
+            if err != P.OK:
+                _raise_parse_error(path, block, lines_before, err, err_line, err_value, limit)
+            lines_before += nl
+            if ne:
+                src, dst = src[:ne], dst[:ne]
+                max_id = max(max_id, int(src.max()), int(dst.max()))
+                src.tofile(fs)
+                dst.tofile(fd)
+                total += ne
+            bar.n = min(size, raw.tell()) if hasattr(raw, "tell") else bar.n
+            bar.refresh()
+    return src_file, dst_file, total, max_id
+
+
+def _raise_parse_error(path: Path, block: bytes, lines_before: int, err: int, err_line: int,
+                       err_value: int, limit: int) -> None:
+    lineno = lines_before + err_line + 1
+    lines = block.split(b"\n", err_line + 1)
+    text = lines[err_line].decode("utf-8", "replace").strip() if err_line < len(lines) else ""
+    if len(text) > 80:
+        text = text[:77] + "..."
+    if err == P.ERR_NEGATIVE:
+        msg = f"negative node id {err_value}"
+    elif err == P.ERR_RANGE:
+        msg = f"node id {err_value} >= num_nodes {limit}"
+    else:
+        msg = _MESSAGES.get(err, f"parse error {err}")
+    raise IngestError(f"{path}:{lineno}: {msg}: {text!r}")
+
+
+def scratch_edge_chunks(src_file: Path, dst_file: Path, num_edges: int, chunk: int = READ_EDGES):
+    """:data:`~bgl.sources.csc_build.EdgeChunks` that streams the two scratch files with plain reads."""
+
+    def chunks():
+        with open(src_file, "rb") as fs, open(dst_file, "rb") as fd:
+            for start in range(0, num_edges, chunk):
+                count = min(chunk, num_edges - start)
+                yield np.fromfile(fs, np.int64, count), np.fromfile(fd, np.int64, count)
+
+    return chunks
+
+
+def read_edgelist(path: Path, *, scratch_dir: Path, num_nodes: int | None = None,
+                  chunk_bytes: int = CHUNK_BYTES, progress: bool = False, name: str | None = None) -> GraphSource:
+    """Read an edge-list file (edge ``src -> dst`` per line) into a :class:`GraphSource`."""
+    if not path.is_file():
+        raise IngestError(f"{path}: no such file")
+    if num_nodes is not None and num_nodes <= 0:
+        raise IngestError(f"num_nodes must be > 0, got {num_nodes}")
+    src_file, dst_file, ne, max_id = parse_edge_file(path, scratch_dir, num_nodes=num_nodes,
+                                                     chunk_bytes=chunk_bytes, progress=progress)
+    n = int(num_nodes) if num_nodes else max_id + 1
+    if n <= 0:
+        raise IngestError(f"{path}: no edges found (and no num_nodes given)")
+    log.info("%s: %d edges, %d nodes", path, ne, n)
+    base = path.name
+    for suffix in (".gz", ".txt", ".tsv", ".csv", ".el", ".edges", ".edgelist"):
+        base = base[: -len(suffix)] if base.endswith(suffix) else base
+    return GraphSource(
+        name=name or base, num_nodes=n, edges=scratch_edge_chunks(src_file, dst_file, ne),
+        num_edges_hint=ne, symmetrize_default=False,  # an edge list states its direction
+        extra={"source": str(path), "format": "edgelist"},
+        cleanup=[lambda: _unlink(src_file), lambda: _unlink(dst_file)],
+    )
+
+
+def _unlink(p: Path) -> None:
+    try:
+        os.unlink(p)
+    except FileNotFoundError:
+        pass

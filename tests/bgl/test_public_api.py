@@ -1,0 +1,147 @@
+"""Every name the README and docs/ARCHITECTURE.md document resolves, every CLI flag they show exists,
+and every repository path they name is there.
+
+The names are read from the documents themselves, so moving a module or renaming a flag without
+updating the docs (or the other way round) fails here.
+"""
+from __future__ import annotations
+
+import importlib
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = (REPO / "README.md", REPO / "docs" / "ARCHITECTURE.md")
+# Names bgl promises at the top level (README "Use it from DGL", "Ingest a dataset").
+TOP_LEVEL = ("DataLoader", "NeighborSampler", "ingest", "rmat", "GraphStore", "open_store", "write_store",
+             "Block", "BglError", "IngestError", "PartitionFormatError", "PipelineError", "ServerError",
+             "ServerUnavailable", "StoreFormatError")
+DOTTED = re.compile(r"(?<![\w/.-])bgl(?:\.[A-Za-z_]\w*)+")
+PATH = re.compile(r"`((?:bgl|sampler|cache|partition|launch|bench|examples|tests|data|docs)/[\w./-]*)`")
+
+
+def _text(doc: Path) -> str:
+    return doc.read_text(encoding="utf-8") if doc.is_file() else ""  # a missing doc fails test_docs_exist
+
+
+def _resolve(dotted: str):
+    """Import the longest importable module prefix of ``dotted``, then walk the attributes."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError as e:
+            if e.name is not None and ".".join(parts[:cut]).startswith(e.name) and e.name.startswith("bgl"):
+                continue
+            raise
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ModuleNotFoundError(dotted)
+
+
+def documented_names() -> list[str]:
+    names = set()
+    for doc in DOCS:
+        for m in DOTTED.finditer(_text(doc)):
+            names.add(m.group(0).rstrip("."))
+    return sorted(names)
+
+
+def test_docs_exist():
+    for doc in DOCS:
+        assert doc.is_file(), doc
+    assert not (REPO / "docs" / "DEVIATIONS.md").exists(), "DEVIATIONS.md was folded into docs/ARCHITECTURE.md"
+
+
+def test_top_level_names():
+    import bgl
+
+    for name in TOP_LEVEL:
+        assert getattr(bgl, name) is not None, name
+    assert bgl.rmat.generate_rmat_store is not None
+    from bgl.cache.ordering import proximity_order, random_order  # README's feature-cache example
+
+    assert callable(proximity_order) and callable(random_order)
+
+
+def test_top_level_names_without_importing_submodules_first():
+    """``import bgl`` alone gives ``bgl.rmat`` and the lazy names (a fresh interpreter)."""
+    code = ("import bgl, sys\n"
+            "assert 'bgl.sources.rmat' not in sys.modules\n"
+            "assert bgl.rmat.generate_rmat_store.__module__ == 'bgl.sources.rmat'\n"
+            "import bgl.rmat\n"
+            "from bgl.rmat import generate_rmat_store\n"
+            "assert bgl.rmat is sys.modules['bgl.sources.rmat']\n"
+            "assert bgl.ingest.__module__ == 'bgl.sources.datasets'\n"
+            "print(bgl.DataLoader.__name__, bgl.NeighborSampler.__name__)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["DataLoader", "NeighborSampler"]
+
+
+@pytest.mark.parametrize("name", documented_names())
+def test_documented_name_resolves(name):
+    _resolve(name)
+
+
+def test_documented_paths_exist():
+    missing = []
+    for doc in DOCS:
+        for m in PATH.finditer(_text(doc)):
+            path = m.group(1).split("::")[0]
+            if "*" in path or "<" in path:
+                continue
+            if not (REPO / path).exists():
+                missing.append(f"{doc.name}: {path}")
+    assert not missing, missing
+
+
+def test_readme_and_architecture_name_the_same_package_folders():
+    """Each folder of README's layout table has a section in ARCHITECTURE.md naming its path."""
+    readme, arch = _text(DOCS[0]), _text(DOCS[1])
+    layout = readme.split("## Layout", 1)[1]
+    folders = re.findall(r"^\| `([\w/]+/)` \|", layout, flags=re.M)
+    assert {"bgl/", "bgl/sources/", "bgl/loader/", "sampler/", "cache/", "partition/", "launch/"} <= set(folders)
+    for folder in folders:
+        assert (REPO / folder).is_dir(), folder
+        assert f"`{folder}" in arch, f"docs/ARCHITECTURE.md does not name {folder}"
+    named_in_layout = {m.group(1) for m in PATH.finditer(layout)} - {"docs/ARCHITECTURE.md"}
+    assert len(named_in_layout) > 20
+    named_in_arch = {m.group(1) for m in PATH.finditer(arch)}
+    assert named_in_layout <= named_in_arch, f"README names, ARCHITECTURE does not: {named_in_layout - named_in_arch}"
+
+
+def _cli_flags_in_readme() -> dict[str, set[str]]:
+    """{command: flags} for every ``bgl COMMAND ...`` line in the README (continuations joined)."""
+    from bgl.cli import COMMAND_MODULES
+
+    commands = [m.replace("_", "-") for m in COMMAND_MODULES]
+    text = _text(DOCS[0]).replace("\\\n", " ")
+    found: dict[str, set[str]] = {}
+    for line in text.splitlines():
+        for m in re.finditer(r"\bbgl (%s)\b([^`|#&;]*)" % "|".join(map(re.escape, commands)), line):
+            args = m.group(2).split(" -- ")[0]  # after " -- " come the trainer's own arguments
+            found.setdefault(m.group(1), set()).update(re.findall(r"(?<![\w-])--[a-z][\w-]*", args))
+    ingest = _text(DOCS[0]).split("## Ingest a dataset", 1)[1].split("\n## ", 1)[0]
+    options = ingest.split("Options:", 1)[1].split("**", 1)[0]
+    found.setdefault("ingest", set()).update(re.findall(r"--[a-z][\w-]*", options))
+    return found
+
+
+def test_readme_cli_commands_and_flags_exist():
+    from bgl.cli import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    documented = _cli_flags_in_readme()
+    assert {"ingest", "info", "partition", "serve", "launch", "bench-cache", "demo"} <= set(sub.choices)
+    assert {"ingest", "partition", "serve", "launch", "bench-cache"} <= set(documented)
+    for command, flags in documented.items():
+        assert command in sub.choices, command
+        known = set(sub.choices[command]._option_string_actions)
+        assert flags <= known, f"bgl {command}: README shows {sorted(flags - known)}, not accepted"
