@@ -5,7 +5,7 @@ Sequence (:meth:`Supervisor.run`):
 1. backend preflight (hosts reachable, ports free) -- nothing starts
    if this fails;
 2. one graph server per part, each given the per-launch SHUTDOWN token
-   through the agent's stdin (never argv);
+   and CURVE keys through the agent's stdin (never argv);
 3. wait until every server answers ``PING`` (deadline ``server_timeout``);
 4. ``torch.distributed.run`` on every host with ``BGL_SERVERS`` /
    ``BGL_PARTITION`` set;
@@ -15,6 +15,15 @@ Sequence (:meth:`Supervisor.run`):
    exiting 0 shuts the servers down with the token and returns 0.
 
 Every line any process prints is re-printed as ``[host:role:rank] line``.
+
+Security: every launch makes fresh CURVE key pairs (:class:`RunKeys`): one
+for the graph servers, one for each trainer host and one for the launcher
+itself.  Each process receives only what it needs over its agent's stdin
+(the ssh channel for remote hosts), and its agent writes them, mode 0600,
+into the process's private run directory as ``$BGL_CURVE_DIR``: servers get
+their pair and the allow-list of the run's client public keys; trainers get
+the servers' public key and their host's pair.  Nobody outside the run can
+read from or talk to its servers, and the keys vanish with the run.
 """
 from __future__ import annotations
 
@@ -31,6 +40,7 @@ from typing import Callable, TextIO
 
 from bgl.errors import LaunchError
 from bgl.sampler import client as sampler_client
+from bgl.sampler import curve_keys
 
 from .agent import exit_status
 from .backends import Launched, LocalBackend, SshBackend  # noqa: F401 (types)
@@ -122,7 +132,39 @@ class OutputPump:
         return thread
 
 
-def warm_up_servers(addresses: list[str], timeout: float) -> None:
+@dataclass(frozen=True)
+class RunKeys:
+    """The CURVE key pairs of one launch (fresh for every run, held only in memory here)."""
+
+    server: curve_keys.KeyPair
+    launcher: curve_keys.KeyPair
+    hosts: dict  # host ip -> KeyPair of the trainers on that host
+
+    @classmethod
+    def generate(cls, spec: ClusterSpec) -> "RunKeys":
+        """A server pair, a launcher pair and one pair per distinct trainer host."""
+        hosts = {t.host.ip: curve_keys.new_keypair() for t in spec.trainers}
+        return cls(curve_keys.new_keypair(), curve_keys.new_keypair(), hosts)
+
+    @property
+    def allowed(self) -> list[bytes]:
+        """Client public keys the servers admit: the launcher's and every trainer host's."""
+        return [self.launcher.public, *(p.public for p in self.hosts.values())]
+
+    def launcher_client(self) -> curve_keys.ClientKeys:
+        """Keys the launcher's own PING/warm-up/SHUTDOWN requests use."""
+        return curve_keys.ClientKeys(self.server.public, self.launcher)
+
+    def server_bundle(self) -> str:
+        """``BGL_CURVE_KEYS`` for a graph server: its pair and the allow-list."""
+        return curve_keys.encode_bundle(server=self.server, allowed=self.allowed)
+
+    def trainer_bundle(self, host_ip: str) -> str:
+        """``BGL_CURVE_KEYS`` for the trainers on ``host_ip``: server public key and the host's pair."""
+        return curve_keys.encode_bundle(server_public=self.server.public, client=self.hosts[host_ip])
+
+
+def warm_up_servers(addresses: list[str], timeout: float, curve=None) -> None:
     """Sample 2 hops from a few seeds spread over all servers and read their features/labels.
 
     Raises whatever the client raises (``ServerUnavailable``, ``ServerError``).
@@ -131,7 +173,7 @@ def warm_up_servers(addresses: list[str], timeout: float) -> None:
 
     from bgl.sampler import SamplingClient
 
-    with SamplingClient(addresses, timeout=timeout) as client:
+    with SamplingClient(addresses, timeout=timeout, curve=curve) as client:
         n = client.num_nodes
         seeds = torch.linspace(0, n - 1, steps=min(n, 8 * len(addresses))).long().unique()
         blocks = client.sample_blocks(seeds, [2, 2], seed=0)
@@ -163,6 +205,8 @@ class Supervisor:
         self.launch_id = uuid.uuid4().hex[:12]
         # Lives only in this process and the servers' environments.
         self.token = secrets.token_hex(16)
+        self.keys = RunKeys.generate(spec)
+        self.client_keys = self.keys.launcher_client()
         self.members: list[Member] = []
         self._signal: int | None = None
 
@@ -214,7 +258,8 @@ class Supervisor:
         for s in self.spec.servers:
             self._start("server", f"graph server for part {s.part} at {s.address}",
                         f"[{s.host.ip}:server:{s.part}]", f"server{s.part}", s,
-                        server_argv(self.spec, s), {}, {ENV_SERVER_TOKEN: self.token})
+                        server_argv(self.spec, s), {},
+                        {ENV_SERVER_TOKEN: self.token, curve_keys.ENV_CURVE_KEYS: self.keys.server_bundle()})
         return None
 
     def _wait_servers_ready(self) -> tuple[str, int] | None:
@@ -228,7 +273,7 @@ class Supervisor:
                 if status is not None:
                     return (f"{m.what} exited with {describe_status(exit_status(status))} "
                             "before answering PING", 1)
-                if sampler_client.ping(m.placement.address, timeout=0.5):
+                if sampler_client.ping(m.placement.address, timeout=0.5, curve=self.client_keys):
                     m.ready = True
                     pending.remove(m)
             if pending and time.monotonic() > deadline:
@@ -252,7 +297,7 @@ class Supervisor:
 
         def warm() -> None:
             try:
-                warm_up_servers(addresses, timeout)
+                warm_up_servers(addresses, timeout, curve=self.client_keys)
                 outcome.append(None)
             except BaseException as e:  # reported by the main thread
                 outcome.append(e)
@@ -280,7 +325,8 @@ class Supervisor:
             log_dir = self.backend.tmpdir_for(f"{self.launch_id}-{name}") + "/torchrun-logs"
             self._start("trainer", f"trainers on {t.host.ip} (torchrun node_rank {t.node_rank})",
                         f"[{t.host.ip}:torchrun:{t.node_rank}]", name, t,
-                        trainer_argv(self.spec, t, log_dir), env, {})
+                        trainer_argv(self.spec, t, log_dir), env,
+                        {curve_keys.ENV_CURVE_KEYS: self.keys.trainer_bundle(t.host.ip)})
 
     def _watch(self) -> tuple[str, int] | None:
         trainers = [m for m in self.members if m.role == "trainer"]
@@ -315,7 +361,7 @@ class Supervisor:
         servers = [m for m in self.members if m.role == "server"]
         for m in servers:
             try:
-                sampler_client.shutdown(m.placement.address, self.token, timeout=2.0)
+                sampler_client.shutdown(m.placement.address, self.token, timeout=2.0, curve=self.client_keys)
             except Exception as e:  # a dead server is fine now; teardown covers it
                 log.warning("SHUTDOWN to %s failed: %s", m.placement.address, e)
         deadline = time.monotonic() + self.grace

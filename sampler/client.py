@@ -9,6 +9,13 @@ flight at once on DEALER sockets, and matches the replies by request id.
 Because a row's sample depends only on ``(seed, global id)``, the result is
 the same however the graph is partitioned (and equals ``LocalSampler``).
 Every wait has a deadline: a silent server raises ``ServerUnavailable``.
+
+Security: with :class:`~bgl.sampler.curve_keys.ClientKeys` (by default read
+from ``$BGL_CURVE_DIR``, which ``bgl launch`` sets for its trainers) every
+socket is a CURVE client: it checks the server's public key and proves its
+own, and traffic is encrypted.  A client a CURVE server does not admit
+never connects; it raises ``ServerUnavailable`` within its timeout, saying
+the handshake was refused.
 """
 from __future__ import annotations
 
@@ -25,13 +32,32 @@ from bgl.blocks import Block
 from bgl.errors import ProtocolError, ServerError, ServerUnavailable
 
 from . import _kernels as K
-from . import multilayer, ops
+from . import curve_keys, multilayer, ops
 from . import protocol as P
 
+# ``curve=FROM_ENV`` (the default): CURVE keys from $BGL_CURVE_DIR when it is set, else plaintext.
+FROM_ENV = "env"
 
-def _dealer(ctx: zmq.Context, address: str) -> zmq.Socket:
+_HANDSHAKE_EVENTS = (zmq.EVENT_CONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+                     | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
+
+
+def resolve_curve(curve) -> curve_keys.ClientKeys | None:
+    """``FROM_ENV`` -> keys from ``$BGL_CURVE_DIR`` (or None); keys or None pass through."""
+    if isinstance(curve, str) and curve == FROM_ENV:
+        return curve_keys.client_keys_from_env()
+    if curve is not None and not isinstance(curve, curve_keys.ClientKeys):
+        raise TypeError(f"curve must be ClientKeys, None or {FROM_ENV!r}, got {type(curve).__name__}")
+    return curve
+
+
+def _dealer(ctx: zmq.Context, address: str, curve: curve_keys.ClientKeys | None = None) -> zmq.Socket:
     sock = ctx.socket(zmq.DEALER)
     try:
+        if curve is not None:
+            sock.curve_serverkey = curve.server_public
+            sock.curve_publickey = curve.pair.public
+            sock.curve_secretkey = curve.pair.secret
         sock.linger = 0
         # Queue nothing for a server that is not connected: a send fails fast instead
         # of waiting for a server that may never come back.
@@ -44,6 +70,50 @@ def _dealer(ctx: zmq.Context, address: str) -> zmq.Socket:
         sock.close(linger=0)  # do not leak the socket
         raise
     return sock
+
+
+class HandshakeWatch:
+    """Watches one socket's connection events, to say *why* it never connected.
+
+    A CURVE server that refuses a client's key, or a plaintext/CURVE
+    mismatch, looks to the client like a server that never answers; the
+    socket monitor tells these apart for the error message.
+    """
+
+    def __init__(self, sock: zmq.Socket):
+        self.sock = sock
+        self.mon = sock.get_monitor_socket(_HANDSHAKE_EVENTS)
+        self.seen = 0
+
+    def reason(self) -> str:
+        """Why the socket is not connected, from the events seen so far."""
+        from zmq.utils.monitor import recv_monitor_message
+
+        while True:
+            try:
+                self.seen |= recv_monitor_message(self.mon, zmq.NOBLOCK)["event"]
+            except zmq.Again:
+                break
+            except zmq.ZMQError:
+                break
+        if self.seen & zmq.EVENT_HANDSHAKE_FAILED_AUTH:
+            return ("the server refused this client's CURVE key (authentication failed: the key is not "
+                    "on the server's allow-list)")
+        if self.seen & (zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL):
+            return ("the security handshake failed (CURVE on one side only, or the wrong server public "
+                    "key)")
+        if self.seen & zmq.EVENT_CONNECTED and not self.seen & zmq.EVENT_HANDSHAKE_SUCCEEDED:
+            return ("a TCP connection was made but the security handshake never completed (CURVE on "
+                    "one side only, the wrong server public key, or a client key the server does not "
+                    "admit)")
+        return "could not connect"
+
+    def close(self) -> None:
+        try:
+            self.sock.disable_monitor()
+        except zmq.ZMQError:
+            pass
+        self.mon.close(linger=0)
 
 
 # INFO keys the client relies on (the server sends more)
@@ -65,10 +135,11 @@ def _parse_info(address: str, payload) -> dict:
     return info
 
 
-def _request(address: str, frames: list, expect: P.Op, timeout: float):
+def _request(address: str, frames: list, expect: P.Op, timeout: float, curve=FROM_ENV):
     """One request on a fresh socket (for ping/shutdown helpers)."""
     ctx = zmq.Context.instance()
-    sock = _dealer(ctx, address)
+    sock = _dealer(ctx, address, resolve_curve(curve))
+    watch = HandshakeWatch(sock)
     try:
         deadline = time.monotonic() + timeout
         while True:  # IMMEDIATE: wait for the connection within the deadline, then send
@@ -77,7 +148,8 @@ def _request(address: str, frames: list, expect: P.Op, timeout: float):
                 break
             except zmq.Again:
                 if time.monotonic() > deadline:
-                    raise ServerUnavailable(address, f"could not connect within {timeout} s") from None
+                    raise ServerUnavailable(address, f"not connected within {timeout} s: "
+                                                     f"{watch.reason()}") from None
                 time.sleep(0.005)
         while True:
             left = deadline - time.monotonic()
@@ -87,21 +159,23 @@ def _request(address: str, frames: list, expect: P.Op, timeout: float):
             if P.peek_req_id(reply[0]) == P.peek_req_id(frames[0]):
                 return P.parse_reply(reply, expect)
     finally:
+        watch.close()
         sock.close()
 
 
-def ping(address: str, timeout: float = 1.0) -> bool:
-    """True if a graph server answers PING at ``address`` within ``timeout`` seconds."""
+def ping(address: str, timeout: float = 1.0, curve=FROM_ENV) -> bool:
+    """True if a graph server answers PING at ``address`` within ``timeout`` seconds
+    (``curve``: client keys, None for plaintext, default from ``$BGL_CURVE_DIR``)."""
     try:
-        _request(address, P.simple_request(P.Op.PING, 1), P.Op.PING, timeout)
+        _request(address, P.simple_request(P.Op.PING, 1), P.Op.PING, timeout, curve)
         return True
     except (ServerUnavailable, ProtocolError, ServerError):
         return False
 
 
-def shutdown(address: str, token: str, timeout: float = 2.0) -> None:
+def shutdown(address: str, token: str, timeout: float = 2.0, curve=FROM_ENV) -> None:
     """Ask the server at ``address`` to stop; ServerError if the token is wrong."""
-    _request(address, P.simple_request(P.Op.SHUTDOWN, 1, token.encode()), P.Op.SHUTDOWN, timeout)
+    _request(address, P.simple_request(P.Op.SHUTDOWN, 1, token.encode()), P.Op.SHUTDOWN, timeout, curve)
 
 
 class SamplingClient:
@@ -114,15 +188,20 @@ class SamplingClient:
     ----------
     addresses : ZeroMQ endpoints of all graph servers (any order)
     timeout : seconds any single call may wait for a server before ServerUnavailable
+    curve : :class:`~bgl.sampler.curve_keys.ClientKeys` for CURVE servers, None for
+        plaintext; by default the keys in ``$BGL_CURVE_DIR`` if set (``bgl launch``
+        sets it), else plaintext
 
     Raises
     ------
     ValueError : a malformed address (e.g. ``tcp://host:abc``)
-    ServerUnavailable : a server does not answer INFO in time
+    CurveKeyError : ``$BGL_CURVE_DIR`` is set but its key files are missing or bad
+    ServerUnavailable : a server does not answer INFO in time (also: it refused
+        this client's CURVE key; the message says so)
     ProtocolError : a malformed INFO reply, or the servers' id ranges do not tile ``[0, num_nodes)``
     """
 
-    def __init__(self, addresses: Sequence[str] | str, timeout: float = 5.0):
+    def __init__(self, addresses: Sequence[str] | str, timeout: float = 5.0, curve=FROM_ENV):
         if isinstance(addresses, str):
             addresses = [a for a in addresses.split(",") if a]
         if not addresses:
@@ -130,16 +209,22 @@ class SamplingClient:
         if timeout <= 0:
             raise ValueError(f"timeout must be > 0, got {timeout}")
         self.timeout = float(timeout)
+        self.curve = resolve_curve(curve)
         self._ids = itertools.count(1)
         self._ctx = zmq.Context.instance()
         self._socks: list[zmq.Socket] = []
+        self._watches: list[HandshakeWatch] = []
         self.addresses: list[str] = []
         try:
             for a in addresses:  # appended one by one so close() also frees them if a later one fails
-                self._socks.append(_dealer(self._ctx, a))
+                self._socks.append(_dealer(self._ctx, a, self.curve))
+                self._watches.append(HandshakeWatch(self._socks[-1]))
             self.addresses = list(addresses)
             infos = self._call_all([(i, P.simple_request(P.Op.INFO, next(self._ids)))
                                     for i in range(len(self._socks))], P.Op.INFO, wait_connect=True)
+            for w in self._watches:  # connected: the monitors have said all they can
+                w.close()
+            self._watches = []
             self.infos = [_parse_info(self.addresses[srv], arrs[0]) for srv, arrs in infos]
             order = np.argsort([info["node_offset"] for info in self.infos], kind="stable")
             self.addresses = [self.addresses[i] for i in order]
@@ -182,7 +267,10 @@ class SamplingClient:
                     break
                 except zmq.Again:
                     if not wait_connect or time.monotonic() > deadline:
-                        raise ServerUnavailable(self.addresses[srv], "not connected") from None
+                        why = "not connected"
+                        if wait_connect and srv < len(self._watches):
+                            why = f"not connected within {self.timeout:g} s: {self._watches[srv].reason()}"
+                        raise ServerUnavailable(self.addresses[srv], why) from None
                     time.sleep(0.005)
             pending[P.peek_req_id(frames[0])] = pos
         results: list = [None] * len(requests)
@@ -315,7 +403,10 @@ class SamplingClient:
 
     def close(self) -> None:
         """Close every server socket (linger 0); safe to call twice."""
-        for sock in self._socks:
+        for w in getattr(self, "_watches", ()):
+            w.close()
+        self._watches = []
+        for sock in getattr(self, "_socks", ()):
             sock.close(linger=0)
         self._socks = []
 
