@@ -51,9 +51,13 @@ def resolve_curve(curve) -> curve_keys.ClientKeys | None:
     return curve
 
 
-def _dealer(ctx: zmq.Context, address: str, curve: curve_keys.ClientKeys | None = None) -> zmq.Socket:
+def _dealer(ctx: zmq.Context, address: str, curve: curve_keys.ClientKeys | None = None):
+    """(DEALER connected to ``address``, its :class:`HandshakeWatch`); the watch starts before the
+    connect so it sees the first handshake."""
     sock = ctx.socket(zmq.DEALER)
+    watch = None
     try:
+        watch = HandshakeWatch(sock)
         if curve is not None:
             sock.curve_serverkey = curve.server_public
             sock.curve_publickey = curve.pair.public
@@ -67,9 +71,11 @@ def _dealer(ctx: zmq.Context, address: str, curve: curve_keys.ClientKeys | None 
         except zmq.ZMQError as e:  # e.g. "tcp://host:abc": zmq's own message does not name the address
             raise ValueError(f"bad graph server address {address!r}: {e}") from e
     except BaseException:
+        if watch is not None:
+            watch.close()
         sock.close(linger=0)  # do not leak the socket
         raise
-    return sock
+    return sock, watch
 
 
 class HandshakeWatch:
@@ -138,8 +144,7 @@ def _parse_info(address: str, payload) -> dict:
 def _request(address: str, frames: list, expect: P.Op, timeout: float, curve=FROM_ENV):
     """One request on a fresh socket (for ping/shutdown helpers)."""
     ctx = zmq.Context.instance()
-    sock = _dealer(ctx, address, resolve_curve(curve))
-    watch = HandshakeWatch(sock)
+    sock, watch = _dealer(ctx, address, resolve_curve(curve))
     try:
         deadline = time.monotonic() + timeout
         while True:  # IMMEDIATE: wait for the connection within the deadline, then send
@@ -217,8 +222,9 @@ class SamplingClient:
         self.addresses: list[str] = []
         try:
             for a in addresses:  # appended one by one so close() also frees them if a later one fails
-                self._socks.append(_dealer(self._ctx, a, self.curve))
-                self._watches.append(HandshakeWatch(self._socks[-1]))
+                sock, watch = _dealer(self._ctx, a, self.curve)
+                self._socks.append(sock)
+                self._watches.append(watch)
             self.addresses = list(addresses)
             infos = self._call_all([(i, P.simple_request(P.Op.INFO, next(self._ids)))
                                     for i in range(len(self._socks))], P.Op.INFO, wait_connect=True)

@@ -104,3 +104,30 @@ def module_servers(tmp_path_factory, random_store, partition_dir):
     finally:
         for s in started:
             s.kill()
+
+
+@pytest.fixture(scope="session")
+def curve_keydir(tmp_path_factory):
+    """A key directory (server pair, one allowed client pair) and the client's keys.
+
+    Yields ``{"dir", "server_secret", "clients", "client"}``; ``client`` is a ClientKeys.
+    """
+    from bgl.sampler import curve_keys as ck
+
+    d = tmp_path_factory.mktemp("curve") / "keys"
+    client = ck.new_keypair()
+    ck.write_key_dir(d, server=ck.new_keypair(), client=client, allowed=[client.public])
+    return {"dir": d, "server_secret": d / ck.SERVER_SECRET, "clients": d / ck.ALLOWED_DIR,
+            "client": ck.load_client_keys(d)}
+
+
+@pytest.fixture(scope="module")
+def curve_server(tmp_path_factory, random_store, curve_keydir):
+    """A CURVE `bgl serve` of the whole random store admitting only ``curve_keydir``'s client."""
+    work = tmp_path_factory.mktemp("curve-server")
+    s = ServerProcess(["--store", str(random_store.path), "--curve-secret", str(curve_keydir["server_secret"]),
+                       "--curve-clients", str(curve_keydir["clients"])], work)
+    try:
+        yield s
+    finally:
+        s.kill()

@@ -129,11 +129,21 @@ def malformed(rng: np.random.Generator, n: int, num_nodes: int):
     return [makers[int(rng.integers(len(makers)))]() for _ in range(n)]
 
 
-def test_fuzz_live_server(module_servers, random_store):
-    addr = module_servers["whole"].address
+@pytest.mark.parametrize("security", ["plaintext", "curve"])
+def test_fuzz_live_server(request, module_servers, random_store, security):
+    """10,200 malformed requests (over CURVE too) each get ERROR; the server keeps serving."""
+    keys = None
+    if security == "curve":
+        server, keys = request.getfixturevalue("curve_server"), request.getfixturevalue("curve_keydir")["client"]
+    else:
+        server = module_servers["whole"]
+    addr = server.address
     ctx = zmq.Context.instance()
     sock = ctx.socket(zmq.DEALER)
     sock.linger = 0
+    if keys is not None:
+        sock.curve_serverkey, sock.curve_publickey, sock.curve_secretkey = (
+            keys.server_public, keys.pair.public, keys.pair.secret)
     sock.connect(addr)
     rng = np.random.default_rng(1234)
     total, batch = 10_200, 300
@@ -151,9 +161,9 @@ def test_fuzz_live_server(module_servers, random_store):
     finally:
         sock.close()
     assert errors == total
-    assert module_servers["whole"].proc.poll() is None
+    assert server.proc.poll() is None
     seeds = torch.arange(0, 500, 3)
-    with SamplingClient([addr]) as client:
+    with SamplingClient([addr], curve=keys) as client:
         assert same_blocks(client.sample_blocks(seeds, [4, 4], seed=77),
                            LocalSampler(random_store).sample_blocks(seeds, [4, 4], seed=77))
 
