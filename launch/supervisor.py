@@ -271,8 +271,7 @@ class Supervisor:
             for m in list(pending):
                 status = m.launched.popen.poll()
                 if status is not None:
-                    return (f"{m.what} exited with {describe_status(exit_status(status))} "
-                            "before answering PING", 1)
+                    return (f"{self._exited(m, exit_status(status))} before answering PING", 1)
                 if sampler_client.ping(m.placement.address, timeout=0.5, curve=self.client_keys):
                     m.ready = True
                     pending.remove(m)
@@ -310,8 +309,7 @@ class Supervisor:
             for m in self.members:
                 status = m.launched.popen.poll()
                 if status is not None:
-                    return (f"{m.what} exited with {describe_status(exit_status(status))} "
-                            "during warm-up", 1)
+                    return f"{self._exited(m, exit_status(status))} during warm-up", 1
             thread.join(POLL_SECONDS)
         if outcome and outcome[0] is not None:
             return f"graph servers failed the warm-up request: {outcome[0]}", 1
@@ -342,15 +340,22 @@ class Supervisor:
                 status = exit_status(status)
                 if m.role == "server":
                     log.error("%s exited; stopping everything", m.what)
-                    return f"{m.what} exited with {describe_status(status)} while trainers ran", 1
+                    return f"{self._exited(m, status)} while trainers ran", 1
                 if status != 0:
                     log.error("%s failed; stopping everything", m.what)
-                    return f"{m.what} exited with {describe_status(status)}", 1
+                    return self._exited(m, status), 1
                 m.done = True
             if all(m.done for m in trainers):
                 log.info("all trainers exited 0")
                 return None
             time.sleep(POLL_SECONDS)
+
+    def _exited(self, m: Member, status: int) -> str:
+        """``host H: WHAT exited with STATUS[; why]`` -- the host comes first, so a lost host is named."""
+        text = f"host {m.launched.host.ip}: {m.what} exited with {describe_status(status)}"
+        explain = getattr(self.backend, "explain_exit", None)
+        hint = explain(m.launched, status) if explain else None
+        return f"{text} ({hint})" if hint else text
 
     def _signal_failure(self) -> tuple[str, int]:
         name = signal.Signals(self._signal).name

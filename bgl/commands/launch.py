@@ -57,6 +57,9 @@ def register(subparsers) -> None:
                      help="seconds to wait for a host's ssh port")
     ssh.add_argument("--ssh-option", action="append", default=[], metavar="KEY=VALUE",
                      help="extra 'ssh -o' option (repeatable)")
+    ssh.add_argument("--ssh-remote-tmp", default="/tmp", metavar="DIR",
+                     help="directory on every host for each process's private run directory "
+                          "(its CURVE keys, pid file, torchrun logs; removed when it exits)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the placement as JSON and exit without starting anything")
     parser.add_argument("train_command", metavar="COMMAND", nargs=argparse.REMAINDER,
@@ -108,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
                                ssh_key=args.ssh_key, user=args.ssh_user,
                                strict_host_key_checking=args.ssh_strict_host_key_checking,
                                connect_timeout=args.ssh_connect_timeout,
-                               extra_options=tuple(args.ssh_option))
+                               extra_options=tuple(args.ssh_option), remote_tmp=args.ssh_remote_tmp)
     else:
         backend = make_backend("local", grace=args.grace)
     try:

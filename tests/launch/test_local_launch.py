@@ -43,7 +43,7 @@ def test_failing_trainer_stops_everything(launcher, hosts_file, partition_dir, t
     run = launcher(launch_args(hosts_file, partition_dir, base, 1, trainer_script, "fail"))
     assert run.wait() == 1, run.describe()
     # torchrun exits 1 when a worker fails; the launcher names the host and node.
-    assert "failed: trainers on 127.0.0.1 (torchrun node_rank 0) exited with exit status 1" \
+    assert "failed: host 127.0.0.1: trainers on 127.0.0.1 (torchrun node_rank 0) exited with exit status 1" \
         in run.stderr, run.describe()
     assert "[127.0.0.1:trainer:0] rank 0/1 inputs=" in run.stdout, run.describe()
     assert_clean(base, orphans)
