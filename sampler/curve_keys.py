@@ -296,3 +296,31 @@ def materialize_bundle(bundle: str, key_dir: str | os.PathLike) -> Path:
         else:
             raise CurveKeyError(f"${ENV_CURVE_KEYS}: malformed entry {role!r} with {len(keys)} key(s)")
     return write_key_dir(key_dir, **parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bgl.sampler.curve_keys DIR``: a fresh key directory for one server and one client."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="python -m bgl.sampler.curve_keys",
+        description="Write a fresh CURVE key directory: server.key_secret + server.key (server pair), "
+                    "client.key_secret (a client pair) and allowed_clients/client-0.key, all mode 0600. "
+                    "Serve with `bgl serve --curve-dir DIR`; clients use BGL_CURVE_DIR=DIR. Copy only "
+                    "server.key and client.key_secret to a client machine.")
+    parser.add_argument("dir", help="directory to create (must not hold keys already)")
+    args = parser.parse_args(argv)
+    d = Path(args.dir)
+    existing = [n for n in (SERVER_SECRET, CLIENT_SECRET) if (d / n).exists()]
+    if existing:
+        print(f"{d}: already holds {', '.join(existing)}; not overwriting keys", file=sys.stderr)
+        return 1
+    client = new_keypair()
+    write_key_dir(d, server=new_keypair(), client=client, allowed=[client.public])
+    print(f"wrote CURVE keys to {d}/")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
