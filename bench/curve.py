@@ -154,8 +154,7 @@ def report(rounds: list[dict], args) -> None:
                 ratio = f"{' / '.join(f'{x:.2f}x' for x in rs)} | {np.median(rs):.2f}x"
             print(f"| {kind} | {name} | {np.median(rates):,.0f} | {np.median(mbs):,.0f} | "
                   f"{np.median(cpu):.1f} | {ratio} |")
-    print("
-Server CPU per batch (both steps: sample, then sample + features), load-proof:")
+    print("\nServer CPU per batch (both steps: sample, then sample + features), load-proof:")
     for name in ("plaintext", "CURVE"):
         ms = [r[("server", name)] / args.batches * 1e3 for r in rounds]
         print(f"- {name}: {' / '.join(f'{x:.1f}' for x in ms)} ms (median {np.median(ms):.1f})")
