@@ -10,6 +10,18 @@ Because a row's sample depends only on ``(seed, global id)``, the result is
 the same however the graph is partitioned (and equals ``LocalSampler``).
 Every wait has a deadline: a silent server raises ``ServerUnavailable``.
 
+Riding through a server restart: each socket's monitor reports a dropped
+connection (a killed server's TCP connection closes).  The client then
+closes that DEALER and opens a fresh one to the same address (so no reply
+to a request of the old connection can ever arrive), and re-sends that
+server's outstanding requests, backing off while it is not connected yet,
+until the server is back or ``retry_timeout`` seconds have passed since
+it went away; then ``ServerUnavailable`` as before.  A re-sent request is
+the same request (samples depend only on seed and node id), so the batch
+is the same batch, and a call either returns all of it or raises.  The
+normal path costs nothing extra: no additional round trip, one
+non-blocking check of each monitor per call.
+
 Security: with :class:`~bgl.sampler.curve_keys.ClientKeys` (by default read
 from ``$BGL_CURVE_DIR``, which ``bgl launch`` sets for its trainers) every
 socket is a CURVE client: it checks the server's public key and proves its
@@ -21,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import time
 from typing import Sequence
 
@@ -39,7 +52,26 @@ from . import protocol as P
 FROM_ENV = "env"
 
 _HANDSHAKE_EVENTS = (zmq.EVENT_CONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_AUTH
-                     | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
+                     | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+                     | zmq.EVENT_DISCONNECTED)
+# Environment variable (``bgl launch`` sets it for its trainers) with the default ``retry_timeout``.
+ENV_RETRY_TIMEOUT = "BGL_SERVER_RETRY_TIMEOUT"
+# Back-off between sends to a server that is not connected (yet): first and longest sleep.
+RETRY_BACKOFF_S = (0.005, 0.2)
+
+
+def _retry_timeout_from_env(default: float) -> float:
+    """``$BGL_SERVER_RETRY_TIMEOUT`` as seconds (ValueError naming it if malformed), else ``default``."""
+    text = os.environ.get(ENV_RETRY_TIMEOUT)
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"${ENV_RETRY_TIMEOUT} must be a number of seconds, got {text!r}") from None
+    if value < 0:
+        raise ValueError(f"${ENV_RETRY_TIMEOUT} must be >= 0, got {text!r}")
+    return value
 
 
 def resolve_curve(curve) -> curve_keys.ClientKeys | None:
@@ -91,17 +123,22 @@ class HandshakeWatch:
         self.mon = sock.get_monitor_socket(_HANDSHAKE_EVENTS)
         self.seen = 0
 
-    def reason(self) -> str:
-        """Why the socket is not connected, from the events seen so far."""
+    def drain(self) -> int:
+        """OR of the events that arrived since the last drain (also kept in ``seen``)."""
         from zmq.utils.monitor import recv_monitor_message
 
-        while True:
+        new = 0
+        while self.mon.getsockopt(zmq.EVENTS) & zmq.POLLIN:
             try:
-                self.seen |= recv_monitor_message(self.mon, zmq.NOBLOCK)["event"]
-            except zmq.Again:
+                new |= recv_monitor_message(self.mon, zmq.NOBLOCK)["event"]
+            except zmq.ZMQError:  # zmq.Again included
                 break
-            except zmq.ZMQError:
-                break
+        self.seen |= new
+        return new
+
+    def reason(self) -> str:
+        """Why the socket is not connected, from the events seen so far."""
+        self.drain()
         if self.seen & zmq.EVENT_HANDSHAKE_FAILED_AUTH:
             return ("the server refused this client's CURVE key (authentication failed: the key is not "
                     "on the server's allow-list)")
@@ -193,6 +230,9 @@ class SamplingClient:
     ----------
     addresses : ZeroMQ endpoints of all graph servers (any order)
     timeout : seconds any single call may wait for a server before ServerUnavailable
+    retry_timeout : seconds a call keeps re-sending to a server whose connection dropped
+        (e.g. it was killed and is being restarted) before ServerUnavailable; default
+        ``$BGL_SERVER_RETRY_TIMEOUT`` (``bgl launch`` sets it) or else ``timeout``
     curve : :class:`~bgl.sampler.curve_keys.ClientKeys` for CURVE servers, None for
         plaintext; by default the keys in ``$BGL_CURVE_DIR`` if set (``bgl launch``
         sets it), else plaintext
@@ -206,7 +246,8 @@ class SamplingClient:
     ProtocolError : a malformed INFO reply, or the servers' id ranges do not tile ``[0, num_nodes)``
     """
 
-    def __init__(self, addresses: Sequence[str] | str, timeout: float = 5.0, curve=FROM_ENV):
+    def __init__(self, addresses: Sequence[str] | str, timeout: float = 5.0, curve=FROM_ENV,
+                 retry_timeout: float | None = None):
         if isinstance(addresses, str):
             addresses = [a for a in addresses.split(",") if a]
         if not addresses:
@@ -214,6 +255,12 @@ class SamplingClient:
         if timeout <= 0:
             raise ValueError(f"timeout must be > 0, got {timeout}")
         self.timeout = float(timeout)
+        if retry_timeout is None:
+            retry_timeout = _retry_timeout_from_env(self.timeout)
+        if retry_timeout < 0:
+            raise ValueError(f"retry_timeout must be >= 0, got {retry_timeout}")
+        self.retry_timeout = float(retry_timeout)
+        self.reconnects = 0  # sockets replaced after a server went away (for logs and tests)
         self.curve = resolve_curve(curve)
         self._ids = itertools.count(1)
         self._ctx = zmq.Context.instance()
@@ -228,13 +275,12 @@ class SamplingClient:
             self.addresses = list(addresses)
             infos = self._call_all([(i, P.simple_request(P.Op.INFO, next(self._ids)))
                                     for i in range(len(self._socks))], P.Op.INFO, wait_connect=True)
-            for w in self._watches:  # connected: the monitors have said all they can
-                w.close()
-            self._watches = []
+            # the watches stay: their monitors report a connection that drops later
             self.infos = [_parse_info(self.addresses[srv], arrs[0]) for srv, arrs in infos]
             order = np.argsort([info["node_offset"] for info in self.infos], kind="stable")
             self.addresses = [self.addresses[i] for i in order]
             self._socks = [self._socks[i] for i in order]
+            self._watches = [self._watches[i] for i in order]
             self.infos = [self.infos[i] for i in order]
             self.bounds = np.array([info["node_offset"] for info in self.infos]
                                    + [self.infos[-1]["node_offset"] + self.infos[-1]["num_nodes"]], np.int64)
@@ -263,33 +309,79 @@ class SamplingClient:
 
     # ------------------------------------------------------------------ transport
     def _call_all(self, requests: list[tuple[int, list]], expect: P.Op, wait_connect: bool = False):
-        """Send every (server index, frames) at once; return [(server index, arrays)] in request order."""
-        deadline = time.monotonic() + self.timeout
+        """Send every (server index, frames) at once; return [(server index, arrays)] in request order.
+
+        A server whose connection drops (or that is not connected) gets its
+        requests re-sent on a fresh socket until it answers or
+        ``retry_timeout`` passes (see the module docstring); ``wait_connect``
+        (at connect time) instead waits ``timeout`` for the first connection.
+        """
+        now = time.monotonic()
+        deadline = now + self.timeout  # for replies to what was sent
+        servers = {srv for srv, _ in requests}
+        # server -> when we stop trying to (re)connect to it: set when it is first found not
+        # connected or seen to go away in this call
+        lost: dict[int, float] = {srv: deadline for srv in servers} if wait_connect else {}
+        if not wait_connect:
+            for srv in servers:  # a connection that dropped since the last call: start afresh now
+                if self._watches[srv].drain() & zmq.EVENT_DISCONNECTED:
+                    self._reconnect(srv)
+        unsent = list(range(len(requests)))
         pending: dict[int, int] = {}  # req id -> position in requests
-        for pos, (srv, frames) in enumerate(requests):
-            while True:
+        results: list = [None] * len(requests)
+        backoff = RETRY_BACKOFF_S[0]
+        poller = None
+        while unsent or pending:
+            now = time.monotonic()
+            waiting = []
+            for pos in unsent:
+                srv, frames = requests[pos]
                 try:
                     self._socks[srv].send_multipart(frames, zmq.NOBLOCK, copy=False)
-                    break
-                except zmq.Again:
-                    if not wait_connect or time.monotonic() > deadline:
-                        why = "not connected"
-                        if wait_connect and srv < len(self._watches):
-                            why = f"not connected within {self.timeout:g} s: {self._watches[srv].reason()}"
-                        raise ServerUnavailable(self.addresses[srv], why) from None
-                    time.sleep(0.005)
-            pending[P.peek_req_id(frames[0])] = pos
-        results: list = [None] * len(requests)
-        poller = zmq.Poller()
-        for srv in {srv for srv, _ in requests}:
-            poller.register(self._socks[srv], zmq.POLLIN)
-        while pending:
+                except zmq.Again:  # IMMEDIATE: not connected (yet, or any more)
+                    if srv not in lost:
+                        lost[srv] = now + self.retry_timeout
+                    if now > lost[srv]:
+                        raise ServerUnavailable(self.addresses[srv], self._not_connected(srv, wait_connect)) \
+                            from None
+                    waiting.append(pos)
+                    continue
+                if srv in lost:  # back: give the restarted server a full timeout to answer
+                    deadline = max(deadline, now + self.timeout)
+                pending[P.peek_req_id(frames[0])] = pos
+            unsent = waiting
+            if poller is None:
+                poller, monitors = self._poller(servers)
             left = deadline - time.monotonic()
-            events = dict(poller.poll(max(0, int(left * 1000)))) if left > 0 else {}
-            if not events:
+            wait = min(backoff, max(0.0, min(lost[requests[pos][0]] for pos in unsent) - time.monotonic())) \
+                if unsent else left
+            if unsent:
+                backoff = min(backoff * 2, RETRY_BACKOFF_S[1])
+            events = dict(poller.poll(max(0, int(wait * 1000)))) if wait > 0 else {}
+            if not events and not unsent:
+                if time.monotonic() < deadline:
+                    continue
                 srv = requests[next(iter(pending.values()))][0]
+                if srv in lost:
+                    raise ServerUnavailable(self.addresses[srv], f"went away and sent no reply within "
+                                                                 f"{self.retry_timeout:g} s")
                 raise ServerUnavailable(self.addresses[srv], f"no reply within {self.timeout} s")
+            for mon, srv in monitors.items():
+                if mon not in events:
+                    continue
+                if self._watches[srv].drain() & zmq.EVENT_DISCONNECTED and not wait_connect:
+                    # the server went away: nothing sent on this connection will be answered
+                    again = [rid for rid, pos in pending.items() if requests[pos][0] == srv]
+                    unsent += [pending.pop(rid) for rid in again]
+                    self._reconnect(srv)
+                    lost[srv] = time.monotonic() + self.retry_timeout
+                    backoff = RETRY_BACKOFF_S[0]
+                    poller = None
+            if poller is None:  # a socket was replaced: do not read from the closed one
+                continue
             for sock in events:
+                if sock in monitors:
+                    continue
                 while True:
                     try:
                         reply = sock.recv_multipart(zmq.NOBLOCK, copy=False)
@@ -305,6 +397,29 @@ class SamplingClient:
                         raise ServerError(f"{self.addresses[srv]}: {e}") from None
                     results[pos] = (srv, arrays)
         return results
+
+    def _poller(self, servers) -> tuple[zmq.Poller, dict]:
+        """A poller over the sockets of ``servers`` and their monitors; (poller, {monitor: server})."""
+        poller = zmq.Poller()
+        monitors = {}
+        for srv in servers:
+            poller.register(self._socks[srv], zmq.POLLIN)
+            if srv < len(self._watches):
+                monitors[self._watches[srv].mon] = srv
+                poller.register(self._watches[srv].mon, zmq.POLLIN)
+        return poller, monitors
+
+    def _not_connected(self, srv: int, wait_connect: bool) -> str:
+        if wait_connect:
+            return f"not connected within {self.timeout:g} s: {self._watches[srv].reason()}"
+        return f"not connected; retried for {self.retry_timeout:g} s"
+
+    def _reconnect(self, srv: int) -> None:
+        """Replace server ``srv``'s socket (and its monitor) with a fresh one to the same address."""
+        self.reconnects += 1
+        self._watches[srv].close()
+        self._socks[srv].close(linger=0)
+        self._socks[srv], self._watches[srv] = _dealer(self._ctx, self.addresses[srv], self.curve)
 
     def owner(self, ids: np.ndarray) -> np.ndarray:
         """int64 index (into ``addresses``) of the server owning each global id; ids are checked."""

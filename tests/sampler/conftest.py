@@ -49,10 +49,11 @@ def partition_dir(random_store, tmp_path_factory) -> Path:
 class ServerProcess:
     """A `bgl serve` subprocess; ``address`` once ready."""
 
-    def __init__(self, args: list[str], workdir: Path, token: str = "test-token"):
+    def __init__(self, args: list[str], workdir: Path, token: str = "test-token",
+                 bind: str = "tcp://127.0.0.1:*"):
         self.token = token
         self.ready = workdir / f"ready-{time.monotonic_ns()}.json"
-        cmd = [sys.executable, "-m", "bgl.cli", "serve", *args, "--bind", "tcp://127.0.0.1:*",
+        cmd = [sys.executable, "-m", "bgl.cli", "serve", *args, "--bind", bind,
                "--token", token, "--threads", "2", "--ready-file", str(self.ready)]
         env = {**os.environ, "NUMBA_NUM_THREADS": "2"}
         self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -76,11 +77,11 @@ class ServerProcess:
 
 @pytest.fixture
 def serve(tmp_path):
-    """``serve(*cli_args) -> ServerProcess``; every started server is killed at teardown."""
+    """``serve(*cli_args, bind=ENDPOINT) -> ServerProcess``; every started server is killed at teardown."""
     started: list[ServerProcess] = []
 
-    def start(*args: str) -> ServerProcess:
-        s = ServerProcess(list(args), tmp_path)
+    def start(*args: str, bind: str = "tcp://127.0.0.1:*") -> ServerProcess:
+        s = ServerProcess(list(args), tmp_path, bind=bind)
         started.append(s)
         return s
 
