@@ -9,10 +9,20 @@ Sequence (:meth:`Supervisor.run`):
 3. wait until every server answers ``PING`` (deadline ``server_timeout``);
 4. ``torch.distributed.run`` on every host with ``BGL_SERVERS`` /
    ``BGL_PARTITION`` set;
-5. watch: a server exiting (for any reason) or a trainer exiting non-zero
-   or a SIGINT/SIGTERM to the launcher stops everything everywhere and
-   raises :class:`LaunchAborted` naming who failed first; all trainers
-   exiting 0 shuts the servers down with the token and returns 0.
+5. watch: a trainer exiting non-zero or a SIGINT/SIGTERM to the launcher
+   stops everything everywhere and raises :class:`LaunchAborted` naming
+   who failed first; all trainers exiting 0 shuts the servers down with
+   the token and returns 0.
+6. graph servers are supervised apart from trainers: a server that exits
+   (or misses ``PING_MISSES`` health PINGs in a row, then is stopped) is
+   restarted on its host at the same address with the same CURVE keys and
+   token, and the launcher logs how long restart-to-serving (answering
+   PING) took.  A server holds no state beyond its partition files, and
+   trainers' clients re-send what the dead one never answered (their retry
+   window, ``$BGL_SERVER_RETRY_TIMEOUT``, is ``server_timeout``), so the run
+   carries on with the same batches.  A server that dies more than
+   ``server_restarts`` times within ``restart_window`` seconds stops the
+   launch as in step 5, the message naming it and how often it died.
 
 Every line any process prints is re-printed as ``[host:role:rank] line``.
 
@@ -51,6 +61,11 @@ log = logging.getLogger(__name__)
 
 _RANK_LINE = re.compile(rb"^\[bgl-rank (\d+)\]:")
 POLL_SECONDS = 0.1
+# Health check of running servers: a PING every HEALTH_INTERVAL s; PING_MISSES missed in a row
+# (each waiting PING_TIMEOUT s) and the server counts as dead.
+HEALTH_INTERVAL = 5.0
+PING_TIMEOUT = 2.0
+PING_MISSES = 3
 
 
 class LaunchAborted(LaunchError):
@@ -83,6 +98,10 @@ class Member:
     reader: threading.Thread | None = None
     ready: bool = False
     done: bool = False
+    restart: int = 0  # 0 = first start; n = n-th restart of this server
+    restarted_at: float | None = None  # monotonic time its predecessor was found dead
+    next_ping: float = 0.0
+    ping_misses: int = 0
 
 
 class OutputPump:
@@ -190,14 +209,24 @@ class Supervisor:
     ----------
     spec : placements and command, from :func:`~bgl.launch.spec.build_cluster_spec`.
     backend : :class:`LocalBackend` or :class:`SshBackend`.
-    server_timeout : seconds for every server to answer PING and the warm-up request.
+    server_timeout : seconds for every server to answer PING and the warm-up request
+        (also for a restarted server to answer PING, and the trainers' retry window).
+    server_restarts : restarts allowed per server within ``restart_window`` seconds.
     grace : seconds between SIGTERM and SIGKILL on teardown.
     sink : where prefixed output goes (default ``sys.stdout``).
     """
 
     def __init__(self, spec: ClusterSpec, backend: LocalBackend | SshBackend, *,
-                 server_timeout: float = 180.0, grace: float = 5.0, sink: TextIO | None = None):
+                 server_timeout: float = 180.0, grace: float = 5.0, sink: TextIO | None = None,
+                 server_restarts: int = 3, restart_window: float = 600.0):
+        if server_restarts < 0:
+            raise LaunchError(f"server_restarts must be >= 0, got {server_restarts}")
+        if restart_window <= 0:
+            raise LaunchError(f"restart_window must be > 0, got {restart_window}")
         self.spec = spec
+        self.server_restarts = server_restarts
+        self.restart_window = restart_window
+        self.deaths: dict[int, list[float]] = {}  # part -> monotonic times its server died
         self.backend = backend
         self.server_timeout = server_timeout
         self.grace = grace
@@ -256,11 +285,19 @@ class Supervisor:
 
     def _start_servers(self) -> tuple[str, int] | None:
         for s in self.spec.servers:
-            self._start("server", f"graph server for part {s.part} at {s.address}",
-                        f"[{s.host.ip}:server:{s.part}]", f"server{s.part}", s,
-                        server_argv(self.spec, s), {},
-                        {ENV_SERVER_TOKEN: self.token, curve_keys.ENV_CURVE_KEYS: self.keys.server_bundle()})
+            self._start_server(s)
         return None
+
+    def _start_server(self, s: ServerPlacement, restart: int = 0) -> Member:
+        """Start (or restart) the server of ``s``: same address, same token, same CURVE keys;
+        a restart gets a fresh private directory of its own."""
+        name = f"server{s.part}" + (f"-r{restart}" if restart else "")
+        member = self._start("server", f"graph server for part {s.part} at {s.address}",
+                             f"[{s.host.ip}:server:{s.part}]", name, s, server_argv(self.spec, s), {},
+                             {ENV_SERVER_TOKEN: self.token,
+                              curve_keys.ENV_CURVE_KEYS: self.keys.server_bundle()})
+        member.restart = restart
+        return member
 
     def _wait_servers_ready(self) -> tuple[str, int] | None:
         deadline = time.monotonic() + self.server_timeout
@@ -318,6 +355,8 @@ class Supervisor:
 
     def _start_trainers(self) -> None:
         env = trainer_env(self.spec)
+        if self.server_restarts:  # the trainers' clients wait for a restarted server this long
+            env[sampler_client.ENV_RETRY_TIMEOUT] = f"{self.server_timeout:g}"
         for t in self.spec.trainers:
             name = f"node{t.node_rank}"
             log_dir = self.backend.tmpdir_for(f"{self.launch_id}-{name}") + "/torchrun-logs"
@@ -328,19 +367,27 @@ class Supervisor:
 
     def _watch(self) -> tuple[str, int] | None:
         trainers = [m for m in self.members if m.role == "trainer"]
+        for m in self.members:
+            m.next_ping = time.monotonic() + HEALTH_INTERVAL
         while True:
             if self._signal is not None:
                 return self._signal_failure()
-            for m in self.members:
+            for m in list(self.members):  # a restart appends to the list
                 if m.done:
                     continue
                 status = m.launched.popen.poll()
                 if status is None:
+                    if m.role == "server":
+                        failure = self._check_server(m)
+                        if failure:
+                            return failure
                     continue
                 status = exit_status(status)
                 if m.role == "server":
-                    log.error("%s exited; stopping everything", m.what)
-                    return f"{self._exited(m, status)} while trainers ran", 1
+                    failure = self._server_died(m, self._exited(m, status))
+                    if failure:
+                        return failure
+                    continue
                 if status != 0:
                     log.error("%s failed; stopping everything", m.what)
                     return self._exited(m, status), 1
@@ -349,6 +396,65 @@ class Supervisor:
                 log.info("all trainers exited 0")
                 return None
             time.sleep(POLL_SECONDS)
+
+    def _check_server(self, m: Member) -> tuple[str, int] | None:
+        """A live server: a restarted one is PINGed until it serves (logging how long that took);
+        a serving one gets a health PING every HEALTH_INTERVAL s and is restarted after
+        PING_MISSES misses in a row."""
+        now = time.monotonic()
+        if not m.ready:  # restarted, not serving yet
+            if sampler_client.ping(m.placement.address, timeout=0.5, curve=self.client_keys):
+                m.ready = True
+                m.next_ping = time.monotonic() + HEALTH_INTERVAL
+                log.warning("%s restarted (restart %d): serving again %.2f s after it was found dead",
+                            m.what, m.restart, time.monotonic() - m.restarted_at)
+            elif now - m.restarted_at > self.server_timeout:
+                log.error("%s restarted but did not answer PING within %g s", m.what, self.server_timeout)
+                return (f"host {m.launched.host.ip}: {m.what} was restarted but did not answer PING "
+                        f"within {self.server_timeout:g} s", 1)
+            return None
+        if now < m.next_ping:
+            return None
+        if sampler_client.ping(m.placement.address, timeout=PING_TIMEOUT, curve=self.client_keys):
+            m.ping_misses = 0
+        else:
+            m.ping_misses += 1
+            log.warning("%s missed a health PING (%d of %d)", m.what, m.ping_misses, PING_MISSES)
+        m.next_ping = time.monotonic() + HEALTH_INTERVAL
+        if m.ping_misses < PING_MISSES or m.launched.popen.poll() is not None:
+            return None  # (one that exited meanwhile is handled as an exit on the next pass)
+        self._stop_member(m)
+        return self._server_died(m, f"host {m.launched.host.ip}: {m.what} stopped answering PING "
+                                    f"({PING_MISSES} health checks of {PING_TIMEOUT:g} s missed)")
+
+    def _stop_member(self, m: Member) -> None:
+        """Stop one process (polite, then SIGKILL after the grace period) and reap it."""
+        self.backend.stop(m.launched)
+        deadline = time.monotonic() + self.grace + 3.0
+        while time.monotonic() < deadline and m.launched.popen.poll() is None:
+            time.sleep(POLL_SECONDS)
+        if m.launched.popen.poll() is None:
+            self.backend.kill(m.launched)
+            m.launched.popen.wait(timeout=10)
+
+    def _server_died(self, m: Member, why: str) -> tuple[str, int] | None:
+        """Restart the dead server ``m`` unless it died too often; else the failure to stop with."""
+        m.done = True
+        now = time.monotonic()
+        part = m.placement.part
+        deaths = [t for t in self.deaths.get(part, []) if now - t <= self.restart_window] + [now]
+        self.deaths[part] = deaths
+        if len(deaths) > self.server_restarts:
+            log.error("%s; it died %d time(s) in %g s, past --server-restarts %d; stopping everything",
+                      why, len(deaths), self.restart_window, self.server_restarts)
+            return (f"{why} while trainers ran; it died {len(deaths)} time(s) within "
+                    f"{self.restart_window:g} s, more than --server-restarts {self.server_restarts} allows", 1)
+        restart = m.restart + 1
+        log.warning("%s; restarting it on %s at the same address (restart %d, %d of %d allowed per %g s)",
+                    why, m.launched.host.ip, restart, len(deaths), self.server_restarts, self.restart_window)
+        new = self._start_server(m.placement, restart)
+        new.restarted_at = now
+        return None
 
     def _exited(self, m: Member, status: int) -> str:
         """``host H: WHAT exited with STATUS[; why]`` -- the host comes first, so a lost host is named."""
@@ -363,7 +469,7 @@ class Supervisor:
 
     # ------------------------------------------------------------------ shutdown
     def _shutdown_servers(self) -> None:
-        servers = [m for m in self.members if m.role == "server"]
+        servers = [m for m in self.members if m.role == "server" and not m.done]
         for m in servers:
             try:
                 sampler_client.shutdown(m.placement.address, self.token, timeout=2.0, curve=self.client_keys)

@@ -19,7 +19,8 @@ def register(subparsers) -> None:
         description="Start one graph server per partition part (round-robin over the hosts), "
                     "wait until each answers PING, run the training command through "
                     "torch.distributed.run on every host with BGL_SERVERS/BGL_PARTITION set, "
-                    "and stop everything everywhere on the first failure or Ctrl-C.",
+                    "restart a graph server that dies (up to --server-restarts times), and stop "
+                    "everything everywhere on the first trainer failure or Ctrl-C.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--hosts", required=True,
@@ -41,6 +42,12 @@ def register(subparsers) -> None:
     parser.add_argument("--server-timeout", type=float, default=180.0,
                         help="seconds for every server to answer PING and a warm-up sample "
                              "(first use compiles the sampling kernels)")
+    parser.add_argument("--server-restarts", type=int, default=3,
+                        help="times a graph server that exits or stops answering PING is restarted "
+                             "(same host, same address) within --server-restart-window seconds "
+                             "before the launch stops; 0 = stop at the first server failure")
+    parser.add_argument("--server-restart-window", type=float, default=600.0,
+                        help="seconds over which --server-restarts is counted")
     parser.add_argument("--grace", type=float, default=5.0,
                         help="seconds between SIGTERM and SIGKILL when stopping")
     parser.add_argument("--workdir", default=None,
@@ -115,8 +122,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         backend = make_backend("local", grace=args.grace)
     try:
-        return Supervisor(spec, backend, server_timeout=args.server_timeout,
-                          grace=args.grace).run()
+        return Supervisor(spec, backend, server_timeout=args.server_timeout, grace=args.grace,
+                          server_restarts=args.server_restarts,
+                          restart_window=args.server_restart_window).run()
     except LaunchAborted as e:
         print(f"bgl launch: failed: {e}", file=sys.stderr)
         return e.exit_code

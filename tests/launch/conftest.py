@@ -41,6 +41,14 @@ def partition_dir(two_part_partition, tmp_path) -> Path:
     return link
 
 
+@pytest.fixture
+def hosts_file(tmp_path):
+    """A hosts file naming only 127.0.0.1."""
+    path = tmp_path / "hosts.txt"
+    path.write_text("# this machine\n127.0.0.1\n")
+    return path
+
+
 def port_range_is_free(start: int, count: int) -> bool:
     for port in range(start, start + count):
         with socket.socket() as s:

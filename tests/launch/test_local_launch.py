@@ -1,6 +1,6 @@
 """``bgl launch --backend local`` end to end: real graph servers, real torchrun trainers.
 
-Covers a server killed mid-training, Ctrl-C to the launcher, and errors
+Covers a server killed mid-training with no restarts allowed, Ctrl-C to the launcher, and errors
 found before anything starts.  After every launch: no process mentioning
 the test's tmp path survives and every port can be bound again.  A
 successful local launch (2 DDP trainers) is tests/launch/test_demo.py; the
@@ -17,17 +17,10 @@ import pytest
 
 from bgl.launch.backends import port_is_free
 
-@pytest.fixture
-def hosts_file(tmp_path):
-    path = tmp_path / "hosts.txt"
-    path.write_text("# this machine\n127.0.0.1\n")
-    return path
-
-
-def launch_args(hosts_file, partition_dir, port_base, trainers, script, mode):
+def launch_args(hosts_file, partition_dir, port_base, trainers, script, *mode, extra=()):
     return ["--hosts", hosts_file, "--partition", partition_dir, "--num-trainers", trainers,
             "--num-servers-per-host", 2, "--port-base", port_base, "--server-timeout", 120,
-            "--server-threads", 1, "--grace", 3, "--", "python", script, mode]
+            "--server-threads", 1, "--grace", 3, *extra, "--", "python", script, *mode]
 
 
 def assert_clean(port_base, orphans):
@@ -53,7 +46,9 @@ def test_failing_trainer_stops_everything(launcher, hosts_file, partition_dir, t
 def test_failure_or_ctrl_c_stops_everything(launcher, hosts_file, partition_dir, trainer_script,
                                             free_port_base, orphans, how):
     base = free_port_base(3)
-    run = launcher(launch_args(hosts_file, partition_dir, base, 1, trainer_script, "loop"))
+    # --server-restarts 0: a dead server stops the launch (with restarts, see test_server_restart.py)
+    run = launcher(launch_args(hosts_file, partition_dir, base, 1, trainer_script, "loop",
+                               extra=["--server-restarts", 0]))
     run.wait_for_output("ready 0")
     if how == "kill-server":
         victims = [p for p in psutil.process_iter(["cmdline"])
@@ -70,7 +65,8 @@ def test_failure_or_ctrl_c_stops_everything(launcher, hosts_file, partition_dir,
     assert code != 0, run.describe()
     if how == "kill-server":
         assert f"graph server for part 1 at tcp://127.0.0.1:{base + 1} exited with exit status " \
-               "137 (killed by SIGKILL)" in run.stderr, run.describe()
+               "137 (killed by SIGKILL) while trainers ran; it died 1 time(s) within 600 s, more than " \
+               "--server-restarts 0 allows" in run.stderr, run.describe()
     else:
         assert code == 130, run.describe()
         assert "launcher received SIGINT" in run.stderr, run.describe()
