@@ -61,8 +61,8 @@ log = logging.getLogger(__name__)
 
 _RANK_LINE = re.compile(rb"^\[bgl-rank (\d+)\]:")
 POLL_SECONDS = 0.1
-# Health check of running servers: a PING every HEALTH_INTERVAL s; PING_MISSES missed in a row
-# (each waiting PING_TIMEOUT s) and the server counts as dead.
+# Health check of running servers: a PING every ``health_interval`` s (default HEALTH_INTERVAL);
+# PING_MISSES missed in a row (each waiting PING_TIMEOUT s) and the server counts as dead.
 HEALTH_INTERVAL = 5.0
 PING_TIMEOUT = 2.0
 PING_MISSES = 3
@@ -212,17 +212,22 @@ class Supervisor:
     server_timeout : seconds for every server to answer PING and the warm-up request
         (also for a restarted server to answer PING, and the trainers' retry window).
     server_restarts : restarts allowed per server within ``restart_window`` seconds.
+    health_interval : seconds between health PINGs to each running server.
     grace : seconds between SIGTERM and SIGKILL on teardown.
     sink : where prefixed output goes (default ``sys.stdout``).
     """
 
     def __init__(self, spec: ClusterSpec, backend: LocalBackend | SshBackend, *,
                  server_timeout: float = 180.0, grace: float = 5.0, sink: TextIO | None = None,
-                 server_restarts: int = 3, restart_window: float = 600.0):
+                 server_restarts: int = 3, restart_window: float = 600.0,
+                 health_interval: float = HEALTH_INTERVAL):
         if server_restarts < 0:
             raise LaunchError(f"server_restarts must be >= 0, got {server_restarts}")
         if restart_window <= 0:
             raise LaunchError(f"restart_window must be > 0, got {restart_window}")
+        if health_interval <= 0:
+            raise LaunchError(f"health_interval must be > 0, got {health_interval}")
+        self.health_interval = health_interval
         self.spec = spec
         self.server_restarts = server_restarts
         self.restart_window = restart_window
@@ -368,7 +373,7 @@ class Supervisor:
     def _watch(self) -> tuple[str, int] | None:
         trainers = [m for m in self.members if m.role == "trainer"]
         for m in self.members:
-            m.next_ping = time.monotonic() + HEALTH_INTERVAL
+            m.next_ping = time.monotonic() + self.health_interval
         while True:
             if self._signal is not None:
                 return self._signal_failure()
@@ -399,13 +404,13 @@ class Supervisor:
 
     def _check_server(self, m: Member) -> tuple[str, int] | None:
         """A live server: a restarted one is PINGed until it serves (logging how long that took);
-        a serving one gets a health PING every HEALTH_INTERVAL s and is restarted after
+        a serving one gets a health PING every ``health_interval`` s and is restarted after
         PING_MISSES misses in a row."""
         now = time.monotonic()
         if not m.ready:  # restarted, not serving yet
             if sampler_client.ping(m.placement.address, timeout=0.5, curve=self.client_keys):
                 m.ready = True
-                m.next_ping = time.monotonic() + HEALTH_INTERVAL
+                m.next_ping = time.monotonic() + self.health_interval
                 log.warning("%s restarted (restart %d): serving again %.2f s after it was found dead",
                             m.what, m.restart, time.monotonic() - m.restarted_at)
             elif now - m.restarted_at > self.server_timeout:
@@ -420,7 +425,7 @@ class Supervisor:
         else:
             m.ping_misses += 1
             log.warning("%s missed a health PING (%d of %d)", m.what, m.ping_misses, PING_MISSES)
-        m.next_ping = time.monotonic() + HEALTH_INTERVAL
+        m.next_ping = time.monotonic() + self.health_interval
         if m.ping_misses < PING_MISSES or m.launched.popen.poll() is not None:
             return None  # (one that exited meanwhile is handled as an exit on the next pass)
         self._stop_member(m)

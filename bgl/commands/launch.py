@@ -48,6 +48,9 @@ def register(subparsers) -> None:
                              "before the launch stops; 0 = stop at the first server failure")
     parser.add_argument("--server-restart-window", type=float, default=600.0,
                         help="seconds over which --server-restarts is counted")
+    parser.add_argument("--server-ping-interval", type=float, default=5.0,
+                        help="seconds between health PINGs to each graph server; 3 missed in a row "
+                             "(2 s each) and the server is stopped and restarted")
     parser.add_argument("--grace", type=float, default=5.0,
                         help="seconds between SIGTERM and SIGKILL when stopping")
     parser.add_argument("--workdir", default=None,
@@ -124,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         return Supervisor(spec, backend, server_timeout=args.server_timeout, grace=args.grace,
                           server_restarts=args.server_restarts,
-                          restart_window=args.server_restart_window).run()
+                          restart_window=args.server_restart_window,
+                          health_interval=args.server_ping_interval).run()
     except LaunchAborted as e:
         print(f"bgl launch: failed: {e}", file=sys.stderr)
         return e.exit_code

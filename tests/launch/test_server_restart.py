@@ -3,7 +3,8 @@
 Real launch (local backend), real servers and a torchrun trainer that
 trains a small 2-layer mean-aggregation model on sampled blocks and prints
 a checksum of every batch (sampled ids, structure, features, labels) and
-its final accuracy.  One server is SIGKILLed twice mid-run: the run must
+its final accuracy.  One server is SIGKILLed twice mid-run and then hangs
+(SIGSTOP; the launcher's health PINGs find it and replace it): the run must
 finish with exactly the batches and accuracy of an undisturbed run, and the
 launcher must log each restart with its restart-to-serving time.  Past the
 restart limit, see test_local_launch.py (``--server-restarts 0``).
@@ -87,19 +88,18 @@ TRAINER = textwrap.dedent("""
         print(f"accuracy {acc:.6f}", flush=True)
     dist.destroy_process_group()
 """)
-NUM_BATCHES = 80
+NUM_BATCHES = 100
 SERVING = re.compile(r"graph server for part (\d+) at \S+ restarted \(restart (\d+)\): serving again "
                      r"([\d.]+) s after it was found dead")
 
 
+TRAINER_LINE = re.compile(r"(batch \d+ [0-9a-f]{40} loss -?[\d.]+|accuracy [\d.]+)")
+
+
 def batch_lines(stdout: str) -> list[str]:
-    """The trainer's 'batch ...' and 'accuracy ...' lines, launcher prefix removed."""
-    out = []
-    for line in stdout.splitlines():
-        text = line.split("] ", 1)[-1]
-        if text.startswith(("batch ", "accuracy ")):
-            out.append(text)
-    return out
+    """The trainer's 'batch ...' and 'accuracy ...' lines, found by pattern (torchrun's tee may
+    glue a rank prefix of the next line onto one)."""
+    return TRAINER_LINE.findall(stdout)
 
 
 def last_batch(stdout: str) -> int:
@@ -107,14 +107,14 @@ def last_batch(stdout: str) -> int:
     return max(nums, default=-1)
 
 
-def kill_server(partition_dir, address: str) -> int:
-    victims = [p for p in psutil.process_iter(["cmdline"])
-               if (p.info["cmdline"] or [])[1:3] == ["-m", "bgl.sampler.server"]
-               and str(partition_dir) in (p.info["cmdline"] or [])
-               and address in (p.info["cmdline"] or [])]
-    assert len(victims) == 1, victims
-    victims[0].kill()
-    return victims[0].pid
+def server_process(partition_dir, address: str) -> psutil.Process:
+    """The one live graph server process serving at ``address`` from ``partition_dir``."""
+    found = [p for p in psutil.process_iter(["cmdline", "status"])
+             if (p.info["cmdline"] or [])[1:3] == ["-m", "bgl.sampler.server"]
+             and str(partition_dir) in (p.info["cmdline"] or [])
+             and address in (p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE]
+    assert len(found) == 1, found
+    return found[0]
 
 
 def wait_until(run, predicate, what: str, timeout: float = 120.0) -> None:
@@ -133,22 +133,25 @@ def wait_until(run, predicate, what: str, timeout: float = 120.0) -> None:
 
 def test_server_killed_twice_mid_epoch_is_restarted_and_batches_are_unchanged(
         launcher, tmp_path, hosts_file, partition_dir, free_port_base, orphans):
+    """SIGKILL twice, then a hang (SIGSTOP: alive but silent, found by the health PINGs)."""
     script = tmp_path / "train_restart.py"
     script.write_text(TRAINER)
     base = free_port_base(3)
     address = f"tcp://127.0.0.1:{base + 1}"
     run = launcher(launch_args(hosts_file, partition_dir, base, script, NUM_BATCHES, 0.1,
-                               extra=["--server-restarts", 2]))
-    pids = []
-    for k in (1, 2):
+                               extra=["--server-restarts", 3, "--server-ping-interval", 1]))
+    for k, how in enumerate(["kill", "kill", "hang"], 1):
         seen = last_batch(run.stdout)
         wait_until(run, lambda: last_batch(run.stdout) >= seen + 4, f"batch {seen + 4}")
-        pids.append(kill_server(partition_dir, address))
+        victim = server_process(partition_dir, address)
+        victim.kill() if how == "kill" else victim.suspend()
         wait_until(run, lambda: len(SERVING.findall(run.stderr)) >= k, f"restart {k} serving")
     assert run.wait() == 0, run.describe()
     assert last_batch(run.stdout) == NUM_BATCHES - 1
     restarts = SERVING.findall(run.stderr)
-    assert [(p, r) for p, r, _ in restarts] == [("1", "1"), ("1", "2")], run.describe()
+    assert [(p, r) for p, r, _ in restarts] == [("1", "1"), ("1", "2"), ("1", "3")], run.describe()
+    assert f"graph server for part 1 at {address} stopped answering PING (3 health checks of 2 s " \
+           "missed); restarting it" in run.stderr, run.describe()
     seconds = [float(t) for _, _, t in restarts]
     print(f"restart-to-serving: {seconds} s")
     assert all(t < 60 for t in seconds), seconds  # hang guard; the cost is in bench/results/launch.md
