@@ -222,11 +222,11 @@ class Supervisor:
                  server_restarts: int = 3, restart_window: float = 600.0,
                  health_interval: float = HEALTH_INTERVAL):
         if server_restarts < 0:
-            raise LaunchError(f"server_restarts must be >= 0, got {server_restarts}")
+            raise LaunchError(f"--server-restarts must be >= 0, got {server_restarts}")
         if restart_window <= 0:
-            raise LaunchError(f"restart_window must be > 0, got {restart_window}")
+            raise LaunchError(f"--server-restart-window must be > 0, got {restart_window:g}")
         if health_interval <= 0:
-            raise LaunchError(f"health_interval must be > 0, got {health_interval}")
+            raise LaunchError(f"--server-ping-interval must be > 0, got {health_interval:g}")
         self.health_interval = health_interval
         self.spec = spec
         self.server_restarts = server_restarts

@@ -107,6 +107,10 @@ def test_bad_hosts_fail_before_anything_starts(tmp_path, partition_dir, trainer_
                                             "--ssh-connect-timeout", "2"],
                             "host 192.0.2.1 (hosts file line 1): cannot reach ssh port 22"),
         "no-partition": ("127.0.0.1\n", [], "partition.json: missing"),
+        "bad-restarts": ("127.0.0.1\n", ["--server-restarts", "-1"], "--server-restarts must be >= 0, got -1"),
+        "bad-window": ("127.0.0.1\n", ["--server-restart-window", "0"],
+                       "--server-restart-window must be > 0, got 0"),
+        "bad-ping": ("127.0.0.1\n", ["--server-ping-interval", "-2"], "--server-ping-interval must be > 0, got -2"),
     }
     for name, (text, extra, needle) in cases.items():
         hosts = tmp_path / name / "hosts.txt"
