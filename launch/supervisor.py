@@ -14,7 +14,7 @@ Sequence (:meth:`Supervisor.run`):
    who failed first; all trainers exiting 0 shuts the servers down with
    the token and returns 0.
 6. graph servers are supervised apart from trainers: a server that exits
-   (or misses ``PING_MISSES`` health PINGs in a row, then is stopped) is
+   (or answers no health PING for ``hang_timeout`` s, then is stopped) is
    restarted on its host at the same address with the same CURVE keys and
    token, and the launcher logs how long restart-to-serving (answering
    PING) took.  A server holds no state beyond its partition files, and
@@ -61,11 +61,13 @@ log = logging.getLogger(__name__)
 
 _RANK_LINE = re.compile(rb"^\[bgl-rank (\d+)\]:")
 POLL_SECONDS = 0.1
-# Health check of running servers: a PING every ``health_interval`` s (default HEALTH_INTERVAL);
-# PING_MISSES missed in a row (each waiting PING_TIMEOUT s) and the server counts as dead.
+# Health check of running servers: a PING (waiting PING_TIMEOUT s) every ``health_interval`` s
+# (default HEALTH_INTERVAL); none answered for ``hang_timeout`` s (default HANG_TIMEOUT) and the
+# server counts as hung.  PINGs queue behind the server's sampling requests, so a busy server
+# may miss a few; the hang timeout is long enough that only a stuck one is replaced.
 HEALTH_INTERVAL = 5.0
 PING_TIMEOUT = 2.0
-PING_MISSES = 3
+HANG_TIMEOUT = 30.0
 
 
 class LaunchAborted(LaunchError):
@@ -101,7 +103,7 @@ class Member:
     restart: int = 0  # 0 = first start; n = n-th restart of this server
     restarted_at: float | None = None  # monotonic time its predecessor was found dead
     next_ping: float = 0.0
-    ping_misses: int = 0
+    last_answer: float = 0.0  # monotonic time of its last answered PING
 
 
 class OutputPump:
@@ -213,6 +215,7 @@ class Supervisor:
         (also for a restarted server to answer PING, and the trainers' retry window).
     server_restarts : restarts allowed per server within ``restart_window`` seconds.
     health_interval : seconds between health PINGs to each running server.
+    hang_timeout : seconds without an answered health PING after which a server is replaced.
     grace : seconds between SIGTERM and SIGKILL on teardown.
     sink : where prefixed output goes (default ``sys.stdout``).
     """
@@ -220,14 +223,17 @@ class Supervisor:
     def __init__(self, spec: ClusterSpec, backend: LocalBackend | SshBackend, *,
                  server_timeout: float = 180.0, grace: float = 5.0, sink: TextIO | None = None,
                  server_restarts: int = 3, restart_window: float = 600.0,
-                 health_interval: float = HEALTH_INTERVAL):
+                 health_interval: float = HEALTH_INTERVAL, hang_timeout: float = HANG_TIMEOUT):
         if server_restarts < 0:
             raise LaunchError(f"--server-restarts must be >= 0, got {server_restarts}")
         if restart_window <= 0:
             raise LaunchError(f"--server-restart-window must be > 0, got {restart_window:g}")
         if health_interval <= 0:
             raise LaunchError(f"--server-ping-interval must be > 0, got {health_interval:g}")
+        if hang_timeout <= 0:
+            raise LaunchError(f"--server-hang-timeout must be > 0, got {hang_timeout:g}")
         self.health_interval = health_interval
+        self.hang_timeout = hang_timeout
         self.spec = spec
         self.server_restarts = server_restarts
         self.restart_window = restart_window
@@ -373,7 +379,7 @@ class Supervisor:
     def _watch(self) -> tuple[str, int] | None:
         trainers = [m for m in self.members if m.role == "trainer"]
         for m in self.members:
-            m.next_ping = time.monotonic() + self.health_interval
+            m.next_ping = m.last_answer = time.monotonic()
         while True:
             if self._signal is not None:
                 return self._signal_failure()
@@ -405,12 +411,12 @@ class Supervisor:
     def _check_server(self, m: Member) -> tuple[str, int] | None:
         """A live server: a restarted one is PINGed until it serves (logging how long that took);
         a serving one gets a health PING every ``health_interval`` s and is restarted after
-        PING_MISSES misses in a row."""
+        ``hang_timeout`` s without an answer."""
         now = time.monotonic()
         if not m.ready:  # restarted, not serving yet
             if sampler_client.ping(m.placement.address, timeout=0.5, curve=self.client_keys):
                 m.ready = True
-                m.next_ping = time.monotonic() + self.health_interval
+                m.next_ping = m.last_answer = time.monotonic()
                 log.warning("%s restarted (restart %d): serving again %.2f s after it was found dead",
                             m.what, m.restart, time.monotonic() - m.restarted_at)
             elif now - m.restarted_at > self.server_timeout:
@@ -421,16 +427,17 @@ class Supervisor:
         if now < m.next_ping:
             return None
         if sampler_client.ping(m.placement.address, timeout=PING_TIMEOUT, curve=self.client_keys):
-            m.ping_misses = 0
+            m.last_answer = time.monotonic()
         else:
-            m.ping_misses += 1
-            log.warning("%s missed a health PING (%d of %d)", m.what, m.ping_misses, PING_MISSES)
+            log.warning("%s missed a health PING (none answered for %.1f s)", m.what,
+                        time.monotonic() - m.last_answer)
         m.next_ping = time.monotonic() + self.health_interval
-        if m.ping_misses < PING_MISSES or m.launched.popen.poll() is not None:
+        silent = time.monotonic() - m.last_answer
+        if silent < self.hang_timeout or m.launched.popen.poll() is not None:
             return None  # (one that exited meanwhile is handled as an exit on the next pass)
         self._stop_member(m)
         return self._server_died(m, f"host {m.launched.host.ip}: {m.what} stopped answering PING "
-                                    f"({PING_MISSES} health checks of {PING_TIMEOUT:g} s missed)")
+                                    f"(none answered for {silent:.0f} s)")
 
     def _stop_member(self, m: Member) -> None:
         """Stop one process (polite, then SIGKILL after the grace period) and reap it."""

@@ -49,8 +49,10 @@ def register(subparsers) -> None:
     parser.add_argument("--server-restart-window", type=float, default=600.0,
                         help="seconds over which --server-restarts is counted")
     parser.add_argument("--server-ping-interval", type=float, default=5.0,
-                        help="seconds between health PINGs to each graph server; 3 missed in a row "
-                             "(2 s each) and the server is stopped and restarted")
+                        help="seconds between health PINGs to each graph server")
+    parser.add_argument("--server-hang-timeout", type=float, default=30.0,
+                        help="seconds a graph server may leave every health PING unanswered "
+                             "(PINGs queue behind its requests) before it is stopped and restarted")
     parser.add_argument("--grace", type=float, default=5.0,
                         help="seconds between SIGTERM and SIGKILL when stopping")
     parser.add_argument("--workdir", default=None,
@@ -128,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
         return Supervisor(spec, backend, server_timeout=args.server_timeout, grace=args.grace,
                           server_restarts=args.server_restarts,
                           restart_window=args.server_restart_window,
-                          health_interval=args.server_ping_interval).run()
+                          health_interval=args.server_ping_interval,
+                          hang_timeout=args.server_hang_timeout).run()
     except LaunchAborted as e:
         print(f"bgl launch: failed: {e}", file=sys.stderr)
         return e.exit_code

@@ -111,6 +111,7 @@ def test_bad_hosts_fail_before_anything_starts(tmp_path, partition_dir, trainer_
         "bad-window": ("127.0.0.1\n", ["--server-restart-window", "0"],
                        "--server-restart-window must be > 0, got 0"),
         "bad-ping": ("127.0.0.1\n", ["--server-ping-interval", "-2"], "--server-ping-interval must be > 0, got -2"),
+        "bad-hang": ("127.0.0.1\n", ["--server-hang-timeout", "0"], "--server-hang-timeout must be > 0, got 0"),
     }
     for name, (text, extra, needle) in cases.items():
         hosts = tmp_path / name / "hosts.txt"

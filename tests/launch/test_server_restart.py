@@ -139,7 +139,8 @@ def test_server_killed_twice_mid_epoch_is_restarted_and_batches_are_unchanged(
     base = free_port_base(3)
     address = f"tcp://127.0.0.1:{base + 1}"
     run = launcher(launch_args(hosts_file, partition_dir, base, script, NUM_BATCHES, 0.1,
-                               extra=["--server-restarts", 3, "--server-ping-interval", 1]))
+                               extra=["--server-restarts", 3, "--server-ping-interval", 1,
+                                      "--server-hang-timeout", 5]))
     for k, how in enumerate(["kill", "kill", "hang"], 1):
         seen = last_batch(run.stdout)
         wait_until(run, lambda: last_batch(run.stdout) >= seen + 4, f"batch {seen + 4}")
@@ -150,8 +151,9 @@ def test_server_killed_twice_mid_epoch_is_restarted_and_batches_are_unchanged(
     assert last_batch(run.stdout) == NUM_BATCHES - 1
     restarts = SERVING.findall(run.stderr)
     assert [(p, r) for p, r, _ in restarts] == [("1", "1"), ("1", "2"), ("1", "3")], run.describe()
-    assert f"graph server for part 1 at {address} stopped answering PING (3 health checks of 2 s " \
-           "missed); restarting it" in run.stderr, run.describe()
+    hang = re.search(rf"graph server for part 1 at {address} stopped answering PING \(none answered for "
+                     r"(\d+) s\); restarting it", run.stderr)
+    assert hang and 5 <= int(hang.group(1)) < 30, run.describe()
     seconds = [float(t) for _, _, t in restarts]
     print(f"restart-to-serving: {seconds} s")
     assert all(t < 60 for t in seconds), seconds  # hang guard; the cost is in bench/results/launch.md
