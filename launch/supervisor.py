@@ -55,7 +55,8 @@ from bgl.sampler import curve_keys
 from .agent import exit_status
 from .backends import Launched, LocalBackend, SshBackend  # noqa: F401 (types)
 from .spec import (ENV_LAUNCH_ID, ENV_SERVER_TOKEN, ClusterSpec, ServerPlacement,
-                   TrainerPlacement, describe, server_argv, trainer_argv, trainer_env)
+                   TrainerPlacement, check_plaintext_allowed, describe, server_argv, trainer_argv,
+                   trainer_env)
 
 log = logging.getLogger(__name__)
 
@@ -218,11 +219,13 @@ class Supervisor:
     hang_timeout : seconds without an answered health PING after which a server is replaced.
     grace : seconds between SIGTERM and SIGKILL on teardown.
     sink : where prefixed output goes (default ``sys.stdout``).
+    curve : fresh CURVE keys for this run (default); False = plaintext, which only
+        loopback hosts may use (LaunchError otherwise).
     """
 
     def __init__(self, spec: ClusterSpec, backend: LocalBackend | SshBackend, *,
                  server_timeout: float = 180.0, grace: float = 5.0, sink: TextIO | None = None,
-                 server_restarts: int = 3, restart_window: float = 600.0,
+                 curve: bool = True, server_restarts: int = 3, restart_window: float = 600.0,
                  health_interval: float = HEALTH_INTERVAL, hang_timeout: float = HANG_TIMEOUT):
         if server_restarts < 0:
             raise LaunchError(f"--server-restarts must be >= 0, got {server_restarts}")
@@ -245,8 +248,10 @@ class Supervisor:
         self.launch_id = uuid.uuid4().hex[:12]
         # Lives only in this process and the servers' environments.
         self.token = secrets.token_hex(16)
-        self.keys = RunKeys.generate(spec)
-        self.client_keys = self.keys.launcher_client()
+        if not curve:
+            check_plaintext_allowed(spec.hosts)
+        self.keys = RunKeys.generate(spec) if curve else None
+        self.client_keys = self.keys.launcher_client() if curve else None
         self.members: list[Member] = []
         self._signal: int | None = None
 
@@ -304,9 +309,8 @@ class Supervisor:
         a restart gets a fresh private directory of its own."""
         name = f"server{s.part}" + (f"-r{restart}" if restart else "")
         member = self._start("server", f"graph server for part {s.part} at {s.address}",
-                             f"[{s.host.ip}:server:{s.part}]", name, s, server_argv(self.spec, s), {},
-                             {ENV_SERVER_TOKEN: self.token,
-                              curve_keys.ENV_CURVE_KEYS: self.keys.server_bundle()})
+                             f"[{s.host.ip}:server:{s.part}]", name, s, server_argv(self.spec, s),
+                             self._plain_env(), {ENV_SERVER_TOKEN: self.token, **self._keys_env(None)})
         member.restart = restart
         return member
 
@@ -373,8 +377,19 @@ class Supervisor:
             log_dir = self.backend.tmpdir_for(f"{self.launch_id}-{name}") + "/torchrun-logs"
             self._start("trainer", f"trainers on {t.host.ip} (torchrun node_rank {t.node_rank})",
                         f"[{t.host.ip}:torchrun:{t.node_rank}]", name, t,
-                        trainer_argv(self.spec, t, log_dir), env,
-                        {curve_keys.ENV_CURVE_KEYS: self.keys.trainer_bundle(t.host.ip)})
+                        trainer_argv(self.spec, t, log_dir), {**env, **self._plain_env()},
+                        self._keys_env(t.host.ip))
+
+    def _keys_env(self, trainer_host: str | None) -> dict[str, str]:
+        """Secret variables carrying a server's (``trainer_host`` None) or a trainer host's keys."""
+        if self.keys is None:
+            return {}
+        bundle = self.keys.server_bundle() if trainer_host is None else self.keys.trainer_bundle(trainer_host)
+        return {curve_keys.ENV_CURVE_KEYS: bundle}
+
+    def _plain_env(self) -> dict[str, str]:
+        """Without CURVE, blank ``BGL_CURVE_DIR`` so a value in the launcher's env is not inherited."""
+        return {} if self.keys is not None else {curve_keys.ENV_CURVE_DIR: ""}
 
     def _watch(self) -> tuple[str, int] | None:
         trainers = [m for m in self.members if m.role == "trainer"]

@@ -72,6 +72,9 @@ def register(subparsers) -> None:
     ssh.add_argument("--ssh-remote-tmp", default="/tmp", metavar="DIR",
                      help="directory on every host for each process's private run directory "
                           "(its CURVE keys, pid file, torchrun logs; removed when it exits)")
+    parser.add_argument("--no-curve", action="store_true",
+                        help="plaintext graph servers (no per-run CURVE keys): faster feature reads, "
+                             "allowed only when every host is a loopback address")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the placement as JSON and exit without starting anything")
     parser.add_argument("train_command", metavar="COMMAND", nargs=argparse.REMAINDER,
@@ -103,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     """Launch the servers and trainers and supervise them; return the exit code (0 = all trainers succeeded)."""
     from bgl.launch.backends import make_backend
     from bgl.launch.hosts import parse_hosts_file, parse_port
-    from bgl.launch.spec import build_cluster_spec
+    from bgl.launch.spec import build_cluster_spec, check_plaintext_allowed
     from bgl.launch.supervisor import LaunchAborted, Supervisor
 
     command = args.train_command[1:] if args.train_command[:1] == ["--"] else args.train_command
@@ -115,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
         port_base=args.port_base, master_port=args.master_port, python=args.python,
         workdir=args.workdir, server_threads=args.server_threads,
     )
+    if args.no_curve:
+        check_plaintext_allowed(hosts)
     if args.dry_run:
         print(json.dumps(spec.to_dict(), indent=2))
         return 0
@@ -128,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         backend = make_backend("local", grace=args.grace)
     try:
         return Supervisor(spec, backend, server_timeout=args.server_timeout, grace=args.grace,
-                          server_restarts=args.server_restarts,
+                          curve=not args.no_curve, server_restarts=args.server_restarts,
                           restart_window=args.server_restart_window,
                           health_interval=args.server_ping_interval,
                           hang_timeout=args.server_hang_timeout).run()

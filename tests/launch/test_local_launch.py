@@ -77,10 +77,12 @@ def test_failure_or_ctrl_c_stops_everything(launcher, hosts_file, partition_dir,
 def test_launcher_killed_hard_leaves_nothing_behind(launcher, hosts_file, partition_dir,
                                                     trainer_script, free_port_base, orphans):
     """SIGKILL gives the launcher no chance to clean up: its agents see their stdin close
-    and tear their process trees down by themselves."""
+    and tear their process trees down by themselves.  (Plaintext servers here, --no-curve:
+    every other launch test runs CURVE.)"""
     base = free_port_base(3)
-    run = launcher(launch_args(hosts_file, partition_dir, base, 1, trainer_script, "loop"))
+    run = launcher(["--no-curve", *launch_args(hosts_file, partition_dir, base, 1, trainer_script, "loop")])
     run.wait_for_output("ready 0")
+    assert run.stdout.count("(plaintext)") == 2, run.describe()  # both servers, and nobody failed
     run.popen.kill()
     assert run.wait(timeout=10) == -signal.SIGKILL
     left = orphans(timeout=20)  # the agents' grace (3 s) plus their SIGKILL sweep
@@ -112,6 +114,8 @@ def test_bad_hosts_fail_before_anything_starts(tmp_path, partition_dir, trainer_
                        "--server-restart-window must be > 0, got 0"),
         "bad-ping": ("127.0.0.1\n", ["--server-ping-interval", "-2"], "--server-ping-interval must be > 0, got -2"),
         "bad-hang": ("127.0.0.1\n", ["--server-hang-timeout", "0"], "--server-hang-timeout must be > 0, got 0"),
+        "plaintext-remote": ("127.0.0.1\n192.0.2.1\n", ["--no-curve", "--dry-run"],
+                             "--no-curve (plaintext graph servers) is for loopback hosts only; 192.0.2.1"),
     }
     for name, (text, extra, needle) in cases.items():
         hosts = tmp_path / name / "hosts.txt"
