@@ -54,14 +54,17 @@ def slice_store(store, lo: int, hi: int, path: Path):
                        node_offset=lo, global_num_nodes=store.num_nodes, overwrite=True)
 
 
-def start_servers(stores: list[Path], workdir: Path, threads: int) -> tuple[list[subprocess.Popen], list[str]]:
+def start_servers(stores: list[Path], workdir: Path, threads: int,
+                  extra_args: list[str] = ()) -> tuple[list[subprocess.Popen], list[str]]:
+    """``bgl serve`` one store each on 127.0.0.1 (``extra_args`` added, e.g. CURVE keys); (procs, addresses)."""
     procs, ready = [], []
     for k, path in enumerate(stores):
         # pid in the name: another run sharing the workdir must not hand us its servers
         rf = workdir / f"ready-{os.getpid()}-{len(stores)}-{k}.json"
         rf.unlink(missing_ok=True)
         procs.append(subprocess.Popen([sys.executable, "-m", "bgl.cli", "serve", "--store", str(path),
-                                       "--threads", str(threads), "--ready-file", str(rf), "--token", "bench"],
+                                       "--threads", str(threads), "--ready-file", str(rf), "--token", "bench",
+                                       *extra_args],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         ready.append(rf)
     deadline = time.monotonic() + 300

@@ -9,6 +9,9 @@ The agent
 * reads ``KEY=VALUE`` lines from stdin up to an empty line and adds them
   to the command's environment -- secrets (the SHUTDOWN token) travel
   this way, never on a command line where ``ps`` would show them;
+* writes the CURVE keys it received that way (``BGL_CURVE_KEYS``) as key
+  files, mode 0600, in ``DIR/curve`` and points ``BGL_CURVE_DIR`` there
+  (so they live exactly as long as the run, in its private directory);
 * starts ``CMD`` in its own session/process group with stdin from
   ``/dev/null`` and stdout/stderr inherited (so they reach the launcher);
 * keeps reading stdin: end-of-file means the launcher closed the pipe,
@@ -40,6 +43,8 @@ import uuid
 from pathlib import Path
 
 import psutil
+
+from bgl.sampler import curve_keys
 
 # Each agent marks its command's environment with a unique value of this variable.
 ENV_AGENT_MARK = "BGL_AGENT_MARK"
@@ -122,6 +127,13 @@ def run_agent(cmd: list[str], tmpdir: Path, grace: float) -> int:
     stop = threading.Event()
     try:
         env = {**os.environ, **read_env_block(sys.stdin)}
+        bundle = env.pop(curve_keys.ENV_CURVE_KEYS, None)
+        if bundle:
+            try:
+                env[curve_keys.ENV_CURVE_DIR] = str(curve_keys.materialize_bundle(bundle, tmpdir / "curve"))
+            except (curve_keys.CurveKeyError, OSError) as e:
+                print(f"bgl-agent: cannot write the CURVE keys: {e}", file=sys.stderr, flush=True)
+                return 2
         mark = uuid.uuid4().hex
         env[ENV_AGENT_MARK] = mark
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

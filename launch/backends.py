@@ -34,7 +34,12 @@ from .spec import ClusterSpec
 log = logging.getLogger(__name__)
 
 # Variables of the launcher's environment that remote commands also need.
-FORWARD_ENV = ("DGLBACKEND", "OMP_NUM_THREADS", "PYTHONPATH", "PYTHONHASHSEED")
+FORWARD_ENV = ("DGLBACKEND", "OMP_NUM_THREADS", "PYTHONPATH", "PYTHONHASHSEED",
+               # which interface torch.distributed's transports use on a multi-homed host
+               "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "TP_SOCKET_IFNAME")
+# ssh's own exit status when the connection fails or drops (the remote command never exits 255 here:
+# the agent reports a command's 255 as is, but a lost host is far more likely).
+SSH_CONNECTION_LOST = 255
 
 
 @dataclass
@@ -197,7 +202,10 @@ class SshBackend:
         argv = [self._ssh, "-o", "BatchMode=yes",
                 "-o", f"StrictHostKeyChecking={self.strict_host_key_checking}",
                 "-o", f"ConnectTimeout={max(1, int(self.connect_timeout))}",
-                "-o", "LogLevel=ERROR", "-p", str(self.ssh_port)]
+                "-o", "LogLevel=ERROR", "-p", str(self.ssh_port),
+                # a host that vanishes without closing the connection (power loss, network cut)
+                # still ends the ssh client, so the launcher notices within ~15 s
+                "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
         if self.ssh_key:
             argv += ["-i", self.ssh_key, "-o", "IdentitiesOnly=yes"]
         for opt in self.extra_options:
@@ -247,6 +255,13 @@ class SshBackend:
                   + shlex.join(agent_argv(spec.python, tmpdir, self.grace, argv)))
         popen = _spawn(self.ssh_argv(host, remote), None, None, secret_env)
         return Launched(name=name, host=host, popen=popen, tmpdir=tmpdir)
+
+    def explain_exit(self, proc: Launched, status: int) -> str | None:
+        """A hint for an exit status only ssh gives: 255 = connection failed or lost."""
+        if status == SSH_CONNECTION_LOST:
+            return (f"ssh exit 255: the connection to {proc.host.ip} failed or was lost; "
+                    "the host may be down or unreachable")
+        return None
 
     def stop(self, proc: Launched) -> None:
         """Polite stop: close the ssh channel's stdin, so the remote agent tears down."""

@@ -177,6 +177,17 @@ def build_cluster_spec(hosts: Sequence[Host], partition_dir: str | os.PathLike, 
     )
 
 
+def check_plaintext_allowed(hosts: Sequence[Host]) -> None:
+    """LaunchError unless every host is a loopback address (plaintext servers trust whoever
+    reaches their port, so ``--no-curve`` is for one machine only)."""
+    from bgl.sampler.server import is_loopback_endpoint
+
+    remote = [h.ip for h in hosts if not is_loopback_endpoint(f"tcp://{h.url_host()}:1")]
+    if remote:
+        raise LaunchError(f"--no-curve (plaintext graph servers) is for loopback hosts only; "
+                          f"{', '.join(remote)} would serve the graph to anyone who reaches it")
+
+
 def server_argv(spec: ClusterSpec, server: ServerPlacement) -> list[str]:
     """Command line of one graph server (the token comes through the environment)."""
     argv = [spec.python, "-m", "bgl.sampler.server", "--partition", spec.partition_dir,

@@ -10,6 +10,14 @@ Every request is validated (:func:`bgl.sampler.protocol.parse_request` plus
 id-range and fanout checks); anything wrong becomes an ERROR reply and the
 server keeps serving.  SHUTDOWN needs the token given at start.
 
+Security: with ``curve`` keys (``bgl serve --curve-secret FILE --curve-clients
+DIR``, see :mod:`bgl.sampler.curve_keys`) the ROUTER socket is a CURVE server:
+traffic is encrypted and a ZAP authenticator admits only clients whose public
+key is on the allow-list; anyone else fails the handshake and never reaches a
+worker.  Without CURVE the server trusts whoever reaches its port, so it
+refuses to bind anything but a loopback address unless told
+``allow_plaintext_remote`` (``--insecure-plaintext``).
+
 Run with ``bgl serve`` or ``python -m bgl.sampler.server`` (same options).
 """
 from __future__ import annotations
@@ -31,6 +39,7 @@ import zmq
 from bgl.errors import ProtocolError, StoreFormatError
 from bgl.store import GraphStore
 
+from . import curve_keys
 from . import ops
 from . import protocol as P
 
@@ -42,6 +51,20 @@ MAX_MESSAGE_BYTES = 1 << 30
 # Largest FEATURES reply; bigger reads must be split by the caller (bounds server memory).
 MAX_REPLY_BYTES = 1 << 31
 POLL_MS = 100
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
+
+
+def bind_host(endpoint: str) -> str:
+    """The host part of a ``tcp://HOST:PORT`` endpoint (``*`` for all interfaces)."""
+    return endpoint.split("//", 1)[-1].rsplit(":", 1)[0]
+
+
+def is_loopback_endpoint(endpoint: str) -> bool:
+    """True for ``tcp://127.x.y.z:P``, ``tcp://localhost:P``, ``tcp://[::1]:P`` and ``ipc://``/``inproc://``."""
+    if not endpoint.startswith("tcp://"):
+        return endpoint.startswith(("ipc://", "inproc://"))
+    host = bind_host(endpoint)
+    return host in LOOPBACK_HOSTS or host.startswith("127.")
 
 
 def open_part_store(partition_dir: str | os.PathLike, part: int) -> GraphStore:
@@ -88,12 +111,25 @@ class GraphServer:
     token : SHUTDOWN token; random when None (see :attr:`token`)
     threads : worker threads
     part : partition part number, reported in INFO (-1 = whole store)
+    curve : CURVE server keys (pair + client allow-list); None = plaintext
+    allow_plaintext_remote : permit a plaintext server on a non-loopback address
+
+    Raises
+    ------
+    ValueError : a plaintext server asked to bind a non-loopback address
     """
 
     def __init__(self, store: GraphStore, bind: str = DEFAULT_BIND, token: str | None = None,
-                 threads: int = 2, part: int = -1):
+                 threads: int = 2, part: int = -1, curve: curve_keys.ServerKeys | None = None,
+                 allow_plaintext_remote: bool = False):
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
+        if curve is None and not allow_plaintext_remote and not is_loopback_endpoint(bind):
+            raise ValueError(
+                f"refusing to serve plaintext on non-loopback address {bind}: anyone who reaches it "
+                "could read the graph; give CURVE keys (--curve-secret FILE --curve-clients DIR, "
+                "as bgl launch does) or pass --insecure-plaintext on a trusted network")
+        self.curve = curve
         self.store = store
         self.bind = bind
         self._token_generated = not token
@@ -190,10 +226,16 @@ class GraphServer:
         front = ctx.socket(zmq.ROUTER)
         back = ctx.socket(zmq.DEALER)
         workers: list[threading.Thread] = []
+        auth = None
         try:
             front.linger = 0
             back.linger = 0
             front.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+            if self.curve is not None:
+                auth = self._start_authenticator(ctx)
+                front.curve_secretkey = self.curve.pair.secret
+                front.curve_publickey = self.curve.pair.public
+                front.curve_server = True
             front.bind(self.bind)
             self.address = front.getsockopt_string(zmq.LAST_ENDPOINT)
             backend_addr = f"inproc://bgl-workers-{uuid.uuid4().hex}"
@@ -207,11 +249,13 @@ class GraphServer:
             if ready_file:
                 _write_atomic(ready_file, json.dumps({"address": self.address, "pid": os.getpid(),
                                                       "node_offset": self._lo, "num_nodes": self.store.num_nodes}))
-            host = self.address.split("//", 1)[-1].rsplit(":", 1)[0]
-            if host not in ("127.0.0.1", "localhost", "[::1]", "::1"):
-                log.warning("serving on non-loopback address %s: anyone who can reach it can read the graph", self.address)
-            log.info("serving %s nodes [%d, %d) on %s, %d threads, pid %d%s", self.store.path, self._lo, self._hi,
-                     self.address, self.threads, os.getpid(),
+            if self.curve is None and not is_loopback_endpoint(self.address):
+                log.warning("serving PLAINTEXT on non-loopback address %s: anyone who can reach it can read "
+                            "the graph", self.address)
+            security = ("CURVE, %d allowed client key(s)" % len(self.curve.allowed_clients)
+                        if self.curve is not None else "plaintext")
+            log.info("serving %s nodes [%d, %d) on %s (%s), %d threads, pid %d%s", self.store.path, self._lo,
+                     self._hi, self.address, security, self.threads, os.getpid(),
                      f", shutdown token {self.token}" if self._token_generated and not token_file else "")
             t0 = time.time()
             self._proxy(front, back)
@@ -222,8 +266,30 @@ class GraphServer:
                 t.join(timeout=5)
             front.close()
             back.close()
+            if auth is not None:
+                auth.stop()
             ctx.term()
         return 0
+
+    def _start_authenticator(self, ctx: zmq.Context):
+        """A ZAP handler thread admitting only the allow-listed client public keys."""
+        from zmq.auth.thread import ThreadAuthenticator
+
+        allowed = self.curve.allowed_clients
+        warned: set[bytes] = set()
+
+        class AllowList:
+            def callback(self, domain: str, client_key: bytes) -> bool:
+                ok = client_key in allowed
+                if not ok and client_key not in warned and len(warned) < 1000:  # once per key: it retries
+                    warned.add(client_key)
+                    log.warning("refused a CURVE client with unknown public key %s", client_key.decode())
+                return ok
+
+        auth = ThreadAuthenticator(ctx, log=logging.getLogger("bgl.sampler.server.zap"))
+        auth.start()
+        auth.configure_curve_callback(domain="*", credentials_provider=AllowList())
+        return auth
 
     def _proxy(self, front: zmq.Socket, back: zmq.Socket) -> None:
         poller = zmq.Poller()
@@ -280,7 +346,18 @@ def run_server(args) -> int:
         store, part = open_part_store(args.partition, args.part), args.part
     else:
         store, part = GraphStore(args.store), -1
-    server = GraphServer(store, bind=args.bind, token=args.token, threads=args.threads, part=part)
+    curve = None
+    if args.curve_dir and not (args.curve_secret or args.curve_clients):
+        args.curve_secret = os.path.join(args.curve_dir, curve_keys.SERVER_SECRET)
+        args.curve_clients = os.path.join(args.curve_dir, curve_keys.ALLOWED_DIR)
+    if args.curve_secret:
+        if not args.curve_clients:
+            raise ValueError("--curve-secret needs --curve-clients DIR (the allowed clients' .key files)")
+        curve = curve_keys.load_server_keys(args.curve_secret, args.curve_clients)
+    elif args.curve_clients:
+        raise ValueError("--curve-clients needs --curve-secret FILE (the server's key pair)")
+    server = GraphServer(store, bind=args.bind, token=args.token, threads=args.threads, part=part,
+                         curve=curve, allow_plaintext_remote=args.insecure_plaintext)
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: server.stop())

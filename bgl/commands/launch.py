@@ -19,7 +19,8 @@ def register(subparsers) -> None:
         description="Start one graph server per partition part (round-robin over the hosts), "
                     "wait until each answers PING, run the training command through "
                     "torch.distributed.run on every host with BGL_SERVERS/BGL_PARTITION set, "
-                    "and stop everything everywhere on the first failure or Ctrl-C.",
+                    "restart a graph server that dies (up to --server-restarts times), and stop "
+                    "everything everywhere on the first trainer failure or Ctrl-C.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--hosts", required=True,
@@ -41,6 +42,17 @@ def register(subparsers) -> None:
     parser.add_argument("--server-timeout", type=float, default=180.0,
                         help="seconds for every server to answer PING and a warm-up sample "
                              "(first use compiles the sampling kernels)")
+    parser.add_argument("--server-restarts", type=int, default=3,
+                        help="times a graph server that exits or stops answering PING is restarted "
+                             "(same host, same address) within --server-restart-window seconds "
+                             "before the launch stops; 0 = stop at the first server failure")
+    parser.add_argument("--server-restart-window", type=float, default=600.0,
+                        help="seconds over which --server-restarts is counted")
+    parser.add_argument("--server-ping-interval", type=float, default=5.0,
+                        help="seconds between health PINGs to each graph server")
+    parser.add_argument("--server-hang-timeout", type=float, default=30.0,
+                        help="seconds a graph server may leave every health PING unanswered "
+                             "(PINGs queue behind its requests) before it is stopped and restarted")
     parser.add_argument("--grace", type=float, default=5.0,
                         help="seconds between SIGTERM and SIGKILL when stopping")
     parser.add_argument("--workdir", default=None,
@@ -57,6 +69,12 @@ def register(subparsers) -> None:
                      help="seconds to wait for a host's ssh port")
     ssh.add_argument("--ssh-option", action="append", default=[], metavar="KEY=VALUE",
                      help="extra 'ssh -o' option (repeatable)")
+    ssh.add_argument("--ssh-remote-tmp", default="/tmp", metavar="DIR",
+                     help="directory on every host for each process's private run directory "
+                          "(its CURVE keys, pid file, torchrun logs; removed when it exits)")
+    parser.add_argument("--no-curve", action="store_true",
+                        help="plaintext graph servers (no per-run CURVE keys): faster feature reads, "
+                             "allowed only when every host is a loopback address")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the placement as JSON and exit without starting anything")
     parser.add_argument("train_command", metavar="COMMAND", nargs=argparse.REMAINDER,
@@ -88,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     """Launch the servers and trainers and supervise them; return the exit code (0 = all trainers succeeded)."""
     from bgl.launch.backends import make_backend
     from bgl.launch.hosts import parse_hosts_file, parse_port
-    from bgl.launch.spec import build_cluster_spec
+    from bgl.launch.spec import build_cluster_spec, check_plaintext_allowed
     from bgl.launch.supervisor import LaunchAborted, Supervisor
 
     command = args.train_command[1:] if args.train_command[:1] == ["--"] else args.train_command
@@ -100,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
         port_base=args.port_base, master_port=args.master_port, python=args.python,
         workdir=args.workdir, server_threads=args.server_threads,
     )
+    if args.no_curve:
+        check_plaintext_allowed(hosts)
     if args.dry_run:
         print(json.dumps(spec.to_dict(), indent=2))
         return 0
@@ -108,12 +128,15 @@ def run(args: argparse.Namespace) -> int:
                                ssh_key=args.ssh_key, user=args.ssh_user,
                                strict_host_key_checking=args.ssh_strict_host_key_checking,
                                connect_timeout=args.ssh_connect_timeout,
-                               extra_options=tuple(args.ssh_option))
+                               extra_options=tuple(args.ssh_option), remote_tmp=args.ssh_remote_tmp)
     else:
         backend = make_backend("local", grace=args.grace)
     try:
-        return Supervisor(spec, backend, server_timeout=args.server_timeout,
-                          grace=args.grace).run()
+        return Supervisor(spec, backend, server_timeout=args.server_timeout, grace=args.grace,
+                          curve=not args.no_curve, server_restarts=args.server_restarts,
+                          restart_window=args.server_restart_window,
+                          health_interval=args.server_ping_interval,
+                          hang_timeout=args.server_hang_timeout).run()
     except LaunchAborted as e:
         print(f"bgl launch: failed: {e}", file=sys.stderr)
         return e.exit_code

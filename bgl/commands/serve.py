@@ -19,6 +19,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="SHUTDOWN token (default: $BGL_SERVER_TOKEN, else random)")
     p.add_argument("--token-file", metavar="PATH", help="write the token here (mode 0600) instead of logging it")
     p.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1), help="worker threads")
+    sec = p.add_argument_group("security (CURVE: authenticated, encrypted traffic)")
+    sec.add_argument("--curve-secret", metavar="FILE",
+                     help="the server's CURVE key pair file (.key_secret, mode 0600); enables CURVE")
+    sec.add_argument("--curve-clients", metavar="DIR",
+                     help="directory of the allowed clients' public .key files (with --curve-secret)")
+    sec.add_argument("--curve-dir", metavar="DIR", default=os.environ.get("BGL_CURVE_DIR"),
+                     help="key directory holding server.key_secret and allowed_clients/ (default: "
+                          "$BGL_CURVE_DIR, which bgl launch sets); shorthand for the two above")
+    sec.add_argument("--insecure-plaintext", action="store_true",
+                     help="allow a plaintext (unauthenticated) server on a non-loopback address")
     p.add_argument("--ready-file", metavar="PATH",
                    help="once bound, write JSON {address, pid, node_offset, num_nodes} here (atomically)")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -16,6 +17,8 @@ import psutil
 import pytest
 
 LAUNCH_TIMEOUT = 150  # seconds any single launch in a test may take before we kill it
+REPO = Path(__file__).resolve().parents[2]
+SSHD = "/usr/sbin/sshd"
 
 
 @pytest.fixture(scope="session")
@@ -36,6 +39,14 @@ def partition_dir(two_part_partition, tmp_path) -> Path:
     link = tmp_path / "parts"
     link.symlink_to(two_part_partition, target_is_directory=True)
     return link
+
+
+@pytest.fixture
+def hosts_file(tmp_path):
+    """A hosts file naming only 127.0.0.1."""
+    path = tmp_path / "hosts.txt"
+    path.write_text("# this machine\n127.0.0.1\n")
+    return path
 
 
 def port_range_is_free(start: int, count: int) -> bool:
@@ -79,13 +90,14 @@ def processes_mentioning(text: str) -> list[psutil.Process]:
 class Launcher:
     """A ``bgl launch`` subprocess with its output in files."""
 
-    def __init__(self, args: list[str], tmp_path: Path, env: dict | None = None):
+    def __init__(self, args: list[str], tmp_path: Path, env: dict | None = None,
+                 prefix: list[str] = ()):
         self.out_path = tmp_path / "launcher.out"
         self.err_path = tmp_path / "launcher.err"
         self.tmp_path = tmp_path
         with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
             self.popen = subprocess.Popen(
-                [sys.executable, "-m", "bgl", "launch", *args], stdout=out, stderr=err,
+                [*prefix, sys.executable, "-m", "bgl", "launch", *args], stdout=out, stderr=err,
                 stdin=subprocess.DEVNULL, cwd=tmp_path,
                 env={**os.environ, "DGLBACKEND": "pytorch", **(env or {})})
 
@@ -132,11 +144,12 @@ class Launcher:
 
 @pytest.fixture
 def launcher(tmp_path):
-    """``launcher(args, env=None)`` starts ``bgl launch ARGS`` in tmp_path; all are cleaned up."""
+    """``launcher(args, env=None, prefix=())`` starts ``[*prefix] bgl launch ARGS`` in tmp_path
+    (``prefix`` e.g. ``ip netns exec NS``); all are cleaned up."""
     started: list[Launcher] = []
 
-    def start(args: list[str], env: dict | None = None) -> Launcher:
-        started.append(Launcher([str(a) for a in args], tmp_path, env))
+    def start(args: list[str], env: dict | None = None, prefix: list[str] = ()) -> Launcher:
+        started.append(Launcher([str(a) for a in args], tmp_path, env, list(prefix)))
         return started[-1]
 
     yield start
@@ -204,3 +217,81 @@ def trainer_script(tmp_path) -> Path:
     path = tmp_path / "trainer.py"
     path.write_text(TRAINER)
     return path
+
+
+# ------------------------------------------------------------------------- sshd
+def ensure_sshd() -> None:
+    """Install openssh-server through .ci/setup-sshd.sh if needed; skip, saying why, if impossible."""
+    if os.path.exists(SSHD) and shutil.which("ssh") and shutil.which("ssh-keygen"):
+        return
+    setup = REPO / ".ci" / "setup-sshd.sh"
+    done = subprocess.run(["bash", str(setup)], capture_output=True, text=True, timeout=600)
+    if done.returncode != 0 or not os.path.exists(SSHD):
+        pytest.skip(f"openssh-server is not installed and {setup} could not install it: "
+                    f"{(done.stderr or done.stdout).strip()[-500:]}")
+
+
+@pytest.fixture(scope="session")
+def ssh_keys(tmp_path_factory) -> dict:
+    """Throwaway sshd host key and client key (authorized) in one dir:
+    ``{"dir", "host_key", "key", "authorized_keys", "known_hosts"}``."""
+    ensure_sshd()
+    d = tmp_path_factory.mktemp("sshkeys")
+    for name in ("host_key", "client_key"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)],
+                       check=True, timeout=60)
+    (d / "authorized_keys").write_text((d / "client_key.pub").read_text())
+    os.chmod(d / "authorized_keys", 0o600)
+    return {"dir": d, "host_key": str(d / "host_key"), "key": str(d / "client_key"),
+            "authorized_keys": str(d / "authorized_keys"), "known_hosts": str(d / "known_hosts")}
+
+
+def spawn_sshd(keys: dict, listen: str, port: int, log_path: Path,
+               prefix: list[str] = ()) -> subprocess.Popen:
+    """A private sshd on ``listen:port`` (under ``prefix``, e.g. ``ip netns exec NS``) accepting
+    ``keys``' client key; returns once it accepts connections (skips if it never does).
+
+    The connect check runs under the same prefix, so it works inside a namespace too.
+    """
+    os.makedirs("/run/sshd", exist_ok=True)  # privilege-separation dir sshd insists on
+    log = open(log_path, "wb")
+    proc = subprocess.Popen(
+        [*prefix, SSHD, "-D", "-e", "-f", "/dev/null", "-p", str(port), "-h", keys["host_key"],
+         "-o", f"ListenAddress={listen}", "-o", f"AuthorizedKeysFile={keys['authorized_keys']}",
+         "-o", "StrictModes=no", "-o", "PasswordAuthentication=no", "-o", "UsePAM=no",
+         "-o", "PidFile=none", "-o", "PermitRootLogin=prohibit-password"],
+        stdout=subprocess.DEVNULL, stderr=log)
+    log.close()
+    probe = [*prefix, sys.executable, "-c",
+             f"import socket; socket.create_connection(({listen!r}, {port}), timeout=1).close()"]
+    deadline = time.monotonic() + 30
+    while subprocess.run(probe, capture_output=True, timeout=30).returncode != 0:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_process(proc)
+            pytest.skip(f"sshd on {listen}:{port} did not start: {log_path.read_text()[-500:]}")
+        time.sleep(0.2)
+    return proc
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL after 10 s; always reaped."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class SshdTools:
+    """What test modules need to run their own sshd (conftest functions are not importable)."""
+
+    spawn = staticmethod(spawn_sshd)
+    stop = staticmethod(stop_process)
+
+
+@pytest.fixture(scope="session")
+def sshd_tools() -> type[SshdTools]:
+    """``sshd_tools.spawn(ssh_keys, listen, port, log_path, prefix=())`` and ``sshd_tools.stop(proc)``."""
+    return SshdTools

@@ -1,6 +1,6 @@
 """``bgl launch --backend local`` end to end: real graph servers, real torchrun trainers.
 
-Covers a server killed mid-training, Ctrl-C to the launcher, and errors
+Covers a server killed mid-training with no restarts allowed, Ctrl-C to the launcher, and errors
 found before anything starts.  After every launch: no process mentioning
 the test's tmp path survives and every port can be bound again.  A
 successful local launch (2 DDP trainers) is tests/launch/test_demo.py; the
@@ -17,17 +17,10 @@ import pytest
 
 from bgl.launch.backends import port_is_free
 
-@pytest.fixture
-def hosts_file(tmp_path):
-    path = tmp_path / "hosts.txt"
-    path.write_text("# this machine\n127.0.0.1\n")
-    return path
-
-
-def launch_args(hosts_file, partition_dir, port_base, trainers, script, mode):
+def launch_args(hosts_file, partition_dir, port_base, trainers, script, *mode, extra=()):
     return ["--hosts", hosts_file, "--partition", partition_dir, "--num-trainers", trainers,
             "--num-servers-per-host", 2, "--port-base", port_base, "--server-timeout", 120,
-            "--server-threads", 1, "--grace", 3, "--", "python", script, mode]
+            "--server-threads", 1, "--grace", 3, *extra, "--", "python", script, *mode]
 
 
 def assert_clean(port_base, orphans):
@@ -43,7 +36,7 @@ def test_failing_trainer_stops_everything(launcher, hosts_file, partition_dir, t
     run = launcher(launch_args(hosts_file, partition_dir, base, 1, trainer_script, "fail"))
     assert run.wait() == 1, run.describe()
     # torchrun exits 1 when a worker fails; the launcher names the host and node.
-    assert "failed: trainers on 127.0.0.1 (torchrun node_rank 0) exited with exit status 1" \
+    assert "failed: host 127.0.0.1: trainers on 127.0.0.1 (torchrun node_rank 0) exited with exit status 1" \
         in run.stderr, run.describe()
     assert "[127.0.0.1:trainer:0] rank 0/1 inputs=" in run.stdout, run.describe()
     assert_clean(base, orphans)
@@ -53,7 +46,9 @@ def test_failing_trainer_stops_everything(launcher, hosts_file, partition_dir, t
 def test_failure_or_ctrl_c_stops_everything(launcher, hosts_file, partition_dir, trainer_script,
                                             free_port_base, orphans, how):
     base = free_port_base(3)
-    run = launcher(launch_args(hosts_file, partition_dir, base, 1, trainer_script, "loop"))
+    # --server-restarts 0: a dead server stops the launch (with restarts, see test_server_restart.py)
+    run = launcher(launch_args(hosts_file, partition_dir, base, 1, trainer_script, "loop",
+                               extra=["--server-restarts", 0]))
     run.wait_for_output("ready 0")
     if how == "kill-server":
         victims = [p for p in psutil.process_iter(["cmdline"])
@@ -70,7 +65,8 @@ def test_failure_or_ctrl_c_stops_everything(launcher, hosts_file, partition_dir,
     assert code != 0, run.describe()
     if how == "kill-server":
         assert f"graph server for part 1 at tcp://127.0.0.1:{base + 1} exited with exit status " \
-               "137 (killed by SIGKILL)" in run.stderr, run.describe()
+               "137 (killed by SIGKILL) while trainers ran; it died 1 time(s) within 600 s, more than " \
+               "--server-restarts 0 allows" in run.stderr, run.describe()
     else:
         assert code == 130, run.describe()
         assert "launcher received SIGINT" in run.stderr, run.describe()
@@ -81,10 +77,12 @@ def test_failure_or_ctrl_c_stops_everything(launcher, hosts_file, partition_dir,
 def test_launcher_killed_hard_leaves_nothing_behind(launcher, hosts_file, partition_dir,
                                                     trainer_script, free_port_base, orphans):
     """SIGKILL gives the launcher no chance to clean up: its agents see their stdin close
-    and tear their process trees down by themselves."""
+    and tear their process trees down by themselves.  (Plaintext servers here, --no-curve:
+    every other launch test runs CURVE.)"""
     base = free_port_base(3)
-    run = launcher(launch_args(hosts_file, partition_dir, base, 1, trainer_script, "loop"))
+    run = launcher(["--no-curve", *launch_args(hosts_file, partition_dir, base, 1, trainer_script, "loop")])
     run.wait_for_output("ready 0")
+    assert run.stdout.count("(plaintext)") == 2, run.describe()  # both servers, and nobody failed
     run.popen.kill()
     assert run.wait(timeout=10) == -signal.SIGKILL
     left = orphans(timeout=20)  # the agents' grace (3 s) plus their SIGKILL sweep
@@ -111,6 +109,13 @@ def test_bad_hosts_fail_before_anything_starts(tmp_path, partition_dir, trainer_
                                             "--ssh-connect-timeout", "2"],
                             "host 192.0.2.1 (hosts file line 1): cannot reach ssh port 22"),
         "no-partition": ("127.0.0.1\n", [], "partition.json: missing"),
+        "bad-restarts": ("127.0.0.1\n", ["--server-restarts", "-1"], "--server-restarts must be >= 0, got -1"),
+        "bad-window": ("127.0.0.1\n", ["--server-restart-window", "0"],
+                       "--server-restart-window must be > 0, got 0"),
+        "bad-ping": ("127.0.0.1\n", ["--server-ping-interval", "-2"], "--server-ping-interval must be > 0, got -2"),
+        "bad-hang": ("127.0.0.1\n", ["--server-hang-timeout", "0"], "--server-hang-timeout must be > 0, got 0"),
+        "plaintext-remote": ("127.0.0.1\n192.0.2.1\n", ["--no-curve", "--dry-run"],
+                             "--no-curve (plaintext graph servers) is for loopback hosts only; 192.0.2.1"),
     }
     for name, (text, extra, needle) in cases.items():
         hosts = tmp_path / name / "hosts.txt"

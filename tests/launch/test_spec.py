@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from bgl.errors import LaunchError
-from bgl.launch.hosts import parse_hosts_text
+from bgl.launch.hosts import Host, parse_hosts_text
 from bgl.launch.spec import (ENV_PARTITION, ENV_SERVERS, build_cluster_spec, server_argv,
                              trainer_argv, trainer_env)
 
@@ -68,3 +68,27 @@ def test_command_lines_and_environment():
     env = trainer_env(spec)
     assert env[ENV_SERVERS] == "tcp://10.0.0.1:30050,tcp://10.0.0.2:30050"
     assert env[ENV_PARTITION] == "/data/parts"
+
+
+def test_run_keys_give_each_process_only_its_own_keys(tmp_path):
+    """Fresh pairs per run; servers get their pair + the allow-list, a trainer host gets the
+    servers' public key + its own pair and never a server secret or another host's secret."""
+    from bgl.launch.supervisor import RunKeys
+    from bgl.sampler import curve_keys as ck
+
+    spec = build_cluster_spec([Host("10.0.0.1", line=1), Host("10.0.0.2", line=2)], tmp_path, 2,
+                              ["python", "train.py"])
+    keys, again = RunKeys.generate(spec), RunKeys.generate(spec)
+    assert keys.server.public != again.server.public  # fresh for every run
+    assert set(keys.hosts) == {"10.0.0.1", "10.0.0.2"}
+    server_dir = ck.materialize_bundle(keys.server_bundle(), tmp_path / "server")
+    assert ck.load_pair(server_dir / ck.SERVER_SECRET) == keys.server
+    assert ck.load_allowed(server_dir / ck.ALLOWED_DIR) == {
+        keys.launcher.public, keys.hosts["10.0.0.1"].public, keys.hosts["10.0.0.2"].public}
+    assert not (server_dir / ck.CLIENT_SECRET).exists()
+    bundle = keys.trainer_bundle("10.0.0.2")
+    for secret in (keys.server.secret, keys.launcher.secret, keys.hosts["10.0.0.1"].secret):
+        assert secret.decode() not in bundle
+    trainer_dir = ck.materialize_bundle(bundle, tmp_path / "trainer")
+    assert ck.load_client_keys(trainer_dir) == ck.ClientKeys(keys.server.public, keys.hosts["10.0.0.2"])
+    assert not (trainer_dir / ck.SERVER_SECRET).exists()

@@ -7,14 +7,9 @@ that install is impossible.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import socket
-import subprocess
 import sys
 import textwrap
-import time
-from pathlib import Path
 
 import psutil
 import pytest
@@ -23,57 +18,17 @@ from bgl.launch.backends import SshBackend, port_is_free
 from bgl.launch.hosts import Host
 from bgl.launch.spec import build_cluster_spec
 
-REPO = Path(__file__).resolve().parents[2]
-SSHD = "/usr/sbin/sshd"
-
-
-def ensure_sshd() -> None:
-    if os.path.exists(SSHD) and shutil.which("ssh") and shutil.which("ssh-keygen"):
-        return
-    setup = REPO / ".ci" / "setup-sshd.sh"
-    done = subprocess.run(["bash", str(setup)], capture_output=True, text=True, timeout=600)
-    if done.returncode != 0 or not os.path.exists(SSHD):
-        pytest.skip(f"openssh-server is not installed and {setup} could not install it: "
-                    f"{(done.stderr or done.stdout).strip()[-500:]}")
-
 
 @pytest.fixture(scope="module")
-def sshd(free_port, tmp_path_factory):
+def sshd(free_port, ssh_keys, sshd_tools, tmp_path_factory):
     """A private sshd on 127.0.0.1:PORT accepting one throwaway key; yields ssh CLI options."""
-    ensure_sshd()
-    d = tmp_path_factory.mktemp("sshd")
-    for name in ("host_key", "client_key"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)],
-                       check=True, timeout=60)
-    (d / "authorized_keys").write_text((d / "client_key.pub").read_text())
-    os.chmod(d / "authorized_keys", 0o600)
-    os.makedirs("/run/sshd", exist_ok=True)  # privilege-separation dir sshd insists on
     port = free_port()
-    proc = subprocess.Popen(
-        [SSHD, "-D", "-e", "-f", "/dev/null", "-p", str(port), "-h", str(d / "host_key"),
-         "-o", "ListenAddress=127.0.0.1", "-o", f"AuthorizedKeysFile={d / 'authorized_keys'}",
-         "-o", "StrictModes=no", "-o", "PasswordAuthentication=no", "-o", "UsePAM=no",
-         "-o", "PidFile=none", "-o", "PermitRootLogin=prohibit-password"],
-        stdout=subprocess.DEVNULL, stderr=open(d / "sshd.log", "wb"))
+    proc = sshd_tools.spawn(ssh_keys, "127.0.0.1", port, tmp_path_factory.mktemp("sshd") / "sshd.log")
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.skip(f"sshd did not start: {(d / 'sshd.log').read_text()[-500:]}")
-                time.sleep(0.1)
-        yield {"port": port, "key": str(d / "client_key"),
-               "known_hosts": str(d / "known_hosts"), "dir": d}
+        yield {"port": port, "key": ssh_keys["key"], "known_hosts": ssh_keys["known_hosts"],
+               "dir": ssh_keys["dir"]}
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        sshd_tools.stop(proc)
 
 
 def ssh_backend(sshd, grace=2.0) -> SshBackend:

@@ -49,10 +49,11 @@ def partition_dir(random_store, tmp_path_factory) -> Path:
 class ServerProcess:
     """A `bgl serve` subprocess; ``address`` once ready."""
 
-    def __init__(self, args: list[str], workdir: Path, token: str = "test-token"):
+    def __init__(self, args: list[str], workdir: Path, token: str = "test-token",
+                 bind: str = "tcp://127.0.0.1:*"):
         self.token = token
         self.ready = workdir / f"ready-{time.monotonic_ns()}.json"
-        cmd = [sys.executable, "-m", "bgl.cli", "serve", *args, "--bind", "tcp://127.0.0.1:*",
+        cmd = [sys.executable, "-m", "bgl.cli", "serve", *args, "--bind", bind,
                "--token", token, "--threads", "2", "--ready-file", str(self.ready)]
         env = {**os.environ, "NUMBA_NUM_THREADS": "2"}
         self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -76,11 +77,11 @@ class ServerProcess:
 
 @pytest.fixture
 def serve(tmp_path):
-    """``serve(*cli_args) -> ServerProcess``; every started server is killed at teardown."""
+    """``serve(*cli_args, bind=ENDPOINT) -> ServerProcess``; every started server is killed at teardown."""
     started: list[ServerProcess] = []
 
-    def start(*args: str) -> ServerProcess:
-        s = ServerProcess(list(args), tmp_path)
+    def start(*args: str, bind: str = "tcp://127.0.0.1:*") -> ServerProcess:
+        s = ServerProcess(list(args), tmp_path, bind=bind)
         started.append(s)
         return s
 
@@ -104,3 +105,30 @@ def module_servers(tmp_path_factory, random_store, partition_dir):
     finally:
         for s in started:
             s.kill()
+
+
+@pytest.fixture(scope="session")
+def curve_keydir(tmp_path_factory):
+    """A key directory (server pair, one allowed client pair) and the client's keys.
+
+    Yields ``{"dir", "server_secret", "clients", "client"}``; ``client`` is a ClientKeys.
+    """
+    from bgl.sampler import curve_keys as ck
+
+    d = tmp_path_factory.mktemp("curve") / "keys"
+    client = ck.new_keypair()
+    ck.write_key_dir(d, server=ck.new_keypair(), client=client, allowed=[client.public])
+    return {"dir": d, "server_secret": d / ck.SERVER_SECRET, "clients": d / ck.ALLOWED_DIR,
+            "client": ck.load_client_keys(d)}
+
+
+@pytest.fixture(scope="module")
+def curve_server(tmp_path_factory, random_store, curve_keydir):
+    """A CURVE `bgl serve` of the whole random store admitting only ``curve_keydir``'s client."""
+    work = tmp_path_factory.mktemp("curve-server")
+    s = ServerProcess(["--store", str(random_store.path), "--curve-secret", str(curve_keydir["server_secret"]),
+                       "--curve-clients", str(curve_keydir["clients"])], work)
+    try:
+        yield s
+    finally:
+        s.kill()

@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -75,7 +76,9 @@ def test_ping_shutdown_with_token(serve, random_store):
 
 def test_killed_server_raises_unavailable(serve, random_store):
     s = serve("--store", str(random_store.path))
-    client = SamplingClient([s.address], timeout=1.0)
+    # a generous reply timeout for the first (cold) request on a loaded box; the retry window
+    # after the server is gone is what this test times
+    client = SamplingClient([s.address], timeout=30.0, retry_timeout=1.0)
     try:
         client.sample_blocks([1, 2], [2], seed=0)
         s.proc.kill()
@@ -83,9 +86,55 @@ def test_killed_server_raises_unavailable(serve, random_store):
         t0 = time.monotonic()
         with pytest.raises(ServerUnavailable, match=s.address):
             client.sample_blocks([1, 2], [2], seed=0)
-        with pytest.raises(ServerUnavailable):
+        with pytest.raises(ServerUnavailable, match="retried for 1 s"):
             client.fetch_features([1])
-        assert time.monotonic() - t0 < 30  # hang guard, not a speed check
+        assert time.monotonic() - t0 < 15  # two retry windows of 1 s; hang guard, not a speed check
+    finally:
+        client.close()
+
+
+def restart_later(serve, store, address: str, old, delay: float, started: list) -> threading.Thread:
+    """In a thread: after ``delay`` s SIGKILL ``old`` (if alive), then serve ``store`` at ``address``
+    (the new server is appended to ``started``)."""
+    def restart() -> None:
+        time.sleep(delay)
+        if old.proc.poll() is None:
+            old.proc.kill()
+        old.proc.wait(timeout=10)
+        started.append(serve("--store", str(store.path), bind=address))
+
+    thread = threading.Thread(target=restart, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_client_rides_through_a_server_restart(serve, random_store):
+    """A server killed with a request in flight, and one killed between calls, is restarted at
+    the same address: the client re-sends and gets the same batch, never a partial one."""
+    s = serve("--store", str(random_store.path))
+    seeds = torch.tensor([1, 2, 77, 300, 499])
+    client = SamplingClient([s.address], timeout=30.0, retry_timeout=120.0)
+    try:
+        want = client.sample_blocks(seeds, [3, 3], seed=11)
+        want_feat = client.fetch_features(want[0].src_ids)
+        # 1. in flight: the stopped server holds the request; it dies and a new one takes its place
+        os.kill(s.proc.pid, signal.SIGSTOP)
+        started = []
+        thread = restart_later(serve, random_store, s.address, s, delay=0.5, started=started)
+        got = client.sample_blocks(seeds, [3, 3], seed=11)
+        thread.join(timeout=130)
+        assert same_blocks(want, got)
+        assert client.reconnects >= 1  # it did re-send (on a fresh socket)
+        # 2. between calls: killed while the client is idle, restarted while it retries
+        s2 = started[-1]
+        s2.proc.kill()
+        s2.proc.wait(timeout=10)
+        thread = restart_later(serve, random_store, s.address, s2, delay=0.5, started=started)
+        got_feat = client.fetch_features(want[0].src_ids)
+        thread.join(timeout=130)
+        assert torch.equal(want_feat, got_feat)
+        assert client.reconnects >= 2
+        assert same_blocks(want, client.sample_blocks(seeds, [3, 3], seed=11))
     finally:
         client.close()
 
@@ -129,11 +178,21 @@ def malformed(rng: np.random.Generator, n: int, num_nodes: int):
     return [makers[int(rng.integers(len(makers)))]() for _ in range(n)]
 
 
-def test_fuzz_live_server(module_servers, random_store):
-    addr = module_servers["whole"].address
+@pytest.mark.parametrize("security", ["plaintext", "curve"])
+def test_fuzz_live_server(request, module_servers, random_store, security):
+    """10,200 malformed requests (over CURVE too) each get ERROR; the server keeps serving."""
+    keys = None
+    if security == "curve":
+        server, keys = request.getfixturevalue("curve_server"), request.getfixturevalue("curve_keydir")["client"]
+    else:
+        server = module_servers["whole"]
+    addr = server.address
     ctx = zmq.Context.instance()
     sock = ctx.socket(zmq.DEALER)
     sock.linger = 0
+    if keys is not None:
+        sock.curve_serverkey, sock.curve_publickey, sock.curve_secretkey = (
+            keys.server_public, keys.pair.public, keys.pair.secret)
     sock.connect(addr)
     rng = np.random.default_rng(1234)
     total, batch = 10_200, 300
@@ -151,9 +210,9 @@ def test_fuzz_live_server(module_servers, random_store):
     finally:
         sock.close()
     assert errors == total
-    assert module_servers["whole"].proc.poll() is None
+    assert server.proc.poll() is None
     seeds = torch.arange(0, 500, 3)
-    with SamplingClient([addr]) as client:
+    with SamplingClient([addr], curve=keys) as client:
         assert same_blocks(client.sample_blocks(seeds, [4, 4], seed=77),
                            LocalSampler(random_store).sample_blocks(seeds, [4, 4], seed=77))
 
