@@ -1,0 +1,293 @@
+"""Lookahead cache: keep what the already-sampled batches need, fill the rest by a static score.
+
+BGL co-schedules the cache with the sampling order; this policy takes that to
+its end.  The sampler runs ahead of the feature fetch, so when batch ``t`` is
+fetched the next ``k`` batches are already sampled and their input ids are
+known.  After each fetch the cache keeps, among the rows *at hand* (what it
+held plus this batch's misses; nothing is fetched speculatively):
+
+1. rows that an announced batch needs, soonest next use first;
+2. then rows by ``fill``: ``"counts"`` = a static score (GNNLab's presample
+   access counts, or in-degrees when no presample pass was run), ``"recency"``
+   = last batch that used the row (LRU-like), ``"none"`` = lower id first.
+
+Protocol: ``announce(ids)`` each sampled batch as soon as it exists (in order),
+then ``fetch(ids, source)`` the batches in the same order; a fetch consumes
+the oldest announced batch.  Fetching without any batch announced is allowed
+(no lookahead: only the fill rule decides).  ``k`` is simply how far
+announcements run ahead of fetches; :class:`bgl.cache.lookahead_feeder.LookaheadFeeder`
+keeps that distance for an iterator of sampled batches.
+
+With every batch of a stream announced up front and ``fill="none"`` this is
+Belady's furthest-next-use rule for batch (set) requests: the offline optimum
+for the stream and capacity (:class:`BeladyBound`), a bound, not a runnable policy.
+
+Every step is a handful of vectorised torch ops, the same code on CPU and CUDA.
+
+Costs
+-----
+Per node: ``slot_of`` int32 (4 B, every policy) + ``prio`` int32 (4 B) +
+``last_pos`` int64 (8 B, where the node was last announced) = 16 B.
+Per slot: one row + ``id_in_slot`` int64 + ``slot_key`` int64.
+Per announced, not yet fetched id: 16 B (its id and its next-use link).
+Per batch: O(announced ids) for ``announce``; ``fetch`` is O(batch) plus one
+``topk`` over ``capacity + misses`` keys once the cache is full.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .base import CacheBase, FetchPlan, MissSource
+
+FILLS = ("counts", "recency", "none")
+
+# Slot/candidate keys are int64, larger = keep.  A node's ``prio`` (< 2^31, unique)
+# breaks every tie, so the kept set is always well defined.
+#   needed by announced batch s:  NEEDED + ((SEQ_LIMIT - 1 - s) << 31) + prio
+#   recency fill, last used in t: (t << 31) + prio          (< 2^60 < NEEDED)
+#   counts / none fill:           prio
+#   empty slot:                   -1
+_PRIO_BITS = 31
+SEQ_LIMIT = 1 << 29  # batches a cache can see (announce + fetch) before it refuses more
+_NEEDED = 1 << 61
+_NO_NEXT = -1
+
+
+@dataclass
+class _Announced:
+    """One announced, not yet fetched batch."""
+
+    seq: int               # batch sequence number
+    start: int             # global position of its first id (positions count announced ids)
+    ids: torch.Tensor      # int64 [n]
+    next_seq: torch.Tensor  # int64 [n]: seq of the id's next announced batch, -1 = none (yet)
+
+
+def _priority(scores, num_nodes: int) -> torch.Tensor:
+    """int32 [num_nodes] unique ranks, higher = more worth keeping: score descending, then lower id."""
+    if scores is None:
+        return torch.arange(num_nodes, 0, -1, dtype=torch.int32)
+    scores = np.asarray(scores)
+    if scores.shape != (num_nodes,) or scores.dtype.kind not in "iuf":
+        raise ValueError(f"scores must be a real [num_nodes={num_nodes}] array, got shape {scores.shape} "
+                         f"{scores.dtype}")
+    if scores.dtype.kind == "f" and not np.isfinite(scores).all():
+        raise ValueError("scores must be finite")
+    order = np.argsort(-scores.astype(np.float64), kind="stable")  # O(n log n) once, at build time
+    prio = np.empty(num_nodes, np.int32)
+    prio[order] = np.arange(num_nodes, 0, -1, dtype=np.int32)
+    return torch.from_numpy(prio)
+
+
+class LookaheadCache(CacheBase):
+    """Keep the rows announced batches need (soonest first), fill the rest by ``fill``.
+
+    Parameters
+    ----------
+    capacity, num_nodes, dim, dtype, device : as for :class:`~bgl.cache.base.CacheBase`.
+    scores : optional real [num_nodes] array for ``fill="counts"`` (presample counts, or
+        in-degrees); higher is kept first, ties by lower id.  None = lower id first.
+    fill : one of :data:`FILLS`: how rows no announced batch needs compete for the slots.
+        ``counts`` (default) measured fewer rows from the source than ``recency`` on
+        every graph of bench/results/cache.md.
+
+    Raises
+    ------
+    ValueError
+        for a bad ``fill`` or ``scores``; ``announce``/``fetch`` raise on bad ids and
+        leave the cache unchanged.
+    """
+
+    policy = "lookahead"
+
+    def __init__(self, capacity: int, num_nodes: int, dim: int, dtype: torch.dtype = torch.float32,
+                 device: str | torch.device = "cpu", *, scores=None, fill: str = "counts"):
+        if fill not in FILLS:
+            raise ValueError(f"fill must be one of {FILLS}, got {fill!r}")
+        super().__init__(capacity, num_nodes, dim, dtype, device)
+        self.fill = fill
+        self.prio = _priority(scores if fill == "counts" else None, num_nodes).to(self.device)
+        self.slot_key = torch.full((self.capacity,), -1, dtype=torch.int64, device=self.device)
+        # global position of each node's latest announcement (-1 = never): finds the
+        # announced batch whose next-use link a new announcement must set
+        self.last_pos = torch.full((num_nodes,), -1, dtype=torch.int64, device=self.device)
+        self.filled = 0      # slots [0, filled) are occupied; slots never empty once filled
+        self.next_seq = 0    # sequence number of the next batch announced (or fetched unannounced)
+        self.next_pos = 0    # global position of the next announced id
+        self._window: deque[_Announced] = deque()
+
+    # ------------------------------------------------------------- announce
+    @property
+    def pending(self) -> int:
+        """Batches announced and not fetched yet (the lookahead depth + 1 while one is in flight)."""
+        return len(self._window)
+
+    def announce(self, ids: torch.Tensor) -> None:
+        """Declare the input ids of the next sampled batch (call in sampling order).
+
+        Parameters
+        ----------
+        ids : int64/int32 tensor [n] on the cache device, values in ``[0, num_nodes)``;
+            the exact tensor a later :meth:`fetch` will ask for (duplicates allowed).
+
+        Raises
+        ------
+        TypeError / ValueError
+            for bad ids; RuntimeError past :data:`SEQ_LIMIT` batches.  The cache is then unchanged.
+        """
+        ids = self._check_ids(ids)
+        if self.next_seq >= SEQ_LIMIT - 1:
+            raise RuntimeError(f"a lookahead cache sees at most {SEQ_LIMIT - 1} batches; build a new one")
+        seq, n, dev = self.next_seq, ids.numel(), self.device
+        prev = self.last_pos.index_select(0, ids)
+        in_window = prev >= (self._window[0].start if self._window else self.next_pos)
+        if bool(in_window.any()):
+            # link each id's previous announced occurrence to this batch
+            prev_in = prev[in_window]
+            for w in self._window:
+                sel = (prev_in >= w.start) & (prev_in < w.start + w.ids.numel())
+                w.next_seq.index_fill_(0, prev_in[sel] - w.start, seq)
+        # cached rows no announced batch needed so far are needed now, by this batch
+        slots = self.slot_of.index_select(0, ids)
+        newly = (slots >= 0) & ~in_window
+        if bool(newly.any()):
+            self.slot_key.index_copy_(0, slots[newly].long(), self._needed_key(seq, ids[newly]))
+        self.last_pos.index_copy_(0, ids, torch.arange(self.next_pos, self.next_pos + n, device=dev))
+        self._window.append(_Announced(seq, self.next_pos, ids, torch.full((n,), _NO_NEXT, dtype=torch.int64,
+                                                                             device=dev)))
+        self.next_seq += 1
+        self.next_pos += n
+
+    def forget_announced(self) -> None:
+        """Drop every announced, unfetched batch (an abandoned epoch); rows they protected
+        compete by ``fill`` again."""
+        if not self._window:
+            return
+        self._window.clear()
+        self.last_pos.fill_(-1)  # O(num_nodes), once per abandoned epoch
+        needed = (self.slot_key >= _NEEDED).nonzero().squeeze(1)
+        if needed.numel():
+            ids = self.id_in_slot.index_select(0, needed)
+            self.slot_key.index_copy_(0, needed, self._fill_key(ids, self.next_seq - 1))
+
+    # ---------------------------------------------------------------- fetch
+    def fetch(self, ids: torch.Tensor, miss_source: MissSource, out: torch.Tensor | None = None,
+              num_seeds: int = 0) -> torch.Tensor:
+        """Rows of ``ids`` (see :meth:`CacheBase.fetch`); consumes the oldest announced batch.
+
+        Raises
+        ------
+        ValueError
+            also when batches were announced and ``ids`` is not the oldest of them.
+        """
+        checked = self._check_ids(ids)
+        if self._window:
+            head = self._window[0].ids
+            if not (checked is head or (checked.numel() == head.numel() and torch.equal(checked, head))):
+                raise ValueError(f"fetch ids ({checked.numel()} ids) are not the oldest announced batch "
+                                 f"(seq {self._window[0].seq}, {head.numel()} ids); fetch batches in the "
+                                 f"order they were announced")
+        elif self.next_seq >= SEQ_LIMIT - 1:
+            raise RuntimeError(f"a lookahead cache sees at most {SEQ_LIMIT - 1} batches; build a new one")
+        return super().fetch(ids, miss_source, out, num_seeds)
+
+    def _admit(self, plan: FetchPlan, rows: torch.Tensor | None) -> None:
+        if self._window:
+            cur = self._window.popleft()
+            seq, nxt = cur.seq, cur.next_seq
+        else:  # unannounced fetch: a batch with no lookahead
+            seq, nxt = self.next_seq, None
+            self.next_seq += 1
+        if self.capacity == 0:
+            return
+        ids, dev = plan.ids, self.device
+        if plan.hit_pos.numel():
+            hit_ids = ids.index_select(0, plan.hit_pos)
+            hit_next = None if nxt is None else nxt.index_select(0, plan.hit_pos)
+            # a repeated id takes the best key over its positions (only one holds its link)
+            self.slot_key.scatter_reduce_(0, plan.hit_slots, self._key(hit_ids, hit_next, seq), "amax",
+                                          include_self=False)
+        k = plan.miss_unique.numel()
+        if k == 0:
+            return
+        miss_ids = ids.index_select(0, plan.miss_pos)
+        miss_next = None if nxt is None else nxt.index_select(0, plan.miss_pos)
+        pos_key = self._key(miss_ids, miss_next, seq)
+        if plan.miss_inverse is None:
+            miss_key = pos_key
+        else:
+            miss_key = torch.full((k,), -1, dtype=torch.int64, device=dev)
+            miss_key.scatter_reduce_(0, plan.miss_inverse, pos_key, "amax", include_self=False)
+        cap, free = self.capacity, self.capacity - self.filled
+        if k <= free:  # still filling: every miss moves in, no ranking needed
+            slots = torch.arange(self.filled, self.filled + k, device=dev)
+            self._write(slots, plan.miss_unique, rows)
+            self.slot_key.index_copy_(0, slots, miss_key)
+            self.filled += k
+            return
+        # keep the `cap` largest keys of (slots, misses): drop the k smallest
+        dropped = torch.topk(torch.cat([self.slot_key, miss_key]), k, largest=False, sorted=False).indices
+        victims = dropped[dropped < cap]
+        if victims.numel() == 0:
+            return
+        enter = torch.ones(k, dtype=torch.bool, device=dev)
+        enter[dropped[dropped >= cap] - cap] = False
+        enter_idx = enter.nonzero().squeeze(1)
+        self._write(victims, plan.miss_unique.index_select(0, enter_idx), rows.index_select(0, enter_idx))
+        self.slot_key.index_copy_(0, victims, miss_key.index_select(0, enter_idx))
+        self.filled = min(cap, self.filled + int((victims >= self.filled).sum()))
+
+    # ----------------------------------------------------------------- keys
+    def _needed_key(self, seq: int, ids: torch.Tensor) -> torch.Tensor:
+        return _NEEDED + ((SEQ_LIMIT - 1 - seq) << _PRIO_BITS) + self.prio.index_select(0, ids).long()
+
+    def _fill_key(self, ids: torch.Tensor, seq: int) -> torch.Tensor:
+        prio = self.prio.index_select(0, ids).long()
+        if self.fill == "recency":
+            return prio + (max(seq, 0) << _PRIO_BITS)
+        return prio
+
+    def _key(self, ids: torch.Tensor, next_seq: torch.Tensor | None, seq: int) -> torch.Tensor:
+        """Keys of ``ids`` just used by batch ``seq`` whose next announced use is ``next_seq`` (-1 none)."""
+        fill = self._fill_key(ids, seq)
+        if next_seq is None:
+            return fill
+        needed = _NEEDED + ((SEQ_LIMIT - 1 - next_seq) << _PRIO_BITS) + self.prio.index_select(0, ids).long()
+        return torch.where(next_seq >= 0, needed, fill)
+
+    def state(self) -> dict:
+        """Copies of the policy's state (for tests and debugging)."""
+        return {"slot_of": self.slot_of.clone(), "id_in_slot": self.id_in_slot.clone(),
+                "slot_key": self.slot_key.clone(), "last_pos": self.last_pos.clone(),
+                "filled": self.filled, "next_seq": self.next_seq, "next_pos": self.next_pos,
+                "window": [(w.seq, w.start, w.ids.clone(), w.next_seq.clone()) for w in self._window]}
+
+
+class BeladyBound(LookaheadCache):
+    """Belady's offline optimum for a recorded stream: a bound, not a policy a loader can run.
+
+    After each batch it keeps the rows at hand whose next use in the *whole*
+    stream comes soonest (rows never used again go first): furthest-next-use
+    eviction per row, with bypass, for batch requests.  No cache of the same
+    capacity that fetches only what a batch misses moves fewer rows from the
+    source on that stream (checked against exhaustive search in
+    tests/cache/test_lookahead.py).
+    """
+
+    policy = "belady"
+
+    def __init__(self, capacity: int, num_nodes: int, dim: int, dtype: torch.dtype = torch.float32,
+                 device: str | torch.device = "cpu"):
+        super().__init__(capacity, num_nodes, dim, dtype, device, fill="none")
+
+    def replay(self, batches, miss_source: MissSource) -> None:
+        """Announce every batch (ids tensors) of ``batches``, then fetch them in order."""
+        batches = list(batches)
+        for ids in batches:
+            self.announce(ids)
+        for ids in batches:
+            self.fetch(ids, miss_source)
