@@ -19,6 +19,7 @@ CUDA; nothing loops over ids in Python.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Callable, Union
 
@@ -140,11 +141,13 @@ class CacheBase:
         }
 
     def reset_stats(self) -> None:
-        """Zero the counters reported by :meth:`stats` (the cached rows stay)."""
+        """Zero the counters reported by :meth:`stats` and the policy timers (the cached rows stay)."""
         self._requests = 0
         self._hits = 0
         self._misses = 0
         self._bytes_from_source = 0
+        self.policy_seconds = 0.0  # wall time in the policy's own bookkeeping (admission/eviction)
+        self.policy_cpu_seconds = 0.0  # the same in process CPU time
 
     @property
     def row_bytes(self) -> int:
@@ -323,7 +326,11 @@ class CacheBase:
                 _scatter_rows(plan.out, plan.miss_pos, rows)
             else:
                 _scatter_rows(plan.out, plan.miss_pos, rows.index_select(0, plan.miss_inverse))
+        t, c = time.perf_counter(), time.process_time()
         self._admit(plan, rows)
+        # CPU clocks: on CUDA the ops are asynchronous and this measures launches only
+        self.policy_seconds += time.perf_counter() - t
+        self.policy_cpu_seconds += time.process_time() - c
         n = plan.ids.numel()
         h = plan.hit_pos.numel()
         self._requests += n

@@ -35,6 +35,7 @@ Per batch: O(announced ids) for ``announce``; ``fetch`` is O(batch) plus one
 """
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -139,6 +140,14 @@ class LookaheadCache(CacheBase):
         TypeError / ValueError
             for bad ids; RuntimeError past :data:`SEQ_LIMIT` batches.  The cache is then unchanged.
         """
+        t, c = time.perf_counter(), time.process_time()
+        try:
+            self._announce(ids)
+        finally:
+            self.policy_seconds += time.perf_counter() - t
+            self.policy_cpu_seconds += time.process_time() - c
+
+    def _announce(self, ids) -> None:
         ids = self._check_ids(ids)
         if self.next_seq >= SEQ_LIMIT - 1:
             raise RuntimeError(f"a lookahead cache sees at most {SEQ_LIMIT - 1} batches; build a new one")
