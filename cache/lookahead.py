@@ -28,9 +28,10 @@ Costs
 -----
 Per node: ``slot_of`` int32 (4 B, every policy) + ``prio`` int32 (4 B) +
 ``last_pos`` int64 (8 B, where the node was last announced) = 16 B.
-Per slot: one row + ``id_in_slot`` int64 + ``slot_key`` int64.
+Per slot: one row + ``id_in_slot`` int64 + ``slot_key`` int64 (+ 16 B of heap on the numba backend).
 Per announced, not yet fetched id: 16 B (its id and its next-use link).
-Per batch: O(announced ids) for ``announce``; ``fetch`` is O(batch) plus one
+Per batch on the numba backend (CPU): O(announced ids) for ``announce``, O(batch log
+capacity) for the admission; on the torch backend (any device) ``fetch`` adds one
 ``topk`` over ``capacity + misses`` keys once the cache is full.
 """
 from __future__ import annotations
@@ -42,7 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .base import CacheBase, FetchPlan, MissSource
+from . import _kernels
+from .base import CacheBase, FetchPlan, MissSource, _scatter_rows
 
 FILLS = ("counts", "recency", "none")
 
@@ -60,12 +62,11 @@ _NO_NEXT = -1
 
 @dataclass
 class _Announced:
-    """One announced, not yet fetched batch."""
+    """One announced, not yet fetched batch; its next-use links live in the cache's flat buffer."""
 
-    seq: int               # batch sequence number
-    start: int             # global position of its first id (positions count announced ids)
-    ids: torch.Tensor      # int64 [n]
-    next_seq: torch.Tensor  # int64 [n]: seq of the id's next announced batch, -1 = none (yet)
+    seq: int           # batch sequence number
+    start: int         # global position of its first id (positions count announced ids)
+    ids: torch.Tensor  # int64 [n]
 
 
 def _priority(scores, num_nodes: int) -> torch.Tensor:
@@ -93,33 +94,53 @@ class LookaheadCache(CacheBase):
     scores : optional real [num_nodes] array for ``fill="counts"`` (presample counts, or
         in-degrees); higher is kept first, ties by lower id.  None = lower id first.
     fill : one of :data:`FILLS`: how rows no announced batch needs compete for the slots.
-        ``counts`` (default) measured fewer rows from the source than ``recency`` on
-        every graph of bench/results/cache.md.
+        ``counts`` (default) moved the fewest rows from the source on the runs of
+        bench/results/cache.md.
+    backend : ``"auto"`` (numba heap on CPU, torch elsewhere), ``"numba"`` (CPU only) or
+        ``"torch"``.  Both keep exactly the same rows.  ``torch`` is a few vectorised ops
+        plus one ``topk`` over ``capacity + misses`` keys per fetch once full (any device);
+        ``numba`` keeps a min-heap of the slots, O(log capacity) per changed key.
 
     Raises
     ------
     ValueError
-        for a bad ``fill`` or ``scores``; ``announce``/``fetch`` raise on bad ids and
-        leave the cache unchanged.
+        for a bad ``fill``, ``scores`` or ``backend``; ``announce``/``fetch`` raise on bad
+        ids and leave the cache unchanged.
     """
 
     policy = "lookahead"
 
     def __init__(self, capacity: int, num_nodes: int, dim: int, dtype: torch.dtype = torch.float32,
-                 device: str | torch.device = "cpu", *, scores=None, fill: str = "counts"):
+                 device: str | torch.device = "cpu", *, scores=None, fill: str = "counts",
+                 backend: str = "auto"):
         if fill not in FILLS:
             raise ValueError(f"fill must be one of {FILLS}, got {fill!r}")
+        if backend not in ("auto", "numba", "torch"):
+            raise ValueError(f"backend must be 'auto', 'numba' or 'torch', got {backend!r}")
         super().__init__(capacity, num_nodes, dim, dtype, device)
+        if backend == "auto":
+            backend = "numba" if self.device.type == "cpu" else "torch"
+        if backend == "numba" and self.device.type != "cpu":
+            raise ValueError(f"backend 'numba' needs a CPU cache, this one is on {self.device}")
+        self.backend = backend
         self.fill = fill
         self.prio = _priority(scores if fill == "counts" else None, num_nodes).to(self.device)
         self.slot_key = torch.full((self.capacity,), -1, dtype=torch.int64, device=self.device)
         # global position of each node's latest announcement (-1 = never): finds the
-        # announced batch whose next-use link a new announcement must set
+        # announced occurrence whose next-use link a new announcement must set
         self.last_pos = torch.full((num_nodes,), -1, dtype=torch.int64, device=self.device)
+        # next-use links of announced ids: links[p - links_base] = seq of the batch that
+        # next uses the id announced at global position p (-1 = none announced yet)
+        self.links = torch.empty(0, dtype=torch.int64, device=self.device)
+        self.links_base = 0
         self.filled = 0      # slots [0, filled) are occupied; slots never empty once filled
         self.next_seq = 0    # sequence number of the next batch announced (or fetched unannounced)
         self.next_pos = 0    # global position of the next announced id
         self._window: deque[_Announced] = deque()
+        if backend == "numba":
+            self.heap = np.zeros(self.capacity, np.int64)
+            self.heap_pos = np.zeros(self.capacity, np.int64)
+            self._owner = np.full(self.capacity, -1, np.int64)
 
     # ------------------------------------------------------------- announce
     @property
@@ -140,36 +161,49 @@ class LookaheadCache(CacheBase):
         TypeError / ValueError
             for bad ids; RuntimeError past :data:`SEQ_LIMIT` batches.  The cache is then unchanged.
         """
-        t, c = time.perf_counter(), time.process_time()
+        t, c = time.perf_counter(), time.thread_time()
         try:
             self._announce(ids)
         finally:
             self.policy_seconds += time.perf_counter() - t
-            self.policy_cpu_seconds += time.process_time() - c
+            self.policy_cpu_seconds += time.thread_time() - c
 
     def _announce(self, ids) -> None:
         ids = self._check_ids(ids)
         if self.next_seq >= SEQ_LIMIT - 1:
             raise RuntimeError(f"a lookahead cache sees at most {SEQ_LIMIT - 1} batches; build a new one")
-        seq, n, dev = self.next_seq, ids.numel(), self.device
-        prev = self.last_pos.index_select(0, ids)
-        in_window = prev >= (self._window[0].start if self._window else self.next_pos)
-        if bool(in_window.any()):
-            # link each id's previous announced occurrence to this batch
-            prev_in = prev[in_window]
-            for w in self._window:
-                sel = (prev_in >= w.start) & (prev_in < w.start + w.ids.numel())
-                w.next_seq.index_fill_(0, prev_in[sel] - w.start, seq)
-        # cached rows no announced batch needed so far are needed now, by this batch
-        slots = self.slot_of.index_select(0, ids)
-        newly = (slots >= 0) & ~in_window
-        if bool(newly.any()):
-            self.slot_key.index_copy_(0, slots[newly].long(), self._needed_key(seq, ids[newly]))
-        self.last_pos.index_copy_(0, ids, torch.arange(self.next_pos, self.next_pos + n, device=dev))
-        self._window.append(_Announced(seq, self.next_pos, ids, torch.full((n,), _NO_NEXT, dtype=torch.int64,
-                                                                             device=dev)))
+        seq, n, pos0 = self.next_seq, ids.numel(), self.next_pos
+        window_lo = self._window[0].start if self._window else pos0
+        self._reserve_links(window_lo, pos0 + n)
+        self.links[pos0 - self.links_base: pos0 - self.links_base + n] = _NO_NEXT
+        if self.backend == "numba":
+            _kernels.lookahead_announce(ids.numpy(), seq, pos0, window_lo, self.last_pos.numpy(), self.links.numpy(),
+                                        self.links_base, self.slot_of.numpy(), self.slot_key.numpy(),
+                                        self.prio.numpy(), self.heap, self.heap_pos, self.filled,
+                                        _NEEDED + ((SEQ_LIMIT - 1 - seq) << _PRIO_BITS))
+        else:
+            prev = self.last_pos.index_select(0, ids)
+            in_window = prev >= window_lo
+            if bool(in_window.any()):  # link each id's previous announced occurrence to this batch
+                self.links.index_fill_(0, prev[in_window] - self.links_base, seq)
+            # cached rows no announced batch needed so far are needed now, by this batch
+            slots = self.slot_of.index_select(0, ids)
+            newly = (slots >= 0) & ~in_window
+            if bool(newly.any()):
+                self.slot_key.index_copy_(0, slots[newly].long(), self._needed_key(seq, ids[newly]))
+            self.last_pos.index_copy_(0, ids, torch.arange(pos0, pos0 + n, device=self.device))
+        self._window.append(_Announced(seq, pos0, ids))
         self.next_seq += 1
         self.next_pos += n
+
+    def _reserve_links(self, live_lo: int, hi: int) -> None:
+        """Make ``links`` cover global positions ``[live_lo, hi)``, dropping what lies before ``live_lo``."""
+        if hi - self.links_base <= self.links.numel():
+            return
+        live = self.links[live_lo - self.links_base: self.next_pos - self.links_base]
+        grown = torch.empty(max(2 * (hi - live_lo), 1024), dtype=torch.int64, device=self.device)
+        grown[: live.numel()] = live
+        self.links, self.links_base = grown, live_lo
 
     def forget_announced(self) -> None:
         """Drop every announced, unfetched batch (an abandoned epoch); rows they protected
@@ -182,6 +216,8 @@ class LookaheadCache(CacheBase):
         if needed.numel():
             ids = self.id_in_slot.index_select(0, needed)
             self.slot_key.index_copy_(0, needed, self._fill_key(ids, self.next_seq - 1))
+            if self.backend == "numba":
+                _kernels.heap_build(self.heap, self.heap_pos, self.slot_key.numpy(), self.filled)
 
     # ---------------------------------------------------------------- fetch
     def fetch(self, ids: torch.Tensor, miss_source: MissSource, out: torch.Tensor | None = None,
@@ -207,13 +243,17 @@ class LookaheadCache(CacheBase):
     def _admit(self, plan: FetchPlan, rows: torch.Tensor | None) -> None:
         if self._window:
             cur = self._window.popleft()
-            seq, nxt = cur.seq, cur.next_seq
+            seq, link_off = cur.seq, cur.start - self.links_base
         else:  # unannounced fetch: a batch with no lookahead
-            seq, nxt = self.next_seq, None
+            seq, link_off = self.next_seq, -1
             self.next_seq += 1
         if self.capacity == 0:
             return
+        if self.backend == "numba":
+            self._admit_numba(plan, rows, seq, link_off)
+            return
         ids, dev = plan.ids, self.device
+        nxt = None if link_off < 0 else self.links[link_off: link_off + ids.numel()]
         if plan.hit_pos.numel():
             hit_ids = ids.index_select(0, plan.hit_pos)
             hit_next = None if nxt is None else nxt.index_select(0, plan.hit_pos)
@@ -250,6 +290,24 @@ class LookaheadCache(CacheBase):
         self.slot_key.index_copy_(0, victims, miss_key.index_select(0, enter_idx))
         self.filled = min(cap, self.filled + int((victims >= self.filled).sum()))
 
+    def _admit_numba(self, plan: FetchPlan, rows: torch.Tensor | None, seq: int, link_off: int) -> None:
+        """The same admission as the torch path, by the heap kernel (CPU)."""
+        k = plan.miss_unique.numel()
+        out_slot = np.empty(k, np.int64)
+        no_inverse = np.empty(0, np.int64)
+        fill_key = (max(seq, 0) << _PRIO_BITS) if self.fill == "recency" else 0
+        self.filled = int(_kernels.lookahead_admit(
+            plan.ids.numpy(), plan.hit_pos.numpy(), plan.hit_slots.numpy(), plan.miss_pos.numpy(),
+            plan.miss_unique.numpy(), no_inverse if plan.miss_inverse is None else plan.miss_inverse.numpy(),
+            self.links.numpy(), link_off, fill_key, self.prio.numpy(), self.slot_key.numpy(),
+            self.slot_of.numpy(), self.id_in_slot.numpy(), self.heap, self.heap_pos, self.filled, self.capacity,
+            self._owner, out_slot, _NEEDED, SEQ_LIMIT))
+        if k:
+            enter = np.flatnonzero(out_slot >= 0)
+            if enter.size:
+                _scatter_rows(self.storage, torch.from_numpy(out_slot[enter]),
+                              rows.index_select(0, torch.from_numpy(enter)))
+
     # ----------------------------------------------------------------- keys
     def _needed_key(self, seq: int, ids: torch.Tensor) -> torch.Tensor:
         return _NEEDED + ((SEQ_LIMIT - 1 - seq) << _PRIO_BITS) + self.prio.index_select(0, ids).long()
@@ -270,10 +328,12 @@ class LookaheadCache(CacheBase):
 
     def state(self) -> dict:
         """Copies of the policy's state (for tests and debugging)."""
+        lo = (self._window[0].start if self._window else self.next_pos) - self.links_base
         return {"slot_of": self.slot_of.clone(), "id_in_slot": self.id_in_slot.clone(),
                 "slot_key": self.slot_key.clone(), "last_pos": self.last_pos.clone(),
+                "links": self.links[lo: self.next_pos - self.links_base].clone(),
                 "filled": self.filled, "next_seq": self.next_seq, "next_pos": self.next_pos,
-                "window": [(w.seq, w.start, w.ids.clone(), w.next_seq.clone()) for w in self._window]}
+                "window": [(w.seq, w.start, w.ids.clone()) for w in self._window]}
 
 
 class BeladyBound(LookaheadCache):
@@ -290,8 +350,8 @@ class BeladyBound(LookaheadCache):
     policy = "belady"
 
     def __init__(self, capacity: int, num_nodes: int, dim: int, dtype: torch.dtype = torch.float32,
-                 device: str | torch.device = "cpu"):
-        super().__init__(capacity, num_nodes, dim, dtype, device, fill="none")
+                 device: str | torch.device = "cpu", backend: str = "auto"):
+        super().__init__(capacity, num_nodes, dim, dtype, device, fill="none", backend=backend)
 
     def replay(self, batches, miss_source: MissSource) -> None:
         """Announce every batch (ids tensors) of ``batches``, then fetch them in order."""

@@ -47,14 +47,15 @@ class RefLookahead:
 batches_st = st.lists(st.lists(st.integers(0, 11), max_size=9), min_size=1, max_size=9)
 
 
+@pytest.mark.parametrize("backend", ["numba", "torch"])
 @pytest.mark.parametrize("fill", ["counts", "recency", "none"])
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(capacity=st.integers(0, 14), k=st.integers(0, 4), seed=st.integers(0, 2**16), batches=batches_st)
-def test_lookahead_matches_reference(fill, capacity, k, seed, batches):
+def test_lookahead_matches_reference(backend, fill, capacity, k, seed, batches):
     n = 12
     scores = np.random.default_rng(seed).integers(0, 4, n)  # ties on purpose
     feat = torch.randn(n, 2)
-    cache = LookaheadCache(capacity, n, 2, scores=scores, fill=fill)
+    cache = LookaheadCache(capacity, n, 2, scores=scores, fill=fill, backend=backend)
     ref = RefLookahead(capacity, n, scores.tolist(), fill)
     tensors = [torch.tensor(b, dtype=torch.int64) for b in batches]
     announced = 0
@@ -115,13 +116,14 @@ def _belady_exhaustive(batches, capacity):
     return best(0, frozenset())
 
 
-@settings(max_examples=80, deadline=None)
+@pytest.mark.parametrize("backend", ["numba", "torch"])
+@settings(max_examples=60, deadline=None)
 @given(capacity=st.integers(0, 4),
        batches=st.lists(st.lists(st.integers(0, 6), max_size=4), min_size=1, max_size=6))
-def test_belady_is_optimal_on_tiny_streams(capacity, batches):
+def test_belady_is_optimal_on_tiny_streams(backend, capacity, batches):
     n = 7
     feat = torch.randn(n, 1)
-    cache = BeladyBound(capacity, n, 1)
+    cache = BeladyBound(capacity, n, 1, backend=backend)
     cache.replay([torch.tensor(b, dtype=torch.int64) for b in batches], lambda m: feat[m])
     assert cache.stats()["bytes_from_source"] // cache.row_bytes == _belady_exhaustive(batches, capacity)
 
@@ -145,11 +147,12 @@ def test_no_policy_beats_belady(capacity, k, seed, batches):
         assert cache.stats()["bytes_from_source"] >= bound.stats()["bytes_from_source"], policy
 
 
-def test_bad_input_leaves_lookahead_unchanged():
+@pytest.mark.parametrize("backend", ["numba", "torch"])
+def test_bad_input_leaves_lookahead_unchanged(backend):
     n = 50
     rng = np.random.default_rng(1)
     feat = torch.randn(n, 3)
-    cache = LookaheadCache(10, n, 3, scores=rng.integers(0, 9, n))
+    cache = LookaheadCache(10, n, 3, scores=rng.integers(0, 9, n), backend=backend)
     b = [torch.from_numpy(rng.integers(0, n, 30)) for _ in range(4)]
     for ids in b[:3]:
         cache.announce(ids)
@@ -162,7 +165,7 @@ def test_bad_input_leaves_lookahead_unchanged():
             if key == "window":
                 assert len(value) == len(after[key])
                 for x, y in zip(value, after[key]):
-                    assert x[:2] == y[:2] and torch.equal(x[2], y[2]) and torch.equal(x[3], y[3])
+                    assert x[:2] == y[:2] and torch.equal(x[2], y[2])
             elif isinstance(value, torch.Tensor):
                 assert torch.equal(value, after[key]), key
             else:
@@ -184,14 +187,17 @@ def test_bad_input_leaves_lookahead_unchanged():
         LookaheadCache(1, n, 1, fill="lfu")
     with pytest.raises(ValueError, match="scores"):
         LookaheadCache(1, n, 1, scores=np.zeros(n - 1))
+    with pytest.raises(ValueError, match="backend"):
+        LookaheadCache(1, n, 1, backend="cuda")
     cache.fetch(b[1], lambda m: feat[m])  # still usable, in order
     assert cache.pending == 1
 
 
-def test_forget_announced_releases_protection():
+@pytest.mark.parametrize("backend", ["numba", "torch"])
+def test_forget_announced_releases_protection(backend):
     n = 20
     feat = torch.randn(n, 1)
-    cache = LookaheadCache(2, n, 1, scores=-np.arange(n))  # low ids preferred
+    cache = LookaheadCache(2, n, 1, scores=-np.arange(n), backend=backend)  # low ids preferred
     b0, b1 = torch.tensor([10, 11, 0]), torch.tensor([10, 11])
     cache.announce(b0)
     cache.announce(b1)
@@ -201,3 +207,25 @@ def test_forget_announced_releases_protection():
     assert cache.pending == 0
     cache.fetch(torch.tensor([1]), lambda m: feat[m])  # unannounced: fill decides
     assert set(cache.cached_ids().tolist()) == {1, 10}  # 11 lost its protection and has the lower score
+
+
+def test_backends_agree_on_a_long_stream_with_buffer_regrowth():
+    """Hundreds of batches of a skewed stream: the numba heap and the torch topk keep the same rows."""
+    rng = np.random.default_rng(7)
+    n, cap = 3000, 300
+    scores = rng.integers(0, 50, n)
+    feat = torch.randn(n, 4)
+    caches = [LookaheadCache(cap, n, 4, scores=scores, backend=b, fill=f)
+              for b in ("numba", "torch") for f in ("counts", "recency")]
+    batches = [torch.from_numpy((rng.random(rng.integers(50, 400)) ** 3 * n).astype(np.int64)) for _ in range(300)]
+    for c in caches:
+        for i, ids in enumerate(batches):
+            while c.next_seq < min(len(batches), i + 6):
+                c.announce(batches[c.next_seq])
+            assert torch.equal(c.fetch(ids, lambda m: feat[m]), feat[ids])
+    for a, b in ((caches[0], caches[2]), (caches[1], caches[3])):
+        assert sorted(a.cached_ids().tolist()) == sorted(b.cached_ids().tolist())
+        assert a.stats() == b.stats()
+        # every cached row holds its own features
+        ids = a.cached_ids()
+        assert torch.equal(a.storage[a.slot_of[ids].long()], feat[ids])
