@@ -88,17 +88,17 @@ def at_target(rows: list[dict]) -> dict[tuple[str, str], dict]:
     return {(r["policy"], r["order"]): r for r in rows if abs(float(r["cache_ratio"]) - TARGET_RATIO) < 1e-9}
 
 
-def verdicts(rows: list[dict]) -> dict:
-    """MiB from source of lookahead + proximity against the three anchors, with the ratios."""
+def verdicts(rows: list[dict], policy: str = "lookahead") -> dict:
+    """MiB from source of ``policy`` + proximity against the three anchors, with the ratios."""
     at = at_target(rows)
     mib = {key: float(r["mib_from_source"]) for key, r in at.items()}
-    look = mib[("lookahead", "proximity")]
+    look = mib[(policy, "proximity")]
     others = {key: v for key, v in mib.items()
               if key[0] not in ("none", "belady") and not key[0].startswith("lookahead")}
     best_key = min(others, key=others.get)
     gnnlab = mib[("presample", "random")]
     belady = mib[("belady", "proximity")]
-    r = at[("lookahead", "proximity")]
+    r = at[(policy, "proximity")]
     return {"lookahead": look, "best_key": best_key, "best": others[best_key], "gnnlab": gnnlab,
             "belady": belady, "vs_best": look / max(others[best_key], 1e-12), "vs_gnnlab": look / max(gnnlab, 1e-12),
             "vs_belady": look / max(belady, 1e-12), "own_ms": float(r["own_ms_per_batch"]),
@@ -218,7 +218,7 @@ def main() -> int:
                   f"(whole cache {v['own_ms']:.2f}, fifo's whole cache {v['fifo_ms']:.2f}) vs memmap gather of the "
                   f"same rows {v['gather_ms']:.2f} ({v['policy_ms'] / max(v['gather_ms'], 1e-9):.2f}x)",
                   flush=True)
-            summary.append((key, v))
+            summary.append((key, v, verdicts(rows, "lookahead[k16]")))
 
     print("\n== fetch microbenchmark (CPU, 1 thread, skewed random stream u**3 * nodes, unique ids per batch, "
           "cache = 10% of nodes, reused out buffer; lookahead announces 4 batches ahead)")
@@ -256,19 +256,21 @@ def main() -> int:
              ("lookahead[recency]", "proximity"), ("lookahead[degree]", "proximity"), ("belady", "random"),
              ("belady", "proximity")]
     print("\nMiB from source at 10 % cache (rows from source in thousands)\n")
-    print("| policy + order | " + " | ".join(k for k, _ in summary) + " |")
+    print("| policy + order | " + " | ".join(k for k, _, _ in summary) + " |")
     print("|---|" + "---|" * len(summary))
     for p in pairs:
         label = f"{p[0]} + {p[1]}" + (" (offline bound)" if p[0] == "belady" else "")
-        cells = [f"{v['mib'][p]:.1f} ({v['rows'][p] / 1e3:.1f}k)" if p in v["mib"] else "-" for _, v in summary]
+        cells = [f"{v['mib'][p]:.1f} ({v['rows'][p] / 1e3:.1f}k)" if p in v["mib"] else "-" for _, v, _ in summary]
         print(f"| {label} | " + " | ".join(cells) + " |")
-    print("\n| run | lookahead+prox MiB | vs best other pair | vs presample+random | vs belady | "
+    print("\n| run | lookahead+prox MiB (k=4) | vs best other pair | vs presample+random | vs belady | "
           "CPU ms/batch: policy bookkeeping / whole lookahead cache / whole fifo cache | memmap gather ms/batch |")
     print("|---|---|---|---|---|---|---|")
-    for key, v in summary:
-        print(f"| {key} | {v['lookahead']:.1f} | {mark(v['vs_best'], TARGET_VS_BEST)} ({'+'.join(v['best_key'])} "
-              f"{v['best']:.1f}) | {mark(v['vs_gnnlab'], TARGET_VS_GNNLAB)} ({v['gnnlab']:.1f}) | "
-              f"{mark(v['vs_belady'], TARGET_VS_BELADY)} ({v['belady']:.1f}) | {v['policy_ms']:.2f} / "
+    for key, v, v16 in summary:
+        print(f"| {key} | {v['lookahead']:.1f} (k16: {v16['lookahead']:.1f}) | {mark(v['vs_best'], TARGET_VS_BEST)} ({'+'.join(v['best_key'])} "
+              f"{v['best']:.1f}); k16 {mark(v16['vs_best'], TARGET_VS_BEST)} | {mark(v['vs_gnnlab'], TARGET_VS_GNNLAB)} "
+              f"({v['gnnlab']:.1f}); k16 {mark(v16['vs_gnnlab'], TARGET_VS_GNNLAB)}; belady/presample+random "
+              f"{v['belady'] / max(v['gnnlab'], 1e-12):.2f}x | {mark(v['vs_belady'], TARGET_VS_BELADY)} "
+              f"({v['belady']:.1f}); k16 {mark(v16['vs_belady'], TARGET_VS_BELADY)} | {v['policy_ms']:.2f} / "
               f"{v['own_ms']:.2f} / {v['fifo_ms']:.2f} | {v['gather_ms']:.2f} |")
     print("\n| policy | dim | batch ids | hit rate | policy bookkeeping ms/batch (wall / CPU) | whole cache CPU "
           "ms/batch | memmap gather ms/batch (wall / CPU) | bookkeeping / gather (CPU) |")

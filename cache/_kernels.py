@@ -115,6 +115,11 @@ def _heap_fix(heap, heap_pos, key, i, size):
             break
         _heap_swap(heap, heap_pos, i, parent)
         i = parent
+    _heap_sift_down(heap, heap_pos, key, i, size)
+
+
+@numba.njit(cache=True, nogil=True)
+def _heap_sift_down(heap, heap_pos, key, i, size):
     while True:
         left = 2 * i + 1
         if left >= size:
@@ -134,8 +139,8 @@ def heap_build(heap, heap_pos, key, size):
     for i in range(size):
         heap[i] = i
         heap_pos[i] = i
-    for i in range(size // 2 - 1, -1, -1):
-        _heap_fix(heap, heap_pos, key, i, size)
+    for i in range(size // 2 - 1, -1, -1):  # sift-down only: a sift-up here would break subtrees below
+        _heap_sift_down(heap, heap_pos, key, i, size)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -172,21 +177,17 @@ def _request_key(v, nxt, prio, fill_key, needed_base, seq_limit):
 
 
 @numba.njit(cache=True, nogil=True)
-def lookahead_admit(ids, hit_pos, hit_slots, miss_pos, miss_unique, miss_inverse, links, link_off, fill_key,
-                    prio, slot_key, slot_of, id_in_slot, heap, heap_pos, size, capacity, owner, out_slot,
-                    needed_base, seq_limit):
-    """After a fetch: re-key the hit slots, then admit the distinct misses by key.
+def lookahead_rekey(ids, hit_pos, hit_slots, miss_pos, miss_inverse, k, links, link_off, fill_key, prio, slot_key,
+                    heap, heap_pos, size, owner, needed_base, seq_limit, fix_heap):
+    """After a fetch: re-key the hit slots and return the keys int64 [k] of the distinct misses.
 
     The key of request position ``p`` is "needed by batch ``links[link_off + p]``" when
     that is >= 0 (``link_off < 0``: no links), else ``fill_key + prio``; a repeated id
-    takes its best key.  A miss replaces the heap root while its key is larger, so the
-    cache ends holding the ``capacity`` largest keys of (what it held, the misses).
-    Updates ``slot_of``/``id_in_slot``/``slot_key``/heap in place; ``out_slot[u]`` is the
-    slot miss ``u`` ended in or -1.  ``owner`` is [capacity] scratch, all -1 on entry and
-    exit.  Returns the new number of occupied slots.
+    takes its best key.  With ``fix_heap`` every changed slot key is fixed in the heap at
+    once (fixing several changed keys afterwards would not restore the order); without
+    it the caller rebuilds the heap.  ``owner`` is [capacity] scratch, all -1 on entry
+    and exit (marks slots already re-keyed by this batch).
     """
-    # every key change is fixed in the heap at once (fixing several changed keys afterwards
-    # would not restore the order); owner marks slots already re-keyed by this batch
     for h in range(hit_slots.shape[0]):
         p = hit_pos[h]
         nxt = links[link_off + p] if link_off >= 0 else -1
@@ -195,10 +196,10 @@ def lookahead_admit(ids, hit_pos, hit_slots, miss_pos, miss_unique, miss_inverse
         if owner[s] == -1 or kk > slot_key[s]:  # first position of s, or a better one of a repeated id
             owner[s] = -3
             slot_key[s] = kk
-            _heap_fix(heap, heap_pos, slot_key, heap_pos[s], size)
+            if fix_heap:
+                _heap_fix(heap, heap_pos, slot_key, heap_pos[s], size)
     for h in range(hit_slots.shape[0]):
         owner[hit_slots[h]] = -1
-    k = miss_unique.shape[0]
     mkey = np.full(k, -2, np.int64)
     has_inverse = miss_inverse.shape[0] > 0
     for j in range(miss_pos.shape[0]):
@@ -208,6 +209,19 @@ def lookahead_admit(ids, hit_pos, hit_slots, miss_pos, miss_unique, miss_inverse
         kk = _request_key(ids[p], nxt, prio, fill_key, needed_base, seq_limit)
         if kk > mkey[u]:
             mkey[u] = kk
+    return mkey
+
+
+@numba.njit(cache=True, nogil=True)
+def lookahead_insert(miss_unique, mkey, slot_key, slot_of, id_in_slot, heap, heap_pos, size, capacity, owner,
+                     out_slot):
+    """Admit the distinct misses one by one: a miss takes a free slot, else replaces the heap
+    root while its key is larger, so the cache ends holding the ``capacity`` largest keys of
+    (what it held, the misses).  Updates ``slot_of``/``id_in_slot``/``slot_key``/heap in
+    place; ``out_slot[u]`` is the slot miss ``u`` ended in or -1.  ``owner`` as above.
+    Returns the new number of occupied slots.
+    """
+    k = miss_unique.shape[0]
     for u in range(k):
         v = miss_unique[u]
         kk = mkey[u]

@@ -141,6 +141,7 @@ class LookaheadCache(CacheBase):
             self.heap = np.zeros(self.capacity, np.int64)
             self.heap_pos = np.zeros(self.capacity, np.int64)
             self._owner = np.full(self.capacity, -1, np.int64)
+            self._allow_bulk = True  # tests switch it off to drive the heap path alone
 
     # ------------------------------------------------------------- announce
     @property
@@ -291,22 +292,48 @@ class LookaheadCache(CacheBase):
         self.filled = min(cap, self.filled + int((victims >= self.filled).sum()))
 
     def _admit_numba(self, plan: FetchPlan, rows: torch.Tensor | None, seq: int, link_off: int) -> None:
-        """The same admission as the torch path, by the heap kernel (CPU)."""
+        """The same admission as the torch path: a min-heap of the slots (CPU kernels).
+
+        One heap update costs ~log2(capacity) random steps; when a fetch changes so many
+        keys that they would cost more than ranking the whole cache, the keys are ranked
+        with one ``topk`` (as on the torch path) and the heap rebuilt in O(capacity).
+        """
         k = plan.miss_unique.numel()
-        out_slot = np.empty(k, np.int64)
-        no_inverse = np.empty(0, np.int64)
+        changed = plan.hit_pos.numel() + k
+        cap = self.capacity
+        bulk = self._allow_bulk and self.filled == cap and changed * max(cap.bit_length(), 1) > 2 * (cap + k)
         fill_key = (max(seq, 0) << _PRIO_BITS) if self.fill == "recency" else 0
-        self.filled = int(_kernels.lookahead_admit(
+        no_inverse = np.empty(0, np.int64)
+        slot_key = self.slot_key.numpy()
+        mkey = _kernels.lookahead_rekey(
             plan.ids.numpy(), plan.hit_pos.numpy(), plan.hit_slots.numpy(), plan.miss_pos.numpy(),
-            plan.miss_unique.numpy(), no_inverse if plan.miss_inverse is None else plan.miss_inverse.numpy(),
-            self.links.numpy(), link_off, fill_key, self.prio.numpy(), self.slot_key.numpy(),
-            self.slot_of.numpy(), self.id_in_slot.numpy(), self.heap, self.heap_pos, self.filled, self.capacity,
-            self._owner, out_slot, _NEEDED, SEQ_LIMIT))
-        if k:
-            enter = np.flatnonzero(out_slot >= 0)
-            if enter.size:
-                _scatter_rows(self.storage, torch.from_numpy(out_slot[enter]),
-                              rows.index_select(0, torch.from_numpy(enter)))
+            no_inverse if plan.miss_inverse is None else plan.miss_inverse.numpy(), k, self.links.numpy(),
+            link_off, fill_key, self.prio.numpy(), slot_key, self.heap, self.heap_pos, self.filled, self._owner,
+            _NEEDED, SEQ_LIMIT, not bulk)
+        if k == 0:
+            if bulk:
+                _kernels.heap_build(self.heap, self.heap_pos, slot_key, self.filled)
+            return
+        if bulk:
+            miss_key = torch.from_numpy(mkey)
+            dropped = torch.topk(torch.cat([self.slot_key, miss_key]), k, largest=False, sorted=False).indices
+            victims = dropped[dropped < cap]
+            if victims.numel():
+                enter = torch.ones(k, dtype=torch.bool)
+                enter[dropped[dropped >= cap] - cap] = False
+                enter_idx = enter.nonzero().squeeze(1)
+                self._write(victims, plan.miss_unique.index_select(0, enter_idx), rows.index_select(0, enter_idx))
+                self.slot_key.index_copy_(0, victims, miss_key.index_select(0, enter_idx))
+            _kernels.heap_build(self.heap, self.heap_pos, slot_key, self.filled)
+            return
+        out_slot = np.empty(k, np.int64)
+        self.filled = int(_kernels.lookahead_insert(
+            plan.miss_unique.numpy(), mkey, slot_key, self.slot_of.numpy(), self.id_in_slot.numpy(), self.heap,
+            self.heap_pos, self.filled, cap, self._owner, out_slot))
+        enter = np.flatnonzero(out_slot >= 0)
+        if enter.size:
+            _scatter_rows(self.storage, torch.from_numpy(out_slot[enter]),
+                          rows.index_select(0, torch.from_numpy(enter)))
 
     # ----------------------------------------------------------------- keys
     def _needed_key(self, seq: int, ids: torch.Tensor) -> torch.Tensor:
