@@ -103,7 +103,7 @@ def test_bench_cache_default_policies_include_lookahead_and_the_belady_bound(ran
 
 def test_replay_announces_k_ahead_and_microbenchmark_times_the_gather(tmp_path):
     feat = torch.randn(50, 2)
-    stream = [torch.tensor([10, 11, 1]), torch.tensor([10, 11]), torch.tensor([1, 5])]
+    stream = [torch.tensor([10, 11, 1]), torch.tensor([10, 11]), torch.tensor([5, 6])]
     hits = []
     for k in (0, 3):  # without lookahead the fill (lower id first) keeps 1 and 10; with it 10 and 11
         cache = make_cache("lookahead", 2, 50, 2)
