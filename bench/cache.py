@@ -48,14 +48,14 @@ DATASETS = {
     "citeseer": (lambda: str(DATA / "citeseer.npz"), {}, {}),
     "pubmed": (lambda: str(DATA / "pubmed_adj_labels.npz"), {"feat_dim": 500}, {}),
     "slashdot": (lambda: str(DATA / "soc-Slashdot0902.txt.gz"),
-                 {"feat_dim": 128, "num_classes": 4, "symmetrize": True}, {"b32": 500}),
-    "rmat20": (None, {"feat_dim": 32, "num_classes": 4}, {"b32": 300, "b256": 100}),
+                 {"feat_dim": 128, "num_classes": 4, "symmetrize": True}, {}),
+    "rmat20": (None, {"feat_dim": 32, "num_classes": 4}, {"b32": 2000, "b256": 500}),
 }
 # regime -> (batch size, fanouts)
 REGIMES = {"b32": (32, "10,5"), "b256": (256, "10,10")}
 TARGET_RATIO = 0.1
 TARGET_VS_BEST, TARGET_VS_GNNLAB, TARGET_VS_BELADY = 0.85, 0.65, 1.35
-LOOKAHEAD_VARIANTS = "k0,k1,k16,recency,degree"
+LOOKAHEAD_VARIANTS = "k0,k1,k16,recency,presample"
 TARGET_IDS_PER_S = 10e6
 
 
@@ -253,7 +253,7 @@ def main() -> int:
              ("fifo", "random"), ("static-degree", "proximity"), ("presample", "proximity"), ("lru", "proximity"),
              ("fifo", "proximity"), ("lookahead", "random"), ("lookahead", "proximity"),
              ("lookahead[k0]", "proximity"), ("lookahead[k1]", "proximity"), ("lookahead[k16]", "proximity"),
-             ("lookahead[recency]", "proximity"), ("lookahead[degree]", "proximity"), ("belady", "random"),
+             ("lookahead[recency]", "proximity"), ("lookahead[presample]", "proximity"), ("belady", "random"),
              ("belady", "proximity")]
     print("\nMiB from source at 10 % cache (rows from source in thousands)\n")
     print("| policy + order | " + " | ".join(k for k, _, _ in summary) + " |")

@@ -46,11 +46,13 @@ BENCH_POLICIES = POLICIES + ("belady",)
 # the plain "fifo" rows use (cfg.insert_order, cfg.seed_hint, cfg.degree_priority)
 FIFO_VARIANTS = {"request": ("request", False, False), "reverse-no-seeds": ("reverse", False, False),
                  "reverse-no-priority": ("reverse", True, False)}
-# lookahead variant -> (k, fill, fill scores: "counts" = presample counts, "degree" = in-degrees);
-# the plain "lookahead" rows use (cfg.lookahead_k, cfg.lookahead_fill, "counts")
-LOOKAHEAD_VARIANTS = {"k0": (0, "counts", "counts"), "k1": (1, "counts", "counts"),
-                      "k16": (16, "counts", "counts"), "recency": (None, "recency", "counts"),
+# lookahead variant -> (k, fill, fill scores: "presample" = presample counts, "degree" = in-degrees,
+# None = cfg.lookahead_scores); the plain "lookahead" rows use (cfg.lookahead_k, cfg.lookahead_fill,
+# cfg.lookahead_scores)
+LOOKAHEAD_VARIANTS = {"k0": (0, "counts", None), "k1": (1, "counts", None), "k16": (16, "counts", None),
+                      "recency": (None, "recency", None), "presample": (None, "counts", "presample"),
                       "degree": (None, "counts", "degree")}
+LOOKAHEAD_SCORES = ("degree", "presample")
 # one colour per policy, line style per order (solid = proximity, dashed = random)
 POLICY_COLORS = {"none": "black", "static-degree": "tab:blue", "presample": "tab:orange",
                  "lru": "tab:green", "fifo": "tab:red", "lookahead": "tab:purple", "belady": "grey"}
@@ -78,6 +80,9 @@ class BenchConfig:
     fifo_variants: tuple[str, ...] = ()
     lookahead_k: int = 4  # batches the sampler runs ahead of the fetch (the pipeline's queue size)
     lookahead_fill: str = "counts"  # see bgl.cache.lookahead.FILLS
+    # fill scores: in-degrees (default: no presample pass, and as good or better in bench/results/cache.md)
+    # or GNNLab's presample counts
+    lookahead_scores: str = "degree"
     # extra lookahead rows, labelled "lookahead[<variant>]", see LOOKAHEAD_VARIANTS
     lookahead_variants: tuple[str, ...] = ()
     presample_epochs: int = 1
@@ -94,6 +99,8 @@ class BenchConfig:
             raise ValueError(f"unknown lookahead variant {bad[0]!r}; choose from {', '.join(LOOKAHEAD_VARIANTS)}")
         if isinstance(self.lookahead_k, bool) or not isinstance(self.lookahead_k, int) or self.lookahead_k < 0:
             raise ValueError(f"lookahead_k must be an int >= 0, got {self.lookahead_k!r}")
+        if self.lookahead_scores not in LOOKAHEAD_SCORES:
+            raise ValueError(f"lookahead_scores must be one of {LOOKAHEAD_SCORES}, got {self.lookahead_scores!r}")
         if self.lookahead_fill not in FILLS:
             raise ValueError(f"lookahead_fill must be one of {FILLS}, got {self.lookahead_fill!r}")
         bad = [o for o in self.orders if o not in ORDERS]
@@ -279,8 +286,8 @@ def run_benchmark(store, cfg: BenchConfig, progress: bool = True) -> list[BenchR
     if cfg.max_batches is not None:
         per_epoch = min(per_epoch, cfg.max_batches)
     needs_presample = "presample" in cfg.policies or (
-        "lookahead" in cfg.policies and cfg.lookahead_fill == "counts") or any(
-        LOOKAHEAD_VARIANTS[v][2] == "counts" for v in cfg.lookahead_variants)
+        "lookahead" in cfg.policies and cfg.lookahead_scores == "presample") or any(
+        (LOOKAHEAD_VARIANTS[v][2] or cfg.lookahead_scores) == "presample" for v in cfg.lookahead_variants)
     total_sampling = len(cfg.orders) * cfg.epochs * per_epoch + (per_epoch * cfg.presample_epochs if needs_presample else 0)
     variants = [f"fifo[{v}]" for v in cfg.fifo_variants] + [f"lookahead[{v}]" for v in cfg.lookahead_variants]
     runs = [(p, o, r) for o in cfg.orders for p in list(cfg.policies) + variants for r in cfg.cache_ratios]
@@ -307,19 +314,20 @@ def run_benchmark(store, cfg: BenchConfig, progress: bool = True) -> list[BenchR
         for policy, order, ratio in runs:
             capacity = int(round(ratio * n))
             insert_order, seed_hint, by_degree = cfg.insert_order, cfg.seed_hint, cfg.degree_priority
-            k, fill, fill_scores = cfg.lookahead_k, cfg.lookahead_fill, "counts"
+            k, fill, fill_scores = cfg.lookahead_k, cfg.lookahead_fill, cfg.lookahead_scores
             if policy.startswith("fifo["):
                 insert_order, seed_hint, by_degree = FIFO_VARIANTS[policy[5:-1]]
             if policy.startswith("lookahead["):
-                vk, fill, fill_scores = LOOKAHEAD_VARIANTS[policy[10:-1]]
+                vk, fill, vs = LOOKAHEAD_VARIANTS[policy[10:-1]]
                 k = cfg.lookahead_k if vk is None else vk
+                fill_scores = vs or cfg.lookahead_scores
             base = policy.split("[")[0]
             use_degrees = base == "static-degree" or (base == "fifo" and by_degree)
             if base == "belady":
                 cache = BeladyBound(capacity, n, dim, dtype, "cpu")
             elif base == "lookahead":
                 cache = LookaheadCache(capacity, n, dim, dtype, "cpu", fill=fill,
-                                       scores=counts if fill_scores == "counts" else degrees)
+                                       scores=counts if fill_scores == "presample" else degrees)
             else:
                 cache = make_cache(base, capacity, n, dim, dtype, "cpu", degrees=degrees if use_degrees else None,
                                    presample_counts=counts, insert_order=insert_order)

@@ -50,8 +50,10 @@ def register(subparsers) -> None:
                         help="lookahead: sampled batches announced ahead of the fetch (the pipeline's queue size)")
     parser.add_argument("--lookahead-fill", choices=("counts", "recency", "none"), default="counts",
                         help="lookahead: how rows no announced batch needs compete (presample counts, last use, id)")
+    parser.add_argument("--lookahead-scores", choices=("degree", "presample"), default="degree",
+                        help="lookahead: scores of the counts fill (in-degrees, or presample access counts)")
     parser.add_argument("--lookahead-variants", type=_csv(str), default="",
-                        help="extra lookahead rows for comparison: k0, k1, k16, recency, degree")
+                        help="extra lookahead rows for comparison: k0, k1, k16, recency, presample, degree")
     parser.add_argument("--presample-epochs", type=int, default=1, help="epochs presampled for 'presample'")
     parser.add_argument("--max-batches", type=int, default=None, help="cap on batches per epoch (huge graphs)")
     parser.add_argument("--feat-dim", type=int, default=0,
@@ -82,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
         insert_order=args.insert_order, seed_hint=not args.no_seed_hint,
         degree_priority=not args.no_degree_priority,
         fifo_variants=tuple(args.fifo_variants), lookahead_k=args.lookahead_k,
-        lookahead_fill=args.lookahead_fill, lookahead_variants=tuple(args.lookahead_variants),
+        lookahead_fill=args.lookahead_fill, lookahead_scores=args.lookahead_scores,
+        lookahead_variants=tuple(args.lookahead_variants),
         presample_epochs=args.presample_epochs, seed=args.seed,
         max_batches=args.max_batches, feat_dim=args.feat_dim,
     )

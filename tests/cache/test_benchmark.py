@@ -80,7 +80,7 @@ def test_bench_cache_default_policies_include_lookahead_and_the_belady_bound(ran
     store = random_store_factory(num_nodes=300, avg_degree=4.0, feat_dim=4, seed=13)
     out = tmp_path / "la"
     rc = main(["bench-cache", str(store.path), "--cache-ratios", "0.1", "--fanouts", "3,3", "--batch-size", "8",
-               "--epochs", "1", "--lookahead-variants", "k0,k16,recency,degree", "--out", str(out),
+               "--epochs", "1", "--lookahead-variants", "k0,k16,recency,presample", "--out", str(out),
                "--no-progress"])
     assert rc == 0
     with open(out / "hit_rate.csv") as f:
