@@ -222,7 +222,7 @@ def main() -> int:
 
     print("\n== fetch microbenchmark (CPU, 1 thread, skewed random stream u**3 * nodes, unique ids per batch, "
           "cache = 10% of nodes, reused out buffer; lookahead announces 4 batches ahead)")
-    total = 2_000_000 if args.quick else args.micro_ids
+    total = 1_000_000 if args.quick else args.micro_ids
     micro = []
     with tempfile.TemporaryDirectory(prefix="bgl-micro-") as gdir:
         for dim in ((16, 128) if total > 0 else ()):
