@@ -353,6 +353,26 @@ class CacheBase:
             self._scratch = buf
         return buf[:h]
 
+    def _keep_largest(self, plan: FetchPlan, rows: torch.Tensor, slot_key: torch.Tensor,
+                      miss_key: torch.Tensor) -> None:
+        """Keep the ``capacity`` largest keys of (slots, this fetch's distinct misses), writing
+        each admitted miss's key into ``slot_key``.
+
+        One ``topk`` drops the ``k`` smallest: dropped slots are the victims, the misses not
+        dropped move in (the counts match: both are ``k`` minus the dropped misses).  Keys must
+        be distinct for the kept set to be well defined.
+        """
+        k, cap = miss_key.numel(), self.capacity
+        dropped = torch.topk(torch.cat([slot_key, miss_key]), k, largest=False, sorted=False).indices
+        victims = dropped[dropped < cap]
+        if victims.numel() == 0:
+            return
+        enter = torch.ones(k, dtype=torch.bool, device=self.device)
+        enter[dropped[dropped >= cap] - cap] = False
+        enter_idx = enter.nonzero().squeeze(1)
+        self._write(victims, plan.miss_unique.index_select(0, enter_idx), rows.index_select(0, enter_idx))
+        slot_key.index_copy_(0, victims, miss_key.index_select(0, enter_idx))
+
     def _write(self, slots: torch.Tensor, new_ids: torch.Tensor, new_rows: torch.Tensor) -> None:
         """Put ``new_ids`` (not cached now) into ``slots``, evicting whatever held them."""
         old = self.id_in_slot.index_select(0, slots)

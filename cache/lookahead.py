@@ -272,24 +272,20 @@ class LookaheadCache(CacheBase):
         else:
             miss_key = torch.full((k,), -1, dtype=torch.int64, device=dev)
             miss_key.scatter_reduce_(0, plan.miss_inverse, pos_key, "amax", include_self=False)
-        cap, free = self.capacity, self.capacity - self.filled
-        if k <= free:  # still filling: every miss moves in, no ranking needed
+        if k <= self.capacity - self.filled:  # still filling: every miss moves in, no ranking needed
             slots = torch.arange(self.filled, self.filled + k, device=dev)
             self._write(slots, plan.miss_unique, rows)
             self.slot_key.index_copy_(0, slots, miss_key)
             self.filled += k
             return
-        # keep the `cap` largest keys of (slots, misses): drop the k smallest
-        dropped = torch.topk(torch.cat([self.slot_key, miss_key]), k, largest=False, sorted=False).indices
-        victims = dropped[dropped < cap]
-        if victims.numel() == 0:
-            return
-        enter = torch.ones(k, dtype=torch.bool, device=dev)
-        enter[dropped[dropped >= cap] - cap] = False
-        enter_idx = enter.nonzero().squeeze(1)
-        self._write(victims, plan.miss_unique.index_select(0, enter_idx), rows.index_select(0, enter_idx))
-        self.slot_key.index_copy_(0, victims, miss_key.index_select(0, enter_idx))
-        self.filled = min(cap, self.filled + int((victims >= self.filled).sum()))
+        self._rank_and_admit(plan, rows, miss_key)
+
+    def _rank_and_admit(self, plan: FetchPlan, rows: torch.Tensor, miss_key: torch.Tensor) -> None:
+        """Keep the ``capacity`` largest keys of (slots, misses) with one ``topk``.  Called only
+        when the misses outnumber the empty slots, whose key (-1) is below every miss's, so
+        every empty slot is filled: the cache is full afterwards."""
+        self._keep_largest(plan, rows, self.slot_key, miss_key)
+        self.filled = self.capacity
 
     def _admit_numba(self, plan: FetchPlan, rows: torch.Tensor | None, seq: int, link_off: int) -> None:
         """The same admission as the torch path: a min-heap of the slots (CPU kernels).
@@ -315,15 +311,7 @@ class LookaheadCache(CacheBase):
                 _kernels.heap_build(self.heap, self.heap_pos, slot_key, self.filled)
             return
         if bulk:
-            miss_key = torch.from_numpy(mkey)
-            dropped = torch.topk(torch.cat([self.slot_key, miss_key]), k, largest=False, sorted=False).indices
-            victims = dropped[dropped < cap]
-            if victims.numel():
-                enter = torch.ones(k, dtype=torch.bool)
-                enter[dropped[dropped >= cap] - cap] = False
-                enter_idx = enter.nonzero().squeeze(1)
-                self._write(victims, plan.miss_unique.index_select(0, enter_idx), rows.index_select(0, enter_idx))
-                self.slot_key.index_copy_(0, victims, miss_key.index_select(0, enter_idx))
+            self._rank_and_admit(plan, rows, torch.from_numpy(mkey))
             _kernels.heap_build(self.heap, self.heap_pos, slot_key, self.filled)
             return
         out_slot = np.empty(k, np.int64)

@@ -109,18 +109,8 @@ class LRUCache(CacheBase):
         k = plan.miss_unique.numel()
         if k == 0:
             return
-        miss_stamp = plan.miss_last_pos + base
-        # Drop the k oldest of (slots, misses): dropped slots are the victims,
-        # the misses not dropped move in.  Counts match: both equal k - dropped misses.
-        dropped = torch.topk(torch.cat([self.stamp, miss_stamp]), k, largest=False, sorted=False).indices
-        victims = dropped[dropped < cap]
-        if victims.numel() == 0:
-            return
-        enter = torch.ones(k, dtype=torch.bool, device=self.device)
-        enter[dropped[dropped >= cap] - cap] = False
-        enter_idx = enter.nonzero().squeeze(1)
-        self._write(victims, plan.miss_unique.index_select(0, enter_idx), rows.index_select(0, enter_idx))
-        self.stamp.index_copy_(0, victims, miss_stamp.index_select(0, enter_idx))
+        # keep the `capacity` most recent of (slots, misses); stamps are distinct
+        self._keep_largest(plan, rows, self.stamp, plan.miss_last_pos + base)
 
 
 def make_cache(policy: str, capacity: int, num_nodes: int, dim: int, dtype: torch.dtype = torch.float32,
