@@ -7,10 +7,12 @@ This package never talks to sockets: a cache gets its missing rows from a
 """
 from .base import CacheBase, resolve_device
 from .fifo import FeatureCache
+from .lookahead import BeladyBound, LookaheadCache
+from .lookahead_feeder import LookaheadFeeder
 from .policies import POLICIES, LRUCache, NoCache, StaticCache, make_cache, presample_counts
 from .sharded import ShardedFeatureCache
 
 __all__ = [
-    "CacheBase", "FeatureCache", "ShardedFeatureCache", "LRUCache", "NoCache", "StaticCache",
+    "CacheBase", "FeatureCache", "LookaheadCache", "BeladyBound", "LookaheadFeeder", "ShardedFeatureCache", "LRUCache", "NoCache", "StaticCache",
     "POLICIES", "make_cache", "presample_counts", "resolve_device",
 ]

@@ -90,3 +90,166 @@ def interleave_chunks(seqs, chunk, seen):
             if ptr[i] < length:
                 active += 1
     return out[:k]
+
+
+# ---------------------------------------------------------------- lookahead cache
+# A binary min-heap over the occupied slots of a LookaheadCache, keyed by slot_key
+# (int64, unique among occupied slots): heap[i] is a slot, heap_pos[slot] its index.
+# The root is the slot to evict next.  Updates cost O(log capacity) per changed key,
+# so a batch costs O(batch log capacity) instead of a full ranking of the cache.
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _heap_swap(heap, heap_pos, i, j):
+    a, b = heap[i], heap[j]
+    heap[i], heap[j] = b, a
+    heap_pos[b], heap_pos[a] = i, j
+
+
+@numba.njit(cache=True, nogil=True)
+def _heap_fix(heap, heap_pos, key, i, size):
+    """Restore the heap order around index ``i`` after its key changed either way."""
+    while i > 0:
+        parent = (i - 1) >> 1
+        if key[heap[i]] >= key[heap[parent]]:
+            break
+        _heap_swap(heap, heap_pos, i, parent)
+        i = parent
+    _heap_sift_down(heap, heap_pos, key, i, size)
+
+
+@numba.njit(cache=True, nogil=True)
+def _heap_sift_down(heap, heap_pos, key, i, size):
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            break
+        child = left
+        if left + 1 < size and key[heap[left + 1]] < key[heap[left]]:
+            child = left + 1
+        if key[heap[child]] >= key[heap[i]]:
+            break
+        _heap_swap(heap, heap_pos, i, child)
+        i = child
+
+
+@numba.njit(cache=True, nogil=True)
+def heap_build(heap, heap_pos, key, size):
+    """Heapify slots ``0..size-1`` by ``key`` (O(size)); used after a bulk key change."""
+    for i in range(size):
+        heap[i] = i
+        heap_pos[i] = i
+    for i in range(size // 2 - 1, -1, -1):  # sift-down only: a sift-up here would break subtrees below
+        _heap_sift_down(heap, heap_pos, key, i, size)
+
+
+@numba.njit(cache=True, nogil=True)
+def lookahead_announce(ids, seq, pos0, window_lo, last_pos, links, links_base, slot_of, slot_key, prio,
+                       heap, heap_pos, size, seq_key):
+    """Record an announced batch: link each id's previous announced occurrence still in the
+    window (global position >= ``window_lo``) to batch ``seq``; a cached id with no such
+    occurrence gets the needed key ``seq_key + prio[v]`` (its heap entry is fixed).
+
+    ids int64 [n]; last_pos int64 [num_nodes] global position of each node's latest
+    announcement (set to ``pos0 + i`` here); links int64 flat next-use buffer indexed by
+    ``position - links_base``.  An id repeated in the batch links nothing to itself.
+    """
+    for i in range(ids.shape[0]):
+        v = ids[i]
+        prev = last_pos[v]
+        if prev >= pos0:
+            pass  # repeated within this batch
+        elif prev >= window_lo:
+            links[prev - links_base] = seq
+        else:
+            s = slot_of[v]
+            if s >= 0:
+                slot_key[s] = seq_key + prio[v]
+                _heap_fix(heap, heap_pos, slot_key, heap_pos[s], size)
+        last_pos[v] = pos0 + i
+
+
+@numba.njit(cache=True, nogil=True)
+def _request_key(v, nxt, prio, fill_key, needed_base, seq_limit):
+    if nxt >= 0:
+        return needed_base + ((seq_limit - 1 - nxt) << 31) + prio[v]
+    return fill_key + prio[v]
+
+
+@numba.njit(cache=True, nogil=True)
+def lookahead_rekey(ids, hit_pos, hit_slots, miss_pos, miss_inverse, k, links, link_off, fill_key, prio, slot_key,
+                    heap, heap_pos, size, owner, needed_base, seq_limit, fix_heap):
+    """After a fetch: re-key the hit slots and return the keys int64 [k] of the distinct misses.
+
+    The key of request position ``p`` is "needed by batch ``links[link_off + p]``" when
+    that is >= 0 (``link_off < 0``: no links), else ``fill_key + prio``; a repeated id
+    takes its best key.  With ``fix_heap`` every changed slot key is fixed in the heap at
+    once (fixing several changed keys afterwards would not restore the order); without
+    it the caller rebuilds the heap.  ``owner`` is [capacity] scratch, all -1 on entry
+    and exit (marks slots already re-keyed by this batch).
+    """
+    for h in range(hit_slots.shape[0]):
+        p = hit_pos[h]
+        nxt = links[link_off + p] if link_off >= 0 else -1
+        kk = _request_key(ids[p], nxt, prio, fill_key, needed_base, seq_limit)
+        s = hit_slots[h]
+        if owner[s] == -1 or kk > slot_key[s]:  # first position of s, or a better one of a repeated id
+            owner[s] = -3
+            slot_key[s] = kk
+            if fix_heap:
+                _heap_fix(heap, heap_pos, slot_key, heap_pos[s], size)
+    for h in range(hit_slots.shape[0]):
+        owner[hit_slots[h]] = -1
+    mkey = np.full(k, -2, np.int64)
+    has_inverse = miss_inverse.shape[0] > 0
+    for j in range(miss_pos.shape[0]):
+        u = miss_inverse[j] if has_inverse else j
+        p = miss_pos[j]
+        nxt = links[link_off + p] if link_off >= 0 else -1
+        kk = _request_key(ids[p], nxt, prio, fill_key, needed_base, seq_limit)
+        if kk > mkey[u]:
+            mkey[u] = kk
+    return mkey
+
+
+@numba.njit(cache=True, nogil=True)
+def lookahead_insert(miss_unique, mkey, slot_key, slot_of, id_in_slot, heap, heap_pos, size, capacity, owner,
+                     out_slot):
+    """Admit the distinct misses one by one: a miss takes a free slot, else replaces the heap
+    root while its key is larger, so the cache ends holding the ``capacity`` largest keys of
+    (what it held, the misses).  Updates ``slot_of``/``id_in_slot``/``slot_key``/heap in
+    place; ``out_slot[u]`` is the slot miss ``u`` ended in or -1.  ``owner`` as above.
+    Returns the new number of occupied slots.
+    """
+    k = miss_unique.shape[0]
+    for u in range(k):
+        v = miss_unique[u]
+        kk = mkey[u]
+        if size < capacity:
+            s = size
+            heap[size] = s
+            heap_pos[s] = size
+            slot_key[s] = kk
+            size += 1
+            _heap_fix(heap, heap_pos, slot_key, size - 1, size)
+        else:
+            if capacity == 0:
+                out_slot[u] = -1
+                continue
+            s = heap[0]
+            if kk <= slot_key[s]:
+                out_slot[u] = -1
+                continue
+            if owner[s] >= 0:
+                out_slot[owner[s]] = -1
+            slot_of[id_in_slot[s]] = -1
+            slot_key[s] = kk
+            _heap_fix(heap, heap_pos, slot_key, 0, size)
+        id_in_slot[s] = v
+        slot_of[v] = s
+        owner[s] = u
+        out_slot[u] = s
+    for u in range(k):
+        if out_slot[u] >= 0:
+            owner[out_slot[u]] = -1
+    return size

@@ -19,6 +19,7 @@ CUDA; nothing loops over ids in Python.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Callable, Union
 
@@ -140,11 +141,13 @@ class CacheBase:
         }
 
     def reset_stats(self) -> None:
-        """Zero the counters reported by :meth:`stats` (the cached rows stay)."""
+        """Zero the counters reported by :meth:`stats` and the policy timers (the cached rows stay)."""
         self._requests = 0
         self._hits = 0
         self._misses = 0
         self._bytes_from_source = 0
+        self.policy_seconds = 0.0  # wall time in the policy's own bookkeeping (admission/eviction)
+        self.policy_cpu_seconds = 0.0  # the same in process CPU time
 
     @property
     def row_bytes(self) -> int:
@@ -323,7 +326,11 @@ class CacheBase:
                 _scatter_rows(plan.out, plan.miss_pos, rows)
             else:
                 _scatter_rows(plan.out, plan.miss_pos, rows.index_select(0, plan.miss_inverse))
+        t, c = time.perf_counter(), time.thread_time()
         self._admit(plan, rows)
+        # thread CPU clock (the process clock measured ms per call here); on CUDA the ops are asynchronous and this measures launches only
+        self.policy_seconds += time.perf_counter() - t
+        self.policy_cpu_seconds += time.thread_time() - c
         n = plan.ids.numel()
         h = plan.hit_pos.numel()
         self._requests += n
@@ -345,6 +352,26 @@ class CacheBase:
             buf = torch.empty(rows, self.dim, dtype=self.dtype, device=self.device)
             self._scratch = buf
         return buf[:h]
+
+    def _keep_largest(self, plan: FetchPlan, rows: torch.Tensor, slot_key: torch.Tensor,
+                      miss_key: torch.Tensor) -> None:
+        """Keep the ``capacity`` largest keys of (slots, this fetch's distinct misses), writing
+        each admitted miss's key into ``slot_key``.
+
+        One ``topk`` drops the ``k`` smallest: dropped slots are the victims, the misses not
+        dropped move in (the counts match: both are ``k`` minus the dropped misses).  Keys must
+        be distinct for the kept set to be well defined.
+        """
+        k, cap = miss_key.numel(), self.capacity
+        dropped = torch.topk(torch.cat([slot_key, miss_key]), k, largest=False, sorted=False).indices
+        victims = dropped[dropped < cap]
+        if victims.numel() == 0:
+            return
+        enter = torch.ones(k, dtype=torch.bool, device=self.device)
+        enter[dropped[dropped >= cap] - cap] = False
+        enter_idx = enter.nonzero().squeeze(1)
+        self._write(victims, plan.miss_unique.index_select(0, enter_idx), rows.index_select(0, enter_idx))
+        slot_key.index_copy_(0, victims, miss_key.index_select(0, enter_idx))
 
     def _write(self, slots: torch.Tensor, new_ids: torch.Tensor, new_rows: torch.Tensor) -> None:
         """Put ``new_ids`` (not cached now) into ``slots``, evicting whatever held them."""

@@ -6,9 +6,16 @@ order) the training nodes are cut into batches, each batch is sampled once
 batch are recorded.  The same recorded stream is then replayed through each
 policy at each cache size, so policies differ only in what they keep.
 
-Per (policy, order, cache ratio) the benchmark reports the hit rate, the
-bytes the miss source had to deliver, and the cache's own speed: ids looked
-up and inserted per second, with the miss source's time subtracted.
+Per (policy, order, cache ratio) the benchmark reports the MiB the miss
+source had to deliver (rows fetched from the source x row bytes: what crosses
+the network or PCIe, the figure that matters), the hit rate, and the cache's
+own speed: ids looked up and inserted per second, miss-source time subtracted.
+
+``lookahead`` replays with the sampler ``lookahead_k`` batches ahead of the
+fetch (each batch is announced ``k`` fetches before it is fetched, as the
+pipeline's queues allow).  ``belady`` is Belady's offline optimum for the same
+stream and capacity (:class:`~bgl.cache.lookahead.BeladyBound`): a bound, not a
+policy a loader can run.
 """
 from __future__ import annotations
 
@@ -26,28 +33,39 @@ import torch
 from bgl.loader.gpu_gather import HostFeatureSource
 
 from .fifo import INSERT_ORDERS
+from .lookahead import FILLS, BeladyBound, LookaheadCache
 from .ordering import proximity_order, random_order
 from .policies import POLICIES, make_cache, presample_counts
 
 log = logging.getLogger(__name__)
 
 ORDERS = ("random", "proximity")
+#: what ``--policies`` accepts: the runnable policies plus Belady's offline bound
+BENCH_POLICIES = POLICIES + ("belady",)
 # fifo variant -> (insert_order, pass num_seeds to fetch, in-degrees as insertion priority);
 # the plain "fifo" rows use (cfg.insert_order, cfg.seed_hint, cfg.degree_priority)
 FIFO_VARIANTS = {"request": ("request", False, False), "reverse-no-seeds": ("reverse", False, False),
                  "reverse-no-priority": ("reverse", True, False)}
+# lookahead variant -> (k, fill, fill scores: "presample" = presample counts, "degree" = in-degrees,
+# None = cfg.lookahead_scores); the plain "lookahead" rows use (cfg.lookahead_k, cfg.lookahead_fill,
+# cfg.lookahead_scores)
+LOOKAHEAD_VARIANTS = {"k0": (0, "counts", None), "k1": (1, "counts", None), "k16": (16, "counts", None),
+                      "recency": (None, "recency", None), "presample": (None, "counts", "presample"),
+                      "degree": (None, "counts", "degree")}
+LOOKAHEAD_SCORES = ("degree", "presample")
 # one colour per policy, line style per order (solid = proximity, dashed = random)
 POLICY_COLORS = {"none": "black", "static-degree": "tab:blue", "presample": "tab:orange",
-                 "lru": "tab:green", "fifo": "tab:red"}
-CSV_COLUMNS = ("policy", "order", "cache_ratio", "capacity", "hit_rate", "requests", "hits",
-               "bytes_from_source", "ids_per_s", "batches")
+                 "lru": "tab:green", "fifo": "tab:red", "lookahead": "tab:purple", "belady": "grey"}
+CSV_COLUMNS = ("policy", "order", "cache_ratio", "capacity", "mib_from_source", "rows_from_source", "hit_rate",
+               "requests", "hits", "bytes_from_source", "ids_per_s", "batches", "own_ms_per_batch",
+               "policy_ms_per_batch", "gather_ms_per_batch")
 
 
 @dataclass(frozen=True)
 class BenchConfig:
     """What to replay.  ``max_batches`` caps batches per epoch (for huge graphs)."""
 
-    policies: tuple[str, ...] = POLICIES
+    policies: tuple[str, ...] = BENCH_POLICIES
     orders: tuple[str, ...] = ORDERS
     cache_ratios: tuple[float, ...] = (0.01, 0.05, 0.1, 0.2)
     fanouts: tuple[int, ...] = (15, 10, 5)
@@ -60,15 +78,31 @@ class BenchConfig:
     degree_priority: bool = True  # fifo: in-degrees as node_priority (hubs kept when a batch overflows)
     # extra fifo rows for comparison, labelled "fifo[<variant>]", see FIFO_VARIANTS
     fifo_variants: tuple[str, ...] = ()
+    lookahead_k: int = 4  # batches the sampler runs ahead of the fetch (the pipeline's queue size)
+    lookahead_fill: str = "counts"  # see bgl.cache.lookahead.FILLS
+    # fill scores: in-degrees (default: no presample pass, and as good or better in bench/results/cache.md)
+    # or GNNLab's presample counts
+    lookahead_scores: str = "degree"
+    # extra lookahead rows, labelled "lookahead[<variant>]", see LOOKAHEAD_VARIANTS
+    lookahead_variants: tuple[str, ...] = ()
     presample_epochs: int = 1
     seed: int = 0
     max_batches: int | None = None
     feat_dim: int = 0  # synthetic rows of this width when the store has no features
 
     def __post_init__(self):
-        bad = [p for p in self.policies if p not in POLICIES]
+        bad = [p for p in self.policies if p not in BENCH_POLICIES]
         if bad:
-            raise ValueError(f"unknown cache policy {bad[0]!r}; choose from {', '.join(POLICIES)}")
+            raise ValueError(f"unknown cache policy {bad[0]!r}; choose from {', '.join(BENCH_POLICIES)}")
+        bad = [v for v in self.lookahead_variants if v not in LOOKAHEAD_VARIANTS]
+        if bad:
+            raise ValueError(f"unknown lookahead variant {bad[0]!r}; choose from {', '.join(LOOKAHEAD_VARIANTS)}")
+        if isinstance(self.lookahead_k, bool) or not isinstance(self.lookahead_k, int) or self.lookahead_k < 0:
+            raise ValueError(f"lookahead_k must be an int >= 0, got {self.lookahead_k!r}")
+        if self.lookahead_scores not in LOOKAHEAD_SCORES:
+            raise ValueError(f"lookahead_scores must be one of {LOOKAHEAD_SCORES}, got {self.lookahead_scores!r}")
+        if self.lookahead_fill not in FILLS:
+            raise ValueError(f"lookahead_fill must be one of {FILLS}, got {self.lookahead_fill!r}")
         bad = [o for o in self.orders if o not in ORDERS]
         if bad:
             raise ValueError(f"unknown order {bad[0]!r}; choose from {', '.join(ORDERS)}")
@@ -106,12 +140,17 @@ class BenchRow:
     order: str
     cache_ratio: float
     capacity: int
+    mib_from_source: float
+    rows_from_source: int
     hit_rate: float
     requests: int
     hits: int
     bytes_from_source: int
     ids_per_s: float
     batches: int
+    own_ms_per_batch: float = 0.0  # the cache's CPU time per batch (miss source subtracted)
+    policy_ms_per_batch: float = 0.0  # of which the policy's bookkeeping (admission/eviction, announce)
+    gather_ms_per_batch: float = 0.0  # CPU time of np.take of the batch's rows from the feature memmap
 
     def to_dict(self) -> dict:
         """The row as a JSON-ready dict."""
@@ -161,6 +200,21 @@ def record_batches(store, sample_fn, order: str, cfg: BenchConfig, seed_base: in
     return out
 
 
+def memmap_gather_ms(store, batches) -> float:
+    """Mean CPU ms per batch of ``np.take`` of each batch's rows from the store's feature memmap
+    (the anchor of a policy's bookkeeping budget); a first untimed pass pages the rows in,
+    as the loader's prefault does.  0.0 for a store without features."""
+    if store.feat is None or not batches:
+        return 0.0
+    feat = np.asarray(store.feat)
+    for ids, _ in batches:
+        np.take(feat, ids.numpy(), axis=0)
+    t = time.thread_time()
+    for ids, _ in batches:
+        np.take(feat, ids.numpy(), axis=0)
+    return 1e3 * (time.thread_time() - t) / len(batches)
+
+
 class _TimedSource:
     """Wraps a miss source and adds up the wall and CPU time spent in it (subtracted from cache speed)."""
 
@@ -170,10 +224,10 @@ class _TimedSource:
         self.cpu_seconds = 0.0
 
     def __call__(self, ids):
-        t, c = time.perf_counter(), time.process_time()
+        t, c = time.perf_counter(), time.thread_time()
         rows = self.source(ids)
         self.seconds += time.perf_counter() - t
-        self.cpu_seconds += time.process_time() - c
+        self.cpu_seconds += time.thread_time() - c
         return rows
 
 
@@ -184,17 +238,31 @@ def _synthetic_source(dim: int, dtype=torch.float32):
     return source
 
 
-def replay(cache, batches: Sequence, source, seed_hint: bool = True) -> tuple[dict, float]:
+def replay(cache, batches: Sequence, source, seed_hint: bool = True, lookahead: int = 0) -> tuple[dict, float]:
     """Fetch every batch (an ids tensor or ``(ids, num_seeds)``) through ``cache``;
-    returns (stats, cache-only ids/s).  ``seed_hint`` passes ``num_seeds`` on to ``fetch``."""
+    returns (stats, cache-only ids/s).  ``seed_hint`` passes ``num_seeds`` on to ``fetch``.
+
+    A :class:`LookaheadCache` has each batch announced ``lookahead`` fetches before it is
+    fetched; a :class:`BeladyBound` has the whole stream announced first (its time counts).
+    """
     timed = _TimedSource(source)
     cache.reset_stats()
-    t = time.perf_counter()
-    for item in batches:
-        ids, num_seeds = item if isinstance(item, tuple) else (item, 0)
+    items = [item if isinstance(item, tuple) else (item, 0) for item in batches]
+    ahead = 0
+    if isinstance(cache, BeladyBound):
+        lookahead = len(items)
+    elif not isinstance(cache, LookaheadCache):
+        lookahead = -1
+    t, c = time.perf_counter(), time.thread_time()
+    for i, (ids, num_seeds) in enumerate(items):
+        while lookahead >= 0 and ahead <= min(i + lookahead, len(items) - 1):
+            cache.announce(items[ahead][0])
+            ahead += 1
         cache.fetch(ids, timed, num_seeds=num_seeds if seed_hint else 0)
     own = max(time.perf_counter() - t - timed.seconds, 1e-9)
     stats = cache.stats()
+    stats["own_cpu_seconds"] = max(time.thread_time() - c - timed.cpu_seconds, 0.0)
+    stats["policy_cpu_seconds"] = getattr(cache, "policy_cpu_seconds", 0.0)
     return stats, stats["requests"] / own
 
 
@@ -217,9 +285,11 @@ def run_benchmark(store, cfg: BenchConfig, progress: bool = True) -> list[BenchR
     per_epoch = -(-train.size // cfg.batch_size)
     if cfg.max_batches is not None:
         per_epoch = min(per_epoch, cfg.max_batches)
-    needs_presample = "presample" in cfg.policies
+    needs_presample = "presample" in cfg.policies or (
+        "lookahead" in cfg.policies and cfg.lookahead_scores == "presample") or any(
+        (LOOKAHEAD_VARIANTS[v][2] or cfg.lookahead_scores) == "presample" for v in cfg.lookahead_variants)
     total_sampling = len(cfg.orders) * cfg.epochs * per_epoch + (per_epoch * cfg.presample_epochs if needs_presample else 0)
-    variants = [f"fifo[{v}]" for v in cfg.fifo_variants]
+    variants = [f"fifo[{v}]" for v in cfg.fifo_variants] + [f"lookahead[{v}]" for v in cfg.lookahead_variants]
     runs = [(p, o, r) for o in cfg.orders for p in list(cfg.policies) + variants for r in cfg.cache_ratios]
     bar = tqdm(total=total_sampling + len(runs), desc="bench-cache", unit="step", disable=not progress)
     try:
@@ -238,26 +308,43 @@ def run_benchmark(store, cfg: BenchConfig, progress: bool = True) -> list[BenchR
 
             counts = presample_counts(sample_fn, order_fn, cfg.presample_epochs, num_nodes=n)
         streams = {o: record_batches(store, sample_fn, o, cfg, progress=bar) for o in cfg.orders}
+        gather_ms = {o: memmap_gather_ms(store, streams[o]) for o in cfg.orders}
         rows = []
         no_cache: dict[str, tuple[dict, float]] = {}
         for policy, order, ratio in runs:
             capacity = int(round(ratio * n))
             insert_order, seed_hint, by_degree = cfg.insert_order, cfg.seed_hint, cfg.degree_priority
+            k, fill, fill_scores = cfg.lookahead_k, cfg.lookahead_fill, cfg.lookahead_scores
             if policy.startswith("fifo["):
                 insert_order, seed_hint, by_degree = FIFO_VARIANTS[policy[5:-1]]
+            if policy.startswith("lookahead["):
+                vk, fill, vs = LOOKAHEAD_VARIANTS[policy[10:-1]]
+                k = cfg.lookahead_k if vk is None else vk
+                fill_scores = vs or cfg.lookahead_scores
             base = policy.split("[")[0]
             use_degrees = base == "static-degree" or (base == "fifo" and by_degree)
-            cache = make_cache(base, capacity, n, dim, dtype, "cpu", degrees=degrees if use_degrees else None,
-                               presample_counts=counts, insert_order=insert_order)
+            if base == "belady":
+                cache = BeladyBound(capacity, n, dim, dtype, "cpu")
+            elif base == "lookahead":
+                cache = LookaheadCache(capacity, n, dim, dtype, "cpu", fill=fill,
+                                       scores=counts if fill_scores == "presample" else degrees)
+            else:
+                cache = make_cache(base, capacity, n, dim, dtype, "cpu", degrees=degrees if use_degrees else None,
+                                   presample_counts=counts, insert_order=insert_order)
             if policy == "none" and order in no_cache:  # capacity-independent: replay once per order
                 stats, speed = no_cache[order]
             else:
-                stats, speed = replay(cache, streams[order], source, seed_hint)
+                stats, speed = replay(cache, streams[order], source, seed_hint, lookahead=k)
                 if policy == "none":
                     no_cache[order] = (stats, speed)
-            rows.append(BenchRow(policy, order, float(ratio), cache.capacity, stats["hit_rate"],
-                                 stats["requests"], stats["hits"], stats["bytes_from_source"], speed,
-                                 len(streams[order])))
+            row_bytes = cache.row_bytes
+            rows.append(BenchRow(policy, order, float(ratio), cache.capacity,
+                                 stats["bytes_from_source"] / 2**20, stats["bytes_from_source"] // row_bytes,
+                                 stats["hit_rate"], stats["requests"], stats["hits"], stats["bytes_from_source"],
+                                 speed, len(streams[order]),
+                                 1e3 * stats["own_cpu_seconds"] / max(len(streams[order]), 1),
+                                 1e3 * stats["policy_cpu_seconds"] / max(len(streams[order]), 1),
+                                 gather_ms[order]))
             bar.update(1)
         return rows
     finally:
@@ -265,12 +352,17 @@ def run_benchmark(store, cfg: BenchConfig, progress: bool = True) -> list[BenchR
 
 
 def format_table(rows: Sequence[BenchRow]) -> str:
-    """The rows as a fixed-width text table (policy, order, ratio, hit rate, MiB from source, Mids/s)."""
-    head = f"{'policy':<22}{'order':<11}{'ratio':>7}{'hit rate':>10}{'MiB from source':>17}{'Mids/s':>9}"
+    """The rows as a fixed-width text table (policy, order, ratio, MiB and rows from source, hit rate, Mids/s).
+
+    ``belady`` rows are labelled as the offline bound they are.
+    """
+    head = (f"{'policy':<24}{'order':<11}{'ratio':>7}{'MiB from source':>17}{'rows from source':>18}"
+            f"{'hit rate':>10}{'Mids/s':>9}")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r.policy:<22}{r.order:<11}{r.cache_ratio:>7.3f}{r.hit_rate:>10.4f}"
-                     f"{r.bytes_from_source / 2**20:>17.1f}{r.ids_per_s / 1e6:>9.2f}")
+        name = "belady (offline bound)" if r.policy == "belady" else r.policy
+        lines.append(f"{name:<24}{r.order:<11}{r.cache_ratio:>7.3f}{r.mib_from_source:>17.1f}"
+                     f"{r.rows_from_source:>18}{r.hit_rate:>10.4f}{r.ids_per_s / 1e6:>9.2f}")
     return "\n".join(lines)
 
 
@@ -286,7 +378,9 @@ def write_csv(rows: Sequence[BenchRow], path: Path) -> None:
 
 
 def plot_hit_rates(rows: Sequence[BenchRow], path: Path, title: str = "") -> None:
-    """Hit rate vs cache ratio, one line per (policy, order); PNG via matplotlib's Agg backend."""
+    """MiB from source vs cache ratio, one line per (policy, order); PNG via matplotlib's Agg backend.
+
+    Belady's bound is drawn dotted and labelled as a bound."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -296,13 +390,15 @@ def plot_hit_rates(rows: Sequence[BenchRow], path: Path, title: str = "") -> Non
     try:
         keys = list(dict.fromkeys((r.policy, r.order) for r in rows))
         for policy, order in keys:
-            pts = sorted((r.cache_ratio, r.hit_rate) for r in rows if (r.policy, r.order) == (policy, order))
+            pts = sorted((r.cache_ratio, r.mib_from_source) for r in rows
+                         if (r.policy, r.order) == (policy, order))
+            label = f"{policy} / {order}" + (" (offline bound)" if policy == "belady" else "")
+            style = ":" if policy == "belady" else ("-" if order == "proximity" else "--")
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=POLICY_COLORS.get(policy),
-                    linestyle="-" if order == "proximity" else "--", label=f"{policy} / {order}")
+                    linestyle=style, label=label)
         ax.set_xlabel("cache capacity / num nodes")
-        ax.set_ylabel("hit rate")
-        top = max((r.hit_rate for r in rows), default=1.0)
-        ax.set_ylim(0, min(1.0, top * 1.15 + 0.02))
+        ax.set_ylabel("MiB from source (lower is better)")
+        ax.set_ylim(0, None)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, ncol=2)
         if title:
@@ -333,6 +429,13 @@ class FetchSpeed:
     cpu_seconds_total: float
     cpu_seconds_cache: float
     threads: int
+    batches: int = 0
+    policy_seconds: float = 0.0      # the policy's own bookkeeping (admission/eviction, announce)
+    policy_cpu_seconds: float = 0.0
+    #: the anchor of the bookkeeping budget: ``np.take`` of every batch's ids from a
+    #: page-cached ``np.memmap`` of the same feature table, timed in the same loop
+    seconds_gather: float = 0.0
+    cpu_seconds_gather: float = 0.0
 
     @property
     def ids_per_s(self) -> float:
@@ -349,7 +452,8 @@ def fetch_microbenchmark(policy: str = "fifo", num_nodes: int = 2_000_000, ratio
                          total_ids: int = 20_000_000, batch: int = 1_000_000, dim: int = 16,
                          skew: float = 3.0, unique_batches: bool = True, seed: int = 0,
                          reuse_out: bool = False, insert_order: str = "reverse",
-                         priority: bool = False) -> FetchSpeed:
+                         priority: bool = False, lookahead: int = 4,
+                         gather_dir: str | None = None) -> FetchSpeed:
     """Pure fetch speed on a large random id stream (cache work only; source time subtracted).
 
     Ids are ``floor(u**skew * num_nodes)`` (a skewed, hub-heavy stream); with
@@ -358,14 +462,29 @@ def fetch_microbenchmark(policy: str = "fifo", num_nodes: int = 2_000_000, ratio
     every fetch (what a loader with per-slot buffers does); without it each
     fetch allocates a fresh result, whose first touch page-faults on CPU.
     ``priority`` gives the fifo a node priority (its insertion sort is then timed too).
+    ``lookahead``: batches announced ahead of the fetch for policy ``lookahead`` (announce
+    time counts as cache time).  With ``gather_dir`` the same feature table is also written
+    there as a ``.npy`` memmap and each batch's ids are gathered from it (``np.take``) in
+    the same loop: ``seconds_gather``, the budget the issue sets for a policy's bookkeeping.
     """
     g = torch.Generator().manual_seed(seed)
     feat = torch.randn(num_nodes, dim, generator=g)
     # the stream's hubs are the small ids, so -id stands in for an in-degree priority
     degrees = -np.arange(num_nodes) if (priority or policy == "static-degree") else None
     cache = make_cache(policy, int(ratio * num_nodes), num_nodes, dim, degrees=degrees,
-                       presample_counts=np.zeros(num_nodes), insert_order=insert_order)
+                       presample_counts=-np.arange(num_nodes) if policy == "lookahead" else np.zeros(num_nodes),
+                       insert_order=insert_order)
     timed = _TimedSource(lambda ids: feat.index_select(0, ids))
+    memmap = None
+    if gather_dir is not None:
+        path = Path(gather_dir) / f"micro-feat-{os.getpid()}.npy"
+        arr = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(num_nodes, dim))
+        arr[:] = feat.numpy()
+        arr.flush()
+        del arr
+        memmap = np.load(path, mmap_mode="r")
+        os.unlink(path)  # the mapping stays valid; nothing is left behind
+        np.asarray(memmap).sum()  # page it in once: the gather is timed from the page cache
     batches = []
     for start in range(0, total_ids, batch):
         ids = (torch.rand(min(batch, total_ids - start), generator=g) ** skew * num_nodes).long()
@@ -377,9 +496,22 @@ def fetch_microbenchmark(policy: str = "fifo", num_nodes: int = 2_000_000, ratio
     buffer = torch.empty(max(b.numel() for b in batches), dim) if reuse_out else None
     if buffer is not None:
         buffer.fill_(0)  # fault the pages in once, outside the timed loop
-    t, c = time.perf_counter(), time.process_time()
-    for ids in batches:
+    announce = getattr(cache, "announce", None)
+    cache.reset_stats()
+    ahead = 0
+    gather_s = gather_cpu = 0.0
+    t, c = time.perf_counter(), time.thread_time()
+    for i, ids in enumerate(batches):
+        while announce is not None and ahead < min(len(batches), i + lookahead + 1):
+            announce(batches[ahead])
+            ahead += 1
         cache.fetch(ids, timed, out=None if buffer is None else buffer[: ids.numel()])
-    total, cpu = time.perf_counter() - t, time.process_time() - c
+        if memmap is not None:
+            tg, cg = time.perf_counter(), time.thread_time()  # thread clock: cheap, unlike the process one
+            np.take(memmap, ids.numpy(), axis=0)
+            gather_s += time.perf_counter() - tg
+            gather_cpu += time.thread_time() - cg
+    total, cpu = time.perf_counter() - t - gather_s, time.thread_time() - c - gather_cpu
     return FetchSpeed(policy, n, dim, cache.stats()["hit_rate"], total, total - timed.seconds,
-                      cpu, cpu - timed.cpu_seconds, torch.get_num_threads())
+                      cpu, cpu - timed.cpu_seconds, torch.get_num_threads(), len(batches), cache.policy_seconds,
+                      cache.policy_cpu_seconds, gather_s, gather_cpu)

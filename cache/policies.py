@@ -6,6 +6,9 @@
 ``lru``             evict the least recently used rows (per-slot use stamps)
 ``static-degree``   PaGraph: pin the highest in-degree nodes, never evict
 ``presample``       GNNLab: pin the nodes touched most in presampled epochs
+``lookahead``       keep what the announced (already sampled) batches need,
+                    fill the rest by presample counts / degrees
+                    (:class:`~bgl.cache.lookahead.LookaheadCache`)
 ==================  ===========================================================
 
 Static policies fill their pinned slots lazily (the first request of a pinned
@@ -22,8 +25,9 @@ import torch
 
 from .base import CacheBase, FetchPlan, MissSource
 from .fifo import FeatureCache
+from .lookahead import LookaheadCache
 
-POLICIES = ("none", "static-degree", "presample", "lru", "fifo")
+POLICIES = ("none", "static-degree", "presample", "lru", "fifo", "lookahead")
 
 
 class NoCache(FeatureCache):
@@ -105,29 +109,22 @@ class LRUCache(CacheBase):
         k = plan.miss_unique.numel()
         if k == 0:
             return
-        miss_stamp = plan.miss_last_pos + base
-        # Drop the k oldest of (slots, misses): dropped slots are the victims,
-        # the misses not dropped move in.  Counts match: both equal k - dropped misses.
-        dropped = torch.topk(torch.cat([self.stamp, miss_stamp]), k, largest=False, sorted=False).indices
-        victims = dropped[dropped < cap]
-        if victims.numel() == 0:
-            return
-        enter = torch.ones(k, dtype=torch.bool, device=self.device)
-        enter[dropped[dropped >= cap] - cap] = False
-        enter_idx = enter.nonzero().squeeze(1)
-        self._write(victims, plan.miss_unique.index_select(0, enter_idx), rows.index_select(0, enter_idx))
-        self.stamp.index_copy_(0, victims, miss_stamp.index_select(0, enter_idx))
+        # keep the `capacity` most recent of (slots, misses); stamps are distinct
+        self._keep_largest(plan, rows, self.stamp, plan.miss_last_pos + base)
 
 
 def make_cache(policy: str, capacity: int, num_nodes: int, dim: int, dtype: torch.dtype = torch.float32,
                device: str | torch.device = "cpu", *, degrees=None, presample_counts=None,
-               insert_order: str = "reverse") -> CacheBase:
+               insert_order: str = "reverse", lookahead_fill: str = "counts") -> CacheBase:
     """Build a cache by policy name (one of :data:`POLICIES`).
 
     ``static-degree`` needs ``degrees`` [num_nodes]; ``presample`` needs
     ``presample_counts`` [num_nodes] (see :func:`presample_counts`).
     ``insert_order`` applies to ``fifo``, which also uses ``degrees`` when given as its
-    ``node_priority`` (see :class:`~bgl.cache.fifo.FeatureCache`).
+    ``node_priority`` (see :class:`~bgl.cache.fifo.FeatureCache`).  ``lookahead`` fills
+    by ``presample_counts`` when given, else ``degrees``, else lower id first
+    (``lookahead_fill``: see :data:`bgl.cache.lookahead.FILLS`); it needs the
+    loader to :meth:`~bgl.cache.lookahead.LookaheadCache.announce` sampled batches ahead.
     """
     if policy == "none":
         return NoCache(num_nodes, dim, dtype, device)
@@ -144,6 +141,9 @@ def make_cache(policy: str, capacity: int, num_nodes: int, dim: int, dtype: torc
         if presample_counts is None:
             raise ValueError("policy 'presample' needs presample_counts=[num_nodes]")
         return StaticCache(capacity, num_nodes, dim, presample_counts, dtype, device, policy="presample")
+    if policy == "lookahead":
+        scores = presample_counts if presample_counts is not None else degrees
+        return LookaheadCache(capacity, num_nodes, dim, dtype, device, scores=scores, fill=lookahead_fill)
     raise ValueError(f"unknown cache policy {policy!r}; choose from {', '.join(POLICIES)}")
 
 

@@ -1,4 +1,4 @@
-"""``bgl bench-cache``: hit rate of each cache policy × epoch order × cache size on real sampled batches."""
+"""``bgl bench-cache``: rows and MiB each cache policy × epoch order × cache size fetches from the source (plus hit rate), with Belady's bound."""
 from __future__ import annotations
 
 import argparse
@@ -20,13 +20,14 @@ def _csv(kind):
 def register(subparsers) -> None:
     """Add the ``bench-cache`` parser (cache hit-rate benchmark) to ``subparsers``."""
     parser = subparsers.add_parser(
-        "bench-cache", help="replay sampled batches through cache policies; hit-rate table, CSV and plot",
+        "bench-cache", help="replay sampled batches through cache policies; MiB-from-source table, CSV and plot",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("store", nargs="?", default=None,
                         help="graph store directory (default: the embedded Cora dataset, ingested to a temp dir)")
-    parser.add_argument("--policies", type=_csv(str), default="none,static-degree,presample,lru,fifo",
-                        help="cache policies to compare")
+    parser.add_argument("--policies", type=_csv(str), default="none,static-degree,presample,lru,fifo,lookahead,belady",
+                        help="cache policies to compare; 'belady' is the offline optimum for the same stream "
+                             "and capacity (a bound, not a runnable policy)")
     parser.add_argument("--orders", type=_csv(str), default="random,proximity", help="epoch orders")
     parser.add_argument("--cache-ratios", type=_csv(float), default="0.01,0.05,0.1,0.2",
                         help="cache capacity as a fraction of the node count")
@@ -45,6 +46,14 @@ def register(subparsers) -> None:
                         help="fifo: do not keep a batch's highest in-degree misses when they overflow the ring")
     parser.add_argument("--fifo-variants", type=_csv(str), default="",
                         help="extra fifo rows for comparison: request, reverse-no-seeds, reverse-no-priority")
+    parser.add_argument("--lookahead-k", type=int, default=4,
+                        help="lookahead: sampled batches announced ahead of the fetch (the pipeline's queue size)")
+    parser.add_argument("--lookahead-fill", choices=("counts", "recency", "none"), default="counts",
+                        help="lookahead: how rows no announced batch needs compete (presample counts, last use, id)")
+    parser.add_argument("--lookahead-scores", choices=("degree", "presample"), default="degree",
+                        help="lookahead: scores of the counts fill (in-degrees, or presample access counts)")
+    parser.add_argument("--lookahead-variants", type=_csv(str), default="",
+                        help="extra lookahead rows for comparison: k0, k1, k16, recency, presample, degree")
     parser.add_argument("--presample-epochs", type=int, default=1, help="epochs presampled for 'presample'")
     parser.add_argument("--max-batches", type=int, default=None, help="cap on batches per epoch (huge graphs)")
     parser.add_argument("--feat-dim", type=int, default=0,
@@ -81,7 +90,10 @@ def _run(args: argparse.Namespace) -> int:
         num_sequences=args.num_sequences, interleave_chunk=args.interleave_chunk,
         insert_order=args.insert_order, seed_hint=not args.no_seed_hint,
         degree_priority=not args.no_degree_priority,
-        fifo_variants=tuple(args.fifo_variants), presample_epochs=args.presample_epochs, seed=args.seed,
+        fifo_variants=tuple(args.fifo_variants), lookahead_k=args.lookahead_k,
+        lookahead_fill=args.lookahead_fill, lookahead_scores=args.lookahead_scores,
+        lookahead_variants=tuple(args.lookahead_variants),
+        presample_epochs=args.presample_epochs, seed=args.seed,
         max_batches=args.max_batches, feat_dim=args.feat_dim,
     )
     out = Path(args.out)

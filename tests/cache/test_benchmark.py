@@ -74,3 +74,44 @@ def test_bench_cache_cli_fifo_variants_and_chunked_order(random_store_factory, t
     assert len({r["requests"] for r in rows.values()}) == 1
     with pytest.raises(ValueError, match="'lifo'"):
         BenchConfig(fifo_variants=("lifo",))
+
+
+def test_bench_cache_default_policies_include_lookahead_and_the_belady_bound(random_store_factory, tmp_path, capsys):
+    store = random_store_factory(num_nodes=300, avg_degree=4.0, feat_dim=4, seed=13)
+    out = tmp_path / "la"
+    rc = main(["bench-cache", str(store.path), "--cache-ratios", "0.1", "--fanouts", "3,3", "--batch-size", "8",
+               "--epochs", "1", "--lookahead-variants", "k0,k16,recency,presample", "--out", str(out),
+               "--no-progress"])
+    assert rc == 0
+    with open(out / "hit_rate.csv") as f:
+        rows = list(csv.DictReader(f))
+    names = {r["policy"] for r in rows}
+    assert {"lookahead", "belady", "lookahead[k16]", "lookahead[recency]"} <= names
+    # MiB and rows from source are the first columns after the run's identity, and agree with bytes
+    assert list(rows[0])[4:6] == ["mib_from_source", "rows_from_source"]
+    for r in rows:
+        assert int(r["rows_from_source"]) * 16 == int(r["bytes_from_source"])
+        assert abs(float(r["mib_from_source"]) * 2**20 - int(r["bytes_from_source"])) < 1
+    for order in ("random", "proximity"):
+        by = {r["policy"]: int(r["rows_from_source"]) for r in rows if r["order"] == order}
+        assert by["belady"] == min(by.values())  # the offline optimum bounds every policy on the stream
+        assert by["lookahead[k16]"] <= by["lookahead[k0]"]
+    assert "belady (offline bound)" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="'k99'"):
+        BenchConfig(lookahead_variants=("k99",))
+
+
+def test_replay_announces_k_ahead_and_microbenchmark_times_the_gather(tmp_path):
+    feat = torch.randn(50, 2)
+    stream = [torch.tensor([10, 11, 1]), torch.tensor([10, 11]), torch.tensor([5, 6])]
+    hits = []
+    for k in (0, 3):  # without lookahead the fill (lower id first) keeps 1 and 10; with it 10 and 11
+        cache = make_cache("lookahead", 2, 50, 2)
+        stats, _ = replay(cache, stream, lambda m: feat[m], lookahead=k)
+        hits.append(stats["hits"])
+        assert cache.pending == 0
+    assert hits == [1, 2]
+    res = fetch_microbenchmark("lookahead", num_nodes=5000, total_ids=20000, batch=4000, dim=4,
+                               gather_dir=str(tmp_path))
+    assert res.batches == 5 and res.seconds_gather > 0 and res.policy_seconds > 0
+    assert list(tmp_path.iterdir()) == []  # the memmap file is gone

@@ -1,0 +1,100 @@
+"""LookaheadFeeder: k-deep announcements over a stream of sampled batches, in order, clean on abandon."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from bgl.cache import LookaheadCache, make_cache
+from bgl.cache.benchmark import replay
+from bgl.cache.lookahead_feeder import LookaheadFeeder
+
+N = 400
+
+
+def _stream(seed=0, count=40):
+    rng = np.random.default_rng(seed)
+    return [torch.from_numpy((rng.random(rng.integers(20, 120)) ** 2 * N).astype(np.int64)) for _ in range(count)]
+
+
+def _feeder(cache, feat, depth):
+    return LookaheadFeeder(cache, lambda m: feat[m], depth, ids_of=lambda ids: ids, num_seeds_of=None)
+
+
+@pytest.mark.parametrize("depth", [0, 1, 4])
+def test_feeder_yields_every_batch_in_order_and_matches_a_k_deep_replay(depth):
+    feat = torch.randn(N, 3)
+    batches = _stream()
+    scores = np.arange(N)[::-1]
+    cache = LookaheadCache(40, N, 3, scores=scores)
+    out = list(_feeder(cache, feat, depth)(iter(batches)))
+    assert [item is b for (item, _), b in zip(out, batches)] == [True] * len(batches)
+    for (ids, rows) in out:
+        assert torch.equal(rows, feat[ids])
+    reference = LookaheadCache(40, N, 3, scores=scores)
+    stats, _ = replay(reference, batches, lambda m: feat[m], lookahead=depth)
+    assert cache.stats()["hits"] == stats["hits"] and cache.pending == 0
+    assert sorted(cache.cached_ids().tolist()) == sorted(reference.cached_ids().tolist())
+
+
+def test_deeper_lookahead_moves_fewer_rows_on_a_reusing_stream():
+    feat = torch.randn(N, 1)
+    batches = _stream(seed=3, count=60)
+    moved = []
+    for depth in (0, 4):
+        cache = LookaheadCache(30, N, 1)
+        for _ in _feeder(cache, feat, depth)(batches):
+            pass
+        moved.append(cache.stats()["bytes_from_source"])
+    assert moved[1] < moved[0]
+
+
+def test_abandoned_or_failed_stream_forgets_announcements():
+    feat = torch.randn(N, 2)
+    batches = _stream(seed=1)
+    cache = LookaheadCache(40, N, 2)
+    gen = _feeder(cache, feat, 4)(batches)
+    next(gen)
+    assert cache.pending == 4
+    gen.close()  # the consumer broke out of its loop
+    assert cache.pending == 0
+
+    def failing(m):
+        raise OSError("source down")
+
+    with pytest.raises(OSError, match="source down"):
+        list(LookaheadFeeder(cache, failing, 3, ids_of=lambda ids: ids, num_seeds_of=None)(batches))
+    assert cache.pending == 0
+    # the cache still serves a fresh stream
+    out = list(_feeder(cache, feat, 2)(batches[:5]))
+    assert all(torch.equal(rows, feat[ids]) for ids, rows in out)
+
+
+def test_feeder_passes_through_caches_without_announce():
+    feat = torch.randn(N, 2)
+    cache = make_cache("fifo", 40, N, 2)
+    feeder = _feeder(cache, feat, 4)
+    assert feeder.depth == 0
+    out = list(feeder(_stream(count=5)))
+    assert len(out) == 5 and all(torch.equal(rows, feat[ids]) for ids, rows in out)
+    with pytest.raises(ValueError, match="depth"):
+        LookaheadFeeder(cache, lambda m: feat[m], -1)
+
+
+def test_feeder_reads_blocks_of_sampled_batches(random_store):
+    from bgl.sampler import LocalSampler
+
+    sampler = LocalSampler(random_store)
+    train = np.asarray(random_store.train_idx, dtype=np.int64)
+
+    class Item:  # the MiniBatch fields the feeder reads
+        def __init__(self, seeds, seed):
+            self.blocks = sampler.sample_blocks(seeds, [3, 3], seed=seed)
+
+    items = [Item(train[i:i + 16], i) for i in range(0, 160, 16)]
+    feat = torch.from_numpy(np.array(random_store.feat))
+    cache = make_cache("lookahead", 50, random_store.num_nodes, feat.shape[1],
+                       degrees=np.asarray(random_store.in_degrees()))
+    for item, rows in LookaheadFeeder(cache, lambda m: feat[m], 4)(items):
+        assert torch.equal(rows, feat[item.blocks[0].src_ids])
+    assert cache.stats()["requests"] == sum(it.blocks[0].src_ids.numel() for it in items)
