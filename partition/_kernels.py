@@ -617,3 +617,300 @@ def gather_rows(indptr, indices, rows, new_of, out):
             out[p] = new_of[indices[j]]
             p += 1
     return p
+
+
+# ------------------------------------------------- engine input (streamed)
+
+
+@njit(cache=True, nogil=True)
+def out_degree_add(indices, out_deg):
+    """``out_deg[u] += 1`` for every in-neighbour entry ``u`` of a CSC chunk."""
+    for j in range(indices.shape[0]):
+        out_deg[indices[j]] += 1
+
+
+@njit(cache=True, nogil=True)
+def transpose_fill(ptr, indices, row_start, fill, out_idx):
+    """Scatter a CSC chunk (rows ``row_start + i``) into the out-neighbour CSR ``out_idx``
+    at the cursors ``fill`` (advanced in place)."""
+    base = ptr[0]
+    for i in range(ptr.shape[0] - 1):
+        v = row_start + i
+        for j in range(ptr[i] - base, ptr[i + 1] - base):
+            u = indices[j]
+            out_idx[fill[u]] = v
+            fill[u] += 1
+
+
+@njit(cache=True, nogil=True)
+def symmetric_rows(ptr, indices, row_start, out_ptr, out_idx, has_out, mark, pos_base, crossings,
+                   has_w, nbr, wt, count_only, deg):
+    """Undirected rows ``row_start + i`` of a CSC chunk: in- plus out-neighbours, deduplicated,
+    without self-loops.
+
+    ``mark`` int64 [n] (-1 initially) holds, per neighbour, its global output position
+    (``pos_base`` + chunk position; positions only grow over one pass), so a neighbour already in
+    the current row is found in O(1) and deduplication is linear.  With ``count_only`` only
+    ``deg[i]`` is written; otherwise neighbours go to ``nbr`` back to back and, when ``has_w``,
+    the float crossing weight of edge {u, v} to ``wt``: ``crossings[v]`` for a stored u -> v
+    plus ``crossings[u]`` for a stored v -> u (without out lists the store is symmetric, so
+    both).  Returns the entries of the chunk.
+    """
+    base = ptr[0]
+    p = 0
+    for i in range(ptr.shape[0] - 1):
+        v = row_start + i
+        start = pos_base + p
+        for j in range(ptr[i] - base, ptr[i + 1] - base):
+            u = indices[j]
+            if u == v:
+                continue
+            q = mark[u]
+            if q >= start:
+                if has_w and has_out and not count_only:
+                    wt[q - pos_base] += crossings[v]
+                continue
+            mark[u] = pos_base + p
+            if not count_only:
+                nbr[p] = u
+                if has_w:
+                    # a symmetric store (no out lists) holds v -> u as well
+                    wt[p] = crossings[v] if has_out else crossings[v] + crossings[u]
+            p += 1
+        if has_out:
+            for j in range(out_ptr[v], out_ptr[v + 1]):
+                u = out_idx[j]
+                if u == v:
+                    continue
+                q = mark[u]
+                if q >= start:
+                    if has_w and not count_only:
+                        wt[q - pos_base] += crossings[u]
+                    continue
+                mark[u] = pos_base + p
+                if not count_only:
+                    nbr[p] = u
+                    if has_w:
+                        wt[p] = crossings[u]
+                p += 1
+        deg[i] = pos_base + p - start
+    return p
+
+
+@njit(cache=True, nogil=True)
+def quantize_levels(wt, scale, levels, out):
+    """Integer edge weights ``1 + min(levels - 1, floor(w / scale))`` (few distinct levels)."""
+    for i in range(wt.shape[0]):
+        q = int(wt[i] / scale)
+        out[i] = 1 + (q if q < levels - 1 else levels - 1)
+
+
+# ------------------------------------------------------ sampler weights
+
+
+@njit(cache=True, nogil=True)
+def propagate_visits(ptr, indices, row_start, visits, fanout, nxt, crossings):
+    """One sampling hop over a CSC chunk: a node ``v`` visited ``visits[v]`` times draws each
+    in-edge with probability ``min(1, fanout / indeg(v))``; adds the expected draws of each
+    in-edge of v to ``crossings[v]`` and the expected visits to in-neighbours to ``nxt``."""
+    base = ptr[0]
+    for i in range(ptr.shape[0] - 1):
+        v = row_start + i
+        r = visits[v]
+        d = ptr[i + 1] - ptr[i]
+        if r == 0.0 or d == 0:
+            continue
+        p = r * (1.0 if fanout < 0 or d <= fanout else fanout / d)
+        crossings[v] += p
+        for j in range(ptr[i] - base, ptr[i + 1] - base):
+            nxt[indices[j]] += p
+
+
+# ---------------------------------------------------------- rebalancing
+
+
+@njit(cache=True, nogil=True)
+def best_moves(ptr, indices, row_start, part_of, crossings, movable_part, target_ok, num_parts,
+               best_to, gain, conn):
+    """For rows of a CSC chunk in a ``movable_part``: the best other part among ``target_ok``
+    parts by crossing-weighted connectivity (``crossings[v] + crossings[u]`` per in-edge u -> v,
+    +1 so unsampled edges still count), and the gain (weight to it minus weight kept).
+    ``best_to`` is -1 where no target is allowed."""
+    base = ptr[0]
+    for i in range(ptr.shape[0] - 1):
+        v = row_start + i
+        pv = part_of[v]
+        if not movable_part[pv]:
+            continue
+        for k in range(num_parts):
+            conn[k] = 0.0
+        for j in range(ptr[i] - base, ptr[i + 1] - base):
+            u = indices[j]
+            if u != v:
+                conn[part_of[u]] += 1.0 + crossings[v] + crossings[u]
+        b = -1
+        bw = -1.0
+        for k in range(num_parts):
+            if k != pv and target_ok[k] and conn[k] > bw:
+                b = k
+                bw = conn[k]
+        best_to[v] = b
+        gain[v] = (bw - conn[pv]) if b >= 0 else -np.inf
+
+
+@njit(cache=True, nogil=True)
+def _fits(loads, caps, dst, c):
+    for k in range(3):
+        if loads[k, dst] + c[k] > caps[k]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def apply_moves(order, best_to, part_of, is_train, deg, loads, caps):
+    """Move candidates in ``order`` out of their part while it exceeds a cap on a load they
+    carry (loads: 0 nodes, 1 training nodes (``is_train``), 2 edges (``deg``)): to ``best_to``
+    when that part stays within every cap, else to the part with the most room left that does.
+    ``loads`` float64 [3, P] is updated in place; returns the moves."""
+    moved = 0
+    num_parts = loads.shape[1]
+    c = np.empty(3, np.float64)
+    for t in range(order.shape[0]):
+        v = order[t]
+        dst = best_to[v]
+        if dst < 0:
+            continue
+        src = part_of[v]
+        c[0] = 1.0
+        c[1] = is_train[v]
+        c[2] = deg[v]
+        helps = False
+        for k in range(3):
+            if c[k] > 0 and loads[k, src] > caps[k]:
+                helps = True
+        if not helps:
+            continue
+        if not _fits(loads, caps, dst, c):
+            dst = -1
+            room = -1.0
+            for q in range(num_parts):
+                if q != src and _fits(loads, caps, q, c):
+                    r = 0.0
+                    for k in range(3):
+                        r += (caps[k] - loads[k, q]) / caps[k]
+                    if r > room:
+                        room = r
+                        dst = q
+            if dst < 0:
+                continue
+        for k in range(3):
+            loads[k, src] -= c[k]
+            loads[k, dst] += c[k]
+        part_of[v] = dst
+        moved += 1
+    return moved
+
+
+# ------------------------------------------- sampler-aware refinement
+
+
+@njit(cache=True, nogil=True)
+def hop_by_part(ptr, indices, row_start, visits, fanout, nxt, draws):
+    """One sampling hop with visits split by the seeds' part: ``visits`` float32 [n, P] (how
+    often v is in the frontier of batches of part k's trainer) -> each in-edge u -> v is drawn
+    ``visits[v] x min(1, fanout / indeg(v))`` times; adds that to ``draws[u]`` (sampled
+    neighbour entries, what the remote-sample share counts) and to ``nxt[u]`` (the next
+    frontier; the caller starts ``nxt`` as a copy of ``visits``)."""
+    base = ptr[0]
+    num_parts = visits.shape[1]
+    for i in range(ptr.shape[0] - 1):
+        v = row_start + i
+        d = ptr[i + 1] - ptr[i]
+        if d == 0:
+            continue
+        pr = 1.0 if fanout < 0 or d <= fanout else fanout / d
+        any_visit = False
+        for k in range(num_parts):
+            if visits[v, k] != 0.0:
+                any_visit = True
+        if not any_visit:
+            continue
+        for j in range(ptr[i] - base, ptr[i + 1] - base):
+            u = indices[j]
+            for k in range(num_parts):
+                x = visits[v, k] * pr
+                nxt[u, k] += x
+                draws[u, k] += x
+
+
+@njit(cache=True, nogil=True)
+def tree_by_part(ptr, indices, row_start, part_of, prev, fanout, out):
+    """Expected sampled neighbours per part in the sampling tree of each node with one more
+    layer: ``out[v] = prev[v] + min(1, fanout/indeg(v)) x sum over in-neighbours u of
+    (e_part(u) + prev[u])`` (``prev``/``out`` float32 [n, P]; v stays in its own frontier)."""
+    base = ptr[0]
+    num_parts = prev.shape[1]
+    for i in range(ptr.shape[0] - 1):
+        v = row_start + i
+        for k in range(num_parts):
+            out[v, k] = prev[v, k]
+        d = ptr[i + 1] - ptr[i]
+        if d == 0:
+            continue
+        pr = 1.0 if fanout < 0 or d <= fanout else fanout / d
+        for j in range(ptr[i] - base, ptr[i + 1] - base):
+            u = indices[j]
+            out[v, part_of[u]] += pr
+            for k in range(num_parts):
+                out[v, k] += pr * prev[u, k]
+
+
+@njit(cache=True, nogil=True)
+def locality_moves(draws, tree, is_train, part_of, best_to, gain):
+    """Best part of each node for the remote-sample share: sampled as a neighbour by part k's
+    batches ``draws[v, k]`` times, and (training nodes) drawing ``tree[v, k]`` neighbours in part
+    k as a seed.  ``best_to`` = the best other part where the gain is positive, else -1."""
+    n, num_parts = draws.shape
+    for v in range(n):
+        pv = part_of[v]
+        t = is_train[v]
+        own = draws[v, pv] + t * tree[v, pv]
+        b = -1
+        bg = 0.0
+        for k in range(num_parts):
+            if k != pv:
+                g = draws[v, k] + t * tree[v, k] - own
+                if g > bg:
+                    bg = g
+                    b = k
+        best_to[v] = b
+        gain[v] = bg
+
+
+@njit(cache=True, nogil=True)
+def apply_gain_moves(order, best_to, part_of, is_train, deg, loads, caps):
+    """Move candidates in ``order`` to ``best_to`` when the target stays within every cap
+    (loads: nodes, training nodes, edges).  ``loads`` [3, P] updated; returns the moves."""
+    moved = 0
+    c = np.empty(3, np.float64)
+    for t in range(order.shape[0]):
+        v = order[t]
+        dst = best_to[v]
+        if dst < 0:
+            continue
+        src = part_of[v]
+        c[0] = 1.0
+        c[1] = is_train[v]
+        c[2] = deg[v]
+        fits = True
+        for k in range(3):
+            if loads[k, dst] + c[k] > caps[k]:
+                fits = False
+        if not fits:
+            continue
+        for k in range(3):
+            loads[k, src] -= c[k]
+            loads[k, dst] += c[k]
+        part_of[v] = dst
+        moved += 1
+    return moved
