@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .graph_input import GraphInput
+from .graph_input import GraphInput, release_pages
 from .parhip import write_parhip
 
 log = logging.getLogger(__name__)
@@ -129,6 +129,7 @@ def run_kaminpar(graph: GraphInput, num_parts: int, seed: int, *, plan: EnginePl
                          weight_scale=weight_scale, weight_levels=weight_levels)
         log.info("kaminpar: input %s (%d nodes, %d entries, %.2f GiB), preset %s, edge weights %s",
                  f.path, f.num_nodes, f.num_edges, f.nbytes / 2**30, plan.preset, plan.edge_weights)
+        release_pages(graph.indices, graph.indptr)  # the engine's peak must not include store pages
         t0 = time.perf_counter()
         kaminpar.reseed(int(seed))
         g = kaminpar.load_graph(str(f.path), kaminpar.GraphFileFormat.PARHIP, compress=True)
