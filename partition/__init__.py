@@ -21,7 +21,7 @@ from .graph_input import GraphInput
 
 log = logging.getLogger(__name__)
 
-METHODS = ("bgl", "kaminpar", "metis", "random", "blocks")
+METHODS = ("bgl", "kaminpar", "metis", "random")
 # methods that run the KaMinPar engine: they take memory_budget and work_dir
 ENGINE_METHODS = ("bgl", "kaminpar")
 
@@ -59,10 +59,6 @@ def compute_assignment(graph: GraphInput, method: str, num_parts: int, seed: int
         from .kaminpar_part import kaminpar_partition
 
         return kaminpar_partition(graph, int(num_parts), seed, **params)
-    if method == "blocks":
-        from .blocks_part import blocks_partition
-
-        return blocks_partition(graph, int(num_parts), seed, **params)
     from .bgl_part import bgl_partition
 
     return bgl_partition(graph, int(num_parts), seed, **params)
@@ -76,14 +72,14 @@ def partition_graph(store: GraphStore | str | os.PathLike, method: str, num_part
     Parameters
     ----------
     store : GraphStore or its directory
-    method : ``"bgl"`` | ``"kaminpar"`` | ``"metis"`` | ``"random"`` | ``"blocks"``
+    method : ``"bgl"`` | ``"kaminpar"`` | ``"metis"`` | ``"random"``
     num_parts : 1 <= P <= num_nodes
     out_dir : output directory (refused if it exists unless ``overwrite``)
     seed : seeds the method and the remote-sample measurement
     measure_samples : compute ``remote_sample_share`` (``num_batches`` sampled batches)
     **params : method parameters (``bgl``: fields of ``BglParams``, ``memory_budget``;
         ``kaminpar``: ``preset``, ``memory_budget``, ``eps``; ``metis``: ``balance_train``,
-        ``ufactor``; ``blocks``: fields of ``BlocksParams``).  Engine methods write their
+        ``ufactor``).  Engine methods write their
         input file next to ``out_dir`` (``work_dir``), not in /tmp.
 
     Returns

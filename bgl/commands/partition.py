@@ -14,9 +14,9 @@ def register(subparsers) -> None:
                               formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("store", metavar="STORE", help="graph store directory (from bgl ingest)")
     p.add_argument("out", metavar="OUT", help="partition directory to create")
-    p.add_argument("--method", choices=("bgl", "kaminpar", "metis", "random", "blocks"), default="bgl",
+    p.add_argument("--method", choices=("bgl", "kaminpar", "metis", "random"), default="bgl",
                    help="partitioner: bgl = KaMinPar with sampler edge weights, multi-constraint balance and "
-                        "sampler-aware refinement; kaminpar = plain KaMinPar; blocks = the old BFS-block method")
+                        "sampler-aware refinement; kaminpar = plain KaMinPar (the anchor)")
     p.add_argument("--memory-budget", type=parse_bytes, default=None, metavar="BYTES",
                    help="memory the bgl/kaminpar engine may use, e.g. 12G (default: 60%% of the available "
                         "RAM); picks KaMinPar's memory-lean TeraPart preset or refuses when over")

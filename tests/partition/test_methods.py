@@ -8,7 +8,7 @@ from bgl.partition import compute_assignment, partition_graph
 from bgl.partition import metrics as M
 from bgl.partition.graph_input import GraphInput
 
-METHODS = ["random", "metis", "kaminpar", "bgl", "blocks"]
+METHODS = ["random", "metis", "kaminpar", "bgl"]
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -19,18 +19,6 @@ def test_assignment_is_valid(planted, method, parts):
     assert part_of.shape == (planted.num_nodes,) and part_of.dtype == np.int64
     assert part_of.min() >= 0 and part_of.max() < parts
     assert np.all(np.bincount(part_of, minlength=parts) > 0), "a part is empty"
-
-
-@pytest.mark.parametrize("placement", ["grow", "score"])
-@pytest.mark.parametrize("parts", [2, 4])
-def test_blocks_respects_balance_bounds(planted, random_store, parts, placement):
-    for store in (planted, random_store):
-        g = GraphInput.from_store(store)
-        part_of = compute_assignment(g, "blocks", parts, seed=0, capacity=1.1, placement=placement)
-        bal = M.balance(g, part_of, parts)
-        # the caps are 1.1 x average (+1 node for rounding on tiny graphs)
-        assert bal["nodes"] <= 1.1 + parts / store.num_nodes, bal
-        assert bal["train"] <= 1.1 + parts / g.num_train, bal
 
 
 @pytest.mark.parametrize("parts", [2, 4])
@@ -122,8 +110,6 @@ def test_more_parts_than_nodes(planted, tmp_path):
 
 
 def test_bad_bgl_parameters(planted, tmp_path):
-    with pytest.raises(ValueError, match="'nearest'"):
-        partition_graph(planted, "blocks", 2, tmp_path / "p", placement="nearest")
     with pytest.raises(ValueError, match="caps must be >= 1.0"):
         partition_graph(planted, "bgl", 2, tmp_path / "p", cap_train=0.5)
     with pytest.raises(ValueError, match="'turbo'"):
