@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 
 CHUNK_EDGES = 1 << 24
 REFINE_SMALL_EDGES = 50_000_000
+TRIALS_SMALL_EDGES = 5_000_000
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class BglParams:
         ``REFINE_SMALL_EDGES`` edges, else 1: a round is 6 passes over the edges with P floats each)
     refine_caps : (nodes, train, edges) caps the refinement keeps, max part load / average
     trials : engine runs (seeds, sampler edge weights on/off alternately), the one with the lowest
-        model-predicted remote-sample share kept (None = 4 below ``REFINE_SMALL_EDGES`` edges, else 1)
+        model-predicted remote-sample share kept (None = 4 below ``TRIALS_SMALL_EDGES`` edges, else 1)
     preset : ``auto`` (by memory budget), ``default`` or ``terapart``
     """
 
@@ -285,7 +286,8 @@ def bgl_partition(graph: GraphInput, num_parts: int, seed: int = 0, *, memory_bu
     log.info("bgl: preset %s, edge weights %s (estimate %.1f of %.1f GiB)", plan.preset, plan.edge_weights,
              plan.estimate_bytes / 2**30, budget / 2**30)
     small = graph.num_edges < REFINE_SMALL_EDGES
-    trials = p.trials if p.trials is not None else (4 if small and has_train else 1)
+    few = graph.num_edges < TRIALS_SMALL_EDGES
+    trials = p.trials if p.trials is not None else (4 if few and has_train else 1)
     rounds = p.refine_rounds if p.refine_rounds is not None else (4 if small else 1)
     best, best_share = None, np.inf
     for t in range(trials):
