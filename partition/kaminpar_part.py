@@ -99,8 +99,15 @@ def _context(preset: str):
             "eco": kaminpar.eco_context}.get(preset, kaminpar.default_context)()
 
 
-def engine_threads() -> int:
-    """Threads for the engine: the CPUs this process may run on."""
+DETERMINISTIC_MAX_ENTRIES = 5_000_000
+
+
+def engine_threads(entries: int = 0) -> int:
+    """Threads for the engine: one below ``DETERMINISTIC_MAX_ENTRIES`` adjacency entries (KaMinPar
+    is only reproducible for a seed with one thread, and small graphs take < 1 s), else the CPUs
+    this process may run on."""
+    if entries and entries < DETERMINISTIC_MAX_ENTRIES:
+        return 1
     return max(1, len(os.sched_getaffinity(0)))
 
 
@@ -135,10 +142,11 @@ def run_kaminpar(graph: GraphInput, num_parts: int, seed: int, *, plan: EnginePl
         g = kaminpar.load_graph(str(f.path), kaminpar.GraphFileFormat.PARHIP, compress=True)
         os.unlink(f.path)  # the engine holds its own (compressed) copy now
         t1 = time.perf_counter()
-        engine = kaminpar.KaMinPar(engine_threads(), _context(plan.preset))
+        threads = engine_threads(f.num_edges)
+        engine = kaminpar.KaMinPar(threads, _context(plan.preset))
         result = engine.compute_partition(g, int(num_parts), float(eps))
         log.info("kaminpar: load %.1f s, partition %.1f s (%d threads)", t1 - t0, time.perf_counter() - t1,
-                 engine_threads())
+                 threads)
         del g, engine
         part_of = np.fromiter(result, np.int64, count=n)
         del result
