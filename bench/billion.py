@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -68,7 +70,8 @@ def main() -> int:
     seeds_pool = np.asarray(book.split("train"))
     rng = np.random.default_rng(0)
     t0 = time.perf_counter()
-    with sc.Servers(part_dir, book.num_parts, part_dir.parent, threads=1) as servers:
+    ready_dir = Path(tempfile.mkdtemp(prefix="bgl-billion-"))  # the servers' ready files
+    with sc.Servers(part_dir, book.num_parts, ready_dir, threads=1) as servers:
         res["servers_ready_s"] = time.perf_counter() - t0
         res["server_rss_idle"] = servers.rss()
         with SamplingClient(servers.addresses, timeout=300.0) as client:
@@ -84,6 +87,7 @@ def main() -> int:
                 done += seeds.size
             res["seeds_per_s"] = done / secs
             res["server_rss_after"] = servers.rss()
+    shutil.rmtree(ready_dir, ignore_errors=True)
     print(json.dumps(res, default=str))
     gb = lambda b: f"{b / 2**30:.2f}"  # noqa: E731
     print(f"| {book.num_nodes} | {book.num_edges} | {res.get('partition_s', float('nan')):.0f} s | "
