@@ -1,4 +1,4 @@
-"""bgl.partition: random, METIS and BGL partitioners plus the partition directory format.
+"""bgl.partition: BGL, KaMinPar, METIS and random partitioners plus the partition directory format.
 
 ``partition_graph(store, method, num_parts, out_dir)`` computes an assignment,
 measures it (:mod:`.metrics`) and writes a partition directory
@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,9 @@ from .graph_input import GraphInput
 
 log = logging.getLogger(__name__)
 
-METHODS = ("random", "metis", "bgl")
+METHODS = ("bgl", "kaminpar", "metis", "random")
+# methods that run the KaMinPar engine: they take memory_budget and work_dir
+ENGINE_METHODS = ("bgl", "kaminpar")
 
 __all__ = ["METHODS", "PartitionBook", "compute_assignment", "open_partition", "partition_graph"]
 
@@ -52,6 +55,10 @@ def compute_assignment(graph: GraphInput, method: str, num_parts: int, seed: int
         from .metis_part import metis_partition
 
         return metis_partition(graph, int(num_parts), seed, **params)
+    if method == "kaminpar":
+        from .kaminpar_part import kaminpar_partition
+
+        return kaminpar_partition(graph, int(num_parts), seed, **params)
     from .bgl_part import bgl_partition
 
     return bgl_partition(graph, int(num_parts), seed, **params)
@@ -65,13 +72,15 @@ def partition_graph(store: GraphStore | str | os.PathLike, method: str, num_part
     Parameters
     ----------
     store : GraphStore or its directory
-    method : ``"random"`` | ``"metis"`` | ``"bgl"``
+    method : ``"bgl"`` | ``"kaminpar"`` | ``"metis"`` | ``"random"``
     num_parts : 1 <= P <= num_nodes
     out_dir : output directory (refused if it exists unless ``overwrite``)
     seed : seeds the method and the remote-sample measurement
     measure_samples : compute ``remote_sample_share`` (``num_batches`` sampled batches)
-    **params : method parameters (``bgl``: fields of ``BglParams``; ``metis``:
-        ``balance_train``, ``ufactor``)
+    **params : method parameters (``bgl``: fields of ``BglParams``, ``memory_budget``;
+        ``kaminpar``: ``preset``, ``memory_budget``, ``eps``; ``metis``: ``balance_train``,
+        ``ufactor``).  Engine methods write their
+        input file next to ``out_dir`` (``work_dir``), not in /tmp.
 
     Returns
     -------
@@ -86,8 +95,11 @@ def partition_graph(store: GraphStore | str | os.PathLike, method: str, num_part
     store = _as_store(store)
     check_out_dir(out_dir, overwrite)  # fail before the expensive part
     graph = GraphInput.from_store(store)
+    run_params = dict(params)
+    if method in ENGINE_METHODS:
+        run_params.setdefault("work_dir", str(Path(out_dir).absolute().parent))
     t0 = time.perf_counter()
-    part_of = compute_assignment(graph, method, num_parts, seed, **params)
+    part_of = compute_assignment(graph, method, num_parts, seed, **run_params)
     seconds = time.perf_counter() - t0
     rss = M.peak_rss_bytes()
     bal = M.balance(graph, part_of, num_parts)

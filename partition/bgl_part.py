@@ -1,221 +1,312 @@
-"""BGL's partitioner: BFS coarsening into blocks, greedy block placement, refinement.
+"""BGL's partitioner: KaMinPar (METIS-class multilevel engine) steered by the sampler.
 
-After BGL (Liu et al., NSDI '23), section "Graph partition": locality close
-to METIS for sampling at a fraction of METIS's time and memory, by
-coarsening the graph into connected blocks with multi-source BFS and making
-the placement decisions on the much smaller block graph.
+After BGL (Liu et al., NSDI '23), section "Graph partition": what matters for
+GNN training is not the edge cut but how many *sampled* neighbours a trainer
+must fetch from another machine, and that trainers (training nodes) and graph
+servers (edges) carry even loads.  On top of the engine:
 
-1. Coarsening.  Each round picks unassigned vertices as BFS sources at a rate
-   starting at ``0.5 / block_size`` and doubling each round; a capped
-   multi-source BFS grows one block per source over the undirected graph.
-   After ``rounds`` rounds, leftovers (isolated nodes, small components,
-   unreached pockets) are grouped by connected component in BFS order and cut
-   into blocks; vertices still alone (leaves of hubs on skewed graphs) are packed
-   by their heaviest neighbour's block, so coarsening keeps shrinking.  A few sweeps of size-capped label propagation then move block
-   borders onto sparse cuts.  The block graph (edge weights = node edges
-   between blocks) is coarsened again the same way until about
-   ``coarse_per_part`` x P blocks remain, so blocks are small at the bottom
-   (good borders) and few at the top (cheap placement).
-2. Placement on the coarsest block graph: region growing (each part in turn
-   takes the unplaced block with the most edges into it) or the score greedy
-   (largest blocks first, each to the part maximising neighbour weight x room
-   left); both stop a part at ``1 + fill x (capacity - 1)`` of its average so
-   refinement keeps room to move.  Parts balance nodes and training nodes.
-3. Refinement, coarsest level to nodes: blocks above a cap are moved out
-   cheapest first, then boundary blocks (and finally boundary nodes) move to
-   the neighbouring part holding most of their edges when that lowers the cut
-   and keeps both loads within [(2 - capacity), capacity] x average.
+1. **Sampler edge weights.**  Expected draws of every in-edge over one epoch of
+   neighbour sampling (fanouts, e.g. 15,10,5, from every training node): hop by
+   hop, a node visited ``r(v)`` times draws each in-edge with probability
+   ``min(1, fanout / indeg(v))`` and visits its in-neighbours that often; seeds
+   stay in the frontier (DGL blocks keep their destination nodes).  The draws
+   per in-edge of v, ``crossings[v]``, need one float per node (8 B/node) and
+   one chunked pass over the edges per hop.  Edge {u, v} weighs
+   ``crossings[u] + crossings[v]``, quantized to a few integer levels (the
+   engine's input stays 4 B/entry for the weights).
+2. **Multi-constraint balance.**  The engine balances one node weight
+   (``1 + a x train + b x in-degree`` with ``a = train_share x n / T`` and
+   ``b = edge_share x n / m``; both shares default to 0: on Cora, CiteSeer,
+   PubMed and R-MAT the engine's cut was better with plain node counts and the
+   other loads fixed afterwards).  A numba rebalancing pass moves nodes out of
+   any part above its caps (training nodes 1.1x, nodes and edges 1.5x the
+   average), one load at a time, least crossing-weighted connectivity lost per
+   unit of load first, into parts that stay under every cap.
+3. **Sampler-aware refinement.**  For the current assignment, hop by hop as
+   above but split by the seeds' part, how often each node is drawn by each
+   part's trainers (``draws``), and for training nodes how many neighbours of
+   their own sampling tree lie in each part (``tree``); nodes move, biggest
+   gain first, to the part maximising ``draws + tree``, within the caps.  This
+   is the remote-sample share itself, not the edge cut.
+4. **Memory budget.**  :func:`.kaminpar_part.choose_preset` picks KaMinPar's
+   default or TeraPart (memory-lean) preset and drops the edge weights before
+   refusing when the graph does not fit the budget.
 
-Each level is O(vertices + edges) and the levels shrink geometrically, so the
-whole run is linear in the graph; memory is the symmetric adjacency plus
-O(n x P) for the node-to-part affinities.
+Memory on top of the engine: crossings + visit vectors (3 x 8 B/node during the
+hops, 8 B/node after), node weights (4 B/node), rebalancing (``best_to`` 4 +
+``gain`` 4 + degree 8 B/node), refinement (5 float32 [n, P] arrays: 20 x P B/node,
+after the engine has freed its memory); edges are only ever read in chunks of ~16M.
+Measured at R-MAT 24 (16.8M nodes, 521M entries, 4 parts): 9.34 GB peak RSS in all.
 """
 from __future__ import annotations
 
 import logging
+import os
+import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from . import _kernels
-from .graph_input import GraphInput
+from .graph_input import GraphInput, iter_chunks
+from .kaminpar_part import choose_preset, default_memory_budget, run_kaminpar
 
 log = logging.getLogger(__name__)
+
+CHUNK_EDGES = 1 << 24
+REFINE_SMALL_EDGES = 50_000_000
+TRIALS_SMALL_EDGES = 5_000_000
 
 
 @dataclass(frozen=True)
 class BglParams:
     """Knobs of the BGL partitioner (defaults used by the CLI and the benchmark).
 
-    block_size : max nodes per first-level block (small blocks keep borders on sparse cuts)
-    coarsen_factor : max vertex weight of a block at higher levels, in average vertex weights
-    coarse_per_part : stop coarsening at about this many blocks per part
-    rounds : BFS rounds per level before the leftover pass (the source rate doubles each round)
-    smooth_passes : label-propagation sweeps on block borders per level (0 = raw BFS blocks)
-    placement : ``"grow"`` (region growing, default) or ``"score"`` (largest first, best score)
-    alpha, beta : room-left exponent and 2-hop weight of the ``"score"`` placement
-    capacity : a part may hold up to ``capacity`` x the average nodes (and training nodes)
-    fill : placement uses only this share of the capacity slack; the rest is for refinement
-    refine_passes : refinement sweeps per level (0 disables)
+    fanouts : the sampler's fanouts, DGL order (the last is drawn first from the seeds)
+    edge_weights : weight edges by expected sampler draws (dropped when over the memory budget)
+    weight_levels : distinct integer edge weights (1..levels)
+    weight_scale : draws per weight level, as a multiple of the mean draws per edge
+    train_share, edge_share : node-weight terms for training nodes and in-degree (0 = off)
+    eps : the engine's imbalance allowance on the combined node weight
+    cap_train, cap_nodes, cap_edges : rebalancing caps, max part load / average
+    rebalance_rounds : rebalancing sweeps (0 = off)
+    refine_rounds : sampler-aware refinement rounds (0 = off; None = 4 below
+        ``REFINE_SMALL_EDGES`` edges, else 1: a round is 6 passes over the edges with P floats each)
+    refine_caps : (nodes, train, edges) caps the refinement keeps, max part load / average
+    trials : engine runs (seeds, sampler edge weights on/off alternately), the one with the lowest
+        model-predicted remote-sample share kept (None = 4 below ``TRIALS_SMALL_EDGES`` edges, else 1)
+    preset : ``auto`` (by memory budget), ``default`` or ``terapart``
     """
 
-    block_size: int = 8
-    coarsen_factor: float = 6.0
-    coarse_per_part: int = 32
-    rounds: int = 6
-    smooth_passes: int = 3
-    placement: str = "grow"
-    alpha: float = 1.0
-    beta: float = 0.5
-    capacity: float = 1.1
-    fill: float = 0.2
-    refine_passes: int = 4
+    fanouts: tuple = (15, 10, 5)
+    edge_weights: bool = True
+    weight_levels: int = 8
+    weight_scale: float = 0.5
+    train_share: float = 0.0
+    edge_share: float = 0.0
+    eps: float = 0.03
+    cap_train: float = 1.1
+    cap_nodes: float = 1.5
+    cap_edges: float = 1.5
+    rebalance_rounds: int = 4
+    refine_rounds: int | None = None
+    trials: int | None = None
+    refine_caps: tuple = (1.5, 1.1, 1.5)
+    preset: str = "auto"
 
     def __post_init__(self):
-        if self.placement not in ("grow", "score"):
-            raise ValueError(f"placement must be 'grow' or 'score', got {self.placement!r}")
-        if self.capacity < 1.0:
-            raise ValueError(f"capacity must be >= 1.0, got {self.capacity}")
-        if self.block_size < 1:
-            raise ValueError(f"block_size must be >= 1, got {self.block_size}")
+        if min(self.cap_train, self.cap_nodes, self.cap_edges) < 1.0:
+            raise ValueError("balance caps must be >= 1.0")
+        if self.weight_levels < 1 or self.weight_scale <= 0:
+            raise ValueError("weight_levels must be >= 1 and weight_scale > 0")
+        object.__setattr__(self, "fanouts", tuple(int(f) for f in self.fanouts))
+        object.__setattr__(self, "refine_caps", tuple(float(c) for c in self.refine_caps))
 
     def to_dict(self) -> dict:
         """The parameters as a JSON-ready dict (stored in ``partition.json``)."""
-        return asdict(self)
+        d = asdict(self)
+        d["fanouts"] = list(self.fanouts)
+        d["refine_caps"] = list(self.refine_caps)
+        return d
 
 
-@dataclass
-class Level:
-    """One level of the hierarchy: symmetric CSR ``ptr``/``adj`` with edge weights ``wt`` and
-    vertex weights ``vn`` (nodes) and ``vt`` (training nodes), all float64 except the CSR."""
-
-    ptr: np.ndarray
-    adj: np.ndarray
-    wt: np.ndarray
-    vn: np.ndarray
-    vt: np.ndarray
-
-    @property
-    def n(self) -> int:
-        """Number of vertices of this level."""
-        return self.ptr.size - 1
+def sampler_crossings(graph: GraphInput, fanouts) -> np.ndarray:
+    """Expected draws per in-edge of each node over one epoch (float64 [n]; see module doc)."""
+    n = graph.num_nodes
+    visits = graph.is_train.copy()
+    crossings = np.zeros(n, np.float64)
+    for fanout in reversed(tuple(fanouts)):
+        nxt = visits.copy()  # destination nodes stay in the next frontier
+        for a, ptr, idx in iter_chunks(graph, CHUNK_EDGES):
+            _kernels.propagate_visits(ptr, idx, a, visits, int(fanout), nxt, crossings)
+        visits = nxt
+    return crossings
 
 
-def node_level(graph: GraphInput) -> Level:
-    """Level 0: the store's graph made undirected (deduplicated, no self-loops), unit weights."""
-    out_ptr, out_idx = graph.out_edges()
-    ptr, adj = _kernels.symmetric_adjacency(graph.indptr, graph.indices, out_ptr, out_idx, graph.num_nodes)
-    del out_ptr, out_idx
-    return Level(ptr, adj, np.ones(adj.size, np.float32), np.ones(graph.num_nodes), graph.is_train)
+def balance_node_weights(graph: GraphInput, train_share: float, edge_share: float) -> np.ndarray:
+    """int32 [n] >= 1: ``round(4 x (1 + train_share x n/T x train + edge_share x n/m x indeg))``."""
+    n = graph.num_nodes
+    w = np.ones(n, np.float64)
+    if train_share and graph.num_train:
+        w += train_share * (n / graph.num_train) * graph.is_train
+    if edge_share and graph.num_edges:
+        w += edge_share * (n / graph.num_edges) * np.diff(graph.indptr)
+    return np.maximum(1, np.rint(4.0 * w)).astype(np.int32)
 
 
-def bfs_blocks(level: Level, cap: float, rounds: int, smooth_passes: int,
-               rng: np.random.Generator) -> tuple[np.ndarray, int]:
-    """Group a level's vertices into connected blocks of vertex weight <= ``cap``:
-    ``(block int64 [n], num_blocks)`` with blocks numbered 0..num_blocks-1."""
-    n = level.n
-    block = np.full(n, -1, np.int64)
-    bw = np.zeros(n + 1, np.float64)
-    queue = np.empty(n, np.int64)
-    next_block = 0
-    rate = 0.5 * float(level.vn.mean()) / cap if n else 1.0
+def part_loads(graph: GraphInput, part_of: np.ndarray, num_parts: int) -> np.ndarray:
+    """float64 [3, P]: nodes, training nodes and in-edges per part."""
+    deg = np.diff(graph.indptr)
+    return np.stack([np.bincount(part_of, minlength=num_parts).astype(np.float64),
+                     np.bincount(part_of, weights=graph.is_train, minlength=num_parts),
+                     np.bincount(part_of, weights=deg, minlength=num_parts)])
+
+
+def rebalance(graph: GraphInput, part_of: np.ndarray, num_parts: int, crossings: np.ndarray,
+              caps_ratio: tuple[float, float, float], rounds: int) -> int:
+    """Move nodes out of parts above ``caps_ratio`` x average (nodes, train, edges), one load
+    at a time (training nodes, edges, nodes), least crossing-weighted connectivity lost per
+    unit of load moved first; ``part_of`` changes in place.  Returns the moves."""
+    loads = part_loads(graph, part_of, num_parts)
+    avg = loads.sum(axis=1) / num_parts
+    caps = np.maximum(np.asarray(caps_ratio) * avg, avg + 1.0)
+    deg = np.diff(graph.indptr).astype(np.float64)
+    best_to = np.full(graph.num_nodes, -1, np.int32)
+    gain = np.full(graph.num_nodes, -np.inf, np.float32)
+    conn = np.zeros(num_parts, np.float64)
+    total = 0
     for _ in range(rounds):
-        free = np.flatnonzero(block == -1)
-        if free.size == 0:
+        over = (loads > caps[:, None] + 1e-9).any(axis=0)
+        if not over.any():
             break
-        sources = free[rng.random(free.size) < rate]
-        next_block = _kernels.wbfs_grow(level.ptr, level.adj, level.vn, block, bw, sources, next_block, cap, queue)
-        rate = min(1.0, rate * 2)
-    next_block = _kernels.wleftover(level.ptr, level.adj, level.vn, block, bw, next_block, cap, queue)
-    block, next_block = _kernels.regroup_singletons(level.ptr, level.adj, level.wt, level.vn, block,
-                                                    next_block, cap)
-    bw = np.bincount(block, weights=level.vn, minlength=len(bw))
-    if smooth_passes:
-        _kernels.wsmooth(level.ptr, level.adj, level.wt, level.vn, block, bw, cap, smooth_passes)
-        block, next_block = _kernels.compact_labels(block, next_block)
-    return block, int(next_block)
+        target_ok = ~over
+        if not target_ok.any():
+            break
+        best_to[:] = -1
+        gain[:] = -np.inf
+        for a, ptr, idx in iter_chunks(graph, CHUNK_EDGES):
+            _kernels.best_moves(ptr, idx, a, part_of, crossings, over, target_ok, num_parts, best_to, gain, conn)
+        moved = 0
+        for c, contrib in ((1, graph.is_train), (2, deg), (0, None)):  # tightest first
+            over_c = loads[c] > caps[c] + 1e-9
+            if not over_c.any():
+                continue
+            cand = np.flatnonzero((best_to >= 0) & over_c[part_of])
+            relief = np.ones(cand.size) if contrib is None else contrib[cand]
+            cand, relief = cand[relief > 0], relief[relief > 0]
+            # least connectivity lost per unit of load moved first
+            order = cand[np.argsort(-(gain[cand] / relief), kind="stable")]
+            moved += _kernels.apply_moves(order, best_to, part_of, graph.is_train, deg, loads, caps)
+        total += moved
+        log.info("bgl: rebalance moved %d nodes; loads/avg %s", moved,
+                 np.round(loads / avg[:, None], 3).tolist())
+        if moved == 0:
+            break
+    return total
 
 
-def coarsen(level: Level, cap: float, p: BglParams, rng: np.random.Generator) -> tuple[Level, np.ndarray]:
-    """The block graph of ``level`` and the vertex -> block map."""
-    block, nb = bfs_blocks(level, cap, p.rounds, p.smooth_passes, rng)
-    bptr, members = _kernels.group_by(block, nb)
-    cptr, cadj, cw = _kernels.contract(level.ptr, level.adj, level.wt, block, bptr, members, nb)
-    vn = np.bincount(block, weights=level.vn, minlength=nb)
-    vt = np.bincount(block, weights=level.vt, minlength=nb)
-    return Level(cptr, cadj, cw, vn, vt), block
+def draws_by_part(graph: GraphInput, part_of: np.ndarray, num_parts: int, fanouts) -> np.ndarray:
+    """float32 [n, P]: expected draws of each node as a sampled neighbour by batches of each
+    part's trainers over one epoch (seeds = training nodes in their part)."""
+    n = graph.num_nodes
+    draws = np.zeros((n, num_parts), np.float32)
+    visits = np.zeros((n, num_parts), np.float32)
+    train = np.flatnonzero(graph.is_train > 0)
+    visits[train, part_of[train]] = 1.0
+    for fanout in reversed(tuple(int(f) for f in fanouts)):
+        nxt = visits.copy()
+        for a, ptr, idx in iter_chunks(graph, CHUNK_EDGES):
+            _kernels.hop_by_part(ptr, idx, a, visits, fanout, nxt, draws)
+        visits = nxt
+    return draws
 
 
-def bgl_partition(graph: GraphInput, num_parts: int, seed: int = 0, **params) -> np.ndarray:
+def expected_remote_share(graph: GraphInput, part_of: np.ndarray, num_parts: int, fanouts) -> float:
+    """The remote-sample share the sampler model predicts (noise-free, unlike sampling it):
+    draws by other parts' trainers / all draws."""
+    draws = draws_by_part(graph, part_of, num_parts, fanouts)
+    total = float(draws.sum(dtype=np.float64))
+    local = float(draws[np.arange(graph.num_nodes), part_of].sum(dtype=np.float64))
+    return 1.0 - local / total if total > 0 else 0.0
+
+
+def sampler_refine(graph: GraphInput, part_of: np.ndarray, num_parts: int, fanouts,
+                   caps_ratio: tuple[float, float, float], rounds: int) -> int:
+    """Move nodes to the part whose trainers sample them most (and, for training nodes, where
+    their own sampling tree lies), best expected gain first, within the caps; ``part_of``
+    changes in place.  Returns the moves.  Memory: 5 float32 [n, P] arrays (20 x P B/node)."""
+    n = graph.num_nodes
+    fan = tuple(int(f) for f in fanouts)
+    loads = part_loads(graph, part_of, num_parts)
+    avg = loads.sum(axis=1) / num_parts
+    caps = np.maximum(np.asarray(caps_ratio) * avg, loads.max(axis=1))  # never tighten below now
+    caps = np.maximum(caps, avg + 1.0)
+    deg = np.diff(graph.indptr).astype(np.float64)
+    best_to = np.full(n, -1, np.int32)
+    gain = np.zeros(n, np.float32)
+    total = 0
+    for r in range(rounds):
+        t0 = time.perf_counter()
+        draws = draws_by_part(graph, part_of, num_parts, fan)
+        tree = np.zeros((n, num_parts), np.float32)
+        for fanout in fan:  # the deepest layer (fanouts[0]) is the innermost subtree
+            out = np.empty_like(tree)
+            for a, ptr, idx in iter_chunks(graph, CHUNK_EDGES):
+                _kernels.tree_by_part(ptr, idx, a, part_of, tree, fanout, out)
+            tree = out
+        _kernels.locality_moves(draws, tree, graph.is_train, part_of, best_to, gain)
+        del draws, tree
+        cand = np.flatnonzero(best_to >= 0)
+        order = cand[np.argsort(-gain[cand], kind="stable")]
+        moved = _kernels.apply_gain_moves(order, best_to, part_of, graph.is_train, deg, loads, caps)
+        total += moved
+        log.info("bgl: sampler refinement round %d moved %d of %d candidates (%.1f s)", r, moved, cand.size,
+                 time.perf_counter() - t0)
+        if moved == 0:
+            break
+    return total
+
+
+def bgl_partition(graph: GraphInput, num_parts: int, seed: int = 0, *, memory_budget: int | None = None,
+                  work_dir: str | os.PathLike | None = None, **params) -> np.ndarray:
     """Partition with the BGL algorithm (see module docstring).
 
     Parameters
     ----------
     graph : the store's CSC and training mask
     num_parts : P >= 1
-    seed : seeds the choice of BFS sources and placement tie-breaks
+    seed : the engine's seed
+    memory_budget : bytes the engine may use (default: 60 % of the available RAM)
+    work_dir : where the engine's input file is written (default: the temp dir)
     **params : fields of :class:`BglParams`
 
     Returns
     -------
     part_of : int64 [n] in [0, P)
 
-    Notes
-    -----
-    A graph without training nodes is partitioned balancing nodes only (with a warning).
+    Raises
+    ------
+    MemoryError when even the leanest setting does not fit ``memory_budget``.
     """
     p = BglParams(**params)
     n = graph.num_nodes
     if num_parts == 1:
         return np.zeros(n, np.int64)
-    k = int(num_parts)
-    rng = np.random.default_rng(seed)
-    num_train = graph.num_train
-    if num_train == 0:
-        log.warning("bgl: store has no training nodes; balancing nodes only")
-
-    levels = [node_level(graph)]
-    maps: list[np.ndarray] = []
-    target = max(p.coarse_per_part * k, 2 * k)
-    cap = float(p.block_size)
-    while levels[-1].n > target:
-        lv = levels[-1]
-        # blocks stay well below a part's size so placement can balance them
-        cap = min(cap, max(1.0, n / (k * 8.0)))
-        coarse, block = coarsen(lv, max(cap, float(lv.vn.max())), p, rng)
-        log.debug("bgl: level %d: %d -> %d vertices (cap %.0f)", len(maps), lv.n, coarse.n, cap)
-        if coarse.n > 0.85 * lv.n:  # no longer shrinking (e.g. a star, or blocks at the cap)
-            break
-        levels.append(coarse)
-        maps.append(block)
-        cap = float(coarse.vn.mean()) * p.coarsen_factor
-    top = levels[-1]
-    log.info("bgl: %d levels, coarsest %d blocks, %d block edges", len(levels), top.n, top.adj.size)
-
-    avg_n = np.full(k, n / k)
-    avg_t = np.full(k, max(num_train, 1) / k)
-    cap_n = np.maximum(p.capacity * avg_n, avg_n + 1)
-    cap_t = np.maximum(p.capacity * avg_t, avg_t + 1) if num_train else np.full(k, np.inf)
-    low_n = (2.0 - p.capacity) * avg_n
-    low_t = (2.0 - p.capacity) * avg_t if num_train else np.full(k, -np.inf)
-    fill = 1.0 + (p.capacity - 1.0) * p.fill
-    fill_n = np.maximum(fill * avg_n, avg_n + 1)
-    fill_t = np.maximum(fill * avg_t, avg_t + 1) if num_train else np.full(k, np.inf)
-
-    order = np.lexsort((rng.random(top.n), -top.vn)).astype(np.int64)  # largest first
-    if p.placement == "grow":
-        part, aff = _kernels.grow_assign(order, top.ptr, top.adj, top.wt, top.vn, top.vt, k, fill_n, fill_t)
-    else:
-        part, aff = _kernels.greedy_assign(order, top.ptr, top.adj, top.wt, top.vn, top.vt, k,
-                                           fill_n, np.where(np.isinf(fill_t), 1.0, fill_t), p.alpha, p.beta)
-    for i in range(len(levels) - 1, -1, -1):
-        lv = levels[i]
-        if i < len(levels) - 1:
-            part = part[maps[i]]
-            aff = _kernels.part_affinity(lv.ptr, lv.adj, lv.wt, part, k)
-        _kernels.rebalance_blocks(lv.ptr, lv.adj, lv.wt, aff, part, lv.vn, lv.vt, k, cap_n, cap_t)
-        if p.refine_passes:
-            _kernels.refine_blocks(lv.ptr, lv.adj, lv.wt, aff, part, lv.vn, lv.vt, k,
-                                   cap_n, cap_t, low_n, low_t, p.refine_passes)
-        levels[i] = None  # free as we go down
-    return part.astype(np.int64, copy=False)
+    entries = graph.num_edges if graph.symmetric else 2 * graph.num_edges
+    budget = int(memory_budget) if memory_budget else default_memory_budget()
+    has_train = graph.num_train > 0
+    if not has_train:
+        log.warning("bgl: store has no training nodes; no sampler weights, balancing nodes and edges")
+    plan = choose_preset(n, entries, budget, node_weights=True, want_edge_weights=p.edge_weights and has_train,
+                         preset=p.preset)
+    crossings = sampler_crossings(graph, p.fanouts) if has_train else np.zeros(n)
+    scale = 1.0
+    if plan.edge_weights:
+        mean = float(crossings.sum() / max(graph.num_edges, 1))
+        scale = max(p.weight_scale * mean, 1e-12)
+    node_w = balance_node_weights(graph, p.train_share, p.edge_share)
+    log.info("bgl: preset %s, edge weights %s (estimate %.1f of %.1f GiB)", plan.preset, plan.edge_weights,
+             plan.estimate_bytes / 2**30, budget / 2**30)
+    small = graph.num_edges < REFINE_SMALL_EDGES
+    few = graph.num_edges < TRIALS_SMALL_EDGES
+    trials = p.trials if p.trials is not None else (4 if few and has_train else 1)
+    rounds = p.refine_rounds if p.refine_rounds is not None else (4 if small else 1)
+    best, best_share = None, np.inf
+    for t in range(trials):
+        # alternate sampler edge weights on / off: which cut suits the sampler better varies by graph
+        weighted = plan.edge_weights and t % 2 == 0
+        part_of = run_kaminpar(graph, num_parts, seed + t, plan=plan, node_weights=node_w,
+                               crossings=crossings if weighted else None, weight_scale=scale,
+                               weight_levels=p.weight_levels, eps=p.eps, work_dir=work_dir)
+        if p.rebalance_rounds:
+            rebalance(graph, part_of, num_parts, crossings, (p.cap_nodes, p.cap_train, p.cap_edges),
+                      p.rebalance_rounds)
+        if rounds and has_train:
+            sampler_refine(graph, part_of, num_parts, p.fanouts, p.refine_caps, rounds)
+        if trials == 1:
+            return part_of
+        share = expected_remote_share(graph, part_of, num_parts, p.fanouts)
+        log.info("bgl: trial %d (edge weights %s): expected remote share %.4f", t, weighted, share)
+        if share < best_share:
+            best, best_share = part_of, share
+    return best

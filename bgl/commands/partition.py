@@ -1,4 +1,4 @@
-"""``bgl partition``: split a graph store into parts (random, METIS or BGL) and report quality."""
+"""``bgl partition``: split a graph store into parts (BGL, KaMinPar, METIS, random) and report quality."""
 from __future__ import annotations
 
 import argparse
@@ -14,13 +14,31 @@ def register(subparsers) -> None:
                               formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("store", metavar="STORE", help="graph store directory (from bgl ingest)")
     p.add_argument("out", metavar="OUT", help="partition directory to create")
-    p.add_argument("--method", choices=("random", "metis", "bgl"), default="bgl", help="partitioner")
+    p.add_argument("--method", choices=("bgl", "kaminpar", "metis", "random"), default="bgl",
+                   help="partitioner: bgl = KaMinPar with sampler edge weights, multi-constraint balance and "
+                        "sampler-aware refinement; kaminpar = plain KaMinPar (the anchor)")
+    p.add_argument("--memory-budget", type=parse_bytes, default=None, metavar="BYTES",
+                   help="memory the bgl/kaminpar engine may use, e.g. 12G (default: 60%% of the available "
+                        "RAM); picks KaMinPar's memory-lean TeraPart preset or refuses when over")
     p.add_argument("--parts", type=int, required=True, metavar="N", help="number of parts")
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
     p.add_argument("--num-batches", type=int, default=200,
                    help="sampled training batches for the remote-sample share (0 = skip)")
     p.set_defaults(func=run)
+
+
+def parse_bytes(text: str) -> int:
+    """``"12G"``, ``"512M"``, ``"2.5GiB"`` or a plain byte count -> bytes (argparse type)."""
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    try:
+        value = float(t[:-1]) * scale[t[-1]] if t and t[-1] in scale else float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a memory size: {text!r} (use e.g. 12G or 800M)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"memory budget must be positive, got {text!r}")
+    return int(value)
 
 
 def format_metrics(book) -> str:
@@ -53,9 +71,17 @@ def run(args) -> int:
     """Partition the store, write the partition dir and print the metrics; return the exit code (0 = written)."""
     from bgl.partition import partition_graph
 
-    book = partition_graph(args.store, args.method, args.parts, args.out, seed=args.seed,
-                           overwrite=args.overwrite, measure_samples=args.num_batches > 0,
-                           num_batches=max(args.num_batches, 1))
+    params = {}
+    if args.memory_budget is not None:
+        if args.method not in ("bgl", "kaminpar"):
+            raise SystemExit(f"--memory-budget applies to --method bgl or kaminpar, not {args.method}")
+        params["memory_budget"] = args.memory_budget
+    try:
+        book = partition_graph(args.store, args.method, args.parts, args.out, seed=args.seed,
+                               overwrite=args.overwrite, measure_samples=args.num_batches > 0,
+                               num_batches=max(args.num_batches, 1), **params)
+    except MemoryError as e:
+        raise SystemExit(f"bgl partition: {e}") from None
     print(f"wrote {book.path}")
     print(format_metrics(book))
     return 0

@@ -28,3 +28,21 @@ def test_cli_refuses_existing_output_and_bad_parts(planted, tmp_path, capsys):
     assert "num_parts must be an int >= 1, got 0" in capsys.readouterr().err
     assert main(["partition", "--method", "bgl", "--parts", "2", str(tmp_path / "missing"), str(tmp_path / "r")]) == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_cli_memory_budget_refusal_names_the_numbers(planted, tmp_path, capsys):
+    import pytest
+
+    out = tmp_path / "p"
+    with pytest.raises(SystemExit) as e:
+        main(["partition", "--method", "bgl", "--parts", "2", "--memory-budget", "10M", "--num-batches", "0",
+              str(planted.path), str(out)])
+    assert "memory budget of" in str(e.value.code) and "--memory-budget" in str(e.value.code)
+    assert not out.exists()
+    assert main(["partition", "--method", "kaminpar", "--parts", "2", "--memory-budget", "2G", "--num-batches",
+                 "0", str(planted.path), str(out)]) == 0
+    assert json.loads((out / "partition.json").read_text())["method"] == "kaminpar"
+    with pytest.raises(SystemExit):
+        main(["partition", "--method", "bgl", "--parts", "2", "--memory-budget", "lots", str(planted.path),
+              str(tmp_path / "q")])
+    assert "not a memory size" in capsys.readouterr().err

@@ -46,7 +46,7 @@ def check_partition_covers(book, store):
     assert sum(p["num_edges"] for p in book.meta["parts"]) == store.num_edges
 
 
-@pytest.mark.parametrize("method", ["random", "metis", "bgl"])
+@pytest.mark.parametrize("method", ["random", "metis", "kaminpar", "bgl"])
 @pytest.mark.parametrize("parts", [2, 4])
 def test_partition_covers_every_node_and_edge_once(planted, tmp_path, method, parts):
     book = partition_graph(planted, method, parts, tmp_path / "p", num_batches=8)

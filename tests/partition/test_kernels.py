@@ -32,92 +32,54 @@ def test_transpose_and_symmetric_adjacency():
     assert {(v, u) for v in range(n) for u in rows[v]} == expect
 
 
-def sym_level(n, m, seed):
-    """A symmetric CSR with unit edge weights (what ``bgl_part.node_level`` builds)."""
-    indptr, indices, _, _ = random_csc(n, m, seed)
-    out_ptr, out_idx = K.transpose(indptr, indices, n)
-    ptr, adj = K.symmetric_adjacency(indptr, indices, out_ptr, out_idx, n)
-    return ptr, adj, np.ones(adj.size)
+def test_rebalance_moves_respect_every_cap():
+    """apply_moves empties an overloaded part only into parts that stay within all three caps."""
+    n, parts = 400, 4
+    rng = np.random.default_rng(3)
+    part = np.zeros(n, np.int64)
+    part[300:] = rng.integers(1, parts, 100)  # part 0 holds 3/4 of everything
+    is_train = (rng.random(n) < 0.5).astype(np.float64)
+    deg = rng.integers(0, 20, n).astype(np.float64)
+    loads = np.stack([np.bincount(part, minlength=parts).astype(np.float64),
+                      np.bincount(part, weights=is_train, minlength=parts),
+                      np.bincount(part, weights=deg, minlength=parts)])
+    avg = loads.sum(axis=1) / parts
+    caps = np.array([1.5, 1.1, 1.5]) * avg
+    best_to = np.where(part == 0, 1, -1).astype(np.int32)  # everyone would like part 1
+    moved = K.apply_moves(np.arange(n), best_to, part, is_train, deg, loads, caps)
+    assert moved > 0
+    got = np.stack([np.bincount(part, minlength=parts), np.bincount(part, weights=is_train, minlength=parts),
+                    np.bincount(part, weights=deg, minlength=parts)])
+    assert np.allclose(got, loads), "loads not kept current"
+    assert np.all(got[:, 1:] <= caps[:, None] + 1e-9), "a target went over a cap"
+    assert np.any(part[:300] == 2) or np.any(part[:300] == 3), "no fallback when part 1 filled up"
 
 
-def test_blocks_cover_all_vertices_and_respect_cap():
-    n = 300
-    ptr, adj, wt = sym_level(n, 250, 1)  # sparse: many small components and isolated vertices
-    vw = np.random.default_rng(1).integers(1, 3, n).astype(np.float64)
-    block = np.full(n, -1, np.int64)
-    bw = np.zeros(n + 1)
-    queue = np.empty(n, np.int64)
-    nb = K.wbfs_grow(ptr, adj, vw, block, bw, np.array([0, 5, 9]), 0, 7.0, queue)
-    assert nb <= 3 and np.all(np.bincount(block[block >= 0], weights=vw[block >= 0]) <= 7)
-    # BFS-grown blocks are connected (BFS never jumps)
-    for b in range(nb):
-        members = np.flatnonzero(block == b)
-        seen = {int(members[0])}
-        stack = [int(members[0])]
-        while stack:
-            u = stack.pop()
-            for w in adj[ptr[u]:ptr[u + 1]]:
-                if block[w] == b and int(w) not in seen:
-                    seen.add(int(w))
-                    stack.append(int(w))
-        assert len(seen) == members.size
-    nb = K.wleftover(ptr, adj, vw, block, bw, nb, 7.0, queue)
-    assert np.all(block >= 0) and block.max() == nb - 1
-    assert np.allclose(np.bincount(block, weights=vw, minlength=nb), bw[:nb]) and bw[:nb].max() <= 7
-    block, nb2 = K.regroup_singletons(ptr, adj, wt, vw, block, nb, 7.0)
-    assert nb2 <= nb and np.all(block >= 0) and np.unique(block).size == nb2
-    assert np.bincount(block, weights=vw).max() <= 7
-    isolated = np.flatnonzero(np.diff(ptr) == 0)
-    assert np.unique(block[isolated]).size <= int(np.ceil(vw[isolated].sum() / 6)), "isolated not packed"
-
-
-def test_contract_sums_edge_weights_between_blocks():
-    n = 80
-    ptr, adj, wt = sym_level(n, 300, 2)
-    wt = np.random.default_rng(4).random(adj.size)
-    block = np.random.default_rng(0).integers(0, 9, n)
-    bptr, members = K.group_by(block, 9)
-    assert np.array_equal(np.sort(members), np.arange(n))
-    cptr, cadj, cw = K.contract(ptr, adj, wt, block, bptr, members, 9)
-    ref = np.zeros((9, 9))
-    for v in range(n):
-        for j in range(ptr[v], ptr[v + 1]):
-            if block[v] != block[adj[j]]:
-                ref[block[v], block[adj[j]]] += wt[j]
-    got = np.zeros((9, 9))
-    for b in range(9):
-        row = cadj[cptr[b]:cptr[b + 1]]
-        assert row.size == np.unique(row).size
-        got[b, row] = cw[cptr[b]:cptr[b + 1]]
-    assert np.allclose(got, ref)
-    aff = K.part_affinity(ptr, adj, wt, block % 3, 3)
-    ref_aff = np.zeros((n, 3))
-    for v in range(n):
-        for j in range(ptr[v], ptr[v + 1]):
-            ref_aff[v, block[adj[j]] % 3] += wt[j]
-    assert np.allclose(aff, ref_aff)
-
-
-def test_refinement_never_breaks_caps_and_never_raises_cut():
-    n = 200
-    ptr, adj, wt = sym_level(n, 900, 5)
-    vn, vt = np.ones(n), (np.arange(n) % 2).astype(np.float64)
-    part = np.random.default_rng(0).integers(0, 4, n)
-    aff = K.part_affinity(ptr, adj, wt, part, 4)
-    cap_n, cap_t = np.full(4, 1.1 * n / 4), np.full(4, 1.1 * vt.sum() / 4)
-    low_n, low_t = np.full(4, 0.9 * n / 4), np.full(4, 0.9 * vt.sum() / 4)
-
-    def cut(p):
-        return sum(wt[j] for v in range(n) for j in range(ptr[v], ptr[v + 1]) if p[v] != p[adj[j]])
-
-    K.rebalance_blocks(ptr, adj, wt, aff, part, vn, vt, 4, cap_n, cap_t)
-    assert np.all(np.bincount(part, minlength=4) <= cap_n)
-    before = cut(part)
-    moves = K.refine_blocks(ptr, adj, wt, aff, part, vn, vt, 4, cap_n, cap_t, low_n, low_t, 5)
-    assert moves > 0 and cut(part) < before
-    assert np.all(np.bincount(part, minlength=4) <= cap_n)
-    assert np.all(np.bincount(part, weights=vt, minlength=4) <= cap_t + 1e-9)
-    assert np.allclose(aff, K.part_affinity(ptr, adj, wt, part, 4)), "affinity not kept current"
+def test_sampler_refinement_kernels_match_a_direct_count():
+    """Path 2 -> 1 -> 0, node 0 the only seed (part 0), fanout 1 then 1: node 1 is drawn once
+    at hop 1 and once more at hop 2 (0 stays in its frontier and draws 1 again), node 2 once."""
+    n = 3
+    indptr = np.array([0, 1, 2, 2], np.int64)
+    indices = np.array([1, 2], np.int32)
+    visits = np.zeros((n, 2), np.float32)
+    visits[0, 0] = 1.0
+    draws = np.zeros_like(visits)
+    for fanout in (1, 1):
+        nxt = visits.copy()
+        K.hop_by_part(indptr, indices, 0, visits, fanout, nxt, draws)
+        visits = nxt
+    assert np.allclose(draws[:, 0], [0, 2, 1]) and np.allclose(draws[:, 1], 0)
+    part_of = np.array([0, 1, 1])
+    tree = np.zeros((n, 2), np.float32)
+    for fanout in (1, 1):
+        out = np.empty_like(tree)
+        K.tree_by_part(indptr, indices, 0, part_of, tree, fanout, out)
+        tree = out
+    assert np.allclose(tree[0], [0, 3]), tree  # node 0's own 2-layer tree: 1, 1 again, 2 -> all in part 1
+    best, gain = np.full(n, -1, np.int32), np.zeros(n, np.float32)
+    K.locality_moves(draws, tree, np.array([1.0, 0, 0]), part_of, best, gain)
+    assert best[0] == 1 and gain[0] == pytest.approx(3.0)
+    assert best[1] == 0 and gain[1] == pytest.approx(2.0)
 
 
 def test_edge_cut_matches_brute_force(random_store):
