@@ -35,9 +35,10 @@ def store_edges(indptr, indices, offset=0):
 def distdgl_cora(cora_store, tmp_path_factory):
     """Cora partitioned by DGL's partition_graph into 2 parts, with orig_nids saved as .npy."""
     out = tmp_path_factory.mktemp("distdgl")
+    from bgl.dgl_adapter import csc_to_dglgraph
+
     n = cora_store.num_nodes
-    src, dst = store_edges(np.asarray(cora_store.indptr), cora_store.indices)
-    g = dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)), num_nodes=n)
+    g = csc_to_dglgraph(cora_store.indptr, cora_store.indices)
     g.ndata["feat"] = torch.from_numpy(np.array(cora_store.feat))
     g.ndata["label"] = torch.from_numpy(np.array(cora_store.label))
     for name in ("train", "val", "test"):

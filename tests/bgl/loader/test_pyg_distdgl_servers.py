@@ -14,10 +14,10 @@ def served_distdgl(random_store, tmp_path_factory, serve_partition):
     from bgl.partition.distdgl_import import import_distdgl
 
     root = tmp_path_factory.mktemp("distdgl-served")
+    from bgl.dgl_adapter import csc_to_dglgraph
+
     st = random_store
-    src = np.asarray(st.indices).astype(np.int64)
-    dst = np.repeat(np.arange(st.num_nodes), np.diff(st.indptr))
-    g = dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)), num_nodes=st.num_nodes)
+    g = csc_to_dglgraph(st.indptr, st.indices)
     g.ndata["feat"] = torch.from_numpy(np.array(st.feat))
     g.ndata["label"] = torch.from_numpy(np.array(st.label))
     mask = torch.zeros(st.num_nodes, dtype=torch.bool)

@@ -175,14 +175,6 @@ def dgl_train_and_test(loader, g, test_idx, seed, epochs=3):
     return 100.0 * (pred[test_idx] == g.ndata["label"][test_idx]).float().mean().item()
 
 
-@pytest.fixture
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_pyg_graphsage_loop_matches_bgl_dgl_path(cora_store, one_torch_thread):
     dgl = pytest.importorskip("dgl")
     import bgl
