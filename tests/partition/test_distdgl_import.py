@@ -119,3 +119,22 @@ def test_cli_import_without_orig_ids_and_bad_inputs(distdgl_cora, tmp_path):
     assert (args.part_config, args.out, args.orig_ids) == ("c.json", "o", "x.npy")
     args = parser.parse_args(["partition", "store", "out", "--parts", "2"])  # the usual form is unchanged
     assert (args.store, args.out, args.parts) == ("store", "out", 2)
+
+
+def test_read_config_old_node_map_and_refusals(tmp_path):
+    from bgl.partition.distdgl_import import read_config
+
+    base = {"graph_name": "g", "num_nodes": 10, "num_parts": 2, "part-0": {"part_graph": "p0/graph.dgl"},
+            "part-1": {"part_graph": "p1/graph.dgl"}}
+    cfg = tmp_path / "g.json"
+    cfg.write_text(json.dumps({**base, "node_map": {"_N": [4, 10]}}))  # DGL's old form: end ids only
+    assert read_config(cfg)[1].tolist() == [0, 4, 10]
+    cfg.write_text(json.dumps({**base, "node_map": {"_N": [[0, 4], [5, 10]]}}))
+    with pytest.raises(PartitionFormatError, match="contiguously"):
+        read_config(cfg)
+    cfg.write_text(json.dumps({**base, "node_map": {"user": [[0, 4], [4, 6]], "item": [[6, 8], [8, 10]]}}))
+    with pytest.raises(PartitionFormatError, match="homogeneous"):
+        read_config(cfg)
+    cfg.write_text(json.dumps({**base, "node_map": {"_N": [[0, 4], [4, 10]]}, "part-1": {}}))
+    with pytest.raises(PartitionFormatError, match="part-1"):
+        read_config(cfg)
