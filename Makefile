@@ -12,7 +12,7 @@ export DGLBACKEND := pytorch
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
-	$(PY) -m pip install -q -e ".[dgl,test]" numba "numpy<2"
+	$(PY) -m pip install -q -e ".[dgl,pyg,test]" numba "numpy<2"
 	touch $(STAMP)
 
 venv: $(STAMP)

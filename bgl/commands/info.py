@@ -19,6 +19,27 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def store_summary(store) -> dict:
+    """:meth:`GraphStore.summary` plus how the edges were stored: ``symmetrized`` and why."""
+    extra = store.meta.extra
+    return {**store.summary(), "symmetrized": extra.get("symmetrize"),
+            "symmetrize_from": extra.get("symmetrize_from"), "header_direction": extra.get("header_direction")}
+
+
+def _direction_line(s: dict) -> str | None:
+    if s.get("symmetrized") is None:
+        return None
+    what = "symmetrized (every edge stored both ways)" if s["symmetrized"] else "as given (direction kept)"
+    why = s.get("symmetrize_from")
+    if why == "header":
+        why = f"file header says {s['header_direction']}"
+    elif why == "option":
+        why = "--symmetrize" if s["symmetrized"] else "--no-symmetrize"
+        if s.get("header_direction"):
+            why += f", overriding the header ({s['header_direction']})"
+    return f"direction    {what}" + (f"  [{why}]" if why else "")
+
+
 def format_summary(s: dict) -> str:
     """Human-readable lines for :meth:`GraphStore.summary`."""
     splits = ", ".join(f"{k}={v}" for k, v in s["splits"].items()) or "none"
@@ -32,6 +53,9 @@ def format_summary(s: dict) -> str:
         f"classes      {s['num_classes'] or 'none'}",
         f"splits       {splits}",
     ]
+    direction = _direction_line(s)
+    if direction:
+        lines.insert(3, direction)
     if s["node_offset"] or s["global_num_nodes"] != s["num_nodes"]:
         lines.append(f"part         owns ids [{s['node_offset']}, {s['node_offset'] + s['num_nodes']}) "
                      f"of {s['global_num_nodes']:,}")
@@ -42,6 +66,6 @@ def run(args) -> int:
     """Print the summary of a graph store; return the exit code (0 = printed)."""
     from ..store import GraphStore
 
-    summary = GraphStore(args.store, validate=args.validate).summary()
+    summary = store_summary(GraphStore(args.store, validate=args.validate))
     print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
     return 0

@@ -21,7 +21,8 @@ def register(subparsers) -> None:
     p.add_argument("--num-classes", type=int, default=0, help="add seeded synthetic labels with this many classes")
     sym = p.add_mutually_exclusive_group()
     sym.add_argument("--symmetrize", dest="symmetrize", action="store_const", const=True, default=None,
-                     help="store every edge in both directions (None = per-format default)")
+                     help="store every edge in both directions (default: per format; edge lists "
+                          "follow a '# Undirected graph' / '# Directed graph' header)")
     sym.add_argument("--no-symmetrize", dest="symmetrize", action="store_const", const=False,
                      help="keep the edges' direction")
     p.add_argument("--keep-self-loops", action="store_true", help="keep v -> v edges")
@@ -57,7 +58,7 @@ def run(args) -> int:
                    num_classes=args.num_classes, symmetrize=args.symmetrize,
                    remove_self_loops=not args.keep_self_loops, dedupe=not args.keep_duplicates,
                    seed=args.seed, overwrite=args.overwrite, progress=not args.no_progress, **opts)
-    from .info import format_summary
+    from .info import format_summary, store_summary
 
-    print(format_summary(store.summary()))
+    print(format_summary(store_summary(store)))
     return 0

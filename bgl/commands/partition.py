@@ -26,6 +26,9 @@ def register(subparsers) -> None:
     p.add_argument("--num-batches", type=int, default=200,
                    help="sampled training batches for the remote-sample share (0 = skip)")
     p.set_defaults(func=run)
+    from .import_distdgl import install  # `bgl partition import-distdgl ...`
+
+    install(p)
 
 
 def parse_bytes(text: str) -> int:

@@ -146,7 +146,10 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
     num_classes : > 0 adds seeded synthetic labels to a dataset without labels.
     symmetrize : store every edge in both directions; None = the format's
         default (True for gnn-benchmark/CSR/Planetoid/OGB/R-MAT, False for
-        edge lists and DGL graphs, which keep their direction).
+        DGL graphs; edge lists follow their header: True after a SNAP
+        "# Undirected graph" line, else False).  The store's
+        ``meta.extra["symmetrize_from"]`` records why (``"option"``,
+        ``"header"`` or ``"format default"``).
     remove_self_loops, dedupe : drop ``v -> v`` edges / repeated edges.
     seed : seeds the default split and synthetic data.
     overwrite : replace an existing ``out_dir``.
@@ -189,11 +192,21 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
     scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.scratch-", dir=out.parent))
     try:
         src = read_source(source, fmt, scratch_dir=scratch, progress=progress, **opts)
+        src.extra["symmetrize_from"] = _symmetrize_origin(src, symmetrize)
         return write_source(src, out, feat_dim=feat_dim, num_classes=num_classes, symmetrize=symmetrize,
                             remove_self_loops=remove_self_loops, dedupe=dedupe, seed=seed,
                             overwrite=overwrite, progress=progress, scratch_dir=scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _symmetrize_origin(src: GraphSource, symmetrize: bool | None) -> str:
+    """Why the store is (or is not) symmetrized: the caller's option, the file's header, or the format."""
+    if symmetrize is not None:
+        return "option"
+    if src.extra.get("header_direction"):
+        return "header"
+    return "format default"
 
 
 def _need(scratch_dir: Path | None) -> Path:

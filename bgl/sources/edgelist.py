@@ -4,12 +4,18 @@ The file is parsed once, in byte blocks, by a numba kernel; parsed ids go to
 two int64 scratch files, which the CSC builder then streams twice.  Memory
 stays at one text block plus one parsed block whatever the file size.
 Node ids are used as given: ``num_nodes`` is ``max id + 1`` unless declared.
+
+SNAP files state their direction in the leading comment block ("# Undirected
+graph: ...", "# Directed graph ..."); :func:`header_direction` reads it (only
+the first comment lines, at most 64 KiB) and an undirected file is then
+symmetrized by default, since SNAP writes each undirected edge once.
 """
 from __future__ import annotations
 
 import gzip
 import logging
 import os
+import re
 import zlib
 from pathlib import Path
 from typing import BinaryIO, Iterator
@@ -30,6 +36,34 @@ _MESSAGES = {
     P.ERR_MISSING: "malformed line (only one column; expected 'src dst')",
     P.ERR_OVERFLOW: "node id with more than 18 digits",
 }
+
+
+HEADER_BYTES = 1 << 16  # the leading comment block read for a direction statement
+_DIRECTION = re.compile(rb"\b(undirected|directed)\b", re.IGNORECASE)
+
+
+def header_direction(path: Path) -> str | None:
+    """``"undirected"``, ``"directed"`` or None: what the file's leading ``#``/``%`` comments say.
+
+    Only the comment lines before the first edge are read (at most
+    :data:`HEADER_BYTES`); the first line naming a direction decides, as in
+    SNAP's ``# Undirected graph (each unordered pair of nodes is saved once)``.
+    """
+    with open_maybe_gzip(path) as f:
+        try:
+            head = f.read(HEADER_BYTES)
+        except (EOFError, OSError, zlib.error) as e:
+            raise IngestError(f"{path}: truncated or corrupt compressed file: {e}") from None
+    for line in head.split(b"\n"):
+        line = line.strip()
+        if not line:
+            continue
+        if not line.startswith((b"#", b"%")):
+            return None
+        m = _DIRECTION.search(line)
+        if m:
+            return m.group(1).decode().lower()
+    return None
 
 
 def open_maybe_gzip(path: Path) -> BinaryIO:
@@ -135,7 +169,12 @@ def scratch_edge_chunks(src_file: Path, dst_file: Path, num_edges: int, chunk: i
 
 def read_edgelist(path: Path, *, scratch_dir: Path, num_nodes: int | None = None,
                   chunk_bytes: int = CHUNK_BYTES, progress: bool = False, name: str | None = None) -> GraphSource:
-    """Read an edge-list file (edge ``src -> dst`` per line) into a :class:`GraphSource`."""
+    """Read an edge-list file (edge ``src -> dst`` per line) into a :class:`GraphSource`.
+
+    ``symmetrize_default`` follows the header (:func:`header_direction`):
+    True for "undirected", else False (an edge list keeps its direction);
+    ``extra["header_direction"]`` records what the header said.
+    """
     if not path.is_file():
         raise IngestError(f"{path}: no such file")
     if num_nodes is not None and num_nodes <= 0:
@@ -146,13 +185,14 @@ def read_edgelist(path: Path, *, scratch_dir: Path, num_nodes: int | None = None
     if n <= 0:
         raise IngestError(f"{path}: no edges found (and no num_nodes given)")
     log.info("%s: %d edges, %d nodes", path, ne, n)
+    direction = header_direction(path)
     base = path.name
     for suffix in (".gz", ".txt", ".tsv", ".csv", ".el", ".edges", ".edgelist"):
         base = base[: -len(suffix)] if base.endswith(suffix) else base
     return GraphSource(
         name=name or base, num_nodes=n, edges=scratch_edge_chunks(src_file, dst_file, ne),
-        num_edges_hint=ne, symmetrize_default=False,  # an edge list states its direction
-        extra={"source": str(path), "format": "edgelist"},
+        num_edges_hint=ne, symmetrize_default=direction == "undirected",
+        extra={"source": str(path), "format": "edgelist", "header_direction": direction},
         cleanup=[lambda: _unlink(src_file), lambda: _unlink(dst_file)],
     )
 

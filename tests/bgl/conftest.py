@@ -77,3 +77,14 @@ def _spawned_children() -> list:
 def spawned_children():
     """Call it to list the pipeline's stage processes still alive (orphan checks)."""
     return _spawned_children
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Two OpenMP threads on a shared 2-core box run ~5x slower than one (bench/results/dataloader.md)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

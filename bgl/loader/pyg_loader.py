@@ -1,0 +1,258 @@
+"""``bgl.pyg.NeighborLoader``: PyG's ``torch_geometric.loader.NeighborLoader``, backed by bgl.
+
+Swap ``from torch_geometric.loader import NeighborLoader`` for
+``from bgl.pyg import NeighborLoader`` and a PyG training loop runs on bgl's
+sampler, feature cache and epoch order (it wraps :class:`bgl.DataLoader` with
+bgl blocks).  PyG's own loader needs ``pyg-lib`` or ``torch-sparse``, which
+have no PyPI wheels; this one needs neither, and not even PyG itself unless
+the input is a ``torch_geometric.data.Data``.
+
+Each mini-batch is laid out as PyG's:
+
+* ``n_id`` int64 [N]: global ids of every sampled node, seeds first, then the
+  nodes first reached at hop 1, hop 2, ...
+* ``batch_size``: number of seeds (``n_id[:batch_size]`` are the seeds, in
+  batch order);
+* ``edge_index`` int64 [2, E] over local ids (positions in ``n_id``); row 0 is
+  the source (the sampled neighbour), row 1 the target.  Like PyG, each node's
+  in-edges are sampled once, at the hop that reached it (``num_neighbors[h]``
+  for nodes first reached at hop ``h``; seeds use ``num_neighbors[0]``); nodes
+  of the last hop have none;
+* ``x`` [N, F] features of ``n_id``; ``y`` labels of the **seeds** only
+  (``[batch_size]``; PyG gives all ``n_id`` but a loop reads
+  ``y[:batch_size]``, which is the same);
+* ``num_sampled_nodes`` / ``num_sampled_edges``: per-hop counts, as PyG's
+  (for ``trim_to_layer``).  ``e_id`` is not given (bgl's sampler does not track
+  edge ids).
+
+A batch is a ``torch_geometric.data.Data`` when PyG is importable, else a
+:class:`PygBatch` with the same attributes.
+
+Cost: a ``Data`` input is written once to a temporary graph store (CSC:
+8 bytes per node of ``indptr``, 4-8 per edge, plus ``x``); a store, partition
+dir or server list is used in place.  Per batch, the conversion from bgl blocks
+is one pass over the sampled edges.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional, Sequence
+
+import numpy as np
+import torch
+
+from ..blocks import Block
+
+# PyG NeighborLoader arguments bgl cannot honour; passing them with a non-default value is an error.
+_UNSUPPORTED = {"input_time": None, "time_attr": None, "weight_attr": None, "transform": None,
+                "transform_sampler_output": None, "disjoint": False, "temporal_strategy": "uniform",
+                "subgraph_type": "directional", "directed": True, "neighbor_sampler": None}
+# PyG/torch DataLoader arguments that only tune PyG's own workers; accepted and ignored.
+_IGNORED = {"is_sorted", "filter_per_worker", "persistent_workers", "pin_memory", "prefetch_factor",
+            "timeout", "worker_init_fn", "collate_fn", "generator"}
+
+
+@dataclass
+class PygBatch:
+    """A PyG-shaped mini-batch for when ``torch_geometric`` is not installed (attributes as ``Data``)."""
+
+    n_id: torch.Tensor
+    batch_size: int
+    edge_index: torch.Tensor
+    x: Optional[torch.Tensor] = None
+    y: Optional[torch.Tensor] = None
+    num_sampled_nodes: list = field(default_factory=list)
+    num_sampled_edges: list = field(default_factory=list)
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.n_id.shape[0])
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.edge_index.shape[1])
+
+    def to(self, device, non_blocking: bool = False) -> "PygBatch":
+        mv = lambda t: None if t is None else t.to(device, non_blocking=non_blocking)  # noqa: E731
+        return PygBatch(mv(self.n_id), self.batch_size, mv(self.edge_index), mv(self.x), mv(self.y),
+                        list(self.num_sampled_nodes), list(self.num_sampled_edges))
+
+
+def _pyg_data_class():
+    try:
+        from torch_geometric.data import Data
+    except ImportError:
+        return None
+    return Data
+
+
+def is_pyg_data(obj: Any) -> bool:
+    """True for a homogeneous ``torch_geometric.data.Data`` (duck-typed: ``edge_index`` + ``num_nodes``)."""
+    return hasattr(obj, "edge_index") and hasattr(obj, "num_nodes") and not hasattr(obj, "node_types") \
+        or type(obj).__name__ == "Data" and type(obj).__module__.startswith("torch_geometric")
+
+
+def data_to_store(data, out_dir: Path):
+    """Write a PyG ``Data`` (``edge_index`` source -> target, ``x``, ``y``) as a bgl store, edges as given."""
+    from ..store import write_store
+
+    n = int(data.num_nodes)
+    ei = data.edge_index
+    if ei is None or ei.dim() != 2 or ei.shape[0] != 2:
+        raise ValueError(f"data.edge_index must be an int tensor [2, E], got {None if ei is None else list(ei.shape)}")
+    src, dst = ei[0].cpu().numpy().astype(np.int64), ei[1].cpu().numpy().astype(np.int64)
+    if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
+        raise ValueError(f"data.edge_index holds node ids outside [0, {n})")
+    order = np.argsort(dst, kind="stable")  # CSC over targets: in-neighbours of each node
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(dst, minlength=n), out=indptr[1:])
+    feat = label = None
+    x = getattr(data, "x", None)
+    if x is not None:
+        feat = x.detach().cpu().numpy()
+        if feat.ndim != 2:
+            raise ValueError(f"data.x must be [num_nodes, F], got {list(feat.shape)}")
+    y = getattr(data, "y", None)
+    if y is not None and y.dim() == 1 and not torch.is_floating_point(y):
+        label = y.detach().cpu().numpy().astype(np.int64)
+    num_classes = int(label.max()) + 1 if label is not None and label.size else None
+    return write_store(out_dir, indptr, src[order], feat=feat, label=label, num_classes=num_classes,
+                       name="pyg-data")
+
+
+def blocks_to_pyg(blocks: Sequence[Block]) -> dict[str, Any]:
+    """PyG's layout of one sampled batch from bgl blocks (``blocks[-1]`` holds the seeds).
+
+    Block ``l``'s src ids are a prefix of ``blocks[0].src_ids``, so local ids
+    agree across blocks and ``n_id = blocks[0].src_ids``.  Hop ``h`` (block
+    ``L - h``) contributes the in-edges of the nodes it newly reached: dst
+    positions ``[blocks[L-h+1].num_dst, blocks[L-h].num_dst)``.
+    """
+    num_layers = len(blocks)
+    srcs, dsts, per_hop_edges, per_hop_nodes = [], [], [], [blocks[-1].num_dst]
+    for hop in range(1, num_layers + 1):
+        b = blocks[num_layers - hop]
+        lo = blocks[num_layers - hop + 1].num_dst if hop > 1 else 0
+        hi = b.num_dst
+        a, e = int(b.indptr[lo]), int(b.indptr[hi])
+        deg = b.indptr[lo + 1 : hi + 1] - b.indptr[lo:hi]
+        srcs.append(b.indices[a:e])
+        dsts.append(torch.repeat_interleave(torch.arange(lo, hi, device=b.indptr.device), deg))
+        per_hop_edges.append(e - a)
+        per_hop_nodes.append(b.num_src - b.num_dst)
+    edge_index = torch.stack([torch.cat(srcs), torch.cat(dsts)]).to(torch.int64)
+    return {"n_id": blocks[0].src_ids, "batch_size": int(blocks[-1].num_dst), "edge_index": edge_index,
+            "num_sampled_nodes": per_hop_nodes, "num_sampled_edges": per_hop_edges}
+
+
+class NeighborLoader:
+    """PyG's ``NeighborLoader(data, num_neighbors, input_nodes=None, replace=False, batch_size=1, shuffle=False)``.
+
+    Parameters
+    ----------
+    data : ``torch_geometric.data.Data`` | GraphStore | store dir | partition dir | list of server addresses
+    num_neighbors : list of int, PyG order: ``num_neighbors[0]`` for the seeds' hop; -1 = all
+    input_nodes : None (all nodes) | int ids | bool mask over nodes
+    replace : sample with replacement
+    batch_size, shuffle, drop_last, num_workers : as in PyG (``num_workers > 0`` runs
+        bgl's process pipeline)
+    **kwargs : bgl.DataLoader options (``cache``, ``cache_ratio``, ``order``,
+        ``pipeline``, ``device``, ...); PyG's temporal/weighted/disjoint options
+        raise ``ValueError``.
+    """
+
+    def __init__(self, data, num_neighbors: Sequence[int], input_nodes=None, replace: bool = False,
+                 batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, num_workers: int = 0,
+                 **kwargs):
+        from .arguments import NeighborSampler
+        from .dataloader import DataLoader
+
+        for name, default in _UNSUPPORTED.items():
+            if name in kwargs and kwargs.pop(name) != default:
+                raise ValueError(f"bgl.pyg.NeighborLoader does not support {name}= (homogeneous, "
+                                 f"uniform, directional sampling only)")
+        for name in _IGNORED & set(kwargs):
+            kwargs.pop(name)
+        self._tmpdir: Optional[str] = None
+        graph = data
+        if is_pyg_data(data):
+            self._tmpdir = tempfile.mkdtemp(prefix="bgl-pyg-")
+            graph = data_to_store(data, Path(self._tmpdir) / "store")
+        self.data = data
+        num_nodes = self._num_nodes(graph)
+        ids = self._input_ids(input_nodes, num_nodes)
+        self.num_neighbors = list(num_neighbors)
+        # DGL/bgl order is the reverse: fanouts[-1] applies to the seeds.
+        sampler = NeighborSampler(list(reversed(self.num_neighbors)), replace=replace)
+        self.batch_size = int(batch_size)
+        self._loader = DataLoader(graph, ids, sampler, batch_size=batch_size, shuffle=shuffle,
+                                  drop_last=drop_last, num_workers=num_workers, blocks="bgl", **kwargs)
+        self._data_class = _pyg_data_class()
+
+    @staticmethod
+    def _num_nodes(graph) -> Optional[int]:
+        if hasattr(graph, "num_nodes") and not callable(graph.num_nodes):
+            return int(graph.num_nodes)
+        if isinstance(graph, (str, Path)) and (Path(graph) / "meta.json").is_file():
+            from ..store import GraphStore
+
+            return GraphStore(graph).num_nodes
+        return None
+
+    @staticmethod
+    def _input_ids(input_nodes, num_nodes: Optional[int]):
+        if input_nodes is None:
+            if num_nodes is None:
+                raise ValueError("input_nodes=None (all nodes) needs a Data or store input; pass the seed ids")
+            return torch.arange(num_nodes)
+        if isinstance(input_nodes, tuple):
+            raise ValueError("heterogeneous input_nodes (node_type, ids) are not supported")
+        ids = torch.as_tensor(np.array(input_nodes))  # a copy: seeds are small, memmaps are read-only
+        if ids.dtype == torch.bool:
+            if num_nodes is not None and ids.shape[0] != num_nodes:
+                raise ValueError(f"input_nodes mask has {ids.shape[0]} entries for {num_nodes} nodes")
+            ids = ids.nonzero().flatten()
+        return ids
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+    def __iter__(self) -> Iterator[Any]:
+        for _, _, blocks in self._loader:
+            fields = blocks_to_pyg(blocks)
+            fields["x"] = blocks[0].srcdata.get("feat")
+            fields["y"] = blocks[-1].dstdata.get("label")
+            yield self._make(fields)
+
+    def _make(self, fields: dict):
+        if self._data_class is None:
+            return PygBatch(**fields)
+        return self._data_class(**fields)
+
+    def cache_stats(self) -> Optional[dict]:
+        """The feature cache's counters (see :meth:`bgl.DataLoader.cache_stats`)."""
+        return self._loader.cache_stats()
+
+    def close(self) -> None:
+        """Stop the pipeline and remove the temporary store of a ``Data`` input."""
+        loader = getattr(self, "_loader", None)
+        if loader is not None:
+            loader.close()
+        if getattr(self, "_tmpdir", None) is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+    def __enter__(self) -> "NeighborLoader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
