@@ -82,9 +82,7 @@ def spawned_children():
 @pytest.fixture
 def one_torch_thread():
     """Two OpenMP threads on a shared 2-core box run ~5x slower than one (bench/results/dataloader.md)."""
-    import torch
+    from bgl.threads import thread_limits
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with thread_limits(1):
+        yield

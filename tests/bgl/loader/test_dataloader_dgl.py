@@ -178,15 +178,6 @@ PROCESS_CONFIGS = {
 }
 
 
-@pytest.fixture
-def one_torch_thread():
-    """Two OpenMP threads on a shared 2-core box run ~5x slower than one (bench/results/dataloader.md)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_graphsage_accuracy_matches_dgl_dataloader(cora_graph, one_torch_thread):
     g, train_idx, test_idx = cora_graph
     sampler = dgl.dataloading.NeighborSampler([10, 10])
