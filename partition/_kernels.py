@@ -258,6 +258,15 @@ def _fits(loads, caps, dst, c):
 
 
 @njit(cache=True, nogil=True)
+def _move(loads, part_of, v, src, dst, c):
+    """Move v from ``src`` to ``dst``, carrying its loads ``c`` (nodes, training nodes, edges)."""
+    for k in range(3):
+        loads[k, src] -= c[k]
+        loads[k, dst] += c[k]
+    part_of[v] = dst
+
+
+@njit(cache=True, nogil=True)
 def apply_moves(order, best_to, part_of, is_train, deg, loads, caps):
     """Move candidates in ``order`` out of their part while it exceeds a cap on a load they
     carry (loads: 0 nodes, 1 training nodes (``is_train``), 2 edges (``deg``)): to ``best_to``
@@ -294,10 +303,7 @@ def apply_moves(order, best_to, part_of, is_train, deg, loads, caps):
                         dst = q
             if dst < 0:
                 continue
-        for k in range(3):
-            loads[k, src] -= c[k]
-            loads[k, dst] += c[k]
-        part_of[v] = dst
+        _move(loads, part_of, v, src, dst, c)
         moved += 1
     return moved
 
@@ -393,15 +399,8 @@ def apply_gain_moves(order, best_to, part_of, is_train, deg, loads, caps):
         c[0] = 1.0
         c[1] = is_train[v]
         c[2] = deg[v]
-        fits = True
-        for k in range(3):
-            if loads[k, dst] + c[k] > caps[k]:
-                fits = False
-        if not fits:
+        if not _fits(loads, caps, dst, c):
             continue
-        for k in range(3):
-            loads[k, src] -= c[k]
-            loads[k, dst] += c[k]
-        part_of[v] = dst
+        _move(loads, part_of, v, src, dst, c)
         moved += 1
     return moved
