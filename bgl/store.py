@@ -124,12 +124,7 @@ class GraphStore:
         if not self.path.is_dir():
             raise StoreFormatError(f"{self.path}: graph store directory does not exist")
         meta_path = self.path / META_FILE
-        try:
-            raw = json.loads(meta_path.read_text())
-        except FileNotFoundError:
-            raise StoreFormatError(f"{meta_path}: missing (incomplete or not a graph store)") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise StoreFormatError(f"{meta_path}: not valid JSON: {e}") from None
+        raw = read_json(meta_path, StoreFormatError, "missing (incomplete or not a graph store)")
         if not isinstance(raw, dict):
             raise StoreFormatError(f"{meta_path}: expected a JSON object")
         meta = StoreMeta.from_dict(raw, meta_path)
@@ -388,6 +383,17 @@ class StoreWriter:
             raise
         replace_dir(self.tmp, self.path)
         self.store = GraphStore(self.path, validate="none")
+
+
+def read_json(path: Path, error: type[Exception], missing: str) -> Any:
+    """The JSON value in ``path``; ``error`` naming the file when it is absent (``missing`` says
+    what that means) or not valid JSON.  One reader for every metadata file bgl opens."""
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise error(f"{path}: {missing}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise error(f"{path}: not valid JSON: {e}") from None
 
 
 def replace_dir(src: Path, dst: Path) -> None:

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from bgl.errors import PartitionFormatError
-from bgl.store import StoreWriter, replace_dir
+from bgl.store import StoreWriter, read_json, replace_dir
 
 from .format import FORMAT_NAME, FORMAT_VERSION, META_FILE, ORIG_IDS_FILE, PartitionBook, check_out_dir, \
     open_partition
@@ -64,12 +64,7 @@ def _import_dgl():
 def read_config(part_config: str | os.PathLike) -> tuple[dict, np.ndarray]:
     """``(config, bounds int64 [P+1])`` of a DistDGL partition config; PartitionFormatError if unusable."""
     path = Path(part_config)
-    try:
-        cfg = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise PartitionFormatError(f"{path}: no such DistDGL partition config") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise PartitionFormatError(f"{path}: not valid JSON: {e}") from None
+    cfg = read_json(path, PartitionFormatError, "no such DistDGL partition config")
     missing = {"num_nodes", "num_parts", "node_map"} - set(cfg) if isinstance(cfg, dict) else {"(object)"}
     if missing:
         raise PartitionFormatError(f"{path}: not a DistDGL partition config (lacks {sorted(missing)})")

@@ -32,7 +32,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from bgl.errors import PartitionFormatError, StoreFormatError
-from bgl.store import GraphStore, StoreWriter, replace_dir
+from bgl.store import GraphStore, StoreWriter, read_json, replace_dir
 
 from . import _kernels
 
@@ -184,12 +184,7 @@ class PartitionBook:
         meta_path = self.path / META_FILE
         if not self.path.is_dir():
             raise PartitionFormatError(f"{self.path}: partition directory does not exist")
-        try:
-            meta = json.loads(meta_path.read_text())
-        except FileNotFoundError:
-            raise PartitionFormatError(f"{meta_path}: missing (incomplete or not a partition dir)") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise PartitionFormatError(f"{meta_path}: not valid JSON: {e}") from None
+        meta = read_json(meta_path, PartitionFormatError, "missing (incomplete or not a partition dir)")
         self.meta = self._check_meta(meta, meta_path)
         self.num_parts = int(meta["num_parts"])
         self.num_nodes = int(meta["num_nodes"])
