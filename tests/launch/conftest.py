@@ -62,11 +62,22 @@ def port_range_is_free(start: int, count: int) -> bool:
 
 @pytest.fixture
 def free_port_base():
-    """``free_port_base(count)`` -> a port P with P..P+count-1 free on 127.0.0.1 now."""
+    """``free_port_base(count)`` -> a port P with P..P+count-1 free on 127.0.0.1 now.
+
+    Drawn below the kernel's ephemeral range: a port in that range can be handed to some
+    outgoing connection (a client, a rendezvous) between this probe and the server's bind,
+    which made a launch test fail once with "Address already in use".
+    """
+    try:
+        ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral_low = 32768  # Linux's default
+
     def find(count: int = 4) -> int:
         rng = random.Random()
+        high = max(10000 + count, ephemeral_low - count)
         for _ in range(200):
-            start = rng.randrange(20000, 60000)
+            start = rng.randrange(10000, high)
             if port_range_is_free(start, count):
                 return start
         raise RuntimeError("no free port range found")
