@@ -30,22 +30,34 @@ def count_in_edges(src, dst, counts, symmetrize, drop_self_loops):
 
 
 @njit(cache=True, nogil=True)
-def scatter_in_edges(src, dst, cursor, out, symmetrize, drop_self_loops):
-    """Write each edge's source id at ``out[cursor[dst]]`` and advance the cursor.
+def scatter_row_range(src, dst, row_ptr, cursor, out, lo, hi, symmetrize, drop_self_loops):
+    """Write each edge's source id at ``out[cursor[dst - lo]]`` for rows ``[lo, hi)``: one bucket of the fill pass.
 
-    ``cursor`` starts as ``indptr[:-1]`` of the counting pass, so after the
-    last chunk every row is exactly full.
+    ``cursor[v - lo]`` is row ``v``'s next slot in ``out``, which holds only the
+    bucket's rows (an anonymous buffer, so the random scatter never touches a
+    file page); ``row_ptr`` is the bucket's row offsets from the counting pass.
+    Edges of other rows are skipped; each bucket re-reads the stream.  Returns
+    False (having written nothing past the row) when a row would overflow: the
+    stream changed since it was counted.
     """
     for i in range(src.shape[0]):
         s = src[i]
         d = dst[i]
         if drop_self_loops and s == d:
             continue
-        out[cursor[d]] = s
-        cursor[d] += 1
-        if symmetrize and s != d:
-            out[cursor[s]] = d
-            cursor[s] += 1
+        if lo <= d < hi:
+            r = d - lo
+            if cursor[r] >= row_ptr[r + 1]:
+                return False
+            out[cursor[r]] = s
+            cursor[r] += 1
+        if symmetrize and s != d and lo <= s < hi:
+            r = s - lo
+            if cursor[r] >= row_ptr[r + 1]:
+                return False
+            out[cursor[r]] = d
+            cursor[r] += 1
+    return True
 
 
 @njit(cache=True, nogil=True, parallel=True)

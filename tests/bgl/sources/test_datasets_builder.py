@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bgl.sources import _parse_kernels as P
-from bgl.sources.csc_build import array_chunks, build_csc
+from bgl.sources.csc_build import array_chunks, build_csc, row_buckets
 from bgl.errors import IngestError
 from bgl.sources.splits import stratified_split
 from bgl.sources.synthetic import fill_synthetic_features, synthetic_labels
@@ -30,19 +30,22 @@ def brute_force_csc(src, dst, n, symmetrize, drop_loops, dedupe):
 def build(tmp_path, src, dst, n, chunk, **flags):
     res = build_csc(array_chunks(np.array(src, np.int64), np.array(dst, np.int64), chunk), n, np.int32,
                     tmp_path, **flags)
+    assert not [p for p in tmp_path.iterdir() if p.name != "indices.raw"]
     ids = np.concatenate([b for _, b in res.iter_indices(chunk=5)]) if res.num_edges else np.zeros(0, np.int32)
     return res, ids
 
 
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(1, 12), data=st.data(), chunk=st.integers(1, 9),
-       symmetrize=st.booleans(), drop=st.booleans(), dedupe=st.booleans())
-def test_builder_matches_brute_force(tmp_path_factory, n, data, chunk, symmetrize, drop, dedupe):
+       symmetrize=st.booleans(), drop=st.booleans(), dedupe=st.booleans(),
+       fill_bytes=st.sampled_from([4, 12, 40, None]))
+def test_builder_matches_brute_force(tmp_path_factory, n, data, chunk, symmetrize, drop, dedupe, fill_bytes):
+    """Every bucket size gives the same CSC: 4 bytes = one int32 entry per bucket (a row per pass)."""
     m = data.draw(st.integers(0, 40))
     src = data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m))
     dst = data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m))
     res, ids = build(tmp_path_factory.mktemp("b"), src, dst, n, chunk, symmetrize=symmetrize,
-                     remove_self_loops=drop, dedupe=dedupe)
+                     remove_self_loops=drop, dedupe=dedupe, fill_bytes=fill_bytes)
     ref_ptr, ref_ids = brute_force_csc(src, dst, n, symmetrize, drop, dedupe)
     np.testing.assert_array_equal(res.indptr, ref_ptr)
     np.testing.assert_array_equal(ids, ref_ids)
@@ -65,8 +68,33 @@ def test_builder_rejects_a_stream_that_changes(tmp_path):
         calls.append(1)
         yield np.array([0, 1]), np.array([1, len(calls) % 2 + 1])
 
-    with pytest.raises(IngestError, match="second pass"):
+    with pytest.raises(IngestError, match="later pass"):
         build_csc(chunks, 3, np.int32, tmp_path, symmetrize=False, remove_self_loops=True, dedupe=True)
+
+
+def test_row_buckets_cover_rows_within_the_budget():
+    indptr = np.cumsum([0, 3, 0, 1, 9, 2, 2, 0])  # row 3 alone exceeds a budget of 4
+    bounds = row_buckets(indptr, 4)
+    assert bounds[0] == 0 and bounds[-1] == indptr.size - 1 and np.all(np.diff(bounds) > 0)
+    sizes = indptr[bounds[1:]] - indptr[bounds[:-1]]
+    rows = np.diff(bounds)
+    assert np.all((sizes <= 4) | (rows == 1)), (bounds, sizes)
+    # greedy: no two neighbouring buckets could have been merged
+    assert np.all(sizes[:-1] + sizes[1:] > 4)
+
+
+def test_builder_rejects_a_stream_that_grows_a_row(tmp_path):
+    """A later pass with more entries for a counted row must fail, not write past the row."""
+    calls = []
+
+    def chunks():
+        calls.append(1)
+        # the first pass's last edge is a dropped self-loop; later passes make it 0 -> 2
+        yield np.array([0, 2, 1, 0]), np.array([1, 1, 2, 0 if len(calls) == 1 else 2])
+
+    with pytest.raises(IngestError, match="more edges for a row"):
+        build_csc(chunks, 3, np.int32, tmp_path, symmetrize=False, remove_self_loops=True, dedupe=True,
+                  fill_bytes=4)
 
 
 def test_builder_rejects_float_ids(tmp_path):
