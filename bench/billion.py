@@ -2,7 +2,7 @@
 
     nice .venv/bin/bgl ingest rmat:25 --edge-factor 16 /work/scratch/rmat25      # once (~15+ min)
     DGLBACKEND=pytorch .venv/bin/python bench/billion.py /work/scratch/rmat25 /work/scratch/rmat25-bgl \\
-        --parts 4 --batches 20
+        --parts 4 --batches 20 --memory-budget 14G
 
 Steps, each measured in its own child process (peak RSS from ``os.wait4``, so it is that
 step's alone): ``bgl partition --method METHOD --parts P`` (skipped with ``--skip-partition``
@@ -46,6 +46,7 @@ def main() -> int:
     ap.add_argument("--batches", type=int, default=20, help="sampled batches against the servers")
     ap.add_argument("--batch-size", type=int, default=1024)
     ap.add_argument("--fanouts", default="15,10,5")
+    ap.add_argument("--memory-budget", default=None, help="passed to bgl partition, e.g. 14G")
     ap.add_argument("--skip-partition", action="store_true")
     ap.add_argument("--timeout", type=float, default=3600)
     args = ap.parse_args()
@@ -57,9 +58,10 @@ def main() -> int:
     res: dict = {"store": args.store, "method": args.method, "parts": args.parts}
     part_dir = Path(args.partition_dir)
     if not args.skip_partition:
+        budget = ["--memory-budget", args.memory_budget] if args.memory_budget else []
         rc, secs, rss, out = sc.run_child(["-v", "partition", "--method", args.method, "--parts", str(args.parts),
-                                           "--num-batches", str(args.num_batches), "--overwrite", args.store,
-                                           str(part_dir)], timeout=args.timeout)
+                                           "--num-batches", str(args.num_batches), *budget, "--overwrite",
+                                           args.store, str(part_dir)], timeout=args.timeout)
         res.update(partition_rc=rc, partition_s=secs, partition_peak_rss=rss, partition_tail=out[-1500:])
         print(out[-3000:], file=sys.stderr)
         if rc != 0:

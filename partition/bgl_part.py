@@ -55,6 +55,10 @@ log = logging.getLogger(__name__)
 
 CHUNK_EDGES = 1 << 24
 REFINE_SMALL_EDGES = 50_000_000
+# Above this many edges the default is no refinement round: at R-MAT 22 (128M entries) one round
+# took 111 s (6 single-threaded passes with P floats per entry) and moved 6,210 of 4.2M nodes;
+# at R-MAT 25 a round would take ~15 min, the whole time budget of the run (bench/results/scaling.md).
+REFINE_MAX_EDGES = 300_000_000
 TRIALS_SMALL_EDGES = 5_000_000
 
 
@@ -71,7 +75,8 @@ class BglParams:
     cap_train, cap_nodes, cap_edges : rebalancing caps, max part load / average
     rebalance_rounds : rebalancing sweeps (0 = off)
     refine_rounds : sampler-aware refinement rounds (0 = off; None = 4 below
-        ``REFINE_SMALL_EDGES`` edges, else 1: a round is 6 passes over the edges with P floats each)
+        ``REFINE_SMALL_EDGES`` edges, 1 below ``REFINE_MAX_EDGES``, else 0: a round is 6 passes
+        over the edges with P floats each)
     refine_caps : (nodes, train, edges) caps the refinement keeps, max part load / average
     trials : engine runs (seeds, sampler edge weights on/off alternately), the one with the lowest
         model-predicted remote-sample share kept (None = 4 below ``TRIALS_SMALL_EDGES`` edges, else 1)
@@ -247,6 +252,13 @@ def sampler_refine(graph: GraphInput, part_of: np.ndarray, num_parts: int, fanou
     return total
 
 
+def default_refine_rounds(num_edges: int) -> int:
+    """Refinement rounds by size: 4 below ``REFINE_SMALL_EDGES``, 1 below ``REFINE_MAX_EDGES``, else 0."""
+    if num_edges < REFINE_SMALL_EDGES:
+        return 4
+    return 1 if num_edges < REFINE_MAX_EDGES else 0
+
+
 def bgl_partition(graph: GraphInput, num_parts: int, seed: int = 0, *, memory_budget: int | None = None,
                   work_dir: str | os.PathLike | None = None, **params) -> np.ndarray:
     """Partition with the BGL algorithm (see module docstring).
@@ -287,10 +299,9 @@ def bgl_partition(graph: GraphInput, num_parts: int, seed: int = 0, *, memory_bu
     node_w = balance_node_weights(graph, p.train_share, p.edge_share)
     log.info("bgl: preset %s, edge weights %s (estimate %.1f of %.1f GiB)", plan.preset, plan.edge_weights,
              plan.estimate_bytes / 2**30, budget / 2**30)
-    small = graph.num_edges < REFINE_SMALL_EDGES
     few = graph.num_edges < TRIALS_SMALL_EDGES
     trials = p.trials if p.trials is not None else (4 if few and has_train else 1)
-    rounds = p.refine_rounds if p.refine_rounds is not None else (4 if small else 1)
+    rounds = p.refine_rounds if p.refine_rounds is not None else default_refine_rounds(graph.num_edges)
     best, best_share = None, np.inf
     for t in range(trials):
         # alternate sampler edge weights on / off: which cut suits the sampler better varies by graph
