@@ -499,6 +499,20 @@ def parse_args(argv=None):
     return args
 
 
+#: bench/results/scaling.md from this line on holds the hand-run billion-edge rows
+#: (bench/billion.py); ``--write-results`` rewrites what is above it and keeps the rest.
+KEEP_MARKER = "<!-- kept by bench/scaling.py --write-results: hand-run rows below -->"
+
+
+def kept_tail(path: Path) -> str:
+    """The part of ``path`` from :data:`KEEP_MARKER` on ("" when absent)."""
+    if not path.exists():
+        return ""
+    text = path.read_text()
+    at = text.find(KEEP_MARKER)
+    return "" if at < 0 else "\n" + text[at:]
+
+
 def main(argv=None) -> int:
     """Measure, fit, print (and optionally write) the report; 0 when every size ran cleanly.
 
@@ -546,7 +560,7 @@ def _run(args, argv) -> int:
         out = REPO / "bench" / "results" / "scaling.md"
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(text)
+        tmp.write_text(text + kept_tail(out))
         os.replace(tmp, out)
         print(f"[scaling] wrote {out}")
     if args.json:

@@ -90,3 +90,15 @@ def test_tiny_real_run(scaling, tmp_path):
         assert r["remote_seeds_s"] > 0 and 0.0 <= r["cache_hit_rate"] <= 1.0
     assert rc == 0
     assert not (tmp_path / "w" / "rmat-9").exists()  # stores are removed unless --keep
+
+
+def test_write_results_keeps_the_hand_run_rows_below_the_marker(scaling, tmp_path):
+    """--write-results regenerates the fitted report but must not drop the billion-edge rows."""
+    out = tmp_path / "scaling.md"
+    assert scaling.kept_tail(out) == ""
+    out.write_text("# old generated part\n\n" + scaling.KEEP_MARKER + "\n\n## R-MAT 25 row\n")
+    tail = scaling.kept_tail(out)
+    assert tail.lstrip().startswith(scaling.KEEP_MARKER) and tail.endswith("## R-MAT 25 row\n")
+    assert "old generated part" not in tail
+    out.write_text("# no marker\n")
+    assert scaling.kept_tail(out) == ""
