@@ -39,6 +39,7 @@ from typing import Callable, TextIO
 
 from bgl.errors import LaunchError
 from bgl.sampler import client as sampler_client
+from bgl.sampler.reconnect import ENV_RETRY_TIMEOUT
 
 from .agent import exit_status
 from .backends import LocalBackend, SshBackend
@@ -228,7 +229,7 @@ class Supervisor:
     def _start_trainers(self) -> None:
         env = trainer_env(self.spec)
         if self.watch.server_restarts:  # the trainers' clients wait for a restarted server this long
-            env[sampler_client.ENV_RETRY_TIMEOUT] = f"{self.server_timeout:g}"
+            env[ENV_RETRY_TIMEOUT] = f"{self.server_timeout:g}"
         for t in self.spec.trainers:
             name = f"node{t.node_rank}"
             log_dir = self.backend.tmpdir_for(f"{self.launch_id}-{name}") + "/torchrun-logs"
