@@ -94,10 +94,10 @@ class Supervisor:
                  server_timeout: float = 180.0, grace: float = 5.0, sink: TextIO | None = None,
                  curve: bool = True, server_restarts: int = 3, restart_window: float = 600.0,
                  health_interval: float = HEALTH_INTERVAL, hang_timeout: float = HANG_TIMEOUT):
-        self.watch = ServerWatch(self._ping, self._start_server, self._stop_member,
-                                 server_timeout=server_timeout, server_restarts=server_restarts,
-                                 restart_window=restart_window, health_interval=health_interval,
-                                 hang_timeout=hang_timeout)
+        self.server_watch = ServerWatch(self._ping, self._start_server, self._stop_member,
+                                        server_timeout=server_timeout, server_restarts=server_restarts,
+                                        restart_window=restart_window, health_interval=health_interval,
+                                        hang_timeout=hang_timeout)
         self.spec = spec
         self.backend = backend
         self.server_timeout = server_timeout
@@ -228,7 +228,7 @@ class Supervisor:
 
     def _start_trainers(self) -> None:
         env = trainer_env(self.spec)
-        if self.watch.server_restarts:  # the trainers' clients wait for a restarted server this long
+        if self.server_watch.server_restarts:  # the trainers' clients wait for a restarted server this long
             env[ENV_RETRY_TIMEOUT] = f"{self.server_timeout:g}"
         for t in self.spec.trainers:
             name = f"node{t.node_rank}"
@@ -251,13 +251,13 @@ class Supervisor:
                 status = m.launched.popen.poll()
                 if status is None:
                     if m.role == "server":
-                        failure = self.watch.check(m)
+                        failure = self.server_watch.check(m)
                         if failure:
                             return failure
                     continue
                 status = exit_status(status)
                 if m.role == "server":
-                    failure = self.watch.died(m, self._exited(m, status))
+                    failure = self.server_watch.died(m, self._exited(m, status))
                     if failure:
                         return failure
                     continue
