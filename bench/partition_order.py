@@ -47,7 +47,7 @@ DATASETS = {
 def replay_order(store, orig_ids, order_new: np.ndarray, batch_size: int, fanouts, seed: int, ratio: float):
     """(fifo hit rate, mean input nodes per batch) of one epoch in ``order_new`` (new ids)."""
     from bgl.cache import make_cache
-    from bgl.cache.benchmark import input_node_sampler, replay
+    from bgl.cache.replay import input_node_sampler, replay
 
     sample = input_node_sampler(store, fanouts)
     orig = np.asarray(orig_ids)[order_new]

@@ -1,1 +1,1 @@
-"""bgl.launch (see ARCHITECTURE.md)."""
+"""bgl.launch (see docs/ARCHITECTURE.md)."""

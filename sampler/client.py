@@ -10,17 +10,10 @@ Because a row's sample depends only on ``(seed, global id)``, the result is
 the same however the graph is partitioned (and equals ``LocalSampler``).
 Every wait has a deadline: a silent server raises ``ServerUnavailable``.
 
-Riding through a server restart: each socket's monitor reports a dropped
-connection (a killed server's TCP connection closes).  The client then
-closes that DEALER and opens a fresh one to the same address (so no reply
-to a request of the old connection can ever arrive), and re-sends that
-server's outstanding requests, backing off while it is not connected yet,
-until the server is back or ``retry_timeout`` seconds have passed since
-it went away; then ``ServerUnavailable`` as before.  A re-sent request is
-the same request (samples depend only on seed and node id), so the batch
-is the same batch, and a call either returns all of it or raises.  The
-normal path costs nothing extra: no additional round trip, one
-non-blocking check of each monitor per call.
+A call rides through a server restart: a server whose connection drops
+gets its outstanding requests re-sent on a fresh socket until it is back or
+``retry_timeout`` passes (the sockets and that logic:
+:mod:`bgl.sampler.reconnect`).
 
 Security: with :class:`~bgl.sampler.curve_keys.ClientKeys` (by default read
 from ``$BGL_CURVE_DIR``, which ``bgl launch`` sets for its trainers) every
@@ -33,7 +26,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import time
 from typing import Sequence
 
@@ -47,31 +39,11 @@ from bgl.errors import ProtocolError, ServerError, ServerUnavailable
 from . import _kernels as K
 from . import curve_keys, multilayer, ops
 from . import protocol as P
+from .reconnect import ENV_RETRY_TIMEOUT  # noqa: F401 (re-exported: the old home of the name)
+from .reconnect import ServerSockets, dealer, retry_timeout_from_env
 
 # ``curve=FROM_ENV`` (the default): CURVE keys from $BGL_CURVE_DIR when it is set, else plaintext.
 FROM_ENV = "env"
-
-_HANDSHAKE_EVENTS = (zmq.EVENT_CONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_AUTH
-                     | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
-                     | zmq.EVENT_DISCONNECTED)
-# Environment variable (``bgl launch`` sets it for its trainers) with the default ``retry_timeout``.
-ENV_RETRY_TIMEOUT = "BGL_SERVER_RETRY_TIMEOUT"
-# Back-off between sends to a server that is not connected (yet): first and longest sleep.
-RETRY_BACKOFF_S = (0.005, 0.2)
-
-
-def _retry_timeout_from_env(default: float) -> float:
-    """``$BGL_SERVER_RETRY_TIMEOUT`` as seconds (ValueError naming it if malformed), else ``default``."""
-    text = os.environ.get(ENV_RETRY_TIMEOUT)
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"${ENV_RETRY_TIMEOUT} must be a number of seconds, got {text!r}") from None
-    if value < 0:
-        raise ValueError(f"${ENV_RETRY_TIMEOUT} must be >= 0, got {text!r}")
-    return value
 
 
 def resolve_curve(curve) -> curve_keys.ClientKeys | None:
@@ -81,82 +53,6 @@ def resolve_curve(curve) -> curve_keys.ClientKeys | None:
     if curve is not None and not isinstance(curve, curve_keys.ClientKeys):
         raise TypeError(f"curve must be ClientKeys, None or {FROM_ENV!r}, got {type(curve).__name__}")
     return curve
-
-
-def _dealer(ctx: zmq.Context, address: str, curve: curve_keys.ClientKeys | None = None):
-    """(DEALER connected to ``address``, its :class:`HandshakeWatch`); the watch starts before the
-    connect so it sees the first handshake."""
-    sock = ctx.socket(zmq.DEALER)
-    watch = None
-    try:
-        watch = HandshakeWatch(sock)
-        if curve is not None:
-            sock.curve_serverkey = curve.server_public
-            sock.curve_publickey = curve.pair.public
-            sock.curve_secretkey = curve.pair.secret
-        sock.linger = 0
-        # Queue nothing for a server that is not connected: a send fails fast instead
-        # of waiting for a server that may never come back.
-        sock.setsockopt(zmq.IMMEDIATE, 1)
-        try:
-            sock.connect(address)
-        except zmq.ZMQError as e:  # e.g. "tcp://host:abc": zmq's own message does not name the address
-            raise ValueError(f"bad graph server address {address!r}: {e}") from e
-    except BaseException:
-        if watch is not None:
-            watch.close()
-        sock.close(linger=0)  # do not leak the socket
-        raise
-    return sock, watch
-
-
-class HandshakeWatch:
-    """Watches one socket's connection events, to say *why* it never connected.
-
-    A CURVE server that refuses a client's key, or a plaintext/CURVE
-    mismatch, looks to the client like a server that never answers; the
-    socket monitor tells these apart for the error message.
-    """
-
-    def __init__(self, sock: zmq.Socket):
-        self.sock = sock
-        self.mon = sock.get_monitor_socket(_HANDSHAKE_EVENTS)
-        self.seen = 0
-
-    def drain(self) -> int:
-        """OR of the events that arrived since the last drain (also kept in ``seen``)."""
-        from zmq.utils.monitor import recv_monitor_message
-
-        new = 0
-        while self.mon.getsockopt(zmq.EVENTS) & zmq.POLLIN:
-            try:
-                new |= recv_monitor_message(self.mon, zmq.NOBLOCK)["event"]
-            except zmq.ZMQError:  # zmq.Again included
-                break
-        self.seen |= new
-        return new
-
-    def reason(self) -> str:
-        """Why the socket is not connected, from the events seen so far."""
-        self.drain()
-        if self.seen & zmq.EVENT_HANDSHAKE_FAILED_AUTH:
-            return ("the server refused this client's CURVE key (authentication failed: the key is not "
-                    "on the server's allow-list)")
-        if self.seen & (zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL):
-            return ("the security handshake failed (CURVE on one side only, or the wrong server public "
-                    "key)")
-        if self.seen & zmq.EVENT_CONNECTED and not self.seen & zmq.EVENT_HANDSHAKE_SUCCEEDED:
-            return ("a TCP connection was made but the security handshake never completed (CURVE on "
-                    "one side only, the wrong server public key, or a client key the server does not "
-                    "admit)")
-        return "could not connect"
-
-    def close(self) -> None:
-        try:
-            self.sock.disable_monitor()
-        except zmq.ZMQError:
-            pass
-        self.mon.close(linger=0)
 
 
 # INFO keys the client relies on (the server sends more)
@@ -181,7 +77,7 @@ def _parse_info(address: str, payload) -> dict:
 def _request(address: str, frames: list, expect: P.Op, timeout: float, curve=FROM_ENV):
     """One request on a fresh socket (for ping/shutdown helpers)."""
     ctx = zmq.Context.instance()
-    sock, watch = _dealer(ctx, address, resolve_curve(curve))
+    sock, watch = dealer(ctx, address, resolve_curve(curve))
     try:
         deadline = time.monotonic() + timeout
         while True:  # IMMEDIATE: wait for the connection within the deadline, then send
@@ -256,31 +152,22 @@ class SamplingClient:
             raise ValueError(f"timeout must be > 0, got {timeout}")
         self.timeout = float(timeout)
         if retry_timeout is None:
-            retry_timeout = _retry_timeout_from_env(self.timeout)
+            retry_timeout = retry_timeout_from_env(self.timeout)
         if retry_timeout < 0:
             raise ValueError(f"retry_timeout must be >= 0, got {retry_timeout}")
         self.retry_timeout = float(retry_timeout)
-        self.reconnects = 0  # sockets replaced after a server went away (for logs and tests)
         self.curve = resolve_curve(curve)
         self._ids = itertools.count(1)
-        self._ctx = zmq.Context.instance()
-        self._socks: list[zmq.Socket] = []
-        self._watches: list[HandshakeWatch] = []
-        self.addresses: list[str] = []
+        self._servers = ServerSockets(addresses, self.curve, self.timeout, self.retry_timeout)
+        self.addresses = self._servers.addresses
         try:
-            for a in addresses:  # appended one by one so close() also frees them if a later one fails
-                sock, watch = _dealer(self._ctx, a, self.curve)
-                self._socks.append(sock)
-                self._watches.append(watch)
-            self.addresses = list(addresses)
-            infos = self._call_all([(i, P.simple_request(P.Op.INFO, next(self._ids)))
-                                    for i in range(len(self._socks))], P.Op.INFO, wait_connect=True)
+            infos = self._servers.call_all([(i, P.simple_request(P.Op.INFO, next(self._ids)))
+                                            for i in range(len(self._servers))], P.Op.INFO, wait_connect=True)
             # the watches stay: their monitors report a connection that drops later
             self.infos = [_parse_info(self.addresses[srv], arrs[0]) for srv, arrs in infos]
             order = np.argsort([info["node_offset"] for info in self.infos], kind="stable")
-            self.addresses = [self.addresses[i] for i in order]
-            self._socks = [self._socks[i] for i in order]
-            self._watches = [self._watches[i] for i in order]
+            self._servers.reorder(order)
+            self.addresses = self._servers.addresses
             self.infos = [self.infos[i] for i in order]
             self.bounds = np.array([info["node_offset"] for info in self.infos]
                                    + [self.infos[-1]["node_offset"] + self.infos[-1]["num_nodes"]], np.int64)
@@ -307,119 +194,10 @@ class SamplingClient:
             if len(values) > 1:
                 raise ProtocolError(f"servers disagree on {key}: {sorted(map(str, values))}")
 
-    # ------------------------------------------------------------------ transport
-    def _call_all(self, requests: list[tuple[int, list]], expect: P.Op, wait_connect: bool = False):
-        """Send every (server index, frames) at once; return [(server index, arrays)] in request order.
-
-        A server whose connection drops (or that is not connected) gets its
-        requests re-sent on a fresh socket until it answers or
-        ``retry_timeout`` passes (see the module docstring); ``wait_connect``
-        (at connect time) instead waits ``timeout`` for the first connection.
-        """
-        now = time.monotonic()
-        deadline = now + self.timeout  # for replies to what was sent
-        servers = {srv for srv, _ in requests}
-        # server -> when we stop trying to (re)connect to it: set when it is first found not
-        # connected or seen to go away in this call
-        lost: dict[int, float] = {srv: deadline for srv in servers} if wait_connect else {}
-        if not wait_connect:
-            for srv in servers:  # a connection that dropped since the last call: start afresh now
-                if self._watches[srv].drain() & zmq.EVENT_DISCONNECTED:
-                    self._reconnect(srv)
-        unsent = list(range(len(requests)))
-        pending: dict[int, int] = {}  # req id -> position in requests
-        results: list = [None] * len(requests)
-        backoff = RETRY_BACKOFF_S[0]
-        poller = None
-        while unsent or pending:
-            now = time.monotonic()
-            waiting = []
-            for pos in unsent:
-                srv, frames = requests[pos]
-                try:
-                    self._socks[srv].send_multipart(frames, zmq.NOBLOCK, copy=False)
-                except zmq.Again:  # IMMEDIATE: not connected (yet, or any more)
-                    if srv not in lost:
-                        lost[srv] = now + self.retry_timeout
-                    if now > lost[srv]:
-                        raise ServerUnavailable(self.addresses[srv], self._not_connected(srv, wait_connect)) \
-                            from None
-                    waiting.append(pos)
-                    continue
-                if srv in lost:  # back: give the restarted server a full timeout to answer
-                    deadline = max(deadline, now + self.timeout)
-                pending[P.peek_req_id(frames[0])] = pos
-            unsent = waiting
-            if poller is None:
-                poller, monitors = self._poller(servers)
-            left = deadline - time.monotonic()
-            wait = min(backoff, max(0.0, min(lost[requests[pos][0]] for pos in unsent) - time.monotonic())) \
-                if unsent else left
-            if unsent:
-                backoff = min(backoff * 2, RETRY_BACKOFF_S[1])
-            events = dict(poller.poll(max(0, int(wait * 1000)))) if wait > 0 else {}
-            if not events and not unsent:
-                if time.monotonic() < deadline:
-                    continue
-                srv = requests[next(iter(pending.values()))][0]
-                if srv in lost:
-                    raise ServerUnavailable(self.addresses[srv], f"went away and sent no reply within "
-                                                                 f"{self.retry_timeout:g} s")
-                raise ServerUnavailable(self.addresses[srv], f"no reply within {self.timeout} s")
-            for mon, srv in monitors.items():
-                if mon not in events:
-                    continue
-                if self._watches[srv].drain() & zmq.EVENT_DISCONNECTED and not wait_connect:
-                    # the server went away: nothing sent on this connection will be answered
-                    again = [rid for rid, pos in pending.items() if requests[pos][0] == srv]
-                    unsent += [pending.pop(rid) for rid in again]
-                    self._reconnect(srv)
-                    lost[srv] = time.monotonic() + self.retry_timeout
-                    backoff = RETRY_BACKOFF_S[0]
-                    poller = None
-            if poller is None:  # a socket was replaced: do not read from the closed one
-                continue
-            for sock in events:
-                if sock in monitors:
-                    continue
-                while True:
-                    try:
-                        reply = sock.recv_multipart(zmq.NOBLOCK, copy=False)
-                    except zmq.Again:
-                        break
-                    pos = pending.pop(P.peek_req_id(reply[0]), None)
-                    if pos is None:
-                        continue  # a late reply to a request that already timed out
-                    srv = requests[pos][0]
-                    try:
-                        h, arrays = P.parse_reply(reply, expect)
-                    except ServerError as e:
-                        raise ServerError(f"{self.addresses[srv]}: {e}") from None
-                    results[pos] = (srv, arrays)
-        return results
-
-    def _poller(self, servers) -> tuple[zmq.Poller, dict]:
-        """A poller over the sockets of ``servers`` and their monitors; (poller, {monitor: server})."""
-        poller = zmq.Poller()
-        monitors = {}
-        for srv in servers:
-            poller.register(self._socks[srv], zmq.POLLIN)
-            if srv < len(self._watches):
-                monitors[self._watches[srv].mon] = srv
-                poller.register(self._watches[srv].mon, zmq.POLLIN)
-        return poller, monitors
-
-    def _not_connected(self, srv: int, wait_connect: bool) -> str:
-        if wait_connect:
-            return f"not connected within {self.timeout:g} s: {self._watches[srv].reason()}"
-        return f"not connected; retried for {self.retry_timeout:g} s"
-
-    def _reconnect(self, srv: int) -> None:
-        """Replace server ``srv``'s socket (and its monitor) with a fresh one to the same address."""
-        self.reconnects += 1
-        self._watches[srv].close()
-        self._socks[srv].close(linger=0)
-        self._socks[srv], self._watches[srv] = _dealer(self._ctx, self.addresses[srv], self.curve)
+    @property
+    def reconnects(self) -> int:
+        """Sockets replaced after a server went away (for logs and tests)."""
+        return self._servers.reconnects
 
     def owner(self, ids: np.ndarray) -> np.ndarray:
         """int64 index (into ``addresses``) of the server owning each global id; ids are checked."""
@@ -430,8 +208,8 @@ class SamplingClient:
         """(order, [(server, start, end)]): ids[order] grouped by owner, contiguous per server."""
         own = self.owner(ids)
         order = np.argsort(own, kind="stable")
-        starts = np.searchsorted(own[order], np.arange(len(self._socks) + 1))
-        groups = [(s, int(starts[s]), int(starts[s + 1])) for s in range(len(self._socks)) if starts[s + 1] > starts[s]]
+        starts = np.searchsorted(own[order], np.arange(len(self._servers) + 1))
+        groups = [(s, int(starts[s]), int(starts[s + 1])) for s in range(len(self._servers)) if starts[s + 1] > starts[s]]
         return order, groups
 
     # ------------------------------------------------------------------ sampling
@@ -441,7 +219,7 @@ class SamplingClient:
         order, groups = self._split(dst)
         sorted_ids = dst[order]
         reqs = [(s, P.sample_request(next(self._ids), sorted_ids[a:b], fanout, replace, seed)) for s, a, b in groups]
-        replies = self._call_all(reqs, P.Op.SAMPLE)
+        replies = self._servers.call_all(reqs, P.Op.SAMPLE)
         for (s, a, b), (_, (counts, _nb)) in zip(groups, replies):
             if counts.shape[0] != b - a:
                 raise ProtocolError(f"{self.addresses[s]} returned {counts.shape[0]} counts for {b - a} seeds")
@@ -475,7 +253,7 @@ class SamplingClient:
         order, groups = self._split(ids)
         sorted_ids = ids[order]
         reqs = [(s, P.features_request(next(self._ids), sorted_ids[a:b], field)) for s, a, b in groups]
-        replies = self._call_all(reqs, P.Op.FEATURES)
+        replies = self._servers.call_all(reqs, P.Op.FEATURES)
         if field == P.FIELD_FEAT:
             dim = self.feat_dim
             if dim == 0:
@@ -524,12 +302,9 @@ class SamplingClient:
 
     def close(self) -> None:
         """Close every server socket (linger 0); safe to call twice."""
-        for w in getattr(self, "_watches", ()):
-            w.close()
-        self._watches = []
-        for sock in getattr(self, "_socks", ()):
-            sock.close(linger=0)
-        self._socks = []
+        servers = getattr(self, "_servers", None)
+        if servers is not None:
+            servers.close()
 
     def __enter__(self) -> "SamplingClient":
         return self

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from bgl.cache.benchmark import BenchConfig, fetch_microbenchmark, record_batches, replay
+from bgl.cache.benchmark import BenchConfig, fetch_microbenchmark
 from bgl.cache.policies import make_cache
+from bgl.cache.replay import input_node_sampler, record_batches, replay
 from bgl.cli import main
 
 
@@ -41,8 +42,6 @@ def test_bench_cache_cli_rejects_unknown_policy(random_store, tmp_path, capsys):
 
 def test_record_and_replay_agree_with_a_direct_count(random_store):
     cfg = BenchConfig(fanouts=(3, 3), batch_size=50, epochs=1)
-    from bgl.cache.benchmark import input_node_sampler
-
     batches = record_batches(random_store, input_node_sampler(random_store, cfg.fanouts), "proximity", cfg)
     # the ids start with the seeds; the seeds over the epoch are every training node once
     seeds = np.concatenate([b[:k].numpy() for b, k in batches])

@@ -73,7 +73,7 @@ def test_command_lines_and_environment():
 def test_run_keys_give_each_process_only_its_own_keys(tmp_path):
     """Fresh pairs per run; servers get their pair + the allow-list, a trainer host gets the
     servers' public key + its own pair and never a server secret or another host's secret."""
-    from bgl.launch.supervisor import RunKeys
+    from bgl.launch.run_keys import RunKeys
     from bgl.sampler import curve_keys as ck
 
     spec = build_cluster_spec([Host("10.0.0.1", line=1), Host("10.0.0.2", line=2)], tmp_path, 2,

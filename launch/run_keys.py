@@ -1,0 +1,87 @@
+"""The CURVE keys of one launch, and the warm-up request the launcher sends with them.
+
+Security: every launch makes fresh CURVE key pairs (:class:`RunKeys`): one
+for the graph servers, one for each trainer host and one for the launcher
+itself.  Each process receives only what it needs over its agent's stdin
+(the ssh channel for remote hosts), and its agent writes them, mode 0600,
+into the process's private run directory as ``$BGL_CURVE_DIR``: servers get
+their pair and the allow-list of the run's client public keys; trainers get
+the servers' public key and their host's pair.  Nobody outside the run can
+read from or talk to its servers, and the keys vanish with the run.
+
+:func:`warm_up_servers` is the launcher's first real request through those
+keys: it makes the servers compile their numba kernels before any trainer
+starts (see :meth:`~bgl.launch.supervisor.Supervisor.run`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bgl.sampler import curve_keys
+
+from .spec import ClusterSpec
+
+
+@dataclass(frozen=True)
+class RunKeys:
+    """The CURVE key pairs of one launch (fresh for every run, held only in memory here)."""
+
+    server: curve_keys.KeyPair
+    launcher: curve_keys.KeyPair
+    hosts: dict  # host ip -> KeyPair of the trainers on that host
+
+    @classmethod
+    def generate(cls, spec: ClusterSpec) -> "RunKeys":
+        """A server pair, a launcher pair and one pair per distinct trainer host."""
+        hosts = {t.host.ip: curve_keys.new_keypair() for t in spec.trainers}
+        return cls(curve_keys.new_keypair(), curve_keys.new_keypair(), hosts)
+
+    @property
+    def allowed(self) -> list[bytes]:
+        """Client public keys the servers admit: the launcher's and every trainer host's."""
+        return [self.launcher.public, *(p.public for p in self.hosts.values())]
+
+    def launcher_client(self) -> curve_keys.ClientKeys:
+        """Keys the launcher's own PING/warm-up/SHUTDOWN requests use."""
+        return curve_keys.ClientKeys(self.server.public, self.launcher)
+
+    def server_bundle(self) -> str:
+        """``BGL_CURVE_KEYS`` for a graph server: its pair and the allow-list."""
+        return curve_keys.encode_bundle(server=self.server, allowed=self.allowed)
+
+    def trainer_bundle(self, host_ip: str) -> str:
+        """``BGL_CURVE_KEYS`` for the trainers on ``host_ip``: server public key and the host's pair."""
+        return curve_keys.encode_bundle(server_public=self.server.public, client=self.hosts[host_ip])
+
+
+def keys_env(keys: RunKeys | None, trainer_host: str | None) -> dict[str, str]:
+    """Secret variables carrying a server's (``trainer_host`` None) or a trainer host's keys;
+    none without CURVE (``keys`` None)."""
+    if keys is None:
+        return {}
+    bundle = keys.server_bundle() if trainer_host is None else keys.trainer_bundle(trainer_host)
+    return {curve_keys.ENV_CURVE_KEYS: bundle}
+
+
+def plain_env(keys: RunKeys | None) -> dict[str, str]:
+    """Without CURVE, blank ``BGL_CURVE_DIR`` so a value in the launcher's env is not inherited."""
+    return {} if keys is not None else {curve_keys.ENV_CURVE_DIR: ""}
+
+
+def warm_up_servers(addresses: list[str], timeout: float, curve=None) -> None:
+    """Sample 2 hops from a few seeds spread over all servers and read their features/labels.
+
+    Raises whatever the client raises (``ServerUnavailable``, ``ServerError``).
+    """
+    import torch
+
+    from bgl.sampler import SamplingClient
+
+    with SamplingClient(addresses, timeout=timeout, curve=curve) as client:
+        n = client.num_nodes
+        seeds = torch.linspace(0, n - 1, steps=min(n, 8 * len(addresses))).long().unique()
+        blocks = client.sample_blocks(seeds, [2, 2], seed=0)
+        if client.feat_dim:
+            client.fetch_features(blocks[0].src_ids)
+        if client.num_classes:
+            client.fetch_labels(seeds)
