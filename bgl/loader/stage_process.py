@@ -115,8 +115,9 @@ def _get(q, stop, parent_pid: int):
             continue
 
 
-class _Stopped(Exception):
-    """Raised inside a stage's input stream when the stage is told to stop or is orphaned."""
+class _Stopped(BaseException):
+    """Raised inside a stage's input stream when the stage is told to stop or is orphaned (a
+    BaseException, like GeneratorExit, so a stream's own `except Exception` cannot swallow it)."""
 
 
 def _epoch_items(first, in_q, stop, parent_pid: int, headers: deque, end: list) -> Iterator:

@@ -8,7 +8,6 @@ from the source than BGL's FIFO, errors that end the epoch instead of hanging, a
 from __future__ import annotations
 
 import os
-import sys
 import time
 
 import numpy as np
@@ -22,98 +21,14 @@ from bgl.loader.pipeline import Pipeline
 from bgl.loader.specs import CacheSpec, SamplingSpec
 from bgl.loader.stages import TransferStage
 
-# Stage classes for spawned processes live in a module on sys.path (spawn passes sys.path on).
-STAGES_MODULE = '''
-from dataclasses import dataclass
-
-from bgl.loader.pipeline import SourceStage, Stage
-from bgl.loader.stages import FetchStage, SampleStage
-
-
-class Count(SourceStage):
-    """Epoch e yields (e, 0), (e, 1), ... sizes[e] items."""
-
-    name = "count"
-
-    def __init__(self, sizes):
-        self.sizes = sizes
-
-    def items(self, epoch):
-        for i in range(self.sizes[epoch]):
-            yield (epoch, i)
-
-
-class ReadAhead(Stage):
-    """Emits (item, inputs read so far) ``k`` items behind its input."""
-
-    name = "ahead"
-
-    def __init__(self, k):
-        self.k = k
-
-    def reads_ahead(self):
-        return self.k
-
-    def __call__(self, item):
-        raise AssertionError("a stage that reads ahead must get the stream")
-
-    def stream(self, items):
-        window, seen = [], 0
-        for item in items:
-            seen += 1
-            window.append(item)
-            if len(window) > self.k:
-                yield (window.pop(0), seen)
-        while window:
-            yield (window.pop(0), seen)
-
-
-@dataclass
-class FailingFetchStage(FetchStage):
-    """The real fetch stage whose miss source raises on its ``fail_after + 1``-th call."""
-
-    fail_after: int = 3
-
-    def _fetch_features(self, ids):
-        self._calls = getattr(self, "_calls", 0) + 1
-        if self._calls > self.fail_after:
-            raise RuntimeError(f"injected fetch failure after {self.fail_after} misses")
-        return super()._fetch_features(ids)
-
-
-@dataclass
-class FailingSampleStage(SampleStage):
-    fail_after: int = 3
-
-    def __call__(self, mb):
-        self._calls = getattr(self, "_calls", 0) + 1
-        if self._calls > self.fail_after:
-            raise RuntimeError(f"injected sampler failure after {self.fail_after} batches")
-        return super().__call__(mb)
-'''
-
-
-@pytest.fixture(scope="module")
-def mod(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("lookahead_stages")
-    (folder / "bgl_lookahead_stages.py").write_text(STAGES_MODULE)
-    sys.path.insert(0, str(folder))
-    try:
-        import bgl_lookahead_stages
-
-        yield bgl_lookahead_stages
-    finally:
-        sys.path.remove(str(folder))
-        sys.modules.pop("bgl_lookahead_stages", None)
-
 
 # -------------------------------------------------------------- stream protocol
 
 
 @pytest.mark.parametrize("mode", ["inline", "processes"])
-def test_a_reading_ahead_stage_sees_k_items_ahead_in_order_once(mode, mod, spawned_children):
+def test_a_reading_ahead_stage_sees_k_items_ahead_in_order_once(mode, stages_module, spawned_children):
     k, sizes = 2, [7, 0, 1, 5]
-    with Pipeline(mod.Count(sizes), [mod.ReadAhead(k)], mode=mode, queue_size=2) as pipe:
+    with Pipeline(stages_module.Count(sizes), [stages_module.ReadAhead(k)], mode=mode, queue_size=2) as pipe:
         for epoch, n in enumerate(sizes):
             out = list(pipe.run_epoch(epoch))
             assert [item for item, _ in out] == [(epoch, i) for i in range(n)]
@@ -219,25 +134,25 @@ def test_inline_break_mid_epoch_forgets_what_was_read_ahead(random_store, runs):
     assert pending == 0 and stats["requests"] > 0
 
 
-def _failing_pipeline(store, mod, mode, fetch_fails: bool):
+def _failing_pipeline(store, stages_module, mode, fetch_fails: bool):
     spec = SamplingSpec("store", path=str(store.path))
     cache = CacheSpec(policy="lookahead", capacity=50, num_nodes=store.num_nodes, dim=store.feat_dim)
     order = OrderStage(ids=np.asarray(store.train_idx), batch_size=32)
     if fetch_fails:
-        sample = mod.SampleStage(source=spec, fanouts=(5, 5))
-        fetch = mod.FailingFetchStage(source=spec, cache=cache, lookahead=3, fail_after=4)
+        sample = stages_module.SampleStage(source=spec, fanouts=(5, 5))
+        fetch = stages_module.FailingFetchStage(source=spec, cache=cache, lookahead=3, fail_after=4)
     else:
-        sample = mod.FailingSampleStage(source=spec, fanouts=(5, 5), fail_after=4)
-        fetch = mod.FailingFetchStage(source=spec, cache=cache, lookahead=3, fail_after=10**9)
+        sample = stages_module.FailingSampleStage(source=spec, fanouts=(5, 5), fail_after=4)
+        fetch = stages_module.FailingFetchStage(source=spec, cache=cache, lookahead=3, fail_after=10**9)
     return Pipeline(order, [sample, fetch], trainer_stages=[TransferStage()], mode=mode, queue_size=2)
 
 
 # (a sampler failing under a reading-ahead fetch process is the same stop path as the
 # abandoned epoch of test_a_reading_ahead_stage_sees_k_items_ahead_in_order_once)
 @pytest.mark.parametrize("mode,fetch_fails", [("inline", True), ("inline", False), ("processes", True)])
-def test_a_failure_while_reading_ahead_ends_the_epoch_naming_the_stage(mode, fetch_fails, random_store, mod,
+def test_a_failure_while_reading_ahead_ends_the_epoch_naming_the_stage(mode, fetch_fails, random_store, stages_module,
                                                                        spawned_children):
-    pipe = _failing_pipeline(random_store, mod, mode, fetch_fails)
+    pipe = _failing_pipeline(random_store, stages_module, mode, fetch_fails)
     got = 0
     start = time.monotonic()
     try:
