@@ -101,7 +101,9 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--dropout", type=float, default=0.5)
     parser.add_argument("--lr", type=float, default=0.01)
-    parser.add_argument("--cache", default="fifo", help="feature cache policy (none, fifo, lru, ...)")
+    parser.add_argument("--cache", default=None,
+                        help="feature cache policy (lookahead, fifo, lru, static-degree, presample, none); "
+                             "default: the DataLoader's (lookahead)")
     parser.add_argument("--cache-ratio", type=float, default=0.2, help="share of nodes cached")
     parser.add_argument("--order", default="proximity", choices=["proximity", "random"],
                         help="seed order: BGL's BFS proximity order or random")
@@ -133,6 +135,9 @@ def main() -> None:
                             batch_size=args.batch_size, shuffle=True, use_ddp=distributed,
                             ddp_seed=args.seed, cache=args.cache, cache_ratio=args.cache_ratio,
                             order=args.order)
+    if rank == 0:
+        print(f"feature cache: {loader.cache_policy or 'off'} ({args.cache_ratio:.0%} of nodes), "
+              f"order {args.order}", flush=True)
     for epoch in range(args.epochs):
         model.train()
         if hasattr(loader, "set_epoch"):

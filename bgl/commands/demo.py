@@ -5,8 +5,8 @@
 3. ``bgl launch --backend local``: 2 graph servers and 2 data-parallel
    trainers (torch.distributed, gloo on CPU) running
    ``examples/train_sage.py``, which trains GraphSAGE with ``bgl.DataLoader``
-   (feature cache + BGL ordering) and prints per-epoch time, cache hit rate
-   and test accuracy.
+   (feature cache, ``lookahead`` policy by default, + BGL ordering) and prints
+   the cache policy, per-epoch time, cache hit rate and test accuracy.
 """
 from __future__ import annotations
 
@@ -37,6 +37,9 @@ def register(subparsers) -> None:
     # Small enough that one batch's input rows fit in the cache (a 256-seed Cora batch
     # needs ~1800 rows, more than a 20 % cache), so the ordering's effect on hits shows.
     parser.add_argument("--batch-size", type=int, default=32, help="seeds per batch per trainer")
+    parser.add_argument("--cache", default="lookahead",
+                        choices=["lookahead", "fifo", "lru", "static-degree", "presample", "none"],
+                        help="feature cache policy of the DataLoader (fifo = BGL's)")
     parser.add_argument("--port-base", type=int, default=None,
                         help="first server port (default: first free range from 30050)")
     parser.add_argument("--summary-only", action="store_true",
@@ -94,13 +97,15 @@ def _run_in(root: Path, args: argparse.Namespace) -> int:
         return 1
     port_base = args.port_base or find_port_base(args.parts + 1)
     command = [sys.executable, str(TRAIN_SCRIPT), "--graph", str(root / "parts"),
-               "--epochs", str(args.epochs), "--order", args.order, "--batch-size", str(args.batch_size)]
+               "--epochs", str(args.epochs), "--order", args.order, "--batch-size", str(args.batch_size),
+               "--cache", args.cache]
     spec = build_cluster_spec(parse_hosts_text("127.0.0.1\n", source="<demo hosts>"),
                               root / "parts", args.parts, command, num_trainers=args.trainers,
                               num_servers_per_host=args.parts, port_base=port_base,
                               server_threads=1, workdir=root)
     print(f"[3/3] launch --backend local: {args.parts} graph servers on ports "
-          f"{port_base}..{port_base + args.parts - 1}, {args.trainers} trainers", flush=True)
+          f"{port_base}..{port_base + args.parts - 1}, {args.trainers} trainers, cache policy {args.cache}",
+          flush=True)
     try:
         return Supervisor(spec, LocalBackend(grace=3.0), grace=3.0).run()
     except LaunchAborted as e:

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from .arguments import NeighborSampler  # noqa: F401  (public as bgl.NeighborSampler; DGL keeps both together)
-from .arguments import (_DGL_TUNING_KWARGS, PIPELINES, check_indices, proximity_partition, resolve_cache_spec,
+from .arguments import (_DGL_TUNING_KWARGS, PIPELINES, check_indices, proximity_partition, resolve_cache,
                         resolve_graph, sampler_settings)
 from .order_stage import ORDERS, OrderStage, num_batches
 from .pipeline import Pipeline, quiet_numba_threads
@@ -59,10 +59,15 @@ class DataLoader:
 
     Other Parameters
     ----------------
-    cache : None | policy name (``"fifo"``, ``"lru"``, ``"static-degree"``,
-        ``"presample"``, ``"none"``) | cache object (inline pipeline only)
+    cache : None | True | fraction of nodes (float) | policy name (``"lookahead"``, ``"fifo"``,
+        ``"lru"``, ``"static-degree"``, ``"presample"``, ``"none"``) | cache object (inline only).
+        ``True``, a fraction, or ``cache_ratio``/``cache_bytes`` without a policy name choose
+        ``"lookahead"`` (keeps the rows the already-sampled batches need; BGL's ``"fifo"`` stays
+        selectable).  The policy used is ``loader.cache_policy``.
     cache_ratio : float, fraction of nodes the cache holds (default 0.1)
     cache_bytes : int, cache size in bytes (instead of ``cache_ratio``)
+    cache_lookahead : sampled batches the fetch stage reads ahead for a lookahead cache
+        (default ``queue_size``); each costs one batch's blocks in memory
     order : ``"random"`` | ``"proximity"`` (BGL's BFS order; from a local store, or with graph
         servers from the partition dir, part by part: see :mod:`bgl.cache.ordering.partition_order`)
     pipeline : ``"inline"`` | ``"processes"``
@@ -85,6 +90,7 @@ class DataLoader:
         cache = kwargs.pop("cache", None)
         cache_ratio = kwargs.pop("cache_ratio", None)
         cache_bytes = kwargs.pop("cache_bytes", None)
+        cache_lookahead = kwargs.pop("cache_lookahead", None)
         order = kwargs.pop("order", "random")
         pipeline = kwargs.pop("pipeline", None)
         stage_cores = kwargs.pop("stage_cores", None)
@@ -160,7 +166,10 @@ class DataLoader:
 
         feat_keys = tuple(feat_keys) if info.feat_dim > 0 else ()
         label_keys = tuple(label_keys) if info.has_label else ()
-        cache_spec = resolve_cache_spec(cache, cache_ratio, cache_bytes, info, pipeline, self.device)
+        cache_choice = resolve_cache(cache, cache_ratio, cache_bytes, cache_lookahead, queue_size, info, pipeline,
+                                     self.device)
+        cache_spec = cache_choice.spec
+        self.cache_policy: Optional[str] = cache_choice.policy  # None without a cache
         self._order_stage = OrderStage(ids=ids, batch_size=self.batch_size, drop_last=self.drop_last,
                                        shuffle=self.shuffle, order=order, graph=info.spec,
                                        num_sequences=num_sequences, pad=pad,
@@ -168,9 +177,9 @@ class DataLoader:
         self._sample_stage = SampleStage(source=info.spec, fanouts=tuple(fanouts), replace=replace)
         if cache_spec is not None and cache_spec.policy == "presample":
             cache_spec = self._with_presample_counts(cache_spec)
-        live_cache = cache if cache is not None and not isinstance(cache, str) else None
         self._fetch = FetchStage(source=info.spec, feat_keys=feat_keys, label_keys=label_keys,
-                                 cache=cache_spec if cache_spec is not None else live_cache)
+                                 cache=cache_spec if cache_spec is not None else cache_choice.live,
+                                 lookahead=cache_choice.lookahead)
         self._transfer = TransferStage(device=str(self.device), to_dgl=want_dgl)
         self._stage_cores = stage_cores
         if stage_cores is not None:

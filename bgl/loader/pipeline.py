@@ -59,6 +59,11 @@ class Stage:
     ``name`` identifies the stage in logs, core maps and errors.  ``open()``
     creates live resources in the process that runs the stage, ``__call__``
     does the job for one item, ``close()`` releases the resources.
+
+    A stage that must see items before it emits the current one (the fetch
+    stage announcing sampled batches to a lookahead cache) returns how many
+    from :meth:`reads_ahead` and implements :meth:`stream`; the pipeline then
+    hands it the epoch's items as an iterator, in both modes.
     """
 
     name: str = "stage"
@@ -68,6 +73,16 @@ class Stage:
 
     def __call__(self, item: Any) -> Any:
         raise NotImplementedError
+
+    def reads_ahead(self) -> int:
+        """Items this stage reads before emitting the current one (called after :meth:`open`);
+        > 0 makes the pipeline call :meth:`stream` instead of mapping item by item."""
+        return 0
+
+    def stream(self, items: Iterator[Any]) -> Iterator[Any]:
+        """One output per input item, in order (default: ``self(item)`` for each)."""
+        for item in items:
+            yield self(item)
 
     def close(self) -> None:
         """Release what :meth:`open` created; called once when the stage ends (default: nothing)."""
@@ -221,17 +236,15 @@ class Pipeline:
                 s.open()
             self._inline_open = True
         self._open_trainer_stages()
-        items = self.source.items(epoch)
-        while True:
-            try:
-                item = next(items)
-            except StopIteration:
-                return
-            except Exception as e:
-                raise _stage_failed(self.source.name, e) from e
-            for s in (*self.stages, *self.trainer_stages):
-                item = _apply(s, item)
-            yield item
+        chain = [_source_items(self.source, epoch)]
+        for s in (*self.stages, *self.trainer_stages):
+            chain.append(_streamed(s, chain[-1]) if s.reads_ahead() > 0 else _mapped(s, chain[-1]))
+        try:
+            yield from chain[-1]
+        finally:
+            # outermost first: a stage reading ahead drops what it read and never emitted
+            for gen in reversed(chain):
+                gen.close()
 
     def _process_epoch(self, epoch: Any) -> Iterator[Any]:
         if not self.running:
@@ -347,6 +360,44 @@ def _stage_failed(name: str, e: BaseException) -> PipelineError:
     text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
     return PipelineError(f"pipeline stage {name!r} failed: {type(e).__name__}: {e}\n"
                          f"--- traceback from stage {name!r} ---\n{text.rstrip()}")
+
+
+def _source_items(source: SourceStage, epoch: Any) -> Iterator[Any]:
+    """``source.items(epoch)``, naming the source if it raises."""
+    items = source.items(epoch)
+    while True:
+        try:
+            item = next(items)
+        except StopIteration:
+            return
+        except Exception as e:
+            raise _stage_failed(source.name, e) from e
+        yield item
+
+
+def _mapped(stage: Stage, items: Iterator[Any]) -> Iterator[Any]:
+    """``stage(item)`` for each item (inline); an upstream PipelineError passes through."""
+    for item in items:
+        yield _apply(stage, item)
+
+
+def _streamed(stage: Stage, items: Iterator[Any]) -> Iterator[Any]:
+    """``stage.stream(items)`` (inline), naming the stage if it raises; an upstream
+    PipelineError (already naming its stage) passes through."""
+    out = stage.stream(items)
+    try:
+        while True:
+            try:
+                item = next(out)
+            except StopIteration:
+                return
+            except PipelineError:
+                raise
+            except Exception as e:
+                raise _stage_failed(stage.name, e) from e
+            yield item
+    finally:
+        out.close()
 
 
 def _apply(stage: Stage, item: Any) -> Any:

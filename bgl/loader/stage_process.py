@@ -4,7 +4,9 @@ A stage process is started with ``spawn`` and runs :func:`_stage_main`: it
 pins itself to its cores, sizes its thread pools, opens its stage, then
 moves items from its input queue to its output queue until told to stop,
 orphaned (its parent died) or failed, and reports a failure on the error
-queue with the traceback text.  The trainer-side half (starting,
+queue with the traceback text.  A stage that reads ahead (``reads_ahead() > 0``,
+the fetch stage with a lookahead cache) gets each epoch's items as one
+iterator over the received messages (:func:`_stream_epoch`).  The trainer-side half (starting,
 supervising and tearing down these processes) is :mod:`bgl.loader.pipeline`.
 """
 from __future__ import annotations
@@ -15,7 +17,8 @@ import queue
 import signal
 import sys
 import traceback
-from typing import TYPE_CHECKING, Sequence
+from collections import deque
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 if TYPE_CHECKING:
     from .pipeline import Stage
@@ -112,6 +115,53 @@ def _get(q, stop, parent_pid: int):
             continue
 
 
+class _Stopped(BaseException):
+    """Raised inside a stage's input stream when the stage is told to stop or is orphaned (a
+    BaseException, like GeneratorExit, so a stream's own `except Exception` cannot swallow it)."""
+
+
+def _epoch_items(first, in_q, stop, parent_pid: int, headers: deque, end: list) -> Iterator:
+    """Payloads of one epoch's ``_BATCH`` messages, ``first`` included, read as the consumer asks.
+
+    Appends each message's ``(epoch, index)`` to ``headers`` as its payload is handed out and the
+    closing ``_END`` message to ``end``; raises :class:`_Stopped` when told to stop meanwhile.
+    """
+    msg = first
+    while True:
+        _, epoch, index, item = msg
+        headers.append((epoch, index))
+        yield item
+        msg = _get(in_q, stop, parent_pid)
+        if msg is None or msg[0] == _STOP:
+            raise _Stopped
+        if msg[0] != _BATCH:
+            end.append(msg)
+            return
+
+
+def _stream_epoch(stage: Stage, first, in_q, out_q, stop, parent_pid: int) -> bool:
+    """Run one epoch through ``stage.stream`` (a stage that reads ahead); False when told to stop.
+
+    The stream gives one output per input in order, so outputs take the input headers
+    first in, first out; the epoch's ``_END`` follows the last output.
+    """
+    headers: deque = deque()
+    end: list = []
+    out = stage.stream(_epoch_items(first, in_q, stop, parent_pid, headers, end))
+    try:
+        for result in out:
+            epoch, index = headers.popleft()
+            if not _put(out_q, (_BATCH, epoch, index, result), stop, parent_pid):
+                return False
+    except _Stopped:
+        return False
+    finally:
+        out.close()
+    if headers or not end:
+        raise RuntimeError(f"stage {stage.name!r}: stream() did not give one output per input item")
+    return _put(out_q, end[0], stop, parent_pid)
+
+
 def _stage_main(stage: Stage, is_source: bool, in_q, out_q, err_q, stop, cores, parent_pid: int) -> None:
     """Entry point of one stage process (module level so ``spawn`` can import it)."""
     _set_parent_death_signal()
@@ -137,6 +187,9 @@ def _stage_main(stage: Stage, is_source: bool, in_q, out_q, err_q, stop, cores, 
                         return
                     count += 1
                 if not _put(out_q, (_END, epoch, count, None), stop, parent_pid):
+                    return
+            elif msg[0] == _BATCH and stage.reads_ahead() > 0:
+                if not _stream_epoch(stage, msg, in_q, out_q, stop, parent_pid):
                     return
             elif msg[0] == _BATCH:
                 _, epoch, index, item = msg

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 import numpy as np
 import torch
@@ -108,16 +108,22 @@ class FetchStage(Stage):
     Features go through the feature cache when one is configured: hits are
     one gather, unique misses one call to the miss source (the local store or
     the graph servers).  ``cache`` is a :class:`CacheSpec` (built inside the
-    stage's process) or, inline only, a live cache object.
+    stage's process) or, inline only, a live cache object.  ``lookahead`` is
+    how many sampled batches the stage reads ahead of the one it fetches when
+    the cache takes announcements (``lookahead`` policy; see :meth:`stream`);
+    it holds that many batches' blocks besides the one being fetched.
     """
 
     source: SamplingSpec
     feat_keys: tuple[str, ...] = ("feat",)
     label_keys: tuple[str, ...] = ("label",)
     cache: Any = None
+    lookahead: int = 0
     name: str = "fetch"
 
     def __post_init__(self):
+        if isinstance(self.lookahead, bool) or not isinstance(self.lookahead, int) or self.lookahead < 0:
+            raise ValueError(f"lookahead must be an int >= 0, got {self.lookahead!r}")
         self._sampler = None
         self._feat_rows: Optional[np.ndarray] = None
         self._cache = None if isinstance(self.cache, CacheSpec) else self.cache
@@ -157,19 +163,64 @@ class FetchStage(Stage):
         if self._cache is None and isinstance(self.cache, CacheSpec):
             self._cache = self.cache.build()
 
+    def reads_ahead(self) -> int:
+        """Sampled batches this stage reads ahead of the one it fetches: ``lookahead`` when its
+        cache takes announcements (:class:`~bgl.cache.lookahead.LookaheadCache`), else 0.
+
+        Call after :meth:`open` (a cache spec is built there)."""
+        if self.feat_keys and hasattr(self._cache, "announce"):
+            return int(self.lookahead)
+        return 0
+
+    def stream(self, items: Iterable[MiniBatch]) -> Iterator[MiniBatch]:
+        """Fetch a stream of sampled batches, in order, each exactly once.
+
+        With a lookahead cache each batch is announced to it as soon as it is read and
+        fetched :meth:`reads_ahead` batches later (:class:`~bgl.cache.lookahead_feeder.LookaheadFeeder`);
+        otherwise this is ``self(item)`` per item.  The pipeline calls it in both modes for
+        a stage whose :meth:`reads_ahead` is > 0.
+        """
+        if self._sampler is None:
+            self.open()
+        depth = self.reads_ahead()
+        if depth <= 0:
+            for mb in items:
+                yield self(mb)
+            return
+        from ..cache.lookahead_feeder import LookaheadFeeder
+
+        cache = self._cache
+        feeder = LookaheadFeeder(cache, self._fetch_features, depth=depth, ids_of=self._cache_ids,
+                                 num_seeds_of=lambda mb: mb.blocks[-1].num_dst)
+        for mb, feat in feeder(items):
+            yield self._attach(mb, feat)
+
+    def _cache_ids(self, mb: MiniBatch) -> torch.Tensor:
+        """The batch's input ids on the cache's device (a GPU cache looks them up there)."""
+        ids = mb.blocks[0].src_ids
+        device = getattr(self._cache, "device", None)  # a user's cache object may not say
+        return ids if device is None else ids.to(device)
+
     def __call__(self, mb: MiniBatch) -> MiniBatch:
         if self._sampler is None:
             self.open()
-        first, last = mb.blocks[0], mb.blocks[-1]
+        feat = None
         if self.feat_keys:
-            ids = first.src_ids
             if self._cache is not None:
                 # The seeds' hint lets the FIFO keep hop-1 rows longest: the next
                 # proximity-ordered batch most likely reuses those.
-                feat = self._cache.fetch(ids, self._fetch_features, num_seeds=last.num_dst)
-                mb.cache_stats = dict(self._cache.stats())
+                feat = self._cache.fetch(self._cache_ids(mb), self._fetch_features,
+                                         num_seeds=mb.blocks[-1].num_dst)
             else:
-                feat = self._fetch_features(ids)
+                feat = self._fetch_features(mb.blocks[0].src_ids)
+        return self._attach(mb, feat)
+
+    def _attach(self, mb: MiniBatch, feat: Optional[torch.Tensor]) -> MiniBatch:
+        """Put ``feat`` (the rows of ``blocks[0].src_ids``) and the seeds' labels on ``mb``."""
+        first, last = mb.blocks[0], mb.blocks[-1]
+        if self.feat_keys:
+            if self._cache is not None:
+                mb.cache_stats = dict(self._cache.stats())
             for key in self.feat_keys:
                 first.srcdata[key] = feat
         if self.label_keys:

@@ -19,6 +19,8 @@ def test_demo_trains_graphsage_through_launched_servers(tmp_path, orphans):
     out = done.stdout
     assert '"num_nodes": 2708' in out, log  # the ingested store summary
     assert "edge_cut=" in out, log  # partition metrics
+    assert "cache policy lookahead" in out, log  # the demo says which policy it runs
+    assert re.search(r"\[127\.0\.0\.1:trainer:0\] feature cache: lookahead \(20% of nodes\)", out), log
     # Rank 0 reports every epoch (time, cache hit rate) and the final accuracy over both ranks.
     epochs = re.findall(r"\[127\.0\.0\.1:trainer:0\] epoch (\d+): time ([\d.]+) s .* "
                         r"cache hit rate ([\d.]+)% +\(cumulative, 2 trainer\(s\)\)", out)

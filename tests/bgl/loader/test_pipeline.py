@@ -20,64 +20,6 @@ from bgl.loader.pipeline import Pipeline
 from bgl.loader.specs import SamplingSpec
 from bgl.loader.stages import FetchStage, TransferStage
 
-# Stage classes used by spawned processes must be importable there: they live
-# in a module written to a temp dir that is on sys.path (spawn passes sys.path on).
-STAGES_MODULE = '''
-import os
-from dataclasses import dataclass
-
-import torch
-
-from bgl.loader.pipeline import SourceStage, Stage
-from bgl.loader.stages import SampleStage
-
-
-class Numbers(SourceStage):
-    name = "numbers"
-
-    def __init__(self, count, size):
-        self.count, self.size = count, size
-
-    def items(self, epoch):
-        for i in range(self.count):
-            yield torch.full((self.size,), float(epoch * 1000 + i))
-
-
-class Square(Stage):
-    name = "square"
-
-    def __call__(self, x):
-        return {"x": x * x, "pid": os.getpid(), "cores": sorted(os.sched_getaffinity(0))}
-
-
-@dataclass
-class FailingSampleStage(SampleStage):
-    """The real sampler, raising after ``fail_after`` batches."""
-
-    fail_after: int = 3
-
-    def __call__(self, mb):
-        self._calls = getattr(self, "_calls", 0) + 1
-        if self._calls > self.fail_after:
-            raise RuntimeError(f"injected sampler failure after {self.fail_after} batches")
-        return super().__call__(mb)
-'''
-
-
-@pytest.fixture(scope="module")
-def stages_module(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("pipeline_stages")
-    (folder / "bgl_test_stages.py").write_text(STAGES_MODULE)
-    sys.path.insert(0, str(folder))
-    try:
-        import bgl_test_stages
-
-        yield bgl_test_stages
-    finally:
-        sys.path.remove(str(folder))
-        sys.modules.pop("bgl_test_stages", None)
-
-
 def assert_gone(pids, within: float = 5.0) -> None:
     deadline = time.monotonic() + within
     alive = list(pids)
