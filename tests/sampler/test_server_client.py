@@ -49,6 +49,22 @@ def test_two_part_servers_equal_unpartitioned(module_servers, random_store):
             client.fetch_labels([500])
 
 
+def test_traffic_counts_request_and_reply_bytes(module_servers):
+    from bgl.sampler.client import traffic
+
+    ids = np.arange(10, dtype=np.int64)
+    # first FEATURES request may compile the server's gather kernel: a long timeout, then measure
+    with SamplingClient([module_servers["whole"].address], timeout=120) as client:
+        client.fetch_features(ids)
+        before = traffic()
+        rows = client.fetch_features(ids)
+        after = traffic()
+    request = P.features_request(1, ids, P.FIELD_FEAT)
+    reply = P.features_reply(1, P.FIELD_FEAT, rows.numpy())
+    assert after["sent"] - before["sent"] == len(request[0]) + ids.nbytes
+    assert after["received"] - before["received"] == len(reply[0]) + rows.numpy().nbytes
+
+
 def test_client_rejects_incomplete_ranges(module_servers):
     with pytest.raises(ProtocolError, match="do not tile"):
         SamplingClient([module_servers["parts"][0].address])
