@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -134,8 +135,10 @@ def store_to_dglgraph(store):
     from bgl.dgl_adapter import csc_to_dglgraph
 
     g = csc_to_dglgraph(np.asarray(store.indptr), np.asarray(store.indices), store.num_nodes)
-    g.ndata["feat"] = torch.from_numpy(np.asarray(store.feat))
-    g.ndata["label"] = torch.from_numpy(np.asarray(store.label))
+    with warnings.catch_warnings():  # read-only memmaps: partition_graph only reads them
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        g.ndata["feat"] = torch.from_numpy(np.asarray(store.feat))
+        g.ndata["label"] = torch.from_numpy(np.asarray(store.label))
     for name in ("train", "val", "test"):
         mask = torch.zeros(store.num_nodes, dtype=torch.bool)
         mask[torch.from_numpy(np.asarray(store.split(name)))] = True
