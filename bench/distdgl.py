@@ -249,9 +249,8 @@ def run_distdgl(part_config: Path, work: Path, num_classes: int, args, extra: li
     return json.loads(stats.read_text()) if code == 0 and stats.is_file() else None
 
 
-def run_bgl(parts: Path, work: Path, args, cache: str, order: str, extra: list[str] = ()) -> dict | None:
-    """``bgl launch --backend local``: 2 servers, 2 trainers of examples/train_sage.py; stats or None."""
-    stats = work / f"bgl-{cache}-{order}-stats.json"
+def bgl_launch_prefix(parts: Path, work: Path) -> list[str]:
+    """``bgl launch --backend local`` with 2 graph servers (1 thread each, plaintext) and 2 trainers."""
     hosts = work / "hosts.txt"
     hosts.write_text("127.0.0.1\n")
     port_base = free_ports(1, start=31100)[0]
@@ -259,10 +258,25 @@ def run_bgl(parts: Path, work: Path, args, cache: str, order: str, extra: list[s
 
     while not all(port_is_free("127.0.0.1", p) for p in range(port_base, port_base + 3)):
         port_base += 3
-    cmd = [sys.executable, "-m", "bgl.cli", "launch", "--backend", "local", "--hosts", str(hosts),
-           "--partition", str(parts), "--num-trainers", "2", "--num-servers-per-host", "2",
-           "--port-base", str(port_base), "--server-threads", "1", "--no-curve", "--workdir", str(REPO),
-           "--", sys.executable, str(TRAIN_SCRIPT), "--graph", str(parts), "--epochs", str(args.epochs),
+    return [sys.executable, "-m", "bgl.cli", "launch", "--backend", "local", "--hosts", str(hosts),
+            "--partition", str(parts), "--num-trainers", "2", "--num-servers-per-host", "2",
+            "--port-base", str(port_base), "--server-threads", "1", "--no-curve", "--workdir", str(REPO), "--"]
+
+
+def run_bgl_profile(parts: Path, work: Path, args) -> None:
+    """bench/distdgl_bgl_profile.py under the same launch: seconds per batch by phase (printed)."""
+    cmd = [*bgl_launch_prefix(parts, work), sys.executable, str(REPO / "bench" / "distdgl_bgl_profile.py"),
+           "--graph", str(parts), "--batch-size", str(args.batch_size), "--fanouts", args.fanouts,
+           "--hidden", str(args.hidden)]
+    print("$ " + " ".join(cmd), flush=True)
+    subprocess.run(cmd, timeout=args.timeout)
+
+
+def run_bgl(parts: Path, work: Path, args, cache: str, order: str, extra: list[str] = ()) -> dict | None:
+    """``bgl launch --backend local``: 2 servers, 2 trainers of examples/train_sage.py; stats or None."""
+    stats = work / f"bgl-{cache}-{order}-stats.json"
+    cmd = [*bgl_launch_prefix(parts, work), sys.executable, str(TRAIN_SCRIPT), "--graph", str(parts),
+           "--epochs", str(args.epochs),
            "--batch-size", str(args.batch_size), "--fanouts", args.fanouts, "--hidden", str(args.hidden),
            "--cache", cache, "--order", order, "--stats-json", str(stats), *extra]
     print("$ " + " ".join(cmd), flush=True)
@@ -314,6 +328,7 @@ def main(argv=None) -> int:
     p.add_argument("--systems", default="distdgl,bgl,bgl-cache-proximity",
                    help="which rows: distdgl, bgl (no cache, random order), bgl-cache-proximity")
     p.add_argument("--profile", action="store_true", help="also time the phases of a few batches per system")
+    p.add_argument("--profile-only", action="store_true", help="only the per-batch profiles, no epoch rows")
     p.add_argument("--workdir", default=None, help="keep stores and partitions here (default: temp dir)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per system run")
     p.add_argument("--distdgl-machine", default=None, help=argparse.SUPPRESS)
@@ -322,6 +337,7 @@ def main(argv=None) -> int:
         return distdgl_machine(json.loads(Path(args.distdgl_machine).read_text()))
     os.environ.setdefault("DGLBACKEND", "pytorch")
     systems = args.systems.split(",")
+    args.profile = args.profile or args.profile_only
     root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="bgl-distdgl-"))
     root.mkdir(parents=True, exist_ok=True)
     tables = []
@@ -342,8 +358,9 @@ def main(argv=None) -> int:
                 if not conf.exists():
                     conf, secs = partition_distdgl(store_dir, work / "dgl-parts")
                     print(f"DistDGL partition_graph (METIS): {secs:.1f} s", flush=True)
-                stats = run_distdgl(conf, work, store.num_classes, args, [])
-                rows["distdgl"] = summarize(stats) if stats else None
+                if not args.profile_only:
+                    stats = run_distdgl(conf, work, store.num_classes, args, [])
+                    rows["distdgl"] = summarize(stats) if stats else None
                 if args.profile:
                     run_distdgl(conf, work, store.num_classes, args, ["--profile-batches", "5"])
             if any(s.startswith("bgl") for s in systems):
@@ -352,9 +369,13 @@ def main(argv=None) -> int:
                     print(f"bgl partition: {partition_bgl(store_dir, parts):.1f} s", flush=True)
                 for name, cache, order in (("bgl", "none", "random"),
                                            ("bgl-cache-proximity", "fifo", "proximity")):
-                    if name in systems:
+                    if name in systems and not args.profile_only:
                         stats = run_bgl(parts, work, args, cache, order)
                         rows[name] = summarize(stats) if stats else None
+                if args.profile:
+                    run_bgl_profile(parts, work, args)
+            if not rows:
+                continue
             table = report(graph, rows)
             print(json.dumps({"graph": graph, "rows": rows}), flush=True)
             print(table, flush=True)
