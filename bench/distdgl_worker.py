@@ -4,7 +4,8 @@ As with DGL's ``tools/launch.py``, servers and trainers run the same script:
 ``dgl.distributed.initialize`` serves forever (then exits) when ``DGL_ROLE=server``
 and connects to the servers when ``DGL_ROLE=client``.  A trainer then follows
 DGL's ``examples/distributed/graphsage/node_classification.py``: gloo DDP,
-``DistGraph``, ``node_split`` (force_even), ``DistNodeDataLoader`` with
+``DistGraph``, the ``node_split(force_even=True)`` share of a trainer on
+machine r (see :func:`split_for_trainer`), ``DistNodeDataLoader`` with
 ``NeighborSampler``, features and labels read from the ``DistGraph``'s
 ``ndata`` per batch.  The model is the same ``DGLSAGE`` class bgl's
 ``examples/train_sage.py`` trains, so both systems run identical layers.
@@ -62,8 +63,8 @@ def main() -> None:
     torch.manual_seed(args.seed)
     g = dgl.distributed.DistGraph(args.graph_name, part_config=args.part_config)
     pb = g.get_partition_book()
-    train_nid = dgl.distributed.node_split(g.ndata["train_mask"], pb, force_even=True)
-    test_nid = dgl.distributed.node_split(g.ndata["test_mask"], pb, force_even=True)
+    train_nid = split_for_trainer(g.ndata["train_mask"], pb, rank, world)
+    test_nid = split_for_trainer(g.ndata["test_mask"], pb, rank, world)
     fanouts = [int(f) for f in args.fanouts.split(",")]
     sampler = dgl.dataloading.NeighborSampler(fanouts)
     loader = dgl.dataloading.DistNodeDataLoader(g, train_nid, sampler, batch_size=args.batch_size,
@@ -85,7 +86,7 @@ def main() -> None:
         lo_before = loopback_rx_bytes()
         start = time.perf_counter()
         seeds = 0
-        with model.join():  # ranks may differ by one batch (node_split is even to one node)
+        with model.join():  # ranks may differ by one batch (the split is even to one node)
             for input_nodes, out_nodes, blocks in loader:
                 x = g.ndata["feat"][input_nodes]
                 y = g.ndata["label"][out_nodes].long()
@@ -122,6 +123,21 @@ def main() -> None:
             Path(args.stats_json).write_text(json.dumps(
                 {"system": "distdgl", "trainers": world, "epochs": epochs, "test_accuracy": acc}, indent=1))
     dist.barrier()
+
+
+def split_for_trainer(mask, pb, rank: int, world: int) -> torch.Tensor:
+    """The ids ``node_split(mask, pb, force_even=True)`` gives trainer ``rank`` when trainer r runs on
+    machine r (one trainer per part).
+
+    Here every trainer runs on "machine 0" (DistDGL takes the first ip_config line that is a
+    local address), so ``node_split`` itself would hand *both* trainers part 0's half of the
+    nodes.  As in ``_split_even_to_part``: the masked ids (contiguous per part after
+    partition_graph's relabelling; balance_train evens the parts' counts) cut into ``world``
+    even contiguous slices.
+    """
+    assert world % pb.num_partitions() == 0, "trainers must be a multiple of the parts"
+    ids = torch.nonzero(mask[0:len(mask)]).squeeze(1)
+    return ids.tensor_split(world)[rank]
 
 
 def profile(g, loader, model, optimizer, num_batches: int, rank: int) -> None:
