@@ -286,14 +286,22 @@ def run_bgl(parts: Path, work: Path, args, cache: str, order: str, extra: list[s
 
 # ------------------------------------------------------------------ report
 def summarize(stats: dict) -> dict:
-    """Steady-state figures: epochs after the first (warm-up) when there are several."""
+    """Steady-state figures: medians over the epochs after the first (warm-up) when there are several.
+
+    Medians, because the shared 2-core machine's other jobs stretch single epochs several-fold.
+    """
+    import statistics
+
     eps = stats["epochs"][1:] if len(stats["epochs"]) > 1 else stats["epochs"]
-    t = sum(e["time"] for e in eps) / len(eps)
-    seeds = sum(e["seeds"] for e in eps) / len(eps)
-    out = {"time": t, "seeds_per_s": seeds / t, "lo_bytes": sum(e["loopback_bytes"] for e in eps) / len(eps),
-           "acc": stats["test_accuracy"]}
+
+    def med(key):
+        return statistics.median(e[key] for e in eps)
+
+    t = med("time")
+    out = {"time": t, "seeds_per_s": med("seeds") / t, "lo_bytes": med("loopback_bytes"),
+           "acc": stats["test_accuracy"], "epoch_times": [round(e["time"], 2) for e in stats["epochs"]]}
     if "client_bytes" in eps[0]:
-        out["client_bytes"] = sum(e["client_bytes"] for e in eps) / len(eps)
+        out["client_bytes"] = med("client_bytes")
         out["hit"] = eps[-1].get("cache_hit_rate", 0.0)
     return out
 
