@@ -70,5 +70,6 @@ def test_summary_takes_medians_after_the_warmup_epoch_and_report_gives_ratios(be
     assert (b["client_bytes"], b["hit"]) == (300, 0.5)
     table = bench.report("g", {"distdgl": d, "bgl": b, "bgl-x": None})
     row = next(line for line in table.splitlines() if line.startswith("| bgl |"))
-    assert "| 0.50 | 0.40 | +0.5 |" in row
+    assert d["best_time"] == 1.0
+    assert "| 0.50, 1.00 | 0.40 | +0.5 |" in row
     assert "| bgl-x | failed |" in table
