@@ -19,6 +19,7 @@ accuracy (over all ranks).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from pathlib import Path
@@ -70,6 +71,22 @@ def load_graph_info(path: Path) -> dict:
     return {"splits": splits, "in_feats": store.feat_dim, "num_classes": store.num_classes}
 
 
+def loopback_rx_bytes() -> int:
+    """Bytes received on this machine's loopback so far (Linux; 0 elsewhere): all local traffic."""
+    try:
+        return int(Path("/sys/class/net/lo/statistics/rx_bytes").read_text())
+    except OSError:
+        return 0
+
+
+def client_bytes() -> int:
+    """Payload bytes this process's graph-server clients sent plus received so far."""
+    from bgl.sampler.client import traffic
+
+    moved = traffic()
+    return moved["sent"] + moved["received"]
+
+
 def make_sampler(fanouts):
     if dgl is not None:
         return dgl.dataloading.NeighborSampler(fanouts, prefetch_node_feats=["feat"],
@@ -108,6 +125,9 @@ def main() -> None:
     parser.add_argument("--order", default="proximity", choices=["proximity", "random"],
                         help="seed order: BGL's BFS proximity order or random")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--stats-json", default=None, metavar="PATH",
+                        help="rank 0 writes per-epoch time, seeds, bytes to/from the graph servers "
+                             "and the test accuracy here (read by bench/distdgl.py)")
     args = parser.parse_args()
 
     # Standard torch.distributed.run convention: RANK/WORLD_SIZE present -> data parallel.
@@ -138,26 +158,43 @@ def main() -> None:
     if rank == 0:
         print(f"feature cache: {loader.cache_policy or 'off'} ({args.cache_ratio:.0%} of nodes), "
               f"order {args.order}", flush=True)
+    epochs_stats = []
     for epoch in range(args.epochs):
         model.train()
         if hasattr(loader, "set_epoch"):
             loader.set_epoch(epoch)
+        if args.stats_json and distributed:
+            dist.barrier()  # every rank starts together, so the loopback window is this epoch's
+        lo_before, client_before = loopback_rx_bytes(), client_bytes()
         start = time.perf_counter()
         loss_sum = torch.zeros(2)
+        seeds = 0
         for _, _, blocks in loader:
             logits = model(blocks, blocks[0].srcdata["feat"])
-            loss = F.cross_entropy(logits, blocks[-1].dstdata["label"])
+            labels = blocks[-1].dstdata["label"]
+            loss = F.cross_entropy(logits, labels)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             loss_sum += torch.tensor([float(loss), 1.0])
+            seeds += int(labels.numel())
         seconds = torch.tensor([time.perf_counter() - start])
+        if args.stats_json:
+            moved = torch.tensor([seeds, client_bytes() - client_before], dtype=torch.float64)
+            if distributed:
+                dist.barrier()
+                dist.all_reduce(moved)
+            epochs_stats.append({"epoch": epoch, "seeds": int(moved[0]), "client_bytes": int(moved[1]),
+                                 "loopback_bytes": loopback_rx_bytes() - lo_before})
         stats = loader.cache_stats() or {"hits": 0, "requests": 0}
         counts = torch.tensor([stats["hits"], stats["requests"]], dtype=torch.float64)
         if distributed:
             dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
             dist.all_reduce(loss_sum)
             dist.all_reduce(counts)
+        if epochs_stats:
+            epochs_stats[-1].update(time=float(seconds), loss=float(loss_sum[0] / loss_sum[1]),
+                                    cache_hit_rate=float(counts[0] / counts[1]) if counts[1] > 0 else 0.0)
         if rank == 0:
             hit = float(counts[0] / counts[1]) if counts[1] > 0 else 0.0
             print(f"epoch {epoch}: time {float(seconds):.2f} s  loss {float(loss_sum[0] / loss_sum[1]):.4f}  "
@@ -173,6 +210,10 @@ def main() -> None:
     if rank == 0:
         print(f"test accuracy {float(result[0] / result[1]):.4f} "
               f"({int(result[0])}/{int(result[1])} test nodes)", flush=True)
+        if args.stats_json:
+            Path(args.stats_json).write_text(json.dumps(
+                {"system": "bgl", "trainers": world, "epochs": epochs_stats,
+                 "test_accuracy": float(result[0] / result[1])}, indent=1))
     if distributed:
         dist.destroy_process_group()
 

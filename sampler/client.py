@@ -40,7 +40,7 @@ from . import _kernels as K
 from . import curve_keys, multilayer, ops
 from . import protocol as P
 from .reconnect import ENV_RETRY_TIMEOUT  # noqa: F401 (re-exported: the old home of the name)
-from .reconnect import ServerSockets, dealer, retry_timeout_from_env
+from .reconnect import ServerSockets, dealer, retry_timeout_from_env, traffic  # noqa: F401 (traffic: public here)
 
 # ``curve=FROM_ENV`` (the default): CURVE keys from $BGL_CURVE_DIR when it is set, else plaintext.
 FROM_ENV = "env"
@@ -248,12 +248,12 @@ class SamplingClient:
         return multilayer.sample_blocks(seeds, fanouts, replace, seed, self.sample_layer, self._relabel)
 
     # ------------------------------------------------------------------ features
-    def _fetch(self, ids, field: int) -> np.ndarray:
+    def _fetch_plan(self, ids, field: int):
+        """(ids, order, groups, requests, out) for one field: the requests and an empty result array."""
         ids = ops.as_ids(ids)
         order, groups = self._split(ids)
         sorted_ids = ids[order]
         reqs = [(s, P.features_request(next(self._ids), sorted_ids[a:b], field)) for s, a, b in groups]
-        replies = self._servers.call_all(reqs, P.Op.FEATURES)
         if field == P.FIELD_FEAT:
             dim = self.feat_dim
             if dim == 0:
@@ -263,12 +263,19 @@ class SamplingClient:
             if not self.infos[0].get("has_label", True):
                 raise ValueError(f"the servers {self.addresses} have no labels")
             out = np.empty(ids.shape[0], np.int64)
+        return order, groups, reqs, out
+
+    def _fetch_fill(self, order, groups, replies, out: np.ndarray) -> np.ndarray:
         row_size = int(np.prod(out.shape[1:], dtype=np.int64))
         for (s, a, b), (_, (rows,)) in zip(groups, replies):
             if rows.size != (b - a) * row_size:
                 raise ProtocolError(f"{self.addresses[s]} returned {rows.size} values for {b - a} rows of {row_size}")
             out[order[a:b]] = rows.reshape((b - a,) + out.shape[1:])
         return out
+
+    def _fetch(self, ids, field: int) -> np.ndarray:
+        order, groups, reqs, out = self._fetch_plan(ids, field)
+        return self._fetch_fill(order, groups, self._servers.call_all(reqs, P.Op.FEATURES), out)
 
     def fetch_features(self, ids) -> torch.Tensor:
         """Feature rows [n, feat_dim] of global ``ids``, in the order given."""
@@ -277,6 +284,21 @@ class SamplingClient:
     def fetch_labels(self, ids) -> torch.Tensor:
         """int64 [n] labels of global ``ids``, in the order given."""
         return torch.from_numpy(self._fetch(ids, P.FIELD_LABEL))
+
+    def fetch_features_and_labels(self, feat_ids, label_ids) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(fetch_features(feat_ids), fetch_labels(label_ids))`` in one round trip.
+
+        Both fields' requests are in flight together, so a training batch pays one
+        server round trip for its input features and its seeds' labels instead of two
+        (profiled on Slashdot, batch 1024: the separate label fetch cost ~5.7 ms a batch,
+        a third of the feature fetch; see bench/results/distdgl.md).
+        """
+        f_order, f_groups, f_reqs, feats = self._fetch_plan(feat_ids, P.FIELD_FEAT)
+        l_order, l_groups, l_reqs, labels = self._fetch_plan(label_ids, P.FIELD_LABEL)
+        replies = self._servers.call_all(f_reqs + l_reqs, P.Op.FEATURES)
+        self._fetch_fill(f_order, f_groups, replies[:len(f_reqs)], feats)
+        self._fetch_fill(l_order, l_groups, replies[len(f_reqs):], labels)
+        return torch.from_numpy(feats), torch.from_numpy(labels)
 
     # ---------------------------------------------------------------- properties
     @property

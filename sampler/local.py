@@ -64,6 +64,10 @@ class LocalSampler:
             raise ValueError(f"store {self.store.path} has no labels")
         return torch.from_numpy(ops.gather(self.store.label, ids, self.store.node_offset))
 
+    def fetch_features_and_labels(self, feat_ids, label_ids) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(fetch_features(feat_ids), fetch_labels(label_ids))``, as SamplingClient's one-round-trip call."""
+        return self.fetch_features(feat_ids), self.fetch_labels(label_ids)
+
     # -------------------------------------------------------------- properties
     @property
     def num_nodes(self) -> int:

@@ -40,6 +40,21 @@ ENV_RETRY_TIMEOUT = "BGL_SERVER_RETRY_TIMEOUT"
 # Back-off between sends to a server that is not connected (yet): first and longest sleep.
 RETRY_BACKOFF_S = (0.005, 0.2)
 
+# Payload bytes every SamplingClient of this process sent to / received from graph servers
+# (ZeroMQ frame bodies; ZMTP framing, CURVE overhead and TCP headers not included).  One
+# process-wide pair so a trainer can read what its inline loader's clients moved in an epoch.
+_TRAFFIC = [0, 0]
+
+
+def traffic() -> dict[str, int]:
+    """``{"sent": bytes, "received": bytes}`` this process's clients exchanged with servers so far."""
+    return {"sent": _TRAFFIC[0], "received": _TRAFFIC[1]}
+
+
+def _frames_nbytes(frames) -> int:
+    """Body bytes of a multipart message (bytes, numpy arrays or ``zmq.Frame`` s)."""
+    return sum(memoryview(f.buffer if isinstance(f, zmq.Frame) else f).nbytes for f in frames)
+
 
 def retry_timeout_from_env(default: float) -> float:
     """``$BGL_SERVER_RETRY_TIMEOUT`` as seconds (ValueError naming it if malformed), else ``default``."""
@@ -218,6 +233,7 @@ class ServerSockets:
                 if srv in lost:  # back: give the restarted server a full timeout to answer
                     deadline = max(deadline, now + self.timeout)
                 pending[P.peek_req_id(frames[0])] = pos
+                _TRAFFIC[0] += _frames_nbytes(frames)
             unsent = waiting
             if poller is None:
                 poller, monitors = self.poller(servers)
@@ -256,6 +272,7 @@ class ServerSockets:
                         reply = sock.recv_multipart(zmq.NOBLOCK, copy=False)
                     except zmq.Again:
                         break
+                    _TRAFFIC[1] += _frames_nbytes(reply)
                     pos = pending.pop(P.peek_req_id(reply[0]), None)
                     if pos is None:
                         continue  # a late reply to a request that already timed out

@@ -49,6 +49,39 @@ def test_two_part_servers_equal_unpartitioned(module_servers, random_store):
             client.fetch_labels([500])
 
 
+def test_traffic_counts_request_and_reply_bytes(module_servers):
+    from bgl.sampler.client import traffic
+
+    ids = np.arange(10, dtype=np.int64)
+    # first FEATURES request may compile the server's gather kernel: a long timeout, then measure
+    with SamplingClient([module_servers["whole"].address], timeout=120) as client:
+        client.fetch_features(ids)
+        before = traffic()
+        rows = client.fetch_features(ids)
+        after = traffic()
+    request = P.features_request(1, ids, P.FIELD_FEAT)
+    reply = P.features_reply(1, P.FIELD_FEAT, rows.numpy())
+    assert after["sent"] - before["sent"] == len(request[0]) + ids.nbytes
+    assert after["received"] - before["received"] == len(reply[0]) + rows.numpy().nbytes
+
+
+def test_features_and_labels_in_one_round_trip_equal_the_separate_fetches(module_servers, random_store):
+    parts = [s.address for s in module_servers["parts"]]
+    feat_ids = torch.tensor([499, 0, 229, 230, 7, 499])  # both parts, repeats, mixed order
+    label_ids = torch.tensor([231, 3])
+    local = LocalSampler(random_store)
+    with SamplingClient(parts, timeout=120) as client:
+        client.fetch_features(feat_ids)  # warm-up: the first FEATURES may compile the servers' kernels
+        client.fetch_labels(label_ids)
+        feats, labels = client.fetch_features_and_labels(feat_ids, label_ids)
+        assert torch.equal(feats, local.fetch_features(feat_ids))
+        assert torch.equal(labels, local.fetch_labels(label_ids))
+        lf, ll = local.fetch_features_and_labels(feat_ids, label_ids)
+        assert torch.equal(lf, feats) and torch.equal(ll, labels)
+        with pytest.raises(ValueError, match="= 500 is outside"):
+            client.fetch_features_and_labels(feat_ids, [500])
+
+
 def test_client_rejects_incomplete_ranges(module_servers):
     with pytest.raises(ProtocolError, match="do not tile"):
         SamplingClient([module_servers["parts"][0].address])
