@@ -16,6 +16,14 @@ epochs normally).  Ratios are against ``dgl-w0``.
 Usage::
 
     python bench/dataloader.py --workdir /tmp/bgl-bench-dl [--scale 20] [--max-batches 20]
+
+``--suite dropin`` measures the drop-in instead (see :func:`run_dropin`): DGL's own
+node-classification loop on a DGLGraph (Cora, CiteSeer, PubMed, and PubMed with
+8,192-dim features for memory), once with ``dgl.dataloading.DataLoader`` and once
+with only the import swapped to ``bgl.DataLoader`` (bgl defaults), each run in its
+own child process so its peak RSS is its own (``os.wait4``)::
+
+    python bench/dataloader.py --suite dropin [--rounds 3] [--epochs 10]
 """
 from __future__ import annotations
 
@@ -23,6 +31,10 @@ import argparse
 import json
 import os
 import platform
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -148,6 +160,162 @@ def run_dataset(name, store, args) -> list[dict]:
         print(json.dumps(row), flush=True)
     return rows
 
+# ---------------------------------------------------------------- the drop-in suite (--suite dropin)
+PUBMED_FEAT_DIM = 500  # PubMed's real TF-IDF width; the stored PubMed has no features (PROVENANCE.md)
+
+
+def datasets_dir() -> Path:
+    """shared/datasets next to the checkout (worktrees: ../shared), or env BGL_DATASETS."""
+    env = os.environ.get("BGL_DATASETS")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parents[1]
+    for cand in (here / "shared" / "datasets", here.parent / "shared" / "datasets",
+                 here.parent.parent / "shared" / "datasets"):
+        if cand.is_dir():
+            return cand
+    raise SystemExit("shared/datasets not found; set BGL_DATASETS")
+
+
+def load_dglgraph(name: str, wide_dim: int):
+    """The DGLGraph a user would build: symmetric edges, ndata feat/label/masks (60/20/20 split).
+
+    Cora/CiteSeer: real bag-of-words features.  PubMed: real graph and labels,
+    seeded N(0,1) features of width 500 (``pubmed``) or ``wide_dim`` (``pubmed-wide``).
+    """
+    import dgl
+
+    from bgl.sources.npz_formats import read_csr_npz, read_gnn_benchmark
+    from bgl.sources.splits import stratified_split
+
+    base = datasets_dir()
+    src = (read_csr_npz(base / "pubmed_adj_labels.npz") if name.startswith("pubmed")
+           else read_gnn_benchmark(base / f"{name}.npz"))
+    s, d = (np.concatenate(parts) for parts in zip(*src.edges()))
+    g = dgl.to_bidirected(dgl.graph((torch.from_numpy(s), torch.from_numpy(d)), num_nodes=src.num_nodes))
+    feat = src.feat
+    if feat is None:
+        dim = wide_dim if name == "pubmed-wide" else PUBMED_FEAT_DIM
+        feat = np.random.default_rng(0).standard_normal((src.num_nodes, dim), dtype=np.float32)
+    g.ndata["feat"] = torch.from_numpy(np.ascontiguousarray(feat, dtype=np.float32))
+    label = np.asarray(src.label, dtype=np.int64)
+    g.ndata["label"] = torch.from_numpy(label)
+    for split, ids in stratified_split(label, src.num_nodes, seed=0).items():
+        mask = torch.zeros(src.num_nodes, dtype=torch.bool)
+        mask[torch.from_numpy(ids)] = True
+        g.ndata[f"{split}_mask"] = mask
+    return g
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def dropin_child(system: str, dataset: str, args) -> None:
+    """DGL's example loop (GraphSAGE 2 layers, hidden 128, batch 256, fanouts 10,10, shuffle) with
+    ``system``'s DataLoader; prints one JSON line.  Only the two loader names differ between systems."""
+    import dgl
+
+    torch.manual_seed(0)
+    g = load_dglgraph(dataset, args.wide_dim)
+    rss_graph = _rss_mb()
+    if system == "dgl":
+        from dgl.dataloading import DataLoader, NeighborSampler
+    else:
+        from bgl import DataLoader, NeighborSampler
+    train_ids = torch.nonzero(g.ndata["train_mask"], as_tuple=False).squeeze(1)
+    t = time.perf_counter()
+    loader = DataLoader(g, train_ids, NeighborSampler([10, 10]), batch_size=256, shuffle=True)
+    setup_s = time.perf_counter() - t
+    model = SAGE(g.ndata["feat"].shape[1], 128, int(g.ndata["label"].max()) + 1)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    wide = dataset == "pubmed-wide"
+    epochs = 1 if wide else args.dropin_epochs
+    epoch_s, cpu_s, batches = [], [], 0
+    for _ in range(epochs):
+        t, c = time.perf_counter(), time.process_time()
+        for i, (_, _, blocks) in enumerate(loader):
+            x, y = blocks[0].srcdata["feat"], blocks[-1].dstdata["label"]
+            loss = torch.nn.functional.cross_entropy(model(blocks, x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            batches += 1
+            if wide and i + 1 >= args.wide_batches:
+                break
+        epoch_s.append(time.perf_counter() - t)
+        cpu_s.append(time.process_time() - c)  # CPU of all this process's threads: less hostage to the box's load
+    print(json.dumps(dict(system=system, dataset=dataset, setup_s=setup_s, epoch_s=epoch_s, cpu_s=cpu_s, batches=batches,
+                          rss_graph_mb=rss_graph, num_nodes=g.num_nodes(), feat_dim=int(g.ndata["feat"].shape[1]),
+                          dgl=dgl.__version__)), flush=True)
+
+
+def _run_child(script: Path, system: str, dataset: str, args) -> dict:
+    cmd = [sys.executable, str(script), "--child", system, dataset, "--torch-threads", str(args.torch_threads),
+           "--dropin-epochs", str(args.dropin_epochs), "--wide-dim", str(args.wide_dim),
+           "--wide-batches", str(args.wide_batches)]
+    with tempfile.TemporaryFile(mode="w+") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
+                                env={**os.environ, "DGLBACKEND": "pytorch"})
+        out = proc.stdout.read()
+        proc.stdout.close()
+        # wait4 instead of Popen.wait: this child's own rusage, so ru_maxrss is its peak RSS alone.
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            raise RuntimeError(f"{system} {dataset} failed (exit {proc.returncode}):\n{err.read()[-3000:]}")
+    row = json.loads(out.strip().splitlines()[-1])
+    row["peak_rss_mb"] = usage.ru_maxrss / 1024  # Linux: KiB
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def run_dropin(args, script: Path) -> list[dict]:
+    """Both systems on every dataset, ``--rounds`` times, alternating which goes first; prints the table."""
+    print(f"machine: {platform.machine()}, {len(os.sched_getaffinity(0))} cores, load {os.getloadavg()}, "
+          f"torch {torch.__version__}, child torch threads {args.torch_threads or 'all'}, niceness {os.nice(0)}")
+    rows = []
+    for r in range(args.rounds):
+        for dataset in args.dropin_datasets.split(","):
+            if dataset == "pubmed-wide" and r >= 2:
+                continue  # peak RSS barely moves between runs; two rounds bound the 8k-dim model's cost
+            for system in (("dgl", "bgl") if r % 2 == 0 else ("bgl", "dgl")):
+                rows.append(_run_child(script, system, dataset, args))
+    print(dropin_table(rows))
+    print(f"load average after: {os.getloadavg()}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+    return rows
+
+
+def dropin_table(rows) -> str:
+    """Markdown table of medians per dataset and system, with bgl/DGL ratios (time: <= 1 is as fast)."""
+    lines = ["| dataset | nodes | feat dim | batches | runs | DGL loop s | bgl loop s | **bgl/DGL time** | bgl/DGL CPU time | "
+             "DGL epoch s (median) | bgl epoch s (median) | DGL setup s | bgl setup s | RSS of graph MB | "
+             "DGL peak RSS MB | bgl peak RSS MB | **bgl/DGL peak RSS** |", "|" + "---|" * 17]
+    med = statistics.median
+    for ds in dict.fromkeys(r["dataset"] for r in rows):
+        by = {sys_: [r for r in rows if r["dataset"] == ds and r["system"] == sys_] for sys_ in ("dgl", "bgl")}
+        if not by["dgl"] or not by["bgl"]:
+            continue
+        loop = {k: med(sum(r["epoch_s"]) for r in v) for k, v in by.items()}
+        cpu = {k: med(sum(r["cpu_s"]) for r in v) for k, v in by.items()}
+        epoch = {k: med(e for r in v for e in r["epoch_s"]) for k, v in by.items()}
+        setup = {k: med(r["setup_s"] for r in v) for k, v in by.items()}
+        rss = {k: med(r["peak_rss_mb"] for r in v) for k, v in by.items()}
+        first = by["dgl"][0]
+        lines.append(
+            f"| {ds} | {first['num_nodes']} | {first['feat_dim']} | {first['batches']} | {len(by['dgl'])} | "
+            f"{loop['dgl']:.2f} | {loop['bgl']:.2f} | **{loop['bgl'] / loop['dgl']:.2f}** | {cpu['bgl'] / cpu['dgl']:.2f} | {epoch['dgl']:.3f} | "
+            f"{epoch['bgl']:.3f} | {setup['dgl']:.2f} | {setup['bgl']:.2f} | {med(r['rss_graph_mb'] for r in rows if r['dataset'] == ds):.0f} | "
+            f"{rss['dgl']:.0f} | {rss['bgl']:.0f} | **{rss['bgl'] / rss['dgl']:.2f}** |")
+    return "\n".join(lines)
+
 
 def print_table(rows) -> str:
     lines = ["| dataset | loader | batches/epoch | loader-only batches/s | x dgl-w0 | train epoch s | "
@@ -178,7 +346,25 @@ def main() -> None:
     p.add_argument("--torch-threads", type=int, default=1,
                    help="trainer torch threads (0 = one per core of this process)")
     p.add_argument("--json", help="also write the rows here")
+    p.add_argument("--suite", choices=("store", "dropin"), default="store",
+                   help="store: loaders over one store (this file's table); dropin: DGL's loop on a DGLGraph, "
+                        "dgl vs bgl.DataLoader, each in a child process (epoch time and peak RSS)")
+    p.add_argument("--rounds", type=int, default=3, help="dropin: child runs per system and dataset (medians)")
+    p.add_argument("--dropin-datasets", default="cora,citeseer,pubmed,pubmed-wide",
+                   help="dropin: comma list of cora,citeseer,pubmed,pubmed-wide")
+    p.add_argument("--dropin-epochs", type=int, default=10, help="dropin: epochs of the timed loop")
+    p.add_argument("--wide-dim", type=int, default=8192, help="dropin: feature width of pubmed-wide")
+    p.add_argument("--wide-batches", type=int, default=10,
+                   help="dropin: batches of the one pubmed-wide epoch (peak RSS is reached in the first few)")
+    p.add_argument("--child", nargs=2, metavar=("SYSTEM", "DATASET"), help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.child:
+        torch.set_num_threads(args.torch_threads or max(1, len(os.sched_getaffinity(0))))
+        dropin_child(args.child[0], args.child[1], args)
+        return
+    if args.suite == "dropin":
+        run_dropin(args, Path(__file__).resolve())
+        return
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(args.torch_threads or max(1, len(os.sched_getaffinity(0))))

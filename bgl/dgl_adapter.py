@@ -27,29 +27,29 @@ def require_dgl():
 
 
 def to_dgl_block(block: Block):
-    """A ``dgl.Block`` with the same edges (CSC order), ``dgl.NID`` on src/dst and copied data.
+    """A ``dgl.Block`` with the same edges (CSC order), ``dgl.NID`` on src/dst and the block's data.
 
-    ``srcdata``/``dstdata`` tensors of the bgl block are attached, so
-    ``blocks[0].srcdata['feat']`` and ``blocks[-1].dstdata['label']`` work.
+    ``srcdata``/``dstdata`` tensors of the bgl block are attached (shared, not
+    copied), so ``blocks[0].srcdata['feat']`` and ``blocks[-1].dstdata['label']``
+    work.  The node and edge frames are handed to the block at construction:
+    four ``g.srcdata[k] = v`` assignments went through DGL's per-call checks
+    and cost as much again as building the graph (0.12 vs 0.056 ms per block).
     """
+    from dgl.frame import Frame
+
     dgl = _dgl()
-    g = _csc_block(block)
-    g.srcdata[dgl.NID] = block.src_ids
-    g.dstdata[dgl.NID] = block.dst_ids
-    if block.edge_ids is not None:
-        g.edata[dgl.EID] = block.edge_ids
-    for k, v in block.srcdata.items():
-        g.srcdata[k] = v
-    for k, v in block.dstdata.items():
-        g.dstdata[k] = v
-    return g
+    src = {dgl.NID: block.src_ids, **block.srcdata}
+    dst = {dgl.NID: block.dst_ids, **block.dstdata}
+    edges = {} if block.edge_ids is None else {dgl.EID: block.edge_ids}
+    return _csc_block(block, [Frame(src, num_rows=block.num_src), Frame(dst, num_rows=block.num_dst)],
+                      [Frame(edges, num_rows=block.num_edges)])
 
 
 _ALL_FORMATS = ["coo", "csr", "csc"]
 
 
-def _csc_block(block: Block):
-    """An empty-data ``dgl.Block`` over ``block``'s CSC arrays, shared without copies.
+def _csc_block(block: Block, node_frames=None, edge_frames=None):
+    """A ``dgl.Block`` over ``block``'s CSC arrays, shared without copies (empty data unless frames are given).
 
     Same graph as ``dgl.create_block({("_N", "_E", "_N"): ("csc", (indptr, indices, []))},
     num_src_nodes=..., num_dst_nodes=...)``, built straight from the unit-graph
@@ -71,12 +71,27 @@ def _csc_block(block: Block):
     # Two node types (SRC/_N, DST/_N) in one unit graph: exactly what a block is.
     gidx = heterograph_index.create_unitgraph_from_csr(2, block.num_src, block.num_dst, indptr, indices, empty,
                                                        _ALL_FORMATS, True)
-    return DGLBlock(gidx, (["_N"], ["_N"]), ["_E"])
+    return DGLBlock(gidx, (["_N"], ["_N"]), ["_E"], node_frames=node_frames, edge_frames=edge_frames)
 
 
 def to_dgl_blocks(blocks: Sequence[Block]) -> list:
     """:func:`to_dgl_block` for every layer."""
     return [to_dgl_block(b) for b in blocks]
+
+
+def dglgraph_csc_tensors(g) -> tuple[torch.Tensor, torch.Tensor]:
+    """In-edge CSC of a homogeneous DGLGraph as CPU tensors, without copies where DGL allows.
+
+    ``adj_tensors('csc')`` builds the CSC format once and keeps it in the graph
+    (DGL's own NeighborSampler does the same), then hands out views of it.
+    Returns ``indptr`` int64 [num_nodes + 1] (an int32 graph's is widened: the
+    sampler's row spans are int64) and ``indices`` int32/int64 [num_edges]
+    source ids in CSC order.
+    """
+    if len(g.ntypes) != 1 or len(g.etypes) != 1:
+        raise ValueError(f"expected a homogeneous graph, got ntypes={g.ntypes} etypes={g.etypes}")
+    indptr, indices, _ = g.adj_tensors("csc")
+    return indptr.cpu().to(torch.int64), indices.cpu()
 
 
 def dglgraph_to_csc(g) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

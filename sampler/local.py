@@ -1,6 +1,8 @@
 """In-process sampler over one graph store (whole graph or one partition part), no sockets."""
 from __future__ import annotations
 
+import os
+
 from typing import Sequence
 
 import numpy as np
@@ -22,12 +24,14 @@ class LocalSampler:
 
     Parameters
     ----------
-    store : GraphStore or a store directory
+    store : GraphStore, a store directory, or any object with its read API
+        (``indptr``, ``indices``, ``feat``, ``label``, ``node_offset``, ...), such as
+        :class:`bgl.loader.graph_arrays.GraphArrays` over a DGLGraph's tensors
     prob : optional float [num_edges] per-edge sampling weights (CSC order)
     """
 
     def __init__(self, store: GraphStore | str, prob: np.ndarray | None = None):
-        self.store = store if isinstance(store, GraphStore) else GraphStore(store)
+        self.store = GraphStore(store) if isinstance(store, (str, os.PathLike)) else store
         self._indptr = np.asarray(self.store.indptr)
         self._indices = self.store.indices
         if prob is not None:

@@ -19,5 +19,6 @@ from a short profiling run (:mod:`bgl.loader.resources`).
 ``stage_process``      what runs inside one stage process (queues, pinning)
 ``resources``          ``CoreSplit``: profile stages, split cores
 ``gpu_gather``         ``HostFeatureSource``: UVA or pinned CPU gather of rows
+``graph_arrays``       ``GraphArrays``: a DGLGraph's own tensors (zero-copy) as the graph
 =====================  =====================================================
 """

@@ -11,9 +11,6 @@ in :mod:`bgl.loader.dataloader`.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -118,26 +115,6 @@ class GraphInfo:
         self.has_label, self.store, self.partition_dir, self.from_dgl = has_label, store, partition_dir, from_dgl
 
 
-def _dglgraph_to_store(g, out_dir: Path, feat_key: Optional[str], label_key: Optional[str]) -> GraphStore:
-    """Write a homogeneous DGLGraph as a store, keeping its exact edges (duplicates and self-loops too)."""
-    from ..dgl_adapter import dglgraph_to_csc
-    from ..store import write_store
-
-    indptr, indices, _ = dglgraph_to_csc(g)
-    feat = label = None
-    if feat_key is not None and feat_key in g.ndata:
-        feat = g.ndata[feat_key].detach().cpu().numpy()
-        if feat.ndim != 2:
-            raise ValueError(f"g.ndata[{feat_key!r}] must be 2-D [num_nodes, dim], got shape {feat.shape}")
-    if label_key is not None and label_key in g.ndata:
-        label = g.ndata[label_key].detach().cpu().numpy().astype(np.int64)
-        if label.ndim != 1:
-            raise ValueError(f"g.ndata[{label_key!r}] must be 1-D [num_nodes], got shape {label.shape}")
-    num_classes = int(label.max()) + 1 if label is not None and label.size else None
-    return write_store(out_dir, indptr, indices, feat=feat, label=label, num_classes=num_classes,
-                       name="dglgraph")
-
-
 def _ping_all(addresses: Sequence[str], timeout: float) -> None:
     from ..sampler.client import ping
 
@@ -158,23 +135,27 @@ def _servers_info(addresses: Sequence[str], timeout: float, partition_dir: Optio
                          int(client.num_classes or 0) > 0, partition_dir=partition_dir)
 
 
-def resolve_graph(owner, graph, feat_key, label_key, timeout: float) -> tuple[GraphInfo, Optional[str]]:
-    """(GraphInfo, temporary store dir or None) for any graph the DataLoader accepts.
+def resolve_graph(graph, feat_key, label_key, timeout: float, shared: bool = False) -> GraphInfo:
+    """GraphInfo for any graph the DataLoader accepts.
 
-    A DGLGraph is written to a temporary store that is removed when ``owner``
-    (the DataLoader) is garbage-collected.
+    A DGLGraph is used in place: its CSC and feature/label tensors, zero-copy
+    (:mod:`bgl.loader.graph_arrays`); ``shared`` (stage processes) copies them
+    once into shared memory.
     """
     if is_dgl_object(graph):
         if not hasattr(graph, "ndata") or len(getattr(graph, "ntypes", ["_N"])) != 1:
             raise ValueError("only homogeneous DGLGraphs are supported")
-        tmpdir = tempfile.mkdtemp(prefix="bgl-dglgraph-")
-        weakref.finalize(owner, shutil.rmtree, tmpdir, True)
-        store = _dglgraph_to_store(graph, Path(tmpdir) / "store", feat_key, label_key)
-        info = store_info(store)
-        info.from_dgl = True
-        return info, tmpdir
+        from .graph_arrays import dglgraph_arrays
+
+        arrays = dglgraph_arrays(graph, feat_key, label_key)
+        if shared:
+            arrays = arrays.share_memory()
+        dtype = None if arrays.feat is None else arrays.tensor("feat").dtype
+        info = GraphInfo(SamplingSpec("store", arrays=arrays), arrays.num_nodes, arrays.feat_dim, dtype,
+                         arrays.label is not None, store=arrays, from_dgl=True)
+        return info
     if isinstance(graph, GraphStore):
-        return store_info(graph), None
+        return store_info(graph)
     if isinstance(graph, (str, os.PathLike)):
         path = Path(graph)
         if (path / "partition.json").is_file():
@@ -183,11 +164,11 @@ def resolve_graph(owner, graph, feat_key, label_key, timeout: float) -> tuple[Gr
             if not addresses:
                 raise ValueError(f"{path} is a partition dir; set BGL_SERVERS to its graph servers' "
                                  "addresses (bgl launch does this) or pass a store dir")
-            return _servers_info(addresses, timeout, partition_dir=path), None
-        return store_info(GraphStore(path)), None
+            return _servers_info(addresses, timeout, partition_dir=path)
+        return store_info(GraphStore(path))
     if isinstance(graph, (list, tuple)) and graph and all(isinstance(a, str) for a in graph):
         env_dir = env_partition_dir()
-        return _servers_info(list(graph), timeout, partition_dir=Path(env_dir) if env_dir else None), None
+        return _servers_info(list(graph), timeout, partition_dir=Path(env_dir) if env_dir else None)
     raise TypeError(f"graph must be a DGLGraph, GraphStore, store/partition dir or list of server "
                     f"addresses, got {type(graph).__name__}")
 

@@ -7,8 +7,8 @@ the stage.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -18,21 +18,26 @@ import torch
 class SamplingSpec:
     """Where samples and features come from, as picklable facts.
 
-    ``kind="store"``: a graph store directory sampled in-process by
-    :class:`bgl.sampler.LocalSampler`.  ``kind="servers"``: graph servers
-    reached by :class:`bgl.sampler.SamplingClient` (one address per part, in
-    part order).
+    ``kind="store"``: a graph store directory (``path``) or an in-memory
+    :class:`~bgl.loader.graph_arrays.GraphArrays` (``arrays``, a DGLGraph's own
+    tensors) sampled in-process by :class:`bgl.sampler.LocalSampler`.
+    ``kind="servers"``: graph servers reached by :class:`bgl.sampler.SamplingClient`
+    (one address per part, in part order).
     """
 
     kind: str
     path: Optional[str] = None
     addresses: tuple[str, ...] = ()
     timeout: float = 5.0
+    arrays: Any = field(default=None, compare=False)
 
     def open(self):
         """A live sampler (``sample_blocks`` / ``fetch_features`` / ``fetch_labels``)."""
         if self.kind == "store":
             from ..sampler import LocalSampler
+
+            if self.arrays is not None:
+                return LocalSampler(self.arrays)
             from ..store import GraphStore
 
             return LocalSampler(GraphStore(self.path, validate="none"))
@@ -46,6 +51,8 @@ class SamplingSpec:
         """The local graph store (for proximity ordering and degree-based caches), or None for servers."""
         if self.kind != "store":
             return None
+        if self.arrays is not None:
+            return self.arrays
         from ..store import GraphStore
 
         return GraphStore(self.path, validate="none")
