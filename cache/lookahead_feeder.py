@@ -45,6 +45,8 @@ class LookaheadFeeder:
     ids_of : item -> int64 ids tensor on the cache device (default ``item.blocks[0].src_ids``).
     num_seeds_of : item -> number of leading ids that are seeds (default
         ``item.blocks[-1].num_dst``), or None to pass 0.
+    on_fetch : optional ``f(item)`` called right before the item's fetch (the fetch stage uses it
+        to let the item's labels ride in the same request as its missing rows).
 
     Raises
     ------
@@ -55,7 +57,8 @@ class LookaheadFeeder:
 
     def __init__(self, cache, miss_source: MissSource, depth: int,
                  ids_of: Callable[[Any], torch.Tensor] = _src_ids,
-                 num_seeds_of: Optional[Callable[[Any], int]] = _num_seeds):
+                 num_seeds_of: Optional[Callable[[Any], int]] = _num_seeds,
+                 on_fetch: Optional[Callable[[Any], None]] = None):
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
             raise ValueError(f"depth must be an int >= 0, got {depth!r}")
         self.cache = cache
@@ -64,6 +67,7 @@ class LookaheadFeeder:
         self.depth = depth if self.announce is not None else 0
         self.ids_of = ids_of
         self.num_seeds_of = num_seeds_of
+        self.on_fetch = on_fetch
 
     def __call__(self, items: Iterable) -> Iterator[tuple[Any, torch.Tensor]]:
         """Yield ``(item, cache.fetch(ids_of(item), ...))`` for every item, in order."""
@@ -86,4 +90,6 @@ class LookaheadFeeder:
 
     def _fetch(self, item, ids: torch.Tensor):
         num_seeds = self.num_seeds_of(item) if self.num_seeds_of is not None else 0
+        if self.on_fetch is not None:
+            self.on_fetch(item)
         return item, self.cache.fetch(ids, self.miss_source, num_seeds=num_seeds)

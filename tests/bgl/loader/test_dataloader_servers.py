@@ -58,3 +58,33 @@ def test_proximity_order_needs_a_local_graph(served_partition):
     _, addresses = served_partition
     with pytest.raises(ValueError, match="proximity"):
         bgl.DataLoader(addresses, np.arange(10), bgl.NeighborSampler([2]), order="proximity")
+
+
+@pytest.mark.parametrize("cache", [False, "lookahead", "fifo"])
+def test_labels_ride_with_the_feature_request(served_partition, random_store, monkeypatch, cache):
+    """Over graph servers a batch's labels come in the same round trip as its missing rows:
+    a separate label fetch happens only for a batch whose rows all hit the cache."""
+    from bgl.sampler.client import SamplingClient
+
+    book, addresses = served_partition
+    separate = []
+    real_fetch_labels = SamplingClient.fetch_labels
+
+    def counting_fetch_labels(self, ids):
+        separate.append(len(ids))
+        return real_fetch_labels(self, ids)
+
+    monkeypatch.setattr(SamplingClient, "fetch_labels", counting_fetch_labels)
+    train = book.split("train")
+    loader = bgl.DataLoader(addresses, train, bgl.NeighborSampler([4, 4]), batch_size=64, shuffle=True,
+                            cache=cache, **({"cache_ratio": 0.2} if cache else {}))
+    batches = 0
+    for input_nodes, output_nodes, blocks in loader:
+        check_against_original(random_store, book, input_nodes, output_nodes, blocks)
+        batches += 1
+    assert batches == len(loader) > 1
+    if not cache:
+        assert separate == []  # every batch fetched rows, so its labels rode along
+    else:
+        assert len(separate) <= loader.cache_stats()["requests"]
+        assert len(separate) < batches
