@@ -146,11 +146,15 @@ def test_break_close_and_gc_stop_the_processes(spawned_children, random_store, s
 
 
 CTRL_C_TRAINER = '''
-import json, sys, time
+import json, signal, sys, time
 import bgl
 from bgl.store import GraphStore
 
 if __name__ == "__main__":
+    # Ctrl-C as at a terminal: a process started in the background by a non-interactive shell
+    # inherits SIGINT ignored, and Python then never raises KeyboardInterrupt (a CI runner that
+    # starts pytest with `cmd &` made this test hang).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     store = GraphStore(sys.argv[1])
     loader = bgl.DataLoader(store, store.train_idx, bgl.NeighborSampler([5, 5]), batch_size=16,
                             shuffle=True, pipeline="processes", stage_cores={"sample": 1, "fetch": 1})
