@@ -16,9 +16,12 @@ throttled on every page: 14.5 min for 2x the edges of a 2.3 min run.  Now
 every output byte is written once, in order, and the random scatter hits
 only anonymous memory.
 
-Memory: the bucket buffer (``min(raw entries, fill budget) * itemsize``;
-the budget defaults to :data:`FILL_MEMORY_FRACTION` of available RAM) plus
-four ``num_nodes``-long int64 arrays (32 B/node).  A graph whose raw entries
+Memory while filling: the bucket buffer (``min(raw entries, fill budget) *
+itemsize``; the budget defaults to :data:`FILL_MEMORY_FRACTION` of available
+RAM), the raw row offsets and the row counts (16 B/node), and three int64
+arrays over the bucket's rows (cursor, local and final offsets: 24 B/row), so
+40 B/node for a graph filled in one bucket; the final offsets (8 B/node) are
+allocated after the buffer is freed.  A graph whose raw entries
 fit the budget is filled in one pass; a bigger one costs one more read of the
 edge stream per extra bucket.
 """
@@ -116,22 +119,21 @@ def build_csc(edge_chunks: EdgeChunks, num_nodes: int, id_dtype: np.dtype, scrat
     counts, seen = _count_pass(edge_chunks, num_nodes, symmetrize, remove_self_loops, progress, total_edges)
     raw_indptr = np.zeros(num_nodes + 1, np.int64)
     np.cumsum(counts, out=raw_indptr[1:])
-    del counts
     raw_edges = int(raw_indptr[-1])
     log.debug("counting pass: %d input edges -> %d raw CSC entries", seen, raw_edges)
 
     indices_file = Path(scratch_dir) / "indices.raw"
-    indptr = np.zeros(num_nodes + 1, np.int64)
     if raw_edges == 0:
         indices_file.write_bytes(b"")
-        return CscResult(indptr, indices_file, 0, 0, id_dtype)
+        return CscResult(np.zeros(num_nodes + 1, np.int64), indices_file, 0, 0, id_dtype)
     budget = default_fill_bytes() if fill_bytes is None else int(fill_bytes)
     buckets = row_buckets(raw_indptr, max(1, budget // id_dtype.itemsize))
     log.info("fill: %d raw entries in %d bucket(s) of <= %d MiB%s", raw_edges, len(buckets) - 1,
              budget >> 20, ", sorting and de-duplicating rows" if dedupe else ", sorting rows")
     widest = int(np.max(raw_indptr[buckets[1:]] - raw_indptr[buckets[:-1]]))
     buf = np.empty(widest, id_dtype)
-    new_counts = np.zeros(num_nodes, np.int64)
+    new_counts = counts  # reuse the buffer: every bucket overwrites its rows' counts
+    del counts
     written = 0
     with open(indices_file, "wb") as f:
         for lo, hi in zip(buckets[:-1].tolist(), buckets[1:].tolist()):
@@ -147,6 +149,7 @@ def build_csc(edge_chunks: EdgeChunks, num_nodes: int, id_dtype: np.dtype, scrat
             buf[: new_ptr[-1]].tofile(f)  # sequential: each output byte written once
             written += int(new_ptr[-1])
     del buf
+    indptr = np.zeros(num_nodes + 1, np.int64)
     np.cumsum(new_counts, out=indptr[1:])
     num_edges = int(indptr[-1])
     assert num_edges == written
