@@ -68,11 +68,9 @@ def build_stores(workdir: Path, scale: int, feat_dim: int):
 
 
 def to_dglgraph(store):
-    import dgl
+    from bgl.dgl_adapter import csc_to_dglgraph
 
-    src = np.asarray(store.indices).astype(np.int64)
-    dst = np.repeat(np.arange(store.num_nodes, dtype=np.int64), np.diff(store.indptr))
-    g = dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)), num_nodes=store.num_nodes)
+    g = csc_to_dglgraph(np.asarray(store.indptr), np.asarray(store.indices), store.num_nodes)
     g.ndata["feat"] = torch.from_numpy(np.array(store.feat))
     g.ndata["label"] = torch.from_numpy(np.array(store.label))
     return g
