@@ -11,9 +11,11 @@ For each graph, one run:
    servers and two trainers (bench/distdgl_worker.py) started with the
    ``DGL_*`` environment DGL's ``tools/launch.py`` sets.
 3. bgl: ``bgl partition --method bgl --parts 2``, then ``bgl launch --backend
-   local`` with 2 graph servers and 2 trainers running examples/train_sage.py,
-   with cache + proximity order (train_sage's defaults) and without (no cache,
-   random order).
+   local`` on two "machines" (127.0.0.1 and 127.0.0.2), each with the graph
+   server of its part and one trainer running examples/train_sage.py: with the
+   lookahead cache + proximity order (train_sage's defaults), without (no
+   cache, random order), and with them but every read over a socket
+   (``--no-local-reads``, the ablation of co-located reads).
 
 Shared memory: a DistDGL server copies its partition and features into POSIX
 shared memory under names that carry no part id, for the trainers on its
@@ -22,8 +24,9 @@ the DistDGL side runs in a private ``/dev/shm`` (``unshare --mount``, root),
 and server 1, the second machine, in a second private one.  Trainers sit on
 machine 0 (DistDGL picks the first ip_config line that is a local address), so
 they read part 0 through shared memory and part 1 over loopback, as trainers
-co-located with a server do in a real cluster; every bgl request goes over a
-socket.
+co-located with a server do in a real cluster.  bgl's trainer r reads part r
+from the partition files (co-located read) and part 1-r over loopback: per
+trainer, the same one part of two local as DistDGL's.
 
 Per epoch: time (slowest trainer), seeds/s, bytes: the loopback interface's
 rx counter around the epoch (machine-wide: includes gloo's gradient
@@ -249,18 +252,25 @@ def run_distdgl(part_config: Path, work: Path, num_classes: int, args, extra: li
     return json.loads(stats.read_text()) if code == 0 and stats.is_file() else None
 
 
-def bgl_launch_prefix(parts: Path, work: Path) -> list[str]:
-    """``bgl launch --backend local`` with 2 graph servers (1 thread each, plaintext) and 2 trainers."""
+def bgl_launch_prefix(parts: Path, work: Path, local_reads: bool = True) -> list[str]:
+    """``bgl launch --backend local`` on two "machines", 127.0.0.1 and 127.0.0.2: each runs one
+    graph server (1 thread, plaintext) for its part and one trainer, as a 2-machine cluster would.
+
+    With ``local_reads`` the trainer on machine r reads part r from the partition files (bgl's
+    co-located read, ``BGL_LOCAL_PARTS``) and part 1-r over loopback; DistDGL's trainers likewise
+    read their machine's part from shared memory and the other one over RPC.
+    """
     hosts = work / "hosts.txt"
-    hosts.write_text("127.0.0.1\n")
+    hosts.write_text("127.0.0.1\n127.0.0.2\n")
     port_base = free_ports(1, start=31100)[0]
     from bgl.launch.backends import port_is_free
 
-    while not all(port_is_free("127.0.0.1", p) for p in range(port_base, port_base + 3)):
-        port_base += 3
+    while not all(port_is_free(ip, p) for ip in ("127.0.0.1", "127.0.0.2") for p in range(port_base, port_base + 2)):
+        port_base += 2
     return [sys.executable, "-m", "bgl.cli", "launch", "--backend", "local", "--hosts", str(hosts),
-            "--partition", str(parts), "--num-trainers", "2", "--num-servers-per-host", "2",
-            "--port-base", str(port_base), "--server-threads", "1", "--no-curve", "--workdir", str(REPO), "--"]
+            "--partition", str(parts), "--num-trainers", "1", "--num-servers-per-host", "1",
+            "--port-base", str(port_base), "--server-threads", "1", "--no-curve", "--workdir", str(REPO),
+            *([] if local_reads else ["--no-local-reads"]), "--"]
 
 
 def run_bgl_profile(parts: Path, work: Path, args) -> None:
@@ -269,19 +279,30 @@ def run_bgl_profile(parts: Path, work: Path, args) -> None:
            "--graph", str(parts), "--batch-size", str(args.batch_size), "--fanouts", args.fanouts,
            "--hidden", str(args.hidden)]
     print("$ " + " ".join(cmd), flush=True)
-    subprocess.run(cmd, timeout=args.timeout)
+    subprocess.run(cmd, timeout=args.timeout, env=one_thread_env())
 
 
-def run_bgl(parts: Path, work: Path, args, cache: str, order: str, extra: list[str] = ()) -> dict | None:
+def run_bgl(parts: Path, work: Path, args, cache: str, order: str, local_reads: bool = True) -> dict | None:
     """``bgl launch --backend local``: 2 servers, 2 trainers of examples/train_sage.py; stats or None."""
-    stats = work / f"bgl-{cache}-{order}-stats.json"
-    cmd = [*bgl_launch_prefix(parts, work), sys.executable, str(TRAIN_SCRIPT), "--graph", str(parts),
+    stats = work / f"bgl-{cache}-{order}-{'local' if local_reads else 'sockets'}-stats.json"
+    cmd = [*bgl_launch_prefix(parts, work, local_reads), sys.executable, str(TRAIN_SCRIPT), "--graph", str(parts),
            "--epochs", str(args.epochs),
            "--batch-size", str(args.batch_size), "--fanouts", args.fanouts, "--hidden", str(args.hidden),
-           "--cache", cache, "--order", order, "--stats-json", str(stats), *extra]
+           "--cache", cache, "--order", order, "--stats-json", str(stats)]
     print("$ " + " ".join(cmd), flush=True)
-    code = subprocess.run(cmd, timeout=args.timeout).returncode
+    code = subprocess.run(cmd, timeout=args.timeout, env=one_thread_env()).returncode
     return json.loads(stats.read_text()) if code == 0 and stats.is_file() else None
+
+
+def one_thread_env() -> dict[str, str]:
+    """The environment with ``OMP_NUM_THREADS=1``, as the DistDGL side runs.
+
+    Two "machines" share this box's cores, so each trainer gets one thread.
+    torchrun sets 1 itself only with several processes per node; with one
+    trainer per machine each would take every core and they would fight
+    (measured: PubMed epochs 0.87 s instead of 0.17 s).
+    """
+    return {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
 # ------------------------------------------------------------------ report
@@ -335,8 +356,9 @@ def main(argv=None) -> int:
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--fanouts", default="10,10")
     p.add_argument("--hidden", type=int, default=128)
-    p.add_argument("--systems", default="distdgl,bgl,bgl-cache-proximity",
-                   help="which rows: distdgl, bgl (no cache, random order), bgl-cache-proximity")
+    p.add_argument("--systems", default="distdgl,bgl,bgl-cache-proximity,bgl-sockets",
+                   help="which rows: distdgl, bgl (no cache, random order), bgl-cache-proximity "
+                        "(lookahead cache + proximity order), bgl-sockets (the same without co-located reads)")
     p.add_argument("--profile", action="store_true", help="also time the phases of a few batches per system")
     p.add_argument("--profile-only", action="store_true", help="only the per-batch profiles, no epoch rows")
     p.add_argument("--workdir", default=None, help="keep stores and partitions here (default: temp dir)")
@@ -377,10 +399,11 @@ def main(argv=None) -> int:
                 parts = work / "bgl-parts"
                 if not (parts / "partition.json").exists():
                     print(f"bgl partition: {partition_bgl(store_dir, parts):.1f} s", flush=True)
-                for name, cache, order in (("bgl", "none", "random"),
-                                           ("bgl-cache-proximity", "lookahead", "proximity")):
+                for name, cache, order, local in (("bgl", "none", "random", True),
+                                                  ("bgl-cache-proximity", "lookahead", "proximity", True),
+                                                  ("bgl-sockets", "lookahead", "proximity", False)):
                     if name in systems and not args.profile_only:
-                        stats = run_bgl(parts, work, args, cache, order)
+                        stats = run_bgl(parts, work, args, cache, order, local)
                         rows[name] = summarize(stats) if stats else None
                 if args.profile:
                     run_bgl_profile(parts, work, args)

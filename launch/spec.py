@@ -16,6 +16,10 @@ Placement rules
 * ``torch.distributed.run`` runs on every host with ``num_trainers``
   processes each; its rendezvous (``master_port``) is on the first host,
   by default the first port after that host's server slots.
+* Co-located reads (``local_reads``, on by default): a trainer's
+  ``BGL_LOCAL_PARTS`` lists the parts served from its own host's address, and
+  its client reads those from the partition files instead of over a socket
+  (:mod:`bgl.sampler.colocated`).
 """
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ DEFAULT_PORT_BASE = 30050
 # Environment contract with bgl.DataLoader (see ARCHITECTURE.md, "Launch").
 ENV_SERVERS = "BGL_SERVERS"
 ENV_PARTITION = "BGL_PARTITION"
+ENV_LOCAL_PARTS = "BGL_LOCAL_PARTS"
 # Every launched process carries the launch id (logs of one launch can be told apart).
 ENV_LAUNCH_ID = "BGL_LAUNCH_ID"
 # The SHUTDOWN token travels in this variable, never on a command line.
@@ -92,6 +97,11 @@ class ClusterSpec:
     python: str = sys.executable
     workdir: str = field(default_factory=os.getcwd)
     server_threads: int | None = None
+    local_reads: bool = True
+
+    def local_parts(self, host: Host) -> list[int]:
+        """Parts whose graph server runs at ``host``'s address (what its trainers may read directly)."""
+        return sorted(s.part for s in self.servers if s.host.ip == host.ip)
 
     @property
     def server_addresses(self) -> list[str]:
@@ -105,8 +115,9 @@ class ClusterSpec:
             "partition_dir": self.partition_dir,
             "num_parts": self.num_parts,
             "servers": [{"part": s.part, "address": s.address} for s in self.servers],
-            "trainers": [{"node_rank": t.node_rank, "host": t.host.ip,
-                          "nproc": self.num_trainers} for t in self.trainers],
+            "trainers": [{"node_rank": t.node_rank, "host": t.host.ip, "nproc": self.num_trainers,
+                          "local_parts": self.local_parts(t.host) if self.local_reads else []}
+                         for t in self.trainers],
             "master": f"{self.master_addr}:{self.master_port}",
             "command": list(self.command),
         }
@@ -117,7 +128,7 @@ def build_cluster_spec(hosts: Sequence[Host], partition_dir: str | os.PathLike, 
                        num_servers_per_host: int = 1, port_base: int = DEFAULT_PORT_BASE,
                        master_port: int | None = None, python: str = sys.executable,
                        workdir: str | os.PathLike | None = None,
-                       server_threads: int | None = None) -> ClusterSpec:
+                       server_threads: int | None = None, local_reads: bool = True) -> ClusterSpec:
     """Place servers and trainers (see the module docstring for the rules).
 
     Raises
@@ -173,7 +184,7 @@ def build_cluster_spec(hosts: Sequence[Host], partition_dir: str | os.PathLike, 
         servers=tuple(servers), trainers=trainers, master_addr=hosts[0].ip,
         master_port=master_port, command=tuple(command), python=python,
         workdir=str(Path(workdir).absolute()) if workdir else os.getcwd(),
-        server_threads=server_threads,
+        server_threads=server_threads, local_reads=bool(local_reads),
     )
 
 
@@ -222,11 +233,15 @@ def trainer_argv(spec: ClusterSpec, trainer: TrainerPlacement, log_dir: str) -> 
             "--tee=3", f"--log_dir={log_dir}", "--no-python", *user]
 
 
-def trainer_env(spec: ClusterSpec) -> dict[str, str]:
-    """Environment every trainer sees: where the servers are, where the partition is."""
+def trainer_env(spec: ClusterSpec, trainer: TrainerPlacement | None = None) -> dict[str, str]:
+    """Environment of the trainers on ``trainer``'s host: where the servers are, where the
+    partition is, and which parts they read from its files (none without ``trainer`` or
+    with ``local_reads`` off)."""
+    local = spec.local_parts(trainer.host) if trainer is not None and spec.local_reads else []
     return {
         ENV_SERVERS: ",".join(spec.server_addresses),
         ENV_PARTITION: spec.partition_dir,
+        ENV_LOCAL_PARTS: ",".join(map(str, local)),
         "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": RANK_PREFIX_TEMPLATE,
     }
 

@@ -227,10 +227,10 @@ class Supervisor:
         return None
 
     def _start_trainers(self) -> None:
-        env = trainer_env(self.spec)
-        if self.server_watch.server_restarts:  # the trainers' clients wait for a restarted server this long
-            env[ENV_RETRY_TIMEOUT] = f"{self.server_timeout:g}"
         for t in self.spec.trainers:
+            env = trainer_env(self.spec, t)
+            if self.server_watch.server_restarts:  # the trainers' clients wait for a restarted server this long
+                env[ENV_RETRY_TIMEOUT] = f"{self.server_timeout:g}"
             name = f"node{t.node_rank}"
             log_dir = self.backend.tmpdir_for(f"{self.launch_id}-{name}") + "/torchrun-logs"
             self._start("trainer", f"trainers on {t.host.ip} (torchrun node_rank {t.node_rank})",

@@ -24,6 +24,7 @@ the handshake was refused.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import time
@@ -37,7 +38,7 @@ from bgl.blocks import Block
 from bgl.errors import ProtocolError, ServerError, ServerUnavailable
 
 from . import _kernels as K
-from . import curve_keys, multilayer, ops
+from . import colocated, curve_keys, multilayer, ops
 from . import protocol as P
 from .reconnect import ENV_RETRY_TIMEOUT  # noqa: F401 (re-exported: the old home of the name)
 from .reconnect import ServerSockets, dealer, retry_timeout_from_env, traffic  # noqa: F401 (traffic: public here)
@@ -132,6 +133,10 @@ class SamplingClient:
     curve : :class:`~bgl.sampler.curve_keys.ClientKeys` for CURVE servers, None for
         plaintext; by default the keys in ``$BGL_CURVE_DIR`` if set (``bgl launch``
         sets it), else plaintext
+    local_stores : part stores this host can read (:mod:`bgl.sampler.colocated`): their
+        servers' samples and rows are read here from the memory-mapped files instead of
+        over a socket (same results); by default the parts ``$BGL_LOCAL_PARTS`` names in
+        ``$BGL_PARTITION`` (``bgl launch`` sets both), none when unset; ``()`` for none
 
     Raises
     ------
@@ -139,11 +144,12 @@ class SamplingClient:
     CurveKeyError : ``$BGL_CURVE_DIR`` is set but its key files are missing or bad
     ServerUnavailable : a server does not answer INFO in time (also: it refused
         this client's CURVE key; the message says so)
-    ProtocolError : a malformed INFO reply, or the servers' id ranges do not tile ``[0, num_nodes)``
+    ProtocolError : a malformed INFO reply, the servers' id ranges do not tile ``[0, num_nodes)``,
+        or a local store is not the part its server serves
     """
 
     def __init__(self, addresses: Sequence[str] | str, timeout: float = 5.0, curve=FROM_ENV,
-                 retry_timeout: float | None = None):
+                 retry_timeout: float | None = None, local_stores=FROM_ENV):
         if isinstance(addresses, str):
             addresses = [a for a in addresses.split(",") if a]
         if not addresses:
@@ -175,6 +181,9 @@ class SamplingClient:
             # dense relabel markers over the global id space (hash fallback for huge ones);
             # it also rejects neighbour ids a server sent outside [0, num_nodes)
             self._relabel = ops.Relabeler(int(self.bounds[-1]))
+            if isinstance(local_stores, str) and local_stores == FROM_ENV:
+                local_stores = colocated.stores_from_env()
+            self._local = colocated.LocalParts(local_stores or (), self.infos, self.addresses)
         except BaseException:
             self.close()  # sockets are released here, not left to __del__
             raise
@@ -195,6 +204,11 @@ class SamplingClient:
                 raise ProtocolError(f"servers disagree on {key}: {sorted(map(str, values))}")
 
     @property
+    def local_servers(self) -> list[str]:
+        """Addresses of the servers whose part this client reads from its own files."""
+        return [self.addresses[srv] for srv in sorted(self._local.stores)]
+
+    @property
     def reconnects(self) -> int:
         """Sockets replaced after a server went away (for logs and tests)."""
         return self._servers.reconnects
@@ -213,21 +227,46 @@ class SamplingClient:
         return order, groups
 
     # ------------------------------------------------------------------ sampling
+    def _answer(self, jobs, expect: P.Op) -> list:
+        """The reply arrays of each ``(server, request maker, local reader)`` job, in job order.
+
+        Requests to remote servers go out first; the co-located parts are read
+        here while those servers work, then the replies are collected.
+        """
+        results: list = [None] * len(jobs)
+        remote = [i for i, (srv, _, _) in enumerate(jobs) if srv not in self._local]
+
+        def read_local() -> None:
+            for i, (srv, _, read) in enumerate(jobs):
+                if srv in self._local:
+                    results[i] = read()
+
+        if not remote:
+            read_local()
+            return results
+        replies = self._servers.call_all([(jobs[i][0], jobs[i][1]()) for i in remote], expect,
+                                         while_waiting=read_local)
+        for i, (_, arrays) in zip(remote, replies):
+            results[i] = arrays
+        return results
+
     def sample_layer(self, dst: np.ndarray, fanout: int, replace: bool, seed: int):
         """One layer across servers: (counts int64 [m], nbrs [e] in dst order, None)."""
         fanout = ops.check_fanout(fanout)
         order, groups = self._split(dst)
         sorted_ids = dst[order]
-        reqs = [(s, P.sample_request(next(self._ids), sorted_ids[a:b], fanout, replace, seed)) for s, a, b in groups]
-        replies = self._servers.call_all(reqs, P.Op.SAMPLE)
-        for (s, a, b), (_, (counts, _nb)) in zip(groups, replies):
+        jobs = [(s, functools.partial(self._sample_request, sorted_ids[a:b], fanout, replace, seed),
+                 functools.partial(self._local.sample, s, sorted_ids[a:b], fanout, replace, seed))
+                for s, a, b in groups]
+        replies = self._answer(jobs, P.Op.SAMPLE)
+        for (s, a, b), (counts, _nb) in zip(groups, replies):
             if counts.shape[0] != b - a:
                 raise ProtocolError(f"{self.addresses[s]} returned {counts.shape[0]} counts for {b - a} seeds")
         if len(groups) == 1 and np.array_equal(order, np.arange(order.shape[0])):
-            counts, nbrs = replies[0][1]
+            counts, nbrs = replies[0]
             return counts, nbrs, None  # int32 or int64 as sent; the relabel takes both
-        sorted_counts = np.concatenate([r[1][0] for r in replies])
-        sorted_nbrs = np.concatenate([r[1][1].astype(np.int64, copy=False) for r in replies])
+        sorted_counts = np.concatenate([r[0] for r in replies])
+        sorted_nbrs = np.concatenate([r[1].astype(np.int64, copy=False) for r in replies])
         sorted_indptr = np.zeros(order.shape[0] + 1, np.int64)
         np.cumsum(sorted_counts, out=sorted_indptr[1:])
         if sorted_indptr[-1] != sorted_nbrs.shape[0]:
@@ -242,6 +281,9 @@ class SamplingClient:
         K.permute_segments(sorted_indptr, sorted_nbrs, inv, out_indptr, nbrs)
         return counts, nbrs, None
 
+    def _sample_request(self, ids, fanout: int, replace: bool, seed: int) -> list:
+        return P.sample_request(next(self._ids), ids, fanout, replace, seed)
+
     def sample_blocks(self, seeds, fanouts: Sequence[int], replace: bool = False,
                       seed: int | None = None) -> list[Block]:
         """Blocks for ``seeds`` (global ids, unique); ``blocks[-1].dst_ids == seeds``."""
@@ -249,11 +291,12 @@ class SamplingClient:
 
     # ------------------------------------------------------------------ features
     def _fetch_plan(self, ids, field: int):
-        """(ids, order, groups, requests, out) for one field: the requests and an empty result array."""
+        """(order, groups, jobs, out) for one field: the jobs for :meth:`_answer` and an empty result array."""
         ids = ops.as_ids(ids)
         order, groups = self._split(ids)
         sorted_ids = ids[order]
-        reqs = [(s, P.features_request(next(self._ids), sorted_ids[a:b], field)) for s, a, b in groups]
+        jobs = [(s, functools.partial(self._features_request, sorted_ids[a:b], field),
+                 functools.partial(self._read_local_rows, s, sorted_ids[a:b], field)) for s, a, b in groups]
         if field == P.FIELD_FEAT:
             dim = self.feat_dim
             if dim == 0:
@@ -263,19 +306,25 @@ class SamplingClient:
             if not self.infos[0].get("has_label", True):
                 raise ValueError(f"the servers {self.addresses} have no labels")
             out = np.empty(ids.shape[0], np.int64)
-        return order, groups, reqs, out
+        return order, groups, jobs, out
+
+    def _features_request(self, ids, field: int) -> list:
+        return P.features_request(next(self._ids), ids, field)
+
+    def _read_local_rows(self, srv: int, ids, field: int) -> tuple:
+        return (self._local.gather(srv, ids, field),)
 
     def _fetch_fill(self, order, groups, replies, out: np.ndarray) -> np.ndarray:
         row_size = int(np.prod(out.shape[1:], dtype=np.int64))
-        for (s, a, b), (_, (rows,)) in zip(groups, replies):
+        for (s, a, b), (rows,) in zip(groups, replies):
             if rows.size != (b - a) * row_size:
                 raise ProtocolError(f"{self.addresses[s]} returned {rows.size} values for {b - a} rows of {row_size}")
             out[order[a:b]] = rows.reshape((b - a,) + out.shape[1:])
         return out
 
     def _fetch(self, ids, field: int) -> np.ndarray:
-        order, groups, reqs, out = self._fetch_plan(ids, field)
-        return self._fetch_fill(order, groups, self._servers.call_all(reqs, P.Op.FEATURES), out)
+        order, groups, jobs, out = self._fetch_plan(ids, field)
+        return self._fetch_fill(order, groups, self._answer(jobs, P.Op.FEATURES), out)
 
     def fetch_features(self, ids) -> torch.Tensor:
         """Feature rows [n, feat_dim] of global ``ids``, in the order given."""
@@ -293,11 +342,11 @@ class SamplingClient:
         (profiled on Slashdot, batch 1024: the separate label fetch cost ~5.7 ms a batch,
         a third of the feature fetch; see bench/results/distdgl.md).
         """
-        f_order, f_groups, f_reqs, feats = self._fetch_plan(feat_ids, P.FIELD_FEAT)
-        l_order, l_groups, l_reqs, labels = self._fetch_plan(label_ids, P.FIELD_LABEL)
-        replies = self._servers.call_all(f_reqs + l_reqs, P.Op.FEATURES)
-        self._fetch_fill(f_order, f_groups, replies[:len(f_reqs)], feats)
-        self._fetch_fill(l_order, l_groups, replies[len(f_reqs):], labels)
+        f_order, f_groups, f_jobs, feats = self._fetch_plan(feat_ids, P.FIELD_FEAT)
+        l_order, l_groups, l_jobs, labels = self._fetch_plan(label_ids, P.FIELD_LABEL)
+        replies = self._answer(f_jobs + l_jobs, P.Op.FEATURES)
+        self._fetch_fill(f_order, f_groups, replies[:len(f_jobs)], feats)
+        self._fetch_fill(l_order, l_groups, replies[len(f_jobs):], labels)
         return torch.from_numpy(feats), torch.from_numpy(labels)
 
     # ---------------------------------------------------------------- properties

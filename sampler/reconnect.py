@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Sequence
+from typing import Callable, Sequence
 
 import zmq
 
@@ -192,8 +192,12 @@ class ServerSockets:
         self.socks = [self.socks[i] for i in order]
         self.watches = [self.watches[i] for i in order]
 
-    def call_all(self, requests: list[tuple[int, list]], expect: P.Op, wait_connect: bool = False):
+    def call_all(self, requests: list[tuple[int, list]], expect: P.Op, wait_connect: bool = False,
+                 while_waiting: Callable[[], None] | None = None):
         """Send every (server index, frames) at once; return [(server index, arrays)] in request order.
+
+        ``while_waiting`` (if given) runs once, after the first sends and before
+        any reply is awaited: work of the caller's that overlaps the servers'.
 
         A server whose connection drops (or that is not connected) gets its
         requests re-sent on a fresh socket until it answers or
@@ -235,6 +239,9 @@ class ServerSockets:
                 pending[P.peek_req_id(frames[0])] = pos
                 _TRAFFIC[0] += _frames_nbytes(frames)
             unsent = waiting
+            if while_waiting is not None:
+                while_waiting, work = None, while_waiting
+                work()
             if poller is None:
                 poller, monitors = self.poller(servers)
             left = deadline - time.monotonic()

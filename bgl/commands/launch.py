@@ -75,6 +75,10 @@ def register(subparsers) -> None:
     parser.add_argument("--no-curve", action="store_true",
                         help="plaintext graph servers (no per-run CURVE keys): faster feature reads, "
                              "allowed only when every host is a loopback address")
+    parser.add_argument("--no-local-reads", action="store_true",
+                        help="trainers fetch every part over a socket, also the parts served on their "
+                             "own host (by default they read those from the partition files: "
+                             "BGL_LOCAL_PARTS)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the placement as JSON and exit without starting anything")
     parser.add_argument("train_command", metavar="COMMAND", nargs=argparse.REMAINDER,
@@ -116,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         hosts, args.partition, read_num_parts(args.partition), command,
         num_trainers=args.num_trainers, num_servers_per_host=args.num_servers_per_host,
         port_base=args.port_base, master_port=args.master_port, python=args.python,
-        workdir=args.workdir, server_threads=args.server_threads,
+        workdir=args.workdir, server_threads=args.server_threads, local_reads=not args.no_local_reads,
     )
     if args.no_curve:
         check_plaintext_allowed(hosts)

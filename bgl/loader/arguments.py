@@ -23,7 +23,7 @@ from ..errors import ServerUnavailable
 from ..store import GraphStore
 from .specs import CacheSpec, SamplingSpec
 
-PIPELINES = ("inline", "processes")
+PIPELINES = ("inline", "thread", "processes")
 DEFAULT_CACHE_RATIO = 0.1
 # The policy of ``cache=True`` / a cache size without a policy name: keep what the
 # already-sampled batches need (fewest rows from the source in bench/results/cache.md).
@@ -290,7 +290,7 @@ def resolve_cache_spec(cache, cache_ratio, cache_bytes, info: GraphInfo, pipelin
         if degrees is None and policy == "static-degree":
             raise ValueError("cache='static-degree' needs node degrees: pass a store or partition dir")
     # A cache inside a stage process lives on the CPU; inline it may sit on the GPU.
-    device = str(device) if pipeline == "inline" else "cpu"
+    device = str(device) if pipeline != "processes" else "cpu"
     dtype = str(info.feat_dtype or torch.float32).replace("torch.", "")
     return CacheSpec(policy=policy, capacity=capacity, num_nodes=info.num_nodes, dim=info.feat_dim,
                      dtype=dtype, device=device, degrees=degrees)

@@ -72,7 +72,9 @@ class DataLoader:
         (default ``queue_size``); each costs one batch's blocks in memory
     order : ``"random"`` | ``"proximity"`` (BGL's BFS order; from a local store, or with graph
         servers from the partition dir, part by part: see :mod:`bgl.cache.ordering.partition_order`)
-    pipeline : ``"inline"`` | ``"processes"``
+    pipeline : ``"inline"`` | ``"thread"`` | ``"processes"``; default ``"processes"`` with
+        ``num_workers > 0``, else ``"thread"`` with graph servers (their round trips overlap the
+        model step; :mod:`bgl.loader.background`) and ``"inline"`` with a local graph
     stage_cores : {"sample": [0], "fetch": [1]} or counts; default from profiling
     blocks : ``"dgl"`` | ``"bgl"`` | None (dgl when the graph or sampler came from DGL)
     server_timeout : seconds to wait for a graph server (default 5)
@@ -113,9 +115,9 @@ class DataLoader:
             raise ValueError(f"num_workers must be an int >= 0, got {num_workers!r}")
         if order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
-        if pipeline is None:
-            pipeline = "processes" if num_workers > 0 else "inline"
-        if pipeline not in PIPELINES:
+        if pipeline is None and num_workers > 0:
+            pipeline = "processes"
+        if pipeline is not None and pipeline not in PIPELINES:
             raise ValueError(f"pipeline must be one of {PIPELINES}, got {pipeline!r}")
         if blocks not in (None, "dgl", "bgl"):
             raise ValueError(f"blocks must be 'dgl', 'bgl' or None, got {blocks!r}")
@@ -142,6 +144,9 @@ class DataLoader:
         info = resolve_graph(graph, feat_keys[0] if feat_keys else None, label_keys[0] if label_keys else None,
                              server_timeout, shared=pipeline == "processes")
         self._info = info
+        if pipeline is None:
+            pipeline = "thread" if info.spec.kind == "servers" else "inline"
+            self.pipeline_mode = pipeline
         ids = check_indices(indices, info.num_nodes)
         order_partition = None
         if order == "proximity" and info.spec.kind != "store":
@@ -187,7 +192,7 @@ class DataLoader:
             # Validate now, before any process starts.
             self.core_split = resolve_stage_cores(stage_cores, ["order", "sample", "fetch"])
         self._queue_size = queue_size
-        if pipeline == "inline":
+        if pipeline != "processes":
             quiet_numba_threads()  # sampler kernels share this process with the model's torch ops
             if info.spec.kind == "store":
                 self._load_kernels(ids)
@@ -309,7 +314,7 @@ class DataLoader:
             self._epoch += 1
         self._epoch_set = False
         gen = self._pipeline.run_epoch((epoch, seed))
-        if self.order == "proximity" and self.pipeline_mode == "inline":
+        if self.order == "proximity" and self.pipeline_mode != "processes":
             gen = self._prefetching_next_order(gen, seed, epoch)
         self._active = gen
         return gen
@@ -359,7 +364,7 @@ class DataLoader:
         In ``processes`` mode these are the counters the fetch process sent with
         its latest batch; a restarted pipeline (after ``break``) starts a new cache.
         """
-        if self.pipeline_mode == "inline" and self._fetch is not None:
+        if self.pipeline_mode != "processes" and self._fetch is not None:
             return self._fetch.cache_stats()
         return None if self._transfer is None else self._transfer.last_cache_stats
 

@@ -7,6 +7,10 @@ where the CUDA context lives).  The same stage objects run two ways:
 
 ``inline``
     A plain generator in the caller's process: source -> map -> ... -> trainer.
+``thread``
+    The same generator chain, run by one background thread a few items
+    (``queue_size``) ahead of the trainer, which runs the trainer stages
+    (:mod:`bgl.loader.background` says why and how it stops).
 ``processes``
     Every source/map stage runs in its own process started with the ``spawn``
     context and pinned to its cores with ``os.sched_setaffinity``.  Stages are
@@ -35,19 +39,20 @@ import logging
 import os
 import queue
 import time
-import traceback
 import weakref
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..errors import PipelineError
+from .background import background_items
+from .inline_chain import apply_stage, close_quietly, run_chain, source_items
 # quiet_numba_threads is re-exported: the DataLoader and test setup call it from here.
 from .stage_process import _END, _EPOCH, POLL_S, _stage_main
 from .stage_process import quiet_numba_threads  # noqa: F401
 
 log = logging.getLogger(__name__)
 
-MODES = ("inline", "processes")
+MODES = ("inline", "thread", "processes")
 # Shutdown budget: polite stop, then SIGTERM, then SIGKILL; well under the 5 s promised for Ctrl-C.
 JOIN_S = 1.5
 TERM_S = 1.0
@@ -119,7 +124,7 @@ class Pipeline:
         Map stages applied in order (each in its own process in ``processes`` mode).
     trainer_stages : sequence of Stage
         Map stages that always run in the trainer process, after the others.
-    mode : ``"inline"`` or ``"processes"``
+    mode : ``"inline"``, ``"thread"`` or ``"processes"``
     cores : {stage name: [core ids]}, optional
         Affinity per process stage; a missing name runs unpinned.
     queue_size : int
@@ -210,11 +215,11 @@ class Pipeline:
         self._procs = []
         if self._inline_open:
             for s in (self.source, *self.stages):
-                _close_quietly(s)
+                close_quietly(s)
             self._inline_open = False
         if self._trainer_open:
             for s in self.trainer_stages:
-                _close_quietly(s)
+                close_quietly(s)
             self._trainer_open = False
 
     def __enter__(self) -> "Pipeline":
@@ -226,9 +231,9 @@ class Pipeline:
     # ---------------------------------------------------------------- epochs
     def run_epoch(self, epoch: Any) -> Iterator[Any]:
         """Items of one epoch, after every stage.  See the module docstring for teardown rules."""
-        if self.mode == "inline":
-            return self._inline_epoch(epoch)
-        return self._process_epoch(epoch)
+        if self.mode == "processes":
+            return self._process_epoch(epoch)
+        return self._inline_epoch(epoch)
 
     def _inline_epoch(self, epoch: Any) -> Iterator[Any]:
         if not self._inline_open:
@@ -236,15 +241,12 @@ class Pipeline:
                 s.open()
             self._inline_open = True
         self._open_trainer_stages()
-        chain = [_source_items(self.source, epoch)]
-        for s in (*self.stages, *self.trainer_stages):
-            chain.append(_streamed(s, chain[-1]) if s.reads_ahead() > 0 else _mapped(s, chain[-1]))
-        try:
-            yield from chain[-1]
-        finally:
-            # outermost first: a stage reading ahead drops what it read and never emitted
-            for gen in reversed(chain):
-                gen.close()
+        if self.mode == "thread":
+            produced = background_items(lambda: run_chain(source_items(self.source, epoch), self.stages),
+                                        self.queue_size, name=f"bgl-{self.source.name}")
+            yield from run_chain(produced, self.trainer_stages)
+        else:
+            yield from run_chain(source_items(self.source, epoch), (*self.stages, *self.trainer_stages))
 
     def _process_epoch(self, epoch: Any) -> Iterator[Any]:
         if not self.running:
@@ -261,7 +263,7 @@ class Pipeline:
                     finished = True
                     return
                 for s in self.trainer_stages:
-                    item = _apply(s, item)
+                    item = apply_stage(s, item)
                 yield item
         finally:
             # An abandoned epoch leaves items in flight; restarting is simpler
@@ -354,65 +356,6 @@ class Pipeline:
         if text:
             message += f"\n--- traceback from stage {name!r} ---\n{text.rstrip()}"
         raise PipelineError(message)
-
-
-def _stage_failed(name: str, e: BaseException) -> PipelineError:
-    text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
-    return PipelineError(f"pipeline stage {name!r} failed: {type(e).__name__}: {e}\n"
-                         f"--- traceback from stage {name!r} ---\n{text.rstrip()}")
-
-
-def _source_items(source: SourceStage, epoch: Any) -> Iterator[Any]:
-    """``source.items(epoch)``, naming the source if it raises."""
-    items = source.items(epoch)
-    while True:
-        try:
-            item = next(items)
-        except StopIteration:
-            return
-        except Exception as e:
-            raise _stage_failed(source.name, e) from e
-        yield item
-
-
-def _mapped(stage: Stage, items: Iterator[Any]) -> Iterator[Any]:
-    """``stage(item)`` for each item (inline); an upstream PipelineError passes through."""
-    for item in items:
-        yield _apply(stage, item)
-
-
-def _streamed(stage: Stage, items: Iterator[Any]) -> Iterator[Any]:
-    """``stage.stream(items)`` (inline), naming the stage if it raises; an upstream
-    PipelineError (already naming its stage) passes through."""
-    out = stage.stream(items)
-    try:
-        while True:
-            try:
-                item = next(out)
-            except StopIteration:
-                return
-            except PipelineError:
-                raise
-            except Exception as e:
-                raise _stage_failed(stage.name, e) from e
-            yield item
-    finally:
-        out.close()
-
-
-def _apply(stage: Stage, item: Any) -> Any:
-    """Run one map stage in this process, naming the stage if it raises."""
-    try:
-        return stage(item)
-    except Exception as e:
-        raise _stage_failed(stage.name, e) from e
-
-
-def _close_quietly(stage: Stage) -> None:
-    try:
-        stage.close()
-    except Exception as e:
-        log.warning("closing stage %s failed: %s", stage.name, e)
 
 
 def _shutdown(procs: Sequence[_StageProc], stop, queues, err_q) -> None:

@@ -5,7 +5,7 @@ import pytest
 
 from bgl.errors import LaunchError
 from bgl.launch.hosts import Host, parse_hosts_text
-from bgl.launch.spec import (ENV_PARTITION, ENV_SERVERS, build_cluster_spec, server_argv,
+from bgl.launch.spec import (ENV_LOCAL_PARTS, ENV_PARTITION, ENV_SERVERS, build_cluster_spec, server_argv,
                              trainer_argv, trainer_env)
 
 
@@ -68,6 +68,16 @@ def test_command_lines_and_environment():
     env = trainer_env(spec)
     assert env[ENV_SERVERS] == "tcp://10.0.0.1:30050,tcp://10.0.0.2:30050"
     assert env[ENV_PARTITION] == "/data/parts"
+    assert env[ENV_LOCAL_PARTS] == ""  # no trainer placement: no co-located parts
+
+
+def test_trainers_read_the_parts_served_on_their_own_host():
+    spec = spec_for("10.0.0.1\n10.0.0.2 40000\n10.0.0.1 41000\n", 5, num_servers_per_host=2)
+    # parts 0, 3 on the first line, 1, 4 on the second, 2 on the third (same IP as the first)
+    assert [trainer_env(spec, t)[ENV_LOCAL_PARTS] for t in spec.trainers] == ["0,2,3", "1,4", "0,2,3"]
+    assert [t["local_parts"] for t in spec.to_dict()["trainers"]] == [[0, 2, 3], [1, 4], [0, 2, 3]]
+    off = spec_for("10.0.0.1\n10.0.0.2\n", 2, local_reads=False)
+    assert [trainer_env(off, t)[ENV_LOCAL_PARTS] for t in off.trainers] == ["", ""]
 
 
 def test_run_keys_give_each_process_only_its_own_keys(tmp_path):

@@ -88,3 +88,21 @@ def test_labels_ride_with_the_feature_request(served_partition, random_store, mo
     else:
         assert len(separate) <= loader.cache_stats()["requests"]
         assert len(separate) < batches
+
+
+def test_servers_default_to_the_thread_pipeline_with_the_inline_batches(served_partition, random_store):
+    book, addresses = served_partition
+    train = book.split("train")
+    batches = {}
+    for pipeline in (None, "inline"):
+        torch.manual_seed(3)
+        loader = bgl.DataLoader(addresses, train, bgl.NeighborSampler([4, 4]), batch_size=64, shuffle=True,
+                                cache="lookahead", cache_ratio=0.2, pipeline=pipeline)
+        assert loader.pipeline_mode == ("thread" if pipeline is None else "inline")
+        batches[pipeline] = [(i, o, [b.src_ids for b in bl], bl[0].srcdata["feat"]) for i, o, bl in loader]
+        assert loader.cache_stats()["requests"] > 0
+        loader.close()
+    assert len(batches[None]) == len(batches["inline"]) == len(loader) > 1
+    for (i1, o1, s1, f1), (i2, o2, s2, f2) in zip(batches[None], batches["inline"]):
+        assert torch.equal(i1, i2) and torch.equal(o1, o2) and torch.equal(f1, f2)
+        assert all(torch.equal(a, b) for a, b in zip(s1, s2))

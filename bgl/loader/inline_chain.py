@@ -1,0 +1,91 @@
+"""The inline chain: a pipeline's stages as nested generators in the calling thread.
+
+Used by :class:`bgl.loader.pipeline.Pipeline` in ``inline`` mode, and by its
+``thread`` mode on both sides of the hand-off (the producer thread runs the
+source and map stages, the trainer the trainer stages).  Every failure is
+re-raised as :class:`~bgl.errors.PipelineError` naming the stage it came from.
+"""
+from __future__ import annotations
+
+import logging
+import traceback
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+from ..errors import PipelineError
+
+if TYPE_CHECKING:
+    from .pipeline import SourceStage, Stage
+
+log = logging.getLogger("bgl.loader.pipeline")
+
+
+def stage_failed(name: str, e: BaseException) -> PipelineError:
+    text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    return PipelineError(f"pipeline stage {name!r} failed: {type(e).__name__}: {e}\n"
+                         f"--- traceback from stage {name!r} ---\n{text.rstrip()}")
+
+
+def source_items(source: SourceStage, epoch: Any) -> Iterator[Any]:
+    """``source.items(epoch)``, naming the source if it raises."""
+    items = source.items(epoch)
+    while True:
+        try:
+            item = next(items)
+        except StopIteration:
+            return
+        except Exception as e:
+            raise stage_failed(source.name, e) from e
+        yield item
+
+
+def run_chain(items: Iterator[Any], stages: Sequence[Stage]) -> Iterator[Any]:
+    """``items`` through ``stages`` in this thread; closing it closes every stage's generator."""
+    chain = [items]
+    for s in stages:
+        chain.append(streamed(s, chain[-1]) if s.reads_ahead() > 0 else mapped(s, chain[-1]))
+    try:
+        yield from chain[-1]
+    finally:
+        # outermost first: a stage reading ahead drops what it read and never emitted
+        for gen in reversed(chain):
+            gen.close()
+
+
+def mapped(stage: Stage, items: Iterator[Any]) -> Iterator[Any]:
+    """``stage(item)`` for each item (inline); an upstream PipelineError passes through."""
+    for item in items:
+        yield apply_stage(stage, item)
+
+
+def streamed(stage: Stage, items: Iterator[Any]) -> Iterator[Any]:
+    """``stage.stream(items)`` (inline), naming the stage if it raises; an upstream
+    PipelineError (already naming its stage) passes through."""
+    out = stage.stream(items)
+    try:
+        while True:
+            try:
+                item = next(out)
+            except StopIteration:
+                return
+            except PipelineError:
+                raise
+            except Exception as e:
+                raise stage_failed(stage.name, e) from e
+            yield item
+    finally:
+        out.close()
+
+
+def apply_stage(stage: Stage, item: Any) -> Any:
+    """Run one map stage in this process, naming the stage if it raises."""
+    try:
+        return stage(item)
+    except Exception as e:
+        raise stage_failed(stage.name, e) from e
+
+
+def close_quietly(stage: Stage) -> None:
+    try:
+        stage.close()
+    except Exception as e:
+        log.warning("closing stage %s failed: %s", stage.name, e)

@@ -1,0 +1,98 @@
+"""bgl.loader.pipeline's ``thread`` mode: same items as inline, bounded read-ahead, clean stops."""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from bgl.errors import PipelineError
+from bgl.loader.order_stage import OrderStage
+from bgl.loader.pipeline import Pipeline, SourceStage, Stage
+from bgl.loader.specs import SamplingSpec
+from bgl.loader.stages import FetchStage, SampleStage, TransferStage
+
+
+def real_pipeline(store, mode, sample_stage=None):
+    spec = SamplingSpec("store", path=str(store.path))
+    order = OrderStage(ids=np.asarray(store.train_idx), batch_size=32, shuffle=True)
+    sample = sample_stage(spec) if sample_stage else SampleStage(source=spec, fanouts=(5, 5))
+    return Pipeline(order, [sample, FetchStage(source=spec)], trainer_stages=[TransferStage()],
+                    mode=mode, queue_size=2)
+
+
+def producer_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("bgl-") and t.is_alive()]
+
+
+class Counting(SourceStage):
+    """Yields ``n`` numbers, noting which thread produced each."""
+
+    name = "counting"
+
+    def __init__(self, n: int):
+        self.n, self.produced, self.threads = n, 0, set()
+
+    def items(self, epoch):
+        for i in range(self.n):
+            self.produced += 1
+            self.threads.add(threading.get_ident())
+            yield i
+
+
+class Thread(Stage):
+    name = "where"
+
+    def __call__(self, item):
+        return item, threading.get_ident()
+
+
+def test_thread_mode_yields_what_inline_yields(random_store):
+    results = {}
+    for mode in ("inline", "thread"):
+        with real_pipeline(random_store, mode) as pipe:
+            results[mode] = [list(pipe.run_epoch((e, 100 + e))) for e in range(2)]
+    for a, b in zip(results["inline"], results["thread"]):
+        assert len(a) == len(b) > 1
+        for (x_in, x_out, x_blocks), (y_in, y_out, y_blocks) in zip(a, b):
+            assert torch.equal(x_in, y_in) and torch.equal(x_out, y_out)
+            assert all(torch.equal(p.src_ids, q.src_ids) and torch.equal(p.indices, q.indices)
+                       for p, q in zip(x_blocks, y_blocks))
+            assert torch.equal(x_blocks[0].srcdata["feat"], y_blocks[0].srcdata["feat"])
+    assert not producer_threads()
+
+
+def test_producer_runs_in_its_thread_and_at_most_queue_size_ahead():
+    source = Counting(50)
+    with Pipeline(source, [], trainer_stages=[Thread()], mode="thread", queue_size=3) as pipe:
+        it = pipe.run_epoch(0)
+        item, consumer = next(it)
+        time.sleep(0.3)  # let the producer fill the queue
+        # one handed over, 3 queued, one produced and waiting to be put
+        assert item == 0 and source.produced <= 1 + 3 + 1
+        assert consumer == threading.get_ident() and consumer not in source.threads
+        assert [i for i, _ in it] == list(range(1, 50))
+    assert not producer_threads()
+
+
+def test_break_stops_the_producer_and_the_next_epoch_runs(random_store):
+    with real_pipeline(random_store, "thread") as pipe:
+        for _ in pipe.run_epoch((0, 1)):
+            break
+        assert not producer_threads()  # joined before the loop's close returned
+        assert len(list(pipe.run_epoch((1, 2)))) == len(pipe.source)
+
+
+def test_stage_failure_in_the_producer_names_the_stage(random_store, stages_module):
+    def failing(spec):
+        return stages_module.FailingSampleStage(source=spec, fanouts=(5, 5), fail_after=2)
+
+    with real_pipeline(random_store, "thread", failing) as pipe:
+        got = 0
+        with pytest.raises(PipelineError, match="stage 'sample' failed: RuntimeError: injected"):
+            for _ in pipe.run_epoch((0, 1)):
+                got += 1
+        assert got <= 2
+    assert not producer_threads()
