@@ -238,7 +238,7 @@ def distdgl_machine(spec: dict) -> int:
 
 def run_distdgl(part_config: Path, work: Path, num_classes: int, args, extra: list[str]) -> dict | None:
     """DistDGL run (in a private /dev/shm); its stats dict, or None if it failed."""
-    stats = work / "distdgl-stats.json"
+    stats = work / f"distdgl{LOADER_ONLY[args.loader_only]}-stats.json"
     spec = {"workdir": str(work), "part_config": str(part_config), "trainers": 2, "timeout": args.timeout,
             "worker_args": ["--num-classes", str(num_classes), "--epochs", str(args.epochs),
                             "--batch-size", str(args.batch_size), "--fanouts", args.fanouts,
@@ -284,14 +284,20 @@ def run_bgl_profile(parts: Path, work: Path, args) -> None:
 
 def run_bgl(parts: Path, work: Path, args, cache: str, order: str, local_reads: bool = True) -> dict | None:
     """``bgl launch --backend local``: 2 servers, 2 trainers of examples/train_sage.py; stats or None."""
-    stats = work / f"bgl-{cache}-{order}-{'local' if local_reads else 'sockets'}-stats.json"
+    mode = f"{'local' if local_reads else 'sockets'}{LOADER_ONLY[args.loader_only]}"
+    stats = work / f"bgl-{cache}-{order}-{mode}-stats.json"
     cmd = [*bgl_launch_prefix(parts, work, local_reads), sys.executable, str(TRAIN_SCRIPT), "--graph", str(parts),
            "--epochs", str(args.epochs),
            "--batch-size", str(args.batch_size), "--fanouts", args.fanouts, "--hidden", str(args.hidden),
-           "--cache", cache, "--order", order, "--stats-json", str(stats)]
+           "--cache", cache, "--order", order, "--stats-json", str(stats),
+           *(["--loader-only"] if args.loader_only else [])]
     print("$ " + " ".join(cmd), flush=True)
     code = subprocess.run(cmd, timeout=args.timeout, env=one_thread_env()).returncode
     return json.loads(stats.read_text()) if code == 0 and stats.is_file() else None
+
+
+# stats file suffix of a loader-only run
+LOADER_ONLY = {False: "", True: "-loader-only"}
 
 
 def one_thread_env() -> dict[str, str]:
@@ -359,6 +365,9 @@ def main(argv=None) -> int:
     p.add_argument("--systems", default="distdgl,bgl,bgl-cache-proximity,bgl-sockets",
                    help="which rows: distdgl, bgl (no cache, random order), bgl-cache-proximity "
                         "(lookahead cache + proximity order), bgl-sockets (the same without co-located reads)")
+    p.add_argument("--loader-only", action="store_true",
+                   help="both systems iterate their loaders (features and labels read) without the model "
+                        "step: the data path alone, what a GPU would wait on")
     p.add_argument("--profile", action="store_true", help="also time the phases of a few batches per system")
     p.add_argument("--profile-only", action="store_true", help="only the per-batch profiles, no epoch rows")
     p.add_argument("--workdir", default=None, help="keep stores and partitions here (default: temp dir)")
@@ -391,7 +400,8 @@ def main(argv=None) -> int:
                     conf, secs = partition_distdgl(store_dir, work / "dgl-parts")
                     print(f"DistDGL partition_graph (METIS): {secs:.1f} s", flush=True)
                 if not args.profile_only:
-                    stats = run_distdgl(conf, work, store.num_classes, args, [])
+                    stats = run_distdgl(conf, work, store.num_classes, args,
+                                        ["--loader-only"] if args.loader_only else [])
                     rows["distdgl"] = summarize(stats) if stats else None
                 if args.profile:
                     run_distdgl(conf, work, store.num_classes, args, ["--profile-batches", "5"])
@@ -409,7 +419,8 @@ def main(argv=None) -> int:
                     run_bgl_profile(parts, work, args)
             if not rows:
                 continue
-            table = report(graph, rows)
+            table = report(graph + (" (loader only: no model step; accuracy not meaningful)"
+                                    if args.loader_only else ""), rows)
             print(json.dumps({"graph": graph, "rows": rows}), flush=True)
             print(table, flush=True)
             tables.append(table)

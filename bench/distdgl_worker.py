@@ -44,6 +44,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--stats-json", default=None)
     p.add_argument("--profile-batches", type=int, default=0)
+    p.add_argument("--loader-only", action="store_true",
+                   help="iterate the loader and read each batch's features and labels, no model step")
     return p.parse_args(argv)
 
 
@@ -86,14 +88,16 @@ def main() -> None:
         lo_before = loopback_rx_bytes()
         start = time.perf_counter()
         seeds = 0
+        loss = torch.zeros(())
         with model.join():  # ranks may differ by one batch (the split is even to one node)
             for input_nodes, out_nodes, blocks in loader:
                 x = g.ndata["feat"][input_nodes]
                 y = g.ndata["label"][out_nodes].long()
-                loss = F.cross_entropy(model(blocks, x), y)
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
+                if not args.loader_only:
+                    loss = F.cross_entropy(model(blocks, x), y)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
                 seeds += int(out_nodes.numel())
         seconds = torch.tensor([time.perf_counter() - start])
         dist.barrier()

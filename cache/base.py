@@ -381,4 +381,4 @@ class CacheBase:
             self.slot_of.index_fill_(0, old, -1)
         self.slot_of.index_copy_(0, new_ids, slots.to(torch.int32))
         self.id_in_slot.index_copy_(0, slots, new_ids)
-        self.storage.index_copy_(0, slots, new_rows)
+        _scatter_rows(self.storage, slots, new_rows)

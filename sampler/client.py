@@ -218,6 +218,25 @@ class SamplingClient:
         ops.check_range(ids, 0, int(self.bounds[-1]))
         return np.searchsorted(self.bounds, ids, side="right") - 1
 
+    def local_mask(self, ids: np.ndarray) -> np.ndarray:
+        """bool [n]: True where the id's part is read from this host's files, not over a socket."""
+        local = np.zeros(len(self._servers), bool)
+        local[list(self._local.stores)] = True
+        return local[self.owner(ops.as_ids(ids))]
+
+    def read_local_features_into(self, ids, out: np.ndarray, pos: np.ndarray) -> None:
+        """``out[pos[i]]`` = the feature row of ``ids[i]``, read from this host's part files.
+
+        Every id must be in a co-located part (:meth:`local_mask`); ValueError otherwise.
+        """
+        ids = ops.as_ids(ids)
+        own = self.owner(ids)
+        for srv in np.unique(own):
+            if srv not in self._local:
+                raise ValueError(f"ids of {self.addresses[srv]}'s part are not readable on this host")
+            sel = own == srv
+            self._local.gather_into(int(srv), ids[sel], out, pos[sel])
+
     def _split(self, ids: np.ndarray):
         """(order, [(server, start, end)]): ids[order] grouped by owner, contiguous per server."""
         own = self.owner(ids)
@@ -324,7 +343,10 @@ class SamplingClient:
 
     def _fetch(self, ids, field: int) -> np.ndarray:
         order, groups, jobs, out = self._fetch_plan(ids, field)
-        return self._fetch_fill(order, groups, self._answer(jobs, P.Op.FEATURES), out)
+        replies = self._answer(jobs, P.Op.FEATURES)
+        if len(groups) == 1 and groups[0][0] in self._local:  # read here, already in order
+            return replies[0][0].reshape(out.shape)
+        return self._fetch_fill(order, groups, replies, out)
 
     def fetch_features(self, ids) -> torch.Tensor:
         """Feature rows [n, feat_dim] of global ``ids``, in the order given."""

@@ -133,3 +133,8 @@ class LocalParts:
         array = store.feat if field == P.FIELD_FEAT else store.label
         ops.check_range(ids, store.node_offset, store.node_offset + store.num_nodes)
         return ops.gather(array, ids, store.node_offset, parallel=False)
+
+    def gather_into(self, srv: int, ids: np.ndarray, out: np.ndarray, pos: np.ndarray) -> None:
+        """``out[pos[i]]`` = the feature row of ``ids[i]``, all owned by server ``srv``'s part."""
+        store = self.stores[srv]
+        ops.gather_into(store.feat, ids, store.node_offset, out, pos)

@@ -154,6 +154,21 @@ def gather(array: np.ndarray, ids: np.ndarray, node_offset: int, *, parallel: bo
     return out
 
 
+def gather_into(array: np.ndarray, ids: np.ndarray, node_offset: int, out: np.ndarray, pos: np.ndarray) -> None:
+    """``out[pos[i]] = array[ids[i] - node_offset]`` for a 2-D array: one copy, no temporary.
+
+    For a batch whose rows come from several places (co-located part files and
+    a cache), each source writes its rows into the batch directly.
+    """
+    ids, pos = as_ids(ids), as_ids(pos, "pos")
+    check_range(ids, node_offset, node_offset + array.shape[0])
+    check_range(pos, 0, out.shape[0], "pos")
+    if ids.shape != pos.shape or array.ndim != 2 or out.shape[1:] != array.shape[1:] or out.dtype != array.dtype:
+        raise ValueError(f"gather_into: {ids.shape[0]} ids, {pos.shape[0]} positions, rows {array.shape[1:]} "
+                         f"{array.dtype} into {out.shape[1:]} {out.dtype}")
+    K.gather_rows_at(array, ids, np.int64(node_offset), out, pos)
+
+
 def _as_nbrs(nbrs) -> np.ndarray:
     """Neighbour ids as a contiguous int32/int64 array; int32 stays int32 (the kernels take both)."""
     if isinstance(nbrs, np.ndarray) and nbrs.ndim == 1 and nbrs.dtype in (np.int32, np.int64):

@@ -21,6 +21,7 @@ import torch
 
 from .minibatch import MiniBatch
 from .pipeline import Stage
+from .remote_rows import RemoteRowsOnly
 from .specs import CacheSpec, SamplingSpec
 
 log = logging.getLogger(__name__)
@@ -129,12 +130,13 @@ class FetchStage(Stage):
         self._label_ids: Optional[torch.Tensor] = None  # labels to fetch with the next rows
         self._labels: Optional[torch.Tensor] = None     # labels that came with them
         self._cache = None if isinstance(self.cache, CacheSpec) else self.cache
+        self._remote: Optional[RemoteRowsOnly] = None  # with co-located parts: what the cache sees
 
     def __getstate__(self) -> dict:
         if self.cache is not None and not isinstance(self.cache, CacheSpec):
             raise TypeError("a live cache object cannot move to a stage process; pass a policy name")
         return {**self.__dict__, "_sampler": None, "_cache": None, "_feat_rows": None,
-                "_label_ids": None, "_labels": None}
+                "_label_ids": None, "_labels": None, "_remote": None}
 
     def _labels_ride_along(self, mb: MiniBatch) -> None:
         """Let ``mb``'s seed labels ride in the request for its (missing) input rows.
@@ -184,6 +186,8 @@ class FetchStage(Stage):
                     self._feat_rows = np.asarray(store.feat)
         if self._cache is None and isinstance(self.cache, CacheSpec):
             self._cache = self.cache.build()
+        if self._cache is not None and RemoteRowsOnly.applies(self._sampler):
+            self._remote = RemoteRowsOnly(self._sampler)
 
     def reads_ahead(self) -> int:
         """Sampled batches this stage reads ahead of the one it fetches: ``lookahead`` when its
@@ -212,17 +216,27 @@ class FetchStage(Stage):
         from ..cache.lookahead_feeder import LookaheadFeeder
 
         cache = self._cache
+        if self._remote is not None:
+            self._remote.forget()
         feeder = LookaheadFeeder(cache, self._fetch_features, depth=depth, ids_of=self._cache_ids,
-                                 num_seeds_of=lambda mb: mb.blocks[-1].num_dst,
-                                 on_fetch=self._labels_ride_along)
+                                 num_seeds_of=self._cache_num_seeds, on_fetch=self._labels_ride_along)
         for mb, feat in feeder(items):
-            yield self._attach(mb, feat)
+            yield self._attach(mb, self._with_local_rows(mb, feat))
 
     def _cache_ids(self, mb: MiniBatch) -> torch.Tensor:
-        """The batch's input ids on the cache's device (a GPU cache looks them up there)."""
-        ids = mb.blocks[0].src_ids
+        """The batch's input ids the cache handles (all, or with co-located parts only the
+        remote ones: :mod:`bgl.loader.remote_rows`), on the cache's device."""
+        ids = mb.blocks[0].src_ids if self._remote is None else self._remote.cache_ids(mb)
         device = getattr(self._cache, "device", None)  # a user's cache object may not say
         return ids if device is None else ids.to(device)
+
+    def _cache_num_seeds(self, mb: MiniBatch) -> int:
+        """How many of :meth:`_cache_ids` are seeds (they lead the input ids)."""
+        return mb.blocks[-1].num_dst if self._remote is None else self._remote.num_seeds(mb)
+
+    def _with_local_rows(self, mb: MiniBatch, feat: torch.Tensor) -> torch.Tensor:
+        """The cache's rows of ``mb``, completed with its co-located rows when the cache saw only remote ones."""
+        return feat if self._remote is None else self._remote.merge(mb, feat)
 
     def __call__(self, mb: MiniBatch) -> MiniBatch:
         if self._sampler is None:
@@ -233,8 +247,8 @@ class FetchStage(Stage):
             if self._cache is not None:
                 # The seeds' hint lets the FIFO keep hop-1 rows longest: the next
                 # proximity-ordered batch most likely reuses those.
-                feat = self._cache.fetch(self._cache_ids(mb), self._fetch_features,
-                                         num_seeds=mb.blocks[-1].num_dst)
+                feat = self._with_local_rows(mb, self._cache.fetch(
+                    self._cache_ids(mb), self._fetch_features, num_seeds=self._cache_num_seeds(mb)))
             else:
                 feat = self._fetch_features(mb.blocks[0].src_ids)
         return self._attach(mb, feat)

@@ -106,3 +106,33 @@ def test_servers_default_to_the_thread_pipeline_with_the_inline_batches(served_p
     for (i1, o1, s1, f1), (i2, o2, s2, f2) in zip(batches[None], batches["inline"]):
         assert torch.equal(i1, i2) and torch.equal(o1, o2) and torch.equal(f1, f2)
         assert all(torch.equal(a, b) for a, b in zip(s1, s2))
+
+
+@pytest.mark.parametrize("cache, pipeline", [("lookahead", "thread"), ("fifo", "inline"),
+                                             ("lookahead", "processes")])
+def test_co_located_rows_skip_the_cache(served_partition, random_store, monkeypatch, cache, pipeline):
+    """With part 0 read from its files, the cache sees only part 1's rows; the batches are
+    the all-socket loader's, row for row."""
+    book, addresses = served_partition
+    train = book.split("train")
+    runs = {}
+    for local in ("", "0"):
+        monkeypatch.setenv("BGL_PARTITION", str(book.path))
+        monkeypatch.setenv("BGL_LOCAL_PARTS", local)
+        torch.manual_seed(5)
+        extra = {"stage_cores": {"sample": 1, "fetch": 1}} if pipeline == "processes" else {}
+        with bgl.DataLoader(addresses, train, bgl.NeighborSampler([4, 4]), batch_size=64, shuffle=True,
+                            cache=cache, cache_ratio=0.2, pipeline=pipeline, **extra) as loader:
+            batches = []
+            for input_nodes, output_nodes, blocks in loader:
+                check_against_original(random_store, book, input_nodes, output_nodes, blocks)
+                batches.append((input_nodes, blocks[0].srcdata["feat"], blocks[-1].dstdata["label"]))
+            runs[local] = (batches, loader.cache_stats())
+    (all_socket, stats_all), (co_located, stats_local) = runs[""], runs["0"]
+    assert len(all_socket) == len(co_located) > 1
+    for (i1, f1, l1), (i2, f2, l2) in zip(all_socket, co_located):
+        assert torch.equal(i1, i2) and torch.equal(f1, f2) and torch.equal(l1, l2)
+    inputs = sum(int(i.numel()) for i, _, _ in all_socket)
+    remote = sum(int((i >= int(book.bounds[1])).sum()) for i, _, _ in all_socket)
+    assert stats_all["requests"] == inputs
+    assert stats_local["requests"] == remote < inputs
