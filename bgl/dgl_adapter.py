@@ -79,19 +79,20 @@ def to_dgl_blocks(blocks: Sequence[Block]) -> list:
     return [to_dgl_block(b) for b in blocks]
 
 
-def dglgraph_csc_tensors(g) -> tuple[torch.Tensor, torch.Tensor]:
+def dglgraph_csc_tensors(g) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """In-edge CSC of a homogeneous DGLGraph as CPU tensors, without copies where DGL allows.
 
     ``adj_tensors('csc')`` builds the CSC format once and keeps it in the graph
     (DGL's own NeighborSampler does the same), then hands out views of it.
     Returns ``indptr`` int64 [num_nodes + 1] (an int32 graph's is widened: the
-    sampler's row spans are int64) and ``indices`` int32/int64 [num_edges]
-    source ids in CSC order.
+    sampler's row spans are int64), ``indices`` int32/int64 [num_edges]
+    source ids in CSC order and ``eids`` [num_edges], the DGL edge id of each
+    CSC position (what a block's ``edata[dgl.EID]`` must hold).
     """
     if len(g.ntypes) != 1 or len(g.etypes) != 1:
         raise ValueError(f"expected a homogeneous graph, got ntypes={g.ntypes} etypes={g.etypes}")
-    indptr, indices, _ = g.adj_tensors("csc")
-    return indptr.cpu().to(torch.int64), indices.cpu()
+    indptr, indices, eids = g.adj_tensors("csc")
+    return indptr.cpu().to(torch.int64), indices.cpu(), eids.cpu()
 
 
 def dglgraph_to_csc(g) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -41,14 +41,21 @@ class LocalSampler:
             if prob.size and float(prob.min()) < 0:
                 raise ValueError(f"prob must be >= 0, got minimum {float(prob.min())}")
         self.prob = prob
+        # Arrays over a DGLGraph know each CSC position's edge id (a store's ids are its positions).
+        edge_ids = getattr(self.store, "edge_ids", None)
+        self._edge_ids = None if edge_ids is None else np.asarray(edge_ids)
         # dense relabel markers over the global id space (hash fallback for huge ones)
         self._relabel = ops.Relabeler(self.store.global_num_nodes)
 
     # ---------------------------------------------------------------- sampling
     def sample_layer(self, dst: np.ndarray, fanout: int, replace: bool, seed: int):
-        """One layer: (counts int64 [m], nbrs [e] global ids, eids int64 [e])."""
-        return ops.sample_neighbors(self._indptr, self._indices, dst, self.store.node_offset,
-                                    fanout, replace, seed, prob=self.prob)
+        """One layer: (counts int64 [m], nbrs [e] global ids, eids int64 [e]: the store's CSC
+        positions, or the graph's own edge ids when the store carries ``edge_ids``)."""
+        counts, nbrs, eids = ops.sample_neighbors(self._indptr, self._indices, dst, self.store.node_offset,
+                                                  fanout, replace, seed, prob=self.prob)
+        if self._edge_ids is not None:
+            eids = self._edge_ids[eids].astype(np.int64, copy=False)
+        return counts, nbrs, eids
 
     def sample_blocks(self, seeds, fanouts: Sequence[int], replace: bool = False,
                       seed: int | None = None) -> list[Block]:

@@ -142,18 +142,16 @@ def resolve_graph(graph, feat_key, label_key, timeout: float, shared: bool = Fal
     (:mod:`bgl.loader.graph_arrays`); ``shared`` (stage processes) copies them
     once into shared memory.
     """
+    from .graph_arrays import GraphArrays
+
     if is_dgl_object(graph):
         if not hasattr(graph, "ndata") or len(getattr(graph, "ntypes", ["_N"])) != 1:
             raise ValueError("only homogeneous DGLGraphs are supported")
         from .graph_arrays import dglgraph_arrays
 
-        arrays = dglgraph_arrays(graph, feat_key, label_key)
-        if shared:
-            arrays = arrays.share_memory()
-        dtype = None if arrays.feat is None else arrays.tensor("feat").dtype
-        info = GraphInfo(SamplingSpec("store", arrays=arrays), arrays.num_nodes, arrays.feat_dim, dtype,
-                         arrays.label is not None, store=arrays, from_dgl=True)
-        return info
+        return arrays_info(dglgraph_arrays(graph, feat_key, label_key), shared, from_dgl=True)
+    if isinstance(graph, GraphArrays):  # e.g. a PyG Data's arrays (bgl.pyg.NeighborLoader)
+        return arrays_info(graph, shared)
     if isinstance(graph, GraphStore):
         return store_info(graph)
     if isinstance(graph, (str, os.PathLike)):
@@ -171,6 +169,16 @@ def resolve_graph(graph, feat_key, label_key, timeout: float, shared: bool = Fal
         return _servers_info(list(graph), timeout, partition_dir=Path(env_dir) if env_dir else None)
     raise TypeError(f"graph must be a DGLGraph, GraphStore, store/partition dir or list of server "
                     f"addresses, got {type(graph).__name__}")
+
+
+def arrays_info(arrays, shared: bool, from_dgl: bool = False) -> GraphInfo:
+    """GraphInfo of in-memory :class:`~bgl.loader.graph_arrays.GraphArrays` (shared-memory copies
+    for stage processes when ``shared``)."""
+    if shared:
+        arrays = arrays.share_memory()
+    dtype = None if arrays.feat is None else arrays.tensor("feat").dtype
+    return GraphInfo(SamplingSpec("store", arrays=arrays), arrays.num_nodes, arrays.feat_dim, dtype,
+                     arrays.label is not None, store=arrays, from_dgl=from_dgl)
 
 
 def proximity_partition(info: GraphInfo) -> str:

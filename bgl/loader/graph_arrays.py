@@ -14,6 +14,9 @@ read API (``indptr``, ``indices``, ``feat``, ``label``, ``in_degrees()``):
 * ``ndata[feat_key]`` / ``ndata[label_key]``: numpy views of the same
   storage (``Tensor.numpy()``), marked read-only so bgl can never write to them.
 
+The CSC's edge-id array comes along (a view too), so sampled blocks carry the
+DGLGraph's own edge ids in ``edata[dgl.EID]``, as DGL's loader gives them.
+
 Cost per node / per edge: nothing beyond the DGLGraph's own arrays, except
 labels that are not int64 [n] (converted: 8 B/node) and an int32 graph's
 ``indptr`` (widened: 8 B/node).  Stage processes (``pipeline="processes"``)
@@ -29,7 +32,7 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-ARRAY_NAMES = ("indptr", "indices", "feat", "label")
+ARRAY_NAMES = ("indptr", "indices", "feat", "label", "edge_ids")
 
 
 class GraphArrays:
@@ -40,6 +43,9 @@ class GraphArrays:
     indptr : int64 tensor [num_nodes + 1]; indices : int32/int64 tensor [num_edges]
         In-edge CSC: row ``v`` lists the source ids of the edges into ``v``.
     feat : float tensor [num_nodes, dim] or None; label : int64 tensor [num_nodes] or None
+    edge_ids : tensor [num_edges] or None: the graph's own id of the edge at each CSC position
+        (a DGLGraph's edge ids are in insertion order, not CSC order); blocks sampled from
+        these arrays carry those ids
     num_classes : label classes (0 = none)
     name : shown in messages where a store would show its path
 
@@ -51,8 +57,9 @@ class GraphArrays:
     node_offset = 0
 
     def __init__(self, indptr: torch.Tensor, indices: torch.Tensor, feat: Optional[torch.Tensor] = None,
-                 label: Optional[torch.Tensor] = None, num_classes: int = 0, name: str = "arrays"):
-        self._tensors = {"indptr": indptr, "indices": indices, "feat": feat, "label": label}
+                 label: Optional[torch.Tensor] = None, num_classes: int = 0, name: str = "arrays",
+                 edge_ids: Optional[torch.Tensor] = None):
+        self._tensors = {"indptr": indptr, "indices": indices, "feat": feat, "label": label, "edge_ids": edge_ids}
         self.num_classes = int(num_classes)
         self.path = name
         self._make_views()
@@ -87,7 +94,7 @@ class GraphArrays:
         return np.diff(self.indptr)
 
     def tensor(self, name: str) -> Optional[torch.Tensor]:
-        """The tensor behind array ``name`` (``indptr``/``indices``/``feat``/``label``)."""
+        """The tensor behind array ``name`` (one of :data:`ARRAY_NAMES`)."""
         return self._tensors[name]
 
     # ------------------------------------------------------------ processes
@@ -135,7 +142,7 @@ def dglgraph_arrays(g: Any, feat_key: Optional[str], label_key: Optional[str]) -
     """
     from ..dgl_adapter import dglgraph_csc_tensors
 
-    indptr, indices = dglgraph_csc_tensors(g)
+    indptr, indices, edge_ids = dglgraph_csc_tensors(g)
     feat = label = None
     num_classes = 0
     if feat_key is not None and feat_key in g.ndata:
@@ -151,4 +158,4 @@ def dglgraph_arrays(g: Any, feat_key: Optional[str], label_key: Optional[str]) -
         if label.dtype != torch.int64 or not label.is_contiguous():
             label = label.to(torch.int64).contiguous()
         num_classes = int(label.max()) + 1 if label.numel() else 0
-    return GraphArrays(indptr, indices, feat, label, num_classes=num_classes, name="DGLGraph")
+    return GraphArrays(indptr, indices, feat, label, num_classes=num_classes, name="DGLGraph", edge_ids=edge_ids)

@@ -28,15 +28,15 @@ Each mini-batch is laid out as PyG's:
 A batch is a ``torch_geometric.data.Data`` when PyG is importable, else a
 :class:`PygBatch` with the same attributes.
 
-Cost: a ``Data`` input is written once to a temporary graph store (CSC:
-8 bytes per node of ``indptr``, 4-8 per edge, plus ``x``); a store, partition
-dir or server list is used in place.  Per batch, the conversion from bgl blocks
+Cost: a ``Data`` input's ``x`` and ``y`` are used in place (zero-copy views,
+:class:`~bgl.loader.graph_arrays.GraphArrays`); its ``edge_index`` (COO) is
+sorted once into an in-memory CSC: 8 bytes per node of ``indptr`` and 8 per
+edge of source ids, plus the sort's 8 per edge while it runs.  No file is
+written.  A store, partition dir or server list is used in place.  Per batch, the conversion from bgl blocks
 is one pass over the sampled edges.
 """
 from __future__ import annotations
 
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
@@ -45,6 +45,7 @@ import numpy as np
 import torch
 
 from ..blocks import Block
+from .graph_arrays import GraphArrays
 
 # PyG NeighborLoader arguments bgl cannot honour; passing them with a non-default value is an error.
 _UNSUPPORTED = {"input_time": None, "time_attr": None, "weight_attr": None, "transform": None,
@@ -95,32 +96,40 @@ def is_pyg_data(obj: Any) -> bool:
         or type(obj).__name__ == "Data" and type(obj).__module__.startswith("torch_geometric")
 
 
-def data_to_store(data, out_dir: Path):
-    """Write a PyG ``Data`` (``edge_index`` source -> target, ``x``, ``y``) as a bgl store, edges as given."""
-    from ..store import write_store
+def data_arrays(data) -> GraphArrays:
+    """A PyG ``Data`` (``edge_index`` source -> target, ``x``, ``y``) as the loader's graph, edges as given.
 
+    ``x`` and integer ``y`` are the caller's own storage (read-only views); only the
+    CSC is built, over targets (the in-neighbours of each node, PyG's message direction).
+    """
     n = int(data.num_nodes)
     ei = data.edge_index
     if ei is None or ei.dim() != 2 or ei.shape[0] != 2:
         raise ValueError(f"data.edge_index must be an int tensor [2, E], got {None if ei is None else list(ei.shape)}")
-    src, dst = ei[0].cpu().numpy().astype(np.int64), ei[1].cpu().numpy().astype(np.int64)
+    src, dst = ei[0].cpu().numpy(), ei[1].cpu().numpy()
     if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
         raise ValueError(f"data.edge_index holds node ids outside [0, {n})")
     order = np.argsort(dst, kind="stable")  # CSC over targets: in-neighbours of each node
     indptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(dst, minlength=n), out=indptr[1:])
+    indices = src[order].astype(np.int64, copy=False)
+    del order
     feat = label = None
     x = getattr(data, "x", None)
     if x is not None:
-        feat = x.detach().cpu().numpy()
-        if feat.ndim != 2:
+        feat = x.detach().cpu()
+        if feat.dim() != 2:
             raise ValueError(f"data.x must be [num_nodes, F], got {list(feat.shape)}")
+        if not feat.is_contiguous():
+            feat = feat.contiguous()
     y = getattr(data, "y", None)
     if y is not None and y.dim() == 1 and not torch.is_floating_point(y):
-        label = y.detach().cpu().numpy().astype(np.int64)
-    num_classes = int(label.max()) + 1 if label is not None and label.size else None
-    return write_store(out_dir, indptr, src[order], feat=feat, label=label, num_classes=num_classes,
-                       name="pyg-data")
+        label = y.detach().cpu()
+        if label.dtype != torch.int64 or not label.is_contiguous():
+            label = label.to(torch.int64).contiguous()
+    num_classes = int(label.max()) + 1 if label is not None and label.numel() else 0
+    return GraphArrays(torch.from_numpy(indptr), torch.from_numpy(indices), feat, label,
+                       num_classes=num_classes, name="pyg-data")
 
 
 def blocks_to_pyg(blocks: Sequence[Block]) -> dict[str, Any]:
@@ -176,11 +185,7 @@ class NeighborLoader:
                                  f"uniform, directional sampling only)")
         for name in _IGNORED & set(kwargs):
             kwargs.pop(name)
-        self._tmpdir: Optional[str] = None
-        graph = data
-        if is_pyg_data(data):
-            self._tmpdir = tempfile.mkdtemp(prefix="bgl-pyg-")
-            graph = data_to_store(data, Path(self._tmpdir) / "store")
+        graph = data_arrays(data) if is_pyg_data(data) else data
         self.data = data
         num_nodes = self._num_nodes(graph)
         ids = self._input_ids(input_nodes, num_nodes)
@@ -237,13 +242,10 @@ class NeighborLoader:
         return self._loader.cache_stats()
 
     def close(self) -> None:
-        """Stop the pipeline and remove the temporary store of a ``Data`` input."""
+        """Stop the pipeline (stage processes, server sockets); the loader may be iterated again."""
         loader = getattr(self, "_loader", None)
         if loader is not None:
             loader.close()
-        if getattr(self, "_tmpdir", None) is not None:
-            shutil.rmtree(self._tmpdir, ignore_errors=True)
-            self._tmpdir = None
 
     def __enter__(self) -> "NeighborLoader":
         return self

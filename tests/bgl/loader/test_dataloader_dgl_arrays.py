@@ -155,3 +155,22 @@ def test_bad_node_data_is_named(graph):
     g.ndata["feat"] = torch.zeros(g.num_nodes())
     with pytest.raises(ValueError, match=r"ndata\['feat'\] must be 2-D"):
         bgl.DataLoader(g, train, bgl.NeighborSampler(FANOUTS))
+
+
+@pytest.mark.parametrize("pipeline", ["inline", "processes"])
+def test_blocks_carry_the_graphs_own_edge_ids(spawned_children, graph, pipeline):
+    """edata[dgl.EID] names each sampled edge by the DGLGraph's id, as DGL's loader does (the
+    fixture's edge ids are not in CSC order, so CSC positions would name other edges)."""
+    g, train = graph
+    extra = {"stage_cores": {"sample": 1, "fetch": 1}} if pipeline == "processes" else {}
+    with bgl.DataLoader(g, train, dgl.dataloading.NeighborSampler(FANOUTS), batch_size=64, pipeline=pipeline,
+                        **extra) as loader:
+        checked = 0
+        for _, _, blocks in loader:
+            for block in blocks:
+                u, v = block.edges()
+                src, dst = g.find_edges(block.edata[dgl.EID])
+                assert torch.equal(src, block.srcdata[dgl.NID][u.long()])
+                assert torch.equal(dst, block.dstdata[dgl.NID][v.long()])
+                checked += int(u.numel())
+    assert checked > 0

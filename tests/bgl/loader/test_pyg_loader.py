@@ -98,6 +98,34 @@ def test_loader_over_store_and_data(cora_store):
         NeighborLoader(data, num_neighbors=[2], input_time=torch.zeros(3))
 
 
+@pytest.mark.parametrize("pipeline", ["inline", "processes"])
+def test_data_is_read_in_place_and_its_edges_kept(cora_store, spawned_children, pipeline):
+    """A Data's x and y are the loader's feature and label arrays (no store written, no copy
+    inline); the CSC holds edge_index's edges, duplicates and order within a row as given."""
+    if Data is None:
+        pytest.skip("torch_geometric not installed")
+    from bgl.loader.pyg_loader import data_arrays
+
+    fields = cora_data(cora_store)
+    shuffle = torch.from_numpy(np.random.default_rng(3).permutation(fields["edge_index"].shape[1]))
+    fields["edge_index"] = torch.cat([fields["edge_index"][:, shuffle], fields["edge_index"][:, :1]], 1)
+    data = Data(**fields)
+    arrays = data_arrays(data)
+    assert arrays.tensor("feat").data_ptr() == data.x.data_ptr()
+    assert arrays.tensor("label").data_ptr() == data.y.data_ptr()
+    src, dst = data.edge_index.numpy()
+    for v in (0, int(dst[0]), cora_store.num_nodes - 1):
+        row = arrays.indices[arrays.indptr[v]:arrays.indptr[v + 1]]
+        assert row.tolist() == src[dst == v].tolist()  # stable: edge_index order within a row
+    extra = {"stage_cores": {"sample": 1, "fetch": 1}} if pipeline == "processes" else {}
+    seeds = np.array(cora_store.train_idx)
+    with NeighborLoader(data, num_neighbors=[5, 3], batch_size=128, input_nodes=torch.from_numpy(seeds),
+                        pipeline=pipeline, **extra) as loader:
+        if pipeline == "inline":
+            assert loader._loader._info.store.tensor("feat").data_ptr() == data.x.data_ptr()
+        check_batches(loader, cora_store, seeds, [5, 3])
+
+
 # ------------------------------------------------------------- PyG's GraphSAGE loop, import swapped
 def _sage_conv(in_size, out_size):
     try:
