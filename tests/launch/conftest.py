@@ -207,7 +207,8 @@ TRAINER = textwrap.dedent("""
         total = torch.tensor([len(seeds)])
         dist.all_reduce(total)
         print(f"rank {rank}/{world} inputs={blocks[0].num_src} feat={tuple(feats.shape)} "
-              f"seeds_all_ranks={int(total)} parts={os.path.basename(os.environ['BGL_PARTITION'])}",
+              f"seeds_all_ranks={int(total)} parts={os.path.basename(os.environ['BGL_PARTITION'])} "
+              f"local={','.join(client.local_servers) or '-'}",
               flush=True)
         if mode == "fail":
             sys.exit(5)

@@ -142,3 +142,24 @@ def test_port_in_use_fails_before_anything_starts(hosts_file, partition_dir, tra
     assert f"port {base + 1} on 127.0.0.1 (graph server for part 1) is already in use" in \
         capsys.readouterr().err
     assert orphans(timeout=0) == []
+
+
+@pytest.mark.parametrize("local_reads", [True, False])
+def test_each_trainer_reads_the_part_served_on_its_own_host(launcher, tmp_path, partition_dir, trainer_script,
+                                                           free_port_base, orphans, local_reads):
+    """Two loopback "machines": part k's server and node k's trainer on 127.0.0.(k+1); the trainer's
+    client reads its own host's part from the files (BGL_LOCAL_PARTS), unless --no-local-reads."""
+    hosts = tmp_path / "two-hosts.txt"
+    hosts.write_text("127.0.0.1\n127.0.0.2\n")
+    base = free_port_base(3)
+    args = ["--hosts", hosts, "--partition", partition_dir, "--num-trainers", 1, "--num-servers-per-host", 1,
+            "--port-base", base, "--server-timeout", 120, "--server-threads", 1, "--grace", 3,
+            *([] if local_reads else ["--no-local-reads"]), "--", "python", trainer_script, "ok"]
+    run = launcher(args)
+    assert run.wait() == 0, run.describe()
+    for rank, ip in ((0, "127.0.0.1"), (1, "127.0.0.2")):
+        local = f"tcp://{ip}:{base}" if local_reads else "-"
+        assert f"[{ip}:trainer:{rank}] rank {rank}/2 inputs=" in run.stdout, run.describe()
+        line = next(x for x in run.stdout.splitlines() if x.startswith(f"[{ip}:trainer:{rank}] rank {rank}/2"))
+        assert line.endswith(f"local={local}"), run.describe()
+    assert_clean(base, orphans)
