@@ -38,7 +38,6 @@ from . import protocol as P
 # Comma-separated part ids whose graph server runs on this host (``bgl launch`` sets it).
 ENV_LOCAL_PARTS = "BGL_LOCAL_PARTS"
 ENV_PARTITION = "BGL_PARTITION"
-FROM_ENV = "env"
 
 
 def parse_local_parts(text: str) -> list[int]:
@@ -121,8 +120,7 @@ class LocalParts:
 
     def sample(self, srv: int, ids: np.ndarray, fanout: int, replace: bool, seed: int):
         """``(counts, nbrs)`` for ``ids`` of server ``srv``'s part, exactly as its SAMPLE reply."""
-        store = self.stores[srv]
-        ops.check_range(ids, store.node_offset, store.node_offset + store.num_nodes)
+        store = self.stores[srv]  # sample_neighbors checks that the ids are this part's
         counts, nbrs, _ = ops.sample_neighbors(self._indptr[srv], store.indices, ids, store.node_offset,
                                                fanout, replace, seed, parallel=False)
         return counts, nbrs
@@ -131,7 +129,6 @@ class LocalParts:
         """Rows of ``field`` (``FIELD_FEAT``/``FIELD_LABEL``) for ``ids``, as server ``srv``'s FEATURES reply."""
         store = self.stores[srv]
         array = store.feat if field == P.FIELD_FEAT else store.label
-        ops.check_range(ids, store.node_offset, store.node_offset + store.num_nodes)
         return ops.gather(array, ids, store.node_offset, parallel=False)
 
     def gather_into(self, srv: int, ids: np.ndarray, out: np.ndarray, pos: np.ndarray) -> None:

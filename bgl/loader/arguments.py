@@ -142,13 +142,11 @@ def resolve_graph(graph, feat_key, label_key, timeout: float, shared: bool = Fal
     (:mod:`bgl.loader.graph_arrays`); ``shared`` (stage processes) copies them
     once into shared memory.
     """
-    from .graph_arrays import GraphArrays
+    from .graph_arrays import GraphArrays, dglgraph_arrays
 
     if is_dgl_object(graph):
         if not hasattr(graph, "ndata") or len(getattr(graph, "ntypes", ["_N"])) != 1:
             raise ValueError("only homogeneous DGLGraphs are supported")
-        from .graph_arrays import dglgraph_arrays
-
         return arrays_info(dglgraph_arrays(graph, feat_key, label_key), shared, from_dgl=True)
     if isinstance(graph, GraphArrays):  # e.g. a PyG Data's arrays (bgl.pyg.NeighborLoader)
         return arrays_info(graph, shared)

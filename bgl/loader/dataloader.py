@@ -129,7 +129,7 @@ class DataLoader:
         self.batch_size, self.shuffle, self.drop_last = int(batch_size), bool(shuffle), bool(drop_last)
         self.num_workers, self.use_ddp, self.ddp_seed = int(num_workers), bool(use_ddp), int(ddp_seed)
         self.device = torch.device(device) if device is not None else torch.device("cpu")
-        self.order, self.pipeline_mode = order, pipeline
+        self.order = order
         self._pipeline: Optional[Pipeline] = None
         self._active = None
         self._fetch: Optional[FetchStage] = None
@@ -146,7 +146,7 @@ class DataLoader:
         self._info = info
         if pipeline is None:
             pipeline = "thread" if info.spec.kind == "servers" else "inline"
-            self.pipeline_mode = pipeline
+        self.pipeline_mode = pipeline
         ids = check_indices(indices, info.num_nodes)
         order_partition = None
         if order == "proximity" and info.spec.kind != "store":
