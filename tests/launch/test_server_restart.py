@@ -20,10 +20,14 @@ from bgl.launch.backends import port_is_free
 
 
 def launch_args(hosts_file, partition_dir, port_base, script, *script_args, extra=()):
-    """Two servers (parts 0 and 1) on 127.0.0.1, one trainer running ``script``."""
+    """Two servers (parts 0 and 1) on 127.0.0.1, one trainer running ``script``.
+
+    ``--no-local-reads``: on one host the trainer would otherwise read both parts from the
+    partition files and never talk to the servers these tests kill and hang.
+    """
     return ["--hosts", hosts_file, "--partition", partition_dir, "--num-servers-per-host", 2,
             "--port-base", port_base, "--server-timeout", 120, "--server-threads", 1, "--grace", 3,
-            *extra, "--", "python", script, *script_args]
+            "--no-local-reads", *extra, "--", "python", script, *script_args]
 
 
 def assert_clean(port_base, orphans):
