@@ -26,29 +26,56 @@ def require_dgl():
     return _dgl()
 
 
-def to_dgl_block(block: Block):
+def to_dgl_block(block: Block, graph=None, type_names: tuple[str, str] = ("_N", "_E")):
     """A ``dgl.Block`` with the same edges (CSC order), ``dgl.NID`` on src/dst and the block's data.
 
-    ``srcdata``/``dstdata`` tensors of the bgl block are attached (shared, not
+    ``srcdata``/``dstdata``/``edata`` tensors of the bgl block are attached (shared, not
     copied), so ``blocks[0].srcdata['feat']`` and ``blocks[-1].dstdata['label']``
     work.  The node and edge frames are handed to the block at construction:
     four ``g.srcdata[k] = v`` assignments went through DGL's per-call checks
     and cost as much again as building the graph (0.12 vs 0.056 ms per block).
+
+    ``graph`` (the DGLGraph the block was sampled from) adds every other field of its
+    ``ndata`` to ``srcdata``/``dstdata`` and of its ``edata`` to ``edata``, as DGL's own
+    loader does: lazy columns (DGL's copy-on-read ``Column``), so a field the model never
+    reads costs no gather.  ``type_names`` = (node type, edge type) of a one-type graph.
     """
     from dgl.frame import Frame
 
     dgl = _dgl()
     src = {dgl.NID: block.src_ids, **block.srcdata}
     dst = {dgl.NID: block.dst_ids, **block.dstdata}
-    edges = {} if block.edge_ids is None else {dgl.EID: block.edge_ids}
+    edges = {**block.edata} if block.edge_ids is None else {dgl.EID: block.edge_ids, **block.edata}
+    if graph is not None:
+        _add_lazy_fields(src, graph.ndata, block.src_ids)
+        _add_lazy_fields(dst, graph.ndata, block.dst_ids)
+        if block.edge_ids is not None:
+            _add_lazy_fields(edges, graph.edata, block.edge_ids)
     return _csc_block(block, [Frame(src, num_rows=block.num_src), Frame(dst, num_rows=block.num_dst)],
-                      [Frame(edges, num_rows=block.num_edges)])
+                      [Frame(edges, num_rows=block.num_edges)], type_names=type_names)
+
+
+def _add_lazy_fields(frame: dict, fields, ids: torch.Tensor) -> None:
+    """Add each of ``fields`` (a DGLGraph's ndata/edata) not already in ``frame`` as rows ``ids``, read on use."""
+    from dgl.frame import Column
+
+    for key in fields.keys():
+        if key in frame:
+            continue
+        storage = fields[key]
+        index = ids if ids.device == storage.device else ids.to(storage.device)
+        frame[key] = Column(storage, None, index, ids.device if ids.device != storage.device else None)
+
+
+def graph_type_names(g) -> tuple[str, str]:
+    """(node type, edge type) of a one-type DGLGraph, e.g. ``("user", "follows")``."""
+    return str(g.ntypes[0]), str(g.etypes[0])
 
 
 _ALL_FORMATS = ["coo", "csr", "csc"]
 
 
-def _csc_block(block: Block, node_frames=None, edge_frames=None):
+def _csc_block(block: Block, node_frames=None, edge_frames=None, type_names=("_N", "_E")):
     """A ``dgl.Block`` over ``block``'s CSC arrays, shared without copies (empty data unless frames are given).
 
     Same graph as ``dgl.create_block({("_N", "_E", "_N"): ("csc", (indptr, indices, []))},
@@ -67,16 +94,20 @@ def _csc_block(block: Block, node_frames=None, edge_frames=None):
         indptr, indices = indptr.to(torch.int64), indices.to(torch.int64)
     if indptr.shape[0] != block.num_dst + 1:
         raise ValueError(f"block indptr has {indptr.shape[0]} entries, expected num_dst + 1 = {block.num_dst + 1}")
-    empty = torch.empty(0, dtype=torch.int64, device=indptr.device)
-    # Two node types (SRC/_N, DST/_N) in one unit graph: exactly what a block is.
-    gidx = heterograph_index.create_unitgraph_from_csr(2, block.num_src, block.num_dst, indptr, indices, empty,
+    # The CSC's edge-id array must be real: DGL's CPU SpMM/SDDMM kernels (libxsmm, used by
+    # GATConv/GATv2Conv's backward) refuse a CSR without one ("Check notnull: edges").
+    # Edge i of a block is CSC position i, as in the blocks DGL's own sampler makes.
+    eids = torch.arange(indices.shape[0], dtype=torch.int64, device=indptr.device)
+    # Two node types (SRC/ntype, DST/ntype) in one unit graph: exactly what a block is.
+    gidx = heterograph_index.create_unitgraph_from_csr(2, block.num_src, block.num_dst, indptr, indices, eids,
                                                        _ALL_FORMATS, True)
-    return DGLBlock(gidx, (["_N"], ["_N"]), ["_E"], node_frames=node_frames, edge_frames=edge_frames)
+    ntype, etype = type_names
+    return DGLBlock(gidx, ([ntype], [ntype]), [etype], node_frames=node_frames, edge_frames=edge_frames)
 
 
-def to_dgl_blocks(blocks: Sequence[Block]) -> list:
+def to_dgl_blocks(blocks: Sequence[Block], graph=None, type_names: tuple[str, str] = ("_N", "_E")) -> list:
     """:func:`to_dgl_block` for every layer."""
-    return [to_dgl_block(b) for b in blocks]
+    return [to_dgl_block(b, graph, type_names) for b in blocks]
 
 
 def dglgraph_csc_tensors(g) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -50,15 +50,18 @@ class NeighborSampler:
     prefetch_node_feats : names under which ``blocks[0].srcdata`` receives
         the input features (the store has one feature array).
     prefetch_labels : names under which ``blocks[-1].dstdata`` receives labels.
+    prefetch_edge_feats : edge fields copied into every block's ``edata`` (a DGLGraph's
+        ``edata`` names; a store has no edge fields yet).
     """
 
     def __init__(self, fanouts: Sequence[int], replace: bool = False,
                  prefetch_node_feats: Sequence[str] = ("feat",), prefetch_labels: Sequence[str] = ("label",),
-                 output_device=None):
+                 prefetch_edge_feats: Sequence[str] = (), output_device=None):
         self.fanouts = _check_fanouts(fanouts)
         self.replace = bool(replace)
         self.prefetch_node_feats = list(prefetch_node_feats or [])
         self.prefetch_labels = list(prefetch_labels or [])
+        self.prefetch_edge_feats = list(prefetch_edge_feats or [])
         self.output_device = output_device
 
     def __repr__(self) -> str:
@@ -89,20 +92,65 @@ def sampler_settings(graph_sampler) -> tuple[list[int], bool, list[str], list[st
     if is_dgl_object(graph_sampler) and hasattr(graph_sampler, "fanouts") and name in (
             "NeighborSampler", "MultiLayerFullNeighborSampler"):
         if getattr(graph_sampler, "edge_dir", "in") != "in":
-            raise ValueError(f"only edge_dir='in' is supported, got {graph_sampler.edge_dir!r}")
+            # DGL 2.1's blocks from edge_dir='out' hold edges whose destination falls outside the
+            # block's dst nodes, so no message passing is defined on them.
+            raise ValueError(
+                f"edge_dir={graph_sampler.edge_dir!r} is not supported: DGL 2.1's blocks from out-edge sampling "
+                "have edges whose destinations are not dst nodes of the block; to aggregate over "
+                "out-neighbours, sample the reversed graph with edge_dir='in' (bgl.DataLoader(dgl.reverse(g, "
+                "copy_ndata=True, copy_edata=True), ...))")
         if getattr(graph_sampler, "prob", None) is not None:
             raise ValueError("weighted sampling (prob= / mask= on dgl NeighborSampler) is not supported by bgl.DataLoader")
         feats = graph_sampler.prefetch_node_feats
         labels = graph_sampler.prefetch_labels
         if isinstance(feats, dict) or isinstance(labels, dict):
             raise ValueError("heterogeneous prefetch dicts are not supported (homogeneous graphs only)")
-        # DGL exposes every ndata field lazily even without prefetch; bgl's store
-        # has one feature array and one label array, offered under the usual names.
+        # DGL exposes every ndata field lazily even without prefetch (bgl does too for a
+        # DGLGraph: TransferStage); a store has one feature and one label array, offered
+        # under the usual names.
         return (_check_fanouts(list(graph_sampler.fanouts)), bool(graph_sampler.replace),
                 list(feats) or ["feat"], list(labels) or ["label"], True)
     raise TypeError(
         f"unsupported graph_sampler {type(graph_sampler).__module__}.{name}; use bgl.NeighborSampler "
         f"or dgl.dataloading.NeighborSampler / MultiLayerFullNeighborSampler")
+
+
+def edge_feature_keys(graph_sampler) -> list[str]:
+    """The sampler's ``prefetch_edge_feats`` (DGL's or bgl's), as a list of names."""
+    keys = getattr(graph_sampler, "prefetch_edge_feats", None) or []
+    if isinstance(keys, dict):
+        raise ValueError("heterogeneous prefetch dicts are not supported (homogeneous graphs only)")
+    return [str(k) for k in keys]
+
+
+def check_graph_fields(info: "GraphInfo", graph, feat_keys: Sequence[str], edge_keys: Sequence[str]
+                       ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(extra node feature names, edge feature names) the trainer reads from a DGLGraph in place.
+
+    The first distinct feature name is served by the fetch stage (and its cache); the
+    others, and every edge feature, exist only where the graph is a DGLGraph.  Refuses,
+    naming the field, a name the DGLGraph lacks, or extra fields of a store or graph
+    servers (a store holds one feature array and no edge fields).
+    """
+    distinct = list(dict.fromkeys(feat_keys))
+    extra = distinct[1:]
+    if not info.from_dgl:
+        if extra:
+            raise ValueError(f"prefetch_node_feats={distinct}: a bgl store holds one node feature array, served "
+                             f"under any one name; pass one name, or pass the DGLGraph itself to read several")
+        if edge_keys:
+            raise ValueError(f"prefetch_edge_feats={list(edge_keys)}: a bgl store holds no edge fields; pass the "
+                             f"DGLGraph itself to read its edata")
+        return (), ()
+    for key in extra:
+        if key not in graph.ndata:
+            raise ValueError(f"prefetch_node_feats names {key!r}, which is not in the graph's ndata "
+                             f"{sorted(graph.ndata.keys())}")
+    for key in edge_keys:
+        if key not in graph.edata:
+            raise ValueError(f"prefetch_edge_feats names {key!r}, which is not in the graph's edata "
+                             f"{sorted(graph.edata.keys())}")
+    return tuple(extra), tuple(dict.fromkeys(edge_keys))
 
 
 class GraphInfo:
@@ -203,7 +251,10 @@ def store_info(store: GraphStore) -> GraphInfo:
 
 
 def check_indices(indices, num_nodes: int) -> np.ndarray:
-    """Seed ids as contiguous int64 [n]; refuses non-integer, non-1-D, out-of-range or duplicate ids."""
+    """Seed ids as contiguous int64 [n]; refuses non-integer, non-1-D or out-of-range ids.
+
+    Repeated ids are accepted, as DGL accepts them (see :mod:`bgl.loader.duplicate_seeds`).
+    """
     if isinstance(indices, dict):
         raise TypeError("dict indices (heterogeneous graphs) are not supported; pass one id tensor")
     if torch.is_tensor(indices):
@@ -222,9 +273,12 @@ def check_indices(indices, num_nodes: int) -> np.ndarray:
         if lo < 0 or hi >= num_nodes:
             bad = lo if lo < 0 else hi
             raise ValueError(f"indices contain node id {bad}, outside [0, {num_nodes})")
-        if np.unique(arr).shape[0] != arr.shape[0]:
-            raise ValueError("indices contain duplicate node ids")
     return np.ascontiguousarray(arr)
+
+
+def has_repeats(ids: np.ndarray) -> bool:
+    """True when some id occurs twice (one sort of the ids)."""
+    return ids.shape[0] > 1 and np.unique(ids).shape[0] != ids.shape[0]
 
 
 def cache_policy_name(cache, cache_ratio, cache_bytes) -> Optional[str]:

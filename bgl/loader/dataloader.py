@@ -16,15 +16,18 @@ indices (dtype, range, duplicates), the sampler type, and graph servers (pinged)
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
+import weakref
 from typing import Iterator, Optional
 
 import numpy as np
 import torch
 
 from .arguments import NeighborSampler  # noqa: F401  (public as bgl.NeighborSampler; DGL keeps both together)
-from .arguments import (_DGL_TUNING_KWARGS, PIPELINES, check_indices, proximity_partition, resolve_cache,
-                        resolve_graph, sampler_settings)
+from .arguments import (_DGL_TUNING_KWARGS, PIPELINES, check_graph_fields, check_indices, edge_feature_keys,
+                        has_repeats, proximity_partition, resolve_cache, resolve_graph, sampler_settings)
+from .epoch_iterator import EpochIterator
 from .minibatch import MiniBatch
 from .order_stage import ORDERS, OrderStage, num_batches
 from .pipeline import Pipeline, quiet_numba_threads
@@ -123,15 +126,14 @@ class DataLoader:
             raise ValueError(f"blocks must be 'dgl', 'bgl' or None, got {blocks!r}")
 
         fanouts, replace, feat_keys, label_keys, sampler_from_dgl = sampler_settings(graph_sampler)
-        if len(set(feat_keys)) > 1:
-            raise ValueError(f"bgl stores hold one feature array; got several feature names {feat_keys}")
+        edge_keys = edge_feature_keys(graph_sampler)
         self.graph_sampler = graph_sampler
         self.batch_size, self.shuffle, self.drop_last = int(batch_size), bool(shuffle), bool(drop_last)
         self.num_workers, self.use_ddp, self.ddp_seed = int(num_workers), bool(use_ddp), int(ddp_seed)
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self.order = order
         self._pipeline: Optional[Pipeline] = None
-        self._active = None
+        self._active: Optional[weakref.ref] = None  # the running EpochIterator (it holds us, not we it)
         self._fetch: Optional[FetchStage] = None
         self._transfer: Optional[TransferStage] = None
         self.core_split: Optional[CoreSplit] = None
@@ -141,13 +143,22 @@ class DataLoader:
         self._guessed_seed: Optional[int] = None
         self._order_misses = 0
 
-        info = resolve_graph(graph, feat_keys[0] if feat_keys else None, label_keys[0] if label_keys else None,
-                             server_timeout, shared=pipeline == "processes")
+        self._resolve_args = (feat_keys[0] if feat_keys else None, label_keys[0] if label_keys else None,
+                              server_timeout, pipeline == "processes")
+        info = resolve_graph(graph, *self._resolve_args)
         self._info = info
+        extra_feats, edge_feats = check_graph_fields(info, graph, feat_keys, edge_keys)
+        # A DGLGraph is read in place: the loader watches its fields for changes between epochs.
+        self._graph = graph if info.from_dgl else None
+        self._graph_fields = self._field_versions()
         if pipeline is None:
             pipeline = "thread" if info.spec.kind == "servers" else "inline"
         self.pipeline_mode = pipeline
         ids = check_indices(indices, info.num_nodes)
+        repeated = has_repeats(ids)
+        if repeated and order == "proximity":
+            raise ValueError("order='proximity' needs distinct seed ids (its BFS visits each node once); "
+                             "pass torch.unique(ids), or use order='random' to keep the repeats")
         order_partition = None
         if order == "proximity" and info.spec.kind != "store":
             order_partition = proximity_partition(info)
@@ -170,23 +181,25 @@ class DataLoader:
         self._num_real_ids = int(ids.shape[0])
         self._pad = pad
 
-        feat_keys = tuple(feat_keys) if info.feat_dim > 0 else ()
-        label_keys = tuple(label_keys) if info.has_label else ()
-        cache_choice = resolve_cache(cache, cache_ratio, cache_bytes, cache_lookahead, queue_size, info, pipeline,
-                                     self.device)
-        cache_spec = cache_choice.spec
-        self.cache_policy: Optional[str] = cache_choice.policy  # None without a cache
+        # The first feature name is served by the fetch stage (and its cache), under that name.
+        self._wanted_keys = (tuple(feat_keys[:1]), tuple(label_keys))
+        feat_keys = self._wanted_keys[0] if info.feat_dim > 0 else ()
+        label_keys = self._wanted_keys[1] if info.has_label else ()
+        self._cache_args = (cache, cache_ratio, cache_bytes, cache_lookahead, queue_size)
         self._order_stage = OrderStage(ids=ids, batch_size=self.batch_size, drop_last=self.drop_last,
                                        shuffle=self.shuffle, order=order, graph=info.spec,
                                        num_sequences=num_sequences, pad=pad,
                                        partition_dir=order_partition)
-        self._sample_stage = SampleStage(source=info.spec, fanouts=tuple(fanouts), replace=replace)
-        if cache_spec is not None and cache_spec.policy == "presample":
-            cache_spec = self._with_presample_counts(cache_spec)
-        self._fetch = FetchStage(source=info.spec, feat_keys=feat_keys, label_keys=label_keys,
-                                 cache=cache_spec if cache_spec is not None else cache_choice.live,
-                                 lookahead=cache_choice.lookahead)
-        self._transfer = TransferStage(device=str(self.device), to_dgl=want_dgl)
+        self._sample_stage = SampleStage(source=info.spec, fanouts=tuple(fanouts), replace=replace,
+                                         repeated_seeds=repeated)
+        self._fetch = self._make_fetch(info, feat_keys, label_keys)
+        type_names = ("_N", "_E")
+        if self._graph is not None:
+            from ..dgl_adapter import graph_type_names
+
+            type_names = graph_type_names(self._graph)
+        self._transfer = TransferStage(device=str(self.device), to_dgl=want_dgl, graph=self._graph,
+                                       node_feats=extra_feats, edge_feats=edge_feats, type_names=type_names)
         self._stage_cores = stage_cores
         if stage_cores is not None:
             # Validate now, before any process starts.
@@ -196,6 +209,58 @@ class DataLoader:
             quiet_numba_threads()  # sampler kernels share this process with the model's torch ops
             if info.spec.kind == "store":
                 self._load_kernels(ids)
+
+    def _make_fetch(self, info, feat_keys: tuple[str, ...], label_keys: tuple[str, ...]) -> FetchStage:
+        """The fetch stage over ``info``'s graph, with the cache the loader's arguments ask for."""
+        cache_choice = resolve_cache(*self._cache_args, info, self.pipeline_mode, self.device)
+        cache_spec = cache_choice.spec
+        self.cache_policy: Optional[str] = cache_choice.policy  # None without a cache
+        if cache_spec is not None and cache_spec.policy == "presample":
+            cache_spec = self._with_presample_counts(cache_spec)
+        return FetchStage(source=info.spec, feat_keys=feat_keys, label_keys=label_keys,
+                          cache=cache_spec if cache_spec is not None else cache_choice.live,
+                          lookahead=cache_choice.lookahead)
+
+    # ------------------------------------------------------------ a DGLGraph read in place
+    def _field_versions(self) -> Optional[tuple]:
+        """Identity and in-place version of the DGLGraph tensors the stages read (None for other graphs).
+
+        ``torch.Tensor._version`` counts in-place writes, so both ``g.ndata['feat'] = new`` and
+        ``g.ndata['feat'][ids] = rows`` show here at no cost per batch.
+        """
+        if self._graph is None:
+            return None
+        out = []
+        for key in self._resolve_args[:2]:
+            t = self._graph.ndata[key] if key is not None and key in self._graph.ndata else None
+            out.append((key, None if t is None else (id(t), t._version, tuple(t.shape), t.dtype)))
+        return tuple(out)
+
+    def _refresh_graph_fields(self) -> None:
+        """Re-read the DGLGraph's feature/label tensors when they changed since the last epoch.
+
+        DGL's loader reads ``g.ndata`` as the epoch runs.  bgl's stages hold views of it
+        (copies in stage processes) and a cache of its rows, so a replaced or edited
+        tensor would be missed; here, at the start of each epoch, the views, copies and the
+        cache are rebuilt when, and only when, a tensor changed.  A change in the middle of
+        an epoch is seen from the next epoch on.
+        """
+        if self._graph is None or self._field_versions() == self._graph_fields:
+            return
+        info = resolve_graph(self._graph, *self._resolve_args)
+        if info.num_nodes != self._info.num_nodes:
+            raise ValueError(f"the DGLGraph now has {info.num_nodes} nodes, the loader was built for "
+                             f"{self._info.num_nodes}; build a new loader")
+        self.close()  # stage processes hold the old copies; inline stages the old views and cache
+        self._info = info
+        self._graph_fields = self._field_versions()
+        want_feats, want_labels = self._wanted_keys
+        feat_keys = want_feats if info.feat_dim > 0 else ()
+        label_keys = want_labels if info.has_label else ()
+        self._order_stage = dataclasses.replace(self._order_stage, graph=info.spec)
+        self._sample_stage = dataclasses.replace(self._sample_stage, source=info.spec)
+        self._fetch = self._make_fetch(info, feat_keys, label_keys)
+        log.info("the DGLGraph's features or labels changed; the loader re-read them for this epoch")
 
     def _load_kernels(self, ids: np.ndarray) -> None:
         """Run one seed through sample, fetch and transfer now, so numba's kernels load here.
@@ -303,9 +368,14 @@ class DataLoader:
         return split_cores(times, pool, reserve=1 if len(pool) >= 4 else 0)
 
     def __iter__(self) -> Iterator[tuple]:
-        if self._active is not None:
-            self._active.close()  # a new epoch abandons the previous, unfinished one
-            self._active = None
+        """This epoch's batches, as an :class:`~bgl.loader.epoch_iterator.EpochIterator`.
+
+        The iterator keeps the loader alive, so ``for b in DataLoader(...)`` and
+        ``next(iter(DataLoader(...)))`` work as with DGL; a new ``iter()`` abandons
+        an unfinished epoch, as DGL's does.
+        """
+        self._close_active()
+        self._refresh_graph_fields()
         if self._pipeline is None:
             self._pipeline = self._build_pipeline()
         epoch = self._epoch
@@ -316,8 +386,16 @@ class DataLoader:
         gen = self._pipeline.run_epoch((epoch, seed))
         if self.order == "proximity" and self.pipeline_mode != "processes":
             gen = self._prefetching_next_order(gen, seed, epoch)
-        self._active = gen
-        return gen
+        it = EpochIterator(self, gen)
+        self._active = weakref.ref(it)
+        return it
+
+    def _close_active(self) -> None:
+        """Close the running epoch, if any (its iterator may already be gone)."""
+        it = self._active() if self._active is not None else None
+        self._active = None
+        if it is not None:
+            it.close()
 
     def _next_epoch_seed(self, epoch: int) -> int:
         """The seed the epoch after ``epoch`` will most likely draw, without consuming any RNG."""
@@ -374,9 +452,7 @@ class DataLoader:
 
     def close(self) -> None:
         """Stop stage processes; the loader may be iterated again."""
-        if self._active is not None:
-            self._active.close()
-            self._active = None
+        self._close_active()
         if self._pipeline is not None:
             self._pipeline.close()
             self._pipeline = None

@@ -46,6 +46,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from ..errors import PipelineError
 from .background import background_items
 from .inline_chain import apply_stage, close_quietly, run_chain, source_items
+from .spawn_start import StageProcess
 # quiet_numba_threads is re-exported: the DataLoader and test setup call it from here.
 from .stage_process import _END, _EPOCH, POLL_S, _stage_main
 from .stage_process import quiet_numba_threads  # noqa: F401
@@ -192,7 +193,9 @@ class Pipeline:
         try:
             for i, stage in enumerate(proc_stages):
                 cores = self.cores.get(stage.name, ())
-                p = ctx.Process(
+                # Spawned without re-running the user's script (bgl/loader/spawn_start.py), so a
+                # loader built at module level, DGL-example style, works unguarded.
+                p = StageProcess(
                     target=_stage_main, name=f"bgl-{stage.name}", daemon=True,
                     args=(stage, i == 0, self._queues[i], self._queues[i + 1], self._err_q,
                           self._stop, cores, os.getpid()),
@@ -209,10 +212,7 @@ class Pipeline:
 
     def close(self) -> None:
         """Stop every stage process and close the inline/trainer stages; idempotent."""
-        if self._finalizer is not None:
-            self._finalizer()
-            self._finalizer = None
-        self._procs = []
+        self.close_processes()
         if self._inline_open:
             for s in (self.source, *self.stages):
                 close_quietly(s)
@@ -272,11 +272,16 @@ class Pipeline:
                 self.close_processes()
 
     def close_processes(self) -> None:
-        """Stop and reap every stage process (runs the finalizer once); safe to call twice."""
+        """Stop and reap every stage process (runs the finalizer once); safe to call twice.
+
+        The queues and events go too: each holds named semaphores (``/dev/shm/sem.mp-*``)
+        that are unlinked only when the object is collected.
+        """
         if self._finalizer is not None:
             self._finalizer()
             self._finalizer = None
         self._procs = []
+        self._queues, self._stop, self._err_q = [], None, None
 
     def _send_control(self, msg) -> None:
         q = self._queues[0]
@@ -313,6 +318,8 @@ class Pipeline:
         reset connection), so it wins over reports.  ``wait`` gives a dying
         process time to be noticed.
         """
+        if self._err_q is None:  # stopped already: nothing left to report
+            return
         deadline = time.monotonic() + wait
         while True:
             reports = []
@@ -341,13 +348,7 @@ class Pipeline:
             p = dead[0]
             code = p.process.exitcode
             why = f"signal {-code}" if code < 0 else f"exit code {code}"
-            hint = ""
-            if code == 1:
-                # Exit 1 without a report: the stage never reached its loop, usually because
-                # spawn re-imported a __main__ that starts the loader at import time.
-                hint = ("; if the training script creates the loader at module level, put it under "
-                        "`if __name__ == '__main__':` (stage processes start with spawn)")
-            err = (p.name, f"process {p.process.pid} died ({why}){hint}", "")
+            err = (p.name, f"process {p.process.pid} died ({why})", "")
         else:
             err = reports[0]
         name, summary, text = err

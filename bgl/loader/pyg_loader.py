@@ -139,22 +139,45 @@ def blocks_to_pyg(blocks: Sequence[Block]) -> dict[str, Any]:
     agree across blocks and ``n_id = blocks[0].src_ids``.  Hop ``h`` (block
     ``L - h``) contributes the in-edges of the nodes it newly reached: dst
     positions ``[blocks[L-h+1].num_dst, blocks[L-h].num_dst)``.
+
+    On the CPU ``edge_index`` is written in place by NumPy (one ``np.repeat`` per hop
+    into a preallocated [2, E] array): ``torch.repeat_interleave`` and ``torch.cat``
+    took 3/4 of the PyG loader's data path on Cora (profiled, batch 256, fanouts 10,10),
+    the reason it ran 2.8x slower than ``bgl.DataLoader`` on the same batches.
     """
     num_layers = len(blocks)
-    srcs, dsts, per_hop_edges, per_hop_nodes = [], [], [], [blocks[-1].num_dst]
+    spans, per_hop_edges, per_hop_nodes = [], [], [blocks[-1].num_dst]
     for hop in range(1, num_layers + 1):
         b = blocks[num_layers - hop]
         lo = blocks[num_layers - hop + 1].num_dst if hop > 1 else 0
         hi = b.num_dst
         a, e = int(b.indptr[lo]), int(b.indptr[hi])
-        deg = b.indptr[lo + 1 : hi + 1] - b.indptr[lo:hi]
-        srcs.append(b.indices[a:e])
-        dsts.append(torch.repeat_interleave(torch.arange(lo, hi, device=b.indptr.device), deg))
+        spans.append((b, lo, hi, a, e))
         per_hop_edges.append(e - a)
         per_hop_nodes.append(b.num_src - b.num_dst)
-    edge_index = torch.stack([torch.cat(srcs), torch.cat(dsts)]).to(torch.int64)
+    if blocks[0].indptr.device.type == "cpu":
+        edge_index = _edge_index_cpu(spans, sum(per_hop_edges))
+    else:
+        srcs, dsts = [], []
+        for b, lo, hi, a, e in spans:
+            srcs.append(b.indices[a:e])
+            dsts.append(torch.repeat_interleave(torch.arange(lo, hi, device=b.indptr.device),
+                                                b.indptr[lo + 1:hi + 1] - b.indptr[lo:hi]))
+        edge_index = torch.stack([torch.cat(srcs), torch.cat(dsts)]).to(torch.int64)
     return {"n_id": blocks[0].src_ids, "batch_size": int(blocks[-1].num_dst), "edge_index": edge_index,
             "num_sampled_nodes": per_hop_nodes, "num_sampled_edges": per_hop_edges}
+
+
+def _edge_index_cpu(spans, num_edges: int) -> torch.Tensor:
+    """int64 [2, num_edges]: each span's (sources, targets), hop after hop, written once."""
+    out = np.empty((2, num_edges), np.int64)
+    pos = 0
+    for b, lo, hi, a, e in spans:
+        indptr = b.indptr.numpy()
+        out[0, pos:pos + e - a] = b.indices.numpy()[a:e]
+        out[1, pos:pos + e - a] = np.repeat(np.arange(lo, hi, dtype=np.int64), np.diff(indptr[lo:hi + 1]))
+        pos += e - a
+    return torch.from_numpy(out)
 
 
 class NeighborLoader:
@@ -193,6 +216,8 @@ class NeighborLoader:
         # DGL/bgl order is the reverse: fanouts[-1] applies to the seeds.
         sampler = NeighborSampler(list(reversed(self.num_neighbors)), replace=replace)
         self.batch_size = int(batch_size)
+        # PyG's loaders are torch DataLoaders over range(num seeds): loops read len(loader.dataset).
+        self.dataset = range(int(ids.shape[0]))
         self._loader = DataLoader(graph, ids, sampler, batch_size=batch_size, shuffle=shuffle,
                                   drop_last=drop_last, num_workers=num_workers, blocks="bgl", **kwargs)
         self._data_class = _pyg_data_class()

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator, Optional
 import numpy as np
 import torch
 
+from .duplicate_seeds import distinct_seeds, expand_to_seeds
 from .minibatch import MiniBatch
 from .pipeline import Stage
 from .remote_rows import RemoteRowsOnly
@@ -70,6 +71,7 @@ class SampleStage(Stage):
     source: SamplingSpec
     fanouts: tuple[int, ...]
     replace: bool = False
+    repeated_seeds: bool = False  # the loader's ids repeat: batches may hold a seed twice
     name: str = "sample"
 
     def __post_init__(self):
@@ -91,8 +93,13 @@ class SampleStage(Stage):
     def __call__(self, mb: MiniBatch) -> MiniBatch:
         if self._sampler is None:
             self.open()
-        mb.blocks = self._sampler.sample_blocks(mb.seeds, list(self.fanouts), replace=self.replace,
+        seeds, inverse = mb.seeds, None
+        if self.repeated_seeds:
+            seeds, inverse = distinct_seeds(mb.seeds)
+        mb.blocks = self._sampler.sample_blocks(seeds, list(self.fanouts), replace=self.replace,
                                                 seed=mb.sample_seed)
+        if inverse is not None:
+            mb.blocks = expand_to_seeds(mb.blocks, inverse)
         return mb
 
     def close(self) -> None:
@@ -287,6 +294,13 @@ class TransferStage(Stage):
     ``to_dgl`` converts to ``dgl.Block`` through :mod:`bgl.dgl_adapter` (the
     only module allowed to import DGL).  Remembers the latest cache counters
     seen, for :meth:`bgl.DataLoader.cache_stats`.
+
+    ``graph`` is the user's DGLGraph when the loader samples one in place (this stage
+    never leaves the trainer, so it reads the live graph): ``node_feats`` (the
+    ``prefetch_node_feats`` beyond the one the fetch stage and its cache serve) are
+    gathered into ``blocks[0].srcdata``, ``edge_feats`` (``prefetch_edge_feats``) into
+    every block's ``edata`` by the DGLGraph's own edge ids, and DGL blocks get every other
+    ``ndata``/``edata`` field as lazy columns, as DGL's loader gives them.
     """
 
     device: str = "cpu"
@@ -294,16 +308,37 @@ class TransferStage(Stage):
     non_blocking: bool = False
     name: str = "transfer"
     last_cache_stats: Optional[dict] = field(default=None, repr=False)
+    graph: Any = field(default=None, repr=False, compare=False)
+    node_feats: tuple[str, ...] = ()
+    edge_feats: tuple[str, ...] = ()
+    type_names: tuple[str, str] = ("_N", "_E")
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "graph": None}  # the live graph stays in the trainer
+
+    def _attach_graph_fields(self, blocks) -> None:
+        """Eager copies of the prefetched node/edge fields the fetch stage does not serve."""
+        g = self.graph
+        first = blocks[0]
+        for key in self.node_feats:
+            col = g.ndata[key]
+            first.srcdata[key] = col[first.src_ids.to(col.device)].to(first.src_ids.device)
+        for key in self.edge_feats:
+            col = g.edata[key]
+            for b in blocks:
+                b.edata[key] = col[b.edge_ids.to(col.device)].to(b.edge_ids.device)
 
     def __call__(self, mb: MiniBatch):
         device = torch.device(self.device)
         blocks = [b.to(device, non_blocking=self.non_blocking) for b in mb.blocks]
         if mb.cache_stats is not None:
             self.last_cache_stats = mb.cache_stats
+        if self.graph is not None:
+            self._attach_graph_fields(blocks)
         input_nodes = blocks[0].src_ids
         output_nodes = blocks[-1].dst_ids
         if self.to_dgl:
             from ..dgl_adapter import to_dgl_blocks
 
-            blocks = to_dgl_blocks(blocks)
+            blocks = to_dgl_blocks(blocks, self.graph, self.type_names)
         return input_nodes, output_nodes, blocks
