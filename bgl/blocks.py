@@ -25,6 +25,9 @@ class Block:
     srcdata / dstdata : per-node tensors (e.g. ``"feat"``, ``"label"``), rows aligned with
         ``src_ids`` / ``dst_ids``
     edata : per-edge tensors (e.g. ``prefetch_edge_feats``), rows aligned with the CSC positions
+    etypes : optional int64 tensor [num_edges], relation id of each edge (typed graphs, see
+        :mod:`bgl.schema`); each dst row's edges are grouped by relation, ascending.  Per-type
+        data then lives in ``srcdata[key] = {ntype: tensor}`` (DGL's heterograph convention).
     """
 
     src_ids: torch.Tensor
@@ -35,6 +38,7 @@ class Block:
     srcdata: dict[str, torch.Tensor] = field(default_factory=dict)
     dstdata: dict[str, torch.Tensor] = field(default_factory=dict)
     edata: dict[str, torch.Tensor] = field(default_factory=dict)
+    etypes: torch.Tensor | None = None
 
     def __post_init__(self):
         if self.indptr.shape[0] != self.num_dst + 1:
@@ -66,11 +70,13 @@ class Block:
     def to(self, device, non_blocking: bool = False) -> "Block":
         """A copy with every tensor on ``device``."""
         def mv(t):
+            if isinstance(t, dict):  # per-type data of a typed block
+                return {k: mv(v) for k, v in t.items()}
             return None if t is None else t.to(device, non_blocking=non_blocking)
 
         return Block(mv(self.src_ids), self.num_dst, mv(self.indptr), mv(self.indices), mv(self.edge_ids),
                      {k: mv(v) for k, v in self.srcdata.items()}, {k: mv(v) for k, v in self.dstdata.items()},
-                     {k: mv(v) for k, v in self.edata.items()})
+                     {k: mv(v) for k, v in self.edata.items()}, mv(self.etypes))
 
     def __repr__(self) -> str:
         return f"Block(num_src={self.num_src}, num_dst={self.num_dst}, num_edges={self.num_edges})"

@@ -150,3 +150,44 @@ def csc_to_dglgraph(indptr: np.ndarray, indices: np.ndarray, num_nodes: int | No
     dst = np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))
     src = np.asarray(indices, dtype=np.int64)
     return dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)), num_nodes=n)
+
+
+def to_dgl_hetero_block(block: Block, schema):
+    """A heterogeneous ``dgl.Block`` from a typed bgl block (global ids, ``etypes`` per edge).
+
+    Node type ``t``'s src (dst) nodes are the block's src (dst) nodes of that type, in
+    order, so each type's dst nodes lead its src nodes, as DGL requires; ``dgl.NID`` holds
+    type-local ids and ``dgl.EID`` each relation's edge ids.  Per-type ``srcdata``/``dstdata``
+    (``{key: {ntype: rows}}``) and the untyped ``edata`` are attached.
+    """
+    dgl = _dgl()
+    offsets = torch.from_numpy(schema.offsets).to(block.src_ids.device)
+    src_type = torch.searchsorted(offsets, block.src_ids, right=True) - 1
+    local = torch.empty_like(block.src_ids)
+    num_src, num_dst, members = {}, {}, {}
+    for t, nt in enumerate(schema.ntypes):
+        idx = (src_type == t).nonzero().flatten()
+        local[idx] = torch.arange(idx.shape[0], device=idx.device)
+        members[nt] = idx
+        num_src[nt] = int(idx.shape[0])
+        num_dst[nt] = int((idx < block.num_dst).sum())
+    u, v = block.edges()
+    data, eids = {}, {}
+    for r, canon in enumerate(schema.canonical_etypes):
+        sel = (block.etypes == r).nonzero().flatten()
+        data[canon] = (local[u[sel]], local[v[sel]])
+        eids[canon] = block.edge_ids[sel] if block.edge_ids is not None else sel
+    out = dgl.create_block(data, num_src_nodes=num_src, num_dst_nodes=num_dst, device=block.src_ids.device)
+    for t, nt in enumerate(schema.ntypes):
+        idx = members[nt]
+        out.srcnodes[nt].data[dgl.NID] = block.src_ids[idx] - offsets[t]
+        out.dstnodes[nt].data[dgl.NID] = block.src_ids[idx[: num_dst[nt]]] - offsets[t]
+    for key, per_type in block.srcdata.items():
+        for nt, rows in per_type.items():
+            out.srcnodes[nt].data[key] = rows
+    for key, per_type in block.dstdata.items():
+        for nt, rows in per_type.items():
+            out.dstnodes[nt].data[key] = rows
+    for canon, e in eids.items():
+        out.edges[canon].data[dgl.EID] = e
+    return out

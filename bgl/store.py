@@ -38,6 +38,10 @@ from .errors import StoreFormatError
 
 FORMAT_NAME = "bgl-graph-store"
 FORMAT_VERSION = 1
+# A store with node/edge types (bgl/schema.py) is version 2, so a bgl that knows only
+# version 1 refuses it (naming the version) instead of reading it as one untyped graph.
+TYPED_FORMAT_VERSION = 2
+SUPPORTED_VERSIONS = (FORMAT_VERSION, TYPED_FORMAT_VERSION)
 META_FILE = "meta.json"
 
 # Full index-range validation streams every edge; beyond this many edges the
@@ -73,6 +77,7 @@ class StoreMeta:
     splits: dict[str, int] = field(default_factory=dict)
     name: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    schema: dict[str, Any] | None = None  # node/edge types (version 2 only; bgl/schema.py)
     format: str = FORMAT_NAME
     version: int = FORMAT_VERSION
 
@@ -85,10 +90,14 @@ class StoreMeta:
         """Parse and check ``meta.json``; ``where`` names the file in errors."""
         if d.get("format") != FORMAT_NAME:
             raise StoreFormatError(f"{where}: not a bgl graph store (format={d.get('format')!r})")
-        if d.get("version") != FORMAT_VERSION:
+        if d.get("version") not in SUPPORTED_VERSIONS:
             raise StoreFormatError(
-                f"{where}: unsupported store version {d.get('version')!r}, expected {FORMAT_VERSION}"
+                f"{where}: unsupported store version {d.get('version')!r}; this bgl reads versions "
+                f"{list(SUPPORTED_VERSIONS)}"
             )
+        if (d.get("version") == TYPED_FORMAT_VERSION) != (d.get("schema") is not None):
+            raise StoreFormatError(f"{where}: a version {TYPED_FORMAT_VERSION} store needs a schema, "
+                                   f"and only it may have one (version {d.get('version')!r})")
         known = set(cls.__dataclass_fields__)
         missing = {"num_nodes", "num_edges", "id_dtype"} - set(d)
         if missing:
@@ -140,6 +149,7 @@ class GraphStore:
             self.feat = self._load("feat", (n, meta.feat_dim), np.dtype(meta.feat_dtype or "float32"))
         self.label = self._load("label", (n,), np.int64) if meta.has_label else None
         self.splits = {name: self._load(f"{name}_idx", (size,), np.int64) for name, size in meta.splits.items()}
+        self._load_typed()
         if validate != "none":
             self.validate(full=(validate == "full") or e <= FULL_CHECK_MAX_EDGES)
 
@@ -157,6 +167,37 @@ class GraphStore:
         if arr.dtype != np.dtype(dtype):
             raise StoreFormatError(f"{file}: dtype {arr.dtype}, expected {np.dtype(dtype)}")
         return arr
+
+    def _load_typed(self) -> None:
+        """The schema, and for a typed store its ``etype`` and per-type feature/label/split arrays."""
+        from .schema import GraphSchema
+
+        m = self.meta
+        self.etype = None
+        self.type_feat: dict[str, np.ndarray] = {}
+        self.type_label: dict[str, np.ndarray] = {}
+        self.type_splits: dict[str, dict[str, np.ndarray]] = {}
+        if m.schema is None:
+            self.schema = GraphSchema.homogeneous(m.global_num_nodes, m.num_edges)
+            return
+        self.schema = GraphSchema.from_dict(m.schema, self.path / META_FILE)
+        if self.schema.num_nodes != m.global_num_nodes:
+            raise StoreFormatError(f"{self.path / META_FILE}: node types hold {self.schema.num_nodes} nodes, "
+                                   f"global_num_nodes is {m.global_num_nodes}")
+        self.etype = self._load("etype", (m.num_edges,), self.schema.etype_dtype())
+        for t in self.schema.node_types:
+            if t.feat_dim > 0:
+                self.type_feat[t.name] = self._load(f"feat/{t.name}", (t.count, t.feat_dim),
+                                                    np.dtype(t.feat_dtype or "float32"))
+            if t.has_label:
+                self.type_label[t.name] = self._load(f"label/{t.name}", (t.count,), np.int64)
+            self.type_splits[t.name] = {name: self._load(f"split/{t.name}/{name}_idx", (size,), np.int64)
+                                        for name, size in t.splits.items()}
+
+    @property
+    def is_typed(self) -> bool:
+        """True for a store with several node or edge types (format version 2)."""
+        return self.meta.schema is not None
 
     def validate(self, full: bool = True) -> None:
         """Check the CSC invariants; ``full=False`` samples the index range check.
@@ -355,6 +396,18 @@ class StoreWriter:
     def set_num_classes(self, num_classes: int) -> None:
         """Record the class count when labels are written in chunks rather than by ``save_array``."""
         self._meta["num_classes"] = int(num_classes)
+
+    def save_typed(self, relpath: str, array: np.ndarray) -> None:
+        """Write a typed store's array at ``relpath`` (``etype``, ``feat/<type>``, ...), no meta bookkeeping:
+        :func:`bgl.typed_store.write_typed_store` puts the schema in the meta with :meth:`set_schema`."""
+        file = self.tmp / f"{relpath}.npy"
+        file.parent.mkdir(parents=True, exist_ok=True)
+        np.save(file, np.asarray(array), allow_pickle=False)
+
+    def set_schema(self, schema: Mapping[str, Any]) -> None:
+        """Make this a typed store (format version 2) with ``schema`` (``GraphSchema.to_dict()``)."""
+        self._meta["schema"] = dict(schema)
+        self._meta["version"] = TYPED_FORMAT_VERSION
 
     def _note_array(self, name: str, shape, dtype) -> None:
         if name == "feat":

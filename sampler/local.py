@@ -61,6 +61,48 @@ class LocalSampler:
         """Blocks for ``seeds`` (global ids, unique); ``blocks[-1].dst_ids == seeds``."""
         return multilayer.sample_blocks(seeds, fanouts, replace, seed, self.sample_layer, self._relabel)
 
+    # ---------------------------------------------------------------- typed graphs
+    @property
+    def schema(self):
+        """The store's :class:`bgl.schema.GraphSchema` (one type for a homogeneous store)."""
+        return self.store.schema
+
+    def sample_typed_layer(self, dst: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int):
+        """One typed layer: (counts, nbrs, eids, etypes); ``fanouts`` int64 [R], one per relation."""
+        from .typed import sample_typed_layer
+
+        etype = getattr(self.store, "etype", None)
+        if etype is None:
+            raise ValueError(f"{self.store.path} has no edge types; sample it with per-layer int fanouts")
+        ops.check_range(dst, self.store.node_offset, self.store.node_offset + self.store.num_nodes, "seeds")
+        schema = self.store.schema
+        counts, nbrs, eids, etypes = sample_typed_layer(
+            self._indptr, self._indices, etype, dst, self.store.node_offset, fanouts, replace, seed,
+            schema.relation_ends()[1], schema.offsets)
+        if self._edge_ids is not None:
+            eids = self._edge_ids[eids].astype(np.int64, copy=False)
+        return counts, nbrs, eids, etypes
+
+    def sample_typed_blocks(self, seeds, fanouts: Sequence[np.ndarray], replace: bool = False,
+                            seed: int | None = None) -> list[Block]:
+        """Typed blocks for global ``seeds``: ``fanouts[l]`` int64 [R] per relation (DGL order)."""
+        return multilayer.sample_typed_blocks(seeds, fanouts, replace, seed, self.sample_typed_layer,
+                                              self._relabel)
+
+    def fetch_type_features(self, ntype: str, local_ids) -> torch.Tensor:
+        """Feature rows of type-local ``local_ids`` of node type ``ntype`` (that type's width and dtype)."""
+        feat = self.store.type_feat.get(ntype)
+        if feat is None:
+            raise ValueError(f"node type {ntype!r} of {self.store.path} has no features")
+        return torch.from_numpy(ops.gather(feat, local_ids, 0))
+
+    def fetch_type_labels(self, ntype: str, local_ids) -> torch.Tensor:
+        """int64 labels of type-local ``local_ids`` of node type ``ntype``."""
+        label = self.store.type_label.get(ntype)
+        if label is None:
+            raise ValueError(f"node type {ntype!r} of {self.store.path} has no labels")
+        return torch.from_numpy(ops.gather(label, local_ids, 0))
+
     # ---------------------------------------------------------------- features
     def fetch_features(self, ids) -> torch.Tensor:
         """Feature rows [n, feat_dim] of global ``ids`` (store dtype)."""

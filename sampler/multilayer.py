@@ -58,3 +58,30 @@ def sample_blocks(seeds, fanouts: Sequence[int], replace: bool, seed: int | None
         dst = src
     blocks.reverse()
     return blocks
+
+
+# sample_typed_layer(dst int64 [m], fanouts int64 [R], replace, layer_seed) -> (counts, nbrs, eids, etypes)
+TypedLayerFn = Callable[[np.ndarray, np.ndarray, bool, int], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+
+
+def sample_typed_blocks(seeds, fanouts: Sequence[np.ndarray], replace: bool, seed: int | None,
+                        sample_layer: TypedLayerFn, relabel: RelabelFn = ops.relabel) -> list[Block]:
+    """:func:`sample_blocks` for a typed graph: ``fanouts[l]`` is int64 [R], one per relation.
+
+    Blocks are over global ids as untyped ones are, with ``etypes`` per edge; layer
+    seeds are the untyped ones, so the streams differ only by relation (:mod:`bgl.sampler.typed`).
+    """
+    dst = ops.as_ids(seeds, "seeds")
+    seed = draw_seed() if seed is None else int(seed)
+    blocks = []
+    for layer in range(len(fanouts) - 1, -1, -1):
+        counts, nbrs, eids, etypes = sample_layer(dst, np.asarray(fanouts[layer], np.int64), bool(replace),
+                                                  ops.layer_seed(seed, layer))
+        src, local = relabel(dst, nbrs)
+        indptr = np.zeros(dst.shape[0] + 1, np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        blocks.append(Block(torch.from_numpy(src), int(dst.shape[0]), torch.from_numpy(indptr),
+                            torch.from_numpy(local), torch.from_numpy(eids), etypes=torch.from_numpy(etypes)))
+        dst = src
+    blocks.reverse()
+    return blocks

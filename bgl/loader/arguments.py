@@ -68,9 +68,13 @@ class NeighborSampler:
         return f"bgl.NeighborSampler(fanouts={self.fanouts}, replace={self.replace})"
 
 
-def _check_fanouts(fanouts) -> list[int]:
+def _check_fanouts(fanouts) -> list:
+    """Validated fanouts: ints, or (a typed graph's) per-layer dicts {edge type: int}, checked
+    against the graph's edge types when the loader knows them (:mod:`bgl.loader.typed`)."""
     if isinstance(fanouts, (int, np.integer)) or not hasattr(fanouts, "__len__") or len(fanouts) == 0:
         raise ValueError(f"fanouts must be a non-empty list of ints, got {fanouts!r}")
+    if any(isinstance(f, dict) for f in fanouts):
+        return [dict(f) if isinstance(f, dict) else f for f in fanouts]
     out = []
     for f in fanouts:
         if isinstance(f, bool) or not isinstance(f, (int, np.integer)) or f < -1 or f == 0:
@@ -103,8 +107,9 @@ def sampler_settings(graph_sampler) -> tuple[list[int], bool, list[str], list[st
             raise ValueError("weighted sampling (prob= / mask= on dgl NeighborSampler) is not supported by bgl.DataLoader")
         feats = graph_sampler.prefetch_node_feats
         labels = graph_sampler.prefetch_labels
-        if isinstance(feats, dict) or isinstance(labels, dict):
-            raise ValueError("heterogeneous prefetch dicts are not supported (homogeneous graphs only)")
+        # A heterogeneous graph's {ntype: [names]}: bgl reads each type's one feature array.
+        feats = sorted({k for v in feats.values() for k in v}) if isinstance(feats, dict) else feats
+        labels = sorted({k for v in labels.values() for k in v}) if isinstance(labels, dict) else labels
         # DGL exposes every ndata field lazily even without prefetch (bgl does too for a
         # DGLGraph: TransferStage); a store has one feature and one label array, offered
         # under the usual names.
@@ -154,13 +159,20 @@ def check_graph_fields(info: "GraphInfo", graph, feat_keys: Sequence[str], edge_
 
 
 class GraphInfo:
-    """What the loader learned about its graph before starting anything."""
+    """What the loader learned about its graph before starting anything (``schema``: its node
+    and edge types, :class:`bgl.schema.GraphSchema`; None = homogeneous)."""
 
     def __init__(self, spec: SamplingSpec, num_nodes: int, feat_dim: int, feat_dtype, has_label: bool,
                  store: Optional[GraphStore] = None, partition_dir: Optional[Path] = None,
-                 from_dgl: bool = False):
+                 from_dgl: bool = False, schema=None):
         self.spec, self.num_nodes, self.feat_dim, self.feat_dtype = spec, num_nodes, feat_dim, feat_dtype
         self.has_label, self.store, self.partition_dir, self.from_dgl = has_label, store, partition_dir, from_dgl
+        self.schema = schema
+
+    @property
+    def typed(self) -> bool:
+        """True for a graph with several node or edge types."""
+        return self.schema is not None and not self.schema.is_homogeneous
 
 
 def _ping_all(addresses: Sequence[str], timeout: float) -> None:
@@ -193,8 +205,10 @@ def resolve_graph(graph, feat_key, label_key, timeout: float, shared: bool = Fal
     from .graph_arrays import GraphArrays, dglgraph_arrays
 
     if is_dgl_object(graph):
-        if not hasattr(graph, "ndata") or len(getattr(graph, "ntypes", ["_N"])) != 1:
-            raise ValueError("only homogeneous DGLGraphs are supported")
+        if not hasattr(graph, "ndata") or not hasattr(graph, "canonical_etypes"):
+            raise TypeError(f"graph must be a DGLGraph, got {type(graph).__name__}")
+        if len(graph.ntypes) != 1 or len(graph.canonical_etypes) != 1:
+            return typed_info(graph, feat_key, label_key)
         return arrays_info(dglgraph_arrays(graph, feat_key, label_key), shared, from_dgl=True)
     if isinstance(graph, GraphArrays):  # e.g. a PyG Data's arrays (bgl.pyg.NeighborLoader)
         return arrays_info(graph, shared)
@@ -227,6 +241,15 @@ def arrays_info(arrays, shared: bool, from_dgl: bool = False) -> GraphInfo:
                      arrays.label is not None, store=arrays, from_dgl=from_dgl)
 
 
+def typed_info(graph, feat_key, label_key) -> GraphInfo:
+    """GraphInfo of a heterogeneous DGLGraph, read in place (:class:`bgl.sources.hetero.TypedArrays`)."""
+    from ..sources.hetero import TypedArrays
+
+    arrays = TypedArrays(graph, feat_key, label_key)
+    return GraphInfo(SamplingSpec("store", arrays=arrays), arrays.num_nodes, 0, None, bool(arrays.type_label),
+                     store=arrays, from_dgl=True, schema=arrays.schema)
+
+
 def proximity_partition(info: GraphInfo) -> str:
     """The partition dir that proximity ordering reads when sampling from graph servers."""
     if info.partition_dir is None:
@@ -247,7 +270,8 @@ def store_info(store: GraphStore) -> GraphInfo:
         raise ValueError(f"{store.path} is a partition part; pass the partition dir with graph servers")
     spec = SamplingSpec("store", path=str(store.path))
     dtype = None if store.feat is None else torch.from_numpy(np.empty(0, store.feat.dtype)).dtype
-    return GraphInfo(spec, store.num_nodes, store.feat_dim, dtype, store.label is not None, store=store)
+    return GraphInfo(spec, store.num_nodes, store.feat_dim, dtype,
+                     store.label is not None or bool(store.type_label), store=store, schema=store.schema)
 
 
 def check_indices(indices, num_nodes: int) -> np.ndarray:

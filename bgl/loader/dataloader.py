@@ -34,6 +34,7 @@ from .pipeline import Pipeline, quiet_numba_threads
 from .resources import CoreSplit, available_cores, profile_stages, resolve_stage_cores, split_cores
 from .specs import CacheSpec
 from .stages import FetchStage, SampleStage, TransferStage
+from .typed import check_typed_options, typed_fanouts, typed_seed_ids
 
 log = logging.getLogger(__name__)
 
@@ -147,14 +148,19 @@ class DataLoader:
                               server_timeout, pipeline == "processes")
         info = resolve_graph(graph, *self._resolve_args)
         self._info = info
-        extra_feats, edge_feats = check_graph_fields(info, graph, feat_keys, edge_keys)
+        typed = info.typed or isinstance(indices, dict)
+        schema = check_typed_options(info, indices, fanouts, order, cache, cache_ratio, cache_bytes, feat_keys,
+                                     edge_keys) if typed else None
+        if schema is None and any(isinstance(f, dict) for f in fanouts):
+            raise ValueError("per-relation fanout dicts need a graph with edge types; this graph has one")
+        extra_feats, edge_feats = ((), ()) if typed else check_graph_fields(info, graph, feat_keys, edge_keys)
         # A DGLGraph is read in place: the loader watches its fields for changes between epochs.
-        self._graph = graph if info.from_dgl else None
+        self._graph = graph if info.from_dgl and not typed else None
         self._graph_fields = self._field_versions()
         if pipeline is None:
             pipeline = "thread" if info.spec.kind == "servers" else "inline"
         self.pipeline_mode = pipeline
-        ids = check_indices(indices, info.num_nodes)
+        ids = typed_seed_ids(indices, schema) if typed else check_indices(indices, info.num_nodes)
         repeated = has_repeats(ids)
         if repeated and order == "proximity":
             raise ValueError("order='proximity' needs distinct seed ids (its BFS visits each node once); "
@@ -183,23 +189,28 @@ class DataLoader:
 
         # The first feature name is served by the fetch stage (and its cache), under that name.
         self._wanted_keys = (tuple(feat_keys[:1]), tuple(label_keys))
-        feat_keys = self._wanted_keys[0] if info.feat_dim > 0 else ()
+        has_feat = info.feat_dim > 0 or (typed and any(t.feat_dim > 0 for t in schema.node_types))
+        feat_keys = self._wanted_keys[0] if has_feat else ()
         label_keys = self._wanted_keys[1] if info.has_label else ()
         self._cache_args = (cache, cache_ratio, cache_bytes, cache_lookahead, queue_size)
         self._order_stage = OrderStage(ids=ids, batch_size=self.batch_size, drop_last=self.drop_last,
                                        shuffle=self.shuffle, order=order, graph=info.spec,
                                        num_sequences=num_sequences, pad=pad,
                                        partition_dir=order_partition)
-        self._sample_stage = SampleStage(source=info.spec, fanouts=tuple(fanouts), replace=replace,
-                                         repeated_seeds=repeated)
+        self._sample_stage = SampleStage(source=info.spec, fanouts=() if typed else tuple(fanouts), replace=replace,
+                                         repeated_seeds=repeated,
+                                         typed_fanouts=typed_fanouts(fanouts, schema) if typed else None)
         self._fetch = self._make_fetch(info, feat_keys, label_keys)
+        if typed:
+            self._fetch = dataclasses.replace(self._fetch, schema=schema)
         type_names = ("_N", "_E")
         if self._graph is not None:
             from ..dgl_adapter import graph_type_names
 
             type_names = graph_type_names(self._graph)
         self._transfer = TransferStage(device=str(self.device), to_dgl=want_dgl, graph=self._graph,
-                                       node_feats=extra_feats, edge_feats=edge_feats, type_names=type_names)
+                                       node_feats=extra_feats, edge_feats=edge_feats, type_names=type_names,
+                                       schema=schema)
         self._stage_cores = stage_cores
         if stage_cores is not None:
             # Validate now, before any process starts.

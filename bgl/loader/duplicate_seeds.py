@@ -47,8 +47,9 @@ def _expand_block(b: Block, rows: torch.Tensor) -> tuple[Block, torch.Tensor]:
     indices = torch.where(old < nd, first[old.clamp(max=max(nd - 1, 0))], old - nd + n)
     src_ids = torch.cat([b.src_ids[rows], b.src_ids[nd:]])
     edge_ids = None if b.edge_ids is None else b.edge_ids[pos]
+    etypes = None if b.etypes is None else b.etypes[pos]
     below = torch.cat([rows, torch.arange(nd, b.num_src, dtype=torch.int64)])
-    return Block(src_ids, n, indptr, indices, edge_ids), below
+    return Block(src_ids, n, indptr, indices, edge_ids, etypes=etypes), below
 
 
 def expand_to_seeds(blocks: Sequence[Block], inverse: torch.Tensor) -> list[Block]:

@@ -72,6 +72,7 @@ class SampleStage(Stage):
     fanouts: tuple[int, ...]
     replace: bool = False
     repeated_seeds: bool = False  # the loader's ids repeat: batches may hold a seed twice
+    typed_fanouts: Optional[tuple] = None  # a typed graph's per-layer int64 [R] relation fanouts
     name: str = "sample"
 
     def __post_init__(self):
@@ -96,8 +97,12 @@ class SampleStage(Stage):
         seeds, inverse = mb.seeds, None
         if self.repeated_seeds:
             seeds, inverse = distinct_seeds(mb.seeds)
-        mb.blocks = self._sampler.sample_blocks(seeds, list(self.fanouts), replace=self.replace,
-                                                seed=mb.sample_seed)
+        if self.typed_fanouts is not None:
+            mb.blocks = self._sampler.sample_typed_blocks(seeds, list(self.typed_fanouts), replace=self.replace,
+                                                          seed=mb.sample_seed)
+        else:
+            mb.blocks = self._sampler.sample_blocks(seeds, list(self.fanouts), replace=self.replace,
+                                                    seed=mb.sample_seed)
         if inverse is not None:
             mb.blocks = expand_to_seeds(mb.blocks, inverse)
         return mb
@@ -127,6 +132,7 @@ class FetchStage(Stage):
     label_keys: tuple[str, ...] = ("label",)
     cache: Any = None
     lookahead: int = 0
+    schema: Any = None  # a typed graph's GraphSchema: rows per node type (bgl/loader/typed.py)
     name: str = "fetch"
 
     def __post_init__(self):
@@ -248,6 +254,11 @@ class FetchStage(Stage):
     def __call__(self, mb: MiniBatch) -> MiniBatch:
         if self._sampler is None:
             self.open()
+        if self.schema is not None:
+            from .typed import fetch_typed
+
+            fetch_typed(self._sampler, mb.blocks, self.feat_keys, self.label_keys, self.schema)
+            return mb
         feat = None
         if self.feat_keys:
             self._labels_ride_along(mb)
@@ -312,6 +323,7 @@ class TransferStage(Stage):
     node_feats: tuple[str, ...] = ()
     edge_feats: tuple[str, ...] = ()
     type_names: tuple[str, str] = ("_N", "_E")
+    schema: Any = None  # a typed graph's GraphSchema: ids per type and heterogeneous blocks
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "graph": None}  # the live graph stays in the trainer
@@ -335,6 +347,17 @@ class TransferStage(Stage):
             self.last_cache_stats = mb.cache_stats
         if self.graph is not None:
             self._attach_graph_fields(blocks)
+        if self.schema is not None:
+            from .typed import by_type
+
+            # DGL's output_nodes name the seeds' types only; input_nodes every type.
+            input_nodes = by_type(blocks[0].src_ids, self.schema)
+            output_nodes = by_type(blocks[-1].dst_ids, self.schema, keep_empty=False)
+            if self.to_dgl:
+                from ..dgl_adapter import to_dgl_hetero_block
+
+                blocks = [to_dgl_hetero_block(b, self.schema) for b in blocks]
+            return input_nodes, output_nodes, blocks
         input_nodes = blocks[0].src_ids
         output_nodes = blocks[-1].dst_ids
         if self.to_dgl:

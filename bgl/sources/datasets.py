@@ -170,6 +170,10 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
         ``out_dir`` exists and ``overwrite`` is False.
     """
     fmt = format or detect_format(source)
+    if fmt == "dgl" and (len(getattr(source, "canonical_etypes", ())) > 1 or len(getattr(source, "ntypes", ())) > 1):
+        from .hetero import ingest_hetero_dglgraph
+
+        return ingest_hetero_dglgraph(source, out_dir, overwrite=overwrite, **opts)
     if fmt == "rmat":
         from .rmat import generate_rmat_store, parse_rmat_source
 

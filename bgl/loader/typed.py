@@ -1,0 +1,94 @@
+"""What the loader does differently for a typed (heterogeneous) graph: seeds, fanouts, fetch, outputs.
+
+Everything else is the homogeneous pipeline: the order stage cuts global seed ids
+into batches, the sample stage samples over global ids (per relation, see
+:mod:`bgl.sampler.typed`), blocks stay bgl Blocks with ``etypes``; only the
+edges of the pipeline change shape:
+
+* seeds: DGL's ``{ntype: type-local ids}`` become global ids (type offset added);
+* fanouts: each layer an int (every relation) or a dict naming every relation,
+  as DGL's heterogeneous ``NeighborSampler``, resolved to int64 [R];
+* fetch: each node type's rows from its own feature array (own width and dtype),
+  labels of the seeds' types, as ``srcdata[key] = {ntype: rows}``;
+* outputs: ``input_nodes`` / ``output_nodes`` as ``{ntype: type-local ids}`` and
+  heterogeneous DGL blocks (:func:`bgl.dgl_adapter.to_dgl_hetero_block`).
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from ..sampler.typed import relation_fanouts
+
+
+def check_typed_options(info, indices, fanouts, order, cache, cache_ratio, cache_bytes, feat_keys,
+                        edge_keys):
+    """The schema of a typed loader, after refusing (with what to do) what typed graphs lack so far."""
+    if info.schema is None:
+        raise TypeError("dict indices ({ntype: ids}) need a graph with node types; this graph has one type: "
+                        "pass one id tensor")
+    if order != "random":
+        raise ValueError(f"order={order!r} is not available for typed graphs yet; use order='random'")
+    if cache not in (None, False, "none") or cache_ratio is not None or cache_bytes is not None:
+        raise ValueError("the feature cache is not available for typed graphs yet; leave cache unset")
+    if len(dict.fromkeys(feat_keys)) > 1 or edge_keys:
+        raise ValueError("a typed graph serves one node feature array per type and no edge fields; pass one "
+                         "prefetch_node_feats name and no prefetch_edge_feats")
+    return info.schema
+
+
+def typed_seed_ids(indices, schema) -> np.ndarray:
+    """Global ids of DGL-style ``{ntype: type-local ids}`` seeds (types in the dict's order).
+
+    Raises ValueError naming the type and the id for an unknown type or an id outside
+    that type's range, TypeError for non-integer ids.
+    """
+    from .arguments import check_indices
+
+    if not isinstance(indices, Mapping):
+        if len(schema.node_types) != 1:
+            raise TypeError(f"a graph with node types {schema.ntypes} takes seeds as {{ntype: ids}}")
+        indices = {schema.ntypes[0]: indices}
+    parts = []
+    for nt, ids in indices.items():
+        t = schema.node_type(nt)  # ValueError naming an unknown type
+        try:
+            local = check_indices(ids, t.count)
+        except ValueError as e:
+            raise ValueError(f"seeds of node type {nt!r}: {e}") from None
+        parts.append(local + t.offset)
+    return np.concatenate(parts) if parts else np.empty(0, np.int64)
+
+
+def typed_fanouts(fanouts: Sequence[Any], schema) -> tuple[np.ndarray, ...]:
+    """Per-layer int64 [R] relation fanouts (DGL order: the last applies to the seeds)."""
+    if isinstance(fanouts, (int, np.integer)) or not len(fanouts):
+        raise ValueError(f"fanouts must be a non-empty list of ints or dicts, got {fanouts!r}")
+    return tuple(relation_fanouts(layer, schema.canonical_etypes) for layer in fanouts)
+
+
+def by_type(gids: torch.Tensor, schema, keep_empty: bool = True) -> dict[str, torch.Tensor]:
+    """``{ntype: type-local ids}`` of global ``gids``, each type's in the order given
+    (types with no id left out unless ``keep_empty``)."""
+    offsets = torch.from_numpy(schema.offsets).to(gids.device)
+    types = torch.searchsorted(offsets, gids, right=True) - 1
+    out = {nt: gids[types == t] - offsets[t] for t, nt in enumerate(schema.ntypes)}
+    return out if keep_empty else {nt: ids for nt, ids in out.items() if ids.numel()}
+
+
+def fetch_typed(sampler, blocks, feat_keys: Sequence[str], label_keys: Sequence[str], schema) -> None:
+    """Attach each type's input rows to ``blocks[0].srcdata`` and the seeds' labels to
+    ``blocks[-1].dstdata``, as ``{key: {ntype: tensor}}`` (types without data are left out)."""
+    first, last = blocks[0], blocks[-1]
+    if feat_keys:
+        rows = {nt: sampler.fetch_type_features(nt, ids) for nt, ids in by_type(first.src_ids, schema).items()
+                if schema.node_type(nt).feat_dim > 0}
+        for key in feat_keys:
+            first.srcdata[key] = rows
+    if label_keys:
+        labels = {nt: sampler.fetch_type_labels(nt, ids) for nt, ids in by_type(last.dst_ids, schema).items()
+                  if schema.node_type(nt).has_label}
+        for key in label_keys:
+            last.dstdata[key] = labels

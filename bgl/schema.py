@@ -1,0 +1,192 @@
+"""Node and edge types of a graph store: one global id space, one CSC, rows grouped by relation.
+
+A heterogeneous graph is stored as the homogeneous one is (``indptr``/``indices``
+over global ids, see :mod:`bgl.store`), with three additions, GraphBolt's
+"fused CSC" idea:
+
+* node type ``t`` owns the contiguous global ids ``[offset_t, offset_t + count_t)``,
+  so a node's type is one ``searchsorted`` over ``T + 1`` offsets and its
+  type-local id (DGL's per-type id) is ``gid - offset_t``;
+* edge type ``r`` is a canonical ``(src_type, relation, dst_type)``; each edge's
+  relation id is in ``etype.npy`` (uint8, uint16 above 255 relations), and each row
+  lists its in-edges grouped by relation id, ascending, so one relation's
+  neighbours of a node are one contiguous span found by binary search in the row
+  (no scan of the other relations);
+* features, labels and splits live per node type (``feat/<type>.npy``,
+  ``label/<type>.npy``, ``split/<type>/<name>_idx.npy`` in type-local ids), each
+  type with its own width and dtype, or none.
+
+Cost beyond the homogeneous store: 1 byte per edge (2 above 255 relations) for
+``etype``; nothing per node (types are ranges); ``O(T + R)`` of metadata.  A
+homogeneous store is the one-type case: :meth:`GraphSchema.homogeneous` with
+type ``_N`` and relation ``("_N", "_E", "_N")``, and it is written exactly as
+before (format version 1, no ``etype``), so old stores open unchanged.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .errors import StoreFormatError
+
+DEFAULT_NTYPE = "_N"
+DEFAULT_ETYPE = "_E"
+
+
+@dataclass(frozen=True)
+class NodeType:
+    """One node type: its global id range and what it carries."""
+
+    name: str
+    offset: int
+    count: int
+    feat_dim: int = 0
+    feat_dtype: str | None = None
+    has_label: bool = False
+    num_classes: int = 0
+    splits: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EdgeType:
+    """One canonical edge type ``(src, rel, dst)`` and its edge count."""
+
+    src: str
+    rel: str
+    dst: str
+    count: int = 0
+
+    @property
+    def canonical(self) -> tuple[str, str, str]:
+        return (self.src, self.rel, self.dst)
+
+
+@dataclass(frozen=True)
+class GraphSchema:
+    """The node and edge types of a store (see the module docstring).
+
+    Node types are in global-id order (offsets ascending, contiguous, starting at 0);
+    edge type ``i`` is relation id ``i`` in ``etype.npy``.
+    """
+
+    node_types: tuple[NodeType, ...]
+    edge_types: tuple[EdgeType, ...]
+
+    # ------------------------------------------------------------ construction
+    @staticmethod
+    def homogeneous(num_nodes: int, num_edges: int = 0) -> "GraphSchema":
+        """The one-type schema of a homogeneous store."""
+        return GraphSchema((NodeType(DEFAULT_NTYPE, 0, int(num_nodes)),),
+                           (EdgeType(DEFAULT_NTYPE, DEFAULT_ETYPE, DEFAULT_NTYPE, int(num_edges)),))
+
+    def __post_init__(self):
+        if not self.node_types or not self.edge_types:
+            raise ValueError("a schema needs at least one node type and one edge type")
+        names = [t.name for t in self.node_types]
+        if len(set(names)) != len(names):
+            raise ValueError(f"node type names must be unique, got {names}")
+        expect = 0
+        for t in self.node_types:
+            if t.offset != expect or t.count < 0:
+                raise ValueError(f"node type {t.name!r}: offset {t.offset}, count {t.count}; types must tile "
+                                 f"the global ids contiguously (expected offset {expect})")
+            expect += t.count
+        canon = [e.canonical for e in self.edge_types]
+        if len(set(canon)) != len(canon):
+            raise ValueError(f"edge types must be unique, got {canon}")
+        for e in self.edge_types:
+            for end in (e.src, e.dst):
+                if end not in names:
+                    raise ValueError(f"edge type {e.canonical} names node type {end!r}, not in {names}")
+
+    # ------------------------------------------------------------ lookups
+    @property
+    def is_homogeneous(self) -> bool:
+        """True for the one-node-type, one-edge-type case (today's stores)."""
+        return len(self.node_types) == 1 and len(self.edge_types) == 1
+
+    @property
+    def num_nodes(self) -> int:
+        return sum(t.count for t in self.node_types)
+
+    @property
+    def ntypes(self) -> list[str]:
+        return [t.name for t in self.node_types]
+
+    @property
+    def canonical_etypes(self) -> list[tuple[str, str, str]]:
+        return [e.canonical for e in self.edge_types]
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """int64 [T + 1]: node type ``t`` owns global ids ``[offsets[t], offsets[t + 1])``."""
+        return np.array([t.offset for t in self.node_types] + [self.num_nodes], dtype=np.int64)
+
+    def ntype_id(self, name: str) -> int:
+        """Index of node type ``name``; ValueError listing the types otherwise."""
+        for i, t in enumerate(self.node_types):
+            if t.name == name:
+                return i
+        raise ValueError(f"unknown node type {name!r}; the graph has {self.ntypes}")
+
+    def node_type(self, name: str) -> NodeType:
+        return self.node_types[self.ntype_id(name)]
+
+    def etype_id(self, etype) -> int:
+        """Relation id of a canonical ``(src, rel, dst)`` or of a relation name that is unique."""
+        if isinstance(etype, (tuple, list)) and len(etype) == 3:
+            key = tuple(str(x) for x in etype)
+            for i, e in enumerate(self.edge_types):
+                if e.canonical == key:
+                    return i
+            raise ValueError(f"unknown edge type {key}; the graph has {self.canonical_etypes}")
+        matches = [i for i, e in enumerate(self.edge_types) if e.rel == etype]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise ValueError(f"unknown edge type {etype!r}; the graph has {self.canonical_etypes}")
+        raise ValueError(f"edge type name {etype!r} is ambiguous; use one of "
+                         f"{[self.edge_types[i].canonical for i in matches]}")
+
+    def type_of(self, gids: np.ndarray) -> np.ndarray:
+        """Node type index of each global id (int64, same shape)."""
+        return np.searchsorted(self.offsets, np.asarray(gids), side="right") - 1
+
+    def etype_dtype(self) -> np.dtype:
+        """dtype of ``etype.npy``: uint8 up to 256 relations, else uint16."""
+        return np.dtype(np.uint8) if len(self.edge_types) <= 256 else np.dtype(np.uint16)
+
+    def relation_ends(self) -> tuple[np.ndarray, np.ndarray]:
+        """(src type index, dst type index) of every relation, int64 [R] each."""
+        src = np.array([self.ntype_id(e.src) for e in self.edge_types], dtype=np.int64)
+        dst = np.array([self.ntype_id(e.dst) for e in self.edge_types], dtype=np.int64)
+        return src, dst
+
+    # ------------------------------------------------------------ (de)serialisation
+    def to_dict(self) -> dict[str, Any]:
+        return {"node_types": [asdict(t) for t in self.node_types],
+                "edge_types": [asdict(e) for e in self.edge_types]}
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any], where: Any = "meta.json") -> "GraphSchema":
+        """Parse ``meta.json``'s ``schema``; StoreFormatError naming ``where`` on any defect."""
+        try:
+            nts = tuple(NodeType(**t) for t in d["node_types"])
+            ets = tuple(EdgeType(**e) for e in d["edge_types"])
+            return GraphSchema(nts, ets)
+        except (KeyError, TypeError, ValueError) as e:
+            raise StoreFormatError(f"{where}: bad schema: {e}") from None
+
+    def with_counts(self, node_counts: Sequence[int] | None = None,
+                    edge_counts: Sequence[int] | None = None) -> "GraphSchema":
+        """The same types with new node / edge counts (offsets recomputed)."""
+        nts, off = [], 0
+        for i, t in enumerate(self.node_types):
+            c = t.count if node_counts is None else int(node_counts[i])
+            nts.append(NodeType(**{**asdict(t), "offset": off, "count": c}))
+            off += c
+        ets = [EdgeType(e.src, e.rel, e.dst, e.count if edge_counts is None else int(edge_counts[i]))
+               for i, e in enumerate(self.edge_types)]
+        return GraphSchema(tuple(nts), tuple(ets))

@@ -1,0 +1,110 @@
+"""Per-relation neighbour sampling over a typed store's fused CSC (see :mod:`bgl.schema`).
+
+DGL's heterogeneous ``NeighborSampler([{etype: n, ...}, ...])`` draws, for each
+destination node and each relation into its type, up to ``n`` in-edges of that
+relation.  Here a layer's fanouts are one int per relation id (``-1`` all, ``0``
+none); for each relation the destination rows of its destination type get
+their relation span (:func:`~bgl.sampler._typed_kernels.relation_spans`) and the
+homogeneous position and gather passes run over those spans.
+
+Randomness: relation ``r`` of a layer draws from the layer seed mixed with
+``r`` (relation 0 uses the layer seed itself), so a sample is a pure function of
+(seed, global id, relation) -- the same on a store and on graph servers -- and a
+one-relation typed store samples exactly as the homogeneous store does.
+
+Output rows list each destination's sampled edges grouped by relation, ascending,
+as the store does; ``etypes`` gives each sampled edge's relation id.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from . import _kernels as K
+from . import ops
+from ._typed_kernels import relation_spans
+
+MASK64 = (1 << 64) - 1
+
+
+def relation_seed(layer_seed: int, rel: int) -> int:
+    """The stream seed of relation ``rel`` in a layer (relation 0: the layer seed, as untyped)."""
+    return int(layer_seed) if rel == 0 else ops.splitmix64((int(layer_seed) ^ (0x9E3779B97F4A7C15 * rel)) & MASK64)
+
+
+def relation_fanouts(layer, canonical_etypes: Sequence[tuple[str, str, str]]) -> np.ndarray:
+    """int64 [R] fanouts of one layer from an int (every relation) or a dict naming EVERY relation.
+
+    Dict keys may be canonical ``(src, rel, dst)`` tuples or relation names that are unique.
+    As DGL: a dict must give every edge type a fanout (0 samples none, -1 all).
+    """
+    num_rel = len(canonical_etypes)
+    if not isinstance(layer, Mapping):
+        return np.full(num_rel, ops.check_fanout(layer), np.int64)
+    out = np.full(num_rel, -2, np.int64)
+    names = [c[1] for c in canonical_etypes]
+    for key, value in layer.items():
+        if isinstance(key, (tuple, list)) and len(key) == 3 and tuple(key) in canonical_etypes:
+            r = canonical_etypes.index(tuple(key))
+        elif isinstance(key, str) and names.count(key) == 1:
+            r = names.index(key)
+        else:
+            raise ValueError(f"fanout names edge type {key!r}, which the graph does not have (or names "
+                             f"ambiguously); its edge types are {list(canonical_etypes)}")
+        out[r] = ops.check_fanout(value)
+    missing = [canonical_etypes[r] for r in np.flatnonzero(out == -2)]
+    if missing:
+        raise ValueError(f"a fanout dict must give every edge type a fanout (as DGL requires); missing {missing}")
+    return out
+
+
+def sample_typed_layer(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarray, dst: np.ndarray,
+                       node_offset: int, fanouts: np.ndarray, replace: bool, layer_seed: int,
+                       dst_type_of_rel: np.ndarray, type_offsets: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One typed layer for destination global ids ``dst`` (int64 [m], owned by this CSC slice).
+
+    Returns
+    -------
+    counts : int64 [m]; nbrs : global ids [sum]; eids : int64 [sum] CSC positions;
+    etypes : int64 [sum] relation ids -- each row's edges grouped by relation, ascending
+    """
+    m = dst.shape[0]
+    dst_type = np.searchsorted(type_offsets, dst, side="right") - 1
+    per_rel = []
+    counts = np.zeros(m, np.int64)
+    off = np.int64(node_offset)
+    for r in range(fanouts.shape[0]):
+        f = int(fanouts[r])
+        if f == 0:
+            continue
+        rows = np.flatnonzero(dst_type == dst_type_of_rel[r])
+        if rows.size == 0:
+            continue
+        seeds = np.ascontiguousarray(dst[rows])
+        starts = np.empty(rows.size, np.int64)
+        degs = np.empty(rows.size, np.int64)
+        c = np.empty(rows.size, np.int64)
+        relation_spans(indptr, etype, seeds, off, np.int64(r), np.int64(f), bool(replace), starts, degs, c)
+        out_indptr = np.zeros(rows.size + 1, np.int64)
+        np.cumsum(c, out=out_indptr[1:])
+        eids = np.empty(int(out_indptr[-1]), np.int64)
+        K.sample_positions_serial(starts, degs, seeds, np.int64(f), bool(replace),
+                                  np.uint64(relation_seed(layer_seed, r) & MASK64), out_indptr, eids)
+        per_rel.append((r, rows, c, out_indptr, eids))
+        counts[rows] += c
+    indptr_out = np.zeros(m + 1, np.int64)
+    np.cumsum(counts, out=indptr_out[1:])
+    total = int(indptr_out[-1])
+    all_eids = np.empty(total, np.int64)
+    etypes = np.empty(total, np.int64)
+    filled = indptr_out[:-1].copy()  # next free slot of each row; relations come in ascending order
+    for r, rows, c, out_indptr, eids in per_rel:
+        dest = np.repeat(filled[rows], c) + (np.arange(eids.shape[0]) - np.repeat(out_indptr[:-1], c))
+        all_eids[dest] = eids
+        etypes[dest] = r
+        filled[rows] += c
+    nbrs = np.empty(total, indices.dtype)
+    K.gather_nbrs_serial(indices, all_eids, nbrs)
+    return counts, nbrs, all_eids, etypes

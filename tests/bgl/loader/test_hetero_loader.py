@@ -1,0 +1,190 @@
+"""Heterogeneous graphs through the one pipeline: typed store, per-relation fanouts, DGL hetero blocks."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+dgl = pytest.importorskip("dgl")
+
+import bgl  # noqa: E402
+from bgl.errors import StoreFormatError  # noqa: E402
+from bgl.sampler.local import LocalSampler  # noqa: E402
+from bgl.schema import GraphSchema  # noqa: E402
+from bgl.sources.hetero import TypedArrays, schema_of, write_typed_store  # noqa: E402
+from bgl.store import GraphStore, write_store  # noqa: E402
+
+
+def paper_word_graph(seed=0, papers=40, words=60):
+    """paper-cites-paper, paper-has-word, word-in-paper (the Cora-style bag-of-words graph, random here)."""
+    gen = torch.Generator().manual_seed(seed)
+    has_p = torch.randint(0, papers, (400,), generator=gen)
+    has_w = torch.randint(0, words, (400,), generator=gen)
+    g = dgl.heterograph({
+        ("paper", "cites", "paper"): (torch.randint(0, papers, (200,), generator=gen),
+                                      torch.randint(0, papers, (200,), generator=gen)),
+        ("paper", "has", "word"): (has_p, has_w),
+        ("word", "in", "paper"): (has_w, has_p),
+    }, num_nodes_dict={"paper": papers, "word": words})
+    g.nodes["paper"].data["feat"] = torch.randn(papers, 5, generator=gen)
+    g.nodes["word"].data["feat"] = torch.randn(words, 3, generator=gen).double()  # own width and dtype
+    g.nodes["paper"].data["label"] = torch.randint(0, 4, (papers,), generator=gen)
+    g.nodes["paper"].data["train_mask"] = torch.arange(papers) < papers // 2
+    return g
+
+
+FANOUTS = [{"cites": 2, "has": 1, "in": 3}, {("paper", "cites", "paper"): 1, "has": 0, "in": -1}]
+
+
+def _batches(graph, seeds, fanouts=FANOUTS, seed=7, **kw):
+    torch.manual_seed(seed)
+    loader = bgl.DataLoader(graph, seeds, dgl.dataloading.NeighborSampler(fanouts), batch_size=10, **kw)
+    return list(loader)
+
+
+@pytest.fixture(scope="module")
+def typed_store(tmp_path_factory):
+    return bgl.ingest(paper_word_graph(), tmp_path_factory.mktemp("hetero") / "pw")
+
+
+def test_ingest_writes_a_typed_store_of_version_2(typed_store):
+    g = paper_word_graph()
+    assert typed_store.is_typed and typed_store.meta.version == 2
+    assert typed_store.schema.ntypes == ["paper", "word"]
+    assert typed_store.schema.canonical_etypes == g.canonical_etypes
+    assert [e.count for e in typed_store.schema.edge_types] == [g.num_edges(c) for c in g.canonical_etypes]
+    assert typed_store.type_feat["word"].dtype == np.float64 and typed_store.type_feat["word"].shape == (60, 3)
+    assert np.array_equal(typed_store.type_splits["paper"]["train"], np.arange(20))
+    # Each row's in-edges are grouped by relation, ascending.
+    ip, et = typed_store.indptr, np.asarray(typed_store.etype)
+    assert all((np.diff(et[ip[v]:ip[v + 1]].astype(int)) >= 0).all() for v in range(typed_store.num_nodes))
+
+
+def test_store_of_an_unknown_version_is_refused_naming_it(typed_store, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(typed_store.path, copy)
+    meta = json.loads((copy / "meta.json").read_text())
+    meta["version"] = 3
+    (copy / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(StoreFormatError, match="version 3"):
+        GraphStore(copy)
+
+
+@pytest.mark.parametrize("source", ["dglgraph", "store"])
+def test_per_relation_fanouts_are_held_exactly(source, typed_store):
+    g = paper_word_graph()
+    graph = g if source == "dglgraph" else typed_store
+    for _, _, blocks in _batches(graph, {"paper": torch.arange(40)}):
+        for layer, b in enumerate(blocks):
+            for canon in b.canonical_etypes:
+                src_t, rel, dst_t = canon
+                fan = FANOUTS[layer].get(rel, FANOUTS[layer].get(canon))
+                dst_ids = b.dstnodes[dst_t].data[dgl.NID]
+                got = b.in_degrees(etype=canon)
+                full = g.in_degrees(dst_ids, etype=canon)
+                want = full if fan == -1 else torch.clamp(full, max=fan)
+                assert torch.equal(got, want), (layer, canon)
+                # every sampled edge is an edge of that relation in g; from the DGLGraph with DGL's
+                # own edge ids (a store's edge ids are its CSC positions, as for untyped stores)
+                u, v = b.edges(etype=canon)
+                su, sv = b.srcnodes[src_t].data[dgl.NID][u], b.dstnodes[dst_t].data[dgl.NID][v]
+                assert bool(g.has_edges_between(su, sv, etype=canon).all())
+                if source == "dglgraph":
+                    gu, gv = g.find_edges(b.edges[canon].data[dgl.EID], etype=canon)
+                    assert torch.equal(su, gu) and torch.equal(sv, gv)
+
+
+def test_typed_blocks_are_equal_from_a_store_and_the_dglgraph_in_place(typed_store):
+    g = paper_word_graph()
+    a = _batches(g, {"paper": torch.arange(40)})
+    b = _batches(typed_store, {"paper": torch.arange(40)})
+    assert len(a) == len(b) == 4
+    for (ia, oa, ba), (ib, ob, bb) in zip(a, b):
+        assert ia.keys() == ib.keys() and all(torch.equal(ia[k], ib[k]) for k in ia)
+        assert all(torch.equal(oa[k], ob[k]) for k in oa)
+        for x, y in zip(ba, bb):
+            for canon in x.canonical_etypes:
+                assert all(torch.equal(p, q) for p, q in zip(x.edges(etype=canon), y.edges(etype=canon)))
+
+
+def test_typed_features_and_labels_are_each_types_own_rows(typed_store):
+    g = paper_word_graph()
+    for graph in (g, typed_store):
+        for input_nodes, output_nodes, blocks in _batches(graph, {"paper": torch.arange(40)}):
+            first, last = blocks[0], blocks[-1]
+            for nt in ("paper", "word"):
+                ids = first.srcnodes[nt].data[dgl.NID]
+                assert torch.equal(ids, input_nodes[nt])
+                assert torch.equal(first.srcnodes[nt].data["feat"], g.nodes[nt].data["feat"][ids])
+            seeds = last.dstnodes["paper"].data[dgl.NID]
+            assert torch.equal(seeds, output_nodes["paper"]) and list(output_nodes) == ["paper"]
+            assert torch.equal(last.dstnodes["paper"].data["label"], g.nodes["paper"].data["label"][seeds])
+
+
+def test_an_rgcn_trains_on_the_typed_blocks():
+    g = paper_word_graph()
+    nn = dgl.nn
+    layer0 = nn.HeteroGraphConv({"cites": nn.SAGEConv((5, 5), 8, "mean"), "has": nn.SAGEConv((5, 3), 8, "mean"),
+                                 "in": nn.SAGEConv((3, 5), 8, "mean")}, aggregate="sum")
+    layer1 = nn.HeteroGraphConv({"cites": nn.SAGEConv(8, 4, "mean"), "has": nn.SAGEConv(8, 4, "mean"),
+                                 "in": nn.SAGEConv(8, 4, "mean")}, aggregate="sum")
+    opt = torch.optim.Adam([*layer0.parameters(), *layer1.parameters()], lr=0.05)
+    for _, _, blocks in _batches(g, {"paper": torch.arange(40)}):
+        h = layer0(blocks[0], {k: v.float() for k, v in blocks[0].srcdata["feat"].items()})
+        h = {k: torch.relu(v) for k, v in h.items()}
+        out = layer1(blocks[1], h)["paper"]
+        loss = torch.nn.functional.cross_entropy(out, blocks[1].dstdata["label"]["paper"])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        assert torch.isfinite(loss)
+
+
+def test_one_relation_typed_store_samples_as_the_homogeneous_store(tmp_path):
+    """The typed sampler over one relation draws exactly the untyped sampler's edges."""
+    rng = np.random.default_rng(3)
+    n = 80
+    src, dst = rng.integers(0, n, 600), rng.integers(0, n, 600)
+    order = np.lexsort((src, dst))
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(dst, minlength=n), out=indptr[1:])
+    plain = write_store(tmp_path / "plain", indptr, src[order])
+    schema = schema_of({"node": n}, [("node", "link", "node")])
+    typed = write_typed_store(tmp_path / "typed", schema, [(src[order], dst[order])])
+    seeds = np.arange(0, n, 3)
+    for replace in (False, True):
+        a = LocalSampler(plain).sample_blocks(seeds, [4, 3], replace=replace, seed=5)
+        b = LocalSampler(typed).sample_typed_blocks(seeds, [np.array([4]), np.array([3])], replace=replace, seed=5)
+        for x, y in zip(a, b):
+            assert torch.equal(x.src_ids, y.src_ids) and torch.equal(x.indices, y.indices)
+            assert torch.equal(x.indptr, y.indptr)
+
+
+# ------------------------------------------------------------------ bad input
+def test_bad_typed_input_is_named(typed_store):
+    g = paper_word_graph()
+    with pytest.raises(ValueError, match="'cite'"):
+        bgl.DataLoader(g, {"paper": torch.arange(4)}, dgl.dataloading.NeighborSampler([{"cite": 1, "has": 1, "in": 1}]))
+    with pytest.raises(ValueError, match="every edge type"):
+        bgl.DataLoader(g, {"paper": torch.arange(4)}, dgl.dataloading.NeighborSampler([{"cites": 1}]))
+    with pytest.raises(ValueError, match="'paper'.*40"):
+        bgl.DataLoader(typed_store, {"paper": torch.tensor([3, 40])}, dgl.dataloading.NeighborSampler([2]))
+    with pytest.raises(ValueError, match="unknown node type 'author'"):
+        bgl.DataLoader(g, {"author": torch.arange(4)}, dgl.dataloading.NeighborSampler([2]))
+    with pytest.raises(TypeError, match="ntype"):
+        bgl.DataLoader(typed_store, torch.arange(4), dgl.dataloading.NeighborSampler([2]))
+
+
+def test_bad_typed_store_input_is_named_and_nothing_is_written(tmp_path):
+    schema = schema_of({"user": 5, "item": 4}, [("user", "buys", "item")])
+    with pytest.raises(ValueError, match=r"\('user', 'buys', 'item'\).*destination id 4.*'item'"):
+        write_typed_store(tmp_path / "a", schema, [(np.array([0, 1]), np.array([2, 4]))])
+    with pytest.raises(ValueError, match="'user' has 5 nodes but its features have 3 rows"):
+        write_typed_store(tmp_path / "b", schema, [(np.array([0]), np.array([1]))], feats={"user": np.zeros((3, 2))})
+    assert not any(tmp_path.iterdir())
+    with pytest.raises(ValueError, match="names node type 'shop'"):
+        GraphSchema(schema.node_types, (*schema.edge_types, type(schema.edge_types[0])("user", "in", "shop")))
