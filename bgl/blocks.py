@@ -8,6 +8,7 @@ turns a Block into a ``dgl.Block`` when a model wants one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -39,6 +40,7 @@ class Block:
     dstdata: dict[str, torch.Tensor] = field(default_factory=dict)
     edata: dict[str, torch.Tensor] = field(default_factory=dict)
     etypes: torch.Tensor | None = None
+    schema: Any = None  # the graph's GraphSchema when ``etypes`` is set (bgl/schema.py)
 
     def __post_init__(self):
         if self.indptr.shape[0] != self.num_dst + 1:
@@ -76,7 +78,55 @@ class Block:
 
         return Block(mv(self.src_ids), self.num_dst, mv(self.indptr), mv(self.indices), mv(self.edge_ids),
                      {k: mv(v) for k, v in self.srcdata.items()}, {k: mv(v) for k, v in self.dstdata.items()},
-                     {k: mv(v) for k, v in self.edata.items()}, mv(self.etypes))
+                     {k: mv(v) for k, v in self.edata.items()}, mv(self.etypes), self.schema)
 
     def __repr__(self) -> str:
         return f"Block(num_src={self.num_src}, num_dst={self.num_dst}, num_edges={self.num_edges})"
+
+
+def type_layout(block: Block) -> tuple[torch.Tensor, dict[str, torch.Tensor], dict[str, int]]:
+    """How a typed block's nodes split by type.
+
+    Returns (position of each src node among the src nodes of its type, int64 [num_src];
+    {ntype: indices of its src nodes in the block}; {ntype: its number of dst nodes}).
+    Dst nodes lead src nodes in the block, so each type's dst nodes lead that type's src nodes.
+    """
+    schema = block.schema
+    offsets = torch.from_numpy(schema.offsets).to(block.src_ids.device)
+    src_type = torch.searchsorted(offsets, block.src_ids, right=True) - 1
+    local = torch.empty_like(block.src_ids)
+    members, num_dst = {}, {}
+    for t, nt in enumerate(schema.ntypes):
+        idx = (src_type == t).nonzero().flatten()
+        local[idx] = torch.arange(idx.shape[0], device=idx.device)
+        members[nt] = idx
+        num_dst[nt] = int((idx < block.num_dst).sum())
+    return local, members, num_dst
+
+
+@dataclass
+class RelationBlock:
+    """One relation of a typed block: CSC over its dst type's dst nodes, indices into its src type's
+    src nodes (type-local positions) -- what a per-relation layer (``bgl.nn.SAGEConv``) reads."""
+
+    num_dst: int
+    indptr: torch.Tensor
+    indices: torch.Tensor
+
+
+def relation_blocks(block: Block) -> dict[tuple[str, str, str], RelationBlock]:
+    """Every relation of a typed block as a :class:`RelationBlock` (O(edges) tensor work)."""
+    schema = block.schema
+    local, members, num_dst = type_layout(block)
+    counts = block.indptr[1:] - block.indptr[:-1]
+    dst_of_edge = torch.repeat_interleave(torch.arange(block.num_dst, device=counts.device), counts)
+    out = {}
+    for r, (src_t, rel, dst_t) in enumerate(schema.canonical_etypes):
+        sel = (block.etypes == r).nonzero().flatten()
+        rows = members[dst_t][: num_dst[dst_t]]  # block dst positions of this type, in order
+        per_row = torch.zeros(block.num_dst, dtype=torch.int64, device=counts.device)
+        per_row.index_add_(0, dst_of_edge[sel], torch.ones_like(sel))
+        indptr = torch.zeros(rows.shape[0] + 1, dtype=torch.int64, device=counts.device)
+        torch.cumsum(per_row[rows], 0, out=indptr[1:])
+        out[(src_t, rel, dst_t)] = RelationBlock(int(rows.shape[0]), indptr, local[block.indices[sel]])
+    return out

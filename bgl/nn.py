@@ -140,7 +140,10 @@ class SAGEConv(nn.Module):
         else:
             feat_src = self.feat_drop(feat)
             feat_dst = feat_src[: block.num_dst]
-        if feat_src.shape[0] < block.num_dst or feat_dst.shape[0] != block.num_dst:
+        # A (src, dst) pair may come from two node types (a relation of a typed block): only the
+        # dst rows must match then; one tensor must cover the dst prefix of the src nodes.
+        short_src = not isinstance(feat, tuple) and feat_src.shape[0] < block.num_dst
+        if short_src or feat_dst.shape[0] != block.num_dst:
             raise ValueError(f"block has {block.num_dst} dst nodes but features have "
                              f"{feat_src.shape[0]} src / {feat_dst.shape[0]} dst rows")
         lin_before_mp = self._in_src_feats > self._out_feats
@@ -218,3 +221,40 @@ class SAGE(nn.Module):
             if i != len(self.layers) - 1:
                 h = self.dropout(F.relu(h))
         return h
+
+
+class HeteroGraphConv(nn.Module):
+    """A layer per relation, summed into each destination type: ``dgl.nn.HeteroGraphConv(mods, "sum")``
+    on bgl's typed blocks (R-GCN style with ``SAGEConv`` per relation).
+
+    Parameters
+    ----------
+    mods : {relation name or canonical (src, rel, dst): module(block, (h_src, h_dst)) -> [num_dst, out]}
+
+    ``forward(block, inputs)`` takes ``{ntype: [num_src_t, d_t]}`` rows in the block's per-type
+    order (``blocks[0].srcdata['feat']`` of a typed loader) and returns ``{ntype: [num_dst_t, out]}``
+    for the types some relation reaches.
+    """
+
+    def __init__(self, mods: dict):
+        super().__init__()
+        self._keys = list(mods)
+        self.mods = nn.ModuleDict({self._key_name(k): m for k, m in mods.items()})
+
+    @staticmethod
+    def _key_name(key) -> str:
+        return key if isinstance(key, str) else ":".join(key)
+
+    def forward(self, block, inputs: dict) -> dict:
+        from .blocks import relation_blocks
+
+        out: dict = {}
+        for (src_t, rel, dst_t), rb in relation_blocks(block).items():
+            name = (self._key_name((src_t, rel, dst_t)) if self._key_name((src_t, rel, dst_t)) in self.mods
+                    else rel)
+            if name not in self.mods or src_t not in inputs or dst_t not in inputs:
+                continue
+            h_src, h_dst = inputs[src_t], inputs[dst_t][: rb.num_dst]
+            y = self.mods[name](rb, (h_src, h_dst))
+            out[dst_t] = y if dst_t not in out else out[dst_t] + y
+        return out

@@ -353,6 +353,8 @@ class TransferStage(Stage):
             # DGL's output_nodes name the seeds' types only; input_nodes every type.
             input_nodes = by_type(blocks[0].src_ids, self.schema)
             output_nodes = by_type(blocks[-1].dst_ids, self.schema, keep_empty=False)
+            for b in blocks:
+                b.schema = self.schema
             if self.to_dgl:
                 from ..dgl_adapter import to_dgl_hetero_block
 

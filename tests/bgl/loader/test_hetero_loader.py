@@ -10,6 +10,7 @@ import torch
 dgl = pytest.importorskip("dgl")
 
 import bgl  # noqa: E402
+import bgl.nn  # noqa: E402,F401
 from bgl.errors import StoreFormatError  # noqa: E402
 from bgl.sampler.local import LocalSampler  # noqa: E402
 from bgl.schema import GraphSchema  # noqa: E402
@@ -188,3 +189,21 @@ def test_bad_typed_store_input_is_named_and_nothing_is_written(tmp_path):
     assert not any(tmp_path.iterdir())
     with pytest.raises(ValueError, match="names node type 'shop'"):
         GraphSchema(schema.node_types, (*schema.edge_types, type(schema.edge_types[0])("user", "in", "shop")))
+
+
+def test_bgl_relational_layer_equals_dgl_heterographconv_on_the_same_batch():
+    """bgl.nn.HeteroGraphConv of bgl.nn.SAGEConv on bgl typed blocks == dgl.nn's on DGL's blocks."""
+    g = paper_word_graph()
+    dims = {"cites": (5, 5), "has": (5, 3), "in": (3, 5)}
+    ours = bgl.nn.HeteroGraphConv({r: bgl.nn.SAGEConv(d, 4, "mean") for r, d in dims.items()})
+    theirs = dgl.nn.HeteroGraphConv({r: dgl.nn.SAGEConv(d, 4, "mean") for r, d in dims.items()}, aggregate="sum")
+    for r in dims:
+        ours.mods[r].load_state_dict(theirs.mods[r].state_dict())
+    (_, _, bb), = _batches(g, {"paper": torch.arange(10)}, blocks="bgl")[:1]
+    (_, _, db), = _batches(g, {"paper": torch.arange(10)}, blocks="dgl")[:1]
+    feats = {k: v.float() for k, v in bb[0].srcdata["feat"].items()}
+    a = ours(bb[0], feats)
+    b = theirs(db[0], {k: v.float() for k, v in db[0].srcdata["feat"].items()})
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.allclose(a[k], b[k], atol=1e-5), k

@@ -1,0 +1,172 @@
+"""DGL's heterogeneous NeighborSampler loop (R-GCN, 2 layers) with DGL's loader vs bgl's, side by side.
+
+The graphs are the paper-word graphs of Cora and CiteSeer (bgl/sources/paper_word.py:
+paper-cites-paper, paper-has-word, word-in-paper; paper bag-of-words features, words
+get a learned embedding).  Each (graph, loader, seed) runs in its own child process
+(peak RSS from ``os.wait4``), loaders alternating; the loop is the same code for both,
+only the loader class differs (``dgl.dataloading.DataLoader`` vs ``bgl.DataLoader``, the
+import swap), both over the same DGLGraph.
+
+    python bench/hetero.py --workdir /tmp/bgl-hetero [--epochs 5] [--seeds 3]
+
+Prints one JSON row per run and a summary: epoch time and peak RSS as bgl/DGL ratios,
+test accuracy of each (mean over seeds).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("DGLBACKEND", "pytorch")
+
+DATASETS = {"cora": "cora.npz", "citeseer": "citeseer.npz"}
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+
+
+def build(workdir: Path, name: str) -> Path:
+    """The paper-word typed store of dataset ``name`` (built once under ``workdir``)."""
+    import bgl
+    from bgl.sources.paper_word import paper_word_store
+    from bgl.store import GraphStore
+
+    out = workdir / f"{name}-pw"
+    if not (out / "meta.json").exists():
+        base = workdir / name
+        store = GraphStore(base) if (base / "meta.json").exists() else bgl.ingest(str(SHARED / DATASETS[name]), base)
+        paper_word_store(store, out)
+    return out
+
+
+def to_dglgraph(store):
+    """A DGL heterograph of a typed store (features, labels, train/test masks of papers)."""
+    import dgl
+    import numpy as np
+    import torch
+
+    s = store.schema
+    dst = np.repeat(np.arange(store.num_nodes), np.diff(store.indptr))
+    src = np.asarray(store.indices, np.int64)
+    et = np.asarray(store.etype)
+    off = s.offsets
+    data = {}
+    for r, (a, rel, b) in enumerate(s.canonical_etypes):
+        sel = et == r
+        data[(a, rel, b)] = (torch.from_numpy(src[sel] - off[s.ntype_id(a)]), torch.from_numpy(dst[sel] - off[s.ntype_id(b)]))
+    g = dgl.heterograph(data, num_nodes_dict={t.name: t.count for t in s.node_types})
+    g.nodes["paper"].data["feat"] = torch.from_numpy(np.array(store.type_feat["paper"]))
+    g.nodes["paper"].data["label"] = torch.from_numpy(np.array(store.type_label["paper"]))
+    return g
+
+
+def worker(store_dir: str, loader_kind: str, seed: int, epochs: int, batch_size: int) -> dict:
+    import dgl
+    import dgl.nn as dglnn
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    import bgl
+    from bgl.store import GraphStore
+
+    torch.manual_seed(seed)
+    store = GraphStore(store_dir)
+    g = to_dglgraph(store)
+    train = torch.from_numpy(store.type_splits["paper"]["train"].copy())
+    test = torch.from_numpy(store.type_splits["paper"]["test"].copy())
+    Loader = dgl.dataloading.DataLoader if loader_kind == "dgl" else bgl.DataLoader
+    sampler = dgl.dataloading.NeighborSampler([10, 10])
+    rels = [c[1] for c in g.canonical_etypes]
+
+    class RGCN(nn.Module):
+        def __init__(self, in_paper, num_words, hid, out):
+            super().__init__()
+            self.word = nn.Embedding(num_words, hid)
+            self.proj = nn.Linear(in_paper, hid)
+            self.l1 = dglnn.HeteroGraphConv({r: dglnn.SAGEConv(hid, hid, "mean") for r in rels}, aggregate="sum")
+            self.l2 = dglnn.HeteroGraphConv({r: dglnn.SAGEConv(hid, out, "mean") for r in rels}, aggregate="sum")
+
+        def forward(self, blocks):
+            b0 = blocks[0]
+            h = {"paper": self.proj(b0.srcnodes["paper"].data["feat"]),
+                 "word": self.word(b0.srcnodes["word"].data[dgl.NID])}
+            h = {k: F.relu(v) for k, v in self.l1(b0, h).items()}
+            return self.l2(blocks[1], h)["paper"]
+
+    model = RGCN(g.nodes["paper"].data["feat"].shape[1], g.num_nodes("word"), 64,
+                 int(g.nodes["paper"].data["label"].max()) + 1)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    train_loader = Loader(g, {"paper": train}, sampler, batch_size=batch_size, shuffle=True)
+    test_loader = Loader(g, {"paper": test}, sampler, batch_size=batch_size)
+    times = []
+    for _ in range(epochs + 1):
+        model.train()
+        t = time.perf_counter()
+        for _, _, blocks in train_loader:
+            y = blocks[-1].dstnodes["paper"].data["label"]
+            loss = F.cross_entropy(model(blocks), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        times.append(time.perf_counter() - t)
+    model.eval()
+    correct = total = 0
+    with torch.no_grad():
+        for _, _, blocks in test_loader:
+            y = blocks[-1].dstnodes["paper"].data["label"]
+            correct += int((model(blocks).argmax(1) == y).sum())
+            total += int(y.shape[0])
+    return {"epoch_s": statistics.median(times[1:]), "first_epoch_s": times[0], "acc": correct / total}
+
+
+def run_child(store: Path, kind: str, seed: int, epochs: int, batch_size: int) -> dict:
+    cmd = [sys.executable, __file__, "--worker", str(store), kind, str(seed), str(epochs), str(batch_size)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.stdout.read(), proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{kind} run failed:\n{err[-3000:]}")
+    row = json.loads(out.strip().splitlines()[-1])
+    row["peak_rss_mb"] = usage.ru_maxrss / 1024
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/bgl-hetero"))
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--datasets", nargs="*", default=list(DATASETS))
+    ap.add_argument("--worker", nargs=5, metavar=("STORE", "LOADER", "SEED", "EPOCHS", "BATCH"))
+    args = ap.parse_args()
+    if args.worker:
+        store, kind, seed, epochs, batch = args.worker
+        print(json.dumps(worker(store, kind, int(seed), int(epochs), int(batch))))
+        return
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    print(f"load average at start: {os.getloadavg()}")
+    for name in args.datasets:
+        store = build(args.workdir, name)
+        rows = {"dgl": [], "bgl": []}
+        for seed in range(args.seeds):
+            for kind in (("dgl", "bgl") if seed % 2 == 0 else ("bgl", "dgl")):
+                row = run_child(store, kind, seed, args.epochs, args.batch_size)
+                rows[kind].append(row)
+                print(json.dumps({"dataset": name, "loader": kind, "seed": seed, **row}))
+        mean = {k: {f: statistics.mean(r[f] for r in v) for f in ("epoch_s", "acc", "peak_rss_mb")}
+                for k, v in rows.items()}
+        print(json.dumps({"dataset": name, "summary": mean,
+                          "epoch_ratio_bgl_over_dgl": mean["bgl"]["epoch_s"] / mean["dgl"]["epoch_s"],
+                          "rss_ratio_bgl_over_dgl": mean["bgl"]["peak_rss_mb"] / mean["dgl"]["peak_rss_mb"],
+                          "acc_diff_points": 100 * (mean["bgl"]["acc"] - mean["dgl"]["acc"])}))
+    print(f"load average at end: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
