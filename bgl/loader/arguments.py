@@ -212,6 +212,10 @@ def resolve_graph(graph, feat_key, label_key, timeout: float, shared: bool = Fal
         return arrays_info(dglgraph_arrays(graph, feat_key, label_key), shared, from_dgl=True)
     if isinstance(graph, GraphArrays):  # e.g. a PyG Data's arrays (bgl.pyg.NeighborLoader)
         return arrays_info(graph, shared)
+    from ..sources.hetero import TypedArrays
+
+    if isinstance(graph, TypedArrays):  # e.g. a PyG HeteroData's arrays
+        return arrays_typed_info(graph)
     if isinstance(graph, GraphStore):
         return store_info(graph)
     if isinstance(graph, (str, os.PathLike)):
@@ -245,9 +249,13 @@ def typed_info(graph, feat_key, label_key) -> GraphInfo:
     """GraphInfo of a heterogeneous DGLGraph, read in place (:class:`bgl.sources.hetero.TypedArrays`)."""
     from ..sources.hetero import TypedArrays
 
-    arrays = TypedArrays(graph, feat_key, label_key)
+    return arrays_typed_info(TypedArrays.from_dglgraph(graph, feat_key, label_key), from_dgl=True)
+
+
+def arrays_typed_info(arrays, from_dgl: bool = False) -> GraphInfo:
+    """GraphInfo of in-memory typed arrays (:class:`bgl.sources.hetero.TypedArrays`)."""
     return GraphInfo(SamplingSpec("store", arrays=arrays), arrays.num_nodes, 0, None, bool(arrays.type_label),
-                     store=arrays, from_dgl=True, schema=arrays.schema)
+                     store=arrays, from_dgl=from_dgl, schema=arrays.schema)
 
 
 def proximity_partition(info: GraphInfo) -> str:

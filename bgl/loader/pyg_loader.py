@@ -196,6 +196,13 @@ class NeighborLoader:
         raise ``ValueError``.
     """
 
+    def __new__(cls, data=None, *args, **kwargs):
+        from .pyg_hetero import HeteroNeighborLoader, is_hetero_data
+
+        if is_hetero_data(data):  # PyG's one NeighborLoader takes Data and HeteroData alike
+            return HeteroNeighborLoader(data, *args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(self, data, num_neighbors: Sequence[int], input_nodes=None, replace: bool = False,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, num_workers: int = 0,
                  **kwargs):

@@ -145,11 +145,12 @@ def write_typed_store(path, schema: GraphSchema, rel_edges: Sequence[tuple[np.nd
 
 
 class TypedArrays:
-    """A heterogeneous DGLGraph as the loader's graph, with GraphStore's typed read API.
+    """A heterogeneous in-memory graph (DGLGraph, PyG HeteroData) as the loader's graph, with
+    GraphStore's typed read API.
 
     The fused CSC is built once (:func:`fused_csc`); ``type_feat`` / ``type_label`` are
-    read-only numpy views of the graph's own ``g.nodes[t].data`` tensors; ``edge_ids``
-    are DGL's per-relation edge ids of each CSC position.
+    read-only numpy views of the caller's own tensors; ``edge_ids`` are each CSC position's
+    id within its relation (DGL's per-relation edge ids, PyG's edge positions).
     """
 
     node_offset = 0
@@ -158,23 +159,27 @@ class TypedArrays:
     feat_dim = 0
     num_classes = 0
 
-    def __init__(self, g, feat_key: Optional[str] = "feat", label_key: Optional[str] = "label"):
-        schema = schema_of({nt: g.num_nodes(nt) for nt in g.ntypes}, g.canonical_etypes)
-        rel_edges = [tuple(t.cpu().numpy() for t in g.edges(etype=c, order="eid")) for c in g.canonical_etypes]
+    def __init__(self, schema: GraphSchema, rel_edges: Sequence[tuple[np.ndarray, np.ndarray]],
+                 feats: Mapping[str, torch.Tensor], labels: Mapping[str, torch.Tensor], name: str = "arrays"):
         self.indptr, self.indices, self.etype, self.edge_ids = fused_csc(schema, rel_edges)
-        feats, labels = {}, {}
-        for nt in g.ntypes:
-            data = g.nodes[nt].data
-            if feat_key is not None and feat_key in data:
-                feats[nt] = _view(data[feat_key])
-            if label_key is not None and label_key in data:
-                labels[nt] = _view(data[label_key].to(torch.int64))
-        self.type_feat, self.type_label = feats, labels
+        self.type_feat = {nt: _view(t) for nt, t in feats.items()}
+        self.type_label = {nt: _view(t.to(torch.int64)) for nt, t in labels.items()}
         self.schema = _with_node_data(schema.with_counts(
             edge_counts=np.bincount(self.etype.astype(np.int64), minlength=len(schema.edge_types))),
-            feats, labels, {})
-        self.type_splits: dict[str, dict[str, np.ndarray]] = {nt: {} for nt in g.ntypes}
-        self.path = "DGLGraph"
+            self.type_feat, self.type_label, {})
+        self.type_splits: dict[str, dict[str, np.ndarray]] = {nt: {} for nt in schema.ntypes}
+        self.path = name
+
+    @classmethod
+    def from_dglgraph(cls, g, feat_key: Optional[str] = "feat", label_key: Optional[str] = "label") -> "TypedArrays":
+        """A heterogeneous DGLGraph's arrays (``g.nodes[t].data[feat_key / label_key]`` per type)."""
+        schema = schema_of({nt: g.num_nodes(nt) for nt in g.ntypes}, g.canonical_etypes)
+        rel_edges = [tuple(t.cpu().numpy() for t in g.edges(etype=c, order="eid")) for c in g.canonical_etypes]
+        feats = {nt: g.nodes[nt].data[feat_key] for nt in g.ntypes
+                 if feat_key is not None and feat_key in g.nodes[nt].data}
+        labels = {nt: g.nodes[nt].data[label_key] for nt in g.ntypes
+                  if label_key is not None and label_key in g.nodes[nt].data}
+        return cls(schema, rel_edges, feats, labels, name="DGLGraph")
 
     @property
     def num_nodes(self) -> int:

@@ -207,3 +207,58 @@ def test_bgl_relational_layer_equals_dgl_heterographconv_on_the_same_batch():
     assert a.keys() == b.keys()
     for k in a:
         assert torch.allclose(a[k], b[k], atol=1e-5), k
+
+
+# ------------------------------------------------------------------ PyG HeteroData
+def _hetero_data():
+    pyg_data = pytest.importorskip("torch_geometric.data")
+    g = paper_word_graph()
+    d = pyg_data.HeteroData()
+    for nt in g.ntypes:
+        d[nt].x = g.nodes[nt].data["feat"]
+    d["paper"].y = g.nodes["paper"].data["label"]
+    for c in g.canonical_etypes:
+        d[c].edge_index = torch.stack(g.edges(etype=c, order="eid"))
+    return d
+
+
+def test_pyg_heterodata_batches_have_pygs_layout():
+    from bgl.pyg import NeighborLoader
+
+    d = _hetero_data()
+    loader = NeighborLoader(d, num_neighbors={et: [2, 3] for et in d.edge_types},
+                            input_nodes=("paper", torch.arange(24)), batch_size=8)
+    assert len(loader) == 3 and len(loader.dataset) == 24
+    seen = []
+    for batch in loader:
+        bs = batch["paper"].batch_size
+        seeds = batch["paper"].n_id[:bs]
+        seen.append(seeds)
+        assert torch.equal(batch["paper"].y, d["paper"].y[seeds])
+        for nt in ("paper", "word"):
+            assert torch.equal(batch[nt].x, d[nt].x[batch[nt].n_id])
+            assert batch[nt].n_id.unique().numel() == batch[nt].n_id.numel()
+        for et in d.edge_types:
+            src_t, _, dst_t = et
+            ei = batch[et].edge_index
+            pairs = set(map(tuple, d[et].edge_index.t().tolist()))
+            glob = torch.stack([batch[src_t].n_id[ei[0]], batch[dst_t].n_id[ei[1]]])
+            assert all(tuple(p) in pairs for p in glob.t().tolist()), et
+            # hop 1 draws at most 2 in-edges of each relation per seed
+            if dst_t == "paper":
+                per_seed = torch.bincount(ei[1][ei[1] < bs], minlength=bs)
+                assert int(per_seed.max()) <= 2
+    assert torch.equal(torch.cat(seen), torch.arange(24))
+
+
+def test_pyg_heterodata_bad_input_is_named():
+    from bgl.pyg import NeighborLoader
+
+    d = _hetero_data()
+    with pytest.raises(ValueError, match="every edge type"):
+        NeighborLoader(d, num_neighbors={("paper", "cites", "paper"): [2]}, input_nodes=("paper", None))
+    with pytest.raises(ValueError, match="unknown node type 'author'"):
+        NeighborLoader(d, num_neighbors=[2], input_nodes=("author", None))
+    d["paper", "cites", "paper"].edge_index = torch.tensor([[0, 1], [2, 40]])
+    with pytest.raises(ValueError, match="destination id 40"):
+        NeighborLoader(d, num_neighbors=[2], input_nodes=("paper", None))

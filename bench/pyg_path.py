@@ -1,0 +1,123 @@
+"""The PyG drop-in's data path against bgl.DataLoader's on the same graph, side by side.
+
+Both iterate the same seeds over the same in-memory graph (a PyG ``Data`` read in place),
+fanouts 10,10, batch 256, reading the features and labels of every batch and nothing
+else: ``bgl.pyg.NeighborLoader`` (PyG-shaped ``Data`` batches) vs ``bgl.DataLoader`` with
+bgl blocks.  Rounds alternate the two; the median epoch of each is reported with the
+ratio pyg/DataLoader (target <= 1.1).  ``--model`` also times PyG's own loop (a 2-layer
+``torch_geometric.nn.SAGEConv`` model) with the loader and the model step apart.
+
+    python bench/pyg_path.py [--datasets cora citeseer pubmed] [--rounds 5] [--model]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+SOURCES = {"cora": SHARED / "cora.npz", "citeseer": SHARED / "citeseer.npz",
+           "pubmed": SHARED / "pubmed_adj_labels.npz"}
+
+
+def pyg_data(name: str, workdir: Path):
+    import bgl
+    from torch_geometric.data import Data
+
+    from bgl.store import GraphStore
+
+    out = workdir / name
+    extra = {"feat_dim": 500} if name == "pubmed" else {}
+    st = GraphStore(out) if (out / "meta.json").exists() else bgl.ingest(str(SOURCES[name]), out, **extra)
+    src = np.asarray(st.indices).astype(np.int64)
+    dst = np.repeat(np.arange(st.num_nodes), np.diff(st.indptr))
+    data = Data(x=torch.from_numpy(np.array(st.feat)), y=torch.from_numpy(np.array(st.label)),
+                edge_index=torch.from_numpy(np.stack([src, dst])))
+    return data, torch.from_numpy(np.array(st.train_idx))
+
+
+def epoch_pyg(loader) -> float:
+    t = time.perf_counter()
+    for batch in loader:
+        batch.x.sum()
+        batch.y.sum()
+    return time.perf_counter() - t
+
+
+def epoch_dl(loader) -> float:
+    t = time.perf_counter()
+    for _, _, blocks in loader:
+        blocks[0].srcdata["feat"].sum()
+        blocks[-1].dstdata["label"].sum()
+    return time.perf_counter() - t
+
+
+def model_epoch(loader, model, opt) -> tuple[float, float]:
+    """(seconds in the loader, seconds in the model step) of one PyG training epoch."""
+    import torch.nn.functional as F
+
+    in_loader = in_model = 0.0
+    it = iter(loader)
+    while True:
+        t = time.perf_counter()
+        try:
+            batch = next(it)
+        except StopIteration:
+            break
+        t1 = time.perf_counter()
+        out = model(batch.x, batch.edge_index)[: batch.batch_size]
+        loss = F.cross_entropy(out, batch.y[: batch.batch_size])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        in_loader += t1 - t
+        in_model += time.perf_counter() - t1
+    return in_loader, in_model
+
+
+def main() -> None:
+    import bgl
+    from bgl.loader.pyg_loader import data_arrays
+    from bgl.pyg import NeighborLoader
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", nargs="*", default=list(SOURCES))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "bgl-pyg-path")
+    ap.add_argument("--model", action="store_true")
+    args = ap.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    print(json.dumps({"load_average_start": os.getloadavg()}))
+    for name in args.datasets:
+        data, train = pyg_data(name, args.workdir)
+        pyg = NeighborLoader(data, num_neighbors=[10, 10], input_nodes=train, batch_size=256, shuffle=True)
+        dl = bgl.DataLoader(data_arrays(data), train, bgl.NeighborSampler([10, 10]), batch_size=256,
+                            shuffle=True, blocks="bgl")
+        epoch_pyg(pyg), epoch_dl(dl)  # warm-up: kernels loaded, pages touched
+        times = {"pyg": [], "dataloader": []}
+        for r in range(args.rounds):
+            for kind in (("pyg", "dataloader") if r % 2 == 0 else ("dataloader", "pyg")):
+                times[kind].append(epoch_pyg(pyg) if kind == "pyg" else epoch_dl(dl))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        row = {"dataset": name, "median_epoch_s": med, "ratio_pyg_over_dataloader": med["pyg"] / med["dataloader"]}
+        if args.model:
+            from torch_geometric.nn import GraphSAGE
+
+            model = GraphSAGE(data.x.shape[1], 64, 2, out_channels=int(data.y.max()) + 1)
+            opt = torch.optim.Adam(model.parameters(), lr=0.01)
+            model_epoch(pyg, model, opt)
+            loader_s, model_s = model_epoch(pyg, model, opt)
+            row["pyg_loop_epoch"] = {"loader_s": loader_s, "model_s": model_s}
+        print(json.dumps(row))
+    print(json.dumps({"load_average_end": os.getloadavg()}))
+
+
+if __name__ == "__main__":
+    main()

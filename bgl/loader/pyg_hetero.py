@@ -1,0 +1,162 @@
+"""``bgl.pyg.NeighborLoader`` over a PyG ``HeteroData``: PyG's heterogeneous batches from bgl's typed pipeline.
+
+``NeighborLoader(hetero_data, num_neighbors={edge_type: [n_hop1, n_hop2]} | [n1, n2],
+input_nodes=("paper", ids | mask | None), batch_size=...)`` as PyG's, backed by the same
+typed sampler as ``bgl.DataLoader`` (:mod:`bgl.loader.typed`).  Each batch is a
+``HeteroData`` laid out as PyG's:
+
+* ``batch[t].n_id``: type-local ids of every sampled node of type ``t``, the seeds first
+  (input type), then in the order hops reached them;
+* ``batch[input_type].batch_size``: the number of seeds;
+* ``batch[edge_type].edge_index`` int64 [2, E]: (source, target) positions in
+  ``batch[src_type].n_id`` / ``batch[dst_type].n_id``; each node's in-edges are sampled
+  once, at the hop that reached it;
+* ``batch[t].x`` per type with features; ``batch[input_type].y``: the seeds' labels.
+
+The ``HeteroData``'s ``x`` and ``y`` are read in place (views); its ``edge_index_dict`` is
+sorted once into the fused CSC (:func:`bgl.sources.hetero.fused_csc`).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator, Optional
+
+import numpy as np
+import torch
+
+from ..blocks import type_layout
+from ..sources.hetero import TypedArrays, schema_of
+
+
+def is_hetero_data(obj: Any) -> bool:
+    """True for a PyG ``HeteroData`` (duck-typed: ``node_types``, ``edge_types``, ``edge_index_dict``)."""
+    return hasattr(obj, "node_types") and hasattr(obj, "edge_types") and hasattr(obj, "edge_index_dict")
+
+
+def hetero_data_arrays(data) -> TypedArrays:
+    """A ``HeteroData`` as typed arrays: node types in ``data.node_types`` order, edges as given.
+
+    Raises ValueError naming the edge type for an ``edge_index`` pointing past a type's node count.
+    """
+    counts = {nt: int(data[nt].num_nodes) for nt in data.node_types}
+    schema = schema_of(counts, [tuple(et) for et in data.edge_types])
+    rel_edges = []
+    for et in data.edge_types:
+        ei = data[et].edge_index
+        if ei is None or ei.dim() != 2 or ei.shape[0] != 2:
+            raise ValueError(f"data[{et}].edge_index must be an int tensor [2, E]")
+        rel_edges.append((ei[0].cpu().numpy(), ei[1].cpu().numpy()))
+    feats = {nt: data[nt].x for nt in data.node_types if getattr(data[nt], "x", None) is not None}
+    labels = {nt: data[nt].y for nt in data.node_types
+              if getattr(data[nt], "y", None) is not None and data[nt].y.dim() == 1
+              and not torch.is_floating_point(data[nt].y)}
+    for nt, x in feats.items():
+        if x.dim() != 2:
+            raise ValueError(f"data[{nt!r}].x must be [num_nodes, F], got {list(x.shape)}")
+    return TypedArrays(schema, rel_edges, feats, labels, name="pyg-heterodata")
+
+
+def pyg_layer_fanouts(num_neighbors, edge_types) -> list:
+    """PyG's per-edge-type hop lists as DGL-order layer dicts (``[-1]`` applies to the seeds).
+
+    As PyG: a dict must name every edge type (all lists one length); a list applies to all.
+    """
+    if not isinstance(num_neighbors, dict):
+        return list(reversed([{et: int(n) for et in edge_types} for n in num_neighbors]))
+    given = {tuple(k): list(v) for k, v in num_neighbors.items()}
+    unknown = [k for k in given if k not in edge_types]
+    if unknown:
+        raise ValueError(f"num_neighbors names edge types {unknown}, which the data does not have; it has {edge_types}")
+    missing = [et for et in edge_types if et not in given]
+    if missing:
+        raise ValueError(f"num_neighbors must name every edge type (as PyG requires); missing {missing}")
+    lengths = {len(v) for v in given.values()}
+    if len(lengths) != 1:
+        raise ValueError(f"num_neighbors lists must all have one length, got {sorted(lengths)}")
+    hops = lengths.pop()
+    return list(reversed([{et: int(given[et][h]) for et in edge_types} for h in range(hops)]))
+
+
+def typed_blocks_to_pyg(blocks, schema) -> dict:
+    """PyG's heterogeneous layout of one batch of typed bgl blocks (``blocks[-1]`` holds the seeds)."""
+    first = blocks[0]
+    local, members, _ = type_layout(first)
+    n_id = {nt: first.src_ids[idx] - int(schema.node_type(nt).offset) for nt, idx in members.items()}
+    pieces = {canon: [] for canon in schema.canonical_etypes}
+    num_layers = len(blocks)
+    for hop in range(1, num_layers + 1):
+        b = blocks[num_layers - hop]
+        lo = blocks[num_layers - hop + 1].num_dst if hop > 1 else 0
+        hi = b.num_dst
+        a, e = int(b.indptr[lo]), int(b.indptr[hi])
+        deg = (b.indptr[lo + 1:hi + 1] - b.indptr[lo:hi]).numpy()
+        dst_pos = torch.from_numpy(np.repeat(np.arange(lo, hi, dtype=np.int64), deg))
+        src_pos = b.indices[a:e]
+        et = b.etypes[a:e]
+        for r, canon in enumerate(schema.canonical_etypes):
+            sel = (et == r).nonzero().flatten()
+            if sel.numel():
+                pieces[canon].append(torch.stack([local[src_pos[sel]], local[dst_pos[sel]]]))
+    edge_index = {c: torch.cat(p, 1) if p else torch.empty(2, 0, dtype=torch.int64) for c, p in pieces.items()}
+    return {"n_id": n_id, "edge_index": edge_index}
+
+
+class HeteroNeighborLoader:
+    """PyG's ``NeighborLoader`` over a ``HeteroData`` (see the module docstring)."""
+
+    def __init__(self, data, num_neighbors, input_nodes=None, replace: bool = False, batch_size: int = 1,
+                 shuffle: bool = False, drop_last: bool = False, num_workers: int = 0, **kwargs):
+        from .arguments import NeighborSampler
+        from .dataloader import DataLoader
+
+        self.data = data
+        arrays = hetero_data_arrays(data)
+        self.schema = arrays.schema
+        self.input_type, ids = self._input(input_nodes, self.schema)
+        sampler = NeighborSampler(pyg_layer_fanouts(num_neighbors, self.schema.canonical_etypes), replace=replace)
+        self.batch_size = int(batch_size)
+        self.dataset = range(int(ids.shape[0]))
+        self._loader = DataLoader(arrays, {self.input_type: ids}, sampler, batch_size=batch_size, shuffle=shuffle,
+                                  drop_last=drop_last, num_workers=num_workers, blocks="bgl", **kwargs)
+
+    @staticmethod
+    def _input(input_nodes, schema) -> tuple[str, torch.Tensor]:
+        if isinstance(input_nodes, str):
+            input_nodes = (input_nodes, None)
+        if not isinstance(input_nodes, tuple) or len(input_nodes) != 2:
+            raise ValueError("input_nodes of a HeteroData must be (node_type, ids | mask | None), "
+                             f"got {input_nodes!r}")
+        nt, ids = input_nodes
+        count = schema.node_type(nt).count  # ValueError naming an unknown type
+        if ids is None:
+            return nt, torch.arange(count)
+        ids = torch.as_tensor(np.array(ids))
+        if ids.dtype == torch.bool:
+            if ids.shape[0] != count:
+                raise ValueError(f"input_nodes mask for {nt!r} has {ids.shape[0]} entries for {count} nodes")
+            ids = ids.nonzero().flatten()
+        return nt, ids
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+    def __iter__(self) -> Iterator[Any]:
+        from torch_geometric.data import HeteroData
+
+        for _, _, blocks in self._loader:
+            layout = typed_blocks_to_pyg(blocks, self.schema)
+            batch = HeteroData()
+            feats = blocks[0].srcdata.get("feat", {})
+            for nt, ids in layout["n_id"].items():
+                batch[nt].n_id = ids
+                if nt in feats:
+                    batch[nt].x = feats[nt]
+            for canon, ei in layout["edge_index"].items():
+                batch[canon].edge_index = ei
+            batch[self.input_type].batch_size = int(blocks[-1].num_dst)
+            labels = blocks[-1].dstdata.get("label", {})
+            if self.input_type in labels:
+                batch[self.input_type].y = labels[self.input_type]
+            yield batch
+
+    def close(self) -> None:
+        self._loader.close()
