@@ -11,8 +11,9 @@ rows for global ids ``[node_offset, node_offset + num_nodes)`` while
 ``[0, global_num_nodes)``.  A whole-graph store has ``node_offset == 0`` and
 ``global_num_nodes == num_nodes``.
 
-Stores are written into ``<dir>.tmp`` and renamed into place, so a store is
-either complete or absent, never half-written.
+Stores are written into a hidden work directory next to ``<dir>`` and renamed
+into place, so a store is either complete or absent, never half-written;
+``overwrite=True`` replaces only an existing bgl store (``bgl.output_dir``).
 
 Layout::
 
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -35,8 +35,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from .errors import StoreFormatError
+from .output_dir import STORE, WorkDir, check_output, remove_stale, replace_output
 
-FORMAT_NAME = "bgl-graph-store"
+FORMAT_NAME = STORE.format  # "bgl-graph-store"
 FORMAT_VERSION = 1
 META_FILE = "meta.json"
 
@@ -293,7 +294,8 @@ def open_store(path: str | os.PathLike, validate: str = "auto") -> GraphStore:
 
 
 class StoreWriter:
-    """Writes a store into ``<path>.tmp`` and renames it into place on success.
+    """Writes a store into a hidden, locked work dir next to ``path`` and renames it into place on
+    success; ``overwrite=True`` replaces only a bgl store (FileExistsError naming anything else).
 
     Use as a context manager.  Large arrays are created as ``.npy`` memmaps
     with :meth:`create_array` and filled in chunks, so writers never need the
@@ -312,10 +314,10 @@ class StoreWriter:
     def __init__(self, path: str | os.PathLike, num_nodes: int, num_edges: int, *,
                  node_offset: int = 0, global_num_nodes: int | None = None,
                  name: str = "", extra: Mapping[str, Any] | None = None, overwrite: bool = False):
-        self.path = Path(path)
-        if self.path.exists() and not overwrite:
-            raise FileExistsError(f"{self.path} already exists (pass overwrite=True / --overwrite to replace it)")
-        self.tmp = self.path.with_name(self.path.name + ".tmp")
+        # Only a bgl store is replaced; anything else at ``path`` is refused (bgl.output_dir).
+        self.path = check_output(path, STORE, overwrite)
+        self._work: WorkDir | None = None
+        self.tmp: Path | None = None
         g = num_nodes if global_num_nodes is None else global_num_nodes
         self._meta: dict[str, Any] = dict(
             num_nodes=int(num_nodes), num_edges=int(num_edges), id_dtype=id_dtype_for(g).name,
@@ -325,9 +327,9 @@ class StoreWriter:
         self.store: GraphStore | None = None
 
     def __enter__(self) -> "StoreWriter":
-        if self.tmp.exists():
-            shutil.rmtree(self.tmp)  # leftover of an interrupted earlier write
-        self.tmp.mkdir(parents=True)
+        remove_stale(self.path.absolute().parent)  # what killed earlier writers left here
+        self._work = WorkDir(self.path, "tmp")
+        self.tmp = self._work.path
         return self
 
     @property
@@ -369,7 +371,7 @@ class StoreWriter:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:
-            shutil.rmtree(self.tmp, ignore_errors=True)
+            self._work.remove()
             return
         try:
             if self._meta.get("has_label") and not self._meta.get("num_classes"):
@@ -378,10 +380,10 @@ class StoreWriter:
             meta = StoreMeta(**self._meta)
             (self.tmp / META_FILE).write_text(json.dumps(meta.to_dict(), indent=2))
             GraphStore(self.tmp)  # never rename an inconsistent store into place
+            replace_output(self._work, self.path, STORE)
         except BaseException:
-            shutil.rmtree(self.tmp, ignore_errors=True)
+            self._work.remove()
             raise
-        replace_dir(self.tmp, self.path)
         self.store = GraphStore(self.path, validate="none")
 
 
@@ -394,19 +396,6 @@ def read_json(path: Path, error: type[Exception], missing: str) -> Any:
         raise error(f"{path}: {missing}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise error(f"{path}: not valid JSON: {e}") from None
-
-
-def replace_dir(src: Path, dst: Path) -> None:
-    """Rename ``src`` to ``dst``; an existing ``dst`` is moved aside first and removed after."""
-    old = None
-    if dst.exists():
-        old = dst.with_name(dst.name + ".old")
-        if old.exists():
-            shutil.rmtree(old)
-        os.replace(dst, old)
-    os.replace(src, dst)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def write_store(path: str | os.PathLike, indptr: np.ndarray, indices: np.ndarray, *,

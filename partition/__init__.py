@@ -93,7 +93,7 @@ def partition_graph(store: GraphStore | str | os.PathLike, method: str, num_part
     from . import metrics as M
 
     store = _as_store(store)
-    check_out_dir(out_dir, overwrite)  # fail before the expensive part
+    check_out_dir(out_dir, overwrite, inputs=[store.path])  # fail before the expensive part
     graph = GraphInput.from_store(store)
     run_params = dict(params)
     if method in ENGINE_METHODS:
