@@ -102,6 +102,18 @@ class StoreMeta:
             value = getattr(meta, key)
             if not isinstance(value, int) or value < 0:
                 raise StoreFormatError(f"{where}: meta.json {key} must be an int >= 0, got {value!r}")
+        for key, kinds in (("id_dtype", "iu"), ("feat_dtype", "fiu")):
+            value = getattr(meta, key)
+            if key == "feat_dtype" and value is None:
+                continue
+            try:
+                ok = np.dtype(value).kind in kinds
+            except TypeError:
+                ok = False
+            if not ok:
+                raise StoreFormatError(f"{where}: meta.json {key} must name a numeric dtype, got {value!r}")
+        if not isinstance(meta.splits, dict) or not all(isinstance(v, int) and v >= 0 for v in meta.splits.values()):
+            raise StoreFormatError(f"{where}: meta.json splits must map names to sizes >= 0, got {meta.splits!r}")
         return meta
 
 
@@ -123,7 +135,8 @@ class GraphStore:
     def __init__(self, path: str | os.PathLike, validate: str = "auto"):
         self.path = Path(path)
         if not self.path.is_dir():
-            raise StoreFormatError(f"{self.path}: graph store directory does not exist")
+            what = "is a file, not a graph store directory" if self.path.exists() else "graph store directory does not exist"
+            raise StoreFormatError(f"{self.path}: {what}")
         meta_path = self.path / META_FILE
         raw = read_json(meta_path, StoreFormatError, "missing (incomplete or not a graph store)")
         if not isinstance(raw, dict):

@@ -183,7 +183,8 @@ class PartitionBook:
         self.path = Path(path)
         meta_path = self.path / META_FILE
         if not self.path.is_dir():
-            raise PartitionFormatError(f"{self.path}: partition directory does not exist")
+            what = "is a file, not a partition directory" if self.path.exists() else "partition directory does not exist"
+            raise PartitionFormatError(f"{self.path}: {what}")
         meta = read_json(meta_path, PartitionFormatError, "missing (incomplete or not a partition dir)")
         self.meta = self._check_meta(meta, meta_path)
         self.num_parts = int(meta["num_parts"])

@@ -31,7 +31,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
                         "default: original ids = DGL's shuffled ids")
     p.add_argument("--feat-key", default="feat", help="feature tensor name in node_feat.dgl")
     p.add_argument("--label-key", default="label", help="label tensor name in node_feat.dgl")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace OUT if it is a bgl partition directory (or empty); anything else there is refused")
     p.set_defaults(func=run, command="partition")
     return p
 
