@@ -46,7 +46,8 @@ def check_source(args) -> None:
 
     A partition dir is opened with :class:`~bgl.partition.format.PartitionBook`, which checks
     ``partition.json`` in full (format, contiguous ranges, part stores present) and names the
-    problem, so a damaged one never reaches the server as an AttributeError.
+    problem, so a damaged one never reaches the server as an AttributeError; the part's store
+    itself is opened (and checked) once, by the server.
     """
     if (args.store is None) == (args.partition is None):
         raise ValueError("give exactly one of --store DIR or --partition DIR --part K")
@@ -62,7 +63,6 @@ def check_source(args) -> None:
             raise ValueError(f"--partition needs --part K (K in [0, {book.num_parts}))")
         if not 0 <= args.part < book.num_parts:
             raise ValueError(f"--part must be in [0, {book.num_parts}) for {args.partition}, got {args.part}")
-        book.part_store(args.part)  # opens and checks the part's store against partition.json
 
 
 def run(args) -> int:
