@@ -311,15 +311,16 @@ def _signals_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def replace_output(work: WorkDir, out: str | os.PathLike, kind: OutputKind) -> None:
+def replace_output(work: WorkDir, out: str | os.PathLike, kind: OutputKind, overwrite: bool) -> None:
     """Rename the finished ``work`` directory to ``out``, replacing the old ``kind`` output there.
 
-    ``out`` is checked again first (it may have changed during a long run).  The old output is
+    ``out`` is checked again first, with the run's ``overwrite`` (something may have appeared
+    there during a long run).  The old output is
     moved aside to a locked ``replaced`` work dir, the new one renamed in, and only then is the
     old one deleted; signals are blocked between the renames.
     """
     out = Path(out)
-    check_output(out, kind, overwrite=True)
+    check_output(out, kind, overwrite)
     aside = None
     if out.exists():
         aside = WorkDir(out, "replaced")

@@ -329,6 +329,7 @@ class StoreWriter:
                  name: str = "", extra: Mapping[str, Any] | None = None, overwrite: bool = False):
         # Only a bgl store is replaced; anything else at ``path`` is refused (bgl.output_dir).
         self.path = check_output(path, STORE, overwrite)
+        self._overwrite = overwrite
         self._work: WorkDir | None = None
         self.tmp: Path | None = None
         g = num_nodes if global_num_nodes is None else global_num_nodes
@@ -393,7 +394,7 @@ class StoreWriter:
             meta = StoreMeta(**self._meta)
             (self.tmp / META_FILE).write_text(json.dumps(meta.to_dict(), indent=2))
             GraphStore(self.tmp)  # never rename an inconsistent store into place
-            replace_output(self._work, self.path, STORE)
+            replace_output(self._work, self.path, STORE, self._overwrite)
         except BaseException:
             self._work.remove()
             raise

@@ -191,7 +191,7 @@ def import_distdgl(part_config: str | os.PathLike, out_dir: str | os.PathLike, *
                 "metrics": {"edge_cut": cut / total_edges if total_edges else 0.0}}
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
         open_partition(tmp)
-        replace_output(work, out, PARTITION)
+        replace_output(work, out, PARTITION, overwrite)
     except BaseException:
         work.remove()
         raise

@@ -161,7 +161,7 @@ def write_partition(store: GraphStore, part_of: np.ndarray, num_parts: int, out_
                 "metrics": dict(metrics or {})}
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
         open_partition(tmp)  # never rename an inconsistent partition into place
-        replace_output(work, out, PARTITION)
+        replace_output(work, out, PARTITION, overwrite)
     except BaseException:
         work.remove()
         raise

@@ -156,3 +156,15 @@ def test_sigterm_raises_restores_the_handler():
             for _ in range(10**6):  # the handler runs between bytecodes
                 pass
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_an_output_that_appears_during_the_run_is_not_replaced(tmp_path):
+    from bgl.store import StoreWriter
+
+    out = tmp_path / "s"
+    with pytest.raises(FileExistsError, match="already exists"):
+        with StoreWriter(out, num_nodes=2, num_edges=0) as w:
+            w.save_array("indptr", np.zeros(3, np.int64))
+            w.save_array("indices", np.zeros(0, np.int64))
+            _tiny_store(out)  # another run finished first
+    assert GraphStore(out).num_edges == 2 and _listing(tmp_path) == ["s"]

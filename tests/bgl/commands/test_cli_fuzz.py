@@ -44,7 +44,7 @@ def snapshot(root: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def good(tmp_path_factory):
     """A good store and partition to damage copies of (never handed to a command themselves)."""
-    from bgl.partition import partition_graph
+    from bgl.partition.format import write_partition
     from bgl.store import write_store
 
     root = tmp_path_factory.mktemp("good")
@@ -54,7 +54,7 @@ def good(tmp_path_factory):
     indptr = np.searchsorted(dst, np.arange(n + 1)).astype(np.int64)
     store = write_store(root / "store", indptr, rng.integers(0, n, 200), feat=rng.random((n, 3), np.float32),
                         label=rng.integers(0, 3, n), splits={"train": np.arange(0, 20), "val": np.arange(20, 30)})
-    partition_graph(store, "random", 2, root / "parts", measure_samples=False)
+    write_partition(store, np.arange(n) % 2, 2, root / "parts", method="random")
     from bgl.data import default_dataset_path
 
     return {"store": root / "store", "parts": root / "parts", "npz": Path(default_dataset_path())}
@@ -117,32 +117,61 @@ def bad_file(rng: random.Random, d: Path, good) -> Path:
     return d / "ind.nothing"  # a Planetoid prefix without files
 
 
-def damaged_store(rng: random.Random, d: Path, good) -> Path:
-    """A store directory argument that is not a valid store."""
-    kind = rng.choice(["missing", "file", "empty_dir", "no_meta", "junk_meta", "meta_list", "wrong_format",
-                       "bad_version", "negative_nodes", "truncated_indices", "junk_indptr", "missing_feat",
-                       "bad_dtype", "partition_dir"])
+def not_a_bgl_dir(kind: str, d: Path, name: str, other_kind: Path) -> Path | None:
+    """The bad directory arguments stores and partitions share, or None for ``kind`` not one of them."""
     if kind == "missing":
-        return d / "no-store"
+        return d / f"no-{name}"
     if kind == "file":
-        (d / "store-file").write_text("not a store")
-        return d / "store-file"
+        (d / f"{name}-file").write_text(f"not a {name}")
+        return d / f"{name}-file"
     if kind == "empty_dir":
-        (d / "empty-store").mkdir()
-        return d / "empty-store"
-    if kind == "partition_dir":
-        shutil.copytree(good["parts"], d / "parts-copy")
-        return d / "parts-copy"
-    s = d / "store"
-    shutil.copytree(good["store"], s)
-    meta = json.loads((s / "meta.json").read_text())
+        (d / f"empty-{name}").mkdir()
+        return d / f"empty-{name}"
+    if kind == "other_kind":
+        shutil.copytree(other_kind, d / f"{name}-other-kind")
+        return d / f"{name}-other-kind"
+    return None
+
+
+def copy_with_metadata_damage(rng: random.Random, kind: str, src: Path, dst: Path, meta_file: str) -> dict | None:
+    """Copy ``src`` to ``dst``; for the metadata kinds both share, damage ``meta_file`` and return
+    None, else return the parsed metadata for the caller's own damage."""
+    shutil.copytree(src, dst)
+    meta = dst / meta_file
     if kind == "no_meta":
-        (s / "meta.json").unlink()
+        meta.unlink()
     elif kind == "junk_meta":
-        (s / "meta.json").write_bytes(bytes(rng.randrange(256) for _ in range(30)))
+        meta.write_bytes(bytes(rng.randrange(256) for _ in range(30)))
     elif kind == "meta_list":
-        (s / "meta.json").write_text("[1, 2, 3]")
-    elif kind == "truncated_indices":
+        meta.write_text("[1, 2, 3]")
+    else:
+        return json.loads(meta.read_text())
+    return None
+
+
+STORE_DAMAGE = ["no_meta", "junk_meta", "meta_list", "wrong_format", "bad_version", "negative_nodes",
+                "truncated_indices", "junk_indptr", "missing_feat", "bad_dtype"]
+PARTITION_DAMAGE = ["no_meta", "junk_meta", "meta_list", "wrong_format", "missing_part", "gap_ranges",
+                    "truncated_orig_ids", "wrong_num_parts", "damaged_part"]
+
+
+def damaged(rng: random.Random, d: Path, good, which: str) -> Path:
+    """A ``which`` ("store" or "parts") directory argument that is not a valid one of its kind."""
+    own = STORE_DAMAGE if which == "store" else PARTITION_DAMAGE
+    kind = rng.choice(["missing", "file", "empty_dir", "other_kind", *own])
+    wrong = not_a_bgl_dir(kind, d, which, good["parts" if which == "store" else "store"])
+    if wrong is not None:
+        return wrong
+    path = d / which
+    meta = copy_with_metadata_damage(rng, kind, good[which], path, "meta.json" if which == "store" else
+                                     "partition.json")
+    if meta is not None:
+        (damage_store if which == "store" else damage_partition)(rng, kind, path, meta)
+    return path
+
+
+def damage_store(rng: random.Random, kind: str, s: Path, meta: dict) -> None:
+    if kind == "truncated_indices":
         data = (s / "indices.npy").read_bytes()
         (s / "indices.npy").write_bytes(data[: rng.randrange(0, len(data) - 1)])
     elif kind == "junk_indptr":
@@ -153,31 +182,10 @@ def damaged_store(rng: random.Random, d: Path, good) -> Path:
         change = {"wrong_format": {"format": "dgl"}, "bad_version": {"version": 99},
                   "negative_nodes": {"num_nodes": -5}, "bad_dtype": {"id_dtype": "complex-ish"}}[kind]
         (s / "meta.json").write_text(json.dumps({**meta, **change}))
-    return s
 
 
-def damaged_partition(rng: random.Random, d: Path, good) -> Path:
-    """A partition directory argument that is not a valid partition."""
-    kind = rng.choice(["missing", "file", "store_dir", "no_meta", "junk_meta", "meta_list", "wrong_format",
-                       "missing_part", "gap_ranges", "truncated_orig_ids", "wrong_num_parts", "damaged_part"])
-    if kind == "missing":
-        return d / "no-parts"
-    if kind == "file":
-        (d / "parts-file").write_text("x")
-        return d / "parts-file"
-    if kind == "store_dir":
-        shutil.copytree(good["store"], d / "store-copy")
-        return d / "store-copy"
-    p = d / "parts"
-    shutil.copytree(good["parts"], p)
-    meta = json.loads((p / "partition.json").read_text())
-    if kind == "no_meta":
-        (p / "partition.json").unlink()
-    elif kind == "junk_meta":
-        (p / "partition.json").write_text("{not json")
-    elif kind == "meta_list":
-        (p / "partition.json").write_text('["parts"]')
-    elif kind == "wrong_format":
+def damage_partition(rng: random.Random, kind: str, p: Path, meta: dict) -> None:
+    if kind == "wrong_format":
         (p / "partition.json").write_text(json.dumps({**meta, "format": "distdgl"}))
     elif kind == "missing_part":
         shutil.rmtree(p / "part-1")
@@ -191,7 +199,6 @@ def damaged_partition(rng: random.Random, d: Path, good) -> Path:
         (p / "partition.json").write_text(json.dumps({**meta, "num_parts": 3}))
     else:
         (p / "part-0" / "meta.json").write_text("{}")
-    return p
 
 
 def bad_out(rng: random.Random, d: Path, kind: str) -> tuple[Path, list[str]]:
@@ -240,7 +247,7 @@ def make_case(rng: random.Random, d: Path, good) -> list[str]:
     if cmd == "partition":
         what = rng.choice(["store", "out", "number"])
         if what == "store":
-            return ["partition", str(damaged_store(rng, d, good)), str(d / "out"), "--parts", "2",
+            return ["partition", str(damaged(rng, d, good, "store")), str(d / "out"), "--parts", "2",
                     "--method", "random", "--num-batches", "0"]
         store = d / "store"
         shutil.copytree(good["store"], store)
@@ -260,9 +267,9 @@ def make_case(rng: random.Random, d: Path, good) -> list[str]:
     if cmd == "serve":
         what = rng.choice(["store", "partition", "part", "args"])
         if what == "store":
-            return ["serve", "--store", str(damaged_store(rng, d, good))]
+            return ["serve", "--store", str(damaged(rng, d, good, "store"))]
         if what == "partition":
-            return ["serve", "--partition", str(damaged_partition(rng, d, good)), "--part", "0"]
+            return ["serve", "--partition", str(damaged(rng, d, good, "parts")), "--part", "0"]
         parts = d / "parts"
         shutil.copytree(good["parts"], parts)
         if what == "part":
@@ -274,7 +281,7 @@ def make_case(rng: random.Random, d: Path, good) -> list[str]:
                                       ["--store", str(parts / "part-0"), "--bind", "tcp://10.1.2.3:9"]])]
     if rng.random() < 0.15:
         return ["info", str(d), "--validate", rng.choice(["fast", "all"])]
-    return ["info", str(damaged_store(rng, d, good)), *rng.choice([[], ["--json"], ["--validate", "full"]])]
+    return ["info", str(damaged(rng, d, good, "store")), *rng.choice([[], ["--json"], ["--validate", "full"]])]
 
 
 def cases(root: Path, good, count: int, seed: int):
