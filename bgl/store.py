@@ -35,7 +35,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .errors import StoreFormatError
-from .output_dir import STORE, WorkDir, check_output, remove_stale, replace_output
+from .output_dir import PARTITION, STORE, WorkDir, check_output, kind_of, remove_stale, replace_output
 
 FORMAT_NAME = STORE.format  # "bgl-graph-store"
 FORMAT_VERSION = 1
@@ -138,6 +138,9 @@ class GraphStore:
             what = "is a file, not a graph store directory" if self.path.exists() else "graph store directory does not exist"
             raise StoreFormatError(f"{self.path}: {what}")
         meta_path = self.path / META_FILE
+        if not meta_path.exists() and kind_of(self.path) is PARTITION:
+            raise StoreFormatError(f"{self.path}: is a bgl partition directory, not a graph store; "
+                                   f"give one of its parts ({self.path / 'part-0'}, ...)")
         raw = read_json(meta_path, StoreFormatError, "missing (incomplete or not a graph store)")
         if not isinstance(raw, dict):
             raise StoreFormatError(f"{meta_path}: expected a JSON object")

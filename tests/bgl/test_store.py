@@ -212,3 +212,12 @@ def test_part_store_holds_global_ids(tmp_path):
     with pytest.raises(StoreFormatError, match="ids outside owned range"):
         write_store(tmp_path / "q", np.array([0, 0, 0]), np.zeros(0, np.int64), node_offset=100,
                     global_num_nodes=500, splits={"train": np.array([5])})
+
+
+def test_a_partition_dir_given_as_a_store_names_its_parts(tmp_path):
+    from bgl.partition.format import write_partition
+
+    s = write_store(tmp_path / "s", np.array([0, 1, 2]), np.array([1, 0]))
+    write_partition(s, np.array([0, 1]), 2, tmp_path / "p", method="random")
+    with pytest.raises(StoreFormatError, match=r"is a bgl partition directory, not a graph store.*p/part-0"):
+        GraphStore(tmp_path / "p")
