@@ -140,7 +140,7 @@ def test_usage_errors_are_one_line(tmp_path, capsys):
     capsys.readouterr()
     assert main(["ingest", "rmat:4", str(tmp_path / "s"), "--scale", "many"]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert err == ["bgl ingest: error: argument --scale: invalid int value: 'many' (see bgl ingest --help)"]
+    assert err == ["bgl ingest: error: argument --scale: not an integer: 'many' (see bgl ingest --help)"]
 
 
 def test_real_command_line_one_line_and_traceback_behind_debug(tmp_path):
