@@ -11,8 +11,9 @@ rows for global ids ``[node_offset, node_offset + num_nodes)`` while
 ``[0, global_num_nodes)``.  A whole-graph store has ``node_offset == 0`` and
 ``global_num_nodes == num_nodes``.
 
-Stores are written into ``<dir>.tmp`` and renamed into place, so a store is
-either complete or absent, never half-written.
+Stores are written into a hidden work directory next to ``<dir>`` and renamed
+into place, so a store is either complete or absent, never half-written;
+``overwrite=True`` replaces only an existing bgl store (``bgl.output_dir``).
 
 Layout::
 
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -35,8 +35,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from .errors import StoreFormatError
+from .output_dir import PARTITION, STORE, WorkDir, check_output, kind_of, remove_stale, replace_output
 
-FORMAT_NAME = "bgl-graph-store"
+FORMAT_NAME = STORE.format  # "bgl-graph-store"
 FORMAT_VERSION = 1
 # A store with node/edge types (bgl/schema.py) is version 2, so a bgl that knows only
 # version 1 refuses it (naming the version) instead of reading it as one untyped graph.
@@ -110,6 +111,18 @@ class StoreMeta:
             value = getattr(meta, key)
             if not isinstance(value, int) or value < 0:
                 raise StoreFormatError(f"{where}: meta.json {key} must be an int >= 0, got {value!r}")
+        for key, kinds in (("id_dtype", "iu"), ("feat_dtype", "fiu")):
+            value = getattr(meta, key)
+            if key == "feat_dtype" and value is None:
+                continue
+            try:
+                ok = np.dtype(value).kind in kinds
+            except TypeError:
+                ok = False
+            if not ok:
+                raise StoreFormatError(f"{where}: meta.json {key} must name a numeric dtype, got {value!r}")
+        if not isinstance(meta.splits, dict) or not all(isinstance(v, int) and v >= 0 for v in meta.splits.values()):
+            raise StoreFormatError(f"{where}: meta.json splits must map names to sizes >= 0, got {meta.splits!r}")
         return meta
 
 
@@ -131,8 +144,12 @@ class GraphStore:
     def __init__(self, path: str | os.PathLike, validate: str = "auto"):
         self.path = Path(path)
         if not self.path.is_dir():
-            raise StoreFormatError(f"{self.path}: graph store directory does not exist")
+            what = "is a file, not a graph store directory" if self.path.exists() else "graph store directory does not exist"
+            raise StoreFormatError(f"{self.path}: {what}")
         meta_path = self.path / META_FILE
+        if not meta_path.exists() and kind_of(self.path) is PARTITION:
+            raise StoreFormatError(f"{self.path}: is a bgl partition directory, not a graph store; "
+                                   f"give one of its parts ({self.path / 'part-0'}, ...)")
         raw = read_json(meta_path, StoreFormatError, "missing (incomplete or not a graph store)")
         if not isinstance(raw, dict):
             raise StoreFormatError(f"{meta_path}: expected a JSON object")
@@ -334,7 +351,8 @@ def open_store(path: str | os.PathLike, validate: str = "auto") -> GraphStore:
 
 
 class StoreWriter:
-    """Writes a store into ``<path>.tmp`` and renames it into place on success.
+    """Writes a store into a hidden, locked work dir next to ``path`` and renames it into place on
+    success; ``overwrite=True`` replaces only a bgl store (FileExistsError naming anything else).
 
     Use as a context manager.  Large arrays are created as ``.npy`` memmaps
     with :meth:`create_array` and filled in chunks, so writers never need the
@@ -353,10 +371,11 @@ class StoreWriter:
     def __init__(self, path: str | os.PathLike, num_nodes: int, num_edges: int, *,
                  node_offset: int = 0, global_num_nodes: int | None = None,
                  name: str = "", extra: Mapping[str, Any] | None = None, overwrite: bool = False):
-        self.path = Path(path)
-        if self.path.exists() and not overwrite:
-            raise FileExistsError(f"{self.path} already exists (pass overwrite=True / --overwrite to replace it)")
-        self.tmp = self.path.with_name(self.path.name + ".tmp")
+        # Only a bgl store is replaced; anything else at ``path`` is refused (bgl.output_dir).
+        self.path = check_output(path, STORE, overwrite)
+        self._overwrite = overwrite
+        self._work: WorkDir | None = None
+        self.tmp: Path | None = None
         g = num_nodes if global_num_nodes is None else global_num_nodes
         self._meta: dict[str, Any] = dict(
             num_nodes=int(num_nodes), num_edges=int(num_edges), id_dtype=id_dtype_for(g).name,
@@ -366,9 +385,9 @@ class StoreWriter:
         self.store: GraphStore | None = None
 
     def __enter__(self) -> "StoreWriter":
-        if self.tmp.exists():
-            shutil.rmtree(self.tmp)  # leftover of an interrupted earlier write
-        self.tmp.mkdir(parents=True)
+        remove_stale(self.path.absolute().parent)  # what killed earlier writers left here
+        self._work = WorkDir(self.path, "tmp")
+        self.tmp = self._work.path
         return self
 
     @property
@@ -422,7 +441,7 @@ class StoreWriter:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:
-            shutil.rmtree(self.tmp, ignore_errors=True)
+            self._work.remove()
             return
         try:
             if self._meta.get("has_label") and not self._meta.get("num_classes"):
@@ -431,10 +450,10 @@ class StoreWriter:
             meta = StoreMeta(**self._meta)
             (self.tmp / META_FILE).write_text(json.dumps(meta.to_dict(), indent=2))
             GraphStore(self.tmp)  # never rename an inconsistent store into place
+            replace_output(self._work, self.path, STORE, self._overwrite)
         except BaseException:
-            shutil.rmtree(self.tmp, ignore_errors=True)
+            self._work.remove()
             raise
-        replace_dir(self.tmp, self.path)
         self.store = GraphStore(self.path, validate="none")
 
 
@@ -447,19 +466,6 @@ def read_json(path: Path, error: type[Exception], missing: str) -> Any:
         raise error(f"{path}: {missing}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise error(f"{path}: not valid JSON: {e}") from None
-
-
-def replace_dir(src: Path, dst: Path) -> None:
-    """Rename ``src`` to ``dst``; an existing ``dst`` is moved aside first and removed after."""
-    old = None
-    if dst.exists():
-        old = dst.with_name(dst.name + ".old")
-        if old.exists():
-            shutil.rmtree(old)
-        os.replace(dst, old)
-    os.replace(src, dst)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def write_store(path: str | os.PathLike, indptr: np.ndarray, indices: np.ndarray, *,

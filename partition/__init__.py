@@ -6,6 +6,7 @@ measures it (:mod:`.metrics`) and writes a partition directory
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from bgl.output_dir import WorkDir, remove_stale
 from bgl.store import GraphStore
 
 from .format import PartitionBook, check_out_dir, open_partition, write_partition
@@ -80,7 +82,7 @@ def partition_graph(store: GraphStore | str | os.PathLike, method: str, num_part
     **params : method parameters (``bgl``: fields of ``BglParams``, ``memory_budget``;
         ``kaminpar``: ``preset``, ``memory_budget``, ``eps``; ``metis``: ``balance_train``,
         ``ufactor``).  Engine methods write their
-        input file next to ``out_dir`` (``work_dir``), not in /tmp.
+        input file in a locked scratch dir next to ``out_dir`` (``work_dir``), not in /tmp.
 
     Returns
     -------
@@ -93,14 +95,18 @@ def partition_graph(store: GraphStore | str | os.PathLike, method: str, num_part
     from . import metrics as M
 
     store = _as_store(store)
-    check_out_dir(out_dir, overwrite)  # fail before the expensive part
+    check_out_dir(out_dir, overwrite, inputs=[store.path])  # fail before the expensive part
+    remove_stale(Path(out_dir).absolute().parent)  # work dirs of killed earlier runs
     graph = GraphInput.from_store(store)
     run_params = dict(params)
-    if method in ENGINE_METHODS:
-        run_params.setdefault("work_dir", str(Path(out_dir).absolute().parent))
-    t0 = time.perf_counter()
-    part_of = compute_assignment(graph, method, num_parts, seed, **run_params)
-    seconds = time.perf_counter() - t0
+    with contextlib.ExitStack() as stack:
+        if method in ENGINE_METHODS and "work_dir" not in run_params:
+            # The engine's input file goes in a locked scratch dir next to out_dir (same disk, not
+            # /tmp RAM), which the next writer removes if this run is killed.
+            run_params["work_dir"] = str(stack.enter_context(WorkDir(out_dir, "scratch")).path)
+        t0 = time.perf_counter()
+        part_of = compute_assignment(graph, method, num_parts, seed, **run_params)
+        seconds = time.perf_counter() - t0
     rss = M.peak_rss_bytes()
     bal = M.balance(graph, part_of, num_parts)
     share = (M.remote_sample_share(store, graph, part_of, num_parts, num_batches=num_batches, seed=seed)

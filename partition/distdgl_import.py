@@ -27,20 +27,20 @@ Reading the ``.dgl`` files needs DGL; ``dgl`` is imported lazily here (and in
 Cost: one part at a time -- DGL's part graph in memory (as a DistDGL server
 holds it) plus its in-edges sorted by (dst, src): 16 bytes per part edge and
 8 per part node of scratch; features are copied in row chunks.  The output is
-built as ``<out>.tmp`` and renamed when complete.
+built in a hidden work dir next to ``<out>`` and renamed when complete.
 """
 from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bgl.errors import PartitionFormatError
-from bgl.store import StoreWriter, read_json, replace_dir
+from bgl.output_dir import PARTITION, WorkDir, remove_stale, replace_output
+from bgl.store import StoreWriter, read_json
 
 from .format import FORMAT_NAME, FORMAT_VERSION, META_FILE, ORIG_IDS_FILE, PartitionBook, check_out_dir, \
     open_partition
@@ -143,16 +143,15 @@ def import_distdgl(part_config: str | os.PathLike, out_dir: str | os.PathLike, *
     source config and DGL's ``part_method``, ``meta["metrics"]["edge_cut"]``
     the share of edges whose endpoints lie on different parts.
     """
-    out = check_out_dir(out_dir, overwrite)
+    out = check_out_dir(out_dir, overwrite, inputs=[part_config])
     cfg_path = Path(part_config)
     cfg, bounds = read_config(cfg_path)
     dgl, load_graphs, load_tensors = _import_dgl()
     n, num_parts = int(cfg["num_nodes"]), int(cfg["num_parts"])
     ids = _orig_ids(orig_ids, n)
-    tmp = out.with_name(out.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
+    remove_stale(out.absolute().parent)
+    work = WorkDir(out, "tmp")
+    tmp = work.path
     try:
         parts, total_edges, cut, num_classes = [], 0, 0, 0
         for k in range(num_parts):
@@ -192,9 +191,9 @@ def import_distdgl(part_config: str | os.PathLike, out_dir: str | os.PathLike, *
                 "metrics": {"edge_cut": cut / total_edges if total_edges else 0.0}}
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
         open_partition(tmp)
-        replace_dir(tmp, out)
+        replace_output(work, out, PARTITION, overwrite)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        work.remove()
         raise
     return open_partition(out)
 

@@ -17,28 +17,30 @@ Nodes are relabelled so part k owns the contiguous new-id range
 "who owns v" is then a ``searchsorted`` over P+1 bounds instead of an
 n-long lookup table on every server and trainer.
 
-The directory is built as ``<out>.tmp`` and renamed into place only when
-complete, so an interrupted run leaves no output directory.
+The directory is built in a hidden, locked work dir next to ``<out>`` and
+renamed into place only when complete, so an interrupted run leaves no output
+directory; ``overwrite`` replaces only a bgl partition directory
+(``bgl.output_dir``).
 """
 from __future__ import annotations
 
 import json
 import logging
 import os
-import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
 from bgl.errors import PartitionFormatError, StoreFormatError
-from bgl.store import GraphStore, StoreWriter, read_json, replace_dir
+from bgl.output_dir import PARTITION, WorkDir, check_output, remove_stale, replace_output
+from bgl.store import GraphStore, StoreWriter, read_json
 
 from . import _kernels
 
 log = logging.getLogger(__name__)
 
-FORMAT_NAME = "bgl-partition"
+FORMAT_NAME = PARTITION.format  # "bgl-partition"
 FORMAT_VERSION = 1
 META_FILE = "partition.json"
 ORIG_IDS_FILE = "orig_ids.npy"
@@ -109,12 +111,11 @@ def _write_part(store: GraphStore, path: Path, rows: np.ndarray, new_of: np.ndar
     return num_edges, num_train
 
 
-def check_out_dir(out_dir: str | os.PathLike, overwrite: bool) -> Path:
-    """Refuse an existing output directory unless ``overwrite`` (FileExistsError naming it)."""
-    out = Path(out_dir)
-    if out.exists() and not overwrite:
-        raise FileExistsError(f"{out} already exists (pass overwrite=True / --overwrite to replace it)")
-    return out
+def check_out_dir(out_dir: str | os.PathLike, overwrite: bool, inputs=()) -> Path:
+    """Refuse ``out_dir`` unless it is absent, or ``overwrite`` and it is a bgl partition directory
+    (FileExistsError naming it and why; see ``bgl.output_dir``).  ``inputs`` (the source store) may
+    not be ``out_dir`` or lie inside it."""
+    return check_output(out_dir, PARTITION, overwrite, inputs)
 
 
 def write_partition(store: GraphStore, part_of: np.ndarray, num_parts: int, out_dir: str | os.PathLike, *,
@@ -126,21 +127,20 @@ def write_partition(store: GraphStore, part_of: np.ndarray, num_parts: int, out_
     ----------
     store : whole-graph store (node_offset 0)
     part_of : int [num_nodes] in [0, num_parts)
-    out_dir : target directory; built as ``<out_dir>.tmp`` and renamed when complete
+    out_dir : target directory; built in a hidden work dir next to it and renamed when complete
 
     Returns the opened :class:`PartitionBook`.
     """
-    out = check_out_dir(out_dir, overwrite)
+    out = check_out_dir(out_dir, overwrite, inputs=[store.path])
     part_of = np.asarray(part_of, dtype=np.int64)
     n = store.num_nodes
     if part_of.shape != (n,):
         raise ValueError(f"part_of must have shape ({n},), got {part_of.shape}")
     if n and (int(part_of.min()) < 0 or int(part_of.max()) >= num_parts):
         raise ValueError(f"part_of values must be in [0, {num_parts}), got [{part_of.min()}, {part_of.max()}]")
-    tmp = out.with_name(out.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)  # leftover of an interrupted earlier run
-    tmp.mkdir(parents=True)
+    remove_stale(out.absolute().parent)  # what killed earlier writers left here
+    work = WorkDir(out, "tmp")
+    tmp = work.path
     try:
         orig_ids, bounds = relabel(part_of, num_parts)
         new_of = np.empty(n, np.int64)
@@ -161,9 +161,9 @@ def write_partition(store: GraphStore, part_of: np.ndarray, num_parts: int, out_
                 "metrics": dict(metrics or {})}
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
         open_partition(tmp)  # never rename an inconsistent partition into place
-        replace_dir(tmp, out)
+        replace_output(work, out, PARTITION, overwrite)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        work.remove()
         raise
     return open_partition(out)
 
@@ -183,7 +183,8 @@ class PartitionBook:
         self.path = Path(path)
         meta_path = self.path / META_FILE
         if not self.path.is_dir():
-            raise PartitionFormatError(f"{self.path}: partition directory does not exist")
+            what = "is a file, not a partition directory" if self.path.exists() else "partition directory does not exist"
+            raise PartitionFormatError(f"{self.path}: {what}")
         meta = read_json(meta_path, PartitionFormatError, "missing (incomplete or not a partition dir)")
         self.meta = self._check_meta(meta, meta_path)
         self.num_parts = int(meta["num_parts"])

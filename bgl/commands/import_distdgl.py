@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..cli import OneLineParser
+
 SUBCOMMAND = "import-distdgl"
 EPILOG = (f"bgl partition {SUBCOMMAND} PART_CONFIG.json OUT [--orig-ids FILE.npy]: import a partition "
           "written by DGL's dgl.distributed.partition_graph without repartitioning "
@@ -17,7 +19,7 @@ EPILOG = (f"bgl partition {SUBCOMMAND} PART_CONFIG.json OUT [--orig-ids FILE.npy
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
     """The parser of ``bgl partition import-distdgl``."""
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog=f"{prog} {SUBCOMMAND}", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Rewrite a DistDGL partition (dgl.distributed.partition_graph output: PART_CONFIG.json, "
                     "part-K/graph.dgl, part-K/node_feat.dgl) as a bgl partition dir that `bgl serve "
@@ -29,7 +31,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
                         "default: original ids = DGL's shuffled ids")
     p.add_argument("--feat-key", default="feat", help="feature tensor name in node_feat.dgl")
     p.add_argument("--label-key", default="label", help="label tensor name in node_feat.dgl")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace OUT if it is a bgl partition directory (or empty); anything else there is refused")
     p.set_defaults(func=run, command="partition")
     return p
 
@@ -40,7 +43,7 @@ def install(partition_parser: argparse.ArgumentParser) -> None:
     partition_parser.__class__ = _PartitionParser
 
 
-class _PartitionParser(argparse.ArgumentParser):
+class _PartitionParser(OneLineParser):
     def parse_known_args(self, args=None, namespace=None):
         if args and args[0] == SUBCOMMAND:
             return build_parser(self.prog).parse_known_args(args[1:], namespace)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from .arguments import int_at_least
+
 FORMAT_CHOICES = ("gnn-benchmark", "csr-npz", "planetoid", "edgelist", "ogb", "rmat")
 
 
@@ -17,8 +19,8 @@ def register(subparsers) -> None:
     p.add_argument("source", help="dataset file/directory, or rmat:SCALE")
     p.add_argument("out_dir", help="graph store directory to create")
     p.add_argument("--format", choices=FORMAT_CHOICES, default=None, help="input format; None = detect from SOURCE")
-    p.add_argument("--feat-dim", type=int, default=0, help="add seeded synthetic features of this size")
-    p.add_argument("--num-classes", type=int, default=0, help="add seeded synthetic labels with this many classes")
+    p.add_argument("--feat-dim", type=int_at_least(0), default=0, help="add seeded synthetic features of this size")
+    p.add_argument("--num-classes", type=int_at_least(0), default=0, help="add seeded synthetic labels with this many classes")
     sym = p.add_mutually_exclusive_group()
     sym.add_argument("--symmetrize", dest="symmetrize", action="store_const", const=True, default=None,
                      help="store every edge in both directions (default: per format; edge lists "
@@ -27,13 +29,14 @@ def register(subparsers) -> None:
                      help="keep the edges' direction")
     p.add_argument("--keep-self-loops", action="store_true", help="keep v -> v edges")
     p.add_argument("--keep-duplicates", action="store_true", help="keep repeated edges")
-    p.add_argument("--seed", type=int, default=0, help="seed of the default split and synthetic data")
-    p.add_argument("--overwrite", action="store_true", help="replace OUT_DIR if it exists")
+    p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the default split and synthetic data")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace OUT_DIR if it is a bgl graph store (or empty); anything else there is refused")
     p.add_argument("--name", default=None, help="Planetoid dataset name when the directory holds several")
     p.add_argument("--split", default=None, help="OGB split directory name when there are several")
-    p.add_argument("--num-nodes", type=int, default=None, help="edge list: declared node count (ids must be below)")
-    p.add_argument("--scale", type=int, default=None, help="rmat: log2 of the node count")
-    p.add_argument("--edge-factor", type=int, default=16, help="rmat: generated edges per node")
+    p.add_argument("--num-nodes", type=int_at_least(1), default=None, help="edge list: declared node count (ids must be below)")
+    p.add_argument("--scale", type=int_at_least(1), default=None, help="rmat: log2 of the node count")
+    p.add_argument("--edge-factor", type=int_at_least(1), default=16, help="rmat: generated edges per node")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 

@@ -28,18 +28,20 @@ import importlib
 import inspect
 import logging
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ..errors import IngestError
+from ..output_dir import STORE, WorkDir, check_output, remove_stale
 from ..store import GraphStore
 from .graph_source import GraphSource, write_source
 
 log = logging.getLogger(__name__)
 
 FORMATS = ("gnn-benchmark", "csr-npz", "planetoid", "edgelist", "ogb", "dgl", "rmat")
+#: What a path (or ``rmat:SCALE``) may be read as: ``bgl ingest --format`` takes exactly these;
+#: "dgl" is an in-memory DGLGraph, which only the Python ``ingest()`` takes.
+PATH_FORMATS = tuple(f for f in FORMATS if f != "dgl")
 RMAT_OPTIONS = {"scale", "edge_factor", "abcd", "chunk_edges"}
 EDGELIST_SUFFIXES = (".txt", ".tsv", ".csv", ".el", ".edges", ".edgelist", ".gz")
 
@@ -84,7 +86,8 @@ def detect_format(source: Any) -> str:
         return kind
     if path.name.lower().endswith(EDGELIST_SUFFIXES):
         return "edgelist"
-    raise IngestError(f"{path}: cannot tell the format from the name; pass format= / --format ({', '.join(FORMATS)})")
+    raise IngestError(f"{path}: cannot tell the format from the name; pass --format (Python: format=) "
+                      f"one of {', '.join(PATH_FORMATS)}")
 
 
 def read_source(source: Any, format: str | None = None, *, scratch_dir: Path | None = None,
@@ -139,7 +142,7 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
     ----------
     source : path (file or directory), ``"rmat:SCALE"`` (or ``"rmat"`` with
         ``scale=``), or a DGLGraph.
-    out_dir : store directory to create (written as ``out_dir.tmp``, then renamed).
+    out_dir : store directory to create (written to a hidden work dir next to it, then renamed).
     format : one of :data:`FORMATS`; detected from ``source`` when None.
     feat_dim : > 0 adds seeded synthetic float32 features (``centroid[label] +
         noise``) to a dataset without features; must match existing features.
@@ -152,7 +155,8 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
         ``"header"`` or ``"format default"``).
     remove_self_loops, dedupe : drop ``v -> v`` edges / repeated edges.
     seed : seeds the default split and synthetic data.
-    overwrite : replace an existing ``out_dir``.
+    overwrite : replace an existing ``out_dir`` -- only a bgl graph store (or an empty
+        directory); a file, a non-store directory, a partition or the source itself is refused.
     progress : tqdm bars on the long passes.
     **opts : format options: ``name`` (planetoid), ``num_nodes``, ``chunk_bytes``
         (edgelist), ``split`` (ogb), ``scale``, ``edge_factor``, ``abcd`` (rmat).
@@ -167,8 +171,16 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
     IngestError
         malformed input, naming the file and the offending value / line.
     FileExistsError
-        ``out_dir`` exists and ``overwrite`` is False.
+        ``out_dir`` exists and ``overwrite`` is False, or it is not a bgl store (named in the message).
+    OutputError
+        ``out_dir`` cannot be written (its parent is a file or not writable).
     """
+    out = Path(out_dir)
+    is_path = isinstance(source, (str, os.PathLike)) and not (str(source) == "rmat" or
+                                                               str(source).startswith("rmat:"))
+    inputs = [source] if is_path else []
+    check_output(out, STORE, overwrite, inputs)  # before reading anything: refuse what it may not replace
+    remove_stale(out.absolute().parent)  # scratch and tmp dirs of killed earlier runs
     fmt = format or detect_format(source)
     if fmt == "dgl" and (len(getattr(source, "canonical_etypes", ())) > 1 or len(getattr(source, "ntypes", ())) > 1):
         from .hetero import ingest_hetero_dglgraph
@@ -188,20 +200,13 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
                                    symmetrize=True if symmetrize is None else symmetrize,
                                    remove_self_loops=remove_self_loops, dedupe=dedupe,
                                    overwrite=overwrite, progress=progress, **opts)
-    out = Path(out_dir)
-    if out.exists() and not overwrite:
-        raise FileExistsError(f"{out} already exists (pass overwrite=True / --overwrite to replace it)")
-    out.parent.mkdir(parents=True, exist_ok=True)
     # Scratch lives next to the output: same filesystem, and big inputs need disk, not /tmp RAM.
-    scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.scratch-", dir=out.parent))
-    try:
-        src = read_source(source, fmt, scratch_dir=scratch, progress=progress, **opts)
+    with WorkDir(out, "scratch") as scratch:
+        src = read_source(source, fmt, scratch_dir=scratch.path, progress=progress, **opts)
         src.extra["symmetrize_from"] = _symmetrize_origin(src, symmetrize)
         return write_source(src, out, feat_dim=feat_dim, num_classes=num_classes, symmetrize=symmetrize,
                             remove_self_loops=remove_self_loops, dedupe=dedupe, seed=seed,
-                            overwrite=overwrite, progress=progress, scratch_dir=scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+                            overwrite=overwrite, progress=progress, scratch_dir=scratch.path)
 
 
 def _symmetrize_origin(src: GraphSource, symmetrize: bool | None) -> str:

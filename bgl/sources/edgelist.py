@@ -192,7 +192,8 @@ def read_edgelist(path: Path, *, scratch_dir: Path, num_nodes: int | None = None
     return GraphSource(
         name=name or base, num_nodes=n, edges=scratch_edge_chunks(src_file, dst_file, ne),
         num_edges_hint=ne, symmetrize_default=direction == "undirected",
-        extra={"source": str(path), "format": "edgelist", "header_direction": direction},
+        extra={"source": str(path), "format": "edgelist", "header_direction": direction,
+               "num_nodes_from": "num_nodes" if num_nodes else "max id"},
         cleanup=[lambda: _unlink(src_file), lambda: _unlink(dst_file)],
     )
 

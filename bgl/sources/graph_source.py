@@ -9,8 +9,6 @@ labels/features and a default split where the dataset has none.
 from __future__ import annotations
 
 import logging
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -18,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import IngestError
+from ..output_dir import STORE, WorkDir, check_output
 from ..store import GraphStore, StoreWriter, id_dtype_for
 from .csc_build import EdgeChunks, build_csc
 from .splits import stratified_split
@@ -72,6 +71,38 @@ class GraphSource:
         self.cleanup.clear()
 
 
+#: Memory ingest holds per node while building a store: the split's permutation and class
+#: arrays, the CSC builder's counts, raw and final offsets, and labels (8 B each, peaks overlap).
+INGEST_BYTES_PER_NODE = 48
+
+
+def check_node_memory(src: GraphSource, available: int | None = None) -> None:
+    """IngestError before any allocation when ``src.num_nodes`` cannot fit in memory.
+
+    ``available`` defaults to MemAvailable.  A node count implied by one stray large id in an
+    edge list (``extra["num_nodes_from"] == "max id"``) is the usual cause; the message says so.
+    """
+    import psutil
+
+    n = int(src.num_nodes)
+    need = n * INGEST_BYTES_PER_NODE
+    have = psutil.virtual_memory().available if available is None else int(available)
+    if need <= have:
+        return
+    where = src.extra.get("source") or src.name
+    cost = (f"needs about {_gib(need)} of memory to ingest ({INGEST_BYTES_PER_NODE} B per node), "
+            f"{_gib(have)} available")
+    if src.extra.get("num_nodes_from") == "max id":
+        raise IngestError(f"{where}: node id {n - 1:,} implies {n:,} nodes (ids are used as given), which {cost}: "
+                          "relabel the ids to 0..n-1, or pass --num-nodes N (Python: num_nodes=) to have the first "
+                          "id >= N reported with its line")
+    raise IngestError(f"{where}: {n:,} nodes {cost}: lower the node count (--num-nodes / --scale)")
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / 2**30:,.1f} GiB"
+
+
 def _check_node_data(src: GraphSource, feat_dim: int, num_classes: int) -> None:
     n = src.num_nodes
     if n <= 0:
@@ -118,12 +149,11 @@ def write_source(src: GraphSource, out_dir: str | Path, *, feat_dim: int = 0, nu
                  seed: int = 0, overwrite: bool = False, progress: bool = False,
                  scratch_dir: str | Path | None = None) -> GraphStore:
     """Build and atomically write the store for ``src`` (see ``bgl.sources.datasets.ingest``)."""
-    out = Path(out_dir)
-    if out.exists() and not overwrite:
-        raise FileExistsError(f"{out} already exists (pass overwrite=True / --overwrite to replace it)")
-    if feat_dim < 0 or num_classes < 0:
-        raise IngestError(f"feat_dim and num_classes must be >= 0, got {feat_dim} and {num_classes}")
+    out = check_output(out_dir, STORE, overwrite)  # fail before the expensive part
     try:
+        if feat_dim < 0 or num_classes < 0:
+            raise IngestError(f"feat_dim and num_classes must be >= 0, got {feat_dim} and {num_classes}")
+        check_node_memory(src)
         _check_node_data(src, feat_dim, num_classes)
         n = src.num_nodes
         sym = src.symmetrize_default if symmetrize is None else bool(symmetrize)
@@ -133,9 +163,8 @@ def write_source(src: GraphSource, out_dir: str | Path, *, feat_dim: int = 0, nu
         splits = src.splits
         if splits is None:
             splits = stratified_split(label, n, seed)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.scratch-", dir=scratch_dir or out.parent))
-        try:
+        with WorkDir(out, "scratch", parent=scratch_dir) as work:
+            scratch = work.path
             csc = build_csc(src.edges, n, id_dtype_for(n), scratch, symmetrize=sym,
                             remove_self_loops=remove_self_loops, dedupe=dedupe,
                             progress=progress, total_edges=src.num_edges_hint)
@@ -160,8 +189,6 @@ def write_source(src: GraphSource, out_dir: str | Path, *, feat_dim: int = 0, nu
                     w.save_array("label", label, num_classes=k)
                 for name, ids in splits.items():
                     w.save_array(f"{name}_idx", np.sort(np.asarray(ids, np.int64)))
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
     finally:
         src.close()
     store = w.store

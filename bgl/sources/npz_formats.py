@@ -25,6 +25,14 @@ from .graph_source import GraphSource
 
 def open_npz(path: Path) -> dict[str, np.ndarray]:
     """Load every non-object array of an npz; IngestError naming the file if it is damaged."""
+    if not path.exists():
+        raise IngestError(f"{path}: no such file")
+    if path.is_dir():
+        raise IngestError(f"{path}: is a directory, not an npz file")
+    if not zipfile.is_zipfile(path):
+        # np.load would take a non-zip file for a pickle (or a lone .npy): say what it really is.
+        raise IngestError(f"{path}: not a valid npz file (an npz is a zip archive of .npy arrays; this file "
+                          "is not a zip archive, or it is truncated)")
     try:
         with np.load(path, allow_pickle=False) as z:
             out = {}

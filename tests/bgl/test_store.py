@@ -94,11 +94,13 @@ def test_overwrite_semantics(store_dir):
     assert _listing(store_dir.parent) == ["g"]
 
 
-def test_leftover_tmp_dir_from_a_crash_is_replaced(tmp_path):
+def test_a_users_dot_tmp_dir_next_to_the_store_is_left_alone(tmp_path):
+    # The writer's work dir is its own hidden, locked one (bgl.output_dir); a user's g.tmp is not it.
     (tmp_path / "g.tmp").mkdir()
     (tmp_path / "g.tmp" / "junk.npy").write_bytes(b"junk")
     write_store(tmp_path / "g", np.array([0, 0]), np.zeros(0, np.int64))
-    assert _listing(tmp_path) == ["g"]
+    assert _listing(tmp_path) == ["g", "g.tmp"]
+    assert _listing(tmp_path / "g.tmp") == ["junk.npy"]
     assert "junk.npy" not in _listing(tmp_path / "g")
 
 
@@ -210,3 +212,12 @@ def test_part_store_holds_global_ids(tmp_path):
     with pytest.raises(StoreFormatError, match="ids outside owned range"):
         write_store(tmp_path / "q", np.array([0, 0, 0]), np.zeros(0, np.int64), node_offset=100,
                     global_num_nodes=500, splits={"train": np.array([5])})
+
+
+def test_a_partition_dir_given_as_a_store_names_its_parts(tmp_path):
+    from bgl.partition.format import write_partition
+
+    s = write_store(tmp_path / "s", np.array([0, 1, 2]), np.array([1, 0]))
+    write_partition(s, np.array([0, 1]), 2, tmp_path / "p", method="random")
+    with pytest.raises(StoreFormatError, match=r"is a bgl partition directory, not a graph store.*p/part-0"):
+        GraphStore(tmp_path / "p")

@@ -107,7 +107,7 @@ def test_truncated_npz(tmp_path):
 
     data = Path(default_dataset_path()).read_bytes()
     (tmp_path / "cora.npz").write_bytes(data[: len(data) // 3])
-    with pytest.raises(IngestError, match=r"cora.npz: unreadable or truncated npz"):
+    with pytest.raises(IngestError, match=r"cora.npz: not a valid npz file .*zip archive.*truncated"):
         ingest(tmp_path / "cora.npz", tmp_path / "out")
     only(tmp_path, "cora.npz")
 
