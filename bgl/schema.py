@@ -190,3 +190,27 @@ class GraphSchema:
         ets = [EdgeType(e.src, e.rel, e.dst, e.count if edge_counts is None else int(edge_counts[i]))
                for i, e in enumerate(self.edge_types)]
         return GraphSchema(tuple(nts), tuple(ets))
+
+
+def open_typed_arrays(meta, where, load) -> tuple:
+    """(schema, etype, type_feat, type_label, type_splits) of a store whose meta is ``meta``.
+
+    ``load(relpath, shape, dtype)`` opens one array of the store (memory-mapped, checked);
+    an untyped store gets the one-type schema and no typed arrays.
+    """
+    if meta.schema is None:
+        return GraphSchema.homogeneous(meta.global_num_nodes, meta.num_edges), None, {}, {}, {}
+    schema = GraphSchema.from_dict(meta.schema, where)
+    if schema.num_nodes != meta.global_num_nodes:
+        raise StoreFormatError(f"{where}: node types hold {schema.num_nodes} nodes, global_num_nodes is "
+                               f"{meta.global_num_nodes}")
+    etype = load("etype", (meta.num_edges,), schema.etype_dtype())
+    feats, labels, splits = {}, {}, {}
+    for t in schema.node_types:
+        if t.feat_dim > 0:
+            feats[t.name] = load(f"feat/{t.name}", (t.count, t.feat_dim), np.dtype(t.feat_dtype or "float32"))
+        if t.has_label:
+            labels[t.name] = load(f"label/{t.name}", (t.count,), np.int64)
+        splits[t.name] = {name: load(f"split/{t.name}/{name}_idx", (size,), np.int64)
+                          for name, size in t.splits.items()}
+    return schema, etype, feats, labels, splits

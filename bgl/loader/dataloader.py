@@ -28,9 +28,12 @@ from .arguments import NeighborSampler  # noqa: F401  (public as bgl.NeighborSam
 from .arguments import (_DGL_TUNING_KWARGS, PIPELINES, check_graph_fields, check_indices, edge_feature_keys,
                         has_repeats, proximity_partition, resolve_cache, resolve_graph, sampler_settings)
 from .epoch_iterator import EpochIterator
+from .graph_arrays import field_versions
 from .minibatch import MiniBatch
+from .order_prefetch import NextOrderGuess, peek_torch_seed
 from .order_stage import ORDERS, OrderStage, num_batches
 from .pipeline import Pipeline, quiet_numba_threads
+from .presample import presample_cache_spec
 from .resources import CoreSplit, available_cores, profile_stages, resolve_stage_cores, split_cores
 from .specs import CacheSpec
 from .stages import FetchStage, SampleStage, TransferStage
@@ -140,9 +143,7 @@ class DataLoader:
         self.core_split: Optional[CoreSplit] = None
         self._epoch = 0
         self._epoch_set = False
-        self._prefetch_order = True  # build the next epoch's proximity order during this one
-        self._guessed_seed: Optional[int] = None
-        self._order_misses = 0
+        self._next_order = NextOrderGuess()  # build the next epoch's proximity order during this one
 
         self._resolve_args = (feat_keys[0] if feat_keys else None, label_keys[0] if label_keys else None,
                               server_timeout, pipeline == "processes")
@@ -234,18 +235,8 @@ class DataLoader:
 
     # ------------------------------------------------------------ a DGLGraph read in place
     def _field_versions(self) -> Optional[tuple]:
-        """Identity and in-place version of the DGLGraph tensors the stages read (None for other graphs).
-
-        ``torch.Tensor._version`` counts in-place writes, so both ``g.ndata['feat'] = new`` and
-        ``g.ndata['feat'][ids] = rows`` show here at no cost per batch.
-        """
-        if self._graph is None:
-            return None
-        out = []
-        for key in self._resolve_args[:2]:
-            t = self._graph.ndata[key] if key is not None and key in self._graph.ndata else None
-            out.append((key, None if t is None else (id(t), t._version, tuple(t.shape), t.dtype)))
-        return tuple(out)
+        """What :func:`~bgl.loader.graph_arrays.field_versions` says of the watched DGLGraph tensors."""
+        return None if self._graph is None else field_versions(self._graph, self._resolve_args[:2])
 
     def _refresh_graph_fields(self) -> None:
         """Re-read the DGLGraph's feature/label tensors when they changed since the last epoch.
@@ -308,27 +299,7 @@ class DataLoader:
 
     def _with_presample_counts(self, spec: CacheSpec) -> CacheSpec:
         """GNNLab's presampling: count input-node accesses over a presampled (capped) epoch."""
-        from dataclasses import replace
-
-        from ..cache import presample_counts
-
-        sampler = self._info.spec.open()
-        try:
-            def order_fn(epoch):
-                for i, mb in enumerate(self._order_stage.items((epoch, 12345 + epoch))):
-                    if i >= PRESAMPLE_MAX_BATCHES:
-                        break
-                    yield mb.seeds.numpy()
-
-            def sample_fn(seeds, seed):
-                blocks = sampler.sample_blocks(seeds, list(self._sample_stage.fanouts),
-                                               replace=self._sample_stage.replace, seed=seed)
-                return blocks[0].src_ids.numpy()
-
-            counts = presample_counts(sample_fn, order_fn, epochs=1, num_nodes=self._info.num_nodes)
-        finally:
-            sampler.close()
-        return replace(spec, presample_counts=counts)
+        return presample_cache_spec(spec, self._info, self._order_stage, self._sample_stage, PRESAMPLE_MAX_BATCHES)
 
     # ------------------------------------------------------------ iteration
     def __len__(self) -> int:
@@ -396,7 +367,7 @@ class DataLoader:
         self._epoch_set = False
         gen = self._pipeline.run_epoch((epoch, seed))
         if self.order == "proximity" and self.pipeline_mode != "processes":
-            gen = self._prefetching_next_order(gen, seed, epoch)
+            gen = self._next_order.prefetching(gen, seed, lambda: self._start_next_order(epoch))
         it = EpochIterator(self, gen)
         self._active = weakref.ref(it)
         return it
@@ -408,43 +379,18 @@ class DataLoader:
         if it is not None:
             it.close()
 
+    def _start_next_order(self, epoch: int) -> int:
+        """Start building the order of the epoch after ``epoch`` (background thread); its seed."""
+        seed = self._next_epoch_seed(epoch)
+        self._order_stage.prefetch(seed)
+        return seed
+
     def _next_epoch_seed(self, epoch: int) -> int:
         """The seed the epoch after ``epoch`` will most likely draw, without consuming any RNG."""
         if self.use_ddp:
             rng = np.random.default_rng([self.ddp_seed, epoch + 1, self._rank])
             return int(rng.integers(0, 2**62))
-        state = torch.get_rng_state()
-        try:
-            return int(torch.randint(0, 2**62, (1,)).item())
-        finally:
-            torch.set_rng_state(state)
-
-    def _prefetching_next_order(self, gen, seed: int, epoch: int):
-        """``gen``'s items; once the first batch exists, the next epoch's proximity order starts
-        building in a background thread (it is a BFS over the whole graph, ~1 s on R-MAT 2^20).
-
-        The guess of the next seed is right unless the training loop draws from torch's
-        RNG (dropout, ...); a wrong guess is only wasted CPU (the order is keyed by its
-        seed), so after two in a row the loader stops guessing.
-        """
-        guessed = self._guessed_seed
-        if guessed is not None:
-            # One miss happens when code between epochs draws from torch's RNG once (building
-            # the model after a warm-up epoch); only repeated misses mean the loop itself draws.
-            self._order_misses = 0 if guessed == seed else self._order_misses + 1
-            if self._order_misses >= 2:
-                self._prefetch_order = False
-                log.info("next-epoch proximity order guessed wrong twice in a row (the training loop "
-                         "draws from torch's RNG); orders are built on demand from now on")
-        self._guessed_seed = None
-        try:
-            for i, item in enumerate(gen):
-                if i == 0 and self._prefetch_order:
-                    self._guessed_seed = self._next_epoch_seed(epoch)
-                    self._order_stage.prefetch(self._guessed_seed)
-                yield item
-        finally:
-            gen.close()
+        return peek_torch_seed()
 
     # ------------------------------------------------------------ inspection
     def cache_stats(self) -> Optional[dict]:

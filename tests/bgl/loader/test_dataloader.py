@@ -77,7 +77,7 @@ def test_next_epoch_order_prefetch_changes_no_batch(random_store):
         torch.manual_seed(11)
         loader = bgl.DataLoader(random_store, ids, bgl.NeighborSampler([3]), batch_size=40, shuffle=True,
                                 order="proximity")
-        loader._prefetch_order = prefetch
+        loader._next_order.enabled = prefetch
         seen = []
         for _ in range(4):
             batches = []
