@@ -326,14 +326,14 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m bgl.sampler.server`` — same options as ``bgl serve``."""
     import argparse
 
-    from bgl.commands import serve
+    from .server_options import DESCRIPTION, add_arguments
 
-    parser = argparse.ArgumentParser(prog="python -m bgl.sampler.server", description=serve.DESCRIPTION,
+    parser = argparse.ArgumentParser(prog="python -m bgl.sampler.server", description=DESCRIPTION,
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    serve.add_arguments(parser)
+    add_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
-    return serve.run(args)
+    return run_server(args)
 
 
 def run_server(args) -> int:

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from .minibatch import MiniBatch
-from .pipeline import SourceStage
+from .stage_protocol import SourceStage
 from .specs import SamplingSpec
 
 ORDERS = ("random", "proximity")

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from .minibatch import MiniBatch
-from .pipeline import Stage
+from .stage_protocol import Stage
 from .remote_rows import RemoteRowsOnly
 from .specs import CacheSpec, SamplingSpec
 
