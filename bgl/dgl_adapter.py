@@ -119,3 +119,24 @@ def csc_to_dglgraph(indptr: np.ndarray, indices: np.ndarray, num_nodes: int | No
     dst = np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))
     src = np.asarray(indices, dtype=np.int64)
     return dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)), num_nodes=n)
+
+
+def to_dgl_pair_graph(pair):
+    """A ``dgl.DGLGraph`` of a bgl :class:`~bgl.loader.edge_seeds.PairGraph`: the same edges over
+    ``num_nodes()`` nodes, its ``ndata`` (``dgl.NID`` and input features) and (positive pairs)
+    ``edata[dgl.EID]``, as DGL's
+    ``EdgePredictionSampler`` builds them with ``compact_graphs``."""
+    dgl = _dgl()
+    src, dst = pair.edges()
+    g = dgl.graph((src, dst), num_nodes=pair.num_nodes())
+    for key, value in pair.ndata.items():
+        g.ndata[dgl.NID if key == "_ID" else key] = value
+    if "_ID" in pair.edata:
+        g.edata[dgl.EID] = pair.edata["_ID"]
+    return g
+
+
+def find_edges(g, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(src, dst)`` int64 of a DGLGraph's edges ``eids`` (its own edge ids)."""
+    src, dst = g.find_edges(torch.from_numpy(np.asarray(eids, dtype=np.int64)).to(g.idtype))
+    return src.cpu().numpy().astype(np.int64), dst.cpu().numpy().astype(np.int64)

@@ -1,9 +1,12 @@
-"""``bgl.DataLoader``: DGL 2.1's node-classification DataLoader, backed by bgl's pipeline.
+"""``bgl.DataLoader``: DGL 2.1's DataLoader, backed by bgl's pipeline.
 
 Swap ``dgl.dataloading.DataLoader`` for ``bgl.DataLoader`` and a training
 script runs unchanged: the loader takes the same arguments and yields the
 same ``(input_nodes, output_nodes, blocks)`` triples, with input features in
 ``blocks[0].srcdata['feat']`` and labels in ``blocks[-1].dstdata['label']``.
+With an edge-prediction sampler (``as_edge_prediction_sampler``, bgl's or DGL's)
+the indices are seed edge ids and it yields DGL's link-prediction tuples
+``(input_nodes, pair_graph, neg_pair_graph, blocks)`` (:mod:`bgl.loader.edge_seeds`).
 
 Underneath, four stages (:mod:`bgl.loader.order_stage`, :mod:`bgl.loader.stages`) do
 the work: order (random or BGL's proximity order) -> sample (local store or graph servers) -> fetch
@@ -25,6 +28,7 @@ import torch
 from .arguments import NeighborSampler  # noqa: F401  (public as bgl.NeighborSampler; DGL keeps both together)
 from .arguments import (_DGL_TUNING_KWARGS, PIPELINES, check_indices, proximity_partition, resolve_cache,
                         resolve_graph, sampler_settings)
+from .edge_prediction import edge_settings, is_edge_prediction_sampler, resolve_edge_seeds
 from .minibatch import MiniBatch
 from .order_stage import ORDERS, OrderStage, num_batches
 from .pipeline import Pipeline, quiet_numba_threads
@@ -50,8 +54,10 @@ class DataLoader:
         list of addresses, env ``BGL_PARTITION`` names the partition dir that
         ``order="proximity"`` reads.
     indices : int tensor/array [n]
-        Seed (output) node ids, unique, in ``[0, num_nodes)``.
-    graph_sampler : bgl.NeighborSampler | dgl.dataloading.NeighborSampler
+        Seed (output) node ids, unique, in ``[0, num_nodes)``; with an edge-prediction sampler,
+        seed edge ids in ``[0, num_edges)`` (a store's CSC positions, a DGLGraph's own ids).
+    graph_sampler : bgl.NeighborSampler | dgl.dataloading.NeighborSampler, or either wrapped by
+        ``bgl.as_edge_prediction_sampler`` / ``dgl.dataloading.as_edge_prediction_sampler``
     device : output device of blocks and ids (default CPU).
     batch_size, shuffle, drop_last : as in DGL.
     num_workers : DGL's worker count; > 0 selects ``pipeline="processes"`` unless given.
@@ -122,7 +128,10 @@ class DataLoader:
         if blocks not in (None, "dgl", "bgl"):
             raise ValueError(f"blocks must be 'dgl', 'bgl' or None, got {blocks!r}")
 
-        fanouts, replace, feat_keys, label_keys, sampler_from_dgl = sampler_settings(graph_sampler)
+        edge_cfg = edge_settings(graph_sampler) if is_edge_prediction_sampler(graph_sampler) else None
+        node_sampler = graph_sampler if edge_cfg is None else edge_cfg.sampler
+        fanouts, replace, feat_keys, label_keys, sampler_from_dgl = sampler_settings(node_sampler)
+        sampler_from_dgl = sampler_from_dgl or (edge_cfg is not None and edge_cfg.from_dgl)
         if len(set(feat_keys)) > 1:
             raise ValueError(f"bgl stores hold one feature array; got several feature names {feat_keys}")
         self.graph_sampler = graph_sampler
@@ -147,7 +156,16 @@ class DataLoader:
         if pipeline is None:
             pipeline = "thread" if info.spec.kind == "servers" else "inline"
         self.pipeline_mode = pipeline
-        ids = check_indices(indices, info.num_nodes)
+        self._edges = None
+        order_nodes = None
+        if edge_cfg is not None:
+            # Items are positions into the seed-edge list; the sample stage turns them into nodes.
+            self._edges = resolve_edge_seeds(graph, indices, info, edge_cfg)
+            ids = np.arange(self._edges.eids.shape[0], dtype=np.int64)
+            order_nodes = self._edges.dst
+            label_keys = []  # a pair graph's nodes carry no node-classification labels
+        else:
+            ids = check_indices(indices, info.num_nodes)
         order_partition = None
         if order == "proximity" and info.spec.kind != "store":
             order_partition = proximity_partition(info)
@@ -179,8 +197,9 @@ class DataLoader:
         self._order_stage = OrderStage(ids=ids, batch_size=self.batch_size, drop_last=self.drop_last,
                                        shuffle=self.shuffle, order=order, graph=info.spec,
                                        num_sequences=num_sequences, pad=pad,
-                                       partition_dir=order_partition)
-        self._sample_stage = SampleStage(source=info.spec, fanouts=tuple(fanouts), replace=replace)
+                                       partition_dir=order_partition, order_nodes=order_nodes)
+        self._sample_stage = SampleStage(source=info.spec, fanouts=tuple(fanouts), replace=replace,
+                                         edges=self._edges)
         if cache_spec is not None and cache_spec.policy == "presample":
             cache_spec = self._with_presample_counts(cache_spec)
         self._fetch = FetchStage(source=info.spec, feat_keys=feat_keys, label_keys=label_keys,
@@ -242,7 +261,10 @@ class DataLoader:
                 for i, mb in enumerate(self._order_stage.items((epoch, 12345 + epoch))):
                     if i >= PRESAMPLE_MAX_BATCHES:
                         break
-                    yield mb.seeds.numpy()
+                    if self._edges is not None:  # the batch's node seeds: its edges' endpoints
+                        yield self._edges.batch(mb.seeds.numpy(), mb.sample_seed)[0].node_ids.numpy()
+                    else:
+                        yield mb.seeds.numpy()
 
             def sample_fn(seeds, seed):
                 blocks = sampler.sample_blocks(seeds, list(self._sample_stage.fanouts),
