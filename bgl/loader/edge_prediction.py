@@ -80,10 +80,16 @@ class EdgeSettings:
     reverse_eids: Optional[Any]
     negative: Optional[Any]  # a bgl negative sampler
     from_dgl: bool
+    # PyG's seeds: node pairs given directly (int64 [2, n]) rather than edge ids of the graph;
+    # the loader's indices are then positions into them
+    pairs: Optional[np.ndarray] = None
+    node_order: str = "first"  # node seeds in DGL's first-appearance order, or PyG's "sorted"
 
 
 def is_edge_prediction_sampler(graph_sampler) -> bool:
     """True for bgl's or DGL's edge-prediction wrapper."""
+    if isinstance(graph_sampler, EdgePredictionSampler):
+        return True
     return type(graph_sampler).__name__ == "EdgePredictionSampler" and hasattr(graph_sampler, "sampler")
 
 
@@ -101,13 +107,14 @@ def edge_settings(graph_sampler) -> EdgeSettings:
     exclude = graph_sampler.exclude
     _check_exclude_mode(exclude, graph_sampler.reverse_eids, getattr(graph_sampler, "reverse_etypes", None))
     return EdgeSettings(graph_sampler.sampler, exclude, graph_sampler.reverse_eids,
-                        bgl_negative_sampler(graph_sampler.negative_sampler), is_dgl_object(graph_sampler))
+                        bgl_negative_sampler(graph_sampler.negative_sampler), is_dgl_object(graph_sampler),
+                        getattr(graph_sampler, "pairs", None), getattr(graph_sampler, "node_order", "first"))
 
 
 def bgl_negative_sampler(sampler):
     """bgl's negative sampler for ``sampler`` (bgl's own, or DGL's ``PerSourceUniform`` /
     ``Uniform`` / ``GlobalUniform`` with the same settings); None stays None."""
-    if sampler is None or isinstance(sampler, (neg.PerSourceUniform, neg.GlobalUniform)):
+    if sampler is None or hasattr(sampler, "sample_pairs"):  # bgl's own (or a pair sampler of bgl.pyg)
         return sampler
     name = type(sampler).__name__
     if type(sampler).__module__.startswith("dgl.") and hasattr(sampler, "k"):
@@ -147,6 +154,8 @@ def resolve_edge_seeds(graph, indices, info, settings: EdgeSettings):
     from .edge_seeds import EdgeSeeds, partition_endpoints, store_endpoints
 
     book = None
+    if settings.pairs is not None:  # PyG: seeds are given node pairs, indices are positions into them
+        return _pair_seeds(indices, info, settings)
     if info.store is not None:
         num_edges = int(info.store.num_edges)
     elif info.partition_dir is not None:
@@ -176,4 +185,17 @@ def resolve_edge_seeds(graph, indices, info, settings: EdgeSettings):
     if settings.exclude == "reverse_id":
         reverse = check_reverse_eids(settings.reverse_eids, num_edges)
     return EdgeSeeds(eids=eids, src=src, dst=dst, num_nodes=int(info.num_nodes), exclude=settings.exclude,
-                     reverse_eids=reverse, negative=settings.negative)
+                     reverse_eids=reverse, negative=negative)
+
+
+def _pair_seeds(indices, info, settings: EdgeSettings):
+    """EdgeSeeds over given node pairs (PyG's ``edge_label_index``): nothing to look up or exclude."""
+    from .arguments import check_ids
+    from .edge_seeds import EdgeSeeds
+
+    src, dst = (np.ascontiguousarray(a, dtype=np.int64) for a in settings.pairs)
+    positions = check_ids(indices, src.shape[0], kind="edge")
+    if settings.negative is not None and info.num_nodes < 2:
+        raise ValueError(f"negative sampling needs a graph with at least 2 nodes, got {info.num_nodes}")
+    return EdgeSeeds(eids=positions, src=src[positions], dst=dst[positions], num_nodes=int(info.num_nodes),
+                     negative=settings.negative, node_order=settings.node_order)

@@ -122,6 +122,7 @@ class EdgeSeeds:
     exclude : None | ``"self"`` | ``"reverse_id"``
     reverse_eids : int64 [num_edges] or None (checked for ``"reverse_id"``)
     negative : a ``bgl.negative_sampler`` or None
+    node_order : ``"first"`` (DGL's ``compact_graphs`` order) or ``"sorted"`` (PyG's ``unique()``)
     """
 
     eids: np.ndarray
@@ -131,6 +132,7 @@ class EdgeSeeds:
     exclude: Optional[str] = None
     reverse_eids: Optional[np.ndarray] = None
     negative: Any = None
+    node_order: str = "first"
 
     def excluded(self, eids: np.ndarray) -> Optional[np.ndarray]:
         """Sorted unique edge ids the batch's blocks must not contain (None: nothing excluded)."""
@@ -147,16 +149,26 @@ class EdgeSeeds:
         store's CSC) is needed by ``GlobalUniform`` only.
         """
         eids, src, dst = self.eids[positions], self.src[positions], self.dst[positions]
+        squash = compact if self.node_order == "first" else sorted_compact
         if self.negative is None:
-            nodes, (ls, ld) = compact(src, dst)
+            nodes, (ls, ld) = squash(src, dst)
             neg = (None, None)
         else:
             ns, nd = self.negative.sample_pairs(src, dst, self.num_nodes, seed, graph=graph)
-            nodes, (ls, ld, lns, lnd) = compact(src, dst, ns, nd)
+            nodes, (ls, ld, lns, lnd) = squash(src, dst, ns, nd)
             neg = (torch.from_numpy(lns), torch.from_numpy(lnd))
         batch = EdgeBatch(torch.from_numpy(eids), torch.from_numpy(nodes), torch.from_numpy(ls),
                           torch.from_numpy(ld), *neg)
         return batch, self.excluded(eids)
+
+
+def sorted_compact(*id_arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Like :func:`compact`, the unique ids in ascending order (PyG's ``seed.unique()``)."""
+    cat = np.concatenate(id_arrays)
+    uniq, inverse = np.unique(cat, return_inverse=True)
+    bounds = np.cumsum([0] + [a.shape[0] for a in id_arrays])
+    inverse = inverse.reshape(-1).astype(np.int64)
+    return uniq, [inverse[bounds[i]:bounds[i + 1]] for i in range(len(id_arrays))]
 
 
 def store_endpoints(store, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
