@@ -260,3 +260,15 @@ def test_negatives_of_a_one_node_graph_are_refused(tmp_path, spawned_children):
     with pytest.raises(ValueError, match="at least 2 nodes, got 1"):
         bgl.DataLoader(store, [0], sampler, pipeline="processes")
     assert not spawned_children()
+
+
+def test_reverse_edge_ids_of_a_store(symmetric):
+    _, _, store, _ = symmetric
+    rev = torch.from_numpy(bgl.reverse_edge_ids(store))
+    eids = torch.arange(store.num_edges)
+    src, dst = endpoints(store, eids)
+    rsrc, rdst = endpoints(store, rev)
+    assert torch.equal(rsrc, dst) and torch.equal(rdst, src)  # (a duplicated edge may pick either copy)
+    one_way = write_store(store.path.parent / "one-way", np.array([0, 0, 1, 2], np.int64),
+                          np.array([0, 1], np.int64), name="one-way")  # 0->1, 1->2: no reverses
+    assert bgl.reverse_edge_ids(one_way).tolist() == [0, 1]

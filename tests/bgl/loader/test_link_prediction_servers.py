@@ -107,3 +107,8 @@ def test_servers_without_the_partition_dir_are_refused(served, monkeypatch):
             bgl.NeighborSampler([2]), negative_sampler=ns.GlobalUniform(1)))
     with pytest.raises(ValueError, match=f"edge id {book.num_edges}"):
         bgl.DataLoader(list(addresses), [0, book.num_edges], sampler)
+
+
+def test_reverse_edge_ids_of_a_partition_are_its_twins(served):
+    book, _, twin, _ = served
+    assert np.array_equal(bgl.reverse_edge_ids(book), bgl.reverse_edge_ids(twin))
