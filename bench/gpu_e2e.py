@@ -7,7 +7,7 @@ section still runs):
 
 1. environment, 2. R-MAT graph (``bgl.sources.rmat.generate_rmat_store``, 128-dim
 features), 3. pinned host-to-device bandwidth, 4. miss paths: UVA zero-copy
-gather vs CPU gather + pinned copy (``bgl.loader.gpu_gather``), 5. cache on CUDA:
+gather vs CPU gather + pinned copy (``bgl.cache.gpu_gather``), 5. cache on CUDA:
 lookup+insert ids/s and hit rate per policy, 6. end-to-end GraphSAGE epochs:
 bgl blocks + GPU cache vs an ablation without cache vs PyG ``NeighborLoader``
 on the same graph, model widths, fanouts, batch size and seeds; epoch time,
@@ -108,7 +108,7 @@ def probe_uva_isolated(device: torch.device) -> tuple[bool, str]:
     CUDA context unusable for every later section; in a child it costs only
     the child.
     """
-    code = ("import sys, torch; from bgl.loader.gpu_gather import uva_supported; "
+    code = ("import sys, torch; from bgl.cache.gpu_gather import uva_supported; "
             f"sys.exit(0 if uva_supported(torch.device('cuda', {device.index or 0})) else 3)")
     try:
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -176,7 +176,7 @@ def make_graph(args, g: Graph) -> list[str]:
 
 
 def h2d_bandwidth(args, device, shared: dict) -> list[str]:
-    from bgl.loader.gpu_gather import pinned_h2d_bandwidth
+    from bgl.cache.gpu_gather import pinned_h2d_bandwidth
 
     bw = pinned_h2d_bandwidth(device, nbytes=256 << 20)
     shared["h2d"] = bw
@@ -185,7 +185,7 @@ def h2d_bandwidth(args, device, shared: dict) -> list[str]:
 
 def miss_paths(args, device, g: Graph, shared: dict) -> list[str]:
     """Gather random rows (a typical batch's misses) through each available miss path."""
-    from bgl.loader.gpu_gather import HostFeatureSource
+    from bgl.cache.gpu_gather import HostFeatureSource
 
     n = g.store.num_nodes
     k = min(args.miss_batch, n)
@@ -236,7 +236,7 @@ def sample_id_stream(sampler, train: np.ndarray, args, num_batches: int, device)
 
 def cache_bench(args, device, g: Graph, shared: dict) -> list[str]:
     from bgl.cache import make_cache, presample_counts
-    from bgl.loader.gpu_gather import HostFeatureSource
+    from bgl.cache.gpu_gather import HostFeatureSource
     from bgl.sampler import LocalSampler
 
     s = g.store
@@ -408,7 +408,7 @@ def bgl_epochs(args, device, g: Graph, variant: str) -> dict:
     ``"nocache"``: every input row gathered by the CPU path, no cache.
     """
     from bgl.cache import make_cache
-    from bgl.loader.gpu_gather import HostFeatureSource
+    from bgl.cache.gpu_gather import HostFeatureSource
     from bgl.nn import SAGE
     from bgl.sampler import LocalSampler
 

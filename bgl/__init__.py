@@ -19,10 +19,13 @@ _LAZY = {
     "DataLoader": "bgl.loader.dataloader",
     "NeighborSampler": "bgl.loader.arguments",
     "Block": "bgl.blocks",
+    "as_edge_prediction_sampler": "bgl.loader.edge_prediction",
+    "EdgePredictionSampler": "bgl.loader.edge_prediction",
+    "reverse_edge_ids": "bgl.loader.edge_seeds",
     "ingest": "bgl.sources.datasets",  # the ingest entry point; readers live in bgl/sources/
 }
 # Public sub-modules reachable as attributes without an explicit import (``bgl.rmat.generate_rmat_store``).
-_LAZY_MODULES = ("rmat",)
+_LAZY_MODULES = ("rmat", "negative_sampler")
 
 
 def __getattr__(name: str):

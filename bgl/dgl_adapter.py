@@ -191,3 +191,24 @@ def to_dgl_hetero_block(block: Block, schema):
     for canon, e in eids.items():
         out.edges[canon].data[dgl.EID] = e
     return out
+
+
+def to_dgl_pair_graph(pair):
+    """A ``dgl.DGLGraph`` of a bgl :class:`~bgl.loader.edge_seeds.PairGraph`: the same edges over
+    ``num_nodes()`` nodes, its ``ndata`` (``dgl.NID`` and input features) and (positive pairs)
+    ``edata[dgl.EID]``, as DGL's
+    ``EdgePredictionSampler`` builds them with ``compact_graphs``."""
+    dgl = _dgl()
+    src, dst = pair.edges()
+    g = dgl.graph((src, dst), num_nodes=pair.num_nodes())
+    for key, value in pair.ndata.items():
+        g.ndata[dgl.NID if key == "_ID" else key] = value
+    if "_ID" in pair.edata:
+        g.edata[dgl.EID] = pair.edata["_ID"]
+    return g
+
+
+def find_edges(g, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(src, dst)`` int64 of a DGLGraph's edges ``eids`` (its own edge ids)."""
+    src, dst = g.find_edges(torch.from_numpy(np.asarray(eids, dtype=np.int64)).to(g.idtype))
+    return src.cpu().numpy().astype(np.int64), dst.cpu().numpy().astype(np.int64)

@@ -3,7 +3,7 @@ proximity-aware ordering of training nodes, and the hit-rate benchmark.
 
 This package never talks to sockets: a cache gets its missing rows from a
 ``miss_source`` callable (a sampling client's ``fetch_features``, or
-:class:`bgl.loader.gpu_gather.HostFeatureSource` over a store's feature memmap).
+:class:`bgl.cache.gpu_gather.HostFeatureSource` over a store's feature memmap).
 """
 from .base import CacheBase, resolve_device
 from .fifo import FeatureCache

@@ -30,108 +30,21 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from bgl.loader.gpu_gather import HostFeatureSource
-
-from .fifo import INSERT_ORDERS
-from .lookahead import FILLS, BeladyBound, LookaheadCache
+from .bench_config import FIFO_VARIANTS, LOOKAHEAD_VARIANTS, BenchConfig
+from .gpu_gather import HostFeatureSource
+from .lookahead import BeladyBound, LookaheadCache
 from .ordering import random_order
-from .policies import POLICIES, make_cache, presample_counts
+from .policies import make_cache, presample_counts
 from .replay import _TimedSource, input_node_sampler, memmap_gather_ms, record_batches, replay
 
 log = logging.getLogger(__name__)
 
-ORDERS = ("random", "proximity")
-#: what ``--policies`` accepts: the runnable policies plus Belady's offline bound
-BENCH_POLICIES = POLICIES + ("belady",)
-# fifo variant -> (insert_order, pass num_seeds to fetch, in-degrees as insertion priority);
-# the plain "fifo" rows use (cfg.insert_order, cfg.seed_hint, cfg.degree_priority)
-FIFO_VARIANTS = {"request": ("request", False, False), "reverse-no-seeds": ("reverse", False, False),
-                 "reverse-no-priority": ("reverse", True, False)}
-# lookahead variant -> (k, fill, fill scores: "presample" = presample counts, "degree" = in-degrees,
-# None = cfg.lookahead_scores); the plain "lookahead" rows use (cfg.lookahead_k, cfg.lookahead_fill,
-# cfg.lookahead_scores)
-LOOKAHEAD_VARIANTS = {"k0": (0, "counts", None), "k1": (1, "counts", None), "k16": (16, "counts", None),
-                      "recency": (None, "recency", None), "presample": (None, "counts", "presample"),
-                      "degree": (None, "counts", "degree")}
-LOOKAHEAD_SCORES = ("degree", "presample")
 # one colour per policy, line style per order (solid = proximity, dashed = random)
 POLICY_COLORS = {"none": "black", "static-degree": "tab:blue", "presample": "tab:orange",
                  "lru": "tab:green", "fifo": "tab:red", "lookahead": "tab:purple", "belady": "grey"}
 CSV_COLUMNS = ("policy", "order", "cache_ratio", "capacity", "mib_from_source", "rows_from_source", "hit_rate",
                "requests", "hits", "bytes_from_source", "ids_per_s", "batches", "own_ms_per_batch",
                "policy_ms_per_batch", "gather_ms_per_batch")
-
-
-@dataclass(frozen=True)
-class BenchConfig:
-    """What to replay.  ``max_batches`` caps batches per epoch (for huge graphs)."""
-
-    policies: tuple[str, ...] = BENCH_POLICIES
-    orders: tuple[str, ...] = ORDERS
-    cache_ratios: tuple[float, ...] = (0.01, 0.05, 0.1, 0.2)
-    fanouts: tuple[int, ...] = (15, 10, 5)
-    batch_size: int = 1024
-    epochs: int = 2
-    num_sequences: int = 4
-    interleave_chunk: int = 1  # ids per turn when interleaving BFS sequences; 0 = batch_size
-    insert_order: str = "reverse"  # fifo: see bgl.cache.fifo.INSERT_ORDERS
-    seed_hint: bool = True  # pass num_seeds (the batch size) to fetch, as the loader can
-    degree_priority: bool = True  # fifo: in-degrees as node_priority (hubs kept when a batch overflows)
-    # extra fifo rows for comparison, labelled "fifo[<variant>]", see FIFO_VARIANTS
-    fifo_variants: tuple[str, ...] = ()
-    lookahead_k: int = 4  # batches the sampler runs ahead of the fetch (the pipeline's queue size)
-    lookahead_fill: str = "counts"  # see bgl.cache.lookahead.FILLS
-    # fill scores: in-degrees (default: no presample pass, and as good or better in bench/results/cache.md)
-    # or GNNLab's presample counts
-    lookahead_scores: str = "degree"
-    # extra lookahead rows, labelled "lookahead[<variant>]", see LOOKAHEAD_VARIANTS
-    lookahead_variants: tuple[str, ...] = ()
-    presample_epochs: int = 1
-    seed: int = 0
-    max_batches: int | None = None
-    feat_dim: int = 0  # synthetic rows of this width when the store has no features
-
-    def __post_init__(self):
-        bad = [p for p in self.policies if p not in BENCH_POLICIES]
-        if bad:
-            raise ValueError(f"unknown cache policy {bad[0]!r}; choose from {', '.join(BENCH_POLICIES)}")
-        bad = [v for v in self.lookahead_variants if v not in LOOKAHEAD_VARIANTS]
-        if bad:
-            raise ValueError(f"unknown lookahead variant {bad[0]!r}; choose from {', '.join(LOOKAHEAD_VARIANTS)}")
-        if isinstance(self.lookahead_k, bool) or not isinstance(self.lookahead_k, int) or self.lookahead_k < 0:
-            raise ValueError(f"lookahead_k must be an int >= 0, got {self.lookahead_k!r}")
-        if self.lookahead_scores not in LOOKAHEAD_SCORES:
-            raise ValueError(f"lookahead_scores must be one of {LOOKAHEAD_SCORES}, got {self.lookahead_scores!r}")
-        if self.lookahead_fill not in FILLS:
-            raise ValueError(f"lookahead_fill must be one of {FILLS}, got {self.lookahead_fill!r}")
-        bad = [o for o in self.orders if o not in ORDERS]
-        if bad:
-            raise ValueError(f"unknown order {bad[0]!r}; choose from {', '.join(ORDERS)}")
-        bad = [r for r in self.cache_ratios if not 0 <= r <= 1]
-        if bad:
-            raise ValueError(f"cache ratios must be in [0, 1], got {bad[0]}")
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
-        if self.epochs < 1:
-            raise ValueError(f"epochs must be >= 1, got {self.epochs}")
-        if not self.fanouts or any(f < -1 or f == 0 for f in self.fanouts):
-            raise ValueError(f"fanouts must be > 0 or -1, got {list(self.fanouts)}")
-        if self.interleave_chunk < 0:
-            raise ValueError(f"interleave_chunk must be >= 0 (0 = batch_size), got {self.interleave_chunk}")
-        bad = [v for v in self.fifo_variants if v not in FIFO_VARIANTS]
-        if bad:
-            raise ValueError(f"unknown fifo variant {bad[0]!r}; choose from {', '.join(FIFO_VARIANTS)}")
-        if self.insert_order not in INSERT_ORDERS:
-            raise ValueError(f"insert_order must be one of {INSERT_ORDERS}, got {self.insert_order!r}")
-
-    @property
-    def chunk(self) -> int:
-        """Interleave chunk of the proximity order in ids."""
-        return self.interleave_chunk or self.batch_size
-
-    def to_dict(self) -> dict:
-        """The config as a JSON-ready dict."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -15,16 +15,14 @@ reported is the cache's own.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
 
+from .bench_config import BenchConfig
 from .lookahead import BeladyBound, LookaheadCache
 from .ordering import proximity_order, random_order
-
-if TYPE_CHECKING:
-    from .benchmark import BenchConfig
 
 
 def input_node_sampler(store, fanouts: Sequence[int]) -> Callable[[np.ndarray, int], np.ndarray]:

@@ -8,6 +8,7 @@ Layout::
                                  "num_nodes", "num_edges", "num_train"}, ...],
                       "metrics": {...}}
     orig_ids.npy     int64 [num_nodes]: new id -> original id
+    orig_eids.npy    int64 [num_edges]: new edge id -> original edge id (the store's CSC position)
     part-<k>/        a PART graph store (bgl.store): rows for new ids
                      [node_start, node_end), in-edges with neighbour ids in new
                      global ids, features/labels/splits of the owned nodes
@@ -15,7 +16,11 @@ Layout::
 Nodes are relabelled so part k owns the contiguous new-id range
 ``[bounds[k], bounds[k+1])`` (new ids in stable (part, original id) order):
 "who owns v" is then a ``searchsorted`` over P+1 bounds instead of an
-n-long lookup table on every server and trainer.
+n-long lookup table on every server and trainer.  Edges are numbered the same
+way: part k's CSC position p is new edge id ``edge_bounds[k] + p`` (running sum
+of the parts' ``num_edges``), and ``orig_eids.npy`` maps it back to the source
+store's edge id, so link-prediction seed edges and ``reverse_eids`` survive
+partitioning (8 bytes per edge; a partition written before it existed has none).
 
 The directory is built in a hidden, locked work dir next to ``<out>`` and
 renamed into place only when complete, so an interrupted run leaves no output
@@ -44,6 +49,7 @@ FORMAT_NAME = PARTITION.format  # "bgl-partition"
 FORMAT_VERSION = 1
 META_FILE = "partition.json"
 ORIG_IDS_FILE = "orig_ids.npy"
+ORIG_EIDS_FILE = "orig_eids.npy"
 WRITE_CHUNK_EDGES = 1 << 24
 WRITE_CHUNK_ROWS = 1 << 20
 
@@ -72,8 +78,13 @@ def _row_chunks(indptr: np.ndarray, max_edges: int, max_rows: int):
 
 
 def _write_part(store: GraphStore, path: Path, rows: np.ndarray, new_of: np.ndarray, node_start: int,
-                num_nodes_total: int, name: str, extra: Mapping[str, Any]) -> tuple[int, int]:
-    """Write one PART store for original ids ``rows`` (sorted); returns (num_edges, num_train)."""
+                num_nodes_total: int, name: str, extra: Mapping[str, Any],
+                orig_eids: np.ndarray | None = None) -> tuple[int, int]:
+    """Write one PART store for original ids ``rows`` (sorted); returns (num_edges, num_train).
+
+    ``orig_eids`` (a view of this part's slice of the partition's new -> original edge ids)
+    receives each written edge's original CSC position.
+    """
     src_ptr = np.asarray(store.indptr)
     deg = src_ptr[rows + 1] - src_ptr[rows]
     indptr = np.zeros(rows.size + 1, np.int64)
@@ -89,6 +100,9 @@ def _write_part(store: GraphStore, path: Path, rows: np.ndarray, new_of: np.ndar
             buf = np.empty(int(indptr[b] - indptr[a]), w.id_dtype)
             _kernels.gather_rows(src_ptr, src_idx, rows[a:b], new_of, buf)
             out[indptr[a] : indptr[b]] = buf
+            if orig_eids is not None:
+                orig_eids[indptr[a]:indptr[b]] = (np.arange(indptr[a], indptr[b], dtype=np.int64)
+                                                  + np.repeat(src_ptr[rows[a:b]] - indptr[a:b], deg[a:b]))
         out.flush()
         del out
         if store.feat is not None:
@@ -146,14 +160,21 @@ def write_partition(store: GraphStore, part_of: np.ndarray, num_parts: int, out_
         new_of = np.empty(n, np.int64)
         new_of[orig_ids] = np.arange(n, dtype=np.int64)
         parts = []
+        orig_eids = np.lib.format.open_memmap(tmp / ORIG_EIDS_FILE, mode="w+", dtype=np.int64,
+                                              shape=(store.num_edges,))
+        edge_start = 0
         for k in range(num_parts):
             s, e = int(bounds[k]), int(bounds[k + 1])
             ne, nt = _write_part(store, tmp / f"part-{k}", orig_ids[s:e], new_of, s, n,
                                  name=f"{store.meta.name or 'graph'}-part{k}",
-                                 extra={"partition_method": method, "part": k, "num_parts": num_parts})
+                                 extra={"partition_method": method, "part": k, "num_parts": num_parts},
+                                 orig_eids=orig_eids[edge_start:])
+            edge_start += ne
             parts.append({"part": k, "store": f"part-{k}", "node_start": s, "node_end": e,
                           "num_nodes": e - s, "num_edges": ne, "num_train": nt})
             _part_written_hook(k)
+        orig_eids.flush()
+        del orig_eids
         np.save(tmp / ORIG_IDS_FILE, orig_ids, allow_pickle=False)
         meta = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "method": method,
                 "params": dict(params or {}), "num_parts": num_parts, "num_nodes": n,
@@ -177,6 +198,9 @@ class PartitionBook:
     num_parts : P; num_nodes, num_edges : of the whole graph
     bounds : int64 [P+1]; part k owns new ids ``[bounds[k], bounds[k+1])``
     orig_ids : int64 [num_nodes] memmap, new id -> original id
+    edge_bounds : int64 [P+1]; part k holds new edge ids ``[edge_bounds[k], edge_bounds[k+1])``
+    orig_eids : int64 [num_edges] memmap, new edge id -> original edge id (None for a partition
+        written without one)
     """
 
     def __init__(self, path: str | os.PathLike):
@@ -201,6 +225,18 @@ class PartitionBook:
         if self.orig_ids.shape != (self.num_nodes,) or self.orig_ids.dtype != np.int64:
             raise PartitionFormatError(
                 f"{ids_path}: expected int64 [{self.num_nodes}], got {self.orig_ids.dtype} {list(self.orig_ids.shape)}")
+        self.edge_bounds = np.zeros(self.num_parts + 1, np.int64)
+        np.cumsum([int(p["num_edges"]) for p in meta["parts"]], out=self.edge_bounds[1:])
+        eids_path = self.path / ORIG_EIDS_FILE
+        self.orig_eids = None
+        if eids_path.is_file():
+            try:
+                self.orig_eids = np.load(eids_path, mmap_mode="r", allow_pickle=False)
+            except (ValueError, OSError) as e:
+                raise PartitionFormatError(f"{eids_path}: unreadable or truncated: {e}") from None
+            if self.orig_eids.shape != (int(self.edge_bounds[-1]),) or self.orig_eids.dtype != np.int64:
+                raise PartitionFormatError(f"{eids_path}: expected int64 [{int(self.edge_bounds[-1])}], got "
+                                           f"{self.orig_eids.dtype} {list(self.orig_eids.shape)}")
         for k in range(self.num_parts):
             if not (self.part_path(k) / "meta.json").is_file():
                 raise PartitionFormatError(f"{self.part_path(k)}: part store {k} missing")

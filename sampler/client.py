@@ -57,7 +57,7 @@ def resolve_curve(curve) -> curve_keys.ClientKeys | None:
 
 
 # INFO keys the client relies on (the server sends more)
-INFO_KEYS = ("node_offset", "num_nodes", "global_num_nodes", "feat_dim", "feat_dtype", "num_classes")
+INFO_KEYS = ("node_offset", "num_nodes", "global_num_nodes", "num_edges", "feat_dim", "feat_dtype", "num_classes")
 
 
 def _parse_info(address: str, payload) -> dict:
@@ -178,6 +178,9 @@ class SamplingClient:
             self.bounds = np.array([info["node_offset"] for info in self.infos]
                                    + [self.infos[-1]["node_offset"] + self.infos[-1]["num_nodes"]], np.int64)
             self._check_ranges()
+            # global edge ids: part k's CSC positions follow the edges of the parts before it
+            self.edge_bounds = np.zeros(len(self.infos) + 1, np.int64)
+            np.cumsum([int(info["num_edges"]) for info in self.infos], out=self.edge_bounds[1:])
             # dense relabel markers over the global id space (hash fallback for huge ones);
             # it also rejects neighbour ids a server sent outside [0, num_nodes)
             self._relabel = ops.Relabeler(int(self.bounds[-1]))
@@ -269,13 +272,29 @@ class SamplingClient:
             results[i] = arrays
         return results
 
-    def sample_layer(self, dst: np.ndarray, fanout: int, replace: bool, seed: int):
-        """One layer across servers: (counts int64 [m], nbrs [e] in dst order, None)."""
+    def _part_exclude(self, exclude, srv: int):
+        """The global edge ids of ``exclude`` (sorted) that part ``srv`` holds, as its CSC positions."""
+        if exclude is None:
+            return None
+        lo, hi = int(self.edge_bounds[srv]), int(self.edge_bounds[srv + 1])
+        a, b = np.searchsorted(exclude, [lo, hi])
+        return exclude[a:b] - lo
+
+    def sample_layer(self, dst: np.ndarray, fanout: int, replace: bool, seed: int, exclude=None):
+        """One layer across servers: (counts int64 [m], nbrs [e] in dst order, None).
+
+        ``exclude``: sorted global edge ids (:attr:`edge_bounds` numbering) never drawn; each
+        server gets its own part's share as CSC positions in the request's third frame.
+        """
         fanout = ops.check_fanout(fanout)
+        if exclude is not None:
+            ops.check_range(exclude, 0, int(self.edge_bounds[-1]), "excluded edges")
         order, groups = self._split(dst)
         sorted_ids = dst[order]
-        jobs = [(s, functools.partial(self._sample_request, sorted_ids[a:b], fanout, replace, seed),
-                 functools.partial(self._local.sample, s, sorted_ids[a:b], fanout, replace, seed))
+        jobs = [(s, functools.partial(self._sample_request, sorted_ids[a:b], fanout, replace, seed,
+                                      self._part_exclude(exclude, s)),
+                 functools.partial(self._local.sample, s, sorted_ids[a:b], fanout, replace, seed,
+                                   self._part_exclude(exclude, s)))
                 for s, a, b in groups]
         replies = self._answer(jobs, P.Op.SAMPLE)
         for (s, a, b), (counts, _nb) in zip(groups, replies):
@@ -300,13 +319,15 @@ class SamplingClient:
         K.permute_segments(sorted_indptr, sorted_nbrs, inv, out_indptr, nbrs)
         return counts, nbrs, None
 
-    def _sample_request(self, ids, fanout: int, replace: bool, seed: int) -> list:
-        return P.sample_request(next(self._ids), ids, fanout, replace, seed)
+    def _sample_request(self, ids, fanout: int, replace: bool, seed: int, exclude=None) -> list:
+        return P.sample_request(next(self._ids), ids, fanout, replace, seed, exclude=exclude)
 
     def sample_blocks(self, seeds, fanouts: Sequence[int], replace: bool = False,
-                      seed: int | None = None) -> list[Block]:
-        """Blocks for ``seeds`` (global ids, unique); ``blocks[-1].dst_ids == seeds``."""
-        return multilayer.sample_blocks(seeds, fanouts, replace, seed, self.sample_layer, self._relabel)
+                      seed: int | None = None, exclude=None) -> list[Block]:
+        """Blocks for ``seeds`` (global ids, unique); ``blocks[-1].dst_ids == seeds``; no edge whose
+        global id is in ``exclude`` appears in any block."""
+        return multilayer.sample_blocks(seeds, fanouts, replace, seed, self.sample_layer, self._relabel,
+                                        exclude=exclude)
 
     # ------------------------------------------------------------------ features
     def _fetch_plan(self, ids, field: int):

@@ -118,11 +118,12 @@ class LocalParts:
     def __len__(self) -> int:
         return len(self.stores)
 
-    def sample(self, srv: int, ids: np.ndarray, fanout: int, replace: bool, seed: int):
-        """``(counts, nbrs)`` for ``ids`` of server ``srv``'s part, exactly as its SAMPLE reply."""
+    def sample(self, srv: int, ids: np.ndarray, fanout: int, replace: bool, seed: int, exclude=None):
+        """``(counts, nbrs)`` for ``ids`` of server ``srv``'s part, exactly as its SAMPLE reply
+        (``exclude``: the part's CSC positions never to draw, as that request's third frame)."""
         store = self.stores[srv]  # sample_neighbors checks that the ids are this part's
         counts, nbrs, _ = ops.sample_neighbors(self._indptr[srv], store.indices, ids, store.node_offset,
-                                               fanout, replace, seed, parallel=False)
+                                               fanout, replace, seed, parallel=False, exclude=exclude)
         return counts, nbrs
 
     def gather(self, srv: int, ids: np.ndarray, field: int) -> np.ndarray:

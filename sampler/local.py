@@ -47,19 +47,23 @@ class LocalSampler:
         self._relabel = ops.Relabeler(self.store.global_num_nodes)
 
     # ---------------------------------------------------------------- sampling
-    def sample_layer(self, dst: np.ndarray, fanout: int, replace: bool, seed: int):
+    def sample_layer(self, dst: np.ndarray, fanout: int, replace: bool, seed: int, exclude=None):
         """One layer: (counts int64 [m], nbrs [e] global ids, eids int64 [e]: the store's CSC
-        positions, or the graph's own edge ids when the store carries ``edge_ids``)."""
+        positions, or the graph's own edge ids when the store carries ``edge_ids``); edges whose
+        id is in ``exclude`` (sorted int64) are never drawn."""
         counts, nbrs, eids = ops.sample_neighbors(self._indptr, self._indices, dst, self.store.node_offset,
-                                                  fanout, replace, seed, prob=self.prob)
+                                                  fanout, replace, seed, prob=self.prob, exclude=exclude,
+                                                  edge_ids=self._edge_ids)
         if self._edge_ids is not None:
             eids = self._edge_ids[eids].astype(np.int64, copy=False)
         return counts, nbrs, eids
 
     def sample_blocks(self, seeds, fanouts: Sequence[int], replace: bool = False,
-                      seed: int | None = None) -> list[Block]:
-        """Blocks for ``seeds`` (global ids, unique); ``blocks[-1].dst_ids == seeds``."""
-        return multilayer.sample_blocks(seeds, fanouts, replace, seed, self.sample_layer, self._relabel)
+                      seed: int | None = None, exclude=None) -> list[Block]:
+        """Blocks for ``seeds`` (global ids, unique); ``blocks[-1].dst_ids == seeds``; no edge whose
+        id is in ``exclude`` appears in any block."""
+        return multilayer.sample_blocks(seeds, fanouts, replace, seed, self.sample_layer, self._relabel,
+                                        exclude=exclude)
 
     # ---------------------------------------------------------------- typed graphs
     @property

@@ -15,8 +15,9 @@ from bgl.blocks import Block
 
 from . import ops
 
-# sample_layer(dst_ids int64 [m], fanout, replace, layer_seed) -> (counts int64 [m], nbrs [e], eids int64 [e] | None)
-LayerFn = Callable[[np.ndarray, int, bool, int], tuple[np.ndarray, np.ndarray, "np.ndarray | None"]]
+# sample_layer(dst_ids int64 [m], fanout, replace, layer_seed, exclude=None)
+#   -> (counts int64 [m], nbrs [e], eids int64 [e] | None); exclude: sorted int64 edge ids never drawn
+LayerFn = Callable[..., tuple[np.ndarray, np.ndarray, "np.ndarray | None"]]
 # relabel(dst_ids int64 [m], nbrs int32/int64 [e]) -> (src_ids int64 [s], local int64 [e])
 RelabelFn = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -36,20 +37,22 @@ def check_fanouts(fanouts: Sequence[int]) -> list[int]:
 
 
 def sample_blocks(seeds, fanouts: Sequence[int], replace: bool, seed: int | None,
-                  sample_layer: LayerFn, relabel: RelabelFn = ops.relabel) -> list[Block]:
+                  sample_layer: LayerFn, relabel: RelabelFn = ops.relabel, exclude=None) -> list[Block]:
     """Sample ``len(fanouts)`` layers outward from ``seeds``.
 
     ``blocks[-1]`` is sampled first from the seeds with ``fanouts[-1]``;
     each earlier block's dst nodes are the next block's src nodes (DGL convention).
     Layer ``i`` uses seed ``ops.layer_seed(seed, i)``.  ``relabel`` is
-    :func:`ops.relabel` or a faster :class:`ops.Relabeler` (same results).
+    :func:`ops.relabel` or a faster :class:`ops.Relabeler` (same results).  ``exclude``
+    (edge ids, link prediction's seed edges and their reverses) is never drawn in any layer.
     """
     fanouts = check_fanouts(fanouts)
+    extra = {} if exclude is None else {"exclude": ops.check_exclude(exclude)}
     dst = ops.as_ids(seeds, "seeds")
     seed = draw_seed() if seed is None else int(seed)
     blocks = []
     for layer in range(len(fanouts) - 1, -1, -1):
-        counts, nbrs, eids = sample_layer(dst, fanouts[layer], bool(replace), ops.layer_seed(seed, layer))
+        counts, nbrs, eids = sample_layer(dst, fanouts[layer], bool(replace), ops.layer_seed(seed, layer), **extra)
         src, local = relabel(dst, nbrs)
         indptr = np.zeros(dst.shape[0] + 1, np.int64)
         np.cumsum(counts, out=indptr[1:])

@@ -12,6 +12,7 @@ import threading
 import numba
 import numpy as np
 
+from . import _edge_kernels as EK
 from . import _kernels as K
 
 MASK64 = (1 << 64) - 1
@@ -86,7 +87,8 @@ def check_range(ids: np.ndarray, lo: int, hi: int, name: str = "ids") -> None:
 
 def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray, node_offset: int,
                      fanout: int, replace: bool, seed: int, *, parallel: bool = True,
-                     prob: np.ndarray | None = None,
+                     prob: np.ndarray | None = None, exclude: np.ndarray | None = None,
+                     edge_ids: np.ndarray | None = None,
                      max_edges: int = MAX_SAMPLE_EDGES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Sample in-neighbours of ``seeds`` (global ids owned by this CSC slice).
 
@@ -100,6 +102,9 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     parallel : allow the numba-parallel kernels (used only for >= PARALLEL_MIN_SEEDS
         seeds; False inside server worker threads)
     prob : optional float [e] per-edge weights (non-negative)
+    exclude : optional int64 [x] edge ids never to sample (link prediction's seed edges and
+        their reverses; see :func:`check_exclude`): a row draws from its other edges only
+    edge_ids : optional int [e] edge id of each CSC position (default: the position is the id)
 
     Returns
     -------
@@ -113,6 +118,10 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     off, fo, rep, sd = np.int64(node_offset), np.int64(fanout), bool(replace), np.uint64(int(seed) & MASK64)
     parallel = _use_parallel(parallel, seeds.shape[0], PARALLEL_MIN_SEEDS)
     m = seeds.shape[0]
+    if exclude is not None and len(exclude):
+        if prob is not None:
+            raise ValueError("weighted sampling with excluded edges is not supported")
+        return _sample_excluding(indptr, indices, seeds, off, fo, rep, sd, exclude, edge_ids, max_edges)
     counts = np.empty(m, np.int64)
     if prob is not None:
         K.weighted_counts_par(indptr, prob, seeds, off, fo, rep, counts)
@@ -135,6 +144,48 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     (K.sample_positions_par if parallel else K.sample_positions_serial)(
         starts, degs, seeds, fo, rep, sd, out_indptr, eids)
     (K.gather_nbrs_par if parallel else K.gather_nbrs_serial)(indices, eids, nbrs)
+    return counts, nbrs, eids
+
+
+def check_exclude(exclude) -> np.ndarray:
+    """Excluded edge ids as a sorted, unique int64 array (what the exclusion kernels search)."""
+    exclude = as_ids(exclude, "exclude")
+    if exclude.size and int(exclude.min()) < 0:
+        raise ValueError(f"excluded edge ids must be >= 0, got {int(exclude.min())}")
+    if exclude.size > 1 and not bool(np.all(exclude[1:] > exclude[:-1])):
+        exclude = np.unique(exclude)
+    return exclude
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    view = np.asarray(a).view(np.ndarray)
+    view.flags.writeable = False
+    return view
+
+
+def _sample_excluding(indptr, indices, seeds, off, fo, rep, sd, exclude, edge_ids, max_edges):
+    """The uniform sample of :func:`sample_neighbors` drawn around the ``exclude`` edge ids (serial)."""
+    exclude = check_exclude(exclude)
+    has_ids = edge_ids is not None
+    ids = np.ascontiguousarray(edge_ids, dtype=np.int64) if has_ids else np.empty(0, np.int64)
+    if has_ids and ids.shape[0] != indices.shape[0]:
+        raise ValueError(f"edge_ids has {ids.shape[0]} entries for {indices.shape[0]} edges")
+    # One kernel signature whatever the arrays' origin (memmap, zmq frame, tensor): numba compiles a
+    # variant per writeable flag, ~1 min each on a loaded 2-core box.  Read-only views copy nothing.
+    indptr, seeds, exclude, ids = (_read_only(a) for a in (indptr, seeds, exclude, ids))
+    m = seeds.shape[0]
+    starts, degs, nexcl, counts = (np.empty(m, np.int64) for _ in range(4))
+    widest = EK.excluded_counts(indptr, ids, has_ids, seeds, off, fo, rep, exclude, starts, degs, nexcl, counts)
+    out_indptr = np.zeros(m + 1, np.int64)
+    np.cumsum(counts, out=out_indptr[1:])
+    total = int(out_indptr[-1])
+    if total > max_edges:
+        raise ValueError(f"request would return {total} sampled edges, more than the limit {max_edges}")
+    eids = np.empty(total, np.int64)
+    EK.sample_positions_excluding(starts, degs, nexcl, seeds, fo, rep, sd, ids, has_ids, exclude,
+                                  np.int64(widest), out_indptr, eids)
+    nbrs = np.empty(total, indices.dtype)
+    K.gather_nbrs_serial(indices, eids, nbrs)
     return counts, nbrs, eids
 
 

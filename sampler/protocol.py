@@ -19,10 +19,16 @@ Frame 0 is a little-endian header (``HEADER``, 60 bytes)::
 
 Frames 1.. are raw C-order array bytes, read zero-copy with ``np.frombuffer``.
 
+A SAMPLE request may carry a third frame (``dtype1`` int64, ``len1`` ids): edges the
+server must never draw (link prediction's seed edges and their reverses), as CSC
+positions of the server's own store, sorted and unique (:func:`parse_request` checks
+both, the server checks the range).  Two-frame SAMPLE requests are unchanged.
+
 =========  ===========================  ========================================
 op         request frames               reply frames
 =========  ===========================  ========================================
-SAMPLE     seeds (int32/int64)          counts (int64 [len0]), nbrs ([len1])
+SAMPLE     seeds (int32/int64),         counts (int64 [len0]), nbrs ([len1])
+           [excluded edges (int64)]
 FEATURES   ids (int32/int64)            rows ([len0, width], feat dtype / int64)
 INFO       -                            JSON bytes (uint8 [len0])
 PING       -                            - (op PING)
@@ -36,6 +42,7 @@ server sends that message back as an ERROR reply.
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 import struct
 from dataclasses import dataclass
@@ -73,8 +80,9 @@ DTYPES: dict[int, np.dtype] = {
 }
 DTYPE_CODES: dict[np.dtype, int] = {v: k for k, v in DTYPES.items()}
 ID_CODES = (1, 2)
-# Frames each request op must carry (header included).
+# Frames each request op must carry (header included); SAMPLE may add the excluded edges.
 REQUEST_FRAMES = {Op.SAMPLE: 2, Op.FEATURES: 2, Op.INFO: 1, Op.PING: 1, Op.SHUTDOWN: 2}
+EXCLUDE_CODE = 2  # int64
 
 
 @dataclass(frozen=True)
@@ -155,6 +163,7 @@ class Request:
     header: Header
     ids: np.ndarray | None = None  # SAMPLE seeds / FEATURES ids (int64 or int32)
     token: bytes = b""
+    exclude: np.ndarray | None = None  # SAMPLE: sorted unique int64 CSC positions never to draw
 
 
 def parse_request(frames: list) -> Request:
@@ -168,10 +177,15 @@ def parse_request(frames: list) -> Request:
         raise ProtocolError(f"unknown op {h.op}") from None
     if op not in REQUEST_FRAMES:
         raise ProtocolError(f"op {op.name} is not a request")
-    if len(frames) != REQUEST_FRAMES[op]:
+    excluding = op is Op.SAMPLE and len(frames) == REQUEST_FRAMES[op] + 1
+    if len(frames) != REQUEST_FRAMES[op] and not excluding:
         raise ProtocolError(f"{op.name} needs {REQUEST_FRAMES[op]} frames, got {len(frames)}")
     if h.flags & ~FLAG_REPLACE:
         raise ProtocolError(f"unknown flag bits {h.flags:#x}")
+    if excluding:  # the seeds frame is checked as in a plain SAMPLE, the third frame here
+        exclude = _excluded_edges(h, frames[2])
+        plain = dataclasses.replace(h, len1=0, dtype1=0)
+        return Request(h, ids=parse_request([plain.pack(), frames[1]]).ids, exclude=exclude)
     if h.len1 or h.dtype1:
         raise ProtocolError(f"{op.name}: len1/dtype1 must be 0 in a request, got {h.len1}/{h.dtype1}")
     if op is not Op.SAMPLE and (h.flags or h.fanout or h.seed):
@@ -204,13 +218,36 @@ def parse_request(frames: list) -> Request:
     return Request(h)
 
 
+def _excluded_edges(h: Header, frame) -> np.ndarray:
+    """The third SAMPLE frame as sorted unique int64 edge positions; ProtocolError otherwise."""
+    if h.dtype1 != EXCLUDE_CODE:
+        raise ProtocolError(f"SAMPLE: excluded edges must be int64 (code {EXCLUDE_CODE}), got code {h.dtype1}")
+    if h.len1 > MAX_IDS:
+        raise ProtocolError(f"SAMPLE: {h.len1} excluded edges exceed the per-request limit {MAX_IDS}")
+    exclude = array_from_frame(frame, h.dtype1, h.len1, 1, "SAMPLE excluded edges")
+    if exclude.shape[0] > 1 and not bool(np.all(exclude[1:] > exclude[:-1])):
+        raise ProtocolError("SAMPLE: excluded edges must be sorted and unique")
+    if exclude.shape[0] and int(exclude[0]) < 0:
+        raise ProtocolError(f"SAMPLE: excluded edge {int(exclude[0])} is negative")
+    return exclude
+
+
 # ------------------------------------------------------------------ builders
-def sample_request(req_id: int, seeds: np.ndarray, fanout: int, replace: bool, seed: int) -> list:
-    """Frames of a SAMPLE request for ``seeds`` (int32/int64 [m]); ``seed`` is taken modulo 2**64."""
+def sample_request(req_id: int, seeds: np.ndarray, fanout: int, replace: bool, seed: int,
+                   exclude: np.ndarray | None = None) -> list:
+    """Frames of a SAMPLE request for ``seeds`` (int32/int64 [m]); ``seed`` is taken modulo 2**64.
+
+    ``exclude`` (sorted unique int64 CSC positions of the server's store) adds the third frame
+    of edges never to draw; None or empty sends the plain two-frame request.
+    """
     seeds = np.ascontiguousarray(seeds)
-    h = Header(Op.SAMPLE, req_id, FLAG_REPLACE if replace else 0, 0, dtype_code(seeds.dtype), 0,
-               int(fanout), int(seed) & ((1 << 64) - 1), seeds.shape[0], 0, 1)
-    return [h.pack(), seeds]
+    n_excl = 0 if exclude is None else int(exclude.shape[0])
+    h = Header(Op.SAMPLE, req_id, FLAG_REPLACE if replace else 0, 0, dtype_code(seeds.dtype),
+               EXCLUDE_CODE if n_excl else 0, int(fanout), int(seed) & ((1 << 64) - 1), seeds.shape[0], n_excl, 1)
+    frames = [h.pack(), seeds]
+    if n_excl:
+        frames.append(np.ascontiguousarray(exclude, dtype="<i8"))
+    return frames
 
 
 def features_request(req_id: int, ids: np.ndarray, field: int) -> list:

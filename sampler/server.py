@@ -174,9 +174,11 @@ class GraphServer:
     def _dispatch(self, req: P.Request) -> list:
         h = req.header
         if h.op == P.Op.SAMPLE:
+            if req.exclude is not None:
+                ops.check_range(req.exclude, 0, self.store.num_edges, "excluded edges")
             counts, nbrs, _ = ops.sample_neighbors(self._indptr, self.store.indices, req.ids, self._lo,
                                                    h.fanout, bool(h.flags & P.FLAG_REPLACE), h.seed,
-                                                   parallel=False)
+                                                   parallel=False, exclude=req.exclude)
             return P.sample_reply(h.req_id, counts, nbrs)
         if h.op == P.Op.FEATURES:
             array = self.store.feat if h.field == P.FIELD_FEAT else self.store.label
@@ -198,6 +200,17 @@ class GraphServer:
             self._stop.set()
             return [P.Header(P.Op.SHUTDOWN, h.req_id).pack()]
         raise ProtocolError(f"unknown op {h.op}")
+
+    def _load_kernels(self) -> None:
+        """Answer one SAMPLE with excluded edges now, before reporting ready: the first request of a
+        new kind loads (or compiles) its numba kernels, seconds that a client waiting on its deadline
+        must not pay.  Frames are read-only buffers, so the arrays here are too."""
+        if self.store.num_nodes == 0 or self.store.num_edges == 0:
+            return
+        seeds, exclude = np.array([self._lo], np.int64), np.array([0], np.int64)
+        seeds.flags.writeable = exclude.flags.writeable = False
+        ops.sample_neighbors(self._indptr, self.store.indices, seeds, self._lo, 2, False, 0, parallel=False,
+                             exclude=exclude)
 
     # ------------------------------------------------------------------ serving
     def stop(self) -> None:
@@ -244,6 +257,7 @@ class GraphServer:
                 t = threading.Thread(target=self._worker, args=(ctx, backend_addr), name=f"bgl-worker-{i}", daemon=True)
                 t.start()
                 workers.append(t)
+            self._load_kernels()
             if token_file:
                 _write_atomic(token_file, self.token + "\n", 0o600)
             if ready_file:
@@ -326,14 +340,14 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m bgl.sampler.server`` — same options as ``bgl serve``."""
     import argparse
 
-    from bgl.commands import serve
+    from .server_options import DESCRIPTION, add_arguments
 
-    parser = argparse.ArgumentParser(prog="python -m bgl.sampler.server", description=serve.DESCRIPTION,
+    parser = argparse.ArgumentParser(prog="python -m bgl.sampler.server", description=DESCRIPTION,
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    serve.add_arguments(parser)
+    add_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
-    return serve.run(args)
+    return run_server(args)
 
 
 def run_server(args) -> int:

@@ -6,7 +6,9 @@
    trainers (torch.distributed, gloo on CPU) running
    ``examples/train_sage.py``, which trains GraphSAGE with ``bgl.DataLoader``
    (feature cache, ``lookahead`` policy by default, + BGL ordering) and prints
-   the cache policy, per-epoch time, cache hit rate and test accuracy.
+   the cache policy, per-epoch time, cache hit rate and test accuracy;
+   with ``--task link``, ``examples/train_link_pred.py`` instead: link prediction
+   over seed edges (reverse edges excluded, uniform negatives) and the test MRR.
 """
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ import tempfile
 from pathlib import Path
 
 # examples/ sits next to the package in a source checkout; the demo needs it.
-TRAIN_SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "train_sage.py"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+TRAIN_SCRIPT = EXAMPLES / "train_sage.py"
+TRAIN_SCRIPTS = {"node": TRAIN_SCRIPT, "link": EXAMPLES / "train_link_pred.py"}
 
 
 def register(subparsers) -> None:
@@ -29,6 +33,9 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--workdir", default=None,
                         help="keep the store and partition here (default: a temporary directory)")
+    parser.add_argument("--task", default="node", choices=sorted(TRAIN_SCRIPTS),
+                        help="node classification (examples/train_sage.py) or link prediction "
+                             "(examples/train_link_pred.py)")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--trainers", type=int, default=2, help="data-parallel trainer processes")
     parser.add_argument("--parts", type=int, default=2, help="partitions = graph servers")
@@ -36,7 +43,8 @@ def register(subparsers) -> None:
                         help="seed order for the DataLoader: BGL's proximity order (per part) or random")
     # Small enough that one batch's input rows fit in the cache (a 256-seed Cora batch
     # needs ~1800 rows, more than a 20 % cache), so the ordering's effect on hits shows.
-    parser.add_argument("--batch-size", type=int, default=32, help="seeds per batch per trainer")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="seeds per batch per trainer (default 32 nodes, or 256 edges with --task link)")
     parser.add_argument("--cache", default="lookahead",
                         choices=["lookahead", "fifo", "lru", "static-degree", "presample", "none"],
                         help="feature cache policy of the DataLoader (fifo = BGL's)")
@@ -91,13 +99,15 @@ def _run_in(root: Path, args: argparse.Namespace) -> int:
     from bgl.launch.spec import build_cluster_spec
     from bgl.launch.supervisor import LaunchAborted, Supervisor
 
-    if not TRAIN_SCRIPT.is_file():
-        print(f"bgl demo: {TRAIN_SCRIPT} not found (the demo runs from a source checkout)",
+    script = TRAIN_SCRIPTS[args.task]
+    if not script.is_file():
+        print(f"bgl demo: {script} not found (the demo runs from a source checkout)",
               file=sys.stderr)
         return 1
     port_base = args.port_base or find_port_base(args.parts + 1)
-    command = [sys.executable, str(TRAIN_SCRIPT), "--graph", str(root / "parts"),
-               "--epochs", str(args.epochs), "--order", args.order, "--batch-size", str(args.batch_size),
+    batch_size = args.batch_size or (256 if args.task == "link" else 32)
+    command = [sys.executable, str(script), "--graph", str(root / "parts"),
+               "--epochs", str(args.epochs), "--order", args.order, "--batch-size", str(batch_size),
                "--cache", args.cache]
     spec = build_cluster_spec(parse_hosts_text("127.0.0.1\n", source="<demo hosts>"),
                               root / "parts", args.parts, command, num_trainers=args.trainers,

@@ -15,10 +15,10 @@ from a short profiling run (:mod:`bgl.loader.resources`).
 ``minibatch``          ``MiniBatch``, what travels between stages
 ``order_stage``        the source stage: random or proximity epoch order
 ``stages``             sample, fetch (cache + miss source) and transfer stages
+``stage_protocol``     ``Stage`` / ``SourceStage``: the contract every stage keeps
 ``pipeline``           ``Pipeline``: inline generator or one process per stage
 ``stage_process``      what runs inside one stage process (queues, pinning)
 ``resources``          ``CoreSplit``: profile stages, split cores
-``gpu_gather``         ``HostFeatureSource``: UVA or pinned CPU gather of rows
 ``graph_arrays``       ``GraphArrays``: a DGLGraph's own tensors (zero-copy) as the graph
 =====================  =====================================================
 """

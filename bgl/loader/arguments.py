@@ -64,6 +64,30 @@ class NeighborSampler:
         self.prefetch_edge_feats = list(prefetch_edge_feats or [])
         self.output_device = output_device
 
+    def sample(self, g, seed_nodes, exclude_eids=None):
+        """DGL's sampler interface over a DGLGraph: ``(input_nodes, output_nodes, dgl blocks)``.
+
+        Lets DGL's own machinery drive this sampler (``dgl.dataloading.as_edge_prediction_sampler``
+        checks for a ``sample(g, indices, exclude_eids)`` method; DGL's DataLoader calls it).
+        Edges in ``exclude_eids`` (DGL edge ids) are never sampled; the prefetched node features
+        and labels are attached as DGL's prefetch does.  ``bgl.DataLoader`` does not call this: it
+        reads the settings and samples in its own pipeline.
+        """
+        from ..dgl_adapter import to_dgl_blocks
+        from ..sampler import LocalSampler
+        from .graph_arrays import dglgraph_arrays
+
+        blocks = LocalSampler(dglgraph_arrays(g, None, None)).sample_blocks(
+            seed_nodes, self.fanouts, replace=self.replace, exclude=exclude_eids)
+        first, last = blocks[0], blocks[-1]
+        for key in self.prefetch_node_feats:
+            if key in g.ndata:
+                first.srcdata[key] = g.ndata[key][first.src_ids.to(g.device)]
+        for key in self.prefetch_labels:
+            if key in g.ndata:
+                last.dstdata[key] = g.ndata[key][last.dst_ids.to(g.device)]
+        return first.src_ids, last.dst_ids, to_dgl_blocks(blocks)
+
     def __repr__(self) -> str:
         return f"bgl.NeighborSampler(fanouts={self.fanouts}, replace={self.replace})"
 
@@ -282,30 +306,43 @@ def store_info(store: GraphStore) -> GraphInfo:
                      store.label is not None or bool(store.type_label), store=store, schema=store.schema)
 
 
-def check_indices(indices, num_nodes: int) -> np.ndarray:
-    """Seed ids as contiguous int64 [n]; refuses non-integer, non-1-D or out-of-range ids.
-
-    Repeated ids are accepted, as DGL accepts them (see :mod:`bgl.loader.duplicate_seeds`).
-    """
-    if isinstance(indices, dict):
-        raise TypeError("dict indices (heterogeneous graphs) are not supported; pass one id tensor")
-    if torch.is_tensor(indices):
-        if indices.dtype.is_floating_point or indices.dtype.is_complex or indices.dtype == torch.bool:
-            raise TypeError(f"indices must be integer node ids, got dtype {indices.dtype}")
-        arr = indices.detach().cpu().numpy()
+def as_int_array(values, name: str) -> np.ndarray:
+    """An integer tensor/array-like as int64 [n]; TypeError for non-integer dtypes, ValueError if not 1-D."""
+    if isinstance(values, dict):
+        raise TypeError(f"dict {name} (heterogeneous graphs) are not supported; pass one id tensor")
+    if torch.is_tensor(values):
+        if values.dtype.is_floating_point or values.dtype.is_complex or values.dtype == torch.bool:
+            raise TypeError(f"{name} must be integer ids, got dtype {values.dtype}")
+        arr = values.detach().cpu().numpy()
     else:
-        arr = np.asarray(indices)
+        arr = np.asarray(values)
         if arr.dtype.kind not in "iu":
-            raise TypeError(f"indices must be integer node ids, got dtype {arr.dtype}")
+            raise TypeError(f"{name} must be integer ids, got dtype {arr.dtype}")
     if arr.ndim != 1:
-        raise ValueError(f"indices must be 1-D, got shape {tuple(arr.shape)}")
-    arr = arr.astype(np.int64, copy=False)
+        raise ValueError(f"{name} must be 1-D, got shape {tuple(arr.shape)}")
+    return arr.astype(np.int64, copy=False)
+
+
+def check_ids(values, count: int, kind: str = "node", name: str = "indices", unique: bool = True) -> np.ndarray:
+    """Seed ids as contiguous int64 [n]; refuses non-integer, non-1-D, out-of-range (outside
+    ``[0, count)``) or (``unique``) duplicate ids, naming the offending id."""
+    arr = as_int_array(values, name)
     if arr.size:
         lo, hi = int(arr.min()), int(arr.max())
-        if lo < 0 or hi >= num_nodes:
+        if lo < 0 or hi >= count:
             bad = lo if lo < 0 else hi
-            raise ValueError(f"indices contain node id {bad}, outside [0, {num_nodes})")
+            raise ValueError(f"{name} contain {kind} id {bad}, outside [0, {count})")
+        if unique:
+            uniq, counts = np.unique(arr, return_counts=True)
+            if uniq.shape[0] != arr.shape[0]:
+                raise ValueError(f"{name} contain duplicate {kind} ids (e.g. {int(uniq[np.argmax(counts > 1)])})")
     return np.ascontiguousarray(arr)
+
+
+def check_indices(indices, num_nodes: int) -> np.ndarray:
+    """Seed node ids (see :func:`check_ids`); repeated ids are accepted, as DGL accepts them
+    (see :mod:`bgl.loader.duplicate_seeds`)."""
+    return check_ids(indices, num_nodes, unique=False)
 
 
 def has_repeats(ids: np.ndarray) -> bool:

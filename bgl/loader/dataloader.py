@@ -1,9 +1,12 @@
-"""``bgl.DataLoader``: DGL 2.1's node-classification DataLoader, backed by bgl's pipeline.
+"""``bgl.DataLoader``: DGL 2.1's DataLoader, backed by bgl's pipeline.
 
 Swap ``dgl.dataloading.DataLoader`` for ``bgl.DataLoader`` and a training
 script runs unchanged: the loader takes the same arguments and yields the
 same ``(input_nodes, output_nodes, blocks)`` triples, with input features in
 ``blocks[0].srcdata['feat']`` and labels in ``blocks[-1].dstdata['label']``.
+With an edge-prediction sampler (``as_edge_prediction_sampler``, bgl's or DGL's)
+the indices are seed edge ids and it yields DGL's link-prediction tuples
+``(input_nodes, pair_graph, neg_pair_graph, blocks)`` (:mod:`bgl.loader.edge_seeds`).
 
 Underneath, four stages (:mod:`bgl.loader.order_stage`, :mod:`bgl.loader.stages`) do
 the work: order (random or BGL's proximity order) -> sample (local store or graph servers) -> fetch
@@ -27,6 +30,7 @@ import torch
 from .arguments import NeighborSampler  # noqa: F401  (public as bgl.NeighborSampler; DGL keeps both together)
 from .arguments import (_DGL_TUNING_KWARGS, PIPELINES, check_graph_fields, check_indices, edge_feature_keys,
                         has_repeats, proximity_partition, resolve_cache, resolve_graph, sampler_settings)
+from .edge_prediction import edge_settings, is_edge_prediction_sampler, resolve_edge_seeds
 from .epoch_iterator import EpochIterator
 from .graph_arrays import field_versions
 from .minibatch import MiniBatch
@@ -57,8 +61,10 @@ class DataLoader:
         list of addresses, env ``BGL_PARTITION`` names the partition dir that
         ``order="proximity"`` reads.
     indices : int tensor/array [n]
-        Seed (output) node ids, unique, in ``[0, num_nodes)``.
-    graph_sampler : bgl.NeighborSampler | dgl.dataloading.NeighborSampler
+        Seed (output) node ids, unique, in ``[0, num_nodes)``; with an edge-prediction sampler,
+        seed edge ids in ``[0, num_edges)`` (a store's CSC positions, a DGLGraph's own ids).
+    graph_sampler : bgl.NeighborSampler | dgl.dataloading.NeighborSampler, or either wrapped by
+        ``bgl.as_edge_prediction_sampler`` / ``dgl.dataloading.as_edge_prediction_sampler``
     device : output device of blocks and ids (default CPU).
     batch_size, shuffle, drop_last : as in DGL.
     num_workers : DGL's worker count; > 0 selects ``pipeline="processes"`` unless given.
@@ -129,8 +135,11 @@ class DataLoader:
         if blocks not in (None, "dgl", "bgl"):
             raise ValueError(f"blocks must be 'dgl', 'bgl' or None, got {blocks!r}")
 
-        fanouts, replace, feat_keys, label_keys, sampler_from_dgl = sampler_settings(graph_sampler)
-        edge_keys = edge_feature_keys(graph_sampler)
+        edge_cfg = edge_settings(graph_sampler) if is_edge_prediction_sampler(graph_sampler) else None
+        node_sampler = graph_sampler if edge_cfg is None else edge_cfg.sampler
+        fanouts, replace, feat_keys, label_keys, sampler_from_dgl = sampler_settings(node_sampler)
+        sampler_from_dgl = sampler_from_dgl or (edge_cfg is not None and edge_cfg.from_dgl)
+        edge_keys = edge_feature_keys(node_sampler)
         self.graph_sampler = graph_sampler
         self.batch_size, self.shuffle, self.drop_last = int(batch_size), bool(shuffle), bool(drop_last)
         self.num_workers, self.use_ddp, self.ddp_seed = int(num_workers), bool(use_ddp), int(ddp_seed)
@@ -161,11 +170,23 @@ class DataLoader:
         if pipeline is None:
             pipeline = "thread" if info.spec.kind == "servers" else "inline"
         self.pipeline_mode = pipeline
-        ids = typed_seed_ids(indices, schema) if typed else check_indices(indices, info.num_nodes)
-        repeated = has_repeats(ids)
-        if repeated and order == "proximity":
-            raise ValueError("order='proximity' needs distinct seed ids (its BFS visits each node once); "
-                             "pass torch.unique(ids), or use order='random' to keep the repeats")
+        self._edges = None
+        order_nodes = None
+        repeated = False
+        if edge_cfg is not None:
+            if typed:
+                raise ValueError("link prediction on typed graphs is not available yet; pass an untyped graph")
+            # Items are positions into the seed-edge list; the sample stage turns them into nodes.
+            self._edges = resolve_edge_seeds(graph, indices, info, edge_cfg)
+            ids = np.arange(self._edges.eids.shape[0], dtype=np.int64)
+            order_nodes = self._edges.dst
+            label_keys = []  # a pair graph's nodes carry no node-classification labels
+        else:
+            ids = typed_seed_ids(indices, schema) if typed else check_indices(indices, info.num_nodes)
+            repeated = has_repeats(ids)
+            if repeated and order == "proximity":
+                raise ValueError("order='proximity' needs distinct seed ids (its BFS visits each node once); "
+                                 "pass torch.unique(ids), or use order='random' to keep the repeats")
         order_partition = None
         if order == "proximity" and info.spec.kind != "store":
             order_partition = proximity_partition(info)
@@ -197,9 +218,9 @@ class DataLoader:
         self._order_stage = OrderStage(ids=ids, batch_size=self.batch_size, drop_last=self.drop_last,
                                        shuffle=self.shuffle, order=order, graph=info.spec,
                                        num_sequences=num_sequences, pad=pad,
-                                       partition_dir=order_partition)
+                                       partition_dir=order_partition, order_nodes=order_nodes)
         self._sample_stage = SampleStage(source=info.spec, fanouts=() if typed else tuple(fanouts), replace=replace,
-                                         repeated_seeds=repeated,
+                                         repeated_seeds=repeated, edges=self._edges,
                                          typed_fanouts=typed_fanouts(fanouts, schema) if typed else None)
         self._fetch = self._make_fetch(info, feat_keys, label_keys)
         if typed:
@@ -299,7 +320,8 @@ class DataLoader:
 
     def _with_presample_counts(self, spec: CacheSpec) -> CacheSpec:
         """GNNLab's presampling: count input-node accesses over a presampled (capped) epoch."""
-        return presample_cache_spec(spec, self._info, self._order_stage, self._sample_stage, PRESAMPLE_MAX_BATCHES)
+        return presample_cache_spec(spec, self._info, self._order_stage, self._sample_stage, PRESAMPLE_MAX_BATCHES,
+                                    edges=self._edges)
 
     # ------------------------------------------------------------ iteration
     def __len__(self) -> int:

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import logging
 import traceback
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from ..errors import PipelineError
-
-if TYPE_CHECKING:
-    from .pipeline import SourceStage, Stage
+from .stage_protocol import SourceStage, Stage
 
 log = logging.getLogger("bgl.loader.pipeline")
 

@@ -20,7 +20,10 @@ class MiniBatch:
     ``seeds`` int64 [batch] output node ids; ``blocks`` bgl blocks (DGL
     order: blocks[0] is the input layer); ``sample_seed`` the RNG seed of this
     batch's sampling (reproducible per epoch and index); ``cache_stats`` the
-    fetch stage's cumulative cache counters after this batch.
+    fetch stage's cumulative cache counters after this batch.  For edge seeds
+    (link prediction) the order stage's ``seeds`` are positions into the loader's
+    seed-edge list; the sample stage replaces them with the batch's node seeds and
+    sets ``edges`` (:class:`~bgl.loader.edge_seeds.EdgeBatch`).
     """
 
     epoch: int
@@ -29,6 +32,7 @@ class MiniBatch:
     sample_seed: int
     blocks: Optional[list] = None
     cache_stats: Optional[dict] = None
+    edges: Optional[Any] = None
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from .minibatch import MiniBatch
-from .pipeline import SourceStage
+from .stage_protocol import SourceStage
 from .specs import SamplingSpec
 
 ORDERS = ("random", "proximity")
@@ -58,6 +58,9 @@ class OrderStage(SourceStage):
     pad : int
         Seeds repeated from the head of each epoch's order so every DDP rank
         has the same number of batches (DGL's padding without ``drop_last``).
+    order_nodes : int64 [num items] or None
+        For edge seeds (``ids`` are positions into the seed-edge list): the node whose BFS
+        position orders each edge in a proximity order (its destination); None for node seeds.
 
     ``items((epoch, epoch_seed))`` yields :class:`MiniBatch` es whose
     ``sample_seed`` derives from ``epoch_seed`` and the batch index.
@@ -72,6 +75,7 @@ class OrderStage(SourceStage):
     num_sequences: int = 8
     pad: int = 0
     partition_dir: Optional[str] = None
+    order_nodes: Optional[np.ndarray] = None
     name: str = "order"
 
     def __post_init__(self):
@@ -95,7 +99,8 @@ class OrderStage(SourceStage):
                 from ..cache.ordering.partition_order import PartitionOrder
 
                 # Built once per process; its per-part views are reused every epoch.
-                self._part_order = PartitionOrder(self.partition_dir, self.ids, self.num_sequences)
+                nodes = self.ids if self.order_nodes is None else np.unique(self.order_nodes[self.ids])
+                self._part_order = PartitionOrder(self.partition_dir, nodes, self.num_sequences)
         else:
             raise ValueError("order='proximity' needs a local graph store or, with graph servers, "
                              "the partition dir (graph=PARTITION_DIR or env BGL_PARTITION)")
@@ -154,9 +159,19 @@ class OrderStage(SourceStage):
 
             if self._store is None and self._part_order is None:
                 self.open()
+            if self.order_nodes is None:
+                if self._part_order is not None:
+                    return self._part_order.epoch_order(epoch_seed)
+                return np.asarray(proximity_order(self._store, ids, self.num_sequences, epoch_seed), dtype=np.int64)
+            # edge seeds: ordered by one endpoint's place in the nodes' proximity order
+            from .edge_seeds import edge_order
+
+            nodes = self.order_nodes[ids]
             if self._part_order is not None:
-                return self._part_order.epoch_order(epoch_seed)
-            return np.asarray(proximity_order(self._store, ids, self.num_sequences, epoch_seed), dtype=np.int64)
+                node_order = self._part_order.epoch_order(epoch_seed)
+            else:
+                node_order = proximity_order(self._store, np.unique(nodes), self.num_sequences, epoch_seed)
+            return ids[edge_order(np.asarray(node_order, dtype=np.int64), nodes)]
         if self.shuffle:
             return ids[np.random.default_rng(epoch_seed).permutation(ids.shape[0])]
         return ids

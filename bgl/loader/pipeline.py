@@ -47,6 +47,8 @@ from ..errors import PipelineError
 from .background import background_items
 from .inline_chain import apply_stage, close_quietly, run_chain, source_items
 from .spawn_start import StageProcess
+# the stage contract; also importable from here, as it was before it had a module of its own
+from .stage_protocol import SourceStage, Stage
 # quiet_numba_threads is re-exported: the DataLoader and test setup call it from here.
 from .stage_process import _END, _EPOCH, POLL_S, _stage_main
 from .stage_process import quiet_numba_threads  # noqa: F401
@@ -57,53 +59,6 @@ MODES = ("inline", "thread", "processes")
 # Shutdown budget: polite stop, then SIGTERM, then SIGKILL; well under the 5 s promised for Ctrl-C.
 JOIN_S = 1.5
 TERM_S = 1.0
-
-
-class Stage:
-    """One job of the pipeline.  Subclasses are picklable specs.
-
-    ``name`` identifies the stage in logs, core maps and errors.  ``open()``
-    creates live resources in the process that runs the stage, ``__call__``
-    does the job for one item, ``close()`` releases the resources.
-
-    A stage that must see items before it emits the current one (the fetch
-    stage announcing sampled batches to a lookahead cache) returns how many
-    from :meth:`reads_ahead` and implements :meth:`stream`; the pipeline then
-    hands it the epoch's items as an iterator, in both modes.
-    """
-
-    name: str = "stage"
-
-    def open(self) -> None:  # pragma: no cover - default is stateless
-        """Create live resources in the process that runs the stage (default: none)."""
-
-    def __call__(self, item: Any) -> Any:
-        raise NotImplementedError
-
-    def reads_ahead(self) -> int:
-        """Items this stage reads before emitting the current one (called after :meth:`open`);
-        > 0 makes the pipeline call :meth:`stream` instead of mapping item by item."""
-        return 0
-
-    def stream(self, items: Iterator[Any]) -> Iterator[Any]:
-        """One output per input item, in order (default: ``self(item)`` for each)."""
-        for item in items:
-            yield self(item)
-
-    def close(self) -> None:
-        """Release what :meth:`open` created; called once when the stage ends (default: nothing)."""
-
-
-class SourceStage(Stage):
-    """First stage: turns an epoch descriptor into that epoch's items."""
-
-    def items(self, epoch: Any) -> Iterator[Any]:
-        """Yield this epoch's items; ``epoch`` is whatever the pipeline's caller passes per epoch."""
-        raise NotImplementedError
-
-    def __call__(self, item: Any) -> Any:  # a source only yields
-        raise TypeError(f"source stage {self.name!r} is not a map stage")
-
 
 
 @dataclass(frozen=True)

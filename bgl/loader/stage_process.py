@@ -18,10 +18,9 @@ import signal
 import sys
 import traceback
 from collections import deque
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import Iterator, Sequence
 
-if TYPE_CHECKING:
-    from .pipeline import Stage
+from .stage_protocol import Stage
 
 log = logging.getLogger(__name__)
 

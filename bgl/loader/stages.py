@@ -21,11 +21,18 @@ import torch
 
 from .duplicate_seeds import distinct_seeds, expand_to_seeds
 from .minibatch import MiniBatch
-from .pipeline import Stage
+from .stage_protocol import Stage
 from .remote_rows import RemoteRowsOnly
 from .specs import CacheSpec, SamplingSpec
 
 log = logging.getLogger(__name__)
+
+
+def negative_seed(sample_seed: int) -> int:
+    """The negatives' stream of a batch: apart from its blocks' per-layer streams (layers are >= 0)."""
+    from ..sampler.ops import MASK64, layer_seed
+
+    return layer_seed(sample_seed, MASK64)
 
 
 # Linux 5.14+ madvise advice that maps (and reads if needed) every page of a range now;
@@ -66,13 +73,20 @@ def prefault_memmap(arr, max_fraction: float = PREFAULT_MAX_MEM_FRACTION) -> boo
 
 @dataclass
 class SampleStage(Stage):
-    """Seeds -> blocks (``fanouts`` in DGL order: fanouts[-1] is applied to the seeds)."""
+    """Seeds -> blocks (``fanouts`` in DGL order: fanouts[-1] is applied to the seeds).
+
+    With ``edges`` (link prediction) a batch's seeds are positions into the seed-edge
+    list: :meth:`~bgl.loader.edge_seeds.EdgeSeeds.batch` turns them into node seeds
+    (positive and negative endpoints) and the edges to exclude, which the sampler
+    never draws.
+    """
 
     source: SamplingSpec
     fanouts: tuple[int, ...]
     replace: bool = False
     repeated_seeds: bool = False  # the loader's ids repeat: batches may hold a seed twice
     typed_fanouts: Optional[tuple] = None  # a typed graph's per-layer int64 [R] relation fanouts
+    edges: Optional[Any] = None  # edge seeds (link prediction): items are positions in this list
     name: str = "sample"
 
     def __post_init__(self):
@@ -94,6 +108,11 @@ class SampleStage(Stage):
     def __call__(self, mb: MiniBatch) -> MiniBatch:
         if self._sampler is None:
             self.open()
+        exclude = None
+        if self.edges is not None:
+            graph = getattr(self._sampler, "store", None)
+            mb.edges, exclude = self.edges.batch(mb.seeds.numpy(), negative_seed(mb.sample_seed), graph=graph)
+            mb.seeds = mb.edges.node_ids
         seeds, inverse = mb.seeds, None
         if self.repeated_seeds:
             seeds, inverse = distinct_seeds(mb.seeds)
@@ -101,8 +120,9 @@ class SampleStage(Stage):
             mb.blocks = self._sampler.sample_typed_blocks(seeds, list(self.typed_fanouts), replace=self.replace,
                                                           seed=mb.sample_seed)
         else:
+            extra = {} if exclude is None else {"exclude": exclude}
             mb.blocks = self._sampler.sample_blocks(seeds, list(self.fanouts), replace=self.replace,
-                                                    seed=mb.sample_seed)
+                                                    seed=mb.sample_seed, **extra)
         if inverse is not None:
             mb.blocks = expand_to_seeds(mb.blocks, inverse)
         return mb
@@ -366,4 +386,27 @@ class TransferStage(Stage):
             from ..dgl_adapter import to_dgl_blocks
 
             blocks = to_dgl_blocks(blocks, self.graph, self.type_names)
+        if mb.edges is not None:
+            pairs = self._pair_graphs(mb.edges.to(device, non_blocking=self.non_blocking), mb.blocks[0].srcdata)
+            return (input_nodes, *pairs, blocks)
         return input_nodes, output_nodes, blocks
+
+    def _pair_graphs(self, edges, input_data: dict) -> tuple:
+        """``(pair_graph,)`` or ``(pair_graph, neg_pair_graph)``: ``dgl.DGLGraph`` s or bgl's
+        :class:`~bgl.loader.edge_seeds.PairGraph` s over the batch's node seeds.
+
+        The positive pair graph carries the input features of its nodes, as DGL's (an
+        ``edge_subgraph`` keeps ``ndata``): they are the first rows of ``blocks[0]``'s input
+        features, since a block's dst nodes lead its src nodes layer after layer (a view, no copy).
+        """
+        from .edge_seeds import pair_graphs
+
+        pairs = pair_graphs(edges)
+        n = pairs[0].num_nodes()
+        for key, value in input_data.items():
+            pairs[0].ndata[key] = value[:n]
+        if self.to_dgl:
+            from ..dgl_adapter import to_dgl_pair_graph
+
+            return tuple(to_dgl_pair_graph(p) for p in pairs)
+        return pairs

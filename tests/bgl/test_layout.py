@@ -4,10 +4,12 @@ Guards the layout docs/ARCHITECTURE.md describes: at most a dozen modules at
 bgl/'s top level, no readers or loader modules drifting back there, and no
 module of any installed package (bgl/, sampler/, cache/, partition/, launch/, data/
 and their sub-packages) over ~450 lines outside ``_kernels`` files (split by
-responsibility instead).
+responsibility instead), and that the installed modules import each other without cycles and
+without reaching up a layer (cache/ and sampler/ never import the loader or the commands).
 """
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,3 +51,65 @@ def test_no_module_over_the_size_limit():
         if lines > MAX_MODULE_LINES:
             long.append(f"{path.relative_to(REPO)}: {lines}")
     assert not long, f"split these by responsibility: {long}"
+
+
+def _module_names() -> dict[str, Path]:
+    """{dotted installed name: file} for every module of every installed package."""
+    names = {}
+    for pkg in PACKAGES:
+        prefix = ["bgl"] if pkg == "bgl" else ["bgl", pkg]
+        for path in (REPO / pkg).rglob("*.py"):
+            parts = [p for p in path.relative_to(REPO / pkg).with_suffix("").parts if p != "__init__"]
+            names[".".join(prefix + parts)] = path
+    return names
+
+
+def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The project modules ``name`` imports anywhere in its file (type-checking and lazy imports too)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name in known)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".")[: len(name.split(".")) - node.level + (path.name == "__init__.py")]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            subs = {f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in known}
+            # `from pkg import module` depends on the module; `from pkg import name` on the package
+            out.update(subs if len(subs) == len(node.names) else subs | ({target} & known.keys()))
+    out.discard(name)
+    return out
+
+
+def _import_graph() -> dict[str, set[str]]:
+    known = _module_names()
+    return {name: _imports(name, path, known) for name, path in known.items()}
+
+
+def test_no_import_cycles():
+    graph = _import_graph()
+    cycles = []
+    done: set[str] = set()
+
+    def visit(name, trail):
+        if name in trail:
+            cycles.append(trail[trail.index(name):] + [name])
+            return
+        if name in done:
+            return
+        for dep in sorted(graph[name]):
+            visit(dep, trail + [name])
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [])
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_lower_layers_do_not_import_upper_ones():
+    upward = {"bgl.cache": ("bgl.loader", "bgl.commands"), "bgl.sampler": ("bgl.loader", "bgl.commands")}
+    bad = [f"{name} imports {dep}" for name, deps in _import_graph().items() for low, high in upward.items()
+           if name.startswith(low + ".") for dep in deps if dep.startswith(high)]
+    assert not bad, bad

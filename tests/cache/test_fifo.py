@@ -9,7 +9,7 @@ from collections import deque
 from hypothesis import given, settings, strategies as st
 
 from bgl.cache import FeatureCache, make_cache
-from bgl.loader.gpu_gather import HostFeatureSource
+from bgl.cache.gpu_gather import HostFeatureSource
 
 
 class RefFIFO:

@@ -68,7 +68,13 @@ ONE = np.array([1], np.int64).tobytes()
     ([hdr(op=77), ONE], "unknown op 77"),
     ([hdr(op=P.Op.ERROR), ONE], "op ERROR is not a request"),
     ([hdr()], "SAMPLE needs 2 frames, got 1"),
-    ([hdr(), ONE, ONE], "SAMPLE needs 2 frames, got 3"),
+    ([hdr(), ONE, ONE, ONE], "SAMPLE needs 2 frames, got 4"),
+    ([hdr(), ONE, ONE], "excluded edges must be int64 (code 2), got code 0"),
+    ([hdr(dtype1=2, len1=2), ONE, np.array([5, 3], np.int64).tobytes()], "sorted and unique"),
+    ([hdr(dtype1=2, len1=2), ONE, np.array([3, 3], np.int64).tobytes()], "sorted and unique"),
+    ([hdr(dtype1=2, len1=1), ONE, np.array([-4], np.int64).tobytes()], "excluded edge -4 is negative"),
+    ([hdr(dtype1=2, len1=2), ONE, ONE], "frame has 8 bytes, header says 2"),
+    ([hdr(dtype1=2, len1=1), ONE, np.array([10**9], np.int64).tobytes()], "excluded edges[0] = 1000000000 is outside"),
     ([hdr(len0=2), ONE], "frame has 8 bytes, header says 2"),
     ([hdr(len0=2**62), ONE], "exceed the per-request limit"),
     ([hdr(dtype0=3), ONE], "ids dtype code must be int32 (1) or int64 (2), got 3"),
@@ -88,6 +94,21 @@ ONE = np.array([1], np.int64).tobytes()
 def test_malformed_requests_get_clear_errors(server, frames, message):
     assert message in error_of(server, frames)
     assert not server._stop.is_set()
+
+
+def test_a_sample_request_carries_the_edges_to_exclude(server, random_store):
+    """The third frame's edges (CSC positions) are never drawn; everything else is sampled as without it."""
+    indptr = np.asarray(random_store.indptr)
+    seeds = np.array([4, 2, 9], np.int64)
+    row = np.arange(indptr[2], indptr[3])
+    exclude = row[:-1]  # all of node 2's in-edges but one
+    frames = P.sample_request(3, seeds, -1, False, 5, exclude=exclude)
+    assert len(frames) == 3 and P.parse_request(frames).exclude.tolist() == exclude.tolist()
+    _, (counts, nbrs) = ask(server, frames, P.Op.SAMPLE)
+    _, (plain_counts, plain_nbrs) = ask(server, P.sample_request(3, seeds, -1, False, 5), P.Op.SAMPLE)
+    assert counts.tolist() == [plain_counts[0], 1, plain_counts[2]]
+    assert nbrs[counts[0]] == random_store.indices[row[-1]]
+    assert len(P.sample_request(3, seeds, 2, False, 5, exclude=np.empty(0, np.int64))) == 2
 
 
 def test_huge_replace_request_is_refused(server):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from bgl.loader.pipeline import SourceStage, Stage
+from bgl.loader.stage_protocol import SourceStage, Stage
 from bgl.loader.stages import FetchStage, SampleStage
 
 

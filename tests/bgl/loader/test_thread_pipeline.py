@@ -10,7 +10,8 @@ import torch
 
 from bgl.errors import PipelineError
 from bgl.loader.order_stage import OrderStage
-from bgl.loader.pipeline import Pipeline, SourceStage, Stage
+from bgl.loader.pipeline import Pipeline
+from bgl.loader.stage_protocol import SourceStage, Stage
 from bgl.loader.specs import SamplingSpec
 from bgl.loader.stages import FetchStage, SampleStage, TransferStage
 

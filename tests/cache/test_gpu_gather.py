@@ -1,11 +1,11 @@
-"""bgl.loader.gpu_gather: dispatch between UVA / CPU-gather / plain paths, and the CPU path's rows."""
+"""bgl.cache.gpu_gather: dispatch between UVA / CPU-gather / plain paths, and the CPU path's rows."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from bgl.loader.gpu_gather import (HostFeatureSource, pinned_h2d_bandwidth, resolve_mode, to_host_tensor,
+from bgl.cache.gpu_gather import (HostFeatureSource, pinned_h2d_bandwidth, resolve_mode, to_host_tensor,
                             uva_supported)
 
 

@@ -1,0 +1,209 @@
+"""``bgl.pyg.LinkNeighborLoader``: PyG's ``torch_geometric.loader.LinkNeighborLoader``, backed by bgl.
+
+Swap the import and a PyG link-prediction loop runs on bgl's pipeline: the supervision
+pairs ``edge_label_index`` are edge seeds of :class:`bgl.DataLoader` (given node pairs,
+no edge-id lookup), their negatives are drawn in the sample stage, and the blocks come
+back in PyG's batch layout (:func:`~bgl.loader.pyg_loader.blocks_to_pyg`).
+
+Each batch, as PyG 2.x lays it out (homogeneous, non-disjoint):
+
+* ``n_id`` [N]: the batch's node seeds first -- the ascending unique endpoints of its
+  positive and negative pairs, PyG's ``seed.unique()`` -- then the nodes reached per hop;
+  ``edge_index`` [2, E] local, ``x`` [N, F], ``num_sampled_nodes`` / ``num_sampled_edges``;
+* ``input_id`` [B]: positions of the batch's pairs in ``edge_label_index``;
+* binary negatives (``NegativeSampling("binary", amount)`` or ``neg_sampling_ratio``):
+  ``edge_label_index`` [2, B + ceil(B * amount)] local ids, positives first, then pairs of
+  random source and random destination; ``edge_label`` the given labels (shifted by one
+  when they contain 0, so 0 means negative, as PyG does) or ones, then zeros;
+* triplet negatives: ``src_index`` [B], ``dst_pos_index`` [B], ``dst_neg_index`` [B, amount]
+  (``[B]`` for amount 1) of random destinations;
+* no negatives: ``edge_label_index`` [2, B] and ``edge_label`` (given or ones).
+
+Node labels ``y`` and ``e_id`` are not given.  Randomness is bgl's: negatives come from
+the batch seed's counter-based stream (:mod:`bgl.negative_sampler`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator, Optional, Sequence
+
+import numpy as np
+import torch
+
+from .edge_prediction import EdgePredictionSampler
+from .pyg_loader import _IGNORED, _UNSUPPORTED, NeighborLoader, blocks_to_pyg
+
+
+class PairNegatives:
+    """PyG's negatives for ``b`` positive pairs: ``ceil(b * amount)`` of them.
+
+    ``binary``: random source and random destination (two streams of one seed);
+    ``triplet``: each positive's source ``amount`` times with random destinations.
+    """
+
+    def __init__(self, mode: str, amount: float):
+        if mode not in ("binary", "triplet"):
+            raise ValueError(f"neg_sampling mode must be 'binary' or 'triplet', got {mode!r}")
+        if isinstance(amount, bool) or not isinstance(amount, (int, float, np.integer, np.floating)) \
+                or not amount > 0:
+            raise ValueError(f"neg_sampling amount must be > 0, got {amount!r}")
+        if mode == "triplet" and float(amount) != int(amount):
+            raise ValueError(f"triplet negative sampling needs an integer amount, got {amount!r}")
+        self.mode, self.amount = mode, float(amount)
+
+    def sample_pairs(self, src, dst, num_nodes: int, seed: int, graph=None) -> tuple[np.ndarray, np.ndarray]:
+        from .. import negative_sampler as ns
+        from ..sampler.ops import MASK64, splitmix64
+
+        b = int(np.asarray(src).shape[0])
+        if self.mode == "triplet":
+            return ns.PerSourceUniform(int(self.amount)).sample_pairs(src, dst, num_nodes, seed)
+        count = math.ceil(b * self.amount)
+        ns._check_num_nodes(num_nodes)
+        return (ns._draws(seed, 0, count, num_nodes),
+                ns._draws(splitmix64(int(seed) & MASK64), 0, count, num_nodes))
+
+
+class _PairSeedSampler(EdgePredictionSampler):
+    """An edge-prediction sampler whose seeds are given node pairs, compacted in PyG's order."""
+
+    def __init__(self, sampler, pairs: np.ndarray, negative_sampler=None):
+        super().__init__(sampler, negative_sampler=negative_sampler)
+        self.pairs = pairs
+        self.node_order = "sorted"
+
+
+def _negatives(neg_sampling, neg_sampling_ratio) -> Optional[PairNegatives]:
+    if neg_sampling is not None and neg_sampling_ratio is not None:
+        raise ValueError("give neg_sampling or neg_sampling_ratio, not both")
+    if neg_sampling_ratio is not None:
+        return None if neg_sampling_ratio == 0 else PairNegatives("binary", neg_sampling_ratio)
+    if neg_sampling is None:
+        return None
+    if isinstance(neg_sampling, str):
+        return PairNegatives(neg_sampling, 1.0)
+    if isinstance(neg_sampling, dict):
+        return PairNegatives(neg_sampling.get("mode"), neg_sampling.get("amount", 1))
+    mode = getattr(neg_sampling, "mode", None)
+    mode = getattr(mode, "value", mode)  # PyG's NegativeSamplingMode enum
+    if any(getattr(neg_sampling, w, None) is not None for w in ("src_weight", "dst_weight")):
+        raise ValueError("weighted negative sampling (NegativeSampling(src_weight= / dst_weight=)) "
+                         "is not supported")
+    return PairNegatives(mode, getattr(neg_sampling, "amount", 1))
+
+
+def _check_label_index(edge_label_index, num_nodes: int) -> np.ndarray:
+    ei = torch.as_tensor(edge_label_index)
+    if ei.dim() != 2 or ei.shape[0] != 2:
+        raise ValueError(f"edge_label_index must be an int tensor [2, N], got shape {list(ei.shape)}")
+    if torch.is_floating_point(ei) or ei.dtype == torch.bool:
+        raise TypeError(f"edge_label_index must hold integer node ids, got dtype {ei.dtype}")
+    arr = ei.detach().cpu().numpy().astype(np.int64)
+    if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= num_nodes):
+        bad = int(arr.min()) if int(arr.min()) < 0 else int(arr.max())
+        raise ValueError(f"edge_label_index contains node id {bad}, outside [0, {num_nodes})")
+    return arr
+
+
+class LinkNeighborLoader(NeighborLoader):
+    """PyG's ``LinkNeighborLoader(data, num_neighbors, edge_label_index=None, edge_label=None,
+    replace=False, neg_sampling=None, neg_sampling_ratio=None, batch_size=1, shuffle=False)``.
+
+    Parameters
+    ----------
+    data : ``torch_geometric.data.Data`` | GraphStore | store dir | partition dir | server addresses
+    num_neighbors : list of int, PyG order (``num_neighbors[0]`` for the seeds' hop)
+    edge_label_index : int [2, N] supervision pairs (default: every edge of a ``Data``'s ``edge_index``)
+    edge_label : [N] labels of the pairs (default: ones)
+    neg_sampling : ``torch_geometric.sampler.NegativeSampling`` ("binary" | "triplet", ``amount``),
+        its mode string, or a dict ``{"mode", "amount"}``
+    neg_sampling_ratio : binary negatives per positive (PyG's older argument)
+    **kwargs : as :class:`~bgl.loader.pyg_loader.NeighborLoader` (``cache``, ``order``, ``pipeline``, ...)
+
+    Raises
+    ------
+    ValueError, TypeError
+        pairs out of range or not integers, a bad negative-sampling mode or amount, labels of the
+        wrong length, or PyG options bgl cannot honour -- before anything starts.
+    """
+
+    def __init__(self, data, num_neighbors: Sequence[int], edge_label_index=None, edge_label=None,
+                 replace: bool = False, neg_sampling=None, neg_sampling_ratio: Optional[float] = None,
+                 batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, num_workers: int = 0,
+                 **kwargs):
+        from .arguments import NeighborSampler
+        from .dataloader import DataLoader
+        from .pyg_loader import _pyg_data_class, data_arrays, is_pyg_data
+
+        kwargs.pop("edge_label_time", None)
+        for name, default in _UNSUPPORTED.items():
+            if name in kwargs and kwargs.pop(name) != default:
+                raise ValueError(f"bgl.pyg.LinkNeighborLoader does not support {name}= (homogeneous, "
+                                 f"uniform, directional sampling only)")
+        for name in _IGNORED & set(kwargs):
+            kwargs.pop(name)
+        graph = data_arrays(data) if is_pyg_data(data) else data
+        self.data = data
+        num_nodes = self._num_nodes(graph)
+        if edge_label_index is None:
+            if not is_pyg_data(data):
+                raise ValueError("edge_label_index=None (all edges) needs a Data input; pass the pairs")
+            edge_label_index = data.edge_index
+        if isinstance(edge_label_index, tuple):
+            raise ValueError("heterogeneous edge_label_index (edge_type, pairs) is not supported")
+        if num_nodes is None:
+            from .arguments import resolve_graph
+
+            num_nodes = resolve_graph(graph, None, None, float(kwargs.get("server_timeout", 5.0))).num_nodes
+        pairs = _check_label_index(edge_label_index, num_nodes)
+        self.neg_sampling = _negatives(neg_sampling, neg_sampling_ratio)
+        self.edge_label = self._labels(edge_label, pairs.shape[1])
+        self.num_neighbors = list(num_neighbors)
+        node_sampler = NeighborSampler(list(reversed(self.num_neighbors)), replace=replace)
+        sampler = _PairSeedSampler(node_sampler, pairs, negative_sampler=self.neg_sampling)
+        self.batch_size = int(batch_size)
+        self._loader = DataLoader(graph, torch.arange(pairs.shape[1]), sampler, batch_size=batch_size,
+                                  shuffle=shuffle, drop_last=drop_last, num_workers=num_workers, blocks="bgl",
+                                  **kwargs)
+        self._data_class = _pyg_data_class()
+
+    def _labels(self, edge_label, n: int) -> Optional[torch.Tensor]:
+        if edge_label is None:
+            return None
+        label = torch.as_tensor(edge_label)
+        if label.shape[0] != n:
+            raise ValueError(f"edge_label has {label.shape[0]} entries for {n} pairs in edge_label_index")
+        if self.neg_sampling is not None and self.neg_sampling.mode == "triplet":
+            raise ValueError("edge_label cannot be given with triplet negative sampling (PyG's rule)")
+        if self.neg_sampling is not None and label.numel() and int(label.min()) == 0:
+            label = label + 1  # PyG: zero now means "negative"
+        return label
+
+    def __iter__(self) -> Iterator[Any]:
+        for input_nodes, pair, *neg, blocks in self._loader:
+            fields = blocks_to_pyg(blocks)
+            fields.pop("batch_size")
+            fields["x"] = blocks[0].srcdata.get("feat")
+            input_id = pair.edata["_ID"]
+            fields["input_id"] = input_id
+            pos_src, pos_dst = pair.edges()
+            b = int(pos_src.shape[0])
+            label = torch.ones(b) if self.edge_label is None else self.edge_label[input_id]
+            if not neg:
+                fields["edge_label_index"] = torch.stack([pos_src, pos_dst])
+                fields["edge_label"] = label
+            elif self.neg_sampling.mode == "binary":
+                neg_src, neg_dst = neg[0].edges()
+                fields["edge_label_index"] = torch.stack([torch.cat([pos_src, neg_src]), torch.cat([pos_dst, neg_dst])])
+                fields["edge_label"] = torch.cat([label, label.new_zeros((neg_src.shape[0],) + label.shape[1:])])
+            else:
+                fields["src_index"], fields["dst_pos_index"] = pos_src, pos_dst
+                fields["dst_neg_index"] = neg[0].edges()[1].view(b, -1).squeeze(-1)
+            yield self._make(fields)
+
+    def _make(self, fields: dict):
+        if self._data_class is None:
+            from types import SimpleNamespace
+
+            return SimpleNamespace(**fields)
+        return self._data_class(**fields)

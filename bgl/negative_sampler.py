@@ -1,0 +1,160 @@
+"""``bgl.negative_sampler``: DGL's negative samplers, seeded and reproducible, without DGL.
+
+Same names, arguments and semantics as ``dgl.dataloading.negative_sampler``:
+
+``PerSourceUniform(k)`` (alias ``Uniform``)
+    For every positive edge ``(u, v)``, ``k`` pairs ``(u, w)`` with ``w`` uniform over all
+    nodes ``[0, num_nodes)`` (a negative may happen to be an edge, as in DGL).
+``GlobalUniform(k, exclude_self_loops=True, replace=False, redundancy=1.3)``
+    ``k * len(edges)`` pairs ``(u, w)`` drawn uniformly over all node pairs that are *not*
+    edges of the graph; self loops left out unless ``exclude_self_loops=False``, no pair
+    twice unless ``replace=True``.  As DGL's, it may return fewer pairs than asked.
+
+Randomness: pair ``j`` of a batch comes from counter ``j`` of a splitmix64 stream keyed
+by the batch's sampling seed (:func:`bgl.sampler._edge_kernels.uniform_below`), the
+same kind of stream the neighbour sampler uses, so negatives are a function of
+(seed, positive edges) and need no graph server: uniform negatives need only the
+node count, global-uniform ones the graph's CSC to test candidates against.
+
+Inside ``bgl.DataLoader`` the loader calls :meth:`sample_pairs`; a sampler also
+keeps DGL's callable form ``sampler(g, eids) -> (src, dst)`` over a DGLGraph.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .sampler import _edge_kernels as EK
+from .sampler.ops import MASK64, splitmix64
+
+__all__ = ["PerSourceUniform", "Uniform", "GlobalUniform"]
+
+
+def _check_k(k) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"negative sampler k must be an int >= 1 (negatives per positive edge), got {k!r}")
+    return int(k)
+
+
+def _check_num_nodes(num_nodes: int) -> int:
+    if num_nodes < 2:
+        raise ValueError(f"negative sampling needs a graph with at least 2 nodes, got {num_nodes}")
+    return int(num_nodes)
+
+
+def _draws(seed: int, first: int, count: int, num_nodes: int) -> np.ndarray:
+    out = np.empty(count, np.int64)
+    EK.uniform_below(np.uint64(int(seed) & MASK64), np.int64(first), np.int64(num_nodes), out)
+    return out
+
+
+class _NegativeSampler:
+    """Shared by the samplers: DGL's ``(g, eids) -> (src, dst)`` on top of :meth:`sample_pairs`."""
+
+    k: int
+
+    def sample_pairs(self, src: np.ndarray, dst: np.ndarray, num_nodes: int, seed: int, graph=None):
+        raise NotImplementedError
+
+    def __call__(self, g, eids):
+        """DGL's call form over a DGLGraph: ``(src, dst)`` int64 tensors of the negative pairs.
+
+        Seeded from torch's RNG, so ``torch.manual_seed`` makes it reproducible as in DGL.
+        """
+        src, dst = g.find_edges(eids)
+        seed = int(torch.randint(0, 2**62, (1,)).item())
+        graph = None
+        if self.needs_graph:
+            from .loader.graph_arrays import dglgraph_arrays
+
+            graph = dglgraph_arrays(g, None, None)
+        s, d = self.sample_pairs(src.numpy(), dst.numpy(), g.num_nodes(), seed, graph=graph)
+        return torch.from_numpy(s), torch.from_numpy(d)
+
+    needs_graph = False
+
+
+class PerSourceUniform(_NegativeSampler):
+    """``k`` negatives ``(u, w)`` per positive edge ``(u, v)``, ``w`` uniform over all nodes.
+
+    Parameters
+    ----------
+    k : int >= 1, negatives per positive edge
+
+    Raises
+    ------
+    ValueError
+        ``k < 1``, or (when sampling) a graph with fewer than two nodes.
+    """
+
+    def __init__(self, k: int):
+        self.k = _check_k(k)
+
+    def sample_pairs(self, src, dst, num_nodes: int, seed: int, graph=None) -> tuple[np.ndarray, np.ndarray]:
+        """Negative ``(src int64 [k * b], dst int64 [k * b])`` for positive edges ``src``/``dst`` [b]:
+        each source repeated ``k`` times (DGL's layout), destinations drawn from stream ``seed``."""
+        num_nodes = _check_num_nodes(num_nodes)
+        src = np.asarray(src, dtype=np.int64)
+        return np.repeat(src, self.k), _draws(seed, 0, src.shape[0] * self.k, num_nodes)
+
+    def __repr__(self) -> str:
+        return f"bgl.negative_sampler.{type(self).__name__}({self.k})"
+
+
+Uniform = PerSourceUniform  # DGL keeps both names for the same sampler
+
+
+class GlobalUniform(_NegativeSampler):
+    """``k * b`` node pairs drawn uniformly from the pairs that are not edges (DGL semantics).
+
+    Parameters
+    ----------
+    k : int >= 1, negatives per positive edge
+    exclude_self_loops : leave out pairs ``(w, w)``
+    replace : allow the same pair twice
+    redundancy : candidates drawn per wanted pair (DGL's 1.3 by default); more candidates make
+        a short result less likely on dense graphs
+
+    The result can hold fewer than ``k * b`` pairs (DGL's behaviour): candidates that are
+    edges, self loops or repeats are dropped, never redrawn.
+    """
+
+    needs_graph = True
+
+    def __init__(self, k: int, exclude_self_loops: bool = True, replace: bool = False, redundancy: float = 1.3):
+        self.k = _check_k(k)
+        if not redundancy >= 1.0:
+            raise ValueError(f"redundancy must be >= 1.0, got {redundancy!r}")
+        self.exclude_self_loops, self.replace, self.redundancy = bool(exclude_self_loops), bool(replace), redundancy
+
+    def sample_pairs(self, src, dst, num_nodes: int, seed: int, graph=None) -> tuple[np.ndarray, np.ndarray]:
+        """Negative ``(src, dst)`` int64 arrays of at most ``k * len(src)`` pairs.
+
+        ``graph`` is any object with ``indptr`` / ``indices`` (a store, GraphArrays) whose
+        edges the negatives must avoid.
+        """
+        num_nodes = _check_num_nodes(num_nodes)
+        if graph is None:
+            raise ValueError("GlobalUniform needs the graph's edges to avoid them; use a local store or "
+                             "DGLGraph, or PerSourceUniform / Uniform with graph servers")
+        want = int(np.asarray(src).shape[0]) * self.k
+        count = int(np.ceil(want * self.redundancy))
+        # two independent halves of one stream: candidate sources, then candidate destinations
+        cand_src = _draws(seed, 0, count, num_nodes)
+        cand_dst = _draws(splitmix64(int(seed) & MASK64), 0, count, num_nodes)
+        keep = np.ones(count, bool)
+        if self.exclude_self_loops:
+            keep &= cand_src != cand_dst
+        exists = np.empty(count, np.int8)
+        EK.has_edges(np.asarray(graph.indptr), np.asarray(graph.indices), cand_src, cand_dst, exists)
+        keep &= exists == 0
+        cand_src, cand_dst = cand_src[keep], cand_dst[keep]
+        if not self.replace:
+            _, first = np.unique(cand_src * np.int64(num_nodes) + cand_dst, return_index=True)
+            first.sort()
+            cand_src, cand_dst = cand_src[first], cand_dst[first]
+        return cand_src[:want], cand_dst[:want]
+
+    def __repr__(self) -> str:
+        return (f"bgl.negative_sampler.GlobalUniform({self.k}, exclude_self_loops={self.exclude_self_loops}, "
+                f"replace={self.replace})")
