@@ -36,8 +36,8 @@ import numpy as np
 from .errors import StoreFormatError
 from .output_dir import PARTITION, STORE, WorkDir, check_output, kind_of, remove_stale, replace_output
 
-# The meta.json fields and versions live in bgl/store_meta.py; these names are re-exported.
-from .store_meta import (CHECK_CHUNK, FORMAT_NAME, FORMAT_VERSION, FULL_CHECK_MAX_EDGES, META_FILE,  # noqa: F401
+# The meta.json fields and versions live in bgl/schema.py; these names are re-exported.
+from .schema import (CHECK_CHUNK, FORMAT_NAME, FORMAT_VERSION, FULL_CHECK_MAX_EDGES, META_FILE,  # noqa: F401
                          SUPPORTED_VERSIONS, TYPED_FORMAT_VERSION, StoreMeta, id_dtype_for)
 
 

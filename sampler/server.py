@@ -360,6 +360,9 @@ def run_server(args) -> int:
         store, part = open_part_store(args.partition, args.part), args.part
     else:
         store, part = GraphStore(args.store), -1
+    if store.is_typed:
+        raise ValueError(f"{store.path} is a typed store (node types {store.schema.ntypes}); graph servers do "
+                         "not serve typed stores yet: train it from the store itself")
     curve = None
     if args.curve_dir and not (args.curve_secret or args.curve_clients):
         args.curve_secret = os.path.join(args.curve_dir, curve_keys.SERVER_SECRET)

@@ -29,7 +29,8 @@ import torch
 
 from .arguments import NeighborSampler  # noqa: F401  (public as bgl.NeighborSampler; DGL keeps both together)
 from .arguments import (_DGL_TUNING_KWARGS, PIPELINES, check_graph_fields, check_indices, edge_feature_keys,
-                        has_repeats, proximity_partition, resolve_cache, resolve_graph, sampler_settings)
+                        has_repeats, proximity_partition, resolve_graph, sampler_settings)
+from .cache_choice import resolve_cache
 from .edge_prediction import edge_settings, is_edge_prediction_sampler, resolve_edge_seeds
 from .epoch_iterator import EpochIterator
 from .graph_arrays import field_versions

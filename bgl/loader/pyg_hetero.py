@@ -18,7 +18,7 @@ sorted once into the fused CSC (:func:`bgl.sources.hetero.fused_csc`).
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator
 
 import numpy as np
 import torch

@@ -1,0 +1,149 @@
+"""Which feature cache ``bgl.DataLoader``'s ``cache=`` / ``cache_ratio=`` / ``cache_bytes=`` arguments ask for.
+
+Resolved before anything starts (a :class:`~bgl.loader.specs.CacheSpec` that the fetch stage
+builds in its own process, or a live cache object for inline pipelines), so a bad size or
+policy fails at construction with the value named.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+import numpy as np
+import torch
+
+from .specs import CacheSpec
+
+if TYPE_CHECKING:
+    from .arguments import GraphInfo
+
+DEFAULT_CACHE_RATIO = 0.1
+# The policy of ``cache=True`` / a cache size without a policy name: keep what the
+# already-sampled batches need (fewest rows from the source in bench/results/cache.md).
+DEFAULT_CACHE_POLICY = "lookahead"
+
+
+def cache_policy_name(cache, cache_ratio, cache_bytes) -> Optional[str]:
+    """The policy a ``cache=`` argument asks for: None for no cache or a live cache object.
+
+    A policy name is taken as given.  ``cache=True``, ``cache=<fraction>`` or a size
+    (``cache_ratio=`` / ``cache_bytes=``) without a policy name means
+    :data:`DEFAULT_CACHE_POLICY`; ``cache=False`` means no cache.
+    """
+    if cache is None or cache is True:
+        sized = cache is True or cache_ratio is not None or cache_bytes is not None
+        return DEFAULT_CACHE_POLICY if sized else None
+    if cache is False:
+        return None
+    if isinstance(cache, (float, np.floating)):
+        if cache_ratio is not None or cache_bytes is not None:
+            raise ValueError(f"cache={cache} is already a size (a fraction of nodes); do not also pass "
+                             "cache_ratio or cache_bytes")
+        return DEFAULT_CACHE_POLICY
+    return cache if isinstance(cache, str) else None
+
+
+def resolve_cache_spec(cache, cache_ratio, cache_bytes, info: GraphInfo, pipeline: str,
+                       device: torch.device) -> Optional[CacheSpec]:
+    """The CacheSpec of a ``cache=`` argument (None for no cache or a live cache object, which is checked).
+
+    See :func:`cache_policy_name` for how a policy is chosen; ``cache=<float>`` is the
+    fraction of nodes cached (as ``cache_ratio``).
+    """
+    if cache is not None and not isinstance(cache, (str, bool, float, np.floating)):
+        if pipeline == "processes":
+            raise ValueError("a cache object cannot move into a stage process; with pipeline='processes' "
+                             "pass a policy name (cache='lookahead')")
+        if not hasattr(cache, "fetch"):
+            raise TypeError(f"cache must be a policy name, True, a fraction of nodes or an object with "
+                            f"fetch(ids, miss_source), got {type(cache).__name__}")
+        return None
+    policy = cache_policy_name(cache, cache_ratio, cache_bytes)
+    if policy is None:
+        return None
+    if isinstance(cache, (float, np.floating)):
+        cache_ratio = float(cache)
+    from ..cache import POLICIES
+
+    if policy not in POLICIES:
+        raise ValueError(f"unknown cache policy {policy!r}; choose from {', '.join(POLICIES)}")
+    if info.feat_dim <= 0:
+        raise ValueError("cache requested but the graph has no node features")
+    itemsize = torch.empty(0, dtype=info.feat_dtype or torch.float32).element_size()
+    if cache_bytes is not None:
+        if cache_bytes < 0:
+            raise ValueError(f"cache_bytes must be >= 0, got {cache_bytes}")
+        capacity = int(cache_bytes) // (info.feat_dim * itemsize)
+    else:
+        ratio = DEFAULT_CACHE_RATIO if cache_ratio is None else float(cache_ratio)
+        if not 0.0 <= ratio <= 1.0:
+            raise ValueError(f"cache_ratio must be in [0, 1], got {cache_ratio}")
+        capacity = int(ratio * info.num_nodes)
+    capacity = min(capacity, info.num_nodes)
+    degrees = None
+    # static-degree pins by degree; fifo uses degrees only to choose which misses
+    # stay when one batch overflows the ring (hubs), and lookahead to rank the rows
+    # no sampled batch needs, so those two can do without them.
+    if policy in ("static-degree", "fifo", "lookahead"):
+        if info.store is not None:
+            degrees = np.asarray(info.store.in_degrees())
+        elif info.partition_dir is not None:
+            degrees = partition_degrees(info.partition_dir)
+        if degrees is None and policy == "static-degree":
+            raise ValueError("cache='static-degree' needs node degrees: pass a store or partition dir")
+    # A cache inside a stage process lives on the CPU; inline it may sit on the GPU.
+    device = str(device) if pipeline != "processes" else "cpu"
+    dtype = str(info.feat_dtype or torch.float32).replace("torch.", "")
+    return CacheSpec(policy=policy, capacity=capacity, num_nodes=info.num_nodes, dim=info.feat_dim,
+                     dtype=dtype, device=device, degrees=degrees)
+
+
+@dataclass(frozen=True)
+class CacheChoice:
+    """What the ``cache*`` arguments resolved to.
+
+    ``spec`` builds the cache in the fetch stage (None for no cache or a live cache object);
+    ``live`` is the user's cache object (inline only) or None; ``policy`` the policy name used
+    (``loader.cache_policy``; None without a cache); ``lookahead`` the sampled batches the fetch
+    stage reads ahead when the cache takes announcements.
+    """
+
+    spec: Optional[CacheSpec]
+    live: Any
+    policy: Optional[str]
+    lookahead: int
+
+
+def resolve_cache(cache, cache_ratio, cache_bytes, cache_lookahead, queue_size: int, info: GraphInfo,
+                  pipeline: str, device: torch.device) -> CacheChoice:
+    """Resolve and check every ``cache*`` argument of the DataLoader (see :func:`resolve_cache_spec`).
+
+    ``cache_lookahead`` defaults to ``queue_size`` (what is in flight between sample and fetch
+    anyway); it is refused for a cache that takes no announcements.
+    """
+    spec = resolve_cache_spec(cache, cache_ratio, cache_bytes, info, pipeline, device)
+    live = None
+    if spec is None and cache_policy_name(cache, cache_ratio, cache_bytes) is None and cache not in (None, False):
+        live = cache
+    policy = spec.policy if spec is not None else getattr(live, "policy", None)
+    if cache_lookahead is None:
+        lookahead = int(queue_size)
+    else:
+        if isinstance(cache_lookahead, bool) or not isinstance(cache_lookahead, (int, np.integer)) \
+                or cache_lookahead < 0:
+            raise ValueError(f"cache_lookahead must be an int >= 0 (sampled batches read ahead), "
+                             f"got {cache_lookahead!r}")
+        if not (policy == "lookahead" or hasattr(live, "announce")):
+            raise ValueError(f"cache_lookahead applies to the lookahead cache; this loader's cache is "
+                             f"{policy or 'none'}")
+        lookahead = int(cache_lookahead)
+    return CacheChoice(spec, live, policy, lookahead)
+
+
+def partition_degrees(path: Path) -> np.ndarray:
+    """In-degrees of all nodes (new ids, parts own contiguous ranges) from the part stores."""
+    from ..partition.format import open_partition
+
+    book = open_partition(path)
+    return np.concatenate([np.asarray(book.part_store(k).in_degrees()) for k in range(book.num_parts)])
