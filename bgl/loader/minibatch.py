@@ -57,14 +57,17 @@ def _pack_blocks(blocks: Sequence[Any]) -> dict:
     """
     parts, layout, data = [], [], []
     for b in blocks:
-        has_eids = b.edge_ids is not None
-        parts += [b.src_ids, b.indptr, b.indices] + ([b.edge_ids] if has_eids else [])
-        layout.append((int(b.src_ids.shape[0]), int(b.num_dst), int(b.indices.shape[0]), has_eids))
+        has_eids, has_etypes = b.edge_ids is not None, b.etypes is not None
+        parts += [b.src_ids, b.indptr, b.indices] + ([b.edge_ids] if has_eids else []) + (
+            [b.etypes] if has_etypes else [])
+        layout.append((int(b.src_ids.shape[0]), int(b.num_dst), int(b.indices.shape[0]), has_eids, has_etypes))
         packed_data = []
-        for side, d in (("src", b.srcdata), ("dst", b.dstdata)):
+        for side, d in (("src", b.srcdata), ("dst", b.dstdata), ("edge", b.edata)):
             kept = {}
             for key, value in d.items():
-                if value.dtype == torch.int64 and value.dim() == 1 and value.device.type == "cpu":
+                # a typed graph's {ntype: rows} travels as it is (one tensor per type)
+                if torch.is_tensor(value) and value.dtype == torch.int64 and value.dim() == 1 \
+                        and value.device.type == "cpu":
                     parts.append(value)
                     packed_data.append((side, key, int(value.shape[0])))
                 else:
@@ -86,15 +89,17 @@ def _unpack_blocks(packed: dict) -> list:
         pos += n
         return view
 
-    for (num_src, num_dst, num_edges, has_eids), packed_data in zip(packed["layout"], packed["data"]):
+    for (num_src, num_dst, num_edges, has_eids, has_etypes), packed_data in zip(packed["layout"], packed["data"]):
         src_ids, indptr, indices = take(num_src), take(num_dst + 1), take(num_edges)
         edge_ids = take(num_edges) if has_eids else None
-        node_data = {"src": {}, "dst": {}}
+        etypes = take(num_edges) if has_etypes else None
+        node_data = {"src": {}, "dst": {}, "edge": {}}
         for side, key, value in packed_data:
             if key is None:
                 node_data[side].update(value)
             else:
                 node_data[side][key] = take(value)
         out.append(Block(src_ids=src_ids, num_dst=num_dst, indptr=indptr, indices=indices,
-                         edge_ids=edge_ids, srcdata=node_data["src"], dstdata=node_data["dst"]))
+                         edge_ids=edge_ids, srcdata=node_data["src"], dstdata=node_data["dst"],
+                         edata=node_data["edge"], etypes=etypes))
     return out

@@ -211,12 +211,20 @@ class Pipeline:
         try:
             self._send_control((_EPOCH, epoch))
             out_q = self._queues[-1]
+            received = 0
             while True:
                 msg = self._receive(out_q)
-                kind, msg_epoch, _, item = msg
+                kind, msg_epoch, index, item = msg
                 if kind == _END:
+                    # The source's item count rides on the end marker: a batch lost on the way
+                    # (an output no queue could send) must not end the epoch short in silence.
+                    if index != received:
+                        self._raise_if_failed(wait=1.0)
+                        raise PipelineError(f"pipeline lost {index - received} of {index} batches of this epoch "
+                                            f"between stages (an output could not be sent; see the stage's stderr)")
                     finished = True
                     return
+                received += 1
                 for s in self.trainer_stages:
                     item = apply_stage(s, item)
                 yield item

@@ -91,8 +91,21 @@ def _pin(cores: Sequence[int]) -> None:
             log.debug("numba thread count not set to %d: %s", n, e)
 
 
+def _record_feed_errors(q) -> None:
+    """Keep what ``q``'s feeder thread fails to send (CPython only prints it and drops the item),
+    so :func:`_put` raises it in the stage and the trainer hears of it."""
+    errors: list = []
+    q._on_queue_feeder_error = lambda e, obj: errors.append(e)
+    q._bgl_feed_errors = errors
+
+
 def _put(q, msg, stop, parent_pid: int) -> bool:
-    """Put with backpressure; False when asked to stop or orphaned."""
+    """Put with backpressure; False when asked to stop or orphaned.  Raises what the queue's
+    feeder thread could not send before (an unpicklable item)."""
+    errors = getattr(q, "_bgl_feed_errors", None)
+    if errors:
+        e = errors[0]
+        raise RuntimeError(f"an output of this stage could not be sent to the next: {type(e).__name__}: {e}") from e
     while True:
         if stop.is_set() or os.getppid() != parent_pid:
             return False
@@ -170,6 +183,7 @@ def _stage_main(stage: Stage, is_source: bool, in_q, out_q, err_q, stop, cores, 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Never block process exit on a feeder thread whose items nobody reads.
     out_q.cancel_join_thread()
+    _record_feed_errors(out_q)
     exit_code = 0
     try:
         _pin(cores)

@@ -86,6 +86,20 @@ class ReadAhead(Stage):
             yield (window.pop(0), seen)
 
 
+class Unsendable(Stage):
+    """Returns an item no queue can pickle on batch ``bad`` (a lock), the others as they are."""
+
+    name = "unsendable"
+
+    def __init__(self, bad):
+        self.bad = bad
+
+    def __call__(self, item):
+        import threading
+
+        return threading.Lock() if item[1] == self.bad else item
+
+
 @dataclass
 class FailingFetchStage(FetchStage):
     """The real fetch stage whose miss source raises on its ``fail_after + 1``-th call."""

@@ -215,3 +215,12 @@ def test_minibatch_round_trips_through_pickle_as_one_int_segment():
         for k in a.dstdata:
             assert torch.equal(a.dstdata[k], b.dstdata[k])
     assert torch.equal(back.blocks[0].edge_ids, torch.tensor([10, 11, 12]))
+
+
+@pytest.mark.parametrize("bad", [1, 4])  # a batch in the middle, and the epoch's last one
+def test_an_output_no_queue_can_send_is_an_error_not_a_short_epoch(spawned_children, stages_module, bad):
+    """CPython's queue feeder prints and drops an unpicklable item; the epoch must not end short in silence."""
+    with Pipeline(stages_module.Count([5]), [stages_module.Unsendable(bad)], mode="processes") as p:
+        with pytest.raises(PipelineError, match="could not be sent|lost 1 of 5 batches"):
+            list(p.run_epoch(0))
+    assert not spawned_children()
