@@ -188,6 +188,17 @@ def build_cluster_spec(hosts: Sequence[Host], partition_dir: str | os.PathLike, 
     )
 
 
+def check_server_slots(num_parts: int, num_nodes: int, servers_per_node: int, where: str) -> None:
+    """LaunchError unless ``num_nodes`` nodes with ``servers_per_node`` servers each can serve
+    ``num_parts`` parts; ``where`` names the nodes (``"the allocation (n[1-2])"``)."""
+    slots = num_nodes * servers_per_node
+    if num_parts > slots:
+        raise LaunchError(
+            f"the partition has {num_parts} parts but {where} has {num_nodes} node(s) x "
+            f"{servers_per_node} server(s) per node = {slots} server slot(s); pass "
+            f"--servers-per-node {-(-num_parts // num_nodes)} or run on {num_parts} nodes")
+
+
 def check_plaintext_allowed(hosts: Sequence[Host]) -> None:
     """LaunchError unless every host is a loopback address (plaintext servers trust whoever
     reaches their port, so ``--no-curve`` is for one machine only)."""

@@ -1,0 +1,109 @@
+"""``bgl launch --backend slurm`` in a real Slurm: slurmctld, two slurmd, munge (Debian's
+slurm-wlm 22.05), each daemon in its own network namespace (see ``slurm_cluster`` in conftest).
+
+* the demo job (examples/train_sage.py on the embedded Cora) submitted with ``sbatch`` through
+  ``examples/slurm/train.sbatch`` trains to the local demo's accuracy bar;
+* ``scancel`` of a running launch, and a SIGKILLed slurmd mid-epoch, each end the launch within
+  10 s, non-zero, naming the node, with no process of the launch and no port left.
+
+The cluster is shared by the tests (started once per session); a test that kills a slurmd
+starts it again.  Skips saying why without root or when slurm-wlm cannot be installed.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PORT_BASE = 30050  # free by construction: the namespaces are new
+# gloo must use the namespaces' own interface (the machine's hostname resolves elsewhere)
+GLOO_ENV = {"GLOO_SOCKET_IFNAME": "eth0"}
+
+
+def slurm_env(cluster) -> dict:
+    return {**cluster.env, **GLOO_ENV, "DGLBACKEND": "pytorch"}
+
+
+def in_login_node(cluster) -> list[str]:
+    return ["nsenter", f"--net=/run/netns/{cluster.nets.names['L']}"]
+
+
+def assert_nothing_left(cluster, orphans) -> None:
+    """Only the daemons run and listen: nothing of the launch anywhere."""
+    assert orphans() == []
+    daemons = {"L": cluster.daemon_pids("slurmctld"), "A": cluster.daemon_pids("bgla"),
+               "B": cluster.daemon_pids("bglb")}
+    deadline = time.monotonic() + 10
+    while True:
+        extra = {key: sorted(set(cluster.nets.pids(key)) - pids) for key, pids in daemons.items()}
+        if not any(extra.values()) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    described = {k: [open(f"/proc/{p}/cmdline").read().replace("\0", " ")[:120] for p in v
+                     if Path(f"/proc/{p}").exists()] for k, v in extra.items()}
+    assert not any(described.values()), f"processes left in the namespaces: {described}"
+    assert cluster.nets.listening("A") == {6818} and cluster.nets.listening("B") == {6818}
+    assert cluster.nets.listening("L") == {6817}
+
+
+def salloc_launch(cluster, launcher, partition_dir, trainer_script, tmp_path, mode: str):
+    """``salloc -N2 bgl launch --backend slurm ...`` on the login node."""
+    args = ["--backend", "slurm", "--partition", partition_dir, "--port-base", PORT_BASE,
+            "--server-threads", 1, "--server-timeout", 120, "--grace", 2, "--workdir", tmp_path,
+            "--", "python", trainer_script, mode]
+    return launcher(args, env=slurm_env(cluster),
+                    prefix=[*in_login_node(cluster), "salloc", "-N2", "--job-name", tmp_path.name])
+
+
+def job_id(cluster, name: str) -> str:
+    done = subprocess.run([*in_login_node(cluster), "squeue", "-h", "-n", name, "-o", "%i"],
+                          capture_output=True, text=True, env=cluster.env, timeout=30)
+    return done.stdout.split()[0]
+
+
+def test_scancel_stops_the_launch(slurm_cluster, launcher, partition_dir, trainer_script,
+                                  tmp_path, orphans):
+    """scancel mid-epoch: non-zero within 10 s, a node named, nothing left."""
+    run = salloc_launch(slurm_cluster, launcher, partition_dir, trainer_script, tmp_path, "loop")
+    run.wait_for_output("ready 0")
+    run.wait_for_output("ready 1")
+    assert "[bgla:trainer:0]" in run.stdout and "[bglb:trainer:1]" in run.stdout, run.describe()
+    subprocess.run([*in_login_node(slurm_cluster), "scancel", job_id(slurm_cluster, tmp_path.name)],
+                   check=True, env=slurm_cluster.env, timeout=30)
+    t0 = time.monotonic()
+    code = run.wait(timeout=60)
+    elapsed = time.monotonic() - t0
+    assert code != 0, run.describe()
+    assert re.search(r"bgl launch: failed: .*node bgl[ab] \(10\.78\.0\.[23]\)", run.stderr), run.describe()
+    assert elapsed < 10, f"the launch took {elapsed:.1f} s to stop\n{run.describe()}"
+    assert_nothing_left(slurm_cluster, orphans)
+
+
+def test_killed_slurmd_stops_the_launch(slurm_cluster, launcher, partition_dir, trainer_script,
+                                        tmp_path, orphans):
+    """SIGKILL to node bglb's slurmd mid-epoch: the launch ends within 10 s naming bglb, and
+    every process of the launch on both nodes is gone."""
+    cluster = slurm_cluster
+    run = salloc_launch(cluster, launcher, partition_dir, trainer_script, tmp_path, "loop")
+    try:
+        run.wait_for_output("ready 0")
+        run.wait_for_output("ready 1")
+        cluster.procs["bglb"].kill()
+        t0 = time.monotonic()
+        code = run.wait(timeout=60)
+        elapsed = time.monotonic() - t0
+        assert code == 1, run.describe()
+        assert "bgl launch: failed: node bglb (10.78.0.3): slurmd stopped answering" in run.stderr, \
+            run.describe()
+        assert elapsed < 10, f"the launch took {elapsed:.1f} s to stop\n{run.describe()}"
+        assert orphans() == []
+    finally:
+        cluster.procs["bglb"].wait(timeout=10)
+        cluster.start_slurmd("bglb")
+        cluster.wait_idle()
+    assert_nothing_left(cluster, orphans)
