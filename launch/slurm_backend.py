@@ -21,9 +21,13 @@ Lost nodes: Slurm itself notices a dead node only after ``SlurmdTimeout``
 So the backend watches every node's slurmd port from the launcher (a TCP
 connect per node per second, in a thread): a node whose slurmd has not
 answered for ``node_timeout`` seconds is lost, and the supervisor stops the
-launch naming it (:meth:`SlurmBackend.lost_host`).  Steps on a lost node are
-stopped by killing their srun at once (there is nobody to be polite to); the
-step's stdin closes with it.
+launch naming it (:meth:`SlurmBackend.lost_host`).  Steps on a lost node get
+the end-of-file on their stdin only (srun hands it to the step daemon
+directly; signals would go through the dead slurmd), and their srun is killed
+if the step has not ended 2 s later: then the node itself is gone.  Killing
+srun never stops a step on a node whose step daemon still runs (the step
+daemon does not close the task's stdin when srun goes), so the EOF comes
+first.
 """
 from __future__ import annotations
 
@@ -48,6 +52,8 @@ from .spec import ClusterSpec
 log = logging.getLogger(__name__)
 
 DEFAULT_SLURMD_PORT = 6818
+# Seconds a step on a lost node gets to end after the EOF before its srun is killed.
+LOST_NODE_WAIT = 2.0
 # Variables of the allocation that would override our one-task-per-step request in srun.
 _STEP_SHAPE_ENV = ("SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
                    "SLURM_NNODES", "SLURM_NODELIST", "SLURM_DISTRIBUTION", "SLURM_CPU_BIND",
@@ -240,15 +246,26 @@ class SlurmBackend:
 
     def stop(self, proc: Launched) -> None:
         """Polite stop: EOF on srun's stdin reaches the agent, SIGTERM to srun is forwarded to it.
-        A step on a lost node is killed at once."""
-        if proc.host.ip in self._lost:
-            self.kill(proc)
-            return
+
+        On a lost node only the EOF: srun hands it straight to the step daemon (not through
+        slurmd, which may be the part that died), while a forwarded signal needs slurmd.  If
+        srun is still there ``LOST_NODE_WAIT`` s later the node is really gone: kill srun.
+        """
         _close_stdin(proc.popen)
+        if proc.host.ip in self._lost:
+            threading.Thread(target=self._kill_unless_gone, args=(proc,), name="stop step",
+                             daemon=True).start()
+            return
         try:
             proc.popen.send_signal(signal.SIGTERM)
         except ProcessLookupError:
             pass
+
+    def _kill_unless_gone(self, proc: Launched) -> None:
+        try:
+            proc.popen.wait(timeout=LOST_NODE_WAIT)
+        except subprocess.TimeoutExpired:
+            self.kill(proc)
 
     def kill(self, proc: Launched) -> None:
         """Last resort: SIGKILL srun (its end of the step's stdin closes) and cancel the step

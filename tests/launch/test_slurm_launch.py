@@ -66,6 +66,44 @@ def job_id(cluster, name: str) -> str:
     return done.stdout.split()[0]
 
 
+@pytest.fixture(scope="module")
+def cora_parts(tmp_path_factory) -> Path:
+    """The demo's data: the embedded Cora ingested and split in 2 by BGL's partitioner."""
+    from bgl.data import default_dataset_path
+    from bgl.partition import partition_graph
+    from bgl.sources.datasets import ingest
+
+    root = tmp_path_factory.mktemp("cora")
+    store = ingest(str(default_dataset_path()), root / "store", overwrite=True)
+    partition_graph(store, "bgl", 2, root / "parts", seed=0, overwrite=True)
+    return root / "parts"
+
+
+def test_demo_job_trains_under_sbatch(slurm_cluster, cora_parts, tmp_path, orphans):
+    """examples/slurm/train.sbatch on a 2-node allocation: the demo's model, data and options
+    (as `bgl demo` runs them locally) reach the local demo's accuracy bar."""
+    parts = tmp_path / "parts"
+    parts.symlink_to(cora_parts, target_is_directory=True)
+    out = tmp_path / "job.out"
+    env = {**slurm_env(slurm_cluster), "BGL_PARTS": str(parts), "BGL_PYTHON": sys.executable,
+           "BGL_LAUNCH_ARGS": f"--server-threads 1 --port-base {PORT_BASE} --grace 2",
+           "BGL_TRAIN_ARGS": "--order proximity --batch-size 32 --cache lookahead"}
+    done = subprocess.run([*in_login_node(slurm_cluster), "sbatch", "--wait", "--job-name", tmp_path.name,
+                           f"--output={out}", str(REPO / "examples" / "slurm" / "train.sbatch")],
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=240)
+    log = f"sbatch exit {done.returncode}: {done.stdout}{done.stderr}\n--- job output\n" + \
+        (out.read_text(errors="replace")[-6000:] if out.exists() else "(none)")
+    assert done.returncode == 0, log
+    text = out.read_text()
+    assert "[bgla:server:0]" in text and "[bglb:server:1]" in text, log
+    epochs = re.findall(r"\[bgla:trainer:0\] epoch (\d+): time", text)
+    assert epochs == ["0", "1", "2"], log
+    acc = re.search(r"\[bgla:trainer:0\] test accuracy ([\d.]+) \((\d+)/(\d+) test nodes\)", text)
+    assert acc and int(acc.group(3)) == 540, log  # both ranks' shares of Cora's test split
+    assert float(acc.group(1)) > 0.6, log  # the bar tests/launch/test_demo.py sets for `bgl demo`
+    assert_nothing_left(slurm_cluster, orphans)
+
+
 def test_scancel_stops_the_launch(slurm_cluster, launcher, partition_dir, trainer_script,
                                   tmp_path, orphans):
     """scancel mid-epoch: non-zero within 10 s, a node named, nothing left."""
