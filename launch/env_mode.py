@@ -121,6 +121,9 @@ class EnvSupervisor(Supervisor):
                 failure = self._run_steps()
             except LaunchAborted as e:
                 failure = (str(e), e.exit_code)
+            except RuntimeError as e:  # torch's store: its host (rank 0) went away mid-request
+                failure = (f"the rendezvous store at {self.world.master_addr}:"
+                           f"{self.world.master_port} failed: {e}", 1)
             finally:
                 self._teardown()
             if failure is None:
@@ -167,7 +170,17 @@ class EnvSupervisor(Supervisor):
             if failure:
                 return failure
             self._shutdown_servers()
+        self._leave()
         return None
+
+    def _leave(self) -> None:
+        """Count this process out; rank 0, whose process may host the store, waits (up to
+        ``grace`` + 10 s) until every other process has, so none loses the store mid-request."""
+        self.store.add("left", 1)
+        if self.world.rank == 0 and not self.world.agent_store:
+            deadline = time.monotonic() + self.grace + 10.0
+            while self.store.add("left", 0) < self.world.world_size and time.monotonic() < deadline:
+                time.sleep(POLL_SECONDS)
 
     def _warm_up_servers(self, deadline: float) -> tuple[str, int] | None:
         return None  # only rank 0 warms up, once every node's servers answer (see _run_steps)

@@ -39,7 +39,10 @@ STORE_PREFIX = "bgl"
 _PER_NODE = re.compile(r"^(\d+)(?:\(x(\d+)\))?$")
 
 
-def _int(env: Mapping[str, str], key: str, *, minimum: int = 0) -> int | None:
+def env_int(env: Mapping[str, str], key: str, *, minimum: int = 0) -> int | None:
+    """``int(env[key])``, None if unset or blank; LaunchError naming ``key`` if it is not an
+    integer >= ``minimum`` (counts like ``SLURM_CPUS_ON_NODE=8``; a per-node list such as
+    ``2(x3)`` goes through :func:`tasks_on_node`)."""
     raw = env.get(key)
     if raw is None or raw.strip() == "":
         return None
@@ -113,26 +116,26 @@ def read_world(env: Mapping[str, str] | None = None) -> World:
     env = os.environ if env is None else env
     if env.get("RANK") is not None or env.get("WORLD_SIZE") is not None:
         source = "torch"
-        rank, world = _int(env, "RANK"), _int(env, "WORLD_SIZE", minimum=1)
+        rank, world = env_int(env, "RANK"), env_int(env, "WORLD_SIZE", minimum=1)
         if rank is None or world is None:
             missing = "RANK" if rank is None else "WORLD_SIZE"
             raise LaunchError(f"--backend env: {missing} is not set (RANK and WORLD_SIZE come together)")
-        local_rank = _int(env, "LOCAL_RANK") or 0
-        local_world = _int(env, "LOCAL_WORLD_SIZE", minimum=1) or 1
-        node_rank = _int(env, "GROUP_RANK")
+        local_rank = env_int(env, "LOCAL_RANK") or 0
+        local_world = env_int(env, "LOCAL_WORLD_SIZE", minimum=1) or 1
+        node_rank = env_int(env, "GROUP_RANK")
         if node_rank is None:
-            node_rank = _int(env, "NODE_RANK")
+            node_rank = env_int(env, "NODE_RANK")
         if node_rank is None:
             node_rank = rank // local_world
-        num_nodes = _int(env, "GROUP_WORLD_SIZE", minimum=1) or max(1, world // local_world)
+        num_nodes = env_int(env, "GROUP_WORLD_SIZE", minimum=1) or max(1, world // local_world)
     elif env.get("SLURM_PROCID") is not None:
         source = "slurm"
-        rank, world = _int(env, "SLURM_PROCID"), _int(env, "SLURM_NTASKS", minimum=1)
+        rank, world = env_int(env, "SLURM_PROCID"), env_int(env, "SLURM_NTASKS", minimum=1)
         if world is None:
             raise LaunchError("--backend env under srun: SLURM_NTASKS is not set")
-        local_rank = _int(env, "SLURM_LOCALID") or 0
-        node_rank = _int(env, "SLURM_NODEID") or 0
-        num_nodes = (_int(env, "SLURM_STEP_NUM_NODES", minimum=1) or _int(env, "SLURM_NNODES", minimum=1)
+        local_rank = env_int(env, "SLURM_LOCALID") or 0
+        node_rank = env_int(env, "SLURM_NODEID") or 0
+        num_nodes = (env_int(env, "SLURM_STEP_NUM_NODES", minimum=1) or env_int(env, "SLURM_NNODES", minimum=1)
                      or 1)
         per_node = env.get("SLURM_STEP_TASKS_PER_NODE") or env.get("SLURM_TASKS_PER_NODE")
         local_world = tasks_on_node(per_node, node_rank) if per_node else max(1, world // num_nodes)
@@ -143,7 +146,7 @@ def read_world(env: Mapping[str, str] | None = None) -> World:
         raise LaunchError("--backend env: MASTER_ADDR is not set; bgl agrees on graph-server "
                           "addresses through torch's rendezvous store at MASTER_ADDR:MASTER_PORT "
                           "(torchrun, TorchX and Kubeflow set both; under srun export them)")
-    master_port = _int(env, "MASTER_PORT", minimum=1)
+    master_port = env_int(env, "MASTER_PORT", minimum=1)
     if master_port is None or master_port > 65535:
         raise LaunchError(f"--backend env: MASTER_PORT must be a port 1..65535, got "
                           f"{env.get('MASTER_PORT')!r}")

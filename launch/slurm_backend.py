@@ -208,25 +208,22 @@ class SlurmBackend:
 
     def lost_host(self) -> str | None:
         """A message naming a node whose slurmd has been silent for ``node_timeout`` s, else None."""
-        if self._watch is None:
-            return None
-        host = self._watch.lost()
-        if host is None:
-            return None
-        self._lost.add(host.ip)
-        return (f"{host.label}: slurmd stopped answering on port {self._watch.port} "
-                f"{self._watch.silent_for(host):.1f} s ago; the node is lost (or its slurmd died)")
+        host = self._watch.lost() if self._watch is not None else None
+        return self._mark_lost(host, f"stopped answering on port {{port}} "
+                                     f"{self._watch.silent_for(host) if host else 0:.1f} s ago; "
+                                     "the node is lost (or its slurmd died)")
 
     def lost_host_now(self) -> str | None:
         """Like :meth:`lost_host`, but probes every node now (used when a process fails, to blame
         a node that just vanished rather than the peers that failed because of it)."""
-        if self._watch is None:
-            return None
-        host = self._watch.unreachable_now()
+        host = self._watch.unreachable_now() if self._watch is not None else None
+        return self._mark_lost(host, "does not answer on port {port}; the node is lost")
+
+    def _mark_lost(self, host: Host | None, what: str) -> str | None:
         if host is None:
             return None
         self._lost.add(host.ip)
-        return f"{host.label}: slurmd does not answer on port {self._watch.port}; the node is lost"
+        return f"{host.label}: slurmd " + what.format(port=self._watch.port)
 
     def explain_exit(self, proc: Launched, status: int) -> str | None:
         """Say what Slurm did to the job when a step ends badly: cancelled, timed out, node failure."""

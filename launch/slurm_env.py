@@ -27,6 +27,8 @@ from typing import Mapping
 
 from bgl.errors import LaunchError
 
+from .env_world import env_int
+
 # Ranges larger than this are a typo (node[1-1000000]), not an allocation.
 MAX_NODES = 65536
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
@@ -117,28 +119,10 @@ def expand_nodelist(text: str) -> list[str]:
     return names
 
 
-def _positive_int(env: Mapping[str, str], key: str) -> int | None:
-    """``int(env[key])`` if set; LaunchError if set but not a positive integer.
-
-    Slurm writes counts like ``SLURM_CPUS_ON_NODE=8``; a per-node list such as
-    ``2(x3)`` (``SLURM_TASKS_PER_NODE``) is not read through here.
-    """
-    raw = env.get(key)
-    if raw is None or raw == "":
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise LaunchError(f"{key}={raw!r} is not an integer") from None
-    if value < 0:
-        raise LaunchError(f"{key} must be >= 0, got {value}")
-    return value
-
-
 def _gpu_count(env: Mapping[str, str]) -> int | None:
     """GPUs Slurm gave this node: ``SLURM_GPUS_ON_NODE``, else the length of ``CUDA_VISIBLE_DEVICES``
     when Slurm set ``SLURM_JOB_GPUS`` (older setups)."""
-    count = _positive_int(env, "SLURM_GPUS_ON_NODE")
+    count = env_int(env, "SLURM_GPUS_ON_NODE")
     if count is not None:
         return count
     if env.get("SLURM_JOB_GPUS"):
@@ -181,12 +165,12 @@ class SlurmAllocation:
         twice = sorted(n for n, k in Counter(nodes).items() if k > 1)
         if twice:
             raise LaunchError(f"SLURM_JOB_NODELIST={raw!r} names {', '.join(twice)} more than once")
-        nnodes = _positive_int(env, "SLURM_NNODES") or _positive_int(env, "SLURM_JOB_NUM_NODES")
+        nnodes = env_int(env, "SLURM_NNODES") or env_int(env, "SLURM_JOB_NUM_NODES")
         if nnodes is not None and nnodes != len(nodes):
             raise LaunchError(f"SLURM_NNODES={nnodes} but SLURM_JOB_NODELIST={raw!r} names "
                               f"{len(nodes)} node(s): {','.join(nodes)}")
         return cls(job_id=str(job_id), nodes=tuple(nodes),
-                   cpus_on_node=_positive_int(env, "SLURM_CPUS_ON_NODE"),
+                   cpus_on_node=env_int(env, "SLURM_CPUS_ON_NODE"),
                    gpus_on_node=_gpu_count(env))
 
     def default_trainers(self) -> int:

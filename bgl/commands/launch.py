@@ -1,9 +1,12 @@
 """``bgl launch``: graph servers + ``torch.distributed.run`` trainers on a cluster.
 
-Example::
+Examples::
 
     bgl launch --hosts hosts.txt --partition parts/ --num-trainers 2 \\
         -- python examples/train_sage.py --epochs 3
+    salloc -N2 bgl launch --backend slurm --partition parts/ -- python examples/train_sage.py
+    torchrun --nnodes 2 --node_rank N --nproc_per_node 2 --master_addr HEAD --master_port 29500 \\
+        -m bgl launch --backend env --partition parts/ -- python examples/train_sage.py
 """
 from __future__ import annotations
 
@@ -15,7 +18,8 @@ import sys
 def register(subparsers) -> None:
     """Add the ``launch`` parser (graph servers + trainers from a hosts file) to ``subparsers``."""
     parser = subparsers.add_parser(
-        "launch", help="start graph servers and trainers on the hosts of a hosts file",
+        "launch", help="start graph servers and trainers on a hosts file's hosts, in a Slurm "
+                       "allocation, or as each process of a torchrun/TorchX/Kubeflow job",
         description="Start one graph server per partition part (round-robin over the hosts), "
                     "wait until each answers PING, run the training command through "
                     "torch.distributed.run on every host with BGL_SERVERS/BGL_PARTITION set, "
@@ -127,6 +131,9 @@ def run(args: argparse.Namespace) -> int:
     from bgl.launch.supervisor import LaunchAborted, Supervisor
 
     command = args.train_command[1:] if args.train_command[:1] == ["--"] else args.train_command
+    if args.backend in ("slurm", "env") and args.hosts is not None:
+        raise LaunchError(f"--hosts is not used with --backend {args.backend} (the nodes come from "
+                          + ("the allocation)" if args.backend == "slurm" else "the torch rendezvous)"))
     if args.backend == "env":
         from bgl.launch.env_mode import run_env_mode
 

@@ -378,16 +378,18 @@ class Namespaces:
 
     def kill_all(self, key: str) -> None:
         """SIGKILL every process in namespace ``key`` until none is left (a host lost at once)."""
-        for _ in range(50):
-            pids = self.pids(key)
-            if not pids:
-                return
-            for pid in pids:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            victims = []
+            for pid in self.pids(key):
                 try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
+                    victims.append(psutil.Process(pid))
+                    victims[-1].kill()
+                except psutil.Error:
                     pass
-            time.sleep(0.1)
+            if not victims:
+                return
+            psutil.wait_procs(victims, timeout=1)
         raise RuntimeError(f"processes {self.pids(key)} in namespace {self.names[key]} survive SIGKILL")
 
     def remove(self) -> list[str]:

@@ -145,3 +145,21 @@ def test_killed_slurmd_stops_the_launch(slurm_cluster, launcher, partition_dir, 
         cluster.start_slurmd("bglb")
         cluster.wait_idle()
     assert_nothing_left(cluster, orphans)
+
+
+def test_env_mode_under_plain_srun(slurm_cluster, partition_dir, trainer_script, tmp_path, orphans):
+    """`srun -N2 bgl launch --backend env`: ranks from SLURM_PROCID/SLURM_NTASKS/SLURM_NODEID,
+    rank 0 hosts the store at MASTER_ADDR:MASTER_PORT, each node's task its part's server."""
+    env = {**slurm_env(slurm_cluster), "MASTER_ADDR": "10.78.0.2", "MASTER_PORT": "29500"}
+    done = subprocess.run(
+        [*in_login_node(slurm_cluster), "srun", "-N2", "--ntasks-per-node=1", "--job-name", tmp_path.name,
+         sys.executable, "-m", "bgl", "launch", "--backend", "env", "--partition", str(partition_dir),
+         "--port-base", str(PORT_BASE), "--server-threads", "1", "--grace", "2",
+         "--", "python", str(trainer_script), "finish"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240)
+    log = f"exit {done.returncode}\n{done.stdout[-5000:]}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, log
+    assert "rank 0/2 inputs=" in done.stdout and "rank 1/2 inputs=" in done.stdout and done.stdout.count("seeds_all_ranks=64") == 2, log
+    assert f"on tcp://10.78.0.2:{PORT_BASE} (CURVE" in done.stdout, log
+    assert f"on tcp://10.78.0.3:{PORT_BASE + 1} (CURVE" in done.stdout, log
+    assert_nothing_left(slurm_cluster, orphans)
