@@ -151,6 +151,7 @@ class SlurmBackend:
     name: str = "slurm"
     _watch: NodeWatch | None = field(default=None, repr=False)
     _lost: set = field(default_factory=set, repr=False)
+    _helpers: list = field(default_factory=list, repr=False)  # threads stopping/cancelling steps
 
     def preflight(self, spec: ClusterSpec) -> None:
         """srun is here, and every node of the allocation can run our python and import bgl
@@ -179,9 +180,18 @@ class SlurmBackend:
         self._watch.start()
 
     def close(self) -> None:
-        """Stop the node watch (the supervisor calls this once the launch is over)."""
+        """Stop the node watch and let step cancels still in flight finish (at most ~10 s; the
+        supervisor calls this once the launch is over)."""
         if self._watch is not None:
             self._watch.stop()
+        deadline = time.monotonic() + 10.0
+        for thread in self._helpers:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _in_background(self, target, *args) -> None:
+        thread = threading.Thread(target=target, args=args, name=f"slurm {target.__name__}", daemon=True)
+        self._helpers.append(thread)
+        thread.start()
 
     def _step_env(self, env: Mapping[str, str]) -> dict[str, str]:
         base = {k: v for k, v in os.environ.items() if k not in _STEP_SHAPE_ENV}
@@ -250,8 +260,7 @@ class SlurmBackend:
         """
         _close_stdin(proc.popen)
         if proc.host.ip in self._lost:
-            threading.Thread(target=self._kill_unless_gone, args=(proc,), name="stop step",
-                             daemon=True).start()
+            self._in_background(self._kill_unless_gone, proc)
             return
         try:
             proc.popen.send_signal(signal.SIGTERM)
@@ -265,17 +274,16 @@ class SlurmBackend:
             self.kill(proc)
 
     def kill(self, proc: Launched) -> None:
-        """Last resort: SIGKILL srun (its end of the step's stdin closes) and cancel the step
-        (in the background, best effort)."""
+        """Last resort: SIGKILL srun and cancel its step with SIGKILL through slurmctld (in the
+        background: slow while slurmctld handles a node failure, and the other steps must not
+        wait for it).  Only the cancel reaches the step's processes: the step daemon keeps them
+        running when srun dies."""
         _close_stdin(proc.popen)
         try:
             os.killpg(proc.popen.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        # The step's stdin closed with srun, so its agent is already tearing down; the cancel
-        # (through slurmctld, slow while it handles a node failure) must not hold up the others.
-        threading.Thread(target=self._cancel_step, args=(f"bgl-{proc.name}",),
-                         name="cancel step", daemon=True).start()
+        self._in_background(self._cancel_step, f"bgl-{proc.name}")
 
     def _cancel_step(self, step_name: str) -> None:
         try:

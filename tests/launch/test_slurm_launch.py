@@ -163,3 +163,28 @@ def test_env_mode_under_plain_srun(slurm_cluster, partition_dir, trainer_script,
     assert f"on tcp://10.78.0.2:{PORT_BASE} (CURVE" in done.stdout, log
     assert f"on tcp://10.78.0.3:{PORT_BASE + 1} (CURVE" in done.stdout, log
     assert_nothing_left(slurm_cluster, orphans)
+
+
+def test_lost_node_stops_the_launch(slurm_cluster, launcher, partition_dir, trainer_script,
+                                    tmp_path, orphans):
+    """Node bglb vanishes (every process in its namespace SIGKILLed: slurmd, step daemons, the
+    launch's processes): the launch ends within 10 s blaming bglb, even though the trainer on
+    bgla fails first (its peer's connections broke)."""
+    cluster = slurm_cluster
+    run = salloc_launch(cluster, launcher, partition_dir, trainer_script, tmp_path, "loop")
+    try:
+        run.wait_for_output("ready 0")
+        run.wait_for_output("ready 1")
+        cluster.lose_node("bglb")
+        t0 = time.monotonic()
+        code = run.wait(timeout=60)
+        elapsed = time.monotonic() - t0
+        assert code == 1, run.describe()
+        assert "bgl launch: failed: node bglb (10.78.0.3): slurmd " in run.stderr, run.describe()
+        assert elapsed < 10, f"the launch took {elapsed:.1f} s to stop\n{run.describe()}"
+        assert orphans() == []
+    finally:
+        cluster.procs["bglb"].wait(timeout=10)
+        cluster.start_slurmd("bglb")
+        cluster.wait_idle()
+    assert_nothing_left(cluster, orphans)
