@@ -274,16 +274,17 @@ class SlurmBackend:
             self.kill(proc)
 
     def kill(self, proc: Launched) -> None:
-        """Last resort: SIGKILL srun and cancel its step with SIGKILL through slurmctld (in the
-        background: slow while slurmctld handles a node failure, and the other steps must not
-        wait for it).  Only the cancel reaches the step's processes: the step daemon keeps them
-        running when srun dies."""
+        """Last resort: SIGKILL srun, and on a node that is not lost cancel its step with SIGKILL
+        through slurmctld too: only that reaches the step's processes (the step daemon keeps
+        them running when srun dies).  In the background, so the other steps need not wait;
+        never for a lost node, whose step only its own (dead) slurmd could reach."""
         _close_stdin(proc.popen)
         try:
             os.killpg(proc.popen.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        self._in_background(self._cancel_step, f"bgl-{proc.name}")
+        if proc.host.ip not in self._lost:
+            self._in_background(self._cancel_step, f"bgl-{proc.name}")
 
     def _cancel_step(self, step_name: str) -> None:
         try:
