@@ -41,8 +41,8 @@ from .backends import LocalBackend, port_is_free
 from .env_world import World, connect_store, node_address, read_world
 from .hosts import Host
 from .run_keys import RunKeys, keys_env, plain_env
-from .spec import (ClusterSpec, TrainerPlacement, _is_bare_python, build_cluster_spec,
-                   check_plaintext_allowed, check_server_slots, trainer_env)
+from .spec import (ClusterSpec, TrainerPlacement, build_cluster_spec, check_plaintext_allowed,
+                   check_server_slots, is_bare_python, trainer_env)
 from .supervisor import POLL_SECONDS, LaunchAborted, Supervisor
 
 log = logging.getLogger(__name__)
@@ -192,7 +192,7 @@ class EnvSupervisor(Supervisor):
         if self.server_watch.server_restarts:  # the client waits for a restarted server this long
             env[ENV_RETRY_TIMEOUT] = f"{self.server_timeout:g}"
         user = list(self.spec.command)
-        if _is_bare_python(user[0]):
+        if is_bare_python(user[0]):
             user[0] = self.spec.python
         self._start("trainer", f"trainer rank {self.world.rank} on {self.host.tag}",
                     f"[{self.host.tag}:trainer:{self.world.rank}]", f"rank{self.world.rank}",

@@ -45,7 +45,7 @@ from typing import Mapping, Sequence
 
 from bgl.errors import LaunchError
 
-from .backends import Launched, _close_stdin, _spawn, agent_argv
+from .backends import Launched, agent_argv, close_stdin, spawn_agent
 from .hosts import Host
 from .spec import ClusterSpec
 
@@ -212,7 +212,7 @@ class SlurmBackend:
               secret_env: Mapping[str, str], spec: ClusterSpec) -> Launched:
         """Start ``argv`` on ``host``'s node as a step; ``env`` travels with srun's environment,
         secrets through its stdin."""
-        popen = _spawn(self.step_argv(name, host, argv, spec), self._step_env(env), spec.workdir,
+        popen = spawn_agent(self.step_argv(name, host, argv, spec), self._step_env(env), spec.workdir,
                        secret_env)
         return Launched(name=name, host=host, popen=popen, tmpdir=self.tmpdir_for(name))
 
@@ -258,7 +258,7 @@ class SlurmBackend:
         slurmd, which may be the part that died), while a forwarded signal needs slurmd.  If
         srun is still there ``LOST_NODE_WAIT`` s later the node is really gone: kill srun.
         """
-        _close_stdin(proc.popen)
+        close_stdin(proc.popen)
         if proc.host.ip in self._lost:
             self._in_background(self._kill_unless_gone, proc)
             return
@@ -278,7 +278,7 @@ class SlurmBackend:
         through slurmctld too: only that reaches the step's processes (the step daemon keeps
         them running when srun dies).  In the background, so the other steps need not wait;
         never for a lost node, whose step only its own (dead) slurmd could reach."""
-        _close_stdin(proc.popen)
+        close_stdin(proc.popen)
         try:
             os.killpg(proc.popen.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):

@@ -219,7 +219,7 @@ def server_argv(spec: ClusterSpec, server: ServerPlacement) -> list[str]:
     return argv
 
 
-def _is_bare_python(arg: str) -> bool:
+def is_bare_python(arg: str) -> bool:
     """``python``, ``python3``, ``python3.11``: a PATH lookup, not a chosen interpreter."""
     name = arg.strip()
     return "/" not in name and name.startswith("python") and \
@@ -235,7 +235,7 @@ def trainer_argv(spec: ClusterSpec, trainer: TrainerPlacement, log_dir: str) -> 
     ``log_dir`` makes torchrun prefix each worker's lines with its rank.
     """
     user = list(spec.command)
-    if _is_bare_python(user[0]):
+    if is_bare_python(user[0]):
         user[0] = spec.python
     return [spec.python, "-m", "torch.distributed.run",
             f"--nnodes={len(spec.hosts)}", f"--node_rank={trainer.node_rank}",

@@ -11,8 +11,6 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 from bgl.launch.backends import port_is_free
 
 TIMEOUT = 150

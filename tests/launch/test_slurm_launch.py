@@ -122,22 +122,18 @@ def test_scancel_stops_the_launch(slurm_cluster, launcher, partition_dir, traine
     assert_nothing_left(slurm_cluster, orphans)
 
 
-def test_killed_slurmd_stops_the_launch(slurm_cluster, launcher, partition_dir, trainer_script,
-                                        tmp_path, orphans):
-    """SIGKILL to node bglb's slurmd mid-epoch: the launch ends within 10 s naming bglb, and
-    every process of the launch on both nodes is gone."""
-    cluster = slurm_cluster
-    run = salloc_launch(cluster, launcher, partition_dir, trainer_script, tmp_path, "loop")
+def stop_node_bglb_mid_epoch(cluster, run, orphans, take_down, message: str) -> None:
+    """Once both trainers loop, ``take_down()`` node bglb: the launch must end within 10 s with
+    ``message``; bglb's slurmd is started again whatever happened."""
     try:
         run.wait_for_output("ready 0")
         run.wait_for_output("ready 1")
-        cluster.procs["bglb"].kill()
+        take_down()
         t0 = time.monotonic()
         code = run.wait(timeout=60)
         elapsed = time.monotonic() - t0
         assert code == 1, run.describe()
-        assert "bgl launch: failed: node bglb (10.78.0.3): slurmd stopped answering" in run.stderr, \
-            run.describe()
+        assert f"bgl launch: failed: node bglb (10.78.0.3): {message}" in run.stderr, run.describe()
         assert elapsed < 10, f"the launch took {elapsed:.1f} s to stop\n{run.describe()}"
         assert orphans() == []
     finally:
@@ -145,6 +141,16 @@ def test_killed_slurmd_stops_the_launch(slurm_cluster, launcher, partition_dir, 
         cluster.start_slurmd("bglb")
         cluster.wait_idle()
     assert_nothing_left(cluster, orphans)
+
+
+def test_killed_slurmd_stops_the_launch(slurm_cluster, launcher, partition_dir, trainer_script,
+                                        tmp_path, orphans):
+    """SIGKILL to node bglb's slurmd (only) mid-epoch: the launch ends within 10 s naming bglb,
+    and every process of the launch on both nodes is gone (its step daemon stopped them on the
+    EOF the launcher sent)."""
+    run = salloc_launch(slurm_cluster, launcher, partition_dir, trainer_script, tmp_path, "loop")
+    stop_node_bglb_mid_epoch(slurm_cluster, run, orphans, slurm_cluster.procs["bglb"].kill,
+                             "slurmd stopped answering")
 
 
 def test_env_mode_under_plain_srun(slurm_cluster, partition_dir, trainer_script, tmp_path, orphans):
@@ -168,23 +174,8 @@ def test_env_mode_under_plain_srun(slurm_cluster, partition_dir, trainer_script,
 def test_lost_node_stops_the_launch(slurm_cluster, launcher, partition_dir, trainer_script,
                                     tmp_path, orphans):
     """Node bglb vanishes (every process in its namespace SIGKILLed: slurmd, step daemons, the
-    launch's processes): the launch ends within 10 s blaming bglb, even though the trainer on
+    launch's processes): the launch ends within 10 s naming bglb, also when the trainer on
     bgla fails first (its peer's connections broke)."""
-    cluster = slurm_cluster
-    run = salloc_launch(cluster, launcher, partition_dir, trainer_script, tmp_path, "loop")
-    try:
-        run.wait_for_output("ready 0")
-        run.wait_for_output("ready 1")
-        cluster.lose_node("bglb")
-        t0 = time.monotonic()
-        code = run.wait(timeout=60)
-        elapsed = time.monotonic() - t0
-        assert code == 1, run.describe()
-        assert "bgl launch: failed: node bglb (10.78.0.3): slurmd " in run.stderr, run.describe()
-        assert elapsed < 10, f"the launch took {elapsed:.1f} s to stop\n{run.describe()}"
-        assert orphans() == []
-    finally:
-        cluster.procs["bglb"].wait(timeout=10)
-        cluster.start_slurmd("bglb")
-        cluster.wait_idle()
-    assert_nothing_left(cluster, orphans)
+    run = salloc_launch(slurm_cluster, launcher, partition_dir, trainer_script, tmp_path, "loop")
+    stop_node_bglb_mid_epoch(slurm_cluster, run, orphans, lambda: slurm_cluster.lose_node("bglb"),
+                             "slurmd ")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -104,7 +105,7 @@ def test_more_parts_than_nodes_needs_servers_per_node():
 
 def test_cli_outside_an_allocation_is_a_one_line_error(two_part_partition, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-    done = subprocess.run([os.sys.executable, "-m", "bgl", "launch", "--backend", "slurm",
+    done = subprocess.run([sys.executable, "-m", "bgl", "launch", "--backend", "slurm",
                            "--partition", str(two_part_partition), "--", "python", "x.py"],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert done.returncode == 1
@@ -116,7 +117,7 @@ def test_cli_outside_an_allocation_is_a_one_line_error(two_part_partition, tmp_p
 def test_cli_more_parts_than_nodes(two_part_partition, tmp_path):
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SLURM_")},
            "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "solo", "SLURM_NNODES": "1"}
-    done = subprocess.run([os.sys.executable, "-m", "bgl", "launch", "--backend", "slurm",
+    done = subprocess.run([sys.executable, "-m", "bgl", "launch", "--backend", "slurm",
                            "--partition", str(two_part_partition), "--", "python", "x.py"],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert done.returncode == 1
