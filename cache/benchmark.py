@@ -50,7 +50,9 @@ FIFO_VARIANTS = {"request": ("request", False, False), "reverse-no-seeds": ("rev
 # lookahead variant -> (k, fill, fill scores: "presample" = presample counts, "degree" = in-degrees,
 # None = cfg.lookahead_scores); the plain "lookahead" rows use (cfg.lookahead_k, cfg.lookahead_fill,
 # cfg.lookahead_scores)
+# "auto": the window sized to the cache (bgl.cache.lookahead_feeder.CacheSizedWindow)
 LOOKAHEAD_VARIANTS = {"k0": (0, "counts", None), "k1": (1, "counts", None), "k16": (16, "counts", None),
+                      "auto": ("auto", "counts", None),
                       "recency": (None, "recency", None), "presample": (None, "counts", "presample"),
                       "degree": (None, "counts", "degree")}
 LOOKAHEAD_SCORES = ("degree", "presample")
@@ -59,7 +61,7 @@ POLICY_COLORS = {"none": "black", "static-degree": "tab:blue", "presample": "tab
                  "lru": "tab:green", "fifo": "tab:red", "lookahead": "tab:purple", "belady": "grey"}
 CSV_COLUMNS = ("policy", "order", "cache_ratio", "capacity", "mib_from_source", "rows_from_source", "hit_rate",
                "requests", "hits", "bytes_from_source", "ids_per_s", "batches", "own_ms_per_batch",
-               "policy_ms_per_batch", "gather_ms_per_batch")
+               "policy_ms_per_batch", "gather_ms_per_batch", "mean_depth")
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,7 @@ class BenchRow:
     own_ms_per_batch: float = 0.0  # the cache's CPU time per batch (miss source subtracted)
     policy_ms_per_batch: float = 0.0  # of which the policy's bookkeeping (admission/eviction, announce)
     gather_ms_per_batch: float = 0.0  # CPU time of np.take of the batch's rows from the feature memmap
+    mean_depth: float = 0.0  # lookahead: batches announced beyond the fetched one, on average
 
     def to_dict(self) -> dict:
         """The row as a JSON-ready dict."""
@@ -243,7 +246,7 @@ def run_benchmark(store, cfg: BenchConfig, progress: bool = True) -> list[BenchR
                                  speed, len(streams[order]),
                                  1e3 * stats["own_cpu_seconds"] / max(len(streams[order]), 1),
                                  1e3 * stats["policy_cpu_seconds"] / max(len(streams[order]), 1),
-                                 gather_ms[order]))
+                                 gather_ms[order], stats.get("mean_depth", 0.0)))
             bar.update(1)
         return rows
     finally:
