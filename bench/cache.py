@@ -52,10 +52,12 @@ DATASETS = {
     "rmat20": (None, {"feat_dim": 32, "num_classes": 4}, {"b32": 2000, "b256": 500}),
 }
 # regime -> (batch size, fanouts)
-REGIMES = {"b32": (32, "10,5"), "b256": (256, "10,10")}
+REGIMES = {"b32": (32, "10,5"), "b64": (64, "10,5"), "b256": (256, "10,10"), "b1024": (1024, "10,10")}
 TARGET_RATIO = 0.1
 TARGET_VS_BEST, TARGET_VS_GNNLAB, TARGET_VS_BELADY = 0.85, 0.65, 1.35
-LOOKAHEAD_VARIANTS = "k0,k1,k16,recency,presample"
+LOOKAHEAD_VARIANTS = "k0,k1,k16,auto,recency,presample"
+# --window: only these, to compare lookahead windows with Belady's bound (rows are load-independent)
+WINDOW_POLICIES, WINDOW_VARIANTS, TARGET_WINDOW_VS_BELADY = "lookahead,belady", "k16,auto", 1.1
 TARGET_IDS_PER_S = 10e6
 
 
@@ -109,6 +111,19 @@ def verdicts(rows: list[dict], policy: str = "lookahead") -> dict:
             "hit": {key: float(x["hit_rate"]) for key, x in at.items()}}
 
 
+def window_line(key: str, rows: list[dict]) -> str:
+    """Rows from source of lookahead k=4, k=16 and the window sized to the cache vs Belady's."""
+    at = at_target(rows)
+    belady = int(at[("belady", "proximity")]["rows_from_source"])
+    parts = [f"[{key}] rows from source at 10% cache, proximity order: belady {belady}"]
+    for label, policy in (("k=4", "lookahead"), ("k=16", "lookahead[k16]"), ("auto", "lookahead[auto]")):
+        r = at[(policy, "proximity")]
+        rows_ = int(r["rows_from_source"])
+        parts.append(f"{label} {rows_} ({mark(rows_ / max(belady, 1), TARGET_WINDOW_VS_BELADY)}, mean depth "
+                     f"{float(r['mean_depth']):.1f}, bookkeeping {float(r['policy_ms_per_batch']):.2f} ms/batch)")
+    return "; ".join(parts)
+
+
 def mark(ratio: float, target: float) -> str:
     return f"{ratio:.2f}x {'met' if ratio <= target else 'MISSED'}"
 
@@ -157,7 +172,11 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="Cora + CiteSeer and a smaller microbenchmark")
     parser.add_argument("--datasets", default="cora,citeseer,pubmed,slashdot,rmat20")
     parser.add_argument("--regimes", default="b32,b256",
-                        help="b32 = batch 32, fanouts 10,5; b256 = batch 256, fanouts 10,10")
+                        help="b32 / b64 = batch 32 / 64, fanouts 10,5; b256 / b1024 = batch 256 / 1024, "
+                             "fanouts 10,10")
+    parser.add_argument("--window", action="store_true",
+                        help="only lookahead (k=4, k=16, window sized to the cache) and Belady, proximity order: "
+                             "rows vs Belady's per run (target <= 1.1x)")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--workdir", default="/tmp/bgl-bench-cache")
     parser.add_argument("--out", default=str(REPO / "bench" / "out" / "cache"))
@@ -197,7 +216,10 @@ def main() -> int:
             run_out = out / f"{name}-{regime}"
             argv = ["bench-cache", str(store.path), "--batch-size", str(batch), "--fanouts", fanouts,
                     "--epochs", str(args.epochs), "--cache-ratios", str(TARGET_RATIO), "--out", str(run_out),
-                    "--no-progress", "--threads", "1", "--lookahead-variants", LOOKAHEAD_VARIANTS]
+                    "--no-progress", "--threads", "1", "--lookahead-variants",
+                    WINDOW_VARIANTS if args.window else LOOKAHEAD_VARIANTS]
+            if args.window:
+                argv += ["--policies", WINDOW_POLICIES, "--orders", "proximity"]
             if max_batches.get(regime):
                 argv += ["--max-batches", str(max_batches[regime])]
             print(f"$ bgl {' '.join(argv)}", flush=True)
@@ -209,6 +231,9 @@ def main() -> int:
             rows = read_rows(run_out / "hit_rate.csv")
             key = f"{name} b{batch} f{fanouts.replace(',', '-')}"
             results[key] = rows
+            if args.window:
+                print(f"{window_line(key, rows)} ({time.perf_counter() - t:.0f} s)", flush=True)
+                continue
             v = verdicts(rows)
             print(f"[{key}] {time.perf_counter() - t:.1f} s; MiB from source at 10% cache: lookahead+proximity "
                   f"{v['lookahead']:.1f}; vs best other ({'+'.join(v['best_key'])}) {v['best']:.1f}: "
@@ -242,7 +267,7 @@ def main() -> int:
                           f"{res.ids_per_cpu_s / 1e6:.1f}M ids per CPU-s", flush=True)
                     micro.append((policy, dim, batch, res.hit_rate, own, own_cpu, whole_cpu, gather, gather_cpu))
 
-    if results:
+    if results and not args.window:  # the window rows alone would overwrite the README's plot
         png = Path(args.png)
         out.mkdir(parents=True, exist_ok=True)
         combined_plot(results, out / "cache_hit_rate.png")

@@ -22,7 +22,9 @@ FIFO_VARIANTS = {"request": ("request", False, False), "reverse-no-seeds": ("rev
 # lookahead variant -> (k, fill, fill scores: "presample" = presample counts, "degree" = in-degrees,
 # None = cfg.lookahead_scores); the plain "lookahead" rows use (cfg.lookahead_k, cfg.lookahead_fill,
 # cfg.lookahead_scores)
+# "auto": the window sized to the cache (bgl.cache.lookahead_feeder.CacheSizedWindow)
 LOOKAHEAD_VARIANTS = {"k0": (0, "counts", None), "k1": (1, "counts", None), "k16": (16, "counts", None),
+                      "auto": ("auto", "counts", None),
                       "recency": (None, "recency", None), "presample": (None, "counts", "presample"),
                       "degree": (None, "counts", "degree")}
 LOOKAHEAD_SCORES = ("degree", "presample")

@@ -44,7 +44,7 @@ POLICY_COLORS = {"none": "black", "static-degree": "tab:blue", "presample": "tab
                  "lru": "tab:green", "fifo": "tab:red", "lookahead": "tab:purple", "belady": "grey"}
 CSV_COLUMNS = ("policy", "order", "cache_ratio", "capacity", "mib_from_source", "rows_from_source", "hit_rate",
                "requests", "hits", "bytes_from_source", "ids_per_s", "batches", "own_ms_per_batch",
-               "policy_ms_per_batch", "gather_ms_per_batch")
+               "policy_ms_per_batch", "gather_ms_per_batch", "mean_depth")
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,7 @@ class BenchRow:
     own_ms_per_batch: float = 0.0  # the cache's CPU time per batch (miss source subtracted)
     policy_ms_per_batch: float = 0.0  # of which the policy's bookkeeping (admission/eviction, announce)
     gather_ms_per_batch: float = 0.0  # CPU time of np.take of the batch's rows from the feature memmap
+    mean_depth: float = 0.0  # lookahead: batches announced beyond the fetched one, on average
 
     def to_dict(self) -> dict:
         """The row as a JSON-ready dict."""
@@ -156,7 +157,7 @@ def run_benchmark(store, cfg: BenchConfig, progress: bool = True) -> list[BenchR
                                  speed, len(streams[order]),
                                  1e3 * stats["own_cpu_seconds"] / max(len(streams[order]), 1),
                                  1e3 * stats["policy_cpu_seconds"] / max(len(streams[order]), 1),
-                                 gather_ms[order]))
+                                 gather_ms[order], stats.get("mean_depth", 0.0)))
             bar.update(1)
         return rows
     finally:

@@ -149,6 +149,11 @@ class LookaheadCache(CacheBase):
         """Batches announced and not fetched yet (the lookahead depth + 1 while one is in flight)."""
         return len(self._window)
 
+    def protected_rows(self) -> int:
+        """Cached rows an announced, unfetched batch needs (they compete by next use, not by
+        ``fill``).  O(capacity): one comparison per slot."""
+        return int((self.slot_key[: self.filled] >= _NEEDED).sum())
+
     def announce(self, ids: torch.Tensor) -> None:
         """Declare the input ids of the next sampled batch (call in sampling order).
 

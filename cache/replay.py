@@ -22,6 +22,7 @@ import torch
 
 from .bench_config import BenchConfig
 from .lookahead import BeladyBound, LookaheadCache
+from .lookahead_feeder import AUTO, CacheSizedWindow
 from .ordering import proximity_order, random_order
 
 
@@ -99,29 +100,45 @@ class _TimedSource:
         return rows
 
 
-def replay(cache, batches: Sequence, source, seed_hint: bool = True, lookahead: int = 0) -> tuple[dict, float]:
+def replay(cache, batches: Sequence, source, seed_hint: bool = True, lookahead: int | str = 0,
+           window: CacheSizedWindow | None = None) -> tuple[dict, float]:
     """Fetch every batch (an ids tensor or ``(ids, num_seeds)``) through ``cache``;
     returns (stats, cache-only ids/s).  ``seed_hint`` passes ``num_seeds`` on to ``fetch``.
 
     A :class:`LookaheadCache` has each batch announced ``lookahead`` fetches before it is
-    fetched; a :class:`BeladyBound` has the whole stream announced first (its time counts).
+    fetched, or with ``lookahead="auto"`` as far ahead as ``window`` (default
+    :class:`~bgl.cache.lookahead_feeder.CacheSizedWindow`, the bytes of a queued batch being
+    its ids' here) reads: the same rule as :class:`LookaheadFeeder`; ``stats["mean_depth"]``
+    is the batches announced beyond the fetched one, on average.  A :class:`BeladyBound` has
+    the whole stream announced first (its time counts).
     """
     timed = _TimedSource(source)
     cache.reset_stats()
     items = [item if isinstance(item, tuple) else (item, 0) for item in batches]
     ahead = 0
+    sized = None
     if isinstance(cache, BeladyBound):
         lookahead = len(items)
     elif not isinstance(cache, LookaheadCache):
         lookahead = -1
+    elif lookahead == AUTO:
+        sized, lookahead = window or CacheSizedWindow(), len(items)
+    queued = depth_sum = 0  # bytes of the batches announced beyond the fetched one (sized only)
     t, c = time.perf_counter(), time.thread_time()
     for i, (ids, num_seeds) in enumerate(items):
-        while lookahead >= 0 and ahead <= min(i + lookahead, len(items) - 1):
+        if i > 0 and sized is not None and ahead > i:
+            queued -= ids.numel() * ids.element_size()  # batch i is the fetched one now
+        while lookahead >= 0 and ahead <= min(i + lookahead, len(items) - 1) and (
+                sized is None or ahead <= i or sized.wants_more(cache, ahead - i - 1, queued)):
             cache.announce(items[ahead][0])
+            if sized is not None and ahead > i:
+                queued += items[ahead][0].numel() * items[ahead][0].element_size()
             ahead += 1
+        depth_sum += max(ahead - i - 1, 0)
         cache.fetch(ids, timed, num_seeds=num_seeds if seed_hint else 0)
     own = max(time.perf_counter() - t - timed.seconds, 1e-9)
     stats = cache.stats()
     stats["own_cpu_seconds"] = max(time.thread_time() - c - timed.cpu_seconds, 0.0)
     stats["policy_cpu_seconds"] = getattr(cache, "policy_cpu_seconds", 0.0)
+    stats["mean_depth"] = depth_sum / max(len(items), 1) if lookahead >= 0 else 0.0
     return stats, stats["requests"] / own

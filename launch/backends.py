@@ -85,8 +85,10 @@ def port_is_free(ip: str, port: int) -> bool:
             return False
 
 
-def _spawn(argv: list[str], env: Mapping[str, str] | None, cwd: str | None,
-           secret_env: Mapping[str, str]) -> subprocess.Popen:
+def spawn_agent(argv: list[str], env: Mapping[str, str] | None, cwd: str | None,
+                secret_env: Mapping[str, str]) -> subprocess.Popen:
+    """Start ``argv`` (an agent command line, or ssh/srun around one) with stdin and merged
+    stdout/stderr piped, in a session of its own, and write ``secret_env`` to its stdin."""
     popen = subprocess.Popen(
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         env=dict(env) if env is not None else None, cwd=cwd,
@@ -100,7 +102,8 @@ def _spawn(argv: list[str], env: Mapping[str, str] | None, cwd: str | None,
     return popen
 
 
-def _close_stdin(popen: subprocess.Popen) -> None:
+def close_stdin(popen: subprocess.Popen) -> None:
+    """Close our end of ``popen``'s stdin: the agent at the far end reads EOF and stops."""
     try:
         if popen.stdin and not popen.stdin.closed:
             popen.stdin.close()
@@ -145,12 +148,12 @@ class LocalBackend:
         """Start ``argv`` here under the agent, ``env`` added to ours, secrets through its stdin."""
         tmpdir = self.tmpdir_for(name)
         full = agent_argv(spec.python, tmpdir, self.grace, argv)
-        popen = _spawn(full, {**os.environ, **env}, spec.workdir, secret_env)
+        popen = spawn_agent(full, {**os.environ, **env}, spec.workdir, secret_env)
         return Launched(name=name, host=host, popen=popen, tmpdir=tmpdir)
 
     def stop(self, proc: Launched) -> None:
         """Polite stop: close the agent's stdin and SIGTERM it."""
-        _close_stdin(proc.popen)
+        close_stdin(proc.popen)
         try:
             proc.popen.send_signal(signal.SIGTERM)
         except ProcessLookupError:
@@ -253,7 +256,7 @@ class SshBackend:
         assignments = " ".join(shlex.quote(f"{k}={v}") for k, v in remote_env.items())
         remote = (f"cd {shlex.quote(spec.workdir)} && exec env {assignments} "
                   + shlex.join(agent_argv(spec.python, tmpdir, self.grace, argv)))
-        popen = _spawn(self.ssh_argv(host, remote), None, None, secret_env)
+        popen = spawn_agent(self.ssh_argv(host, remote), None, None, secret_env)
         return Launched(name=name, host=host, popen=popen, tmpdir=tmpdir)
 
     def explain_exit(self, proc: Launched, status: int) -> str | None:
@@ -266,7 +269,7 @@ class SshBackend:
     def stop(self, proc: Launched) -> None:
         """Polite stop: close the ssh channel's stdin, so the remote agent tears down."""
         # EOF on the channel reaches the remote agent's stdin.
-        _close_stdin(proc.popen)
+        close_stdin(proc.popen)
 
     def kill_remote(self, proc: Launched, sig: str = "TERM") -> None:
         """The "kill command": signal the remote agent (pid from its pid file) over a new

@@ -28,16 +28,29 @@ class Host:
     ip : the address as written (IPv4 or IPv6); servers on this host bind it.
     port : first graph-server port on this host, or ``None`` for ``--port-base``.
     line : 1-based line number in the hosts file (for error messages).
+    name : the machine's name where it has one the user knows it by (a Slurm node name);
+        messages then say ``node NAME (IP)``.
     """
 
     ip: str
     port: int | None = None
     line: int = 0
+    name: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How messages name this machine: ``node bgla (10.0.0.2)`` or ``host 10.0.0.2``."""
+        return f"node {self.name} ({self.ip})" if self.name else f"host {self.ip}"
 
     @property
     def is_loopback(self) -> bool:
         """True for a loopback address (127.0.0.0/8, ::1)."""
         return ipaddress.ip_address(self.ip).is_loopback
+
+    @property
+    def tag(self) -> str:
+        """The machine in output prefixes (``[tag:server:0]``): its name if it has one, else its IP."""
+        return self.name or self.ip
 
     def url_host(self) -> str:
         """The host part of a URL: IPv6 addresses need brackets (``tcp://[::1]:5000``)."""

@@ -67,7 +67,7 @@ class OutputPump:
         """Start a daemon thread that copies ``member``'s output to the sink with its prefix; returns
         the thread.
         """
-        host = member.launched.host.ip
+        host = member.launched.host.tag
 
         def pump() -> None:
             stream = member.launched.popen.stdout

@@ -15,6 +15,7 @@ starts (see :meth:`~bgl.launch.supervisor.Supervisor.run`).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from bgl.sampler import curve_keys
@@ -35,6 +36,28 @@ class RunKeys:
         """A server pair, a launcher pair and one pair per distinct trainer host."""
         hosts = {t.host.ip: curve_keys.new_keypair() for t in spec.trainers}
         return cls(curve_keys.new_keypair(), curve_keys.new_keypair(), hosts)
+
+    def to_text(self) -> str:
+        """Every pair as JSON (secret keys included: for a channel as trusted as this run's
+        rendezvous, never for a log)."""
+        def pair(p: curve_keys.KeyPair) -> list[str]:
+            return [p.public.decode(), p.secret.decode()]
+
+        return json.dumps({"server": pair(self.server), "launcher": pair(self.launcher),
+                           "hosts": {ip: pair(p) for ip, p in self.hosts.items()}})
+
+    @classmethod
+    def from_text(cls, text: str) -> "RunKeys":
+        """The keys :meth:`to_text` wrote; CurveKeyError for anything malformed."""
+        def pair(v: list, what: str) -> curve_keys.KeyPair:
+            return curve_keys.check_pair(v[0], v[1], what)
+
+        try:
+            data = json.loads(text)
+            return cls(pair(data["server"], "server"), pair(data["launcher"], "launcher"),
+                       {ip: pair(v, f"trainers on {ip}") for ip, v in data["hosts"].items()})
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
+            raise curve_keys.CurveKeyError(f"malformed run keys: {type(e).__name__}") from None
 
     @property
     def allowed(self) -> list[bytes]:

@@ -88,7 +88,7 @@ class ServerWatch:
                             m.what, m.restart, time.monotonic() - m.restarted_at)
             elif now - m.restarted_at > self.server_timeout:
                 log.error("%s restarted but did not answer PING within %g s", m.what, self.server_timeout)
-                return (f"host {m.launched.host.ip}: {m.what} was restarted but did not answer PING "
+                return (f"{m.launched.host.label}: {m.what} was restarted but did not answer PING "
                         f"within {self.server_timeout:g} s", 1)
             return None
         if now < m.next_ping:
@@ -103,7 +103,7 @@ class ServerWatch:
         if silent < self.hang_timeout or m.launched.popen.poll() is not None:
             return None  # (one that exited meanwhile is handled as an exit on the next pass)
         self.stop(m)
-        return self.died(m, f"host {m.launched.host.ip}: {m.what} stopped answering PING "
+        return self.died(m, f"{m.launched.host.label}: {m.what} stopped answering PING "
                             f"(none answered for {silent:.0f} s)")
 
     def died(self, m: Member, why: str) -> tuple[str, int] | None:

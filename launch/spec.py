@@ -188,6 +188,17 @@ def build_cluster_spec(hosts: Sequence[Host], partition_dir: str | os.PathLike, 
     )
 
 
+def check_server_slots(num_parts: int, num_nodes: int, servers_per_node: int, where: str) -> None:
+    """LaunchError unless ``num_nodes`` nodes with ``servers_per_node`` servers each can serve
+    ``num_parts`` parts; ``where`` names the nodes (``"the allocation (n[1-2])"``)."""
+    slots = num_nodes * servers_per_node
+    if num_parts > slots:
+        raise LaunchError(
+            f"the partition has {num_parts} parts but {where} has {num_nodes} node(s) x "
+            f"{servers_per_node} server(s) per node = {slots} server slot(s); pass "
+            f"--servers-per-node {-(-num_parts // num_nodes)} or run on {num_parts} nodes")
+
+
 def check_plaintext_allowed(hosts: Sequence[Host]) -> None:
     """LaunchError unless every host is a loopback address (plaintext servers trust whoever
     reaches their port, so ``--no-curve`` is for one machine only)."""
@@ -208,7 +219,7 @@ def server_argv(spec: ClusterSpec, server: ServerPlacement) -> list[str]:
     return argv
 
 
-def _is_bare_python(arg: str) -> bool:
+def is_bare_python(arg: str) -> bool:
     """``python``, ``python3``, ``python3.11``: a PATH lookup, not a chosen interpreter."""
     name = arg.strip()
     return "/" not in name and name.startswith("python") and \
@@ -224,7 +235,7 @@ def trainer_argv(spec: ClusterSpec, trainer: TrainerPlacement, log_dir: str) -> 
     ``log_dir`` makes torchrun prefix each worker's lines with its rank.
     """
     user = list(spec.command)
-    if _is_bare_python(user[0]):
+    if is_bare_python(user[0]):
         user[0] = spec.python
     return [spec.python, "-m", "torch.distributed.run",
             f"--nnodes={len(spec.hosts)}", f"--node_rank={trainer.node_rank}",

@@ -140,6 +140,9 @@ class Supervisor:
                     return 0
             finally:
                 self._teardown()  # whatever happened (even an exception here), nothing outlives us
+                close = getattr(self.backend, "close", None)
+                if close is not None:
+                    close()
             message, code = failure
             raise LaunchAborted(message, code)
         finally:
@@ -167,7 +170,7 @@ class Supervisor:
         a restart gets a fresh private directory of its own."""
         name = f"server{s.part}" + (f"-r{restart}" if restart else "")
         member = self._start("server", f"graph server for part {s.part} at {s.address}",
-                             f"[{s.host.ip}:server:{s.part}]", name, s, server_argv(self.spec, s),
+                             f"[{s.host.tag}:server:{s.part}]", name, s, server_argv(self.spec, s),
                              plain_env(self.keys), {ENV_SERVER_TOKEN: self.token, **keys_env(self.keys, None)})
         member.restart = restart
         return member
@@ -178,10 +181,13 @@ class Supervisor:
         while pending:
             if self._signal is not None:
                 return self._signal_failure()
+            lost = self._lost_host()
+            if lost:
+                return lost, 1
             for m in list(pending):
                 status = m.launched.popen.poll()
                 if status is not None:
-                    return (f"{self._exited(m, exit_status(status))} before answering PING", 1)
+                    return self._blame(f"{self._exited(m, exit_status(status))} before answering PING")
                 if self._ping(m.placement.address, 0.5):
                     m.ready = True
                     pending.remove(m)
@@ -216,10 +222,13 @@ class Supervisor:
         while thread.is_alive():
             if self._signal is not None:
                 return self._signal_failure()
+            lost = self._lost_host()
+            if lost:
+                return lost, 1
             for m in self.members:
                 status = m.launched.popen.poll()
                 if status is not None:
-                    return f"{self._exited(m, exit_status(status))} during warm-up", 1
+                    return self._blame(f"{self._exited(m, exit_status(status))} during warm-up")
             thread.join(POLL_SECONDS)
         if outcome and outcome[0] is not None:
             return f"graph servers failed the warm-up request: {outcome[0]}", 1
@@ -233,8 +242,8 @@ class Supervisor:
                 env[ENV_RETRY_TIMEOUT] = f"{self.server_timeout:g}"
             name = f"node{t.node_rank}"
             log_dir = self.backend.tmpdir_for(f"{self.launch_id}-{name}") + "/torchrun-logs"
-            self._start("trainer", f"trainers on {t.host.ip} (torchrun node_rank {t.node_rank})",
-                        f"[{t.host.ip}:torchrun:{t.node_rank}]", name, t,
+            self._start("trainer", f"trainers on {t.host.tag} (torchrun node_rank {t.node_rank})",
+                        f"[{t.host.tag}:torchrun:{t.node_rank}]", name, t,
                         trainer_argv(self.spec, t, log_dir), {**env, **plain_env(self.keys)},
                         keys_env(self.keys, t.host.ip))
 
@@ -245,6 +254,10 @@ class Supervisor:
         while True:
             if self._signal is not None:
                 return self._signal_failure()
+            lost = self._lost_host()
+            if lost:
+                log.error("%s; stopping everything", lost)
+                return lost, 1
             for m in list(self.members):  # a restart appends to the list
                 if m.done:
                     continue
@@ -263,7 +276,7 @@ class Supervisor:
                     continue
                 if status != 0:
                     log.error("%s failed; stopping everything", m.what)
-                    return self._exited(m, status), 1
+                    return self._blame(self._exited(m, status))
                 m.done = True
             if all(m.done for m in trainers):
                 log.info("all trainers exited 0")
@@ -286,10 +299,23 @@ class Supervisor:
 
     def _exited(self, m: Member, status: int) -> str:
         """``host H: WHAT exited with STATUS[; why]`` -- the host comes first, so a lost host is named."""
-        text = f"host {m.launched.host.ip}: {m.what} exited with {describe_status(status)}"
+        text = f"{m.launched.host.label}: {m.what} exited with {describe_status(status)}"
         explain = getattr(self.backend, "explain_exit", None)
         hint = explain(m.launched, status) if explain else None
         return f"{text} ({hint})" if hint else text
+
+    def _lost_host(self) -> str | None:
+        """A backend that watches its machines (Slurm) names one that is gone; others never do."""
+        probe = getattr(self.backend, "lost_host", None)
+        return probe() if probe is not None else None
+
+    def _blame(self, failure: str) -> tuple[str, int]:
+        """``failure`` as the launch's failure, led by a machine the backend finds gone right now:
+        when a node vanishes its peers fail first (their connections to it break), but the node
+        is the cause."""
+        probe = getattr(self.backend, "lost_host_now", None)
+        lost = probe() if probe is not None else None
+        return (f"{lost}; then {failure}" if lost else failure), 1
 
     def _signal_failure(self) -> tuple[str, int]:
         name = signal.Signals(self._signal).name
@@ -340,7 +366,8 @@ class Supervisor:
     def _install_signal_handlers(self) -> Callable[[], None]:
         if threading.current_thread() is not threading.main_thread():
             return lambda: None
-        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+        # SIGHUP: a lost terminal, or salloc giving up its allocation (scancel)
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
 
         def on_signal(signum, _frame):
             if self._signal is None:

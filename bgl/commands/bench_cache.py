@@ -53,7 +53,8 @@ def register(subparsers) -> None:
     parser.add_argument("--lookahead-scores", choices=("degree", "presample"), default="degree",
                         help="lookahead: scores of the counts fill (in-degrees, or presample access counts)")
     parser.add_argument("--lookahead-variants", type=_csv(str), default="",
-                        help="extra lookahead rows for comparison: k0, k1, k16, recency, presample, degree")
+                        help="extra lookahead rows for comparison: k0, k1, k16, auto (window sized to the cache), "
+                             "recency, presample, degree")
     parser.add_argument("--presample-epochs", type=int, default=1, help="epochs presampled for 'presample'")
     parser.add_argument("--max-batches", type=int, default=None, help="cap on batches per epoch (huge graphs)")
     parser.add_argument("--feat-dim", type=int, default=0,

@@ -1,9 +1,12 @@
 """``bgl launch``: graph servers + ``torch.distributed.run`` trainers on a cluster.
 
-Example::
+Examples::
 
     bgl launch --hosts hosts.txt --partition parts/ --num-trainers 2 \\
         -- python examples/train_sage.py --epochs 3
+    salloc -N2 bgl launch --backend slurm --partition parts/ -- python examples/train_sage.py
+    torchrun --nnodes 2 --node_rank N --nproc_per_node 2 --master_addr HEAD --master_port 29500 \\
+        -m bgl launch --backend env --partition parts/ -- python examples/train_sage.py
 """
 from __future__ import annotations
 
@@ -15,7 +18,8 @@ import sys
 def register(subparsers) -> None:
     """Add the ``launch`` parser (graph servers + trainers from a hosts file) to ``subparsers``."""
     parser = subparsers.add_parser(
-        "launch", help="start graph servers and trainers on the hosts of a hosts file",
+        "launch", help="start graph servers and trainers on a hosts file's hosts, in a Slurm "
+                       "allocation, or as each process of a torchrun/TorchX/Kubeflow job",
         description="Start one graph server per partition part (round-robin over the hosts), "
                     "wait until each answers PING, run the training command through "
                     "torch.distributed.run on every host with BGL_SERVERS/BGL_PARTITION set, "
@@ -23,22 +27,30 @@ def register(subparsers) -> None:
                     "everything everywhere on the first trainer failure or Ctrl-C.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--hosts", required=True,
+    parser.add_argument("--hosts", default=None,
                         help="hosts file: one 'IP [PORT]' per line (DistDGL ip_config format); "
-                             "the first host runs the torch.distributed rendezvous")
+                             "the first host runs the torch.distributed rendezvous (local and ssh "
+                             "backends; slurm reads the allocation, env the torch rendezvous)")
     parser.add_argument("--partition", required=True, help="partition directory (bgl partition)")
-    parser.add_argument("--num-trainers", type=int, default=1, help="trainer processes per host")
-    parser.add_argument("--num-servers-per-host", type=int, default=1,
+    parser.add_argument("--num-trainers", type=int, default=None,
+                        help="trainer processes per host (default 1; under slurm one per GPU Slurm "
+                             "gave the node, SLURM_GPUS_ON_NODE, else 1)")
+    parser.add_argument("--num-servers-per-host", "--servers-per-node", "--num-servers-per-node",
+                        dest="num_servers_per_host", type=int, default=1,
                         help="most graph servers (= parts) one host may run")
-    parser.add_argument("--backend", choices=["local", "ssh"], default="local",
-                        help="local: every process on this machine; ssh: on each host via ssh")
+    parser.add_argument("--backend", choices=["local", "ssh", "slurm", "env"], default="local",
+                        help="local: every process on this machine; ssh: on each host via ssh; "
+                             "slurm: one srun step per process inside this Slurm allocation; "
+                             "env: run as each trainer by torchrun/TorchX/Kubeflow (RANK, "
+                             "WORLD_SIZE, MASTER_ADDR, ... from the environment)")
     parser.add_argument("--port-base", type=int, default=30050,
                         help="first graph-server port on hosts whose line gives no port")
     parser.add_argument("--master-port", type=int, default=None,
                         help="torch.distributed rendezvous port on the first host "
                              "(default: first port after its server ports)")
     parser.add_argument("--server-threads", type=int, default=None,
-                        help="worker threads per graph server (default: the server's default)")
+                        help="worker threads per graph server (default: the server's default; "
+                             "under slurm the node's CPUs, SLURM_CPUS_ON_NODE, less one per trainer)")
     parser.add_argument("--server-timeout", type=float, default=180.0,
                         help="seconds for every server to answer PING and a warm-up sample "
                              "(first use compiles the sampling kernels)")
@@ -72,6 +84,10 @@ def register(subparsers) -> None:
     ssh.add_argument("--ssh-remote-tmp", default="/tmp", metavar="DIR",
                      help="directory on every host for each process's private run directory "
                           "(its CURVE keys, pid file, torchrun logs; removed when it exits)")
+    slurm = parser.add_argument_group("slurm backend")
+    slurm.add_argument("--slurm-node-timeout", type=float, default=3.0,
+                       help="seconds a node's slurmd may leave the launcher's connects unanswered "
+                            "before the node counts as lost and the launch stops naming it")
     parser.add_argument("--no-curve", action="store_true",
                         help="plaintext graph servers (no per-run CURVE keys): faster feature reads, "
                              "allowed only when every host is a loopback address")
@@ -111,16 +127,38 @@ def run(args: argparse.Namespace) -> int:
     from bgl.launch.backends import make_backend
     from bgl.launch.hosts import parse_hosts_file, parse_port
     from bgl.launch.spec import build_cluster_spec, check_plaintext_allowed
+    from bgl.errors import LaunchError
     from bgl.launch.supervisor import LaunchAborted, Supervisor
 
     command = args.train_command[1:] if args.train_command[:1] == ["--"] else args.train_command
-    hosts = parse_hosts_file(args.hosts)
+    if args.backend in ("slurm", "env") and args.hosts is not None:
+        raise LaunchError(f"--hosts is not used with --backend {args.backend} (the nodes come from "
+                          + ("the allocation)" if args.backend == "slurm" else "the torch rendezvous)"))
+    if args.backend == "env":
+        from bgl.launch.env_mode import run_env_mode
+
+        return run_env_mode(args, command, read_num_parts(args.partition))
+    num_parts = read_num_parts(args.partition)
+    num_trainers, server_threads = args.num_trainers, args.server_threads
+    alloc = None
+    if args.backend == "slurm":
+        from bgl.launch.slurm_env import SlurmAllocation, allocation_hosts
+
+        alloc = SlurmAllocation.from_environ()
+        hosts = allocation_hosts(alloc, num_parts, args.num_servers_per_host)
+        num_trainers = num_trainers or alloc.default_trainers()
+        if server_threads is None:
+            server_threads = alloc.default_server_threads(args.num_servers_per_host, num_trainers)
+    elif args.hosts is None:
+        raise LaunchError(f"--backend {args.backend} needs --hosts (a hosts file)")
+    else:
+        hosts = parse_hosts_file(args.hosts)
     parse_port(str(args.ssh_port), "--ssh-port")
     spec = build_cluster_spec(
-        hosts, args.partition, read_num_parts(args.partition), command,
-        num_trainers=args.num_trainers, num_servers_per_host=args.num_servers_per_host,
+        hosts, args.partition, num_parts, command,
+        num_trainers=num_trainers or 1, num_servers_per_host=args.num_servers_per_host,
         port_base=args.port_base, master_port=args.master_port, python=args.python,
-        workdir=args.workdir, server_threads=args.server_threads, local_reads=not args.no_local_reads,
+        workdir=args.workdir, server_threads=server_threads, local_reads=not args.no_local_reads,
     )
     if args.no_curve:
         check_plaintext_allowed(hosts)
@@ -133,6 +171,11 @@ def run(args: argparse.Namespace) -> int:
                                strict_host_key_checking=args.ssh_strict_host_key_checking,
                                connect_timeout=args.ssh_connect_timeout,
                                extra_options=tuple(args.ssh_option), remote_tmp=args.ssh_remote_tmp)
+    elif args.backend == "slurm":
+        from bgl.launch.slurm_backend import SlurmBackend
+
+        backend = SlurmBackend(job_id=alloc.job_id, grace=args.grace,
+                               node_timeout=args.slurm_node_timeout)
     else:
         backend = make_backend("local", grace=args.grace)
     try:

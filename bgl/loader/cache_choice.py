@@ -106,13 +106,14 @@ class CacheChoice:
     ``spec`` builds the cache in the fetch stage (None for no cache or a live cache object);
     ``live`` is the user's cache object (inline only) or None; ``policy`` the policy name used
     (``loader.cache_policy``; None without a cache); ``lookahead`` the sampled batches the fetch
-    stage reads ahead when the cache takes announcements.
+    stage reads ahead when the cache takes announcements (an int, or ``"auto"``: a window sized
+    to the cache, :class:`bgl.cache.lookahead_feeder.CacheSizedWindow`).
     """
 
     spec: Optional[CacheSpec]
     live: Any
     policy: Optional[str]
-    lookahead: int
+    lookahead: int | str
 
 
 def resolve_cache(cache, cache_ratio, cache_bytes, cache_lookahead, queue_size: int, info: GraphInfo,
@@ -120,7 +121,8 @@ def resolve_cache(cache, cache_ratio, cache_bytes, cache_lookahead, queue_size: 
     """Resolve and check every ``cache*`` argument of the DataLoader (see :func:`resolve_cache_spec`).
 
     ``cache_lookahead`` defaults to ``queue_size`` (what is in flight between sample and fetch
-    anyway); it is refused for a cache that takes no announcements.
+    anyway); ``"auto"`` sizes the window to the cache; it is refused for a cache that takes no
+    announcements.
     """
     spec = resolve_cache_spec(cache, cache_ratio, cache_bytes, info, pipeline, device)
     live = None
@@ -130,14 +132,14 @@ def resolve_cache(cache, cache_ratio, cache_bytes, cache_lookahead, queue_size: 
     if cache_lookahead is None:
         lookahead = int(queue_size)
     else:
-        if isinstance(cache_lookahead, bool) or not isinstance(cache_lookahead, (int, np.integer)) \
-                or cache_lookahead < 0:
-            raise ValueError(f"cache_lookahead must be an int >= 0 (sampled batches read ahead), "
+        if cache_lookahead != "auto" and (isinstance(cache_lookahead, bool) or not isinstance(
+                cache_lookahead, (int, np.integer)) or cache_lookahead < 0):
+            raise ValueError(f"cache_lookahead must be an int >= 0 (sampled batches read ahead) or 'auto', "
                              f"got {cache_lookahead!r}")
         if not (policy == "lookahead" or hasattr(live, "announce")):
             raise ValueError(f"cache_lookahead applies to the lookahead cache; this loader's cache is "
                              f"{policy or 'none'}")
-        lookahead = int(cache_lookahead)
+        lookahead = cache_lookahead if cache_lookahead == "auto" else int(cache_lookahead)
     return CacheChoice(spec, live, policy, lookahead)
 
 

@@ -144,20 +144,22 @@ class FetchStage(Stage):
     stage's process) or, inline only, a live cache object.  ``lookahead`` is
     how many sampled batches the stage reads ahead of the one it fetches when
     the cache takes announcements (``lookahead`` policy; see :meth:`stream`);
-    it holds that many batches' blocks besides the one being fetched.
+    it holds that many batches' blocks besides the one being fetched.  ``"auto"`` reads
+    ahead as far as the cache has room for (:class:`~bgl.cache.lookahead_feeder.CacheSizedWindow`).
     """
 
     source: SamplingSpec
     feat_keys: tuple[str, ...] = ("feat",)
     label_keys: tuple[str, ...] = ("label",)
     cache: Any = None
-    lookahead: int = 0
+    lookahead: int | str = 0
     schema: Any = None  # a typed graph's GraphSchema: rows per node type (bgl/loader/typed.py)
     name: str = "fetch"
 
     def __post_init__(self):
-        if isinstance(self.lookahead, bool) or not isinstance(self.lookahead, int) or self.lookahead < 0:
-            raise ValueError(f"lookahead must be an int >= 0, got {self.lookahead!r}")
+        if self.lookahead != "auto" and (isinstance(self.lookahead, bool) or not isinstance(self.lookahead, int)
+                                         or self.lookahead < 0):
+            raise ValueError(f"lookahead must be an int >= 0 or 'auto', got {self.lookahead!r}")
         self._sampler = None
         self._feat_rows: Optional[np.ndarray] = None
         self._label_ids: Optional[torch.Tensor] = None  # labels to fetch with the next rows
@@ -228,7 +230,9 @@ class FetchStage(Stage):
 
         Call after :meth:`open` (a cache spec is built there)."""
         if self.feat_keys and hasattr(self._cache, "announce"):
-            return int(self.lookahead)
+            from ..cache.lookahead_feeder import AUTO, DEFAULT_MAX_DEPTH
+
+            return DEFAULT_MAX_DEPTH if self.lookahead == AUTO else int(self.lookahead)
         return 0
 
     def stream(self, items: Iterable[MiniBatch]) -> Iterator[MiniBatch]:
@@ -251,7 +255,8 @@ class FetchStage(Stage):
         cache = self._cache
         if self._remote is not None:
             self._remote.forget()
-        feeder = LookaheadFeeder(cache, self._fetch_features, depth=depth, ids_of=self._cache_ids,
+        feeder = LookaheadFeeder(cache, self._fetch_features, depth=self.lookahead if self.lookahead == "auto"
+                                 else depth, ids_of=self._cache_ids,
                                  num_seeds_of=self._cache_num_seeds, on_fetch=self._labels_ride_along)
         for mb, feat in feeder(items):
             yield self._attach(mb, self._with_local_rows(mb, feat))

@@ -237,3 +237,19 @@ def test_backends_agree_on_a_long_stream_with_buffer_regrowth():
         # every cached row holds its own features
         ids = a.cached_ids()
         assert torch.equal(a.storage[a.slot_of[ids].long()], feat[ids])
+
+
+@pytest.mark.parametrize("backend", ["numba", "torch"])
+def test_protected_rows_counts_cached_rows_an_announced_batch_needs(backend):
+    rng = np.random.default_rng(4)
+    feat = torch.randn(50, 1)
+    stream = [torch.from_numpy(rng.integers(0, 50, rng.integers(1, 15))) for _ in range(40)]
+    cache = LookaheadCache(12, 50, 1, backend=backend)
+    ahead = 0
+    for i, ids in enumerate(stream):
+        while ahead < min(i + 1 + int(rng.integers(0, 5)), len(stream)):
+            cache.announce(stream[ahead])
+            ahead += 1
+        cache.fetch(ids, lambda m: feat[m])
+        pending = set(torch.cat(stream[i + 1:ahead]).tolist()) if ahead > i + 1 else set()
+        assert cache.protected_rows() == len(pending & set(cache.cached_ids().tolist()))

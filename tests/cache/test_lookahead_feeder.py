@@ -7,7 +7,7 @@ import torch
 
 from bgl.cache import LookaheadCache, make_cache
 from bgl.cache.benchmark import replay
-from bgl.cache.lookahead_feeder import LookaheadFeeder
+from bgl.cache.lookahead_feeder import CacheSizedWindow, LookaheadFeeder
 
 N = 400
 
@@ -98,3 +98,72 @@ def test_feeder_reads_blocks_of_sampled_batches(random_store):
     for item, rows in LookaheadFeeder(cache, lambda m: feat[m], 4)(items):
         assert torch.equal(rows, feat[item.blocks[0].src_ids])
     assert cache.stats()["requests"] == sum(it.blocks[0].src_ids.numel() for it in items)
+
+
+def _small_batches(seed=0, count=80):
+    """Small batches that reuse rows over a long stretch (a proximity-order-like drift)."""
+    rng = np.random.default_rng(seed)
+    return [torch.from_numpy(((i * 3 + rng.integers(0, 60, 12)) % N).astype(np.int64)) for i in range(count)]
+
+
+def _ids_bytes(ids):
+    return ids.numel() * ids.element_size()
+
+
+@pytest.mark.parametrize("backend", ["numba", "torch"])
+def test_cache_sized_window_matches_the_replay_and_moves_fewer_rows_than_k4(backend):
+    feat = torch.randn(N, 2)
+    batches = _small_batches()
+    window = CacheSizedWindow(max_depth=64, max_bytes=1 << 20)
+    cache = LookaheadCache(60, N, 2, backend=backend)
+    feeder = LookaheadFeeder(cache, lambda m: feat[m], "auto", ids_of=lambda ids: ids, num_seeds_of=None,
+                             max_depth=64, max_bytes=1 << 20, bytes_of=_ids_bytes)
+    out = list(feeder(iter(batches)))
+    assert [item is b for (item, _), b in zip(out, batches)] == [True] * len(batches)
+    assert all(torch.equal(rows, feat[ids]) for ids, rows in out)
+    reference = LookaheadCache(60, N, 2, backend=backend)
+    stats, _ = replay(reference, batches, lambda m: feat[m], lookahead="auto", window=window)
+    assert cache.stats()["bytes_from_source"] == stats["bytes_from_source"] and cache.pending == 0
+    assert sorted(cache.cached_ids().tolist()) == sorted(reference.cached_ids().tolist())
+    assert stats["mean_depth"] > 4
+    k4 = LookaheadCache(60, N, 2, backend=backend)
+    k4_stats, _ = replay(k4, batches, lambda m: feat[m], lookahead=4)
+    assert stats["bytes_from_source"] < k4_stats["bytes_from_source"]
+
+
+def test_cache_sized_window_keeps_its_bounds():
+    feat = torch.randn(N, 1)
+    batches = _small_batches(seed=2)
+    for max_depth, max_bytes, most in ((5, 1 << 20, 5), (64, 3 * _ids_bytes(batches[0]), 3)):
+        cache = LookaheadCache(60, N, 1)
+        seen = []
+        feeder = LookaheadFeeder(cache, lambda m: feat[m], "auto", ids_of=lambda ids: ids, num_seeds_of=None,
+                                 max_depth=max_depth, max_bytes=max_bytes, bytes_of=_ids_bytes)
+        for _ in feeder(batches):
+            seen.append(cache.pending)  # announced, not fetched: the window after this fetch
+        assert max(seen) == most, (max_depth, max_bytes, max(seen))
+
+
+def test_cache_sized_window_stops_when_every_slot_is_protected():
+    cache = LookaheadCache(4, N, 1)
+    window = CacheSizedWindow(max_depth=100, max_bytes=1 << 30)
+    feat = torch.randn(N, 1)
+    cache.announce(torch.arange(4))
+    cache.fetch(torch.arange(4), lambda m: feat[m])  # the cache holds 0..3, none protected
+    assert window.wants_more(cache, 1, 0)
+    cache.announce(torch.tensor([0, 1, 9]))
+    assert cache.protected_rows() == 2 and window.wants_more(cache, 1, 0)
+    cache.announce(torch.tensor([2, 3]))
+    assert cache.protected_rows() == 4 and not window.wants_more(cache, 2, 0)
+    assert window.wants_more(cache, 0, 0)  # never fewer than one batch ahead
+    assert not window.wants_more(cache, 100, 0) and not window.wants_more(LookaheadCache(4, N, 1), 1, 1 << 30)
+
+
+def test_bad_windows_are_refused():
+    cache = LookaheadCache(4, N, 1)
+    with pytest.raises(ValueError, match="'deep'"):
+        LookaheadFeeder(cache, lambda m: m, "deep")
+    with pytest.raises(ValueError, match="max_depth must be an int >= 1, got 0"):
+        LookaheadFeeder(cache, lambda m: m, "auto", max_depth=0)
+    with pytest.raises(ValueError, match="max_bytes must be an int >= 0, got -1"):
+        CacheSizedWindow(max_bytes=-1)

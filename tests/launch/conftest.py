@@ -307,3 +307,282 @@ class SshdTools:
 def sshd_tools() -> type[SshdTools]:
     """``sshd_tools.spawn(ssh_keys, listen, port, log_path, prefix=())`` and ``sshd_tools.stop(proc)``."""
     return SshdTools
+
+
+# ------------------------------------------------------------------- a real Slurm
+SLURM_SUBNET = "10.78.0"  # apart from test_netns_launch's 10.77.0, so both can run at once
+SLURM_NODES = {"bgla": f"{SLURM_SUBNET}.2", "bglb": f"{SLURM_SUBNET}.3"}
+SLURM_CONTROLLER_IP = f"{SLURM_SUBNET}.1"
+SLURM_TOOLS = ("slurmctld", "slurmd", "srun", "sbatch", "salloc", "scancel", "scontrol", "sinfo",
+               "squeue", "munged")
+
+
+def in_netns(ns: str) -> list[str]:
+    """Command prefix that runs in network namespace ``ns``.  ``nsenter --net`` rather than ``ip
+    netns exec``: the latter mounts a fresh /sys, without the cgroup mounts slurmd needs."""
+    return ["nsenter", f"--net=/run/netns/{ns}"]
+
+
+def run_in(ns: str | None, argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """``argv`` inside network namespace ``ns`` (here if None), output captured as text."""
+    prefix = in_netns(ns) if ns else []
+    return subprocess.run([*prefix, *argv], capture_output=True, text=True,
+                          timeout=kwargs.pop("timeout", 60), **kwargs)
+
+
+class Namespaces:
+    """Network namespaces ``{key: name}`` on one bridge inside the first; each key gets the
+    address given.  :meth:`remove` kills whatever runs in them and deletes them."""
+
+    def __init__(self, tag: str, addresses: dict[str, str]):
+        self.names = {key: f"{tag}{key}" for key in addresses}
+        self.addresses = dict(addresses)
+        self.made: list[str] = []
+
+    def create(self) -> None:
+        for ns in self.names.values():
+            done = run_in(None, ["ip", "netns", "add", ns])
+            if done.returncode != 0:
+                pytest.skip(f"cannot create a network namespace: {done.stderr.strip()}")
+            self.made.append(ns)
+            self._ip(ns, "link", "set", "lo", "up")
+        hub, *others = self.names
+        hub_ns = self.names[hub]
+        self._ip(hub_ns, "link", "add", "br0", "type", "bridge")
+        self._ip(hub_ns, "addr", "add", f"{self.addresses[hub]}/24", "dev", "br0")
+        self._ip(hub_ns, "link", "set", "br0", "up")
+        for i, key in enumerate(others):
+            ns = self.names[key]
+            self._ip(hub_ns, "link", "add", f"veth{i}", "type", "veth", "peer", "name", "eth0",
+                     "netns", ns)
+            self._ip(hub_ns, "link", "set", f"veth{i}", "master", "br0", "up")
+            self._ip(ns, "addr", "add", f"{self.addresses[key]}/24", "dev", "eth0")
+            self._ip(ns, "link", "set", "eth0", "up")
+
+    @staticmethod
+    def _ip(ns: str, *args: str) -> None:
+        done = run_in(None, ["ip", "-n", ns, *args])
+        if done.returncode != 0:
+            pytest.skip(f"cannot build the namespaces' network (ip -n {ns} {' '.join(args)}): "
+                        f"{done.stderr.strip()}")
+
+    def pids(self, key: str) -> list[int]:
+        """Processes in namespace ``key`` now."""
+        done = run_in(None, ["ip", "netns", "pids", self.names[key]])
+        return [int(p) for p in done.stdout.split()] if done.returncode == 0 else []
+
+    def listening(self, key: str) -> set[int]:
+        """TCP ports something listens on in namespace ``key``."""
+        done = run_in(self.names[key], ["ss", "-Htln"])
+        return {int(line.split()[3].rsplit(":", 1)[1]) for line in done.stdout.splitlines() if line.strip()}
+
+    def kill_all(self, key: str) -> None:
+        """SIGKILL every process in namespace ``key`` until none is left (a host lost at once)."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            victims = []
+            for pid in self.pids(key):
+                try:
+                    victims.append(psutil.Process(pid))
+                    victims[-1].kill()
+                except psutil.Error:
+                    pass
+            if not victims:
+                return
+            psutil.wait_procs(victims, timeout=1)
+        raise RuntimeError(f"processes {self.pids(key)} in namespace {self.names[key]} survive SIGKILL")
+
+    def remove(self) -> list[str]:
+        """Kill everything in them, delete them; returns the names that could not be deleted."""
+        for key, ns in self.names.items():
+            if ns in self.made:
+                self.kill_all(key)
+                run_in(None, ["ip", "netns", "del", ns])
+        listed = run_in(None, ["ip", "netns", "list"]).stdout
+        return [ns for ns in self.made if ns in listed]
+
+
+def ensure_slurm() -> None:
+    """Root, iproute2 and Debian's slurm-wlm + munge (installed by .ci/setup-slurm.sh if missing);
+    skips saying why when that is impossible."""
+    if os.geteuid() != 0:
+        pytest.skip("the Slurm tests run slurmd/slurmctld as root in network namespaces: need root")
+    if not (shutil.which("ip") and shutil.which("ss")):
+        pytest.skip("iproute2 (ip, ss) is needed for the Slurm tests' namespaces")
+    if all(shutil.which(t) or os.path.exists(f"/usr/sbin/{t}") for t in SLURM_TOOLS):
+        return
+    setup = REPO / ".ci" / "setup-slurm.sh"
+    done = subprocess.run(["bash", str(setup)], capture_output=True, text=True, timeout=900)
+    if done.returncode != 0 or not all(shutil.which(t) or os.path.exists(f"/usr/sbin/{t}")
+                                       for t in SLURM_TOOLS):
+        pytest.skip(f"slurm-wlm/munge are not installed and {setup} could not install them: "
+                    f"{(done.stderr or done.stdout).strip()[-500:]}")
+
+
+SLURM_CONF = """\
+ClusterName=bgltest
+SlurmctldHost={host}({ctl_ip})
+SlurmctldPort={ctl_port}
+SlurmdPort={slurmd_port}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={munge_socket}
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+MpiDefault=none
+SwitchType=switch/none
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool-%n
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd-%n.pid
+SlurmctldLogFile={d}/slurmctld.log
+SlurmdLogFile={d}/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ReturnToService=2
+SlurmctldTimeout=10
+SlurmdTimeout=10
+MessageTimeout=5
+KillWait=2
+InactiveLimit=0
+MinJobAge=5
+{nodes}
+PartitionName=bgl Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+"""
+
+
+class SlurmCluster:
+    """munged, slurmctld in namespace ``L`` and one slurmd per node namespace (see
+    :func:`slurm_cluster`).  ``env`` is what Slurm's client commands need (``SLURM_CONF``)."""
+
+    def __init__(self, root: Path, nets: Namespaces):
+        self.root = root
+        self.nets = nets
+        self.conf = root / "slurm.conf"
+        self.munge_socket = root / "munge" / "munge.sock"
+        self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.node_keys = {name: key for key, name in zip("AB", SLURM_NODES)}
+
+    def write_config(self, ctl_port: int = 6817, slurmd_port: int = 6818) -> None:
+        for d in ("state", *(f"spool-{n}" for n in SLURM_NODES)):
+            (self.root / d).mkdir()
+        cpus = 2
+        nodes = "\n".join(f"NodeName={n} NodeAddr={a} CPUs={cpus} State=UNKNOWN"
+                          for n, a in SLURM_NODES.items())
+        self.conf.write_text(SLURM_CONF.format(
+            host=socket.gethostname().split(".")[0], ctl_ip=SLURM_CONTROLLER_IP, ctl_port=ctl_port,
+            slurmd_port=slurmd_port, munge_socket=self.munge_socket, d=self.root, nodes=nodes))
+
+    def start_munge(self) -> None:
+        mdir = self.munge_socket.parent
+        mdir.mkdir(mode=0o700)
+        key = mdir / "munge.key"
+        key.write_bytes(os.urandom(1024))
+        os.chmod(key, 0o400)
+        self.procs["munged"] = subprocess.Popen(
+            ["munged", "--foreground", "--force", f"--socket={self.munge_socket}",
+             f"--key-file={key}", f"--log-file={mdir / 'munged.log'}",
+             f"--pid-file={mdir / 'munged.pid'}", f"--seed-file={mdir / 'munged.seed'}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        self._wait(lambda: self.munge_socket.exists(), "munged", mdir / "munged.log")
+
+    def start_slurmctld(self) -> None:
+        self.procs["slurmctld"] = subprocess.Popen(
+            [*in_netns(self.nets.names["L"]), "slurmctld", "-D", "-i", "-f", str(self.conf)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=self.env)
+        self._wait(lambda: run_in(self.nets.names["L"], ["scontrol", "ping"], env=self.env)
+                   .stdout.count("UP") >= 1, "slurmctld", self.root / "slurmctld.log")
+
+    def start_slurmd(self, node: str) -> None:
+        """slurmd for ``node`` in its namespace (again after :meth:`lose_node`)."""
+        self.procs[node] = subprocess.Popen(
+            [*in_netns(self.nets.names[self.node_keys[node]]), "slurmd", "-D",
+             "-N", node, "-f", str(self.conf)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=self.env)
+
+    def wait_idle(self, timeout: float = 60.0) -> None:
+        """Every node idle (after a restart a node may first be down: resume it)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            states = self.node_states()
+            if all(s == "idle" for s in states.values()) and len(states) == len(SLURM_NODES):
+                return
+            for node, state in states.items():
+                if state.startswith("down") and self.procs[node].poll() is None:
+                    self.scontrol("update", f"NodeName={node}", "State=RESUME")
+            if time.monotonic() > deadline:
+                logs = "".join((self.root / f"slurmd-{n}.log").read_text()[-800:]
+                               for n in SLURM_NODES if (self.root / f"slurmd-{n}.log").exists())
+                pytest.skip(f"Slurm nodes not idle within {timeout:g} s: {states}\n{logs}"
+                            f"{(self.root / 'slurmctld.log').read_text()[-1500:]}")
+            time.sleep(0.3)
+
+    def node_states(self) -> dict[str, str]:
+        done = run_in(self.nets.names["L"], ["sinfo", "-h", "-N", "-o", "%N %t"], env=self.env)
+        return dict(line.split() for line in done.stdout.splitlines() if line.strip())
+
+    def scontrol(self, *args: str) -> str:
+        return run_in(self.nets.names["L"], ["scontrol", *args], env=self.env).stdout
+
+    def lose_node(self, node: str) -> None:
+        """The node goes away at once: every process in its namespace (slurmd, slurmstepd, the
+        job's tasks) is SIGKILLed."""
+        self.nets.kill_all(self.node_keys[node])
+
+    def daemon_pids(self, name: str) -> set[int]:
+        """Pid of daemon ``name`` (``slurmctld`` or a node) and of its helpers (slurmscriptd)."""
+        proc = self.procs[name]
+        try:
+            return {proc.pid, *(c.pid for c in psutil.Process(proc.pid).children(recursive=True))}
+        except psutil.Error:
+            return {proc.pid}
+
+    def jobs(self) -> str:
+        return run_in(self.nets.names["L"], ["squeue", "-h", "-o", "%i %t %N"], env=self.env).stdout
+
+    def _wait(self, ready, what: str, log: Path, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            proc = self.procs.get(what)
+            if (proc is not None and proc.poll() is not None) or time.monotonic() > deadline:
+                text = log.read_text()[-1500:] if log.exists() else "(no log)"
+                pytest.skip(f"{what} did not start: {text}")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            stop_process(proc)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    """A real Slurm: slurmctld in namespace ``L`` (10.78.0.1, the login node), slurmd for node
+    ``bgla`` in ``A`` (10.78.0.2) and ``bglb`` in ``B`` (10.78.0.3), one munged for all (its
+    socket is a file: namespaces share the filesystem).  Torn down at the end of the session,
+    whatever happened; fails if a namespace survives."""
+    ensure_slurm()
+    root = tmp_path_factory.mktemp("slurm")
+    os.chmod(root, 0o755)
+    nets = Namespaces(f"bgs{os.getpid() % 100000}",
+                      {"L": SLURM_CONTROLLER_IP, "A": SLURM_NODES["bgla"], "B": SLURM_NODES["bglb"]})
+    cluster = SlurmCluster(root, nets)
+    try:
+        nets.create()
+        cluster.write_config()
+        cluster.start_munge()
+        cluster.start_slurmctld()
+        for node in SLURM_NODES:
+            cluster.start_slurmd(node)
+        cluster.wait_idle()
+        yield cluster
+    finally:
+        cluster.stop()
+        left = nets.remove()
+        assert not left, f"namespaces left behind: {left}"

@@ -68,3 +68,12 @@ def no_train(tmp_path_factory) -> GraphStore:
     ids = rng.permutation(n)
     return write_store(tmp_path_factory.mktemp("pstores") / "notrain", indptr, indices,
                        splits={"val": np.sort(ids[:100]), "test": np.sort(ids[100:200])}, name="notrain")
+
+
+@pytest.fixture(scope="session")
+def rmat_stores(tmp_path_factory) -> dict[int, GraphStore]:
+    """Small power-law graphs: R-MAT scale 10 and 11 (edge factor 8, symmetrised, 60/20/20 split)."""
+    from bgl.sources.rmat import generate_rmat_store
+
+    root = tmp_path_factory.mktemp("pstores")
+    return {s: generate_rmat_store(root / f"rmat{s}", s, edge_factor=8, seed=0) for s in (10, 11)}

@@ -118,6 +118,21 @@ def test_lookahead_batches_equal_no_cache_bitwise_inline_and_processes(random_st
     assert not spawned_children()
 
 
+def test_window_sized_to_the_cache_inline_and_processes(random_store, runs, spawned_children):
+    """``cache_lookahead="auto"``: the same batches and rows moved in both modes (the fetch process
+    applies the same window rule), and no more rows than 4 batches of lookahead."""
+    none, _, _, _ = runs("none", "inline", epochs=3)
+    inline, inline_stats, _, pending = runs("auto", "inline", cache="lookahead", cache_lookahead="auto")
+    procs, procs_stats, _, _ = runs("auto-processes", "processes", cache="lookahead", cache_lookahead="auto")
+    _check_epochs(random_store, inline, none[:2])
+    _check_epochs(random_store, procs, none[:2])
+    assert pending == 0 and procs_stats == inline_stats
+    _, k4_stats, _, _ = runs("lookahead", "inline", cache=True)
+    assert inline_stats["requests"] == k4_stats["requests"]
+    assert inline_stats["bytes_from_source"] <= k4_stats["bytes_from_source"]
+    assert not spawned_children()
+
+
 def test_lookahead_moves_no_more_rows_than_fifo_with_proximity_order(random_store, runs):
     _, fifo, fifo_policy, _ = runs("fifo", "inline", cache="fifo", cache_ratio=0.1)
     _, ahead, _, _ = runs("lookahead", "inline", cache=True)
@@ -198,11 +213,14 @@ def test_a_cache_size_without_a_policy_means_lookahead(random_store, kwargs, pol
 def test_cache_lookahead_sets_the_depth_and_is_checked(random_store):
     make = lambda **kw: bgl.DataLoader(random_store, np.arange(10), bgl.NeighborSampler([2]), **kw)  # noqa: E731
     assert make(cache=True, cache_lookahead=9)._fetch.lookahead == 9
+    assert make(cache=True, cache_lookahead="auto")._fetch.lookahead == "auto"
     assert make(cache=True, queue_size=2)._fetch.lookahead == 2
     with pytest.raises(ValueError, match="cache_lookahead applies to the lookahead cache; .* fifo"):
         make(cache="fifo", cache_lookahead=2)
     with pytest.raises(ValueError, match="cache_lookahead must be an int >= 0"):
         make(cache=True, cache_lookahead=-1)
+    with pytest.raises(ValueError, match="or 'auto', got 'far'"):
+        make(cache=True, cache_lookahead="far")
     with pytest.raises(ValueError, match="already a size"):
         make(cache=0.1, cache_ratio=0.2)
     with pytest.raises(TypeError, match="policy name, True, a fraction"):
