@@ -273,7 +273,12 @@ class Supervisor:
                     continue
                 status = exit_status(status)
                 if m.role == "server":
-                    failure = self.server_watch.died(m, self._exited(m, status))
+                    why = self._exited(m, status)
+                    over = getattr(self.backend, "allocation_over", None)
+                    if over is not None and over():  # scancel, time limit: no restart
+                        log.error("%s; stopping everything", why)
+                        return why, 1
+                    failure = self.server_watch.died(m, why)
                     if failure:
                         return failure
                     continue
