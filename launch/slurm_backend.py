@@ -249,9 +249,12 @@ class SlurmBackend:
         if done.returncode != 0 or not state:
             self._job_over = True
             return f"job {self.job_id} is no longer running (cancelled or finished)"
-        if not state.startswith("RUNNING"):
+        job_state, _, reason = state.partition(" ")
+        if job_state != "RUNNING":
             self._job_over = True
-            return f"job {self.job_id} is {state}"
+            why = f", reason {reason}" if reason and reason != "None" else ""
+            return (f"job {self.job_id} is {job_state}{why}: Slurm is ending it "
+                    "(scancel, time limit or a failed node)")
         return None
 
     def allocation_over(self) -> bool:
