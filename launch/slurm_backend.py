@@ -152,6 +152,7 @@ class SlurmBackend:
     _watch: NodeWatch | None = field(default=None, repr=False)
     _lost: set = field(default_factory=set, repr=False)
     _helpers: list = field(default_factory=list, repr=False)  # threads stopping/cancelling steps
+    _job_over: bool = field(default=False, repr=False)
 
     def preflight(self, spec: ClusterSpec) -> None:
         """srun is here, and every node of the allocation can run our python and import bgl
@@ -246,10 +247,20 @@ class SlurmBackend:
             return None
         state = done.stdout.strip()
         if done.returncode != 0 or not state:
+            self._job_over = True
             return f"job {self.job_id} is no longer running (cancelled or finished)"
-        if not state.startswith("RUNNING"):
-            return f"job {self.job_id} is {state}"
+        job_state, _, reason = state.partition(" ")
+        if job_state != "RUNNING":
+            self._job_over = True
+            why = f", reason {reason}" if reason and reason != "None" else ""
+            return (f"job {self.job_id} is {job_state}{why}: Slurm is ending it "
+                    "(scancel, time limit or a failed node)")
         return None
+
+    def allocation_over(self) -> bool:
+        """Did :meth:`explain_exit` find the job cancelled, timed out or ended?  Then a step that
+        died is not restarted: Slurm is taking the whole job down."""
+        return self._job_over
 
     def stop(self, proc: Launched) -> None:
         """Polite stop: EOF on srun's stdin reaches the agent, SIGTERM to srun is forwarded to it.

@@ -9,10 +9,13 @@ Sequence (:meth:`Supervisor.run`):
 3. wait until every server answers ``PING`` (deadline ``server_timeout``);
 4. ``torch.distributed.run`` on every host with ``BGL_SERVERS`` /
    ``BGL_PARTITION`` set;
-5. watch: a trainer exiting non-zero or a SIGINT/SIGTERM to the launcher
-   stops everything everywhere and raises :class:`LaunchAborted` naming
-   who failed first; all trainers exiting 0 shuts the servers down with
-   the token and returns 0.
+5. watch: a trainer exiting non-zero, a SIGINT/SIGTERM/SIGHUP to the
+   launcher, or a backend reporting a lost machine (``lost_host``: the Slurm
+   backend's slurmd watch, env mode's ``failed`` key) stops everything
+   everywhere and raises :class:`LaunchAborted` naming who failed first (a
+   machine the backend finds unreachable at that moment is named before the
+   peers that failed because of it); all trainers exiting 0 shuts the servers
+   down with the token and returns 0.
 6. graph servers are supervised apart from trainers
    (:class:`~bgl.launch.server_watch.ServerWatch`): a server that exits or
    stops answering health PINGs is restarted at the same address; one that
@@ -270,7 +273,12 @@ class Supervisor:
                     continue
                 status = exit_status(status)
                 if m.role == "server":
-                    failure = self.server_watch.died(m, self._exited(m, status))
+                    why = self._exited(m, status)
+                    over = getattr(self.backend, "allocation_over", None)
+                    if over is not None and over():  # scancel, time limit: no restart
+                        log.error("%s; stopping everything", why)
+                        return why, 1
+                    failure = self.server_watch.died(m, why)
                     if failure:
                         return failure
                     continue

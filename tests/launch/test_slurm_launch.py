@@ -119,6 +119,7 @@ def test_scancel_stops_the_launch(slurm_cluster, launcher, partition_dir, traine
     assert code != 0, run.describe()
     assert re.search(r"bgl launch: failed: .*node bgl[ab] \(10\.78\.0\.[23]\)", run.stderr), run.describe()
     assert elapsed < 10, f"the launch took {elapsed:.1f} s to stop\n{run.describe()}"
+    assert "restarting it" not in run.stderr, run.describe()  # the job is over: no server restart
     assert_nothing_left(slurm_cluster, orphans)
 
 
