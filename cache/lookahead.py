@@ -151,8 +151,11 @@ class LookaheadCache(CacheBase):
 
     def protected_rows(self) -> int:
         """Cached rows an announced, unfetched batch needs (they compete by next use, not by
-        ``fill``).  O(capacity): one comparison per slot."""
-        return int((self.slot_key[: self.filled] >= _NEEDED).sum())
+        ``fill``).  O(capacity): one comparison per slot (numpy on CPU: ~35 us at 8k slots)."""
+        keys = self.slot_key[: self.filled]
+        if keys.device.type == "cpu":
+            return int(np.count_nonzero(keys.numpy() >= _NEEDED))
+        return int((keys >= _NEEDED).sum())
 
     def announce(self, ids: torch.Tensor) -> None:
         """Declare the input ids of the next sampled batch (call in sampling order).
