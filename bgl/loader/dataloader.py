@@ -32,6 +32,7 @@ from .arguments import (_DGL_TUNING_KWARGS, PIPELINES, check_graph_fields, check
                         has_repeats, proximity_partition, resolve_graph, sampler_settings)
 from .cache_choice import resolve_cache
 from .edge_prediction import edge_settings, is_edge_prediction_sampler, resolve_edge_seeds
+from .ddp import ddp_chunk
 from .epoch_iterator import EpochIterator
 from .graph_arrays import field_versions
 from .minibatch import MiniBatch
@@ -310,17 +311,8 @@ class DataLoader:
 
     def _ddp_split(self, ids: np.ndarray) -> tuple[np.ndarray, int]:
         """This rank's contiguous chunk, as DGL's DDPTensorizedDataset cuts it; returns (ids, pad)."""
-        import torch.distributed as dist
-
-        if not (dist.is_available() and dist.is_initialized()):
-            raise RuntimeError("use_ddp=True needs torch.distributed initialised (init_process_group)")
-        self._rank, self._world = dist.get_rank(), dist.get_world_size()
-        n = ids.shape[0]
-        per_rank = n // self._world if self.drop_last else -(-n // self._world)
-        lo, hi = self._rank * per_rank, (self._rank + 1) * per_rank
-        local = ids[lo:min(hi, n)]
-        pad = 0 if self.drop_last else per_rank - local.shape[0]
-        return np.ascontiguousarray(local), pad
+        local, pad, self._rank, self._world = ddp_chunk(ids, self.drop_last)
+        return local, pad
 
     def _with_presample_counts(self, spec: CacheSpec) -> CacheSpec:
         """GNNLab's presampling: count input-node accesses over a presampled (capped) epoch."""
