@@ -59,9 +59,9 @@ class PairNegatives:
         if self.mode == "triplet":
             return ns.PerSourceUniform(int(self.amount)).sample_pairs(src, dst, num_nodes, seed)
         count = math.ceil(b * self.amount)
-        ns._check_num_nodes(num_nodes)
-        return (ns._draws(seed, 0, count, num_nodes),
-                ns._draws(splitmix64(int(seed) & MASK64), 0, count, num_nodes))
+        ns.check_num_nodes(num_nodes)
+        return (ns.uniform_draws(seed, 0, count, num_nodes),
+                ns.uniform_draws(splitmix64(int(seed) & MASK64), 0, count, num_nodes))
 
 
 class _PairSeedSampler(EdgePredictionSampler):
