@@ -36,13 +36,15 @@ def _check_k(k) -> int:
     return int(k)
 
 
-def _check_num_nodes(num_nodes: int) -> int:
+def check_num_nodes(num_nodes: int) -> int:
+    """``num_nodes`` if a graph that size has negatives to draw (two nodes or more), else ValueError."""
     if num_nodes < 2:
         raise ValueError(f"negative sampling needs a graph with at least 2 nodes, got {num_nodes}")
     return int(num_nodes)
 
 
-def _draws(seed: int, first: int, count: int, num_nodes: int) -> np.ndarray:
+def uniform_draws(seed: int, first: int, count: int, num_nodes: int) -> np.ndarray:
+    """int64 [count] node ids uniform in ``[0, num_nodes)``: counters ``first ..`` of stream ``seed``."""
     out = np.empty(count, np.int64)
     EK.uniform_below(np.uint64(int(seed) & MASK64), np.int64(first), np.int64(num_nodes), out)
     return out
@@ -52,6 +54,7 @@ class _NegativeSampler:
     """Shared by the samplers: DGL's ``(g, eids) -> (src, dst)`` on top of :meth:`sample_pairs`."""
 
     k: int
+    needs_graph = False  # True: sample_pairs needs the graph's CSC (to avoid its edges)
 
     def sample_pairs(self, src: np.ndarray, dst: np.ndarray, num_nodes: int, seed: int, graph=None):
         raise NotImplementedError
@@ -70,8 +73,6 @@ class _NegativeSampler:
             graph = dglgraph_arrays(g, None, None)
         s, d = self.sample_pairs(src.numpy(), dst.numpy(), g.num_nodes(), seed, graph=graph)
         return torch.from_numpy(s), torch.from_numpy(d)
-
-    needs_graph = False
 
 
 class PerSourceUniform(_NegativeSampler):
@@ -93,9 +94,9 @@ class PerSourceUniform(_NegativeSampler):
     def sample_pairs(self, src, dst, num_nodes: int, seed: int, graph=None) -> tuple[np.ndarray, np.ndarray]:
         """Negative ``(src int64 [k * b], dst int64 [k * b])`` for positive edges ``src``/``dst`` [b]:
         each source repeated ``k`` times (DGL's layout), destinations drawn from stream ``seed``."""
-        num_nodes = _check_num_nodes(num_nodes)
+        num_nodes = check_num_nodes(num_nodes)
         src = np.asarray(src, dtype=np.int64)
-        return np.repeat(src, self.k), _draws(seed, 0, src.shape[0] * self.k, num_nodes)
+        return np.repeat(src, self.k), uniform_draws(seed, 0, src.shape[0] * self.k, num_nodes)
 
     def __repr__(self) -> str:
         return f"bgl.negative_sampler.{type(self).__name__}({self.k})"
@@ -133,15 +134,15 @@ class GlobalUniform(_NegativeSampler):
         ``graph`` is any object with ``indptr`` / ``indices`` (a store, GraphArrays) whose
         edges the negatives must avoid.
         """
-        num_nodes = _check_num_nodes(num_nodes)
+        num_nodes = check_num_nodes(num_nodes)
         if graph is None:
             raise ValueError("GlobalUniform needs the graph's edges to avoid them; use a local store or "
                              "DGLGraph, or PerSourceUniform / Uniform with graph servers")
         want = int(np.asarray(src).shape[0]) * self.k
         count = int(np.ceil(want * self.redundancy))
         # two independent halves of one stream: candidate sources, then candidate destinations
-        cand_src = _draws(seed, 0, count, num_nodes)
-        cand_dst = _draws(splitmix64(int(seed) & MASK64), 0, count, num_nodes)
+        cand_src = uniform_draws(seed, 0, count, num_nodes)
+        cand_dst = uniform_draws(splitmix64(int(seed) & MASK64), 0, count, num_nodes)
         keep = np.ones(count, bool)
         if self.exclude_self_loops:
             keep &= cand_src != cand_dst

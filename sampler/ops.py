@@ -129,11 +129,7 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
         starts = np.empty(m, np.int64)
         degs = np.empty(m, np.int64)
         (K.row_spans_par if parallel else K.row_spans_serial)(indptr, seeds, off, fo, rep, starts, degs, counts)
-    out_indptr = np.zeros(m + 1, np.int64)
-    np.cumsum(counts, out=out_indptr[1:])
-    total = int(out_indptr[-1])
-    if total > max_edges:
-        raise ValueError(f"request would return {total} sampled edges, more than the limit {max_edges}")
+    out_indptr, total = _sample_offsets(counts, max_edges)
     nbrs = np.empty(total, indices.dtype)
     eids = np.empty(total, np.int64)
     if prob is not None:
@@ -145,6 +141,16 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
         starts, degs, seeds, fo, rep, sd, out_indptr, eids)
     (K.gather_nbrs_par if parallel else K.gather_nbrs_serial)(indices, eids, nbrs)
     return counts, nbrs, eids
+
+
+def _sample_offsets(counts: np.ndarray, max_edges: int) -> tuple[np.ndarray, int]:
+    """(out_indptr int64 [m + 1], total) of per-seed sample counts; ValueError above ``max_edges``."""
+    out_indptr = np.zeros(counts.shape[0] + 1, np.int64)
+    np.cumsum(counts, out=out_indptr[1:])
+    total = int(out_indptr[-1])
+    if total > max_edges:
+        raise ValueError(f"request would return {total} sampled edges, more than the limit {max_edges}")
+    return out_indptr, total
 
 
 def check_exclude(exclude) -> np.ndarray:
@@ -176,11 +182,7 @@ def _sample_excluding(indptr, indices, seeds, off, fo, rep, sd, exclude, edge_id
     m = seeds.shape[0]
     starts, degs, nexcl, counts = (np.empty(m, np.int64) for _ in range(4))
     widest = EK.excluded_counts(indptr, ids, has_ids, seeds, off, fo, rep, exclude, starts, degs, nexcl, counts)
-    out_indptr = np.zeros(m + 1, np.int64)
-    np.cumsum(counts, out=out_indptr[1:])
-    total = int(out_indptr[-1])
-    if total > max_edges:
-        raise ValueError(f"request would return {total} sampled edges, more than the limit {max_edges}")
+    out_indptr, total = _sample_offsets(counts, max_edges)
     eids = np.empty(total, np.int64)
     EK.sample_positions_excluding(starts, degs, nexcl, seeds, fo, rep, sd, ids, has_ids, exclude,
                                   np.int64(widest), out_indptr, eids)

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from .edge_prediction import EdgePredictionSampler
-from .pyg_loader import _IGNORED, _UNSUPPORTED, NeighborLoader, blocks_to_pyg
+from .pyg_loader import NeighborLoader, blocks_to_pyg
 
 
 class PairNegatives:
@@ -59,9 +59,9 @@ class PairNegatives:
         if self.mode == "triplet":
             return ns.PerSourceUniform(int(self.amount)).sample_pairs(src, dst, num_nodes, seed)
         count = math.ceil(b * self.amount)
-        ns._check_num_nodes(num_nodes)
-        return (ns._draws(seed, 0, count, num_nodes),
-                ns._draws(splitmix64(int(seed) & MASK64), 0, count, num_nodes))
+        ns.check_num_nodes(num_nodes)
+        return (ns.uniform_draws(seed, 0, count, num_nodes),
+                ns.uniform_draws(splitmix64(int(seed) & MASK64), 0, count, num_nodes))
 
 
 class _PairSeedSampler(EdgePredictionSampler):
@@ -133,16 +133,11 @@ class LinkNeighborLoader(NeighborLoader):
                  **kwargs):
         from .arguments import NeighborSampler
         from .dataloader import DataLoader
-        from .pyg_loader import _pyg_data_class, data_arrays, is_pyg_data
+        from .pyg_loader import _pyg_data_class, is_pyg_data, pyg_graph
 
-        kwargs.pop("edge_label_time", None)
-        for name, default in _UNSUPPORTED.items():
-            if name in kwargs and kwargs.pop(name) != default:
-                raise ValueError(f"bgl.pyg.LinkNeighborLoader does not support {name}= (homogeneous, "
-                                 f"uniform, directional sampling only)")
-        for name in _IGNORED & set(kwargs):
-            kwargs.pop(name)
-        graph = data_arrays(data) if is_pyg_data(data) else data
+        if kwargs.pop("edge_label_time", None) is not None:
+            raise ValueError("bgl.pyg.LinkNeighborLoader does not support edge_label_time= (no temporal sampling)")
+        graph = pyg_graph(data, kwargs, "LinkNeighborLoader")
         self.data = data
         num_nodes = self._num_nodes(graph)
         if edge_label_index is None:

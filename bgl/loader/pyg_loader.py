@@ -132,6 +132,18 @@ def data_arrays(data) -> GraphArrays:
                        num_classes=num_classes, name="pyg-data")
 
 
+def pyg_graph(data, kwargs: dict, loader: str):
+    """The loader's graph for PyG input ``data`` (a ``Data``'s arrays, else ``data`` as given), after
+    dropping the PyG-only tuning options from ``kwargs`` and refusing the ones bgl cannot honour."""
+    for name, default in _UNSUPPORTED.items():
+        if name in kwargs and kwargs.pop(name) != default:
+            raise ValueError(f"bgl.pyg.{loader} does not support {name}= (homogeneous, "
+                             f"uniform, directional sampling only)")
+    for name in _IGNORED & set(kwargs):
+        kwargs.pop(name)
+    return data_arrays(data) if is_pyg_data(data) else data
+
+
 def blocks_to_pyg(blocks: Sequence[Block]) -> dict[str, Any]:
     """PyG's layout of one sampled batch from bgl blocks (``blocks[-1]`` holds the seeds).
 
@@ -209,13 +221,7 @@ class NeighborLoader:
         from .arguments import NeighborSampler
         from .dataloader import DataLoader
 
-        for name, default in _UNSUPPORTED.items():
-            if name in kwargs and kwargs.pop(name) != default:
-                raise ValueError(f"bgl.pyg.NeighborLoader does not support {name}= (homogeneous, "
-                                 f"uniform, directional sampling only)")
-        for name in _IGNORED & set(kwargs):
-            kwargs.pop(name)
-        graph = data_arrays(data) if is_pyg_data(data) else data
+        graph = pyg_graph(data, kwargs, "NeighborLoader")
         self.data = data
         num_nodes = self._num_nodes(graph)
         ids = self._input_ids(input_nodes, num_nodes)

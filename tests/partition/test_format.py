@@ -125,6 +125,8 @@ def _edit_meta(path, fn):
     (lambda p: (p / "orig_ids.npy").unlink(), "orig_ids.npy: missing"),
     (lambda p: np.save(p / "orig_ids.npy", np.arange(3)), "orig_ids.npy: expected int64"),
     (lambda p: shutil.rmtree(p / "part-1"), "part store 1 missing"),
+    (lambda p: np.save(p / "orig_eids.npy", np.arange(3)), "orig_eids.npy: expected int64"),
+    (lambda p: (p / "orig_eids.npy").write_bytes(b"\x93NUMPY"), "orig_eids.npy: unreadable"),
 ])
 def test_open_partition_names_the_problem(good_partition, breakage, message):
     breakage(good_partition)
@@ -144,3 +146,22 @@ def test_part_store_mismatch_detected(good_partition):
 def test_missing_dir(tmp_path):
     with pytest.raises(PartitionFormatError, match="does not exist"):
         open_partition(tmp_path / "nope")
+
+
+def test_orig_eids_map_every_new_edge_to_its_source_edge(planted, good_partition):
+    """A partition's edge e (part after part, CSC order) is the source store's edge orig_eids[e]."""
+    book = open_partition(good_partition)
+    src_ptr, src_idx = np.asarray(planted.indptr), np.asarray(planted.indices)
+    orig_src_of = src_idx
+    orig_dst_of = np.repeat(np.arange(planted.num_nodes), np.diff(src_ptr))
+    orig = np.asarray(book.orig_ids)
+    for k in range(book.num_parts):
+        part = book.part_store(k)
+        ptr = np.asarray(part.indptr)
+        new_dst = np.repeat(np.arange(part.num_nodes), np.diff(ptr)) + part.node_offset
+        e = np.asarray(book.orig_eids)[book.edge_bounds[k]:book.edge_bounds[k + 1]]
+        assert np.array_equal(orig[np.asarray(part.indices)], orig_src_of[e])
+        assert np.array_equal(orig[new_dst], orig_dst_of[e])
+    assert np.array_equal(np.sort(np.asarray(book.orig_eids)), np.arange(planted.num_edges))
+    (good_partition / "orig_eids.npy").unlink()  # a partition written before the file existed
+    assert open_partition(good_partition).orig_eids is None

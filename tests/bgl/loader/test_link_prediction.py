@@ -272,3 +272,54 @@ def test_reverse_edge_ids_of_a_store(symmetric):
     one_way = write_store(store.path.parent / "one-way", np.array([0, 0, 1, 2], np.int64),
                           np.array([0, 1], np.int64), name="one-way")  # 0->1, 1->2: no reverses
     assert bgl.reverse_edge_ids(one_way).tolist() == [0, 1]
+
+
+EDGE_DDP_WORKER = '''
+import numpy as np
+import torch.distributed as dist
+
+
+def run(rank, world, init_file, store_path, out_q):
+    import bgl
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    try:
+        sampler = bgl.as_edge_prediction_sampler(bgl.NeighborSampler([2]), exclude="self",
+                                                 negative_sampler=bgl.negative_sampler.Uniform(1))
+        loader = bgl.DataLoader(store_path, np.arange(100, 141), sampler, batch_size=8, shuffle=True,
+                                use_ddp=True, ddp_seed=3)
+        out_q.put((rank, len(loader), [pair.edata["_ID"].tolist() for _, pair, _, _ in loader]))
+    finally:
+        dist.destroy_process_group()
+'''
+
+
+def test_ddp_splits_seed_edges_across_ranks_like_dgl(symmetric, tmp_path):
+    """41 seed edges over 2 ranks: contiguous chunks of 21 (rank 1 padded with one repeat), as DGL cuts nodes."""
+    import multiprocessing as mp
+    import sys
+
+    _, _, store, _ = symmetric
+    (tmp_path / "bgl_edge_ddp_worker.py").write_text(EDGE_DDP_WORKER)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import bgl_edge_ddp_worker
+
+        ctx = mp.get_context("spawn")
+        out_q = ctx.Queue()
+        procs = [ctx.Process(target=bgl_edge_ddp_worker.run,
+                             args=(r, 2, str(tmp_path / "ddp_init"), str(store.path), out_q)) for r in range(2)]
+        for p in procs:
+            p.start()
+        results = {rank: (length, batches) for rank, length, batches in (out_q.get(timeout=180) for _ in procs)}
+        for p in procs:
+            p.join(timeout=30)
+            assert p.exitcode == 0
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("bgl_edge_ddp_worker", None)
+    chunks = {0: set(range(100, 121)), 1: set(range(121, 141))}
+    for rank in (0, 1):
+        length, batches = results[rank]
+        seen = [e for b in batches for e in b]
+        assert length == len(batches) == 3 and len(seen) == 21
+        assert set(seen) == chunks[rank]
