@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 
@@ -90,18 +91,22 @@ def type_layout(block: Block) -> tuple[torch.Tensor, dict[str, torch.Tensor], di
     Returns (position of each src node among the src nodes of its type, int64 [num_src];
     {ntype: indices of its src nodes in the block}; {ntype: its number of dst nodes}).
     Dst nodes lead src nodes in the block, so each type's dst nodes lead that type's src nodes.
+    One stable sort of the src nodes by type (NumPy: a batch's few thousand ids).
     """
     schema = block.schema
-    offsets = torch.from_numpy(schema.offsets).to(block.src_ids.device)
-    src_type = torch.searchsorted(offsets, block.src_ids, right=True) - 1
-    local = torch.empty_like(block.src_ids)
+    offsets = schema.offsets
+    src = block.src_ids.cpu().numpy()
+    types = np.searchsorted(offsets, src, side="right") - 1
+    order = np.argsort(types, kind="stable")
+    bounds = np.searchsorted(types[order], np.arange(len(offsets)))
+    local = np.empty(src.shape[0], np.int64)
     members, num_dst = {}, {}
     for t, nt in enumerate(schema.ntypes):
-        idx = (src_type == t).nonzero().flatten()
-        local[idx] = torch.arange(idx.shape[0], device=idx.device)
-        members[nt] = idx
-        num_dst[nt] = int((idx < block.num_dst).sum())
-    return local, members, num_dst
+        idx = order[bounds[t]:bounds[t + 1]]
+        local[idx] = np.arange(idx.shape[0])
+        members[nt] = torch.from_numpy(idx).to(block.src_ids.device)
+        num_dst[nt] = int(np.searchsorted(idx, block.num_dst))
+    return torch.from_numpy(local).to(block.src_ids.device), members, num_dst
 
 
 @dataclass

@@ -158,30 +158,41 @@ def to_dgl_hetero_block(block: Block, schema):
     Node type ``t``'s src (dst) nodes are the block's src (dst) nodes of that type, in
     order, so each type's dst nodes lead its src nodes, as DGL requires; ``dgl.NID`` holds
     type-local ids and ``dgl.EID`` each relation's edge ids.  Per-type ``srcdata``/``dstdata``
-    (``{key: {ntype: rows}}``) and the untyped ``edata`` are attached.
+    (``{key: {ntype: rows}}``) are attached.  Each relation is handed to DGL as a CSC (its
+    edges keep the block's CSC order, so their dst positions never decrease), with a real
+    edge-id array, as the untyped blocks are: no COO -> CSC conversion in the model.
     """
+    from .blocks import type_layout
+
     dgl = _dgl()
-    offsets = torch.from_numpy(schema.offsets).to(block.src_ids.device)
-    src_type = torch.searchsorted(offsets, block.src_ids, right=True) - 1
-    local = torch.empty_like(block.src_ids)
-    num_src, num_dst, members = {}, {}, {}
-    for t, nt in enumerate(schema.ntypes):
-        idx = (src_type == t).nonzero().flatten()
-        local[idx] = torch.arange(idx.shape[0], device=idx.device)
-        members[nt] = idx
-        num_src[nt] = int(idx.shape[0])
-        num_dst[nt] = int((idx < block.num_dst).sum())
-    u, v = block.edges()
+    if block.schema is None:
+        block.schema = schema
+    local_t, members, num_dst = type_layout(block)
+    local = local_t.cpu().numpy()
+    indptr, indices = block.indptr.cpu().numpy(), block.indices.cpu().numpy()
+    etypes = block.etypes.cpu().numpy()
+    src = block.src_ids.cpu().numpy()
+    edge_ids = None if block.edge_ids is None else block.edge_ids.cpu().numpy()
+    dst_of_edge = np.repeat(np.arange(block.num_dst, dtype=np.int64), np.diff(indptr))
+    by_rel = np.argsort(etypes, kind="stable")  # relation after relation, CSC order inside each
+    bounds = np.searchsorted(etypes[by_rel], np.arange(len(schema.edge_types) + 1))
+    device = block.src_ids.device
     data, eids = {}, {}
     for r, canon in enumerate(schema.canonical_etypes):
-        sel = (block.etypes == r).nonzero().flatten()
-        data[canon] = (local[u[sel]], local[v[sel]])
-        eids[canon] = block.edge_ids[sel] if block.edge_ids is not None else sel
-    out = dgl.create_block(data, num_src_nodes=num_src, num_dst_nodes=num_dst, device=block.src_ids.device)
+        sel = by_rel[bounds[r]:bounds[r + 1]]
+        nd = num_dst[canon[2]]
+        rel_indptr = np.zeros(nd + 1, np.int64)
+        np.cumsum(np.bincount(local[dst_of_edge[sel]], minlength=nd), out=rel_indptr[1:])
+        data[canon] = ("csc", (torch.from_numpy(rel_indptr).to(device), torch.from_numpy(local[indices[sel]]).to(device),
+                               torch.arange(sel.shape[0], dtype=torch.int64, device=device)))
+        eids[canon] = torch.from_numpy(sel if edge_ids is None else edge_ids[sel]).to(device)
+    out = dgl.create_block(data, num_src_nodes={nt: int(m.shape[0]) for nt, m in members.items()},
+                           num_dst_nodes=num_dst, device=device)
+    offsets = schema.offsets
     for t, nt in enumerate(schema.ntypes):
-        idx = members[nt]
-        out.srcnodes[nt].data[dgl.NID] = block.src_ids[idx] - offsets[t]
-        out.dstnodes[nt].data[dgl.NID] = block.src_ids[idx[: num_dst[nt]]] - offsets[t]
+        ids = torch.from_numpy(src[members[nt].cpu().numpy()] - offsets[t]).to(device)
+        out.srcnodes[nt].data[dgl.NID] = ids
+        out.dstnodes[nt].data[dgl.NID] = ids[: num_dst[nt]]
     for key, per_type in block.srcdata.items():
         for nt, rows in per_type.items():
             out.srcnodes[nt].data[key] = rows

@@ -98,14 +98,16 @@ class LocalSampler:
         feat = self.store.type_feat.get(ntype)
         if feat is None:
             raise ValueError(f"node type {ntype!r} of {self.store.path} has no features")
-        return torch.from_numpy(ops.gather(feat, local_ids, 0))
+        # One np.take, as the untyped fetch stage does for a local store: the parallel numba gather
+        # competes with the trainer's torch threads inline (bgl/loader/stages.py _fetch_features).
+        return torch.from_numpy(np.take(np.asarray(feat), _type_local(local_ids, feat.shape[0], ntype), axis=0))
 
     def fetch_type_labels(self, ntype: str, local_ids) -> torch.Tensor:
         """int64 labels of type-local ``local_ids`` of node type ``ntype``."""
         label = self.store.type_label.get(ntype)
         if label is None:
             raise ValueError(f"node type {ntype!r} of {self.store.path} has no labels")
-        return torch.from_numpy(ops.gather(label, local_ids, 0))
+        return torch.from_numpy(np.take(np.asarray(label), _type_local(local_ids, label.shape[0], ntype)))
 
     # ---------------------------------------------------------------- features
     def fetch_features(self, ids) -> torch.Tensor:
@@ -155,3 +157,11 @@ class LocalSampler:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _type_local(ids, count: int, ntype: str) -> np.ndarray:
+    """int64 type-local ids, checked against the type's node count (ValueError naming the type)."""
+    ids = ops.as_ids(ids, "ids")
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= count):
+        raise ValueError(f"ids of node type {ntype!r} outside [0, {count})")
+    return ids
