@@ -22,6 +22,7 @@ Layout::
     feat.npy         [num_nodes, feat_dim]  (optional)
     label.npy        int64 [num_nodes]  (optional, -1 = unlabelled)
     <split>_idx.npy  int64 [n]  for each split name (train, val, test, ...)
+    edata/<name>.npy [num_edges, ...]  named per-edge arrays in CSC edge order (bgl.edata)
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from . import edata as E
 from .errors import StoreFormatError
 
 FORMAT_NAME = "bgl-graph-store"
@@ -57,8 +59,9 @@ class StoreMeta:
     """Contents of ``meta.json``.
 
     ``splits`` maps split name (``train``, ``val``, ``test``) to its size; the
-    ids live in ``<name>_idx.npy``.  ``extra`` carries provenance (source
-    file, ingest options) and is never interpreted by the loader.
+    ids live in ``<name>_idx.npy``; ``edata`` maps edge array names to their dtype and shape
+    (:mod:`bgl.edata`).  ``extra`` carries provenance (source file, ingest
+    options) and is never interpreted by the loader.
     """
 
     num_nodes: int
@@ -71,6 +74,7 @@ class StoreMeta:
     num_classes: int = 0
     has_label: bool = False
     splits: dict[str, int] = field(default_factory=dict)
+    edata: dict[str, dict[str, Any]] = field(default_factory=dict)
     name: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     format: str = FORMAT_NAME
@@ -104,7 +108,7 @@ class StoreMeta:
         return meta
 
 
-class GraphStore:
+class GraphStore(E.EdgeArrays):
     """A read-only, memory-mapped graph store directory.
 
     Parameters
@@ -140,6 +144,7 @@ class GraphStore:
             self.feat = self._load("feat", (n, meta.feat_dim), np.dtype(meta.feat_dtype or "float32"))
         self.label = self._load("label", (n,), np.int64) if meta.has_label else None
         self.splits = {name: self._load(f"{name}_idx", (size,), np.int64) for name, size in meta.splits.items()}
+        self.edata = E.load_edge_arrays(meta_path, meta.edata, e, self._load)
         if validate != "none":
             self.validate(full=(validate == "full") or e <= FULL_CHECK_MAX_EDGES)
 
@@ -278,6 +283,7 @@ class GraphStore:
             "feat_dtype": self.meta.feat_dtype,
             "num_classes": self.num_classes,
             "splits": dict(self.meta.splits),
+            "edata": {k: dict(v) for k, v in self.meta.edata.items()},
         }
 
     def __repr__(self) -> str:
@@ -292,7 +298,7 @@ def open_store(path: str | os.PathLike, validate: str = "auto") -> GraphStore:
     return GraphStore(path, validate=validate)
 
 
-class StoreWriter:
+class StoreWriter(E.EdgeArrayWriter):
     """Writes a store into ``<path>.tmp`` and renames it into place on success.
 
     Use as a context manager.  Large arrays are created as ``.npy`` memmaps
@@ -319,7 +325,7 @@ class StoreWriter:
         g = num_nodes if global_num_nodes is None else global_num_nodes
         self._meta: dict[str, Any] = dict(
             num_nodes=int(num_nodes), num_edges=int(num_edges), id_dtype=id_dtype_for(g).name,
-            node_offset=int(node_offset), global_num_nodes=int(g), splits={}, name=name,
+            node_offset=int(node_offset), global_num_nodes=int(g), splits={}, edata={}, name=name,
             extra=dict(extra or {}),
         )
         self.store: GraphStore | None = None
@@ -412,7 +418,8 @@ def replace_dir(src: Path, dst: Path) -> None:
 def write_store(path: str | os.PathLike, indptr: np.ndarray, indices: np.ndarray, *,
                 feat: np.ndarray | None = None, label: np.ndarray | None = None,
                 splits: Mapping[str, np.ndarray] | None = None, num_classes: int | None = None,
-                node_offset: int = 0, global_num_nodes: int | None = None, name: str = "",
+                edata: Mapping[str, np.ndarray] | None = None, node_offset: int = 0,
+                global_num_nodes: int | None = None, name: str = "",
                 extra: Mapping[str, Any] | None = None, overwrite: bool = False) -> GraphStore:
     """Write an in-memory CSC graph (plus optional features, labels, splits) as a store, atomically.
 
@@ -421,6 +428,7 @@ def write_store(path: str | os.PathLike, indptr: np.ndarray, indices: np.ndarray
     indptr : int [num_nodes + 1]; indices : int [num_edges] (global ids)
     feat : [num_nodes, dim]; label : int [num_nodes], -1 = unlabelled
     splits : {"train": int64 [n], ...} node ids (global ids)
+    edata : {name: [num_edges, ...]} per-edge arrays in CSC edge order
 
     Returns the opened :class:`GraphStore`.
     """
@@ -436,5 +444,7 @@ def write_store(path: str | os.PathLike, indptr: np.ndarray, indices: np.ndarray
             w.save_array("label", label, num_classes=num_classes)
         for split_name, ids in (splits or {}).items():
             w.save_array(f"{split_name}_idx", ids)
+        for edge_name, values in (edata or {}).items():
+            w.save_edge_array(edge_name, values)
     assert w.store is not None
     return w.store

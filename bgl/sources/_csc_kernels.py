@@ -6,6 +6,7 @@ when ``symmetrize`` is set, also as ``(dst, src)`` in row ``src``.
 """
 from __future__ import annotations
 
+import numpy as np
 from numba import njit, prange
 
 
@@ -109,3 +110,60 @@ def first_out_of_range(ids, lo, hi):
         if ids[i] < lo or ids[i] >= hi:
             return i
     return -1
+
+
+# ---------------------------------------------------- edge positions (edge data)
+# With edge data the fill pass also records, for every CSC entry, the position of its
+# input edge in the stream (int64), so the edge arrays can be gathered into CSC order.
+
+
+@njit(cache=True, nogil=True)
+def scatter_row_range_pos(src, dst, row_ptr, cursor, out, out_pos, lo, hi, symmetrize, drop_self_loops, base):
+    """:func:`scatter_row_range` that also writes ``base + i`` (the input edge's stream
+    position) at ``out_pos`` beside each entry; a reversed entry keeps its edge's position."""
+    for i in range(src.shape[0]):
+        s = src[i]
+        d = dst[i]
+        if drop_self_loops and s == d:
+            continue
+        if lo <= d < hi:
+            r = d - lo
+            if cursor[r] >= row_ptr[r + 1]:
+                return False
+            out[cursor[r]] = s
+            out_pos[cursor[r]] = base + i
+            cursor[r] += 1
+        if symmetrize and s != d and lo <= s < hi:
+            r = s - lo
+            if cursor[r] >= row_ptr[r + 1]:
+                return False
+            out[cursor[r]] = d
+            out_pos[cursor[r]] = base + i
+            cursor[r] += 1
+    return True
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def sort_dedupe_rows_pos(indptr, indices, pos, new_counts, dedupe):
+    """:func:`sort_dedupe_rows` carrying ``pos`` along: rows sorted by id (stable, so equal ids
+    stay in stream order) and a duplicated edge keeps its first occurrence's position."""
+    n = indptr.shape[0] - 1
+    for v in prange(n):
+        a = indptr[v]
+        b = indptr[v + 1]
+        if b - a > 1:
+            order = np.argsort(indices[a:b], kind="mergesort")
+            ids = indices[a:b][order]
+            ps = pos[a:b][order]
+            indices[a:b] = ids
+            pos[a:b] = ps
+        if not dedupe or b - a < 2:
+            new_counts[v] = b - a
+            continue
+        w = a + 1
+        for k in range(a + 1, b):
+            if indices[k] != indices[w - 1]:
+                indices[w] = indices[k]
+                pos[w] = pos[k]
+                w += 1
+        new_counts[v] = w - a
