@@ -24,6 +24,8 @@ class Block:
     edge_ids : optional int64 tensor [num_edges] (edge ids in the sampled store's CSC order)
     srcdata / dstdata : per-node tensors (e.g. ``"feat"``, ``"label"``), rows aligned with
         ``src_ids`` / ``dst_ids``
+    edata : per-edge tensors (the graph's edge arrays named in ``prefetch_edge_feats``), rows
+        aligned with ``indices`` (CSC order)
     """
 
     src_ids: torch.Tensor
@@ -33,6 +35,7 @@ class Block:
     edge_ids: torch.Tensor | None = None
     srcdata: dict[str, torch.Tensor] = field(default_factory=dict)
     dstdata: dict[str, torch.Tensor] = field(default_factory=dict)
+    edata: dict[str, torch.Tensor] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.indptr.shape[0] != self.num_dst + 1:
@@ -67,7 +70,8 @@ class Block:
             return None if t is None else t.to(device, non_blocking=non_blocking)
 
         return Block(mv(self.src_ids), self.num_dst, mv(self.indptr), mv(self.indices), mv(self.edge_ids),
-                     {k: mv(v) for k, v in self.srcdata.items()}, {k: mv(v) for k, v in self.dstdata.items()})
+                     {k: mv(v) for k, v in self.srcdata.items()}, {k: mv(v) for k, v in self.dstdata.items()},
+                     {k: mv(v) for k, v in self.edata.items()})
 
     def __repr__(self) -> str:
         return f"Block(num_src={self.num_src}, num_dst={self.num_dst}, num_edges={self.num_edges})"

@@ -27,7 +27,8 @@ def require_dgl():
 
 
 def to_dgl_block(block: Block):
-    """A ``dgl.Block`` with the same edges (CSC order), ``dgl.NID`` on src/dst and the block's data.
+    """A ``dgl.Block`` with the same edges (CSC order), ``dgl.NID`` on src/dst, ``dgl.EID`` and the
+    block's node and edge data.
 
     ``srcdata``/``dstdata`` tensors of the bgl block are attached (shared, not
     copied), so ``blocks[0].srcdata['feat']`` and ``blocks[-1].dstdata['label']``
@@ -41,6 +42,7 @@ def to_dgl_block(block: Block):
     src = {dgl.NID: block.src_ids, **block.srcdata}
     dst = {dgl.NID: block.dst_ids, **block.dstdata}
     edges = {} if block.edge_ids is None else {dgl.EID: block.edge_ids}
+    edges.update(block.edata)  # prefetch_edge_feats: blocks[i].edata[name]
     return _csc_block(block, [Frame(src, num_rows=block.num_src), Frame(dst, num_rows=block.num_dst)],
                       [Frame(edges, num_rows=block.num_edges)])
 

@@ -269,21 +269,28 @@ class SamplingClient:
             results[i] = arrays
         return results
 
-    def sample_layer(self, dst: np.ndarray, fanout: int, replace: bool, seed: int):
-        """One layer across servers: (counts int64 [m], nbrs [e] in dst order, None)."""
+    def sample_layer(self, dst: np.ndarray, fanout: int, replace: bool, seed: int, prob: str | None = None,
+                     edge_data: Sequence[str] = ()):
+        """One layer across servers: (counts int64 [m], nbrs [e] in dst order, None), plus
+        ``{name: rows [e, ...]}`` of the sampled edges when ``edge_data`` names edge arrays.
+
+        ``prob`` names the servers' edge array (weights or bool mask) to sample by."""
         fanout = ops.check_fanout(fanout)
+        edge_data = tuple(edge_data)
         order, groups = self._split(dst)
         sorted_ids = dst[order]
-        jobs = [(s, functools.partial(self._sample_request, sorted_ids[a:b], fanout, replace, seed),
-                 functools.partial(self._local.sample, s, sorted_ids[a:b], fanout, replace, seed))
+        jobs = [(s, functools.partial(self._sample_request, sorted_ids[a:b], fanout, replace, seed, prob, edge_data),
+                 functools.partial(self._local.sample, s, sorted_ids[a:b], fanout, replace, seed, prob, edge_data))
                 for s, a, b in groups]
         replies = self._answer(jobs, P.Op.SAMPLE)
-        for (s, a, b), (counts, _nb) in zip(groups, replies):
-            if counts.shape[0] != b - a:
-                raise ProtocolError(f"{self.addresses[s]} returned {counts.shape[0]} counts for {b - a} seeds")
+        for (s, a, b), reply in zip(groups, replies):
+            if reply[0].shape[0] != b - a:
+                raise ProtocolError(f"{self.addresses[s]} returned {reply[0].shape[0]} counts for {b - a} seeds")
+            if edge_data and (len(reply) < 3 or sorted(reply[2]) != sorted(edge_data)):
+                raise ProtocolError(f"{self.addresses[s]} did not return the edge data {list(edge_data)}")
         if len(groups) == 1 and np.array_equal(order, np.arange(order.shape[0])):
-            counts, nbrs = replies[0]
-            return counts, nbrs, None  # int32 or int64 as sent; the relabel takes both
+            counts, nbrs = replies[0][0], replies[0][1]  # int32 or int64 as sent; the relabel takes both
+            return (counts, nbrs, None, replies[0][2]) if edge_data else (counts, nbrs, None)
         sorted_counts = np.concatenate([r[0] for r in replies])
         sorted_nbrs = np.concatenate([r[1].astype(np.int64, copy=False) for r in replies])
         sorted_indptr = np.zeros(order.shape[0] + 1, np.int64)
@@ -298,15 +305,26 @@ class SamplingClient:
         np.cumsum(counts, out=out_indptr[1:])
         nbrs = np.empty(sorted_nbrs.shape[0], np.int64)
         K.permute_segments(sorted_indptr, sorted_nbrs, inv, out_indptr, nbrs)
-        return counts, nbrs, None
+        if not edge_data:
+            return counts, nbrs, None
+        perm = np.empty(sorted_nbrs.shape[0], np.int64)  # reply position of each output edge
+        K.permute_segments(sorted_indptr, np.arange(sorted_nbrs.shape[0], dtype=np.int64), inv, out_indptr, perm)
+        rows = {name: np.take(np.concatenate([r[2][name] for r in replies]), perm, axis=0) for name in edge_data}
+        return counts, nbrs, None, rows
 
-    def _sample_request(self, ids, fanout: int, replace: bool, seed: int) -> list:
-        return P.sample_request(next(self._ids), ids, fanout, replace, seed)
+    def _sample_request(self, ids, fanout: int, replace: bool, seed: int, prob=None, edge_data=()) -> list:
+        return P.sample_request(next(self._ids), ids, fanout, replace, seed, prob, edge_data)
 
     def sample_blocks(self, seeds, fanouts: Sequence[int], replace: bool = False,
-                      seed: int | None = None) -> list[Block]:
-        """Blocks for ``seeds`` (global ids, unique); ``blocks[-1].dst_ids == seeds``."""
-        return multilayer.sample_blocks(seeds, fanouts, replace, seed, self.sample_layer, self._relabel)
+                      seed: int | None = None, prob: str | None = None,
+                      edge_data: Sequence[str] = ()) -> list[Block]:
+        """Blocks for ``seeds`` (global ids, unique); ``blocks[-1].dst_ids == seeds``.
+
+        ``prob`` names the edge array to sample by (DGL's ``prob=`` / ``mask=``); each block's
+        ``edata[name]`` holds the rows of the edge arrays ``edge_data`` names for its edges,
+        sent by the servers with the sampled edges."""
+        return multilayer.sample_blocks(seeds, fanouts, replace, seed, self.sample_layer, self._relabel,
+                                        prob=prob, edge_data=edge_data)
 
     # ------------------------------------------------------------------ features
     def _fetch_plan(self, ids, field: int):

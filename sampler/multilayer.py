@@ -15,8 +15,9 @@ from bgl.blocks import Block
 
 from . import ops
 
-# sample_layer(dst_ids int64 [m], fanout, replace, layer_seed) -> (counts int64 [m], nbrs [e], eids int64 [e] | None)
-LayerFn = Callable[[np.ndarray, int, bool, int], tuple[np.ndarray, np.ndarray, "np.ndarray | None"]]
+# sample_layer(dst_ids int64 [m], fanout, replace, layer_seed[, prob=edge array name])
+#   -> (counts int64 [m], nbrs [e], eids int64 [e] | None)
+LayerFn = Callable[..., tuple[np.ndarray, np.ndarray, "np.ndarray | None"]]
 # relabel(dst_ids int64 [m], nbrs int32/int64 [e]) -> (src_ids int64 [s], local int64 [e])
 RelabelFn = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -36,25 +37,35 @@ def check_fanouts(fanouts: Sequence[int]) -> list[int]:
 
 
 def sample_blocks(seeds, fanouts: Sequence[int], replace: bool, seed: int | None,
-                  sample_layer: LayerFn, relabel: RelabelFn = ops.relabel) -> list[Block]:
+                  sample_layer: LayerFn, relabel: RelabelFn = ops.relabel, prob: str | None = None,
+                  edge_data: Sequence[str] = ()) -> list[Block]:
     """Sample ``len(fanouts)`` layers outward from ``seeds``.
 
     ``blocks[-1]`` is sampled first from the seeds with ``fanouts[-1]``;
     each earlier block's dst nodes are the next block's src nodes (DGL convention).
     Layer ``i`` uses seed ``ops.layer_seed(seed, i)``.  ``relabel`` is
     :func:`ops.relabel` or a faster :class:`ops.Relabeler` (same results).
+    ``prob`` names the edge array every layer samples by (None = uniform); ``edge_data``
+    the edge arrays whose rows of the sampled edges land in each block's ``edata``
+    (``sample_layer`` then returns them as a fourth item).  Both are passed to
+    ``sample_layer`` only when given, so uniform sampling calls stay as they were.
     """
     fanouts = check_fanouts(fanouts)
     dst = ops.as_ids(seeds, "seeds")
     seed = draw_seed() if seed is None else int(seed)
     blocks = []
     for layer in range(len(fanouts) - 1, -1, -1):
-        counts, nbrs, eids = sample_layer(dst, fanouts[layer], bool(replace), ops.layer_seed(seed, layer))
+        extra = {} if prob is None else {"prob": prob}
+        if edge_data:
+            extra["edge_data"] = tuple(edge_data)
+        counts, nbrs, eids, *rows = sample_layer(dst, fanouts[layer], bool(replace), ops.layer_seed(seed, layer),
+                                                 **extra)
         src, local = relabel(dst, nbrs)
         indptr = np.zeros(dst.shape[0] + 1, np.int64)
         np.cumsum(counts, out=indptr[1:])
+        edata = {name: torch.from_numpy(np.ascontiguousarray(v)) for name, v in (rows[0] if rows else {}).items()}
         blocks.append(Block(torch.from_numpy(src), int(dst.shape[0]), torch.from_numpy(indptr),
-                            torch.from_numpy(local), None if eids is None else torch.from_numpy(eids)))
+                            torch.from_numpy(local), None if eids is None else torch.from_numpy(eids), edata=edata))
         dst = src
     blocks.reverse()
     return blocks

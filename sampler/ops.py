@@ -13,6 +13,7 @@ import numba
 import numpy as np
 
 from . import _kernels as K
+from . import _weighted_kernels as W
 
 MASK64 = (1 << 64) - 1
 # Largest fanout a request may ask for (besides -1 = all); guards with-replacement
@@ -84,6 +85,31 @@ def check_range(ids: np.ndarray, lo: int, hi: int, name: str = "ids") -> None:
         raise ValueError(f"{name}[{bad}] = {int(ids[bad])} is outside the owned id range [{lo}, {hi})")
 
 
+def check_weights(prob, num_edges: int, name: str = "prob") -> np.ndarray:
+    """Per-edge weights (or a bool mask) as an array the weighted kernels take; ValueError naming
+    ``name`` and the first bad edge otherwise.
+
+    Accepted: float, integer or bool ``[num_edges]`` (a mask is passed as its uint8 view: True = 1),
+    every weight finite and >= 0.  One pass over the array: callers check an array once and keep it.
+    """
+    if hasattr(prob, "detach"):
+        prob = prob.detach().cpu().numpy()
+    prob = np.asarray(prob)
+    if prob.dtype == np.bool_:
+        prob = prob.view(np.uint8)
+    elif prob.dtype.kind not in "fiu":
+        raise ValueError(f"edge weights {name!r} must be float, integer or a bool mask, got dtype {prob.dtype}")
+    if prob.shape != (num_edges,):
+        raise ValueError(f"edge weights {name!r} must have shape ({num_edges},) (one per edge), got {prob.shape}")
+    if prob.dtype == np.float16:
+        prob = prob.astype(np.float32)
+    prob = np.ascontiguousarray(prob)
+    bad = int(W.first_bad_weight(prob)) if prob.size else -1
+    if bad >= 0:
+        raise ValueError(f"edge weights {name!r} must be finite and >= 0; edge {bad} has {prob[bad]}")
+    return prob
+
+
 def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray, node_offset: int,
                      fanout: int, replace: bool, seed: int, *, parallel: bool = True,
                      prob: np.ndarray | None = None,
@@ -99,7 +125,8 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     seed : RNG seed; the sample of each row depends only on (seed, its global id)
     parallel : allow the numba-parallel kernels (used only for >= PARALLEL_MIN_SEEDS
         seeds; False inside server worker threads)
-    prob : optional float [e] per-edge weights (non-negative)
+    prob : optional [e] per-edge weights already checked by :func:`check_weights`: edges are drawn
+        proportionally to them (DGL's ``prob=``), zero-weight edges never
 
     Returns
     -------
@@ -115,7 +142,11 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     m = seeds.shape[0]
     counts = np.empty(m, np.int64)
     if prob is not None:
-        K.weighted_counts_par(indptr, prob, seeds, off, fo, rep, counts)
+        if prob.shape[0] != indices.shape[0]:
+            raise ValueError(f"prob has {prob.shape[0]} weights for {indices.shape[0]} edges")
+        rep = rep and fanout >= 0  # fanout -1 takes every positive edge, with or without replacement
+        widest = (W.weighted_counts_par if parallel else W.weighted_counts_serial)(
+            indptr, prob, seeds, off, fo, rep, counts)
     else:
         starts = np.empty(m, np.int64)
         degs = np.empty(m, np.int64)
@@ -128,7 +159,9 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     nbrs = np.empty(total, indices.dtype)
     eids = np.empty(total, np.int64)
     if prob is not None:
-        K.sample_weighted_par(indptr, indices, prob, seeds, off, fo, rep, sd, out_indptr, nbrs, eids)
+        (W.sample_weighted_par if parallel else W.sample_weighted_serial)(
+            indptr, prob, seeds, off, fo, rep, sd, np.int64(widest), out_indptr, eids)
+        (K.gather_nbrs_par if parallel else K.gather_nbrs_serial)(indices, eids, nbrs)
         return counts, nbrs, eids
     # Three passes (row spans, positions, gather) rather than one fused loop: each pass
     # is either pure arithmetic or independent loads, which keeps memory busy.
@@ -136,6 +169,26 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
         starts, degs, seeds, fo, rep, sd, out_indptr, eids)
     (K.gather_nbrs_par if parallel else K.gather_nbrs_serial)(indices, eids, nbrs)
     return counts, nbrs, eids
+
+
+def sample_with_edge_data(indptr: np.ndarray, store, seeds, fanout: int, replace: bool, seed: int,
+                          prob: np.ndarray | None, edge_data=()) -> tuple[np.ndarray, np.ndarray, dict | None]:
+    """What a graph server (and a co-located read) answers a SAMPLE with: ``(counts, nbrs, rows)``,
+    ``rows`` = ``{name: store.edge_array(name)[sampled positions]}`` for ``edge_data`` (None when empty).
+
+    Serial kernels (one request per server thread).  ValueError names an edge array the store lacks.
+    """
+    arrays = []
+    for name in edge_data:
+        try:
+            arrays.append(store.edge_array(name))
+        except KeyError as e:
+            raise ValueError(e.args[0]) from None
+    counts, nbrs, eids = sample_neighbors(indptr, store.indices, seeds, store.node_offset, fanout, replace, seed,
+                                          parallel=False, prob=prob)
+    if not edge_data:
+        return counts, nbrs, None
+    return counts, nbrs, {name: np.take(arr, eids, axis=0) for name, arr in zip(edge_data, arrays)}
 
 
 def gather(array: np.ndarray, ids: np.ndarray, node_offset: int, *, parallel: bool = True) -> np.ndarray:
@@ -248,3 +301,34 @@ class Relabeler:
             pos = j if j < dst_ids.shape[0] else j - dst_ids.shape[0]
             raise ValueError(f"{name}[{pos}] = {int(arr[pos])} is outside the id range [0, {self.num_nodes})")
         return src, local
+
+
+class EdgeWeights:
+    """The checked weight arrays of one graph, by edge-array name, each checked once (one pass).
+
+    ``graph`` is anything with ``edge_array(name)`` (:class:`~bgl.store.GraphStore`,
+    :class:`~bgl.loader.graph_arrays.GraphArrays`).  Costs nothing per edge beyond the
+    arrays themselves (memory-mapped stores stay mapped; a bool mask is viewed, not copied).
+    """
+
+    def __init__(self, graph):
+        self.graph = graph
+        self._checked: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, name: str | None) -> np.ndarray | None:
+        """The weights named ``name`` (None -> None); KeyError / ValueError name a missing or bad array."""
+        if name is None:
+            return None
+        prob = self._checked.get(name)
+        if prob is None:
+            if not isinstance(name, str):
+                raise ValueError(f"edge weights must be named by a string (an edge array), got {name!r}")
+            try:
+                values = self.graph.edge_array(name)
+            except KeyError as e:
+                raise ValueError(e.args[0]) from None
+            prob = check_weights(values, self.graph.num_edges, name)
+            with self._lock:
+                self._checked[name] = prob
+        return prob

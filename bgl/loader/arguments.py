@@ -21,6 +21,7 @@ import torch
 from ..cache.ordering.partition_order import env_partition_dir
 from ..errors import ServerUnavailable
 from ..store import GraphStore
+from .edge_options import edge_names_of, edge_option
 from .specs import CacheSpec, SamplingSpec
 
 PIPELINES = ("inline", "thread", "processes")
@@ -38,7 +39,7 @@ _DGL_TUNING_KWARGS = frozenset({
 
 
 class NeighborSampler:
-    """Uniform neighbour sampler settings, DGL style (``bgl.NeighborSampler([10, 10])``).
+    """Neighbour sampler settings, DGL style (``bgl.NeighborSampler([10, 10])``).
 
     Parameters
     ----------
@@ -50,19 +51,30 @@ class NeighborSampler:
     prefetch_node_feats : names under which ``blocks[0].srcdata`` receives
         the input features (the store has one feature array).
     prefetch_labels : names under which ``blocks[-1].dstdata`` receives labels.
+    prob : name of an edge array (weights): each neighbour is drawn with probability
+        proportional to its edge's weight, never through a zero-weight edge (DGL's ``prob=``).
+    mask : name of a bool edge array: only edges marked True may be drawn (DGL's ``mask=``;
+        mutually exclusive with ``prob``).
+    prefetch_edge_feats : edge arrays whose rows of the sampled edges each block
+        gets in ``blocks[i].edata[name]``.
     """
 
     def __init__(self, fanouts: Sequence[int], replace: bool = False,
                  prefetch_node_feats: Sequence[str] = ("feat",), prefetch_labels: Sequence[str] = ("label",),
-                 output_device=None):
+                 output_device=None, *, prob: Optional[str] = None, mask: Optional[str] = None,
+                 prefetch_edge_feats: Sequence[str] = ()):
         self.fanouts = _check_fanouts(fanouts)
         self.replace = bool(replace)
         self.prefetch_node_feats = list(prefetch_node_feats or [])
         self.prefetch_labels = list(prefetch_labels or [])
         self.output_device = output_device
+        self.prob = edge_option(prob, mask)
+        self.mask = mask
+        self.prefetch_edge_feats = edge_names_of(prefetch_edge_feats)
 
     def __repr__(self) -> str:
-        return f"bgl.NeighborSampler(fanouts={self.fanouts}, replace={self.replace})"
+        weights = "" if self.prob is None else f", prob={self.prob!r}"
+        return f"bgl.NeighborSampler(fanouts={self.fanouts}, replace={self.replace}{weights})"
 
 
 def _check_fanouts(fanouts) -> list[int]:
@@ -90,8 +102,6 @@ def sampler_settings(graph_sampler) -> tuple[list[int], bool, list[str], list[st
             "NeighborSampler", "MultiLayerFullNeighborSampler"):
         if getattr(graph_sampler, "edge_dir", "in") != "in":
             raise ValueError(f"only edge_dir='in' is supported, got {graph_sampler.edge_dir!r}")
-        if getattr(graph_sampler, "prob", None) is not None:
-            raise ValueError("weighted sampling (prob= / mask= on dgl NeighborSampler) is not supported by bgl.DataLoader")
         feats = graph_sampler.prefetch_node_feats
         labels = graph_sampler.prefetch_labels
         if isinstance(feats, dict) or isinstance(labels, dict):
@@ -110,9 +120,16 @@ class GraphInfo:
 
     def __init__(self, spec: SamplingSpec, num_nodes: int, feat_dim: int, feat_dtype, has_label: bool,
                  store: Optional[GraphStore] = None, partition_dir: Optional[Path] = None,
-                 from_dgl: bool = False):
+                 from_dgl: bool = False, edge_names: Optional[Sequence[str]] = None,
+                 edge_dtypes: Optional[dict] = None):
         self.spec, self.num_nodes, self.feat_dim, self.feat_dtype = spec, num_nodes, feat_dim, feat_dtype
         self.has_label, self.store, self.partition_dir, self.from_dgl = has_label, store, partition_dir, from_dgl
+        if edge_names is None and store is not None:
+            edge_names = list(store.edata)
+        self.edge_names = None if edge_names is None else tuple(edge_names)  # None: not known here
+        if edge_dtypes is None and store is not None:
+            edge_dtypes = {k: np.asarray(store.edata[k][:0]).dtype.name for k in store.edata}
+        self.edge_dtypes = dict(edge_dtypes or {})
 
 
 def _ping_all(addresses: Sequence[str], timeout: float) -> None:
@@ -131,8 +148,11 @@ def _servers_info(addresses: Sequence[str], timeout: float, partition_dir: Optio
 
     with SamplingClient(list(addresses), timeout=timeout) as client:
         spec = SamplingSpec("servers", addresses=tuple(addresses), timeout=timeout)
+        edata = [set(info.get("edata", {})) for info in client.infos]
+        dtypes = {k: v.get("dtype") for k, v in client.infos[0].get("edata", {}).items()}
         return GraphInfo(spec, int(client.num_nodes), int(client.feat_dim or 0), client.feat_dtype,
-                         int(client.num_classes or 0) > 0, partition_dir=partition_dir)
+                         int(client.num_classes or 0) > 0, partition_dir=partition_dir,
+                         edge_names=sorted(set.intersection(*edata)) if edata else [], edge_dtypes=dtypes)
 
 
 def resolve_graph(graph, feat_key, label_key, timeout: float, shared: bool = False) -> GraphInfo:

@@ -25,6 +25,7 @@ import torch
 from .arguments import NeighborSampler  # noqa: F401  (public as bgl.NeighborSampler; DGL keeps both together)
 from .arguments import (_DGL_TUNING_KWARGS, PIPELINES, check_indices, proximity_partition, resolve_cache,
                         resolve_graph, sampler_settings)
+from .edge_options import check_edge_options, edge_options
 from .minibatch import MiniBatch
 from .order_stage import ORDERS, OrderStage, num_batches
 from .pipeline import Pipeline, quiet_numba_threads
@@ -123,6 +124,7 @@ class DataLoader:
             raise ValueError(f"blocks must be 'dgl', 'bgl' or None, got {blocks!r}")
 
         fanouts, replace, feat_keys, label_keys, sampler_from_dgl = sampler_settings(graph_sampler)
+        edge_opts = edge_options(graph_sampler)
         if len(set(feat_keys)) > 1:
             raise ValueError(f"bgl stores hold one feature array; got several feature names {feat_keys}")
         self.graph_sampler = graph_sampler
@@ -144,6 +146,7 @@ class DataLoader:
         info = resolve_graph(graph, feat_keys[0] if feat_keys else None, label_keys[0] if label_keys else None,
                              server_timeout, shared=pipeline == "processes")
         self._info = info
+        check_edge_options(edge_opts, info)
         if pipeline is None:
             pipeline = "thread" if info.spec.kind == "servers" else "inline"
         self.pipeline_mode = pipeline
@@ -180,7 +183,8 @@ class DataLoader:
                                        shuffle=self.shuffle, order=order, graph=info.spec,
                                        num_sequences=num_sequences, pad=pad,
                                        partition_dir=order_partition)
-        self._sample_stage = SampleStage(source=info.spec, fanouts=tuple(fanouts), replace=replace)
+        self._sample_stage = SampleStage(source=info.spec, fanouts=tuple(fanouts), replace=replace,
+                                         prob=edge_opts.prob, edge_feats=edge_opts.edge_feats)
         if cache_spec is not None and cache_spec.policy == "presample":
             cache_spec = self._with_presample_counts(cache_spec)
         self._fetch = FetchStage(source=info.spec, feat_keys=feat_keys, label_keys=label_keys,
@@ -245,8 +249,7 @@ class DataLoader:
                     yield mb.seeds.numpy()
 
             def sample_fn(seeds, seed):
-                blocks = sampler.sample_blocks(seeds, list(self._sample_stage.fanouts),
-                                               replace=self._sample_stage.replace, seed=seed)
+                blocks = self._sample_stage.sample(sampler, seeds, seed)
                 return blocks[0].src_ids.numpy()
 
             counts = presample_counts(sample_fn, order_fn, epochs=1, num_nodes=self._info.num_nodes)

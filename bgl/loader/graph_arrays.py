@@ -144,6 +144,11 @@ class GraphArrays(EdgeArrays):
         """In-degree of every node, int64 [num_nodes] (one pass over indptr)."""
         return np.diff(self.indptr)
 
+    def raw_edge_array(self, name: str) -> np.ndarray:
+        """Edge array ``name`` in the graph's own edge-id order (as the caller gave it, no copy)."""
+        self.edge_array(name)  # KeyError naming the arrays there are
+        return self._edge_tensors[name].numpy()
+
     def tensor(self, name: str) -> Optional[torch.Tensor]:
         """The tensor behind array ``name`` (one of :data:`ARRAY_NAMES`)."""
         return self._tensors[name]

@@ -66,6 +66,8 @@ def _pack_blocks(blocks: Sequence[Any]) -> dict:
                 else:
                     kept[key] = value
             packed_data.append((side, None, kept))
+        if b.edata:  # edge features (prefetch_edge_feats) travel as their own tensors
+            packed_data.append(("edge", None, dict(b.edata)))
         data.append(packed_data)
     ints = torch.cat([p.to(torch.int64) for p in parts]) if parts else torch.empty(0, dtype=torch.int64)
     return {"ints": ints, "layout": layout, "data": data}
@@ -85,12 +87,13 @@ def _unpack_blocks(packed: dict) -> list:
     for (num_src, num_dst, num_edges, has_eids), packed_data in zip(packed["layout"], packed["data"]):
         src_ids, indptr, indices = take(num_src), take(num_dst + 1), take(num_edges)
         edge_ids = take(num_edges) if has_eids else None
-        node_data = {"src": {}, "dst": {}}
+        node_data = {"src": {}, "dst": {}, "edge": {}}
         for side, key, value in packed_data:
             if key is None:
                 node_data[side].update(value)
             else:
                 node_data[side][key] = take(value)
         out.append(Block(src_ids=src_ids, num_dst=num_dst, indptr=indptr, indices=indices,
-                         edge_ids=edge_ids, srcdata=node_data["src"], dstdata=node_data["dst"]))
+                         edge_ids=edge_ids, srcdata=node_data["src"], dstdata=node_data["dst"],
+                         edata=node_data["edge"]))
     return out

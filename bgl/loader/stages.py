@@ -65,12 +65,18 @@ def prefault_memmap(arr, max_fraction: float = PREFAULT_MAX_MEM_FRACTION) -> boo
 
 @dataclass
 class SampleStage(Stage):
-    """Seeds -> blocks (``fanouts`` in DGL order: fanouts[-1] is applied to the seeds)."""
+    """Seeds -> blocks (``fanouts`` in DGL order: fanouts[-1] is applied to the seeds).
+
+    ``prob`` names the edge array (weights or bool mask) to sample by; ``edge_feats`` the
+    edge arrays each block carries in ``edata`` (``prefetch_edge_feats``), read with the sample.
+    """
 
     source: SamplingSpec
     fanouts: tuple[int, ...]
     replace: bool = False
     name: str = "sample"
+    prob: Optional[str] = None
+    edge_feats: tuple[str, ...] = ()
 
     def __post_init__(self):
         self._sampler = None
@@ -91,9 +97,15 @@ class SampleStage(Stage):
     def __call__(self, mb: MiniBatch) -> MiniBatch:
         if self._sampler is None:
             self.open()
-        mb.blocks = self._sampler.sample_blocks(mb.seeds, list(self.fanouts), replace=self.replace,
-                                                seed=mb.sample_seed)
+        mb.blocks = self.sample(self._sampler, mb.seeds, mb.sample_seed)
         return mb
+
+    def sample(self, sampler, seeds, seed):
+        """``sampler.sample_blocks`` with this stage's settings (the edge options only when set)."""
+        extra = {} if self.prob is None else {"prob": self.prob}
+        if self.edge_feats:
+            extra["edge_data"] = tuple(self.edge_feats)
+        return sampler.sample_blocks(seeds, list(self.fanouts), replace=self.replace, seed=seed, **extra)
 
     def close(self) -> None:
         """Close the sampler (releases server sockets)."""
