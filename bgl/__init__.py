@@ -18,6 +18,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "DataLoader": "bgl.loader.dataloader",
     "NeighborSampler": "bgl.loader.arguments",
+    "LaborSampler": "bgl.loader.labor",
     "Block": "bgl.blocks",
     "ingest": "bgl.sources.datasets",  # the ingest entry point; readers live in bgl/sources/
 }

@@ -270,18 +270,19 @@ class SamplingClient:
         return results
 
     def sample_layer(self, dst: np.ndarray, fanout: int, replace: bool, seed: int, prob: str | None = None,
-                     edge_data: Sequence[str] = ()):
+                     edge_data: Sequence[str] = (), labor: tuple[int, float] | None = None):
         """One layer across servers: (counts int64 [m], nbrs [e] in dst order, None), plus
         ``{name: rows [e, ...]}`` of the sampled edges when ``edge_data`` names edge arrays.
 
-        ``prob`` names the servers' edge array (weights or bool mask) to sample by."""
+        ``prob`` names the servers' edge array (weights or bool mask) to sample by; ``labor`` =
+        ``(seed2, mix)`` samples by LABOR instead (:func:`bgl.sampler.ops.sample_labor`)."""
         fanout = ops.check_fanout(fanout)
         edge_data = tuple(edge_data)
         order, groups = self._split(dst)
         sorted_ids = dst[order]
-        jobs = [(s, functools.partial(self._sample_request, sorted_ids[a:b], fanout, replace, seed, prob, edge_data),
-                 functools.partial(self._local.sample, s, sorted_ids[a:b], fanout, replace, seed, prob, edge_data))
-                for s, a, b in groups]
+        args = (fanout, replace, seed, prob, edge_data, labor)
+        jobs = [(s, functools.partial(self._sample_request, sorted_ids[a:b], *args),
+                 functools.partial(self._local.sample, s, sorted_ids[a:b], *args)) for s, a, b in groups]
         replies = self._answer(jobs, P.Op.SAMPLE)
         for (s, a, b), reply in zip(groups, replies):
             if reply[0].shape[0] != b - a:
@@ -312,19 +313,20 @@ class SamplingClient:
         rows = {name: np.take(np.concatenate([r[2][name] for r in replies]), perm, axis=0) for name in edge_data}
         return counts, nbrs, None, rows
 
-    def _sample_request(self, ids, fanout: int, replace: bool, seed: int, prob=None, edge_data=()) -> list:
-        return P.sample_request(next(self._ids), ids, fanout, replace, seed, prob, edge_data)
+    def _sample_request(self, ids, fanout: int, replace: bool, seed: int, prob=None, edge_data=(),
+                        labor=None) -> list:
+        return P.sample_request(next(self._ids), ids, fanout, replace, seed, prob, edge_data, labor)
 
     def sample_blocks(self, seeds, fanouts: Sequence[int], replace: bool = False,
                       seed: int | None = None, prob: str | None = None,
-                      edge_data: Sequence[str] = ()) -> list[Block]:
+                      edge_data: Sequence[str] = (), labor: "multilayer.Labor | None" = None) -> list[Block]:
         """Blocks for ``seeds`` (global ids, unique); ``blocks[-1].dst_ids == seeds``.
 
         ``prob`` names the edge array to sample by (DGL's ``prob=`` / ``mask=``); each block's
         ``edata[name]`` holds the rows of the edge arrays ``edge_data`` names for its edges,
-        sent by the servers with the sampled edges."""
+        sent by the servers with the sampled edges; ``labor`` samples by LABOR."""
         return multilayer.sample_blocks(seeds, fanouts, replace, seed, self.sample_layer, self._relabel,
-                                        prob=prob, edge_data=edge_data)
+                                        prob=prob, edge_data=edge_data, labor=labor)
 
     # ------------------------------------------------------------------ features
     def _fetch_plan(self, ids, field: int):

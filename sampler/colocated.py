@@ -121,12 +121,12 @@ class LocalParts:
         return len(self.stores)
 
     def sample(self, srv: int, ids: np.ndarray, fanout: int, replace: bool, seed: int,
-               weights: str | None = None, edge_data=()):
+               weights: str | None = None, edge_data=(), labor=None):
         """``[counts, nbrs]`` (plus ``{name: rows}`` when ``edge_data`` names edge arrays) for ``ids``
         of server ``srv``'s part, exactly as its SAMPLE reply."""
         store = self.stores[srv]  # sample_neighbors checks that the ids are this part's
         counts, nbrs, rows = ops.sample_with_edge_data(self._indptr[srv], store, ids, fanout, replace, seed,
-                                                       self._weights[srv](weights), edge_data)
+                                                       self._weights[srv](weights), edge_data, labor)
         return [counts, nbrs] if rows is None else [counts, nbrs, rows]
 
     def gather(self, srv: int, ids: np.ndarray, field: int) -> np.ndarray:

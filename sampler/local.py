@@ -44,17 +44,23 @@ class LocalSampler:
 
     # ---------------------------------------------------------------- sampling
     def sample_layer(self, dst: np.ndarray, fanout: int, replace: bool, seed: int, prob: str | None = None,
-                     edge_data: Sequence[str] = ()):
+                     edge_data: Sequence[str] = (), labor: tuple[int, float] | None = None):
         """One layer: (counts int64 [m], nbrs [e] global ids, eids int64 [e]: the store's CSC
         positions, or the graph's own edge ids when the store carries ``edge_ids``), plus
         ``{name: rows [e, ...]}`` of the sampled edges when ``edge_data`` names edge arrays.
 
         ``prob``: name of the edge array (weights or bool mask) to sample by; None = uniform
-        (or the constructor's ``prob`` array)."""
+        (or the constructor's ``prob`` array); ``labor`` = ``(seed2, mix)`` samples by LABOR."""
         weights = self.prob if prob is None else self._weights(prob)
         arrays = [self._edge_array(name) for name in edge_data]
-        counts, nbrs, eids = ops.sample_neighbors(self._indptr, self._indices, dst, self.store.node_offset,
-                                                  fanout, replace, seed, prob=weights)
+        if labor is not None:
+            if prob is not None:
+                raise ValueError("LABOR with edge weights (prob=) is not supported; use NeighborSampler(prob=)")
+            counts, nbrs, eids = ops.sample_labor(self._indptr, self._indices, dst, self.store.node_offset,
+                                                  fanout, seed, labor[0], labor[1])
+        else:
+            counts, nbrs, eids = ops.sample_neighbors(self._indptr, self._indices, dst, self.store.node_offset,
+                                                      fanout, replace, seed, prob=weights)
         rows = {name: np.take(arr, eids, axis=0) for name, arr in zip(edge_data, arrays)}
         if self._edge_ids is not None:
             eids = self._edge_ids[eids].astype(np.int64, copy=False)
@@ -68,12 +74,13 @@ class LocalSampler:
 
     def sample_blocks(self, seeds, fanouts: Sequence[int], replace: bool = False,
                       seed: int | None = None, prob: str | None = None,
-                      edge_data: Sequence[str] = ()) -> list[Block]:
+                      edge_data: Sequence[str] = (), labor: "multilayer.Labor | None" = None) -> list[Block]:
         """Blocks for ``seeds`` (global ids, unique); ``blocks[-1].dst_ids == seeds``; ``prob`` names
         the edge array to sample by (DGL's ``prob=`` / ``mask=``); each block's ``edata[name]``
-        holds the rows of the edge arrays ``edge_data`` names for its sampled edges."""
+        holds the rows of the edge arrays ``edge_data`` names for its sampled edges; ``labor``
+        (:class:`~bgl.sampler.multilayer.Labor`) samples by LABOR."""
         return multilayer.sample_blocks(seeds, fanouts, replace, seed, self.sample_layer, self._relabel,
-                                        prob=prob, edge_data=edge_data)
+                                        prob=prob, edge_data=edge_data, labor=labor)
 
     # ---------------------------------------------------------------- features
     def fetch_features(self, ids) -> torch.Tensor:

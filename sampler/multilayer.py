@@ -6,6 +6,7 @@ both produce the same blocks for the same seed.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
@@ -20,6 +21,21 @@ from . import ops
 LayerFn = Callable[..., tuple[np.ndarray, np.ndarray, "np.ndarray | None"]]
 # relabel(dst_ids int64 [m], nbrs int32/int64 [e]) -> (src_ids int64 [s], local int64 [e])
 RelabelFn = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Labor:
+    """LABOR sampling across the layers of one batch (DGL's ``LaborSampler`` options).
+
+    ``layer_dependency``: every layer uses the variates of layer 0's seed (fewer distinct
+    nodes); ``seed2`` and ``mix`` in [0, 1): the batch's variates blend in those of a second
+    seed (``batch_dependency``: consecutive batches move ``mix`` from 0 towards 1); ``mix = -1``:
+    no batch dependency.
+    """
+
+    layer_dependency: bool = False
+    seed2: int = 0
+    mix: float = -1.0
 
 
 def draw_seed() -> int:
@@ -38,7 +54,7 @@ def check_fanouts(fanouts: Sequence[int]) -> list[int]:
 
 def sample_blocks(seeds, fanouts: Sequence[int], replace: bool, seed: int | None,
                   sample_layer: LayerFn, relabel: RelabelFn = ops.relabel, prob: str | None = None,
-                  edge_data: Sequence[str] = ()) -> list[Block]:
+                  edge_data: Sequence[str] = (), labor: Labor | None = None) -> list[Block]:
     """Sample ``len(fanouts)`` layers outward from ``seeds``.
 
     ``blocks[-1]`` is sampled first from the seeds with ``fanouts[-1]``;
@@ -49,6 +65,8 @@ def sample_blocks(seeds, fanouts: Sequence[int], replace: bool, seed: int | None
     the edge arrays whose rows of the sampled edges land in each block's ``edata``
     (``sample_layer`` then returns them as a fourth item).  Both are passed to
     ``sample_layer`` only when given, so uniform sampling calls stay as they were.
+    ``labor`` samples every layer by LABOR: ``sample_layer`` gets ``labor=(seed2, mix)``
+    with per-layer seeds (layer 0's for all layers under ``layer_dependency``).
     """
     fanouts = check_fanouts(fanouts)
     dst = ops.as_ids(seeds, "seeds")
@@ -58,7 +76,11 @@ def sample_blocks(seeds, fanouts: Sequence[int], replace: bool, seed: int | None
         extra = {} if prob is None else {"prob": prob}
         if edge_data:
             extra["edge_data"] = tuple(edge_data)
-        counts, nbrs, eids, *rows = sample_layer(dst, fanouts[layer], bool(replace), ops.layer_seed(seed, layer),
+        key = layer
+        if labor is not None:
+            key = 0 if labor.layer_dependency else layer
+            extra["labor"] = (ops.layer_seed(labor.seed2, key), float(labor.mix))
+        counts, nbrs, eids, *rows = sample_layer(dst, fanouts[layer], bool(replace), ops.layer_seed(seed, key),
                                                  **extra)
         src, local = relabel(dst, nbrs)
         indptr = np.zeros(dst.shape[0] + 1, np.int64)

@@ -13,6 +13,7 @@ import numba
 import numpy as np
 
 from . import _kernels as K
+from . import _labor_kernels as L
 from . import _weighted_kernels as W
 
 MASK64 = (1 << 64) - 1
@@ -171,10 +172,45 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     return counts, nbrs, eids
 
 
+def sample_labor(indptr: np.ndarray, indices: np.ndarray, seeds, node_offset: int, fanout: int, seed: int,
+                 seed2: int = 0, mix: float = -1.0, *, parallel: bool = True,
+                 max_edges: int = MAX_SAMPLE_EDGES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """LABOR-0 sample of the in-edges of ``seeds`` (see :mod:`._labor_kernels`): ``(counts, nbrs, eids)``
+    as :func:`sample_neighbors`.
+
+    ``seed`` keys the per-source variates; ``mix`` in [0, 1) blends in those of ``seed2``
+    (``batch_dependency``), ``mix = -1``: none.  Each edge into a seed of degree ``d`` is kept with probability
+    ``min(1, fanout / d)``, with one shared variate per source node.
+    """
+    fanout = check_fanout(fanout)
+    mix = float(mix)
+    if not (0.0 <= mix < 1.0 or mix == -1.0):
+        raise ValueError(f"LABOR mix (batch_dependency position) must be -1 or in [0, 1), got {mix}")
+    seeds = as_ids(seeds, "seeds")
+    check_range(seeds, node_offset, node_offset + indptr.shape[0] - 1, "seeds")
+    parallel = _use_parallel(parallel, seeds.shape[0], PARALLEL_MIN_SEEDS)
+    args = (np.int64(node_offset), np.int64(fanout), np.uint64(int(seed) & MASK64),
+            np.uint64(int(seed2) & MASK64), np.float64(mix))
+    counts = np.empty(seeds.shape[0], np.int64)
+    (L.labor_counts_par if parallel else L.labor_counts_serial)(indptr, indices, seeds, *args, counts)
+    out_indptr = np.zeros(seeds.shape[0] + 1, np.int64)
+    np.cumsum(counts, out=out_indptr[1:])
+    total = int(out_indptr[-1])
+    if total > max_edges:
+        raise ValueError(f"request would return {total} sampled edges, more than the limit {max_edges}")
+    eids = np.empty(total, np.int64)
+    (L.labor_positions_par if parallel else L.labor_positions_serial)(indptr, indices, seeds, *args, out_indptr, eids)
+    nbrs = np.empty(total, indices.dtype)
+    (K.gather_nbrs_par if parallel else K.gather_nbrs_serial)(indices, eids, nbrs)
+    return counts, nbrs, eids
+
+
 def sample_with_edge_data(indptr: np.ndarray, store, seeds, fanout: int, replace: bool, seed: int,
-                          prob: np.ndarray | None, edge_data=()) -> tuple[np.ndarray, np.ndarray, dict | None]:
+                          prob: np.ndarray | None, edge_data=(), labor=None,
+                          parallel: bool = False) -> tuple[np.ndarray, np.ndarray, dict | None]:
     """What a graph server (and a co-located read) answers a SAMPLE with: ``(counts, nbrs, rows)``,
     ``rows`` = ``{name: store.edge_array(name)[sampled positions]}`` for ``edge_data`` (None when empty).
+    ``labor`` = ``(seed2, mix)`` samples by LABOR (:func:`sample_labor`) instead.
 
     Serial kernels (one request per server thread).  ValueError names an edge array the store lacks.
     """
@@ -184,8 +220,14 @@ def sample_with_edge_data(indptr: np.ndarray, store, seeds, fanout: int, replace
             arrays.append(store.edge_array(name))
         except KeyError as e:
             raise ValueError(e.args[0]) from None
-    counts, nbrs, eids = sample_neighbors(indptr, store.indices, seeds, store.node_offset, fanout, replace, seed,
-                                          parallel=False, prob=prob)
+    if labor is not None:
+        if prob is not None:
+            raise ValueError("LABOR with edge weights (prob=) is not supported; use NeighborSampler(prob=)")
+        counts, nbrs, eids = sample_labor(indptr, store.indices, seeds, store.node_offset, fanout, seed,
+                                          labor[0], labor[1], parallel=parallel)
+    else:
+        counts, nbrs, eids = sample_neighbors(indptr, store.indices, seeds, store.node_offset, fanout, replace,
+                                              seed, parallel=parallel, prob=prob)
     if not edge_data:
         return counts, nbrs, None
     return counts, nbrs, {name: np.take(arr, eids, axis=0) for name, arr in zip(edge_data, arrays)}

@@ -27,6 +27,10 @@ edges the reply carries (a block's ``edata``).  Such a reply then has a JSON
 frame ``[{"name", "dtype", "shape"}, ...]`` after ``nbrs`` and one frame of
 rows per array; an old server refuses the flag bit ("unknown flag bits").
 
+LABOR (``FLAG_LABOR``): the request's last frame is 16 bytes, ``<Qd``: a second
+seed and the mix in [0, 1) of its variates (``batch_dependency``; -1 = none); the server
+keeps each edge by its source node's shared variate (:mod:`._labor_kernels`).
+
 =========  ===========================  ========================================
 op         request frames               reply frames
 =========  ===========================  ========================================
@@ -59,6 +63,8 @@ HEADER = struct.Struct("<4sBBBBBBHQqQQQQ")
 assert HEADER.size == 60
 FLAG_REPLACE = 1
 FLAG_EDGE_NAMES = 2
+FLAG_LABOR = 4
+LABOR_FRAME = struct.Struct("<Qd")  # seed2 (batch_dependency), mix in [0, 1)
 MAX_EDGE_NAMES_BYTES = 4096
 FIELD_FEAT, FIELD_LABEL = 0, 1
 # A request may name at most this many ids (and a reply carry this many rows);
@@ -86,7 +92,7 @@ DTYPE_CODES: dict[np.dtype, int] = {v: k for k, v in DTYPES.items()}
 ID_CODES = (1, 2)
 # Frames each request op must carry (header included).
 REQUEST_FRAMES = {Op.SAMPLE: 2, Op.FEATURES: 2, Op.INFO: 1, Op.PING: 1, Op.SHUTDOWN: 2}
-KNOWN_FLAGS = FLAG_REPLACE | FLAG_EDGE_NAMES
+KNOWN_FLAGS = FLAG_REPLACE | FLAG_EDGE_NAMES | FLAG_LABOR
 
 
 @dataclass(frozen=True)
@@ -169,6 +175,7 @@ class Request:
     token: bytes = b""
     weights: str | None = None  # SAMPLE: edge array to sample by (None = uniform)
     edge_data: tuple[str, ...] = ()  # SAMPLE: edge arrays whose sampled rows the reply carries
+    labor: tuple[int, float] | None = None  # SAMPLE: LABOR's (seed2, mix); None = neighbour sampling
 
 
 def encode_edge_names(weights: str | None, edge_data=()) -> bytes:
@@ -208,8 +215,9 @@ def parse_request(frames: list) -> Request:
     if h.flags & ~KNOWN_FLAGS:
         raise ProtocolError(f"unknown flag bits {h.flags:#x}")
     names = op is Op.SAMPLE and bool(h.flags & FLAG_EDGE_NAMES)
-    if len(frames) != REQUEST_FRAMES[op] + names:
-        raise ProtocolError(f"{op.name} needs {REQUEST_FRAMES[op] + names} frames, got {len(frames)}")
+    labor = op is Op.SAMPLE and bool(h.flags & FLAG_LABOR)
+    if len(frames) != REQUEST_FRAMES[op] + names + labor:
+        raise ProtocolError(f"{op.name} needs {REQUEST_FRAMES[op] + names + labor} frames, got {len(frames)}")
     if names:
         size = memoryview(frames[2].buffer if hasattr(frames[2], "buffer") else frames[2]).nbytes
         if h.dtype1 != 6 or h.len1 != size or size > MAX_EDGE_NAMES_BYTES:
@@ -235,11 +243,17 @@ def parse_request(frames: list) -> Request:
         if h.width != 1:
             raise ProtocolError(f"{op.name}: width must be 1 for an id array, got {h.width}")
         ids = array_from_frame(frames[1], h.dtype0, h.len0, 1, f"{op.name} ids")
+        weights, edge_data, labor_args = None, (), None
         if names:
             weights, edge_data = decode_edge_names(memoryview(frames[2].buffer if hasattr(frames[2], "buffer")
                                                               else frames[2]))
-            return Request(h, ids=ids, weights=weights, edge_data=edge_data)
-        return Request(h, ids=ids)
+        if labor:
+            labor_args = parse_labor_frame(frames[-1])
+            if weights is not None:
+                raise ProtocolError(f"SAMPLE: LABOR with edge weights ({weights!r}) is not supported")
+            if h.flags & FLAG_REPLACE:
+                raise ProtocolError("SAMPLE: LABOR samples without replacement; the replace flag must be 0")
+        return Request(h, ids=ids, weights=weights, edge_data=edge_data, labor=labor_args)
     if op is Op.SHUTDOWN:
         tok = memoryview(frames[1].buffer if hasattr(frames[1], "buffer") else frames[1])
         if tok.nbytes > MAX_TOKEN_BYTES:
@@ -252,19 +266,35 @@ def parse_request(frames: list) -> Request:
 
 
 # ------------------------------------------------------------------ builders
+def parse_labor_frame(frame) -> tuple[int, float]:
+    """``(seed2, mix)`` of a LABOR frame; ProtocolError unless 16 bytes with ``mix`` -1 or in [0, 1)."""
+    buf = memoryview(frame.buffer if hasattr(frame, "buffer") else frame)
+    if buf.nbytes != LABOR_FRAME.size:
+        raise ProtocolError(f"SAMPLE: LABOR frame must be {LABOR_FRAME.size} bytes, got {buf.nbytes}")
+    seed2, mix = LABOR_FRAME.unpack(buf)
+    if not (0.0 <= mix < 1.0 or mix == -1.0):
+        raise ProtocolError(f"SAMPLE: LABOR mix must be -1 (none) or in [0, 1), got {mix}")
+    return int(seed2), float(mix)
+
+
 def sample_request(req_id: int, seeds: np.ndarray, fanout: int, replace: bool, seed: int,
-                   weights: str | None = None, edge_data=()) -> list:
+                   weights: str | None = None, edge_data=(), labor: tuple[int, float] | None = None) -> list:
     """Frames of a SAMPLE request for ``seeds`` (int32/int64 [m]); ``seed`` is taken modulo 2**64.
 
     ``weights`` names the edge array to sample by, ``edge_data`` the edge arrays whose rows of
-    the sampled edges the reply should carry; with neither the request is the plain two frames.
+    the sampled edges the reply should carry; ``labor`` = ``(seed2, mix)`` asks for LABOR
+    sampling.  With none of them the request is the plain two frames.
     """
     seeds = np.ascontiguousarray(seeds)
     names = encode_edge_names(weights, edge_data) if weights or edge_data else None
-    flags = (FLAG_REPLACE if replace else 0) | (FLAG_EDGE_NAMES if names is not None else 0)
+    flags = (FLAG_REPLACE if replace else 0) | (FLAG_EDGE_NAMES if names is not None else 0) \
+        | (FLAG_LABOR if labor is not None else 0)
     h = Header(Op.SAMPLE, req_id, flags, 0, dtype_code(seeds.dtype), 0 if names is None else 6,
                int(fanout), int(seed) & ((1 << 64) - 1), seeds.shape[0], 0 if names is None else len(names), 1)
-    return [h.pack(), seeds] if names is None else [h.pack(), seeds, names]
+    frames = [h.pack(), seeds] + ([names] if names is not None else [])
+    if labor is not None:
+        frames.append(LABOR_FRAME.pack(int(labor[0]) & ((1 << 64) - 1), float(labor[1])))
+    return frames
 
 
 def features_request(req_id: int, ids: np.ndarray, field: int) -> list:

@@ -178,7 +178,7 @@ class GraphServer:
         if h.op == P.Op.SAMPLE:
             counts, nbrs, rows = ops.sample_with_edge_data(
                 self._indptr, self.store, req.ids, h.fanout, bool(h.flags & P.FLAG_REPLACE), h.seed,
-                self._weights(req.weights), req.edge_data)
+                self._weights(req.weights), req.edge_data, req.labor)
             return P.sample_reply(h.req_id, counts, nbrs, rows)
         if h.op == P.Op.FEATURES:
             array = self.store.feat if h.field == P.FIELD_FEAT else self.store.label

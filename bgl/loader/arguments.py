@@ -94,12 +94,14 @@ def is_dgl_object(obj: Any) -> bool:
 
 def sampler_settings(graph_sampler) -> tuple[list[int], bool, list[str], list[str], bool]:
     """(fanouts, replace, feature keys, label keys, came from DGL) of a supported sampler."""
-    if isinstance(graph_sampler, NeighborSampler):
+    from .labor import LaborSampler
+
+    if isinstance(graph_sampler, (NeighborSampler, LaborSampler)):
         return (graph_sampler.fanouts, graph_sampler.replace, graph_sampler.prefetch_node_feats,
                 graph_sampler.prefetch_labels, False)
     name = type(graph_sampler).__name__
     if is_dgl_object(graph_sampler) and hasattr(graph_sampler, "fanouts") and name in (
-            "NeighborSampler", "MultiLayerFullNeighborSampler"):
+            "NeighborSampler", "MultiLayerFullNeighborSampler", "LaborSampler"):
         if getattr(graph_sampler, "edge_dir", "in") != "in":
             raise ValueError(f"only edge_dir='in' is supported, got {graph_sampler.edge_dir!r}")
         feats = graph_sampler.prefetch_node_feats
@@ -108,11 +110,11 @@ def sampler_settings(graph_sampler) -> tuple[list[int], bool, list[str], list[st
             raise ValueError("heterogeneous prefetch dicts are not supported (homogeneous graphs only)")
         # DGL exposes every ndata field lazily even without prefetch; bgl's store
         # has one feature array and one label array, offered under the usual names.
-        return (_check_fanouts(list(graph_sampler.fanouts)), bool(graph_sampler.replace),
+        return (_check_fanouts(list(graph_sampler.fanouts)), bool(getattr(graph_sampler, "replace", False)),
                 list(feats) or ["feat"], list(labels) or ["label"], True)
     raise TypeError(
-        f"unsupported graph_sampler {type(graph_sampler).__module__}.{name}; use bgl.NeighborSampler "
-        f"or dgl.dataloading.NeighborSampler / MultiLayerFullNeighborSampler")
+        f"unsupported graph_sampler {type(graph_sampler).__module__}.{name}; use bgl.NeighborSampler, "
+        f"bgl.LaborSampler or dgl.dataloading.NeighborSampler / MultiLayerFullNeighborSampler / LaborSampler")
 
 
 class GraphInfo:

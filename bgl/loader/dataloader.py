@@ -26,6 +26,7 @@ from .arguments import NeighborSampler  # noqa: F401  (public as bgl.NeighborSam
 from .arguments import (_DGL_TUNING_KWARGS, PIPELINES, check_indices, proximity_partition, resolve_cache,
                         resolve_graph, sampler_settings)
 from .edge_options import check_edge_options, edge_options
+from .labor import labor_of
 from .minibatch import MiniBatch
 from .order_stage import ORDERS, OrderStage, num_batches
 from .pipeline import Pipeline, quiet_numba_threads
@@ -125,6 +126,7 @@ class DataLoader:
 
         fanouts, replace, feat_keys, label_keys, sampler_from_dgl = sampler_settings(graph_sampler)
         edge_opts = edge_options(graph_sampler)
+        labor = labor_of(graph_sampler)
         if len(set(feat_keys)) > 1:
             raise ValueError(f"bgl stores hold one feature array; got several feature names {feat_keys}")
         self.graph_sampler = graph_sampler
@@ -184,7 +186,7 @@ class DataLoader:
                                        num_sequences=num_sequences, pad=pad,
                                        partition_dir=order_partition)
         self._sample_stage = SampleStage(source=info.spec, fanouts=tuple(fanouts), replace=replace,
-                                         prob=edge_opts.prob, edge_feats=edge_opts.edge_feats)
+                                         prob=edge_opts.prob, edge_feats=edge_opts.edge_feats, labor=labor)
         if cache_spec is not None and cache_spec.policy == "presample":
             cache_spec = self._with_presample_counts(cache_spec)
         self._fetch = FetchStage(source=info.spec, feat_keys=feat_keys, label_keys=label_keys,

@@ -54,7 +54,12 @@ def edge_names_of(names) -> tuple[str, ...]:
 def edge_options(graph_sampler) -> EdgeOptions:
     """The :class:`EdgeOptions` of a sampler :func:`sampler_settings` accepts."""
     from .arguments import NeighborSampler
+    from .labor import LaborSampler
 
+    if isinstance(graph_sampler, LaborSampler):
+        return EdgeOptions(None, graph_sampler.prefetch_edge_feats)
+    if type(graph_sampler).__name__ == "LaborSampler":  # DGL's: its prob is refused by labor_of
+        return EdgeOptions(None, edge_names_of(getattr(graph_sampler, "prefetch_edge_feats", None)))
     if isinstance(graph_sampler, NeighborSampler):
         return EdgeOptions(graph_sampler.prob, graph_sampler.prefetch_edge_feats, graph_sampler.mask is not None)
     # DGL keeps ``prob or mask`` in ``prob`` (it refuses both at construction)

@@ -68,7 +68,8 @@ class SampleStage(Stage):
     """Seeds -> blocks (``fanouts`` in DGL order: fanouts[-1] is applied to the seeds).
 
     ``prob`` names the edge array (weights or bool mask) to sample by; ``edge_feats`` the
-    edge arrays each block carries in ``edata`` (``prefetch_edge_feats``), read with the sample.
+    edge arrays each block carries in ``edata`` (``prefetch_edge_feats``), read with the sample;
+    ``labor`` (:class:`~bgl.loader.labor.LaborOptions`) samples by LABOR instead.
     """
 
     source: SamplingSpec
@@ -77,6 +78,7 @@ class SampleStage(Stage):
     name: str = "sample"
     prob: Optional[str] = None
     edge_feats: tuple[str, ...] = ()
+    labor: Any = None
 
     def __post_init__(self):
         self._sampler = None
@@ -97,14 +99,16 @@ class SampleStage(Stage):
     def __call__(self, mb: MiniBatch) -> MiniBatch:
         if self._sampler is None:
             self.open()
-        mb.blocks = self.sample(self._sampler, mb.seeds, mb.sample_seed)
+        mb.blocks = self.sample(self._sampler, mb.seeds, mb.sample_seed, mb.index)
         return mb
 
-    def sample(self, sampler, seeds, seed):
-        """``sampler.sample_blocks`` with this stage's settings (the edge options only when set)."""
+    def sample(self, sampler, seeds, seed, index: int = 0):
+        """``sampler.sample_blocks`` with this stage's settings (the edge and LABOR options only when set)."""
         extra = {} if self.prob is None else {"prob": self.prob}
         if self.edge_feats:
             extra["edge_data"] = tuple(self.edge_feats)
+        if self.labor is not None:
+            seed, extra["labor"] = self.labor.for_batch(seed, index)
         return sampler.sample_blocks(seeds, list(self.fanouts), replace=self.replace, seed=seed, **extra)
 
     def close(self) -> None:
