@@ -5,8 +5,11 @@ with probability proportional to ``prob[p]``; an edge with weight 0 (or mask
 False) is never drawn.  Without replacement DGL draws one edge proportional to
 the weights, removes it and repeats; the same distribution comes from
 Efraimidis-Spirakis keys: give edge ``p`` the key ``log(u_p) / w_p`` and keep
-the ``k`` largest.  That needs one draw per edge and no per-draw rebuild of a
-sampling tree; rows with at most ``k`` positive edges take all of them.  With
+the ``k`` largest, with exponential jumps (A-ExpJ): after the first ``k`` keys,
+the next edge whose key would enter is found by skipping a weight total drawn
+from the smallest kept key, so a row costs additions per edge and a draw and a
+log per replacement (~``k log(deg / k)``), not a log per edge.  Rows with at
+most ``k`` positive edges take all of them.  With
 replacement each of the ``k`` draws is an inverse-CDF lookup over the row's
 running weight sums.
 
@@ -51,11 +54,15 @@ def _unit(state):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _count_row(prob, start, deg, fanout, replace):
+def _positive(prob, start, deg):
     nz = 0
     for p in range(start, start + deg):
-        if prob[p] > 0:
-            nz += 1
+        nz += prob[p] > 0
+    return nz
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _count_of(nz, fanout, replace):
     if fanout < 0:
         return nz
     if replace:
@@ -64,21 +71,23 @@ def _count_row(prob, start, deg, fanout, replace):
 
 
 @njit(nogil=True, cache=True)
-def weighted_counts_serial(indptr, prob, seeds, node_offset, fanout, replace, counts):
-    """``counts[i]``: edges the weighted sample of seed ``i`` takes (only edges with ``prob > 0``
-    count); returns the longest row's degree (the with-replacement scratch size)."""
+def weighted_counts_serial(indptr, prob, seeds, node_offset, fanout, replace, counts, positive):
+    """``counts[i]``: edges the weighted sample of seed ``i`` takes, ``positive[i]``: its edges with
+    ``prob > 0`` (the only ones that count); returns the longest row's degree (the
+    with-replacement scratch size)."""
     widest = 0
     for i in range(seeds.shape[0]):
         row = seeds[i] - node_offset
         start = indptr[row]
         deg = indptr[row + 1] - start
         widest = max(widest, deg)
-        counts[i] = _count_row(prob, start, deg, fanout, replace)
+        positive[i] = _positive(prob, start, deg)
+        counts[i] = _count_of(positive[i], fanout, replace)
     return widest
 
 
 @njit(nogil=True, cache=True, parallel=True)
-def weighted_counts_par(indptr, prob, seeds, node_offset, fanout, replace, counts):
+def weighted_counts_par(indptr, prob, seeds, node_offset, fanout, replace, counts, positive):
     """Parallel twin of :func:`weighted_counts_serial`."""
     m = seeds.shape[0]
     widest = np.zeros(m, np.int64)
@@ -87,12 +96,13 @@ def weighted_counts_par(indptr, prob, seeds, node_offset, fanout, replace, count
         start = indptr[row]
         deg = indptr[row + 1] - start
         widest[i] = deg
-        counts[i] = _count_row(prob, start, deg, fanout, replace)
+        positive[i] = _positive(prob, start, deg)
+        counts[i] = _count_of(positive[i], fanout, replace)
     return widest.max() if m else 0
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _weighted_row(indptr, prob, gid, node_offset, replace, seed, out, o, k, keys, pos, cdf):
+def _weighted_row(indptr, prob, gid, node_offset, replace, seed, out, o, k, nz, keys, pos, cdf):
     """Fill ``out[o:o+k]`` with the CSC positions drawn from the row of ``gid``."""
     if k == 0:
         return
@@ -117,10 +127,6 @@ def _weighted_row(indptr, prob, gid, node_offset, replace, seed, out, o, k, keys
                     lo = mid + 1
             out[o + j] = start + lo
         return
-    nz = 0
-    for p in range(start, start + deg):
-        if prob[p] > 0:
-            nz += 1
     if nz <= k:  # take every positive edge (k == nz by the counts)
         f = 0
         for p in range(start, start + deg):
@@ -128,37 +134,54 @@ def _weighted_row(indptr, prob, gid, node_offset, replace, seed, out, o, k, keys
                 out[o + f] = p
                 f += 1
         return
-    # Efraimidis-Spirakis: the k largest keys log(u) / w among positive edges.
+    # Efraimidis-Spirakis with exponential jumps (A-ExpJ): keys log(u) / w, keep the k largest.
+    # Once k keys are kept with smallest key T, the next edge to enter is found by skipping
+    # ahead a weight total X = log(r) / T: one draw and one log per *replacement*
+    # (~k log(deg / k) of them), plain additions for the edges skipped.
     filled = 0
     low = 0  # slot of the smallest key kept
+    skip = 0.0
     for p in range(start, start + deg):
         w = np.float64(prob[p])
         if w <= 0:
             continue
-        state += _GOLDEN
-        key = np.log(_unit(state)) / w
         if filled < k:
+            state += _GOLDEN
+            key = np.log(_unit(state)) / w
             keys[filled] = key
             pos[filled] = p
             if key < keys[low]:
                 low = filled
             filled += 1
-        elif key > keys[low]:
-            keys[low] = key
-            pos[low] = p
-            low = 0
-            for q in range(1, k):
-                if keys[q] < keys[low]:
-                    low = q
+            if filled == k:
+                state += _GOLDEN
+                skip = np.log(_unit(state)) / keys[low]
+            continue
+        skip -= w
+        if skip > 0:
+            continue
+        # edge p enters: its key is drawn conditioned on exceeding the smallest kept key
+        t = np.exp(keys[low] * w)
+        state += _GOLDEN
+        key = np.log(t + (1.0 - t) * _unit(state)) / w
+        keys[low] = key
+        pos[low] = p
+        low = 0
+        for q in range(1, k):
+            if keys[q] < keys[low]:
+                low = q
+        state += _GOLDEN
+        skip = np.log(_unit(state)) / keys[low]
     for j in range(k):
         out[o + j] = pos[j]
     _sort_small(out, o, k)
 
 
 @njit(nogil=True, cache=True)
-def sample_weighted_serial(indptr, prob, seeds, node_offset, fanout, replace, seed, widest, out_indptr, out_eids):
+def sample_weighted_serial(indptr, prob, seeds, node_offset, fanout, replace, seed, widest, positive, out_indptr,
+                           out_eids):
     """``out_eids[out_indptr[i]:out_indptr[i+1]]`` = CSC positions drawn for seed ``i`` by weight;
-    ``out_indptr`` from :func:`weighted_counts_serial`, ``widest`` its return value."""
+    ``out_indptr`` and ``positive`` from :func:`weighted_counts_serial`, ``widest`` its return value."""
     kcap = max(fanout, 1)
     keys = np.empty(kcap, np.float64)
     pos = np.empty(kcap, np.int64)
@@ -166,11 +189,12 @@ def sample_weighted_serial(indptr, prob, seeds, node_offset, fanout, replace, se
     for i in range(seeds.shape[0]):
         o = out_indptr[i]
         _weighted_row(indptr, prob, seeds[i], node_offset, replace, seed, out_eids, o, out_indptr[i + 1] - o,
-                      keys, pos, cdf)
+                      positive[i], keys, pos, cdf)
 
 
 @njit(nogil=True, cache=True, parallel=True)
-def sample_weighted_par(indptr, prob, seeds, node_offset, fanout, replace, seed, widest, out_indptr, out_eids):
+def sample_weighted_par(indptr, prob, seeds, node_offset, fanout, replace, seed, widest, positive, out_indptr,
+                        out_eids):
     """Parallel twin of :func:`sample_weighted_serial` (chunks of ``CHUNK`` seeds, scratch per chunk)."""
     m = seeds.shape[0]
     kcap = max(fanout, 1)
@@ -181,4 +205,4 @@ def sample_weighted_par(indptr, prob, seeds, node_offset, fanout, replace, seed,
         for i in range(c * CHUNK, min(m, (c + 1) * CHUNK)):
             o = out_indptr[i]
             _weighted_row(indptr, prob, seeds[i], node_offset, replace, seed, out_eids, o, out_indptr[i + 1] - o,
-                          keys, pos, cdf)
+                          positive[i], keys, pos, cdf)

@@ -32,6 +32,9 @@ MAX_SAMPLE_EDGES = 1 << 28
 # serially, so only very large layers go parallel.
 PARALLEL_MIN_SEEDS = 1 << 16
 PARALLEL_MIN_ELEMENTS = 1 << 20
+# Weighted rows cost O(degree) each (every edge's weight is read), not O(fanout): layers of
+# this many seeds already amortise a parallel launch (bench/results/sampling.md, weighted).
+WEIGHTED_PARALLEL_MIN_SEEDS = 1 << 12
 
 
 def _use_parallel(requested: bool, work: int, threshold: int) -> bool:
@@ -139,15 +142,18 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     n = indptr.shape[0] - 1
     check_range(seeds, node_offset, node_offset + n, "seeds")
     off, fo, rep, sd = np.int64(node_offset), np.int64(fanout), bool(replace), np.uint64(int(seed) & MASK64)
-    parallel = _use_parallel(parallel, seeds.shape[0], PARALLEL_MIN_SEEDS)
     m = seeds.shape[0]
+    parallel_asked = parallel
+    parallel = _use_parallel(parallel, m, PARALLEL_MIN_SEEDS)
     counts = np.empty(m, np.int64)
     if prob is not None:
         if prob.shape[0] != indices.shape[0]:
             raise ValueError(f"prob has {prob.shape[0]} weights for {indices.shape[0]} edges")
         rep = rep and fanout >= 0  # fanout -1 takes every positive edge, with or without replacement
+        parallel = _use_parallel(parallel_asked, m, WEIGHTED_PARALLEL_MIN_SEEDS)
+        positive = np.empty(m, np.int64)
         widest = (W.weighted_counts_par if parallel else W.weighted_counts_serial)(
-            indptr, prob, seeds, off, fo, rep, counts)
+            indptr, prob, seeds, off, fo, rep, counts, positive)
     else:
         starts = np.empty(m, np.int64)
         degs = np.empty(m, np.int64)
@@ -161,7 +167,7 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     eids = np.empty(total, np.int64)
     if prob is not None:
         (W.sample_weighted_par if parallel else W.sample_weighted_serial)(
-            indptr, prob, seeds, off, fo, rep, sd, np.int64(widest), out_indptr, eids)
+            indptr, prob, seeds, off, fo, rep, sd, np.int64(widest), positive, out_indptr, eids)
         (K.gather_nbrs_par if parallel else K.gather_nbrs_serial)(indices, eids, nbrs)
         return counts, nbrs, eids
     # Three passes (row spans, positions, gather) rather than one fused loop: each pass
