@@ -36,8 +36,9 @@ _INV_2_53 = 1.0 / 9007199254740992.0
 
 @njit(nogil=True, cache=True, inline="always")
 def _unit_of(seed, gid):
-    """Uniform (0, 1) variate of node ``gid`` under ``seed``."""
-    return (np.float64(_mix64(_row_state(seed, gid)) >> np.uint64(11)) + 0.5) * _INV_2_53
+    """Uniform (0, 1) variate of node ``gid`` under ``seed`` (the stream's initial state is
+    already two splitmix rounds of ``(seed, gid)``: its top 53 bits are the variate)."""
+    return (np.float64(_row_state(seed, gid) >> np.uint64(11)) + 0.5) * _INV_2_53
 
 
 @njit(nogil=True, cache=True, inline="always")

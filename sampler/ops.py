@@ -32,8 +32,9 @@ MAX_SAMPLE_EDGES = 1 << 28
 # serially, so only very large layers go parallel.
 PARALLEL_MIN_SEEDS = 1 << 16
 PARALLEL_MIN_ELEMENTS = 1 << 20
-# Weighted rows cost O(degree) each (every edge's weight is read), not O(fanout): layers of
-# this many seeds already amortise a parallel launch (bench/results/sampling.md, weighted).
+# Weighted and LABOR rows cost O(degree) each (every edge's weight or source variate is read),
+# not O(fanout): layers of this many seeds already amortise a parallel launch
+# (bench/results/sampling.md, weighted and LABOR).
 WEIGHTED_PARALLEL_MIN_SEEDS = 1 << 12
 
 
@@ -194,7 +195,8 @@ def sample_labor(indptr: np.ndarray, indices: np.ndarray, seeds, node_offset: in
         raise ValueError(f"LABOR mix (batch_dependency position) must be -1 or in [0, 1), got {mix}")
     seeds = as_ids(seeds, "seeds")
     check_range(seeds, node_offset, node_offset + indptr.shape[0] - 1, "seeds")
-    parallel = _use_parallel(parallel, seeds.shape[0], PARALLEL_MIN_SEEDS)
+    # a LABOR row reads every edge's source variate, as a weighted row reads every weight
+    parallel = _use_parallel(parallel, seeds.shape[0], WEIGHTED_PARALLEL_MIN_SEEDS)
     args = (np.int64(node_offset), np.int64(fanout), np.uint64(int(seed) & MASK64),
             np.uint64(int(seed2) & MASK64), np.float64(mix))
     counts = np.empty(seeds.shape[0], np.int64)
