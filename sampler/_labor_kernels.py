@@ -70,30 +70,29 @@ def _threshold(deg, fanout):
     return 1.0 if fanout < 0 or deg <= fanout else fanout / deg
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _count_row(indptr, indices, gid, node_offset, fanout, seed1, seed2, c):
+    row = gid - node_offset
+    a, b = indptr[row], indptr[row + 1]
+    thresh = _threshold(b - a, fanout)
+    n = 0
+    for p in range(a, b):
+        n += _keep(indices, p, thresh, seed1, seed2, c)
+    return n
+
+
 @njit(nogil=True, cache=True)
 def labor_counts_serial(indptr, indices, seeds, node_offset, fanout, seed1, seed2, c, counts):
     """``counts[i]``: edges seed ``i`` keeps (one variate per edge of rows longer than ``fanout``)."""
     for i in range(seeds.shape[0]):
-        row = seeds[i] - node_offset
-        a, b = indptr[row], indptr[row + 1]
-        thresh = _threshold(b - a, fanout)
-        n = 0
-        for p in range(a, b):
-            n += _keep(indices, p, thresh, seed1, seed2, c)
-        counts[i] = n
+        counts[i] = _count_row(indptr, indices, seeds[i], node_offset, fanout, seed1, seed2, c)
 
 
 @njit(nogil=True, cache=True, parallel=True)
 def labor_counts_par(indptr, indices, seeds, node_offset, fanout, seed1, seed2, c, counts):
     """Parallel twin of :func:`labor_counts_serial`."""
     for i in prange(seeds.shape[0]):
-        row = seeds[i] - node_offset
-        a, b = indptr[row], indptr[row + 1]
-        thresh = _threshold(b - a, fanout)
-        n = 0
-        for p in range(a, b):
-            n += _keep(indices, p, thresh, seed1, seed2, c)
-        counts[i] = n
+        counts[i] = _count_row(indptr, indices, seeds[i], node_offset, fanout, seed1, seed2, c)
 
 
 @njit(nogil=True, cache=True, inline="always")

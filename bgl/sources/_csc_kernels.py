@@ -31,7 +31,7 @@ def count_in_edges(src, dst, counts, symmetrize, drop_self_loops):
 
 
 @njit(cache=True, nogil=True)
-def scatter_row_range(src, dst, row_ptr, cursor, out, lo, hi, symmetrize, drop_self_loops):
+def scatter_row_range(src, dst, row_ptr, cursor, out, lo, hi, symmetrize, drop_self_loops, out_pos, base):
     """Write each edge's source id at ``out[cursor[dst - lo]]`` for rows ``[lo, hi)``: one bucket of the fill pass.
 
     ``cursor[v - lo]`` is row ``v``'s next slot in ``out``, which holds only the
@@ -39,8 +39,11 @@ def scatter_row_range(src, dst, row_ptr, cursor, out, lo, hi, symmetrize, drop_s
     file page); ``row_ptr`` is the bucket's row offsets from the counting pass.
     Edges of other rows are skipped; each bucket re-reads the stream.  Returns
     False (having written nothing past the row) when a row would overflow: the
-    stream changed since it was counted.
+    stream changed since it was counted.  A non-empty ``out_pos`` (edge data) also
+    receives ``base + i``, the input edge's stream position, beside each entry; a
+    reversed entry keeps its edge's position.
     """
+    track = out_pos.shape[0] > 0
     for i in range(src.shape[0]):
         s = src[i]
         d = dst[i]
@@ -51,12 +54,16 @@ def scatter_row_range(src, dst, row_ptr, cursor, out, lo, hi, symmetrize, drop_s
             if cursor[r] >= row_ptr[r + 1]:
                 return False
             out[cursor[r]] = s
+            if track:
+                out_pos[cursor[r]] = base + i
             cursor[r] += 1
         if symmetrize and s != d and lo <= s < hi:
             r = s - lo
             if cursor[r] >= row_ptr[r + 1]:
                 return False
             out[cursor[r]] = d
+            if track:
+                out_pos[cursor[r]] = base + i
             cursor[r] += 1
     return True
 
@@ -115,32 +122,6 @@ def first_out_of_range(ids, lo, hi):
 # ---------------------------------------------------- edge positions (edge data)
 # With edge data the fill pass also records, for every CSC entry, the position of its
 # input edge in the stream (int64), so the edge arrays can be gathered into CSC order.
-
-
-@njit(cache=True, nogil=True)
-def scatter_row_range_pos(src, dst, row_ptr, cursor, out, out_pos, lo, hi, symmetrize, drop_self_loops, base):
-    """:func:`scatter_row_range` that also writes ``base + i`` (the input edge's stream
-    position) at ``out_pos`` beside each entry; a reversed entry keeps its edge's position."""
-    for i in range(src.shape[0]):
-        s = src[i]
-        d = dst[i]
-        if drop_self_loops and s == d:
-            continue
-        if lo <= d < hi:
-            r = d - lo
-            if cursor[r] >= row_ptr[r + 1]:
-                return False
-            out[cursor[r]] = s
-            out_pos[cursor[r]] = base + i
-            cursor[r] += 1
-        if symmetrize and s != d and lo <= s < hi:
-            r = s - lo
-            if cursor[r] >= row_ptr[r + 1]:
-                return False
-            out[cursor[r]] = d
-            out_pos[cursor[r]] = base + i
-            cursor[r] += 1
-    return True
 
 
 @njit(cache=True, nogil=True, parallel=True)

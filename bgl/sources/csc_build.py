@@ -161,7 +161,7 @@ def build_csc(edge_chunks: EdgeChunks, num_nodes: int, id_dtype: np.dtype, scrat
     with open(indices_file, "wb") as f, open(positions_file or os.devnull, "wb") as fp:
         for lo, hi in zip(buckets[:-1].tolist(), buckets[1:].tolist()):
             local_ptr = raw_indptr[lo : hi + 1] - raw_indptr[lo]
-            _fill_bucket(edge_chunks, seen, local_ptr, buf, pos if track_positions else None, lo, hi,
+            _fill_bucket(edge_chunks, seen, local_ptr, buf, pos, lo, hi,
                          symmetrize, remove_self_loops, progress, len(buckets) > 2)
             counts_view = new_counts[lo:hi]
             if track_positions:
@@ -231,10 +231,10 @@ def _count_pass(edge_chunks: EdgeChunks, num_nodes: int, symmetrize: bool, remov
 
 
 def _fill_bucket(edge_chunks: EdgeChunks, seen: int, local_ptr: np.ndarray, buf: np.ndarray,
-                 pos: np.ndarray | None, lo: int, hi: int, symmetrize: bool, remove_self_loops: bool,
+                 pos: np.ndarray, lo: int, hi: int, symmetrize: bool, remove_self_loops: bool,
                  progress: bool, show_range: bool) -> None:
     """One fill pass: scatter the stream's entries of rows ``[lo, hi)`` into ``buf`` (and their
-    stream positions into ``pos`` unless None); check the stream repeated."""
+    stream positions into ``pos`` unless it is empty); check the stream repeated."""
     from tqdm import tqdm
 
     cursor = local_ptr[:-1].copy()
@@ -248,12 +248,8 @@ def _fill_bucket(edge_chunks: EdgeChunks, seen: int, local_ptr: np.ndarray, buf:
             filled += src.size
             if filled > seen:
                 raise IngestError("edge stream yielded more edges on a later pass than on its first")
-            if pos is None:
-                ok = K.scatter_row_range(src, dst, local_ptr, cursor, buf, lo, hi, symmetrize, remove_self_loops)
-            else:
-                ok = K.scatter_row_range_pos(src, dst, local_ptr, cursor, buf, pos, lo, hi, symmetrize,
-                                             remove_self_loops, base)
-            if not ok:
+            if not K.scatter_row_range(src, dst, local_ptr, cursor, buf, lo, hi, symmetrize, remove_self_loops,
+                                       pos, np.int64(base)):
                 raise IngestError("edge stream yielded more edges for a row on a later pass than on its first")
             bar.update(src.size)
     if filled != seen or not np.array_equal(cursor, local_ptr[1:]):
