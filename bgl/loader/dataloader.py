@@ -322,7 +322,16 @@ class DataLoader:
         if self.order == "proximity" and self.pipeline_mode != "processes":
             gen = self._prefetching_next_order(gen, seed, epoch)
         self._active = gen
-        return gen
+        return self._holding_loader(gen)
+
+    def _holding_loader(self, gen):
+        """``gen``'s items, keeping this loader alive while they are read.
+
+        ``for batch in bgl.DataLoader(...)`` holds only the iterator: without this
+        reference the temporary loader was collected after ``__iter__`` returned and its
+        ``__del__`` closed the epoch, so the loop saw no batches at all.
+        """
+        yield from gen
 
     def _next_epoch_seed(self, epoch: int) -> int:
         """The seed the epoch after ``epoch`` will most likely draw, without consuming any RNG."""

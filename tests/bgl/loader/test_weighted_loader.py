@@ -102,3 +102,9 @@ def test_prob_and_mask_are_exclusive():
         bgl.NeighborSampler([2], prob="w", mask="m")
     with pytest.raises(TypeError, match="must name an edge array"):
         bgl.NeighborSampler([2], prob=np.ones(3))
+
+
+def test_a_loader_iterated_without_a_reference_yields_its_batches(weighted_graph):
+    """``for batch in bgl.DataLoader(...)``: the temporary loader must live until the loop ends."""
+    sampler = bgl.NeighborSampler([3], prob="w")
+    assert len([b for b in bgl.DataLoader(weighted_graph, torch.arange(100), sampler, batch_size=25)]) == 4
