@@ -110,3 +110,14 @@ def test_missing_dgl_edge_key(tmp_path):
     g = dgl.graph((torch.tensor([0]), torch.tensor([1])))
     with pytest.raises(IngestError, match=r"no edge data \['w'\]"):
         read_dgl_graph(g, edge_keys=["w"])
+
+
+def test_info_lists_edge_arrays(tmp_path, capsys):
+    from bgl.cli import main
+
+    g = dgl.graph((torch.tensor([0, 1]), torch.tensor([1, 0])))
+    g.edata["w"] = torch.tensor([1.0, 2.0])
+    g.edata["f"] = torch.zeros(2, 3)
+    bgl.ingest(g, tmp_path / "s")
+    assert main(["info", str(tmp_path / "s")]) == 0
+    assert "edge data    w (float32), f (float32 x 3)" in capsys.readouterr().out
