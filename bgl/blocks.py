@@ -26,7 +26,8 @@ class Block:
     edge_ids : optional int64 tensor [num_edges] (edge ids in the sampled store's CSC order)
     srcdata / dstdata : per-node tensors (e.g. ``"feat"``, ``"label"``), rows aligned with
         ``src_ids`` / ``dst_ids``
-    edata : per-edge tensors (e.g. ``prefetch_edge_feats``), rows aligned with the CSC positions
+    edata : per-edge tensors (the graph's edge arrays named in ``prefetch_edge_feats``), rows
+        aligned with ``indices`` (CSC order)
     etypes : optional int64 tensor [num_edges], relation id of each edge (typed graphs, see
         :mod:`bgl.schema`); each dst row's edges are grouped by relation, ascending.  Per-type
         data then lives in ``srcdata[key] = {ntype: tensor}`` (DGL's heterograph convention).

@@ -27,7 +27,8 @@ def require_dgl():
 
 
 def to_dgl_block(block: Block, graph=None, type_names: tuple[str, str] = ("_N", "_E")):
-    """A ``dgl.Block`` with the same edges (CSC order), ``dgl.NID`` on src/dst and the block's data.
+    """A ``dgl.Block`` with the same edges (CSC order), ``dgl.NID`` on src/dst, ``dgl.EID`` and the
+    block's node and edge data.
 
     ``srcdata``/``dstdata``/``edata`` tensors of the bgl block are attached (shared, not
     copied), so ``blocks[0].srcdata['feat']`` and ``blocks[-1].dstdata['label']``

@@ -23,6 +23,7 @@ Layout::
     feat.npy         [num_nodes, feat_dim]  (optional)
     label.npy        int64 [num_nodes]  (optional, -1 = unlabelled)
     <split>_idx.npy  int64 [n]  for each split name (train, val, test, ...)
+    edata/<name>.npy [num_edges, ...]  named per-edge arrays in CSC edge order (bgl.schema)
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from . import schema as E
 from .errors import StoreFormatError
 from .output_dir import PARTITION, STORE, WorkDir, check_output, kind_of, remove_stale, replace_output
 
@@ -41,7 +43,7 @@ from .schema import (CHECK_CHUNK, FORMAT_NAME, FORMAT_VERSION, FULL_CHECK_MAX_ED
                          SUPPORTED_VERSIONS, TYPED_FORMAT_VERSION, StoreMeta, id_dtype_for)
 
 
-class GraphStore:
+class GraphStore(E.EdgeArrays):
     """A read-only, memory-mapped graph store directory.
 
     Parameters
@@ -82,6 +84,7 @@ class GraphStore:
         self.label = self._load("label", (n,), np.int64) if meta.has_label else None
         self.splits = {name: self._load(f"{name}_idx", (size,), np.int64) for name, size in meta.splits.items()}
         self._load_typed()
+        self.edata = E.load_edge_arrays(meta_path, meta.edata, e, self._load)
         if validate != "none":
             self.validate(full=(validate == "full") or e <= FULL_CHECK_MAX_EDGES)
 
@@ -232,6 +235,7 @@ class GraphStore:
             "feat_dtype": self.meta.feat_dtype,
             "num_classes": self.num_classes,
             "splits": dict(self.meta.splits),
+            "edata": {k: dict(v) for k, v in self.meta.edata.items()},
         }
 
     def __repr__(self) -> str:
@@ -246,7 +250,7 @@ def open_store(path: str | os.PathLike, validate: str = "auto") -> GraphStore:
     return GraphStore(path, validate=validate)
 
 
-class StoreWriter:
+class StoreWriter(E.EdgeArrayWriter):
     """Writes a store into a hidden, locked work dir next to ``path`` and renames it into place on
     success; ``overwrite=True`` replaces only a bgl store (FileExistsError naming anything else).
 
@@ -275,7 +279,7 @@ class StoreWriter:
         g = num_nodes if global_num_nodes is None else global_num_nodes
         self._meta: dict[str, Any] = dict(
             num_nodes=int(num_nodes), num_edges=int(num_edges), id_dtype=id_dtype_for(g).name,
-            node_offset=int(node_offset), global_num_nodes=int(g), splits={}, name=name,
+            node_offset=int(node_offset), global_num_nodes=int(g), splits={}, edata={}, name=name,
             extra=dict(extra or {}),
         )
         self.store: GraphStore | None = None
@@ -367,7 +371,8 @@ def read_json(path: Path, error: type[Exception], missing: str) -> Any:
 def write_store(path: str | os.PathLike, indptr: np.ndarray, indices: np.ndarray, *,
                 feat: np.ndarray | None = None, label: np.ndarray | None = None,
                 splits: Mapping[str, np.ndarray] | None = None, num_classes: int | None = None,
-                node_offset: int = 0, global_num_nodes: int | None = None, name: str = "",
+                edata: Mapping[str, np.ndarray] | None = None, node_offset: int = 0,
+                global_num_nodes: int | None = None, name: str = "",
                 extra: Mapping[str, Any] | None = None, overwrite: bool = False) -> GraphStore:
     """Write an in-memory CSC graph (plus optional features, labels, splits) as a store, atomically.
 
@@ -376,6 +381,7 @@ def write_store(path: str | os.PathLike, indptr: np.ndarray, indices: np.ndarray
     indptr : int [num_nodes + 1]; indices : int [num_edges] (global ids)
     feat : [num_nodes, dim]; label : int [num_nodes], -1 = unlabelled
     splits : {"train": int64 [n], ...} node ids (global ids)
+    edata : {name: [num_edges, ...]} per-edge arrays in CSC edge order
 
     Returns the opened :class:`GraphStore`.
     """
@@ -391,5 +397,7 @@ def write_store(path: str | os.PathLike, indptr: np.ndarray, indices: np.ndarray
             w.save_array("label", label, num_classes=num_classes)
         for split_name, ids in (splits or {}).items():
             w.save_array(f"{split_name}_idx", ids)
+        for edge_name, values in (edata or {}).items():
+            w.save_edge_array(edge_name, values)
     assert w.store is not None
     return w.store

@@ -110,6 +110,19 @@ def gather_rows(indptr, indices, rows, new_of, out):
     return p
 
 
+@njit(cache=True, nogil=True)
+def row_positions(indptr, rows, out):
+    """The CSC positions of the in-edges of ``rows``, back to back in ``out`` (the order
+    :func:`gather_rows` writes them), for carrying edge arrays into a part.  Returns the count."""
+    p = 0
+    for i in range(rows.shape[0]):
+        v = rows[i]
+        for j in range(indptr[v], indptr[v + 1]):
+            out[p] = j
+            p += 1
+    return p
+
+
 # ------------------------------------------------- engine input (streamed)
 
 

@@ -12,7 +12,11 @@ node ids so each part owns a contiguous id range -- exactly bgl's layout
   nodes; ``ndata[dgl.NID]`` = shuffled global id, ``ndata["inner_node"]``;
   the in-edges of every inner node are present (``edata["inner_edge"]``);
 * ``part-K/node_feat.dgl``: ``"_N/<name>"`` tensors over the inner nodes in
-  id order (``feat``, ``label``, ``train_mask``/``val_mask``/``test_mask``).
+  id order (``feat``, ``label``, ``train_mask``/``val_mask``/``test_mask``);
+* ``part-K/edge_feat.dgl``: ``"_N:_E:_N/<name>"`` (or ``"_E/<name>"``) tensors over
+  the part's own edges in shuffled edge-id order (``edge_map`` gives each part's
+  range; DGL gives an edge to its destination's part): each becomes the part
+  store's edge array ``<name>``, rows in the part's CSC order.
 
 The bgl partition keeps DGL's shuffled ids as its new ids, so part k owns the
 same range it owned in DGL.  ``orig_ids.npy`` (new id -> original id) is only
@@ -90,8 +94,9 @@ def read_config(part_config: str | os.PathLike) -> tuple[dict, np.ndarray]:
     return cfg, bounds
 
 
-def _part_in_edges(graph, dgl, s: int, e: int, where: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(indptr int64 [e-s+1], indices int64)``: in-edges of the inner nodes, global ids, rows sorted."""
+def _part_in_edges(graph, dgl, s: int, e: int, where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(indptr int64 [e-s+1], indices int64, eids int64)``: in-edges of the inner nodes, global ids,
+    rows sorted; ``eids`` is DGL's shuffled edge id of each (for the edge features)."""
     nid = graph.ndata[dgl.NID].numpy().astype(np.int64)
     inner = graph.ndata["inner_node"].numpy().astype(bool)
     if not np.array_equal(np.sort(nid[inner]), np.arange(s, e, dtype=np.int64)):
@@ -99,12 +104,39 @@ def _part_in_edges(graph, dgl, s: int, e: int, where: str) -> tuple[np.ndarray, 
     src, dst = (t.numpy() for t in graph.edges())
     keep = inner[dst]
     gsrc, gdst = nid[src[keep]], nid[dst[keep]]
+    eids = graph.edata[dgl.EID].numpy().astype(np.int64)[keep] if dgl.EID in graph.edata else None
     del src, dst, keep
     order = np.lexsort((gsrc, gdst))
     gsrc, gdst = gsrc[order], gdst[order]
+    eids = None if eids is None else eids[order]
     indptr = np.zeros(e - s + 1, np.int64)
     np.cumsum(np.bincount(gdst - s, minlength=e - s), out=indptr[1:])
-    return indptr, gsrc
+    return indptr, gsrc, eids
+
+
+def _edge_data(cfg: dict, base: Path, k: int, eids, load_tensors, where: str) -> dict[str, np.ndarray]:
+    """Part ``k``'s edge features from ``edge_feat.dgl``, as rows in the part's CSC order."""
+    files = cfg[f"part-{k}"]
+    file = base / files["edge_feats"] if files.get("edge_feats") else None
+    if file is None or not file.is_file():
+        return {}
+    tensors = load_tensors(str(file))
+    if not tensors:
+        return {}
+    if eids is None:
+        raise PartitionFormatError(f"{where}: part graph has no edata[dgl.EID] to place its edge features")
+    (ranges,) = (cfg.get("edge_map") or {"_E": [[0, 0]]}).values()
+    start = int(ranges[k][0]) if isinstance(ranges[k], list) else (int(ranges[k - 1]) if k else 0)
+    local = eids - start
+    out = {}
+    for key, t in tensors.items():
+        name = key.rsplit("/", 1)[-1]
+        arr = t.numpy()
+        if local.size and (int(local.min()) < 0 or int(local.max()) >= arr.shape[0]):
+            raise PartitionFormatError(f"{file}: edge data {key!r} has {arr.shape[0]} rows; the part's in-edges "
+                                       f"have local edge ids up to {int(local.max())}")
+        out[name] = arr[local]
+    return out
 
 
 def _node_data(tensors: dict, count: int, where: str, feat_key: str, label_key: str) -> dict[str, Any]:
@@ -162,12 +194,15 @@ def import_distdgl(part_config: str | os.PathLike, out_dir: str | os.PathLike, *
                 graph = load_graphs(where)[0][0]
             except Exception as err:  # DGL raises its own DGLError for unreadable files
                 raise PartitionFormatError(f"{where}: cannot read DGL part graph: {err}") from None
-            indptr, indices = _part_in_edges(graph, dgl, s, e, where)
+            indptr, indices, eids = _part_in_edges(graph, dgl, s, e, where)
             del graph
+            edata = _edge_data(cfg, cfg_path.parent, k, eids, load_tensors, where)
+            del eids
             tensors = {}
             if "node_feats" in files and (cfg_path.parent / files["node_feats"]).is_file():
                 tensors = load_tensors(str(cfg_path.parent / files["node_feats"]))
             data = _node_data(tensors, e - s, where, feat_key, label_key)
+            data["edata"] = edata
             del tensors
             num_train = _write_part(tmp / f"part-{k}", indptr, indices, data, s, n, cfg, k)
             cut += int(np.count_nonzero((indices < s) | (indices >= e)))
@@ -243,6 +278,8 @@ def _write_part(path: Path, indptr: np.ndarray, indices: np.ndarray, data: dict,
             w.save_array("label", data["label"].astype(np.int64).reshape(count))
         for name, local in data["splits"].items():
             w.save_array(f"{name}_idx", local + s)
+        for name, values in data["edata"].items():
+            w.save_edge_array(name, values)
     return int(data["splits"].get("train", np.zeros(0)).size)
 
 

@@ -11,7 +11,8 @@ Layout::
     orig_eids.npy    int64 [num_edges]: new edge id -> original edge id (the store's CSC position)
     part-<k>/        a PART graph store (bgl.store): rows for new ids
                      [node_start, node_end), in-edges with neighbour ids in new
-                     global ids, features/labels/splits of the owned nodes
+                     global ids, features/labels/splits of the owned nodes, and
+                     the edge arrays (edata/) of those in-edges, rows in part CSC order
 
 Nodes are relabelled so part k owns the contiguous new-id range
 ``[bounds[k], bounds[k+1])`` (new ids in stable (part, original id) order):
@@ -111,6 +112,7 @@ def _write_part(store: GraphStore, path: Path, rows: np.ndarray, new_of: np.ndar
                 feat[a : a + WRITE_CHUNK_ROWS] = store.feat[rows[a : a + WRITE_CHUNK_ROWS]]
             feat.flush()
             del feat
+        _write_part_edge_data(store, w, rows, indptr)
         if store.label is not None:
             w.save_array("label", np.asarray(store.label)[rows], num_classes=store.num_classes)
         elif store.num_classes:
@@ -123,6 +125,19 @@ def _write_part(store: GraphStore, path: Path, rows: np.ndarray, new_of: np.ndar
                 num_train = int(mine.size)
             w.save_array(f"{split_name}_idx", mine)
     return num_edges, num_train
+
+
+def _write_part_edge_data(store: GraphStore, w: StoreWriter, rows: np.ndarray, indptr: np.ndarray) -> None:
+    """Each edge array of ``store``, restricted to the in-edges of ``rows``, in the part's CSC order."""
+    src_ptr = np.asarray(store.indptr)
+    for name, values in store.edata.items():
+        out = w.create_edge_array(name, (int(indptr[-1]),) + values.shape[1:], values.dtype)
+        for a, b in _row_chunks(indptr, WRITE_CHUNK_EDGES, WRITE_CHUNK_ROWS):
+            pos = np.empty(int(indptr[b] - indptr[a]), np.int64)
+            _kernels.row_positions(src_ptr, rows[a:b], pos)
+            out[indptr[a] : indptr[b]] = values[pos]
+        out.flush()
+        del out
 
 
 def check_out_dir(out_dir: str | os.PathLike, overwrite: bool, inputs=()) -> Path:

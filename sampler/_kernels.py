@@ -254,68 +254,6 @@ def gather_nbrs_par(indices, eids, out):
             out[j] = indices[eids[j]]
 
 
-@njit(nogil=True, cache=True, parallel=True)
-def sample_weighted_par(indptr, indices, prob, seeds, node_offset, fanout, replace, seed, out_indptr, out_nbrs, out_eids):
-    """Weighted sampling: edge ``p`` is drawn with probability proportional to ``prob[p]``.
-
-    ``out_indptr`` must come from counts where zero-probability edges are
-    excluded (see :func:`weighted_counts_par`).  With replacement: inverse-CDF
-    draws.  Without: Efraimidis-Spirakis keys ``u ** (1 / w)``, top k.
-    Slower than the uniform kernels (O(degree log degree) per row).
-    """
-    for i in prange(seeds.shape[0]):
-        gid = seeds[i]
-        row = gid - node_offset
-        start = indptr[row]
-        deg = indptr[row + 1] - start
-        o = out_indptr[i]
-        k = out_indptr[i + 1] - o
-        if k == 0:
-            continue
-        state = _row_state(seed, gid)
-        w = prob[start:start + deg].astype(np.float64)
-        if replace:
-            cdf = np.cumsum(w)
-            total = cdf[deg - 1]
-            for j in range(k):
-                state += _GOLDEN
-                u = (np.float64(_mix64(state) >> np.uint64(11)) + 0.5) * (1.0 / 9007199254740992.0) * total
-                p = np.searchsorted(cdf, u, side="right")
-                if p >= deg:
-                    p = deg - 1
-                out_eids[o + j] = start + p
-        else:
-            keys = np.empty(deg, np.float64)
-            for p in range(deg):
-                state += _GOLDEN
-                u = (np.float64(_mix64(state) >> np.uint64(11)) + 0.5) * (1.0 / 9007199254740992.0)
-                # log-key; zero weight -> -inf, never chosen while positive weights remain
-                keys[p] = np.log(u) / w[p] if w[p] > 0 else -np.inf
-            order = np.argsort(-keys)[:k]
-            order.sort()
-            for j in range(k):
-                out_eids[o + j] = start + order[j]
-        for j in range(k):
-            out_nbrs[o + j] = indices[out_eids[o + j]]
-
-
-@njit(nogil=True, cache=True, parallel=True)
-def weighted_counts_par(indptr, prob, seeds, node_offset, fanout, replace, counts):
-    """Counts for weighted sampling: only edges with ``prob > 0`` can be drawn."""
-    for i in prange(seeds.shape[0]):
-        row = seeds[i] - node_offset
-        nz = 0
-        for p in range(indptr[row], indptr[row + 1]):
-            if prob[p] > 0:
-                nz += 1
-        if fanout < 0:
-            counts[i] = nz
-        elif replace:
-            counts[i] = fanout if nz > 0 else 0
-        else:
-            counts[i] = min(nz, fanout)
-
-
 @njit(nogil=True, cache=True)
 def relabel(dst_ids, nbrs):
     """Global -> local ids with dst nodes first (as ``dgl.to_block``).

@@ -280,29 +280,34 @@ class SamplingClient:
         a, b = np.searchsorted(exclude, [lo, hi])
         return exclude[a:b] - lo
 
-    def sample_layer(self, dst: np.ndarray, fanout: int, replace: bool, seed: int, exclude=None):
-        """One layer across servers: (counts int64 [m], nbrs [e] in dst order, None).
+    def sample_layer(self, dst: np.ndarray, fanout: int, replace: bool, seed: int, prob: str | None = None,
+                     edge_data: Sequence[str] = (), labor: tuple[int, float] | None = None, exclude=None):
+        """One layer across servers: (counts int64 [m], nbrs [e] in dst order, None), plus
+        ``{name: rows [e, ...]}`` of the sampled edges when ``edge_data`` names edge arrays.
 
+        ``prob`` names the servers' edge array (weights or bool mask) to sample by; ``labor`` =
+        ``(seed2, mix)`` samples by LABOR instead (:func:`bgl.sampler.ops.sample_labor`).
         ``exclude``: sorted global edge ids (:attr:`edge_bounds` numbering) never drawn; each
-        server gets its own part's share as CSC positions in the request's third frame.
-        """
+        server gets its own part's share as CSC positions in the request's excluded-edges frame."""
         fanout = ops.check_fanout(fanout)
         if exclude is not None:
             ops.check_range(exclude, 0, int(self.edge_bounds[-1]), "excluded edges")
+        edge_data = tuple(edge_data)
         order, groups = self._split(dst)
         sorted_ids = dst[order]
-        jobs = [(s, functools.partial(self._sample_request, sorted_ids[a:b], fanout, replace, seed,
-                                      self._part_exclude(exclude, s)),
-                 functools.partial(self._local.sample, s, sorted_ids[a:b], fanout, replace, seed,
-                                   self._part_exclude(exclude, s)))
-                for s, a, b in groups]
+        args = (fanout, replace, seed, prob, edge_data, labor)
+        parts = [(s, sorted_ids[a:b], *args, self._part_exclude(exclude, s)) for s, a, b in groups]
+        jobs = [(p[0], functools.partial(self._sample_request, *p[1:]), functools.partial(self._local.sample, *p))
+                for p in parts]
         replies = self._answer(jobs, P.Op.SAMPLE)
-        for (s, a, b), (counts, _nb) in zip(groups, replies):
-            if counts.shape[0] != b - a:
-                raise ProtocolError(f"{self.addresses[s]} returned {counts.shape[0]} counts for {b - a} seeds")
+        for (s, a, b), reply in zip(groups, replies):
+            if reply[0].shape[0] != b - a:
+                raise ProtocolError(f"{self.addresses[s]} returned {reply[0].shape[0]} counts for {b - a} seeds")
+            if edge_data and (len(reply) < 3 or sorted(reply[2]) != sorted(edge_data)):
+                raise ProtocolError(f"{self.addresses[s]} did not return the edge data {list(edge_data)}")
         if len(groups) == 1 and np.array_equal(order, np.arange(order.shape[0])):
-            counts, nbrs = replies[0]
-            return counts, nbrs, None  # int32 or int64 as sent; the relabel takes both
+            counts, nbrs = replies[0][0], replies[0][1]  # int32 or int64 as sent; the relabel takes both
+            return (counts, nbrs, None, replies[0][2]) if edge_data else (counts, nbrs, None)
         sorted_counts = np.concatenate([r[0] for r in replies])
         sorted_nbrs = np.concatenate([r[1].astype(np.int64, copy=False) for r in replies])
         sorted_indptr = np.zeros(order.shape[0] + 1, np.int64)
@@ -317,17 +322,29 @@ class SamplingClient:
         np.cumsum(counts, out=out_indptr[1:])
         nbrs = np.empty(sorted_nbrs.shape[0], np.int64)
         K.permute_segments(sorted_indptr, sorted_nbrs, inv, out_indptr, nbrs)
-        return counts, nbrs, None
+        if not edge_data:
+            return counts, nbrs, None
+        perm = np.empty(sorted_nbrs.shape[0], np.int64)  # reply position of each output edge
+        K.permute_segments(sorted_indptr, np.arange(sorted_nbrs.shape[0], dtype=np.int64), inv, out_indptr, perm)
+        rows = {name: np.take(np.concatenate([r[2][name] for r in replies]), perm, axis=0) for name in edge_data}
+        return counts, nbrs, None, rows
 
-    def _sample_request(self, ids, fanout: int, replace: bool, seed: int, exclude=None) -> list:
-        return P.sample_request(next(self._ids), ids, fanout, replace, seed, exclude=exclude)
+    def _sample_request(self, ids, fanout: int, replace: bool, seed: int, prob=None, edge_data=(),
+                        labor=None, exclude=None) -> list:
+        return P.sample_request(next(self._ids), ids, fanout, replace, seed, prob, edge_data, labor, exclude)
 
     def sample_blocks(self, seeds, fanouts: Sequence[int], replace: bool = False,
-                      seed: int | None = None, exclude=None) -> list[Block]:
+                      seed: int | None = None, prob: str | None = None,
+                      edge_data: Sequence[str] = (), labor: "multilayer.Labor | None" = None,
+                      exclude=None) -> list[Block]:
         """Blocks for ``seeds`` (global ids, unique); ``blocks[-1].dst_ids == seeds``; no edge whose
-        global id is in ``exclude`` appears in any block."""
+        global id is in ``exclude`` appears in any block.
+
+        ``prob`` names the edge array to sample by (DGL's ``prob=`` / ``mask=``); each block's
+        ``edata[name]`` holds the rows of the edge arrays ``edge_data`` names for its edges,
+        sent by the servers with the sampled edges; ``labor`` samples by LABOR."""
         return multilayer.sample_blocks(seeds, fanouts, replace, seed, self.sample_layer, self._relabel,
-                                        exclude=exclude)
+                                        prob=prob, edge_data=edge_data, labor=labor, exclude=exclude)
 
     # ------------------------------------------------------------------ features
     def _fetch_plan(self, ids, field: int):

@@ -101,6 +101,7 @@ class LocalParts:
         by_offset = {int(info["node_offset"]): i for i, info in enumerate(infos)}
         self.stores: dict[int, GraphStore] = {}
         self._indptr: dict[int, np.ndarray] = {}
+        self._weights: dict[int, ops.EdgeWeights] = {}
         for store in stores:
             srv = by_offset.get(int(store.node_offset))
             why = "no server serves the id range starting at %d" % store.node_offset if srv is None \
@@ -111,6 +112,7 @@ class LocalParts:
                                     f"(a stale or different partition dir?)")
             self.stores[srv] = store
             self._indptr[srv] = np.asarray(store.indptr)
+            self._weights[srv] = ops.EdgeWeights(store)
 
     def __contains__(self, srv: int) -> bool:
         return srv in self.stores
@@ -118,13 +120,16 @@ class LocalParts:
     def __len__(self) -> int:
         return len(self.stores)
 
-    def sample(self, srv: int, ids: np.ndarray, fanout: int, replace: bool, seed: int, exclude=None):
-        """``(counts, nbrs)`` for ``ids`` of server ``srv``'s part, exactly as its SAMPLE reply
-        (``exclude``: the part's CSC positions never to draw, as that request's third frame)."""
+    def sample(self, srv: int, ids: np.ndarray, fanout: int, replace: bool, seed: int,
+               weights: str | None = None, edge_data=(), labor=None, exclude=None):
+        """``[counts, nbrs]`` (plus ``{name: rows}`` when ``edge_data`` names edge arrays) for ``ids``
+        of server ``srv``'s part, exactly as its SAMPLE reply (``exclude``: the part's CSC positions
+        never to draw, as that request's excluded-edges frame)."""
         store = self.stores[srv]  # sample_neighbors checks that the ids are this part's
-        counts, nbrs, _ = ops.sample_neighbors(self._indptr[srv], store.indices, ids, store.node_offset,
-                                               fanout, replace, seed, parallel=False, exclude=exclude)
-        return counts, nbrs
+        counts, nbrs, rows = ops.sample_with_edge_data(self._indptr[srv], store, ids, fanout, replace, seed,
+                                                       self._weights[srv](weights), edge_data, labor,
+                                                       exclude=exclude)
+        return [counts, nbrs] if rows is None else [counts, nbrs, rows]
 
     def gather(self, srv: int, ids: np.ndarray, field: int) -> np.ndarray:
         """Rows of ``field`` (``FIELD_FEAT``/``FIELD_LABEL``) for ``ids``, as server ``srv``'s FEATURES reply."""

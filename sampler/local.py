@@ -26,20 +26,16 @@ class LocalSampler:
     store : GraphStore, a store directory, or any object with its read API
         (``indptr``, ``indices``, ``feat``, ``label``, ``node_offset``, ...), such as
         :class:`bgl.loader.graph_arrays.GraphArrays` over a DGLGraph's tensors
-    prob : optional float [num_edges] per-edge sampling weights (CSC order)
+    prob : optional float [num_edges] per-edge sampling weights (CSC order) used when a call names
+        none; calls name one of the store's edge arrays with ``prob=`` instead (weights or a bool mask)
     """
 
     def __init__(self, store: GraphStore | str, prob: np.ndarray | None = None):
         self.store = GraphStore(store) if isinstance(store, (str, os.PathLike)) else store
         self._indptr = np.asarray(self.store.indptr)
         self._indices = self.store.indices
-        if prob is not None:
-            prob = np.ascontiguousarray(prob)
-            if prob.shape != (self.store.num_edges,):
-                raise ValueError(f"prob must have shape ({self.store.num_edges},), got {prob.shape}")
-            if prob.size and float(prob.min()) < 0:
-                raise ValueError(f"prob must be >= 0, got minimum {float(prob.min())}")
-        self.prob = prob
+        self.prob = None if prob is None else ops.check_weights(prob, self.store.num_edges, "prob")
+        self._weights = ops.EdgeWeights(self.store)
         # Arrays over a DGLGraph know each CSC position's edge id (a store's ids are its positions).
         edge_ids = getattr(self.store, "edge_ids", None)
         self._edge_ids = None if edge_ids is None else np.asarray(edge_ids)
@@ -47,23 +43,50 @@ class LocalSampler:
         self._relabel = ops.Relabeler(self.store.global_num_nodes)
 
     # ---------------------------------------------------------------- sampling
-    def sample_layer(self, dst: np.ndarray, fanout: int, replace: bool, seed: int, exclude=None):
+    def sample_layer(self, dst: np.ndarray, fanout: int, replace: bool, seed: int, prob: str | None = None,
+                     edge_data: Sequence[str] = (), labor: tuple[int, float] | None = None, exclude=None):
         """One layer: (counts int64 [m], nbrs [e] global ids, eids int64 [e]: the store's CSC
-        positions, or the graph's own edge ids when the store carries ``edge_ids``); edges whose
-        id is in ``exclude`` (sorted int64) are never drawn."""
-        counts, nbrs, eids = ops.sample_neighbors(self._indptr, self._indices, dst, self.store.node_offset,
-                                                  fanout, replace, seed, prob=self.prob, exclude=exclude,
-                                                  edge_ids=self._edge_ids)
+        positions, or the graph's own edge ids when the store carries ``edge_ids``), plus
+        ``{name: rows [e, ...]}`` of the sampled edges when ``edge_data`` names edge arrays.
+
+        ``prob``: name of the edge array (weights or bool mask) to sample by; None = uniform
+        (or the constructor's ``prob`` array); ``labor`` = ``(seed2, mix)`` samples by LABOR;
+        edges whose id is in ``exclude`` (sorted int64) are never drawn (uniform sampling only)."""
+        weights = self.prob if prob is None else self._weights(prob)
+        arrays = [self._edge_array(name) for name in edge_data]
+        if labor is not None:
+            if prob is not None:
+                raise ValueError("LABOR with edge weights (prob=) is not supported; use NeighborSampler(prob=)")
+            if exclude is not None and len(exclude):
+                raise ValueError("LABOR with excluded edges is not supported")
+            counts, nbrs, eids = ops.sample_labor(self._indptr, self._indices, dst, self.store.node_offset,
+                                                  fanout, seed, labor[0], labor[1])
+        else:
+            counts, nbrs, eids = ops.sample_neighbors(self._indptr, self._indices, dst, self.store.node_offset,
+                                                      fanout, replace, seed, prob=weights, exclude=exclude,
+                                                      edge_ids=self._edge_ids)
+        rows = {name: np.take(arr, eids, axis=0) for name, arr in zip(edge_data, arrays)}
         if self._edge_ids is not None:
             eids = self._edge_ids[eids].astype(np.int64, copy=False)
-        return counts, nbrs, eids
+        return (counts, nbrs, eids, rows) if edge_data else (counts, nbrs, eids)
+
+    def _edge_array(self, name: str) -> np.ndarray:
+        try:
+            return self.store.edge_array(name)
+        except KeyError as e:
+            raise ValueError(e.args[0]) from None
 
     def sample_blocks(self, seeds, fanouts: Sequence[int], replace: bool = False,
-                      seed: int | None = None, exclude=None) -> list[Block]:
-        """Blocks for ``seeds`` (global ids, unique); ``blocks[-1].dst_ids == seeds``; no edge whose
-        id is in ``exclude`` appears in any block."""
+                      seed: int | None = None, prob: str | None = None,
+                      edge_data: Sequence[str] = (), labor: "multilayer.Labor | None" = None,
+                      exclude=None) -> list[Block]:
+        """Blocks for ``seeds`` (global ids, unique); ``blocks[-1].dst_ids == seeds``; ``prob`` names
+        the edge array to sample by (DGL's ``prob=`` / ``mask=``); each block's ``edata[name]``
+        holds the rows of the edge arrays ``edge_data`` names for its sampled edges; ``labor``
+        (:class:`~bgl.sampler.multilayer.Labor`) samples by LABOR; no edge whose id is in
+        ``exclude`` appears in any block."""
         return multilayer.sample_blocks(seeds, fanouts, replace, seed, self.sample_layer, self._relabel,
-                                        exclude=exclude)
+                                        prob=prob, edge_data=edge_data, labor=labor, exclude=exclude)
 
     # ---------------------------------------------------------------- typed graphs
     @property

@@ -6,6 +6,7 @@ both produce the same blocks for the same seed.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
@@ -15,11 +16,27 @@ from bgl.blocks import Block
 
 from . import ops
 
-# sample_layer(dst_ids int64 [m], fanout, replace, layer_seed, exclude=None)
-#   -> (counts int64 [m], nbrs [e], eids int64 [e] | None); exclude: sorted int64 edge ids never drawn
+# sample_layer(dst_ids int64 [m], fanout, replace, layer_seed[, prob=edge array name][, edge_data=names]
+#              [, labor=(seed2, mix)][, exclude=sorted int64 edge ids never drawn])
+#   -> (counts int64 [m], nbrs [e], eids int64 [e] | None[, {name: rows [e, ...]}])
 LayerFn = Callable[..., tuple[np.ndarray, np.ndarray, "np.ndarray | None"]]
 # relabel(dst_ids int64 [m], nbrs int32/int64 [e]) -> (src_ids int64 [s], local int64 [e])
 RelabelFn = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Labor:
+    """LABOR sampling across the layers of one batch (DGL's ``LaborSampler`` options).
+
+    ``layer_dependency``: every layer uses the variates of layer 0's seed (fewer distinct
+    nodes); ``seed2`` and ``mix`` in [0, 1): the batch's variates blend in those of a second
+    seed (``batch_dependency``: consecutive batches move ``mix`` from 0 towards 1); ``mix = -1``:
+    no batch dependency.
+    """
+
+    layer_dependency: bool = False
+    seed2: int = 0
+    mix: float = -1.0
 
 
 def draw_seed() -> int:
@@ -37,7 +54,8 @@ def check_fanouts(fanouts: Sequence[int]) -> list[int]:
 
 
 def sample_blocks(seeds, fanouts: Sequence[int], replace: bool, seed: int | None,
-                  sample_layer: LayerFn, relabel: RelabelFn = ops.relabel, exclude=None) -> list[Block]:
+                  sample_layer: LayerFn, relabel: RelabelFn = ops.relabel, prob: str | None = None,
+                  edge_data: Sequence[str] = (), labor: Labor | None = None, exclude=None) -> list[Block]:
     """Sample ``len(fanouts)`` layers outward from ``seeds``.
 
     ``blocks[-1]`` is sampled first from the seeds with ``fanouts[-1]``;
@@ -45,19 +63,36 @@ def sample_blocks(seeds, fanouts: Sequence[int], replace: bool, seed: int | None
     Layer ``i`` uses seed ``ops.layer_seed(seed, i)``.  ``relabel`` is
     :func:`ops.relabel` or a faster :class:`ops.Relabeler` (same results).  ``exclude``
     (edge ids, link prediction's seed edges and their reverses) is never drawn in any layer.
+    ``prob`` names the edge array every layer samples by (None = uniform); ``edge_data``
+    the edge arrays whose rows of the sampled edges land in each block's ``edata``
+    (``sample_layer`` then returns them as a fourth item).  These are passed to
+    ``sample_layer`` only when given, so uniform sampling calls stay as they were.
+    ``labor`` samples every layer by LABOR: ``sample_layer`` gets ``labor=(seed2, mix)``
+    with per-layer seeds (layer 0's for all layers under ``layer_dependency``).
     """
     fanouts = check_fanouts(fanouts)
-    extra = {} if exclude is None else {"exclude": ops.check_exclude(exclude)}
+    excluded = {} if exclude is None else {"exclude": ops.check_exclude(exclude)}
     dst = ops.as_ids(seeds, "seeds")
     seed = draw_seed() if seed is None else int(seed)
     blocks = []
     for layer in range(len(fanouts) - 1, -1, -1):
-        counts, nbrs, eids = sample_layer(dst, fanouts[layer], bool(replace), ops.layer_seed(seed, layer), **extra)
+        extra = dict(excluded)
+        if prob is not None:
+            extra["prob"] = prob
+        if edge_data:
+            extra["edge_data"] = tuple(edge_data)
+        key = layer
+        if labor is not None:
+            key = 0 if labor.layer_dependency else layer
+            extra["labor"] = (ops.layer_seed(labor.seed2, key), float(labor.mix))
+        counts, nbrs, eids, *rows = sample_layer(dst, fanouts[layer], bool(replace), ops.layer_seed(seed, key),
+                                                 **extra)
         src, local = relabel(dst, nbrs)
         indptr = np.zeros(dst.shape[0] + 1, np.int64)
         np.cumsum(counts, out=indptr[1:])
+        edata = {name: torch.from_numpy(np.ascontiguousarray(v)) for name, v in (rows[0] if rows else {}).items()}
         blocks.append(Block(torch.from_numpy(src), int(dst.shape[0]), torch.from_numpy(indptr),
-                            torch.from_numpy(local), None if eids is None else torch.from_numpy(eids)))
+                            torch.from_numpy(local), None if eids is None else torch.from_numpy(eids), edata=edata))
         dst = src
     blocks.reverse()
     return blocks

@@ -14,6 +14,8 @@ import numpy as np
 
 from . import _edge_kernels as EK
 from . import _kernels as K
+from . import _labor_kernels as L
+from . import _weighted_kernels as W
 
 MASK64 = (1 << 64) - 1
 # Largest fanout a request may ask for (besides -1 = all); guards with-replacement
@@ -31,6 +33,10 @@ MAX_SAMPLE_EDGES = 1 << 28
 # serially, so only very large layers go parallel.
 PARALLEL_MIN_SEEDS = 1 << 16
 PARALLEL_MIN_ELEMENTS = 1 << 20
+# Weighted and LABOR rows cost O(degree) each (every edge's weight or source variate is read),
+# not O(fanout): layers of this many seeds already amortise a parallel launch
+# (bench/results/sampling.md, weighted and LABOR).
+WEIGHTED_PARALLEL_MIN_SEEDS = 1 << 12
 
 
 def _use_parallel(requested: bool, work: int, threshold: int) -> bool:
@@ -85,6 +91,31 @@ def check_range(ids: np.ndarray, lo: int, hi: int, name: str = "ids") -> None:
         raise ValueError(f"{name}[{bad}] = {int(ids[bad])} is outside the owned id range [{lo}, {hi})")
 
 
+def check_weights(prob, num_edges: int, name: str = "prob") -> np.ndarray:
+    """Per-edge weights (or a bool mask) as an array the weighted kernels take; ValueError naming
+    ``name`` and the first bad edge otherwise.
+
+    Accepted: float, integer or bool ``[num_edges]`` (a mask is passed as its uint8 view: True = 1),
+    every weight finite and >= 0.  One pass over the array: callers check an array once and keep it.
+    """
+    if hasattr(prob, "detach"):
+        prob = prob.detach().cpu().numpy()
+    prob = np.asarray(prob)
+    if prob.dtype == np.bool_:
+        prob = prob.view(np.uint8)
+    elif prob.dtype.kind not in "fiu":
+        raise ValueError(f"edge weights {name!r} must be float, integer or a bool mask, got dtype {prob.dtype}")
+    if prob.shape != (num_edges,):
+        raise ValueError(f"edge weights {name!r} must have shape ({num_edges},) (one per edge), got {prob.shape}")
+    if prob.dtype == np.float16:
+        prob = prob.astype(np.float32)
+    prob = np.ascontiguousarray(prob)
+    bad = int(W.first_bad_weight(prob)) if prob.size else -1
+    if bad >= 0:
+        raise ValueError(f"edge weights {name!r} must be finite and >= 0; edge {bad} has {prob[bad]}")
+    return prob
+
+
 def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray, node_offset: int,
                      fanout: int, replace: bool, seed: int, *, parallel: bool = True,
                      prob: np.ndarray | None = None, exclude: np.ndarray | None = None,
@@ -101,7 +132,8 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     seed : RNG seed; the sample of each row depends only on (seed, its global id)
     parallel : allow the numba-parallel kernels (used only for >= PARALLEL_MIN_SEEDS
         seeds; False inside server worker threads)
-    prob : optional float [e] per-edge weights (non-negative)
+    prob : optional [e] per-edge weights already checked by :func:`check_weights`: edges are drawn
+        proportionally to them (DGL's ``prob=``), zero-weight edges never
     exclude : optional int64 [x] edge ids never to sample (link prediction's seed edges and
         their reverses; see :func:`check_exclude`): a row draws from its other edges only
     edge_ids : optional int [e] edge id of each CSC position (default: the position is the id)
@@ -116,15 +148,22 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     n = indptr.shape[0] - 1
     check_range(seeds, node_offset, node_offset + n, "seeds")
     off, fo, rep, sd = np.int64(node_offset), np.int64(fanout), bool(replace), np.uint64(int(seed) & MASK64)
-    parallel = _use_parallel(parallel, seeds.shape[0], PARALLEL_MIN_SEEDS)
     m = seeds.shape[0]
+    parallel_asked = parallel
+    parallel = _use_parallel(parallel, m, PARALLEL_MIN_SEEDS)
     if exclude is not None and len(exclude):
         if prob is not None:
             raise ValueError("weighted sampling with excluded edges is not supported")
         return _sample_excluding(indptr, indices, seeds, off, fo, rep, sd, exclude, edge_ids, max_edges)
     counts = np.empty(m, np.int64)
     if prob is not None:
-        K.weighted_counts_par(indptr, prob, seeds, off, fo, rep, counts)
+        if prob.shape[0] != indices.shape[0]:
+            raise ValueError(f"prob has {prob.shape[0]} weights for {indices.shape[0]} edges")
+        rep = rep and fanout >= 0  # fanout -1 takes every positive edge, with or without replacement
+        parallel = _use_parallel(parallel_asked, m, WEIGHTED_PARALLEL_MIN_SEEDS)
+        positive = np.empty(m, np.int64)
+        widest = (W.weighted_counts_par if parallel else W.weighted_counts_serial)(
+            indptr, prob, seeds, off, fo, rep, counts, positive)
     else:
         starts = np.empty(m, np.int64)
         degs = np.empty(m, np.int64)
@@ -133,7 +172,9 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     nbrs = np.empty(total, indices.dtype)
     eids = np.empty(total, np.int64)
     if prob is not None:
-        K.sample_weighted_par(indptr, indices, prob, seeds, off, fo, rep, sd, out_indptr, nbrs, eids)
+        (W.sample_weighted_par if parallel else W.sample_weighted_serial)(
+            indptr, prob, seeds, off, fo, rep, sd, np.int64(widest), positive, out_indptr, eids)
+        (K.gather_nbrs_par if parallel else K.gather_nbrs_serial)(indices, eids, nbrs)
         return counts, nbrs, eids
     # Three passes (row spans, positions, gather) rather than one fused loop: each pass
     # is either pure arithmetic or independent loads, which keeps memory busy.
@@ -189,6 +230,71 @@ def _sample_excluding(indptr, indices, seeds, off, fo, rep, sd, exclude, edge_id
     nbrs = np.empty(total, indices.dtype)
     K.gather_nbrs_serial(indices, eids, nbrs)
     return counts, nbrs, eids
+
+
+def sample_labor(indptr: np.ndarray, indices: np.ndarray, seeds, node_offset: int, fanout: int, seed: int,
+                 seed2: int = 0, mix: float = -1.0, *, parallel: bool = True,
+                 max_edges: int = MAX_SAMPLE_EDGES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """LABOR-0 sample of the in-edges of ``seeds`` (see :mod:`._labor_kernels`): ``(counts, nbrs, eids)``
+    as :func:`sample_neighbors`.
+
+    ``seed`` keys the per-source variates; ``mix`` in [0, 1) blends in those of ``seed2``
+    (``batch_dependency``), ``mix = -1``: none.  Each edge into a seed of degree ``d`` is kept with probability
+    ``min(1, fanout / d)``, with one shared variate per source node.
+    """
+    fanout = check_fanout(fanout)
+    mix = float(mix)
+    if not (0.0 <= mix < 1.0 or mix == -1.0):
+        raise ValueError(f"LABOR mix (batch_dependency position) must be -1 or in [0, 1), got {mix}")
+    seeds = as_ids(seeds, "seeds")
+    check_range(seeds, node_offset, node_offset + indptr.shape[0] - 1, "seeds")
+    # a LABOR row reads every edge's source variate, as a weighted row reads every weight
+    parallel = _use_parallel(parallel, seeds.shape[0], WEIGHTED_PARALLEL_MIN_SEEDS)
+    args = (np.int64(node_offset), np.int64(fanout), np.uint64(int(seed) & MASK64),
+            np.uint64(int(seed2) & MASK64), np.float64(mix))
+    counts = np.empty(seeds.shape[0], np.int64)
+    (L.labor_counts_par if parallel else L.labor_counts_serial)(indptr, indices, seeds, *args, counts)
+    out_indptr = np.zeros(seeds.shape[0] + 1, np.int64)
+    np.cumsum(counts, out=out_indptr[1:])
+    total = int(out_indptr[-1])
+    if total > max_edges:
+        raise ValueError(f"request would return {total} sampled edges, more than the limit {max_edges}")
+    eids = np.empty(total, np.int64)
+    (L.labor_positions_par if parallel else L.labor_positions_serial)(indptr, indices, seeds, *args, out_indptr, eids)
+    nbrs = np.empty(total, indices.dtype)
+    (K.gather_nbrs_par if parallel else K.gather_nbrs_serial)(indices, eids, nbrs)
+    return counts, nbrs, eids
+
+
+def sample_with_edge_data(indptr: np.ndarray, store, seeds, fanout: int, replace: bool, seed: int,
+                          prob: np.ndarray | None, edge_data=(), labor=None, parallel: bool = False,
+                          exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, dict | None]:
+    """What a graph server (and a co-located read) answers a SAMPLE with: ``(counts, nbrs, rows)``,
+    ``rows`` = ``{name: store.edge_array(name)[sampled positions]}`` for ``edge_data`` (None when empty).
+    ``labor`` = ``(seed2, mix)`` samples by LABOR (:func:`sample_labor`) instead; ``exclude`` (CSC
+    positions of ``store``, checked by the caller) are never drawn (uniform sampling only).
+
+    Serial kernels (one request per server thread).  ValueError names an edge array the store lacks.
+    """
+    arrays = []
+    for name in edge_data:
+        try:
+            arrays.append(store.edge_array(name))
+        except KeyError as e:
+            raise ValueError(e.args[0]) from None
+    if labor is not None:
+        if prob is not None:
+            raise ValueError("LABOR with edge weights (prob=) is not supported; use NeighborSampler(prob=)")
+        if exclude is not None and len(exclude):
+            raise ValueError("LABOR with excluded edges is not supported")
+        counts, nbrs, eids = sample_labor(indptr, store.indices, seeds, store.node_offset, fanout, seed,
+                                          labor[0], labor[1], parallel=parallel)
+    else:
+        counts, nbrs, eids = sample_neighbors(indptr, store.indices, seeds, store.node_offset, fanout, replace,
+                                              seed, parallel=parallel, prob=prob, exclude=exclude)
+    if not edge_data:
+        return counts, nbrs, None
+    return counts, nbrs, {name: np.take(arr, eids, axis=0) for name, arr in zip(edge_data, arrays)}
 
 
 def gather(array: np.ndarray, ids: np.ndarray, node_offset: int, *, parallel: bool = True) -> np.ndarray:
@@ -301,3 +407,34 @@ class Relabeler:
             pos = j if j < dst_ids.shape[0] else j - dst_ids.shape[0]
             raise ValueError(f"{name}[{pos}] = {int(arr[pos])} is outside the id range [0, {self.num_nodes})")
         return src, local
+
+
+class EdgeWeights:
+    """The checked weight arrays of one graph, by edge-array name, each checked once (one pass).
+
+    ``graph`` is anything with ``edge_array(name)`` (:class:`~bgl.store.GraphStore`,
+    :class:`~bgl.loader.graph_arrays.GraphArrays`).  Costs nothing per edge beyond the
+    arrays themselves (memory-mapped stores stay mapped; a bool mask is viewed, not copied).
+    """
+
+    def __init__(self, graph):
+        self.graph = graph
+        self._checked: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, name: str | None) -> np.ndarray | None:
+        """The weights named ``name`` (None -> None); KeyError / ValueError name a missing or bad array."""
+        if name is None:
+            return None
+        prob = self._checked.get(name)
+        if prob is None:
+            if not isinstance(name, str):
+                raise ValueError(f"edge weights must be named by a string (an edge array), got {name!r}")
+            try:
+                values = self.graph.edge_array(name)
+            except KeyError as e:
+                raise ValueError(e.args[0]) from None
+            prob = check_weights(values, self.graph.num_edges, name)
+            with self._lock:
+                self._checked[name] = prob
+        return prob

@@ -140,6 +140,7 @@ class GraphServer:
         self.requests = 0
         self._stop = threading.Event()
         self._indptr = np.asarray(store.indptr)
+        self._weights = ops.EdgeWeights(store)
         self._lo = store.node_offset
         self._hi = store.node_offset + store.num_nodes
         self._info = json.dumps(self.info()).encode()
@@ -156,6 +157,7 @@ class GraphServer:
             "feat_dtype": None if s.feat is None else s.feat.dtype.name,
             "has_label": s.label is not None, "num_classes": s.num_classes,
             "id_dtype": s.indices.dtype.name, "splits": dict(s.meta.splits),
+            "edata": {k: dict(v) for k, v in s.meta.edata.items()},
         }
 
     # ----------------------------------------------------------------- handling
@@ -176,10 +178,10 @@ class GraphServer:
         if h.op == P.Op.SAMPLE:
             if req.exclude is not None:
                 ops.check_range(req.exclude, 0, self.store.num_edges, "excluded edges")
-            counts, nbrs, _ = ops.sample_neighbors(self._indptr, self.store.indices, req.ids, self._lo,
-                                                   h.fanout, bool(h.flags & P.FLAG_REPLACE), h.seed,
-                                                   parallel=False, exclude=req.exclude)
-            return P.sample_reply(h.req_id, counts, nbrs)
+            counts, nbrs, rows = ops.sample_with_edge_data(
+                self._indptr, self.store, req.ids, h.fanout, bool(h.flags & P.FLAG_REPLACE), h.seed,
+                self._weights(req.weights), req.edge_data, req.labor, exclude=req.exclude)
+            return P.sample_reply(h.req_id, counts, nbrs, rows)
         if h.op == P.Op.FEATURES:
             array = self.store.feat if h.field == P.FIELD_FEAT else self.store.label
             if array is None:

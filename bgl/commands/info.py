@@ -40,6 +40,12 @@ def _direction_line(s: dict) -> str | None:
     return f"direction    {what}" + (f"  [{why}]" if why else "")
 
 
+def _edge_array_text(name: str, spec: dict) -> str:
+    """``w (float32)`` / ``feat (float32 x 16)``: an edge array's name, dtype and width."""
+    width = spec["shape"][1:]
+    return f"{name} ({spec['dtype']}{' x ' + 'x'.join(map(str, width)) if width else ''})"
+
+
 def format_summary(s: dict) -> str:
     """Human-readable lines for :meth:`GraphStore.summary`."""
     splits = ", ".join(f"{k}={v}" for k, v in s["splits"].items()) or "none"
@@ -53,6 +59,8 @@ def format_summary(s: dict) -> str:
         f"classes      {s['num_classes'] or 'none'}",
         f"splits       {splits}",
     ]
+    if s.get("edata"):
+        lines.append("edge data    " + ", ".join(_edge_array_text(k, v) for k, v in s["edata"].items()))
     direction = _direction_line(s)
     if direction:
         lines.insert(3, direction)

@@ -35,6 +35,9 @@ def register(subparsers) -> None:
     p.add_argument("--name", default=None, help="Planetoid dataset name when the directory holds several")
     p.add_argument("--split", default=None, help="OGB split directory name when there are several")
     p.add_argument("--num-nodes", type=int_at_least(1), default=None, help="edge list: declared node count (ids must be below)")
+    p.add_argument("--edge-weight-column", type=int_at_least(2), default=None, metavar="COL",
+                   help="edge list: 0-based column whose numbers become the store's 'weight' edge array "
+                        "(2 = the column after src dst)")
     p.add_argument("--scale", type=int_at_least(1), default=None, help="rmat: log2 of the node count")
     p.add_argument("--edge-factor", type=int_at_least(1), default=16, help="rmat: generated edges per node")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -52,6 +55,8 @@ def run(args) -> int:
         opts["split"] = args.split
     if args.num_nodes is not None:
         opts["num_nodes"] = args.num_nodes
+    if args.edge_weight_column is not None:
+        opts["edge_weight_column"] = args.edge_weight_column
     is_rmat = args.format == "rmat" or args.source.startswith("rmat:")
     if is_rmat:
         opts["edge_factor"] = args.edge_factor

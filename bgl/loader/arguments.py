@@ -20,6 +20,7 @@ import torch
 from ..cache.ordering.partition_order import env_partition_dir
 from ..errors import ServerUnavailable
 from ..store import GraphStore
+from .edge_options import EdgeOptions, edge_names_of, edge_option
 from .specs import SamplingSpec
 
 PIPELINES = ("inline", "thread", "processes")
@@ -33,7 +34,7 @@ _DGL_TUNING_KWARGS = frozenset({
 
 
 class NeighborSampler:
-    """Uniform neighbour sampler settings, DGL style (``bgl.NeighborSampler([10, 10])``).
+    """Neighbour sampler settings, DGL style (``bgl.NeighborSampler([10, 10])``).
 
     Parameters
     ----------
@@ -45,19 +46,26 @@ class NeighborSampler:
     prefetch_node_feats : names under which ``blocks[0].srcdata`` receives
         the input features (the store has one feature array).
     prefetch_labels : names under which ``blocks[-1].dstdata`` receives labels.
-    prefetch_edge_feats : edge fields copied into every block's ``edata`` (a DGLGraph's
-        ``edata`` names; a store has no edge fields yet).
+    prob : name of an edge array (weights): each neighbour is drawn with probability
+        proportional to its edge's weight, never through a zero-weight edge (DGL's ``prob=``).
+    mask : name of a bool edge array: only edges marked True may be drawn (DGL's ``mask=``;
+        mutually exclusive with ``prob``).
+    prefetch_edge_feats : edge arrays whose rows of the sampled edges each block
+        gets in ``blocks[i].edata[name]``.
     """
 
     def __init__(self, fanouts: Sequence[int], replace: bool = False,
                  prefetch_node_feats: Sequence[str] = ("feat",), prefetch_labels: Sequence[str] = ("label",),
-                 prefetch_edge_feats: Sequence[str] = (), output_device=None):
+                 prefetch_edge_feats: Sequence[str] = (), output_device=None, *, prob: Optional[str] = None,
+                 mask: Optional[str] = None):
         self.fanouts = _check_fanouts(fanouts)
         self.replace = bool(replace)
         self.prefetch_node_feats = list(prefetch_node_feats or [])
         self.prefetch_labels = list(prefetch_labels or [])
-        self.prefetch_edge_feats = list(prefetch_edge_feats or [])
         self.output_device = output_device
+        self.prob = edge_option(prob, mask)
+        self.mask = mask
+        self.prefetch_edge_feats = edge_names_of(prefetch_edge_feats)
 
     def sample(self, g, seed_nodes, exclude_eids=None):
         """DGL's sampler interface over a DGLGraph: ``(input_nodes, output_nodes, dgl blocks)``.
@@ -84,7 +92,8 @@ class NeighborSampler:
         return first.src_ids, last.dst_ids, to_dgl_blocks(blocks)
 
     def __repr__(self) -> str:
-        return f"bgl.NeighborSampler(fanouts={self.fanouts}, replace={self.replace})"
+        weights = "" if self.prob is None else f", prob={self.prob!r}"
+        return f"bgl.NeighborSampler(fanouts={self.fanouts}, replace={self.replace}{weights})"
 
 
 def _check_fanouts(fanouts) -> list:
@@ -108,12 +117,12 @@ def is_dgl_object(obj: Any) -> bool:
 
 def sampler_settings(graph_sampler) -> tuple[list[int], bool, list[str], list[str], bool]:
     """(fanouts, replace, feature keys, label keys, came from DGL) of a supported sampler."""
-    if isinstance(graph_sampler, NeighborSampler):
+    if isinstance(graph_sampler, NeighborSampler):  # bgl.LaborSampler is one too
         return (graph_sampler.fanouts, graph_sampler.replace, graph_sampler.prefetch_node_feats,
                 graph_sampler.prefetch_labels, False)
     name = type(graph_sampler).__name__
     if is_dgl_object(graph_sampler) and hasattr(graph_sampler, "fanouts") and name in (
-            "NeighborSampler", "MultiLayerFullNeighborSampler"):
+            "NeighborSampler", "MultiLayerFullNeighborSampler", "LaborSampler"):
         if getattr(graph_sampler, "edge_dir", "in") != "in":
             # DGL 2.1's blocks from edge_dir='out' hold edges whose destination falls outside the
             # block's dst nodes, so no message passing is defined on them.
@@ -122,8 +131,6 @@ def sampler_settings(graph_sampler) -> tuple[list[int], bool, list[str], list[st
                 "have edges whose destinations are not dst nodes of the block; to aggregate over "
                 "out-neighbours, sample the reversed graph with edge_dir='in' (bgl.DataLoader(dgl.reverse(g, "
                 "copy_ndata=True, copy_edata=True), ...))")
-        if getattr(graph_sampler, "prob", None) is not None:
-            raise ValueError("weighted sampling (prob= / mask= on dgl NeighborSampler) is not supported by bgl.DataLoader")
         feats = graph_sampler.prefetch_node_feats
         labels = graph_sampler.prefetch_labels
         # A heterogeneous graph's {ntype: [names]}: bgl reads each type's one feature array.
@@ -132,19 +139,22 @@ def sampler_settings(graph_sampler) -> tuple[list[int], bool, list[str], list[st
         # DGL exposes every ndata field lazily even without prefetch (bgl does too for a
         # DGLGraph: TransferStage); a store has one feature and one label array, offered
         # under the usual names.
-        return (_check_fanouts(list(graph_sampler.fanouts)), bool(graph_sampler.replace),
+        return (_check_fanouts(list(graph_sampler.fanouts)), bool(getattr(graph_sampler, "replace", False)),
                 list(feats) or ["feat"], list(labels) or ["label"], True)
     raise TypeError(
-        f"unsupported graph_sampler {type(graph_sampler).__module__}.{name}; use bgl.NeighborSampler "
-        f"or dgl.dataloading.NeighborSampler / MultiLayerFullNeighborSampler")
+        f"unsupported graph_sampler {type(graph_sampler).__module__}.{name}; use bgl.NeighborSampler, "
+        f"bgl.LaborSampler or dgl.dataloading.NeighborSampler / MultiLayerFullNeighborSampler / LaborSampler")
 
 
-def edge_feature_keys(graph_sampler) -> list[str]:
-    """The sampler's ``prefetch_edge_feats`` (DGL's or bgl's), as a list of names."""
-    keys = getattr(graph_sampler, "prefetch_edge_feats", None) or []
-    if isinstance(keys, dict):
-        raise ValueError("heterogeneous prefetch dicts are not supported (homogeneous graphs only)")
-    return [str(k) for k in keys]
+def edge_options(graph_sampler) -> EdgeOptions:
+    """The :class:`~bgl.loader.edge_options.EdgeOptions` of a sampler :func:`sampler_settings` accepts."""
+    if isinstance(graph_sampler, NeighborSampler):  # bgl's (a bgl.LaborSampler has no prob / mask)
+        return EdgeOptions(graph_sampler.prob, graph_sampler.prefetch_edge_feats, graph_sampler.mask is not None)
+    if type(graph_sampler).__name__ == "LaborSampler":  # DGL's: its prob is refused by labor_of
+        return EdgeOptions(None, edge_names_of(getattr(graph_sampler, "prefetch_edge_feats", None)))
+    # DGL keeps ``prob or mask`` in ``prob`` (it refuses both at construction)
+    return EdgeOptions(edge_option(getattr(graph_sampler, "prob", None), None),
+                       edge_names_of(getattr(graph_sampler, "prefetch_edge_feats", None)))
 
 
 def check_graph_fields(info: "GraphInfo", graph, feat_keys: Sequence[str], edge_keys: Sequence[str]
@@ -152,9 +162,10 @@ def check_graph_fields(info: "GraphInfo", graph, feat_keys: Sequence[str], edge_
     """(extra node feature names, edge feature names) the trainer reads from a DGLGraph in place.
 
     The first distinct feature name is served by the fetch stage (and its cache); the
-    others, and every edge feature, exist only where the graph is a DGLGraph.  Refuses,
-    naming the field, a name the DGLGraph lacks, or extra fields of a store or graph
-    servers (a store holds one feature array and no edge fields).
+    others, and every edge feature, are read in place where the graph is a DGLGraph.
+    Refuses, naming the field, a name the DGLGraph lacks, or extra node fields of a store or
+    graph servers (a store holds one feature array).  A store's edge features come with the
+    sampled edges instead (checked by :func:`~bgl.loader.edge_options.check_edge_options`).
     """
     distinct = list(dict.fromkeys(feat_keys))
     extra = distinct[1:]
@@ -162,9 +173,6 @@ def check_graph_fields(info: "GraphInfo", graph, feat_keys: Sequence[str], edge_
         if extra:
             raise ValueError(f"prefetch_node_feats={distinct}: a bgl store holds one node feature array, served "
                              f"under any one name; pass one name, or pass the DGLGraph itself to read several")
-        if edge_keys:
-            raise ValueError(f"prefetch_edge_feats={list(edge_keys)}: a bgl store holds no edge fields; pass the "
-                             f"DGLGraph itself to read its edata")
         return (), ()
     for key in extra:
         if key not in graph.ndata:
@@ -183,10 +191,18 @@ class GraphInfo:
 
     def __init__(self, spec: SamplingSpec, num_nodes: int, feat_dim: int, feat_dtype, has_label: bool,
                  store: Optional[GraphStore] = None, partition_dir: Optional[Path] = None,
-                 from_dgl: bool = False, schema=None):
+                 from_dgl: bool = False, schema=None, edge_names: Optional[Sequence[str]] = None,
+                 edge_dtypes: Optional[dict] = None):
         self.spec, self.num_nodes, self.feat_dim, self.feat_dtype = spec, num_nodes, feat_dim, feat_dtype
         self.has_label, self.store, self.partition_dir, self.from_dgl = has_label, store, partition_dir, from_dgl
         self.schema = schema
+        edata = getattr(store, "edata", None)  # a typed DGLGraph's arrays carry none
+        if edge_names is None and edata is not None:
+            edge_names = list(edata)
+        self.edge_names = None if edge_names is None else tuple(edge_names)  # None: not known here
+        if edge_dtypes is None and edata is not None:
+            edge_dtypes = {k: np.asarray(edata[k][:0]).dtype.name for k in edata}
+        self.edge_dtypes = dict(edge_dtypes or {})
 
     @property
     def typed(self) -> bool:
@@ -210,8 +226,11 @@ def _servers_info(addresses: Sequence[str], timeout: float, partition_dir: Optio
 
     with SamplingClient(list(addresses), timeout=timeout) as client:
         spec = SamplingSpec("servers", addresses=tuple(addresses), timeout=timeout)
+        edata = [set(info.get("edata", {})) for info in client.infos]
+        dtypes = {k: v.get("dtype") for k, v in client.infos[0].get("edata", {}).items()}
         return GraphInfo(spec, int(client.num_nodes), int(client.feat_dim or 0), client.feat_dtype,
-                         int(client.num_classes or 0) > 0, partition_dir=partition_dir)
+                         int(client.num_classes or 0) > 0, partition_dir=partition_dir,
+                         edge_names=sorted(set.intersection(*edata)) if edata else [], edge_dtypes=dtypes)
 
 
 def resolve_graph(graph, feat_key, label_key, timeout: float, shared: bool = False) -> GraphInfo:

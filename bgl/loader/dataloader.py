@@ -28,13 +28,15 @@ import numpy as np
 import torch
 
 from .arguments import NeighborSampler  # noqa: F401  (public as bgl.NeighborSampler; DGL keeps both together)
-from .arguments import (_DGL_TUNING_KWARGS, PIPELINES, check_graph_fields, check_indices, edge_feature_keys,
-                        has_repeats, proximity_partition, resolve_graph, sampler_settings)
+from .arguments import (_DGL_TUNING_KWARGS, PIPELINES, check_graph_fields, check_indices, has_repeats,
+                        proximity_partition, resolve_graph, sampler_settings)
 from .cache_choice import resolve_cache
-from .edge_prediction import edge_settings, is_edge_prediction_sampler, resolve_edge_seeds
 from .ddp import ddp_chunk
+from .edge_options import check_edge_options
+from .edge_prediction import edge_settings, is_edge_prediction_sampler, resolve_edge_seeds
 from .epoch_iterator import EpochIterator
 from .graph_arrays import field_versions
+from .labor import sampler_edge_options
 from .minibatch import MiniBatch
 from .order_prefetch import NextOrderGuess, peek_torch_seed
 from .order_stage import ORDERS, OrderStage, num_batches
@@ -144,7 +146,8 @@ class DataLoader:
         node_sampler = graph_sampler if edge_cfg is None else edge_cfg.sampler
         fanouts, replace, feat_keys, label_keys, sampler_from_dgl = sampler_settings(node_sampler)
         sampler_from_dgl = sampler_from_dgl or (edge_cfg is not None and edge_cfg.from_dgl)
-        edge_keys = edge_feature_keys(node_sampler)
+        edge_opts, labor = sampler_edge_options(node_sampler, edge_cfg is not None)
+        edge_keys = list(edge_opts.edge_feats)
         self.graph_sampler = graph_sampler
         self.batch_size, self.shuffle, self.drop_last = int(batch_size), bool(shuffle), bool(drop_last)
         self.num_workers, self.use_ddp, self.ddp_seed = int(num_workers), bool(use_ddp), int(ddp_seed)
@@ -155,8 +158,7 @@ class DataLoader:
         self._fetch: Optional[FetchStage] = None
         self._transfer: Optional[TransferStage] = None
         self.core_split: Optional[CoreSplit] = None
-        self._epoch = 0
-        self._epoch_set = False
+        self._epoch, self._epoch_set = 0, False
         self._next_order = NextOrderGuess()  # build the next epoch's proximity order during this one
 
         self._resolve_args = (feat_keys[0] if feat_keys else None, label_keys[0] if label_keys else None,
@@ -168,7 +170,10 @@ class DataLoader:
                                      edge_keys) if typed else None
         if schema is None and any(isinstance(f, dict) for f in fanouts):
             raise ValueError("per-relation fanout dicts need a graph with edge types; this graph has one")
+        check_edge_options(edge_opts, info, labor, typed)
         extra_feats, edge_feats = ((), ()) if typed else check_graph_fields(info, graph, feat_keys, edge_keys)
+        # A DGLGraph's edge features are read in place by edge id, a store's come with the sample.
+        store_edge_feats = () if info.from_dgl else tuple(edge_keys)
         # A DGLGraph is read in place: the loader watches its fields for changes between epochs.
         self._graph = graph if info.from_dgl and not typed else None
         self._graph_fields = self._field_versions()
@@ -176,8 +181,7 @@ class DataLoader:
             pipeline = "thread" if info.spec.kind == "servers" else "inline"
         self.pipeline_mode = pipeline
         self._edges = None
-        order_nodes = None
-        repeated = False
+        order_nodes, repeated = None, False
         if edge_cfg is not None:
             if typed:
                 raise ValueError("link prediction on typed graphs is not available yet; pass an untyped graph")
@@ -226,7 +230,8 @@ class DataLoader:
                                        partition_dir=order_partition, order_nodes=order_nodes)
         self._sample_stage = SampleStage(source=info.spec, fanouts=() if typed else tuple(fanouts), replace=replace,
                                          repeated_seeds=repeated, edges=self._edges,
-                                         typed_fanouts=typed_fanouts(fanouts, schema) if typed else None)
+                                         typed_fanouts=typed_fanouts(fanouts, schema) if typed else None,
+                                         prob=edge_opts.prob, edge_feats=store_edge_feats, labor=labor)
         self._fetch = self._make_fetch(info, feat_keys, label_keys)
         if typed:
             self._fetch = dataclasses.replace(self._fetch, schema=schema)

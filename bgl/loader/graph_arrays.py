@@ -17,9 +17,15 @@ read API (``indptr``, ``indices``, ``feat``, ``label``, ``in_degrees()``):
 The CSC's edge-id array comes along (a view too), so sampled blocks carry the
 DGLGraph's own edge ids in ``edata[dgl.EID]``, as DGL's loader gives them.
 
+Edge data (``g.edata``) is held as the user's tensors, in DGL's edge-id
+order; ``edata[name]`` gives it in CSC order (what the sampling kernels and
+:class:`~bgl.store.GraphStore` use), permuted through the edge-id view on
+first use of that name and kept (``itemsize * width`` B/edge per name used;
+none when the CSC's edge ids are already ``0..E-1``).
+
 Cost per node / per edge: nothing beyond the DGLGraph's own arrays, except
-labels that are not int64 [n] (converted: 8 B/node) and an int32 graph's
-``indptr`` (widened: 8 B/node).  Stage processes (``pipeline="processes"``)
+labels that are not int64 [n] (converted: 8 B/node), an int32 graph's
+``indptr`` (widened: 8 B/node) and edge arrays used in a permuted CSC (above).  Stage processes (``pipeline="processes"``)
 cannot map a private allocation, so :meth:`GraphArrays.share_memory` copies
 each array once into shared memory; the user's tensors are never moved
 (``Tensor.share_memory_()`` would swap their storage under any numpy view
@@ -27,15 +33,53 @@ the user holds).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import numpy as np
 import torch
 
+from ..schema import EdgeArrays
+
 ARRAY_NAMES = ("indptr", "indices", "feat", "label", "edge_ids")
 
 
-class GraphArrays:
+class CscEdgeData(Mapping):
+    """``name -> [num_edges, ...]`` numpy arrays in CSC order over tensors in the graph's edge-id order.
+
+    ``edge_ids[p]`` is the graph's id of the edge at CSC position ``p``; a name's
+    array is permuted once, on first access, and kept (read-only).
+    """
+
+    def __init__(self, tensors: dict[str, torch.Tensor], edge_ids: Optional[np.ndarray]):
+        self._tensors = tensors
+        self._edge_ids = edge_ids
+        self._identity: Optional[bool] = None
+        self._csc: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._csc:
+            arr = self._tensors[name].numpy()
+            if self._edge_ids is not None and not self._is_identity():
+                arr = np.take(arr, self._edge_ids, axis=0)
+            arr.flags.writeable = False
+            self._csc[name] = arr
+        return self._csc[name]
+
+    def _is_identity(self) -> bool:
+        if self._identity is None:
+            ids = self._edge_ids
+            self._identity = bool(np.array_equal(ids, np.arange(ids.shape[0], dtype=ids.dtype)))
+        return self._identity
+
+    def __iter__(self):
+        return iter(self._tensors)
+
+    def __len__(self) -> int:
+        return len(self._tensors)
+
+
+class GraphArrays(EdgeArrays):
     """A whole homogeneous graph held as in-memory CPU tensors, read like a :class:`~bgl.store.GraphStore`.
 
     Parameters
@@ -48,6 +92,8 @@ class GraphArrays:
         these arrays carry those ids
     num_classes : label classes (0 = none)
     name : shown in messages where a store would show its path
+    edata : {name: tensor [num_edges, ...]} per-edge data in the graph's edge-id order (the
+        order of ``edge_ids``' values; CSC order when ``edge_ids`` is None)
 
     The tensors are used as they are (numpy views, read-only); nothing is copied.
     Pickling (a spawn process) is allowed only after :meth:`share_memory`, so
@@ -58,8 +104,12 @@ class GraphArrays:
 
     def __init__(self, indptr: torch.Tensor, indices: torch.Tensor, feat: Optional[torch.Tensor] = None,
                  label: Optional[torch.Tensor] = None, num_classes: int = 0, name: str = "arrays",
-                 edge_ids: Optional[torch.Tensor] = None):
+                 edge_ids: Optional[torch.Tensor] = None, edata: Optional[dict[str, torch.Tensor]] = None):
         self._tensors = {"indptr": indptr, "indices": indices, "feat": feat, "label": label, "edge_ids": edge_ids}
+        self._edge_tensors = dict(edata or {})
+        for key, t in self._edge_tensors.items():
+            if t.shape[0] != indices.shape[0]:
+                raise ValueError(f"edge data {key!r} has {t.shape[0]} rows for {indices.shape[0]} edges")
         self.num_classes = int(num_classes)
         self.path = name
         self._make_views()
@@ -71,6 +121,7 @@ class GraphArrays:
                 arr = t.numpy()
                 arr.flags.writeable = False  # a view's flag: the caller's tensor stays writable
             setattr(self, key, arr)
+        self.edata = CscEdgeData(self._edge_tensors, self.edge_ids)
 
     # ------------------------------------------------------------ GraphStore's read API
     @property
@@ -93,6 +144,11 @@ class GraphArrays:
         """In-degree of every node, int64 [num_nodes] (one pass over indptr)."""
         return np.diff(self.indptr)
 
+    def raw_edge_array(self, name: str) -> np.ndarray:
+        """Edge array ``name`` in the graph's own edge-id order (as the caller gave it, no copy)."""
+        self.edge_array(name)  # KeyError naming the arrays there are
+        return self._edge_tensors[name].numpy()
+
     def tensor(self, name: str) -> Optional[torch.Tensor]:
         """The tensor behind array ``name`` (one of :data:`ARRAY_NAMES`)."""
         return self._tensors[name]
@@ -101,25 +157,30 @@ class GraphArrays:
     @property
     def is_shared(self) -> bool:
         """True when every array lives in shared memory (picklable into stage processes)."""
-        return all(t is None or t.is_shared() for t in self._tensors.values())
+        tensors = list(self._tensors.values()) + list(self._edge_tensors.values())
+        return all(t is None or t.is_shared() for t in tensors)
 
     def share_memory(self) -> "GraphArrays":
         """A GraphArrays over shared-memory copies of these arrays (one copy each); ``self`` is unchanged."""
         if self.is_shared:
             return self
-        copies = {}
-        for key, t in self._tensors.items():
-            copies[key] = None if t is None else torch.empty(t.shape, dtype=t.dtype).share_memory_().copy_(t)
-        return GraphArrays(**copies, num_classes=self.num_classes, name=self.path)
+        def shared(t):
+            return None if t is None else torch.empty(t.shape, dtype=t.dtype).share_memory_().copy_(t)
+
+        copies = {key: shared(t) for key, t in self._tensors.items()}
+        edata = {key: shared(t) for key, t in self._edge_tensors.items()}
+        return GraphArrays(**copies, num_classes=self.num_classes, name=self.path, edata=edata)
 
     def __getstate__(self) -> dict:
         if not self.is_shared:
             raise TypeError("GraphArrays over a caller's tensors cannot be pickled (torch would move them "
                             "into shared memory in place); use share_memory() first")
-        return {"tensors": self._tensors, "num_classes": self.num_classes, "path": self.path}
+        return {"tensors": self._tensors, "num_classes": self.num_classes, "path": self.path,
+                "edata": self._edge_tensors}
 
     def __setstate__(self, state: dict) -> None:
         self._tensors, self.num_classes, self.path = state["tensors"], state["num_classes"], state["path"]
+        self._edge_tensors = state["edata"]
         self._make_views()
 
     def __deepcopy__(self, memo) -> "GraphArrays":
@@ -158,7 +219,9 @@ def dglgraph_arrays(g: Any, feat_key: Optional[str], label_key: Optional[str]) -
         if label.dtype != torch.int64 or not label.is_contiguous():
             label = label.to(torch.int64).contiguous()
         num_classes = int(label.max()) + 1 if label.numel() else 0
-    return GraphArrays(indptr, indices, feat, label, num_classes=num_classes, name="DGLGraph", edge_ids=edge_ids)
+    edata = {k: _cpu(v) for k, v in g.edata.items() if k != "_ID"}  # "_ID" = dgl.EID, not data
+    return GraphArrays(indptr, indices, feat, label, num_classes=num_classes, name="DGLGraph", edge_ids=edge_ids,
+                       edata=edata)
 
 
 def field_versions(g: Any, keys) -> tuple:

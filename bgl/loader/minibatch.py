@@ -73,6 +73,8 @@ def _pack_blocks(blocks: Sequence[Any]) -> dict:
                 else:
                     kept[key] = value
             packed_data.append((side, None, kept))
+        if b.edata:  # edge features (prefetch_edge_feats) travel as their own tensors
+            packed_data.append(("edge", None, dict(b.edata)))
         data.append(packed_data)
     ints = torch.cat([p.to(torch.int64) for p in parts]) if parts else torch.empty(0, dtype=torch.int64)
     return {"ints": ints, "layout": layout, "data": data}

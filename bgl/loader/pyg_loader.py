@@ -22,8 +22,11 @@ Each mini-batch is laid out as PyG's:
   (``[batch_size]``; PyG gives all ``n_id`` but a loop reads
   ``y[:batch_size]``, which is the same);
 * ``num_sampled_nodes`` / ``num_sampled_edges``: per-hop counts, as PyG's
-  (for ``trim_to_layer``).  ``e_id`` is not given (bgl's sampler does not track
-  edge ids).
+  (for ``trim_to_layer``);
+* ``edge_attr`` [E, ...] rows of the sampled edges when the ``Data`` has an
+  ``edge_attr``, and ``e_id`` (their positions in ``data.edge_index``) when the
+  input is a ``Data``; ``weight_attr="w"`` samples by the edge attribute ``w``
+  (bgl's weighted sampling, as ``NeighborSampler(prob="w")``).
 
 A batch is a ``torch_geometric.data.Data`` when PyG is importable, else a
 :class:`PygBatch` with the same attributes.
@@ -31,7 +34,9 @@ A batch is a ``torch_geometric.data.Data`` when PyG is importable, else a
 Cost: a ``Data`` input's ``x`` and ``y`` are used in place (zero-copy views,
 :class:`~bgl.loader.graph_arrays.GraphArrays`); its ``edge_index`` (COO) is
 sorted once into an in-memory CSC: 8 bytes per node of ``indptr`` and 8 per
-edge of source ids, plus the sort's 8 per edge while it runs.  No file is
+edge of source ids, 8 per edge of CSC edge ids (the sort order, kept for
+``e_id`` and edge attributes), plus edge attributes permuted to CSC order on
+first use (``itemsize * width`` per edge per attribute used).  No file is
 written.  A store, partition dir or server list is used in place.  Per batch, the conversion from bgl blocks
 is one pass over the sampled edges.
 """
@@ -48,7 +53,7 @@ from ..blocks import Block
 from .graph_arrays import GraphArrays
 
 # PyG NeighborLoader arguments bgl cannot honour; passing them with a non-default value is an error.
-_UNSUPPORTED = {"input_time": None, "time_attr": None, "weight_attr": None, "transform": None,
+_UNSUPPORTED = {"input_time": None, "time_attr": None, "transform": None,
                 "transform_sampler_output": None, "disjoint": False, "temporal_strategy": "uniform",
                 "subgraph_type": "directional", "directed": True, "neighbor_sampler": None}
 # PyG/torch DataLoader arguments that only tune PyG's own workers; accepted and ignored.
@@ -67,6 +72,8 @@ class PygBatch:
     y: Optional[torch.Tensor] = None
     num_sampled_nodes: list = field(default_factory=list)
     num_sampled_edges: list = field(default_factory=list)
+    edge_attr: Optional[torch.Tensor] = None
+    e_id: Optional[torch.Tensor] = None
 
     @property
     def num_nodes(self) -> int:
@@ -79,7 +86,8 @@ class PygBatch:
     def to(self, device, non_blocking: bool = False) -> "PygBatch":
         mv = lambda t: None if t is None else t.to(device, non_blocking=non_blocking)  # noqa: E731
         return PygBatch(mv(self.n_id), self.batch_size, mv(self.edge_index), mv(self.x), mv(self.y),
-                        list(self.num_sampled_nodes), list(self.num_sampled_edges))
+                        list(self.num_sampled_nodes), list(self.num_sampled_edges), mv(self.edge_attr),
+                        mv(self.e_id))
 
 
 def _pyg_data_class():
@@ -113,7 +121,12 @@ def data_arrays(data) -> GraphArrays:
     indptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(dst, minlength=n), out=indptr[1:])
     indices = src[order].astype(np.int64, copy=False)
-    del order
+    edata = {}
+    keys = data.edge_attrs() if callable(getattr(data, "edge_attrs", None)) else ["edge_attr", "edge_weight"]
+    for key in keys:
+        value = getattr(data, key, None)
+        if key != "edge_index" and torch.is_tensor(value) and value.dim() >= 1 and value.shape[0] == src.size:
+            edata[key] = value.detach().cpu()
     feat = label = None
     x = getattr(data, "x", None)
     if x is not None:
@@ -129,7 +142,7 @@ def data_arrays(data) -> GraphArrays:
             label = label.to(torch.int64).contiguous()
     num_classes = int(label.max()) + 1 if label is not None and label.numel() else 0
     return GraphArrays(torch.from_numpy(indptr), torch.from_numpy(indices), feat, label,
-                       num_classes=num_classes, name="pyg-data")
+                       num_classes=num_classes, name="pyg-data", edge_ids=torch.from_numpy(order), edata=edata)
 
 
 def pyg_graph(data, kwargs: dict, loader: str):
@@ -138,7 +151,7 @@ def pyg_graph(data, kwargs: dict, loader: str):
     for name, default in _UNSUPPORTED.items():
         if name in kwargs and kwargs.pop(name) != default:
             raise ValueError(f"bgl.pyg.{loader} does not support {name}= (homogeneous, "
-                             f"uniform, directional sampling only)")
+                             f"directional, non-temporal sampling only)")
     for name in _IGNORED & set(kwargs):
         kwargs.pop(name)
     return data_arrays(data) if is_pyg_data(data) else data
@@ -159,12 +172,19 @@ def blocks_to_pyg(blocks: Sequence[Block]) -> dict[str, Any]:
     """
     num_layers = len(blocks)
     spans, per_hop_edges, per_hop_nodes = [], [], [blocks[-1].num_dst]
+    edge_parts: dict[str, list] = {key: [] for key in blocks[0].edata}
+    with_eids = all(b.edge_ids is not None for b in blocks)
+    eids = []
     for hop in range(1, num_layers + 1):
         b = blocks[num_layers - hop]
         lo = blocks[num_layers - hop + 1].num_dst if hop > 1 else 0
         hi = b.num_dst
         a, e = int(b.indptr[lo]), int(b.indptr[hi])
         spans.append((b, lo, hi, a, e))
+        for key in edge_parts:
+            edge_parts[key].append(b.edata[key][a:e])
+        if with_eids:
+            eids.append(b.edge_ids[a:e])
         per_hop_edges.append(e - a)
         per_hop_nodes.append(b.num_src - b.num_dst)
     if blocks[0].indptr.device.type == "cpu":
@@ -176,8 +196,12 @@ def blocks_to_pyg(blocks: Sequence[Block]) -> dict[str, Any]:
             dsts.append(torch.repeat_interleave(torch.arange(lo, hi, device=b.indptr.device),
                                                 b.indptr[lo + 1:hi + 1] - b.indptr[lo:hi]))
         edge_index = torch.stack([torch.cat(srcs), torch.cat(dsts)]).to(torch.int64)
-    return {"n_id": blocks[0].src_ids, "batch_size": int(blocks[-1].num_dst), "edge_index": edge_index,
-            "num_sampled_nodes": per_hop_nodes, "num_sampled_edges": per_hop_edges}
+    out = {"n_id": blocks[0].src_ids, "batch_size": int(blocks[-1].num_dst), "edge_index": edge_index,
+           "num_sampled_nodes": per_hop_nodes, "num_sampled_edges": per_hop_edges}
+    out.update({key: torch.cat(parts) for key, parts in edge_parts.items()})
+    if with_eids:
+        out["e_id"] = torch.cat(eids)
+    return out
 
 
 def _edge_index_cpu(spans, num_edges: int) -> torch.Tensor:
@@ -201,10 +225,12 @@ class NeighborLoader:
     num_neighbors : list of int, PyG order: ``num_neighbors[0]`` for the seeds' hop; -1 = all
     input_nodes : None (all nodes) | int ids | bool mask over nodes
     replace : sample with replacement
+    weight_attr : name of an edge attribute of ``data`` (or an edge array of the store / servers):
+        sample neighbours proportionally to it (PyG's ``weight_attr``)
     batch_size, shuffle, drop_last, num_workers : as in PyG (``num_workers > 0`` runs
         bgl's process pipeline)
     **kwargs : bgl.DataLoader options (``cache``, ``cache_ratio``, ``order``,
-        ``pipeline``, ``device``, ...); PyG's temporal/weighted/disjoint options
+        ``pipeline``, ``device``, ...); PyG's temporal/disjoint options
         raise ``ValueError``.
     """
 
@@ -217,7 +243,7 @@ class NeighborLoader:
 
     def __init__(self, data, num_neighbors: Sequence[int], input_nodes=None, replace: bool = False,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, num_workers: int = 0,
-                 **kwargs):
+                 weight_attr: Optional[str] = None, **kwargs):
         from .arguments import NeighborSampler
         from .dataloader import DataLoader
 
@@ -227,7 +253,9 @@ class NeighborLoader:
         ids = self._input_ids(input_nodes, num_nodes)
         self.num_neighbors = list(num_neighbors)
         # DGL/bgl order is the reverse: fanouts[-1] applies to the seeds.
-        sampler = NeighborSampler(list(reversed(self.num_neighbors)), replace=replace)
+        edge_feats = ["edge_attr"] if "edge_attr" in getattr(graph, "edata", {}) else []
+        sampler = NeighborSampler(list(reversed(self.num_neighbors)), replace=replace, prob=weight_attr,
+                                  prefetch_edge_feats=edge_feats)
         self.batch_size = int(batch_size)
         # PyG's loaders are torch DataLoaders over range(num seeds): loops read len(loader.dataset).
         self.dataset = range(int(ids.shape[0]))

@@ -79,6 +79,10 @@ class SampleStage(Stage):
     list: :meth:`~bgl.loader.edge_seeds.EdgeSeeds.batch` turns them into node seeds
     (positive and negative endpoints) and the edges to exclude, which the sampler
     never draws.
+
+    ``prob`` names the edge array (weights or bool mask) to sample by; ``edge_feats`` the
+    edge arrays each block carries in ``edata`` (``prefetch_edge_feats``), read with the sample;
+    ``labor`` (:class:`~bgl.loader.labor.LaborOptions`) samples by LABOR instead.
     """
 
     source: SamplingSpec
@@ -88,6 +92,9 @@ class SampleStage(Stage):
     typed_fanouts: Optional[tuple] = None  # a typed graph's per-layer int64 [R] relation fanouts
     edges: Optional[Any] = None  # edge seeds (link prediction): items are positions in this list
     name: str = "sample"
+    prob: Optional[str] = None
+    edge_feats: tuple[str, ...] = ()
+    labor: Any = None
 
     def __post_init__(self):
         self._sampler = None
@@ -120,12 +127,22 @@ class SampleStage(Stage):
             mb.blocks = self._sampler.sample_typed_blocks(seeds, list(self.typed_fanouts), replace=self.replace,
                                                           seed=mb.sample_seed)
         else:
-            extra = {} if exclude is None else {"exclude": exclude}
-            mb.blocks = self._sampler.sample_blocks(seeds, list(self.fanouts), replace=self.replace,
-                                                    seed=mb.sample_seed, **extra)
+            mb.blocks = self.sample(self._sampler, seeds, mb.sample_seed, mb.index, exclude)
         if inverse is not None:
             mb.blocks = expand_to_seeds(mb.blocks, inverse)
         return mb
+
+    def sample(self, sampler, seeds, seed, index: int = 0, exclude=None):
+        """``sampler.sample_blocks`` with this stage's settings (the edge, LABOR and exclusion options
+        only when set)."""
+        extra = {} if exclude is None else {"exclude": exclude}
+        if self.prob is not None:
+            extra["prob"] = self.prob
+        if self.edge_feats:
+            extra["edge_data"] = tuple(self.edge_feats)
+        if self.labor is not None:
+            seed, extra["labor"] = self.labor.for_batch(seed, index)
+        return sampler.sample_blocks(seeds, list(self.fanouts), replace=self.replace, seed=seed, **extra)
 
     def close(self) -> None:
         """Close the sampler (releases server sockets)."""

@@ -6,6 +6,7 @@ when ``symmetrize`` is set, also as ``(dst, src)`` in row ``src``.
 """
 from __future__ import annotations
 
+import numpy as np
 from numba import njit, prange
 
 
@@ -30,7 +31,7 @@ def count_in_edges(src, dst, counts, symmetrize, drop_self_loops):
 
 
 @njit(cache=True, nogil=True)
-def scatter_row_range(src, dst, row_ptr, cursor, out, lo, hi, symmetrize, drop_self_loops):
+def scatter_row_range(src, dst, row_ptr, cursor, out, lo, hi, symmetrize, drop_self_loops, out_pos, base):
     """Write each edge's source id at ``out[cursor[dst - lo]]`` for rows ``[lo, hi)``: one bucket of the fill pass.
 
     ``cursor[v - lo]`` is row ``v``'s next slot in ``out``, which holds only the
@@ -38,8 +39,11 @@ def scatter_row_range(src, dst, row_ptr, cursor, out, lo, hi, symmetrize, drop_s
     file page); ``row_ptr`` is the bucket's row offsets from the counting pass.
     Edges of other rows are skipped; each bucket re-reads the stream.  Returns
     False (having written nothing past the row) when a row would overflow: the
-    stream changed since it was counted.
+    stream changed since it was counted.  A non-empty ``out_pos`` (edge data) also
+    receives ``base + i``, the input edge's stream position, beside each entry; a
+    reversed entry keeps its edge's position.
     """
+    track = out_pos.shape[0] > 0
     for i in range(src.shape[0]):
         s = src[i]
         d = dst[i]
@@ -50,12 +54,16 @@ def scatter_row_range(src, dst, row_ptr, cursor, out, lo, hi, symmetrize, drop_s
             if cursor[r] >= row_ptr[r + 1]:
                 return False
             out[cursor[r]] = s
+            if track:
+                out_pos[cursor[r]] = base + i
             cursor[r] += 1
         if symmetrize and s != d and lo <= s < hi:
             r = s - lo
             if cursor[r] >= row_ptr[r + 1]:
                 return False
             out[cursor[r]] = d
+            if track:
+                out_pos[cursor[r]] = base + i
             cursor[r] += 1
     return True
 
@@ -109,3 +117,34 @@ def first_out_of_range(ids, lo, hi):
         if ids[i] < lo or ids[i] >= hi:
             return i
     return -1
+
+
+# ---------------------------------------------------- edge positions (edge data)
+# With edge data the fill pass also records, for every CSC entry, the position of its
+# input edge in the stream (int64), so the edge arrays can be gathered into CSC order.
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def sort_dedupe_rows_pos(indptr, indices, pos, new_counts, dedupe):
+    """:func:`sort_dedupe_rows` carrying ``pos`` along: rows sorted by id (stable, so equal ids
+    stay in stream order) and a duplicated edge keeps its first occurrence's position."""
+    n = indptr.shape[0] - 1
+    for v in prange(n):
+        a = indptr[v]
+        b = indptr[v + 1]
+        if b - a > 1:
+            order = np.argsort(indices[a:b], kind="mergesort")
+            ids = indices[a:b][order]
+            ps = pos[a:b][order]
+            indices[a:b] = ids
+            pos[a:b] = ps
+        if not dedupe or b - a < 2:
+            new_counts[v] = b - a
+            continue
+        w = a + 1
+        for k in range(a + 1, b):
+            if indices[k] != indices[w - 1]:
+                indices[w] = indices[k]
+                pos[w] = pos[k]
+                w += 1
+        new_counts[v] = w - a

@@ -12,6 +12,7 @@ ERR_MISSING = 2  # a line with only one column
 ERR_NEGATIVE = 3
 ERR_RANGE = 4  # id >= the declared node count
 ERR_OVERFLOW = 5  # more than 18 digits
+ERR_WEIGHT = 6  # the weight column is missing or not a decimal number
 
 NL = 10
 CR = 13
@@ -30,12 +31,59 @@ def _is_sep(c):
 
 
 @njit(cache=True, nogil=True)
-def parse_edge_lines(buf, src_out, dst_out, id_limit):
+def _parse_number(buf, i, n):
+    """A decimal number (``-1.5``, ``2``, ``3e-4``) at ``buf[i]``: ``(value, end, ok)``; ok is False
+    unless the token is a whole number followed by a separator or the line end."""
+    neg = False
+    if i < n and (buf[i] == MINUS or buf[i] == PLUS):
+        neg = buf[i] == MINUS
+        i += 1
+    mant = 0.0
+    digits = 0
+    while i < n and 48 <= buf[i] <= 57:
+        mant = mant * 10.0 + (buf[i] - 48)
+        i += 1
+        digits += 1
+    scale = 0
+    if i < n and buf[i] == 46:  # '.'
+        i += 1
+        while i < n and 48 <= buf[i] <= 57:
+            mant = mant * 10.0 + (buf[i] - 48)
+            i += 1
+            digits += 1
+            scale -= 1
+    if digits == 0:
+        return 0.0, i, False
+    if i < n and (buf[i] == 101 or buf[i] == 69):  # 'e' / 'E'
+        i += 1
+        eneg = False
+        if i < n and (buf[i] == MINUS or buf[i] == PLUS):
+            eneg = buf[i] == MINUS
+            i += 1
+        e = 0
+        edigits = 0
+        while i < n and 48 <= buf[i] <= 57 and edigits < 4:
+            e = e * 10 + (buf[i] - 48)
+            i += 1
+            edigits += 1
+        if edigits == 0:
+            return 0.0, i, False
+        scale += -e if eneg else e
+    if i < n and not (_is_sep(buf[i]) or buf[i] == NL):
+        return 0.0, i, False
+    value = mant * 10.0 ** scale
+    return (-value if neg else value), i, True
+
+
+@njit(cache=True, nogil=True)
+def parse_edge_lines(buf, src_out, dst_out, id_limit, weight_col, w_out):
     """Parse ``buf`` (uint8, ends with ``\\n``) into ``src_out``/``dst_out`` (int64).
 
     Blank lines and lines starting with ``#`` or ``%`` are skipped; columns are
     separated by spaces, tabs or commas; columns after the second (weights,
-    timestamps) are ignored.  ``id_limit`` > 0 rejects ids >= it.
+    timestamps) are ignored, except column ``weight_col`` (0-based, >= 2) when it is
+    given: its decimal number goes to ``w_out`` (float64), one per edge.
+    ``id_limit`` > 0 rejects ids >= it.
 
     Returns
     -------
@@ -102,6 +150,19 @@ def parse_edge_lines(buf, src_out, dst_out, id_limit):
                 s = v
             else:
                 d = v
+        if weight_col >= 2:
+            for _ in range(weight_col - 1):  # skip to the start of column weight_col
+                while i < n and _is_sep(buf[i]):
+                    i += 1
+                if i >= n or buf[i] == NL:
+                    return ne, line, ERR_WEIGHT, line, 0
+                if _ < weight_col - 2:
+                    while i < n and not (_is_sep(buf[i]) or buf[i] == NL):
+                        i += 1
+            value, i, ok = _parse_number(buf, i, n)
+            if not ok:
+                return ne, line, ERR_WEIGHT, line, 0
+            w_out[ne] = value
         src_out[ne] = s
         dst_out[ne] = d
         ne += 1

@@ -24,10 +24,16 @@ arrays over the bucket's rows (cursor, local and final offsets: 24 B/row), so
 allocated after the buffer is freed.  A graph whose raw entries
 fit the budget is filled in one pass; a bigger one costs one more read of the
 edge stream per extra bucket.
+
+Edge data (``track_positions``): the fill pass also carries each entry's
+input-stream position (8 B more per buffered entry, so a bucket holds fewer
+entries) and writes the final positions to a scratch file, 8 B per stored
+edge; the writer then gathers each edge array into CSC order from it.
 """
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -62,6 +68,16 @@ class CscResult:
     num_edges: int
     raw_edges: int
     id_dtype: np.dtype
+    positions_file: Path | None = None
+
+    def iter_positions(self, chunk: int = COPY_CHUNK) -> Iterator[tuple[int, np.ndarray]]:
+        """Yield ``(start, pos)``: int64 input-stream position of each stored edge, in CSC order
+        (only with ``track_positions``; a reversed or de-duplicated edge has its first input edge's)."""
+        if self.positions_file is None:
+            raise ValueError("build_csc ran without track_positions")
+        with open(self.positions_file, "rb") as f:
+            for start in range(0, self.num_edges, chunk):
+                yield start, np.fromfile(f, dtype=np.int64, count=min(chunk, self.num_edges - start))
 
     def iter_indices(self, chunk: int = COPY_CHUNK) -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(start, ids)`` blocks of the final indices by plain file reads.
@@ -94,7 +110,7 @@ def _as_ids(a) -> np.ndarray:
 def build_csc(edge_chunks: EdgeChunks, num_nodes: int, id_dtype: np.dtype, scratch_dir: Path, *,
               symmetrize: bool, remove_self_loops: bool, dedupe: bool,
               progress: bool = False, total_edges: int | None = None,
-              fill_bytes: int | None = None) -> CscResult:
+              fill_bytes: int | None = None, track_positions: bool = False) -> CscResult:
     """Build a CSC adjacency from a re-iterable stream of COO chunks.
 
     Parameters
@@ -108,6 +124,8 @@ def build_csc(edge_chunks: EdgeChunks, num_nodes: int, id_dtype: np.dtype, scrat
     remove_self_loops, dedupe : drop ``v -> v`` edges / repeated ``(src, dst)`` pairs.
     fill_bytes : bucket buffer size of the fill pass (default: a share of available RAM,
         :func:`default_fill_bytes`); smaller means more passes over the stream.
+    track_positions : also write each stored edge's input-stream position
+        (:meth:`CscResult.iter_positions`), to carry edge data into CSC order.
 
     Raises
     ------
@@ -123,38 +141,50 @@ def build_csc(edge_chunks: EdgeChunks, num_nodes: int, id_dtype: np.dtype, scrat
     log.debug("counting pass: %d input edges -> %d raw CSC entries", seen, raw_edges)
 
     indices_file = Path(scratch_dir) / "indices.raw"
+    positions_file = Path(scratch_dir) / "positions.raw" if track_positions else None
     if raw_edges == 0:
-        indices_file.write_bytes(b"")
-        return CscResult(np.zeros(num_nodes + 1, np.int64), indices_file, 0, 0, id_dtype)
+        for file in (indices_file, positions_file):
+            if file is not None:
+                file.write_bytes(b"")
+        return CscResult(np.zeros(num_nodes + 1, np.int64), indices_file, 0, 0, id_dtype, positions_file)
     budget = default_fill_bytes() if fill_bytes is None else int(fill_bytes)
-    buckets = row_buckets(raw_indptr, max(1, budget // id_dtype.itemsize))
+    entry_bytes = id_dtype.itemsize + (8 if track_positions else 0)
+    buckets = row_buckets(raw_indptr, max(1, budget // entry_bytes))
     log.info("fill: %d raw entries in %d bucket(s) of <= %d MiB%s", raw_edges, len(buckets) - 1,
              budget >> 20, ", sorting and de-duplicating rows" if dedupe else ", sorting rows")
     widest = int(np.max(raw_indptr[buckets[1:]] - raw_indptr[buckets[:-1]]))
     buf = np.empty(widest, id_dtype)
+    pos = np.empty(widest if track_positions else 0, np.int64)
     new_counts = counts  # reuse the buffer: every bucket overwrites its rows' counts
     del counts
     written = 0
-    with open(indices_file, "wb") as f:
+    with open(indices_file, "wb") as f, open(positions_file or os.devnull, "wb") as fp:
         for lo, hi in zip(buckets[:-1].tolist(), buckets[1:].tolist()):
             local_ptr = raw_indptr[lo : hi + 1] - raw_indptr[lo]
-            _fill_bucket(edge_chunks, seen, local_ptr, buf, lo, hi, symmetrize, remove_self_loops,
-                         progress, len(buckets) > 2)
+            _fill_bucket(edge_chunks, seen, local_ptr, buf, pos, lo, hi,
+                         symmetrize, remove_self_loops, progress, len(buckets) > 2)
             counts_view = new_counts[lo:hi]
-            K.sort_dedupe_rows(local_ptr, buf, counts_view, dedupe)
+            if track_positions:
+                K.sort_dedupe_rows_pos(local_ptr, buf, pos, counts_view, dedupe)
+            else:
+                K.sort_dedupe_rows(local_ptr, buf, counts_view, dedupe)
             new_ptr = np.zeros(hi - lo + 1, np.int64)
             np.cumsum(counts_view, out=new_ptr[1:])
             if dedupe:
                 K.compact_rows(local_ptr, new_ptr, buf)
+                if track_positions:
+                    K.compact_rows(local_ptr, new_ptr, pos)
             buf[: new_ptr[-1]].tofile(f)  # sequential: each output byte written once
+            if track_positions:
+                pos[: new_ptr[-1]].tofile(fp)
             written += int(new_ptr[-1])
-    del buf
+    del buf, pos
     indptr = np.zeros(num_nodes + 1, np.int64)
     np.cumsum(new_counts, out=indptr[1:])
     num_edges = int(indptr[-1])
     assert num_edges == written
     log.debug("CSC built: %d edges (%d before de-duplication)", num_edges, raw_edges)
-    return CscResult(indptr, indices_file, num_edges, raw_edges, id_dtype)
+    return CscResult(indptr, indices_file, num_edges, raw_edges, id_dtype, positions_file)
 
 
 def default_fill_bytes() -> int:
@@ -200,9 +230,11 @@ def _count_pass(edge_chunks: EdgeChunks, num_nodes: int, symmetrize: bool, remov
     return counts, seen
 
 
-def _fill_bucket(edge_chunks: EdgeChunks, seen: int, local_ptr: np.ndarray, buf: np.ndarray, lo: int, hi: int,
-                 symmetrize: bool, remove_self_loops: bool, progress: bool, show_range: bool) -> None:
-    """One fill pass: scatter the stream's entries of rows ``[lo, hi)`` into ``buf``; check the stream repeated."""
+def _fill_bucket(edge_chunks: EdgeChunks, seen: int, local_ptr: np.ndarray, buf: np.ndarray,
+                 pos: np.ndarray, lo: int, hi: int, symmetrize: bool, remove_self_loops: bool,
+                 progress: bool, show_range: bool) -> None:
+    """One fill pass: scatter the stream's entries of rows ``[lo, hi)`` into ``buf`` (and their
+    stream positions into ``pos`` unless it is empty); check the stream repeated."""
     from tqdm import tqdm
 
     cursor = local_ptr[:-1].copy()
@@ -212,10 +244,12 @@ def _fill_bucket(edge_chunks: EdgeChunks, seen: int, local_ptr: np.ndarray, buf:
         for src, dst in edge_chunks():
             src, dst = _as_ids(src), _as_ids(dst)
             # The stream must repeat itself; a changed stream would overrun rows.
+            base = filled
             filled += src.size
             if filled > seen:
                 raise IngestError("edge stream yielded more edges on a later pass than on its first")
-            if not K.scatter_row_range(src, dst, local_ptr, cursor, buf, lo, hi, symmetrize, remove_self_loops):
+            if not K.scatter_row_range(src, dst, local_ptr, cursor, buf, lo, hi, symmetrize, remove_self_loops,
+                                       pos, np.int64(base)):
                 raise IngestError("edge stream yielded more edges for a row on a later pass than on its first")
             bar.update(src.size)
     if filled != seen or not np.array_equal(cursor, local_ptr[1:]):

@@ -22,9 +22,29 @@ def _numpy(t) -> np.ndarray:
     return t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t)
 
 
+# DGL's own edge-id field (set by subgraph/sampling calls): ids, not data worth storing.
+DGL_EID = "_ID"
+
+
+def edge_arrays(g: Any, edge_keys=None) -> dict[str, np.ndarray]:
+    """``g.edata`` as numpy arrays in DGL edge-id order: every field (except ``dgl.EID``) or ``edge_keys``.
+
+    Raises IngestError for a requested key that ``g.edata`` lacks.
+    """
+    edata = g.edata
+    keys = [k for k in edata.keys() if k != DGL_EID] if edge_keys is None else list(edge_keys)
+    missing = [k for k in keys if k not in edata]
+    if missing:
+        raise IngestError(f"DGLGraph has no edge data {missing}; g.edata has {sorted(edata.keys())}")
+    return {k: _numpy(edata[k]) for k in keys}
+
+
 def read_dgl_graph(g: Any, *, name: str = "dgl-graph", feat_key: str = "feat",
-                   label_key: str = "label") -> GraphSource:
-    """Read a homogeneous DGLGraph; edges keep their direction unless symmetrized."""
+                   label_key: str = "label", edge_keys=None) -> GraphSource:
+    """Read a homogeneous DGLGraph; edges keep their direction unless symmetrized.
+
+    ``edge_keys``: the ``g.edata`` fields stored as edge arrays (default: all but ``dgl.EID``).
+    """
     if len(getattr(g, "ntypes", ["_N"])) != 1 or len(getattr(g, "etypes", ["_E"])) != 1:
         raise IngestError(f"only homogeneous graphs can be ingested, got ntypes={g.ntypes} etypes={g.etypes}")
     n = int(g.num_nodes())
@@ -54,6 +74,6 @@ def read_dgl_graph(g: Any, *, name: str = "dgl-graph", feat_key: str = "feat",
             splits[split] = mask_to_ids(mask)
     return GraphSource(
         name=name, num_nodes=n, edges=array_chunks(src, dst), num_edges_hint=int(src.size),
-        feat=feat, label=label, splits=splits, symmetrize_default=False,
+        feat=feat, label=label, splits=splits, edata=edge_arrays(g, edge_keys) or None, symmetrize_default=False,
         extra={"source": "DGLGraph", "format": "dgl"},
     )

@@ -30,11 +30,15 @@ log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 1 << 26  # 64 MiB of text per parse call
 READ_EDGES = 1 << 22  # edges per chunk when streaming the scratch files
+WEIGHT_FILE = "weight.f32"
+#: Edge array name of the weight column (``--edge-weight-column``) in the store.
+WEIGHT_NAME = "weight"
 
 _MESSAGES = {
     P.ERR_MALFORMED: "malformed line (expected two integer node ids)",
     P.ERR_MISSING: "malformed line (only one column; expected 'src dst')",
     P.ERR_OVERFLOW: "node id with more than 18 digits",
+    P.ERR_WEIGHT: "edge weight column missing or not a decimal number",
 }
 
 
@@ -95,8 +99,12 @@ def iter_line_blocks(f: BinaryIO, chunk_bytes: int) -> Iterator[bytes]:
 
 
 def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = None,
-                    chunk_bytes: int = CHUNK_BYTES, progress: bool = False) -> tuple[Path, Path, int, int]:
+                    chunk_bytes: int = CHUNK_BYTES, progress: bool = False,
+                    weight_column: int | None = None) -> tuple[Path, Path, int, int]:
     """Parse an edge-list file into ``src.i64``/``dst.i64`` scratch files.
+
+    ``weight_column`` (0-based, >= 2): also parse that column's number of every line into
+    ``weight.f32`` (float32, 4 B per edge) in the same directory.
 
     Returns
     -------
@@ -111,20 +119,23 @@ def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = No
     from tqdm import tqdm
 
     src_file, dst_file = scratch_dir / "src.i64", scratch_dir / "dst.i64"
+    wcol = -1 if weight_column is None else int(weight_column)
     limit = int(num_nodes) if num_nodes else 0
     lines_before = 0
     total = 0
     max_id = -1
     size = os.path.getsize(path)
     with open_maybe_gzip(path) as f, open(src_file, "wb") as fs, open(dst_file, "wb") as fd, \
+            open(scratch_dir / WEIGHT_FILE if wcol >= 0 else os.devnull, "wb") as fw, \
             tqdm(total=size, unit="B", unit_scale=True, desc=f"parse {path.name}", disable=not progress) as bar:
         raw = getattr(f, "fileobj", None) or f
         for block in iter_line_blocks(f, chunk_bytes):
             cap = block.count(b"\n")
             src = np.empty(cap, np.int64)
             dst = np.empty(cap, np.int64)
+            weight = np.empty(cap if wcol >= 0 else 0, np.float64)
             buf = np.frombuffer(block, dtype=np.uint8)
-            ne, nl, err, err_line, err_value = P.parse_edge_lines(buf, src, dst, limit)
+            ne, nl, err, err_line, err_value = P.parse_edge_lines(buf, src, dst, limit, wcol, weight)
             if err != P.OK:
                 _raise_parse_error(path, block, lines_before, err, err_line, err_value, limit)
             lines_before += nl
@@ -133,6 +144,8 @@ def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = No
                 max_id = max(max_id, int(src.max()), int(dst.max()))
                 src.tofile(fs)
                 dst.tofile(fd)
+                if wcol >= 0:
+                    weight[:ne].astype(np.float32).tofile(fw)
                 total += ne
             bar.n = min(size, raw.tell()) if hasattr(raw, "tell") else bar.n
             bar.refresh()
@@ -168,8 +181,12 @@ def scratch_edge_chunks(src_file: Path, dst_file: Path, num_edges: int, chunk: i
 
 
 def read_edgelist(path: Path, *, scratch_dir: Path, num_nodes: int | None = None,
-                  chunk_bytes: int = CHUNK_BYTES, progress: bool = False, name: str | None = None) -> GraphSource:
+                  chunk_bytes: int = CHUNK_BYTES, progress: bool = False, name: str | None = None,
+                  edge_weight_column: int | None = None) -> GraphSource:
     """Read an edge-list file (edge ``src -> dst`` per line) into a :class:`GraphSource`.
+
+    ``edge_weight_column`` (0-based; 2 is the column after ``src dst``): that column's
+    numbers become the store's ``weight`` edge array (float32, CSC order).
 
     ``symmetrize_default`` follows the header (:func:`header_direction`):
     True for "undirected", else False (an edge list keeps its direction);
@@ -179,8 +196,17 @@ def read_edgelist(path: Path, *, scratch_dir: Path, num_nodes: int | None = None
         raise IngestError(f"{path}: no such file")
     if num_nodes is not None and num_nodes <= 0:
         raise IngestError(f"num_nodes must be > 0, got {num_nodes}")
+    if edge_weight_column is not None and (isinstance(edge_weight_column, bool) or
+                                           not isinstance(edge_weight_column, int) or edge_weight_column < 2):
+        raise IngestError(f"edge_weight_column must be an int >= 2 (columns 0 and 1 are src and dst), "
+                          f"got {edge_weight_column!r}")
     src_file, dst_file, ne, max_id = parse_edge_file(path, scratch_dir, num_nodes=num_nodes,
-                                                     chunk_bytes=chunk_bytes, progress=progress)
+                                                     chunk_bytes=chunk_bytes, progress=progress,
+                                                     weight_column=edge_weight_column)
+    weight_file = scratch_dir / WEIGHT_FILE
+    edata = None
+    if edge_weight_column is not None:
+        edata = {WEIGHT_NAME: np.memmap(weight_file, np.float32, "r", shape=(ne,)) if ne else np.zeros(0, np.float32)}
     n = int(num_nodes) if num_nodes else max_id + 1
     if n <= 0:
         raise IngestError(f"{path}: no edges found (and no num_nodes given)")
@@ -191,10 +217,11 @@ def read_edgelist(path: Path, *, scratch_dir: Path, num_nodes: int | None = None
         base = base[: -len(suffix)] if base.endswith(suffix) else base
     return GraphSource(
         name=name or base, num_nodes=n, edges=scratch_edge_chunks(src_file, dst_file, ne),
-        num_edges_hint=ne, symmetrize_default=direction == "undirected",
+        num_edges_hint=ne, symmetrize_default=direction == "undirected", edata=edata,
         extra={"source": str(path), "format": "edgelist", "header_direction": direction,
-               "num_nodes_from": "num_nodes" if num_nodes else "max id"},
-        cleanup=[lambda: _unlink(src_file), lambda: _unlink(dst_file)],
+               "num_nodes_from": "num_nodes" if num_nodes else "max id",
+               "edge_weight_column": edge_weight_column},
+        cleanup=[lambda: _unlink(src_file), lambda: _unlink(dst_file), lambda: _unlink(weight_file)],
     )
 
 

@@ -46,6 +46,10 @@ class GraphSource:
     label : int [num_nodes] (-1 = unlabelled) or None.
     num_classes : 0 = infer from ``label``.
     splits : {"train": ids, "val": ids, "test": ids} or None (use the default split).
+    edata : {name: [num input edges, ...]} per-edge arrays in stream order (weights,
+        masks, edge features), or None; the store keeps them in CSC order
+        (a symmetrized edge's reverse and a de-duplicated edge take the data of
+        its first input edge).
     directed : True when the stored edges are one direction of an undirected
         graph or a directed graph that GNNs usually symmetrize; decides the
         default of ``symmetrize``.
@@ -60,6 +64,7 @@ class GraphSource:
     label: np.ndarray | None = None
     num_classes: int = 0
     splits: dict[str, np.ndarray] | None = None
+    edata: dict[str, Any] | None = None
     symmetrize_default: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
     cleanup: list[Callable[[], None]] = field(default_factory=list)
@@ -155,6 +160,7 @@ def write_source(src: GraphSource, out_dir: str | Path, *, feat_dim: int = 0, nu
             raise IngestError(f"feat_dim and num_classes must be >= 0, got {feat_dim} and {num_classes}")
         check_node_memory(src)
         _check_node_data(src, feat_dim, num_classes)
+        _check_edge_data(src)
         n = src.num_nodes
         sym = src.symmetrize_default if symmetrize is None else bool(symmetrize)
         label, k = src.label, src.num_classes
@@ -167,7 +173,8 @@ def write_source(src: GraphSource, out_dir: str | Path, *, feat_dim: int = 0, nu
             scratch = work.path
             csc = build_csc(src.edges, n, id_dtype_for(n), scratch, symmetrize=sym,
                             remove_self_loops=remove_self_loops, dedupe=dedupe,
-                            progress=progress, total_edges=src.num_edges_hint)
+                            progress=progress, total_edges=src.num_edges_hint,
+                            track_positions=bool(src.edata))
             extra = {**src.extra, "symmetrize": sym, "remove_self_loops": remove_self_loops,
                      "dedupe": dedupe, "seed": seed, "raw_edges": csc.raw_edges,
                      "synthetic_labels": src.label is None and label is not None,
@@ -189,11 +196,41 @@ def write_source(src: GraphSource, out_dir: str | Path, *, feat_dim: int = 0, nu
                     w.save_array("label", label, num_classes=k)
                 for name, ids in splits.items():
                     w.save_array(f"{name}_idx", np.sort(np.asarray(ids, np.int64)))
+                _write_edge_data(w, src, csc)
     finally:
         src.close()
     store = w.store
     log.info("wrote %s: %d nodes, %d edges", out, store.num_nodes, store.num_edges)
     return store
+
+
+def _check_edge_data(src: GraphSource) -> None:
+    """Every edge array names a valid file and has one row per input edge (when the count is known)."""
+    from ..schema import check_edge_name
+
+    for name, values in (src.edata or {}).items():
+        try:
+            check_edge_name(name)
+        except ValueError as e:
+            raise IngestError(f"{src.name}: {e}") from None
+        shape = getattr(values, "shape", None)
+        if shape is None or len(shape) < 1:
+            raise IngestError(f"{src.name}: edge data {name!r} must be an array [num_edges, ...], got {type(values).__name__}")
+        if src.num_edges_hint is not None and shape[0] != src.num_edges_hint:
+            raise IngestError(f"{src.name}: edge data {name!r} has {shape[0]} rows for {src.num_edges_hint} edges")
+
+
+def _write_edge_data(w: StoreWriter, src: GraphSource, csc) -> None:
+    """Each of ``src.edata`` gathered into CSC order, chunk by chunk, from the builder's edge positions."""
+    for name, values in (src.edata or {}).items():
+        values = values if isinstance(values, np.ndarray) else np.asarray(values)
+        out = w.create_edge_array(name, (csc.num_edges,) + tuple(values.shape[1:]), values.dtype)
+        for start, pos in csc.iter_positions():
+            if pos.size and int(pos.max()) >= values.shape[0]:
+                raise IngestError(f"{src.name}: edge data {name!r} has {values.shape[0]} rows, fewer than the edges")
+            out[start : start + pos.size] = values[pos]
+        out.flush()
+        del out
 
 
 def _write_features(w: StoreWriter, feat, feat_dim: int, label, n: int, seed: int, progress: bool) -> None:

@@ -94,7 +94,7 @@ def test_bad_inputs_name_the_problem(random_store):
             sampler.sample_blocks([3], [])
         with pytest.raises(ValueError, match="must be integers"):
             sampler.sample_blocks(np.array([1.5]), [2])
-        with pytest.raises(ValueError, match="prob must have shape"):
+        with pytest.raises(ValueError, match="edge weights .prob. must have shape"):
             LocalSampler(random_store, prob=np.ones(3))
 
 

@@ -80,7 +80,7 @@ ONE = np.array([1], np.int64).tobytes()
     ([hdr(dtype0=3), ONE], "ids dtype code must be int32 (1) or int64 (2), got 3"),
     ([hdr(fanout=-2), ONE], "fanout must be >= -1 (-1 = all), got -2"),
     ([hdr(fanout=(1 << 21)), ONE], "fanout must be <="),
-    ([hdr(flags=6), ONE], "unknown flag bits 0x6"),
+    ([hdr(flags=8), ONE], "unknown flag bits 0x8"),
     ([hdr(len1=1), ONE], "len1/dtype1 must be 0"),
     ([hdr(width=3), ONE], "width must be 1"),
     ([hdr(), np.array([500], np.int64).tobytes()], "seeds[0] = 500 is outside the owned id range [0, 500)"),
@@ -135,3 +135,45 @@ def test_random_frames_never_crash(server, frames):
 def test_unsendable_dtype():
     with pytest.raises(ProtocolError, match="cannot be sent"):
         P.dtype_code(np.complex64)
+
+
+@pytest.mark.parametrize("frames, message", [
+    (lambda: P.sample_request(1, np.array([1]), 2, False, 0, "w")[:2], "SAMPLE needs 3 frames, got 2"),
+    (lambda: P.sample_request(1, np.array([1]), 2, False, 0, "../etc")[:2] + [b"../etc"],
+     "edge data name must be"),
+    (lambda: P.sample_request(1, np.array([1]), 2, False, 0, None, ["a", "a"]), "edge arrays named twice"),
+    (lambda: P.sample_request(1, np.array([1]), 2, False, 0, labor=(0, 1.5)), "LABOR mix must be -1"),
+    (lambda: P.sample_request(1, np.array([1]), 2, True, 0, labor=(0, -1.0)), "LABOR samples without replacement"),
+    (lambda: P.sample_request(1, np.array([1]), 2, False, 0, "w", labor=(0, -1.0)), "LABOR with edge weights"),
+    (lambda: P.sample_request(1, np.array([1]), 2, False, 0, labor=(0, -1.0))[:2] + [b"short"],
+     "LABOR frame must be 16 bytes"),
+])
+def test_edge_names_and_labor_frames_are_checked(frames, message):
+    with pytest.raises(ProtocolError, match=message):
+        P.parse_request(frames())
+
+
+def test_edge_names_and_labor_round_trip():
+    req = P.parse_request(P.sample_request(3, np.array([1, 2]), 4, False, 9, "w", ["f", "g"]))
+    assert (req.weights, req.edge_data, req.labor) == ("w", ("f", "g"), None)
+    req = P.parse_request(P.sample_request(3, np.array([1, 2]), 4, False, 9, None, ["f"], (77, 0.5)))
+    assert (req.weights, req.edge_data, req.labor) == (None, ("f",), (77, 0.5))
+    plain = P.sample_request(3, np.array([1, 2]), 4, False, 9)
+    assert len(plain) == 2 and P.parse_request(plain).weights is None  # uniform requests unchanged
+
+
+def test_excluded_edges_travel_with_the_edge_names_and_labor_frames():
+    """One SAMPLE request may carry edge names, excluded edges and LABOR together; each is checked."""
+    exclude = np.array([2, 5, 9], np.int64)
+    frames = P.sample_request(3, np.array([1, 2]), 4, False, 9, None, ["f"], (7, 0.25), exclude=exclude)
+    assert len(frames) == 5
+    req = P.parse_request(frames)
+    assert (req.edge_data, req.labor, req.exclude.tolist()) == (("f",), (7, 0.25), [2, 5, 9])
+    req = P.parse_request(P.sample_request(3, np.array([1]), 4, False, 9, "w", exclude=exclude))
+    assert (req.weights, req.exclude.tolist()) == ("w", [2, 5, 9])
+    bad = P.sample_request(3, np.array([1]), 4, False, 9, None, ["f"], exclude=exclude)
+    bad[3] = np.array([9, 5, 2], np.int64)
+    with pytest.raises(ProtocolError, match="sorted and unique"):
+        P.parse_request(bad)
+    with pytest.raises(ProtocolError, match="SAMPLE needs 3 frames, got 5"):
+        P.parse_request(bad + [b"x"])

@@ -217,13 +217,25 @@ def test_fields_a_store_lacks_fail_at_construction(cora_store):
     with pytest.raises(ValueError, match="one node feature array"):
         bgl.DataLoader(cora_store, torch.arange(8), two)
     edges = dgl.dataloading.NeighborSampler([2], prefetch_edge_feats=["w"])
-    with pytest.raises(ValueError, match="no edge fields"):
+    with pytest.raises(ValueError, match="'w', which the graph does not have; it has no edge data"):
         bgl.DataLoader(cora_store, torch.arange(8), edges)
     g = _graph()
     with pytest.raises(ValueError, match="'nope'.*ndata"):
         bgl.DataLoader(g, torch.arange(8), dgl.dataloading.NeighborSampler([2], prefetch_node_feats=["feat", "nope"]))
-    with pytest.raises(ValueError, match="'nope'.*edata"):
+    with pytest.raises(ValueError, match="edge data 'nope', which the graph does not have"):
         bgl.DataLoader(g, torch.arange(8), dgl.dataloading.NeighborSampler([2], prefetch_edge_feats=["nope"]))
+
+
+def test_a_stores_edge_features_come_with_the_sampled_edges(tmp_path):
+    """prefetch_edge_feats on a store: each block's edata holds the store's rows of its edges (by edge id)."""
+    g = _graph()
+    store = bgl.ingest(g, tmp_path / "s", remove_self_loops=False, dedupe=False)
+    sampler = dgl.dataloading.NeighborSampler([3, 2], prefetch_edge_feats=["w"])
+    _, _, blocks = next(iter(bgl.DataLoader(store, torch.arange(16), sampler, batch_size=16)))
+    weights = torch.from_numpy(np.array(store.edge_array("w")))
+    for block in blocks:
+        assert block.num_edges() > 0
+        assert torch.equal(block.edata["w"], weights[block.edata[dgl.EID]])
 
 
 @pytest.mark.parametrize("pipeline,cache", [("inline", None), ("inline", 0.5), ("processes", None)])

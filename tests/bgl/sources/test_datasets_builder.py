@@ -147,7 +147,7 @@ def test_synthetic_features_are_chunk_independent_and_class_dependent():
 def _parse(text, limit=0):
     buf = np.frombuffer(text, np.uint8)
     src, dst = np.empty(16, np.int64), np.empty(16, np.int64)
-    ne, nl, err, line, value = P.parse_edge_lines(buf, src, dst, limit)
+    ne, nl, err, line, value = P.parse_edge_lines(buf, src, dst, limit, -1, np.empty(0))
     return src[:ne].tolist(), dst[:ne].tolist(), nl, err, line, value
 
 
@@ -158,3 +158,12 @@ def test_parse_kernel_cases():
     assert _parse(b"1 2\n3 -9\n")[3:] == (P.ERR_NEGATIVE, 1, -9)
     assert _parse(b"12x 3\n")[3] == P.ERR_MALFORMED
     assert _parse(b"1 2\n\n7\n")[3:5] == (P.ERR_MISSING, 2)
+
+
+def test_parse_kernel_weight_column():
+    buf = np.frombuffer(b"1 2 0.5 x\n3 4 x -2.5e1\n5 6 7 1E-2\n", np.uint8)
+    src, dst, w = np.empty(8, np.int64), np.empty(8, np.int64), np.empty(8)
+    ne, _, err, _, _ = P.parse_edge_lines(buf, src, dst, 0, 2, w)
+    assert (ne, err) == (1, P.ERR_WEIGHT)  # line 2's column 2 is 'x'
+    ne, _, err, _, _ = P.parse_edge_lines(buf[buf.tobytes().index(b"3"):], src, dst, 0, 3, w)
+    assert (ne, err) == (2, P.OK) and w[:2].tolist() == [-25.0, 0.01]

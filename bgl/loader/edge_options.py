@@ -1,0 +1,82 @@
+"""What a sampler asks of the graph's edge arrays, checked before anything starts.
+
+DGL's ``NeighborSampler(prob="w")`` / ``mask="m"`` and ``prefetch_edge_feats``
+name edge data of the graph (``g.edata``; a store's ``edata/``; the servers'
+parts).  :func:`bgl.loader.arguments.edge_options` reads them off a sampler,
+:func:`check_edge_options` checks them against the graph the loader resolved, so a missing name, a mask
+that is not bool or a negative/NaN/infinite weight fails at construction with
+a message naming it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+
+@dataclass(frozen=True)
+class EdgeOptions:
+    """What a sampler asks of the graph's edge arrays: the weights (or mask) to sample by and
+    the edge features each block carries (``prefetch_edge_feats``)."""
+
+    prob: Optional[str] = None
+    edge_feats: tuple[str, ...] = ()
+    is_mask: bool = False  # ``prob`` came as ``mask=``: the edge array must be bool
+
+
+def edge_option(prob, mask) -> Optional[str]:
+    """The edge array a sampler draws by: ``prob`` or ``mask`` (DGL: mutually exclusive)."""
+    if prob is not None and mask is not None:
+        raise ValueError(f"prob={prob!r} and mask={mask!r} are mutually exclusive (DGL's rule); multiply the "
+                         "weights by the mask into one edge array instead")
+    name = prob if prob is not None else mask
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"prob / mask must name an edge array (a str), got {type(name).__name__}; store the "
+                        "weights in g.edata / the store's edge data and pass the name")
+    return name
+
+
+def edge_names_of(names) -> tuple[str, ...]:
+    if names is None:
+        return ()
+    if isinstance(names, dict):
+        raise ValueError("heterogeneous prefetch_edge_feats dicts are not supported (homogeneous graphs only)")
+    if isinstance(names, str):
+        names = [names]
+    out = tuple(names)
+    if not all(isinstance(n, str) for n in out):
+        raise TypeError(f"prefetch_edge_feats must be edge array names (str), got {list(out)!r}")
+    return out
+
+
+def check_edge_options(options: EdgeOptions, info: Any, labor=None, typed: bool = False) -> None:
+    """Every edge array the sampler names exists in the graph (and weights are valid, for a
+    local graph), before any stage starts; ValueError naming the array and what there is.
+
+    A ``typed`` graph samples each relation uniformly: weights and LABOR are refused by name
+    (its edge features are checked with its other typed options).
+    """
+    if typed:
+        if options.prob is not None or labor is not None:
+            what = f"prob / mask={options.prob!r}" if options.prob is not None else "LaborSampler"
+            raise ValueError(f"{what}: graphs with edge types sample each relation uniformly; weighted and "
+                             "LABOR sampling need an untyped graph")
+        return
+    names = ([options.prob] if options.prob else []) + list(options.edge_feats)
+    if not names:
+        return
+    have = info.edge_names
+    if options.is_mask and info.edge_dtypes.get(options.prob, "bool") != "bool":
+        raise ValueError(f"mask={options.prob!r} must name a bool edge array, got dtype "
+                         f"{info.edge_dtypes[options.prob]} (use prob= for weights)")
+    for name in names:
+        if have is not None and name not in have:
+            what = "prob / mask" if name == options.prob else "prefetch_edge_feats"
+            raise ValueError(f"{what} names edge data {name!r}, which the graph does not have; it has "
+                             f"{sorted(have) or 'no edge data'}")
+    if options.prob and info.store is not None:
+        from ..sampler.ops import check_weights
+
+        # a DGLGraph's own edge order, so a bad weight is named by its DGL edge id
+        raw = getattr(info.store, "raw_edge_array", info.store.edge_array)
+        check_weights(raw(options.prob), info.store.num_edges, options.prob)
+
