@@ -92,18 +92,30 @@ def plain_env(keys: RunKeys | None) -> dict[str, str]:
 
 
 def warm_up_servers(addresses: list[str], timeout: float, curve=None) -> None:
-    """Sample 2 hops from a few seeds spread over all servers and read their features/labels.
+    """Sample 2 hops from a few seeds spread over all servers and read their features/labels;
+    also one LABOR sample and one weighted sample per 1-D edge array the servers hold, so
+    those kernels (and each weight array's one-pass check) are ready before trainers ask.
 
-    Raises whatever the client raises (``ServerUnavailable``, ``ServerError``).
+    Raises whatever the client raises (``ServerUnavailable``, ``ServerError``); an edge array
+    that is not valid as weights (a feature with negative values) is skipped.
     """
     import torch
 
+    from bgl.errors import ServerError
     from bgl.sampler import SamplingClient
+    from bgl.sampler.multilayer import Labor
 
     with SamplingClient(addresses, timeout=timeout, curve=curve) as client:
         n = client.num_nodes
         seeds = torch.linspace(0, n - 1, steps=min(n, 8 * len(addresses))).long().unique()
         blocks = client.sample_blocks(seeds, [2, 2], seed=0)
+        client.sample_blocks(seeds, [2], seed=0, labor=Labor())
+        for name, spec in client.infos[0].get("edata", {}).items():
+            if len(spec.get("shape", ())) == 1:
+                try:
+                    client.sample_blocks(seeds, [2], seed=0, prob=name)
+                except ServerError:
+                    pass  # not weights: sampling by it will fail with this message, by name
         if client.feat_dim:
             client.fetch_features(blocks[0].src_ids)
         if client.num_classes:

@@ -69,18 +69,29 @@ def scatter_row_range(src, dst, row_ptr, cursor, out, lo, hi, symmetrize, drop_s
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def sort_dedupe_rows(indptr, indices, new_counts, dedupe):
+def sort_dedupe_rows(indptr, indices, new_counts, dedupe, pos):
     """Sort every row in place; with ``dedupe`` move each row's distinct ids to its front.
 
     ``new_counts[v]`` receives the row's length afterwards.  Sorted rows make the
-    store independent of chunk order and give samplers cache-friendly rows.
+    store independent of chunk order and give samplers cache-friendly rows.  A
+    non-empty ``pos`` (edge data: each entry's input-stream position) is carried
+    along: rows are then sorted stably, so equal ids stay in stream order, and a
+    duplicated edge keeps its first occurrence's position.
     """
+    track = pos.shape[0] > 0
     n = indptr.shape[0] - 1
     for v in prange(n):
         a = indptr[v]
         b = indptr[v + 1]
         if b - a > 1:
-            indices[a:b].sort()
+            if track:
+                order = np.argsort(indices[a:b], kind="mergesort")
+                ids = indices[a:b][order]
+                ps = pos[a:b][order]
+                indices[a:b] = ids
+                pos[a:b] = ps
+            else:
+                indices[a:b].sort()
         if not dedupe or b - a < 2:
             new_counts[v] = b - a
             continue
@@ -88,6 +99,8 @@ def sort_dedupe_rows(indptr, indices, new_counts, dedupe):
         for k in range(a + 1, b):
             if indices[k] != indices[w - 1]:
                 indices[w] = indices[k]
+                if track:
+                    pos[w] = pos[k]
                 w += 1
         new_counts[v] = w - a
 
@@ -118,33 +131,3 @@ def first_out_of_range(ids, lo, hi):
             return i
     return -1
 
-
-# ---------------------------------------------------- edge positions (edge data)
-# With edge data the fill pass also records, for every CSC entry, the position of its
-# input edge in the stream (int64), so the edge arrays can be gathered into CSC order.
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def sort_dedupe_rows_pos(indptr, indices, pos, new_counts, dedupe):
-    """:func:`sort_dedupe_rows` carrying ``pos`` along: rows sorted by id (stable, so equal ids
-    stay in stream order) and a duplicated edge keeps its first occurrence's position."""
-    n = indptr.shape[0] - 1
-    for v in prange(n):
-        a = indptr[v]
-        b = indptr[v + 1]
-        if b - a > 1:
-            order = np.argsort(indices[a:b], kind="mergesort")
-            ids = indices[a:b][order]
-            ps = pos[a:b][order]
-            indices[a:b] = ids
-            pos[a:b] = ps
-        if not dedupe or b - a < 2:
-            new_counts[v] = b - a
-            continue
-        w = a + 1
-        for k in range(a + 1, b):
-            if indices[k] != indices[w - 1]:
-                indices[w] = indices[k]
-                pos[w] = pos[k]
-                w += 1
-        new_counts[v] = w - a

@@ -164,10 +164,7 @@ def build_csc(edge_chunks: EdgeChunks, num_nodes: int, id_dtype: np.dtype, scrat
             _fill_bucket(edge_chunks, seen, local_ptr, buf, pos, lo, hi,
                          symmetrize, remove_self_loops, progress, len(buckets) > 2)
             counts_view = new_counts[lo:hi]
-            if track_positions:
-                K.sort_dedupe_rows_pos(local_ptr, buf, pos, counts_view, dedupe)
-            else:
-                K.sort_dedupe_rows(local_ptr, buf, counts_view, dedupe)
+            K.sort_dedupe_rows(local_ptr, buf, counts_view, dedupe, pos)
             new_ptr = np.zeros(hi - lo + 1, np.int64)
             np.cumsum(counts_view, out=new_ptr[1:])
             if dedupe:
