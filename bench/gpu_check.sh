@@ -19,7 +19,7 @@ export DGLBACKEND=pytorch PYTHONUNBUFFERED=1
 CPU_MODE=0
 for a in "$@"; do [ "$a" = "--cpu" ] && CPU_MODE=1; done
 
-importable() { "$PYTHON" -c "import bgl.sampler.local, bgl.cache, bgl.rmat, bgl.nn, bgl.loader.gpu_gather" 2>/dev/null; }
+importable() { "$PYTHON" -c "import bgl.sampler.local, bgl.cache, bgl.rmat, bgl.nn, bgl.cache.gpu_gather" 2>/dev/null; }
 link_tree() {
   # The distribution maps top-level folders into bgl.* (sampler/ -> bgl.sampler, ...);
   # mirror that with symlinks so a plain PYTHONPATH works without installing anything.
