@@ -237,9 +237,11 @@ class SlurmBackend:
         return f"{host.label}: slurmd " + what.format(port=self._watch.port)
 
     def explain_exit(self, proc: Launched, status: int) -> str | None:
-        """Say what Slurm did to the job when a step ends badly: cancelled, timed out, node failure."""
-        if status == 0:
-            return None
+        """Say what Slurm did to the job when a step ends: cancelled, timed out, node failure.
+
+        Asked for every server step that ends, exit status 0 included: a graph server stopped by
+        scancel's SIGTERM exits 0, and must not be restarted while Slurm takes the job down.
+        """
         try:
             done = subprocess.run(["squeue", "-h", "-j", self.job_id, "-o", "%T %r"],
                                   capture_output=True, text=True, timeout=10)
