@@ -7,8 +7,16 @@ and sets ``func(args) -> int``.  Modules import their heavy dependencies
 Failures: every bad input ends with exit status 1 (2 for a usage error, 143
 for SIGTERM during ``ingest``) and ONE line on stderr,
 ``bgl <cmd>: error: <what, naming the offending value or path>``; there is no
-traceback unless ``-v``/``--verbose`` or ``BGL_DEBUG=1`` asks for it.  Log
-lines (INFO) and progress bars may precede that line on stderr.
+traceback unless ``-v``/``--verbose`` or ``BGL_DEBUG=1`` asks for it.  Progress
+bars (on a terminal) and warnings may precede that line on stderr.
+
+Output is for a person by default: each command prints one summary per phase
+on stdout and logs only warnings; ``-v`` adds the INFO detail (each partitioner
+round, each server's start and stop), ``-vv`` debug lines.  Long-running
+services (``serve``, ``launch``) log INFO by default, since their status lines
+are what their user watches.  ``$BGL_LOG_LEVEL`` (a level name) overrides both,
+and reaches the processes a command starts (``bgl demo`` sets it so its graph
+servers stay quiet too).  ``bgl info --json`` is the form for machines.
 """
 from __future__ import annotations
 
@@ -32,6 +40,9 @@ COMMAND_MODULES = [
 #: are removed by the next writer instead.
 SIGTERM_CLEANUP_COMMANDS = ("ingest",)
 DEBUG_ENV = "BGL_DEBUG"
+LOG_LEVEL_ENV = "BGL_LOG_LEVEL"
+#: Commands whose INFO lines are their status (a server's address, a launch's members).
+INFO_BY_DEFAULT = ("serve", "launch")
 
 
 class UsageError(Exception):
@@ -55,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="bgl", description="bgl: GPU-efficient GNN training data pipeline",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="-v: detailed (INFO) log lines and tracebacks; -vv: debug lines")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         module_name = f"bgl.commands.{name}"
@@ -79,16 +91,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except SystemExit as e:  # --help / --version
         return e.code if isinstance(e.code, int) else 0
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(name)s %(levelname)s: %(message)s",
-    )
+    try:
+        level = log_level(args.verbose, args.command)
+    except ValueError as e:
+        print(f"bgl: error: {e}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     from .output_dir import Terminated, sigterm_raises
 
-    debug = args.verbose or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    debug = args.verbose > 0 or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     guard = sigterm_raises() if args.command in SIGTERM_CLEANUP_COMMANDS else contextlib.nullcontext()
     try:
         with guard:
@@ -109,6 +123,20 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"bgl {args.command}: error: {error_message(e, debug)}", file=sys.stderr)
         return 1
+
+
+def log_level(verbose: int, command: str | None) -> int:
+    """The logging level of one run: ``-vv`` DEBUG, ``-v`` INFO, else ``$BGL_LOG_LEVEL`` if set, else
+    INFO for the services in :data:`INFO_BY_DEFAULT` and WARNING for every other command."""
+    if verbose:
+        return logging.DEBUG if verbose > 1 else logging.INFO
+    named = os.environ.get(LOG_LEVEL_ENV, "").strip().upper()
+    if named:
+        level = logging.getLevelName(named)
+        if not isinstance(level, int):
+            raise ValueError(f"${LOG_LEVEL_ENV}={named!r} is not a logging level (DEBUG, INFO, WARNING, ERROR)")
+        return level
+    return logging.INFO if command in INFO_BY_DEFAULT else logging.WARNING
 
 
 def error_message(e: BaseException, debug: bool = False) -> str:

@@ -348,7 +348,9 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_arguments(parser)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+    # $BGL_LOG_LEVEL quiets a server a person's command started (``bgl demo``); INFO otherwise.
+    level = logging.getLevelName(os.environ.get("BGL_LOG_LEVEL", "INFO").strip().upper())
+    logging.basicConfig(level=level if isinstance(level, int) else logging.INFO, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
     return run_server(args)
 
 

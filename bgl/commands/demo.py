@@ -9,13 +9,20 @@
    the cache policy, per-epoch time, cache hit rate and test accuracy;
    with ``--task link``, ``examples/train_link_pred.py`` instead: link prediction
    over seed edges (reverse edges excluded, uniform negatives) and the test MRR.
+
+It prints one line per phase (sizes, seconds, the partition's share of remote
+samples) and the trainers' own lines; ``bgl -v demo`` adds the store summary as
+JSON, every partition metric and the partitioner's, launcher's and servers' log.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 # examples/ sits next to the package in a source checkout; the demo needs it.
@@ -67,32 +74,73 @@ def find_port_base(count: int, start: int = 30050) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo end to end on this machine; return the exit code (0 = every process succeeded)."""
-    if args.workdir:
-        root = Path(args.workdir)
-        root.mkdir(parents=True, exist_ok=True)
-        return _run_in(root, args)
-    with tempfile.TemporaryDirectory(prefix="bgl-demo-") as tmp:
-        return _run_in(Path(tmp), args)
+    verbose = getattr(args, "verbose", 0) > 0
+    with quiet_children(not verbose):
+        if args.workdir:
+            root = Path(args.workdir)
+            root.mkdir(parents=True, exist_ok=True)
+            return _run_in(root, args, verbose)
+        with tempfile.TemporaryDirectory(prefix="bgl-demo-") as tmp:
+            return _run_in(Path(tmp), args, verbose)
 
 
-def _run_in(root: Path, args: argparse.Namespace) -> int:
+@contextlib.contextmanager
+def quiet_children(quiet: bool):
+    """While the demo runs, the processes it starts log warnings only (``$BGL_LOG_LEVEL``), and
+    ``OMP_NUM_THREADS=1`` is set where unset (what torchrun sets then, without its banner); the
+    environment is restored afterwards."""
+    wanted = {"BGL_LOG_LEVEL": "WARNING", "OMP_NUM_THREADS": "1"} if quiet else {}
+    added = {k: v for k, v in wanted.items() if k not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for key in added:
+            os.environ.pop(key, None)
+
+
+def store_line(s: dict) -> str:
+    """One line for a store summary: name, sizes, features, classes and split sizes."""
+    feat = f"{s['feat_dim']:,}-dim {s['feat_dtype']} features" if s["feat_dim"] else "no features"
+    splits = "/".join(map(str, s["splits"].values()))
+    names = "/".join(s["splits"])
+    return (f"{s['name'] or 'graph'}: {s['num_nodes']:,} nodes, {s['num_edges']:,} edges, {feat}, "
+            f"{s['num_classes'] or 'no'} classes" + (f", {names} {splits}" if splits else ""))
+
+
+def partition_line(metrics: dict) -> str:
+    """One line for a partition's metrics: the cut, the remote share of samples and the balance."""
+    def pct(key):
+        value = metrics.get(key)
+        return "n/a" if value is None else f"{100 * value:.1f} %"
+    return (f"edge cut {pct('edge_cut')}, remote samples {pct('remote_sample_share')}, balance nodes "
+            f"{metrics.get('balance_nodes', 0):.2f} / edges {metrics.get('balance_edges', 0):.2f} / train "
+            f"{metrics.get('balance_train') or 0:.2f}")
+
+
+def _run_in(root: Path, args: argparse.Namespace, verbose: bool = False) -> int:
     from bgl.data import default_dataset_path
     from bgl.sources.datasets import ingest
 
-    print(f"[1/3] ingest {default_dataset_path()} -> {root / 'store'}", flush=True)
+    start = time.perf_counter()
     store = ingest(str(default_dataset_path()), root / "store", overwrite=True)
-    print(json.dumps(store.summary(), indent=2), flush=True)
+    print(f"[1/3] ingest {store_line(store.summary())} ({time.perf_counter() - start:.1f} s)", flush=True)
+    if verbose or args.summary_only:
+        print(json.dumps(store.summary(), indent=2), flush=True)
     if args.summary_only:
         return 0
 
     from bgl.partition import partition_graph
 
-    print(f"[2/3] partition --method bgl --parts {args.parts} -> {root / 'parts'}", flush=True)
+    start = time.perf_counter()
     book = partition_graph(store, "bgl", args.parts, root / "parts", seed=0, overwrite=True)
     metrics = book.meta.get("metrics", {})
-    shown = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
-    print("      " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                               for k, v in shown.items()), flush=True)
+    print(f"[2/3] partition into {args.parts} parts (bgl): {partition_line(metrics)} "
+          f"({time.perf_counter() - start:.1f} s)", flush=True)
+    if verbose:
+        shown = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
+        print("      " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                                   for k, v in shown.items()), flush=True)
 
     from bgl.launch.backends import LocalBackend
     from bgl.launch.hosts import parse_hosts_text
@@ -116,8 +164,12 @@ def _run_in(root: Path, args: argparse.Namespace) -> int:
     print(f"[3/3] launch --backend local: {args.parts} graph servers on ports "
           f"{port_base}..{port_base + args.parts - 1}, {args.trainers} trainers, cache policy {args.cache}",
           flush=True)
+    start = time.perf_counter()
     try:
-        return Supervisor(spec, LocalBackend(grace=3.0), grace=3.0).run()
+        code = Supervisor(spec, LocalBackend(grace=3.0), grace=3.0).run()
     except LaunchAborted as e:
         print(f"bgl demo: launch failed: {e}", file=sys.stderr)
         return e.exit_code
+    print(f"done: servers and trainers {'stopped cleanly' if code == 0 else f'exited with {code}'} "
+          f"({time.perf_counter() - start:.1f} s)", flush=True)
+    return code

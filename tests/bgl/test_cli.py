@@ -83,3 +83,28 @@ def test_ingest_rmat_and_info_errors(tmp_path):
 def test_help_shows_defaults(cmd):
     r = bgl(*cmd)
     assert r.returncode == 0 and "default" in r.stdout
+
+
+def test_default_output_is_for_a_person_and_v_adds_the_log(tmp_path):
+    """A one-shot command logs warnings only by default; ``-v`` shows its INFO lines."""
+    from bgl.data import default_dataset_path
+
+    quiet = bgl("ingest", default_dataset_path(), tmp_path / "a")
+    assert quiet.returncode == 0 and "INFO" not in quiet.stderr, quiet.stderr
+    loud = bgl("-v", "ingest", default_dataset_path(), tmp_path / "b")
+    assert loud.returncode == 0 and "bgl.sources.graph_source INFO: wrote" in loud.stderr, loud.stderr
+
+
+def test_log_level_per_command_and_from_the_environment(monkeypatch):
+    import logging
+
+    from bgl.cli import log_level
+
+    monkeypatch.delenv("BGL_LOG_LEVEL", raising=False)
+    assert log_level(0, "ingest") == logging.WARNING and log_level(0, "serve") == logging.INFO
+    assert log_level(1, "ingest") == logging.INFO and log_level(2, "serve") == logging.DEBUG
+    monkeypatch.setenv("BGL_LOG_LEVEL", "error")
+    assert log_level(0, "serve") == logging.ERROR and log_level(1, "serve") == logging.INFO
+    monkeypatch.setenv("BGL_LOG_LEVEL", "chatty")
+    with pytest.raises(ValueError, match="'CHATTY' is not a logging level"):
+        log_level(0, "ingest")
