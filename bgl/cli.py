@@ -25,6 +25,7 @@ import contextlib
 import importlib
 import logging
 import os
+import shutil
 import sys
 import traceback
 
@@ -97,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bgl: error: {e}", file=sys.stderr)
         return 2
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+    status = StatusLine.install(level)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -105,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     debug = args.verbose > 0 or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     guard = sigterm_raises() if args.command in SIGTERM_CLEANUP_COMMANDS else contextlib.nullcontext()
     try:
-        with guard:
+        with guard, status:
             return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print(f"bgl {args.command}: interrupted", file=sys.stderr)
@@ -123,6 +125,75 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"bgl {args.command}: error: {error_message(e, debug)}", file=sys.stderr)
         return 1
+
+
+class StatusLine(logging.Handler):
+    """On a terminal, at the quiet default, the latest INFO line of bgl's loggers as one status line
+    on stderr, rewritten in place and erased when the command ends: a long partition or ingest shows
+    what it is doing without filling the screen; warnings still print as whole lines.  Not installed
+    when stderr is not a terminal or when the INFO lines are shown anyway."""
+
+    def __init__(self, stream):
+        super().__init__(logging.INFO)
+        self.stream = stream
+        self.showing = False  # a status line is on screen; the next stdout write erases it first
+        self.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
+
+    @classmethod
+    def install(cls, level: int):
+        """A context manager: the handler on the ``bgl`` logger while the command runs (or nothing)."""
+        if level <= logging.INFO or not sys.stderr.isatty():
+            return contextlib.nullcontext()
+        return cls(sys.stderr)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno > logging.INFO:
+            self.stream.write("\r\x1b[K" + self.format(record) + "\n")
+        else:
+            width = max(20, shutil.get_terminal_size().columns - 1)
+            self.stream.write("\r\x1b[K" + record.getMessage()[:width])
+        self.showing = record.levelno == logging.INFO
+        self.stream.flush()
+
+    def erase(self) -> None:
+        """Take the status line off the screen (before the command prints a line of its own)."""
+        if self.showing:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.showing = False
+
+    def __enter__(self):
+        logger = logging.getLogger("bgl")
+        self._saved = (logger.level, logger.propagate)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False  # this handler prints bgl's warnings; other loggers go to the root's
+        logger.addHandler(self)
+        self._stdout = sys.stdout
+        sys.stdout = _ErasingStdout(self._stdout, self)
+        return self
+
+    def __exit__(self, *exc):
+        logger = logging.getLogger("bgl")
+        logger.removeHandler(self)
+        logger.level, logger.propagate = self._saved
+        sys.stdout = self._stdout
+        self.erase()
+        return False
+
+
+class _ErasingStdout:
+    """``sys.stdout`` while a :class:`StatusLine` runs: a write first erases the status line, so a
+    command's own lines never land behind it on the terminal."""
+
+    def __init__(self, stream, status: StatusLine):
+        self._stream, self._status = stream, status
+
+    def write(self, text: str) -> int:
+        self._status.erase()
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 def log_level(verbose: int, command: str | None) -> int:

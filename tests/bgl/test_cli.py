@@ -108,3 +108,28 @@ def test_log_level_per_command_and_from_the_environment(monkeypatch):
     monkeypatch.setenv("BGL_LOG_LEVEL", "chatty")
     with pytest.raises(ValueError, match="'CHATTY' is not a logging level"):
         log_level(0, "ingest")
+
+
+def test_status_line_shows_info_in_place_and_warnings_whole():
+    """On a terminal the quiet default turns bgl's INFO lines into one rewritten status line."""
+    import io
+    import logging
+
+    from bgl.cli import StatusLine
+
+    out = io.StringIO()
+    log = logging.getLogger("bgl.test_status")
+    stdout = sys.stdout
+    with StatusLine(out):
+        log.info("phase one")
+        log.info("phase two")
+        log.warning("careful")
+        log.info("phase three")
+        sys.stdout.write("")  # a command's own line erases the status line first
+        log.info("phase four")
+    assert sys.stdout is stdout
+    text = out.getvalue()
+    assert text.startswith("\r\x1b[Kphase one\r\x1b[Kphase two\r\x1b[K") and text.endswith("phase four\r\x1b[K")
+    assert "WARNING: careful\n\r\x1b[Kphase three\r\x1b[K\r\x1b[Kphase four" in text
+    assert "\n" not in text.split("careful")[0]
+    assert logging.getLogger("bgl").propagate and not logging.getLogger("bgl").handlers
