@@ -16,6 +16,7 @@ import errno
 import logging
 import os
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -150,6 +151,12 @@ class LocalBackend:
         full = agent_argv(spec.python, tmpdir, self.grace, argv)
         popen = spawn_agent(full, {**os.environ, **env}, spec.workdir, secret_env)
         return Launched(name=name, host=host, popen=popen, tmpdir=tmpdir)
+
+    def forget(self, proc: Launched) -> None:
+        """After ``proc``'s agent has exited: remove its private dir if the agent could not (killed
+        by SIGKILL, say), so no CURVE secret key of a finished launch stays in ``/tmp``."""
+        if proc.popen.poll() is not None:
+            shutil.rmtree(proc.tmpdir, ignore_errors=True)
 
     def stop(self, proc: Launched) -> None:
         """Polite stop: close the agent's stdin and SIGTERM it."""

@@ -369,6 +369,9 @@ class Supervisor:
                     m.launched.popen.stdin.close()
                 except OSError:
                     pass
+            forget = getattr(self.backend, "forget", None)  # local: remove a killed agent's private dir
+            if forget is not None:
+                forget(m.launched)
 
     # ------------------------------------------------------------------ signals
     def _install_signal_handlers(self) -> Callable[[], None]:

@@ -98,3 +98,41 @@ def test_exit_status_is_passed_through(tmp_path):
         if agent.poll() is None:
             agent.kill()
         agent.wait()
+
+
+def test_local_backend_removes_a_killed_agents_private_dir(tmp_path, monkeypatch):
+    """An agent killed by SIGKILL cannot remove its dir (which holds CURVE secrets); the local
+    backend's ``forget`` does, once the agent is gone, and never while it runs."""
+    import tempfile
+
+    from bgl.launch.backends import Launched, LocalBackend, spawn_agent
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    backend = LocalBackend(grace=1.0)
+    tmpdir = backend.tmpdir_for("test-forget")
+    assert tmpdir.startswith(str(tmp_path))
+    popen = spawn_agent([sys.executable, "-m", "bgl.launch.agent", "--tmpdir", tmpdir, "--",
+                         sys.executable, "-c", "import time; time.sleep(60)"], None, None, {})
+    proc = Launched(name="test-forget", host=None, popen=popen, tmpdir=tmpdir)
+    kids = []
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(os.path.join(tmpdir, "agent.pid")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        backend.forget(proc)  # still running: kept
+        assert os.path.isdir(tmpdir)
+        kids = psutil.Process(popen.pid).children(recursive=True)
+        popen.kill()
+        popen.wait(timeout=10)
+        assert os.path.isdir(tmpdir)  # SIGKILL: the agent could not clean up
+        backend.forget(proc)
+        assert not os.path.exists(tmpdir)
+    finally:
+        if popen.poll() is None:
+            popen.kill()
+        popen.wait()
+        for k in kids:  # the agent's command, orphaned by the SIGKILL
+            try:
+                k.kill()
+            except psutil.Error:
+                pass
