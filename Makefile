@@ -21,7 +21,7 @@ demo: $(STAMP)
 	$(VENV)/bin/bgl demo
 
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q tests --durations=25
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py
