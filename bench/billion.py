@@ -10,6 +10,17 @@ when the partition dir exists), then P ``bgl serve --partition DIR --part K`` se
 a ``SamplingClient`` sampling fanouts 15,10,5 at batch 1024 from the training nodes:
 time from launching the servers to the first sampled batch, seeds/s over ``--batches``
 batches, and each server's RSS.  Prints one JSON object (and a markdown row).
+
+``--train`` is the whole chain in one command (issue #28 item 5): ``--ingest-scale S`` first
+ingests R-MAT S (edge factor 16, ``--feat-dim`` 64 float32 features, 16 classes) when STORE does not exist,
+then partitions, then ``bgl launch --backend local`` runs P graph servers and
+``--trainers`` GraphSAGE trainers (``examples/train_sage.py --max-batches``, lookahead cache,
+proximity order) instead of the sampling client.  Each phase's wall time and peak RSS (the
+launch's is its largest process, from ``os.wait4``), the page cache the run took
+(``/proc/meminfo`` Cached, before and after) and the bytes to and from the graph servers per batch::
+
+    nice python bench/billion.py /work/scratch/rmat25 /work/scratch/rmat25-parts --train \
+        --ingest-scale 25 --parts 4 --trainers 2 --train-batches 100 --memory-budget 14G
 """
 from __future__ import annotations
 
@@ -36,7 +47,54 @@ def _scaling():
     return mod
 
 
-def main() -> int:
+def page_cache_bytes() -> int:
+    """``Cached`` of /proc/meminfo: the page cache now, in bytes."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("Cached:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def ingest_step(args, res: dict, sc) -> bool:
+    """``bgl ingest rmat:SCALE`` into ``args.store`` unless it exists; False on failure."""
+    if args.ingest_scale is None or (Path(args.store) / "meta.json").is_file():
+        return True
+    rc, secs, rss, out = sc.run_child(["ingest", f"rmat:{args.ingest_scale}", args.store, "--edge-factor", "16",
+                                       "--feat-dim", str(args.feat_dim), "--num-classes", "16", "--no-progress"], timeout=args.timeout)
+    res.update(ingest_rc=rc, ingest_s=secs, ingest_peak_rss=rss, ingest_tail=out[-1500:])
+    return rc == 0
+
+
+def train_step(args, part_dir: Path, res: dict, sc) -> int:
+    """``bgl launch --backend local``: P servers + ``args.trainers`` trainers of examples/train_sage.py."""
+    work = Path(tempfile.mkdtemp(prefix="bgl-billion-train-"))
+    try:
+        (work / "hosts").write_text("127.0.0.1\n")
+        stats = work / "stats.json"
+        cmd = ["launch", "--backend", "local", "--hosts", str(work / "hosts"), "--partition", str(part_dir),
+               "--num-trainers", str(args.trainers), "--num-servers-per-host", str(args.parts),
+               "--server-timeout", "600", "--workdir", str(work), "--",
+               sys.executable, str(HERE.parent / "examples" / "train_sage.py"), "--graph", str(part_dir),
+               "--epochs", "1", "--max-batches", str(args.train_batches), "--batch-size", str(args.batch_size),
+               "--fanouts", args.fanouts, "--cache", "lookahead", "--order", "proximity", "--stats-json", str(stats)]
+        cached = page_cache_bytes()
+        rc, secs, rss, out = sc.run_child(cmd, timeout=args.timeout)
+        res.update(train_rc=rc, train_s=secs, train_largest_process_rss=rss, train_tail=out[-2500:],
+                   page_cache_taken=page_cache_bytes() - cached)
+        if stats.is_file():
+            got = json.loads(stats.read_text())
+            epoch = got["epochs"][0]
+            batches = args.train_batches * args.trainers
+            # client bytes: the graph-server clients' payload (co-located parts are read, not sent);
+            # loopback: everything on lo during the epoch (rendezvous and gradients included)
+            res.update(train_stats=got, client_bytes_per_batch=epoch["client_bytes"] / batches,
+                       loopback_bytes_per_batch=epoch["loopback_bytes"] / batches)
+        return rc
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("store")
     ap.add_argument("partition_dir")
@@ -49,7 +107,12 @@ def main() -> int:
     ap.add_argument("--memory-budget", default=None, help="passed to bgl partition, e.g. 14G")
     ap.add_argument("--skip-partition", action="store_true")
     ap.add_argument("--timeout", type=float, default=3600)
-    args = ap.parse_args()
+    ap.add_argument("--train", action="store_true", help="train GraphSAGE under bgl launch after partitioning")
+    ap.add_argument("--ingest-scale", type=int, default=None, help="ingest rmat:SCALE into STORE if missing")
+    ap.add_argument("--feat-dim", type=int, default=64)
+    ap.add_argument("--trainers", type=int, default=2)
+    ap.add_argument("--train-batches", type=int, default=100, help="batches per trainer")
+    args = ap.parse_args(argv)
     sc = _scaling()
     from bgl.partition.format import open_partition
     from bgl.sampler import SamplingClient
@@ -57,6 +120,9 @@ def main() -> int:
     fanouts = [int(f) for f in args.fanouts.split(",")]
     res: dict = {"store": args.store, "method": args.method, "parts": args.parts}
     part_dir = Path(args.partition_dir)
+    if not ingest_step(args, res, sc):
+        print(json.dumps(res))
+        return 1
     if not args.skip_partition:
         budget = ["--memory-budget", args.memory_budget] if args.memory_budget else []
         rc, secs, rss, out = sc.run_child(["-v", "partition", "--method", args.method, "--parts", str(args.parts),
@@ -69,6 +135,10 @@ def main() -> int:
             return 1
     book = open_partition(part_dir)
     res["metrics"] = book.meta.get("metrics")
+    if args.train:
+        rc = train_step(args, part_dir, res, sc)
+        print(json.dumps(res, default=str))
+        return rc
     seeds_pool = np.asarray(book.split("train"))
     rng = np.random.default_rng(0)
     t0 = time.perf_counter()

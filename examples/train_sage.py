@@ -130,6 +130,9 @@ def main() -> None:
                         help="iterate the loader (features and labels arrive) without the model step: "
                              "the data path's own speed, what a fast GPU would wait on")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-batches", type=int, default=None, metavar="N",
+                        help="stop each epoch after N batches per trainer and score at most N batches' "
+                             "worth of test nodes (a bounded run on a graph too big for whole epochs)")
     parser.add_argument("--stats-json", default=None, metavar="PATH",
                         help="rank 0 writes per-epoch time, seeds, bytes to/from the graph servers "
                              "and the test accuracy here (read by bench/distdgl.py)")
@@ -145,6 +148,9 @@ def main() -> None:
 
     graph = Path(args.graph)
     info = load_graph_info(graph)
+    if not info["num_classes"] or not info["in_feats"]:
+        raise SystemExit(f"{graph} has no {'labels' if not info['num_classes'] else 'features'} to train on "
+                         "(bgl ingest --num-classes / --feat-dim add synthetic ones)")
     fanouts = [int(f) for f in args.fanouts.split(",")]
     if dgl is not None:
         model = DGLSAGE(info["in_feats"], args.hidden, info["num_classes"], len(fanouts), args.dropout)
@@ -174,7 +180,9 @@ def main() -> None:
         start = time.perf_counter()
         loss_sum = torch.zeros(2)
         seeds = 0
-        for _, _, blocks in loader:
+        for step, (_, _, blocks) in enumerate(loader):
+            if args.max_batches is not None and step >= args.max_batches:
+                break  # every rank has the same number of batches, so all stop at the same step
             if args.loader_only:
                 seeds += int(blocks[-1].dstdata["label"].numel())
                 loss_sum += torch.tensor([0.0, 1.0])
@@ -211,6 +219,8 @@ def main() -> None:
 
     # Each rank scores its own slice of the test nodes; rank 0 reports the total.
     test_ids = info["splits"]["test"].tensor_split(world)[rank]
+    if args.max_batches is not None:
+        test_ids = test_ids[: args.max_batches * args.batch_size]
     net = model.module if distributed else model
     correct, total = evaluate(net, graph, test_ids, fanouts, args.batch_size)
     result = torch.tensor([correct, total], dtype=torch.float64)
