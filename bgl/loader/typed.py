@@ -29,8 +29,6 @@ def check_typed_options(info, indices, fanouts, order, cache, cache_ratio, cache
     if info.schema is None:
         raise TypeError("dict indices ({ntype: ids}) need a graph with node types; this graph has one type: "
                         "pass one id tensor")
-    if order != "random":
-        raise ValueError(f"order={order!r} is not available for typed graphs yet; use order='random'")
     if cache not in (None, False, "none") or cache_ratio is not None or cache_bytes is not None:
         raise ValueError("the feature cache is not available for typed graphs yet; leave cache unset")
     if len(dict.fromkeys(feat_keys)) > 1 or edge_keys:

@@ -264,6 +264,32 @@ def test_pyg_heterodata_bad_input_is_named():
         NeighborLoader(d, num_neighbors=[2], input_nodes=("paper", None))
 
 
+@pytest.mark.parametrize("source", ["store", "dglgraph"])
+def test_proximity_order_walks_the_target_types_seeds_over_the_typed_graph(source, typed_store):
+    """BGL's proximity order on a typed graph: a BFS over the one fused CSC from the seeds (global ids),
+    each seed once per epoch, reproducible, and the order the ordering code gives those global ids."""
+    from bgl.cache.ordering.store_order import proximity_order
+
+    graph = typed_store if source == "store" else paper_word_graph()
+    seeds = torch.arange(3, 20)
+
+    def epoch_order(order):
+        torch.manual_seed(11)  # the epoch's seed comes from torch's generator, as DGL's shuffle does
+        loader = bgl.DataLoader(graph, {"paper": seeds}, dgl.dataloading.NeighborSampler(FANOUTS), batch_size=4,
+                                shuffle=True, order=order)
+        return torch.cat([out["paper"] for _, out, _ in loader]).tolist()
+
+    first = epoch_order("proximity")
+    assert sorted(first) == seeds.tolist() and first == epoch_order("proximity")
+    assert first != epoch_order("random")  # the same draws, another order
+    if source == "store":
+        offset = typed_store.schema.node_type("paper").offset
+        gids = seeds.numpy() + offset
+        want = np.asarray(proximity_order(typed_store, gids, 1, 0)) - offset
+        assert sorted(want.tolist()) == seeds.tolist()
+        assert first != sorted(first)  # a BFS order, not the ids as given
+
+
 def test_typed_stores_are_refused_where_types_are_not_handled_yet(typed_store, tmp_path):
     from bgl.partition import partition_graph
 
