@@ -127,8 +127,9 @@ class TypedCounts:
 
 
 def count_typed(schema: GraphSchema, relations: Sequence[EdgeChunks], *, progress: bool = False,
-                total_edges: int | None = None) -> TypedCounts:
-    """The count pass over every relation's stream (``relations[r]`` is edge type ``r``).
+                total_edges: int | None = None, origins: Sequence[str] | None = None) -> TypedCounts:
+    """The count pass over every relation's stream (``relations[r]`` is edge type ``r``;
+    ``origins[r]``, when given, names where its edges come from, e.g. the file, in errors).
 
     Raises
     ------
@@ -157,7 +158,8 @@ def count_typed(schema: GraphSchema, relations: Sequence[EdgeChunks], *, progres
                     i, col = divmod(bad, 2)
                     t = schema.node_types[(src_t if col == 0 else dst_t)[r]]
                     value = int((src if col == 0 else dst)[i])
-                    raise IngestError(f"edge type {schema.edge_types[r].canonical}: {('source', 'destination')[col]} "
+                    where = f"{origins[r]}: " if origins else ""
+                    raise IngestError(f"{where}edge type {schema.edge_types[r].canonical}: {('source', 'destination')[col]} "
                                       f"id {value} at edge {int(edge_counts[r]) + i} is outside node type "
                                       f"{t.name!r}'s [0, {t.count})")
                 edge_counts[r] += src.size

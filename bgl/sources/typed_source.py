@@ -44,6 +44,7 @@ class TypedSource:
     feats : node type -> float/int [count, dim] array or :class:`FeatureFill`; types without are featureless.
     labels : node type -> int [count] (-1 = unlabelled).
     splits : node type -> split name -> TYPE-LOCAL ids (kept in the given order).
+    origins : where each relation's edges come from (a file), named in errors; or None.
     cleanup : callables run after the store is written (scratch files).
     """
 
@@ -55,6 +56,7 @@ class TypedSource:
     splits: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     num_edges_hint: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    origins: list[str] | None = None
     cleanup: list[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
@@ -93,7 +95,8 @@ def with_reverse(src: TypedSource) -> TypedSource:
     """``src`` with reverse edges added as ``dgl.AddReverse()(g)`` adds them (DGL's R-GCN examples).
 
     Edge type ``(A, r, B)`` with ``A != B`` gets the new type ``(B, "rev_r", A)`` holding every edge
-    reversed, unless the graph already has that type (then it is left as it is); a type with
+    reversed, unless the graph already has that type (then it is left as it is) or ``r`` is
+    ``rev_q`` of an existing ``(B, q, A)`` (it is a reverse itself); a type with
     ``A == B`` gets its reversed edges appended to its own edges (DGL's default
     ``sym_new_etype=False``: ``paper cites paper`` becomes both directions).  The edge types are
     then in DGL's order (sorted canonical types), so the store equals the one of
@@ -102,21 +105,26 @@ def with_reverse(src: TypedSource) -> TypedSource:
     """
     have = set(src.schema.canonical_etypes)
     streams: dict[tuple[str, str, str], EdgeChunks] = {}
-    for e, chunks in zip(src.schema.edge_types, src.relations):
+    origins: dict[tuple[str, str, str], str] = {}
+    for r, (e, chunks) in enumerate(zip(src.schema.edge_types, src.relations)):
+        origin = src.origins[r] if src.origins else f"edge type {e.canonical}"
         if e.src == e.dst:
             streams[e.canonical] = _chained(chunks, _swapped(chunks))
+            origins[e.canonical] = f"{origin} (and its reverse, add_reverse)"
             continue
-        streams.setdefault(e.canonical, chunks)
+        streams[e.canonical], origins[e.canonical] = chunks, origin
         rev = (e.dst, REVERSE_PREFIX + e.rel, e.src)
+        if e.rel.startswith(REVERSE_PREFIX) and (e.dst, e.rel[len(REVERSE_PREFIX):], e.src) in have:
+            continue  # it is the reverse of another relation
         if rev in have:
             log.info("add_reverse: %s already has its reverse %s; left as it is", e.canonical, rev)
         else:
-            streams[rev] = _swapped(chunks)
+            streams[rev], origins[rev] = _swapped(chunks), f"{origin} (reversed, add_reverse)"
     order = sorted(streams)
     schema = GraphSchema(src.schema.node_types, tuple(EdgeType(*c) for c in order))
     hint = None if src.num_edges_hint is None else 2 * src.num_edges_hint
     return replace(src, schema=schema, relations=[streams[c] for c in order], num_edges_hint=hint,
-                   extra={**src.extra, "add_reverse": "dgl.AddReverse"})
+                   origins=[origins[c] for c in order], extra={**src.extra, "add_reverse": "dgl.AddReverse"})
 
 
 # ------------------------------------------------------------------ node data
@@ -176,18 +184,22 @@ def write_typed_source(src: TypedSource, out_dir, *, overwrite: bool = False, pr
 
     Raises
     ------
-    IngestError for an id outside its type or a stream that changed between passes; ValueError
-    for node data that does not fit its type (both name the offending type and value).
+    IngestError for an id outside its type, node data that does not fit its type (each naming
+    the type and the value) or a stream that changed between passes.
     """
     out = check_output(out_dir, STORE, overwrite)  # before the expensive part
     try:
         feats = {k: (v if isinstance(v, FeatureFill) else np.asarray(v)) for k, v in src.feats.items()}
         labels = {k: np.asarray(v) for k, v in src.labels.items()}
-        node_data_schema(src.schema, feats, labels, src.splits, src.name)  # fail before reading edges
+        try:
+            node_data_schema(src.schema, feats, labels, src.splits, src.name)  # fail before reading edges
+        except ValueError as e:
+            raise IngestError(str(e)) from None
         n = src.schema.num_nodes
         if n <= 0:
             raise IngestError(f"{src.name}: graph has {n} nodes")
-        counts = count_typed(src.schema, src.relations, progress=progress, total_edges=src.num_edges_hint)
+        counts = count_typed(src.schema, src.relations, progress=progress, total_edges=src.num_edges_hint,
+                             origins=src.origins)
         full = node_data_schema(src.schema.with_counts(edge_counts=counts.edge_counts), feats, labels, src.splits)
         id_dtype = id_dtype_for(n)
         plan = counts.plan(id_dtype, fill_bytes)
