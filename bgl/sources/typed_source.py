@@ -198,6 +198,7 @@ def write_typed_source(src: TypedSource, out_dir, *, overwrite: bool = False, pr
         n = src.schema.num_nodes
         if n <= 0:
             raise IngestError(f"{src.name}: graph has {n} nodes")
+        check_typed_node_memory(src)
         counts = count_typed(src.schema, src.relations, progress=progress, total_edges=src.num_edges_hint,
                              origins=src.origins)
         full = node_data_schema(src.schema.with_counts(edge_counts=counts.edge_counts), feats, labels, src.splits)
@@ -226,6 +227,25 @@ def write_typed_source(src: TypedSource, out_dir, *, overwrite: bool = False, pr
     log.info("wrote %s: %d nodes of %d types, %d edges of %d relations", out, n, len(full.node_types),
              counts.num_edges, len(full.edge_types))
     return w.store
+
+
+#: Per-node memory of the typed builder: row offsets, count-pass counts, fill cursors (8 B each).
+TYPED_BYTES_PER_NODE = 24
+
+
+def check_typed_node_memory(src: TypedSource, available: int | None = None) -> None:
+    """IngestError before any allocation when the node counts cannot fit in memory, naming the
+    largest type (a stray id in an edge list without declared counts is the usual cause)."""
+    import psutil
+
+    need = src.schema.num_nodes * TYPED_BYTES_PER_NODE
+    have = psutil.virtual_memory().available if available is None else int(available)
+    if need <= have:
+        return
+    big = max(src.schema.node_types, key=lambda t: t.count)
+    raise IngestError(f"{src.name}: {src.schema.num_nodes:,} nodes ({big.count:,} of type {big.name!r}) need about "
+                      f"{need / 2**30:,.1f} GiB to ingest ({TYPED_BYTES_PER_NODE} B per node), "
+                      f"{have / 2**30:,.1f} GiB available: declare the node counts (nodes.json) or relabel the ids")
 
 
 def _write_csc(w: StoreWriter, counts, id_dtype, fill_bytes, progress) -> None:

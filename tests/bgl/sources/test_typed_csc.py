@@ -104,3 +104,13 @@ def test_a_graph_without_edges_is_a_valid_store(tmp_path):
     schema = schema_of({"a": 2, "b": 1}, [("a", "r", "b")])
     store = write_typed_store(tmp_path / "s", schema, [(np.zeros(0, np.int64), np.zeros(0, np.int64))])
     assert store.num_edges == 0 and GraphStore(tmp_path / "s").schema.edge_types[0].count == 0
+
+
+def test_node_counts_too_big_for_memory_are_refused_naming_the_type(tmp_path):
+    from bgl.sources.typed_source import check_typed_node_memory
+
+    schema = schema_of({"user": 10, "item": 5_000_000_000}, [("user", "buys", "item")])
+    src = streamed(schema, [(np.array([0]), np.array([4_999_999_999]))])
+    with pytest.raises(IngestError, match=r"5,000,000,010 nodes \(5,000,000,000 of type 'item'\) need about 111.8 GiB"):
+        check_typed_node_memory(src, available=8 << 30)
+    check_typed_node_memory(streamed(schema_of({"a": 10}, [("a", "r", "a")]), [([0], [1])]), available=8 << 30)
