@@ -25,6 +25,7 @@ typed-edgelist   ``DIR/edges/<src>__<rel>__<dst>.{txt,csv,npy}`` + ``feat/<type>
                  (``bgl.sources.typed_edgelist``): a typed store
 dgl              an in-memory ``DGLGraph`` (ndata feat/label/*_mask); a heterogeneous
                  one becomes a typed store
+pyg              an in-memory PyG ``HeteroData`` (per type x / y / *_mask): a typed store
 rmat             ``"rmat:SCALE"``: Graph500 R-MAT generator (``bgl.sources.rmat``)
 rmat-hetero      ``"rmat-hetero:SCALE"``: typed R-MAT, papers/authors/fields
                  (``bgl.sources.rmat_hetero``): a typed store
@@ -51,13 +52,13 @@ from .typed_source import TypedSource
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("gnn-benchmark", "csr-npz", "planetoid", "edgelist", "ogb", "typed-edgelist", "dgl", "rmat",
+FORMATS = ("gnn-benchmark", "csr-npz", "planetoid", "edgelist", "ogb", "typed-edgelist", "dgl", "pyg", "rmat",
            "rmat-hetero")
 #: Generators: ``NAME:SCALE`` sources, not read from a path.
 GENERATORS = ("rmat", "rmat-hetero")
 #: What a path (or ``rmat:SCALE``) may be read as: ``bgl ingest --format`` takes exactly these;
-#: "dgl" is an in-memory DGLGraph, which only the Python ``ingest()`` takes.
-PATH_FORMATS = tuple(f for f in FORMATS if f != "dgl")
+#: "dgl" / "pyg" are an in-memory DGLGraph / PyG HeteroData, which only the Python ``ingest()`` takes.
+PATH_FORMATS = tuple(f for f in FORMATS if f not in ("dgl", "pyg"))
 RMAT_OPTIONS = {"scale", "edge_factor", "abcd", "chunk_edges"}
 RMAT_HETERO_OPTIONS = {"scale", "edge_factor", "chunk_edges"}
 EDGELIST_SUFFIXES = (".txt", ".tsv", ".csv", ".el", ".edges", ".edgelist", ".gz")
@@ -66,6 +67,11 @@ EDGELIST_SUFFIXES = (".txt", ".tsv", ".csv", ".el", ".edges", ".edgelist", ".gz"
 def _is_dgl_graph(obj: Any) -> bool:
     # Duck-typed so library code never imports dgl (only bgl.dgl_adapter may).
     return hasattr(obj, "ndata") and hasattr(obj, "edges") and hasattr(obj, "num_nodes")
+
+
+def _is_hetero_data(obj: Any) -> bool:
+    # Duck-typed so library code never imports torch_geometric.
+    return hasattr(obj, "node_types") and hasattr(obj, "edge_types") and hasattr(obj, "edge_index_dict")
 
 
 def detect_format(source: Any) -> str:
@@ -78,8 +84,11 @@ def detect_format(source: Any) -> str:
     """
     if _is_dgl_graph(source):
         return "dgl"
+    if _is_hetero_data(source):
+        return "pyg"
     if not isinstance(source, (str, os.PathLike)):
-        raise IngestError(f"cannot ingest a {type(source).__name__}; pass a path, 'rmat:SCALE' or a DGLGraph")
+        raise IngestError(f"cannot ingest a {type(source).__name__}; pass a path, 'rmat:SCALE', a DGLGraph or a "
+                          "PyG HeteroData")
     generator = _generator_of(source)
     if generator:
         return generator
@@ -136,6 +145,8 @@ def read_source(source: Any, format: str | None = None, *, scratch_dir: Path | N
         raise IngestError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt in GENERATORS:
         raise IngestError(f"format {fmt!r} is a generator, not a reader; use ingest()")
+    if fmt == "pyg":
+        raise IngestError("format 'pyg' (a HeteroData) is written by ingest() directly, not through a reader")
     module, func = _READERS[fmt]
     reader = getattr(importlib.import_module(module, __package__), func)
     params = inspect.signature(reader).parameters
@@ -176,7 +187,7 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
     Parameters
     ----------
     source : path (file or directory), ``"rmat:SCALE"`` (or ``"rmat"`` with
-        ``scale=``), or a DGLGraph.
+        ``scale=``), ``"rmat-hetero:SCALE"``, a DGLGraph or a PyG ``HeteroData``.
     out_dir : store directory to create (written to a hidden work dir next to it, then renamed).
     format : one of :data:`FORMATS`; detected from ``source`` when None.
     feat_dim : > 0 adds seeded synthetic float32 features (``centroid[label] +
@@ -222,6 +233,11 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
     check_output(out, STORE, overwrite, inputs)  # before reading anything: refuse what it may not replace
     remove_stale(out.absolute().parent)  # scratch and tmp dirs of killed earlier runs
     fmt = format or detect_format(source)
+    if fmt == "pyg":
+        from .hetero import ingest_hetero_data
+
+        _check_typed_options(symmetrize, feat_dim, num_classes)
+        return ingest_hetero_data(source, out_dir, overwrite=overwrite, add_reverse=add_reverse, **opts)
     if fmt == "dgl" and (len(getattr(source, "canonical_etypes", ())) > 1 or len(getattr(source, "ntypes", ())) > 1):
         from .hetero import ingest_hetero_dglgraph
 

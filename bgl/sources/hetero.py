@@ -225,3 +225,42 @@ def ingest_hetero_dglgraph(g, out_dir, *, overwrite: bool = False, feat_key: str
     feats, labels, splits = dglgraph_node_data(g, feat_key, label_key)
     return write_typed_store(out_dir, schema, rel_edges, feats=feats, labels=labels, splits=splits, name=name,
                              extra={"source": "DGLGraph"}, overwrite=overwrite, add_reverse=add_reverse)
+
+
+def hetero_data_node_data(data):
+    """(feats, labels, splits) per node type of a PyG ``HeteroData``: ``x``, a 1-D integer ``y``,
+    splits from ``train_mask`` / ``val_mask`` / ``test_mask``, as numpy arrays."""
+    feats, labels, splits = {}, {}, {}
+    for nt in data.node_types:
+        store = data[nt]
+        x, y = getattr(store, "x", None), getattr(store, "y", None)
+        if x is not None:
+            feats[nt] = x.detach().cpu().numpy()
+        if y is not None and y.dim() == 1 and not torch.is_floating_point(y):
+            labels[nt] = y.detach().cpu().numpy().astype(np.int64)
+        named = {name: np.flatnonzero(getattr(store, mask).cpu().numpy()) for name, mask in SPLIT_MASKS.items()
+                 if getattr(store, mask, None) is not None}
+        if named:
+            splits[nt] = named
+    return feats, labels, splits
+
+
+def ingest_hetero_data(data, out_dir, *, overwrite: bool = False, name: str = "pyg-heterodata",
+                       add_reverse: bool = False):
+    """A PyG ``HeteroData`` as a typed store: node types in ``data.node_types`` order (the global ids
+    ``bgl.pyg.NeighborLoader`` gives it in place), every ``edge_index`` as given, per-type ``x``/``y``,
+    splits from ``*_mask``; ``add_reverse`` as :func:`bgl.sources.typed_source.with_reverse`.
+
+    Raises ValueError naming the edge type for an ``edge_index`` that is not [2, E] or points past
+    a type's node count, and the type for ``x`` / ``y`` rows that are not its node count.
+    """
+    schema = schema_of({nt: int(data[nt].num_nodes) for nt in data.node_types}, [tuple(et) for et in data.edge_types])
+    rel_edges = []
+    for et in data.edge_types:
+        ei = getattr(data[et], "edge_index", None)
+        if ei is None or ei.dim() != 2 or ei.shape[0] != 2:
+            raise ValueError(f"data[{et}].edge_index must be an int tensor [2, E]")
+        rel_edges.append((ei[0].cpu().numpy(), ei[1].cpu().numpy()))
+    feats, labels, splits = hetero_data_node_data(data)
+    return write_typed_store(out_dir, schema, rel_edges, feats=feats, labels=labels, splits=splits, name=name,
+                             extra={"source": "HeteroData"}, overwrite=overwrite, add_reverse=add_reverse)
