@@ -23,8 +23,9 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 import torch
 
-from ..schema import EdgeType, GraphSchema, NodeType
+from ..schema import GraphSchema
 from ..store import id_dtype_for
+from .typed_source import schema_of  # noqa: F401  (re-exported: per-relation arrays start here)
 
 SPLIT_MASKS = {"train": "train_mask", "val": "val_mask", "test": "test_mask"}
 
@@ -89,18 +90,6 @@ def check_relation_ids(schema: GraphSchema, rel_edges: Sequence[tuple[np.ndarray
                                  f"{schema.node_types[t].name!r}'s [0, {int(counts[t])})")
         out.append((s, d))
     return out
-
-
-def schema_of(node_counts: Mapping[str, int], canonical_etypes: Sequence[tuple[str, str, str]],
-              edge_counts: Sequence[int] = ()) -> GraphSchema:
-    """A schema with node types in the given order (offsets by count) and the given edge types."""
-    nts, off = [], 0
-    for name, c in node_counts.items():
-        nts.append(NodeType(str(name), off, int(c)))
-        off += int(c)
-    ets = tuple(EdgeType(str(a), str(b), str(c), int(edge_counts[i]) if len(edge_counts) else 0)
-                for i, (a, b, c) in enumerate(canonical_etypes))
-    return GraphSchema(tuple(nts), ets)
 
 
 def write_typed_store(path, schema: GraphSchema, rel_edges: Sequence[tuple[np.ndarray, np.ndarray]], *,

@@ -295,8 +295,7 @@ def read_ogb_hetero(root: Path, *, scratch_dir: Path, split: str | None = None, 
     :class:`~bgl.sources.typed_source.TypedSource`; an id past its type's count is reported with
     its file and line.
     """
-    from .hetero import schema_of
-    from .typed_source import TypedSource
+    from .typed_source import TypedSource, schema_of
 
     raw = root / "raw"
     counts_file = _find(raw, HETERO_NODE_COUNTS)

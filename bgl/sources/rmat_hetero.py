@@ -27,11 +27,10 @@ import numpy as np
 from ..errors import IngestError
 from . import _rmat_kernels as K
 from .graph_source import FeatureFill
-from .hetero import schema_of
 from .rmat import CHUNK_EDGES, GRAPH500_ABCD, MAX_SCALE
 from .splits import stratified_split
 from .synthetic import fill_synthetic_features, synthetic_labels
-from .typed_source import TypedSource
+from .typed_source import TypedSource, schema_of
 
 TARGET = "paper"
 #: node type -> log2 count below the paper count

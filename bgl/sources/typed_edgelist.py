@@ -30,8 +30,7 @@ import numpy as np
 from ..errors import IngestError
 from .csc_build import EdgeChunks
 from .edgelist import CHUNK_BYTES, READ_EDGES, _unlink, parse_edge_file, scratch_edge_chunks
-from .hetero import schema_of
-from .typed_source import TypedSource
+from .typed_source import TypedSource, schema_of
 
 NODES_FILE = "nodes.json"
 SEP = "__"

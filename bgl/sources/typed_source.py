@@ -76,6 +76,18 @@ def arrays_source(schema: GraphSchema, rel_edges: Sequence[tuple[np.ndarray, np.
                        num_edges_hint=sum(int(np.asarray(s).shape[0]) for s, _ in rel_edges), extra=dict(extra or {}))
 
 
+def schema_of(node_counts: Mapping[str, int], canonical_etypes: Sequence[tuple[str, str, str]],
+              edge_counts: Sequence[int] = ()) -> GraphSchema:
+    """A schema with node types in the given order (offsets by count) and the given edge types."""
+    nts, off = [], 0
+    for name, c in node_counts.items():
+        nts.append(NodeType(str(name), off, int(c)))
+        off += int(c)
+    ets = tuple(EdgeType(str(a), str(b), str(c), int(edge_counts[i]) if len(edge_counts) else 0)
+                for i, (a, b, c) in enumerate(canonical_etypes))
+    return GraphSchema(tuple(nts), ets)
+
+
 # ------------------------------------------------------------------ reverse relations
 def _swapped(chunks: EdgeChunks) -> EdgeChunks:
     def gen():
