@@ -134,8 +134,9 @@ def _generator_of(source: Any) -> str | None:
 
 
 def read_source(source: Any, format: str | None = None, *, scratch_dir: Path | None = None,
-                progress: bool = False, **opts) -> GraphSource:
-    """Read ``source`` into a :class:`GraphSource` without writing the store.
+                progress: bool = False, **opts) -> GraphSource | TypedSource:
+    """Read ``source`` into a :class:`GraphSource` (a :class:`TypedSource` for typed inputs)
+    without writing the store.
 
     ``scratch_dir`` receives the parsed-edge files of streamed formats (edge
     lists, OGB); the caller removes it.
