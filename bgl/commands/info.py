@@ -85,7 +85,8 @@ def format_summary(s: dict) -> str:
     direction = _direction_line(s)
     if direction:
         lines.insert(3, direction)
-    if s.get("schema"):
+    if s.get("schema"):  # per-type lines replace the untyped features / classes / splits
+        lines = [ln for ln in lines if not ln.startswith(("features ", "classes ", "splits "))]
         lines += _typed_lines(s["schema"], s.get("csc_build"))
     if s["node_offset"] or s["global_num_nodes"] != s["num_nodes"]:
         lines.append(f"part         owns ids [{s['node_offset']}, {s['node_offset'] + s['num_nodes']}) "

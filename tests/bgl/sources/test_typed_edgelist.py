@@ -97,6 +97,7 @@ def test_the_cli_detects_the_layout_and_adds_reverses(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "edge type    (paper, rev_writes, author): 50" in out and "(paper, cites, paper): 140" in out
     assert "node type    paper: 20  feat 6 (float32)  4 classes  train=12, val=4" in out
+    assert "features     none" not in out and "built        5 B per edge stored" in out
 
 
 def _error(tmp_path, capsys, src):
