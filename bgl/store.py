@@ -318,10 +318,16 @@ class StoreWriter(E.EdgeArrayWriter):
 
     def save_typed(self, relpath: str, array: np.ndarray) -> None:
         """Write a typed store's array at ``relpath`` (``etype``, ``feat/<type>``, ...), no meta bookkeeping:
-        :func:`bgl.typed_store.write_typed_store` puts the schema in the meta with :meth:`set_schema`."""
+        :func:`bgl.sources.typed_source.write_typed_source` puts the schema in the meta with :meth:`set_schema`."""
         file = self.tmp / f"{relpath}.npy"
         file.parent.mkdir(parents=True, exist_ok=True)
         np.save(file, np.asarray(array), allow_pickle=False)
+
+    def create_typed(self, relpath: str, shape: tuple[int, ...], dtype) -> np.memmap:
+        """A writable ``.npy`` memmap at ``relpath`` of a typed store (``feat/<type>``, ...), filled in chunks."""
+        file = self.tmp / f"{relpath}.npy"
+        file.parent.mkdir(parents=True, exist_ok=True)
+        return np.lib.format.open_memmap(file, mode="w+", dtype=dtype, shape=tuple(shape))
 
     def set_schema(self, schema: Mapping[str, Any]) -> None:
         """Make this a typed store (format version 2) with ``schema`` (``GraphSchema.to_dict()``)."""

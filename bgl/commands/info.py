@@ -23,7 +23,28 @@ def store_summary(store) -> dict:
     """:meth:`GraphStore.summary` plus how the edges were stored: ``symmetrized`` and why."""
     extra = store.meta.extra
     return {**store.summary(), "symmetrized": extra.get("symmetrize"),
-            "symmetrize_from": extra.get("symmetrize_from"), "header_direction": extra.get("header_direction")}
+            "symmetrize_from": extra.get("symmetrize_from"), "header_direction": extra.get("header_direction"),
+            "schema": store.meta.schema, "csc_build": extra.get("csc_build")}
+
+
+def _typed_lines(schema: dict, build: dict | None) -> list[str]:
+    """One line per node type (count, features, classes, splits) and per edge type (count)."""
+    lines = []
+    for t in schema["node_types"]:
+        parts = [f"{t['count']:,}"]
+        if t.get("feat_dim"):
+            parts.append(f"feat {t['feat_dim']} ({t['feat_dtype']})")
+        if t.get("has_label"):
+            parts.append(f"{t['num_classes']} classes")
+        if t.get("splits"):
+            parts.append(", ".join(f"{k}={v}" for k, v in t["splits"].items()))
+        lines.append(f"node type    {t['name']}: " + "  ".join(parts))
+    for e in schema["edge_types"]:
+        lines.append(f"edge type    ({e['src']}, {e['rel']}, {e['dst']}): {e['count']:,}")
+    if build:
+        lines.append(f"built        {build['store_bytes_per_edge']} B per edge stored, "
+                     f"{build['build_bytes_per_edge']} B per edge while building ({build['buckets']} bucket(s))")
+    return lines
 
 
 def _direction_line(s: dict) -> str | None:
@@ -64,6 +85,9 @@ def format_summary(s: dict) -> str:
     direction = _direction_line(s)
     if direction:
         lines.insert(3, direction)
+    if s.get("schema"):  # per-type lines replace the untyped features / classes / splits
+        lines = [ln for ln in lines if not ln.startswith(("features ", "classes ", "splits "))]
+        lines += _typed_lines(s["schema"], s.get("csc_build"))
     if s["node_offset"] or s["global_num_nodes"] != s["num_nodes"]:
         lines.append(f"part         owns ids [{s['node_offset']}, {s['node_offset'] + s['num_nodes']}) "
                      f"of {s['global_num_nodes']:,}")

@@ -5,18 +5,20 @@ import argparse
 
 from .arguments import int_at_least
 
-FORMAT_CHOICES = ("gnn-benchmark", "csr-npz", "planetoid", "edgelist", "ogb", "rmat")
+FORMAT_CHOICES = ("gnn-benchmark", "csr-npz", "planetoid", "edgelist", "ogb", "typed-edgelist", "rmat",
+                  "rmat-hetero")
 
 
 def register(subparsers) -> None:
     """Add the ``ingest`` parser (dataset -> graph store) to ``subparsers``."""
     p = subparsers.add_parser(
         "ingest", help="convert a dataset into a graph store directory",
-        description="Convert SOURCE (npz, Planetoid dir, SNAP edge list, OGB raw dir, or rmat:SCALE) "
-                    "into the graph store OUT_DIR, written atomically.",
+        description="Convert SOURCE (npz, Planetoid dir, SNAP edge list, OGB raw dir (ogbn-mag's typed layout "
+                    "too), a typed edge-list dir, rmat:SCALE or rmat-hetero:SCALE) into the graph store OUT_DIR, "
+                    "written atomically.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("source", help="dataset file/directory, or rmat:SCALE")
+    p.add_argument("source", help="dataset file/directory, rmat:SCALE or rmat-hetero:SCALE")
     p.add_argument("out_dir", help="graph store directory to create")
     p.add_argument("--format", choices=FORMAT_CHOICES, default=None, help="input format; None = detect from SOURCE")
     p.add_argument("--feat-dim", type=int_at_least(0), default=0, help="add seeded synthetic features of this size")
@@ -27,6 +29,9 @@ def register(subparsers) -> None:
                           "follow a '# Undirected graph' / '# Directed graph' header)")
     sym.add_argument("--no-symmetrize", dest="symmetrize", action="store_const", const=False,
                      help="keep the edges' direction")
+    p.add_argument("--add-reverse", action="store_true",
+                   help="typed graphs: add reverse relations as dgl.AddReverse() does ((B, rev_r, A) for each "
+                        "(A, r, B); a relation within one type gets its reversed edges)")
     p.add_argument("--keep-self-loops", action="store_true", help="keep v -> v edges")
     p.add_argument("--keep-duplicates", action="store_true", help="keep repeated edges")
     p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the default split and synthetic data")
@@ -57,11 +62,13 @@ def run(args) -> int:
         opts["num_nodes"] = args.num_nodes
     if args.edge_weight_column is not None:
         opts["edge_weight_column"] = args.edge_weight_column
-    is_rmat = args.format == "rmat" or args.source.startswith("rmat:")
+    is_rmat = args.format in ("rmat", "rmat-hetero") or args.source.startswith(("rmat:", "rmat-hetero:"))
     if is_rmat:
         opts["edge_factor"] = args.edge_factor
         if args.scale is not None:
             opts["scale"] = args.scale
+    if args.add_reverse:
+        opts["add_reverse"] = True
     store = ingest(args.source, args.out_dir, args.format, feat_dim=args.feat_dim,
                    num_classes=args.num_classes, symmetrize=args.symmetrize,
                    remove_self_loops=not args.keep_self_loops, dedupe=not args.keep_duplicates,

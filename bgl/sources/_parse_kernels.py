@@ -13,6 +13,7 @@ ERR_NEGATIVE = 3
 ERR_RANGE = 4  # id >= the declared node count
 ERR_OVERFLOW = 5  # more than 18 digits
 ERR_WEIGHT = 6  # the weight column is missing or not a decimal number
+ERR_RANGE_DST = 7  # destination id >= its declared node count (``dst_limit``)
 
 NL = 10
 CR = 13
@@ -76,14 +77,16 @@ def _parse_number(buf, i, n):
 
 
 @njit(cache=True, nogil=True)
-def parse_edge_lines(buf, src_out, dst_out, id_limit, weight_col, w_out):
+def parse_edge_lines(buf, src_out, dst_out, id_limit, weight_col, w_out, dst_limit=-1):
     """Parse ``buf`` (uint8, ends with ``\\n``) into ``src_out``/``dst_out`` (int64).
 
     Blank lines and lines starting with ``#`` or ``%`` are skipped; columns are
     separated by spaces, tabs or commas; columns after the second (weights,
     timestamps) are ignored, except column ``weight_col`` (0-based, >= 2) when it is
     given: its decimal number goes to ``w_out`` (float64), one per edge.
-    ``id_limit`` > 0 rejects ids >= it.
+    ``id_limit`` > 0 rejects ids >= it (ERR_RANGE); ``dst_limit`` >= 0 sets the destination
+    column's own limit (a typed edge list's two ends count different node types; 0 = none),
+    reported as ERR_RANGE_DST; without it both columns share ``id_limit`` and ERR_RANGE.
 
     Returns
     -------
@@ -95,6 +98,10 @@ def parse_edge_lines(buf, src_out, dst_out, id_limit, weight_col, w_out):
     i = 0
     line = 0
     ne = 0
+    dst_code = ERR_RANGE_DST
+    if dst_limit < 0:
+        dst_limit = id_limit
+        dst_code = ERR_RANGE
     while i < n:
         while i < n and (buf[i] == SPACE or buf[i] == TAB or buf[i] == CR):
             i += 1
@@ -144,8 +151,10 @@ def parse_edge_lines(buf, src_out, dst_out, id_limit, weight_col, w_out):
             if neg:
                 if v != 0:
                     return ne, line, ERR_NEGATIVE, line, -v
-            if id_limit > 0 and v >= id_limit:
+            if col == 0 and id_limit > 0 and v >= id_limit:
                 return ne, line, ERR_RANGE, line, v
+            if col == 1 and dst_limit > 0 and v >= dst_limit:
+                return ne, line, dst_code, line, v
             if col == 0:
                 s = v
             else:

@@ -27,6 +27,33 @@ def splitmix64(x):
     return z ^ (z >> np.uint64(31))
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _rmat_pair(key, scale, a, ab, abc):
+    """The (row, column) one R-MAT edge with hash ``key`` lands on in a ``2**scale`` square matrix:
+    at each level one quadrant with probabilities ``a, b, c, d`` (``ab = a+b``, ``abc = a+b+c``);
+    one 64-bit hash supplies two levels' 32-bit uniforms."""
+    u = 0
+    v = 0
+    h = np.uint64(0)
+    for level in range(scale):
+        if level % 2 == 0:
+            h = splitmix64(key + np.uint64(level))
+            r = np.float64(h & _LOW32) * _INV32
+        else:
+            r = np.float64(h >> np.uint64(32)) * _INV32
+        bit = 1 << (scale - 1 - level)
+        if r < a:
+            pass
+        elif r < ab:
+            v |= bit
+        elif r < abc:
+            u |= bit
+        else:
+            u |= bit
+            v |= bit
+    return u, v
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def rmat_edges(start, count, scale, a, ab, abc, seed, perm, src, dst):
     """Fill ``src``/``dst`` (int64 [count]) with R-MAT edges ``start .. start+count-1``.
@@ -35,30 +62,27 @@ def rmat_edges(start, count, scale, a, ab, abc, seed, perm, src, dst):
     matrix with probabilities ``a, b, c, d`` (``ab = a+b``, ``abc = a+b+c``
     cumulative); ``perm`` (int64 [2**scale]) relabels the nodes so the
     heavy nodes are not all clustered at small ids (as Graph500 does).
-    One 64-bit hash supplies two levels' 32-bit uniforms.
     """
     base = splitmix64(np.uint64(seed))
     for t in prange(count):
         i = np.uint64(start + t)
-        key = splitmix64(base ^ (i * _GOLDEN))
-        u = 0
-        v = 0
-        h = np.uint64(0)
-        for level in range(scale):
-            if level % 2 == 0:
-                h = splitmix64(key + np.uint64(level))
-                r = np.float64(h & _LOW32) * _INV32
-            else:
-                r = np.float64(h >> np.uint64(32)) * _INV32
-            bit = 1 << (scale - 1 - level)
-            if r < a:
-                pass
-            elif r < ab:
-                v |= bit
-            elif r < abc:
-                u |= bit
-            else:
-                u |= bit
-                v |= bit
+        u, v = _rmat_pair(splitmix64(base ^ (i * _GOLDEN)), scale, a, ab, abc)
         src[t] = perm[u]
         dst[t] = perm[v]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def rmat_typed_edges(start, count, scale, src_shift, dst_shift, a, ab, abc, seed, perm_src, perm_dst, src, dst):
+    """R-MAT edges ``start .. start+count-1`` of one relation between two node types.
+
+    The edge is drawn in a ``2**scale`` square (``scale`` = the larger type's log2 count) as
+    :func:`rmat_edges` does; the smaller type keeps the top ``scale - shift`` levels of its
+    coordinate (``>> shift``), so both ends stay R-MAT skewed at their own size.  ``perm_src``
+    / ``perm_dst`` (int64 [2**(scale - shift)]) relabel each type's TYPE-LOCAL ids.
+    """
+    base = splitmix64(np.uint64(seed))
+    for t in prange(count):
+        i = np.uint64(start + t)
+        u, v = _rmat_pair(splitmix64(base ^ (i * _GOLDEN)), scale, a, ab, abc)
+        src[t] = perm_src[u >> src_shift]
+        dst[t] = perm_dst[v >> dst_shift]

@@ -17,10 +17,23 @@ edgelist         SNAP-style text (``.txt``, ``.tsv``, ``.csv``, ``.el``, ``.gz``
                  ``src dst`` per line, ``#``/``%`` comments, streamed in chunks
 ogb              OGB node-property raw layout: ``raw/edge.csv.gz``,
                  ``raw/node-feat.csv.gz``, ``raw/node-label.csv.gz``,
-                 ``split/<name>/{train,valid,test}.csv.gz``
-dgl              an in-memory ``DGLGraph`` (ndata feat/label/*_mask)
+                 ``split/<name>/{train,valid,test}.csv.gz``; or its heterogeneous
+                 layout (ogbn-mag: ``raw/num-node-dict.csv.gz``,
+                 ``raw/relations/<src>___<rel>___<dst>/edge.csv.gz``, ...): a typed store
+typed-edgelist   ``DIR/edges/<src>__<rel>__<dst>.{txt,csv,npy}`` + ``feat/<type>.npy``,
+                 ``label/<type>.npy``, ``split/<type>/<name>_idx.npy``, ``nodes.json``
+                 (``bgl.sources.typed_edgelist``): a typed store
+dgl              an in-memory ``DGLGraph`` (ndata feat/label/*_mask); a heterogeneous
+                 one becomes a typed store
+pyg              an in-memory PyG ``HeteroData`` (per type x / y / *_mask): a typed store
 rmat             ``"rmat:SCALE"``: Graph500 R-MAT generator (``bgl.sources.rmat``)
+rmat-hetero      ``"rmat-hetero:SCALE"``: typed R-MAT, papers/authors/fields
+                 (``bgl.sources.rmat_hetero``): a typed store
 ===============  ==============================================================
+
+Typed inputs keep every edge as given (DGL's heterograph semantics: no symmetrizing,
+self-loops and repeated edges stay); ``add_reverse=True`` adds reverse relations as
+``dgl.AddReverse()`` does.
 """
 from __future__ import annotations
 
@@ -35,20 +48,30 @@ from ..errors import IngestError
 from ..output_dir import STORE, WorkDir, check_output, remove_stale
 from ..store import GraphStore
 from .graph_source import GraphSource, write_source
+from .typed_source import TypedSource
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("gnn-benchmark", "csr-npz", "planetoid", "edgelist", "ogb", "dgl", "rmat")
+FORMATS = ("gnn-benchmark", "csr-npz", "planetoid", "edgelist", "ogb", "typed-edgelist", "dgl", "pyg", "rmat",
+           "rmat-hetero")
+#: Generators: ``NAME:SCALE`` sources, not read from a path.
+GENERATORS = ("rmat", "rmat-hetero")
 #: What a path (or ``rmat:SCALE``) may be read as: ``bgl ingest --format`` takes exactly these;
-#: "dgl" is an in-memory DGLGraph, which only the Python ``ingest()`` takes.
-PATH_FORMATS = tuple(f for f in FORMATS if f != "dgl")
+#: "dgl" / "pyg" are an in-memory DGLGraph / PyG HeteroData, which only the Python ``ingest()`` takes.
+PATH_FORMATS = tuple(f for f in FORMATS if f not in ("dgl", "pyg"))
 RMAT_OPTIONS = {"scale", "edge_factor", "abcd", "chunk_edges"}
+RMAT_HETERO_OPTIONS = {"scale", "edge_factor", "chunk_edges"}
 EDGELIST_SUFFIXES = (".txt", ".tsv", ".csv", ".el", ".edges", ".edgelist", ".gz")
 
 
 def _is_dgl_graph(obj: Any) -> bool:
     # Duck-typed so library code never imports dgl (only bgl.dgl_adapter may).
     return hasattr(obj, "ndata") and hasattr(obj, "edges") and hasattr(obj, "num_nodes")
+
+
+def _is_hetero_data(obj: Any) -> bool:
+    # Duck-typed so library code never imports torch_geometric.
+    return hasattr(obj, "node_types") and hasattr(obj, "edge_types") and hasattr(obj, "edge_index_dict")
 
 
 def detect_format(source: Any) -> str:
@@ -61,18 +84,27 @@ def detect_format(source: Any) -> str:
     """
     if _is_dgl_graph(source):
         return "dgl"
+    if _is_hetero_data(source):
+        return "pyg"
     if not isinstance(source, (str, os.PathLike)):
-        raise IngestError(f"cannot ingest a {type(source).__name__}; pass a path, 'rmat:SCALE' or a DGLGraph")
-    text = str(source)
-    if text == "rmat" or text.startswith("rmat:"):
-        return "rmat"
+        raise IngestError(f"cannot ingest a {type(source).__name__}; pass a path, 'rmat:SCALE', a DGLGraph or a "
+                          "PyG HeteroData")
+    generator = _generator_of(source)
+    if generator:
+        return generator
     path = Path(source)
     if path.is_dir():
-        if (path / "raw" / "edge.csv.gz").exists() or (path / "raw" / "edge.csv").exists():
+        from .ogb import looks_ogb
+        from .typed_edgelist import looks_typed_edgelist
+
+        if looks_ogb(path):
             return "ogb"
         if any(path.glob("ind.*.graph")):
             return "planetoid"
-        raise IngestError(f"{path}: directory holds neither an OGB raw layout nor Planetoid ind.* files")
+        if looks_typed_edgelist(path):
+            return "typed-edgelist"
+        raise IngestError(f"{path}: directory holds no OGB raw layout, Planetoid ind.* files or typed edge "
+                          "lists (edges/<src>__<rel>__<dst>.txt)")
     if not path.exists():
         if Path(f"{path}.graph").exists() and path.name.startswith("ind."):
             return "planetoid"
@@ -90,9 +122,21 @@ def detect_format(source: Any) -> str:
                       f"one of {', '.join(PATH_FORMATS)}")
 
 
+def _generator_of(source: Any) -> str | None:
+    """``"rmat"`` / ``"rmat-hetero"`` for ``"rmat:SCALE"`` / ``"rmat-hetero:SCALE"`` (or the bare name)."""
+    if not isinstance(source, (str, os.PathLike)):
+        return None
+    text = str(source)
+    for name in GENERATORS:
+        if text == name or text.startswith(name + ":"):
+            return name
+    return None
+
+
 def read_source(source: Any, format: str | None = None, *, scratch_dir: Path | None = None,
-                progress: bool = False, **opts) -> GraphSource:
-    """Read ``source`` into a :class:`GraphSource` without writing the store.
+                progress: bool = False, **opts) -> GraphSource | TypedSource:
+    """Read ``source`` into a :class:`GraphSource` (a :class:`TypedSource` for typed inputs)
+    without writing the store.
 
     ``scratch_dir`` receives the parsed-edge files of streamed formats (edge
     lists, OGB); the caller removes it.
@@ -100,8 +144,10 @@ def read_source(source: Any, format: str | None = None, *, scratch_dir: Path | N
     fmt = format or detect_format(source)
     if fmt not in FORMATS:
         raise IngestError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    if fmt == "rmat":
-        raise IngestError("format 'rmat' is a generator, not a reader; use ingest()")
+    if fmt in GENERATORS:
+        raise IngestError(f"format {fmt!r} is a generator, not a reader; use ingest()")
+    if fmt == "pyg":
+        raise IngestError("format 'pyg' (a HeteroData) is written by ingest() directly, not through a reader")
     module, func = _READERS[fmt]
     reader = getattr(importlib.import_module(module, __package__), func)
     params = inspect.signature(reader).parameters
@@ -120,6 +166,7 @@ _READERS = {
     "planetoid": (".planetoid", "read_planetoid"),
     "edgelist": (".edgelist", "read_edgelist"),
     "ogb": (".ogb", "read_ogb"),
+    "typed-edgelist": (".typed_edgelist", "read_typed_edgelist"),
     "dgl": (".dgl_source", "read_dgl_graph"),
 }
 
@@ -135,18 +182,20 @@ def _check_options(fmt: str, params, opts: dict) -> None:
 def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *, feat_dim: int = 0,
            num_classes: int = 0, symmetrize: bool | None = None, remove_self_loops: bool = True,
            dedupe: bool = True, seed: int = 0, overwrite: bool = False, progress: bool = False,
-           **opts) -> GraphStore:
+           add_reverse: bool = False, **opts) -> GraphStore:
     """Convert a dataset into a graph store directory, atomically.
 
     Parameters
     ----------
     source : path (file or directory), ``"rmat:SCALE"`` (or ``"rmat"`` with
-        ``scale=``), or a DGLGraph.
+        ``scale=``), ``"rmat-hetero:SCALE"``, a DGLGraph or a PyG ``HeteroData``.
     out_dir : store directory to create (written to a hidden work dir next to it, then renamed).
     format : one of :data:`FORMATS`; detected from ``source`` when None.
     feat_dim : > 0 adds seeded synthetic float32 features (``centroid[label] +
         noise``) to a dataset without features; must match existing features.
     num_classes : > 0 adds seeded synthetic labels to a dataset without labels.
+    feat_dim, num_classes : for ``rmat-hetero``, the target type's (papers') feature width and
+        class count (defaults 64 and 16); refused for other typed inputs.
     symmetrize : store every edge in both directions; None = the format's
         default (True for gnn-benchmark/CSR/Planetoid/OGB/R-MAT, False for
         DGL graphs; edge lists follow their header: True after a SNAP
@@ -158,8 +207,12 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
     overwrite : replace an existing ``out_dir`` -- only a bgl graph store (or an empty
         directory); a file, a non-store directory, a partition or the source itself is refused.
     progress : tqdm bars on the long passes.
+    add_reverse : typed inputs only: add reverse relations as ``dgl.AddReverse()`` does
+        (``(B, "rev_r", A)`` for each ``(A, r, B)`` whose reverse is not there; a relation
+        within one type gets its reversed edges added to it), edge types then in DGL's order.
     **opts : format options: ``name`` (planetoid), ``num_nodes``, ``chunk_bytes``
-        (edgelist), ``split`` (ogb), ``scale``, ``edge_factor``, ``abcd`` (rmat).
+        (edgelist), ``split`` (ogb), ``scale``, ``edge_factor``, ``abcd`` (rmat; rmat-hetero
+        takes ``scale``, ``edge_factor``).
 
     Returns
     -------
@@ -176,16 +229,37 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
         ``out_dir`` cannot be written (its parent is a file or not writable).
     """
     out = Path(out_dir)
-    is_path = isinstance(source, (str, os.PathLike)) and not (str(source) == "rmat" or
-                                                               str(source).startswith("rmat:"))
+    is_path = isinstance(source, (str, os.PathLike)) and _generator_of(source) is None
     inputs = [source] if is_path else []
     check_output(out, STORE, overwrite, inputs)  # before reading anything: refuse what it may not replace
     remove_stale(out.absolute().parent)  # scratch and tmp dirs of killed earlier runs
     fmt = format or detect_format(source)
+    if fmt == "pyg":
+        from .hetero import ingest_hetero_data
+
+        _check_typed_options(symmetrize, feat_dim, num_classes)
+        return ingest_hetero_data(source, out_dir, overwrite=overwrite, add_reverse=add_reverse, **opts)
     if fmt == "dgl" and (len(getattr(source, "canonical_etypes", ())) > 1 or len(getattr(source, "ntypes", ())) > 1):
         from .hetero import ingest_hetero_dglgraph
 
-        return ingest_hetero_dglgraph(source, out_dir, overwrite=overwrite, **opts)
+        _check_typed_options(symmetrize, feat_dim, num_classes)
+        return ingest_hetero_dglgraph(source, out_dir, overwrite=overwrite, add_reverse=add_reverse, **opts)
+    if fmt == "rmat-hetero":
+        from .rmat import parse_rmat_source
+        from .rmat_hetero import rmat_hetero_source
+
+        if _generator_of(source) == "rmat-hetero" and ":" in str(source):
+            opts.setdefault("scale", parse_rmat_source(str(source), "rmat-hetero"))
+        unknown = sorted(set(opts) - RMAT_HETERO_OPTIONS)
+        if unknown or "scale" not in opts:
+            raise IngestError(f"format 'rmat-hetero' needs a scale ('rmat-hetero:SCALE' or scale=) and takes "
+                              f"only {sorted(RMAT_HETERO_OPTIONS)}" + (f", not {unknown}" if unknown else ""))
+        _check_typed_options(symmetrize, 0, 0)
+        src = rmat_hetero_source(seed=seed, feat_dim=feat_dim, num_classes=num_classes, **opts)
+        return _write_typed(src, out, add_reverse, overwrite, progress)
+    if add_reverse and fmt in ("rmat", "dgl"):
+        raise IngestError("add_reverse adds reverse relations to a typed graph; this one has one node and edge "
+                          "type: use symmetrize=True (--symmetrize) for both directions")
     if fmt == "rmat":
         from .rmat import generate_rmat_store, parse_rmat_source
 
@@ -203,10 +277,37 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
     # Scratch lives next to the output: same filesystem, and big inputs need disk, not /tmp RAM.
     with WorkDir(out, "scratch") as scratch:
         src = read_source(source, fmt, scratch_dir=scratch.path, progress=progress, **opts)
+        if isinstance(src, TypedSource):
+            try:
+                _check_typed_options(symmetrize, feat_dim, num_classes)
+            except IngestError:
+                src.close()
+                raise
+            return _write_typed(src, out, add_reverse, overwrite, progress)
+        if add_reverse:
+            src.close()
+            raise IngestError(f"add_reverse adds reverse relations to a typed graph; {source} has one node and "
+                              "edge type: use symmetrize=True (--symmetrize) for both directions")
         src.extra["symmetrize_from"] = _symmetrize_origin(src, symmetrize)
         return write_source(src, out, feat_dim=feat_dim, num_classes=num_classes, symmetrize=symmetrize,
                             remove_self_loops=remove_self_loops, dedupe=dedupe, seed=seed,
                             overwrite=overwrite, progress=progress, scratch_dir=scratch.path)
+
+
+def _check_typed_options(symmetrize: bool | None, feat_dim: int, num_classes: int) -> None:
+    """Refuse the homogeneous-only options for a typed input, saying what to use instead."""
+    if symmetrize:
+        raise IngestError("symmetrize applies to graphs with one edge type; a typed graph keeps each relation's "
+                          "direction: add reverse relations with add_reverse=True (--add-reverse)")
+    if feat_dim or num_classes:
+        raise IngestError("feat_dim / num_classes make synthetic data for an untyped graph (or rmat-hetero's papers); "
+                          "a typed input brings its own per-type features and labels")
+
+
+def _write_typed(src, out: Path, add_reverse: bool, overwrite: bool, progress: bool) -> GraphStore:
+    from .typed_source import with_reverse, write_typed_source
+
+    return write_typed_source(with_reverse(src) if add_reverse else src, out, overwrite=overwrite, progress=progress)
 
 
 def _symmetrize_origin(src: GraphSource, symmetrize: bool | None) -> str:

@@ -100,11 +100,15 @@ def iter_line_blocks(f: BinaryIO, chunk_bytes: int) -> Iterator[bytes]:
 
 def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = None,
                     chunk_bytes: int = CHUNK_BYTES, progress: bool = False,
-                    weight_column: int | None = None) -> tuple[Path, Path, int, int]:
+                    weight_column: int | None = None,
+                    type_limits: tuple[tuple[str, int], tuple[str, int]] | None = None) -> tuple[Path, Path, int, int]:
     """Parse an edge-list file into ``src.i64``/``dst.i64`` scratch files.
 
     ``weight_column`` (0-based, >= 2): also parse that column's number of every line into
-    ``weight.f32`` (float32, 4 B per edge) in the same directory.
+    ``weight.f32`` (float32, 4 B per edge) in the same directory.  ``type_limits``: the
+    ``(node type, count)`` of the source and of the destination column of a typed edge list
+    (count 0 = not checked), replacing ``num_nodes``; an id past its type's count is reported
+    with its line, its type and the count.
 
     Returns
     -------
@@ -121,6 +125,9 @@ def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = No
     src_file, dst_file = scratch_dir / "src.i64", scratch_dir / "dst.i64"
     wcol = -1 if weight_column is None else int(weight_column)
     limit = int(num_nodes) if num_nodes else 0
+    dst_limit = -1
+    if type_limits is not None:
+        limit, dst_limit = int(type_limits[0][1]), int(type_limits[1][1])
     lines_before = 0
     total = 0
     max_id = -1
@@ -135,9 +142,9 @@ def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = No
             dst = np.empty(cap, np.int64)
             weight = np.empty(cap if wcol >= 0 else 0, np.float64)
             buf = np.frombuffer(block, dtype=np.uint8)
-            ne, nl, err, err_line, err_value = P.parse_edge_lines(buf, src, dst, limit, wcol, weight)
+            ne, nl, err, err_line, err_value = P.parse_edge_lines(buf, src, dst, limit, wcol, weight, dst_limit)
             if err != P.OK:
-                _raise_parse_error(path, block, lines_before, err, err_line, err_value, limit)
+                _raise_parse_error(path, block, lines_before, err, err_line, err_value, limit, type_limits)
             lines_before += nl
             if ne:
                 src, dst = src[:ne], dst[:ne]
@@ -153,7 +160,7 @@ def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = No
 
 
 def _raise_parse_error(path: Path, block: bytes, lines_before: int, err: int, err_line: int,
-                       err_value: int, limit: int) -> None:
+                       err_value: int, limit: int, type_limits=None) -> None:
     lineno = lines_before + err_line + 1
     lines = block.split(b"\n", err_line + 1)
     text = lines[err_line].decode("utf-8", "replace").strip() if err_line < len(lines) else ""
@@ -161,7 +168,11 @@ def _raise_parse_error(path: Path, block: bytes, lines_before: int, err: int, er
         text = text[:77] + "..."
     if err == P.ERR_NEGATIVE:
         msg = f"negative node id {err_value}"
-    elif err == P.ERR_RANGE:
+    elif err in (P.ERR_RANGE, P.ERR_RANGE_DST) and type_limits is not None:
+        end = int(err == P.ERR_RANGE_DST)
+        ntype, count = type_limits[end]
+        msg = f"{('source', 'destination')[end]} id {err_value} >= {count}, the node count of type {ntype!r}"
+    elif err in (P.ERR_RANGE, P.ERR_RANGE_DST):
         msg = f"node id {err_value} >= num_nodes {limit}"
     else:
         msg = _MESSAGES.get(err, f"parse error {err}")

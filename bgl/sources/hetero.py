@@ -1,6 +1,6 @@
 """Heterogeneous graphs in: per-relation edges -> one fused CSC with relation ids (see :mod:`bgl.schema`).
 
-Two uses of one builder:
+Two uses of per-relation arrays:
 
 * :func:`write_typed_store` writes a typed store (format version 2) atomically;
 * :class:`TypedArrays` is a heterogeneous ``DGLGraph`` read in place for the
@@ -11,19 +11,21 @@ Two uses of one builder:
 :func:`fused_csc` is an in-memory build (a stable sort of all edges by
 (destination, relation)): 8 B per node of ``indptr``, 4-8 B per edge of
 ``indices``, 1 B per edge of ``etype`` and, while it runs, ~33 B per edge of
-keys and order.  It is meant for graphs that fit in memory (a ``DGLGraph`` or
-``HeteroData`` already does).
+keys and order.  It serves :class:`TypedArrays` (a graph already in memory, whose
+per-relation edge ids the loader needs).  Stores are written by the chunked
+builder instead (:mod:`bgl.sources.typed_source`, ~5 B per edge of working memory
+beyond a bounded buffer), which gives the same bytes.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
 
-from ..schema import EdgeType, GraphSchema, NodeType
-from ..store import StoreWriter, id_dtype_for
+from ..schema import GraphSchema
+from ..store import id_dtype_for
+from .typed_source import schema_of  # noqa: F401  (re-exported: per-relation arrays start here)
 
 SPLIT_MASKS = {"train": "train_mask", "val": "val_mask", "test": "test_mask"}
 
@@ -50,20 +52,9 @@ def fused_csc(schema: GraphSchema, rel_edges: Sequence[tuple[np.ndarray, np.ndar
         raise ValueError(f"{len(rel_edges)} edge lists for {len(schema.edge_types)} edge types")
     offsets = schema.offsets
     src_t, dst_t = schema.relation_ends()
-    counts = np.array([t.count for t in schema.node_types], np.int64)
     n = int(offsets[-1])
     srcs, dsts, rels, eids = [], [], [], []
-    for r, (s, d) in enumerate(rel_edges):
-        s = np.asarray(s, np.int64)
-        d = np.asarray(d, np.int64)
-        if s.shape != d.shape or s.ndim != 1:
-            raise ValueError(f"edge type {schema.edge_types[r].canonical}: src and dst must be 1-D of one length, "
-                             f"got {s.shape} and {d.shape}")
-        for ids, t, end in ((s, src_t[r], "source"), (d, dst_t[r], "destination")):
-            if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= counts[t]):
-                bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
-                raise ValueError(f"edge type {schema.edge_types[r].canonical}: {end} id {bad} outside node type "
-                                 f"{schema.node_types[t].name!r}'s [0, {int(counts[t])})")
+    for r, (s, d) in enumerate(check_relation_ids(schema, rel_edges)):
         srcs.append(s + offsets[src_t[r]])
         dsts.append(d + offsets[dst_t[r]])
         rels.append(np.full(s.shape[0], r, schema.etype_dtype()))
@@ -77,71 +68,53 @@ def fused_csc(schema: GraphSchema, rel_edges: Sequence[tuple[np.ndarray, np.ndar
     return indptr, indices, rel[order], np.concatenate(eids)[order]
 
 
-def schema_of(node_counts: Mapping[str, int], canonical_etypes: Sequence[tuple[str, str, str]],
-              edge_counts: Sequence[int] = ()) -> GraphSchema:
-    """A schema with node types in the given order (offsets by count) and the given edge types."""
-    nts, off = [], 0
-    for name, c in node_counts.items():
-        nts.append(NodeType(str(name), off, int(c)))
-        off += int(c)
-    ets = tuple(EdgeType(str(a), str(b), str(c), int(edge_counts[i]) if len(edge_counts) else 0)
-                for i, (a, b, c) in enumerate(canonical_etypes))
-    return GraphSchema(tuple(nts), ets)
-
-
-def _with_node_data(schema: GraphSchema, feats: Mapping[str, np.ndarray], labels: Mapping[str, np.ndarray],
-                    splits: Mapping[str, Mapping[str, np.ndarray]]) -> GraphSchema:
-    """``schema`` with each type's feature width/dtype, labels and split sizes; rows are checked."""
-    nts = []
-    for t in schema.node_types:
-        f, y = feats.get(t.name), labels.get(t.name)
-        for what, arr in (("features", f), ("labels", y)):
-            if arr is not None and arr.shape[0] != t.count:
-                raise ValueError(f"node type {t.name!r} has {t.count} nodes but its {what} have {arr.shape[0]} rows")
-        if f is not None and f.ndim != 2:
-            raise ValueError(f"node type {t.name!r}: features must be 2-D [num_nodes, dim], got shape {f.shape}")
-        num_classes = int(y.max()) + 1 if y is not None and y.size else 0
-        sp = {k: int(np.asarray(v).shape[0]) for k, v in splits.get(t.name, {}).items()}
-        nts.append(NodeType(t.name, t.offset, t.count, 0 if f is None else int(f.shape[1]),
-                            None if f is None else np.dtype(f.dtype).name, y is not None, num_classes, sp))
-    return GraphSchema(tuple(nts), schema.edge_types)
+def check_relation_ids(schema: GraphSchema, rel_edges: Sequence[tuple[np.ndarray, np.ndarray]]
+                       ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``rel_edges`` as int64 arrays, each id checked against its type's count (ValueError naming the
+    relation, the end and the id otherwise)."""
+    if len(rel_edges) != len(schema.edge_types):
+        raise ValueError(f"{len(rel_edges)} edge lists for {len(schema.edge_types)} edge types")
+    src_t, dst_t = schema.relation_ends()
+    counts = np.array([t.count for t in schema.node_types], np.int64)
+    out = []
+    for r, (s, d) in enumerate(rel_edges):
+        s = np.asarray(s, np.int64)
+        d = np.asarray(d, np.int64)
+        if s.shape != d.shape or s.ndim != 1:
+            raise ValueError(f"edge type {schema.edge_types[r].canonical}: src and dst must be 1-D of one length, "
+                             f"got {s.shape} and {d.shape}")
+        for ids, t, end in ((s, src_t[r], "source"), (d, dst_t[r], "destination")):
+            if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= counts[t]):
+                bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
+                raise ValueError(f"edge type {schema.edge_types[r].canonical}: {end} id {bad} outside node type "
+                                 f"{schema.node_types[t].name!r}'s [0, {int(counts[t])})")
+        out.append((s, d))
+    return out
 
 
 def write_typed_store(path, schema: GraphSchema, rel_edges: Sequence[tuple[np.ndarray, np.ndarray]], *,
                       feats: Optional[Mapping[str, np.ndarray]] = None,
                       labels: Optional[Mapping[str, np.ndarray]] = None,
                       splits: Optional[Mapping[str, Mapping[str, np.ndarray]]] = None,
-                      name: str = "", extra: Optional[Mapping[str, Any]] = None, overwrite: bool = False):
-    """Write a typed graph store (format version 2) atomically; returns the opened GraphStore.
+                      name: str = "", extra: Optional[Mapping[str, Any]] = None, overwrite: bool = False,
+                      add_reverse: bool = False, fill_bytes: Optional[int] = None):
+    """Write a typed graph store (format version 2) of in-memory per-relation edges atomically;
+    returns the opened GraphStore.
 
-    ``splits`` maps node type -> split name -> TYPE-LOCAL ids (DGL's per-type ids).
+    ``rel_edges[r]`` is edge type ``r``'s (src, dst) TYPE-LOCAL ids; ``splits`` maps node type ->
+    split name -> TYPE-LOCAL ids (DGL's per-type ids).  The CSC is built by the chunked builder
+    (:func:`bgl.sources.typed_source.write_typed_source`), the bytes :func:`fused_csc` gives.
+    ``add_reverse``: reverse relations as ``dgl.AddReverse()`` adds them (:func:`with_reverse`).
     """
-    feats, labels, splits = dict(feats or {}), dict(labels or {}), dict(splits or {})
-    for nt in (*feats, *labels, *splits):
-        schema.ntype_id(nt)  # ValueError naming an unknown type
-    indptr, indices, etype, _ = fused_csc(schema, rel_edges)
-    edge_counts = np.bincount(etype.astype(np.int64), minlength=len(schema.edge_types))
-    full = _with_node_data(schema.with_counts(edge_counts=edge_counts), feats, labels, splits)
-    for nt, named in splits.items():
-        count = full.node_type(nt).count
-        for split_name, ids in named.items():
-            ids = np.asarray(ids, np.int64)
-            if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= count):
-                raise ValueError(f"split {split_name!r} of node type {nt!r} holds ids outside [0, {count})")
-    with StoreWriter(Path(path), full.num_nodes, int(indices.shape[0]), name=name, extra=extra,
-                     overwrite=overwrite) as w:
-        w.save_array("indptr", indptr)
-        w.save_array("indices", indices)
-        w.save_typed("etype", etype)
-        for nt, f in feats.items():
-            w.save_typed(f"feat/{nt}", np.ascontiguousarray(f))
-        for nt, y in labels.items():
-            w.save_typed(f"label/{nt}", np.asarray(y, np.int64))
-        for nt, named in splits.items():
-            for split_name, ids in named.items():
-                w.save_typed(f"split/{nt}/{split_name}_idx", np.asarray(ids, np.int64))
-        w.set_schema(full.to_dict())
-    return w.store
+    from .typed_source import arrays_source, node_data_schema, with_reverse, write_typed_source
+
+    rel_edges = check_relation_ids(schema, rel_edges)  # ValueError before anything is written
+    node_data_schema(schema, {k: np.asarray(v) for k, v in (feats or {}).items()},
+                     {k: np.asarray(v) for k, v in (labels or {}).items()}, splits or {})
+    src = arrays_source(schema, rel_edges, feats=feats, labels=labels, splits=splits, name=name, extra=extra)
+    if add_reverse:
+        src = with_reverse(src)
+    return write_typed_source(src, path, overwrite=overwrite, fill_bytes=fill_bytes)
 
 
 class TypedArrays:
@@ -164,7 +137,9 @@ class TypedArrays:
         self.indptr, self.indices, self.etype, self.edge_ids = fused_csc(schema, rel_edges)
         self.type_feat = {nt: _view(t) for nt, t in feats.items()}
         self.type_label = {nt: _view(t.to(torch.int64)) for nt, t in labels.items()}
-        self.schema = _with_node_data(schema.with_counts(
+        from .typed_source import node_data_schema
+
+        self.schema = node_data_schema(schema.with_counts(
             edge_counts=np.bincount(self.etype.astype(np.int64), minlength=len(schema.edge_types))),
             self.type_feat, self.type_label, {})
         self.type_splits: dict[str, dict[str, np.ndarray]] = {nt: {} for nt in schema.ntypes}
@@ -229,11 +204,52 @@ def dglgraph_node_data(g, feat_key: str = "feat", label_key: str = "label"):
 
 
 def ingest_hetero_dglgraph(g, out_dir, *, overwrite: bool = False, feat_key: str = "feat",
-                           label_key: str = "label", name: str = "dgl-heterograph"):
+                           label_key: str = "label", name: str = "dgl-heterograph", add_reverse: bool = False,
+                           progress: bool = False):
     """A heterogeneous DGLGraph as a typed store: every relation's edges as given (DGL's edge
-    order within each row and relation), per-type ``feat``/``label``, splits from ``*_mask``."""
+    order within each row and relation), per-type ``feat``/``label``, splits from ``*_mask``;
+    ``add_reverse`` adds reverse relations as ``dgl.AddReverse()(g)`` does."""
     schema = schema_of({nt: g.num_nodes(nt) for nt in g.ntypes}, g.canonical_etypes)
     rel_edges = [tuple(t.cpu().numpy() for t in g.edges(etype=c, order="eid")) for c in g.canonical_etypes]
     feats, labels, splits = dglgraph_node_data(g, feat_key, label_key)
     return write_typed_store(out_dir, schema, rel_edges, feats=feats, labels=labels, splits=splits, name=name,
-                             extra={"source": "DGLGraph"}, overwrite=overwrite)
+                             extra={"source": "DGLGraph"}, overwrite=overwrite, add_reverse=add_reverse)
+
+
+def hetero_data_node_data(data):
+    """(feats, labels, splits) per node type of a PyG ``HeteroData``: ``x``, a 1-D integer ``y``,
+    splits from ``train_mask`` / ``val_mask`` / ``test_mask``, as numpy arrays."""
+    feats, labels, splits = {}, {}, {}
+    for nt in data.node_types:
+        store = data[nt]
+        x, y = getattr(store, "x", None), getattr(store, "y", None)
+        if x is not None:
+            feats[nt] = x.detach().cpu().numpy()
+        if y is not None and y.dim() == 1 and not torch.is_floating_point(y):
+            labels[nt] = y.detach().cpu().numpy().astype(np.int64)
+        named = {name: np.flatnonzero(getattr(store, mask).cpu().numpy()) for name, mask in SPLIT_MASKS.items()
+                 if getattr(store, mask, None) is not None}
+        if named:
+            splits[nt] = named
+    return feats, labels, splits
+
+
+def ingest_hetero_data(data, out_dir, *, overwrite: bool = False, name: str = "pyg-heterodata",
+                       add_reverse: bool = False):
+    """A PyG ``HeteroData`` as a typed store: node types in ``data.node_types`` order (the global ids
+    ``bgl.pyg.NeighborLoader`` gives it in place), every ``edge_index`` as given, per-type ``x``/``y``,
+    splits from ``*_mask``; ``add_reverse`` as :func:`bgl.sources.typed_source.with_reverse`.
+
+    Raises ValueError naming the edge type for an ``edge_index`` that is not [2, E] or points past
+    a type's node count, and the type for ``x`` / ``y`` rows that are not its node count.
+    """
+    schema = schema_of({nt: int(data[nt].num_nodes) for nt in data.node_types}, [tuple(et) for et in data.edge_types])
+    rel_edges = []
+    for et in data.edge_types:
+        ei = getattr(data[et], "edge_index", None)
+        if ei is None or ei.dim() != 2 or ei.shape[0] != 2:
+            raise ValueError(f"data[{et}].edge_index must be an int tensor [2, E]")
+        rel_edges.append((ei[0].cpu().numpy(), ei[1].cpu().numpy()))
+    feats, labels, splits = hetero_data_node_data(data)
+    return write_typed_store(out_dir, schema, rel_edges, feats=feats, labels=labels, splits=splits, name=name,
+                             extra={"source": "HeteroData"}, overwrite=overwrite, add_reverse=add_reverse)

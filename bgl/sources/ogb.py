@@ -13,6 +13,11 @@ in blocks (features straight into the store's memmap), so ``ogbn-papers100M``
 sized inputs do not have to fit in RAM.  OGB stores undirected graphs once
 per edge and GNNs use ``ogbn-arxiv`` symmetrized, so ``symmetrize``
 defaults to True.
+
+The heterogeneous layout (ogbn-mag: ``raw/num-node-dict.csv.gz``,
+``raw/relations/<src>___<rel>___<dst>/edge.csv.gz``, per-type ``node-feat/``,
+``node-label/`` and ``split/<scheme>/<type>/``) is read by :func:`read_ogb_hetero`
+into a typed store, with the same parsers.
 """
 from __future__ import annotations
 
@@ -23,10 +28,12 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import IngestError
-from .edgelist import CHUNK_BYTES, iter_line_blocks, open_maybe_gzip, parse_edge_file, scratch_edge_chunks
+from .edgelist import CHUNK_BYTES, _unlink, iter_line_blocks, open_maybe_gzip, parse_edge_file, scratch_edge_chunks
 from .graph_source import FeatureFill, GraphSource
 
 SPLIT_FILES = {"train": "train", "val": "valid", "test": "test"}
+HETERO_NODE_COUNTS = "num-node-dict"  # the file that makes a raw directory heterogeneous
+RELATION_SEP = "___"
 
 
 def _find(base: Path, stem: str) -> Path | None:
@@ -124,10 +131,62 @@ def _feature_fill(path: Path, num_nodes: int) -> FeatureFill:
     return FeatureFill(dim=dim, fill=fill)
 
 
+def _read_labels(label_file: Path, n: int) -> np.ndarray:
+    """int64 [n] class ids of a one-label-per-line file ("nan" = unlabelled = -1)."""
+    lab = read_column(label_file, np.float64)
+    if lab.size != n:
+        raise IngestError(f"{label_file}: label row count mismatch: {lab.size} labels for {n} nodes "
+                          "(multi-task labels are not supported)")
+    label = np.where(np.isnan(lab), -1, lab).astype(np.int64)
+    if np.any(label != np.where(np.isnan(lab), -1, lab)):
+        raise IngestError(f"{label_file}: labels must be integer class ids")
+    return label
+
+
+def _split_dir(root: Path, split: str | None) -> Path | None:
+    """``root/split/<name>``: the one there is, or ``split``; None without a ``split/`` directory."""
+    split_root = root / "split"
+    if not split_root.is_dir():
+        return None
+    names = sorted(p.name for p in split_root.iterdir() if p.is_dir())
+    if split is None:
+        if len(names) != 1:
+            raise IngestError(f"{split_root}: several splits {names}; choose one with split=")
+        split = names[0]
+    if split not in names:
+        raise IngestError(f"{split_root}: no split {split!r}; have {names}")
+    return split_root / split
+
+
+def _read_split(split_dir: Path, n: int) -> dict[str, np.ndarray]:
+    """{"train", "val", "test"} ids of ``split_dir/{train,valid,test}.csv.gz``, each checked against ``[0, n)``."""
+    splits = {}
+    for ours, theirs in SPLIT_FILES.items():
+        f = _find(split_dir, theirs)
+        if f is None:
+            raise IngestError(f"{split_dir}: missing {theirs}.csv.gz")
+        ids = read_column(f, np.int64)
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= n):
+            bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
+            raise IngestError(f"{f}: node id {bad} outside [0, {n})")
+        splits[ours] = ids
+    return splits
+
+
+def looks_ogb(root: Path) -> bool:
+    """True for an OGB raw directory, homogeneous (``raw/edge.csv.gz``) or heterogeneous
+    (``raw/num-node-dict.csv.gz``)."""
+    return _find(root / "raw", "edge") is not None or _find(root / "raw", HETERO_NODE_COUNTS) is not None
+
+
 def read_ogb(root: Path, *, scratch_dir: Path, split: str | None = None, progress: bool = False,
              name: str | None = None, chunk_bytes: int = CHUNK_BYTES) -> GraphSource:
-    """Read an OGB raw node-property directory into a :class:`GraphSource`."""
+    """Read an OGB raw node-property directory into a :class:`GraphSource` (a :class:`TypedSource`
+    for the heterogeneous layout, :func:`read_ogb_hetero`)."""
     raw = root / "raw"
+    if _find(raw, HETERO_NODE_COUNTS) is not None:
+        return read_ogb_hetero(root, scratch_dir=scratch_dir, split=split, progress=progress, name=name,
+                               chunk_bytes=chunk_bytes)
     edge_file = _find(raw, "edge")
     if edge_file is None:
         raise IngestError(f"{root}: no raw/edge.csv.gz")
@@ -144,41 +203,147 @@ def read_ogb(root: Path, *, scratch_dir: Path, split: str | None = None, progres
     if n <= 0:
         raise IngestError(f"{edge_file}: no edges and no num-node-list")
 
-    label = None
     label_file = _find(raw, "node-label")
-    if label_file is not None:
-        lab = read_column(label_file, np.float64)
-        if lab.size != n:
-            raise IngestError(f"{label_file}: label row count mismatch: {lab.size} labels for {n} nodes "
-                              "(multi-task labels are not supported)")
-        label = np.where(np.isnan(lab), -1, lab).astype(np.int64)
-        if np.any(label != np.where(np.isnan(lab), -1, lab)):
-            raise IngestError(f"{label_file}: labels must be integer class ids")
+    label = _read_labels(label_file, n) if label_file is not None else None
     feat_file = _find(raw, "node-feat")
     feat = _feature_fill(feat_file, n) if feat_file is not None else None
 
     splits = None
-    split_root = root / "split"
-    if split_root.is_dir():
-        names = sorted(p.name for p in split_root.iterdir() if p.is_dir())
-        if split is None:
-            if len(names) != 1:
-                raise IngestError(f"{split_root}: several splits {names}; choose one with split=")
-            split = names[0]
-        if split not in names:
-            raise IngestError(f"{split_root}: no split {split!r}; have {names}")
-        splits = {}
-        for ours, theirs in SPLIT_FILES.items():
-            f = _find(split_root / split, theirs)
-            if f is None:
-                raise IngestError(f"{split_root / split}: missing {theirs}.csv.gz")
-            ids = read_column(f, np.int64)
-            if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= n):
-                bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
-                raise IngestError(f"{f}: node id {bad} outside [0, {n})")
-            splits[ours] = ids
+    split_dir = _split_dir(root, split)
+    if split_dir is not None:
+        split = split_dir.name
+        splits = _read_split(split_dir, n)
     return GraphSource(
         name=name or root.name, num_nodes=n, edges=scratch_edge_chunks(src_f, dst_f, ne), num_edges_hint=ne,
         feat=feat, label=label, splits=splits, symmetrize_default=True,
         extra={"source": str(root), "format": "ogb", "split_name": split},
     )
+
+
+# ------------------------------------------------------------------ heterogeneous layout (ogbn-mag)
+def _small_table(path: Path) -> list[list[str]]:
+    """The comma-separated rows of a small metadata file (type lists, counts), blank lines dropped."""
+    with open_maybe_gzip(path) as f:
+        text = f.read().decode("utf-8", "replace")
+    return [[v.strip() for v in line.split(",")] for line in text.splitlines() if line.strip()]
+
+
+def _type_counts(path: Path) -> dict[str, int]:
+    """``num-node-dict.csv.gz``: a header row of node types, then one row of counts (one graph)."""
+    rows = _small_table(path)
+    if len(rows) != 2 or len(rows[0]) != len(rows[1]):
+        raise IngestError(f"{path}: expected a header of node types and one row of counts, got {len(rows)} rows "
+                          "(graph-level datasets with several graphs are not supported)")
+    counts = {}
+    for nt, c in zip(*rows):
+        try:
+            counts[nt] = int(float(c))
+        except ValueError:
+            raise IngestError(f"{path}: node count of type {nt!r} is not a number: {c!r}") from None
+        if counts[nt] < 0:
+            raise IngestError(f"{path}: node count of type {nt!r} is negative: {c}")
+    return counts
+
+
+def _type_flags(path: Path | None, types: list[str]) -> list[str]:
+    """The types a ``nodetype-has-*.csv.gz`` (header of types, one row of True/False) marks True;
+    every type when the file is absent."""
+    if path is None:
+        return types
+    rows = _small_table(path)
+    if len(rows) != 2:
+        raise IngestError(f"{path}: expected a header of node types and one row of True/False")
+    return [nt for nt, flag in zip(*rows) if flag.lower() in ("true", "1")]
+
+
+def _triplets(raw: Path) -> list[tuple[str, str, str]]:
+    """Canonical edge types from ``triplet-type-list.csv.gz`` (else the ``relations/`` directory names), sorted."""
+    listed = _find(raw, "triplet-type-list")
+    if listed is not None:
+        rows = _small_table(listed)
+        bad = [r for r in rows if len(r) != 3]
+        if bad:
+            raise IngestError(f"{listed}: each row must be 'src,rel,dst', got {bad[0]}")
+        return sorted(tuple(r) for r in rows)
+    rel_dir = raw / "relations"
+    if not rel_dir.is_dir():
+        raise IngestError(f"{raw}: no relations/ directory and no triplet-type-list.csv.gz")
+    out = []
+    for d in sorted(p for p in rel_dir.iterdir() if p.is_dir()):
+        parts = d.name.split(RELATION_SEP)
+        if len(parts) != 3:
+            raise IngestError(f"{d}: a relation directory is named <src>{RELATION_SEP}<rel>{RELATION_SEP}<dst>")
+        out.append(tuple(parts))
+    return sorted(out)
+
+
+def read_ogb_hetero(root: Path, *, scratch_dir: Path, split: str | None = None, progress: bool = False,
+                    name: str | None = None, chunk_bytes: int = CHUNK_BYTES):
+    """OGB's heterogeneous raw layout (ogbn-mag), as ``ogb.io.read_csv_heterograph_raw`` reads it::
+
+        ROOT/raw/num-node-dict.csv.gz                       header of node types, one row of counts
+        ROOT/raw/triplet-type-list.csv.gz                   "src,rel,dst" per edge type (optional)
+        ROOT/raw/relations/<src>___<rel>___<dst>/edge.csv.gz       "src,dst" TYPE-LOCAL ids per line
+        ROOT/raw/relations/<src>___<rel>___<dst>/num-edge-list.csv.gz   its edge count (checked)
+        ROOT/raw/node-feat/<type>/node-feat.csv.gz          one float row per node of that type
+        ROOT/raw/nodetype-has-label.csv.gz                  which types are labelled (optional)
+        ROOT/raw/node-label/<type>/node-label.csv.gz        one class id per line
+        ROOT/split/<scheme>/<type>/{train,valid,test}.csv.gz   TYPE-LOCAL ids
+
+    Types and edge types are in sorted order (OGB's and DGL's).  Every relation is kept in its
+    stored direction (ogbn-mag's models add reverses: ``add_reverse=True``).  Returns a
+    :class:`~bgl.sources.typed_source.TypedSource`; an id past its type's count is reported with
+    its file and line.
+    """
+    from .typed_source import TypedSource, schema_of
+
+    raw = root / "raw"
+    counts_file = _find(raw, HETERO_NODE_COUNTS)
+    counts = dict(sorted(_type_counts(counts_file).items()))
+    ntypes = list(counts)
+    triplets = _triplets(raw)
+    relations, origins, total, cleanup = [], [], 0, []
+    for r, (h, rel, t) in enumerate(triplets):
+        for nt in (h, t):
+            if nt not in counts:
+                raise IngestError(f"{raw / 'relations' / RELATION_SEP.join((h, rel, t))}: node type {nt!r} is not in "
+                                  f"{counts_file} (it has {ntypes})")
+        d = raw / "relations" / RELATION_SEP.join((h, rel, t))
+        edge_file = _find(d, "edge")
+        if edge_file is None:
+            raise IngestError(f"{d}: no edge.csv.gz")
+        work = scratch_dir / f"rel{r}"
+        work.mkdir()
+        sf, df, ne, _ = parse_edge_file(edge_file, work, chunk_bytes=chunk_bytes, progress=progress,
+                                        type_limits=((h, counts[h]), (t, counts[t])))
+        cleanup += [lambda a=sf: _unlink(a), lambda b=df: _unlink(b)]
+        listed = _find(d, "num-edge-list")
+        if listed is not None:
+            declared = read_column(listed, np.int64)
+            if int(declared.sum()) != ne:
+                raise IngestError(f"{edge_file}: {ne} edges, but {listed} says {int(declared.sum())}")
+        relations.append(scratch_edge_chunks(sf, df, ne))
+        origins.append(str(edge_file))
+        total += ne
+    feats = {}
+    for nt in ntypes:
+        f = _find(raw / "node-feat" / nt, "node-feat")
+        if f is not None:
+            feats[nt] = _feature_fill(f, counts[nt])
+    labels = {}
+    for nt in _type_flags(_find(raw, "nodetype-has-label"), ntypes):
+        f = _find(raw / "node-label" / nt, "node-label")
+        if f is not None:
+            labels[nt] = _read_labels(f, counts[nt])
+    splits = {}
+    split_dir = _split_dir(root, split)
+    if split_dir is not None:
+        present = sorted(p.name for p in split_dir.iterdir() if p.is_dir())
+        for nt in _type_flags(_find(split_dir, "nodetype-has-split"), present):
+            if nt not in counts:
+                raise IngestError(f"{split_dir / nt}: node type {nt!r} is not in {counts_file} (it has {ntypes})")
+            splits[nt] = _read_split(split_dir / nt, counts[nt])
+    return TypedSource(name or root.name, schema_of(counts, triplets), relations, feats, labels, splits,
+                       num_edges_hint=total, origins=origins, cleanup=cleanup,
+                       extra={"source": str(root), "format": "ogb-hetero",
+                              "split_name": None if split_dir is None else split_dir.name})

@@ -27,12 +27,12 @@ CHUNK_EDGES = 1 << 21  # generated edges per chunk: two 16 MiB int64 buffers
 MAX_SCALE = 40
 
 
-def parse_rmat_source(text: str) -> int:
-    """``"rmat:SCALE"`` -> SCALE."""
+def parse_rmat_source(text: str, name: str = "rmat") -> int:
+    """``"rmat:SCALE"`` (or ``"<name>:SCALE"``) -> SCALE."""
     try:
         scale = int(text.split(":", 1)[1])
     except (IndexError, ValueError):
-        raise IngestError(f"R-MAT source must look like 'rmat:SCALE', got {text!r}") from None
+        raise IngestError(f"R-MAT source must look like '{name}:SCALE', got {text!r}") from None
     return scale
 
 

@@ -12,17 +12,18 @@ RMAT = ["rmat:17", "--edge-factor", "16"]
 TIMEOUT = 120
 
 
-def start_ingest(out):
-    return subprocess.Popen([sys.executable, "-m", "bgl", "ingest", *RMAT, str(out), "--no-progress"],
+def start_ingest(out, source=RMAT):
+    return subprocess.Popen([sys.executable, "-m", "bgl", "ingest", *source, str(out), "--no-progress"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-def wait_for_scratch(proc, parent, name):
-    """The run's hidden scratch dir, once it holds data (so the run is mid-build)."""
+def wait_for_scratch(proc, parent, name, kind="scratch"):
+    """The run's hidden ``kind`` work dir (scratch, or the store's tmp dir), once it holds data (so the
+    run is mid-build)."""
     deadline = time.monotonic() + TIMEOUT
     while time.monotonic() < deadline:
         assert proc.poll() is None, f"ingest ended before it could be signalled: {proc.stderr.read()}"
-        found = [p for p in os.listdir(parent) if p.startswith(f".{name}.scratch-") and not p.endswith(".lock")]
+        found = [p for p in os.listdir(parent) if p.startswith(f".{name}.{kind}-") and not p.endswith(".lock")]
         if found and any(os.scandir(parent / found[0])):
             return parent / found[0]
         time.sleep(0.05)
@@ -42,6 +43,17 @@ def test_sigterm_removes_scratch_and_exits_nonzero(tmp_path):
     assert proc.returncode == 128 + signal.SIGTERM
     assert err.splitlines()[-1] == "bgl ingest: error: terminated by SIGTERM; its partial output was removed"
     assert "Traceback" not in err
+    assert os.listdir(tmp_path) == []
+
+
+def test_sigterm_during_a_typed_build_leaves_no_half_written_store(tmp_path):
+    """The typed writer appends indices straight into the store's tmp dir: SIGTERM removes it whole."""
+    proc = start_ingest(tmp_path / "r", ["rmat-hetero:16", "--add-reverse"])
+    wait_for_scratch(proc, tmp_path, "r", kind="tmp")
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert err.splitlines()[-1] == "bgl ingest: error: terminated by SIGTERM; its partial output was removed"
     assert os.listdir(tmp_path) == []
 
 

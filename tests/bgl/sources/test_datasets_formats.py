@@ -175,7 +175,7 @@ def test_unknown_sources(tmp_path):
         ingest(tmp_path / "data.bin", tmp_path / "out")
     with pytest.raises(IngestError, match="unknown format 'parquet'"):
         ingest(tmp_path / "data.bin", tmp_path / "out", format="parquet")
-    with pytest.raises(IngestError, match="neither an OGB raw layout nor Planetoid"):
+    with pytest.raises(IngestError, match="holds no OGB raw layout, Planetoid ind.* files or typed edge lists"):
         ingest(tmp_path, tmp_path / "out")
     only(tmp_path, "data.bin")
 
