@@ -40,6 +40,10 @@ class GraphInput:
         is_train = np.zeros(n, np.float64)
         if "train" in store.splits:
             is_train[np.asarray(store.splits["train"])] = 1.0
+        if store.is_typed:  # the train splits of the typed store's (target) types
+            from .typed_parts import train_mask
+
+            is_train = train_mask(store)
         idx = store.indices
         where = (str(idx.filename), int(idx.offset)) if isinstance(idx, np.memmap) and idx.filename else (None, 0)
         symmetric = bool(store.meta.extra.get("symmetrize"))

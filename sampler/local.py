@@ -105,7 +105,7 @@ class LocalSampler:
         schema = self.store.schema
         counts, nbrs, eids, etypes = sample_typed_layer(
             self._indptr, self._indices, etype, dst, self.store.node_offset, fanouts, replace, seed,
-            schema.relation_ends()[1], schema.offsets)
+            schema.relation_ends()[1], schema.offsets + self.store.node_offset)  # a part's types start at its first id
         if self._edge_ids is not None:
             eids = self._edge_ids[eids].astype(np.int64, copy=False)
         return counts, nbrs, eids, etypes
