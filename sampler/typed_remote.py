@@ -1,0 +1,190 @@
+"""Typed graphs over graph servers: the client side (mixed into :class:`~bgl.sampler.client.SamplingClient`).
+
+Each server serves one part of a typed partition (``partition/typed_parts.py``): its
+INFO carries the part's schema (per-type counts, offsets relative to the part's
+first id).  From the servers' INFO replies the client builds
+
+* ``schema``: the whole graph's :class:`~bgl.schema.GraphSchema` (counts summed over
+  the parts), whose TYPE-LOCAL ids are DistDGL's per-type new ids: type ``t``'s ids
+  run part by part, ``[cum[t, k], cum[t, k + 1])`` for part ``k``;
+* ``type_bounds``: int64 [P*T + 1], part ``k``'s type ``t`` owns global ids
+  ``[type_bounds[k*T + t], type_bounds[k*T + t + 1])`` (the partition's table).
+
+A type-local id maps to its global id and back with one ``searchsorted`` each
+(``O(P*T)`` memory, nothing per node).  Typed SAMPLE goes to the owner of each seed
+with the layer's int64 [R] fanouts; co-located parts are read from their files by
+the same function the servers run (:func:`bgl.sampler.typed.sample_typed_store`), so
+the blocks are equal whichever way a part is read.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from bgl.errors import ProtocolError
+from bgl.schema import GraphSchema, NodeType
+
+from . import _kernels as K
+from . import multilayer, ops
+from . import protocol as P
+
+
+def merged_schema(infos: Sequence[dict], addresses: Sequence[str]):
+    """``(schema, type_bounds, cum)`` of the servers' parts, or ``(None, None, None)`` when untyped.
+
+    ``cum`` int64 [T, P + 1]: type ``t``'s type-local ids of part ``k`` are ``[cum[t, k], cum[t, k + 1])``.
+    ProtocolError when some servers are typed and others not, or their types differ.
+    """
+    raw = [info.get("schema") for info in infos]
+    if all(r is None for r in raw):
+        return None, None, None
+    parts = []
+    for addr, r in zip(addresses, raw):
+        if r is None:
+            raise ProtocolError(f"server {addr} serves an untyped part, {addresses[0]} a typed one")
+        parts.append(GraphSchema.from_dict(r, f"INFO of {addr}"))
+    first = parts[0]
+    for addr, s in zip(addresses, parts):
+        if s.ntypes != first.ntypes or s.canonical_etypes != first.canonical_etypes:
+            raise ProtocolError(f"server {addr} serves types {s.ntypes} {s.canonical_etypes}, "
+                                f"{addresses[0]} {first.ntypes} {first.canonical_etypes}")
+    T, num_parts = len(first.node_types), len(parts)
+    counts = np.array([[s.node_types[t].count for s in parts] for t in range(T)], np.int64)
+    cum = np.zeros((T, num_parts + 1), np.int64)
+    np.cumsum(counts, axis=1, out=cum[:, 1:])
+    bounds = np.empty(num_parts * T + 1, np.int64)
+    for k, (info, s) in enumerate(zip(infos, parts)):
+        bounds[k * T:(k + 1) * T] = int(info["node_offset"]) + s.offsets[:-1]
+    bounds[-1] = int(infos[-1]["node_offset"]) + int(infos[-1]["num_nodes"])
+    nts, offset = [], 0
+    for t, nt in enumerate(first.node_types):
+        names = dict.fromkeys(name for s in parts for name in s.node_types[t].splits)
+        splits = {name: sum(s.node_types[t].splits.get(name, 0) for s in parts) for name in names}
+        nts.append(NodeType(nt.name, offset, int(cum[t, -1]), nt.feat_dim, nt.feat_dtype, nt.has_label,
+                            max(s.node_types[t].num_classes for s in parts), splits))
+        offset += int(cum[t, -1])
+    edge_counts = [sum(s.edge_types[r].count for s in parts) for r in range(len(first.edge_types))]
+    schema = GraphSchema(tuple(nts), first.edge_types).with_counts(edge_counts=edge_counts)
+    return schema, bounds, cum
+
+
+class TypedClient:
+    """Typed sampling and per-type fetch over the servers (needs ``schema``, ``type_bounds``, ``_cum``
+    and SamplingClient's ``_split``, ``_answer``, ``_local``, ``_ids``, ``_relabel``)."""
+
+    schema: GraphSchema | None
+    type_bounds: np.ndarray | None
+
+    def _typed(self) -> GraphSchema:
+        if self.schema is None:
+            raise ValueError(f"the servers {self.addresses} serve an untyped graph; sample it with int fanouts")
+        return self.schema
+
+    # -------------------------------------------------------------- ids
+    def to_global(self, ntype: str, local_ids) -> np.ndarray:
+        """Global ids of type-local ids of ``ntype``; ValueError naming the type and a bad id."""
+        schema = self._typed()
+        t = schema.ntype_id(ntype)
+        ids = ops.as_ids(local_ids, f"ids of node type {ntype!r}")
+        count = schema.node_types[t].count
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= count):
+            bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
+            raise ValueError(f"id {bad} of node type {ntype!r} outside [0, {count})")
+        cum = self._cum[t]
+        k = np.searchsorted(cum, ids, side="right") - 1
+        return self.type_bounds[k * len(schema.node_types) + t] + ids - cum[k]
+
+    def to_typed(self, gids) -> tuple[np.ndarray, np.ndarray]:
+        """``(type index, type-local id)`` of global ids, int64 each."""
+        schema = self._typed()
+        gids = ops.as_ids(gids)
+        ops.check_range(gids, 0, int(self.type_bounds[-1]))
+        T = len(schema.node_types)
+        block = np.searchsorted(self.type_bounds, gids, side="right") - 1
+        types = block % T
+        return types, self._cum[types, block // T] + gids - self.type_bounds[block]
+
+    # -------------------------------------------------------------- sampling
+    def sample_typed_layer(self, dst: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int):
+        """One typed layer across servers: (counts int64 [m], nbrs int64 [e], None, etypes [e]) in dst order."""
+        schema = self._typed()
+        fanouts = np.ascontiguousarray(fanouts, np.int64)
+        if fanouts.shape != (len(schema.edge_types),):
+            raise ValueError(f"{fanouts.shape[0]} fanouts for a graph of {len(schema.edge_types)} relations")
+        for f in fanouts:
+            ops.check_fanout(int(f))
+        dst = ops.as_ids(dst, "seeds")
+        order, groups = self._split(dst)
+        sorted_ids = dst[order]
+        jobs = [(s, functools.partial(self._typed_request, sorted_ids[a:b], fanouts, replace, seed),
+                 functools.partial(self._local.sample_typed, s, sorted_ids[a:b], fanouts, replace, seed))
+                for s, a, b in groups]
+        replies = self._answer(jobs, P.Op.SAMPLE)
+        for (s, a, b), reply in zip(groups, replies):
+            if len(reply) != 3 or reply[0].shape[0] != b - a:
+                raise ProtocolError(f"{self.addresses[s]} did not answer the typed SAMPLE for {b - a} seeds")
+        sorted_counts = np.concatenate([r[0] for r in replies]).astype(np.int64, copy=False)
+        sorted_nbrs = np.concatenate([r[1].astype(np.int64, copy=False) for r in replies])
+        sorted_etypes = np.concatenate([r[2].astype(np.int64, copy=False) for r in replies])
+        sorted_indptr = np.zeros(order.shape[0] + 1, np.int64)
+        np.cumsum(sorted_counts, out=sorted_indptr[1:])
+        if sorted_indptr[-1] != sorted_nbrs.shape[0]:
+            raise ProtocolError(f"servers returned {sorted_nbrs.shape[0]} neighbours for counts summing to "
+                                f"{sorted_indptr[-1]}")
+        inv = np.empty_like(order)
+        inv[order] = np.arange(order.shape[0])
+        counts = sorted_counts[inv]
+        out_indptr = np.zeros(order.shape[0] + 1, np.int64)
+        np.cumsum(counts, out=out_indptr[1:])
+        nbrs = np.empty_like(sorted_nbrs)
+        etypes = np.empty_like(sorted_etypes)
+        K.permute_segments(sorted_indptr, sorted_nbrs, inv, out_indptr, nbrs)
+        K.permute_segments(sorted_indptr, sorted_etypes, inv, out_indptr, etypes)
+        return counts, nbrs, None, etypes
+
+    def _typed_request(self, ids, fanouts, replace: bool, seed: int) -> list:
+        return P.typed_sample_request(next(self._ids), ids, fanouts, replace, seed)
+
+    def sample_typed_blocks(self, seeds, fanouts: Sequence[np.ndarray], replace: bool = False,
+                            seed: int | None = None):
+        """Typed blocks for global ``seeds``: ``fanouts[l]`` int64 [R] per relation (DGL order); the
+        same blocks as :meth:`bgl.sampler.LocalSampler.sample_typed_blocks` on the same part stores."""
+        return multilayer.sample_typed_blocks(seeds, fanouts, replace, seed, self.sample_typed_layer,
+                                              self._relabel)
+
+    # -------------------------------------------------------------- rows
+    def _typed_fetch(self, ntype: str, local_ids, label: bool) -> torch.Tensor:
+        schema = self._typed()
+        t = schema.ntype_id(ntype)
+        nt = schema.node_types[t]
+        if not (nt.has_label if label else nt.feat_dim):
+            raise ValueError(f"node type {ntype!r} of the served graph has no {'labels' if label else 'features'}")
+        gids = self.to_global(ntype, local_ids)
+        field = P.FIELD_LABEL if label else P.FIELD_FEAT
+        order, groups = self._split(gids)
+        sorted_ids = gids[order]
+        jobs = [(s, functools.partial(self._typed_features_request, sorted_ids[a:b], field, t),
+                 functools.partial(self._local.gather_typed, s, sorted_ids[a:b], t, label)) for s, a, b in groups]
+        shape = (gids.shape[0],) if label else (gids.shape[0], nt.feat_dim)
+        out = np.empty(shape, np.int64 if label else np.dtype(nt.feat_dtype))
+        for (s, a, b), (rows,) in zip(groups, self._answer(jobs, P.Op.FEATURES)):
+            if rows.size != (b - a) * (1 if label else nt.feat_dim) or rows.dtype != out.dtype:
+                raise ProtocolError(f"{self.addresses[s]} returned {rows.size} {rows.dtype} values for {b - a} "
+                                    f"rows of node type {ntype!r}")
+            out[order[a:b]] = rows.reshape((b - a,) + shape[1:])
+        return torch.from_numpy(out)
+
+    def _typed_features_request(self, ids, field: int, ntype: int) -> list:
+        return P.features_request(next(self._ids), ids, field, ntype)
+
+    def fetch_type_features(self, ntype: str, local_ids) -> torch.Tensor:
+        """Feature rows of type-local ``local_ids`` of ``ntype`` (that type's width and dtype), each
+        from the server owning it (or this host's files for a co-located part)."""
+        return self._typed_fetch(ntype, local_ids, False)
+
+    def fetch_type_labels(self, ntype: str, local_ids) -> torch.Tensor:
+        """int64 labels of type-local ``local_ids`` of ``ntype``."""
+        return self._typed_fetch(ntype, local_ids, True)
