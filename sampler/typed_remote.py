@@ -157,12 +157,15 @@ class TypedClient:
 
     # -------------------------------------------------------------- rows
     def _typed_fetch(self, ntype: str, local_ids, label: bool) -> torch.Tensor:
-        schema = self._typed()
-        t = schema.ntype_id(ntype)
-        nt = schema.node_types[t]
+        t = self._typed().ntype_id(ntype)
+        return self.fetch_typed_rows(t, self.to_global(ntype, local_ids), label)
+
+    def fetch_typed_rows(self, t: int, gids: np.ndarray, label: bool = False) -> torch.Tensor:
+        """Feature (``label``: label) rows of global ids ``gids`` of node type index ``t``, each from the
+        server owning it (or this host's files for a co-located part); that type's width and dtype."""
+        nt = self._typed().node_types[t]
         if not (nt.has_label if label else nt.feat_dim):
-            raise ValueError(f"node type {ntype!r} of the served graph has no {'labels' if label else 'features'}")
-        gids = self.to_global(ntype, local_ids)
+            raise ValueError(f"node type {nt.name!r} of the served graph has no {'labels' if label else 'features'}")
         field = P.FIELD_LABEL if label else P.FIELD_FEAT
         order, groups = self._split(gids)
         sorted_ids = gids[order]
@@ -173,7 +176,7 @@ class TypedClient:
         for (s, a, b), (rows,) in zip(groups, self._answer(jobs, P.Op.FEATURES)):
             if rows.size != (b - a) * (1 if label else nt.feat_dim) or rows.dtype != out.dtype:
                 raise ProtocolError(f"{self.addresses[s]} returned {rows.size} {rows.dtype} values for {b - a} "
-                                    f"rows of node type {ntype!r}")
+                                    f"rows of node type {nt.name!r}")
             out[order[a:b]] = rows.reshape((b - a,) + shape[1:])
         return torch.from_numpy(out)
 
@@ -188,3 +191,86 @@ class TypedClient:
     def fetch_type_labels(self, ntype: str, local_ids) -> torch.Tensor:
         """int64 labels of type-local ``local_ids`` of ``ntype``."""
         return self._typed_fetch(ntype, local_ids, True)
+
+
+class TypedServerSampler:
+    """What the loader samples a typed graph on graph servers with: :class:`~bgl.sampler.SamplingClient`'s
+    typed calls, with ids in the LOADER's id space, where node type ``t`` owns ``[offset_t, offset_t +
+    count_t)`` of ``schema`` as in a typed store, so seeds, blocks, per-type fetch and DGL heterograph
+    blocks are built as from a store.
+
+    With the partition dir (``partition_dir``, e.g. ``$BGL_PARTITION``), ``schema`` is the original
+    store's and type-local ids are the ORIGINAL ones (DGL's per-type ids of the graph the user
+    ingested): blocks equal the store's after nothing but the partition's own relabelling; the map
+    reads the partition's ``orig_ids`` memmap (8 bytes per node, page cache shared with the
+    servers) and searches one (part, type) block per part.  Without it, type-local ids are
+    DistDGL's per-type new ids (:class:`TypedClient`), computed from ``O(P*T)`` bounds.
+    """
+
+    def __init__(self, client, partition_dir=None):
+        self.client = client
+        self.book = None
+        if partition_dir is not None:
+            from bgl.partition.format import open_partition  # lazy: the sampler runs without partitions
+
+            self.book = open_partition(partition_dir)
+            if self.book.schema is None or not np.array_equal(self.book.type_bounds, client.type_bounds):
+                raise ProtocolError(f"partition dir {partition_dir} is not the typed partition the servers "
+                                    f"{client.addresses} serve (type bounds differ)")
+        self.schema = client.schema if self.book is None else self.book.schema
+
+    # -------------------------------------------------------------- id maps
+    def to_server(self, gids) -> np.ndarray:
+        """The servers' global ids of loader global ids (int64, same order)."""
+        gids = ops.as_ids(gids)
+        ops.check_range(gids, 0, self.schema.num_nodes, "node ids")
+        types = self.schema.type_of(gids)
+        out = np.empty_like(gids)
+        for t, nt in enumerate(self.schema.node_types):
+            sel = types == t
+            if sel.any():
+                local = gids[sel] - nt.offset
+                out[sel] = self.client.to_global(nt.name, local) if self.book is None \
+                    else self.book.to_new(nt.name, local)
+        return out
+
+    def to_loader(self, gids) -> np.ndarray:
+        """Loader global ids of the servers' global ids."""
+        gids = ops.as_ids(gids)
+        if self.book is not None:
+            return np.asarray(self.book.orig_ids)[gids]
+        types, local = self.client.to_typed(gids)
+        return self.schema.offsets[types] + local
+
+    # -------------------------------------------------------------- loader calls
+    def sample_typed_blocks(self, seeds, fanouts: Sequence[np.ndarray], replace: bool = False,
+                            seed: int | None = None):
+        """Typed blocks for loader global ``seeds``, node ids in the loader's id space."""
+        import dataclasses
+
+        blocks = self.client.sample_typed_blocks(self.to_server(seeds), fanouts, replace, seed)
+        return [dataclasses.replace(b, src_ids=torch.from_numpy(self.to_loader(b.src_ids.numpy())))
+                for b in blocks]
+
+    def fetch_type_features(self, ntype: str, local_ids) -> torch.Tensor:
+        """Feature rows of loader type-local ids of ``ntype``."""
+        t = self.schema.ntype_id(ntype)
+        return self.client.fetch_typed_rows(t, self._server_ids(t, local_ids), False)
+
+    def fetch_type_labels(self, ntype: str, local_ids) -> torch.Tensor:
+        """Labels of loader type-local ids of ``ntype``."""
+        t = self.schema.ntype_id(ntype)
+        return self.client.fetch_typed_rows(t, self._server_ids(t, local_ids), True)
+
+    def _server_ids(self, t: int, local_ids) -> np.ndarray:
+        local = ops.as_ids(local_ids)
+        return self.to_server(local + self.schema.node_types[t].offset)
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self) -> "TypedServerSampler":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
