@@ -87,6 +87,7 @@ class _CscArrays:
         self.indptr, self.indices = graph.indptr, graph.indices
         self.num_nodes = self.global_num_nodes = graph.num_nodes
         self.num_edges = graph.num_edges
+        self.etype, self.schema = graph.etype, graph.schema  # typed: sampled per relation
         self.path = "<graph arrays>"
 
 

@@ -231,10 +231,15 @@ class GraphServer:
             raise ValueError(f"store {self.store.meta.name or self.store.path} has no node types; "
                              "ask FEATURES without an ntype")
         h = req.header
-        rows = typed_rows(self.store, req.ids, h.ntype - 1, h.field == P.FIELD_LABEL)
-        if rows.nbytes > MAX_REPLY_BYTES:
-            raise ValueError(f"FEATURES reply of {rows.nbytes} bytes exceeds {MAX_REPLY_BYTES} bytes; split the request")
-        return P.features_reply(h.req_id, h.field, rows)
+        types = self.store.schema.node_types
+        if 0 < h.ntype <= len(types) and h.field == P.FIELD_FEAT:
+            nt = types[h.ntype - 1]
+            row_bytes = nt.feat_dim * (np.dtype(nt.feat_dtype).itemsize if nt.feat_dtype else 0)
+            if req.ids.shape[0] * row_bytes > MAX_REPLY_BYTES:
+                raise ValueError(f"FEATURES reply of {req.ids.shape[0]} rows x {row_bytes} bytes exceeds "
+                                 f"{MAX_REPLY_BYTES} bytes; split the request")
+        return P.features_reply(h.req_id, h.field, typed_rows(self.store, req.ids, h.ntype - 1,
+                                                              h.field == P.FIELD_LABEL))
 
     def _load_kernels(self) -> None:
         """Answer one SAMPLE with excluded edges now, before reporting ready: the first request of a

@@ -142,3 +142,20 @@ def test_interrupted_typed_write_leaves_nothing(hetero_store, tmp_path, monkeypa
     with pytest.raises(RuntimeError):
         partition_graph(hetero_store, "random", 2, tmp_path / "p", measure_samples=False)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_engine_balances_the_typed_train_nodes_and_measures_typed_samples(hetero_store, tmp_path):
+    from bgl.partition import metrics as M
+    from bgl.partition.graph_input import GraphInput
+
+    graph = GraphInput.from_store(hetero_store)
+    assert graph.num_train == hetero_store.type_splits["paper"]["train"].size
+    b = partition_graph(hetero_store, "bgl", 2, tmp_path / "p", num_batches=6)
+    train = np.array([p["num_train"] for p in b.meta["parts"]], float)
+    assert train.sum() == graph.num_train and b.metrics["balance_train"] == pytest.approx(train.max() / train.mean())
+    part_of = b.owner(np.argsort(np.asarray(b.orig_ids)))  # original id -> its part
+    # the engine's candidates are measured on the bare arrays: the same typed draws as on the store
+    on_arrays = M.remote_sample_share(None, graph, part_of, 2, num_batches=6)
+    assert on_arrays == M.remote_sample_share(hetero_store, graph, part_of, 2, num_batches=6)
+    untyped = GraphInput(graph.num_nodes, graph.num_edges, graph.indptr, graph.indices, graph.is_train)
+    assert on_arrays != M.remote_sample_share(None, untyped, part_of, 2, num_batches=6)
