@@ -210,6 +210,17 @@ def hetero_store(tmp_path_factory) -> GraphStore:
     return make_hetero_store(tmp_path_factory.mktemp("stores") / "hetero")
 
 
+def typed_edges(block, ids_map) -> dict:
+    """{(dst, relation): sorted src ids} of a one-layer typed block, ids mapped through ``ids_map``."""
+    src, dst = ids_map[block.src_ids.numpy()], ids_map[block.dst_ids.numpy()]
+    ptr, idx, et = block.indptr.numpy(), block.indices.numpy(), block.etypes.numpy()
+    out: dict = {}
+    for j in range(dst.size):
+        for p in range(ptr[j], ptr[j + 1]):
+            out.setdefault((int(dst[j]), int(et[p])), []).append(int(src[idx[p]]))
+    return {key: sorted(v) for key, v in out.items()}
+
+
 def _free_port() -> int:
     import socket
 

@@ -13,6 +13,8 @@ from bgl.partition import open_partition, partition_graph
 from bgl.sampler.local import LocalSampler
 from bgl.sampler.typed import relation_fanouts
 
+from ..conftest import typed_edges
+
 
 @pytest.fixture(scope="module")
 def book(hetero_store, tmp_path_factory):
@@ -78,17 +80,6 @@ def test_part_rows_and_splits_are_the_owned_nodes(hetero_store, book):
     assert 0 < book.metrics["remote_sample_share"] < 1  # measured by typed sampling
 
 
-def neighbours(block, orig):
-    """{(orig dst, relation): sorted orig src ids} of a one-layer typed block."""
-    src, dst = orig[block.src_ids.numpy()], orig[block.dst_ids.numpy()]
-    ptr, idx, et = block.indptr.numpy(), block.indices.numpy(), block.etypes.numpy()
-    out = {}
-    for j in range(dst.size):
-        for p in range(ptr[j], ptr[j + 1]):
-            out.setdefault((int(dst[j]), int(et[p])), []).append(int(src[idx[p]]))
-    return {key: sorted(v) for key, v in out.items()}
-
-
 def test_typed_part_sampling_matches_whole_store(hetero_store, book):
     schema = hetero_store.schema
     whole = LocalSampler(hetero_store)
@@ -97,10 +88,10 @@ def test_typed_part_sampling_matches_whole_store(hetero_store, book):
     for k in range(book.num_parts):
         lo, hi = book.bounds[k], book.bounds[k + 1]
         seeds = np.arange(lo, hi, dtype=np.int64)
-        got = neighbours(LocalSampler(book.part_store(k)).sample_typed_blocks(seeds, [fan], seed=3)[0],
+        got = typed_edges(LocalSampler(book.part_store(k)).sample_typed_blocks(seeds, [fan], seed=3)[0],
                          np.asarray(book.orig_ids))
         identity = np.arange(hetero_store.num_nodes)
-        want = neighbours(whole.sample_typed_blocks(np.sort(np.asarray(book.orig_ids)[seeds]), [fan], seed=3)[0],
+        want = typed_edges(whole.sample_typed_blocks(np.sort(np.asarray(book.orig_ids)[seeds]), [fan], seed=3)[0],
                           identity)
         assert got == want and not any(r == 2 for _, r in got)
         checked += len(got)

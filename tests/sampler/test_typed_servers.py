@@ -15,6 +15,7 @@ from bgl.sampler.local import LocalSampler
 from bgl.sampler.typed import relation_fanouts
 from bgl.sampler.typed_remote import merged_schema
 
+from ..conftest import typed_edges
 from .conftest import ServerProcess
 
 FANOUTS = {"writes": 2, "cites": -1, "in": 1, "by": 0}
@@ -56,17 +57,6 @@ def same_blocks(a, b):
     for x, y in zip(a, b, strict=True):
         for name in ("src_ids", "indptr", "indices", "etypes"):
             assert np.array_equal(getattr(x, name).numpy(), getattr(y, name).numpy()), name
-
-
-def typed_edges(block, ids_map):
-    """{(dst, relation): sorted src} of a block, ids mapped through ``ids_map``."""
-    src, dst = ids_map[block.src_ids.numpy()], ids_map[block.dst_ids.numpy()]
-    ptr, idx, et = block.indptr.numpy(), block.indices.numpy(), block.etypes.numpy()
-    out = {}
-    for j in range(dst.size):
-        for p in range(ptr[j], ptr[j + 1]):
-            out.setdefault((int(dst[j]), int(et[p])), []).append(int(src[idx[p]]))
-    return {key: sorted(v) for key, v in out.items()}
 
 
 def test_client_sees_the_whole_graphs_types(client, typed_servers, hetero_store):
