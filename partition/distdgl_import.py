@@ -24,7 +24,7 @@ known if ``partition_graph(..., return_mapping=True)`` was called and its
 ``orig_nids`` saved as ``.npy`` (DGL 2.1 does not write them to disk): pass it
 as ``orig_ids``; otherwise orig ids are the shuffled ids (identity).
 
-Only homogeneous graphs (one node type, one edge type) are imported.
+A heterogeneous partition becomes a typed bgl partition (:mod:`.distdgl_typed`).
 Reading the ``.dgl`` files needs DGL; ``dgl`` is imported lazily here (and in
 ``bgl/dgl_adapter.py``), so nothing else in bgl needs it.
 
@@ -49,7 +49,7 @@ from bgl.store import StoreWriter, read_json
 from .format import FORMAT_NAME, FORMAT_VERSION, META_FILE, ORIG_IDS_FILE, PartitionBook, check_out_dir, \
     open_partition
 
-METHOD = "distdgl-import"
+from .distdgl_typed import METHOD, import_typed_distdgl, is_typed_config
 SPLIT_MASKS = {"train": ("train_mask",), "val": ("val_mask", "valid_mask"), "test": ("test_mask",)}
 FEAT_CHUNK_ROWS = 1 << 20
 
@@ -167,7 +167,9 @@ def import_distdgl(part_config: str | os.PathLike, out_dir: str | os.PathLike, *
     part_config : DistDGL's ``<graph_name>.json``
     out_dir : bgl partition directory to create
     orig_ids : ``.npy`` path or int array [num_nodes] of ``partition_graph``'s
-        ``orig_nids`` (shuffled id -> original id); None = identity
+        ``orig_nids`` (shuffled id -> original id); None = identity.  For a heterogeneous
+        partition: ``{ntype: per-type orig ids}`` (``partition_graph(..., return_mapping=True)``'s
+        first value) or an ``.npz`` of one array per node type
     feat_key, label_key : names of the feature / label tensors in ``node_feat.dgl``
     overwrite : replace an existing ``out_dir``
 
@@ -177,6 +179,10 @@ def import_distdgl(part_config: str | os.PathLike, out_dir: str | os.PathLike, *
     """
     out = check_out_dir(out_dir, overwrite, inputs=[part_config])
     cfg_path = Path(part_config)
+    raw = read_json(cfg_path, PartitionFormatError, "no such DistDGL partition config")
+    if isinstance(raw, dict) and {"num_nodes", "num_parts", "node_map"} <= set(raw) and is_typed_config(raw):
+        return import_typed_distdgl(raw, cfg_path, out_dir, orig_ids=orig_ids, feat_key=feat_key,
+                                    label_key=label_key, overwrite=overwrite)
     cfg, bounds = read_config(cfg_path)
     dgl, load_graphs, load_tensors = _import_dgl()
     n, num_parts = int(cfg["num_nodes"]), int(cfg["num_parts"])
