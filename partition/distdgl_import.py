@@ -49,11 +49,8 @@ from bgl.store import StoreWriter, read_json
 from .format import FORMAT_NAME, FORMAT_VERSION, META_FILE, ORIG_IDS_FILE, PartitionBook, check_out_dir, \
     open_partition
 
-from .distdgl_typed import METHOD, import_typed_distdgl, is_typed_config
-SPLIT_MASKS = {"train": ("train_mask",), "val": ("val_mask", "valid_mask"), "test": ("test_mask",)}
-FEAT_CHUNK_ROWS = 1 << 20
-
-
+from .distdgl_common import FEAT_CHUNK_ROWS, METHOD, SPLIT_MASKS
+from .distdgl_typed import import_typed_distdgl, is_typed_config
 def _import_dgl():
     try:
         import dgl  # noqa: F401  (lazy: only this import path needs DGL)
@@ -63,6 +60,8 @@ def _import_dgl():
             f"importing a DistDGL partition reads DGL's .dgl files and needs the 'dgl' package "
             f"(pip install 'bgl[dgl]'): {e}") from None
     return dgl, load_graphs, load_tensors
+
+
 
 
 def read_config(part_config: str | os.PathLike) -> tuple[dict, np.ndarray]:
@@ -181,7 +180,7 @@ def import_distdgl(part_config: str | os.PathLike, out_dir: str | os.PathLike, *
     cfg_path = Path(part_config)
     raw = read_json(cfg_path, PartitionFormatError, "no such DistDGL partition config")
     if isinstance(raw, dict) and {"num_nodes", "num_parts", "node_map"} <= set(raw) and is_typed_config(raw):
-        return import_typed_distdgl(raw, cfg_path, out_dir, orig_ids=orig_ids, feat_key=feat_key,
+        return import_typed_distdgl(raw, cfg_path, out_dir, _import_dgl(), orig_ids=orig_ids, feat_key=feat_key,
                                     label_key=label_key, overwrite=overwrite)
     cfg, bounds = read_config(cfg_path)
     dgl, load_graphs, load_tensors = _import_dgl()

@@ -39,10 +39,10 @@ from bgl.output_dir import PARTITION, WorkDir, remove_stale, replace_output
 from bgl.schema import EdgeType, GraphSchema, NodeType
 from bgl.store import StoreWriter
 
+from .distdgl_common import METHOD, SPLIT_MASKS
 from .format import (FORMAT_NAME, META_FILE, ORIG_IDS_FILE, TYPED_FORMAT_VERSION, PartitionBook, check_out_dir,
                      open_partition)
 
-METHOD = "distdgl-import"
 
 
 def is_typed_config(cfg: dict) -> bool:
@@ -123,14 +123,13 @@ def _part_edges(graph, dgl, s: int, e: int, where: str):
     return indptr, gsrc[order], et[order]
 
 
-def import_typed_distdgl(cfg: dict, cfg_path: Path, out_dir, *, orig_ids=None, feat_key: str = "feat",
+def import_typed_distdgl(cfg: dict, cfg_path: Path, out_dir, dgl_modules, *, orig_ids=None, feat_key: str = "feat",
                          label_key: str = "label", overwrite: bool = False) -> PartitionBook:
-    """:func:`~.distdgl_import.import_distdgl` for a heterogeneous config (see the module docstring)."""
-    from .distdgl_import import SPLIT_MASKS, _import_dgl
-
+    """:func:`~.distdgl_import.import_distdgl` for a heterogeneous config (see the module docstring);
+    ``dgl_modules`` is ``(dgl, load_graphs, load_tensors)``, imported by the caller."""
     out = check_out_dir(out_dir, overwrite, inputs=[cfg_path])
     ntypes, canon, bounds, tb = typed_layout(cfg, cfg_path)
-    dgl, load_graphs, load_tensors = _import_dgl()
+    dgl, load_graphs, load_tensors = dgl_modules
     num_parts, n, T = int(cfg["num_parts"]), int(cfg["num_nodes"]), len(ntypes)
     per_part = np.diff(tb).reshape(num_parts, T) if num_parts else np.zeros((0, T), np.int64)
     counts = per_part.sum(axis=0)

@@ -38,11 +38,10 @@ from bgl.blocks import Block
 from bgl.errors import ProtocolError, ServerError, ServerUnavailable
 
 from . import _kernels as K
-from . import colocated, curve_keys, multilayer, ops
+from . import colocated, curve_keys, multilayer, ops, typed_remote
 from . import protocol as P
 from .reconnect import ENV_RETRY_TIMEOUT  # noqa: F401 (re-exported: the old home of the name)
 from .reconnect import ServerSockets, dealer, retry_timeout_from_env, traffic  # noqa: F401 (traffic: public here)
-from .typed_remote import TypedClient, merged_schema
 
 # ``curve=FROM_ENV`` (the default): CURVE keys from $BGL_CURVE_DIR when it is set, else plaintext.
 FROM_ENV = "env"
@@ -118,11 +117,8 @@ def shutdown(address: str, token: str, timeout: float = 2.0, curve=FROM_ENV) -> 
     _request(address, P.simple_request(P.Op.SHUTDOWN, 1, token.encode()), P.Op.SHUTDOWN, timeout, curve)
 
 
-class SamplingClient(TypedClient):
+class SamplingClient(typed_remote.TypedClient):
     """Samples blocks and fetches features from graph servers (one per partition part).
-
-    Servers of a typed partition also answer typed sampling and per-type fetch
-    (:mod:`bgl.sampler.typed_remote`: ``schema``, ``sample_typed_blocks``, ``fetch_type_features``).
 
     Same API as :class:`bgl.sampler.LocalSampler`.  Not thread-safe (ZeroMQ
     sockets are not): use one client per thread or process.
@@ -182,7 +178,6 @@ class SamplingClient(TypedClient):
             self.bounds = np.array([info["node_offset"] for info in self.infos]
                                    + [self.infos[-1]["node_offset"] + self.infos[-1]["num_nodes"]], np.int64)
             self._check_ranges()
-            self.schema, self.type_bounds, self._cum = merged_schema(self.infos, self.addresses)
             # global edge ids: part k's CSC positions follow the edges of the parts before it
             self.edge_bounds = np.zeros(len(self.infos) + 1, np.int64)
             np.cumsum([int(info["num_edges"]) for info in self.infos], out=self.edge_bounds[1:])

@@ -9,8 +9,7 @@ Frame 0 is a little-endian header (``HEADER``, 60 bytes)::
     field    u8  FEATURES field: 0 = feat, 1 = label; typed SAMPLE reply: dtype code of its etypes frame
     dtype0   u8  dtype code of frame 1 (DTYPES)
     dtype1   u8  dtype code of frame 2
-    ntype    u16 FEATURES of one node type: type index + 1 (0 = untyped; was "reserved", so a
-                 server that predates it refuses it naming the field)
+    ntype    u16 FEATURES of one node type: its index + 1 (0 = untyped; was "reserved" = 0)
     req_id   u64 echoed in the reply, so clients match out-of-order replies
     fanout   i64 SAMPLE fanout (-1 = all)
     seed     u64 SAMPLE RNG seed
@@ -39,15 +38,7 @@ LABOR (``FLAG_LABOR``): the request's last frame is 16 bytes, ``<Qd``: a second
 seed and the mix in [0, 1) of its variates (``batch_dependency``; -1 = none); the server
 keeps each edge by its source node's shared variate (:mod:`._labor_kernels`).
 
-Typed SAMPLE (``FLAG_TYPED``, a typed store's server): the request is exactly
-``[header, seeds, fanouts]``, ``fanouts`` int64 [R] raw, one per relation id of the
-server's schema (-1 all, 0 none; :func:`parse_request` checks each >= -1 and, given the
-server's R, the length); the header's ``fanout`` is 0 and no other flag but replace
-may be set.  The reply (flag set too) adds an ``etypes`` frame (relation id of each
-neighbour, dtype code in ``field``) after ``nbrs``.  A server that predates typed
-graphs refuses it ("unknown flag bits 0x10"); an untyped server refuses it by name.
-Typed FEATURES (``ntype`` = t + 1): ids are global ids of the server's node type t;
-the reply rows have that type's own width and dtype.
+Typed SAMPLE (flag bit 4) and FEATURES of one node type (``ntype``): :mod:`.typed_frames`.
 
 =========  ===========================  ========================================
 op         request frames               reply frames
@@ -78,6 +69,8 @@ import numpy as np
 
 from bgl.errors import ProtocolError
 
+from .typed_frames import FLAG_TYPED, typed_fanouts
+
 MAGIC = b"BGLW"
 PROTOCOL_VERSION = 1
 HEADER = struct.Struct("<4sBBBBBBHQqQQQQ")
@@ -85,8 +78,6 @@ assert HEADER.size == 60
 FLAG_REPLACE = 1
 FLAG_EDGE_NAMES = 2
 FLAG_LABOR = 4
-FLAG_TYPED = 16  # typed SAMPLE: per-relation fanouts frame (bit 3 stays unknown to every version)
-MAX_RELATIONS = 1 << 16
 LABOR_FRAME = struct.Struct("<Qd")  # seed2 (batch_dependency), mix in [0, 1)
 MAX_EDGE_NAMES_BYTES = 4096
 FIELD_FEAT, FIELD_LABEL = 0, 1
@@ -245,8 +236,10 @@ def parse_request(frames: list, num_relations: int | None = None) -> Request:
         raise ProtocolError(f"unknown flag bits {h.flags:#x}")
     if h.ntype and op is not Op.FEATURES:
         raise ProtocolError(f"{op.name}: the ntype header field must be 0, got {h.ntype}")
-    if op is Op.SAMPLE and h.flags & FLAG_TYPED:
-        return _typed_sample(h, frames, num_relations)
+    if op is Op.SAMPLE and h.flags & FLAG_TYPED:  # [header, seeds, fanouts]: checked, then as plain
+        fanouts = typed_fanouts(frames, h.flags, h.fanout, num_relations)
+        plain = parse_request([dataclasses.replace(h, flags=h.flags & ~FLAG_TYPED).pack(), frames[1]])
+        return dataclasses.replace(plain, header=h, fanouts=fanouts)
     names = op is Op.SAMPLE and bool(h.flags & FLAG_EDGE_NAMES)
     labor = op is Op.SAMPLE and bool(h.flags & FLAG_LABOR)
     needed = REQUEST_FRAMES[op] + names + labor
@@ -304,28 +297,6 @@ def parse_request(frames: list, num_relations: int | None = None) -> Request:
     return Request(h)
 
 
-def _typed_sample(h: Header, frames: list, num_relations: int | None) -> Request:
-    """A typed SAMPLE request: ``[header, seeds, fanouts int64 [R]]``, checked as the module docstring says."""
-    if h.flags & ~(FLAG_TYPED | FLAG_REPLACE):
-        raise ProtocolError(f"SAMPLE: typed sampling takes no edge names or LABOR (flags {h.flags:#x})")
-    if len(frames) != 3:
-        raise ProtocolError(f"typed SAMPLE needs 3 frames (header, seeds, fanouts), got {len(frames)}")
-    if h.fanout:
-        raise ProtocolError(f"typed SAMPLE: the header fanout must be 0 (fanouts travel per relation), got {h.fanout}")
-    nbytes = memoryview(frames[2].buffer if hasattr(frames[2], "buffer") else frames[2]).nbytes
-    if nbytes % 8 or not 0 < nbytes // 8 <= MAX_RELATIONS:
-        raise ProtocolError(f"typed SAMPLE: fanouts frame of {nbytes} bytes is not 1..{MAX_RELATIONS} int64")
-    fanouts = array_from_frame(frames[2], 2, nbytes // 8, 1, "typed SAMPLE fanouts")
-    if num_relations is not None and fanouts.shape[0] != num_relations:
-        raise ProtocolError(f"typed SAMPLE: {fanouts.shape[0]} fanouts for a graph of {num_relations} relations")
-    if int(fanouts.min()) < -1:
-        r = int(np.argmin(fanouts))
-        raise ProtocolError(f"typed SAMPLE: fanout of relation {r} must be >= -1 (-1 = all), got {int(fanouts[r])}")
-    plain = dataclasses.replace(h, flags=h.flags & ~FLAG_TYPED)
-    req = parse_request([plain.pack(), frames[1]])
-    return dataclasses.replace(req, header=h, fanouts=fanouts)
-
-
 def _excluded_edges(h: Header, frame) -> np.ndarray:
     """The third SAMPLE frame as sorted unique int64 edge positions; ProtocolError otherwise."""
     if h.dtype1 != EXCLUDE_CODE:
@@ -378,17 +349,8 @@ def sample_request(req_id: int, seeds: np.ndarray, fanout: int, replace: bool, s
     return frames
 
 
-def typed_sample_request(req_id: int, seeds: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int) -> list:
-    """Frames of a typed SAMPLE request: ``seeds`` (int32/int64 [m]) and ``fanouts`` int64 [R]."""
-    seeds = np.ascontiguousarray(seeds)
-    h = Header(Op.SAMPLE, req_id, FLAG_TYPED | (FLAG_REPLACE if replace else 0), 0, dtype_code(seeds.dtype), 0, 0,
-               int(seed) & ((1 << 64) - 1), seeds.shape[0], 0, 1)
-    return [h.pack(), seeds, np.ascontiguousarray(fanouts, dtype="<i8")]
-
-
 def features_request(req_id: int, ids: np.ndarray, field: int, ntype: int = -1) -> list:
-    """Frames of a FEATURES request for ``ids`` (int32/int64 [m]); ``field`` is FIELD_FEAT or FIELD_LABEL;
-    ``ntype`` >= 0 asks for that node type's rows (typed store)."""
+    """Frames of a FEATURES request for ``ids`` (int32/int64 [m]), ``field`` FIELD_FEAT/FIELD_LABEL, ``ntype`` >= 0: its rows."""
     ids = np.ascontiguousarray(ids)
     return [Header(Op.FEATURES, req_id, 0, field, dtype_code(ids.dtype), len0=ids.shape[0], width=1,
                    ntype=ntype + 1).pack(), ids]
@@ -439,13 +401,6 @@ def parse_edge_rows(frames: list, num_edges: int) -> dict[str, np.ndarray]:
     return out
 
 
-def typed_sample_reply(req_id: int, counts: np.ndarray, nbrs: np.ndarray, etypes: np.ndarray) -> list:
-    """Frames of a typed SAMPLE reply: counts int64 [m], neighbours [e], relation ids [e]."""
-    h = Header(Op.SAMPLE, req_id, FLAG_TYPED, dtype_code(etypes.dtype), dtype_code(counts.dtype),
-               dtype_code(nbrs.dtype), len0=counts.shape[0], len1=nbrs.shape[0], width=1)
-    return [h.pack(), counts, nbrs, np.ascontiguousarray(etypes)]
-
-
 def features_reply(req_id: int, field: int, rows: np.ndarray) -> list:
     """Frames of a FEATURES reply: ``rows`` [m] or [m, width] (sent C-contiguous)."""
     width = rows.shape[1] if rows.ndim == 2 else 1
@@ -470,12 +425,11 @@ def parse_reply(frames: list, expect: Op) -> tuple[Header, list[np.ndarray]]:
         raise ServerError(msg.decode("utf-8", "replace"))
     if h.op != expect:
         raise ProtocolError(f"expected a {expect.name} reply, got op {h.op}")
-    if expect is Op.SAMPLE and h.flags & FLAG_TYPED:
+    if expect is Op.SAMPLE and h.flags & FLAG_TYPED:  # counts, nbrs, etypes (dtype code in field)
         if len(frames) != 4:
             raise ProtocolError(f"typed SAMPLE reply needs 4 frames, got {len(frames)}")
-        return h, [array_from_frame(frames[1], h.dtype0, h.len0, 1, "counts"),
-                   array_from_frame(frames[2], h.dtype1, h.len1, 1, "nbrs"),
-                   array_from_frame(frames[3], h.field, h.len1, 1, "etypes")]
+        return h, [array_from_frame(f, c, n, 1, w) for f, c, n, w in zip(
+            frames[1:], (h.dtype0, h.dtype1, h.field), (h.len0, h.len1, h.len1), ("counts", "nbrs", "etypes"))]
     if expect is Op.SAMPLE:
         if len(frames) < 3 or len(frames) == 4:
             raise ProtocolError(f"SAMPLE reply needs 3 frames (or more with edge data), got {len(frames)}")

@@ -221,7 +221,10 @@ class GraphServer:
         h = req.header
         counts, nbrs, _, etypes = sample_typed_store(self.store, self._indptr, req.ids, req.fanouts,
                                                      bool(h.flags & P.FLAG_REPLACE), h.seed)
-        return P.typed_sample_reply(h.req_id, counts, nbrs, etypes.astype(self.store.etype.dtype))
+        etypes = etypes.astype(self.store.etype.dtype)  # 1 byte per edge on the wire (2 above 256 relations)
+        reply = P.Header(P.Op.SAMPLE, h.req_id, P.FLAG_TYPED, P.dtype_code(etypes.dtype), P.dtype_code(counts.dtype),
+                         P.dtype_code(nbrs.dtype), len0=counts.shape[0], len1=nbrs.shape[0], width=1)
+        return [reply.pack(), counts, nbrs, etypes]  # typed reply: etypes' dtype code in `field` (typed_frames)
 
     def _typed_features(self, req: P.Request) -> list:
         """A typed FEATURES: rows of one node type, that type's own width and dtype."""

@@ -32,6 +32,14 @@ from . import multilayer, ops
 from . import protocol as P
 
 
+def typed_sample_request(req_id: int, seeds: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int) -> list:
+    """Frames of a typed SAMPLE request (:mod:`.typed_frames`): ``seeds`` int32/int64 [m], ``fanouts`` int64 [R]."""
+    seeds = np.ascontiguousarray(seeds)
+    h = P.Header(P.Op.SAMPLE, req_id, P.FLAG_TYPED | (P.FLAG_REPLACE if replace else 0), 0, P.dtype_code(seeds.dtype),
+                 0, 0, int(seed) & ((1 << 64) - 1), seeds.shape[0], 0, 1)
+    return [h.pack(), seeds, np.ascontiguousarray(fanouts, dtype="<i8")]
+
+
 def merged_schema(infos: Sequence[dict], addresses: Sequence[str]):
     """``(schema, type_bounds, cum)`` of the servers' parts, or ``(None, None, None)`` when untyped.
 
@@ -72,11 +80,27 @@ def merged_schema(infos: Sequence[dict], addresses: Sequence[str]):
 
 
 class TypedClient:
-    """Typed sampling and per-type fetch over the servers (needs ``schema``, ``type_bounds``, ``_cum``
-    and SamplingClient's ``_split``, ``_answer``, ``_local``, ``_ids``, ``_relabel``)."""
+    """Typed sampling and per-type fetch over the servers, mixed into SamplingClient (uses its
+    ``infos``, ``addresses``, ``_split``, ``_answer``, ``_local``, ``_ids``, ``_relabel``).
 
-    schema: GraphSchema | None
-    type_bounds: np.ndarray | None
+    ``schema`` / ``type_bounds`` (see the module docstring) are None for untyped servers.
+    """
+
+    @functools.cached_property
+    def _types(self):
+        return merged_schema(self.infos, self.addresses)
+
+    @property
+    def schema(self) -> GraphSchema | None:
+        return self._types[0]
+
+    @property
+    def type_bounds(self) -> np.ndarray | None:
+        return self._types[1]
+
+    @property
+    def _cum(self) -> np.ndarray | None:
+        return self._types[2]
 
     def _typed(self) -> GraphSchema:
         if self.schema is None:
@@ -146,7 +170,7 @@ class TypedClient:
         return counts, nbrs, None, etypes
 
     def _typed_request(self, ids, fanouts, replace: bool, seed: int) -> list:
-        return P.typed_sample_request(next(self._ids), ids, fanouts, replace, seed)
+        return typed_sample_request(next(self._ids), ids, fanouts, replace, seed)
 
     def sample_typed_blocks(self, seeds, fanouts: Sequence[np.ndarray], replace: bool = False,
                             seed: int | None = None):

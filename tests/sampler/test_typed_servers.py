@@ -13,7 +13,7 @@ from bgl.sampler import protocol as P
 from bgl.sampler.client import SamplingClient, _request
 from bgl.sampler.local import LocalSampler
 from bgl.sampler.typed import relation_fanouts
-from bgl.sampler.typed_remote import merged_schema
+from bgl.sampler.typed_remote import merged_schema, typed_sample_request
 
 from ..conftest import typed_edges
 from .conftest import ServerProcess
@@ -149,9 +149,9 @@ def test_bad_typed_input_is_named(client, typed_servers, hetero_store):
     addr = typed_servers["parts"][0]
     seeds = np.array([0], np.int64)
     cases = [
-        (P.typed_sample_request(1, seeds, np.full(R + 1, 2), False, 0), f"{R + 1} fanouts for a graph of {R} relations"),
-        (P.typed_sample_request(1, seeds, np.array([2, -3, 1, 1]), False, 0), "fanout of relation 1 must be >= -1"),
-        (P.typed_sample_request(1, np.array([519], np.int64), np.full(R, 1), False, 0), "seeds[0] = 519 is outside"),
+        (typed_sample_request(1, seeds, np.full(R + 1, 2), False, 0), f"{R + 1} fanouts for a graph of {R} relations"),
+        (typed_sample_request(1, seeds, np.array([2, -3, 1, 1]), False, 0), "fanout of relation 1 must be >= -1"),
+        (typed_sample_request(1, np.array([519], np.int64), np.full(R, 1), False, 0), "seeds[0] = 519 is outside"),
         (P.features_request(1, np.array([0], np.int64), P.FIELD_FEAT, 1), "ids of node type 'author'"),
         (P.features_request(1, np.array([0], np.int64), P.FIELD_FEAT, 7), "node type index 7 outside"),
     ]
@@ -164,7 +164,7 @@ def test_bad_typed_input_is_named(client, typed_servers, hetero_store):
 def test_untyped_servers_refuse_typed_requests_by_name(typed_servers):
     addr = typed_servers["untyped"]
     with pytest.raises(ServerError, match="has no edge types"):
-        _request(addr, P.typed_sample_request(1, np.array([0], np.int64), np.array([2]), False, 0), P.Op.SAMPLE,
+        _request(addr, typed_sample_request(1, np.array([0], np.int64), np.array([2]), False, 0), P.Op.SAMPLE,
                  5.0, curve=None)
     with pytest.raises(ServerError, match="has no node types"):
         _request(addr, P.features_request(1, np.array([0], np.int64), P.FIELD_FEAT, 0), P.Op.FEATURES, 5.0,
@@ -180,7 +180,7 @@ def test_untyped_servers_refuse_typed_requests_by_name(typed_servers):
 
 def test_typed_frames_are_checked_before_any_server_work():
     seeds = np.array([0], np.int64).tobytes()
-    typed = P.typed_sample_request(1, np.array([0], np.int64), np.array([1, 2]), True, 3)
+    typed = typed_sample_request(1, np.array([0], np.int64), np.array([1, 2]), True, 3)
     req = P.parse_request(typed, num_relations=2)
     assert req.fanouts.tolist() == [1, 2] and req.header.flags & P.FLAG_REPLACE
     h = P.unpack_header(typed[0])
@@ -198,5 +198,5 @@ def test_typed_frames_are_checked_before_any_server_work():
         with pytest.raises(ProtocolError, match=message):
             P.parse_request(frames, num_relations=2)
     with pytest.raises(ProtocolError, match="3 fanouts for a graph of 2 relations"):
-        P.parse_request(P.typed_sample_request(1, np.array([0], np.int64), np.array([1, 2, 3]), False, 0), 2)
+        P.parse_request(typed_sample_request(1, np.array([0], np.int64), np.array([1, 2, 3]), False, 0), 2)
     assert h.flags == P.FLAG_TYPED | P.FLAG_REPLACE
