@@ -43,13 +43,12 @@ from typing import Any
 import numpy as np
 
 from bgl.errors import PartitionFormatError
-from bgl.output_dir import PARTITION, WorkDir, remove_stale, replace_output
+from bgl.output_dir import WorkDir, remove_stale
 from bgl.store import StoreWriter, read_json
 
-from .format import FORMAT_NAME, FORMAT_VERSION, META_FILE, ORIG_IDS_FILE, PartitionBook, check_out_dir, \
-    open_partition
+from .format import FORMAT_VERSION, ORIG_IDS_FILE, PartitionBook, check_out_dir, open_partition
 
-from .distdgl_common import FEAT_CHUNK_ROWS, METHOD, SPLIT_MASKS
+from .distdgl_common import FEAT_CHUNK_ROWS, METHOD, SPLIT_MASKS, import_meta, inner_in_edges, load_part_graph, publish
 from .distdgl_typed import import_typed_distdgl, is_typed_config
 def _import_dgl():
     try:
@@ -96,15 +95,9 @@ def read_config(part_config: str | os.PathLike) -> tuple[dict, np.ndarray]:
 def _part_in_edges(graph, dgl, s: int, e: int, where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(indptr int64 [e-s+1], indices int64, eids int64)``: in-edges of the inner nodes, global ids,
     rows sorted; ``eids`` is DGL's shuffled edge id of each (for the edge features)."""
-    nid = graph.ndata[dgl.NID].numpy().astype(np.int64)
-    inner = graph.ndata["inner_node"].numpy().astype(bool)
-    if not np.array_equal(np.sort(nid[inner]), np.arange(s, e, dtype=np.int64)):
-        raise PartitionFormatError(f"{where}: inner nodes are not exactly the ids [{s}, {e}) of node_map")
-    src, dst = (t.numpy() for t in graph.edges())
-    keep = inner[dst]
-    gsrc, gdst = nid[src[keep]], nid[dst[keep]]
+    gsrc, gdst, keep = inner_in_edges(graph, dgl, s, e, where)
     eids = graph.edata[dgl.EID].numpy().astype(np.int64)[keep] if dgl.EID in graph.edata else None
-    del src, dst, keep
+    del keep
     order = np.lexsort((gsrc, gdst))
     gsrc, gdst = gsrc[order], gdst[order]
     eids = None if eids is None else eids[order]
@@ -194,11 +187,7 @@ def import_distdgl(part_config: str | os.PathLike, out_dir: str | os.PathLike, *
         for k in range(num_parts):
             s, e = int(bounds[k]), int(bounds[k + 1])
             files = cfg[f"part-{k}"]
-            where = str(cfg_path.parent / files["part_graph"])
-            try:
-                graph = load_graphs(where)[0][0]
-            except Exception as err:  # DGL raises its own DGLError for unreadable files
-                raise PartitionFormatError(f"{where}: cannot read DGL part graph: {err}") from None
+            graph, where = load_part_graph(cfg, cfg_path, k, load_graphs)
             indptr, indices, eids = _part_in_edges(graph, dgl, s, e, where)
             del graph
             edata = _edge_data(cfg, cfg_path.parent, k, eids, load_tensors, where)
@@ -216,22 +205,12 @@ def import_distdgl(part_config: str | os.PathLike, out_dir: str | os.PathLike, *
                 num_classes = max(num_classes, int(data["label"].max()) + 1)
             parts.append({"part": k, "store": f"part-{k}", "node_start": s, "node_end": e,
                           "num_nodes": e - s, "num_edges": int(indices.size), "num_train": num_train})
-        if "num_edges" in cfg and int(cfg["num_edges"]) != total_edges:
-            raise PartitionFormatError(f"{cfg_path}: parts hold {total_edges} in-edges of their inner nodes, "
-                                       f"the config says num_edges={cfg['num_edges']} (halo edges missing?)")
+        meta = import_meta(cfg, cfg_path, FORMAT_VERSION, "given" if orig_ids is not None
+                           else "identity (shuffled ids)", parts, total_edges, cut)
         if num_classes:
             _set_num_classes(tmp, num_parts, num_classes)
         np.save(tmp / ORIG_IDS_FILE, ids, allow_pickle=False)
-        meta = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "method": METHOD,
-                "params": {"part_config": str(cfg_path.resolve()), "dgl_part_method": cfg.get("part_method"),
-                           "graph_name": cfg.get("graph_name"), "orig_ids": "given" if orig_ids is not None
-                           else "identity (shuffled ids)"},
-                "num_parts": num_parts, "num_nodes": n, "num_edges": total_edges,
-                "source_store": str(cfg_path.resolve()), "parts": parts,
-                "metrics": {"edge_cut": cut / total_edges if total_edges else 0.0}}
-        (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
-        open_partition(tmp)
-        replace_output(work, out, PARTITION, overwrite)
+        publish(work, out, meta, overwrite)
     except BaseException:
         work.remove()
         raise

@@ -35,13 +35,12 @@ from pathlib import Path
 import numpy as np
 
 from bgl.errors import PartitionFormatError
-from bgl.output_dir import PARTITION, WorkDir, remove_stale, replace_output
+from bgl.output_dir import WorkDir, remove_stale
 from bgl.schema import EdgeType, GraphSchema, NodeType
 from bgl.store import StoreWriter
 
-from .distdgl_common import METHOD, SPLIT_MASKS
-from .format import (FORMAT_NAME, META_FILE, ORIG_IDS_FILE, TYPED_FORMAT_VERSION, PartitionBook, check_out_dir,
-                     open_partition)
+from .distdgl_common import METHOD, SPLIT_MASKS, import_meta, inner_in_edges, load_part_graph, publish
+from .format import ORIG_IDS_FILE, TYPED_FORMAT_VERSION, PartitionBook, check_out_dir, open_partition
 
 
 
@@ -107,15 +106,9 @@ def _orig_local(orig_ids, ntypes, counts) -> list[np.ndarray]:
 
 def _part_edges(graph, dgl, s: int, e: int, where: str):
     """``(indptr [e-s+1], indices, etype)`` of the inner nodes' in-edges, rows grouped by relation."""
-    nid = graph.ndata[dgl.NID].numpy().astype(np.int64)
-    inner = graph.ndata["inner_node"].numpy().astype(bool)
-    if not np.array_equal(np.sort(nid[inner]), np.arange(s, e, dtype=np.int64)):
-        raise PartitionFormatError(f"{where}: inner nodes are not exactly the ids [{s}, {e}) of node_map")
     if dgl.ETYPE not in graph.edata:
         raise PartitionFormatError(f"{where}: a heterogeneous part graph needs edata[dgl.ETYPE]")
-    src, dst = (t.numpy() for t in graph.edges())
-    keep = inner[dst]
-    gsrc, gdst = nid[src[keep]], nid[dst[keep]]
+    gsrc, gdst, keep = inner_in_edges(graph, dgl, s, e, where)
     et = graph.edata[dgl.ETYPE].numpy().astype(np.int64)[keep]
     order = np.lexsort((gsrc, et, gdst))
     indptr = np.zeros(e - s + 1, np.int64)
@@ -146,11 +139,7 @@ def import_typed_distdgl(cfg: dict, cfg_path: Path, out_dir, dgl_modules, *, ori
         for k in range(num_parts):
             s, e = int(bounds[k]), int(bounds[k + 1])
             files = cfg[f"part-{k}"]
-            where = str(cfg_path.parent / files["part_graph"])
-            try:
-                graph = load_graphs(where)[0][0]
-            except Exception as err:  # DGL raises its own DGLError for unreadable files
-                raise PartitionFormatError(f"{where}: cannot read DGL part graph: {err}") from None
+            graph, where = load_part_graph(cfg, cfg_path, k, load_graphs)
             indptr, indices, etype = _part_edges(graph, dgl, s, e, where)
             del graph
             edge_file = cfg_path.parent / files["edge_feats"] if files.get("edge_feats") else None
@@ -184,23 +173,13 @@ def import_typed_distdgl(cfg: dict, cfg_path: Path, out_dir, dgl_modules, *, ori
             parts.append({"part": k, "store": f"part-{k}", "node_start": s, "node_end": e, "num_nodes": e - s,
                           "num_edges": int(indices.size),
                           "num_train": sum(t.splits.get("train", 0) for t in part_schema.node_types)})
-        if "num_edges" in cfg and int(cfg["num_edges"]) != total_edges:
-            raise PartitionFormatError(f"{cfg_path}: parts hold {total_edges} in-edges of their inner nodes, "
-                                       f"the config says num_edges={cfg['num_edges']} (halo edges missing?)")
+        meta = import_meta(cfg, cfg_path, TYPED_FORMAT_VERSION, "given" if orig_ids is not None
+                           else "identity (per-type shuffled ids)", parts, total_edges, cut)
         whole = _whole_schema(schemas, counts)
         _set_part_classes(tmp, num_parts, whole)
         np.save(tmp / ORIG_IDS_FILE, orig, allow_pickle=False)
-        meta = {"format": FORMAT_NAME, "version": TYPED_FORMAT_VERSION, "method": METHOD,
-                "params": {"part_config": str(cfg_path.resolve()), "dgl_part_method": cfg.get("part_method"),
-                           "graph_name": cfg.get("graph_name"),
-                           "orig_ids": "given" if orig_ids is not None else "identity (per-type shuffled ids)"},
-                "num_parts": num_parts, "num_nodes": n, "num_edges": total_edges,
-                "source_store": str(cfg_path.resolve()), "parts": parts,
-                "metrics": {"edge_cut": cut / total_edges if total_edges else 0.0},
-                "schema": whole.to_dict(), "type_bounds": tb.tolist()}
-        (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
-        open_partition(tmp)
-        replace_output(work, out, PARTITION, overwrite)
+        meta.update(schema=whole.to_dict(), type_bounds=tb.tolist())
+        publish(work, out, meta, overwrite)
     except BaseException:
         work.remove()
         raise
