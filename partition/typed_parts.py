@@ -8,14 +8,17 @@ new ids ``[type_bounds[k*T + t], type_bounds[k*T + t + 1])`` (DistDGL's layout).
 A new id's type is one ``searchsorted`` over these ``P*T + 1`` bounds
 (``partition.json["type_bounds"]``), and inside one (part, type) block the
 original ids are ascending, so an original id's new id is one binary search per
-part.  Nothing per node or edge is stored beyond the untyped partition.
+part.  Beyond the untyped partition this costs 1 byte per edge (``etype``) and 8 per node (``key_ids``).
 
 Each part is an ordinary typed store (format version 2) whose schema has the
 part's own per-type counts (offsets relative to the part's first id), per-relation
 in-edge counts and split sizes: ``etype.npy`` in the part's CSC order (1 byte per
 edge, rows keep their relation grouping since rows are copied whole),
 ``feat/<nt>.npy``, ``label/<nt>.npy`` and ``split/<nt>/<name>_idx.npy`` of the
-owned nodes, with split ids PART-type-local (``new id - type_bounds[k*T + t]``).
+owned nodes, with split ids PART-type-local (``new id - type_bounds[k*T + t]``), and
+``key_ids.npy`` (int64 [part nodes], 8 bytes per node): each owned node's original id, the
+stream key its samples draw from (:func:`bgl.sampler.typed.stream_keys`), so a part samples
+exactly the store's edges.
 
 Training balance: the training nodes are the ``train`` splits of every type
 that has one (usually one target type, e.g. ``paper``); with several such types,
@@ -28,6 +31,8 @@ import dataclasses
 import numpy as np
 
 from bgl.schema import GraphSchema
+
+from bgl.sampler.typed import KEY_IDS
 
 from . import _kernels
 
@@ -94,7 +99,8 @@ def write_part_types(store, w, rows: np.ndarray, indptr: np.ndarray, new_of: np.
     counts = np.diff(starts)
     edge_counts = np.bincount(etype.astype(np.int64), minlength=len(schema.edge_types))
     part = GraphSchema(tuple(types), schema.edge_types).with_counts(counts, edge_counts)
-    w.set_schema(part.to_dict())
+    w.save_typed(KEY_IDS, rows.astype(np.int64))  # stream keys: samples as the store's (sampler/typed.py)
+    w.set_schema({**part.to_dict(), KEY_IDS: True})
     return num_train
 
 

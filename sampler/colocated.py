@@ -103,6 +103,7 @@ class LocalParts:
         self.stores: dict[int, GraphStore] = {}
         self._indptr: dict[int, np.ndarray] = {}
         self._weights: dict[int, ops.EdgeWeights] = {}
+        self._keys: dict[int, np.ndarray | None] = {}  # typed parts' stream keys, opened on first use
         for store in stores:
             srv = by_offset.get(int(store.node_offset))
             why = "no server serves the id range starting at %d" % store.node_offset if srv is None \
@@ -134,10 +135,13 @@ class LocalParts:
 
     def sample_typed(self, srv: int, ids: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int) -> list:
         """``[counts, nbrs, etypes]`` for ``ids`` of server ``srv``'s typed part, as its typed SAMPLE reply."""
-        from .typed import sample_typed_store
+        from .typed import sample_typed_store, stream_keys
 
         store = self.stores[srv]
-        counts, nbrs, _, etypes = sample_typed_store(store, self._indptr[srv], ids, fanouts, replace, seed)
+        if srv not in self._keys:
+            self._keys[srv] = stream_keys(store)
+        counts, nbrs, _, etypes = sample_typed_store(store, self._indptr[srv], ids, fanouts, replace, seed,
+                                                     self._keys[srv])
         return [counts, nbrs, etypes]
 
     def gather_typed(self, srv: int, ids: np.ndarray, ntype: int, label: bool) -> tuple:

@@ -96,9 +96,12 @@ class LocalSampler:
 
     def sample_typed_layer(self, dst: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int):
         """One typed layer: (counts, nbrs, eids, etypes); ``fanouts`` int64 [R], one per relation."""
-        from .typed import sample_typed_store
+        from .typed import sample_typed_store, stream_keys
 
-        counts, nbrs, eids, etypes = sample_typed_store(self.store, self._indptr, dst, fanouts, replace, seed)
+        if not hasattr(self, "_keys"):
+            self._keys = stream_keys(self.store)
+        counts, nbrs, eids, etypes = sample_typed_store(self.store, self._indptr, dst, fanouts, replace, seed,
+                                                        self._keys)
         if self._edge_ids is not None:
             eids = self._edge_ids[eids].astype(np.int64, copy=False)
         return counts, nbrs, eids, etypes

@@ -145,6 +145,10 @@ class GraphServer:
         self._hi = store.node_offset + store.num_nodes
         # a typed store's relation count, which every typed SAMPLE's fanouts frame must match
         self._num_relations = len(store.schema.edge_types) if store.is_typed else None
+        if self._num_relations is not None:
+            from .typed import stream_keys
+
+            self._keys = stream_keys(store)  # a typed part's original ids: the store's samples (typed.py)
         self._info = json.dumps(self.info()).encode()
 
     def info(self) -> dict:
@@ -220,7 +224,7 @@ class GraphServer:
                              "sample it with one fanout per layer")
         h = req.header
         counts, nbrs, _, etypes = sample_typed_store(self.store, self._indptr, req.ids, req.fanouts,
-                                                     bool(h.flags & P.FLAG_REPLACE), h.seed)
+                                                     bool(h.flags & P.FLAG_REPLACE), h.seed, self._keys)
         etypes = etypes.astype(self.store.etype.dtype)  # 1 byte per edge on the wire (2 above 256 relations)
         reply = P.Header(P.Op.SAMPLE, h.req_id, P.FLAG_TYPED, P.dtype_code(etypes.dtype), P.dtype_code(counts.dtype),
                          P.dtype_code(nbrs.dtype), len0=counts.shape[0], len1=nbrs.shape[0], width=1)
@@ -257,7 +261,8 @@ class GraphServer:
         if self._num_relations is not None:
             from .typed import sample_typed_store
 
-            sample_typed_store(self.store, self._indptr, seeds, np.full(self._num_relations, 2, np.int64), False, 0)
+            sample_typed_store(self.store, self._indptr, seeds, np.full(self._num_relations, 2, np.int64), False, 0,
+                               self._keys)
 
     # ------------------------------------------------------------------ serving
     def stop(self) -> None:

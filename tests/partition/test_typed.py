@@ -80,10 +80,12 @@ def test_part_rows_and_splits_are_the_owned_nodes(hetero_store, book):
     assert 0 < book.metrics["remote_sample_share"] < 1  # measured by typed sampling
 
 
-def test_typed_part_sampling_matches_whole_store(hetero_store, book):
+@pytest.mark.parametrize("layer", [{"writes": -1, "cites": -1, "in": 0, "by": -1}, {"writes": 2, "cites": 1, "in": 1, "by": 3}])
+def test_typed_part_sampling_matches_whole_store(hetero_store, book, layer):
+    """Part stores draw the store's edges, full or sampled: their rows' stream keys are the original ids."""
     schema = hetero_store.schema
     whole = LocalSampler(hetero_store)
-    fan = relation_fanouts({"writes": -1, "cites": -1, "in": 0, "by": -1}, schema.canonical_etypes)
+    fan = relation_fanouts(layer, schema.canonical_etypes)
     checked = 0
     for k in range(book.num_parts):
         lo, hi = book.bounds[k], book.bounds[k + 1]
@@ -93,7 +95,7 @@ def test_typed_part_sampling_matches_whole_store(hetero_store, book):
         identity = np.arange(hetero_store.num_nodes)
         want = typed_edges(whole.sample_typed_blocks(np.sort(np.asarray(book.orig_ids)[seeds]), [fan], seed=3)[0],
                           identity)
-        assert got == want and not any(r == 2 for _, r in got)
+        assert got == want and not any(r == 2 for _, r in got if layer["in"] == 0)
         checked += len(got)
     assert checked > 0
 
@@ -150,3 +152,17 @@ def test_the_engine_balances_the_typed_train_nodes_and_measures_typed_samples(he
     assert on_arrays == M.remote_sample_share(hetero_store, graph, part_of, 2, num_batches=6)
     untyped = GraphInput(graph.num_nodes, graph.num_edges, graph.indptr, graph.indices, graph.is_train)
     assert on_arrays != M.remote_sample_share(None, untyped, part_of, 2, num_batches=6)
+
+
+def test_a_parts_bad_stream_keys_are_refused(book, tmp_path):
+    import shutil
+
+    from bgl.errors import StoreFormatError
+    from bgl.store import GraphStore
+
+    copy = tmp_path / "part"
+    shutil.copytree(book.part_path(0), copy)
+    np.save(copy / "key_ids.npy", np.arange(3, dtype=np.int64))
+    fan = np.full(len(book.schema.edge_types), 2, np.int64)
+    with pytest.raises(StoreFormatError, match="key_ids.npy: expected int64"):
+        LocalSampler(GraphStore(copy)).sample_typed_blocks(np.array([0]), [fan])

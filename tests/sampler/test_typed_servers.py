@@ -90,17 +90,23 @@ def test_servers_colocated_and_part_stores_give_the_same_blocks(client, typed_se
 
 
 def test_partition_on_servers_equals_the_store(client, typed_servers, hetero_store):
-    """Full neighbourhoods (-1, and 0 = none) are the store's, ids mapped back to original."""
+    """Sampled blocks, layer by layer, are the store's, ids mapped back to original (the parts' stream
+    keys are the original ids)."""
     book = typed_servers["book"]
-    fan = layer_fanouts(hetero_store.schema, {"writes": -1, "cites": -1, "in": 0, "by": -1})
-    seeds = np.arange(book.num_nodes)
-    got = typed_edges(client.sample_typed_blocks(seeds, fan, seed=2)[0], np.asarray(book.orig_ids))
+    fan = layer_fanouts(hetero_store.schema, {"writes": -1, "cites": -1, "in": 0, "by": -1}, FANOUTS)
+    orig = np.asarray(book.orig_ids)
+    seeds = client.to_global("paper", np.arange(0, 300, 4))
+    got = client.sample_typed_blocks(seeds, fan, seed=2)
     with SamplingClient([typed_servers["whole"]], local_stores=()) as whole:
-        blocks = whole.sample_typed_blocks(np.arange(hetero_store.num_nodes), fan, seed=2)
-        same_blocks(blocks, LocalSampler(hetero_store).sample_typed_blocks(np.arange(hetero_store.num_nodes), fan,
-                                                                           seed=2))
-    want = typed_edges(blocks[0], np.arange(hetero_store.num_nodes))
-    assert got == want and len(got) > 500 and all(r != 2 for _, r in got)
+        want = whole.sample_typed_blocks(orig[seeds], fan, seed=2)
+        same_blocks(want, LocalSampler(hetero_store).sample_typed_blocks(orig[seeds], fan, seed=2))
+    identity = np.arange(hetero_store.num_nodes)
+    for g, w in zip(got, want, strict=True):
+        assert np.array_equal(orig[g.src_ids.numpy()], w.src_ids.numpy())
+        assert typed_edges(g, orig) == typed_edges(w, identity)
+        for name in ("indptr", "indices", "etypes"):
+            assert np.array_equal(getattr(g, name).numpy(), getattr(w, name).numpy()), name
+    assert got[0].etypes.numel() > 300 and not (got[0].etypes == 2).any()
 
 
 def test_per_relation_fanouts_are_held_exactly(client, typed_servers, hetero_store):
