@@ -16,7 +16,8 @@ node-type-id order.  ``PART_CONFIG.json`` says so:
 So the import is again one rewrite per part, no repartitioning: in-edges sorted by
 (destination, relation id, source) so each row groups its relations as a typed store
 does, per-type features/labels/masks as ``feat/<nt>``, ``label/<nt>``,
-``split/<nt>/...``.  Type-local ORIGINAL ids are DGL's per-type ids when the
+``split/<nt>/...``, and each node's original id in ``key_ids.npy`` (its sampling stream key,
+as :mod:`.typed_parts` writes it).  Type-local ORIGINAL ids are DGL's per-type ids when the
 mapping ``partition_graph(..., return_mapping=True)`` returned is given (a dict, or
 an ``.npz`` with one array per node type); else the per-type shuffled ids.
 
