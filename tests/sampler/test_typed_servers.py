@@ -2,6 +2,7 @@
 equal to the store, to co-located reads, per-relation fanouts held exactly, bad input named."""
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -22,13 +23,12 @@ FANOUTS = {"writes": 2, "cites": -1, "in": 1, "by": 0}
 
 
 @pytest.fixture(scope="module")
-def typed_servers(hetero_store, random_store, tmp_path_factory):
-    """The typed store's 2-part partition, a server per part, one for the whole typed store and
-    one for an untyped store."""
+def typed_servers(hetero_store, tmp_path_factory):
+    """The typed store's 2-part partition, a server per part and one for the whole typed store."""
     work = tmp_path_factory.mktemp("typed_servers")
     book = partition_graph(hetero_store, "random", 2, work / "p", measure_samples=False)
     args = [["--partition", str(book.path), "--part", "0"], ["--partition", str(book.path), "--part", "1"],
-            ["--store", str(hetero_store.path)], ["--store", str(random_store.path)]]
+            ["--store", str(hetero_store.path)]]
     with ThreadPoolExecutor(len(args)) as pool:  # start together: each start loads numba kernels
         futures = [pool.submit(ServerProcess, a, work) for a in args]
     started = [f.result() for f in futures if f.exception() is None]
@@ -36,8 +36,7 @@ def typed_servers(hetero_store, random_store, tmp_path_factory):
         for f in futures:
             if f.exception() is not None:
                 raise f.exception()
-        yield {"book": book, "parts": [s.address for s in started[:2]], "whole": started[2].address,
-               "untyped": started[3].address}
+        yield {"book": book, "parts": [s.address for s in started[:2]], "whole": started[2].address}
     finally:
         for s in started:
             s.kill()
@@ -167,21 +166,21 @@ def test_bad_typed_input_is_named(client, typed_servers, hetero_store):
                      5.0, curve=None)
 
 
-def test_untyped_servers_refuse_typed_requests_by_name(typed_servers):
-    addr = typed_servers["untyped"]
-    with pytest.raises(ServerError, match="has no edge types"):
-        _request(addr, typed_sample_request(1, np.array([0], np.int64), np.array([2]), False, 0), P.Op.SAMPLE,
-                 5.0, curve=None)
-    with pytest.raises(ServerError, match="has no node types"):
-        _request(addr, P.features_request(1, np.array([0], np.int64), P.FIELD_FEAT, 0), P.Op.FEATURES, 5.0,
-                 curve=None)
-    with SamplingClient([addr], local_stores=()) as c, \
-            SamplingClient([typed_servers["whole"]], local_stores=()) as typed:
-        assert c.schema is None and c.infos[0]["schema"] is None
-        with pytest.raises(ValueError, match="untyped graph"):
-            c.sample_typed_blocks([0], [np.array([2])])
+def test_untyped_servers_refuse_typed_requests_by_name(typed_servers, random_store):
+    """An untyped store's server (its request handling, without sockets) names what it lacks."""
+    from bgl.sampler.server import GraphServer
+
+    untyped = GraphServer(random_store)
+    for frames, op, message in [
+            (typed_sample_request(1, np.array([0], np.int64), np.array([2]), False, 0), P.Op.SAMPLE, "has no edge types"),
+            (P.features_request(1, np.array([0], np.int64), P.FIELD_FEAT, 0), P.Op.FEATURES, "has no node types")]:
+        with pytest.raises(ServerError, match=message):
+            P.parse_reply(untyped.handle(frames), op)
+    info = json.loads(json.dumps(untyped.info()))  # as INFO carries it
+    assert info["schema"] is None and merged_schema([info], ["untyped"]) == (None, None, None)
+    with SamplingClient([typed_servers["whole"]], local_stores=()) as typed:
         with pytest.raises(ProtocolError, match="untyped part"):
-            merged_schema([typed.infos[0], c.infos[0]], ["typed", "untyped"])
+            merged_schema([typed.infos[0], info], ["typed", "untyped"])
 
 
 def test_typed_frames_are_checked_before_any_server_work():
