@@ -312,9 +312,9 @@ def open_typed_arrays(meta, where, load) -> tuple:
     if meta.schema is None:
         return GraphSchema.homogeneous(meta.global_num_nodes, meta.num_edges), None, {}, {}, {}
     schema = GraphSchema.from_dict(meta.schema, where)
-    if schema.num_nodes != meta.global_num_nodes:
-        raise StoreFormatError(f"{where}: node types hold {schema.num_nodes} nodes, global_num_nodes is "
-                               f"{meta.global_num_nodes}")
+    if schema.num_nodes != meta.num_nodes:  # a part store's types count its own nodes (partition/typed_parts.py)
+        raise StoreFormatError(f"{where}: node types hold {schema.num_nodes} nodes, num_nodes is "
+                               f"{meta.num_nodes}")
     etype = load("etype", (meta.num_edges,), schema.etype_dtype())
     feats, labels, splits = {}, {}, {}
     for t in schema.node_types:

@@ -36,9 +36,6 @@ def _as_store(store: GraphStore | str | os.PathLike) -> GraphStore:
         raise ValueError(f"{store.path} is a part store (owns [{store.node_offset}, "
                          f"{store.node_offset + store.num_nodes}) of {store.global_num_nodes}); "
                          "partition a whole-graph store")
-    if store.is_typed:
-        raise ValueError(f"{store.path} is a typed store (node types {store.schema.ntypes}); partitioning "
-                         "typed stores is not available yet: train it from the store itself")
     return store
 
 

@@ -24,7 +24,7 @@ known if ``partition_graph(..., return_mapping=True)`` was called and its
 ``orig_nids`` saved as ``.npy`` (DGL 2.1 does not write them to disk): pass it
 as ``orig_ids``; otherwise orig ids are the shuffled ids (identity).
 
-Only homogeneous graphs (one node type, one edge type) are imported.
+A heterogeneous partition becomes a typed bgl partition (:mod:`.distdgl_typed`).
 Reading the ``.dgl`` files needs DGL; ``dgl`` is imported lazily here (and in
 ``bgl/dgl_adapter.py``), so nothing else in bgl needs it.
 
@@ -43,17 +43,13 @@ from typing import Any
 import numpy as np
 
 from bgl.errors import PartitionFormatError
-from bgl.output_dir import PARTITION, WorkDir, remove_stale, replace_output
+from bgl.output_dir import WorkDir, remove_stale
 from bgl.store import StoreWriter, read_json
 
-from .format import FORMAT_NAME, FORMAT_VERSION, META_FILE, ORIG_IDS_FILE, PartitionBook, check_out_dir, \
-    open_partition
+from .format import FORMAT_VERSION, ORIG_IDS_FILE, PartitionBook, check_out_dir, open_partition
 
-METHOD = "distdgl-import"
-SPLIT_MASKS = {"train": ("train_mask",), "val": ("val_mask", "valid_mask"), "test": ("test_mask",)}
-FEAT_CHUNK_ROWS = 1 << 20
-
-
+from .distdgl_common import FEAT_CHUNK_ROWS, METHOD, SPLIT_MASKS, import_meta, inner_in_edges, load_part_graph, publish
+from .distdgl_typed import import_typed_distdgl, is_typed_config
 def _import_dgl():
     try:
         import dgl  # noqa: F401  (lazy: only this import path needs DGL)
@@ -63,6 +59,8 @@ def _import_dgl():
             f"importing a DistDGL partition reads DGL's .dgl files and needs the 'dgl' package "
             f"(pip install 'bgl[dgl]'): {e}") from None
     return dgl, load_graphs, load_tensors
+
+
 
 
 def read_config(part_config: str | os.PathLike) -> tuple[dict, np.ndarray]:
@@ -97,15 +95,9 @@ def read_config(part_config: str | os.PathLike) -> tuple[dict, np.ndarray]:
 def _part_in_edges(graph, dgl, s: int, e: int, where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(indptr int64 [e-s+1], indices int64, eids int64)``: in-edges of the inner nodes, global ids,
     rows sorted; ``eids`` is DGL's shuffled edge id of each (for the edge features)."""
-    nid = graph.ndata[dgl.NID].numpy().astype(np.int64)
-    inner = graph.ndata["inner_node"].numpy().astype(bool)
-    if not np.array_equal(np.sort(nid[inner]), np.arange(s, e, dtype=np.int64)):
-        raise PartitionFormatError(f"{where}: inner nodes are not exactly the ids [{s}, {e}) of node_map")
-    src, dst = (t.numpy() for t in graph.edges())
-    keep = inner[dst]
-    gsrc, gdst = nid[src[keep]], nid[dst[keep]]
+    gsrc, gdst, keep = inner_in_edges(graph, dgl, s, e, where)
     eids = graph.edata[dgl.EID].numpy().astype(np.int64)[keep] if dgl.EID in graph.edata else None
-    del src, dst, keep
+    del keep
     order = np.lexsort((gsrc, gdst))
     gsrc, gdst = gsrc[order], gdst[order]
     eids = None if eids is None else eids[order]
@@ -167,7 +159,9 @@ def import_distdgl(part_config: str | os.PathLike, out_dir: str | os.PathLike, *
     part_config : DistDGL's ``<graph_name>.json``
     out_dir : bgl partition directory to create
     orig_ids : ``.npy`` path or int array [num_nodes] of ``partition_graph``'s
-        ``orig_nids`` (shuffled id -> original id); None = identity
+        ``orig_nids`` (shuffled id -> original id); None = identity.  For a heterogeneous
+        partition: ``{ntype: per-type orig ids}`` (``partition_graph(..., return_mapping=True)``'s
+        first value) or an ``.npz`` of one array per node type
     feat_key, label_key : names of the feature / label tensors in ``node_feat.dgl``
     overwrite : replace an existing ``out_dir``
 
@@ -177,6 +171,10 @@ def import_distdgl(part_config: str | os.PathLike, out_dir: str | os.PathLike, *
     """
     out = check_out_dir(out_dir, overwrite, inputs=[part_config])
     cfg_path = Path(part_config)
+    raw = read_json(cfg_path, PartitionFormatError, "no such DistDGL partition config")
+    if isinstance(raw, dict) and {"num_nodes", "num_parts", "node_map"} <= set(raw) and is_typed_config(raw):
+        return import_typed_distdgl(raw, cfg_path, out_dir, _import_dgl(), orig_ids=orig_ids, feat_key=feat_key,
+                                    label_key=label_key, overwrite=overwrite)
     cfg, bounds = read_config(cfg_path)
     dgl, load_graphs, load_tensors = _import_dgl()
     n, num_parts = int(cfg["num_nodes"]), int(cfg["num_parts"])
@@ -189,11 +187,7 @@ def import_distdgl(part_config: str | os.PathLike, out_dir: str | os.PathLike, *
         for k in range(num_parts):
             s, e = int(bounds[k]), int(bounds[k + 1])
             files = cfg[f"part-{k}"]
-            where = str(cfg_path.parent / files["part_graph"])
-            try:
-                graph = load_graphs(where)[0][0]
-            except Exception as err:  # DGL raises its own DGLError for unreadable files
-                raise PartitionFormatError(f"{where}: cannot read DGL part graph: {err}") from None
+            graph, where = load_part_graph(cfg, cfg_path, k, load_graphs)
             indptr, indices, eids = _part_in_edges(graph, dgl, s, e, where)
             del graph
             edata = _edge_data(cfg, cfg_path.parent, k, eids, load_tensors, where)
@@ -211,22 +205,12 @@ def import_distdgl(part_config: str | os.PathLike, out_dir: str | os.PathLike, *
                 num_classes = max(num_classes, int(data["label"].max()) + 1)
             parts.append({"part": k, "store": f"part-{k}", "node_start": s, "node_end": e,
                           "num_nodes": e - s, "num_edges": int(indices.size), "num_train": num_train})
-        if "num_edges" in cfg and int(cfg["num_edges"]) != total_edges:
-            raise PartitionFormatError(f"{cfg_path}: parts hold {total_edges} in-edges of their inner nodes, "
-                                       f"the config says num_edges={cfg['num_edges']} (halo edges missing?)")
+        meta = import_meta(cfg, cfg_path, FORMAT_VERSION, "given" if orig_ids is not None
+                           else "identity (shuffled ids)", parts, total_edges, cut)
         if num_classes:
             _set_num_classes(tmp, num_parts, num_classes)
         np.save(tmp / ORIG_IDS_FILE, ids, allow_pickle=False)
-        meta = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "method": METHOD,
-                "params": {"part_config": str(cfg_path.resolve()), "dgl_part_method": cfg.get("part_method"),
-                           "graph_name": cfg.get("graph_name"), "orig_ids": "given" if orig_ids is not None
-                           else "identity (shuffled ids)"},
-                "num_parts": num_parts, "num_nodes": n, "num_edges": total_edges,
-                "source_store": str(cfg_path.resolve()), "parts": parts,
-                "metrics": {"edge_cut": cut / total_edges if total_edges else 0.0}}
-        (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
-        open_partition(tmp)
-        replace_output(work, out, PARTITION, overwrite)
+        publish(work, out, meta, overwrite)
     except BaseException:
         work.remove()
         raise

@@ -14,6 +14,11 @@ Layout::
                      global ids, features/labels/splits of the owned nodes, and
                      the edge arrays (edata/) of those in-edges, rows in part CSC order
 
+A partition of a typed store is version 2: partition.json adds ``"schema"`` (the whole
+graph's node and edge types) and ``"type_bounds"`` (int [P*T + 1]: part k, type t owns new ids
+``[type_bounds[k*T + t], type_bounds[k*T + t + 1])``), and each part is a typed store of its
+owned nodes (:mod:`.typed_parts`).
+
 Nodes are relabelled so part k owns the contiguous new-id range
 ``[bounds[k], bounds[k+1])`` (new ids in stable (part, original id) order):
 "who owns v" is then a ``searchsorted`` over P+1 bounds instead of an
@@ -43,11 +48,15 @@ from bgl.output_dir import PARTITION, WorkDir, check_output, remove_stale, repla
 from bgl.store import GraphStore, StoreWriter, read_json
 
 from . import _kernels
+from .typed_parts import TypedBook, type_bounds, write_part_types
 
 log = logging.getLogger(__name__)
 
 FORMAT_NAME = PARTITION.format  # "bgl-partition"
 FORMAT_VERSION = 1
+# A partition of a typed store is version 2 (schema + type_bounds, typed part stores), so a bgl
+# that knows only version 1 refuses it naming the version (partition/typed_parts.py).
+TYPED_FORMAT_VERSION = 2
 META_FILE = "partition.json"
 ORIG_IDS_FILE = "orig_ids.npy"
 ORIG_EIDS_FILE = "orig_eids.npy"
@@ -113,6 +122,8 @@ def _write_part(store: GraphStore, path: Path, rows: np.ndarray, new_of: np.ndar
             feat.flush()
             del feat
         _write_part_edge_data(store, w, rows, indptr)
+        if store.is_typed:
+            num_train = write_part_types(store, w, rows, indptr, new_of, node_start)
         if store.label is not None:
             w.save_array("label", np.asarray(store.label)[rows], num_classes=store.num_classes)
         elif store.num_classes:
@@ -195,6 +206,9 @@ def write_partition(store: GraphStore, part_of: np.ndarray, num_parts: int, out_
                 "params": dict(params or {}), "num_parts": num_parts, "num_nodes": n,
                 "num_edges": store.num_edges, "source_store": str(store.path), "parts": parts,
                 "metrics": dict(metrics or {})}
+        if store.is_typed:
+            meta.update(version=TYPED_FORMAT_VERSION, schema=store.schema.to_dict(),
+                        type_bounds=type_bounds(store.schema, orig_ids, bounds).tolist())
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
         open_partition(tmp)  # never rename an inconsistent partition into place
         replace_output(work, out, PARTITION, overwrite)
@@ -204,7 +218,7 @@ def write_partition(store: GraphStore, part_of: np.ndarray, num_parts: int, out_
     return open_partition(out)
 
 
-class PartitionBook:
+class PartitionBook(TypedBook):
     """A read-only view of a partition directory.
 
     Attributes
@@ -216,6 +230,8 @@ class PartitionBook:
     edge_bounds : int64 [P+1]; part k holds new edge ids ``[edge_bounds[k], edge_bounds[k+1])``
     orig_eids : int64 [num_edges] memmap, new edge id -> original edge id (None for a partition
         written without one)
+    schema, type_bounds : a typed partition's whole-graph GraphSchema and int64 [P*T + 1] type
+        bounds (None for an untyped one); typed views in :class:`~.typed_parts.TypedBook`
     """
 
     def __init__(self, path: str | os.PathLike):
@@ -256,15 +272,35 @@ class PartitionBook:
             if not (self.part_path(k) / "meta.json").is_file():
                 raise PartitionFormatError(f"{self.part_path(k)}: part store {k} missing")
         self._stores: dict[int, GraphStore] = {}
+        self.schema, self.type_bounds = self._typed_meta(meta, meta_path)
+
+    def _typed_meta(self, meta: dict, where: Path):
+        """(schema, type_bounds) of a version-2 partition, (None, None) for version 1."""
+        if meta["version"] != TYPED_FORMAT_VERSION:
+            return None, None
+        from bgl.schema import GraphSchema
+
+        try:
+            schema = GraphSchema.from_dict(meta["schema"], where)
+            tb = np.asarray(meta["type_bounds"], np.int64)
+        except (KeyError, TypeError, ValueError, StoreFormatError) as e:
+            raise PartitionFormatError(f"{where}: bad typed partition metadata: {e}") from None
+        T = len(schema.node_types)
+        if (schema.num_nodes != self.num_nodes or tb.shape != (self.num_parts * T + 1,)
+                or np.any(np.diff(tb) < 0) or not np.array_equal(tb[::T], self.bounds)):
+            raise PartitionFormatError(f"{where}: type_bounds {tb.tolist()[:8]}... do not tile the parts "
+                                       f"{self.bounds.tolist()} into {T} node types")
+        return schema, tb
 
     @staticmethod
     def _check_meta(meta: Any, where: Path) -> dict:
         if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
             got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
             raise PartitionFormatError(f"{where}: not a bgl partition (format={got!r})")
-        if meta.get("version") != FORMAT_VERSION:
+        if meta.get("version") not in (FORMAT_VERSION, TYPED_FORMAT_VERSION):
             raise PartitionFormatError(
-                f"{where}: unsupported partition version {meta.get('version')!r}, expected {FORMAT_VERSION}")
+                f"{where}: unsupported partition version {meta.get('version')!r}, expected "
+                f"{FORMAT_VERSION} or {TYPED_FORMAT_VERSION} (typed)")
         missing = {"method", "num_parts", "num_nodes", "num_edges", "parts"} - set(meta)
         if missing:
             raise PartitionFormatError(f"{where}: lacks {sorted(missing)}")

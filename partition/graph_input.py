@@ -22,6 +22,8 @@ class GraphInput:
     both directions of every edge (engines then skip the transpose) so whole-graph passes can read it in chunks with
     ``pread`` instead of mapping it: mapped pages count in the process's RSS,
     read buffers are freed after each chunk (:func:`iter_chunks`).
+    A typed store's ``etype`` memmap and ``schema`` come along (None otherwise), so the
+    remote-sample share of candidate assignments is measured by typed sampling.
     """
 
     num_nodes: int
@@ -32,6 +34,8 @@ class GraphInput:
     indices_file: str | None = None
     indices_offset: int = 0
     symmetric: bool = False
+    etype: np.ndarray | None = None
+    schema: object = None
 
     @classmethod
     def from_store(cls, store: GraphStore) -> "GraphInput":
@@ -40,10 +44,15 @@ class GraphInput:
         is_train = np.zeros(n, np.float64)
         if "train" in store.splits:
             is_train[np.asarray(store.splits["train"])] = 1.0
+        if store.is_typed:  # the train splits of the typed store's (target) types
+            from .typed_parts import train_mask
+
+            is_train = train_mask(store)
         idx = store.indices
         where = (str(idx.filename), int(idx.offset)) if isinstance(idx, np.memmap) and idx.filename else (None, 0)
         symmetric = bool(store.meta.extra.get("symmetrize"))
-        return cls(n, store.num_edges, np.asarray(store.indptr), np.asarray(idx), is_train, *where, symmetric)
+        return cls(n, store.num_edges, np.asarray(store.indptr), np.asarray(idx), is_train, *where, symmetric,
+                   store.etype if store.is_typed else None, store.schema if store.is_typed else None)
 
     @property
     def num_train(self) -> int:

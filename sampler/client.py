@@ -38,7 +38,7 @@ from bgl.blocks import Block
 from bgl.errors import ProtocolError, ServerError, ServerUnavailable
 
 from . import _kernels as K
-from . import colocated, curve_keys, multilayer, ops
+from . import colocated, curve_keys, multilayer, ops, typed_remote
 from . import protocol as P
 from .reconnect import ENV_RETRY_TIMEOUT  # noqa: F401 (re-exported: the old home of the name)
 from .reconnect import ServerSockets, dealer, retry_timeout_from_env, traffic  # noqa: F401 (traffic: public here)
@@ -117,7 +117,7 @@ def shutdown(address: str, token: str, timeout: float = 2.0, curve=FROM_ENV) -> 
     _request(address, P.simple_request(P.Op.SHUTDOWN, 1, token.encode()), P.Op.SHUTDOWN, timeout, curve)
 
 
-class SamplingClient:
+class SamplingClient(typed_remote.TypedClient):
     """Samples blocks and fetches features from graph servers (one per partition part).
 
     Same API as :class:`bgl.sampler.LocalSampler`.  Not thread-safe (ZeroMQ

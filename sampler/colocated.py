@@ -75,7 +75,8 @@ def _mismatch(store: GraphStore, info: dict) -> str | None:
     feat_dtype = None if store.feat is None else store.feat.dtype.name
     for key, mine in (("num_nodes", store.num_nodes), ("global_num_nodes", store.global_num_nodes),
                       ("num_edges", store.num_edges), ("feat_dim", store.feat_dim),
-                      ("feat_dtype", feat_dtype), ("has_label", store.label is not None)):
+                      ("feat_dtype", feat_dtype), ("has_label", store.label is not None),
+                      ("schema", store.meta.schema)):
         if key in info and info[key] != mine:
             return f"{key} {mine} here, {info[key]} on the server"
     return None
@@ -102,6 +103,7 @@ class LocalParts:
         self.stores: dict[int, GraphStore] = {}
         self._indptr: dict[int, np.ndarray] = {}
         self._weights: dict[int, ops.EdgeWeights] = {}
+        self._keys: dict[int, np.ndarray | None] = {}  # typed parts' stream keys, opened on first use
         for store in stores:
             srv = by_offset.get(int(store.node_offset))
             why = "no server serves the id range starting at %d" % store.node_offset if srv is None \
@@ -130,6 +132,23 @@ class LocalParts:
                                                        self._weights[srv](weights), edge_data, labor,
                                                        exclude=exclude)
         return [counts, nbrs] if rows is None else [counts, nbrs, rows]
+
+    def sample_typed(self, srv: int, ids: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int) -> list:
+        """``[counts, nbrs, etypes]`` for ``ids`` of server ``srv``'s typed part, as its typed SAMPLE reply."""
+        from .typed import sample_typed_store, stream_keys
+
+        store = self.stores[srv]
+        if srv not in self._keys:
+            self._keys[srv] = stream_keys(store)
+        counts, nbrs, _, etypes = sample_typed_store(store, self._indptr[srv], ids, fanouts, replace, seed,
+                                                     self._keys[srv])
+        return [counts, nbrs, etypes]
+
+    def gather_typed(self, srv: int, ids: np.ndarray, ntype: int, label: bool) -> tuple:
+        """Rows of node type index ``ntype`` for global ``ids`` of server ``srv``'s part, as its typed FEATURES reply."""
+        from .typed import typed_rows
+
+        return (typed_rows(self.stores[srv], ids, ntype, label),)
 
     def gather(self, srv: int, ids: np.ndarray, field: int) -> np.ndarray:
         """Rows of ``field`` (``FIELD_FEAT``/``FIELD_LABEL``) for ``ids``, as server ``srv``'s FEATURES reply."""

@@ -96,16 +96,12 @@ class LocalSampler:
 
     def sample_typed_layer(self, dst: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int):
         """One typed layer: (counts, nbrs, eids, etypes); ``fanouts`` int64 [R], one per relation."""
-        from .typed import sample_typed_layer
+        from .typed import sample_typed_store, stream_keys
 
-        etype = getattr(self.store, "etype", None)
-        if etype is None:
-            raise ValueError(f"{self.store.path} has no edge types; sample it with per-layer int fanouts")
-        ops.check_range(dst, self.store.node_offset, self.store.node_offset + self.store.num_nodes, "seeds")
-        schema = self.store.schema
-        counts, nbrs, eids, etypes = sample_typed_layer(
-            self._indptr, self._indices, etype, dst, self.store.node_offset, fanouts, replace, seed,
-            schema.relation_ends()[1], schema.offsets)
+        if not hasattr(self, "_keys"):
+            self._keys = stream_keys(self.store)
+        counts, nbrs, eids, etypes = sample_typed_store(self.store, self._indptr, dst, fanouts, replace, seed,
+                                                        self._keys)
         if self._edge_ids is not None:
             eids = self._edge_ids[eids].astype(np.int64, copy=False)
         return counts, nbrs, eids, etypes

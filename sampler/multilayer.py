@@ -119,7 +119,8 @@ def sample_typed_blocks(seeds, fanouts: Sequence[np.ndarray], replace: bool, see
         indptr = np.zeros(dst.shape[0] + 1, np.int64)
         np.cumsum(counts, out=indptr[1:])
         blocks.append(Block(torch.from_numpy(src), int(dst.shape[0]), torch.from_numpy(indptr),
-                            torch.from_numpy(local), torch.from_numpy(eids), etypes=torch.from_numpy(etypes)))
+                            torch.from_numpy(local), None if eids is None else torch.from_numpy(eids),
+                            etypes=torch.from_numpy(etypes.astype(np.int64, copy=False))))
         dst = src
     blocks.reverse()
     return blocks

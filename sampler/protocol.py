@@ -5,11 +5,11 @@ Frame 0 is a little-endian header (``HEADER``, 60 bytes)::
     magic    4s  b"BGLW"
     version  u8  PROTOCOL_VERSION
     op       u8  Op
-    flags    u8  bit 0 = replace, bit 1 = edge names frame follows (SAMPLE)
-    field    u8  FEATURES field: 0 = feat, 1 = label
+    flags    u8  bit 0 = replace, bit 1 = edge names frame follows, bit 2 = LABOR, bit 4 = typed (SAMPLE)
+    field    u8  FEATURES field: 0 = feat, 1 = label; typed SAMPLE reply: dtype code of its etypes frame
     dtype0   u8  dtype code of frame 1 (DTYPES)
     dtype1   u8  dtype code of frame 2
-    reserved u16 0
+    ntype    u16 FEATURES of one node type: its index + 1 (0 = untyped; was "reserved" = 0)
     req_id   u64 echoed in the reply, so clients match out-of-order replies
     fanout   i64 SAMPLE fanout (-1 = all)
     seed     u64 SAMPLE RNG seed
@@ -37,6 +37,8 @@ rows per array; an old server refuses the flag bit ("unknown flag bits").
 LABOR (``FLAG_LABOR``): the request's last frame is 16 bytes, ``<Qd``: a second
 seed and the mix in [0, 1) of its variates (``batch_dependency``; -1 = none); the server
 keeps each edge by its source node's shared variate (:mod:`._labor_kernels`).
+
+Typed SAMPLE (flag bit 4) and FEATURES of one node type (``ntype``): :mod:`.typed_frames`.
 
 =========  ===========================  ========================================
 op         request frames               reply frames
@@ -66,6 +68,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from bgl.errors import ProtocolError
+
+from .typed_frames import FLAG_TYPED, typed_fanouts
 
 MAGIC = b"BGLW"
 PROTOCOL_VERSION = 1
@@ -103,7 +107,7 @@ ID_CODES = (1, 2)
 # Frames each request op must carry (header included); SAMPLE may add the excluded edges.
 REQUEST_FRAMES = {Op.SAMPLE: 2, Op.FEATURES: 2, Op.INFO: 1, Op.PING: 1, Op.SHUTDOWN: 2}
 EXCLUDE_CODE = 2  # int64
-KNOWN_FLAGS = FLAG_REPLACE | FLAG_EDGE_NAMES | FLAG_LABOR
+KNOWN_FLAGS = FLAG_REPLACE | FLAG_EDGE_NAMES | FLAG_LABOR | FLAG_TYPED
 
 
 @dataclass(frozen=True)
@@ -121,10 +125,11 @@ class Header:
     len1: int = 0
     width: int = 0
     version: int = PROTOCOL_VERSION
+    ntype: int = 0  # typed FEATURES: node type index + 1
 
     def pack(self) -> bytes:
         """The header as ``HEADER.size`` little-endian bytes (frame 0)."""
-        return HEADER.pack(MAGIC, self.version, self.op, self.flags, self.field, self.dtype0, self.dtype1, 0,
+        return HEADER.pack(MAGIC, self.version, self.op, self.flags, self.field, self.dtype0, self.dtype1, self.ntype,
                            self.req_id, self.fanout, self.seed, self.len0, self.len1, self.width)
 
 
@@ -144,12 +149,10 @@ def unpack_header(buf) -> Header:
     mv = memoryview(buf)
     if mv.nbytes != HEADER.size:
         raise ProtocolError(f"header frame must be {HEADER.size} bytes, got {mv.nbytes}")
-    (magic, version, op, flags, field, d0, d1, _res, req_id, fanout, seed, len0, len1, width) = HEADER.unpack(mv)
+    (magic, version, op, flags, field, d0, d1, ntype, req_id, fanout, seed, len0, len1, width) = HEADER.unpack(mv)
     if magic != MAGIC:
         raise ProtocolError(f"bad magic {magic!r}, expected {MAGIC!r}")
-    if _res:
-        raise ProtocolError(f"reserved header field must be 0, got {_res}")
-    h = Header(op, req_id, flags, field, d0, d1, fanout, seed, len0, len1, width, version)
+    h = Header(op, req_id, flags, field, d0, d1, fanout, seed, len0, len1, width, version, ntype)
     if version != PROTOCOL_VERSION:
         raise ProtocolError(f"unsupported protocol version {version}, expected {PROTOCOL_VERSION}")
     return h
@@ -188,6 +191,7 @@ class Request:
     weights: str | None = None  # SAMPLE: edge array to sample by (None = uniform)
     edge_data: tuple[str, ...] = ()  # SAMPLE: edge arrays whose sampled rows the reply carries
     labor: tuple[int, float] | None = None  # SAMPLE: LABOR's (seed2, mix); None = neighbour sampling
+    fanouts: np.ndarray | None = None  # typed SAMPLE: int64 [R] per-relation fanouts
 
 
 def encode_edge_names(weights: str | None, edge_data=()) -> bytes:
@@ -213,8 +217,12 @@ def decode_edge_names(frame) -> tuple[str | None, tuple[str, ...]]:
     return weights, edge_data
 
 
-def parse_request(frames: list) -> Request:
-    """Validate a request's frames (header first, no routing id); ProtocolError names the problem."""
+def parse_request(frames: list, num_relations: int | None = None) -> Request:
+    """Validate a request's frames (header first, no routing id); ProtocolError names the problem.
+
+    ``num_relations``: the serving store's relation count, which a typed SAMPLE's fanouts frame
+    must match (None: any length >= 1).
+    """
     if not frames:
         raise ProtocolError("empty message")
     h = unpack_header(frames[0])
@@ -226,6 +234,12 @@ def parse_request(frames: list) -> Request:
         raise ProtocolError(f"op {op.name} is not a request")
     if h.flags & ~KNOWN_FLAGS:
         raise ProtocolError(f"unknown flag bits {h.flags:#x}")
+    if h.ntype and op is not Op.FEATURES:
+        raise ProtocolError(f"{op.name}: the ntype header field must be 0, got {h.ntype}")
+    if op is Op.SAMPLE and h.flags & FLAG_TYPED:  # [header, seeds, fanouts]: checked, then as plain
+        fanouts = typed_fanouts(frames, h.flags, h.fanout, num_relations)
+        plain = parse_request([dataclasses.replace(h, flags=h.flags & ~FLAG_TYPED).pack(), frames[1]])
+        return dataclasses.replace(plain, header=h, fanouts=fanouts)
     names = op is Op.SAMPLE and bool(h.flags & FLAG_EDGE_NAMES)
     labor = op is Op.SAMPLE and bool(h.flags & FLAG_LABOR)
     needed = REQUEST_FRAMES[op] + names + labor
@@ -335,10 +349,11 @@ def sample_request(req_id: int, seeds: np.ndarray, fanout: int, replace: bool, s
     return frames
 
 
-def features_request(req_id: int, ids: np.ndarray, field: int) -> list:
-    """Frames of a FEATURES request for ``ids`` (int32/int64 [m]); ``field`` is FIELD_FEAT or FIELD_LABEL."""
+def features_request(req_id: int, ids: np.ndarray, field: int, ntype: int = -1) -> list:
+    """Frames of a FEATURES request for ``ids`` (int32/int64 [m]), ``field`` FIELD_FEAT/FIELD_LABEL, ``ntype`` >= 0: its rows."""
     ids = np.ascontiguousarray(ids)
-    return [Header(Op.FEATURES, req_id, 0, field, dtype_code(ids.dtype), len0=ids.shape[0], width=1).pack(), ids]
+    return [Header(Op.FEATURES, req_id, 0, field, dtype_code(ids.dtype), len0=ids.shape[0], width=1,
+                   ntype=ntype + 1).pack(), ids]
 
 
 def simple_request(op: Op, req_id: int, payload: bytes | None = None) -> list:
@@ -410,6 +425,11 @@ def parse_reply(frames: list, expect: Op) -> tuple[Header, list[np.ndarray]]:
         raise ServerError(msg.decode("utf-8", "replace"))
     if h.op != expect:
         raise ProtocolError(f"expected a {expect.name} reply, got op {h.op}")
+    if expect is Op.SAMPLE and h.flags & FLAG_TYPED:  # counts, nbrs, etypes (dtype code in field)
+        if len(frames) != 4:
+            raise ProtocolError(f"typed SAMPLE reply needs 4 frames, got {len(frames)}")
+        return h, [array_from_frame(f, c, n, 1, w) for f, c, n, w in zip(
+            frames[1:], (h.dtype0, h.dtype1, h.field), (h.len0, h.len1, h.len1), ("counts", "nbrs", "etypes"))]
     if expect is Op.SAMPLE:
         if len(frames) < 3 or len(frames) == 4:
             raise ProtocolError(f"SAMPLE reply needs 3 frames (or more with edge data), got {len(frames)}")

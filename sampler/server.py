@@ -143,6 +143,12 @@ class GraphServer:
         self._weights = ops.EdgeWeights(store)
         self._lo = store.node_offset
         self._hi = store.node_offset + store.num_nodes
+        # a typed store's relation count, which every typed SAMPLE's fanouts frame must match
+        self._num_relations = len(store.schema.edge_types) if store.is_typed else None
+        if self._num_relations is not None:
+            from .typed import stream_keys
+
+            self._keys = stream_keys(store)  # a typed part's original ids: the store's samples (typed.py)
         self._info = json.dumps(self.info()).encode()
 
     def info(self) -> dict:
@@ -158,6 +164,8 @@ class GraphServer:
             "has_label": s.label is not None, "num_classes": s.num_classes,
             "id_dtype": s.indices.dtype.name, "splits": dict(s.meta.splits),
             "edata": {k: dict(v) for k, v in s.meta.edata.items()},
+            # a typed store's own node/edge types (a part's per-type counts; bgl/schema.py), else None
+            "schema": s.meta.schema,
         }
 
     # ----------------------------------------------------------------- handling
@@ -165,7 +173,7 @@ class GraphServer:
         """Reply frames for one request's frames (without the routing id). Never raises."""
         req_id = P.peek_req_id(frames[0]) if frames else 0
         try:
-            req = P.parse_request(frames)
+            req = P.parse_request(frames, self._num_relations)
             return self._dispatch(req)
         except (ProtocolError, ValueError) as e:
             return P.error_reply(req_id, str(e))
@@ -175,6 +183,10 @@ class GraphServer:
 
     def _dispatch(self, req: P.Request) -> list:
         h = req.header
+        if h.op == P.Op.SAMPLE and req.fanouts is not None:
+            return self._typed_sample(req)
+        if h.op == P.Op.FEATURES and h.ntype:
+            return self._typed_features(req)
         if h.op == P.Op.SAMPLE:
             if req.exclude is not None:
                 ops.check_range(req.exclude, 0, self.store.num_edges, "excluded edges")
@@ -203,6 +215,39 @@ class GraphServer:
             return [P.Header(P.Op.SHUTDOWN, h.req_id).pack()]
         raise ProtocolError(f"unknown op {h.op}")
 
+    def _typed_sample(self, req: P.Request) -> list:
+        """A typed SAMPLE (per-relation fanouts) over this server's fused CSC (bgl/sampler/typed.py)."""
+        from .typed import sample_typed_store
+
+        if self._num_relations is None:
+            raise ValueError(f"store {self.store.meta.name or self.store.path} has no edge types; "
+                             "sample it with one fanout per layer")
+        h = req.header
+        counts, nbrs, _, etypes = sample_typed_store(self.store, self._indptr, req.ids, req.fanouts,
+                                                     bool(h.flags & P.FLAG_REPLACE), h.seed, self._keys)
+        etypes = etypes.astype(self.store.etype.dtype)  # 1 byte per edge on the wire (2 above 256 relations)
+        reply = P.Header(P.Op.SAMPLE, h.req_id, P.FLAG_TYPED, P.dtype_code(etypes.dtype), P.dtype_code(counts.dtype),
+                         P.dtype_code(nbrs.dtype), len0=counts.shape[0], len1=nbrs.shape[0], width=1)
+        return [reply.pack(), counts, nbrs, etypes]  # typed reply: etypes' dtype code in `field` (typed_frames)
+
+    def _typed_features(self, req: P.Request) -> list:
+        """A typed FEATURES: rows of one node type, that type's own width and dtype."""
+        from .typed import typed_rows
+
+        if self._num_relations is None:
+            raise ValueError(f"store {self.store.meta.name or self.store.path} has no node types; "
+                             "ask FEATURES without an ntype")
+        h = req.header
+        types = self.store.schema.node_types
+        if 0 < h.ntype <= len(types) and h.field == P.FIELD_FEAT:
+            nt = types[h.ntype - 1]
+            row_bytes = nt.feat_dim * (np.dtype(nt.feat_dtype).itemsize if nt.feat_dtype else 0)
+            if req.ids.shape[0] * row_bytes > MAX_REPLY_BYTES:
+                raise ValueError(f"FEATURES reply of {req.ids.shape[0]} rows x {row_bytes} bytes exceeds "
+                                 f"{MAX_REPLY_BYTES} bytes; split the request")
+        return P.features_reply(h.req_id, h.field, typed_rows(self.store, req.ids, h.ntype - 1,
+                                                              h.field == P.FIELD_LABEL))
+
     def _load_kernels(self) -> None:
         """Answer one SAMPLE with excluded edges now, before reporting ready: the first request of a
         new kind loads (or compiles) its numba kernels, seconds that a client waiting on its deadline
@@ -213,6 +258,11 @@ class GraphServer:
         seeds.flags.writeable = exclude.flags.writeable = False
         ops.sample_neighbors(self._indptr, self.store.indices, seeds, self._lo, 2, False, 0, parallel=False,
                              exclude=exclude)
+        if self._num_relations is not None:
+            from .typed import sample_typed_store
+
+            sample_typed_store(self.store, self._indptr, seeds, np.full(self._num_relations, 2, np.int64), False, 0,
+                               self._keys)
 
     # ------------------------------------------------------------------ serving
     def stop(self) -> None:
@@ -364,9 +414,6 @@ def run_server(args) -> int:
         store, part = open_part_store(args.partition, args.part), args.part
     else:
         store, part = GraphStore(args.store), -1
-    if store.is_typed:
-        raise ValueError(f"{store.path} is a typed store (node types {store.schema.ntypes}); graph servers do "
-                         "not serve typed stores yet: train it from the store itself")
     curve = None
     if args.curve_dir and not (args.curve_secret or args.curve_clients):
         args.curve_secret = os.path.join(args.curve_dir, curve_keys.SERVER_SECRET)

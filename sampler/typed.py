@@ -10,7 +10,11 @@ homogeneous position and gather passes run over those spans.
 Randomness: relation ``r`` of a layer draws from the layer seed mixed with
 ``r`` (relation 0 uses the layer seed itself), so a sample is a pure function of
 (seed, global id, relation) -- the same on a store and on graph servers -- and a
-one-relation typed store samples exactly as the homogeneous store does.
+one-relation typed store samples exactly as the homogeneous store does.  The
+"global id" is the node's stream key: its id in the store, and in a typed partition's
+part its ORIGINAL id (``key_ids.npy``, :func:`stream_keys`), so a typed partition
+samples exactly the store's edges for any fanout (rows keep their order through
+partitioning, and draws are positions in the row).
 
 Output rows list each destination's sampled edges grouped by relation, ascending,
 as the store does; ``etypes`` gives each sampled edge's relation id.
@@ -61,9 +65,15 @@ def relation_fanouts(layer, canonical_etypes: Sequence[tuple[str, str, str]]) ->
 
 def sample_typed_layer(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarray, dst: np.ndarray,
                        node_offset: int, fanouts: np.ndarray, replace: bool, layer_seed: int,
-                       dst_type_of_rel: np.ndarray, type_offsets: np.ndarray
+                       dst_type_of_rel: np.ndarray, type_offsets: np.ndarray,
+                       max_edges: int = ops.MAX_SAMPLE_EDGES, keys: np.ndarray | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One typed layer for destination global ids ``dst`` (int64 [m], owned by this CSC slice).
+
+    ``type_offsets`` : int64 [T + 1] global id where each node type of this slice starts (a part
+    store's own type offsets plus its ``node_offset``); ValueError when the sample would hold more
+    than ``max_edges`` edges; ``keys`` : int64 [rows of the slice], each row's stream key (None: its
+    global id).
 
     Returns
     -------
@@ -87,10 +97,10 @@ def sample_typed_layer(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarra
         degs = np.empty(rows.size, np.int64)
         c = np.empty(rows.size, np.int64)
         relation_spans(indptr, etype, seeds, off, np.int64(r), np.int64(f), bool(replace), starts, degs, c)
-        out_indptr = np.zeros(rows.size + 1, np.int64)
-        np.cumsum(c, out=out_indptr[1:])
+        out_indptr, _ = ops._sample_offsets(c, max_edges - int(counts.sum()))
         eids = np.empty(int(out_indptr[-1]), np.int64)
-        K.sample_positions_serial(starts, degs, seeds, np.int64(f), bool(replace),
+        stream = seeds if keys is None else np.ascontiguousarray(keys[seeds - node_offset], np.int64)
+        K.sample_positions_serial(starts, degs, stream, np.int64(f), bool(replace),
                                   np.uint64(relation_seed(layer_seed, r) & MASK64), out_indptr, eids)
         per_rel.append((r, rows, c, out_indptr, eids))
         counts[rows] += c
@@ -108,3 +118,63 @@ def sample_typed_layer(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarra
     nbrs = np.empty(total, indices.dtype)
     K.gather_nbrs_serial(indices, all_eids, nbrs)
     return counts, nbrs, all_eids, etypes
+
+
+KEY_IDS = "key_ids"  # a typed part store's int64 [num_nodes]: each owned node's original id
+
+
+def stream_keys(store) -> np.ndarray | None:
+    """The stream key of each row of a typed (part) store: its ``key_ids.npy`` memmap when the
+    schema says it has one (8 bytes per node; partitions write it), else None (keys = global ids)."""
+    meta = getattr(store, "meta", None)
+    if meta is None or not (meta.schema or {}).get(KEY_IDS):
+        return None
+    from bgl.errors import StoreFormatError
+
+    path = store.path / f"{KEY_IDS}.npy"
+    try:
+        keys = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise StoreFormatError(f"{path}: missing or unreadable: {e}") from None
+    if keys.shape != (store.num_nodes,) or keys.dtype != np.int64:
+        raise StoreFormatError(f"{path}: expected int64 [{store.num_nodes}], got {keys.dtype} {list(keys.shape)}")
+    return keys
+
+
+def sample_typed_store(store, indptr: np.ndarray, dst: np.ndarray, fanouts: np.ndarray, replace: bool,
+                       seed: int, keys: np.ndarray | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`sample_typed_layer` over a (part) store's own fused CSC, after checking that ``dst``
+    are ids it owns and ``fanouts`` (int64 [R], one per relation of its schema) are valid fanouts:
+    what a graph server, a co-located read and :class:`~bgl.sampler.local.LocalSampler` all run
+    (``keys``: the store's :func:`stream_keys`)."""
+    etype = getattr(store, "etype", None)
+    if etype is None:
+        raise ValueError(f"{store.path} has no edge types; sample it with per-layer int fanouts")
+    schema = store.schema
+    if fanouts.shape != (len(schema.edge_types),):
+        raise ValueError(f"{fanouts.shape[0]} fanouts for a graph of {len(schema.edge_types)} relations "
+                         f"{schema.canonical_etypes}")
+    for f in fanouts:
+        ops.check_fanout(int(f))
+    dst = ops.as_ids(dst, "seeds")
+    ops.check_range(dst, store.node_offset, store.node_offset + store.num_nodes, "seeds")
+    return sample_typed_layer(indptr, store.indices, etype, dst, store.node_offset, fanouts, replace, seed,
+                              schema.relation_ends()[1], schema.offsets + store.node_offset, keys=keys)
+
+
+def typed_rows(store, gids: np.ndarray, ntype: int, label: bool) -> np.ndarray:
+    """Feature (or label) rows of global ids ``gids`` of node type index ``ntype`` of a (part) store,
+    which must own them; ValueError naming the type otherwise (a graph server's typed FEATURES)."""
+    schema = store.schema
+    if not 0 <= ntype < len(schema.node_types):
+        raise ValueError(f"node type index {ntype} outside [0, {len(schema.node_types)}) of {schema.ntypes}")
+    nt = schema.node_types[ntype]
+    array = (store.type_label if label else store.type_feat).get(nt.name)
+    if array is None:
+        raise ValueError(f"node type {nt.name!r} of {store.meta.name or store.path} has no "
+                         f"{'labels' if label else 'features'}")
+    lo = store.node_offset + nt.offset
+    gids = ops.as_ids(gids)
+    ops.check_range(gids, lo, lo + nt.count, f"ids of node type {nt.name!r}")
+    return np.take(np.asarray(array), gids - lo, axis=0)  # any dtype (numba has no float16), as LocalSampler

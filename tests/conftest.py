@@ -183,6 +183,44 @@ def random_store_factory(tmp_path_factory):
     return factory
 
 
+HETERO_ETYPES = [("author", "writes", "paper"), ("paper", "cites", "paper"), ("paper", "in", "venue"),
+                 ("paper", "by", "author")]
+
+
+def make_hetero_store(path, seed: int = 0) -> GraphStore:
+    """A random typed store: papers (float32 features, labels, train/val splits), authors (float16
+    features), venues (none), four relations with duplicate and parallel edges."""
+    from bgl.sources.hetero import schema_of, write_typed_store
+
+    rng = np.random.default_rng(seed)
+    counts = {"paper": 300, "author": 200, "venue": 20}
+    rel = [(rng.integers(0, counts[s], 900), rng.integers(0, counts[d], 900)) for s, _, d in HETERO_ETYPES]
+    perm = rng.permutation(counts["paper"])
+    return write_typed_store(
+        path, schema_of(counts, HETERO_ETYPES), rel,
+        feats={"paper": rng.standard_normal((300, 8)).astype(np.float32),
+               "author": rng.standard_normal((200, 3)).astype(np.float16)},
+        labels={"paper": rng.integers(0, 4, 300)},
+        splits={"paper": {"train": np.sort(perm[:150]), "val": np.sort(perm[150:200])}}, name="hetero")
+
+
+@pytest.fixture(scope="session")
+def hetero_store(tmp_path_factory) -> GraphStore:
+    """:func:`make_hetero_store` (520 nodes of 3 types, 3,600 edges of 4 relations)."""
+    return make_hetero_store(tmp_path_factory.mktemp("stores") / "hetero")
+
+
+def typed_edges(block, ids_map) -> dict:
+    """{(dst, relation): sorted src ids} of a one-layer typed block, ids mapped through ``ids_map``."""
+    src, dst = ids_map[block.src_ids.numpy()], ids_map[block.dst_ids.numpy()]
+    ptr, idx, et = block.indptr.numpy(), block.indices.numpy(), block.etypes.numpy()
+    out: dict = {}
+    for j in range(dst.size):
+        for p in range(ptr[j], ptr[j + 1]):
+            out.setdefault((int(dst[j]), int(et[p])), []).append(int(src[idx[p]]))
+    return {key: sorted(v) for key, v in out.items()}
+
+
 def _free_port() -> int:
     import socket
 

@@ -27,7 +27,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("part_config", metavar="PART_CONFIG.json", help="DistDGL partition config")
     p.add_argument("out", metavar="OUT", help="bgl partition directory to create")
     p.add_argument("--orig-ids", default=None, metavar="FILE.npy",
-                   help="orig_nids from partition_graph(..., return_mapping=True) saved with np.save; "
+                   help="orig_nids from partition_graph(..., return_mapping=True) saved with np.save (a "
+                        "heterogeneous graph's per-type dict saved with np.savez, one array per node type); "
                         "default: original ids = DGL's shuffled ids")
     p.add_argument("--feat-key", default="feat", help="feature tensor name in node_feat.dgl")
     p.add_argument("--label-key", default="label", help="label tensor name in node_feat.dgl")

@@ -226,10 +226,18 @@ def _servers_info(addresses: Sequence[str], timeout: float, partition_dir: Optio
 
     with SamplingClient(list(addresses), timeout=timeout) as client:
         spec = SamplingSpec("servers", addresses=tuple(addresses), timeout=timeout)
+        schema = None
+        if client.schema is not None:  # typed: the loader's ids (bgl/sampler/typed_remote.py)
+            from ..sampler.typed_remote import TypedServerSampler
+
+            spec = SamplingSpec("servers", addresses=tuple(addresses), timeout=timeout,
+                                partition=None if partition_dir is None else str(partition_dir))
+            schema = TypedServerSampler(client, spec.partition).schema
         edata = [set(info.get("edata", {})) for info in client.infos]
         dtypes = {k: v.get("dtype") for k, v in client.infos[0].get("edata", {}).items()}
         return GraphInfo(spec, int(client.num_nodes), int(client.feat_dim or 0), client.feat_dtype,
-                         int(client.num_classes or 0) > 0, partition_dir=partition_dir,
+                         int(client.num_classes or 0) > 0 or any(t.has_label for t in (schema.node_types if schema else ())),
+                         partition_dir=partition_dir, schema=schema,
                          edge_names=sorted(set.intersection(*edata)) if edata else [], edge_dtypes=dtypes)
 
 

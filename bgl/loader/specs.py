@@ -22,7 +22,8 @@ class SamplingSpec:
     :class:`~bgl.loader.graph_arrays.GraphArrays` (``arrays``, a DGLGraph's own
     tensors) sampled in-process by :class:`bgl.sampler.LocalSampler`.
     ``kind="servers"``: graph servers reached by :class:`bgl.sampler.SamplingClient`
-    (one address per part, in part order).
+    (one address per part, in part order); ``partition`` names the partition dir whose
+    original ids a typed graph's loader speaks (:class:`bgl.sampler.typed_remote.TypedServerSampler`).
     """
 
     kind: str
@@ -30,6 +31,7 @@ class SamplingSpec:
     addresses: tuple[str, ...] = ()
     timeout: float = 5.0
     arrays: Any = field(default=None, compare=False)
+    partition: Optional[str] = None
 
     def open(self):
         """A live sampler (``sample_blocks`` / ``fetch_features`` / ``fetch_labels``)."""
@@ -44,7 +46,16 @@ class SamplingSpec:
         if self.kind == "servers":
             from ..sampler import SamplingClient
 
-            return SamplingClient(list(self.addresses), timeout=self.timeout)
+            client = SamplingClient(list(self.addresses), timeout=self.timeout)
+            if client.schema is None:
+                return client
+            from ..sampler.typed_remote import TypedServerSampler
+
+            try:
+                return TypedServerSampler(client, self.partition)
+            except BaseException:
+                client.close()
+                raise
         raise ValueError(f"sampling spec kind must be 'store' or 'servers', got {self.kind!r}")
 
     def open_store(self):

@@ -291,10 +291,5 @@ def test_proximity_order_walks_the_target_types_seeds_over_the_typed_graph(sourc
 
 
 def test_typed_stores_are_refused_where_types_are_not_handled_yet(typed_store, tmp_path):
-    from bgl.partition import partition_graph
-
-    with pytest.raises(ValueError, match="typed store.*not available yet"):
-        partition_graph(typed_store, "random", 2, tmp_path / "parts")
     with pytest.raises(ValueError, match="not available for typed graphs yet"):
         bgl.DataLoader(typed_store, {"paper": torch.arange(4)}, dgl.dataloading.NeighborSampler([2]), cache=0.1)
-    assert not (tmp_path / "parts").exists()

@@ -1,0 +1,46 @@
+"""The typed frames of the wire protocol (:mod:`.protocol`): per-relation fanouts and node types.
+
+Typed SAMPLE (``FLAG_TYPED``, flag bit 4, to a typed store's server): the request is
+exactly ``[header, seeds, fanouts]``, ``fanouts`` int64 [R] raw, one per relation id of the
+server's schema (-1 all, 0 none); :func:`typed_fanouts` checks each is >= -1 and, given
+the server's R, the length; the header's ``fanout`` is 0 and no other flag but replace
+may be set (no edge names, LABOR or excluded edges with it).  The reply sets the flag
+too and adds an ``etypes`` frame (each neighbour's relation id, dtype code in the
+header's ``field``) after ``nbrs``.  A server that predates typed graphs refuses the
+request ("unknown flag bits 0x10"); an untyped server refuses it by name.
+
+Typed FEATURES: the header's 16-bit ``ntype`` (formerly reserved and checked to be 0,
+so an older server refuses it naming the field) is the node type index + 1; the ids
+are global ids of that type on the server, the rows that type's own width and dtype.
+
+A leaf module (no import of :mod:`.protocol`), so the protocol's parser imports it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from bgl.errors import ProtocolError
+
+FLAG_TYPED = 16  # bit 3 stays unknown to every version
+FLAG_REPLACE = 1
+MAX_RELATIONS = 1 << 16
+
+
+def typed_fanouts(frames: list, flags: int, fanout: int, num_relations: int | None) -> np.ndarray:
+    """The int64 [R] fanouts of a typed SAMPLE request's frames; ProtocolError naming what is wrong."""
+    if flags & ~(FLAG_TYPED | FLAG_REPLACE):
+        raise ProtocolError(f"SAMPLE: typed sampling takes no edge names or LABOR (flags {flags:#x})")
+    if len(frames) != 3:
+        raise ProtocolError(f"typed SAMPLE needs 3 frames (header, seeds, fanouts), got {len(frames)}")
+    if fanout:
+        raise ProtocolError(f"typed SAMPLE: the header fanout must be 0 (fanouts travel per relation), got {fanout}")
+    buf = memoryview(frames[2].buffer if hasattr(frames[2], "buffer") else frames[2])
+    if buf.nbytes % 8 or not 0 < buf.nbytes // 8 <= MAX_RELATIONS:
+        raise ProtocolError(f"typed SAMPLE: fanouts frame of {buf.nbytes} bytes is not 1..{MAX_RELATIONS} int64")
+    fanouts = np.frombuffer(buf, dtype="<i8").astype(np.int64)  # a copy: aligned, and R is small
+    if num_relations is not None and fanouts.shape[0] != num_relations:
+        raise ProtocolError(f"typed SAMPLE: {fanouts.shape[0]} fanouts for a graph of {num_relations} relations")
+    if int(fanouts.min()) < -1:
+        r = int(np.argmin(fanouts))
+        raise ProtocolError(f"typed SAMPLE: fanout of relation {r} must be >= -1 (-1 = all), got {int(fanouts[r])}")
+    return fanouts
