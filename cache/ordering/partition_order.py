@@ -167,6 +167,11 @@ class PartitionOrder:
         self._book = open_partition(partition_dir)
         self.bounds = np.asarray(self._book.bounds, dtype=np.int64)
         ids = np.asarray(ids, dtype=np.int64)
+        # A typed partition's loader speaks the ORIGINAL store's global ids (type offset + per-type id);
+        # the BFS runs over the parts' new ids, and the order goes back through orig_ids.
+        self._typed = self._book.schema is not None and not self._book.schema.is_homogeneous
+        if self._typed:
+            ids = self._new_ids_of(ids)
         owner = self._book.owner(ids)
         by_part = np.argsort(owner, kind="stable")
         counts = np.bincount(owner, minlength=self._book.num_parts)
@@ -204,7 +209,20 @@ class PartitionOrder:
         for k in self.parts:
             local = proximity_order(self.view(k), self._local_ids[k], self.num_sequences, int(part_seeds[k]))
             orders.append(np.asarray(local, dtype=np.int64) + self.bounds[k])
-        return concat_parts(orders, rng)
+        order = concat_parts(orders, rng)
+        return np.asarray(self._book.orig_ids)[order] if self._typed else order
+
+    def _new_ids_of(self, orig_gids: np.ndarray) -> np.ndarray:
+        """New ids of original global ids of a typed partition (per type, ``PartitionBook.to_new``)."""
+        schema = self._book.schema
+        offsets = schema.offsets
+        types = np.searchsorted(offsets, orig_gids, side="right") - 1
+        out = np.empty_like(orig_gids)
+        for t, nt in enumerate(schema.ntypes):  # a loop over types, not nodes
+            sel = types == t
+            if sel.any():
+                out[sel] = self._book.to_new(nt, orig_gids[sel] - offsets[t])
+        return out
 
 
 def env_partition_dir() -> Optional[str]:

@@ -129,3 +129,23 @@ def test_bad_typed_input_over_servers_is_named(served, monkeypatch):
         bgl.DataLoader(str(book.path), SEEDS, dgl.dataloading.NeighborSampler([{**SAMPLED[0], "likes": 1}]))
     with pytest.raises(ValueError, match="unknown node type 'user'"):
         bgl.DataLoader(str(book.path), {"user": torch.tensor([0])}, dgl.dataloading.NeighborSampler([2]))
+
+
+def test_proximity_order_over_a_typed_partition(served, monkeypatch):
+    """order='proximity' with typed seeds on servers: the partition's BFS order over the seeds'
+    (original, per-type) ids, each seed once, reproducible, not the random order of the same draws."""
+    book, servers = served
+    monkeypatch.setenv("BGL_SERVERS", servers)
+
+    def seeds_in_order(order):
+        return torch.cat([out["paper"] for _, out, _ in batches(str(book.path), SAMPLED, shuffle=True,
+                                                                order=order, blocks="bgl")]).tolist()
+
+    first = seeds_in_order("proximity")
+    assert sorted(first) == SEEDS["paper"].tolist() and first == seeds_in_order("proximity")
+    assert first != seeds_in_order("random")
+    # the BFS ran over the parts in new ids: each part's seeds form runs (parts are interleaved in
+    # chunks), so consecutive seeds share a part far more often than in the random order
+    owner = book.owner(book.to_new("paper", np.asarray(first)))
+    shuffled = book.owner(book.to_new("paper", np.asarray(seeds_in_order("random"))))
+    assert (owner[1:] == owner[:-1]).mean() > (shuffled[1:] == shuffled[:-1]).mean()
