@@ -38,7 +38,12 @@ def graph_schema(path: Path):
         from bgl.partition import open_partition
 
         book = open_partition(path)
-        return book.schema, book.type_split
+        if book.schema is None or book.schema.is_homogeneous:
+            raise SystemExit(f"{path} has one node type; train it with examples/train_sage.py")
+
+        def split(ntype, name):  # the loader takes the ORIGINAL per-type ids of a typed partition
+            return np.sort(book.to_orig(book.type_split(ntype, name))[1])
+        return book.schema, split
     store = bgl.GraphStore(path)
     if store.schema is None or store.schema.is_homogeneous:
         raise SystemExit(f"{path} has one node type; train it with examples/train_sage.py")
@@ -115,7 +120,8 @@ def main() -> None:
     fanouts = [int(f) for f in args.fanouts.split(",")]
     model = RGCN(schema, target, args.hidden, node_type.num_classes, len(fanouts), args.dropout)
     if distributed:
-        model = nn.parallel.DistributedDataParallel(model)
+        # the last layer's relations into other types than the target produce nothing the loss reads
+        model = nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     train_ids = torch.from_numpy(np.array(split(target, "train"), dtype=np.int64))
     loader = bgl.DataLoader(graph, {target: train_ids}, bgl.NeighborSampler(fanouts), batch_size=args.batch_size,
@@ -141,7 +147,8 @@ def main() -> None:
         if rank == 0:
             print(f"epoch {epoch}: time {float(seconds):.2f} s  loss {float(loss_sum[0] / loss_sum[1]):.4f}", flush=True)
 
-    test_ids = torch.from_numpy(np.array(split(target, "test"), dtype=np.int64)).tensor_split(world)[rank]
+    scored = "test" if "test" in (node_type.splits or {}) else "val"  # the split the accuracy is of
+    test_ids = torch.from_numpy(np.array(split(target, scored), dtype=np.int64)).tensor_split(world)[rank]
     net = model.module if distributed else model
     net.eval()
     result = torch.zeros(2, dtype=torch.float64)
@@ -155,8 +162,8 @@ def main() -> None:
     if distributed:
         dist.all_reduce(result)
     if rank == 0:
-        print(f"test accuracy {float(result[0] / max(result[1], 1)):.4f} ({int(result[0])}/{int(result[1])} "
-              f"test nodes of {target})", flush=True)
+        print(f"{scored} accuracy {float(result[0] / max(result[1], 1)):.4f} ({int(result[0])}/{int(result[1])} "
+              f"{scored} nodes of {target})", flush=True)
     if distributed:
         dist.destroy_process_group()
 
