@@ -121,6 +121,14 @@ class GraphStore(E.EdgeArrays):
         return codec, self._load(f"feat.{codec.name}", (self.meta.num_nodes, codec.row_width), codec.row_dtype)
 
     @property
+    def feat_dtype_name(self) -> str | None:
+        """dtype name of the decoded feature rows (``feat.npy``'s, or meta.json's for a store holding only
+        encoded rows), None without features."""
+        if self.feat is not None:
+            return self.feat.dtype.name
+        return (self.meta.feat_dtype or "float32") if self.feat_codec is not None else None
+
+    @property
     def feat_rows(self):
         """The feature rows this store serves: the encoded ones (``feat.<codec>.npy``) when it has a
         codec (decoded once per batch by the loader's transfer stage), else ``feat``; None without features."""

@@ -152,7 +152,9 @@ class RowCodec:
         if self.name == "bfloat16":
             return rows.view(torch.bfloat16).to(dtype)
         n, d = rows.shape[0], self.dim
-        params = rows[:, d:].contiguous().view(torch.float32).view(n, self.num_blocks, 2)
+        # a fresh copy: the scales sit at byte offset d, which a float32 view needs aligned
+        tail = rows[:, d:].clone(memory_format=torch.contiguous_format)
+        params = tail.view(torch.float32).view(n, self.num_blocks, 2)
         scale, offset = params[:, :, 0], params[:, :, 1]
         if self.num_blocks > 1:
             cols = torch.arange(d, device=rows.device) // self.block

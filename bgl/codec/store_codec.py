@@ -110,3 +110,20 @@ def compress_store(path, codec: str, *, block: int = 0, out=None, keep_float32: 
     log.info("%s: feature rows encoded as %s (%d B/row, was %d B/row)", target, rc.name, rc.row_bytes,
              store.feat_dim * store.feat.dtype.itemsize)
     return GraphStore(target, validate="none")
+
+
+def write_encoded(out, codec: str, write, *, block: int = 0, overwrite: bool = False):
+    """A store at ``out`` whose feature rows are only the encoded ones (``bgl ingest --feat-codec``).
+
+    ``write(path)`` writes the float32 store (e.g. :func:`bgl.ingest`) into a locked scratch dir next to
+    ``out``; its rows are then encoded into ``out`` by :func:`compress_store` (float32 dropped) and the
+    scratch removed, so ``out`` never holds a half-done or float32 store.  The codec name and block are
+    checked before anything is written.
+    """
+    RowCodec(codec, 1, block)  # an unknown name or a bad block fails before the ingest runs
+    target = check_output(out, STORE, overwrite)
+    remove_stale(target.absolute().parent)
+    with WorkDir(target, "scratch") as scratch:
+        plain = write(scratch.path / "store")
+        return compress_store(getattr(plain, "path", scratch.path / "store"), codec, block=block, out=target,
+                              keep_float32=False, overwrite=overwrite)
