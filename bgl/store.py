@@ -109,7 +109,7 @@ class GraphStore(E.EdgeArrays):
         """(codec, encoded rows) of a version 3 store (``feat.<codec>.npy``, bgl/codec), else (None, None)."""
         if self.meta.feat_codec is None:
             return None, None
-        from .codec import RowCodec
+        from .codec.rows import RowCodec
 
         try:
             codec = RowCodec.from_dict(self.meta.feat_codec)
