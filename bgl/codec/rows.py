@@ -159,7 +159,8 @@ class RowCodec:
         if self.num_blocks > 1:
             cols = torch.arange(d, device=rows.device) // self.block
             scale, offset = scale[:, cols], offset[:, cols]
-        return torch.addcmul(offset, rows[:, :d].to(torch.float32), scale).to(dtype)
+        out = rows[:, :d].to(torch.float32)  # the one allocation; scale and add in place
+        return out.mul_(scale).add_(offset).to(dtype)
 
 
 def parse_codec(name: str, dim: int, block: int = 0) -> RowCodec:
