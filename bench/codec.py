@@ -14,7 +14,7 @@ of the float32 feature bytes, so int8's cache holds ~3-4x the rows). Reported pe
 
 Usage::
 
-    python bench/codec.py [--datasets cora,citeseer,pubmed] [--seeds 3] [--epochs 20]
+    python bench/codec.py [--datasets cora,citeseer,pubmed] [--seeds 3] [--epochs 6]
 """
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def train_and_test(store, budget: int, seed: int, epochs: int) -> dict:
     loader = bgl.DataLoader(store, store.train_idx, bgl.NeighborSampler([10, 10]), batch_size=256,
                             shuffle=True, cache="lookahead", cache_bytes=budget, blocks="dgl")
     model = SAGE(store.feat_dim, 128, store.num_classes)
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     times, moved = [], []
     for _ in range(epochs):
         before = (loader.cache_stats() or {}).get("bytes_from_source", 0)
@@ -143,7 +143,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--datasets", default="cora,citeseer,pubmed")
     p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--epochs", type=int, default=20)
+    p.add_argument("--epochs", type=int, default=6)
     p.add_argument("--cache-fraction", type=float, default=0.1, help="cache bytes / float32 feature bytes")
     p.add_argument("--torch-threads", type=int, default=1)
     p.add_argument("--json", default=None, help="also write the rows here")

@@ -136,7 +136,7 @@ class LocalSampler:
     def fetch_features(self, ids) -> torch.Tensor:
         """Feature rows [n, feat_dim] of global ``ids`` (store dtype); a store with a feature codec
         gives its encoded rows [n, codec.row_width] (:attr:`feat_codec`; bgl/codec)."""
-        rows = self.store.feat_rows
+        rows = getattr(self.store, "feat_rows", self.store.feat)  # a DGLGraph's arrays have no codec
         if rows is None:
             raise ValueError(f"store {self.store.path} has no features")
         return torch.from_numpy(ops.gather(rows, ids, self.store.node_offset))
@@ -165,7 +165,7 @@ class LocalSampler:
     @property
     def feat_dtype(self) -> torch.dtype | None:
         """torch dtype of the (decoded) feature rows, or None without features."""
-        name = self.store.feat_dtype_name
+        name = getattr(self.store, "feat_dtype_name", None if self.store.feat is None else self.store.feat.dtype.name)
         return None if name is None else torch.from_numpy(np.empty(0, np.dtype(name))).dtype
 
     @property

@@ -104,3 +104,17 @@ def test_servers_send_encoded_rows(int8_served, monkeypatch):
         received = traffic()["received"] - before
     assert rows.dtype == torch.uint8 and rows.shape == (ids.numel(), 24)
     assert ids.numel() * 24 <= received < ids.numel() * 24 + 1024  # float32 rows would be 64 B each
+
+
+def test_bad_feat_dtype_and_an_undecodable_server_codec_are_refused(int8_store):
+    from bgl.codec.wire import codec_of_info
+    from bgl.errors import ProtocolError
+
+    with pytest.raises(TypeError, match="feat_dtype must be a torch floating dtype .* got torch.int64"):
+        bgl.DataLoader(int8_store, int8_store.train_idx, bgl.NeighborSampler([2]), feat_dtype=torch.int64)
+    info = {"feat_dim": 16, "feat_codec": {"name": "int4", "dim": 16, "block": 0}}
+    with pytest.raises(ProtocolError, match="server tcp://h:1 sends feature rows this bgl cannot decode: "
+                                            "unknown feature codec 'int4'"):
+        codec_of_info("tcp://h:1", info)
+    with pytest.raises(ProtocolError, match="feat_codec is for 16 columns, feat_dim is 8"):
+        codec_of_info("tcp://h:1", {**info, "feat_dim": 8, "feat_codec": {"name": "int8", "dim": 16}})
