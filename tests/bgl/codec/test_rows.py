@@ -53,7 +53,7 @@ def rows(draw):
     return x.astype(draw(st.sampled_from([np.float32, np.float64])))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(x=rows(), name=st.sampled_from(CODECS), block=st.integers(0, 9))
 def test_decode_within_the_stated_bound(x, name, block):
     if name == "float16" and np.abs(x).max() > 65504:
