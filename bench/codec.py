@@ -38,17 +38,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dataloader import SAGE, datasets_dir  # noqa: E402
 
 CODECS = ("float32", "float16", "bfloat16", "int8")
-SOURCES = {"cora": ("cora.npz", {}), "citeseer": ("citeseer.npz", {}),
-           "pubmed": ("pubmed_adj_labels.npz", {"feat_dim": 500})}  # PubMed is stored without features
+SOURCES = {"cora": "cora.npz", "citeseer": "citeseer.npz", "pubmed": "pubmed_adj_labels.npz"}
+PUBMED_DIM = 500  # PubMed is stored without features (PROVENANCE.md): weak-signal synthetic ones, see below
 
 
-def build_stores(name: str, workdir: Path) -> dict:
+def with_weak_features(store, path: Path, signal: float):
+    """``store`` with float features ``signal * centroid[label] + N(0, 1)`` (PUBMED_DIM columns, seeded):
+    continuous values whose class signal is weak per column, so rounding them could cost accuracy
+    (Cora's and CiteSeer's 0/1 bag-of-words rows are exact in every codec)."""
+    from bgl.store import write_store
+
+    rng = np.random.default_rng(0)
+    label = np.asarray(store.label)
+    centroids = rng.standard_normal((store.num_classes, PUBMED_DIM)).astype(np.float32)
+    feat = signal * centroids[label] + rng.standard_normal((store.num_nodes, PUBMED_DIM), dtype=np.float32)
+    return write_store(path, np.asarray(store.indptr), np.asarray(store.indices), feat=feat, label=label,
+                       splits={k: np.asarray(v) for k, v in store.splits.items()}, num_classes=store.num_classes,
+                       name=store.meta.name, overwrite=True)
+
+
+def build_stores(name: str, workdir: Path, signal: float) -> dict:
     """{codec: store}: the float32 store and its three encoded copies (float32 dropped)."""
     from bgl.codec import compress_store
     from bgl.sources.datasets import ingest
 
-    file, kw = SOURCES[name]
-    plain = ingest(str(datasets_dir() / file), workdir / name, overwrite=True, **kw)
+    plain = ingest(str(datasets_dir() / SOURCES[name]), workdir / name, overwrite=True)
+    if plain.feat is None:
+        plain = with_weak_features(plain, workdir / f"{name}-feat", signal)
     stores = {"float32": plain}
     for codec in CODECS[1:]:
         stores[codec] = compress_store(plain.path, codec, out=workdir / f"{name}-{codec}", keep_float32=False,
@@ -108,7 +124,7 @@ def train_and_test(store, budget: int, seed: int, epochs: int) -> dict:
 
 
 def run_dataset(name: str, args, workdir: Path) -> list[dict]:
-    stores = build_stores(name, workdir)
+    stores = build_stores(name, workdir, args.pubmed_signal)
     f32 = stores["float32"]
     budget = int(args.cache_fraction * f32.num_nodes * row_bytes(f32))
     rows = []
@@ -156,6 +172,8 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=6)
     p.add_argument("--cache-fraction", type=float, default=0.1, help="cache bytes / float32 feature bytes")
     p.add_argument("--torch-threads", type=int, default=1)
+    p.add_argument("--pubmed-signal", type=float, default=0.05,
+                   help="PubMed's synthetic features: signal * centroid[label] + N(0, 1)")
     p.add_argument("--json", default=None, help="also write the rows here")
     args = p.parse_args()
     torch.set_num_threads(args.torch_threads)
