@@ -22,6 +22,8 @@ def decode_features(srcdata: dict, keys, codec, dtype: Optional[torch.dtype]) ->
     dtype = dtype or torch.float32
     for key in keys:
         rows = srcdata.get(key)
-        if rows is not None:
+        if isinstance(rows, dict):  # a typed graph's {ntype: rows} (no codec there yet): cast each
+            srcdata[key] = {t: r.to(dtype) for t, r in rows.items()}
+        elif rows is not None:
             srcdata[key] = codec.decode(rows, dtype) if codec is not None else rows.to(dtype)
     return srcdata

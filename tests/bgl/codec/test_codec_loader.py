@@ -106,6 +106,11 @@ def test_servers_send_encoded_rows(int8_served, monkeypatch):
     assert ids.numel() * 24 <= received < ids.numel() * 24 + 1024  # float32 rows would be 64 B each
 
 
+def test_feat_dtype_casts_float32_rows_too(random_store):
+    (input_nodes, feat, _), *_ = epoch(random_store, random_store.train_idx, feat_dtype=torch.float16)[0]
+    assert torch.equal(feat, torch.from_numpy(np.asarray(random_store.feat)[input_nodes.numpy()]).half())
+
+
 def test_bad_feat_dtype_and_an_undecodable_server_codec_are_refused(int8_store):
     from bgl.codec.wire import codec_of_info
     from bgl.errors import ProtocolError
