@@ -125,5 +125,10 @@ def write_encoded(out, codec: str, write, *, block: int = 0, overwrite: bool = F
     remove_stale(target.absolute().parent)
     with WorkDir(target, "scratch") as scratch:
         plain = write(scratch.path / "store")
+        from ..store import GraphStore
+
+        if GraphStore(scratch.path / "store", validate="none").feat is None:
+            raise ValueError(f"{target}: a feature codec ({codec}) needs features and the source has none "
+                             f"(give --feat-dim N for synthetic ones)")
         return compress_store(getattr(plain, "path", scratch.path / "store"), codec, block=block, out=target,
                               keep_float32=False, overwrite=overwrite)

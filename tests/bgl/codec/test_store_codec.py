@@ -98,3 +98,11 @@ def test_cli_compress_and_ingest_with_a_feature_codec(tmp_path, cora_store, caps
     assert main(["compress", str(tmp_path / "i"), "--codec", "int8"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bgl compress: error:" in err and "holds only encoded rows" in err
+
+
+def test_ingest_with_a_codec_refuses_a_source_without_features(tmp_path, capsys):
+    edges = tmp_path / "g.txt"
+    edges.write_text("0 1\n1 2\n2 0\n")
+    assert main(["ingest", str(edges), str(tmp_path / "out"), "--feat-codec", "int8", "--no-progress"]) == 1
+    assert "needs features and the source has none (give --feat-dim N" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.txt"]  # no store, no scratch left
