@@ -31,7 +31,7 @@ import traceback
 
 # Order is the order shown in --help.
 COMMAND_MODULES = [
-    "ingest", "info", "partition", "serve", "launch", "bench_cache", "demo",
+    "ingest", "compress", "info", "partition", "serve", "launch", "bench_cache", "demo",
 ]
 
 

@@ -56,7 +56,10 @@ FORMAT_VERSION = 1
 # A store with node/edge types (bgl/schema.py) is version 2, so a bgl that knows only
 # version 1 refuses it (naming the version) instead of reading it as one untyped graph.
 TYPED_FORMAT_VERSION = 2
-SUPPORTED_VERSIONS = (FORMAT_VERSION, TYPED_FORMAT_VERSION)
+# A store whose feature rows are encoded (bgl/codec: meta.json ``feat_codec``) is version 3, so a bgl
+# that cannot decode them refuses it naming the version, instead of serving no or wrong features.
+CODEC_FORMAT_VERSION = 3
+SUPPORTED_VERSIONS = (FORMAT_VERSION, TYPED_FORMAT_VERSION, CODEC_FORMAT_VERSION)
 META_FILE = "meta.json"
 
 # Full index-range validation streams every edge; beyond this many edges the
@@ -95,6 +98,8 @@ class StoreMeta:
     name: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     schema: dict[str, Any] | None = None  # node/edge types (version 2 only; bgl/schema.py)
+    feat_codec: dict[str, Any] | None = None  # encoded feature rows (version 3 only; bgl/codec)
+    feat_float32: bool = True  # feat.npy is there (a version 3 store may hold only the encoded rows)
     format: str = FORMAT_NAME
     version: int = FORMAT_VERSION
 
@@ -114,6 +119,9 @@ class StoreMeta:
             )
         if (d.get("version") == TYPED_FORMAT_VERSION) != (d.get("schema") is not None):
             raise StoreFormatError(f"{where}: a version {TYPED_FORMAT_VERSION} store needs a schema, "
+                                   f"and only it may have one (version {d.get('version')!r})")
+        if (d.get("version") == CODEC_FORMAT_VERSION) != (d.get("feat_codec") is not None):
+            raise StoreFormatError(f"{where}: a version {CODEC_FORMAT_VERSION} store needs a feat_codec, "
                                    f"and only it may have one (version {d.get('version')!r})")
         known = set(cls.__dataclass_fields__)
         missing = {"num_nodes", "num_edges", "id_dtype"} - set(d)

@@ -40,7 +40,8 @@ from .output_dir import PARTITION, STORE, WorkDir, check_output, kind_of, remove
 
 # The meta.json fields and versions live in bgl/schema.py; these names are re-exported.
 from .schema import (CHECK_CHUNK, FORMAT_NAME, FORMAT_VERSION, FULL_CHECK_MAX_EDGES, META_FILE,  # noqa: F401
-                         SUPPORTED_VERSIONS, TYPED_FORMAT_VERSION, StoreMeta, id_dtype_for)
+                         SUPPORTED_VERSIONS, TYPED_FORMAT_VERSION, CODEC_FORMAT_VERSION, StoreMeta,
+                     id_dtype_for)
 
 
 class GraphStore(E.EdgeArrays):
@@ -79,8 +80,9 @@ class GraphStore(E.EdgeArrays):
         self.indptr = self._load("indptr", (n + 1,), np.int64)
         self.indices = self._load("indices", (e,), np.dtype(meta.id_dtype))
         self.feat = None
-        if meta.feat_dim > 0:
+        if meta.feat_dim > 0 and meta.feat_float32:
             self.feat = self._load("feat", (n, meta.feat_dim), np.dtype(meta.feat_dtype or "float32"))
+        self.feat_codec, self.feat_encoded = self._load_encoded_feat()
         self.label = self._load("label", (n,), np.int64) if meta.has_label else None
         self.splits = {name: self._load(f"{name}_idx", (size,), np.int64) for name, size in meta.splits.items()}
         self._load_typed()
@@ -102,6 +104,35 @@ class GraphStore(E.EdgeArrays):
         if arr.dtype != np.dtype(dtype):
             raise StoreFormatError(f"{file}: dtype {arr.dtype}, expected {np.dtype(dtype)}")
         return arr
+
+    def _load_encoded_feat(self) -> tuple:
+        """(codec, encoded rows) of a version 3 store (``feat.<codec>.npy``, bgl/codec), else (None, None)."""
+        if self.meta.feat_codec is None:
+            return None, None
+        from .codec.rows import RowCodec
+
+        try:
+            codec = RowCodec.from_dict(self.meta.feat_codec)
+        except (TypeError, ValueError) as e:
+            raise StoreFormatError(f"{self.path / META_FILE}: feat_codec: {e}") from None
+        if codec.dim != self.meta.feat_dim:
+            raise StoreFormatError(f"{self.path / META_FILE}: feat_codec is for {codec.dim} columns, "
+                                   f"feat_dim is {self.meta.feat_dim}")
+        return codec, self._load(f"feat.{codec.name}", (self.meta.num_nodes, codec.row_width), codec.row_dtype)
+
+    @property
+    def feat_dtype_name(self) -> str | None:
+        """dtype name of the decoded feature rows (``feat.npy``'s, or meta.json's for a store holding only
+        encoded rows), None without features."""
+        if self.feat is not None:
+            return self.feat.dtype.name
+        return (self.meta.feat_dtype or "float32") if self.feat_codec is not None else None
+
+    @property
+    def feat_rows(self):
+        """The feature rows this store serves: the encoded ones (``feat.<codec>.npy``) when it has a
+        codec (decoded once per batch by the loader's transfer stage), else ``feat``; None without features."""
+        return self.feat_encoded if self.feat_codec is not None else self.feat
 
     def _load_typed(self) -> None:
         """The schema, and for a typed store its ``etype`` and per-type feature/label/split arrays."""
@@ -233,6 +264,7 @@ class GraphStore(E.EdgeArrays):
             "in_degree_max": int(deg.max()) if deg.size else 0,
             "feat_dim": self.feat_dim,
             "feat_dtype": self.meta.feat_dtype,
+            "feat_codec": None if self.feat_codec is None else self.feat_codec.to_dict(),
             "num_classes": self.num_classes,
             "splits": dict(self.meta.splits),
             "edata": {k: dict(v) for k, v in self.meta.edata.items()},
@@ -328,6 +360,13 @@ class StoreWriter(E.EdgeArrayWriter):
         file = self.tmp / f"{relpath}.npy"
         file.parent.mkdir(parents=True, exist_ok=True)
         return np.lib.format.open_memmap(file, mode="w+", dtype=dtype, shape=tuple(shape))
+
+    def set_feat_codec(self, codec, float32: bool) -> None:
+        """Make this a store of encoded feature rows (format version 3): ``feat.<codec>.npy`` written by the
+        caller; ``float32`` says whether ``feat.npy`` is written too (:mod:`bgl.codec`)."""
+        self._meta.update(feat_codec=codec.to_dict(), feat_float32=bool(float32), feat_dim=codec.dim,
+                          version=CODEC_FORMAT_VERSION)
+        self._meta.setdefault("feat_dtype", "float32")
 
     def set_schema(self, schema: Mapping[str, Any]) -> None:
         """Make this a typed store (format version 2) with ``schema`` (``GraphSchema.to_dict()``)."""

@@ -32,7 +32,8 @@ MissSource = Callable[[torch.Tensor], Union[torch.Tensor, np.ndarray]]
 
 _INT32_MAX = 2**31 - 1
 _ID_DTYPES = (torch.int64, torch.int32)
-_FEAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+# the last two hold encoded rows (bgl/codec: bfloat16 bits as int16, int8 codes with their scales)
+_FEAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int16, torch.uint8)
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:

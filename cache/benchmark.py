@@ -8,7 +8,8 @@ policy at each cache size, so policies differ only in what they keep.
 
 Per (policy, order, cache ratio) the benchmark reports the MiB the miss
 source had to deliver (rows fetched from the source x row bytes: what crosses
-the network or PCIe, the figure that matters), the hit rate, and the cache's
+the network or PCIe, the figure that matters; a store with a feature codec is
+replayed on its encoded rows, so bytes are encoded bytes), the hit rate, and the cache's
 own speed: ids looked up and inserted per second, miss-source time subtracted.
 
 ``lookahead`` replays with the sampler ``lookahead_k`` batches ahead of the
@@ -83,9 +84,10 @@ def run_benchmark(store, cfg: BenchConfig, progress: bool = True) -> list[BenchR
     """Replay ``cfg.epochs`` of sampled batches per order through every policy × ratio."""
     from tqdm import tqdm
 
-    if store.feat is not None:
-        dim = store.feat_dim
-        source = HostFeatureSource(store.feat)
+    feat = getattr(store, "feat_rows", store.feat)  # a store's encoded rows (bgl/codec) when it has them
+    if feat is not None:
+        dim = int(feat.shape[1])  # an encoded row's width: every policy, Belady too, counts encoded bytes
+        source = HostFeatureSource(feat)
         dtype = source.dtype
     else:
         if cfg.feat_dim <= 0:

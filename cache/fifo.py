@@ -39,7 +39,7 @@ class FeatureCache(CacheBase):
     ----------
     capacity : rows held; 0 disables caching (every id is fetched from the source).
     num_nodes : ids are ``[0, num_nodes)``.
-    dim : feature width; dtype : float32 / float16 / bfloat16 / float64.
+    dim : feature width; dtype : float32 / float16 / bfloat16 / float64 (int16 / uint8: encoded rows, bgl/codec).
     device : where storage and maps live (``"cuda"`` falls back to CPU when absent).
     insert_order : ``"reverse"`` (default) or ``"request"``, see :data:`INSERT_ORDERS`.
         A sampled batch's input ids (``blocks[0].src_ids``) list the seeds first,

@@ -73,9 +73,10 @@ def memmap_gather_ms(store, batches) -> float:
     """Mean CPU ms per batch of ``np.take`` of each batch's rows from the store's feature memmap
     (the anchor of a policy's bookkeeping budget); a first untimed pass pages the rows in,
     as the loader's prefault does.  0.0 for a store without features."""
-    if store.feat is None or not batches:
+    rows = getattr(store, "feat_rows", store.feat)  # encoded rows when the store has a codec
+    if rows is None or not batches:
         return 0.0
-    feat = np.asarray(store.feat)
+    feat = np.asarray(rows)
     for ids, _ in batches:
         np.take(feat, ids.numpy(), axis=0)
     t = time.thread_time()

@@ -115,12 +115,17 @@ def _write_part(store: GraphStore, path: Path, rows: np.ndarray, new_of: np.ndar
                                                   + np.repeat(src_ptr[rows[a:b]] - indptr[a:b], deg[a:b]))
         out.flush()
         del out
-        if store.feat is not None:
-            feat = w.create_array("feat", (rows.size, store.feat_dim), store.feat.dtype)
+        # each part carries the rows its store has: float32, encoded (bgl/codec: feat.<codec>.npy), or both
+        for name, arr in (("feat", store.feat), (f"feat.{getattr(store.feat_codec, 'name', '')}", store.feat_encoded)):
+            if arr is None:
+                continue
+            feat = w.create_array(name, (rows.size, arr.shape[1]), arr.dtype)
             for a in range(0, rows.size, WRITE_CHUNK_ROWS):
-                feat[a : a + WRITE_CHUNK_ROWS] = store.feat[rows[a : a + WRITE_CHUNK_ROWS]]
+                feat[a : a + WRITE_CHUNK_ROWS] = arr[rows[a : a + WRITE_CHUNK_ROWS]]
             feat.flush()
             del feat
+        if store.feat_codec is not None:
+            w.set_feat_codec(store.feat_codec, float32=store.feat is not None)
         _write_part_edge_data(store, w, rows, indptr)
         if store.is_typed:
             num_train = write_part_types(store, w, rows, indptr, new_of, node_start)

@@ -35,6 +35,7 @@ import torch
 import zmq
 
 from bgl.blocks import Block
+from bgl.codec.wire import codec_of_info, row_buffer
 from bgl.errors import ProtocolError, ServerError, ServerUnavailable
 
 from . import _kernels as K
@@ -178,6 +179,7 @@ class SamplingClient(typed_remote.TypedClient):
             self.bounds = np.array([info["node_offset"] for info in self.infos]
                                    + [self.infos[-1]["node_offset"] + self.infos[-1]["num_nodes"]], np.int64)
             self._check_ranges()
+            self.feat_codec = codec_of_info(self.addresses[0], self.infos[0])  # rows arrive encoded (bgl/codec)
             # global edge ids: part k's CSC positions follow the edges of the parts before it
             self.edge_bounds = np.zeros(len(self.infos) + 1, np.int64)
             np.cumsum([int(info["num_edges"]) for info in self.infos], out=self.edge_bounds[1:])
@@ -201,8 +203,8 @@ class SamplingClient(typed_remote.TypedClient):
         if self.bounds[0] != 0 or self.bounds[-1] != total or np.any(ends[:-1] != self.bounds[1:-1]):
             ranges = [f"{a}: [{s}, {e})" for a, s, e in zip(self.addresses, self.bounds[:-1], ends)]
             raise ProtocolError(f"server id ranges do not tile [0, {total}): {'; '.join(ranges)}")
-        for key in ("feat_dim", "feat_dtype", "num_classes"):
-            values = {info[key] for info in self.infos}
+        for key in ("feat_dim", "feat_dtype", "num_classes", "feat_codec"):
+            values = {str(info.get(key)) for info in self.infos}
             if len(values) > 1:
                 raise ProtocolError(f"servers disagree on {key}: {sorted(map(str, values))}")
 
@@ -355,10 +357,8 @@ class SamplingClient(typed_remote.TypedClient):
         jobs = [(s, functools.partial(self._features_request, sorted_ids[a:b], field),
                  functools.partial(self._read_local_rows, s, sorted_ids[a:b], field)) for s, a, b in groups]
         if field == P.FIELD_FEAT:
-            dim = self.feat_dim
-            if dim == 0:
-                raise ValueError(f"the servers {self.addresses} have no features")
-            out = np.empty((ids.shape[0], dim), np.dtype(self.infos[0]["feat_dtype"]))
+            # ValueError without features; encoded rows (bgl/codec) arrive and stay encoded
+            out = row_buffer(ids.shape[0], self.feat_dim, self.infos[0]["feat_dtype"], self.feat_codec, self.addresses)
         else:
             if not self.infos[0].get("has_label", True):
                 raise ValueError(f"the servers {self.addresses} have no labels")

@@ -72,11 +72,11 @@ def stores_from_env() -> list[GraphStore]:
 
 def _mismatch(store: GraphStore, info: dict) -> str | None:
     """Why ``store`` is not the part the server with INFO ``info`` serves, or None if it is."""
-    feat_dtype = None if store.feat is None else store.feat.dtype.name
+    codec = None if store.feat_codec is None else store.feat_codec.to_dict()
     for key, mine in (("num_nodes", store.num_nodes), ("global_num_nodes", store.global_num_nodes),
                       ("num_edges", store.num_edges), ("feat_dim", store.feat_dim),
-                      ("feat_dtype", feat_dtype), ("has_label", store.label is not None),
-                      ("schema", store.meta.schema)):
+                      ("feat_dtype", store.feat_dtype_name), ("has_label", store.label is not None),
+                      ("schema", store.meta.schema), ("feat_codec", codec)):
         if key in info and info[key] != mine:
             return f"{key} {mine} here, {info[key]} on the server"
     return None
@@ -153,10 +153,10 @@ class LocalParts:
     def gather(self, srv: int, ids: np.ndarray, field: int) -> np.ndarray:
         """Rows of ``field`` (``FIELD_FEAT``/``FIELD_LABEL``) for ``ids``, as server ``srv``'s FEATURES reply."""
         store = self.stores[srv]
-        array = store.feat if field == P.FIELD_FEAT else store.label
+        array = store.feat_rows if field == P.FIELD_FEAT else store.label  # encoded rows stay encoded
         return ops.gather(array, ids, store.node_offset, parallel=False)
 
     def gather_into(self, srv: int, ids: np.ndarray, out: np.ndarray, pos: np.ndarray) -> None:
         """``out[pos[i]]`` = the feature row of ``ids[i]``, all owned by server ``srv``'s part."""
         store = self.stores[srv]
-        ops.gather_into(store.feat, ids, store.node_offset, out, pos)
+        ops.gather_into(store.feat_rows, ids, store.node_offset, out, pos)

@@ -130,10 +130,12 @@ class LocalSampler:
 
     # ---------------------------------------------------------------- features
     def fetch_features(self, ids) -> torch.Tensor:
-        """Feature rows [n, feat_dim] of global ``ids`` (store dtype)."""
-        if self.store.feat is None:
+        """Feature rows [n, feat_dim] of global ``ids`` (store dtype); a store with a feature codec
+        gives its encoded rows [n, codec.row_width] (:attr:`feat_codec`; bgl/codec)."""
+        rows = getattr(self.store, "feat_rows", self.store.feat)  # a DGLGraph's arrays have no codec
+        if rows is None:
             raise ValueError(f"store {self.store.path} has no features")
-        return torch.from_numpy(ops.gather(self.store.feat, ids, self.store.node_offset))
+        return torch.from_numpy(ops.gather(rows, ids, self.store.node_offset))
 
     def fetch_labels(self, ids) -> torch.Tensor:
         """int64 [n] labels of global ``ids`` (-1 = unlabelled)."""
@@ -158,10 +160,14 @@ class LocalSampler:
 
     @property
     def feat_dtype(self) -> torch.dtype | None:
-        """torch dtype of the feature rows, or None without features."""
-        if self.store.feat is None:
-            return None
-        return torch.from_numpy(np.empty(0, self.store.feat.dtype)).dtype
+        """torch dtype of the (decoded) feature rows, or None without features."""
+        name = getattr(self.store, "feat_dtype_name", None if self.store.feat is None else self.store.feat.dtype.name)
+        return None if name is None else torch.from_numpy(np.empty(0, np.dtype(name))).dtype
+
+    @property
+    def feat_codec(self):
+        """The store's :class:`bgl.codec.RowCodec` (its rows come encoded), or None."""
+        return getattr(self.store, "feat_codec", None)
 
     @property
     def num_classes(self) -> int:

@@ -160,7 +160,9 @@ class GraphServer:
             "protocol_version": P.PROTOCOL_VERSION, "name": s.meta.name, "part": self.part,
             "node_offset": s.node_offset, "num_nodes": s.num_nodes, "global_num_nodes": s.global_num_nodes,
             "num_edges": s.num_edges, "feat_dim": s.feat_dim,
-            "feat_dtype": None if s.feat is None else s.feat.dtype.name,
+            "feat_dtype": s.feat_dtype_name,
+            # rows are sent encoded (bgl/codec); a client decodes them, or refuses an unknown codec
+            "feat_codec": None if s.feat_codec is None else s.feat_codec.to_dict(),
             "has_label": s.label is not None, "num_classes": s.num_classes,
             "id_dtype": s.indices.dtype.name, "splits": dict(s.meta.splits),
             "edata": {k: dict(v) for k, v in s.meta.edata.items()},
@@ -195,7 +197,7 @@ class GraphServer:
                 self._weights(req.weights), req.edge_data, req.labor, exclude=req.exclude)
             return P.sample_reply(h.req_id, counts, nbrs, rows)
         if h.op == P.Op.FEATURES:
-            array = self.store.feat if h.field == P.FIELD_FEAT else self.store.label
+            array = self.store.feat_rows if h.field == P.FIELD_FEAT else self.store.label
             if array is None:
                 what = "features" if h.field == P.FIELD_FEAT else "labels"
                 raise ValueError(f"store {self.store.meta.name or self.store.path} has no {what}")

@@ -71,6 +71,8 @@ def format_summary(s: dict) -> str:
     """Human-readable lines for :meth:`GraphStore.summary`."""
     splits = ", ".join(f"{k}={v}" for k, v in s["splits"].items()) or "none"
     feat = f"{s['feat_dim']} ({s['feat_dtype']})" if s["feat_dim"] else "none"
+    if s.get("feat_codec"):
+        feat += f", stored as {s['feat_codec']['name']} (bgl/codec)"
     lines = [
         f"store        {s['path']}" + (f"  [{s['name']}]" if s["name"] else ""),
         f"nodes        {s['num_nodes']:,}",

@@ -46,6 +46,9 @@ def register(subparsers) -> None:
     p.add_argument("--scale", type=int_at_least(1), default=None, help="rmat: log2 of the node count")
     p.add_argument("--edge-factor", type=int_at_least(1), default=16, help="rmat: generated edges per node")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    from .compress import add_feat_codec_arguments
+
+    add_feat_codec_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -69,10 +72,19 @@ def run(args) -> int:
             opts["scale"] = args.scale
     if args.add_reverse:
         opts["add_reverse"] = True
-    store = ingest(args.source, args.out_dir, args.format, feat_dim=args.feat_dim,
-                   num_classes=args.num_classes, symmetrize=args.symmetrize,
-                   remove_self_loops=not args.keep_self_loops, dedupe=not args.keep_duplicates,
-                   seed=args.seed, overwrite=args.overwrite, progress=not args.no_progress, **opts)
+    def write(out_dir, overwrite=args.overwrite):
+        return ingest(args.source, out_dir, args.format, feat_dim=args.feat_dim,
+                      num_classes=args.num_classes, symmetrize=args.symmetrize,
+                      remove_self_loops=not args.keep_self_loops, dedupe=not args.keep_duplicates,
+                      seed=args.seed, overwrite=overwrite, progress=not args.no_progress, **opts)
+
+    if args.feat_codec:  # float32 rows go to a scratch store, the encoded ones to OUT_DIR (bgl/codec)
+        from ..codec.store_codec import write_encoded
+
+        store = write_encoded(args.out_dir, args.feat_codec, lambda path: write(path, False),
+                              block=args.feat_codec_block, overwrite=args.overwrite)
+    else:
+        store = write(args.out_dir)
     from .info import format_summary, store_summary
 
     print(format_summary(store_summary(store)))

@@ -192,8 +192,10 @@ class GraphInfo:
     def __init__(self, spec: SamplingSpec, num_nodes: int, feat_dim: int, feat_dtype, has_label: bool,
                  store: Optional[GraphStore] = None, partition_dir: Optional[Path] = None,
                  from_dgl: bool = False, schema=None, edge_names: Optional[Sequence[str]] = None,
-                 edge_dtypes: Optional[dict] = None):
+                 edge_dtypes: Optional[dict] = None, feat_codec=None):
         self.spec, self.num_nodes, self.feat_dim, self.feat_dtype = spec, num_nodes, feat_dim, feat_dtype
+        # bgl.codec.RowCodec: feature rows are fetched, cached and moved encoded, decoded by the transfer stage
+        self.feat_codec = feat_codec if feat_codec is not None else getattr(store, "feat_codec", None)
         self.has_label, self.store, self.partition_dir, self.from_dgl = has_label, store, partition_dir, from_dgl
         self.schema = schema
         edata = getattr(store, "edata", None)  # a typed DGLGraph's arrays carry none
@@ -238,7 +240,8 @@ def _servers_info(addresses: Sequence[str], timeout: float, partition_dir: Optio
         return GraphInfo(spec, int(client.num_nodes), int(client.feat_dim or 0), client.feat_dtype,
                          int(client.num_classes or 0) > 0 or any(t.has_label for t in (schema.node_types if schema else ())),
                          partition_dir=partition_dir, schema=schema,
-                         edge_names=sorted(set.intersection(*edata)) if edata else [], edge_dtypes=dtypes)
+                         edge_names=sorted(set.intersection(*edata)) if edata else [], edge_dtypes=dtypes,
+                         feat_codec=client.feat_codec)
 
 
 def resolve_graph(graph, feat_key, label_key, timeout: float, shared: bool = False) -> GraphInfo:
@@ -323,7 +326,8 @@ def store_info(store: GraphStore) -> GraphInfo:
     if store.node_offset != 0 or store.global_num_nodes != store.num_nodes:
         raise ValueError(f"{store.path} is a partition part; pass the partition dir with graph servers")
     spec = SamplingSpec("store", path=str(store.path))
-    dtype = None if store.feat is None else torch.from_numpy(np.empty(0, store.feat.dtype)).dtype
+    name = store.feat_dtype_name
+    dtype = None if name is None else torch.from_numpy(np.empty(0, np.dtype(name))).dtype
     return GraphInfo(spec, store.num_nodes, store.feat_dim, dtype,
                      store.label is not None or bool(store.type_label), store=store, schema=store.schema)
 

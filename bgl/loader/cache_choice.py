@@ -70,11 +70,16 @@ def resolve_cache_spec(cache, cache_ratio, cache_bytes, info: GraphInfo, pipelin
         raise ValueError(f"unknown cache policy {policy!r}; choose from {', '.join(POLICIES)}")
     if info.feat_dim <= 0:
         raise ValueError("cache requested but the graph has no node features")
-    itemsize = torch.empty(0, dtype=info.feat_dtype or torch.float32).element_size()
+    # The cache holds the rows as they arrive: encoded ones when the graph has a feature codec
+    # (bgl/codec), so cache_bytes= counts encoded bytes and the same budget holds 2-4x the rows.
+    codec = info.feat_codec
+    row_dtype = (info.feat_dtype or torch.float32) if codec is None else codec.torch_row_dtype
+    row_width = info.feat_dim if codec is None else codec.row_width
+    itemsize = torch.empty(0, dtype=row_dtype).element_size()
     if cache_bytes is not None:
         if cache_bytes < 0:
             raise ValueError(f"cache_bytes must be >= 0, got {cache_bytes}")
-        capacity = int(cache_bytes) // (info.feat_dim * itemsize)
+        capacity = int(cache_bytes) // (row_width * itemsize)
     else:
         ratio = DEFAULT_CACHE_RATIO if cache_ratio is None else float(cache_ratio)
         if not 0.0 <= ratio <= 1.0:
@@ -94,8 +99,8 @@ def resolve_cache_spec(cache, cache_ratio, cache_bytes, info: GraphInfo, pipelin
             raise ValueError("cache='static-degree' needs node degrees: pass a store or partition dir")
     # A cache inside a stage process lives on the CPU; inline it may sit on the GPU.
     device = str(device) if pipeline != "processes" else "cpu"
-    dtype = str(info.feat_dtype or torch.float32).replace("torch.", "")
-    return CacheSpec(policy=policy, capacity=capacity, num_nodes=info.num_nodes, dim=info.feat_dim,
+    dtype = str(row_dtype).replace("torch.", "")
+    return CacheSpec(policy=policy, capacity=capacity, num_nodes=info.num_nodes, dim=row_width,
                      dtype=dtype, device=device, degrees=degrees)
 
 

@@ -100,6 +100,7 @@ class DataLoader:
     server_timeout : seconds to wait for a graph server (default 5)
     num_sequences : BFS sequences for proximity order (default 8)
     queue_size : minibatches in flight between two stages (default 4)
+    feat_dtype : torch float dtype of the input features (default: the graph's; encoded rows: float32)
 
     Raises
     ------
@@ -116,12 +117,11 @@ class DataLoader:
         cache_bytes = kwargs.pop("cache_bytes", None)
         cache_lookahead = kwargs.pop("cache_lookahead", None)
         order = kwargs.pop("order", "random")
-        pipeline = kwargs.pop("pipeline", None)
-        stage_cores = kwargs.pop("stage_cores", None)
-        blocks = kwargs.pop("blocks", None)
+        pipeline, stage_cores, blocks = (kwargs.pop(k, None) for k in ("pipeline", "stage_cores", "blocks"))
         server_timeout = float(kwargs.pop("server_timeout", 5.0))
         num_sequences = int(kwargs.pop("num_sequences", 8))
         queue_size = int(kwargs.pop("queue_size", 4))
+        feat_dtype = kwargs.pop("feat_dtype", None)  # checked by TransferStage
         ignored = sorted(set(kwargs) & _DGL_TUNING_KWARGS)
         unknown = sorted(set(kwargs) - _DGL_TUNING_KWARGS)
         if unknown:
@@ -240,9 +240,9 @@ class DataLoader:
             from ..dgl_adapter import graph_type_names
 
             type_names = graph_type_names(self._graph)
-        self._transfer = TransferStage(device=str(self.device), to_dgl=want_dgl, graph=self._graph,
+        self._transfer = TransferStage(device=str(self.device), to_dgl=want_dgl, graph=self._graph, schema=schema,
                                        node_feats=extra_feats, edge_feats=edge_feats, type_names=type_names,
-                                       schema=schema)
+                                       feat_codec=info.feat_codec, feat_dtype=feat_dtype, feat_keys=feat_keys)
         self._stage_cores = stage_cores
         if stage_cores is not None:
             # Validate now, before any process starts.

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator, Optional
 import numpy as np
 import torch
 
+from ..codec.decode import check_feat_dtype, decode_features
 from .duplicate_seeds import distinct_seeds, expand_to_seeds
 from .minibatch import MiniBatch
 from .stage_protocol import Stage
@@ -230,12 +231,14 @@ class FetchStage(Stage):
             store = getattr(self._sampler, "store", None)
             self._feat_rows = None
             if store is not None:
-                for arr in (store.feat if self.feat_keys else None, store.label if self.label_keys else None):
+                # a store with a feature codec serves its encoded rows (bgl/codec; decoded in TransferStage)
+                rows = getattr(store, "feat_rows", store.feat)
+                for arr in (rows if self.feat_keys else None, store.label if self.label_keys else None):
                     prefault_memmap(arr)
-                if store.feat is not None and store.node_offset == 0:
+                if rows is not None and store.node_offset == 0:
                     # Plain ndarray view of the memmap (np.take on a memmap subclass would
                     # wrap every result in a file-less memmap object).
-                    self._feat_rows = np.asarray(store.feat)
+                    self._feat_rows = np.asarray(rows)
         if self._cache is None and isinstance(self.cache, CacheSpec):
             self._cache = self.cache.build()
         if self._cache is not None and RemoteRowsOnly.applies(self._sampler):
@@ -354,6 +357,9 @@ class TransferStage(Stage):
     gathered into ``blocks[0].srcdata``, ``edge_feats`` (``prefetch_edge_feats``) into
     every block's ``edata`` by the DGLGraph's own edge ids, and DGL blocks get every other
     ``ndata``/``edata`` field as lazy columns, as DGL's loader gives them.
+
+    ``feat_codec`` (:class:`bgl.codec.RowCodec`): the rows under ``feat_keys`` move to ``device``
+    encoded and are decoded there once per batch into ``feat_dtype`` (float32 by default).
     """
 
     device: str = "cpu"
@@ -366,6 +372,12 @@ class TransferStage(Stage):
     edge_feats: tuple[str, ...] = ()
     type_names: tuple[str, str] = ("_N", "_E")
     schema: Any = None  # a typed graph's GraphSchema: ids per type and heterogeneous blocks
+    feat_codec: Any = None
+    feat_dtype: Optional[torch.dtype] = None
+    feat_keys: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        check_feat_dtype(self.feat_dtype)
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "graph": None}  # the live graph stays in the trainer
@@ -389,6 +401,9 @@ class TransferStage(Stage):
             self.last_cache_stats = mb.cache_stats
         if self.graph is not None:
             self._attach_graph_fields(blocks)
+        input_data = mb.blocks[0].srcdata
+        if self.feat_codec is not None or self.feat_dtype is not None:  # on the batch's device (bgl/codec)
+            input_data = decode_features(blocks[0].srcdata, self.feat_keys, self.feat_codec, self.feat_dtype)
         if self.schema is not None:
             from .typed import by_type
 
@@ -409,7 +424,7 @@ class TransferStage(Stage):
 
             blocks = to_dgl_blocks(blocks, self.graph, self.type_names)
         if mb.edges is not None:
-            pairs = self._pair_graphs(mb.edges.to(device, non_blocking=self.non_blocking), mb.blocks[0].srcdata)
+            pairs = self._pair_graphs(mb.edges.to(device, non_blocking=self.non_blocking), input_data)
             return (input_nodes, *pairs, blocks)
         return input_nodes, output_nodes, blocks
 

@@ -1,0 +1,134 @@
+"""Encode a store's feature rows: ``bgl compress STORE`` and ``bgl ingest --feat-codec``.
+
+The encoded rows go to ``feat.<codec>.npy`` (:attr:`RowCodec.row_dtype` [num_nodes,
+row_width]; int8's scales and offsets ride at the end of each row, so one gather reads a
+whole row).  ``bgl compress`` writes them *beside* ``feat.npy`` by default (``--drop-float32``
+removes it); ``bgl ingest --feat-codec`` writes them *instead of* it.  Either way the new
+store is built in a locked work dir next to OUT (every other file hard-linked: the arrays are
+never written in place, so the old and the new store may share them) and swapped in
+atomically (:mod:`bgl.output_dir`); ``meta.json`` gets ``version`` 3, ``feat_codec`` and
+``feat_float32``.
+
+Cost: one pass over ``feat.npy`` in chunks of ``chunk_rows`` rows (``chunk_rows * dim *
+(4 + 4 + row bytes)`` of RAM at most), never the whole array in memory; disk: the encoded
+rows (``row_bytes`` per node), plus nothing for the linked files.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from ..output_dir import STORE, WorkDir, check_output, remove_stale, replace_output
+from ..schema import CODEC_FORMAT_VERSION
+from .rows import RowCodec
+
+log = logging.getLogger(__name__)
+CHUNK_ROWS = 1 << 16
+
+
+def encode_rows_into(feat: np.ndarray, codec: RowCodec, out: np.ndarray, chunk_rows: int = CHUNK_ROWS) -> None:
+    """``out[i] = codec.encode(feat[i])`` chunk by chunk (``feat`` may be a memmap larger than RAM).
+
+    Raises the codec's TypeError / ValueError (naming the global row) on bad input.
+    """
+    if chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
+    for start in range(0, feat.shape[0], chunk_rows):
+        out[start:start + chunk_rows] = codec.encode(np.asarray(feat[start:start + chunk_rows]), first_row=start)
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def compress_store(path, codec: str, *, block: int = 0, out=None, keep_float32: bool = True,
+                   overwrite: bool = False, chunk_rows: int = CHUNK_ROWS):
+    """Add encoded feature rows to the store at ``path`` (in place, or as a new store at ``out``).
+
+    Parameters
+    ----------
+    codec : ``"float16"``, ``"bfloat16"`` or ``"int8"`` (:data:`bgl.codec.CODECS`)
+    block : int8 columns per scale/offset (0: one per row)
+    out : write the result here instead of replacing ``path`` (``overwrite`` as for any store)
+    keep_float32 : keep ``feat.npy`` beside the encoded rows (False: the store holds only them)
+
+    Returns the opened :class:`~bgl.store.GraphStore`.
+
+    Raises
+    ------
+    ValueError : an unknown codec name (listing the known ones), a store without features or with
+        features only in encoded form, a typed store, NaN/inf in a row (naming it)
+    TypeError : the store's features are not floating point
+    """
+    from ..store import GraphStore
+
+    store = GraphStore(path, validate="none")
+    if store.is_typed:
+        raise ValueError(f"{store.path}: feature codecs are not built for typed stores yet")
+    if store.feat is None:
+        why = ("holds only encoded rows (no feat.npy) to encode from" if store.feat_codec is not None
+               else "has no features")
+        raise ValueError(f"{store.path}: {why}")
+    if store.feat.dtype.kind != "f":
+        raise TypeError(f"{store.path}: features are {store.feat.dtype}; a feature codec encodes floating point")
+    rc = RowCodec(codec, store.feat_dim, block)
+    in_place = out is None
+    target = check_output(store.path if in_place else out, STORE, True if in_place else overwrite,
+                          inputs=() if in_place else (store.path,))
+    remove_stale(target.absolute().parent)
+    work = WorkDir(target, "tmp")
+    try:
+        skip = {"meta.json"} | ({"feat.npy"} if not keep_float32 else set())
+        if store.feat_codec is not None:
+            skip.add(f"feat.{store.feat_codec.name}.npy")
+        for f in sorted(store.path.rglob("*")):
+            rel = f.relative_to(store.path)
+            if f.is_file() and str(rel) not in skip:
+                _link_or_copy(f, work.path / rel)
+        enc = np.lib.format.open_memmap(work.path / f"feat.{rc.name}.npy", mode="w+", dtype=rc.row_dtype,
+                                        shape=(store.num_nodes, rc.row_width))
+        encode_rows_into(store.feat, rc, enc, chunk_rows)
+        enc.flush()
+        del enc
+        meta = {**store.meta.to_dict(), "feat_codec": rc.to_dict(), "feat_float32": bool(keep_float32),
+                "version": CODEC_FORMAT_VERSION}
+        (work.path / "meta.json").write_text(json.dumps(meta, indent=2))
+        GraphStore(work.path)  # never swap in an inconsistent store
+        replace_output(work, target, STORE, True if in_place else overwrite)
+    except BaseException:
+        work.remove()
+        raise
+    log.info("%s: feature rows encoded as %s (%d B/row, was %d B/row)", target, rc.name, rc.row_bytes,
+             store.feat_dim * store.feat.dtype.itemsize)
+    return GraphStore(target, validate="none")
+
+
+def write_encoded(out, codec: str, write, *, block: int = 0, overwrite: bool = False):
+    """A store at ``out`` whose feature rows are only the encoded ones (``bgl ingest --feat-codec``).
+
+    ``write(path)`` writes the float32 store (e.g. :func:`bgl.ingest`) into a locked scratch dir next to
+    ``out``; its rows are then encoded into ``out`` by :func:`compress_store` (float32 dropped) and the
+    scratch removed, so ``out`` never holds a half-done or float32 store.  The codec name and block are
+    checked before anything is written.
+    """
+    RowCodec(codec, 1, block)  # an unknown name or a bad block fails before the ingest runs
+    target = check_output(out, STORE, overwrite)
+    remove_stale(target.absolute().parent)
+    with WorkDir(target, "scratch") as scratch:
+        plain = write(scratch.path / "store")
+        from ..store import GraphStore
+
+        if GraphStore(scratch.path / "store", validate="none").feat is None:
+            raise ValueError(f"{target}: a feature codec ({codec}) needs features and the source has none "
+                             f"(give --feat-dim N for synthetic ones)")
+        return compress_store(getattr(plain, "path", scratch.path / "store"), codec, block=block, out=target,
+                              keep_float32=False, overwrite=overwrite)

@@ -1,0 +1,46 @@
+"""``bgl compress STORE --codec NAME``: add encoded feature rows to a graph store (bgl/codec)."""
+from __future__ import annotations
+
+import argparse
+
+from .arguments import int_at_least
+
+CODEC_CHOICES = ("float16", "bfloat16", "int8")  # bgl.codec.CODECS, without importing numba for --help
+
+
+def register(subparsers) -> None:
+    """Add the ``compress`` parser (encode a store's feature rows) to ``subparsers``."""
+    p = subparsers.add_parser(
+        "compress", help="store a graph store's feature rows encoded (float16, bfloat16, int8)",
+        description="Encode STORE's float feature rows with a row codec into feat.<codec>.npy, beside "
+                    "feat.npy (or instead of it with --drop-float32), atomically. Loaders, graph servers "
+                    "and partitions of the store then move encoded rows; the transfer stage decodes them.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("store", help="graph store directory")
+    p.add_argument("--codec", required=True, choices=CODEC_CHOICES, help="row codec")
+    p.add_argument("--block", type=int_at_least(0), default=0,
+                   help="int8: columns per scale/offset pair (0 = one pair per row)")
+    p.add_argument("--drop-float32", action="store_true", help="remove feat.npy: keep only the encoded rows")
+    p.add_argument("--out", default=None, help="write the result as a new store here instead of replacing STORE")
+    p.add_argument("--overwrite", action="store_true", help="with --out: replace a bgl store there")
+    p.set_defaults(func=run)
+
+
+def add_feat_codec_arguments(p) -> None:
+    """``--feat-codec`` / ``--feat-codec-block`` for a command that writes a store (``bgl ingest``)."""
+    p.add_argument("--feat-codec", choices=CODEC_CHOICES, default=None,
+                   help="store the feature rows encoded with this codec instead of float32 (bgl compress)")
+    p.add_argument("--feat-codec-block", type=int_at_least(0), default=0,
+                   help="int8: columns per scale/offset pair (0 = one pair per row)")
+
+
+def run(args) -> int:
+    """Encode the store's features; print its summary; return the exit code (0 = written)."""
+    from ..codec import compress_store
+    from .info import format_summary, store_summary
+
+    store = compress_store(args.store, args.codec, block=args.block, out=args.out,
+                           keep_float32=not args.drop_float32, overwrite=args.overwrite)
+    print(format_summary(store_summary(store)))
+    return 0
