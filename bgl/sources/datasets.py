@@ -19,6 +19,7 @@ ogb              OGB node-property raw layout: ``raw/edge.csv.gz``,
                  ``raw/node-feat.csv.gz``, ``raw/node-label.csv.gz``,
                  ``split/<name>/{train,valid,test}.csv.gz``
 dgl              an in-memory ``DGLGraph`` (ndata feat/label/*_mask)
+pyg              an in-memory PyG ``Data`` (x, y, *_mask; edge-level tensors as edge arrays)
 rmat             ``"rmat:SCALE"``: Graph500 R-MAT generator (``bgl.sources.rmat``)
 ===============  ==============================================================
 """
@@ -38,10 +39,10 @@ from .graph_source import GraphSource, write_source
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("gnn-benchmark", "csr-npz", "planetoid", "edgelist", "ogb", "dgl", "rmat")
+FORMATS = ("gnn-benchmark", "csr-npz", "planetoid", "edgelist", "ogb", "dgl", "pyg", "rmat")
 #: What a path (or ``rmat:SCALE``) may be read as: ``bgl ingest --format`` takes exactly these;
 #: "dgl" is an in-memory DGLGraph, which only the Python ``ingest()`` takes.
-PATH_FORMATS = tuple(f for f in FORMATS if f != "dgl")
+PATH_FORMATS = tuple(f for f in FORMATS if f not in ("dgl", "pyg"))
 RMAT_OPTIONS = {"scale", "edge_factor", "abcd", "chunk_edges"}
 EDGELIST_SUFFIXES = (".txt", ".tsv", ".csv", ".el", ".edges", ".edgelist", ".gz")
 
@@ -61,6 +62,10 @@ def detect_format(source: Any) -> str:
     """
     if _is_dgl_graph(source):
         return "dgl"
+    from .pyg_source import is_pyg_data
+
+    if is_pyg_data(source):
+        return "pyg"
     if not isinstance(source, (str, os.PathLike)):
         raise IngestError(f"cannot ingest a {type(source).__name__}; pass a path, 'rmat:SCALE' or a DGLGraph")
     text = str(source)
@@ -110,7 +115,7 @@ def read_source(source: Any, format: str | None = None, *, scratch_dir: Path | N
         opts["scratch_dir"] = _need(scratch_dir)
     if "progress" in params:
         opts["progress"] = progress
-    return reader(source if fmt == "dgl" else Path(source), **opts)
+    return reader(source if fmt in ("dgl", "pyg") else Path(source), **opts)
 
 
 # format -> (module, reader function); each reader returns a GraphSource.
@@ -121,6 +126,7 @@ _READERS = {
     "edgelist": (".edgelist", "read_edgelist"),
     "ogb": (".ogb", "read_ogb"),
     "dgl": (".dgl_source", "read_dgl_graph"),
+    "pyg": (".pyg_source", "read_pyg_data"),
 }
 
 
