@@ -14,7 +14,7 @@ import torch
 
 from bgl.blocks import Block
 
-from . import ops
+from . import labor_ops, ops
 
 # sample_layer(dst_ids int64 [m], fanout, replace, layer_seed[, prob=edge array name][, edge_data=names]
 #              [, labor=(seed2, mix)][, exclude=sorted int64 edge ids never drawn])
@@ -49,7 +49,7 @@ def _labor_importance_layer(sample_layer: LayerFn, relabel: RelabelFn, dst: np.n
     The sources' importances ``pi_t`` are a fixed point over every seed of the layer that holds
     ``t``, and graph servers each hold some of the seeds: so the layer's whole neighbourhoods
     (``fanout=-1``, with the ``prob`` rows) come to where they meet, here, and the pick runs on
-    them (:func:`bgl.sampler.ops.labor_importance`).  Per layer that moves every in-edge of its
+    them (:func:`bgl.sampler.labor_ops.labor_importance`).  Per layer that moves every in-edge of its
     seeds (4-8 bytes each, plus the weight) instead of the sample; a round of per-source maxima
     between client and servers would move 12 bytes per distinct source per part, each way, per
     round, no less for the fanouts LABOR is used at.  Same input from a store, servers or
@@ -63,7 +63,7 @@ def _labor_importance_layer(sample_layer: LayerFn, relabel: RelabelFn, dst: np.n
     rows = dict(rows[0]) if rows else {}
     src, local = relabel(dst, nbrs)
     weights = rows.pop(prob) if prob and prob not in edge_data else rows.get(prob) if prob else None
-    keep, importance = ops.labor_importance(counts, src, local, fanout, labor.importance_sampling, seed,
+    keep, importance = labor_ops.labor_importance(counts, src, local, fanout, labor.importance_sampling, seed,
                                             *labor_args, weights=weights, name=prob or "prob")
     row_of = np.repeat(np.arange(counts.shape[0]), counts)
     kept_counts = np.bincount(row_of[keep], minlength=counts.shape[0]).astype(np.int64)

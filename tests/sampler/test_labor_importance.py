@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bgl.sampler import LocalSampler, SamplingClient, ops
+from bgl.sampler import LocalSampler, SamplingClient, labor_ops, ops
 from bgl.sampler.multilayer import Labor
 from bgl.store import write_store
 
@@ -45,7 +45,7 @@ def test_probabilities_meet_the_variance_target_and_lower_expected_inputs(graph_
     seeds = np.random.default_rng(0).permutation(graph_store.num_nodes)[:400]
     counts, src, local, _ = layer_of(graph_store, seeds)
     k = 5
-    _, _, p = ops.labor_importance(counts, src, local, k, rounds, 1, with_probabilities=True)
+    _, _, p = labor_ops.labor_importance(counts, src, local, k, rounds, 1, with_probabilities=True)
     indptr = np.concatenate([[0], np.cumsum(counts)])
     for i in np.flatnonzero(counts > k):
         row = p[indptr[i]:indptr[i + 1]]
@@ -63,7 +63,7 @@ def test_probabilities_meet_the_variance_target_and_lower_expected_inputs(graph_
 def test_edges_are_kept_at_their_probabilities_jointly_per_source(graph_store):
     seeds = np.random.default_rng(1).permutation(graph_store.num_nodes)[:200]
     counts, src, local, _ = layer_of(graph_store, seeds)
-    _, _, p = ops.labor_importance(counts, src, local, 4, 2, 0, with_probabilities=True)
+    _, _, p = labor_ops.labor_importance(counts, src, local, 4, 2, 0, with_probabilities=True)
     trials = 1500
     hits = np.zeros(p.size)
     # two edges from one source into different seeds: kept together as often as the rarer one
@@ -72,7 +72,7 @@ def test_edges_are_kept_at_their_probabilities_jointly_per_source(graph_store):
     a, b = by_src[same], by_src[same + 1]
     both = np.zeros(a.size)
     for seed in range(trials):
-        keep, _ = ops.labor_importance(counts, src, local, 4, 2, seed)
+        keep, _ = labor_ops.labor_importance(counts, src, local, 4, 2, seed)
         hits += keep
         both += keep[a] & keep[b]
     sd = np.sqrt(p * (1 - p) / trials) + 1e-12
@@ -85,7 +85,7 @@ def test_importance_weights_are_normalised_inverse_probabilities(graph_store):
     seeds = np.arange(300)
     counts, src, local, pos = layer_of(graph_store, seeds)
     w = np.asarray(graph_store.edge_array("w"))[pos]
-    keep, imp, p = ops.labor_importance(counts, src, local, 5, 1, 3, weights=w, with_probabilities=True)
+    keep, imp, p = labor_ops.labor_importance(counts, src, local, 5, 1, 3, weights=w, with_probabilities=True)
     assert not np.any(keep & (w == 0)) and np.all(p[w == 0] == 0)
     rows = np.repeat(np.arange(seeds.size), counts)
     for i in np.unique(rows[keep]):
@@ -99,7 +99,7 @@ def test_weighted_labor0_keeps_fanout_edges_in_expectation_proportional_to_weigh
     seeds = np.arange(graph_store.num_nodes)
     counts, src, local, pos = layer_of(graph_store, seeds)
     w = np.asarray(graph_store.edge_array("w"))[pos].astype(np.float64)
-    _, _, p = ops.labor_importance(counts, src, local, 4, 0, 0, weights=w, with_probabilities=True)
+    _, _, p = labor_ops.labor_importance(counts, src, local, 4, 0, 0, weights=w, with_probabilities=True)
     indptr = np.concatenate([[0], np.cumsum(counts)])
     checked = 0
     for i in range(seeds.size):
@@ -182,10 +182,10 @@ def test_store_and_two_servers_give_the_same_labor_i_blocks(graph_store, serve, 
 def test_bad_importance_arguments_are_named(graph_store):
     counts, src, local, pos = layer_of(graph_store, np.arange(5))
     with pytest.raises(ValueError, match="importance_sampling must be an int, got 1.5"):
-        ops.labor_importance(counts, src, local, 3, 1.5, 0)
+        labor_ops.labor_importance(counts, src, local, 3, 1.5, 0)
     bad = np.ones(local.size)
     bad[2] = -1.0
     with pytest.raises(ValueError, match="edge weights 'w' must be finite and >= 0; edge 2 has -1.0"):
-        ops.labor_importance(counts, src, local, 3, 1, 0, weights=bad, name="w")
+        labor_ops.labor_importance(counts, src, local, 3, 1, 0, weights=bad, name="w")
     with pytest.raises(ValueError, match="fanout must be >= -1"):
-        ops.labor_importance(counts, src, local, -3, 1, 0)
+        labor_ops.labor_importance(counts, src, local, -3, 1, 0)
