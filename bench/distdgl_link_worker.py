@@ -25,21 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--ip-config", required=True)
-    p.add_argument("--part-config", required=True)
-    p.add_argument("--graph-name", required=True)
+    from distdgl_worker import common_parser  # bench/, this script's own directory
+
+    p = common_parser(__doc__.split("\n\n")[0], batch_size=512, hidden=64, lr=0.005)
     p.add_argument("--reverse-eids", required=True, help=".npy: each edge's reverse, in the partition's edge ids")
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--batch-size", type=int, default=512)
-    p.add_argument("--fanouts", default="10,10")
-    p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--negatives", type=int, default=1)
-    p.add_argument("--lr", type=float, default=0.005)
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-batches", type=int, default=0)
-    p.add_argument("--stats-json", default=None)
-    p.add_argument("--loader-only", action="store_true")
     return p.parse_args(argv)
 
 

@@ -149,15 +149,9 @@ def test_labor_i_statistics_match_dgls_labor_sampler(tmp_path):
         assert abs(e_ours - e_theirs) < 0.06 * e_theirs and abs(s_ours - s_theirs) < 0.03 * s_theirs
 
 
-def test_store_and_two_servers_give_the_same_labor_i_blocks(graph_store, serve, tmp_path):
-    ip = np.asarray(graph_store.indptr)
-    parts = []
-    for lo, hi in ((0, 1300), (1300, graph_store.num_nodes)):
-        a, b = ip[lo], ip[hi]
-        parts.append(write_store(tmp_path / f"p{lo}", ip[lo:hi + 1] - a, np.asarray(graph_store.indices[a:b]),
-                                 feat=np.asarray(graph_store.feat[lo:hi]), node_offset=lo,
-                                 global_num_nodes=graph_store.num_nodes,
-                                 edata={k: np.asarray(graph_store.edge_array(k)[a:b]) for k in ("w", "ef")}))
+def test_store_and_two_servers_give_the_same_labor_i_blocks(graph_store, serve, tmp_path, part_slicer):
+    parts = [part_slicer(graph_store, lo, hi, tmp_path / f"p{lo}")
+             for lo, hi in ((0, 1300), (1300, graph_store.num_nodes))]
     servers = [serve("--store", str(p.path)) for p in parts]
     local = LocalSampler(graph_store)
     seeds = np.random.default_rng(5).permutation(graph_store.num_nodes)[:300]
