@@ -41,6 +41,14 @@ try:
 except ImportError:
     dglnn = None
 
+try:  # the node-classification example beside this one: loopback and graph-client byte counters
+    from train_sage import client_bytes, loopback_rx_bytes
+except ImportError:  # copied elsewhere: no byte counts in --stats-json
+    def client_bytes() -> int:
+        return 0
+
+    loopback_rx_bytes = client_bytes
+
 
 class Encoder(nn.Module):
     """GraphSAGE over blocks (DGL's SAGEConv, or bgl's with the same maths)."""
@@ -220,8 +228,6 @@ def main() -> None:
     if rank == 0:
         print(f"link prediction: {train_eids.shape[0]} train / {test_eids.shape[0]} test edges, "
               f"cache {loader.cache_policy or 'off'}, order {args.order}, {world} trainer(s)", flush=True)
-    from train_sage import client_bytes, loopback_rx_bytes  # the node-classification example's counters
-
     epochs = []
     for epoch in range(args.epochs):
         loader.set_epoch(epoch)
