@@ -16,9 +16,8 @@ import numpy as np
 
 from ..errors import IngestError
 from .csc_build import array_chunks
-from .dgl_source import MASKS, _numpy
+from .dgl_source import MASKS, _numpy, splits_of_masks
 from .graph_source import GraphSource
-from .splits import mask_to_ids
 
 
 def is_pyg_data(obj: Any) -> bool:
@@ -69,17 +68,8 @@ def read_pyg_data(data: Any, *, name: str = "pyg-data", edge_keys=None) -> Graph
             label = label[:, 0]
         if label.shape != (n,) or label.dtype.kind not in "iu":
             raise IngestError(f"data.y must be [num_nodes={n}] integer class ids, got {label.shape} {label.dtype}")
-    present = [k for k in MASKS.values() if getattr(data, k, None) is not None]
-    splits = None
-    if present:
-        if len(present) != len(MASKS):
-            raise IngestError(f"Data has {present} but not all of {list(MASKS.values())}")
-        splits = {}
-        for split, key in MASKS.items():
-            mask = _numpy(getattr(data, key))
-            if mask.shape != (n,):
-                raise IngestError(f"data.{key} has shape {mask.shape}, expected ({n},)")
-            splits[split] = mask_to_ids(mask)
+    masks = {k: getattr(data, k) for k in MASKS.values() if getattr(data, k, None) is not None}
+    splits = splits_of_masks(masks, n, "Data", "data.{}")
     return GraphSource(
         name=name, num_nodes=n, edges=array_chunks(src, dst), num_edges_hint=int(src.size),
         feat=feat, label=label, splits=splits, edata=pyg_edge_arrays(data, edge_keys) or None,
