@@ -35,10 +35,11 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main() -> None:
-    args = parse_args()
-    import dgl
+    from distdgl_worker import connect
 
-    dgl.distributed.initialize(args.ip_config)  # a server serves here and exits
+    args = parse_args()
+    g, rank, world = connect(args)
+    import dgl
     import torch.distributed as dist
     import torch.nn.functional as F
     from torch import nn
@@ -46,10 +47,6 @@ def main() -> None:
     from train_link_pred import Encoder, Scorer
     from train_sage import loopback_rx_bytes
 
-    dist.init_process_group("gloo")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    torch.manual_seed(args.seed)
-    g = dgl.distributed.DistGraph(args.graph_name, part_config=args.part_config)
     reverse = torch.from_numpy(np.load(args.reverse_eids))
     eids = torch.arange(g.num_edges()).tensor_split(world)[rank]
     fanouts = [int(f) for f in args.fanouts.split(",")]
@@ -59,6 +56,7 @@ def main() -> None:
         g, eids, dgl.dataloading.NeighborSampler(fanouts), exclude="reverse_id", reverse_eids=reverse,
         negative_sampler=dgl.dataloading.negative_sampler.Uniform(args.negatives), batch_size=args.batch_size,
         shuffle=True, drop_last=False)
+
     class Step(nn.Module):  # encoder + scorer in one forward, so DDP sees the whole step
         def __init__(self):
             super().__init__()

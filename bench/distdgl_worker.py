@@ -55,21 +55,28 @@ def parse_args(argv=None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def connect(args):
+    """``(DistGraph, rank, world)`` of a trainer; a server serves inside ``initialize`` and exits there."""
+    import dgl
+    import torch.distributed as dist
+
+    dgl.distributed.initialize(args.ip_config)
+    dist.init_process_group("gloo")
+    torch.manual_seed(args.seed)
+    return (dgl.distributed.DistGraph(args.graph_name, part_config=args.part_config), dist.get_rank(),
+            dist.get_world_size())
+
+
 def main() -> None:
     args = parse_args()
+    g, rank, world = connect(args)
     import dgl
-
-    dgl.distributed.initialize(args.ip_config)  # a server serves here and exits
     import torch.distributed as dist
     import torch.nn.functional as F
     from torch import nn
 
     from train_sage import DGLSAGE, loopback_rx_bytes
 
-    dist.init_process_group("gloo")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    torch.manual_seed(args.seed)
-    g = dgl.distributed.DistGraph(args.graph_name, part_config=args.part_config)
     pb = g.get_partition_book()
     train_nid = split_for_trainer(g.ndata["train_mask"], pb, rank, world)
     test_nid = split_for_trainer(g.ndata["test_mask"], pb, rank, world)
