@@ -197,14 +197,17 @@ def kill_group(proc: subprocess.Popen, grace: float = 3.0) -> None:
 
 
 def distdgl_machine(spec: dict) -> int:
-    """Inside the private /dev/shm: start 2 servers + 2 trainers, wait for the trainers, stop all."""
+    """Inside the private /dev/shm: start 2 servers + 2 trainers, wait for the trainers, stop all.
+
+    ``spec["worker"]``: the script both roles run (default bench/distdgl_worker.py; the link
+    prediction comparison, bench/distdgl_link.py, passes its own)."""
     work = Path(spec["workdir"])
     ports = free_ports(3)
     ip_config = work / "ip_config.txt"
     ip_config.write_text(ip_config_text(ports[:2]))
     common = dict(num_servers=1, num_clients=spec["trainers"], conf_path=spec["part_config"],
                   ip_config=str(ip_config))
-    worker_args = [str(WORKER), "--ip-config", str(ip_config), "--part-config", spec["part_config"],
+    worker_args = [spec.get("worker", str(WORKER)), "--ip-config", str(ip_config), "--part-config", spec["part_config"],
                    "--graph-name", GRAPH_NAME, *spec["worker_args"]]
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("DGL_")}
     procs = []

@@ -29,41 +29,54 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def common_parser(description: str, batch_size: int, hidden: int, lr: float) -> argparse.ArgumentParser:
+    """The options every DistDGL bench worker takes (this one, bench/distdgl_link_worker.py)."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--ip-config", required=True)
     p.add_argument("--part-config", required=True)
     p.add_argument("--graph-name", required=True)
-    p.add_argument("--num-classes", type=int, required=True)
     p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--batch-size", type=int, default=batch_size)
     p.add_argument("--fanouts", default="10,10")
-    p.add_argument("--hidden", type=int, default=128)
-    p.add_argument("--dropout", type=float, default=0.5)
-    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--hidden", type=int, default=hidden)
+    p.add_argument("--lr", type=float, default=lr)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--stats-json", default=None)
-    p.add_argument("--profile-batches", type=int, default=0)
     p.add_argument("--loader-only", action="store_true",
-                   help="iterate the loader and read each batch's features and labels, no model step")
+                   help="iterate the loader and read each batch's features (and labels), no model step")
+    return p
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = common_parser(__doc__.split("\n\n")[0], batch_size=1024, hidden=128, lr=0.01)
+    p.add_argument("--num-classes", type=int, required=True)
+    p.add_argument("--dropout", type=float, default=0.5)
+    p.add_argument("--profile-batches", type=int, default=0)
     return p.parse_args(argv)
+
+
+def connect(args):
+    """``(DistGraph, rank, world)`` of a trainer; a server serves inside ``initialize`` and exits there."""
+    import dgl
+    import torch.distributed as dist
+
+    dgl.distributed.initialize(args.ip_config)
+    dist.init_process_group("gloo")
+    torch.manual_seed(args.seed)
+    return (dgl.distributed.DistGraph(args.graph_name, part_config=args.part_config), dist.get_rank(),
+            dist.get_world_size())
 
 
 def main() -> None:
     args = parse_args()
+    g, rank, world = connect(args)
     import dgl
-
-    dgl.distributed.initialize(args.ip_config)  # a server serves here and exits
     import torch.distributed as dist
     import torch.nn.functional as F
     from torch import nn
 
     from train_sage import DGLSAGE, loopback_rx_bytes
 
-    dist.init_process_group("gloo")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    torch.manual_seed(args.seed)
-    g = dgl.distributed.DistGraph(args.graph_name, part_config=args.part_config)
     pb = g.get_partition_book()
     train_nid = split_for_trainer(g.ndata["train_mask"], pb, rank, world)
     test_nid = split_for_trainer(g.ndata["test_mask"], pb, rank, world)

@@ -1,6 +1,7 @@
 """Link prediction: DGL's link_pred.py loop with DGL's DataLoader vs the same loop with bgl's.
 
-Side by side in one run, per graph (Cora and CiteSeer from their ``.npz`` files, ingested once):
+Side by side in one run, per graph (Cora and CiteSeer from their ``.npz`` files, Slashdot from
+SNAP's ``soc-Slashdot0902.txt.gz`` symmetrized with 128-dim synthetic features; ingested once):
 the same DGLGraph (the store's edges, edge id = CSC position), the same seed edges (all but a
 held-out 5 % and their reverses), ``as_edge_prediction_sampler(NeighborSampler([10, 10]),
 exclude="reverse_id", negative_sampler=Uniform(1))``, a 2-layer GraphSAGE with DGL example's MLP
@@ -13,6 +14,10 @@ means over ``--seeds`` seeds, and bgl/DGL ratios.
 Usage::
 
     python bench/link_pred.py [--datasets cora,citeseer] [--seeds 3] [--epochs 3]
+    python bench/link_pred.py --datasets slashdot --seeds 3 --epochs 2 --max-batches 200
+
+``--max-batches``: each epoch stops after that many batches (both systems alike), for graphs
+whose full epoch would take too long on the bench box; MRR then reflects that much training.
 """
 from __future__ import annotations
 
@@ -27,7 +32,9 @@ from pathlib import Path
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
 
-DATASETS = {"cora": "cora.npz", "citeseer": "citeseer.npz"}
+# name -> (file under SHARED, ingest options)
+DATASETS = {"cora": ("cora.npz", {}), "citeseer": ("citeseer.npz", {}),
+            "slashdot": ("soc-Slashdot0902.txt.gz", {"feat_dim": 128, "symmetrize": True})}
 SHARED = Path("/work/shared/datasets")
 
 
@@ -38,17 +45,18 @@ def store_for(name: str, workdir: Path):
     out = workdir / name
     if (out / "meta.json").is_file():
         return GraphStore(out)
-    src = SHARED / DATASETS[name] if (SHARED / DATASETS[name]).is_file() else None
+    filename, options = DATASETS[name]
+    src = SHARED / filename if (SHARED / filename).is_file() else None
     if src is None and name == "cora":
         from bgl.data import default_dataset_path
 
         src = default_dataset_path()
     if src is None:
-        raise SystemExit(f"{name}: {SHARED / DATASETS[name]} not found")
-    return ingest(str(src), out, overwrite=True)
+        raise SystemExit(f"{name}: {SHARED / filename} not found")
+    return ingest(str(src), out, overwrite=True, **options)
 
 
-def worker(system: str, store_dir: str, seed: int, epochs: int) -> dict:
+def worker(system: str, store_dir: str, seed: int, epochs: int, max_batches: int = 0) -> dict:
     """One training run of DGL's link-prediction loop with ``system``'s DataLoader."""
     import dgl
     import numpy as np
@@ -113,7 +121,9 @@ def worker(system: str, store_dir: str, seed: int, epochs: int) -> dict:
     for _ in range(epochs + 1):  # the first epoch warms up (kernels, caches)
         model.train()
         t0 = time.perf_counter()
-        for input_nodes, pair, neg, blocks in loader:
+        for step, (input_nodes, pair, neg, blocks) in enumerate(loader):
+            if max_batches and step >= max_batches:
+                break
             pos_score, neg_score = model(pair, neg, blocks, blocks[0].srcdata["feat"])
             score = torch.cat([pos_score, neg_score])
             labels = torch.cat([torch.ones_like(pos_score), torch.zeros_like(neg_score)])
@@ -133,9 +143,10 @@ def worker(system: str, store_dir: str, seed: int, epochs: int) -> dict:
     return {"epoch_s": statistics.median(times[1:]), "mrr": mrr}
 
 
-def run_child(system: str, store_dir: Path, seed: int, epochs: int) -> dict:
+def run_child(system: str, store_dir: Path, seed: int, epochs: int, max_batches: int = 0) -> dict:
     """A worker in its own process: its result and its own peak RSS (MiB)."""
-    proc = subprocess.Popen([sys.executable, __file__, "--worker", system, str(store_dir), str(seed), str(epochs)],
+    proc = subprocess.Popen([sys.executable, __file__, "--worker", system, str(store_dir), str(seed), str(epochs),
+                             str(max_batches)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _, status, usage = os.wait4(proc.pid, 0)
     out, err = proc.stdout.read(), proc.stderr.read()
@@ -153,11 +164,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=3, help="timed epochs after one warm-up epoch")
     parser.add_argument("--workdir", default="/tmp/bgl-bench-linkpred")
-    parser.add_argument("--worker", nargs=4, metavar=("SYSTEM", "STORE", "SEED", "EPOCHS"), help=argparse.SUPPRESS)
+    parser.add_argument("--max-batches", type=int, default=0, help="batches per epoch (0: all)")
+    parser.add_argument("--worker", nargs=5, metavar=("SYSTEM", "STORE", "SEED", "EPOCHS", "MAX_BATCHES"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        system, store_dir, seed, epochs = args.worker
-        print(json.dumps(worker(system, store_dir, int(seed), int(epochs))))
+        system, store_dir, seed, epochs, max_batches = args.worker
+        print(json.dumps(worker(system, store_dir, int(seed), int(epochs), int(max_batches))))
         return
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -166,7 +179,7 @@ def main() -> None:
         store = store_for(name, workdir)
         rows = {}
         for system in ("dgl", "bgl"):  # DGL first: the anchor
-            runs = [run_child(system, store.path, seed, args.epochs) for seed in range(args.seeds)]
+            runs = [run_child(system, store.path, seed, args.epochs, args.max_batches) for seed in range(args.seeds)]
             rows[system] = {k: statistics.mean(r[k] for r in runs) for k in ("epoch_s", "peak_rss_mib", "mrr")}
             print(f"{name} {system}: epoch {rows[system]['epoch_s']:.3f} s  peak RSS "
                   f"{rows[system]['peak_rss_mib']:.0f} MiB  MRR {rows[system]['mrr']:.4f}  "

@@ -66,6 +66,7 @@ def run(args) -> None:
         ours = LocalSampler(store)
         dgl_w = dgl.dataloading.NeighborSampler(fanouts, prob="w")
         dgl_labor = dgl.dataloading.LaborSampler(fanouts)
+        dgl_labor1 = dgl.dataloading.LaborSampler(fanouts, importance_sampling=1)
         counter = iter(range(10**9))
         methods = {
             "DGL NeighborSampler(prob='w')": lambda s: dgl_w.sample_blocks(g, s)[2][0].num_src_nodes(),
@@ -73,6 +74,9 @@ def run(args) -> None:
                                                                        prob="w")[0].num_src,
             "DGL LaborSampler": lambda s: dgl_labor.sample_blocks(g, s)[2][0].num_src_nodes(),
             "bgl LABOR-0": lambda s: ours.sample_blocks(s, fanouts, seed=next(counter), labor=Labor())[0].num_src,
+            "DGL LaborSampler(importance_sampling=1)": lambda s: dgl_labor1.sample_blocks(g, s)[2][0].num_src_nodes(),
+            "bgl LABOR-1": lambda s: ours.sample_blocks(s, fanouts, seed=next(counter),
+                                                        labor=Labor(importance_sampling=1))[0].num_src,
             "bgl NeighborSampler (uniform)": lambda s: ours.sample_blocks(s, fanouts, seed=next(counter))[0].num_src,
         }
         rng = np.random.default_rng(1)
@@ -94,16 +98,18 @@ def run(args) -> None:
         print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs (shared; under load)")
         print(f"graph: R-MAT scale {args.scale}, {store.num_nodes} nodes, {store.num_edges} edges; "
               f"fanouts {fanouts}, batch {args.batch_size}, {args.batches} batches per method")
-        print(f"{'method':34s} {'seeds/s':>10s} {'vs DGL':>7s} {'input rows/batch':>17s}")
-        anchors = {"bgl LocalSampler(prob='w')": "DGL NeighborSampler(prob='w')", "bgl LABOR-0": "DGL LaborSampler"}
+        print(f"{'method':40s} {'seeds/s':>10s} {'vs DGL':>7s} {'input rows/batch':>17s}")
+        anchors = {"bgl LocalSampler(prob='w')": "DGL NeighborSampler(prob='w')", "bgl LABOR-0": "DGL LaborSampler",
+                   "bgl LABOR-1": "DGL LaborSampler(importance_sampling=1)"}
         for name in names:
             ratio = wall[anchors[name]] / wall[name] if name in anchors else float("nan")
-            print(f"{name:34s} {n / wall[name]:10.0f} {ratio:7.2f} {rows[name] / args.batches:17.0f}")
+            print(f"{name:40s} {n / wall[name]:10.0f} {ratio:7.2f} {rows[name] / args.batches:17.0f}")
 
         cap = int(0.1 * store.num_nodes)
         dim = 128
         print(f"\nlookahead cache, {cap} rows (10 % of nodes), 4 batches ahead, rows of {dim} float32:")
-        for label, kwargs in (("neighbour sampling", {}), ("LABOR-0", {"labor": Labor()})):
+        for label, kwargs in (("neighbour sampling", {}), ("LABOR-0", {"labor": Labor()}),
+                              ("LABOR-1", {"labor": Labor(importance_sampling=1)})):
             stream = []
             for epoch in range(args.epochs):
                 order = np.random.default_rng(100 + epoch).permutation(train)

@@ -14,7 +14,10 @@ Randomness: pair ``j`` of a batch comes from counter ``j`` of a splitmix64 strea
 by the batch's sampling seed (:func:`bgl.sampler._edge_kernels.uniform_below`), the
 same kind of stream the neighbour sampler uses, so negatives are a function of
 (seed, positive edges) and need no graph server: uniform negatives need only the
-node count, global-uniform ones the graph's CSC to test candidates against.
+node count, global-uniform ones the graph's edges to test candidates against -- a local
+CSC, or, over graph servers, :class:`bgl.sampler.edge_check.ServerEdgeCheck` (the
+candidates' destination rows asked of the servers that own them), with the same answers,
+so the same negatives.
 
 Inside ``bgl.DataLoader`` the loader calls :meth:`sample_pairs`; a sampler also
 keeps DGL's callable form ``sampler(g, eids) -> (src, dst)`` over a DGLGraph.
@@ -47,6 +50,15 @@ def uniform_draws(seed: int, first: int, count: int, num_nodes: int) -> np.ndarr
     """int64 [count] node ids uniform in ``[0, num_nodes)``: counters ``first ..`` of stream ``seed``."""
     out = np.empty(count, np.int64)
     EK.uniform_below(np.uint64(int(seed) & MASK64), np.int64(first), np.int64(num_nodes), out)
+    return out
+
+
+def edges_exist(graph, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """int8 [n]: 1 where ``graph`` holds the edge ``src[j] -> dst[j]`` (a scan of row ``dst[j]``)."""
+    if hasattr(graph, "edges_exist"):
+        return graph.edges_exist(src, dst)
+    out = np.empty(src.shape[0], np.int8)
+    EK.has_edges(np.asarray(graph.indptr), np.asarray(graph.indices), src, dst, out)
     return out
 
 
@@ -131,8 +143,9 @@ class GlobalUniform(_NegativeSampler):
     def sample_pairs(self, src, dst, num_nodes: int, seed: int, graph=None) -> tuple[np.ndarray, np.ndarray]:
         """Negative ``(src, dst)`` int64 arrays of at most ``k * len(src)`` pairs.
 
-        ``graph`` is any object with ``indptr`` / ``indices`` (a store, GraphArrays) whose
-        edges the negatives must avoid.
+        ``graph`` holds the edges the negatives must avoid: an object with ``indptr`` /
+        ``indices`` (a store, GraphArrays), or one with ``edges_exist(src, dst) -> int8``
+        (graph servers: :class:`bgl.sampler.edge_check.ServerEdgeCheck`).
         """
         num_nodes = check_num_nodes(num_nodes)
         if graph is None:
@@ -146,9 +159,7 @@ class GlobalUniform(_NegativeSampler):
         keep = np.ones(count, bool)
         if self.exclude_self_loops:
             keep &= cand_src != cand_dst
-        exists = np.empty(count, np.int8)
-        EK.has_edges(np.asarray(graph.indptr), np.asarray(graph.indices), cand_src, cand_dst, exists)
-        keep &= exists == 0
+        keep &= edges_exist(graph, cand_src, cand_dst) == 0
         cand_src, cand_dst = cand_src[keep], cand_dst[keep]
         if not self.replace:
             _, first = np.unique(cand_src * np.int64(num_nodes) + cand_dst, return_index=True)

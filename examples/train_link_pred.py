@@ -41,6 +41,14 @@ try:
 except ImportError:
     dglnn = None
 
+try:  # the node-classification example beside this one: loopback and graph-client byte counters
+    from train_sage import client_bytes, loopback_rx_bytes
+except ImportError:  # copied elsewhere: no byte counts in --stats-json
+    def client_bytes() -> int:
+        return 0
+
+    loopback_rx_bytes = client_bytes
+
 
 class Encoder(nn.Module):
     """GraphSAGE over blocks (DGL's SAGEConv, or bgl's with the same maths)."""
@@ -164,6 +172,11 @@ def endpoints(path: Path, eids: torch.Tensor):
     return torch.from_numpy(s), torch.from_numpy(d)
 
 
+def blocks_feat_sum(batch) -> torch.Tensor:
+    """Touch a batch's input features (what a model step would read first), for ``--loader-only``."""
+    return batch[3][0].srcdata["feat"].sum()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -183,6 +196,10 @@ def main() -> None:
     parser.add_argument("--pipeline", default=None, choices=["inline", "thread", "processes"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--stats-json", default=None, metavar="PATH", help="rank 0 writes epoch times and MRR")
+    parser.add_argument("--loader-only", action="store_true",
+                        help="iterate the loader (features read) without the model step: the data path alone")
+    parser.add_argument("--max-batches", type=int, default=0, help="stop each epoch after this many batches (0: all)")
+    parser.add_argument("--skip-eval", action="store_true", help="no inference / MRR after training")
     args = parser.parse_args()
 
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
@@ -215,24 +232,45 @@ def main() -> None:
     for epoch in range(args.epochs):
         loader.set_epoch(epoch)
         wrapped.train()
+        if distributed:
+            dist.barrier()
+        lo_before, client_before = loopback_rx_bytes(), client_bytes()
         start = time.perf_counter()
-        loss_sum = torch.zeros(2)
+        loss_sum = torch.zeros(3)  # loss sum, batches, seed edges
         for batch in loader:
-            pos, neg = wrapped(batch)
-            loss = F.binary_cross_entropy_with_logits(torch.cat([pos, neg]),
-                                                      torch.cat([torch.ones_like(pos), torch.zeros_like(neg)]))
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            loss_sum += torch.tensor([float(loss), 1.0])
+            if args.loader_only:
+                loss = blocks_feat_sum(batch)
+            else:
+                pos, neg = wrapped(batch)
+                loss = F.binary_cross_entropy_with_logits(torch.cat([pos, neg]),
+                                                          torch.cat([torch.ones_like(pos), torch.zeros_like(neg)]))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            loss_sum += torch.tensor([float(loss), 1.0, float(batch[1].num_edges())])
+            if args.max_batches and loss_sum[1] >= args.max_batches:
+                break
         seconds = torch.tensor([time.perf_counter() - start])
+        moved = torch.tensor([client_bytes() - client_before], dtype=torch.float64)
+        if distributed:
+            dist.barrier()
+        lo = loopback_rx_bytes() - lo_before
         if distributed:
             dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
             dist.all_reduce(loss_sum)
-        epochs.append({"epoch": epoch, "time": float(seconds), "loss": float(loss_sum[0] / loss_sum[1])})
+            dist.all_reduce(moved)
+        epochs.append({"epoch": epoch, "time": float(seconds), "loss": float(loss_sum[0] / loss_sum[1]),
+                       "seeds": int(loss_sum[2]), "loopback_bytes": lo, "client_bytes": float(moved)})
         if rank == 0:
             print(f"epoch {epoch}: time {float(seconds):.2f} s  loss {epochs[-1]['loss']:.4f}", flush=True)
     loader.close()
+    if args.skip_eval:
+        if rank == 0 and args.stats_json:
+            Path(args.stats_json).write_text(json.dumps({"system": "bgl", "trainers": world, "epochs": epochs,
+                                                         "mrr": None}, indent=1))
+        if distributed:
+            dist.destroy_process_group()
+        return
 
     model.eval()
     h = inference(model, path, num_nodes, 4 * args.batch_size)

@@ -14,7 +14,7 @@ import torch
 
 from bgl.blocks import Block
 
-from . import ops
+from . import labor_ops, ops
 
 # sample_layer(dst_ids int64 [m], fanout, replace, layer_seed[, prob=edge array name][, edge_data=names]
 #              [, labor=(seed2, mix)][, exclude=sorted int64 edge ids never drawn])
@@ -31,12 +31,45 @@ class Labor:
     ``layer_dependency``: every layer uses the variates of layer 0's seed (fewer distinct
     nodes); ``seed2`` and ``mix`` in [0, 1): the batch's variates blend in those of a second
     seed (``batch_dependency``: consecutive batches move ``mix`` from 0 towards 1); ``mix = -1``:
-    no batch dependency.
+    no batch dependency.  ``importance_sampling`` = i != 0 (or a ``prob``): LABOR-i, see
+    :func:`_labor_importance_layer`.
     """
 
     layer_dependency: bool = False
     seed2: int = 0
     mix: float = -1.0
+    importance_sampling: int = 0
+
+
+def _labor_importance_layer(sample_layer: LayerFn, relabel: RelabelFn, dst: np.ndarray, fanout: int, seed: int,
+                            labor: Labor, labor_args: tuple, prob: str | None, edge_data: tuple, excluded: dict):
+    """One LABOR-i (or weighted LABOR) layer: ``(counts, nbrs, eids | None, edata)`` with
+    ``edata["edge_weights"]`` (DGL's name) the kept edges' importances.
+
+    The sources' importances ``pi_t`` are a fixed point over every seed of the layer that holds
+    ``t``, and graph servers each hold some of the seeds: so the layer's whole neighbourhoods
+    (``fanout=-1``, with the ``prob`` rows) come to where they meet, here, and the pick runs on
+    them (:func:`bgl.sampler.labor_ops.labor_importance`).  Per layer that moves every in-edge of its
+    seeds (4-8 bytes each, plus the weight) instead of the sample; a round of per-source maxima
+    between client and servers would move 12 bytes per distinct source per part, each way, per
+    round, no less for the fanouts LABOR is used at.  Same input from a store, servers or
+    co-located reads, hence the same blocks.
+    """
+    names = tuple(dict.fromkeys(((prob,) if prob else ()) + edge_data))
+    extra = dict(excluded)
+    if names:
+        extra["edge_data"] = names
+    counts, nbrs, eids, *rows = sample_layer(dst, -1, False, seed, **extra)
+    rows = dict(rows[0]) if rows else {}
+    src, local = relabel(dst, nbrs)
+    weights = rows.pop(prob) if prob and prob not in edge_data else rows.get(prob) if prob else None
+    keep, importance = labor_ops.labor_importance(counts, src, local, fanout, labor.importance_sampling, seed,
+                                            *labor_args, weights=weights, name=prob or "prob")
+    row_of = np.repeat(np.arange(counts.shape[0]), counts)
+    kept_counts = np.bincount(row_of[keep], minlength=counts.shape[0]).astype(np.int64)
+    rows = {name: np.asarray(v)[keep] for name, v in rows.items()}
+    rows["edge_weights"] = importance[keep]
+    return kept_counts, np.asarray(nbrs)[keep], None if eids is None else np.asarray(eids)[keep], rows
 
 
 def draw_seed() -> int:
@@ -85,8 +118,13 @@ def sample_blocks(seeds, fanouts: Sequence[int], replace: bool, seed: int | None
         if labor is not None:
             key = 0 if labor.layer_dependency else layer
             extra["labor"] = (ops.layer_seed(labor.seed2, key), float(labor.mix))
-        counts, nbrs, eids, *rows = sample_layer(dst, fanouts[layer], bool(replace), ops.layer_seed(seed, key),
-                                                 **extra)
+        if labor is not None and (labor.importance_sampling != 0 or prob is not None):
+            counts, nbrs, eids, *rows = _labor_importance_layer(
+                sample_layer, relabel, dst, fanouts[layer], ops.layer_seed(seed, key), labor, extra["labor"],
+                prob, tuple(edge_data), excluded)
+        else:
+            counts, nbrs, eids, *rows = sample_layer(dst, fanouts[layer], bool(replace),
+                                                     ops.layer_seed(seed, key), **extra)
         src, local = relabel(dst, nbrs)
         indptr = np.zeros(dst.shape[0] + 1, np.int64)
         np.cumsum(counts, out=indptr[1:])

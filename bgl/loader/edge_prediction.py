@@ -170,9 +170,6 @@ def resolve_edge_seeds(graph, indices, info, settings: EdgeSettings):
     negative = settings.negative
     if negative is not None and info.num_nodes < 2:
         raise ValueError(f"negative sampling needs a graph with at least 2 nodes, got {info.num_nodes}")
-    if getattr(negative, "needs_graph", False) and info.store is None:
-        raise ValueError("GlobalUniform needs the graph's edges to avoid them; use a local store or DGLGraph, "
-                         "or PerSourceUniform / Uniform with graph servers")
     if is_dgl_object(graph):
         from ..dgl_adapter import find_edges
 

@@ -11,13 +11,16 @@ store and co-located reads give the same blocks.
 ``batch_dependency = b > 1``: batch ``i`` of an epoch blends the variates of
 seeds ``g = i // b`` and ``g + 1`` of the epoch with weight ``(i % b) / b``, so
 ``b`` consecutive batches draw correlated variates (DGL's behaviour).
-Supported: LABOR-0 (``importance_sampling=0``) without ``prob``; the
-importance-sampling variants need a fixed point over the whole layer's
-edges, which a graph server holding one part cannot compute alone, and are
-refused with a message saying so.
+``importance_sampling = i != 0`` (LABOR-i; < 0: until convergence) and ``prob``
+(weighted LABOR): the sources' importances are a fixed point over the whole
+layer, so each layer's full neighbourhoods are sampled (``fanout=-1``, from the
+store, the servers or co-located parts) and the pick runs where they meet
+(:func:`bgl.sampler.multilayer._labor_importance_layer`); blocks then carry
+DGL's ``edata["edge_weights"]`` for the message passing.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -32,6 +35,8 @@ class LaborOptions:
 
     layer_dependency: bool = False
     batch_dependency: int = 1
+    importance_sampling: int = 0
+    prob: Optional[str] = None  # edge array LABOR weighs by (DGL's ``LaborSampler(prob=)``)
 
     def for_batch(self, sample_seed: int, index: int) -> tuple[int, Labor]:
         """``(seed, Labor)`` of batch ``index`` whose neighbour-sampling seed is ``sample_seed``.
@@ -39,13 +44,13 @@ class LaborOptions:
         ``sample_seed - index`` is the epoch's base (the order stage derives batch seeds as
         ``base + index``), so batches of one epoch share the seed groups ``batch_dependency`` needs.
         """
-        b = self.batch_dependency
+        b, rounds = self.batch_dependency, self.importance_sampling
         if b <= 1:
-            return sample_seed, Labor(self.layer_dependency)
+            return sample_seed, Labor(self.layer_dependency, importance_sampling=rounds)
         base = int(sample_seed) - int(index)
         group = max(int(index), 0) // b
         return (layer_seed(base, 2 * group + 1),
-                Labor(self.layer_dependency, layer_seed(base, 2 * group + 3), (max(int(index), 0) % b) / b))
+                Labor(self.layer_dependency, layer_seed(base, 2 * group + 3), (max(int(index), 0) % b) / b, rounds))
 
 
 def labor_options(fanouts: Sequence[int], importance_sampling=0, layer_dependency=False, batch_dependency=1,
@@ -53,16 +58,11 @@ def labor_options(fanouts: Sequence[int], importance_sampling=0, layer_dependenc
     """Checked :class:`LaborOptions`; ValueError naming an option bgl does not support."""
     if isinstance(importance_sampling, bool) or not isinstance(importance_sampling, int):
         raise ValueError(f"importance_sampling must be an int, got {importance_sampling!r}")
-    if importance_sampling != 0:
-        raise ValueError(f"importance_sampling={importance_sampling} (LABOR-{importance_sampling}) is not "
-                         "supported: its fixed point spans the whole layer, which no single graph server "
-                         "holds; bgl runs LABOR-0 (importance_sampling=0)")
-    if prob is not None:
-        raise ValueError(f"LaborSampler(prob={prob!r}) is not supported; use NeighborSampler(prob=...) for "
-                         "weighted sampling")
+    if prob is not None and not isinstance(prob, str):
+        raise TypeError(f"LaborSampler(prob=) must name an edge array (a str), got {type(prob).__name__}")
     if isinstance(batch_dependency, bool) or not isinstance(batch_dependency, int) or batch_dependency < 1:
         raise ValueError(f"batch_dependency must be an int >= 1, got {batch_dependency!r}")
-    return LaborOptions(bool(layer_dependency), int(batch_dependency))
+    return LaborOptions(bool(layer_dependency), int(batch_dependency), int(importance_sampling), prob)
 
 
 class LaborSampler(NeighborSampler):
@@ -73,7 +73,9 @@ class LaborSampler(NeighborSampler):
     fanouts : neighbours per layer in expectation, DGL order (``fanouts[-1]`` for the seeds); -1 = all
     layer_dependency : every layer uses the same variates (fewer distinct nodes)
     batch_dependency : consecutive batches draw correlated variates (more reuse across batches)
-    importance_sampling : only 0 (LABOR-0)
+    importance_sampling : i > 0: LABOR-i (i rounds of importance updates); < 0: until convergence;
+        0: LABOR-0.  Nonzero (or ``prob``): blocks carry ``edata["edge_weights"]``
+    prob : edge array name to weigh by (weighted LABOR), as DGL's
     prefetch_node_feats, prefetch_labels, prefetch_edge_feats : as :class:`bgl.NeighborSampler`
     """
 
@@ -89,8 +91,10 @@ class LaborSampler(NeighborSampler):
                                   "takes dgl.dataloading.LaborSampler")
 
     def __repr__(self) -> str:
-        return (f"bgl.LaborSampler(fanouts={self.fanouts}, layer_dependency={self.options.layer_dependency}, "
-                f"batch_dependency={self.options.batch_dependency})")
+        o = self.options
+        return (f"bgl.LaborSampler(fanouts={self.fanouts}, layer_dependency={o.layer_dependency}, "
+                f"batch_dependency={o.batch_dependency}, importance_sampling={o.importance_sampling}, "
+                f"prob={o.prob!r})")
 
 
 def labor_of(graph_sampler) -> Optional[LaborOptions]:
@@ -109,6 +113,8 @@ def sampler_edge_options(graph_sampler, link_prediction: bool):
     """``(EdgeOptions, LABOR options or None)`` of a node sampler; ValueError when link prediction
     (whose exclusion samples uniformly) is asked to draw by weights or by LABOR."""
     options, labor = edge_options(graph_sampler), labor_of(graph_sampler)
+    if labor is not None and labor.prob is not None:  # checked against the graph as prob= is
+        options = dataclasses.replace(options, prob=labor.prob)
     if link_prediction and (options.prob is not None or labor is not None):
         raise ValueError("link prediction samples uniformly around the excluded edges; weighted (prob= / "
                          "mask=) and LABOR sampling do not combine with it")

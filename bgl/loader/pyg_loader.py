@@ -157,6 +157,24 @@ def pyg_graph(data, kwargs: dict, loader: str):
     return data_arrays(data) if is_pyg_data(data) else data
 
 
+def edge_attr_name(graph, edge_attr: Optional[str]) -> Optional[str]:
+    """The edge array a PyG batch carries as ``edge_attr``: ``edge_attr`` when given (a str),
+    else ``"edge_attr"`` if the graph (a ``Data``'s arrays, a store or store dir) has one."""
+    if edge_attr is not None:
+        if not isinstance(edge_attr, str):
+            raise TypeError(f"edge_attr must name an edge array (a str), got {type(edge_attr).__name__}")
+        return edge_attr
+    names = getattr(graph, "edata", None)
+    if names is None:
+        from ..store import GraphStore
+
+        meta = getattr(graph, "meta", None)
+        if meta is None and isinstance(graph, (str, Path)) and (Path(graph) / "meta.json").is_file():
+            meta = GraphStore(graph).meta
+        names = getattr(meta, "edata", None) or {}
+    return "edge_attr" if "edge_attr" in names else None
+
+
 def blocks_to_pyg(blocks: Sequence[Block]) -> dict[str, Any]:
     """PyG's layout of one sampled batch from bgl blocks (``blocks[-1]`` holds the seeds).
 
@@ -227,6 +245,9 @@ class NeighborLoader:
     replace : sample with replacement
     weight_attr : name of an edge attribute of ``data`` (or an edge array of the store / servers):
         sample neighbours proportionally to it (PyG's ``weight_attr``)
+    edge_attr : (bgl) the edge array delivered as the batch's ``edge_attr``: any edge array of
+        ``data``, the store or the servers' parts; default ``"edge_attr"`` when ``data`` or the
+        store has one (servers: only when named, the loader does not ask them before it starts)
     batch_size, shuffle, drop_last, num_workers : as in PyG (``num_workers > 0`` runs
         bgl's process pipeline)
     **kwargs : bgl.DataLoader options (``cache``, ``cache_ratio``, ``order``,
@@ -243,7 +264,7 @@ class NeighborLoader:
 
     def __init__(self, data, num_neighbors: Sequence[int], input_nodes=None, replace: bool = False,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, num_workers: int = 0,
-                 weight_attr: Optional[str] = None, **kwargs):
+                 weight_attr: Optional[str] = None, edge_attr: Optional[str] = None, **kwargs):
         from .arguments import NeighborSampler
         from .dataloader import DataLoader
 
@@ -253,7 +274,8 @@ class NeighborLoader:
         ids = self._input_ids(input_nodes, num_nodes)
         self.num_neighbors = list(num_neighbors)
         # DGL/bgl order is the reverse: fanouts[-1] applies to the seeds.
-        edge_feats = ["edge_attr"] if "edge_attr" in getattr(graph, "edata", {}) else []
+        self.edge_attr = edge_attr_name(graph, edge_attr)
+        edge_feats = [] if self.edge_attr is None else [self.edge_attr]
         sampler = NeighborSampler(list(reversed(self.num_neighbors)), replace=replace, prob=weight_attr,
                                   prefetch_edge_feats=edge_feats)
         self.batch_size = int(batch_size)
@@ -294,6 +316,8 @@ class NeighborLoader:
     def __iter__(self) -> Iterator[Any]:
         for _, _, blocks in self._loader:
             fields = blocks_to_pyg(blocks)
+            if self.edge_attr is not None:
+                fields["edge_attr"] = fields.pop(self.edge_attr)
             fields["x"] = blocks[0].srcdata.get("feat")
             fields["y"] = blocks[-1].dstdata.get("label")
             yield self._make(fields)

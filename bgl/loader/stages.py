@@ -25,6 +25,7 @@ from .minibatch import MiniBatch
 from .stage_protocol import Stage
 from .remote_rows import RemoteRowsOnly
 from .specs import CacheSpec, SamplingSpec
+from ..sampler.edge_check import ServerEdgeCheck
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +120,8 @@ class SampleStage(Stage):
         exclude = None
         if self.edges is not None:
             graph = getattr(self._sampler, "store", None)
+            if graph is None and getattr(self.edges.negative, "needs_graph", False):
+                graph = ServerEdgeCheck(self._sampler)  # GlobalUniform over servers
             mb.edges, exclude = self.edges.batch(mb.seeds.numpy(), negative_seed(mb.sample_seed), graph=graph)
             mb.seeds = mb.edges.node_ids
         seeds, inverse = mb.seeds, None

@@ -25,7 +25,8 @@ typed-edgelist   ``DIR/edges/<src>__<rel>__<dst>.{txt,csv,npy}`` + ``feat/<type>
                  (``bgl.sources.typed_edgelist``): a typed store
 dgl              an in-memory ``DGLGraph`` (ndata feat/label/*_mask); a heterogeneous
                  one becomes a typed store
-pyg              an in-memory PyG ``HeteroData`` (per type x / y / *_mask): a typed store
+pyg              an in-memory PyG ``Data`` (x, y, *_mask; edge-level tensors as edge arrays), or a
+                 ``HeteroData`` (per type x / y / *_mask): a typed store
 rmat             ``"rmat:SCALE"``: Graph500 R-MAT generator (``bgl.sources.rmat``)
 rmat-hetero      ``"rmat-hetero:SCALE"``: typed R-MAT, papers/authors/fields
                  (``bgl.sources.rmat_hetero``): a typed store
@@ -57,7 +58,7 @@ FORMATS = ("gnn-benchmark", "csr-npz", "planetoid", "edgelist", "ogb", "typed-ed
 #: Generators: ``NAME:SCALE`` sources, not read from a path.
 GENERATORS = ("rmat", "rmat-hetero")
 #: What a path (or ``rmat:SCALE``) may be read as: ``bgl ingest --format`` takes exactly these;
-#: "dgl" / "pyg" are an in-memory DGLGraph / PyG HeteroData, which only the Python ``ingest()`` takes.
+#: "dgl" / "pyg" are an in-memory DGLGraph / PyG Data or HeteroData, which only the Python ``ingest()`` takes.
 PATH_FORMATS = tuple(f for f in FORMATS if f not in ("dgl", "pyg"))
 RMAT_OPTIONS = {"scale", "edge_factor", "abcd", "chunk_edges"}
 RMAT_HETERO_OPTIONS = {"scale", "edge_factor", "chunk_edges"}
@@ -84,11 +85,13 @@ def detect_format(source: Any) -> str:
     """
     if _is_dgl_graph(source):
         return "dgl"
-    if _is_hetero_data(source):
+    from .pyg_source import is_pyg_data
+
+    if _is_hetero_data(source) or is_pyg_data(source):
         return "pyg"
     if not isinstance(source, (str, os.PathLike)):
         raise IngestError(f"cannot ingest a {type(source).__name__}; pass a path, 'rmat:SCALE', a DGLGraph or a "
-                          "PyG HeteroData")
+                          "PyG Data or HeteroData")
     generator = _generator_of(source)
     if generator:
         return generator
@@ -146,8 +149,8 @@ def read_source(source: Any, format: str | None = None, *, scratch_dir: Path | N
         raise IngestError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt in GENERATORS:
         raise IngestError(f"format {fmt!r} is a generator, not a reader; use ingest()")
-    if fmt == "pyg":
-        raise IngestError("format 'pyg' (a HeteroData) is written by ingest() directly, not through a reader")
+    if fmt == "pyg" and _is_hetero_data(source):
+        raise IngestError("format 'pyg' of a HeteroData is written by ingest() directly, not through a reader")
     module, func = _READERS[fmt]
     reader = getattr(importlib.import_module(module, __package__), func)
     params = inspect.signature(reader).parameters
@@ -156,7 +159,7 @@ def read_source(source: Any, format: str | None = None, *, scratch_dir: Path | N
         opts["scratch_dir"] = _need(scratch_dir)
     if "progress" in params:
         opts["progress"] = progress
-    return reader(source if fmt == "dgl" else Path(source), **opts)
+    return reader(source if fmt in ("dgl", "pyg") else Path(source), **opts)
 
 
 # format -> (module, reader function); each reader returns a GraphSource.
@@ -168,6 +171,7 @@ _READERS = {
     "ogb": (".ogb", "read_ogb"),
     "typed-edgelist": (".typed_edgelist", "read_typed_edgelist"),
     "dgl": (".dgl_source", "read_dgl_graph"),
+    "pyg": (".pyg_source", "read_pyg_data"),
 }
 
 
@@ -188,7 +192,7 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
     Parameters
     ----------
     source : path (file or directory), ``"rmat:SCALE"`` (or ``"rmat"`` with
-        ``scale=``), ``"rmat-hetero:SCALE"``, a DGLGraph or a PyG ``HeteroData``.
+        ``scale=``), ``"rmat-hetero:SCALE"``, a DGLGraph or a PyG ``Data`` or ``HeteroData``.
     out_dir : store directory to create (written to a hidden work dir next to it, then renamed).
     format : one of :data:`FORMATS`; detected from ``source`` when None.
     feat_dim : > 0 adds seeded synthetic float32 features (``centroid[label] +
@@ -234,7 +238,7 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
     check_output(out, STORE, overwrite, inputs)  # before reading anything: refuse what it may not replace
     remove_stale(out.absolute().parent)  # scratch and tmp dirs of killed earlier runs
     fmt = format or detect_format(source)
-    if fmt == "pyg":
+    if fmt == "pyg" and _is_hetero_data(source):
         from .hetero import ingest_hetero_data
 
         _check_typed_options(symmetrize, feat_dim, num_classes)

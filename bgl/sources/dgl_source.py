@@ -39,6 +39,23 @@ def edge_arrays(g: Any, edge_keys=None) -> dict[str, np.ndarray]:
     return {k: _numpy(edata[k]) for k in keys}
 
 
+def splits_of_masks(masks: dict, n: int, owner: str, field: str) -> dict | None:
+    """``{split: ids}`` from the bool masks ``masks`` (``{"train_mask": [n], ...}``): None when there
+    are none, IngestError when only some are there or one has the wrong shape (``field`` formats
+    the mask's name in the message, ``owner`` names the input)."""
+    if not masks:
+        return None
+    if len(masks) != len(MASKS):
+        raise IngestError(f"{owner} has {list(masks)} but not all of {list(MASKS.values())}")
+    splits = {}
+    for split, key in MASKS.items():
+        mask = _numpy(masks[key])
+        if mask.shape != (n,):
+            raise IngestError(f"{field.format(key)} has shape {mask.shape}, expected ({n},)")
+        splits[split] = mask_to_ids(mask)
+    return splits
+
+
 def read_dgl_graph(g: Any, *, name: str = "dgl-graph", feat_key: str = "feat",
                    label_key: str = "label", edge_keys=None) -> GraphSource:
     """Read a homogeneous DGLGraph; edges keep their direction unless symmetrized.
@@ -61,17 +78,7 @@ def read_dgl_graph(g: Any, *, name: str = "dgl-graph", feat_key: str = "feat",
         if label.dtype.kind == "f":
             # DGL datasets mark unlabelled nodes with NaN in float labels (e.g. ogbn-papers100M).
             label = np.where(np.isnan(label), -1, label).astype(np.int64)
-    present = [k for k in MASKS.values() if k in ndata]
-    splits = None
-    if present:
-        if len(present) != len(MASKS):
-            raise IngestError(f"DGLGraph has {present} but not all of {list(MASKS.values())}")
-        splits = {}
-        for split, key in MASKS.items():
-            mask = _numpy(ndata[key])
-            if mask.shape != (n,):
-                raise IngestError(f"ndata[{key!r}] has shape {mask.shape}, expected ({n},)")
-            splits[split] = mask_to_ids(mask)
+    splits = splits_of_masks({k: ndata[k] for k in MASKS.values() if k in ndata}, n, "DGLGraph", "ndata[{!r}]")
     return GraphSource(
         name=name, num_nodes=n, edges=array_chunks(src, dst), num_edges_hint=int(src.size),
         feat=feat, label=label, splits=splits, edata=edge_arrays(g, edge_keys) or None, symmetrize_default=False,

@@ -17,14 +17,23 @@ SERVER_START_TIMEOUT = 120.0  # first start may compile (cached) numba kernels o
 
 
 def slice_store(store: GraphStore, lo: int, hi: int, path: Path) -> GraphStore:
-    """A PART store owning global ids [lo, hi) of ``store`` (same global ids, same CSC order)."""
+    """A PART store owning global ids [lo, hi) of ``store`` (same global ids, same CSC order, its
+    in-edges' rows of every edge array)."""
     ip = np.asarray(store.indptr)
     indptr = ip[lo:hi + 1] - ip[lo]
     indices = np.asarray(store.indices[ip[lo]:ip[hi]])
     splits = {k: v[(v >= lo) & (v < hi)] for k, v in store.splits.items()}
+    edata = {k: np.asarray(store.edge_array(k)[ip[lo]:ip[hi]]) for k in store.meta.edata} or None
     return write_store(path, indptr, indices, feat=np.asarray(store.feat[lo:hi]),
-                       label=np.asarray(store.label[lo:hi]), splits=splits, num_classes=store.num_classes,
-                       node_offset=lo, global_num_nodes=store.num_nodes, name=f"part-{lo}-{hi}")
+                       label=None if store.label is None else np.asarray(store.label[lo:hi]), splits=splits,
+                       num_classes=store.num_classes, node_offset=lo, global_num_nodes=store.num_nodes,
+                       name=f"part-{lo}-{hi}", edata=edata)
+
+
+@pytest.fixture(scope="session")
+def part_slicer():
+    """:func:`slice_store`, for tests that cut their own module's store into parts."""
+    return slice_store
 
 
 @pytest.fixture(scope="session")

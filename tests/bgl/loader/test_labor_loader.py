@@ -16,6 +16,7 @@ def graph():
     g = dgl.rand_graph(2000, 40000)
     g.ndata["feat"] = torch.randn(2000, 4)
     g.edata["ef"] = torch.randn(40000)
+    g.edata["pw"] = torch.rand(40000)
     return g
 
 
@@ -41,11 +42,35 @@ def test_bgl_labor_sampler_with_edge_features(graph):
             assert torch.equal(b.edata["ef"], graph.edata["ef"][b.edata[dgl.EID]])
 
 
+@pytest.mark.parametrize("kwargs", [{"importance_sampling": 1}, {"importance_sampling": -1, "layer_dependency": True},
+                                    {"prob": "pw"}, {"prob": "pw", "importance_sampling": 2}])
+def test_importance_sampling_and_prob_blocks_carry_dgls_edge_weights(graph, kwargs):
+    ids = torch.arange(600)
+    labor = dgl.dataloading.LaborSampler([5, 5], **kwargs)
+    ours, theirs = bgl.DataLoader(graph, ids, labor, batch_size=200), dgl.dataloading.DataLoader(
+        graph, ids, labor, batch_size=200)
+    for (_, _, blocks), (_, _, dgl_blocks) in zip(ours, theirs):
+        for b, d in zip(blocks, dgl_blocks):
+            assert set(d.edata.keys()) <= set(b.edata.keys())  # dgl.EID and "edge_weights"
+            w = b.edata["edge_weights"]
+            assert w.shape == (b.num_edges(),) and w.dtype == d.edata["edge_weights"].dtype and bool((w > 0).all())
+            # DGL's normalisation: a seed's kept weights sum to its kept count
+            sums = torch.zeros(b.num_dst_nodes()).index_add_(0, b.edges()[1], w)
+            assert torch.allclose(sums, b.in_degrees().float(), atol=1e-3)
+            if "prob" in kwargs:
+                assert bool((graph.edata["pw"][b.edata[dgl.EID]] > 0).all())
+    if "prob" not in kwargs:  # bgl weighs LABOR-0 to k edges per seed; see ARCHITECTURE.md
+        assert abs(mean_inputs(ours) - mean_inputs(theirs)) < 0.05 * mean_inputs(theirs)
+
+
 @pytest.mark.parametrize("make, match", [
-    (lambda: dgl.dataloading.LaborSampler([5], importance_sampling=-1), "importance_sampling=-1 .* not supported"),
-    (lambda: dgl.dataloading.LaborSampler([5], prob="ef"), "LaborSampler\\(prob='ef'\\) is not supported"),
+    (lambda: dgl.dataloading.LaborSampler([5], prob="nope"), "prob / mask names edge data 'nope'"),
+    (lambda: bgl.LaborSampler([5], prob="neg"), "edge weights 'neg' must be finite and >= 0"),
+    (lambda: bgl.LaborSampler([5], importance_sampling=0.5), "importance_sampling must be an int, got 0.5"),
     (lambda: bgl.LaborSampler([5], batch_dependency=0), "batch_dependency must be an int >= 1, got 0"),
 ])
-def test_unsupported_labor_options_are_named(graph, make, match):
+def test_bad_labor_options_are_named(graph, make, match):
+    g = graph.clone()
+    g.edata["neg"] = -torch.ones(g.num_edges())
     with pytest.raises(ValueError, match=match):
-        bgl.DataLoader(graph, torch.arange(10), make(), batch_size=5)
+        bgl.DataLoader(g, torch.arange(10), make(), batch_size=5)

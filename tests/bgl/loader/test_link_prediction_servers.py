@@ -33,9 +33,9 @@ def served(random_store, tmp_path_factory, serve_partition):
         yield book, addresses, twin, reverse
 
 
-def run(graph, reverse, seeds, **kwargs):
+def run(graph, reverse, seeds, negative=None, **kwargs):
     sampler = bgl.as_edge_prediction_sampler(bgl.NeighborSampler(FANOUTS), exclude="reverse_id",
-                                             reverse_eids=reverse, negative_sampler=ns.Uniform(2))
+                                             reverse_eids=reverse, negative_sampler=negative or ns.Uniform(2))
     torch.manual_seed(7)
     out = []
     with bgl.DataLoader(graph, seeds, sampler, batch_size=40, shuffle=True, **kwargs) as loader:
@@ -67,6 +67,31 @@ def test_servers_give_the_store_batches_and_never_an_excluded_edge(served, monke
         for layer in range(len(FANOUTS)):
             src, ip, idx = (t.numpy() for t in b[8 + 3 * layer: 11 + 3 * layer])
             assert not sampled_pairs(src, ip, idx, ip.shape[0] - 1) & banned_pairs
+
+
+@pytest.mark.parametrize("negative", [ns.GlobalUniform(3), ns.GlobalUniform(2, exclude_self_loops=False, replace=True)])
+def test_global_uniform_negatives_over_servers_are_the_stores_and_never_edges(served, monkeypatch, negative):
+    """DGL's GlobalUniform: pairs drawn over all node pairs minus the graph's edges; over servers
+    each candidate's destination row is asked of its owner, so the negatives equal the store's."""
+    book, addresses, twin, reverse = served
+    seeds = torch.arange(0, book.num_edges, 23)
+    local = run(twin, reverse, seeds, negative)
+    monkeypatch.setenv("BGL_PARTITION", str(book.path))
+    remote = run(list(addresses), reverse, seeds, negative)
+    assert len(local) == len(remote) > 1
+    edges = set(zip(np.asarray(twin.indices).tolist(),
+                    np.repeat(np.arange(twin.num_nodes), np.diff(np.asarray(twin.indptr))).tolist()))
+    drawn = 0
+    for a, b in zip(local, remote):
+        assert all(torch.equal(x, y) for x, y in zip(a, b))
+        nodes = b[2].numpy()
+        neg = list(zip(nodes[b[5].numpy()].tolist(), nodes[b[6].numpy()].tolist()))
+        assert not set(neg) & edges
+        if negative.exclude_self_loops:
+            assert all(u != v for u, v in neg)
+            assert len(set(neg)) == len(neg)  # replace=False: no pair twice
+        drawn += len(neg)
+    assert drawn > 0.9 * negative.k * seeds.numel()  # DGL's redundancy 1.3 leaves few short batches
 
 
 def test_stage_processes_over_servers_give_the_same_batches(served, monkeypatch):
@@ -102,9 +127,6 @@ def test_servers_without_the_partition_dir_are_refused(served, monkeypatch):
     with pytest.raises(ValueError, match="partition dir"):
         bgl.DataLoader(list(addresses), [0, 1], sampler)
     monkeypatch.setenv("BGL_PARTITION", str(book.path))
-    with pytest.raises(ValueError, match="GlobalUniform"):
-        bgl.DataLoader(list(addresses), [0, 1], bgl.as_edge_prediction_sampler(
-            bgl.NeighborSampler([2]), negative_sampler=ns.GlobalUniform(1)))
     with pytest.raises(ValueError, match=f"edge id {book.num_edges}"):
         bgl.DataLoader(list(addresses), [0, book.num_edges], sampler)
 
