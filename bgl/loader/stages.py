@@ -12,7 +12,6 @@ objects; the stages hold :mod:`bgl.loader.specs` rather than live objects.
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional
 
@@ -22,55 +21,17 @@ import torch
 from ..codec.decode import check_feat_dtype, decode_features
 from .duplicate_seeds import distinct_seeds, expand_to_seeds
 from .minibatch import MiniBatch
+from .prefault import prefault_memmap
 from .stage_protocol import Stage
 from .remote_rows import RemoteRowsOnly
 from .specs import CacheSpec, SamplingSpec
 from ..sampler.edge_check import ServerEdgeCheck
-
-log = logging.getLogger(__name__)
-
 
 def negative_seed(sample_seed: int) -> int:
     """The negatives' stream of a batch: apart from its blocks' per-layer streams (layers are >= 0)."""
     from ..sampler.ops import MASK64, layer_seed
 
     return layer_seed(sample_seed, MASK64)
-
-
-# Linux 5.14+ madvise advice that maps (and reads if needed) every page of a range now;
-# Python 3.11's mmap module does not name it.
-_MADV_POPULATE_READ = 22
-# Prefault a memmap only while it takes at most this share of the available memory.
-PREFAULT_MAX_MEM_FRACTION = 0.25
-
-
-def prefault_memmap(arr, max_fraction: float = PREFAULT_MAX_MEM_FRACTION) -> bool:
-    """Map every page of a read-only memmap into this process now, when it fits comfortably in RAM.
-
-    Each first touch of a memmap page is a page fault, even when the file sits
-    in the page cache.  Random feature rows of a fresh R-MAT 2^20 store
-    (512 MiB) cost ~5-8 ms per 1024-seed batch in faults during the first
-    epochs, more than the gather itself (~1.2 ms); populating the mapping up
-    front took 40 ms.  Arrays larger than ``max_fraction`` of MemAvailable
-    are left to fault on demand (a billion-node store must not be read whole).
-    Returns True when the mapping was populated; any failure (old kernel,
-    not a memmap) only logs and returns False.
-    """
-    mm = getattr(arr, "_mmap", None)
-    if mm is None or arr.nbytes == 0:
-        return False
-    import psutil
-
-    avail = psutil.virtual_memory().available  # Linux: MemAvailable
-    if not avail or arr.nbytes > max_fraction * avail:
-        return False
-    try:
-        mm.madvise(_MADV_POPULATE_READ)
-    except (OSError, ValueError, AttributeError) as e:
-        log.debug("could not prefault a %d-byte memmap: %s", arr.nbytes, e)
-        return False
-    return True
-
 
 
 @dataclass
