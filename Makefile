@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.bgl-installed
 export DGLBACKEND := pytorch
 
-.PHONY: demo test venv bench wheels clean
+.PHONY: demo test test-extended venv bench wheels clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,7 +21,11 @@ demo: $(STAMP)
 	$(VENV)/bin/bgl demo
 
 test: $(STAMP)
-	$(PY) -m pytest -q tests --durations=25
+	$(PY) -m pytest -q tests -m "not extended" --durations=25
+
+# The long failure-injection and soak tests `make test` leaves out (see pyproject's markers).
+test-extended: $(STAMP)
+	$(PY) -m pytest -q tests -m extended --durations=25
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py

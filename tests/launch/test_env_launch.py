@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from bgl.launch.backends import port_is_free
 
 TIMEOUT = 150
@@ -62,6 +64,7 @@ def test_two_torchrun_agents_share_servers_through_the_store(tmp_path, partition
     assert all(port_is_free("127.0.0.1", p) for p in range(base, base + 3))
 
 
+@pytest.mark.extended
 def test_a_failing_trainer_stops_every_agent(tmp_path, partition_dir, trainer_script, free_port_base,
                                              orphans):
     """Every rank exits 5 after its first batch: both agents fail, servers and all are gone."""

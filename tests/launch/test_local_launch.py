@@ -42,7 +42,7 @@ def test_failing_trainer_stops_everything(launcher, hosts_file, partition_dir, t
     assert_clean(base, orphans)
 
 
-@pytest.mark.parametrize("how", ["kill-server", "sigint"])
+@pytest.mark.parametrize("how", [pytest.param("kill-server", marks=pytest.mark.extended), "sigint"])
 def test_failure_or_ctrl_c_stops_everything(launcher, hosts_file, partition_dir, trainer_script,
                                             free_port_base, orphans, how):
     base = free_port_base(3)
@@ -74,6 +74,7 @@ def test_failure_or_ctrl_c_stops_everything(launcher, hosts_file, partition_dir,
     assert_clean(base, orphans)
 
 
+@pytest.mark.extended
 def test_launcher_killed_hard_leaves_nothing_behind(launcher, hosts_file, partition_dir,
                                                     trainer_script, free_port_base, orphans):
     """SIGKILL gives the launcher no chance to clean up: its agents see their stdin close
@@ -144,7 +145,7 @@ def test_port_in_use_fails_before_anything_starts(hosts_file, partition_dir, tra
     assert orphans(timeout=0) == []
 
 
-@pytest.mark.parametrize("local_reads", [True, False])
+@pytest.mark.parametrize("local_reads", [True, pytest.param(False, marks=pytest.mark.extended)])
 def test_each_trainer_reads_the_part_served_on_its_own_host(launcher, tmp_path, partition_dir, trainer_script,
                                                            free_port_base, orphans, local_reads):
     """Two loopback "machines": part k's server and node k's trainer on 127.0.0.(k+1); the trainer's

@@ -178,6 +178,7 @@ def test_launch_across_namespaces(cluster, launcher, tmp_path, partition_dir, tr
     assert_only_sshd_left(cluster, orphans)
 
 
+@pytest.mark.extended
 def test_lost_host_stops_the_launch(cluster, launcher, tmp_path, partition_dir, trainer_script, orphans):
     """Every process of host B (its sshd too) is killed mid-epoch: the launcher names B, exits
     non-zero within 10 s and leaves nothing running anywhere."""

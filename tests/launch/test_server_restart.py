@@ -15,6 +15,7 @@ import re
 import textwrap
 
 import psutil
+import pytest
 
 from bgl.launch.backends import port_is_free
 
@@ -135,6 +136,7 @@ def wait_until(run, predicate, what: str, timeout: float = 120.0) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.extended
 def test_server_killed_twice_mid_epoch_is_restarted_and_batches_are_unchanged(
         launcher, tmp_path, hosts_file, partition_dir, free_port_base, orphans):
     """SIGKILL twice, then a hang (SIGSTOP: alive but silent, found by the health PINGs)."""

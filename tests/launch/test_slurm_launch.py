@@ -144,6 +144,7 @@ def stop_node_bglb_mid_epoch(cluster, run, orphans, take_down, message: str) -> 
     assert_nothing_left(cluster, orphans)
 
 
+@pytest.mark.extended
 def test_killed_slurmd_stops_the_launch(slurm_cluster, launcher, partition_dir, trainer_script,
                                         tmp_path, orphans):
     """SIGKILL to node bglb's slurmd (only) mid-epoch: the launch ends within 10 s naming bglb,
@@ -154,6 +155,7 @@ def test_killed_slurmd_stops_the_launch(slurm_cluster, launcher, partition_dir, 
                              "slurmd stopped answering")
 
 
+@pytest.mark.extended
 def test_env_mode_under_plain_srun(slurm_cluster, partition_dir, trainer_script, tmp_path, orphans):
     """`srun -N2 bgl launch --backend env`: ranks from SLURM_PROCID/SLURM_NTASKS/SLURM_NODEID,
     rank 0 hosts the store at MASTER_ADDR:MASTER_PORT, each node's task its part's server."""
@@ -172,6 +174,7 @@ def test_env_mode_under_plain_srun(slurm_cluster, partition_dir, trainer_script,
     assert_nothing_left(slurm_cluster, orphans)
 
 
+@pytest.mark.extended
 def test_lost_node_stops_the_launch(slurm_cluster, launcher, partition_dir, trainer_script,
                                     tmp_path, orphans):
     """Node bglb vanishes (every process in its namespace SIGKILLed: slurmd, step daemons, the

@@ -109,7 +109,7 @@ def test_servers_default_to_the_thread_pipeline_with_the_inline_batches(served_p
 
 
 @pytest.mark.parametrize("cache, pipeline", [("lookahead", "thread"), ("fifo", "inline"),
-                                             ("lookahead", "processes")])
+                                             pytest.param("lookahead", "processes", marks=pytest.mark.extended)])
 def test_co_located_rows_skip_the_cache(served_partition, random_store, monkeypatch, cache, pipeline):
     """With part 0 read from its files, the cache sees only part 1's rows; the batches are
     the all-socket loader's, row for row."""

@@ -56,6 +56,7 @@ def _bgl_threads() -> set[str]:
     return {t.name for t in threading.enumerate() if t.name.startswith("bgl-")}
 
 
+@pytest.mark.extended
 def test_loader_dropped_while_its_processes_epoch_runs_finishes_the_epoch():
     g = _graph()
     loader = bgl.DataLoader(g, torch.arange(40), SAMPLER, batch_size=8, pipeline="processes",
@@ -246,8 +247,9 @@ def test_features_assigned_or_edited_after_the_loader_is_built_are_seen(pipeline
     _, _, blocks = next(iter(loader))
     assert torch.equal(blocks[0].srcdata["feat"], g.ndata["feat"][blocks[0].srcdata[dgl.NID]])
     g.ndata["feat"] = torch.full((g.num_nodes(), 6), 7.0)  # replaced
-    _, _, blocks = next(iter(loader))
-    assert (blocks[0].srcdata["feat"] == 7.0).all()
+    if pipeline != "processes":  # stage processes: one refresh (each epoch starts new processes, ~10 s)
+        _, _, blocks = next(iter(loader))
+        assert (blocks[0].srcdata["feat"] == 7.0).all()
     g.ndata["feat"][:] = 3.0  # edited in place
     g.ndata["label"] = torch.full((g.num_nodes(),), 2)
     _, _, blocks = next(iter(loader))

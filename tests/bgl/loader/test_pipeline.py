@@ -168,6 +168,7 @@ if __name__ == "__main__":
 '''
 
 
+@pytest.mark.extended
 def test_ctrl_c_stops_every_stage_within_5_seconds(random_store, tmp_path):
     script = tmp_path / "trainer.py"
     script.write_text(CTRL_C_TRAINER)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import psutil
+import pytest
 
 import bgl
 
@@ -15,6 +16,7 @@ WARMUP_EPOCHS = 5
 GROWTH_BOUND = 48 << 20
 
 
+@pytest.mark.extended
 def test_stage_rss_stays_bounded_over_50_epochs(random_store):
     loader = bgl.DataLoader(random_store, np.array(random_store.train_idx), bgl.NeighborSampler([5, 5]),
                             batch_size=16, shuffle=True, pipeline="processes", cache="fifo",
