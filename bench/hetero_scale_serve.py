@@ -10,7 +10,6 @@ and seeds/s.  Prints one JSON object.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
@@ -22,15 +21,6 @@ import numpy as np
 import torch
 
 HERE = Path(__file__).resolve().parent
-
-
-def _scaling():
-    """bench/scaling.py as a module (its ``Servers``)."""
-    spec = importlib.util.spec_from_file_location("bgl_bench_scaling", HERE / "scaling.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def main() -> None:
@@ -46,9 +36,12 @@ def main() -> None:
     book = open_partition(part)
     train = np.sort(book.to_orig(book.type_split(args.target, "train"))[1])
     seeds = torch.from_numpy(np.sort(np.random.default_rng(0).choice(train, args.batches * 1024, replace=False)))
+    sys.path.insert(0, str(HERE))  # bench/scaling.py's Servers (bench/ is not a package)
+    import scaling
+
     t0 = time.perf_counter()
-    with _scaling().Servers(part, book.num_parts, Path(tempfile.mkdtemp(prefix="bgl-hetero-serve-")),
-                            threads=1) as servers:
+    with scaling.Servers(part, book.num_parts, Path(tempfile.mkdtemp(prefix="bgl-hetero-serve-")),
+                         threads=1) as servers:
         res = {"servers_ready_s": time.perf_counter() - t0, "server_rss_idle": servers.rss()}
         os.environ["BGL_SERVERS"] = ",".join(servers.addresses)
         loader = bgl.DataLoader(str(part), {args.target: seeds}, bgl.NeighborSampler([10, 10]), batch_size=1024,
