@@ -157,6 +157,18 @@ class TypedBook:
             out[hit] = lo + pos[hit]
         return out
 
+    def to_new_global(self, orig_gids) -> np.ndarray:
+        """New ids of original GLOBAL ids (a type's offset + its per-type id): :meth:`to_new` per type."""
+        schema = self._typed()
+        gids = np.asarray(orig_gids, np.int64)
+        types = schema.type_of(gids)
+        out = np.empty_like(gids)
+        for t, nt in enumerate(schema.node_types):  # a loop over types, not nodes
+            sel = types == t
+            if sel.any():
+                out[sel] = self.to_new(nt.name, gids[sel] - nt.offset)
+        return out
+
     def to_orig(self, new_ids) -> tuple[np.ndarray, np.ndarray]:
         """``(type index, original type-local id)`` of each new id, int64 each."""
         schema = self._typed()

@@ -248,14 +248,14 @@ class TypedServerSampler:
         """The servers' global ids of loader global ids (int64, same order)."""
         gids = ops.as_ids(gids)
         ops.check_range(gids, 0, self.schema.num_nodes, "node ids")
+        if self.book is not None:
+            return self.book.to_new_global(gids)
         types = self.schema.type_of(gids)
         out = np.empty_like(gids)
         for t, nt in enumerate(self.schema.node_types):
             sel = types == t
             if sel.any():
-                local = gids[sel] - nt.offset
-                out[sel] = self.client.to_global(nt.name, local) if self.book is None \
-                    else self.book.to_new(nt.name, local)
+                out[sel] = self.client.to_global(nt.name, gids[sel] - nt.offset)
         return out
 
     def to_loader(self, gids) -> np.ndarray:

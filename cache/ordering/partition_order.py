@@ -171,7 +171,7 @@ class PartitionOrder:
         # the BFS runs over the parts' new ids, and the order goes back through orig_ids.
         self._typed = self._book.schema is not None and not self._book.schema.is_homogeneous
         if self._typed:
-            ids = self._new_ids_of(ids)
+            ids = self._book.to_new_global(ids)
         owner = self._book.owner(ids)
         by_part = np.argsort(owner, kind="stable")
         counts = np.bincount(owner, minlength=self._book.num_parts)
@@ -211,18 +211,6 @@ class PartitionOrder:
             orders.append(np.asarray(local, dtype=np.int64) + self.bounds[k])
         order = concat_parts(orders, rng)
         return np.asarray(self._book.orig_ids)[order] if self._typed else order
-
-    def _new_ids_of(self, orig_gids: np.ndarray) -> np.ndarray:
-        """New ids of original global ids of a typed partition (per type, ``PartitionBook.to_new``)."""
-        schema = self._book.schema
-        offsets = schema.offsets
-        types = np.searchsorted(offsets, orig_gids, side="right") - 1
-        out = np.empty_like(orig_gids)
-        for t, nt in enumerate(schema.ntypes):  # a loop over types, not nodes
-            sel = types == t
-            if sel.any():
-                out[sel] = self._book.to_new(nt, orig_gids[sel] - offsets[t])
-        return out
 
 
 def env_partition_dir() -> Optional[str]:
