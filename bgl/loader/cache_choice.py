@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 import torch
 
-from .specs import CacheSpec
+from .specs import CacheSpec, TypedCacheSpec
 
 if TYPE_CHECKING:
     from .arguments import GraphInfo
@@ -68,6 +68,8 @@ def resolve_cache_spec(cache, cache_ratio, cache_bytes, info: GraphInfo, pipelin
 
     if policy not in POLICIES:
         raise ValueError(f"unknown cache policy {policy!r}; choose from {', '.join(POLICIES)}")
+    if info.typed:
+        return typed_cache_spec(policy, cache_ratio, cache_bytes, info, pipeline, device)
     if info.feat_dim <= 0:
         raise ValueError("cache requested but the graph has no node features")
     # The cache holds the rows as they arrive: encoded ones when the graph has a feature codec
@@ -76,14 +78,10 @@ def resolve_cache_spec(cache, cache_ratio, cache_bytes, info: GraphInfo, pipelin
     row_dtype = (info.feat_dtype or torch.float32) if codec is None else codec.torch_row_dtype
     row_width = info.feat_dim if codec is None else codec.row_width
     itemsize = torch.empty(0, dtype=row_dtype).element_size()
+    ratio, cache_bytes = checked_size(cache_ratio, cache_bytes)
     if cache_bytes is not None:
-        if cache_bytes < 0:
-            raise ValueError(f"cache_bytes must be >= 0, got {cache_bytes}")
-        capacity = int(cache_bytes) // (row_width * itemsize)
+        capacity = cache_bytes // (row_width * itemsize)
     else:
-        ratio = DEFAULT_CACHE_RATIO if cache_ratio is None else float(cache_ratio)
-        if not 0.0 <= ratio <= 1.0:
-            raise ValueError(f"cache_ratio must be in [0, 1], got {cache_ratio}")
         capacity = int(ratio * info.num_nodes)
     capacity = min(capacity, info.num_nodes)
     degrees = None
@@ -97,11 +95,58 @@ def resolve_cache_spec(cache, cache_ratio, cache_bytes, info: GraphInfo, pipelin
             degrees = partition_degrees(info.partition_dir)
         if degrees is None and policy == "static-degree":
             raise ValueError("cache='static-degree' needs node degrees: pass a store or partition dir")
-    # A cache inside a stage process lives on the CPU; inline it may sit on the GPU.
-    device = str(device) if pipeline != "processes" else "cpu"
     dtype = str(row_dtype).replace("torch.", "")
     return CacheSpec(policy=policy, capacity=capacity, num_nodes=info.num_nodes, dim=row_width,
-                     dtype=dtype, device=device, degrees=degrees)
+                     dtype=dtype, device=cache_device(pipeline, device), degrees=degrees)
+
+
+def cache_device(pipeline: str, device: torch.device) -> str:
+    """Where the cache lives: on the CPU inside a stage process; inline it may sit on the GPU."""
+    return str(device) if pipeline != "processes" else "cpu"
+
+
+def checked_size(cache_ratio, cache_bytes) -> tuple[float, Optional[int]]:
+    """``(ratio, bytes)`` of the cache size arguments: ``cache_bytes`` as an int when given (it wins),
+    else the ``cache_ratio`` (default :data:`DEFAULT_CACHE_RATIO`); ValueError naming a bad value."""
+    if cache_bytes is not None:
+        if cache_bytes < 0:
+            raise ValueError(f"cache_bytes must be >= 0, got {cache_bytes}")
+        return 0.0, int(cache_bytes)
+    ratio = DEFAULT_CACHE_RATIO if cache_ratio is None else float(cache_ratio)
+    if not 0.0 <= ratio <= 1.0:
+        raise ValueError(f"cache_ratio must be in [0, 1], got {cache_ratio}")
+    return ratio, None
+
+
+def typed_cache_spec(policy: str, cache_ratio, cache_bytes, info: GraphInfo, pipeline: str,
+                     device: torch.device) -> TypedCacheSpec:
+    """One cache per featured node type, each holding the same fraction of its type's rows
+    (``cache_ratio``, or ``cache_bytes`` over the bytes of all types' rows, each in its own width
+    and dtype), all of ``policy``.  Degrees (the fill order of ``lookahead``, the ranking of
+    ``static-degree``) are each type's slice of the store's in-degrees; a graph on servers has
+    none here (``static-degree`` is then refused), nor are ``presample`` counts per type built."""
+    schema = info.schema
+    featured = [t for t in schema.node_types if t.feat_dim > 0]
+    if not featured:
+        raise ValueError("cache requested but no node type of this graph has features")
+    if policy == "presample":
+        raise ValueError("cache='presample' is not available for typed graphs; use 'lookahead' or 'fifo'")
+    itemsize = {t.name: np.dtype(t.feat_dtype or "float32").itemsize for t in featured}
+    total = sum(t.count * t.feat_dim * itemsize[t.name] for t in featured)
+    fraction, cache_bytes = checked_size(cache_ratio, cache_bytes)
+    if cache_bytes is not None:
+        fraction = min(1.0, cache_bytes / total) if total else 0.0
+    degrees = None
+    if policy in ("static-degree", "fifo", "lookahead") and info.store is not None:
+        degrees = np.asarray(info.store.in_degrees())
+    if degrees is None and policy == "static-degree":
+        raise ValueError("cache='static-degree' needs node degrees: pass a store")
+    specs = {t.name: CacheSpec(policy=policy, capacity=min(int(fraction * t.count), t.count), num_nodes=t.count,
+                               dim=t.feat_dim, dtype=np.dtype(t.feat_dtype or "float32").name,
+                               device=cache_device(pipeline, device),
+                               degrees=None if degrees is None else degrees[t.offset:t.offset + t.count])
+             for t in featured}
+    return TypedCacheSpec(specs=specs, ntypes=schema.ntypes, offsets=np.asarray(schema.offsets, np.int64))
 
 
 @dataclass(frozen=True)

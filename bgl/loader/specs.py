@@ -93,3 +93,27 @@ class CacheSpec:
         return make_cache(self.policy, self.capacity, self.num_nodes, self.dim,
                           dtype=getattr(torch, self.dtype), device=self.device,
                           degrees=self.degrees, presample_counts=self.presample_counts)
+
+
+@dataclass(frozen=True, eq=False)
+class TypedCacheSpec:
+    """Per-node-type feature caches to build in the fetch stage's process: one :class:`CacheSpec`
+    per featured type (over that type's local ids), behind one :class:`bgl.cache.typed.TypedFeatureCache`."""
+
+    specs: dict  # {ntype: CacheSpec}
+    ntypes: tuple
+    offsets: np.ndarray  # int64 [T + 1]
+
+    @property
+    def policy(self) -> str:
+        return next(iter(self.specs.values())).policy
+
+    @property
+    def capacity(self) -> int:
+        return sum(s.capacity for s in self.specs.values())
+
+    def build(self):
+        """Build every type's cache and the typed cache over them (in the calling process)."""
+        from ..cache.typed import typed_cache
+
+        return typed_cache({nt: s.build() for nt, s in self.specs.items()}, self.ntypes, self.offsets)

@@ -24,7 +24,7 @@ from .minibatch import MiniBatch
 from .prefault import prefault_memmap
 from .stage_protocol import Stage
 from .remote_rows import RemoteRowsOnly
-from .specs import CacheSpec, SamplingSpec
+from .specs import CacheSpec, SamplingSpec, TypedCacheSpec
 from ..sampler.edge_check import ServerEdgeCheck
 
 def negative_seed(sample_seed: int) -> int:
@@ -116,13 +116,17 @@ class SampleStage(Stage):
         self._sampler = None
 
 
+_SPECS = (CacheSpec, TypedCacheSpec)  # caches the fetch stage builds in its own process
+
+
 @dataclass
 class FetchStage(Stage):
     """Blocks -> input features (``blocks[0].srcdata``) and labels (``blocks[-1].dstdata``).
 
     Features go through the feature cache when one is configured: hits are
     one gather, unique misses one call to the miss source (the local store or
-    the graph servers).  ``cache`` is a :class:`CacheSpec` (built inside the
+    the graph servers).  ``cache`` is a :class:`CacheSpec` or a typed graph's
+    :class:`TypedCacheSpec` (one cache per node type; built inside the
     stage's process) or, inline only, a live cache object.  ``lookahead`` is
     how many sampled batches the stage reads ahead of the one it fetches when
     the cache takes announcements (``lookahead`` policy; see :meth:`stream`);
@@ -146,11 +150,11 @@ class FetchStage(Stage):
         self._feat_rows: Optional[np.ndarray] = None
         self._label_ids: Optional[torch.Tensor] = None  # labels to fetch with the next rows
         self._labels: Optional[torch.Tensor] = None     # labels that came with them
-        self._cache = None if isinstance(self.cache, CacheSpec) else self.cache
+        self._cache = None if isinstance(self.cache, _SPECS) else self.cache
         self._remote: Optional[RemoteRowsOnly] = None  # with co-located parts: what the cache sees
 
     def __getstate__(self) -> dict:
-        if self.cache is not None and not isinstance(self.cache, CacheSpec):
+        if self.cache is not None and not isinstance(self.cache, _SPECS):
             raise TypeError("a live cache object cannot move to a stage process; pass a policy name")
         return {**self.__dict__, "_sampler": None, "_cache": None, "_feat_rows": None,
                 "_label_ids": None, "_labels": None, "_remote": None}
@@ -203,7 +207,7 @@ class FetchStage(Stage):
                     # Plain ndarray view of the memmap (np.take on a memmap subclass would
                     # wrap every result in a file-less memmap object).
                     self._feat_rows = np.asarray(rows)
-        if self._cache is None and isinstance(self.cache, CacheSpec):
+        if self._cache is None and isinstance(self.cache, _SPECS):
             self._cache = self.cache.build()
         if self._cache is not None and RemoteRowsOnly.applies(self._sampler):
             self._remote = RemoteRowsOnly(self._sampler)
@@ -239,11 +243,12 @@ class FetchStage(Stage):
         cache = self._cache
         if self._remote is not None:
             self._remote.forget()
-        feeder = LookaheadFeeder(cache, self._fetch_features, depth=self.lookahead if self.lookahead == "auto"
-                                 else depth, ids_of=self._cache_ids,
-                                 num_seeds_of=self._cache_num_seeds, on_fetch=self._labels_ride_along)
+        typed = self.schema is not None
+        feeder = LookaheadFeeder(cache, self._fetch_type_rows if typed else self._fetch_features,
+                                 depth=self.lookahead if self.lookahead == "auto" else depth, ids_of=self._cache_ids,
+                                 num_seeds_of=self._cache_num_seeds, on_fetch=None if typed else self._labels_ride_along)
         for mb, feat in feeder(items):
-            yield self._attach(mb, self._with_local_rows(mb, feat))
+            yield self._attach_typed(mb, feat) if typed else self._attach(mb, self._with_local_rows(mb, feat))
 
     def _cache_ids(self, mb: MiniBatch) -> torch.Tensor:
         """The batch's input ids the cache handles (all, or with co-located parts only the
@@ -264,10 +269,10 @@ class FetchStage(Stage):
         if self._sampler is None:
             self.open()
         if self.schema is not None:
-            from .typed import fetch_typed
-
-            fetch_typed(self._sampler, mb.blocks, self.feat_keys, self.label_keys, self.schema)
-            return mb
+            rows = None
+            if self._cache is not None and self.feat_keys:
+                rows = self._cache.fetch(self._cache_ids(mb), self._fetch_type_rows, num_seeds=self._cache_num_seeds(mb))
+            return self._attach_typed(mb, rows)
         feat = None
         if self.feat_keys:
             self._labels_ride_along(mb)
@@ -293,6 +298,19 @@ class FetchStage(Stage):
             self._labels = self._label_ids = None
             for key in self.label_keys:
                 last.dstdata[key] = labels
+        return mb
+
+    def _fetch_type_rows(self, ntype: str, local_ids: torch.Tensor) -> torch.Tensor:
+        """A typed cache's miss source: rows of ``ntype``'s type-local ids, from the store or their servers."""
+        return self._sampler.fetch_type_features(ntype, local_ids.detach().cpu())
+
+    def _attach_typed(self, mb: MiniBatch, rows: Optional[dict]) -> MiniBatch:
+        """Put a typed batch's per-type input rows (fetched here when ``rows`` is None) and labels on ``mb``."""
+        from .typed import fetch_typed
+
+        if self._cache is not None and self.feat_keys:
+            mb.cache_stats = dict(self._cache.stats())
+        fetch_typed(self._sampler, mb.blocks, self.feat_keys, self.label_keys, self.schema, rows)
         return mb
 
     def cache_stats(self) -> Optional[dict]:

@@ -8,14 +8,15 @@ edges of the pipeline change shape:
 * seeds: DGL's ``{ntype: type-local ids}`` become global ids (type offset added);
 * fanouts: each layer an int (every relation) or a dict naming every relation,
   as DGL's heterogeneous ``NeighborSampler``, resolved to int64 [R];
-* fetch: each node type's rows from its own feature array (own width and dtype),
-  labels of the seeds' types, as ``srcdata[key] = {ntype: rows}``;
+* fetch: each node type's rows from its own feature array (own width and dtype), through
+  that type's own cache when one is asked for (:mod:`bgl.cache.typed`), labels of the
+  seeds' types, as ``srcdata[key] = {ntype: rows}``;
 * outputs: ``input_nodes`` / ``output_nodes`` as ``{ntype: type-local ids}`` and
   heterogeneous DGL blocks (:func:`bgl.dgl_adapter.to_dgl_hetero_block`).
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
@@ -29,8 +30,6 @@ def check_typed_options(info, indices, fanouts, order, cache, cache_ratio, cache
     if info.schema is None:
         raise TypeError("dict indices ({ntype: ids}) need a graph with node types; this graph has one type: "
                         "pass one id tensor")
-    if cache not in (None, False, "none") or cache_ratio is not None or cache_bytes is not None:
-        raise ValueError("the feature cache is not available for typed graphs yet; leave cache unset")
     if len(dict.fromkeys(feat_keys)) > 1 or edge_keys:
         raise ValueError("a typed graph serves one node feature array per type and no edge fields; pass one "
                          "prefetch_node_feats name and no prefetch_edge_feats")
@@ -85,13 +84,16 @@ def by_type(gids: torch.Tensor, schema, keep_empty: bool = True) -> dict[str, to
     return out if keep_empty else {nt: ids for nt, ids in out.items() if ids.numel()}
 
 
-def fetch_typed(sampler, blocks, feat_keys: Sequence[str], label_keys: Sequence[str], schema) -> None:
+def fetch_typed(sampler, blocks, feat_keys: Sequence[str], label_keys: Sequence[str], schema,
+                rows: Optional[dict] = None) -> None:
     """Attach each type's input rows to ``blocks[0].srcdata`` and the seeds' labels to
-    ``blocks[-1].dstdata``, as ``{key: {ntype: tensor}}`` (types without data are left out)."""
+    ``blocks[-1].dstdata``, as ``{key: {ntype: tensor}}`` (types without data are left out).
+    ``rows``: the input rows already fetched (by a typed cache, in :func:`by_type` order)."""
     first, last = blocks[0], blocks[-1]
     if feat_keys:
-        rows = {nt: sampler.fetch_type_features(nt, ids) for nt, ids in by_type(first.src_ids, schema).items()
-                if schema.node_type(nt).feat_dim > 0}
+        if rows is None:
+            rows = {nt: sampler.fetch_type_features(nt, ids) for nt, ids in by_type(first.src_ids, schema).items()
+                    if schema.node_type(nt).feat_dim > 0}
         for key in feat_keys:
             first.srcdata[key] = rows
     if label_keys:

@@ -290,6 +290,38 @@ def test_proximity_order_walks_the_target_types_seeds_over_the_typed_graph(sourc
         assert first != sorted(first)  # a BFS order, not the ids as given
 
 
-def test_typed_stores_are_refused_where_types_are_not_handled_yet(typed_store, tmp_path):
-    with pytest.raises(ValueError, match="not available for typed graphs yet"):
-        bgl.DataLoader(typed_store, {"paper": torch.arange(4)}, dgl.dataloading.NeighborSampler([2]), cache=0.1)
+def _same_typed_rows(a, b):
+    assert len(a) == len(b) > 0
+    for (ia, oa, ba), (ib, ob, bb) in zip(a, b):
+        assert all(torch.equal(ia[k], ib[k]) for k in ia)
+        for nt in ("paper", "word"):
+            assert torch.equal(ba[0].srcnodes[nt].data["feat"], bb[0].srcnodes[nt].data["feat"])
+        assert torch.equal(ba[-1].dstnodes["paper"].data["label"], bb[-1].dstnodes["paper"].data["label"])
+
+
+@pytest.mark.parametrize("kw", [dict(cache="lookahead", cache_ratio=0.3), dict(cache="fifo", pipeline="processes"),
+                                dict(cache=True, cache_lookahead="auto")])
+def test_each_node_type_has_its_own_cache_and_batches_are_unchanged(typed_store, kw):
+    seeds = {"paper": torch.arange(40)}
+    plain = _batches(typed_store, seeds)
+    torch.manual_seed(7)
+    loader = bgl.DataLoader(typed_store, seeds, dgl.dataloading.NeighborSampler(FANOUTS), batch_size=10, **kw)
+    _same_typed_rows(plain, list(loader))
+    stats = loader.cache_stats()
+    assert set(stats["by_type"]) == {"paper", "word"}  # each type's rows in its own cache
+    assert stats["hits"] > 0 and stats["requests"] == sum(s["requests"] for s in stats["by_type"].values())
+
+
+def test_a_typed_cache_splits_its_bytes_over_the_types_by_their_rows(typed_store):
+    from bgl.loader.arguments import resolve_graph
+    from bgl.loader.cache_choice import resolve_cache_spec
+
+    info = resolve_graph(typed_store, "feat", "label", 30.0, False)
+    # paper 40 x 5 float32 (800 B), word 60 x 3 float64 (1440 B): a quarter of the bytes, a quarter of each
+    spec = resolve_cache_spec("lookahead", None, 560, info, "inline", torch.device("cpu"))
+    assert {nt: s.capacity for nt, s in spec.specs.items()} == {"paper": 10, "word": 15}
+    assert spec.specs["word"].dtype == "float64" and spec.specs["word"].dim == 3
+    assert np.array_equal(spec.specs["word"].degrees, typed_store.in_degrees()[40:])
+    with pytest.raises(ValueError, match="'presample' is not available for typed graphs"):
+        bgl.DataLoader(typed_store, {"paper": torch.arange(4)}, dgl.dataloading.NeighborSampler([2]),
+                       cache="presample")

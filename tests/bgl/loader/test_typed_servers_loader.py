@@ -103,6 +103,23 @@ def test_colocated_reads_equal_socket_reads(served, monkeypatch):
     same_batches(remote, local)
 
 
+def test_per_type_caches_over_servers_give_the_stores_batches(served, hetero_store, monkeypatch):
+    """Each type's lookahead cache (own width: author rows are float16) over 2 servers: the store's
+    batches, the misses fetched from the servers, and hits on the rows the window kept."""
+    book, servers = served
+    monkeypatch.setenv("BGL_SERVERS", servers)
+    want = batches(hetero_store, SAMPLED, blocks="bgl")
+    torch.manual_seed(7)
+    loader = bgl.DataLoader(str(book.path), SEEDS, dgl.dataloading.NeighborSampler(SAMPLED), batch_size=32,
+                            blocks="bgl", cache="lookahead", cache_ratio=0.2)
+    same_batches(want, list(loader))
+    per_type = loader.cache_stats()["by_type"]
+    assert {nt for nt, t in zip(hetero_store.schema.ntypes, hetero_store.schema.node_types) if t.feat_dim} \
+        == set(per_type)
+    assert all(s["misses"] > 0 and s["bytes_from_source"] > 0 for s in per_type.values())
+    assert sum(s["hits"] for s in per_type.values()) > 0
+
+
 def test_without_the_partition_dir_ids_are_distdgls_per_type_new_ids(served, hetero_store):
     book, servers = served
     addresses = servers.split(",")
