@@ -86,3 +86,49 @@ def int8_encode(x, block, out):
             for b in range(8):
                 out[i, base + b] = pbytes[b]
     return -1
+
+
+# ---------------------------------------------------------------- decode (CPU)
+# Measured on the 2-core VM, 8,000 CiteSeer-wide rows (3,703 columns), one thread: torch 2.2's
+# float16 -> float32 cast 100-167 ms, these 13-20 ms (a table lookup / a shift per value).
+
+
+@nb.njit(cache=True, nogil=True)
+def f16_decode(bits, table, out):
+    """float16 bit patterns uint16 [n, d] -> float32 [n, d] through ``table`` (float32 [65536]:
+    the value of every pattern), exact."""
+    n, d = bits.shape
+    for i in range(n):
+        for j in range(d):
+            out[i, j] = table[bits[i, j]]
+
+
+@nb.njit(cache=True, nogil=True)
+def bf16_decode(bits, out):
+    """bfloat16 bit patterns int16 [n, d] -> float32 [n, d] (the patterns are float32's top half), exact."""
+    n, d = bits.shape
+    o = out.view(np.uint32)
+    for i in range(n):
+        for j in range(d):
+            o[i, j] = np.uint32(np.uint16(bits[i, j])) << np.uint32(16)
+
+
+@nb.njit(cache=True, nogil=True)
+def int8_decode(rows, d, block, out):
+    """Packed int8 rows uint8 [n, d + 8 * nblocks] -> float32 [n, d]: ``code * scale + offset``,
+    one float32 multiply then one float32 add per value (the torch decode's two roundings)."""
+    n = rows.shape[0]
+    nblocks = (d + block - 1) // block
+    params = np.empty(2, np.float32)
+    pbytes = params.view(np.uint8)
+    for i in range(n):
+        for k in range(nblocks):
+            base = d + 8 * k
+            for b in range(8):
+                pbytes[b] = rows[i, base + b]
+            scale = params[0]
+            off = params[1]
+            lo = k * block
+            hi = min(d, lo + block)
+            for j in range(lo, hi):
+                out[i, j] = np.float32(np.float32(rows[i, j]) * scale) + off

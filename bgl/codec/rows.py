@@ -140,27 +140,55 @@ class RowCodec:
 
     # ------------------------------------------------------------ decode
     def decode(self, rows: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-        """Float rows [n, dim] of encoded ``rows`` [n, row_width], on ``rows``' device (torch ops).
+        """Float rows [n, dim] of encoded ``rows`` [n, row_width], on ``rows``' device (torch ops on a
+        GPU, numba kernels on the CPU: :func:`_decode_on_cpu`).
 
         Raises ValueError when ``rows`` is not a batch of this codec's encoded rows.
         """
         if rows.dtype != self.torch_row_dtype or rows.dim() != 2 or rows.shape[1] != self.row_width:
             raise ValueError(f"{self.name} rows must be {self.torch_row_dtype} [n, {self.row_width}], got "
                              f"{rows.dtype} {list(rows.shape)}")
-        if self.name == "float16":
-            return rows.to(dtype)
-        if self.name == "bfloat16":
-            return rows.view(torch.bfloat16).to(dtype)
-        n, d = rows.shape[0], self.dim
-        # a fresh copy: the scales sit at byte offset d, which a float32 view needs aligned
-        tail = rows[:, d:].clone(memory_format=torch.contiguous_format)
-        params = tail.view(torch.float32).view(n, self.num_blocks, 2)
-        scale, offset = params[:, :, 0], params[:, :, 1]
-        if self.num_blocks > 1:
-            cols = torch.arange(d, device=rows.device) // self.block
-            scale, offset = scale[:, cols], offset[:, cols]
-        out = rows[:, :d].to(torch.float32)  # the one allocation; scale and add in place
-        return out.mul_(scale).add_(offset).to(dtype)
+        if rows.device.type == "cpu":
+            return _decode_on_cpu(self, rows).to(dtype)
+        return _decode_torch(self, rows, dtype)
+
+
+def _decode_torch(codec: RowCodec, rows: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """:meth:`RowCodec.decode` by torch ops, on any device (what a GPU batch takes)."""
+    if codec.name == "float16":
+        return rows.to(dtype)
+    if codec.name == "bfloat16":
+        return rows.view(torch.bfloat16).to(dtype)
+    n, d = rows.shape[0], codec.dim
+    # a fresh copy: the scales sit at byte offset d, which a float32 view needs aligned
+    tail = rows[:, d:].clone(memory_format=torch.contiguous_format)
+    params = tail.view(torch.float32).view(n, codec.num_blocks, 2)
+    scale, offset = params[:, :, 0], params[:, :, 1]
+    if codec.num_blocks > 1:
+        cols = torch.arange(d, device=rows.device) // codec.block
+        scale, offset = scale[:, cols], offset[:, cols]
+    out = rows[:, :d].to(torch.float32)  # the one allocation; scale and add in place
+    return out.mul_(scale).add_(offset).to(dtype)
+
+
+_F16_TABLE: list = []  # float32 [65536]: the value of every float16 bit pattern (256 KiB, built once)
+
+
+def _decode_on_cpu(codec: RowCodec, rows: torch.Tensor) -> torch.Tensor:
+    """float32 [n, dim] of encoded CPU ``rows`` by the numba kernels: the same values as the torch
+    ops (exact for float16/bfloat16; int8's multiply then add in float32), 5-8x faster on CPU."""
+    src = np.ascontiguousarray(rows.numpy())
+    out = np.empty((src.shape[0], codec.dim), np.float32)
+    if codec.name == "float16":
+        if not _F16_TABLE:
+            _F16_TABLE.append(torch.arange(65536, dtype=torch.int32).to(torch.int16).view(torch.float16)
+                              .to(torch.float32).numpy())
+        K.f16_decode(src.view(np.uint16), _F16_TABLE[0], out)
+    elif codec.name == "bfloat16":
+        K.bf16_decode(src, out)
+    else:
+        K.int8_decode(src, codec.dim, codec.block or codec.dim, out)
+    return torch.from_numpy(out)
 
 
 def parse_codec(name: str, dim: int, block: int = 0) -> RowCodec:

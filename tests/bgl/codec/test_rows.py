@@ -79,6 +79,30 @@ def test_decode_within_the_stated_bound(x, name, block):
             assert np.all(params[:, k, 0] <= spread + slack)
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(x=rows(), name=st.sampled_from(CODECS), block=st.integers(0, 9))
+def test_cpu_kernels_decode_exactly_as_the_torch_ops_a_gpu_runs(x, name, block):
+    """The numba CPU decode and the torch decode (the GPU's) give the same float32 bits."""
+    from bgl.codec.rows import _decode_on_cpu, _decode_torch
+
+    if name == "float16":
+        x = np.clip(x, -65504, 65504)
+    codec = RowCodec(name, x.shape[1], block if name == "int8" else 0)
+    enc = torch.from_numpy(codec.encode(x))
+    got, want = _decode_on_cpu(codec, enc), _decode_torch(codec, enc, torch.float32)
+    assert got.dtype == want.dtype == torch.float32
+    assert torch.equal(got.view(torch.int32), want.view(torch.int32))
+
+
+def test_every_float16_pattern_decodes_to_its_value():
+    from bgl.codec.rows import _decode_on_cpu
+
+    bits = torch.arange(65536, dtype=torch.int32).to(torch.int16).view(torch.float16).reshape(256, 256)
+    got, want = _decode_on_cpu(RowCodec("float16", 256), bits), bits.to(torch.float32)
+    nan = torch.isnan(want)
+    assert torch.equal(torch.isnan(got), nan) and torch.equal(got[~nan], want[~nan])
+
+
 def test_int8_keeps_a_rows_extremes_and_constant_rows_exactly():
     x = np.array([[0.0, 1.0, 0.5, -3.0], [7.25, 7.25, 7.25, 7.25]], np.float32)
     codec = RowCodec("int8", 4)
