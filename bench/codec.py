@@ -16,6 +16,7 @@ of the float32 feature bytes, so int8's cache holds ~3-4x the rows). Reported pe
 Usage::
 
     python bench/codec.py [--datasets cora,citeseer,pubmed] [--seeds 3] [--epochs 6]
+    python bench/codec.py --datasets pubmed8k,rmat22 --max-batches 40   # PubMed 8k-dim, a 134M-edge R-MAT
 """
 from __future__ import annotations
 
@@ -38,20 +39,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dataloader import SAGE, datasets_dir  # noqa: E402
 
 CODECS = ("float32", "float16", "bfloat16", "int8")
-SOURCES = {"cora": "cora.npz", "citeseer": "citeseer.npz", "pubmed": "pubmed_adj_labels.npz"}
-PUBMED_DIM = 500  # PubMed is stored without features (PROVENANCE.md): weak-signal synthetic ones, see below
+SOURCES = {"cora": "cora.npz", "citeseer": "citeseer.npz", "pubmed": "pubmed_adj_labels.npz",
+           "pubmed8k": "pubmed_adj_labels.npz", "rmat22": "rmat:22"}
+# PubMed is stored without features (PROVENANCE.md): weak-signal synthetic ones of this width, see below
+SYNTHETIC_DIM = {"pubmed": 500, "pubmed8k": 8192}
+RMAT_FEAT_DIM, RMAT_CLASSES = 64, 16  # rmat22: 4.2M nodes, 134M stored edges (R-MAT's synthetic rows and labels)
 
 
-def with_weak_features(store, path: Path, signal: float):
-    """``store`` with float features ``signal * centroid[label] + N(0, 1)`` (PUBMED_DIM columns, seeded):
+def with_weak_features(store, path: Path, signal: float, dim: int):
+    """``store`` with float features ``signal * centroid[label] + N(0, 1)`` (``dim`` columns, seeded):
     continuous values whose class signal is weak per column, so rounding them could cost accuracy
     (Cora's and CiteSeer's 0/1 bag-of-words rows are exact in every codec)."""
     from bgl.store import write_store
 
     rng = np.random.default_rng(0)
     label = np.asarray(store.label)
-    centroids = rng.standard_normal((store.num_classes, PUBMED_DIM)).astype(np.float32)
-    feat = signal * centroids[label] + rng.standard_normal((store.num_nodes, PUBMED_DIM), dtype=np.float32)
+    centroids = rng.standard_normal((store.num_classes, dim)).astype(np.float32)
+    feat = signal * centroids[label] + rng.standard_normal((store.num_nodes, dim), dtype=np.float32)
     return write_store(path, np.asarray(store.indptr), np.asarray(store.indices), feat=feat, label=label,
                        splits={k: np.asarray(v) for k, v in store.splits.items()}, num_classes=store.num_classes,
                        name=store.meta.name, overwrite=True)
@@ -62,9 +66,13 @@ def build_stores(name: str, workdir: Path, signal: float) -> dict:
     from bgl.codec import compress_store
     from bgl.sources.datasets import ingest
 
-    plain = ingest(str(datasets_dir() / SOURCES[name]), workdir / name, overwrite=True)
+    if SOURCES[name].startswith("rmat:"):
+        plain = ingest(SOURCES[name], workdir / name, feat_dim=RMAT_FEAT_DIM, num_classes=RMAT_CLASSES,
+                       overwrite=True)
+    else:
+        plain = ingest(str(datasets_dir() / SOURCES[name]), workdir / name, overwrite=True)
     if plain.feat is None:
-        plain = with_weak_features(plain, workdir / f"{name}-feat", signal)
+        plain = with_weak_features(plain, workdir / f"{name}-feat", signal, SYNTHETIC_DIM[name])
     stores = {"float32": plain}
     for codec in CODECS[1:]:
         stores[codec] = compress_store(plain.path, codec, out=workdir / f"{name}-{codec}", keep_float32=False,
@@ -76,23 +84,28 @@ def row_bytes(store) -> int:
     return store.feat_codec.row_bytes if store.feat_codec is not None else store.feat_dim * store.feat.itemsize
 
 
-def replay_bytes(store, budget: int) -> dict:
+def replay_bytes(store, budget: int, max_batches=None) -> dict:
     """Bytes the cache benchmark's replay reads from the source for lookahead and Belady at ``budget`` bytes."""
     from bgl.cache.bench_config import BenchConfig
     from bgl.cache.benchmark import run_benchmark
 
     ratio = min(1.0, budget / row_bytes(store) / store.num_nodes)
     cfg = BenchConfig(policies=("lookahead", "belady"), orders=("random",), cache_ratios=(ratio,),
-                      fanouts=(10, 10), batch_size=256, epochs=2)
+                      fanouts=(10, 10), batch_size=256, epochs=2, max_batches=max_batches)
     return {r.policy: r.bytes_from_source for r in run_benchmark(store, cfg, progress=False)}
 
 
-def train_and_test(store, budget: int, seed: int, epochs: int) -> dict:
-    """DGL's example loop on ``store`` with a lookahead cache of ``budget`` bytes."""
+def train_and_test(store, budget: int, seed: int, epochs: int, max_batches=None) -> dict:
+    """DGL's example loop on ``store`` with a lookahead cache of ``budget`` bytes (at most
+    ``max_batches`` batches an epoch, and of the test set: the first seeds of each split, so the cache
+    lives through the epochs as in a full run)."""
     import bgl
 
     torch.manual_seed(seed)
-    loader = bgl.DataLoader(store, store.train_idx, bgl.NeighborSampler([10, 10]), batch_size=256,
+    train_idx, test_idx = store.train_idx, store.test_idx
+    if max_batches is not None:
+        train_idx, test_idx = train_idx[:256 * max_batches], test_idx[:1024 * min(max_batches, 4)]
+    loader = bgl.DataLoader(store, train_idx, bgl.NeighborSampler([10, 10]), batch_size=256,
                             shuffle=True, cache="lookahead", cache_bytes=budget, blocks="dgl")
     model = SAGE(store.feat_dim, 128, store.num_classes)
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
@@ -112,7 +125,7 @@ def train_and_test(store, budget: int, seed: int, epochs: int) -> dict:
     loader.close()
     model.eval()
     correct = total = 0
-    with torch.no_grad(), bgl.DataLoader(store, store.test_idx, bgl.NeighborSampler([-1, -1]), batch_size=1024,
+    with torch.no_grad(), bgl.DataLoader(store, test_idx, bgl.NeighborSampler([-1, -1]), batch_size=1024,
                                          blocks="dgl") as test:
         for _, _, blocks in test:
             pred = model(blocks, blocks[0].srcdata["feat"]).argmax(1)
@@ -133,13 +146,13 @@ def run_dataset(name: str, args, workdir: Path) -> list[dict]:
     for seed in range(args.seeds):
         order = list(stores)[seed % len(stores):] + list(stores)[:seed % len(stores)]
         for codec in order:
-            runs[codec].append(train_and_test(stores[codec], budget, seed, args.epochs))
+            runs[codec].append(train_and_test(stores[codec], budget, seed, args.epochs, args.max_batches))
     for codec, store in stores.items():
         runs_c = runs[codec]
         rows.append({"dataset": name, "codec": codec, "nodes": store.num_nodes, "dim": store.feat_dim,
                      "row_bytes": row_bytes(store), "budget": budget,
                      "cache_rows": budget // row_bytes(store), **{f"replay_{k}": v for k, v in
-                                                                  replay_bytes(store, budget).items()},
+                                                                  replay_bytes(store, budget, args.max_batches).items()},
                      "loader_bytes": statistics.mean(r["bytes_per_epoch"] for r in runs_c),
                      "acc": statistics.mean(r["acc"] for r in runs_c), "accs": [r["acc"] for r in runs_c],
                      "epoch_s": statistics.mean(r["epoch_s"] for r in runs_c),
@@ -174,13 +187,16 @@ def main() -> None:
     p.add_argument("--torch-threads", type=int, default=1)
     p.add_argument("--pubmed-signal", type=float, default=0.05,
                    help="PubMed's synthetic features: signal * centroid[label] + N(0, 1)")
+    p.add_argument("--max-batches", type=int, default=None,
+                   help="batches per epoch (and replayed per epoch) at most: for the large graphs")
+    p.add_argument("--workdir", type=Path, default=None, help="keep the stores here (default: a temp dir)")
     p.add_argument("--json", default=None, help="also write the rows here")
     args = p.parse_args()
     torch.set_num_threads(args.torch_threads)
     print(f"machine: {platform.machine()}, {len(os.sched_getaffinity(0))} cores, load {os.getloadavg()}, "
           f"torch {torch.__version__}, torch threads {args.torch_threads}, niceness {os.nice(0)}", flush=True)
     rows = []
-    with tempfile.TemporaryDirectory(prefix="bgl-codec-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bgl-codec-bench-", dir=args.workdir) as tmp:
         for name in args.datasets.split(","):
             rows += run_dataset(name, args, Path(tmp))
     print(table(rows))
