@@ -313,6 +313,7 @@ def test_each_node_type_has_its_own_cache_and_batches_are_unchanged(typed_store,
 
 
 def test_a_typed_cache_splits_its_bytes_over_the_types_by_their_rows(typed_store):
+    from bgl.cache import make_cache
     from bgl.loader.arguments import resolve_graph
     from bgl.loader.cache_choice import resolve_cache_spec
 
@@ -322,6 +323,9 @@ def test_a_typed_cache_splits_its_bytes_over_the_types_by_their_rows(typed_store
     assert {nt: s.capacity for nt, s in spec.specs.items()} == {"paper": 10, "word": 15}
     assert spec.specs["word"].dtype == "float64" and spec.specs["word"].dim == 3
     assert np.array_equal(spec.specs["word"].degrees, typed_store.in_degrees()[40:])
+    with pytest.raises(TypeError, match="TypedFeatureCache"):
+        bgl.DataLoader(typed_store, {"paper": torch.arange(4)}, dgl.dataloading.NeighborSampler([2]),
+                       cache=make_cache("fifo", 4, 100, 5))
     with pytest.raises(ValueError, match="'presample' is not available for typed graphs"):
         bgl.DataLoader(typed_store, {"paper": torch.arange(4)}, dgl.dataloading.NeighborSampler([2]),
                        cache="presample")
