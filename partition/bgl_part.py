@@ -21,7 +21,8 @@ servers (edges) carry even loads.  On top of the engine:
    other loads fixed afterwards).  A numba rebalancing pass moves nodes out of
    any part above its caps (training nodes 1.1x, nodes and edges 1.5x the
    average), one load at a time, least crossing-weighted connectivity lost per
-   unit of load first, into parts that stay under every cap.
+   unit of load first, into parts that stay under every cap; when a part's node cap
+   blocks every mover, light nodes swap in the other way first (:mod:`.make_room`).
 3. **Sampler-aware refinement.**  For the current assignment, hop by hop as
    above but split by the seeds' part, how often each node is drawn by each
    part's trainers (``draws``), and for training nodes how many neighbours of
@@ -62,6 +63,7 @@ import numpy as np
 from . import _kernels
 from .graph_input import GraphInput, iter_chunks
 from .kaminpar_part import choose_preset, default_memory_budget, kaminpar_partition, run_kaminpar
+from .make_room import make_room
 from .metrics import remote_sample_share
 
 log = logging.getLogger(__name__)
@@ -172,6 +174,9 @@ def part_loads(graph: GraphInput, part_of: np.ndarray, num_parts: int) -> np.nda
                      np.bincount(part_of, weights=deg, minlength=num_parts)])
 
 
+MAX_SWAP_ROUNDS = 8  # make-room rounds a rebalancing pass may add (one edge pass each)
+
+
 def rebalance(graph: GraphInput, part_of: np.ndarray, num_parts: int, crossings: np.ndarray,
               caps_ratio: tuple[float, float, float], rounds: int) -> int:
     """Move nodes out of parts above ``caps_ratio`` x average (nodes, train, edges), one load
@@ -185,7 +190,10 @@ def rebalance(graph: GraphInput, part_of: np.ndarray, num_parts: int, crossings:
     gain = np.full(graph.num_nodes, -np.inf, np.float32)
     conn = np.zeros(num_parts, np.float64)
     total = 0
-    for _ in range(rounds):
+    swaps = 0  # make-room rounds, beside the ``rounds`` of moves
+    locked = None  # nodes a make-room round moved: not moved again by this pass
+    while rounds > 0:
+        rounds -= 1
         over = (loads > caps[:, None] + 1e-9).any(axis=0)
         if not over.any():
             break
@@ -196,6 +204,8 @@ def rebalance(graph: GraphInput, part_of: np.ndarray, num_parts: int, crossings:
         gain[:] = -np.inf
         for a, ptr, idx in iter_chunks(graph, CHUNK_EDGES):
             _kernels.best_moves(ptr, idx, a, part_of, crossings, over, target_ok, num_parts, best_to, gain, conn)
+        if locked is not None:
+            best_to[locked] = -1
         moved = 0
         for c, contrib in ((1, graph.is_train), (2, deg), (0, None)):  # tightest first
             over_c = loads[c] > caps[c] + 1e-9
@@ -207,6 +217,12 @@ def rebalance(graph: GraphInput, part_of: np.ndarray, num_parts: int, crossings:
             # least connectivity lost per unit of load moved first
             order = cand[np.argsort(-(gain[cand] / relief), kind="stable")]
             moved += _kernels.apply_moves(order, best_to, part_of, graph.is_train, deg, loads, caps)
+        if moved == 0 and swaps < MAX_SWAP_ROUNDS:  # every mover blocked by a node cap: make room
+            locked = np.zeros(graph.num_nodes, np.bool_) if locked is None else locked
+            moved = make_room(graph, part_of, num_parts, loads, caps, crossings, deg, locked)
+            swaps += 1
+            rounds += 1 if moved else 0  # the moves this room is for
+            log.info("bgl: rebalance blocked; swapped %d light nodes in to make room", moved)
         total += moved
         log.info("bgl: rebalance moved %d nodes; loads/avg %s", moved,
                  np.round(loads / avg[:, None], 3).tolist())
