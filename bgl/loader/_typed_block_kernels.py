@@ -42,12 +42,19 @@ def type_positions(src_ids, num_dst, offsets):
         g = src_ids[i]
         if g < offsets[0] or g >= offsets[num_types]:
             return src_type, local, num_src_of_type, num_dst_of_type, type_ids, i
-        t = np.searchsorted(offsets, g, side="right") - 1
-        src_type[i] = t
-        local[i] = num_src_of_type[t]
-        num_src_of_type[t] += 1
-        if i < num_dst:
-            num_dst_of_type[t] += 1
+        lo = 0
+        hi = num_types - 1
+        while lo < hi:  # the last type whose offset is <= g
+            mid = (lo + hi + 1) >> 1
+            if offsets[mid] <= g:
+                lo = mid
+            else:
+                hi = mid - 1
+        src_type[i] = lo
+        local[i] = num_src_of_type[lo]
+        num_src_of_type[lo] += 1
+    for i in range(min(num_dst, n)):
+        num_dst_of_type[src_type[i]] += 1
     start = np.zeros(num_types, np.int64)
     for t in range(1, num_types):
         start[t] = start[t - 1] + num_src_of_type[t - 1]

@@ -12,9 +12,10 @@ from bgl.dgl_adapter import to_dgl_hetero_block  # noqa: E402
 from bgl.schema import EdgeType, GraphSchema, NodeType  # noqa: E402
 
 # Types and relations out of DGL's sorted order; "author" gets no node in the batch (so "writes"
-# has no edge and no node on either side) and "word" no dst node (so "has" has no dst node).
+# has no edge and no node on either side), "word" no dst node (so "has" has no dst node) and
+# "venue", between two types' id ranges, has no node in the graph and no relation.
 SCHEMA = GraphSchema(
-    (NodeType("word", 0, 8), NodeType("paper", 8, 12), NodeType("author", 20, 3)),
+    (NodeType("word", 0, 8), NodeType("venue", 8, 0), NodeType("paper", 8, 12), NodeType("author", 20, 3)),
     (EdgeType("paper", "cites", "paper"), EdgeType("word", "in", "paper"), EdgeType("paper", "has", "word"),
      EdgeType("author", "writes", "paper")))
 
@@ -25,7 +26,7 @@ def typed_block(seed: int, grouped: bool, with_edge_ids: bool) -> Block:
     dst = rng.permutation(np.arange(8, 20))[:5]
     src = np.concatenate([dst, rng.permutation(np.setdiff1d(np.arange(20), dst))[:9]])
     src_type = SCHEMA.type_of(src)
-    rel_src = {0: 1, 1: 0}  # relation id -> src type index (cites: paper, in: word)
+    rel_src = {0: 2, 1: 0}  # relation id -> src type index (cites: paper, in: word)
     indices, etypes, indptr = [], [], [0]
     for _ in dst:
         row = []
@@ -40,7 +41,7 @@ def typed_block(seed: int, grouped: bool, with_edge_ids: bool) -> Block:
         indptr.append(len(indices))
     return Block(torch.from_numpy(src), dst.shape[0], torch.tensor(indptr), torch.tensor(indices, dtype=torch.int64),
                  torch.from_numpy(rng.permutation(1000)[:len(indices)]) if with_edge_ids else None,
-                 srcdata={"feat": {"paper": torch.randn(int((src_type == 1).sum()), 3),
+                 srcdata={"feat": {"paper": torch.randn(int((src_type == 2).sum()), 3),
                                    "word": torch.randn(int((src_type == 0).sum()), 2).double()}},
                  dstdata={"label": {"paper": torch.arange(dst.shape[0])}},
                  etypes=torch.tensor(etypes, dtype=torch.int64), schema=SCHEMA)
@@ -93,7 +94,7 @@ def test_direct_hetero_block_equals_create_blocks_field_by_field(grouped, with_e
         assert got.ntypes == want.ntypes and got.srctypes == want.srctypes and got.dsttypes == want.dsttypes
         assert got.etypes == want.etypes and got.canonical_etypes == want.canonical_etypes
         assert got.idtype == want.idtype and got.device == want.device
-        assert got.num_src_nodes("author") == got.num_dst_nodes("author") == 0
+        assert got.num_src_nodes("author") == got.num_dst_nodes("author") == got.num_src_nodes("venue") == 0
         assert got.num_dst_nodes("word") == 0 and got.num_src_nodes("word") > 0
         assert got.num_edges(("author", "writes", "paper")) == got.num_edges(("paper", "has", "word")) == 0
         assert list(got.metagraph().edges(keys=True)) == list(want.metagraph().edges(keys=True))
