@@ -179,25 +179,70 @@ def to_dgl_hetero_block(block: Block, schema):
     from dgl import heterograph_index
     from dgl.frame import Frame
 
-    from .loader._typed_block_kernels import relation_csc, type_positions
-
     dgl = _dgl()
     if block.schema is None:
         block.schema = schema
     skeleton = _hetero_skeleton(tuple(schema.ntypes), tuple(schema.canonical_etypes))
+    parts = _typed_block_parts(block, schema, skeleton)
+    device = block.src_ids.device
+    # One host-to-device copy per array; each relation and type takes a view of it.
+    rel_indptr, rel_indices, type_ids, edge_ids = (torch.from_numpy(a).to(device) for a in parts.arrays)
+    unit_eids = torch.arange(max(parts.rel_edges, default=0), dtype=torch.int64, device=device)
+    rel_graphs, edge_frames = [], []
+    for r in skeleton.rel_order:
+        lo, n = parts.edge_start[r], parts.rel_edges[r]
+        csc = rel_indptr[parts.indptr_start[r]:parts.indptr_start[r + 1]]
+        rel_graphs.append(heterograph_index.create_unitgraph_from_csr(
+            2, parts.num_src[skeleton.rel_src_type[r]], csc.shape[0] - 1, csc, rel_indices[lo:lo + n],
+            unit_eids[:n], _ALL_FORMATS, True))
+        edge_frames.append(Frame({dgl.EID: edge_ids[lo:lo + n]}, num_rows=n))
+    src_frames, dst_frames = [], []
+    for nt, t in zip(skeleton.ntypes, skeleton.type_order):
+        n_src, n_dst, lo = parts.num_src[t], parts.num_dst[t], parts.type_start[t]
+        ids = type_ids[lo:lo + n_src]
+        src_frames.append(Frame(_type_fields(dgl.NID, ids, block.srcdata, nt), num_rows=n_src))
+        dst_frames.append(Frame(_type_fields(dgl.NID, ids[:n_dst], block.dstdata, nt), num_rows=n_dst))
+    counts = [parts.num_src[t] for t in skeleton.type_order] + [parts.num_dst[t] for t in skeleton.type_order]
+    return skeleton.block(heterograph_index.create_heterograph_from_relations(
+        skeleton.metagraph, rel_graphs, _int64_index(counts)), src_frames + dst_frames, edge_frames)
+
+
+@dataclass
+class _TypedBlockParts:
+    """A typed block split by type and relation (schema order), as NumPy arrays and Python ints.
+
+    ``arrays`` = (relation indptrs back to back, relation indices back to back, type-local ids type
+    after type, edge ids in relation order); relation ``r`` owns ``indptr_start[r]:indptr_start[r+1]``
+    of the first and ``rel_edges[r]`` entries from ``edge_start[r]`` of the others; type ``t`` owns
+    ``num_src[t]`` type-local ids from ``type_start[t]``, of which the first ``num_dst[t]`` are dst nodes.
+    """
+
+    arrays: tuple
+    indptr_start: list
+    edge_start: list
+    rel_edges: list
+    type_start: list
+    num_src: list
+    num_dst: list
+
+
+def _typed_block_parts(block: Block, schema, skeleton) -> _TypedBlockParts:
+    """Split ``block`` with the two numba passes; ValueError naming the first bad node, edge or row."""
+    from .loader._typed_block_kernels import relation_csc, type_positions
+
+    if block.etypes is None:
+        raise ValueError("a typed block needs etypes (the relation id of each edge)")
     indptr = block.indptr.cpu().numpy()
     if indptr[0] != 0 or indptr[-1] != block.num_edges:
         raise ValueError(f"block indptr must run from 0 to num_edges = {block.num_edges}, "
                          f"got {int(indptr[0])} .. {int(indptr[-1])}")
-    src_type, local, num_src_of, num_dst_of, type_ids, bad = type_positions(
+    src_type, local, num_src, num_dst, type_ids, bad = type_positions(
         block.src_ids.cpu().numpy(), block.num_dst, schema.offsets)
     if bad >= 0:
         raise ValueError(f"block src node {bad} has global id {int(block.src_ids[bad])}, outside the "
                          f"schema's [0, {schema.num_nodes})")
-    if block.etypes is None:
-        raise ValueError("a typed block needs etypes (the relation id of each edge)")
     rel_indptr, rel_indices, rel_pos, indptr_start, edge_start, bad_edge, bad_row = relation_csc(
-        indptr, block.indices.cpu().numpy(), block.etypes.cpu().numpy(), src_type, local, num_dst_of,
+        indptr, block.indices.cpu().numpy(), block.etypes.cpu().numpy(), src_type, local, num_dst,
         skeleton.rel_src_type, skeleton.rel_dst_type)
     if bad_row >= 0:
         raise ValueError(f"block indptr decreases or passes num_edges at dst row {bad_row}")
@@ -205,30 +250,9 @@ def to_dgl_hetero_block(block: Block, schema):
         raise ValueError(f"block edge {bad_edge} (relation id {int(block.etypes[bad_edge])}) does not "
                          f"join nodes of its relation's types; relations {schema.canonical_etypes}")
     edge_ids = rel_pos if block.edge_ids is None else block.edge_ids.cpu().numpy()[rel_pos]
-    device = block.src_ids.device
-    # One host-to-device copy per array; each relation and type takes a view of it.
-    rel_indptr, rel_indices, type_ids, edge_ids = (torch.from_numpy(a).to(device)
-                                                   for a in (rel_indptr, rel_indices, type_ids, edge_ids))
-    unit_eids = torch.arange(block.num_edges, dtype=torch.int64, device=device)
-    rel_graphs, edge_frames = [], []
-    for r in skeleton.rel_order:
-        lo, hi = int(edge_start[r]), int(edge_start[r + 1])
-        csc = rel_indptr[int(indptr_start[r]):int(indptr_start[r + 1])]
-        rel_graphs.append(heterograph_index.create_unitgraph_from_csr(
-            2, int(num_src_of[skeleton.rel_src_type[r]]), csc.shape[0] - 1, csc, rel_indices[lo:hi],
-            unit_eids[:hi - lo], _ALL_FORMATS, True))
-        edge_frames.append(Frame({dgl.EID: edge_ids[lo:hi]}, num_rows=hi - lo))
-    type_start = np.concatenate([[0], np.cumsum(num_src_of)])
-    src_frames, dst_frames, counts = [], [], []
-    for t in skeleton.type_order:
-        nt, n_src, n_dst = schema.ntypes[t], int(num_src_of[t]), int(num_dst_of[t])
-        ids = type_ids[int(type_start[t]):int(type_start[t]) + n_src]
-        src_frames.append(Frame(_type_fields(dgl.NID, ids, block.srcdata, nt), num_rows=n_src))
-        dst_frames.append(Frame(_type_fields(dgl.NID, ids[:n_dst], block.dstdata, nt), num_rows=n_dst))
-        counts.append((n_src, n_dst))
-    num_nodes = [n for n, _ in counts] + [n for _, n in counts]
-    return skeleton.block(heterograph_index.create_heterograph_from_relations(
-        skeleton.metagraph, rel_graphs, _int64_index(num_nodes)), src_frames + dst_frames, edge_frames)
+    return _TypedBlockParts((rel_indptr, rel_indices, type_ids, edge_ids), indptr_start.tolist(),
+                            edge_start.tolist(), np.diff(edge_start).tolist(),
+                            [0] + np.cumsum(num_src).tolist(), num_src.tolist(), num_dst.tolist())
 
 
 def _type_fields(nid_key, ids, data: dict, ntype: str) -> dict:
@@ -240,7 +264,7 @@ def _type_fields(nid_key, ids, data: dict, ntype: str) -> dict:
     return fields
 
 
-def _int64_index(values):
+def _int64_index(values: list):
     """DGL's int64 index of a short list of ints (what the heterograph index takes for node counts)."""
     from dgl import utils
 
