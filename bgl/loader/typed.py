@@ -85,8 +85,10 @@ def by_type(gids: torch.Tensor, schema, keep_empty: bool = True) -> dict[str, to
                                                         schema.offsets)
         if bad >= 0:
             raise ValueError(f"node id {int(g[bad])} is outside the graph's global ids [0, {schema.num_nodes})")
-        ids, bounds = torch.from_numpy(type_ids), np.concatenate([[0], np.cumsum(counts)])
-        out = {nt: ids[int(bounds[t]):int(bounds[t + 1])] for t, nt in enumerate(schema.ntypes)}
+        out, lo = {}, 0
+        for nt, n in zip(schema.ntypes, counts.tolist()):
+            out[nt] = torch.from_numpy(type_ids[lo:lo + n])
+            lo += n
     return out if keep_empty else {nt: ids for nt, ids in out.items() if ids.numel()}
 
 
