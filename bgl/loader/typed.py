@@ -71,19 +71,26 @@ def typed_fanouts(fanouts: Sequence[Any], schema) -> tuple[np.ndarray, ...]:
 
 def by_type(gids: torch.Tensor, schema, keep_empty: bool = True) -> dict[str, torch.Tensor]:
     """``{ntype: type-local ids}`` of global ``gids``, each type's in the order given
-    (types with no id left out unless ``keep_empty``).  NumPy on the CPU: per batch this is a few
-    thousand ids, where torch's threaded ops cost more in dispatch than in work."""
+    (types with no id left out unless ``keep_empty``).  On the CPU one numba pass
+    (:func:`~bgl.loader._typed_block_kernels.type_positions`; per batch this is a few thousand ids, where
+    torch's threaded ops and a NumPy sort cost more in dispatch than in work); the types' tensors are
+    views of one int64 [len(gids)] array.  ValueError naming an id outside the schema's ids."""
     if gids.device.type != "cpu":
         offsets = torch.from_numpy(schema.offsets).to(gids.device)
         types = torch.searchsorted(offsets, gids, right=True) - 1
         out = {nt: gids[types == t] - offsets[t] for t, nt in enumerate(schema.ntypes)}
     else:
+        from ._typed_block_kernels import type_positions
+
         g = gids.numpy()
-        offsets = schema.offsets
-        types = np.searchsorted(offsets, g, side="right") - 1
-        order = np.argsort(types, kind="stable")
-        bounds = np.searchsorted(types[order], np.arange(len(offsets)))
-        out = {nt: torch.from_numpy(g[order[bounds[t]:bounds[t + 1]]] - offsets[t]) for t, nt in enumerate(schema.ntypes)}
+        _, _, counts, _, type_ids, bad = type_positions(g if g.dtype == np.int64 else g.astype(np.int64), 0,
+                                                        schema.offsets)
+        if bad >= 0:
+            raise ValueError(f"node id {int(g[bad])} is outside the graph's global ids [0, {schema.num_nodes})")
+        out, lo = {}, 0
+        for nt, n in zip(schema.ntypes, counts.tolist()):
+            out[nt] = torch.from_numpy(type_ids[lo:lo + n])
+            lo += n
     return out if keep_empty else {nt: ids for nt, ids in out.items() if ids.numel()}
 
 
