@@ -333,16 +333,30 @@ def _hetero_skeleton(ntypes: tuple, canonical_etypes: tuple) -> _HeteroSkeleton:
 def to_dgl_pair_graph(pair):
     """A ``dgl.DGLGraph`` of a bgl :class:`~bgl.loader.edge_seeds.PairGraph`: the same edges over
     ``num_nodes()`` nodes, its ``ndata`` (``dgl.NID`` and input features) and (positive pairs)
-    ``edata[dgl.EID]``, as DGL's
-    ``EdgePredictionSampler`` builds them with ``compact_graphs``."""
+    ``edata[dgl.EID]``, as DGL's ``EdgePredictionSampler`` builds them with ``compact_graphs``.
+
+    The same graph as ``dgl.graph((src, dst), num_nodes=n)`` with those fields assigned (one node
+    type ``_N``, one edge type ``_E``, COO built, every format allowed), made straight from the
+    unit-graph index with its frames handed over at construction, as :func:`_csc_block` does for
+    blocks: ``dgl.graph``'s generic path (argument parsing, two ``max`` over the ids to check
+    ``num_nodes``, a device move) plus the per-key ``ndata`` checks cost 0.6 ms per pair graph,
+    1.2 ms of a 9 ms Cora link-prediction batch.  Local ids come from the batch's compaction,
+    so they are below ``num_nodes`` by construction and nothing is lost by skipping the check.
+    """
+    from dgl import heterograph_index
+    from dgl.frame import Frame
+    from dgl.heterograph import DGLGraph
+
     dgl = _dgl()
     src, dst = pair.edges()
-    g = dgl.graph((src, dst), num_nodes=pair.num_nodes())
-    for key, value in pair.ndata.items():
-        g.ndata[dgl.NID if key == "_ID" else key] = value
-    if "_ID" in pair.edata:
-        g.edata[dgl.EID] = pair.edata["_ID"]
-    return g
+    if src.dtype != torch.int64 or dst.dtype != torch.int64:
+        src, dst = src.to(torch.int64), dst.to(torch.int64)
+    n = pair.num_nodes()
+    gidx = heterograph_index.create_unitgraph_from_coo(1, n, n, src.contiguous(), dst.contiguous(), _ALL_FORMATS)
+    nodes = {dgl.NID if key == "_ID" else key: value for key, value in pair.ndata.items()}
+    edges = {dgl.EID: pair.edata["_ID"]} if "_ID" in pair.edata else {}
+    return DGLGraph(gidx, ["_N"], ["_E"], node_frames=[Frame(nodes, num_rows=n)],
+                    edge_frames=[Frame(edges, num_rows=int(src.shape[0]))])
 
 
 def find_edges(g, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

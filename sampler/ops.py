@@ -222,10 +222,12 @@ def _sample_excluding(indptr, indices, seeds, off, fo, rep, sd, exclude, edge_id
     indptr, seeds, exclude, ids = (_read_only(a) for a in (indptr, seeds, exclude, ids))
     m = seeds.shape[0]
     starts, degs, nexcl, counts = (np.empty(m, np.int64) for _ in range(4))
-    widest = EK.excluded_counts(indptr, ids, has_ids, seeds, off, fo, rep, exclude, starts, degs, nexcl, counts)
+    table = EK.id_set(exclude)
+    widest = EK.excluded_counts(indptr, ids, has_ids, seeds, off, fo, rep, exclude, table, starts, degs, nexcl,
+                                counts)
     out_indptr, total = _sample_offsets(counts, max_edges)
     eids = np.empty(total, np.int64)
-    EK.sample_positions_excluding(starts, degs, nexcl, seeds, fo, rep, sd, ids, has_ids, exclude,
+    EK.sample_positions_excluding(starts, degs, nexcl, seeds, fo, rep, sd, ids, has_ids, table,
                                   np.int64(widest), out_indptr, eids)
     nbrs = np.empty(total, indices.dtype)
     K.gather_nbrs_serial(indices, eids, nbrs)
