@@ -61,22 +61,30 @@ def with_weak_features(store, path: Path, signal: float, dim: int):
                        name=store.meta.name, overwrite=True)
 
 
-def build_stores(name: str, workdir: Path, signal: float) -> dict:
-    """{codec: store}: the float32 store and its three encoded copies (float32 dropped)."""
+def build_stores(name: str, workdir: Path, signal: float, reuse: bool = False) -> dict:
+    """{codec: store}: the float32 store and its three encoded copies (float32 dropped); with
+    ``reuse``, stores already under ``workdir`` (a ``--workdir`` run before) are opened, not rebuilt."""
     from bgl.codec import compress_store
     from bgl.sources.datasets import ingest
+    from bgl.store import GraphStore
+
+    def made(path: Path, build):
+        return GraphStore(path) if reuse and (path / "meta.json").exists() else build()
 
     if SOURCES[name].startswith("rmat:"):
-        plain = ingest(SOURCES[name], workdir / name, feat_dim=RMAT_FEAT_DIM, num_classes=RMAT_CLASSES,
-                       overwrite=True)
+        plain = made(workdir / name, lambda: ingest(SOURCES[name], workdir / name, feat_dim=RMAT_FEAT_DIM,
+                                                    num_classes=RMAT_CLASSES, overwrite=True))
     else:
-        plain = ingest(str(datasets_dir() / SOURCES[name]), workdir / name, overwrite=True)
+        plain = made(workdir / name, lambda: ingest(str(datasets_dir() / SOURCES[name]), workdir / name,
+                                                    overwrite=True))
     if plain.feat is None:
-        plain = with_weak_features(plain, workdir / f"{name}-feat", signal, SYNTHETIC_DIM[name])
+        plain = made(workdir / f"{name}-feat",
+                     lambda: with_weak_features(plain, workdir / f"{name}-feat", signal, SYNTHETIC_DIM[name]))
     stores = {"float32": plain}
     for codec in CODECS[1:]:
-        stores[codec] = compress_store(plain.path, codec, out=workdir / f"{name}-{codec}", keep_float32=False,
-                                       overwrite=True)
+        out = workdir / f"{name}-{codec}"
+        stores[codec] = made(out, lambda: compress_store(plain.path, codec, out=out, keep_float32=False,
+                                                         overwrite=True))
     return stores
 
 
@@ -137,7 +145,7 @@ def train_and_test(store, budget: int, seed: int, epochs: int, max_batches=None)
 
 
 def run_dataset(name: str, args, workdir: Path) -> list[dict]:
-    stores = build_stores(name, workdir, args.pubmed_signal)
+    stores = build_stores(name, workdir, args.pubmed_signal, reuse=args.workdir is not None)
     f32 = stores["float32"]
     budget = int(args.cache_fraction * f32.num_nodes * row_bytes(f32))
     rows = []
@@ -189,16 +197,17 @@ def main() -> None:
                    help="PubMed's synthetic features: signal * centroid[label] + N(0, 1)")
     p.add_argument("--max-batches", type=int, default=None,
                    help="batches per epoch (and replayed per epoch) at most: for the large graphs")
-    p.add_argument("--workdir", type=Path, default=None, help="keep the stores here (default: a temp dir)")
+    p.add_argument("--workdir", type=Path, default=None,
+                   help="keep the stores here and reuse them on the next run (default: a temp dir)")
     p.add_argument("--json", default=None, help="also write the rows here")
     args = p.parse_args()
     torch.set_num_threads(args.torch_threads)
     print(f"machine: {platform.machine()}, {len(os.sched_getaffinity(0))} cores, load {os.getloadavg()}, "
           f"torch {torch.__version__}, torch threads {args.torch_threads}, niceness {os.nice(0)}", flush=True)
     rows = []
-    with tempfile.TemporaryDirectory(prefix="bgl-codec-bench-", dir=args.workdir) as tmp:
+    with tempfile.TemporaryDirectory(prefix="bgl-codec-bench-") as tmp:
         for name in args.datasets.split(","):
-            rows += run_dataset(name, args, Path(tmp))
+            rows += run_dataset(name, args, args.workdir or Path(tmp))
     print(table(rows))
     print(f"load average after: {os.getloadavg()}")
     if args.json:
