@@ -144,7 +144,7 @@ def heap_build(heap, heap_pos, key, size):
 
 
 @numba.njit(cache=True, nogil=True)
-def lookahead_announce(ids, seq, pos0, window_lo, last_pos, links, links_base, slot_of, slot_key, prio,
+def lookahead_announce(ids, num_nodes, seq, pos0, window_lo, last_pos, links, links_base, slot_of, slot_key, prio,
                        heap, heap_pos, size, seq_key):
     """Record an announced batch: link each id's previous announced occurrence still in the
     window (global position >= ``window_lo``) to batch ``seq``; a cached id with no such
@@ -152,8 +152,15 @@ def lookahead_announce(ids, seq, pos0, window_lo, last_pos, links, links_base, s
 
     ids int64 [n]; last_pos int64 [num_nodes] global position of each node's latest
     announcement (set to ``pos0 + i`` here); links int64 flat next-use buffer indexed by
-    ``position - links_base``.  An id repeated in the batch links nothing to itself.
+    ``position - links_base``, covering the batch's positions (set to -1 = no next use here).
+    An id repeated in the batch links nothing to itself.  Returns :func:`first_bad_id`'s
+    answer; with a bad id nothing is touched.
     """
+    bad, bad_id = first_bad_id(ids, num_nodes)
+    if bad:
+        return True, bad_id
+    for i in range(ids.shape[0]):
+        links[pos0 - links_base + i] = -1
     for i in range(ids.shape[0]):
         v = ids[i]
         prev = last_pos[v]
@@ -167,6 +174,7 @@ def lookahead_announce(ids, seq, pos0, window_lo, last_pos, links, links_base, s
                 slot_key[s] = seq_key + prio[v]
                 _heap_fix(heap, heap_pos, slot_key, heap_pos[s], size)
         last_pos[v] = pos0 + i
+    return False, 0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -253,3 +261,166 @@ def lookahead_insert(miss_unique, mkey, slot_key, slot_of, id_in_slot, heap, hea
         if out_slot[u] >= 0:
             owner[out_slot[u]] = -1
     return size
+
+
+# The CPU fetch path of a LookaheadCache: one kernel per phase (plan, admit, announce) on
+# NumPy views of the cache's tensors, so a batch costs three dispatches and a few Python
+# checks whatever its size.  Feature rows travel as integer views of the same itemsize
+# (bit-exact for every cache dtype, bfloat16 included).
+# Rows of the plan's scratch table (int64 [PLAN_ROWS, >= batch]):
+PLAN_HIT_POS, PLAN_HIT_SLOT, PLAN_MISS_POS, PLAN_MISS_UNIQUE, PLAN_MISS_INVERSE = range(5)
+PLAN_ROWS = 5
+
+
+@numba.njit(cache=True, nogil=True)
+def first_bad_id(ids, num_nodes):
+    """``(True, id)`` for the smallest id when it is < 0, else the largest when it is >= num_nodes
+    (the id ``_check_ids`` names); ``(False, 0)`` when all of ``ids`` lie in ``[0, num_nodes)``."""
+    if ids.shape[0] == 0:
+        return False, 0
+    lo = ids[0]
+    hi = ids[0]
+    for i in range(1, ids.shape[0]):
+        v = ids[i]
+        if v < lo:
+            lo = v
+        elif v > hi:
+            hi = v
+    if lo < 0:
+        return True, lo
+    if hi >= num_nodes:
+        return True, hi
+    return False, 0
+
+
+@numba.njit(cache=True, nogil=True)
+def lookahead_plan(ids, num_nodes, slot_of, num_seeds, storage, out, scratch):
+    """Look up ``ids``, copy the hit rows into ``out``, dedupe the misses: ``CacheBase._plan`` in one pass.
+
+    ids int64 [n]; slot_of int32 [num_nodes] (-1 = not cached; used as scratch for the
+    dedupe, every missed id's entry holds ``-2 - its distinct index`` during the pass and is
+    -1 again on return); storage [capacity, w] / out [n, w] integer views of the rows;
+    scratch int64 [PLAN_ROWS, >= n] receives hit positions and slots, missed positions, the
+    distinct missed ids in first-occurrence order and each missed position's distinct index.
+
+    Returns ``(bad, bad_id, hits, missed positions, distinct misses, seed_misses)``: with
+    ``bad`` (an id outside ``[0, num_nodes)``, see :func:`first_bad_id`) nothing is touched;
+    ``seed_misses`` = distinct misses first asked among the first ``num_seeds`` positions.
+    """
+    bad, bad_id = first_bad_id(ids, num_nodes)
+    if bad:
+        return True, bad_id, 0, 0, 0, 0
+    h = 0
+    m = 0
+    k = 0
+    seed_misses = 0
+    width = storage.shape[1]
+    for i in range(ids.shape[0]):
+        v = ids[i]
+        s = slot_of[v]
+        if s >= 0:
+            scratch[PLAN_HIT_POS, h] = i
+            scratch[PLAN_HIT_SLOT, h] = s
+            h += 1
+            for j in range(width):
+                out[i, j] = storage[s, j]
+            continue
+        if s == -1:
+            u = k
+            slot_of[v] = -2 - k
+            scratch[PLAN_MISS_UNIQUE, k] = v
+            k += 1
+            if i < num_seeds:
+                seed_misses = k
+        else:
+            u = -2 - s
+        scratch[PLAN_MISS_POS, m] = i
+        scratch[PLAN_MISS_INVERSE, m] = u
+        m += 1
+    for u in range(k):
+        slot_of[scratch[PLAN_MISS_UNIQUE, u]] = -1
+    return False, 0, h, m, k, seed_misses
+
+
+@numba.njit(cache=True, nogil=True)
+def scatter_miss_rows(out, scratch, m, rows):
+    """``out[miss_pos[j]] = rows[miss_inverse[j]]`` for the ``m`` missed positions of a plan."""
+    width = out.shape[1]
+    for j in range(m):
+        p = scratch[PLAN_MISS_POS, j]
+        u = scratch[PLAN_MISS_INVERSE, j]
+        for c in range(width):
+            out[p, c] = rows[u, c]
+
+
+@numba.njit(cache=True, nogil=True)
+def _rank_in_bulk(miss_unique, mkey, rows, storage, slot_key, slot_of, id_in_slot, capacity):
+    """Keep the ``capacity`` largest of (the full cache's slot keys, the misses' keys): one
+    selection instead of a heap update per changed key.  Keys are distinct, so the kept set
+    is the heap path's; victims (slot order) take the entering misses (miss order)."""
+    k = miss_unique.shape[0]
+    both = np.empty(capacity + k, np.int64)
+    both[:capacity] = slot_key[:capacity]
+    both[capacity:] = mkey
+    cut = np.partition(both, k - 1)[k - 1]  # the k-th smallest key: it and all below are dropped
+    u = 0
+    width = storage.shape[1]
+    for s in range(capacity):
+        if slot_key[s] > cut:
+            continue
+        while u < k and mkey[u] <= cut:
+            u += 1
+        if u == k:  # unreachable with distinct keys (prio is unique); guards the writes below
+            break
+        slot_of[id_in_slot[s]] = -1
+        v = miss_unique[u]
+        id_in_slot[s] = v
+        slot_of[v] = s
+        slot_key[s] = mkey[u]
+        for c in range(width):
+            storage[s, c] = rows[u, c]
+        u += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def lookahead_admit(ids, scratch, h, m, k, rows, storage, links, link_off, fill_key, prio, slot_key, slot_of,
+                    id_in_slot, heap, heap_pos, size, capacity, owner, needed_base, seq_limit, bulk_fixed_steps,
+                    allow_bulk):
+    """After a fetch's rows arrived: re-key the hits, admit the distinct misses, write their rows.
+
+    The plan's ``scratch`` (see :func:`lookahead_plan`) gives hits, misses and their distinct
+    index.  Keys as in :func:`lookahead_rekey`; admission as :func:`lookahead_insert`, or, once
+    the cache is full and the changed keys would cost more heap steps (``changed x
+    log2(capacity)``) than ranking everything (``2 (capacity + k) + bulk_fixed_steps``), one
+    bulk selection (:func:`_rank_in_bulk`) and an O(capacity) heap rebuild.  Both keep the same
+    rows.  ``rows`` [k, w] / ``storage`` [capacity, w] integer views of the rows.
+
+    Returns ``(occupied slots, ranked in bulk)``.
+    """
+    bits = 0  # capacity.bit_length()
+    c = capacity
+    while c:
+        bits += 1
+        c >>= 1
+    bulk = allow_bulk and size == capacity and (h + k) * max(bits, 1) > 2 * (capacity + k) + bulk_fixed_steps
+    mkey = lookahead_rekey(ids, scratch[PLAN_HIT_POS, :h], scratch[PLAN_HIT_SLOT, :h], scratch[PLAN_MISS_POS, :m],
+                           scratch[PLAN_MISS_INVERSE, :m], k, links, link_off, fill_key, prio, slot_key, heap,
+                           heap_pos, size, owner, needed_base, seq_limit, not bulk)
+    miss_unique = scratch[PLAN_MISS_UNIQUE, :k]
+    if bulk:
+        if k:
+            _rank_in_bulk(miss_unique, mkey, rows, storage, slot_key, slot_of, id_in_slot, capacity)
+        heap_build(heap, heap_pos, slot_key, size)
+        return size, True
+    if k == 0:
+        return size, False
+    out_slot = np.empty(k, np.int64)
+    size = lookahead_insert(miss_unique, mkey, slot_key, slot_of, id_in_slot, heap, heap_pos, size, capacity,
+                            owner, out_slot)
+    width = storage.shape[1]
+    for u in range(k):
+        s = out_slot[u]
+        if s >= 0:
+            for c in range(width):
+                storage[s, c] = rows[u, c]
+    return size, False
