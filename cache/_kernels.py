@@ -94,53 +94,66 @@ def interleave_chunks(seqs, chunk, seen):
 
 # ---------------------------------------------------------------- lookahead cache
 # A binary min-heap over the occupied slots of a LookaheadCache, keyed by slot_key
-# (int64, unique among occupied slots): heap[i] is a slot, heap_pos[slot] its index.
+# (int64, unique among occupied slots): heap[i, 0] is a slot, heap[i, 1] its key (kept beside
+# the slot so a comparison reads one array, not key[heap[i]]), heap_pos[slot] its index.
 # The root is the slot to evict next.  Updates cost O(log capacity) per changed key,
 # so a batch costs O(batch log capacity) instead of a full ranking of the cache.
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _heap_swap(heap, heap_pos, i, j):
-    a, b = heap[i], heap[j]
-    heap[i], heap[j] = b, a
-    heap_pos[b], heap_pos[a] = i, j
+def _heap_put(heap, heap_pos, i, s, kk):
+    heap[i, 0] = s
+    heap[i, 1] = kk
+    heap_pos[s] = i
 
 
 @numba.njit(cache=True, nogil=True)
-def _heap_fix(heap, heap_pos, key, i, size):
-    """Restore the heap order around index ``i`` after its key changed either way."""
-    while i > 0:
-        parent = (i - 1) >> 1
-        if key[heap[i]] >= key[heap[parent]]:
-            break
-        _heap_swap(heap, heap_pos, i, parent)
-        i = parent
-    _heap_sift_down(heap, heap_pos, key, i, size)
-
-
-@numba.njit(cache=True, nogil=True)
-def _heap_sift_down(heap, heap_pos, key, i, size):
+def _heap_sift_down(heap, heap_pos, i, s, kk, size):
+    """Place slot ``s`` with key ``kk`` at index ``i`` or below (moving smaller children up)."""
     while True:
         left = 2 * i + 1
         if left >= size:
             break
         child = left
-        if left + 1 < size and key[heap[left + 1]] < key[heap[left]]:
+        if left + 1 < size and heap[left + 1, 1] < heap[left, 1]:
             child = left + 1
-        if key[heap[child]] >= key[heap[i]]:
+        if heap[child, 1] >= kk:
             break
-        _heap_swap(heap, heap_pos, i, child)
+        _heap_put(heap, heap_pos, i, heap[child, 0], heap[child, 1])
         i = child
+    _heap_put(heap, heap_pos, i, s, kk)
+
+
+@numba.njit(cache=True, nogil=True)
+def _heap_fix(heap, heap_pos, i, size):
+    """Restore the heap order around index ``i`` after its key ``heap[i, 1]`` changed either way."""
+    s = heap[i, 0]
+    kk = heap[i, 1]
+    while i > 0:
+        parent = (i - 1) >> 1
+        if kk >= heap[parent, 1]:
+            break
+        _heap_put(heap, heap_pos, i, heap[parent, 0], heap[parent, 1])
+        i = parent
+    _heap_sift_down(heap, heap_pos, i, s, kk, size)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _heap_rekey(heap, heap_pos, slot_key, s, kk, size):
+    """Give occupied slot ``s`` the key ``kk`` (in ``slot_key`` and the heap)."""
+    slot_key[s] = kk
+    i = heap_pos[s]
+    heap[i, 1] = kk
+    _heap_fix(heap, heap_pos, i, size)
 
 
 @numba.njit(cache=True, nogil=True)
 def heap_build(heap, heap_pos, key, size):
     """Heapify slots ``0..size-1`` by ``key`` (O(size)); used after a bulk key change."""
     for i in range(size):
-        heap[i] = i
-        heap_pos[i] = i
+        _heap_put(heap, heap_pos, i, i, key[i])
     for i in range(size // 2 - 1, -1, -1):  # sift-down only: a sift-up here would break subtrees below
-        _heap_sift_down(heap, heap_pos, key, i, size)
+        _heap_sift_down(heap, heap_pos, i, heap[i, 0], heap[i, 1], size)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -171,8 +184,7 @@ def lookahead_announce(ids, num_nodes, seq, pos0, window_lo, last_pos, links, li
         else:
             s = slot_of[v]
             if s >= 0:
-                slot_key[s] = seq_key + prio[v]
-                _heap_fix(heap, heap_pos, slot_key, heap_pos[s], size)
+                _heap_rekey(heap, heap_pos, slot_key, s, seq_key + prio[v], size)
         last_pos[v] = pos0 + i
     return False, 0
 
@@ -203,9 +215,10 @@ def lookahead_rekey(ids, hit_pos, hit_slots, miss_pos, miss_inverse, k, links, l
         s = hit_slots[h]
         if owner[s] == -1 or kk > slot_key[s]:  # first position of s, or a better one of a repeated id
             owner[s] = -3
-            slot_key[s] = kk
             if fix_heap:
-                _heap_fix(heap, heap_pos, slot_key, heap_pos[s], size)
+                _heap_rekey(heap, heap_pos, slot_key, s, kk, size)
+            else:
+                slot_key[s] = kk
     for h in range(hit_slots.shape[0]):
         owner[hit_slots[h]] = -1
     mkey = np.full(k, -2, np.int64)
@@ -235,24 +248,22 @@ def lookahead_insert(miss_unique, mkey, slot_key, slot_of, id_in_slot, heap, hea
         kk = mkey[u]
         if size < capacity:
             s = size
-            heap[size] = s
-            heap_pos[s] = size
             slot_key[s] = kk
+            _heap_put(heap, heap_pos, size, s, kk)
             size += 1
-            _heap_fix(heap, heap_pos, slot_key, size - 1, size)
+            _heap_fix(heap, heap_pos, size - 1, size)
         else:
             if capacity == 0:
                 out_slot[u] = -1
                 continue
-            s = heap[0]
-            if kk <= slot_key[s]:
+            s = heap[0, 0]
+            if kk <= heap[0, 1]:
                 out_slot[u] = -1
                 continue
             if owner[s] >= 0:
                 out_slot[owner[s]] = -1
             slot_of[id_in_slot[s]] = -1
-            slot_key[s] = kk
-            _heap_fix(heap, heap_pos, slot_key, 0, size)
+            _heap_rekey(heap, heap_pos, slot_key, s, kk, size)
         id_in_slot[s] = v
         slot_of[v] = s
         owner[s] = u

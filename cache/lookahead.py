@@ -28,7 +28,8 @@ Costs
 -----
 Per node: ``slot_of`` int32 (4 B, every policy) + ``prio`` int32 (4 B) +
 ``last_pos`` int64 (8 B, where the node was last announced) = 16 B.
-Per slot: one row + ``id_in_slot`` int64 + ``slot_key`` int64 (+ 16 B of heap on the numba backend).
+Per slot: one row + ``id_in_slot`` int64 + ``slot_key`` int64 (+ 32 B on the numba backend: heap slot,
+heap key, heap position, admission scratch).
 Per announced, not yet fetched id: 16 B (its id and its next-use link).
 Per batch on the numba backend (CPU): O(announced ids) for ``announce``, O(batch log
 capacity) for the admission; on the torch backend (any device) ``fetch`` adds one
@@ -61,7 +62,7 @@ _NEEDED = 1 << 61
 _NO_NEXT = -1
 # heap steps the numba backend's bulk ranking costs besides its O(capacity + misses) work (see
 # _kernels.lookahead_admit; the ranking is one selection and a heap rebuild inside the kernel)
-BULK_FIXED_STEPS = 1 << 16
+BULK_FIXED_STEPS = 1 << 13
 # integer dtype of each element size: the CPU kernels move rows as these bits (bfloat16 included)
 _ROW_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
@@ -144,7 +145,7 @@ class LookaheadCache(CacheBase):
         self.next_pos = 0    # global position of the next announced id
         self._window: deque[_Announced] = deque()
         if backend == "numba":
-            self.heap = np.zeros(self.capacity, np.int64)
+            self.heap = np.zeros((self.capacity, 2), np.int64)  # slots and their keys, see _kernels
             self.heap_pos = np.zeros(self.capacity, np.int64)
             self._owner = np.full(self.capacity, -1, np.int64)
             self._allow_bulk = True  # tests switch it off to drive the heap path alone
