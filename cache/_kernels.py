@@ -276,8 +276,8 @@ def lookahead_insert(miss_unique, mkey, slot_key, slot_of, id_in_slot, heap, hea
 
 # The CPU fetch path of a LookaheadCache: one kernel per phase (plan, admit, announce) on
 # NumPy views of the cache's tensors, so a batch costs three dispatches and a few Python
-# checks whatever its size.  Feature rows travel as integer views of the same itemsize
-# (bit-exact for every cache dtype, bfloat16 included).
+# checks whatever its size.  Feature rows travel as uint8 views of their bytes (bit-exact and
+# one compiled version for every cache dtype, bfloat16 included).
 # Rows of the plan's scratch table (int64 [PLAN_ROWS, >= batch]):
 PLAN_HIT_POS, PLAN_HIT_SLOT, PLAN_MISS_POS, PLAN_MISS_UNIQUE, PLAN_MISS_INVERSE = range(5)
 PLAN_ROWS = 5
@@ -310,7 +310,7 @@ def lookahead_plan(ids, num_nodes, slot_of, num_seeds, storage, out, scratch):
 
     ids int64 [n]; slot_of int32 [num_nodes] (-1 = not cached; used as scratch for the
     dedupe, every missed id's entry holds ``-2 - its distinct index`` during the pass and is
-    -1 again on return); storage [capacity, w] / out [n, w] integer views of the rows;
+    -1 again on return); storage [capacity, w] / out [n, w] uint8 views of the rows' bytes;
     scratch int64 [PLAN_ROWS, >= n] receives hit positions and slots, missed positions, the
     distinct missed ids in first-occurrence order and each missed position's distinct index.
 
@@ -404,7 +404,7 @@ def lookahead_admit(ids, scratch, h, m, k, rows, storage, links, link_off, fill_
     the cache is full and the changed keys would cost more heap steps (``changed x
     log2(capacity)``) than ranking everything (``2 (capacity + k) + bulk_fixed_steps``), one
     bulk selection (:func:`_rank_in_bulk`) and an O(capacity) heap rebuild.  Both keep the same
-    rows.  ``rows`` [k, w] / ``storage`` [capacity, w] integer views of the rows.
+    rows.  ``rows`` [k, w] / ``storage`` [capacity, w] uint8 views of the rows' bytes.
 
     Returns ``(occupied slots, ranked in bulk)``.
     """

@@ -63,8 +63,12 @@ _NO_NEXT = -1
 # heap steps the numba backend's bulk ranking costs besides its O(capacity + misses) work (see
 # _kernels.lookahead_admit; the ranking is one selection and a heap rebuild inside the kernel)
 BULK_FIXED_STEPS = 1 << 13
-# integer dtype of each element size: the CPU kernels move rows as these bits (bfloat16 included)
-_ROW_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _row_bytes(rows: torch.Tensor) -> np.ndarray:
+    """Contiguous ``[r, dim]`` CPU rows as a uint8 ``[r, row bytes]`` NumPy view: the kernels copy
+    rows as bytes, so one compiled version serves every cache dtype (bfloat16 included)."""
+    return rows.view(torch.uint8).numpy()
 
 
 @dataclass
@@ -162,12 +166,11 @@ class LookaheadCache(CacheBase):
         plan scratch (int64 [PLAN_ROWS, >= batch])."""
         v = self.__dict__.get("_np")
         if v is None:
-            bits = _ROW_BITS[self.storage.element_size()]
             v = self._np = SimpleNamespace(
-                bits=bits, storage=self.storage.view(bits).numpy(), slot_of=self.slot_of.numpy(),
+                storage=_row_bytes(self.storage), slot_of=self.slot_of.numpy(),
                 id_in_slot=self.id_in_slot.numpy(), slot_key=self.slot_key.numpy(), prio=self.prio.numpy(),
                 last_pos=self.last_pos.numpy(), links=self.links.numpy(),
-                no_rows=np.empty((0, self.dim), self.storage.view(bits).numpy().dtype),
+                no_rows=_row_bytes(torch.empty(0, self.dim, dtype=self.dtype)),
                 scratch=np.empty((_kernels.PLAN_ROWS, 1024), np.int64))
         return v
 
@@ -312,7 +315,8 @@ class LookaheadCache(CacheBase):
         v = self._views()
         if v.scratch.shape[1] < n:  # grow by 1.5x, as CacheBase._scratch_rows
             v.scratch = np.empty((_kernels.PLAN_ROWS, max(n, int(1.5 * v.scratch.shape[1]))), np.int64)
-        ids_np, out_np = ids.numpy(), out.view(v.bits).numpy()
+        target = out if out.is_contiguous() else torch.empty(n, self.dim, dtype=self.dtype)
+        ids_np, out_np = ids.numpy(), _row_bytes(target)
         bad, bad_id, h, m, k, _ = _kernels.lookahead_plan(ids_np, self.num_nodes, v.slot_of, int(num_seeds),
                                                           v.storage, out_np, v.scratch)
         if bad:
@@ -320,8 +324,10 @@ class LookaheadCache(CacheBase):
         rows_np = v.no_rows
         if k:  # the source gets its own copy of the ids (the scratch is reused next fetch)
             missing = torch.from_numpy(v.scratch[_kernels.PLAN_MISS_UNIQUE, :k].copy())
-            rows_np = self._checked_rows(miss_source(missing), k).contiguous().view(v.bits).numpy()
+            rows_np = _row_bytes(self._checked_rows(miss_source(missing), k).contiguous())
             _kernels.scatter_miss_rows(out_np, v.scratch, m, rows_np)
+        if target is not out:
+            out.copy_(target)
         t, c = time.perf_counter(), time.thread_time()
         seq, link_off = self._consume_window()
         if self.capacity:
@@ -374,12 +380,7 @@ class LookaheadCache(CacheBase):
             self.slot_key.index_copy_(0, slots, miss_key)
             self.filled += k
             return
-        self._rank_and_admit(plan, rows, miss_key)
-
-    def _rank_and_admit(self, plan: FetchPlan, rows: torch.Tensor, miss_key: torch.Tensor) -> None:
-        """Keep the ``capacity`` largest keys of (slots, misses) with one ``topk``.  Called only
-        when the misses outnumber the empty slots, whose key (-1) is below every miss's, so
-        every empty slot is filled: the cache is full afterwards."""
+        # misses outnumber the empty slots, whose key (-1) is below every miss's: one topk fills them all
         self._keep_largest(plan, rows, self.slot_key, miss_key)
         self.filled = self.capacity
 
