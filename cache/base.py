@@ -14,7 +14,8 @@ valid rows).  :class:`~bgl.cache.sharded.ShardedFeatureCache` drives the same
 phases over several shards so one fetch costs one miss-source call.
 
 Every phase is a handful of vectorised torch ops, the same code on CPU and
-CUDA; nothing loops over ids in Python.
+CUDA; nothing loops over ids in Python.  (A lookahead cache on the CPU runs
+the same phases as numba kernels instead: ``LookaheadCache._fetch_cpu``.)
 """
 from __future__ import annotations
 

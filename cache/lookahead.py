@@ -22,7 +22,9 @@ With every batch of a stream announced up front and ``fill="none"`` this is
 Belady's furthest-next-use rule for batch (set) requests: the offline optimum
 for the stream and capacity (:class:`BeladyBound`), a bound, not a runnable policy.
 
-Every step is a handful of vectorised torch ops, the same code on CPU and CUDA.
+On CUDA (``backend="torch"``) every step is a handful of vectorised torch ops; on the CPU
+(``"numba"``) every phase (announce; a fetch's plan and admission) is one numba kernel over
+NumPy views of the same tensors, so a batch pays three dispatches and no torch op.
 
 Costs
 -----
@@ -110,7 +112,8 @@ class LookaheadCache(CacheBase):
     backend : ``"auto"`` (numba heap on CPU, torch elsewhere), ``"numba"`` (CPU only) or
         ``"torch"``.  Both keep exactly the same rows.  ``torch`` is a few vectorised ops
         plus one ``topk`` over ``capacity + misses`` keys per fetch once full (any device);
-        ``numba`` keeps a min-heap of the slots, O(log capacity) per changed key.
+        ``numba`` keeps a min-heap of the slots, O(log capacity) per changed key, one
+        kernel per phase (:meth:`_fetch_cpu`).
 
     Raises
     ------
