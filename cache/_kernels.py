@@ -98,6 +98,11 @@ def interleave_chunks(seqs, chunk, seen):
 # the slot so a comparison reads one array, not key[heap[i]]), heap_pos[slot] its index.
 # The root is the slot to evict next.  Updates cost O(log capacity) per changed key,
 # so a batch costs O(batch log capacity) instead of a full ranking of the cache.
+# Key increases are lazy: the heap is ordered by its stored keys, which may lag below
+# slot_key (an announcement that protects a cached row only writes slot_key).  Every true
+# key is >= its stored one, so once the root's stored key is its true key (_heap_fresh_root)
+# the root is the true minimum: the same victim as an eager heap, without the sift-down of
+# each protected row to a leaf.
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -140,11 +145,20 @@ def _heap_fix(heap, heap_pos, i, size):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _heap_rekey(heap, heap_pos, slot_key, s, kk, size):
-    """Give occupied slot ``s`` the key ``kk`` (in ``slot_key`` and the heap)."""
+    """Give occupied slot ``s`` the key ``kk``: a decrease moves it up now, an increase waits."""
     slot_key[s] = kk
     i = heap_pos[s]
-    heap[i, 1] = kk
-    _heap_fix(heap, heap_pos, i, size)
+    if kk < heap[i, 1]:
+        heap[i, 1] = kk
+        _heap_fix(heap, heap_pos, i, size)
+
+
+@numba.njit(cache=True, nogil=True)
+def _heap_fresh_root(heap, heap_pos, slot_key, size):
+    """Sift stale roots down with their true keys until the root's stored key is its own."""
+    while size and heap[0, 1] != slot_key[heap[0, 0]]:
+        s = heap[0, 0]
+        _heap_sift_down(heap, heap_pos, 0, s, slot_key[s], size)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -158,10 +172,11 @@ def heap_build(heap, heap_pos, key, size):
 
 @numba.njit(cache=True, nogil=True)
 def lookahead_announce(ids, num_nodes, seq, pos0, window_lo, last_pos, links, links_base, slot_of, slot_key, prio,
-                       heap, heap_pos, size, seq_key):
+                       seq_key):
     """Record an announced batch: link each id's previous announced occurrence still in the
     window (global position >= ``window_lo``) to batch ``seq``; a cached id with no such
-    occurrence gets the needed key ``seq_key + prio[v]`` (its heap entry is fixed).
+    occurrence gets the needed key ``seq_key + prio[v]`` (a key increase: the heap is not
+    touched, see the lazy increases above).
 
     ids int64 [n]; last_pos int64 [num_nodes] global position of each node's latest
     announcement (set to ``pos0 + i`` here); links int64 flat next-use buffer indexed by
@@ -184,7 +199,7 @@ def lookahead_announce(ids, num_nodes, seq, pos0, window_lo, last_pos, links, li
         else:
             s = slot_of[v]
             if s >= 0:
-                _heap_rekey(heap, heap_pos, slot_key, s, seq_key + prio[v], size)
+                slot_key[s] = seq_key + prio[v]  # an increase: the heap catches up lazily
         last_pos[v] = pos0 + i
     return False, 0
 
@@ -256,6 +271,7 @@ def lookahead_insert(miss_unique, mkey, slot_key, slot_of, id_in_slot, heap, hea
             if capacity == 0:
                 out_slot[u] = -1
                 continue
+            _heap_fresh_root(heap, heap_pos, slot_key, size)
             s = heap[0, 0]
             if kk <= heap[0, 1]:
                 out_slot[u] = -1
@@ -263,7 +279,8 @@ def lookahead_insert(miss_unique, mkey, slot_key, slot_of, id_in_slot, heap, hea
             if owner[s] >= 0:
                 out_slot[owner[s]] = -1
             slot_of[id_in_slot[s]] = -1
-            _heap_rekey(heap, heap_pos, slot_key, s, kk, size)
+            slot_key[s] = kk
+            _heap_sift_down(heap, heap_pos, 0, s, kk, size)
         id_in_slot[s] = v
         slot_of[v] = s
         owner[s] = u

@@ -227,7 +227,7 @@ class LookaheadCache(CacheBase):
             v = self._views()
             bad, bad_id = _kernels.lookahead_announce(
                 ids.numpy(), self.num_nodes, seq, pos0, window_lo, v.last_pos, v.links, self.links_base, v.slot_of,
-                v.slot_key, v.prio, self.heap, self.heap_pos, self.filled, _NEEDED + ((SEQ_LIMIT - 1 - seq) << _PRIO_BITS))
+                v.slot_key, v.prio, _NEEDED + ((SEQ_LIMIT - 1 - seq) << _PRIO_BITS))
             if bad:
                 raise ValueError(f"node id {bad_id} outside [0, {self.num_nodes})")
         else:
