@@ -14,7 +14,8 @@ valid rows).  :class:`~bgl.cache.sharded.ShardedFeatureCache` drives the same
 phases over several shards so one fetch costs one miss-source call.
 
 Every phase is a handful of vectorised torch ops, the same code on CPU and
-CUDA; nothing loops over ids in Python.
+CUDA; nothing loops over ids in Python.  (A lookahead cache on the CPU runs
+the same phases as numba kernels instead: ``LookaheadCache._fetch_cpu``.)
 """
 from __future__ import annotations
 
@@ -153,7 +154,7 @@ class CacheBase:
     @property
     def row_bytes(self) -> int:
         """Bytes of one cached row (``dim`` x element size of ``dtype``)."""
-        return self.dim * torch.empty((), dtype=self.dtype).element_size()
+        return self.dim * self.storage.element_size()
 
     def __len__(self) -> int:
         """Number of occupied slots."""
@@ -201,7 +202,8 @@ class CacheBase:
         self._commit(plan, rows)
         return plan.out
 
-    def _check_ids(self, ids) -> torch.Tensor:
+    def _check_id_tensor(self, ids) -> None:
+        """Type, dtype, shape and device of ``ids`` (the value range is :meth:`_check_ids`' or a kernel's)."""
         if not isinstance(ids, torch.Tensor):
             raise TypeError(f"ids must be a torch tensor, got {type(ids).__name__}")
         if ids.dtype not in _ID_DTYPES:
@@ -210,6 +212,9 @@ class CacheBase:
             raise ValueError(f"ids must be 1-D, got shape {tuple(ids.shape)}")
         if ids.device != self.device:
             raise ValueError(f"ids are on {ids.device}, the cache is on {self.device}")
+
+    def _check_ids(self, ids) -> torch.Tensor:
+        self._check_id_tensor(ids)
         if ids.numel():
             lo, hi = torch.aminmax(ids)
             lo, hi = int(lo), int(hi)
@@ -332,8 +337,10 @@ class CacheBase:
         # thread CPU clock (the process clock measured ms per call here); on CUDA the ops are asynchronous and this measures launches only
         self.policy_seconds += time.perf_counter() - t
         self.policy_cpu_seconds += time.thread_time() - c
-        n = plan.ids.numel()
-        h = plan.hit_pos.numel()
+        self._count_fetch(plan.ids.numel(), plan.hit_pos.numel(), k)
+
+    def _count_fetch(self, n: int, h: int, k: int) -> None:
+        """Add one fetch of ``n`` ids, ``h`` of them hits, ``k`` distinct rows from the source, to the counters."""
         self._requests += n
         self._hits += h
         self._misses += n - h

@@ -22,13 +22,16 @@ With every batch of a stream announced up front and ``fill="none"`` this is
 Belady's furthest-next-use rule for batch (set) requests: the offline optimum
 for the stream and capacity (:class:`BeladyBound`), a bound, not a runnable policy.
 
-Every step is a handful of vectorised torch ops, the same code on CPU and CUDA.
+On CUDA (``backend="torch"``) every step is a handful of vectorised torch ops; on the CPU
+(``"numba"``) every phase (announce; a fetch's plan and admission) is one numba kernel over
+NumPy views of the same tensors, so a batch pays three dispatches and no torch op.
 
 Costs
 -----
 Per node: ``slot_of`` int32 (4 B, every policy) + ``prio`` int32 (4 B) +
 ``last_pos`` int64 (8 B, where the node was last announced) = 16 B.
-Per slot: one row + ``id_in_slot`` int64 + ``slot_key`` int64 (+ 16 B of heap on the numba backend).
+Per slot: one row + ``id_in_slot`` int64 + ``slot_key`` int64 (+ 32 B on the numba backend: heap slot,
+heap key, heap position, admission scratch).
 Per announced, not yet fetched id: 16 B (its id and its next-use link).
 Per batch on the numba backend (CPU): O(announced ids) for ``announce``, O(batch log
 capacity) for the admission; on the torch backend (any device) ``fetch`` adds one
@@ -39,12 +42,13 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import torch
 
 from . import _kernels
-from .base import CacheBase, FetchPlan, MissSource, _scatter_rows
+from .base import _INT32_MAX, CacheBase, FetchPlan, MissSource
 
 FILLS = ("counts", "recency", "none")
 
@@ -58,9 +62,15 @@ _PRIO_BITS = 31
 SEQ_LIMIT = 1 << 29  # batches a cache can see (announce + fetch) before it refuses more
 _NEEDED = 1 << 61
 _NO_NEXT = -1
-# heap steps the numba backend's bulk ranking costs besides its O(capacity + misses) work (measured
-# on the 2-core VM: ~0.3 ms of torch calls and heap rebuild per ranking; see _admit_numba)
-BULK_FIXED_STEPS = 1 << 16
+# heap steps the numba backend's bulk ranking costs besides its O(capacity + misses) work (see
+# _kernels.lookahead_admit; the ranking is one selection and a heap rebuild inside the kernel)
+BULK_FIXED_STEPS = 1 << 13
+
+
+def _row_bytes(rows: torch.Tensor) -> np.ndarray:
+    """Contiguous ``[r, dim]`` CPU rows as a uint8 ``[r, row bytes]`` NumPy view: the kernels copy
+    rows as bytes, so one compiled version serves every cache dtype (bfloat16 included)."""
+    return rows.view(torch.uint8).numpy()
 
 
 @dataclass
@@ -102,7 +112,8 @@ class LookaheadCache(CacheBase):
     backend : ``"auto"`` (numba heap on CPU, torch elsewhere), ``"numba"`` (CPU only) or
         ``"torch"``.  Both keep exactly the same rows.  ``torch`` is a few vectorised ops
         plus one ``topk`` over ``capacity + misses`` keys per fetch once full (any device);
-        ``numba`` keeps a min-heap of the slots, O(log capacity) per changed key.
+        ``numba`` keeps a min-heap of the slots, O(log capacity) per changed key, one
+        kernel per phase (:meth:`_fetch_cpu`).
 
     Raises
     ------
@@ -141,10 +152,30 @@ class LookaheadCache(CacheBase):
         self.next_pos = 0    # global position of the next announced id
         self._window: deque[_Announced] = deque()
         if backend == "numba":
-            self.heap = np.zeros(self.capacity, np.int64)
+            self.heap = np.zeros((self.capacity, 2), np.int64)  # slots and their keys, see _kernels
             self.heap_pos = np.zeros(self.capacity, np.int64)
             self._owner = np.full(self.capacity, -1, np.int64)
             self._allow_bulk = True  # tests switch it off to drive the heap path alone
+            self.bulk_rankings = 0   # fetches whose admission ranked the whole cache at once
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_np", None)  # a pickled copy of a view would no longer share its tensor's memory
+        return state
+
+    def _views(self) -> SimpleNamespace:
+        """NumPy views of the tensors the CPU kernels read and write (CPU tensors share memory
+        with ``.numpy()``), taken once and again only after ``links`` grows, plus the grow-only
+        plan scratch (int64 [PLAN_ROWS, >= batch])."""
+        v = self.__dict__.get("_np")
+        if v is None:
+            v = self._np = SimpleNamespace(
+                storage=_row_bytes(self.storage), slot_of=self.slot_of.numpy(),
+                id_in_slot=self.id_in_slot.numpy(), slot_key=self.slot_key.numpy(), prio=self.prio.numpy(),
+                last_pos=self.last_pos.numpy(), links=self.links.numpy(),
+                no_rows=_row_bytes(torch.empty(0, self.dim, dtype=self.dtype)),
+                scratch=np.empty((_kernels.PLAN_ROWS, 1024), np.int64))
+        return v
 
     # ------------------------------------------------------------- announce
     @property
@@ -181,19 +212,26 @@ class LookaheadCache(CacheBase):
             self.policy_cpu_seconds += time.thread_time() - c
 
     def _announce(self, ids) -> None:
-        ids = self._check_ids(ids)
+        cpu = self.backend == "numba"
+        if cpu:  # the kernel checks the range before it touches anything
+            self._check_id_tensor(ids)
+            ids = ids.long().contiguous()
+        else:
+            ids = self._check_ids(ids)
         if self.next_seq >= SEQ_LIMIT - 1:
             raise RuntimeError(f"a lookahead cache sees at most {SEQ_LIMIT - 1} batches; build a new one")
         seq, n, pos0 = self.next_seq, ids.numel(), self.next_pos
         window_lo = self._window[0].start if self._window else pos0
         self._reserve_links(window_lo, pos0 + n)
-        self.links[pos0 - self.links_base: pos0 - self.links_base + n] = _NO_NEXT
-        if self.backend == "numba":
-            _kernels.lookahead_announce(ids.numpy(), seq, pos0, window_lo, self.last_pos.numpy(), self.links.numpy(),
-                                        self.links_base, self.slot_of.numpy(), self.slot_key.numpy(),
-                                        self.prio.numpy(), self.heap, self.heap_pos, self.filled,
-                                        _NEEDED + ((SEQ_LIMIT - 1 - seq) << _PRIO_BITS))
+        if cpu:
+            v = self._views()
+            bad, bad_id = _kernels.lookahead_announce(
+                ids.numpy(), self.num_nodes, seq, pos0, window_lo, v.last_pos, v.links, self.links_base, v.slot_of,
+                v.slot_key, v.prio, _NEEDED + ((SEQ_LIMIT - 1 - seq) << _PRIO_BITS))
+            if bad:
+                raise ValueError(f"node id {bad_id} outside [0, {self.num_nodes})")
         else:
+            self.links[pos0 - self.links_base: pos0 - self.links_base + n] = _NO_NEXT
             prev = self.last_pos.index_select(0, ids)
             in_window = prev >= window_lo
             if bool(in_window.any()):  # link each id's previous announced occurrence to this batch
@@ -216,6 +254,7 @@ class LookaheadCache(CacheBase):
         grown = torch.empty(max(2 * (hi - live_lo), 1024), dtype=torch.int64, device=self.device)
         grown[: live.numel()] = live
         self.links, self.links_base = grown, live_lo
+        self.__dict__.pop("_np", None)  # its links view is the old buffer's
 
     def forget_announced(self) -> None:
         """Drop every announced, unfetched batch (an abandoned epoch); rows they protected
@@ -241,28 +280,83 @@ class LookaheadCache(CacheBase):
         ValueError
             also when batches were announced and ``ids`` is not the oldest of them.
         """
+        if self.backend == "numba":
+            return self._fetch_cpu(ids, miss_source, out, num_seeds)
         checked = self._check_ids(ids)
+        self._check_order(checked)
+        return super().fetch(ids, miss_source, out, num_seeds)
+
+    def _check_order(self, ids: torch.Tensor) -> None:
+        """Refuse a fetch that is not of the oldest announced batch (or one past :data:`SEQ_LIMIT`)."""
         if self._window:
             head = self._window[0].ids
-            if not (checked is head or (checked.numel() == head.numel() and torch.equal(checked, head))):
-                raise ValueError(f"fetch ids ({checked.numel()} ids) are not the oldest announced batch "
+            if not (ids is head or (ids.numel() == head.numel() and torch.equal(ids, head))):
+                if self.backend == "numba":  # name a bad id first, as _check_ids does
+                    bad, bad_id = _kernels.first_bad_id(ids.numpy(), self.num_nodes)
+                    if bad:
+                        raise ValueError(f"node id {bad_id} outside [0, {self.num_nodes})")
+                raise ValueError(f"fetch ids ({ids.numel()} ids) are not the oldest announced batch "
                                  f"(seq {self._window[0].seq}, {head.numel()} ids); fetch batches in the "
                                  f"order they were announced")
         elif self.next_seq >= SEQ_LIMIT - 1:
             raise RuntimeError(f"a lookahead cache sees at most {SEQ_LIMIT - 1} batches; build a new one")
-        return super().fetch(ids, miss_source, out, num_seeds)
 
-    def _admit(self, plan: FetchPlan, rows: torch.Tensor | None) -> None:
+    def _fetch_cpu(self, ids, miss_source: MissSource, out, num_seeds: int) -> torch.Tensor:
+        """:meth:`fetch` on the numba backend: the same phases as ``CacheBase.fetch`` (plan, miss
+        source, admission; a failure before the admission leaves the cache unchanged), each one
+        kernel on NumPy views (:mod:`bgl.cache._kernels`: ``lookahead_plan``, ``scatter_miss_rows``,
+        ``lookahead_admit``).  Fixed cost per fetch: three dispatches and a few checks."""
+        self._check_id_tensor(ids)
+        ids = ids.long().contiguous()
+        self._check_order(ids)
+        n = ids.numel()
+        if isinstance(num_seeds, bool) or not isinstance(num_seeds, (int, np.integer)) or not 0 <= num_seeds <= n:
+            raise ValueError(f"num_seeds must be an int in [0, {n}] (the request's length), got {num_seeds!r}")
+        if n >= _INT32_MAX:
+            raise ValueError(f"a fetch may ask for at most {_INT32_MAX - 1} ids, got {n}")
+        out = self._check_out(out, n)
+        v = self._views()
+        if v.scratch.shape[1] < n:  # grow by 1.5x, as CacheBase._scratch_rows
+            v.scratch = np.empty((_kernels.PLAN_ROWS, max(n, int(1.5 * v.scratch.shape[1]))), np.int64)
+        target = out if out.is_contiguous() else torch.empty(n, self.dim, dtype=self.dtype)
+        ids_np, out_np = ids.numpy(), _row_bytes(target)
+        bad, bad_id, h, m, k, _ = _kernels.lookahead_plan(ids_np, self.num_nodes, v.slot_of, int(num_seeds),
+                                                          v.storage, out_np, v.scratch)
+        if bad:
+            raise ValueError(f"node id {bad_id} outside [0, {self.num_nodes})")
+        rows_np = v.no_rows
+        if k:  # the source gets its own copy of the ids (the scratch is reused next fetch)
+            missing = torch.from_numpy(v.scratch[_kernels.PLAN_MISS_UNIQUE, :k].copy())
+            rows_np = _row_bytes(self._checked_rows(miss_source(missing), k).contiguous())
+            _kernels.scatter_miss_rows(out_np, v.scratch, m, rows_np)
+        if target is not out:
+            out.copy_(target)
+        t, c = time.perf_counter(), time.thread_time()
+        seq, link_off = self._consume_window()
+        if self.capacity:
+            fill_key = (max(seq, 0) << _PRIO_BITS) if self.fill == "recency" else 0
+            self.filled, bulk = _kernels.lookahead_admit(
+                ids_np, v.scratch, h, m, k, rows_np, v.storage, v.links, link_off, fill_key, v.prio, v.slot_key,
+                v.slot_of, v.id_in_slot, self.heap, self.heap_pos, self.filled, self.capacity, self._owner, _NEEDED,
+                SEQ_LIMIT, BULK_FIXED_STEPS, self._allow_bulk)
+            self.bulk_rankings += bulk
+        self.policy_seconds += time.perf_counter() - t
+        self.policy_cpu_seconds += time.thread_time() - c
+        self._count_fetch(n, h, k)
+        return out
+
+    def _consume_window(self) -> tuple[int, int]:
+        """Pop the fetched batch: ``(its seq, offset of its links in the buffer or -1 if unannounced)``."""
         if self._window:
             cur = self._window.popleft()
-            seq, link_off = cur.seq, cur.start - self.links_base
-        else:  # unannounced fetch: a batch with no lookahead
-            seq, link_off = self.next_seq, -1
-            self.next_seq += 1
+            return cur.seq, cur.start - self.links_base
+        self.next_seq += 1  # unannounced fetch: a batch with no lookahead
+        return self.next_seq - 1, -1
+
+    def _admit(self, plan: FetchPlan, rows: torch.Tensor | None) -> None:
+        """The torch backend's admission (any device); the numba backend's is in :meth:`_fetch_cpu`."""
+        seq, link_off = self._consume_window()
         if self.capacity == 0:
-            return
-        if self.backend == "numba":
-            self._admit_numba(plan, rows, seq, link_off)
             return
         ids, dev = plan.ids, self.device
         nxt = None if link_off < 0 else self.links[link_off: link_off + ids.numel()]
@@ -289,54 +383,9 @@ class LookaheadCache(CacheBase):
             self.slot_key.index_copy_(0, slots, miss_key)
             self.filled += k
             return
-        self._rank_and_admit(plan, rows, miss_key)
-
-    def _rank_and_admit(self, plan: FetchPlan, rows: torch.Tensor, miss_key: torch.Tensor) -> None:
-        """Keep the ``capacity`` largest keys of (slots, misses) with one ``topk``.  Called only
-        when the misses outnumber the empty slots, whose key (-1) is below every miss's, so
-        every empty slot is filled: the cache is full afterwards."""
+        # misses outnumber the empty slots, whose key (-1) is below every miss's: one topk fills them all
         self._keep_largest(plan, rows, self.slot_key, miss_key)
         self.filled = self.capacity
-
-    def _admit_numba(self, plan: FetchPlan, rows: torch.Tensor | None, seq: int, link_off: int) -> None:
-        """The same admission as the torch path: a min-heap of the slots (CPU kernels).
-
-        One heap update costs ~log2(capacity) random steps; when a fetch changes so many
-        keys that they would cost more than ranking the whole cache, the keys are ranked
-        with one ``topk`` (as on the torch path) and the heap rebuilt in O(capacity).  The
-        ranking's fixed cost (torch calls, the rebuild) counts as ``BULK_FIXED_STEPS`` heap
-        steps: without it PubMed at batch 32 (1,972 slots) ranked on 213 of 370 batches and
-        spent 0.84 ms of bookkeeping per batch, 0.48 ms with heap updates only.
-        """
-        k = plan.miss_unique.numel()
-        changed = plan.hit_pos.numel() + k
-        cap = self.capacity
-        bulk = self._allow_bulk and self.filled == cap and \
-            changed * max(cap.bit_length(), 1) > 2 * (cap + k) + BULK_FIXED_STEPS
-        fill_key = (max(seq, 0) << _PRIO_BITS) if self.fill == "recency" else 0
-        no_inverse = np.empty(0, np.int64)
-        slot_key = self.slot_key.numpy()
-        mkey = _kernels.lookahead_rekey(
-            plan.ids.numpy(), plan.hit_pos.numpy(), plan.hit_slots.numpy(), plan.miss_pos.numpy(),
-            no_inverse if plan.miss_inverse is None else plan.miss_inverse.numpy(), k, self.links.numpy(),
-            link_off, fill_key, self.prio.numpy(), slot_key, self.heap, self.heap_pos, self.filled, self._owner,
-            _NEEDED, SEQ_LIMIT, not bulk)
-        if k == 0:
-            if bulk:
-                _kernels.heap_build(self.heap, self.heap_pos, slot_key, self.filled)
-            return
-        if bulk:
-            self._rank_and_admit(plan, rows, torch.from_numpy(mkey))
-            _kernels.heap_build(self.heap, self.heap_pos, slot_key, self.filled)
-            return
-        out_slot = np.empty(k, np.int64)
-        self.filled = int(_kernels.lookahead_insert(
-            plan.miss_unique.numpy(), mkey, slot_key, self.slot_of.numpy(), self.id_in_slot.numpy(), self.heap,
-            self.heap_pos, self.filled, cap, self._owner, out_slot))
-        enter = np.flatnonzero(out_slot >= 0)
-        if enter.size:
-            _scatter_rows(self.storage, torch.from_numpy(out_slot[enter]),
-                          rows.index_select(0, torch.from_numpy(enter)))
 
     # ----------------------------------------------------------------- keys
     def _needed_key(self, seq: int, ids: torch.Tensor) -> torch.Tensor:
