@@ -91,6 +91,17 @@ def plain_env(keys: RunKeys | None) -> dict[str, str]:
     return {} if keys is not None else {curve_keys.ENV_CURVE_DIR: ""}
 
 
+def spread_ids(n: int, k: int):
+    """int64 tensor of ``k`` ids spread evenly over ``[0, n)``, first and last included, distinct.
+
+    Integer arithmetic: a float32 ``linspace`` rounds ids past 2^24 (R-MAT 25's last node,
+    33,554,431, became 33,554,432, outside the graph, and failed the launch's warm-up)."""
+    import torch
+
+    steps = torch.arange(k, dtype=torch.int64)
+    return (steps * (n - 1) // max(k - 1, 1)).unique()
+
+
 def warm_up_servers(addresses: list[str], timeout: float, curve=None) -> None:
     """Sample 2 hops from a few seeds spread over all servers and read their features/labels;
     also one LABOR sample and one weighted sample per 1-D edge array the servers hold, so
@@ -107,7 +118,7 @@ def warm_up_servers(addresses: list[str], timeout: float, curve=None) -> None:
 
     with SamplingClient(addresses, timeout=timeout, curve=curve) as client:
         n = client.num_nodes
-        seeds = torch.linspace(0, n - 1, steps=min(n, 8 * len(addresses))).long().unique()
+        seeds = spread_ids(n, min(n, 8 * len(addresses)))
         blocks = client.sample_blocks(seeds, [2, 2], seed=0)
         client.sample_blocks(seeds, [2], seed=0, labor=Labor())
         for name, spec in client.infos[0].get("edata", {}).items():

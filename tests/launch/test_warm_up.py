@@ -33,3 +33,13 @@ def test_warm_up_samples_by_every_weight_array_and_skips_bad_ones(tmp_path):
     finally:
         server.stop()
         thread.join(timeout=10)
+
+
+def test_warm_up_seeds_stay_inside_graphs_past_2_to_the_24_nodes():
+    """R-MAT 25 (33,554,432 nodes): a float32 linspace turned the last id into 33,554,432."""
+    from bgl.launch.run_keys import spread_ids
+
+    for n, k in ((2 ** 25, 32), (2 ** 24 + 3, 8), (10, 10), (1, 1), (5, 32)):
+        ids = spread_ids(n, min(n, k))
+        assert int(ids.min()) == 0 and int(ids.max()) == n - 1 and ids.unique().numel() == ids.numel()
+        assert ids.dtype.is_floating_point is False and ids.numel() == min(n, k)
