@@ -114,21 +114,28 @@ def bf16_decode(bits, out):
 
 
 @nb.njit(cache=True, nogil=True)
-def int8_decode(rows, d, block, out):
-    """Packed int8 rows uint8 [n, d + 8 * nblocks] -> float32 [n, d]: ``code * scale + offset``,
-    one float32 multiply then one float32 add per value (the torch decode's two roundings)."""
-    n = rows.shape[0]
-    nblocks = (d + block - 1) // block
-    params = np.empty(2, np.float32)
-    pbytes = params.view(np.uint8)
+def int8_decode_rows(rows, d, params, out):
+    """Packed int8 rows uint8 [n, d + 8] with one scale/offset per row (``params`` float32 [n, 1, 2],
+    the rows' tails) -> float32 [n, d]: ``code * scale + offset``, one float32 multiply then one
+    float32 add per value (the torch decode's two roundings).  The inner loop runs from 0 so LLVM
+    vectorizes it: 0.37 ms for 25,000 x 64 values, where a loop over ``range(lo, hi)`` took 1.5-2.9 ms."""
+    n = out.shape[0]
+    for i in range(n):
+        scale = params[i, 0, 0]
+        off = params[i, 0, 1]
+        for j in range(d):
+            out[i, j] = np.float32(rows[i, j]) * scale + off
+
+
+@nb.njit(cache=True, nogil=True)
+def int8_decode_blocks(rows, d, block, params, out):
+    """:func:`int8_decode_rows` with one scale/offset per ``block`` columns (``params`` [n, nblocks, 2])."""
+    n = out.shape[0]
+    nblocks = params.shape[1]
     for i in range(n):
         for k in range(nblocks):
-            base = d + 8 * k
-            for b in range(8):
-                pbytes[b] = rows[i, base + b]
-            scale = params[0]
-            off = params[1]
+            scale = params[i, k, 0]
+            off = params[i, k, 1]
             lo = k * block
-            hi = min(d, lo + block)
-            for j in range(lo, hi):
-                out[i, j] = np.float32(np.float32(rows[i, j]) * scale) + off
+            for jj in range(min(d - lo, block)):
+                out[i, lo + jj] = np.float32(rows[i, lo + jj]) * scale + off

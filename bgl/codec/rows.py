@@ -186,8 +186,12 @@ def _decode_on_cpu(codec: RowCodec, rows: torch.Tensor) -> torch.Tensor:
         K.f16_decode(src.view(np.uint16), _F16_TABLE[0], out)
     elif codec.name == "bfloat16":
         K.bf16_decode(src, out)
-    else:
-        K.int8_decode(src, codec.dim, codec.block or codec.dim, out)
+    else:  # the scales and offsets, copied out of the rows' unaligned tails (8 B per block and row)
+        params = np.ascontiguousarray(src[:, codec.dim:]).view(np.float32).reshape(src.shape[0], codec.num_blocks, 2)
+        if codec.num_blocks == 1:
+            K.int8_decode_rows(src, codec.dim, params, out)
+        else:
+            K.int8_decode_blocks(src, codec.dim, codec.block, params, out)
     return torch.from_numpy(out)
 
 
