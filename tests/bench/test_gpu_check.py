@@ -13,6 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_gpu_check_cpu_dry_run_writes_results(tmp_path):
     env = {**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path),
            "BGL_GPU_CHECK_FORCE_TREE": "1",  # the no-install route the GPU machine may need

@@ -75,6 +75,7 @@ def test_render_marks_measured_and_projected(scaling):
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_tiny_real_run(scaling, tmp_path):
     """A tiny size through real ingest, partition, `bgl serve` processes and the client."""
     rc = scaling.main(["--scales", "9", "--warmup-scale", "0", "--batches", "2", "--batch-size", "32",

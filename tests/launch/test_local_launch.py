@@ -30,6 +30,7 @@ def assert_clean(port_base, orphans):
     assert busy == [], f"ports still bound: {busy}"
 
 
+@pytest.mark.extended
 def test_failing_trainer_stops_everything(launcher, hosts_file, partition_dir, trainer_script,
                                          free_port_base, orphans):
     base = free_port_base(3)

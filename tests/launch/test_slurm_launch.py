@@ -104,6 +104,7 @@ def test_demo_job_trains_under_sbatch(slurm_cluster, cora_parts, tmp_path, orpha
     assert_nothing_left(slurm_cluster, orphans)
 
 
+@pytest.mark.extended
 def test_scancel_stops_the_launch(slurm_cluster, launcher, partition_dir, trainer_script,
                                   tmp_path, orphans):
     """scancel mid-epoch: non-zero within 10 s, a node named, nothing left."""

@@ -93,6 +93,7 @@ def _wait_gone(pid: int, timeout: float = 10.0) -> None:
     raise AssertionError(f"stage process {pid} still running {timeout} s after its iterator was dropped")
 
 
+@pytest.mark.extended
 def test_abandoned_processes_iterator_stops_its_stages():
     g = _graph()
     shm_before = set(os.listdir("/dev/shm"))
