@@ -3,9 +3,10 @@
 DGL's heterogeneous ``NeighborSampler([{etype: n, ...}, ...])`` draws, for each
 destination node and each relation into its type, up to ``n`` in-edges of that
 relation.  Here a layer's fanouts are one int per relation id (``-1`` all, ``0``
-none); for each relation the destination rows of its destination type get
-their relation span (:func:`~bgl.sampler._typed_kernels.relation_spans`) and the
-homogeneous position and gather passes run over those spans.
+none); each destination row gets the span of every relation into its type
+(:func:`~bgl.sampler._typed_kernels.typed_spans`), the homogeneous sampler's
+per-row draw runs over those spans (:func:`~bgl.sampler._typed_kernels.typed_positions`)
+and one gather pass reads the neighbours.
 
 Randomness: relation ``r`` of a layer draws from the layer seed mixed with
 ``r`` (relation 0 uses the layer seed itself), so a sample is a pure function of
@@ -27,7 +28,7 @@ import numpy as np
 
 from . import _kernels as K
 from . import ops
-from ._typed_kernels import relation_spans
+from ._typed_kernels import typed_positions, typed_spans
 
 MASK64 = (1 << 64) - 1
 
@@ -80,41 +81,20 @@ def sample_typed_layer(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarra
     counts : int64 [m]; nbrs : global ids [sum]; eids : int64 [sum] CSC positions;
     etypes : int64 [sum] relation ids -- each row's edges grouped by relation, ascending
     """
-    m = dst.shape[0]
+    m, num_rel = dst.shape[0], fanouts.shape[0]
     dst_type = np.searchsorted(type_offsets, dst, side="right") - 1
-    per_rel = []
-    counts = np.zeros(m, np.int64)
-    off = np.int64(node_offset)
-    for r in range(fanouts.shape[0]):
-        f = int(fanouts[r])
-        if f == 0:
-            continue
-        rows = np.flatnonzero(dst_type == dst_type_of_rel[r])
-        if rows.size == 0:
-            continue
-        seeds = np.ascontiguousarray(dst[rows])
-        starts = np.empty(rows.size, np.int64)
-        degs = np.empty(rows.size, np.int64)
-        c = np.empty(rows.size, np.int64)
-        relation_spans(indptr, etype, seeds, off, np.int64(r), np.int64(f), bool(replace), starts, degs, c)
-        out_indptr, _ = ops._sample_offsets(c, max_edges - int(counts.sum()))
-        eids = np.empty(int(out_indptr[-1]), np.int64)
-        stream = seeds if keys is None else np.ascontiguousarray(keys[seeds - node_offset], np.int64)
-        K.sample_positions_serial(starts, degs, stream, np.int64(f), bool(replace),
-                                  np.uint64(relation_seed(layer_seed, r) & MASK64), out_indptr, eids)
-        per_rel.append((r, rows, c, out_indptr, eids))
-        counts[rows] += c
-    indptr_out = np.zeros(m + 1, np.int64)
-    np.cumsum(counts, out=indptr_out[1:])
-    total = int(indptr_out[-1])
+    starts = np.empty((m, num_rel), np.int64)
+    degs = np.empty((m, num_rel), np.int64)
+    counts_rel = np.empty((m, num_rel), np.int64)
+    counts = np.empty(m, np.int64)
+    typed_spans(indptr, etype, dst, np.int64(node_offset), dst_type, np.asarray(dst_type_of_rel, np.int64),
+                fanouts, bool(replace), starts, degs, counts_rel, counts)
+    indptr_out, total = ops._sample_offsets(counts, max_edges)
     all_eids = np.empty(total, np.int64)
     etypes = np.empty(total, np.int64)
-    filled = indptr_out[:-1].copy()  # next free slot of each row; relations come in ascending order
-    for r, rows, c, out_indptr, eids in per_rel:
-        dest = np.repeat(filled[rows], c) + (np.arange(eids.shape[0]) - np.repeat(out_indptr[:-1], c))
-        all_eids[dest] = eids
-        etypes[dest] = r
-        filled[rows] += c
+    stream = dst if keys is None else np.ascontiguousarray(keys[dst - node_offset], np.int64)
+    rel_seeds = np.array([relation_seed(layer_seed, r) & MASK64 for r in range(num_rel)], np.uint64)
+    typed_positions(starts, degs, counts_rel, stream, fanouts, bool(replace), rel_seeds, indptr_out, all_eids, etypes)
     nbrs = np.empty(total, indices.dtype)
     K.gather_nbrs_serial(indices, all_eids, nbrs)
     return counts, nbrs, all_eids, etypes
