@@ -58,6 +58,7 @@ def background_items(make_items: Callable[[], Iterator[Any]], queue_size: int,
                 for item in items:
                     if not put((_ITEM, item)):
                         return
+                    del item  # not held while the next one is made (the trainer may have dropped it)
             finally:
                 items.close()
             put((_END, None))
@@ -66,6 +67,7 @@ def background_items(make_items: Callable[[], Iterator[Any]], queue_size: int,
 
     thread = threading.Thread(target=produce, name=name, daemon=True)
     thread.start()
+    held: list = []  # the item being yielded, popped as it goes: a suspended frame keeps no batch
     try:
         while True:
             try:
@@ -78,7 +80,9 @@ def background_items(make_items: Callable[[], Iterator[Any]], queue_size: int,
                 return
             if kind == _ERROR:
                 raise value
-            yield value
+            held.append(value)
+            del value
+            yield held.pop()
     finally:
         stop.set()
         thread.join()  # its current item ends within the sampler's own timeouts

@@ -22,6 +22,10 @@ DEFAULT_CACHE_RATIO = 0.1
 # The policy of ``cache=True`` / a cache size without a policy name: keep what the
 # already-sampled batches need (fewest rows from the source in bench/results/cache.md).
 DEFAULT_CACHE_POLICY = "lookahead"
+# The policies that read node in-degrees: static-degree pins by degree; fifo uses them only to
+# choose which misses stay when one batch overflows the ring (hubs), and lookahead to rank the
+# rows no sampled batch needs, so those two can do without them.
+DEGREE_POLICIES = ("static-degree", "fifo", "lookahead")
 
 
 def cache_policy_name(cache, cache_ratio, cache_bytes) -> Optional[str]:
@@ -85,10 +89,7 @@ def resolve_cache_spec(cache, cache_ratio, cache_bytes, info: GraphInfo, pipelin
         capacity = int(ratio * info.num_nodes)
     capacity = min(capacity, info.num_nodes)
     degrees = None
-    # static-degree pins by degree; fifo uses degrees only to choose which misses
-    # stay when one batch overflows the ring (hubs), and lookahead to rank the rows
-    # no sampled batch needs, so those two can do without them.
-    if policy in ("static-degree", "fifo", "lookahead"):
+    if policy in DEGREE_POLICIES:
         if info.store is not None:
             degrees = np.asarray(info.store.in_degrees())
         elif info.partition_dir is not None:
@@ -131,18 +132,18 @@ def typed_cache_spec(policy: str, cache_ratio, cache_bytes, info: GraphInfo, pip
         raise ValueError("cache requested but no node type of this graph has features")
     if policy == "presample":
         raise ValueError("cache='presample' is not available for typed graphs; use 'lookahead' or 'fifo'")
-    itemsize = {t.name: np.dtype(t.feat_dtype or "float32").itemsize for t in featured}
-    total = sum(t.count * t.feat_dim * itemsize[t.name] for t in featured)
+    dtypes = {t.name: np.dtype(t.feat_dtype or "float32") for t in featured}
+    total = sum(t.count * t.feat_dim * dtypes[t.name].itemsize for t in featured)
     fraction, cache_bytes = checked_size(cache_ratio, cache_bytes)
     if cache_bytes is not None:
         fraction = min(1.0, cache_bytes / total) if total else 0.0
     degrees = None
-    if policy in ("static-degree", "fifo", "lookahead") and info.store is not None:
+    if policy in DEGREE_POLICIES and info.store is not None:
         degrees = np.asarray(info.store.in_degrees())
     if degrees is None and policy == "static-degree":
         raise ValueError("cache='static-degree' needs node degrees: pass a store")
     specs = {t.name: CacheSpec(policy=policy, capacity=min(int(fraction * t.count), t.count), num_nodes=t.count,
-                               dim=t.feat_dim, dtype=np.dtype(t.feat_dtype or "float32").name,
+                               dim=t.feat_dim, dtype=dtypes[t.name].name,
                                device=cache_device(pipeline, device),
                                degrees=None if degrees is None else degrees[t.offset:t.offset + t.count])
              for t in featured}

@@ -30,7 +30,9 @@ def check_typed_options(info, indices, fanouts, order, cache, cache_ratio, cache
     if info.schema is None:
         raise TypeError("dict indices ({ntype: ids}) need a graph with node types; this graph has one type: "
                         "pass one id tensor")
-    if cache is not None and not isinstance(cache, (str, bool, float, np.floating)) and not hasattr(cache, "caches"):
+    from ..cache.typed import TypedFeatureCache
+
+    if cache is not None and not isinstance(cache, (str, bool, float, np.floating, TypedFeatureCache)):
         raise TypeError(f"a typed graph's cache object must be a bgl.cache.typed.TypedFeatureCache (one cache "
                         f"per node type), got {type(cache).__name__}; or pass a policy name")
     if len(dict.fromkeys(feat_keys)) > 1 or edge_keys:
