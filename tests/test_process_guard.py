@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 CONFTEST = Path(__file__).with_name("conftest.py")
 
 LEAKY_TESTS = '''
@@ -50,6 +52,7 @@ def test_guard_fails_each_leaking_test_and_restores_the_state(pytester):
     assert "test_cleans_up_after_itself left" not in out
 
 
+@pytest.mark.extended  # an inner suite run three times (11 s); the guard test above stays in make test
 def test_shuffle_option_reorders_modules_and_tests_reproducibly(pytester):
     pytester.makeconftest(CONFTEST.read_text())
     for m in "abc":

@@ -26,16 +26,7 @@ def stage_failed(name: str, e: BaseException) -> PipelineError:
 
 def source_items(source: SourceStage, epoch: Any) -> Iterator[Any]:
     """``source.items(epoch)``, naming the source if it raises."""
-    items = source.items(epoch)
-    held: list = []  # as in streamed: no frame keeps the item it yielded
-    while True:
-        try:
-            held.append(next(items))
-        except StopIteration:
-            return
-        except Exception as e:
-            raise stage_failed(source.name, e) from e
-        yield held.pop()
+    yield from _named(source.name, source.items(epoch))
 
 
 def run_chain(items: Iterator[Any], stages: Sequence[Stage]) -> Iterator[Any]:
@@ -63,10 +54,15 @@ def mapped(stage: Stage, items: Iterator[Any]) -> Iterator[Any]:
 
 
 def streamed(stage: Stage, items: Iterator[Any]) -> Iterator[Any]:
-    """``stage.stream(items)`` (inline), naming the stage if it raises; an upstream
-    PipelineError (already naming its stage) passes through."""
-    out = stage.stream(items)
-    held: list = []  # the next item, popped as it is yielded: a suspended frame keeps no batch (see mapped)
+    """``stage.stream(items)`` (inline), naming the stage if it raises."""
+    yield from _named(stage.name, stage.stream(items))
+
+
+def _named(name: str, out: Iterator[Any]) -> Iterator[Any]:
+    """The items of ``out``; an exception from it is re-raised naming stage ``name``, except an
+    upstream PipelineError (already naming its stage), which passes through; ``out`` is closed
+    at the end.  Each item is popped as it is yielded: a suspended frame keeps no batch (see mapped)."""
+    held: list = []
     try:
         while True:
             try:
@@ -76,10 +72,12 @@ def streamed(stage: Stage, items: Iterator[Any]) -> Iterator[Any]:
             except PipelineError:
                 raise
             except Exception as e:
-                raise stage_failed(stage.name, e) from e
+                raise stage_failed(name, e) from e
             yield held.pop()
     finally:
-        out.close()
+        close = getattr(out, "close", None)
+        if close is not None:
+            close()
 
 
 def apply_stage(stage: Stage, item: Any) -> Any:

@@ -12,8 +12,8 @@ where the CUDA context lives).  The same stage objects run two ways:
     (``queue_size``) ahead of the trainer, which runs the trainer stages
     (:mod:`bgl.loader.background` says why and how it stops).
 ``processes``
-    Every source/map stage runs in its own process started with the ``spawn``
-    context and pinned to its cores with ``os.sched_setaffinity``.  Stages are
+    Every source/map stage runs in its own process, forked from a zygote that imported
+    torch and bgl once (:mod:`bgl.loader.spawn_start`; no ``__main__`` re-run), and pinned to its cores with ``os.sched_setaffinity``.  Stages are
     connected by bounded ``torch.multiprocessing`` queues: tensors travel as
     shared-memory handles (the storage is moved to shared memory once, never
     re-pickled element by element), and a full queue blocks the producer, so a
@@ -23,7 +23,7 @@ Stage objects are *specs*: picklable dataclasses holding paths, addresses and
 numbers.  Live resources (stores, sockets, caches) are created by ``open()``
 inside the process that runs the stage.
 
-Processes persist across epochs (spawn + ``import torch`` costs seconds), and
+Processes persist across epochs (starting one costs ~1 s of kernel loading), and
 are torn down when an epoch is abandoned early (``break``), when the epoch
 iterator is closed or garbage-collected mid-epoch, on any stage failure, on
 ``KeyboardInterrupt``, or by :meth:`Pipeline.close`.  A stage that raises or
@@ -36,7 +36,6 @@ This module is the trainer's side; what runs inside a stage process is
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import time
 import weakref
@@ -148,12 +147,12 @@ class Pipeline:
         try:
             for i, stage in enumerate(proc_stages):
                 cores = self.cores.get(stage.name, ())
-                # Spawned without re-running the user's script (bgl/loader/spawn_start.py), so a
+                # Forked from the zygote without re-running the user's script (bgl/loader/spawn_start.py), so a
                 # loader built at module level, DGL-example style, works unguarded.
                 p = StageProcess(
                     target=_stage_main, name=f"bgl-{stage.name}", daemon=True,
                     args=(stage, i == 0, self._queues[i], self._queues[i + 1], self._err_q,
-                          self._stop, cores, os.getpid()),
+                          self._stop, cores),
                 )
                 p.start()
                 procs.append(_StageProc(stage.name, p, cores))

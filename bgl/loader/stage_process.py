@@ -1,9 +1,9 @@
 """What runs inside one stage process of a :class:`~bgl.loader.pipeline.Pipeline`.
 
-A stage process is started with ``spawn`` and runs :func:`_stage_main`: it
-pins itself to its cores, sizes its thread pools, opens its stage, then
-moves items from its input queue to its output queue until told to stop,
-orphaned (its parent died) or failed, and reports a failure on the error
+A stage process is forked from the trainer's zygote (:mod:`bgl.loader.spawn_start`)
+and runs :func:`_stage_main`: it pins itself to its cores, sizes its thread pools,
+opens its stage, then moves items from its input queue to its output queue until
+told to stop, orphaned (the trainer died: :func:`~bgl.loader.spawn_start.trainer_alive`) or failed, and reports a failure on the error
 queue with the traceback text.  A stage that reads ahead (``reads_ahead() > 0``,
 the fetch stage with a lookahead cache) gets each epoch's items as one
 iterator over the received messages (:func:`_stream_epoch`).  The trainer-side half (starting,
@@ -20,6 +20,7 @@ import traceback
 from collections import deque
 from typing import Iterator, Sequence
 
+from .spawn_start import trainer_alive
 from .stage_protocol import Stage
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,8 @@ _EPOCH, _BATCH, _END, _STOP = "epoch", "batch", "end", "stop"
 
 
 def _set_parent_death_signal() -> None:
-    """Ask Linux to SIGTERM this process when its parent dies, so a SIGKILLed trainer leaves no orphans."""
+    """Ask Linux to SIGTERM this process when its parent (the zygote) dies: a backstop to the trainer
+    poll in :func:`_put` / :func:`_get`, which is what notices a SIGKILLed trainer."""
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -44,7 +46,7 @@ def _set_parent_death_signal() -> None:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         PR_SET_PDEATHSIG = 1
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:  # pragma: no cover - no libc; the ppid poll below still catches it
+    except OSError:  # pragma: no cover - no libc; the trainer poll still catches it
         pass
 
 
@@ -99,7 +101,7 @@ def _record_feed_errors(q) -> None:
     q._bgl_feed_errors = errors
 
 
-def _put(q, msg, stop, parent_pid: int) -> bool:
+def _put(q, msg, stop) -> bool:
     """Put with backpressure; False when asked to stop or orphaned.  Raises what the queue's
     feeder thread could not send before (an unpicklable item)."""
     errors = getattr(q, "_bgl_feed_errors", None)
@@ -107,7 +109,7 @@ def _put(q, msg, stop, parent_pid: int) -> bool:
         e = errors[0]
         raise RuntimeError(f"an output of this stage could not be sent to the next: {type(e).__name__}: {e}") from e
     while True:
-        if stop.is_set() or os.getppid() != parent_pid:
+        if stop.is_set() or not trainer_alive():
             return False
         try:
             q.put(msg, timeout=POLL_S)
@@ -116,10 +118,10 @@ def _put(q, msg, stop, parent_pid: int) -> bool:
             continue
 
 
-def _get(q, stop, parent_pid: int):
+def _get(q, stop):
     """Get, polling the stop flag; None when asked to stop or orphaned."""
     while True:
-        if stop.is_set() or os.getppid() != parent_pid:
+        if stop.is_set() or not trainer_alive():
             return None
         try:
             return q.get(timeout=POLL_S)
@@ -132,7 +134,7 @@ class _Stopped(BaseException):
     BaseException, like GeneratorExit, so a stream's own `except Exception` cannot swallow it)."""
 
 
-def _epoch_items(first, in_q, stop, parent_pid: int, headers: deque, end: list) -> Iterator:
+def _epoch_items(first, in_q, stop, headers: deque, end: list) -> Iterator:
     """Payloads of one epoch's ``_BATCH`` messages, ``first`` included, read as the consumer asks.
 
     Appends each message's ``(epoch, index)`` to ``headers`` as its payload is handed out and the
@@ -143,7 +145,7 @@ def _epoch_items(first, in_q, stop, parent_pid: int, headers: deque, end: list) 
         _, epoch, index, item = msg
         headers.append((epoch, index))
         yield item
-        msg = _get(in_q, stop, parent_pid)
+        msg = _get(in_q, stop)
         if msg is None or msg[0] == _STOP:
             raise _Stopped
         if msg[0] != _BATCH:
@@ -151,7 +153,7 @@ def _epoch_items(first, in_q, stop, parent_pid: int, headers: deque, end: list) 
             return
 
 
-def _stream_epoch(stage: Stage, first, in_q, out_q, stop, parent_pid: int) -> bool:
+def _stream_epoch(stage: Stage, first, in_q, out_q, stop) -> bool:
     """Run one epoch through ``stage.stream`` (a stage that reads ahead); False when told to stop.
 
     The stream gives one output per input in order, so outputs take the input headers
@@ -159,11 +161,11 @@ def _stream_epoch(stage: Stage, first, in_q, out_q, stop, parent_pid: int) -> bo
     """
     headers: deque = deque()
     end: list = []
-    out = stage.stream(_epoch_items(first, in_q, stop, parent_pid, headers, end))
+    out = stage.stream(_epoch_items(first, in_q, stop, headers, end))
     try:
         for result in out:
             epoch, index = headers.popleft()
-            if not _put(out_q, (_BATCH, epoch, index, result), stop, parent_pid):
+            if not _put(out_q, (_BATCH, epoch, index, result), stop):
                 return False
     except _Stopped:
         return False
@@ -171,10 +173,10 @@ def _stream_epoch(stage: Stage, first, in_q, out_q, stop, parent_pid: int) -> bo
         out.close()
     if headers or not end:
         raise RuntimeError(f"stage {stage.name!r}: stream() did not give one output per input item")
-    return _put(out_q, end[0], stop, parent_pid)
+    return _put(out_q, end[0], stop)
 
 
-def _stage_main(stage: Stage, is_source: bool, in_q, out_q, err_q, stop, cores, parent_pid: int) -> None:
+def _stage_main(stage: Stage, is_source: bool, in_q, out_q, err_q, stop, cores) -> None:
     """Entry point of one stage process (module level so ``spawn`` can import it)."""
     _set_parent_death_signal()
     quiet_numba_threads()
@@ -189,27 +191,27 @@ def _stage_main(stage: Stage, is_source: bool, in_q, out_q, err_q, stop, cores, 
         _pin(cores)
         stage.open()
         while True:
-            msg = _get(in_q, stop, parent_pid)
+            msg = _get(in_q, stop)
             if msg is None or msg[0] == _STOP:
                 break
             if is_source:
                 epoch = msg[1]
                 count = 0
                 for item in stage.items(epoch):
-                    if not _put(out_q, (_BATCH, epoch, count, item), stop, parent_pid):
+                    if not _put(out_q, (_BATCH, epoch, count, item), stop):
                         return
                     count += 1
-                if not _put(out_q, (_END, epoch, count, None), stop, parent_pid):
+                if not _put(out_q, (_END, epoch, count, None), stop):
                     return
             elif msg[0] == _BATCH and stage.reads_ahead() > 0:
-                if not _stream_epoch(stage, msg, in_q, out_q, stop, parent_pid):
+                if not _stream_epoch(stage, msg, in_q, out_q, stop):
                     return
             elif msg[0] == _BATCH:
                 _, epoch, index, item = msg
-                if not _put(out_q, (_BATCH, epoch, index, stage(item)), stop, parent_pid):
+                if not _put(out_q, (_BATCH, epoch, index, stage(item)), stop):
                     return
             else:  # _END passes through so the trainer knows the epoch is complete
-                if not _put(out_q, msg, stop, parent_pid):
+                if not _put(out_q, msg, stop):
                     return
     except BaseException as e:  # report everything, including SystemExit from user code
         text = "".join(traceback.format_exception(type(e), e, e.__traceback__))

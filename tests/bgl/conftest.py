@@ -60,13 +60,18 @@ def serve_partition():
 
 
 def _spawned_children() -> list:
-    """Live children started through multiprocessing's spawn (stage processes, not the resource tracker)."""
+    """Live stage processes of this process: forks of its zygote (bgl/loader/spawn_start.py) and any
+    child started through multiprocessing's spawn; not the zygote itself, nor the resource tracker."""
     import psutil
 
+    from bgl.loader.spawn_start import zygote_pid
+
+    zygote = zygote_pid()
     out = []
     for p in psutil.Process().children(recursive=True):
         try:
-            if "spawn_main" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE:
+            stage = p.ppid() == zygote or "spawn_main" in " ".join(p.cmdline())
+            if stage and p.status() != psutil.STATUS_ZOMBIE:
                 out.append(p)
         except psutil.NoSuchProcess:
             continue

@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from bgl.launch.backends import port_is_free
 
 
@@ -41,6 +43,7 @@ def test_demo_trains_graphsage_through_launched_servers(tmp_path, orphans):
     assert all(port_is_free("127.0.0.1", p) for p in range(int(ports.group(1)), int(ports.group(2)) + 1))
 
 
+@pytest.mark.extended  # 27 s; link prediction over real servers stays in make test (tests/bgl/loader)
 def test_demo_link_prediction_through_launched_servers(tmp_path, orphans):
     """``bgl demo --task link``: examples/train_link_pred.py under bgl launch, 2 servers + 2 DDP trainers."""
     done = subprocess.run([sys.executable, "-m", "bgl", "demo", "--task", "link", "--epochs", "2",

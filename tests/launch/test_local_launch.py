@@ -146,7 +146,9 @@ def test_port_in_use_fails_before_anything_starts(hosts_file, partition_dir, tra
     assert orphans(timeout=0) == []
 
 
-@pytest.mark.parametrize("local_reads", [True, pytest.param(False, marks=pytest.mark.extended)])
+# 17 s a run; co-located reads stay in make test: tests/sampler/test_colocated.py, test_spec.py, the demo
+@pytest.mark.extended
+@pytest.mark.parametrize("local_reads", [True, False])
 def test_each_trainer_reads_the_part_served_on_its_own_host(launcher, tmp_path, partition_dir, trainer_script,
                                                            free_port_base, orphans, local_reads):
     """Two loopback "machines": part k's server and node k's trainer on 127.0.0.(k+1); the trainer's

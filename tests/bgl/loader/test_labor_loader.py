@@ -45,6 +45,9 @@ def test_bgl_labor_sampler_with_edge_features(graph):
 @pytest.mark.parametrize("kwargs", [{"importance_sampling": 1}, {"importance_sampling": -1, "layer_dependency": True},
                                     {"prob": "pw"}, {"prob": "pw", "importance_sampling": 2}])
 def test_importance_sampling_and_prob_blocks_carry_dgls_edge_weights(graph, kwargs):
+    # seeded: the input counts of 3 batches of 200 are compared within 5 %, and DGL draws from its own RNG
+    torch.manual_seed(7)
+    dgl.seed(7)
     ids = torch.arange(600)
     labor = dgl.dataloading.LaborSampler([5, 5], **kwargs)
     ours, theirs = bgl.DataLoader(graph, ids, labor, batch_size=200), dgl.dataloading.DataLoader(
