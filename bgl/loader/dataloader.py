@@ -40,7 +40,7 @@ from .labor import sampler_edge_options
 from .minibatch import MiniBatch
 from .order_prefetch import NextOrderGuess, peek_torch_seed
 from .order_stage import ORDERS, OrderStage, num_batches
-from .pipeline import Pipeline, quiet_numba_threads
+from .pipeline import Pipeline, quiet_numba_threads, start_zygote
 from .presample import presample_cache_spec
 from .resources import CoreSplit, available_cores, profile_stages, resolve_stage_cores, split_cores
 from .specs import CacheSpec
@@ -344,10 +344,8 @@ class DataLoader:
     def _build_pipeline(self) -> Pipeline:
         cores = None
         if self.pipeline_mode == "processes":
-            split = self.core_split
-            if split is None:
-                split = self._profile_split()
-                self.core_split = split
+            start_zygote()  # its imports (seconds) overlap the core-split probe below
+            split = self.core_split = self.core_split or self._profile_split()
             log.info("%s", split.describe())
             cores = dict(split.cores)
             # Ordering is a few permutations per epoch: it shares the sampler's cores.

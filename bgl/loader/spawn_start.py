@@ -108,6 +108,12 @@ class StageProcess(context.SpawnProcess):
         return _PopenFromZygote(process_obj)
 
 
+def start_zygote() -> None:
+    """Start this process's zygote now if it is not running; returns at once (it imports in the background)."""
+    with _ZYGOTE_LOCK:
+        _ZYGOTE.ensure_running()
+
+
 def zygote_pid() -> int | None:
     """pid of this process's zygote while it runs, else None."""
     return _ZYGOTE._forkserver_pid
