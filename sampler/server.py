@@ -41,6 +41,7 @@ from bgl.store import GraphStore
 
 from . import curve_keys
 from . import ops
+from .kernel_warmup import load_request_kernels
 from . import protocol as P
 
 log = logging.getLogger("bgl.sampler.server")
@@ -251,29 +252,8 @@ class GraphServer:
                                                               h.field == P.FIELD_LABEL))
 
     def _load_kernels(self) -> None:
-        """Answer a plain, a LABOR and an edge-excluding SAMPLE and the FEATURES reads now, before reporting
-        ready: the first request of a new kind loads (or, on a cold cache, compiles: up to a minute
-        on a loaded 2-core box) its numba kernels, time that a client waiting on its deadline must
-        not pay.  Frames are read-only buffers, so the arrays here are too (numba compiles a
-        variant per writeable flag)."""
-        if self.store.num_nodes == 0:
-            return
-        seeds, exclude = np.array([self._lo], np.int64), np.array([0], np.int64)
-        seeds.flags.writeable = exclude.flags.writeable = False
-        for array in (self.store.feat_rows, self.store.label):
-            if array is not None:
-                ops.gather(array, seeds, self._lo, parallel=False)
-        if self.store.num_edges == 0:
-            return
-        ops.sample_neighbors(self._indptr, self.store.indices, seeds, self._lo, 2, False, 0, parallel=False)
-        ops.sample_labor(self._indptr, self.store.indices, seeds, self._lo, 2, 0, 0, -1.0, parallel=False)
-        ops.sample_neighbors(self._indptr, self.store.indices, seeds, self._lo, 2, False, 0, parallel=False,
-                             exclude=exclude)
-        if self._num_relations is not None:
-            from .typed import sample_typed_store
-
-            sample_typed_store(self.store, self._indptr, seeds, np.full(self._num_relations, 2, np.int64), False, 0,
-                               self._keys)
+        """Every request kind's numba kernels loaded before reporting ready (:mod:`.kernel_warmup`)."""
+        load_request_kernels(self.store, self._indptr, self._num_relations, getattr(self, "_keys", None))
 
     # ------------------------------------------------------------------ serving
     def stop(self) -> None:

@@ -1,0 +1,56 @@
+"""Load every request kind's numba kernels in a graph server before it reports ready.
+
+The first request of a new kind loads (or, on a cold cache such as a fresh clone's, compiles:
+up to a minute on a loaded 2-core box) its kernels: time a client waiting on its reply deadline
+must not pay.  So a server answers one request of each kind to itself first: a plain, a LABOR
+and an edge-excluding SAMPLE, a weighted one per 1-D edge array, a typed one on a typed store,
+and the FEATURES/label reads.  Frames arrive as read-only buffers, so the arrays here are
+read-only too (numba compiles a variant per writeable flag).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import ops
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+def load_request_kernels(store, indptr: np.ndarray, num_relations: int | None, keys=None) -> None:
+    """Run each kind of request the server at ``store`` (CSC ``indptr``) answers, on one seed."""
+    if store.num_nodes == 0:
+        return
+    lo = store.node_offset
+    seeds, exclude = _read_only(np.array([lo], np.int64)), _read_only(np.array([0], np.int64))
+    for array in (store.feat_rows, store.label):
+        if array is not None:
+            ops.gather(array, seeds, lo, parallel=False)
+    if store.num_edges == 0:
+        return
+    ops.sample_neighbors(indptr, store.indices, seeds, lo, 2, False, 0, parallel=False)
+    ops.sample_labor(indptr, store.indices, seeds, lo, 2, 0, 0, -1.0, parallel=False)
+    ops.sample_neighbors(indptr, store.indices, seeds, lo, 2, False, 0, parallel=False, exclude=exclude)
+    _load_weighted_kernels(store, seeds)
+    if num_relations is not None:
+        from .typed import sample_typed_store
+
+        sample_typed_store(store, indptr, seeds, np.full(num_relations, 2, np.int64), False, 0, keys)
+
+
+def _load_weighted_kernels(store, seeds: np.ndarray) -> None:
+    """The weighted draw's kernels for each 1-D edge array's dtype, on a one-edge CSC cut from the
+    store's own arrays (their dtypes and flags, without the O(edges) check a real request makes)."""
+    indptr = _read_only(np.array([0, 1], np.int64))
+    for name in store.meta.edata:
+        values = store.edge_array(name)
+        if values.ndim != 1:
+            continue
+        try:
+            prob = ops.check_weights(values[:1], 1, name)
+        except ValueError:
+            continue  # not weights: a request naming it is refused with the reason
+        ops.sample_neighbors(indptr, store.indices[:1], seeds, store.node_offset, 2, False, 0, parallel=False,
+                             prob=prob)
