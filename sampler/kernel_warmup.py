@@ -12,11 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import ops
-
-
-def _read_only(a: np.ndarray) -> np.ndarray:
-    a.flags.writeable = False
-    return a
+from .ops import _read_only
 
 
 def load_request_kernels(store, indptr: np.ndarray, num_relations: int | None, keys=None) -> None:

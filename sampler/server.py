@@ -146,6 +146,7 @@ class GraphServer:
         self._hi = store.node_offset + store.num_nodes
         # a typed store's relation count, which every typed SAMPLE's fanouts frame must match
         self._num_relations = len(store.schema.edge_types) if store.is_typed else None
+        self._keys = None
         if self._num_relations is not None:
             from .typed import stream_keys
 
@@ -253,7 +254,7 @@ class GraphServer:
 
     def _load_kernels(self) -> None:
         """Every request kind's numba kernels loaded before reporting ready (:mod:`.kernel_warmup`)."""
-        load_request_kernels(self.store, self._indptr, self._num_relations, getattr(self, "_keys", None))
+        load_request_kernels(self.store, self._indptr, self._num_relations, self._keys)
 
     # ------------------------------------------------------------------ serving
     def stop(self) -> None:

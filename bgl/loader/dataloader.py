@@ -40,9 +40,10 @@ from .labor import sampler_edge_options
 from .minibatch import MiniBatch
 from .order_prefetch import NextOrderGuess, peek_torch_seed
 from .order_stage import ORDERS, OrderStage, num_batches
-from .pipeline import Pipeline, quiet_numba_threads, start_zygote
+from .pipeline import Pipeline, quiet_numba_threads
 from .presample import presample_cache_spec
 from .resources import CoreSplit, available_cores, profile_stages, resolve_stage_cores, split_cores
+from .spawn_start import start_zygote
 from .specs import CacheSpec
 from .stages import FetchStage, SampleStage, TransferStage
 from .typed import check_typed_options, typed_fanouts, typed_seed_ids

@@ -17,8 +17,8 @@ where the CUDA context lives).  The same stage objects run two ways:
     pinned to its cores with ``os.sched_setaffinity``.  Stages are connected by bounded
     ``torch.multiprocessing`` queues: tensors travel as shared-memory handles (the
     storage is moved to shared memory once, never re-pickled element by element), and
-    a full queue blocks the producer, so a
-    slow stage shows up as backpressure instead of unbounded memory.
+    a full queue blocks the producer, so a slow stage shows up as backpressure instead
+    of unbounded memory.
 
 Stage objects are *specs*: picklable dataclasses holding paths, addresses and
 numbers.  Live resources (stores, sockets, caches) are created by ``open()``
@@ -46,7 +46,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from ..errors import PipelineError
 from .background import background_items
 from .inline_chain import apply_stage, close_quietly, run_chain, source_items
-from .spawn_start import StageProcess, start_zygote  # noqa: F401 (start_zygote: for the DataLoader)
+from .spawn_start import StageProcess
 # the stage contract; also importable from here, as it was before it had a module of its own
 from .stage_protocol import SourceStage, Stage
 # quiet_numba_threads is re-exported: the DataLoader and test setup call it from here.

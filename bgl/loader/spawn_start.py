@@ -28,13 +28,11 @@ from __future__ import annotations
 import io
 import multiprocessing
 import os
-import threading
 from multiprocessing import context, forkserver, popen_forkserver, reduction, spawn, util
 
 # What the zygote imports before it forks anything: torch (seconds), numba and the stage code.
 ZYGOTE_PRELOAD = ["bgl.loader._zygote_warm"]
 _MAIN_KEYS = ("init_main_from_path", "init_main_from_name")
-_ZYGOTE_LOCK = threading.Lock()
 
 
 def _new_zygote() -> forkserver.ForkServer:
@@ -45,9 +43,10 @@ def _new_zygote() -> forkserver.ForkServer:
 
 def _forget_the_parents_zygote() -> None:
     """In a child forked from a trainer (a user's fork, DGL's fork workers): the parent's zygote is
-    not this process's child, so it starts its own when it needs one."""
-    global _ZYGOTE, _ZYGOTE_LOCK
-    _ZYGOTE, _ZYGOTE_LOCK = _new_zygote(), threading.Lock()
+    not this process's child (and its lock may have been held by another thread at the fork), so
+    this process starts its own when it needs one."""
+    global _ZYGOTE
+    _ZYGOTE = _new_zygote()
 
 
 _ZYGOTE = _new_zygote()
@@ -74,8 +73,7 @@ class _PopenFromZygote(popen_forkserver.Popen):
             reduction.dump(process_obj, buf)
         finally:
             context.set_spawning_popen(None)
-        with _ZYGOTE_LOCK:
-            self.sentinel, w = _ZYGOTE.connect_to_new_process(self._fds)
+        self.sentinel, w = _ZYGOTE.connect_to_new_process(self._fds)  # thread-safe: the server's own lock
         # the data pipe's write end, kept open: the child's parent sentinel (trainer_alive)
         _parent_w = os.dup(w)
         self.finalizer = util.Finalize(self, util.close_fds, (_parent_w, self.sentinel))
@@ -110,8 +108,7 @@ class StageProcess(context.SpawnProcess):
 
 def start_zygote() -> None:
     """Start this process's zygote now if it is not running; returns at once (it imports in the background)."""
-    with _ZYGOTE_LOCK:
-        _ZYGOTE.ensure_running()
+    _ZYGOTE.ensure_running()
 
 
 def zygote_pid() -> int | None:

@@ -3,10 +3,10 @@
 A stage process is forked from the trainer's zygote (:mod:`bgl.loader.spawn_start`)
 and runs :func:`_stage_main`: it pins itself to its cores, sizes its thread pools,
 opens its stage, then moves items from its input queue to its output queue until
-told to stop, orphaned (the trainer died: :func:`~bgl.loader.spawn_start.trainer_alive`) or failed, and reports a failure on the error
-queue with the traceback text.  A stage that reads ahead (``reads_ahead() > 0``,
-the fetch stage with a lookahead cache) gets each epoch's items as one
-iterator over the received messages (:func:`_stream_epoch`).  The trainer-side half (starting,
+told to stop, orphaned (the trainer died: :func:`~bgl.loader.spawn_start.trainer_alive`)
+or failed, and reports a failure on the error queue with the traceback text.  A stage
+that reads ahead (``reads_ahead() > 0``, the fetch stage with a lookahead cache) gets each
+epoch's items as one iterator over the received messages (:func:`_stream_epoch`).  The trainer-side half (starting,
 supervising and tearing down these processes) is :mod:`bgl.loader.pipeline`.
 """
 from __future__ import annotations
