@@ -4,8 +4,9 @@ The first request of a new kind loads (or, on a cold cache such as a fresh clone
 up to a minute on a loaded 2-core box) its kernels: time a client waiting on its reply deadline
 must not pay.  So a server answers one request of each kind to itself first: a plain, a LABOR
 and an edge-excluding SAMPLE, a weighted one per 1-D edge array, a typed one on a typed store,
-and the FEATURES/label reads.  Frames arrive as read-only buffers, so the arrays here are
-read-only too (numba compiles a variant per writeable flag).
+and the FEATURES/label reads.  numba compiles a variant per dtype and writeable flag: the
+protocol's parser hands every request's ids over as read-only int64 (whatever the frame's
+dtype and alignment), so the seeds here are read-only int64 too.
 """
 from __future__ import annotations
 

@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import struct
 from dataclasses import dataclass
 
@@ -274,7 +275,9 @@ def parse_request(frames: list, num_relations: int | None = None) -> Request:
             raise ProtocolError(f"FEATURES: unknown field code {h.field} (0 = feat, 1 = label)")
         if h.width != 1:
             raise ProtocolError(f"{op.name}: width must be 1 for an id array, got {h.width}")
-        ids = array_from_frame(frames[1], h.dtype0, h.len0, 1, f"{op.name} ids")
+        # read-only int64 whatever the frame: the kernels' one variant loaded before ready (kernel_warmup.py)
+        ids = array_from_frame(frames[1], h.dtype0, h.len0, 1, f"{op.name} ids").astype(np.int64, copy=False)
+        ids.flags.writeable = False
         weights, edge_data, labor_args = None, (), None
         if names:
             weights, edge_data = decode_edge_names(memoryview(frames[2].buffer if hasattr(frames[2], "buffer")
@@ -372,8 +375,6 @@ def sample_reply(req_id: int, counts: np.ndarray, nbrs: np.ndarray, edge_rows=No
                len0=counts.shape[0], len1=nbrs.shape[0], width=1)
     frames = [h.pack(), counts, nbrs]
     if edge_rows is not None:
-        import json
-
         rows = {k: np.ascontiguousarray(v) for k, v in edge_rows.items()}
         spec = [{"name": k, "dtype": dtype_code(v.dtype), "shape": list(v.shape)} for k, v in rows.items()]
         frames += [json.dumps(spec).encode(), *rows.values()]
@@ -382,8 +383,6 @@ def sample_reply(req_id: int, counts: np.ndarray, nbrs: np.ndarray, edge_rows=No
 
 def parse_edge_rows(frames: list, num_edges: int) -> dict[str, np.ndarray]:
     """The ``{name: rows [num_edges, ...]}`` frames after a SAMPLE reply's ``nbrs``; ProtocolError if malformed."""
-    import json
-
     try:
         spec = json.loads(bytes(memoryview(frames[0].buffer if hasattr(frames[0], "buffer") else frames[0])))
     except (UnicodeDecodeError, ValueError) as e:
