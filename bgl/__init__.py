@@ -18,6 +18,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "DataLoader": "bgl.loader.dataloader",
     "NeighborSampler": "bgl.loader.arguments",
+    "MultiLayerFullNeighborSampler": "bgl.loader.arguments",
     "LaborSampler": "bgl.loader.labor",
     "Block": "bgl.blocks",
     "as_edge_prediction_sampler": "bgl.loader.edge_prediction",

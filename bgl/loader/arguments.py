@@ -96,6 +96,22 @@ class NeighborSampler:
         return f"bgl.NeighborSampler(fanouts={self.fanouts}, replace={self.replace}{weights})"
 
 
+class MultiLayerFullNeighborSampler(NeighborSampler):
+    """Every in-neighbour at each of ``num_layers`` layers (DGL's ``MultiLayerFullNeighborSampler``):
+    ``NeighborSampler([-1] * num_layers)``, the sampler DGL's examples run layer-wise inference with.
+
+    ``edge_dir`` must be ``"in"`` (see :func:`sampler_settings` for why out-edges are refused); the
+    other arguments are :class:`NeighborSampler`'s (``replace`` does not apply: all are taken).
+    """
+
+    def __init__(self, num_layers: int, edge_dir: str = "in", **kwargs):
+        if isinstance(num_layers, bool) or not isinstance(num_layers, (int, np.integer)) or num_layers < 1:
+            raise ValueError(f"num_layers must be an int >= 1, got {num_layers!r}")
+        if edge_dir != "in":
+            raise ValueError(f"edge_dir={edge_dir!r} is not supported: sample the reversed graph with edge_dir='in'")
+        super().__init__([-1] * int(num_layers), **kwargs)
+
+
 def _check_fanouts(fanouts) -> list:
     """Validated fanouts: ints, or (a typed graph's) per-layer dicts {edge type: int}, checked
     against the graph's edge types when the loader knows them (:mod:`bgl.loader.typed`)."""

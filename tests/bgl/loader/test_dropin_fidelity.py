@@ -307,6 +307,37 @@ def test_edge_dir_out_is_refused_with_what_to_do():
         bgl.DataLoader(g, torch.arange(8), dgl.dataloading.NeighborSampler([2], edge_dir="out"))
 
 
+
+def _full_blocks(module, g, seeds, sampler):
+    """(input nodes as sets, per-block (edges, dst count)) of each batch, deterministic for full sampling."""
+    out = []
+    for inp, _, blocks in module.DataLoader(g, seeds, sampler, batch_size=16):
+        sets = {t: set(v.tolist()) for t, v in inp.items()} if isinstance(inp, dict) else set(inp.tolist())
+        out.append((sets, [(b.num_edges(), b.num_dst_nodes()) for b in blocks]))
+    return out
+
+
+def test_multi_layer_full_neighbor_sampler_takes_what_dgls_takes():
+    g = _graph()
+    mine = _full_blocks(bgl, g, torch.arange(40), bgl.MultiLayerFullNeighborSampler(2))
+    assert mine == _full_blocks(dgl.dataloading, g, torch.arange(40), dgl.dataloading.MultiLayerFullNeighborSampler(2))
+    gen = torch.Generator().manual_seed(1)
+    hg = dgl.heterograph({("user", "clicks", "item"): (torch.randint(0, 30, (200,), generator=gen),
+                                                      torch.randint(0, 40, (200,), generator=gen)),
+                          ("item", "by", "user"): (torch.randint(0, 40, (200,), generator=gen),
+                                                   torch.randint(0, 30, (200,), generator=gen))})
+    hg.nodes["user"].data["feat"] = torch.randn(30, 3)
+    hg.nodes["item"].data["feat"] = torch.randn(40, 5)
+    seeds = {"item": torch.arange(40)}
+    assert _full_blocks(bgl, hg, seeds, bgl.MultiLayerFullNeighborSampler(2)) == _full_blocks(
+        dgl.dataloading, hg, seeds, dgl.dataloading.MultiLayerFullNeighborSampler(2))
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="num_layers"):
+            bgl.MultiLayerFullNeighborSampler(bad)
+    with pytest.raises(ValueError, match="edge_dir"):
+        bgl.MultiLayerFullNeighborSampler(2, edge_dir="out")
+
+
 # ------------------------------------------------------------------ num_workers in an unguarded script
 UNGUARDED = '''
 import sys
