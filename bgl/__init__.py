@@ -19,6 +19,7 @@ _LAZY = {
     "DataLoader": "bgl.loader.dataloader",
     "NeighborSampler": "bgl.loader.arguments",
     "MultiLayerFullNeighborSampler": "bgl.loader.arguments",
+    "MultiLayerNeighborSampler": "bgl.loader.arguments",
     "LaborSampler": "bgl.loader.labor",
     "Block": "bgl.blocks",
     "as_edge_prediction_sampler": "bgl.loader.edge_prediction",

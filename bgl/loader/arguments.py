@@ -112,6 +112,9 @@ class MultiLayerFullNeighborSampler(NeighborSampler):
         super().__init__([-1] * int(num_layers), **kwargs)
 
 
+MultiLayerNeighborSampler = NeighborSampler  # DGL's older name for the same class (DGL 2.1 keeps it)
+
+
 def _check_fanouts(fanouts) -> list:
     """Validated fanouts: ints, or (a typed graph's) per-layer dicts {edge type: int}, checked
     against the graph's edge types when the loader knows them (:mod:`bgl.loader.typed`)."""

@@ -17,7 +17,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 DOCS = (REPO / "README.md", REPO / "docs" / "ARCHITECTURE.md")
 # Names bgl promises at the top level (README "Use it from DGL", "Ingest a dataset").
-TOP_LEVEL = ("DataLoader", "NeighborSampler", "ingest", "rmat", "GraphStore", "open_store", "write_store",
+TOP_LEVEL = ("DataLoader", "NeighborSampler", "MultiLayerNeighborSampler", "MultiLayerFullNeighborSampler", "ingest", "rmat", "GraphStore", "open_store", "write_store",
              "Block", "BglError", "IngestError", "PartitionFormatError", "PipelineError", "ServerError",
              "ServerUnavailable", "StoreFormatError")
 DOTTED = re.compile(r"(?<![\w/.-])bgl(?:\.[A-Za-z_]\w*)+")
