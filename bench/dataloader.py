@@ -44,6 +44,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from bgl.loader.pipeline import quiet_numba_threads  # noqa: E402
+from own_rss import own_peak_rss_mb  # noqa: E402  (bench/ is the script's own directory)
 
 quiet_numba_threads()
 
@@ -249,7 +250,7 @@ def dropin_child(system: str, dataset: str, args) -> None:
         cpu_s.append(time.process_time() - c)  # CPU of all this process's threads: less hostage to the box's load
     print(json.dumps(dict(system=system, dataset=dataset, setup_s=setup_s, epoch_s=epoch_s, cpu_s=cpu_s, batches=batches,
                           rss_graph_mb=rss_graph, num_nodes=g.num_nodes(), feat_dim=int(g.ndata["feat"].shape[1]),
-                          dgl=dgl.__version__)), flush=True)
+                          dgl=dgl.__version__, own_peak_rss_mb=own_peak_rss_mb())), flush=True)
 
 
 def _run_child(script: Path, system: str, dataset: str, args) -> dict:
@@ -261,14 +262,15 @@ def _run_child(script: Path, system: str, dataset: str, args) -> dict:
                                 env={**os.environ, "DGLBACKEND": "pytorch"})
         out = proc.stdout.read()
         proc.stdout.close()
-        # wait4 instead of Popen.wait: this child's own rusage, so ru_maxrss is its peak RSS alone.
+        # wait4's ru_maxrss is at least this parent's own peak (see own_rss.py): kept for the record only
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode != 0:
             err.seek(0)
             raise RuntimeError(f"{system} {dataset} failed (exit {proc.returncode}):\n{err.read()[-3000:]}")
     row = json.loads(out.strip().splitlines()[-1])
-    row["peak_rss_mb"] = usage.ru_maxrss / 1024  # Linux: KiB
+    row["wait4_maxrss_mb"] = usage.ru_maxrss / 1024  # Linux: KiB
+    row["peak_rss_mb"] = row.pop("own_peak_rss_mb")  # the child's own VmHWM
     print(json.dumps(row), flush=True)
     return row
 

@@ -3,7 +3,7 @@
 The graphs are the paper-word graphs of Cora and CiteSeer (bgl/sources/paper_word.py:
 paper-cites-paper, paper-has-word, word-in-paper; paper bag-of-words features, words
 get a learned embedding).  Each (graph, loader, seed) runs in its own child process
-(peak RSS from ``os.wait4``), loaders alternating; the loop is the same code for both,
+(peak RSS: the child's own ``VmHWM``, bench/own_rss.py), loaders alternating; the loop is the same code for both,
 only the loader class differs (``dgl.dataloading.DataLoader`` vs ``bgl.DataLoader``, the
 import swap), both over the same DGLGraph.
 
@@ -79,7 +79,7 @@ def worker(store_dir: str, loader_kind: str, seed: int, epochs: int, batch_size:
     g = to_dglgraph(store)
     train = torch.from_numpy(store.type_splits["paper"]["train"].copy())
     test = torch.from_numpy(store.type_splits["paper"]["test"].copy())
-    Loader = dgl.dataloading.DataLoader if loader_kind == "dgl" else bgl.DataLoader
+    Loader = dgl.dataloading.DataLoader if loader_kind == "dgl" else bgl.DataLoader  # "bgl-keep": bgl too
     sampler = dgl.dataloading.NeighborSampler([10, 10])
     rels = [c[1] for c in g.canonical_etypes]
 
@@ -121,18 +121,24 @@ def worker(store_dir: str, loader_kind: str, seed: int, epochs: int, batch_size:
             y = blocks[-1].dstnodes["paper"].data["label"]
             correct += int((model(blocks).argmax(1) == y).sum())
             total += int(y.shape[0])
-    return {"epoch_s": statistics.median(times[1:]), "first_epoch_s": times[0], "acc": correct / total}
+    from own_rss import own_peak_rss_mb
+
+    return {"epoch_s": statistics.median(times[1:]), "first_epoch_s": times[0], "acc": correct / total,
+            "own_peak_rss_mb": own_peak_rss_mb()}
 
 
 def run_child(store: Path, kind: str, seed: int, epochs: int, batch_size: int) -> dict:
     cmd = [sys.executable, __file__, "--worker", str(store), kind, str(seed), str(epochs), str(batch_size)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # "bgl-keep": bgl with LLVM's library pages left resident (bgl/loader/jit_pages.py), for comparison
+    env = {**os.environ, "BGL_KEEP_JIT_PAGES": "1"} if kind == "bgl-keep" else None
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     out, err = proc.stdout.read(), proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"{kind} run failed:\n{err[-3000:]}")
     row = json.loads(out.strip().splitlines()[-1])
-    row["peak_rss_mb"] = usage.ru_maxrss / 1024
+    row["wait4_maxrss_mb"] = usage.ru_maxrss / 1024  # at least this parent's own peak: see own_rss.py
+    row["peak_rss_mb"] = row.pop("own_peak_rss_mb")
     return row
 
 
@@ -143,19 +149,29 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--datasets", nargs="*", default=list(DATASETS))
+    ap.add_argument("--also-keep-jit-pages", action="store_true",
+                    help="also run bgl with LLVM's library pages kept resident (BGL_KEEP_JIT_PAGES=1)")
     ap.add_argument("--worker", nargs=5, metavar=("STORE", "LOADER", "SEED", "EPOCHS", "BATCH"))
+    ap.add_argument("--build", metavar="DATASET", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         store, kind, seed, epochs, batch = args.worker
         print(json.dumps(worker(store, kind, int(seed), int(epochs), int(batch))))
         return
+    if args.build:
+        print(build(args.workdir, args.build))
+        return
     args.workdir.mkdir(parents=True, exist_ok=True)
     print(f"load average at start: {os.getloadavg()}")
     for name in args.datasets:
-        store = build(args.workdir, name)
-        rows = {"dgl": [], "bgl": []}
+        # built in a child: this process stays free of bgl's imports (numba, LLVM), whose mapped
+        # library pages would change what the children's own peak RSS counts (bench/own_rss.py)
+        store = Path(subprocess.run([sys.executable, __file__, "--workdir", str(args.workdir), "--build", name],
+                                    check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
+        kinds = ("dgl", "bgl", "bgl-keep") if args.also_keep_jit_pages else ("dgl", "bgl")
+        rows = {k: [] for k in kinds}
         for seed in range(args.seeds):
-            for kind in (("dgl", "bgl") if seed % 2 == 0 else ("bgl", "dgl")):
+            for kind in (kinds if seed % 2 == 0 else kinds[::-1]):
                 row = run_child(store, kind, seed, args.epochs, args.batch_size)
                 rows[kind].append(row)
                 print(json.dumps({"dataset": name, "loader": kind, "seed": seed, **row}))
@@ -164,7 +180,9 @@ def main() -> None:
         print(json.dumps({"dataset": name, "summary": mean,
                           "epoch_ratio_bgl_over_dgl": mean["bgl"]["epoch_s"] / mean["dgl"]["epoch_s"],
                           "rss_ratio_bgl_over_dgl": mean["bgl"]["peak_rss_mb"] / mean["dgl"]["peak_rss_mb"],
-                          "acc_diff_points": 100 * (mean["bgl"]["acc"] - mean["dgl"]["acc"])}))
+                          "acc_diff_points": 100 * (mean["bgl"]["acc"] - mean["dgl"]["acc"]),
+                          **({"rss_ratio_bgl_keep_over_dgl": mean["bgl-keep"]["peak_rss_mb"] / mean["dgl"]["peak_rss_mb"]}
+                             if "bgl-keep" in mean else {})}))
     print(f"load average at end: {os.getloadavg()}")
 
 

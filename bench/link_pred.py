@@ -140,7 +140,9 @@ def worker(system: str, store_dir: str, seed: int, epochs: int, max_batches: int
         pos = model.predictor(h[u] * h[v]).squeeze(-1)
         negs = model.predictor(h[u].unsqueeze(1) * h[neg_v]).squeeze(-1)
         mrr = float((1.0 / (1 + (negs >= pos.unsqueeze(1)).sum(1))).mean())
-    return {"epoch_s": statistics.median(times[1:]), "mrr": mrr}
+    from own_rss import own_peak_rss_mb
+
+    return {"epoch_s": statistics.median(times[1:]), "mrr": mrr, "own_peak_rss_mb": own_peak_rss_mb()}
 
 
 def run_child(system: str, store_dir: Path, seed: int, epochs: int, max_batches: int = 0) -> dict:
@@ -153,7 +155,8 @@ def run_child(system: str, store_dir: Path, seed: int, epochs: int, max_batches:
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{system} worker failed:\n{err[-3000:]}")
     result = json.loads(out.strip().splitlines()[-1])
-    result["peak_rss_mib"] = usage.ru_maxrss / 1024
+    result["wait4_maxrss_mib"] = usage.ru_maxrss / 1024  # at least this parent's own peak: see own_rss.py
+    result["peak_rss_mib"] = result.pop("own_peak_rss_mb")
     return result
 
 

@@ -156,7 +156,7 @@ def csc_to_dglgraph(indptr: np.ndarray, indices: np.ndarray, num_nodes: int | No
     return dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)), num_nodes=n)
 
 
-def to_dgl_hetero_block(block: Block, schema):
+def to_dgl_hetero_block(block: Block, schema, graph=None):
     """A heterogeneous ``dgl.Block`` from a typed bgl block (global ids, ``etypes`` per edge).
 
     Node type ``t``'s src (dst) nodes are the block's src (dst) nodes of that type, in
@@ -164,7 +164,9 @@ def to_dgl_hetero_block(block: Block, schema):
     type-local ids and ``dgl.EID`` each relation's edge ids.  Per-type ``srcdata``/``dstdata``
     (``{key: {ntype: rows}}``) are attached.  Each relation is a CSC (its edges keep the
     block's CSC order, so their dst positions never decrease), with a real edge-id array, as
-    the untyped blocks are: no COO -> CSC conversion in the model.
+    the untyped blocks are: no COO -> CSC conversion in the model.  ``graph`` (the heterogeneous
+    DGLGraph the block was sampled from in place) adds each type's and relation's other
+    ``ndata``/``edata`` fields as lazy columns, as DGL's loader gives them (read on first use).
 
     The same graph as ``dgl.create_block`` of one CSC per relation with every node type's
     src and dst counts (types, relations and their order, edges, frames), built straight
@@ -195,13 +197,20 @@ def to_dgl_hetero_block(block: Block, schema):
         rel_graphs.append(heterograph_index.create_unitgraph_from_csr(
             2, parts.num_src[skeleton.rel_src_type[r]], csc.shape[0] - 1, csc, rel_indices[lo:lo + n],
             unit_eids[:n], _ALL_FORMATS, True))
-        edge_frames.append(Frame({dgl.EID: edge_ids[lo:lo + n]}, num_rows=n))
+        fields = {dgl.EID: edge_ids[lo:lo + n]}
+        if graph is not None:
+            _add_lazy_fields(fields, graph.edges[tuple(schema.canonical_etypes[r])].data, fields[dgl.EID])
+        edge_frames.append(Frame(fields, num_rows=n))
     src_frames, dst_frames = [], []
     for nt, t in zip(skeleton.ntypes, skeleton.type_order):
         n_src, n_dst, lo = parts.num_src[t], parts.num_dst[t], parts.type_start[t]
         ids = type_ids[lo:lo + n_src]
-        src_frames.append(Frame(_type_fields(dgl.NID, ids, block.srcdata, nt), num_rows=n_src))
-        dst_frames.append(Frame(_type_fields(dgl.NID, ids[:n_dst], block.dstdata, nt), num_rows=n_dst))
+        src, dst = _type_fields(dgl.NID, ids, block.srcdata, nt), _type_fields(dgl.NID, ids[:n_dst], block.dstdata, nt)
+        if graph is not None:
+            _add_lazy_fields(src, graph.nodes[nt].data, ids)
+            _add_lazy_fields(dst, graph.nodes[nt].data, ids[:n_dst])
+        src_frames.append(Frame(src, num_rows=n_src))
+        dst_frames.append(Frame(dst, num_rows=n_dst))
     counts = [parts.num_src[t] for t in skeleton.type_order] + [parts.num_dst[t] for t in skeleton.type_order]
     return skeleton.block(heterograph_index.create_heterograph_from_relations(
         skeleton.metagraph, rel_graphs, _int64_index(counts)), src_frames + dst_frames, edge_frames)

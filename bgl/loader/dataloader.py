@@ -27,6 +27,7 @@ from typing import Iterator, Optional
 import numpy as np
 import torch
 
+from ..dgl_adapter import graph_type_names  # DGL itself is imported on first use, not here
 from .arguments import NeighborSampler  # noqa: F401  (public as bgl.NeighborSampler; DGL keeps both together)
 from .arguments import (_DGL_TUNING_KWARGS, PIPELINES, check_graph_fields, check_indices, has_repeats,
                         proximity_partition, resolve_graph, sampler_settings)
@@ -46,7 +47,7 @@ from .resources import CoreSplit, available_cores, profile_stages, resolve_stage
 from .spawn_start import start_zygote
 from .specs import CacheSpec
 from .stages import FetchStage, SampleStage, TransferStage
-from .typed import check_typed_options, typed_fanouts, typed_seed_ids
+from .typed import check_typed_options, reads_rows_lazily, typed_fanouts, typed_seed_ids
 
 log = logging.getLogger(__name__)
 
@@ -222,7 +223,8 @@ class DataLoader:
         # The first feature name is served by the fetch stage (and its cache), under that name.
         self._wanted_keys = (tuple(feat_keys[:1]), tuple(label_keys))
         has_feat = info.feat_dim > 0 or (typed and any(t.feat_dim > 0 for t in schema.node_types))
-        feat_keys = self._wanted_keys[0] if has_feat else ()
+        lazy_rows = typed and reads_rows_lazily(info, node_sampler, want_dgl, cache)  # typed.py
+        feat_keys = self._wanted_keys[0] if has_feat and not lazy_rows else ()
         label_keys = self._wanted_keys[1] if info.has_label else ()
         self._cache_args = (cache, cache_ratio, cache_bytes, cache_lookahead, queue_size)
         self._order_stage = OrderStage(ids=ids, batch_size=self.batch_size, drop_last=self.drop_last,
@@ -236,12 +238,9 @@ class DataLoader:
         self._fetch = self._make_fetch(info, feat_keys, label_keys)
         if typed:
             self._fetch = dataclasses.replace(self._fetch, schema=schema)
-        type_names = ("_N", "_E")
-        if self._graph is not None:
-            from ..dgl_adapter import graph_type_names
-
-            type_names = graph_type_names(self._graph)
-        self._transfer = TransferStage(device=str(self.device), to_dgl=want_dgl, graph=self._graph, schema=schema,
+        type_names = graph_type_names(self._graph) if self._graph is not None else ("_N", "_E")
+        self._transfer = TransferStage(device=str(self.device), to_dgl=want_dgl, schema=schema,
+                                       graph=graph if lazy_rows else self._graph,
                                        node_feats=extra_feats, edge_feats=edge_feats, type_names=type_names,
                                        feat_codec=info.feat_codec, feat_dtype=feat_dtype, feat_keys=feat_keys)
         self._stage_cores = stage_cores

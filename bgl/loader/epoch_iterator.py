@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Optional
 
+from .jit_pages import release_jit_pages
+
 
 class EpochIterator:
     """The batches of one epoch; closing it (or dropping it) stops the epoch's stages.
@@ -30,6 +32,7 @@ class EpochIterator:
     def __init__(self, owner: Any, items: Iterator[Any]):
         self._owner: Optional[Any] = owner
         self._items: Optional[Iterator[Any]] = items
+        self._first = True
 
     def __iter__(self) -> "EpochIterator":
         return self
@@ -38,10 +41,14 @@ class EpochIterator:
         if self._items is None:
             raise StopIteration
         try:
-            return next(self._items)
+            item = next(self._items)
         except BaseException:  # end of epoch, a stage error or Ctrl-C: the epoch is over either way
             self.close()
             raise
+        if self._first:  # every stage's kernels are loaded now: LLVM's pages can go (jit_pages.py)
+            self._first = False
+            release_jit_pages()
+        return item
 
     @property
     def running(self) -> bool:

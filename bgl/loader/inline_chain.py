@@ -13,6 +13,7 @@ from functools import partial
 from typing import Any, Iterator, Sequence
 
 from ..errors import PipelineError
+from .jit_pages import release_jit_pages
 from .stage_protocol import SourceStage, Stage
 
 log = logging.getLogger("bgl.loader.pipeline")
@@ -48,9 +49,18 @@ def mapped(stage: Stage, items: Iterator[Any]) -> Iterator[Any]:
     Through ``map`` so that no generator frame keeps the batch it last yielded: a ``for item
     in items: yield stage(item)`` loop holds it while suspended, i.e. while the next batch is
     sampled and gathered, after the trainer has dropped it (one batch of feature rows more
-    than DGL's loader at steady state: 45 MB on CiteSeer's paper-word graph).
+    than DGL's loader at steady state: 45 MB on CiteSeer's paper-word graph).  After the first
+    item the stage's kernels are loaded, so LLVM's library pages go before the next stage
+    allocates its batch (:mod:`.jit_pages`).
     """
-    yield from map(partial(apply_stage, stage), items)
+    out = map(partial(apply_stage, stage), items)
+    try:
+        first = [next(out)]
+    except StopIteration:
+        return
+    release_jit_pages()
+    yield first.pop()
+    yield from out
 
 
 def streamed(stage: Stage, items: Iterator[Any]) -> Iterator[Any]:

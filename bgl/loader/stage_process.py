@@ -20,6 +20,7 @@ import traceback
 from collections import deque
 from typing import Iterator, Sequence
 
+from .jit_pages import release_jit_pages
 from .spawn_start import trainer_alive
 from .stage_protocol import Stage
 
@@ -190,7 +191,11 @@ def _stage_main(stage: Stage, is_source: bool, in_q, out_q, err_q, stop, cores) 
     try:
         _pin(cores)
         stage.open()
+        handled = 0
         while True:
+            if handled == 1:  # this stage's kernels are loaded: LLVM's pages can go (jit_pages.py)
+                release_jit_pages()
+            handled += 1
             msg = _get(in_q, stop)
             if msg is None or msg[0] == _STOP:
                 break

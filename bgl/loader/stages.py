@@ -397,7 +397,7 @@ class TransferStage(Stage):
             if self.to_dgl:
                 from ..dgl_adapter import to_dgl_hetero_block
 
-                blocks = [to_dgl_hetero_block(b, self.schema) for b in blocks]
+                blocks = [to_dgl_hetero_block(b, self.schema, self.graph) for b in blocks]
             return input_nodes, output_nodes, blocks
         input_nodes = blocks[0].src_ids
         output_nodes = blocks[-1].dst_ids

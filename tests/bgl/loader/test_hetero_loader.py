@@ -329,3 +329,39 @@ def test_a_typed_cache_splits_its_bytes_over_the_types_by_their_rows(typed_store
     with pytest.raises(ValueError, match="'presample' is not available for typed graphs"):
         bgl.DataLoader(typed_store, {"paper": torch.arange(4)}, dgl.dataloading.NeighborSampler([2]),
                        cache="presample")
+
+
+def _column(block, ntype: str, key: str):
+    """The DGL column behind ``block.srcnodes[ntype].data[key]``, read without materialising it."""
+    return block._node_frames[block.get_ntype_id_from_src(ntype)]._columns[key]
+
+
+def test_a_dglgraphs_rows_are_read_when_the_model_reads_them_as_with_dgls_loader():
+    g = paper_word_graph()
+    g.nodes["paper"].data["year"] = torch.arange(40) + 1990  # a field DGL's blocks carry too
+    g.edges["cites"].data["w"] = torch.rand(200)
+    seeds = {"paper": torch.arange(30)}
+    loader = bgl.DataLoader(g, seeds, dgl.dataloading.NeighborSampler(FANOUTS), batch_size=10)
+    g.nodes["word"].data["feat"] *= 2  # edited after the loader was built: seen, as DGL sees it
+    _, _, blocks = next(iter(loader))
+    first = blocks[0]
+    assert _column(first, "paper", "feat").index is not None  # not gathered before the model reads it
+    for nt in ("paper", "word"):
+        nid = first.srcnodes[nt].data[dgl.NID]
+        assert torch.equal(first.srcnodes[nt].data["feat"], g.nodes[nt].data["feat"][nid])
+    assert torch.equal(first.srcnodes["paper"].data["year"], g.nodes["paper"].data["year"][first.srcnodes["paper"].data[dgl.NID]])
+    cites = blocks[-1].edges["cites"]
+    assert torch.equal(cites.data["w"], g.edges["cites"].data["w"][cites.data[dgl.EID]])
+    last = blocks[-1]
+    assert torch.equal(last.dstnodes["paper"].data["label"], g.nodes["paper"].data["label"][last.dstnodes["paper"].data[dgl.NID]])
+    _, _, ref = next(iter(dgl.dataloading.DataLoader(g, seeds, dgl.dataloading.NeighborSampler(FANOUTS), batch_size=10)))
+    for b, r in zip(blocks, ref):  # the same fields per type as DGL's own blocks
+        for nt in g.ntypes:
+            assert sorted(b.srcnodes[nt].data.keys()) == sorted(r.srcnodes[nt].data.keys())
+    # asked for by name (DGL prefetches too) or bgl's own sampler: gathered by the loader
+    eager = dgl.dataloading.NeighborSampler(FANOUTS, prefetch_node_feats={"paper": ["feat"], "word": ["feat"]})
+    for sampler in (eager, bgl.NeighborSampler(FANOUTS)):
+        _, _, blocks = next(iter(bgl.DataLoader(g, seeds, sampler, batch_size=10)))
+        assert _column(blocks[0], "paper", "feat").index is None
+        nid = blocks[0].srcnodes["word"].data[dgl.NID]
+        assert torch.equal(blocks[0].srcnodes["word"].data["feat"], g.nodes["word"].data["feat"][nid])

@@ -1,0 +1,68 @@
+"""Hand LLVM's library pages back once a process's kernels are loaded.
+
+numba's kernels run as machine code that LLVM (llvmlite's ``libllvmlite.so``, LLVM linked in)
+loads into the process.  Loading them faults in ~70 MB of that library's code and read-only
+data, which then stay counted in the process's resident set although nothing runs them again
+until another kernel is compiled or loaded: on Cora-sized graphs most of the extra peak RSS a
+bgl trainer has over DGL's (bench/results/hetero.md, bench/results/dataloader.md).
+
+After a loader's first batch (every stage's kernels loaded) :func:`release_jit_pages` advises
+the kernel to page those mappings out (``madvise(MADV_PAGEOUT)``, Linux 5.4+).  Clean file pages
+leave the resident set; they stay in the page cache, shared and reclaimable, and a later kernel
+load faults back what it touches.  Dirty or anonymous pages stay where there is no swap, so
+nothing the library wrote is lost.  Anywhere else (another OS, an older kernel, no llvmlite
+loaded) it does nothing.  A call reads ``/proc/self/statm`` (~10 us) and pages out only when the
+process's file-backed resident set grew by :data:`GROWTH` since the last time (a first release
+takes ~20 ms, a repeated one ~3 ms: too much to pay at every epoch of a small graph).
+``BGL_KEEP_JIT_PAGES=1`` turns it off (bench/hetero.py measures both).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+
+MADV_PAGEOUT = 21  # linux/mman.h
+LIBRARY = "libllvmlite"
+GROWTH = 8 << 20  # bytes of file-backed resident pages gained that make another release worth it
+_last_shared = [0]  # the file-backed resident bytes after the last release
+
+
+def _shared_bytes() -> int:
+    """Resident file-backed (and shared) bytes of this process (``/proc/self/statm``'s third field)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[2]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def llvm_mappings(maps_text: str) -> list[tuple[int, int]]:
+    """``(start, length)`` of each mapping of LLVM's library in a ``/proc/PID/maps`` text."""
+    out = []
+    for line in maps_text.splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and LIBRARY in fields[-1].rsplit("/", 1)[-1]:
+            lo, hi = (int(x, 16) for x in fields[0].split("-"))
+            out.append((lo, hi - lo))
+    return out
+
+
+def release_jit_pages() -> int:
+    """Page out LLVM's library mappings in this process; returns the bytes advised (0: nothing done)."""
+    if not sys.platform.startswith("linux") or "llvmlite.binding" not in sys.modules \
+            or os.environ.get("BGL_KEEP_JIT_PAGES", "") not in ("", "0"):
+        return 0
+    try:
+        if _shared_bytes() - _last_shared[0] < GROWTH:
+            return 0
+        with open("/proc/self/maps") as f:
+            spans = llvm_mappings(f.read())
+        madvise = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return 0
+    madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    done = 0
+    for start, length in spans:
+        if madvise(start, length, MADV_PAGEOUT) != 0:
+            break  # EINVAL before Linux 5.4: nothing to gain from the rest
+        done += length
+    _last_shared[0] = _shared_bytes()
+    return done
