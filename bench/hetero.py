@@ -129,7 +129,7 @@ def worker(store_dir: str, loader_kind: str, seed: int, epochs: int, batch_size:
 
 def run_child(store: Path, kind: str, seed: int, epochs: int, batch_size: int) -> dict:
     cmd = [sys.executable, __file__, "--worker", str(store), kind, str(seed), str(epochs), str(batch_size)]
-    # "bgl-keep": bgl with LLVM's library pages left resident (bgl/loader/jit_pages.py), for comparison
+    # "bgl-keep": bgl with LLVM's library pages left resident (sampler/jit_pages.py), for comparison
     env = {**os.environ, "BGL_KEEP_JIT_PAGES": "1"} if kind == "bgl-keep" else None
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     out, err = proc.stdout.read(), proc.stderr.read()

@@ -10,6 +10,6 @@ from ..sampler import _kernels as K
 _ids = np.zeros(1, np.int64)
 K.gather_1d(_ids, _ids, np.int64(0), np.empty(1, np.int64))
 
-from .jit_pages import release_jit_pages  # noqa: E402
+from ..sampler.jit_pages import release_jit_pages  # noqa: E402
 
 release_jit_pages()  # the forks fault back only the LLVM pages their own kernels need

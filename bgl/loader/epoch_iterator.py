@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Optional
 
-from .jit_pages import release_jit_pages
+from ..sampler.jit_pages import release_jit_pages
 
 
 class EpochIterator:

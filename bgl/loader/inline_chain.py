@@ -13,7 +13,7 @@ from functools import partial
 from typing import Any, Iterator, Sequence
 
 from ..errors import PipelineError
-from .jit_pages import release_jit_pages
+from ..sampler.jit_pages import release_jit_pages
 from .stage_protocol import SourceStage, Stage
 
 log = logging.getLogger("bgl.loader.pipeline")
@@ -51,7 +51,7 @@ def mapped(stage: Stage, items: Iterator[Any]) -> Iterator[Any]:
     sampled and gathered, after the trainer has dropped it (one batch of feature rows more
     than DGL's loader at steady state: 45 MB on CiteSeer's paper-word graph).  After the first
     item the stage's kernels are loaded, so LLVM's library pages go before the next stage
-    allocates its batch (:mod:`.jit_pages`).
+    allocates its batch (:mod:`bgl.sampler.jit_pages`).
     """
     out = map(partial(apply_stage, stage), items)
     try:

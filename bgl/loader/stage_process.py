@@ -20,7 +20,7 @@ import traceback
 from collections import deque
 from typing import Iterator, Sequence
 
-from .jit_pages import release_jit_pages
+from ..sampler.jit_pages import release_jit_pages
 from .spawn_start import trainer_alive
 from .stage_protocol import Stage
 

@@ -1,4 +1,4 @@
-"""LLVM's library pages leave a process's resident set once its kernels are loaded (bgl/loader/jit_pages.py).
+"""LLVM's library pages leave a process's resident set once its kernels are loaded (sampler/jit_pages.py).
 
 Checked in fresh interpreters: one that loads a kernel, releases, then runs kernels again; one
 with ``BGL_KEEP_JIT_PAGES=1``.
@@ -12,13 +12,13 @@ import sys
 
 import pytest
 
-from bgl.loader.jit_pages import llvm_mappings
+from bgl.sampler.jit_pages import llvm_mappings
 
 PROBE = r'''
 import json
 import numpy as np
 from bgl.sampler import ops
-from bgl.loader.jit_pages import release_jit_pages
+from bgl.sampler.jit_pages import release_jit_pages
 
 def file_kb():
     return int(next(l for l in open("/proc/self/status") if l.startswith("RssFile")).split()[1])
