@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from ..sampler.typed import relation_fanouts
+from .arguments import is_dgl_object
 
 
 def check_typed_options(info, indices, fanouts, order, cache, cache_ratio, cache_bytes, feat_keys,
@@ -124,4 +125,4 @@ def reads_rows_lazily(info, node_sampler, want_dgl: bool, cache) -> bool:
     """
     prefetch = getattr(node_sampler, "prefetch_node_feats", None)
     return (info.from_dgl and want_dgl and cache is None and info.feat_codec is None
-            and type(node_sampler).__module__.split(".")[0] == "dgl" and not prefetch)
+            and is_dgl_object(node_sampler) and not prefetch)
