@@ -36,6 +36,8 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from proc_watch import ProcWatch  # noqa: E402  (bench/ is not a package)
 
 
 def _scaling():
@@ -59,9 +61,11 @@ def ingest_step(args, res: dict, sc) -> bool:
     """``bgl ingest rmat:SCALE`` into ``args.store`` unless it exists; False on failure."""
     if args.ingest_scale is None or (Path(args.store) / "meta.json").is_file():
         return True
-    rc, secs, rss, out = sc.run_child(["ingest", f"rmat:{args.ingest_scale}", args.store, "--edge-factor", "16",
-                                       "--feat-dim", str(args.feat_dim), "--num-classes", "16", "--no-progress"], timeout=args.timeout)
-    res.update(ingest_rc=rc, ingest_s=secs, ingest_peak_rss=rss, ingest_tail=out[-1500:])
+    with ProcWatch() as watch:
+        rc, secs, rss, out = sc.run_child(["ingest", f"rmat:{args.ingest_scale}", args.store, "--edge-factor", "16",
+                                           "--feat-dim", str(args.feat_dim), "--num-classes", "16", "--no-progress"],
+                                          timeout=args.timeout)
+    res.update(ingest_rc=rc, ingest_s=secs, ingest_peak_rss=rss, ingest_tail=out[-1500:], ingest_watch=watch.report())
     return rc == 0
 
 
@@ -78,9 +82,10 @@ def train_step(args, part_dir: Path, res: dict, sc) -> int:
                "--epochs", "1", "--max-batches", str(args.train_batches), "--batch-size", str(args.batch_size),
                "--fanouts", args.fanouts, "--cache", "lookahead", "--order", "proximity", "--stats-json", str(stats)]
         cached = page_cache_bytes()
-        rc, secs, rss, out = sc.run_child(cmd, timeout=args.timeout)
+        with ProcWatch() as watch:
+            rc, secs, rss, out = sc.run_child(cmd, timeout=args.timeout)
         res.update(train_rc=rc, train_s=secs, train_largest_process_rss=rss, train_tail=out[-2500:],
-                   page_cache_taken=page_cache_bytes() - cached)
+                   page_cache_taken=page_cache_bytes() - cached, train_watch=watch.report())
         if stats.is_file():
             got = json.loads(stats.read_text())
             epoch = got["epochs"][0]
@@ -125,10 +130,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if not args.skip_partition:
         budget = ["--memory-budget", args.memory_budget] if args.memory_budget else []
-        rc, secs, rss, out = sc.run_child(["-v", "partition", "--method", args.method, "--parts", str(args.parts),
-                                           "--num-batches", str(args.num_batches), *budget, "--overwrite",
-                                           args.store, str(part_dir)], timeout=args.timeout)
-        res.update(partition_rc=rc, partition_s=secs, partition_peak_rss=rss, partition_tail=out[-1500:])
+        with ProcWatch() as watch:
+            rc, secs, rss, out = sc.run_child(["-v", "partition", "--method", args.method, "--parts",
+                                               str(args.parts), "--num-batches", str(args.num_batches), *budget,
+                                               "--overwrite", args.store, str(part_dir)], timeout=args.timeout)
+        res.update(partition_rc=rc, partition_s=secs, partition_peak_rss=rss, partition_tail=out[-1500:],
+                   partition_watch=watch.report())
         print(out[-3000:], file=sys.stderr)
         if rc != 0:
             print(json.dumps(res))

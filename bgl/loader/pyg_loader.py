@@ -183,11 +183,19 @@ def blocks_to_pyg(blocks: Sequence[Block]) -> dict[str, Any]:
     ``L - h``) contributes the in-edges of the nodes it newly reached: dst
     positions ``[blocks[L-h+1].num_dst, blocks[L-h].num_dst)``.
 
-    On the CPU ``edge_index`` is written in place by NumPy (one ``np.repeat`` per hop
-    into a preallocated [2, E] array): ``torch.repeat_interleave`` and ``torch.cat``
-    took 3/4 of the PyG loader's data path on Cora (profiled, batch 256, fanouts 10,10),
-    the reason it ran 2.8x slower than ``bgl.DataLoader`` on the same batches.
+    On the CPU the batch is assembled on NumPy views (:func:`_pyg_layout_cpu`): one
+    preallocated [2, E] ``edge_index`` written hop by hop, ``e_id`` and edge rows
+    concatenated once.  ``torch.repeat_interleave`` and ``torch.cat`` took 3/4 of the PyG
+    loader's data path on Cora (profiled, batch 256, fanouts 10,10), and each scalar read of
+    a torch tensor (``int(indptr[lo])``) costs microseconds a NumPy read does not.
     """
+    if blocks[0].indptr.device.type == "cpu":
+        return _pyg_layout_cpu(blocks)
+    return _pyg_layout_torch(blocks)
+
+
+def _pyg_layout_torch(blocks: Sequence[Block]) -> dict[str, Any]:
+    """:func:`blocks_to_pyg` by torch ops on the blocks' own device (a GPU batch stays there)."""
     num_layers = len(blocks)
     spans, per_hop_edges, per_hop_nodes = [], [], [blocks[-1].num_dst]
     edge_parts: dict[str, list] = {key: [] for key in blocks[0].edata}
@@ -205,15 +213,12 @@ def blocks_to_pyg(blocks: Sequence[Block]) -> dict[str, Any]:
             eids.append(b.edge_ids[a:e])
         per_hop_edges.append(e - a)
         per_hop_nodes.append(b.num_src - b.num_dst)
-    if blocks[0].indptr.device.type == "cpu":
-        edge_index = _edge_index_cpu(spans, sum(per_hop_edges))
-    else:
-        srcs, dsts = [], []
-        for b, lo, hi, a, e in spans:
-            srcs.append(b.indices[a:e])
-            dsts.append(torch.repeat_interleave(torch.arange(lo, hi, device=b.indptr.device),
-                                                b.indptr[lo + 1:hi + 1] - b.indptr[lo:hi]))
-        edge_index = torch.stack([torch.cat(srcs), torch.cat(dsts)]).to(torch.int64)
+    srcs, dsts = [], []
+    for b, lo, hi, a, e in spans:
+        srcs.append(b.indices[a:e])
+        dsts.append(torch.repeat_interleave(torch.arange(lo, hi, device=b.indptr.device),
+                                            b.indptr[lo + 1:hi + 1] - b.indptr[lo:hi]))
+    edge_index = torch.stack([torch.cat(srcs), torch.cat(dsts)]).to(torch.int64)
     out = {"n_id": blocks[0].src_ids, "batch_size": int(blocks[-1].num_dst), "edge_index": edge_index,
            "num_sampled_nodes": per_hop_nodes, "num_sampled_edges": per_hop_edges}
     out.update({key: torch.cat(parts) for key, parts in edge_parts.items()})
@@ -222,16 +227,36 @@ def blocks_to_pyg(blocks: Sequence[Block]) -> dict[str, Any]:
     return out
 
 
-def _edge_index_cpu(spans, num_edges: int) -> torch.Tensor:
-    """int64 [2, num_edges]: each span's (sources, targets), hop after hop, written once."""
-    out = np.empty((2, num_edges), np.int64)
-    pos = 0
-    for b, lo, hi, a, e in spans:
+def _pyg_layout_cpu(blocks: Sequence[Block]) -> dict[str, Any]:
+    """:func:`blocks_to_pyg` for CPU blocks, on NumPy views of their tensors (same fields, same values)."""
+    num_layers = len(blocks)
+    hops = []  # (indptr, indices, edge ids or None, block, lo, hi, a, e) per hop
+    for hop in range(1, num_layers + 1):
+        b = blocks[num_layers - hop]
         indptr = b.indptr.numpy()
-        out[0, pos:pos + e - a] = b.indices.numpy()[a:e]
-        out[1, pos:pos + e - a] = np.repeat(np.arange(lo, hi, dtype=np.int64), np.diff(indptr[lo:hi + 1]))
+        lo = blocks[num_layers - hop + 1].num_dst if hop > 1 else 0
+        hi = b.num_dst
+        hops.append((indptr, b, lo, hi, int(indptr[lo]), int(indptr[hi])))
+    num_edges = sum(e - a for *_, a, e in hops)
+    edge_index = np.empty((2, num_edges), np.int64)
+    with_eids = all(b.edge_ids is not None for b in blocks)
+    e_id = np.empty(num_edges, np.int64) if with_eids else None
+    pos = 0
+    for indptr, b, lo, hi, a, e in hops:
+        edge_index[0, pos:pos + e - a] = b.indices.numpy()[a:e]
+        edge_index[1, pos:pos + e - a] = np.repeat(np.arange(lo, hi, dtype=np.int64), np.diff(indptr[lo:hi + 1]))
+        if with_eids:
+            e_id[pos:pos + e - a] = b.edge_ids.numpy()[a:e]
         pos += e - a
-    return torch.from_numpy(out)
+    out = {"n_id": blocks[0].src_ids, "batch_size": int(blocks[-1].num_dst),
+           "edge_index": torch.from_numpy(edge_index),
+           "num_sampled_nodes": [blocks[-1].num_dst] + [b.num_src - b.num_dst for _, b, *_ in hops],
+           "num_sampled_edges": [e - a for *_, a, e in hops]}
+    for key in blocks[0].edata:
+        out[key] = torch.cat([b.edata[key][a:e] for _, b, _, _, a, e in hops])
+    if with_eids:
+        out["e_id"] = torch.from_numpy(e_id)
+    return out
 
 
 class NeighborLoader:
