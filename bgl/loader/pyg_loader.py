@@ -230,7 +230,7 @@ def _pyg_layout_torch(blocks: Sequence[Block]) -> dict[str, Any]:
 def _pyg_layout_cpu(blocks: Sequence[Block]) -> dict[str, Any]:
     """:func:`blocks_to_pyg` for CPU blocks, on NumPy views of their tensors (same fields, same values)."""
     num_layers = len(blocks)
-    hops = []  # (indptr, indices, edge ids or None, block, lo, hi, a, e) per hop
+    hops = []  # (indptr as NumPy, block, new dst positions [lo, hi), their edges [a, e)) per hop
     for hop in range(1, num_layers + 1):
         b = blocks[num_layers - hop]
         indptr = b.indptr.numpy()

@@ -57,7 +57,6 @@ def test_blocks_to_pyg_layout_and_edge_set(cora_store, num_neighbors):
         assert want == {v: sorted(in_neighbours(cora_store, v)) for v in hop1 if in_neighbours(cora_store, v)}
 
 
-
 def test_numpy_and_torch_layouts_give_the_same_batch(cora_store):
     """The CPU path (NumPy views) and the device path (torch ops, run here on CPU tensors) of
     ``blocks_to_pyg`` agree field by field, edge ids and edge rows included."""
@@ -75,6 +74,7 @@ def test_numpy_and_torch_layouts_give_the_same_batch(cora_store):
         got = fast[key]
         assert torch.equal(got, want) if torch.is_tensor(want) else got == want, key
         assert not torch.is_tensor(want) or got.dtype == want.dtype, key
+
 
 def cora_data(store):
     src = np.asarray(store.indices).astype(np.int64)
