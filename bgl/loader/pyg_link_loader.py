@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from .edge_prediction import EdgePredictionSampler
+from .pyg_batches import PygDataBuilder
 from .pyg_loader import NeighborLoader, blocks_to_pyg
 
 
@@ -161,6 +162,7 @@ class LinkNeighborLoader(NeighborLoader):
                                   shuffle=shuffle, drop_last=drop_last, num_workers=num_workers, blocks="bgl",
                                   **kwargs)
         self._data_class = _pyg_data_class()
+        self._build_data = None if self._data_class is None else PygDataBuilder(self._data_class)
 
     def _labels(self, edge_label, n: int) -> Optional[torch.Tensor]:
         if edge_label is None:
@@ -201,4 +203,4 @@ class LinkNeighborLoader(NeighborLoader):
             from types import SimpleNamespace
 
             return SimpleNamespace(**fields)
-        return self._data_class(**fields)
+        return self._build_data(fields)

@@ -50,7 +50,11 @@ import numpy as np
 import torch
 
 from ..blocks import Block
+from ._pyg_kernels import write_hop_edges
 from .graph_arrays import GraphArrays
+from .pyg_batches import PygDataBuilder
+
+_NO_IDS = np.empty(0, np.int64)  # write_hop_edges' "no edge ids"
 
 # PyG NeighborLoader arguments bgl cannot honour; passing them with a non-default value is an error.
 _UNSUPPORTED = {"input_time": None, "time_attr": None, "transform": None,
@@ -183,77 +187,65 @@ def blocks_to_pyg(blocks: Sequence[Block]) -> dict[str, Any]:
     ``L - h``) contributes the in-edges of the nodes it newly reached: dst
     positions ``[blocks[L-h+1].num_dst, blocks[L-h].num_dst)``.
 
-    On the CPU the batch is assembled on NumPy views (:func:`_pyg_layout_cpu`): one
-    preallocated [2, E] ``edge_index`` written hop by hop, ``e_id`` and edge rows
-    concatenated once.  ``torch.repeat_interleave`` and ``torch.cat`` took 3/4 of the PyG
-    loader's data path on Cora (profiled, batch 256, fanouts 10,10), and each scalar read of
-    a torch tensor (``int(indptr[lo])``) costs microseconds a NumPy read does not.
+    On the CPU the batch's ``edge_index`` and ``e_id`` are one numba pass per hop over
+    its sampled edges (:func:`_pyg_layout_cpu`): ``torch.repeat_interleave`` and
+    ``torch.cat`` took 3/4 of the PyG loader's data path on Cora (profiled, batch 256,
+    fanouts 10,10), and each scalar read of a torch tensor (``int(indptr[lo])``) costs
+    microseconds a NumPy read does not.  Device batches stay on their device
+    (:func:`_pyg_layout_torch`).
     """
     if blocks[0].indptr.device.type == "cpu":
         return _pyg_layout_cpu(blocks)
     return _pyg_layout_torch(blocks)
 
 
+def _hop_spans(blocks: Sequence[Block], indptrs: Sequence) -> list[tuple]:
+    """``(block, indptr, lo, hi, a, e)`` per hop, seeds' hop first: the hop's block, its CSC
+    offsets (``indptrs[l]`` for block ``l``: NumPy views on the CPU, where a scalar read of a
+    tensor costs microseconds, else the tensors), the dst positions ``[lo, hi)`` the hop
+    reached first and their edges ``[a, e)``."""
+    num_layers = len(blocks)
+    spans = []
+    for layer in reversed(range(num_layers)):
+        b, indptr = blocks[layer], indptrs[layer]
+        lo = blocks[layer + 1].num_dst if layer + 1 < num_layers else 0
+        spans.append((b, indptr, lo, b.num_dst, int(indptr[lo]), int(indptr[b.num_dst])))
+    return spans
+
+
+def _layout_fields(blocks: Sequence[Block], spans: list[tuple], edge_index: torch.Tensor) -> dict[str, Any]:
+    """The fields both layouts share around their ``edge_index``, edge arrays' rows included."""
+    out = {"n_id": blocks[0].src_ids, "batch_size": int(blocks[-1].num_dst), "edge_index": edge_index,
+           "num_sampled_nodes": [blocks[-1].num_dst] + [b.num_src - b.num_dst for b, *_ in spans],
+           "num_sampled_edges": [e - a for *_, a, e in spans]}
+    for key in blocks[0].edata:
+        out[key] = torch.cat([b.edata[key][a:e] for b, _, _, _, a, e in spans])
+    return out
+
+
 def _pyg_layout_torch(blocks: Sequence[Block]) -> dict[str, Any]:
     """:func:`blocks_to_pyg` by torch ops on the blocks' own device (a GPU batch stays there)."""
-    num_layers = len(blocks)
-    spans, per_hop_edges, per_hop_nodes = [], [], [blocks[-1].num_dst]
-    edge_parts: dict[str, list] = {key: [] for key in blocks[0].edata}
-    with_eids = all(b.edge_ids is not None for b in blocks)
-    eids = []
-    for hop in range(1, num_layers + 1):
-        b = blocks[num_layers - hop]
-        lo = blocks[num_layers - hop + 1].num_dst if hop > 1 else 0
-        hi = b.num_dst
-        a, e = int(b.indptr[lo]), int(b.indptr[hi])
-        spans.append((b, lo, hi, a, e))
-        for key in edge_parts:
-            edge_parts[key].append(b.edata[key][a:e])
-        if with_eids:
-            eids.append(b.edge_ids[a:e])
-        per_hop_edges.append(e - a)
-        per_hop_nodes.append(b.num_src - b.num_dst)
-    srcs, dsts = [], []
-    for b, lo, hi, a, e in spans:
-        srcs.append(b.indices[a:e])
-        dsts.append(torch.repeat_interleave(torch.arange(lo, hi, device=b.indptr.device),
-                                            b.indptr[lo + 1:hi + 1] - b.indptr[lo:hi]))
-    edge_index = torch.stack([torch.cat(srcs), torch.cat(dsts)]).to(torch.int64)
-    out = {"n_id": blocks[0].src_ids, "batch_size": int(blocks[-1].num_dst), "edge_index": edge_index,
-           "num_sampled_nodes": per_hop_nodes, "num_sampled_edges": per_hop_edges}
-    out.update({key: torch.cat(parts) for key, parts in edge_parts.items()})
-    if with_eids:
-        out["e_id"] = torch.cat(eids)
+    spans = _hop_spans(blocks, [b.indptr for b in blocks])
+    srcs = [b.indices[a:e] for b, _, _, _, a, e in spans]
+    dsts = [torch.repeat_interleave(torch.arange(lo, hi, device=ip.device), ip[lo + 1:hi + 1] - ip[lo:hi])
+            for _, ip, lo, hi, _, _ in spans]
+    out = _layout_fields(blocks, spans, torch.stack([torch.cat(srcs), torch.cat(dsts)]).to(torch.int64))
+    if all(b.edge_ids is not None for b in blocks):
+        out["e_id"] = torch.cat([b.edge_ids[a:e] for b, _, _, _, a, e in spans])
     return out
 
 
 def _pyg_layout_cpu(blocks: Sequence[Block]) -> dict[str, Any]:
-    """:func:`blocks_to_pyg` for CPU blocks, on NumPy views of their tensors (same fields, same values)."""
-    num_layers = len(blocks)
-    hops = []  # (indptr as NumPy, block, new dst positions [lo, hi), their edges [a, e)) per hop
-    for hop in range(1, num_layers + 1):
-        b = blocks[num_layers - hop]
-        indptr = b.indptr.numpy()
-        lo = blocks[num_layers - hop + 1].num_dst if hop > 1 else 0
-        hi = b.num_dst
-        hops.append((indptr, b, lo, hi, int(indptr[lo]), int(indptr[hi])))
-    num_edges = sum(e - a for *_, a, e in hops)
-    edge_index = np.empty((2, num_edges), np.int64)
+    """:func:`blocks_to_pyg` for CPU blocks: one :func:`write_hop_edges` pass per hop (same fields, same values)."""
+    spans = _hop_spans(blocks, [b.indptr.numpy() for b in blocks])
+    edge_index = np.empty((2, sum(e - a for *_, a, e in spans)), np.int64)
     with_eids = all(b.edge_ids is not None for b in blocks)
-    e_id = np.empty(num_edges, np.int64) if with_eids else None
+    e_id = np.empty(edge_index.shape[1], np.int64) if with_eids else _NO_IDS
     pos = 0
-    for indptr, b, lo, hi, a, e in hops:
-        edge_index[0, pos:pos + e - a] = b.indices.numpy()[a:e]
-        edge_index[1, pos:pos + e - a] = np.repeat(np.arange(lo, hi, dtype=np.int64), np.diff(indptr[lo:hi + 1]))
-        if with_eids:
-            e_id[pos:pos + e - a] = b.edge_ids.numpy()[a:e]
-        pos += e - a
-    out = {"n_id": blocks[0].src_ids, "batch_size": int(blocks[-1].num_dst),
-           "edge_index": torch.from_numpy(edge_index),
-           "num_sampled_nodes": [blocks[-1].num_dst] + [b.num_src - b.num_dst for _, b, *_ in hops],
-           "num_sampled_edges": [e - a for *_, a, e in hops]}
-    for key in blocks[0].edata:
-        out[key] = torch.cat([b.edata[key][a:e] for _, b, _, _, a, e in hops])
+    for b, indptr, lo, hi, _, _ in spans:
+        pos = write_hop_edges(indptr, b.indices.numpy(), b.edge_ids.numpy() if with_eids else _NO_IDS,
+                              lo, hi, edge_index, e_id, pos)
+    out = _layout_fields(blocks, spans, torch.from_numpy(edge_index))
     if with_eids:
         out["e_id"] = torch.from_numpy(e_id)
     return out
@@ -309,6 +301,7 @@ class NeighborLoader:
         self._loader = DataLoader(graph, ids, sampler, batch_size=batch_size, shuffle=shuffle,
                                   drop_last=drop_last, num_workers=num_workers, blocks="bgl", **kwargs)
         self._data_class = _pyg_data_class()
+        self._build_data = None if self._data_class is None else PygDataBuilder(self._data_class)
 
     @staticmethod
     def _num_nodes(graph) -> Optional[int]:
@@ -350,7 +343,7 @@ class NeighborLoader:
     def _make(self, fields: dict):
         if self._data_class is None:
             return PygBatch(**fields)
-        return self._data_class(**fields)
+        return self._build_data(fields)
 
     def cache_stats(self) -> Optional[dict]:
         """The feature cache's counters (see :meth:`bgl.DataLoader.cache_stats`)."""

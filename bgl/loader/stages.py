@@ -24,6 +24,7 @@ from .minibatch import MiniBatch
 from .prefault import prefault_memmap
 from .stage_protocol import Stage
 from .remote_rows import RemoteRowsOnly
+from .row_buffers import RowBuffers
 from .specs import CacheSpec, SamplingSpec, TypedCacheSpec
 from ..sampler.edge_check import ServerEdgeCheck
 
@@ -152,12 +153,13 @@ class FetchStage(Stage):
         self._labels: Optional[torch.Tensor] = None     # labels that came with them
         self._cache = None if isinstance(self.cache, _SPECS) else self.cache
         self._remote: Optional[RemoteRowsOnly] = None  # with co-located parts: what the cache sees
+        self._row_buffers: Optional[RowBuffers] = None  # a local store's gathers without a cache
 
     def __getstate__(self) -> dict:
         if self.cache is not None and not isinstance(self.cache, _SPECS):
             raise TypeError("a live cache object cannot move to a stage process; pass a policy name")
         return {**self.__dict__, "_sampler": None, "_cache": None, "_feat_rows": None,
-                "_label_ids": None, "_labels": None, "_remote": None}
+                "_label_ids": None, "_labels": None, "_remote": None, "_row_buffers": None}
 
     def _labels_ride_along(self, mb: MiniBatch) -> None:
         """Let ``mb``'s seed labels ride in the request for its (missing) input rows.
@@ -183,8 +185,7 @@ class FetchStage(Stage):
         the other jobs on the box hold).  Out-of-range ids raise IndexError.
         """
         if self._feat_rows is not None:
-            # ids may sit on the cache's device (a GPU cache asks for its misses there)
-            rows = np.take(self._feat_rows, ids.detach().cpu().numpy().astype(np.int64, copy=False), axis=0)
+            rows = np.take(self._feat_rows, _np_ids(ids), axis=0)
             return torch.from_numpy(rows)
         if self._label_ids is not None:  # one round trip for rows and labels
             feat, self._labels = self._sampler.fetch_features_and_labels(ids, self._label_ids)
@@ -197,7 +198,7 @@ class FetchStage(Stage):
         if self._sampler is None:
             self._sampler = self.source.open()
             store = getattr(self._sampler, "store", None)
-            self._feat_rows = None
+            self._feat_rows = self._row_buffers = None
             if store is not None:
                 # a store with a feature codec serves its encoded rows (bgl/codec; decoded in TransferStage)
                 rows = getattr(store, "feat_rows", store.feat)
@@ -207,6 +208,7 @@ class FetchStage(Stage):
                     # Plain ndarray view of the memmap (np.take on a memmap subclass would
                     # wrap every result in a file-less memmap object).
                     self._feat_rows = np.asarray(rows)
+                    self._row_buffers = RowBuffers()
         if self._cache is None and isinstance(self.cache, _SPECS):
             self._cache = self.cache.build()
         if self._cache is not None and RemoteRowsOnly.applies(self._sampler):
@@ -281,6 +283,8 @@ class FetchStage(Stage):
                 # proximity-ordered batch most likely reuses those.
                 feat = self._with_local_rows(mb, self._cache.fetch(
                     self._cache_ids(mb), self._fetch_features, num_seeds=self._cache_num_seeds(mb)))
+            elif self._row_buffers is not None:  # recycled arrays: no page faults a batch
+                feat = torch.from_numpy(self._row_buffers.take(self._feat_rows, _np_ids(mb.blocks[0].src_ids)))
             else:
                 feat = self._fetch_features(mb.blocks[0].src_ids)
         return self._attach(mb, feat)
@@ -323,6 +327,12 @@ class FetchStage(Stage):
             self._sampler.close()
         self._sampler = None
         self._feat_rows = None
+        self._row_buffers = None
+
+
+def _np_ids(ids: torch.Tensor) -> np.ndarray:
+    """Ids as int64 NumPy on the CPU (they may sit on the cache's device: a GPU cache asks for its misses there)."""
+    return ids.detach().cpu().numpy().astype(np.int64, copy=False)
 
 
 @dataclass

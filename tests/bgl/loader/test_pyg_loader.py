@@ -57,19 +57,20 @@ def test_blocks_to_pyg_layout_and_edge_set(cora_store, num_neighbors):
         assert want == {v: sorted(in_neighbours(cora_store, v)) for v in hop1 if in_neighbours(cora_store, v)}
 
 
-def test_numpy_and_torch_layouts_give_the_same_batch(cora_store):
-    """The CPU path (NumPy views) and the device path (torch ops, run here on CPU tensors) of
-    ``blocks_to_pyg`` agree field by field, edge ids and edge rows included."""
+@pytest.mark.parametrize("with_ids", [True, False])
+def test_numpy_and_torch_layouts_give_the_same_batch(cora_store, with_ids):
+    """The CPU path (a numba pass per hop) and the device path (torch ops, run here on CPU
+    tensors) of ``blocks_to_pyg`` agree field by field, edge ids and edge rows included."""
     from bgl.loader.pyg_loader import _pyg_layout_cpu, _pyg_layout_torch
 
     seeds = np.asarray(cora_store.train_idx)[:64]
     blocks = LocalSampler(cora_store).sample_blocks(seeds, [5, 4, 3], seed=3)
     for b in blocks:  # edge ids and an edge array, as a Data input's blocks carry them
-        b.edge_ids = torch.randperm(10 ** 6)[: b.num_edges]
+        b.edge_ids = torch.randperm(10 ** 6)[: b.num_edges] if with_ids else None
         b.edata["w"] = torch.rand(b.num_edges, 2)
     fast, ref = _pyg_layout_cpu(blocks), _pyg_layout_torch(blocks)
     assert fast.keys() == ref.keys() == {"n_id", "batch_size", "edge_index", "num_sampled_nodes",
-                                         "num_sampled_edges", "w", "e_id"}
+                                         "num_sampled_edges", "w"} | ({"e_id"} if with_ids else set())
     for key, want in ref.items():
         got = fast[key]
         assert torch.equal(got, want) if torch.is_tensor(want) else got == want, key

@@ -1,0 +1,83 @@
+"""Recycled output buffers for the fetch stage's feature gathers.
+
+A batch's input rows are one ``np.take`` of the feature memmap into a new array:
+PubMed-sized batches (4.4k rows x 500 float32) are 8.8 MB each, above glibc's
+``mmap`` threshold or at the top of its heap, so a gather often lands on pages the
+allocator has just given back to the kernel and pays a minor fault per 4 kB page
+(measured on the 2-core VM, ``bench/pyg_path.py --datasets pubmed``: 18-22k minor
+faults an epoch of 47 batches, 5-10 ms of a 55-65 ms epoch; under 200 with the
+buffers recycled).  Which batches fault depends on what else the process allocated
+in between (the PyG drop-in allocates a few more arrays a batch), so the cost also
+varied from run to run and between two loaders over the same batches.
+
+:class:`RowBuffers` keeps the few most recent output arrays and gathers into one
+that nothing outside it references any more (its reference count says so: the
+batch, its tensors and any view of them hold the array), so a plain training loop
+-- batch ``k`` held by the loop while ``k + 1`` is fetched -- cycles through two
+buffers.  A buffer still in use is never written.
+
+Cost: at most ``keep`` buffers of ``1 + 1/8`` times the largest gather seen (the
+slack lets the next, slightly larger batch fit), held for the stage's life; in a
+plain loop two or three, which the loop held anyway.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import numpy as np
+
+# References to a pooled array that are not a user's: the pool's list, the loop
+# variable scanning it, and getrefcount's own argument.
+_POOL_ONLY = 3
+
+
+class RowBuffers:
+    """``take(rows, ids)``: ``rows[ids]`` into a recycled array, or a new one when all are in use.
+
+    Parameters
+    ----------
+    keep : most arrays remembered; a gather while ``keep`` are in use allocates a new one
+        and forgets the oldest (which its holder keeps alive as long as it needs it)
+    """
+
+    def __init__(self, keep: int = 4):
+        if keep < 1:
+            raise ValueError(f"keep must be >= 1, got {keep}")
+        self.keep = int(keep)
+        self._arrays: list[np.ndarray] = []
+        self.allocations = 0  # arrays made so far (a test and the bench read it)
+
+    def take(self, rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """``rows[ids]`` (shape ``[len(ids), *rows.shape[1:]]``), as ``np.take(rows, ids, axis=0)``.
+
+        Raises
+        ------
+        IndexError : an id outside ``[0, len(rows))`` (negative ids too; nothing is written)
+        """
+        n = int(ids.shape[0])
+        if n and (int(ids.min()) < 0 or int(ids.max()) >= rows.shape[0]):
+            bad = ids[(ids < 0) | (ids >= rows.shape[0])][0]
+            raise IndexError(f"feature row id {int(bad)} is outside [0, {rows.shape[0]})")
+        out = self._free_array(n, rows)
+        # mode="clip" writes straight into ``out`` (mode="raise" would gather into a
+        # temporary and copy); the ids were bounds-checked above.
+        np.take(rows, ids, axis=0, out=out, mode="clip")
+        return out
+
+    def _free_array(self, n: int, rows: np.ndarray) -> np.ndarray:
+        """An unreferenced pooled array's first ``n`` rows, or a new array's."""
+        row_shape = rows.shape[1:]
+        for array in self._arrays:
+            if (sys.getrefcount(array) == _POOL_ONLY and array.shape[0] >= n
+                    and array.shape[1:] == row_shape and array.dtype == rows.dtype):
+                return array[:n]
+        largest: Optional[int] = max((a.shape[0] for a in self._arrays), default=0)
+        array = np.empty((max(n, largest) + max(n, largest) // 8,) + row_shape, rows.dtype)
+        self.allocations += 1
+        self._arrays = [array] + self._arrays[: self.keep - 1]
+        return array[:n]
+
+    def clear(self) -> None:
+        """Forget every array (those in use stay alive with their holders)."""
+        self._arrays = []

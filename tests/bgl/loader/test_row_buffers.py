@@ -1,0 +1,78 @@
+"""RowBuffers: feature gathers into recycled arrays, never into one a batch still holds."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import bgl
+from bgl.loader.row_buffers import RowBuffers
+
+
+def test_gathers_equal_np_take_and_reuse_only_released_arrays():
+    rows = np.random.default_rng(0).random((100, 6), dtype=np.float32)
+    pool = RowBuffers(keep=4)
+    ids = [np.random.default_rng(i).integers(0, 100, 30 + i) for i in range(5)]
+    held = pool.take(rows, ids[0])  # kept by the caller
+    second = pool.take(rows, ids[1])
+    assert not np.shares_memory(held, second) and pool.allocations == 2
+    want_held = held.copy()
+    del second  # released: the next gather may write there
+    third = pool.take(rows, ids[2])
+    assert pool.allocations == 2  # recycled, not allocated
+    assert np.array_equal(third, np.take(rows, ids[2], axis=0))
+    assert np.array_equal(held, want_held)  # the held array was never written
+
+
+def test_a_tensor_or_view_over_an_array_keeps_it_in_use():
+    rows = np.arange(40, dtype=np.float64).reshape(20, 2)
+    pool = RowBuffers(keep=2)
+    as_tensor = torch.from_numpy(pool.take(rows, np.arange(10)))
+    view = as_tensor[:3]  # only a view of it is kept
+    del as_tensor
+    want = view.clone()
+    for i in range(6):  # more gathers than the pool keeps: new arrays, the viewed one untouched
+        got = pool.take(rows, np.full(10, 19 - i))
+        assert np.array_equal(got, np.take(rows, np.full(10, 19 - i), axis=0))
+    assert torch.equal(view, want)
+
+
+def test_a_larger_gather_gets_a_larger_array():
+    rows = np.ones((1000, 3), np.float32)
+    pool = RowBuffers(keep=2)
+    pool.take(rows, np.arange(10))
+    big = pool.take(rows, np.arange(500))
+    assert big.shape == (500, 3) and pool.allocations == 2
+
+
+@pytest.mark.parametrize("bad", [[0, 100], [-1, 3]])
+def test_out_of_range_ids_raise_and_write_nothing(bad):
+    rows = np.ones((100, 2), np.float32)
+    pool = RowBuffers()
+    with pytest.raises(IndexError, match=str(bad[-1] if bad[-1] < 0 or bad[-1] >= 100 else bad[0])):
+        pool.take(rows, np.array(bad))
+    assert pool.allocations == 0
+
+
+def test_empty_gather_and_bad_keep():
+    assert RowBuffers().take(np.ones((5, 4)), np.zeros(0, np.int64)).shape == (0, 4)
+    with pytest.raises(ValueError, match="keep must be >= 1"):
+        RowBuffers(keep=0)
+
+
+def test_batches_kept_by_the_caller_keep_their_features(cora_store):
+    """An epoch held whole (every batch alive at once) has every batch's own rows: the fetch
+    stage recycles only arrays no batch refers to."""
+    loader = bgl.DataLoader(cora_store, np.asarray(cora_store.train_idx), bgl.NeighborSampler([5, 5]),
+                            batch_size=32, shuffle=True, blocks="bgl")
+    feat = np.asarray(cora_store.feat)
+    kept = list(loader)
+    assert len(kept) > 3
+    for _, _, blocks in kept:
+        assert np.array_equal(blocks[0].srcdata["feat"].numpy(), feat[blocks[0].src_ids.numpy()])
+    buffers = loader._fetch._row_buffers
+    made, batches = buffers.allocations, len(kept)
+    del kept, blocks
+    for _, _, blocks in loader:  # a loop dropping each batch cycles through a few arrays, rows still right
+        assert np.array_equal(blocks[0].srcdata["feat"].numpy(), feat[blocks[0].src_ids.numpy()])
+    assert made >= batches and buffers.allocations - made <= 3
