@@ -89,7 +89,7 @@ class DataLoader:
     cache_bytes : int, cache size in bytes (instead of ``cache_ratio``)
     cache_lookahead : sampled batches the fetch stage reads ahead for a lookahead cache
         (default ``queue_size``); each costs one batch's blocks in memory.  ``"auto"``: as many
-        as the cache has room to keep rows for, at most 256 batches and 64 MiB of blocks
+        as the cache has room to keep rows for, at most 1024 batches and 64 MiB of blocks
         (:class:`bgl.cache.lookahead_feeder.CacheSizedWindow`; 1.00x Belady's rows at batch 32
         on PubMed and Slashdot where 4 batches move 1.37x / 1.28x)
     order : ``"random"`` | ``"proximity"`` (BGL's BFS order; from a local store, or with graph
