@@ -5,15 +5,18 @@ fanouts 10,10, batch 256, reading the features and labels of every batch and not
 else: ``bgl.pyg.NeighborLoader`` (PyG-shaped ``Data`` batches) vs ``bgl.DataLoader`` with
 bgl blocks.  Rounds alternate the two; the median epoch of each is reported with the
 ratio pyg/DataLoader (target <= 1.1).  ``--model`` also times PyG's own loop (a 2-layer
-``torch_geometric.nn.SAGEConv`` model) with the loader and the model step apart.
+``torch_geometric.nn.SAGEConv`` model) with the loader and the model step apart.  ``--cache``
+gives both loaders bgl's default feature cache (``cache=True``: lookahead, 10 %), and the
+rows reports each loader's minor page faults per epoch (``getrusage``).
 
-    python bench/pyg_path.py [--datasets cora citeseer pubmed] [--rounds 5] [--model]
+    python bench/pyg_path.py [--datasets cora citeseer pubmed] [--rounds 5] [--model] [--cache]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import resource
 import statistics
 import tempfile
 import time
@@ -92,21 +95,27 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "bgl-pyg-path")
     ap.add_argument("--model", action="store_true")
+    ap.add_argument("--cache", action="store_true", help="cache=True (lookahead, 10 %%) in both loaders")
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     print(json.dumps({"load_average_start": os.getloadavg()}))
     for name in args.datasets:
         data, train = pyg_data(name, args.workdir)
-        pyg = NeighborLoader(data, num_neighbors=[10, 10], input_nodes=train, batch_size=256, shuffle=True)
+        cache = {"cache": True} if args.cache else {}
+        pyg = NeighborLoader(data, num_neighbors=[10, 10], input_nodes=train, batch_size=256, shuffle=True, **cache)
         dl = bgl.DataLoader(data_arrays(data), train, bgl.NeighborSampler([10, 10]), batch_size=256,
-                            shuffle=True, blocks="bgl")
+                            shuffle=True, blocks="bgl", **cache)
         epoch_pyg(pyg), epoch_dl(dl)  # warm-up: kernels loaded, pages touched
-        times = {"pyg": [], "dataloader": []}
+        times, faults = {"pyg": [], "dataloader": []}, {"pyg": 0, "dataloader": 0}
         for r in range(args.rounds):
             for kind in (("pyg", "dataloader") if r % 2 == 0 else ("dataloader", "pyg")):
+                before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
                 times[kind].append(epoch_pyg(pyg) if kind == "pyg" else epoch_dl(dl))
+                faults[kind] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
         med = {k: statistics.median(v) for k, v in times.items()}
-        row = {"dataset": name, "median_epoch_s": med, "ratio_pyg_over_dataloader": med["pyg"] / med["dataloader"]}
+        row = {"dataset": name, "cache": args.cache, "median_epoch_s": med,
+               "ratio_pyg_over_dataloader": med["pyg"] / med["dataloader"],
+               "minor_faults_per_epoch": {k: v // args.rounds for k, v in faults.items()}}
         if args.model:
             from torch_geometric.nn import GraphSAGE
 

@@ -110,6 +110,8 @@ class LookaheadFeeder:
         to let the item's labels ride in the same request as its missing rows).
     max_depth, max_bytes : bounds of the ``"auto"`` window; ``bytes_of(item)`` sizes a queued
         item (default: its blocks' tensors).
+    out_for : optional ``f(n) -> tensor or None``: the ``out=`` of a fetch of ``n`` ids (the fetch
+        stage's recycled arrays, :mod:`bgl.loader.row_buffers`); None lets the cache allocate.
 
     Raises
     ------
@@ -123,7 +125,8 @@ class LookaheadFeeder:
                  num_seeds_of: Optional[Callable[[Any], int]] = _num_seeds,
                  on_fetch: Optional[Callable[[Any], None]] = None, *,
                  max_depth: int = DEFAULT_MAX_DEPTH, max_bytes: int = DEFAULT_MAX_BYTES,
-                 bytes_of: Callable[[Any], int] = _block_bytes):
+                 bytes_of: Callable[[Any], int] = _block_bytes,
+                 out_for: Optional[Callable[[int], Optional[torch.Tensor]]] = None):
         if depth != AUTO and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 0):
             raise ValueError(f"depth must be an int >= 0 or 'auto', got {depth!r}")
         self.cache = cache
@@ -135,6 +138,7 @@ class LookaheadFeeder:
         self.ids_of = ids_of
         self.num_seeds_of = num_seeds_of
         self.on_fetch = on_fetch
+        self.out_for = out_for
 
     def __call__(self, items: Iterable) -> Iterator[tuple[Any, torch.Tensor]]:
         """Yield ``(item, cache.fetch(ids_of(item), ...))`` for every item, in order."""
@@ -168,4 +172,7 @@ class LookaheadFeeder:
         num_seeds = self.num_seeds_of(item) if self.num_seeds_of is not None else 0
         if self.on_fetch is not None:
             self.on_fetch(item)
-        return item, self.cache.fetch(ids, self.miss_source, num_seeds=num_seeds)
+        out = self.out_for(int(ids.shape[0])) if self.out_for is not None else None
+        if out is None:  # caches without an ``out=`` (sharded, typed, a user's) get none
+            return item, self.cache.fetch(ids, self.miss_source, num_seeds=num_seeds)
+        return item, self.cache.fetch(ids, self.miss_source, out=out, num_seeds=num_seeds)

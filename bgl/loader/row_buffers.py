@@ -22,10 +22,12 @@ plain loop two or three, which the loop held anyway.
 """
 from __future__ import annotations
 
+import inspect
 import sys
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
+import torch
 
 # References to a pooled array that are not a user's: the pool's list, the loop
 # variable scanning it, and getrefcount's own argument.
@@ -46,6 +48,7 @@ class RowBuffers:
             raise ValueError(f"keep must be >= 1, got {keep}")
         self.keep = int(keep)
         self._arrays: list[np.ndarray] = []
+        self._largest = 0  # rows of the largest request so far
         self.allocations = 0  # arrays made so far (a test and the bench read it)
 
     def take(self, rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -59,25 +62,46 @@ class RowBuffers:
         if n and (int(ids.min()) < 0 or int(ids.max()) >= rows.shape[0]):
             bad = ids[(ids < 0) | (ids >= rows.shape[0])][0]
             raise IndexError(f"feature row id {int(bad)} is outside [0, {rows.shape[0]})")
-        out = self._free_array(n, rows)
+        out = self.empty(n, rows.shape[1:], rows.dtype)
         # mode="clip" writes straight into ``out`` (mode="raise" would gather into a
         # temporary and copy); the ids were bounds-checked above.
         np.take(rows, ids, axis=0, out=out, mode="clip")
         return out
 
-    def _free_array(self, n: int, rows: np.ndarray) -> np.ndarray:
-        """An unreferenced pooled array's first ``n`` rows, or a new array's."""
-        row_shape = rows.shape[1:]
+    def empty(self, n: int, row_shape: tuple, dtype) -> np.ndarray:
+        """``n`` rows of ``row_shape`` and ``dtype`` to write into (the cache's output of a batch):
+        an unreferenced pooled array's first ``n`` rows, or a new array's.  Contents are arbitrary."""
         for array in self._arrays:
             if (sys.getrefcount(array) == _POOL_ONLY and array.shape[0] >= n
-                    and array.shape[1:] == row_shape and array.dtype == rows.dtype):
+                    and array.shape[1:] == row_shape and array.dtype == dtype):
                 return array[:n]
-        largest: Optional[int] = max((a.shape[0] for a in self._arrays), default=0)
-        array = np.empty((max(n, largest) + max(n, largest) // 8,) + row_shape, rows.dtype)
+        # sized by the largest request, not the largest array: arrays sized from arrays would
+        # grow by 1/8 each time every one is in use (a caller keeping a whole epoch)
+        self._largest = rows = max(self._largest, n)
+        array = np.empty((rows + rows // 8,) + tuple(row_shape), dtype)
         self.allocations += 1
         self._arrays = [array] + self._arrays[: self.keep - 1]
         return array[:n]
 
-    def clear(self) -> None:
-        """Forget every array (those in use stay alive with their holders)."""
-        self._arrays = []
+
+def cache_outputs(cache) -> Optional[Callable[[int], torch.Tensor]]:
+    """``f(n)`` -> a recycled ``[n, cache.dim]`` tensor for the ``out=`` of ``cache.fetch``, or None.
+
+    Only for a cache on the CPU whose ``fetch`` takes ``out=`` (the single-type caches of
+    :mod:`bgl.cache`) and whose dtype NumPy has: its output was a fresh array per batch, as the
+    plain gather's was (measured on the 2-core VM, Cora, ``cache=True`` (lookahead), batch
+    256, fanouts 10,10, data path only: 2.5-3.3k minor faults an epoch and 23-26 ms epochs
+    before, under 30 faults and 12.7 ms with recycled outputs; PubMed 131-145 -> 122-128 ms).
+    """
+    device, dim, dtype = getattr(cache, "device", None), getattr(cache, "dim", None), getattr(cache, "dtype", None)
+    if not isinstance(device, torch.device) or device.type != "cpu" or not isinstance(dim, int) \
+            or not isinstance(dtype, torch.dtype):
+        return None
+    try:
+        if "out" not in inspect.signature(cache.fetch).parameters:
+            return None
+        np_dtype = torch.empty(0, dtype=dtype).numpy().dtype
+    except (TypeError, ValueError):  # no signature, or a dtype NumPy lacks (bfloat16)
+        return None
+    buffers = RowBuffers()
+    return lambda n: torch.from_numpy(buffers.empty(n, (dim,), np_dtype))

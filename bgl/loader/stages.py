@@ -24,7 +24,7 @@ from .minibatch import MiniBatch
 from .prefault import prefault_memmap
 from .stage_protocol import Stage
 from .remote_rows import RemoteRowsOnly
-from .row_buffers import RowBuffers
+from .row_buffers import RowBuffers, cache_outputs
 from .specs import CacheSpec, SamplingSpec, TypedCacheSpec
 from ..sampler.edge_check import ServerEdgeCheck
 
@@ -154,12 +154,14 @@ class FetchStage(Stage):
         self._cache = None if isinstance(self.cache, _SPECS) else self.cache
         self._remote: Optional[RemoteRowsOnly] = None  # with co-located parts: what the cache sees
         self._row_buffers: Optional[RowBuffers] = None  # a local store's gathers without a cache
+        self._cache_out = None  # recycled out= arrays for a CPU cache this stage built
 
     def __getstate__(self) -> dict:
         if self.cache is not None and not isinstance(self.cache, _SPECS):
             raise TypeError("a live cache object cannot move to a stage process; pass a policy name")
         return {**self.__dict__, "_sampler": None, "_cache": None, "_feat_rows": None,
-                "_label_ids": None, "_labels": None, "_remote": None, "_row_buffers": None}
+                "_label_ids": None, "_labels": None, "_remote": None, "_row_buffers": None,
+                "_cache_out": None}
 
     def _labels_ride_along(self, mb: MiniBatch) -> None:
         """Let ``mb``'s seed labels ride in the request for its (missing) input rows.
@@ -211,6 +213,7 @@ class FetchStage(Stage):
                     self._row_buffers = RowBuffers()
         if self._cache is None and isinstance(self.cache, _SPECS):
             self._cache = self.cache.build()
+            self._cache_out = cache_outputs(self._cache)
         if self._cache is not None and RemoteRowsOnly.applies(self._sampler):
             self._remote = RemoteRowsOnly(self._sampler)
 
@@ -248,7 +251,8 @@ class FetchStage(Stage):
         typed = self.schema is not None
         feeder = LookaheadFeeder(cache, self._fetch_type_rows if typed else self._fetch_features,
                                  depth=self.lookahead if self.lookahead == "auto" else depth, ids_of=self._cache_ids,
-                                 num_seeds_of=self._cache_num_seeds, on_fetch=None if typed else self._labels_ride_along)
+                                 num_seeds_of=self._cache_num_seeds, on_fetch=None if typed else self._labels_ride_along,
+                                 out_for=self._cache_out)
         for mb, feat in feeder(items):
             yield self._attach_typed(mb, feat) if typed else self._attach(mb, self._with_local_rows(mb, feat))
 
@@ -281,8 +285,10 @@ class FetchStage(Stage):
             if self._cache is not None:
                 # The seeds' hint lets the FIFO keep hop-1 rows longest: the next
                 # proximity-ordered batch most likely reuses those.
+                ids = self._cache_ids(mb)
+                extra = {} if self._cache_out is None else {"out": self._cache_out(int(ids.shape[0]))}
                 feat = self._with_local_rows(mb, self._cache.fetch(
-                    self._cache_ids(mb), self._fetch_features, num_seeds=self._cache_num_seeds(mb)))
+                    ids, self._fetch_features, num_seeds=self._cache_num_seeds(mb), **extra))
             elif self._row_buffers is not None:  # recycled arrays: no page faults a batch
                 feat = torch.from_numpy(self._row_buffers.take(self._feat_rows, _np_ids(mb.blocks[0].src_ids)))
             else:

@@ -76,3 +76,40 @@ def test_batches_kept_by_the_caller_keep_their_features(cora_store):
     for _, _, blocks in loader:  # a loop dropping each batch cycles through a few arrays, rows still right
         assert np.array_equal(blocks[0].srcdata["feat"].numpy(), feat[blocks[0].src_ids.numpy()])
     assert made >= batches and buffers.allocations - made <= 3
+
+
+def test_cache_outputs_only_for_cpu_caches_that_take_out():
+    from bgl.cache.fifo import FeatureCache
+    from bgl.cache.lookahead import LookaheadCache
+    from bgl.cache.sharded import ShardedFeatureCache
+    from bgl.loader.row_buffers import cache_outputs
+
+    rows = torch.arange(40 * 3, dtype=torch.float32).reshape(40, 3)
+    for cache in (LookaheadCache(8, 40, 3), FeatureCache(8, 40, 3)):
+        out_for = cache_outputs(cache)
+        out = out_for(5)
+        assert out.shape == (5, 3) and out.dtype == torch.float32
+        got = cache.fetch(torch.tensor([1, 7, 3, 1, 39]), lambda ids: rows[ids], out=out)
+        assert got.data_ptr() == out.data_ptr() and torch.equal(got, rows[[1, 7, 3, 1, 39]])
+    assert cache_outputs(FeatureCache(8, 40, 3, dtype=torch.bfloat16)) is None  # NumPy has no bfloat16
+    assert cache_outputs(ShardedFeatureCache(8, 40, 3, ["cpu", "cpu"])) is None  # its fetch takes no out=
+    assert cache_outputs(object()) is None
+
+
+def test_cached_batches_kept_by_the_caller_keep_their_features(cora_store):
+    """With the lookahead cache the cache's outputs are recycled too, and never one a kept batch holds."""
+    loader = bgl.DataLoader(cora_store, np.asarray(cora_store.train_idx), bgl.NeighborSampler([5, 5]),
+                            batch_size=32, shuffle=True, blocks="bgl", cache=True)
+    feat = np.asarray(cora_store.feat)
+    for _ in range(2):  # the second epoch starts with a warm cache: hits and misses both
+        kept = list(loader)
+        for _, _, blocks in kept:
+            assert np.array_equal(blocks[0].srcdata["feat"].numpy(), feat[blocks[0].src_ids.numpy()])
+    assert loader.cache_policy == "lookahead" and loader.cache_stats()["hits"] > 0
+
+
+def test_arrays_stay_sized_by_the_largest_request_when_all_are_kept():
+    rows = np.ones((50, 2), np.float32)
+    pool = RowBuffers(keep=2)
+    kept = [pool.take(rows, np.arange(40)) for _ in range(30)]  # every array in use: a new one each time
+    assert pool.allocations == 30 and max(k.base.shape[0] for k in kept) == 40 + 40 // 8
