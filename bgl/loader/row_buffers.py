@@ -29,9 +29,20 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-# References to a pooled array that are not a user's: the pool's list, the loop
-# variable scanning it, and getrefcount's own argument.
-_POOL_ONLY = 3
+
+def _refs_while_scanned(arrays: list) -> int:
+    """``sys.getrefcount`` of an array held by nothing but ``arrays``, read in a scan shaped as
+    :meth:`RowBuffers.empty`'s (the list, the loop variable, getrefcount's own argument: 3 on
+    CPython 3.11).  Measured rather than written down: an interpreter may borrow some of those
+    references (newer CPythons do for some stack references), and a fixed count too high would
+    hand out an array still in use."""
+    for array in arrays:
+        return sys.getrefcount(array)
+    raise ValueError("needs one array")
+
+
+# References to a pooled array that are not a user's.
+_POOL_ONLY = _refs_while_scanned([np.empty(0)])
 
 
 class RowBuffers:
