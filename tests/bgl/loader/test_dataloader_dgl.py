@@ -148,6 +148,7 @@ class SAGE(torch.nn.Module):
 def train_and_test(loader, g, test_idx, seed: int, epochs: int = 3) -> float:
     """Test accuracy (%) after training with ``loader``; full-neighbour inference for evaluation."""
     torch.manual_seed(seed)
+    dgl.seed(seed)  # DGL's own sampling RNG: the same seed gives the same DGL run
     model = SAGE(g.ndata["feat"].shape[1], 32, int(g.ndata["label"].max()) + 1)
     opt = torch.optim.Adam(model.parameters(), lr=1e-2, weight_decay=5e-4)
     for _ in range(epochs):
@@ -164,7 +165,10 @@ def train_and_test(loader, g, test_idx, seed: int, epochs: int = 3) -> float:
     return 100.0 * (logits[test_idx].argmax(1) == g.ndata["label"][test_idx]).float().mean().item()
 
 
-SEEDS = (0, 1, 2)
+# Measured over 20 seeds (3 epochs, Cora): DGL 88.0 +- 0.83 points a run, bgl random
+# 88.1 +- 0.62, bgl proximity/fifo 87.5 +- 0.78. Three seeds left the pooled difference
+# with sd ~0.57, so a 1-point bound failed ~8 % of runs by chance; ten give sd ~0.31.
+SEEDS = tuple(range(10))
 INLINE_CONFIGS = {
     "inline/random/no-cache": dict(pipeline="inline", order="random"),
     "inline/proximity/fifo": dict(pipeline="inline", order="proximity", cache="fifo"),
@@ -202,11 +206,13 @@ def test_graphsage_accuracy_matches_dgl_dataloader(cora_graph, one_torch_thread)
     for name, (_, twin) in PROCESS_CONFIGS.items():
         assert results[name][0] == results[twin][0], report
     pooled = float(np.mean([a for name in INLINE_CONFIGS for a in results[name]]))
-    # Averaged over seeds and configurations the accuracy is DGL's within 1 point; each
-    # configuration (3 seeds, ~1 point spread per seed on 540 test nodes) within 2.5 points.
+    # Pooled over seeds and configurations the accuracy is DGL's within 1 point (~3 sd of
+    # the difference); each configuration's mean of ten within 2 points (~5 sd). On Cora even
+    # fanouts 1,1 score ~87, so this guards features, labels and training, not fanouts: the
+    # sampler's semantics are asserted in test_dgl_sampler_settings_are_read and tests/sampler.
     assert abs(pooled - dgl_mean) <= 1.0, report
     for name in INLINE_CONFIGS:
-        assert abs(float(np.mean(results[name])) - dgl_mean) <= 2.5, f"{name}: {report}"
+        assert abs(float(np.mean(results[name])) - dgl_mean) <= 2.0, f"{name}: {report}"
     assert dgl_mean > 80.0, report
 
 
