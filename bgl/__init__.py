@@ -17,9 +17,9 @@ __version__ = "0.1.0"
 # Public names that live in modules with heavy imports: name -> module.
 _LAZY = {
     "DataLoader": "bgl.loader.dataloader",
-    "NeighborSampler": "bgl.loader.arguments",
-    "MultiLayerFullNeighborSampler": "bgl.loader.arguments",
-    "MultiLayerNeighborSampler": "bgl.loader.arguments",
+    "NeighborSampler": "bgl.loader.sampler_options",
+    "MultiLayerFullNeighborSampler": "bgl.loader.sampler_options",
+    "MultiLayerNeighborSampler": "bgl.loader.sampler_options",
     "LaborSampler": "bgl.loader.labor",
     "Block": "bgl.blocks",
     "as_edge_prediction_sampler": "bgl.loader.edge_prediction",

@@ -9,8 +9,10 @@ from a short profiling run (:mod:`bgl.loader.resources`).
 
 =====================  =====================================================
 ``dataloader``         ``DataLoader``: epochs, seeds, DDP split, iteration
-``arguments``          ``NeighborSampler`` and resolution of every argument
-                       (graph, indices, sampler, cache) before anything starts
+``loader_options``     ``LoaderOptions``: cache, order, pipeline, queues, resolved once
+``sampler_options``    ``NeighborSampler``; ``SamplerOptions``: any sampler's settings, resolved once
+``arguments``          ``GraphInfo``: the graph as one of its kinds; seed id checks
+``seed_items``         ``SeedItems``: the seeds as one item kind (nodes or edges, typed or not)
 ``specs``              picklable ``SamplingSpec`` / ``CacheSpec``
 ``minibatch``          ``MiniBatch``, what travels between stages
 ``order_stage``        the source stage: random or proximity epoch order

@@ -2,11 +2,13 @@
 
 DGL's DataLoader accepts a DGLGraph, a sampler object and an id tensor; bgl
 also accepts a graph store, a partition dir or graph-server addresses, and a
-cache policy.  This module turns those arguments into picklable facts
-(:class:`GraphInfo`, :class:`~bgl.loader.specs.SamplingSpec`,
-:class:`~bgl.loader.specs.CacheSpec`) and validates them, so a bad argument
-fails here with a clear message, before any process starts.  Iteration lives
-in :mod:`bgl.loader.dataloader`.
+cache policy.  This module resolves the *graph* argument into one picklable
+:class:`GraphInfo` (with its :class:`~bgl.loader.specs.SamplingSpec`) and checks
+seed ids, so a bad argument fails here with a clear message, before any process
+starts.  The sampler's options are resolved in :mod:`bgl.loader.sampler_options`,
+the seeds in :mod:`bgl.loader.seed_items`, the loader's own options in
+:mod:`bgl.loader.loader_options`; :mod:`bgl.loader.dataloader` wires the stages
+from those four descriptions.
 """
 from __future__ import annotations
 
@@ -20,160 +22,12 @@ import torch
 from ..cache.ordering.partition_order import env_partition_dir
 from ..errors import ServerUnavailable
 from ..store import GraphStore
-from .edge_options import EdgeOptions, edge_names_of, edge_option
 from .specs import SamplingSpec
-
-PIPELINES = ("inline", "thread", "processes")
-# DGL DataLoader keyword arguments that tune DGL's own machinery; accepted so
-# scripts run unchanged, and ignored because bgl's pipeline replaces them.
-_DGL_TUNING_KWARGS = frozenset({
-    "use_uva", "use_prefetch_thread", "use_alternate_streams", "pin_prefetcher", "persistent_workers",
-    "pin_memory", "prefetch_factor", "gpu_cache", "worker_init_fn", "timeout", "generator",
-    "multiprocessing_context",
-})
-
-
-class NeighborSampler:
-    """Neighbour sampler settings, DGL style (``bgl.NeighborSampler([10, 10])``).
-
-    Parameters
-    ----------
-    fanouts : sequence of int
-        Neighbours per layer, DGL order: ``fanouts[-1]`` is applied to the
-        seeds (output layer); -1 takes all in-neighbours.
-    replace : bool
-        Sample with replacement.
-    prefetch_node_feats : names under which ``blocks[0].srcdata`` receives
-        the input features (the store has one feature array).
-    prefetch_labels : names under which ``blocks[-1].dstdata`` receives labels.
-    prob : name of an edge array (weights): each neighbour is drawn with probability
-        proportional to its edge's weight, never through a zero-weight edge (DGL's ``prob=``).
-    mask : name of a bool edge array: only edges marked True may be drawn (DGL's ``mask=``;
-        mutually exclusive with ``prob``).
-    prefetch_edge_feats : edge arrays whose rows of the sampled edges each block
-        gets in ``blocks[i].edata[name]``.
-    """
-
-    def __init__(self, fanouts: Sequence[int], replace: bool = False,
-                 prefetch_node_feats: Sequence[str] = ("feat",), prefetch_labels: Sequence[str] = ("label",),
-                 prefetch_edge_feats: Sequence[str] = (), output_device=None, *, prob: Optional[str] = None,
-                 mask: Optional[str] = None):
-        self.fanouts = _check_fanouts(fanouts)
-        self.replace = bool(replace)
-        self.prefetch_node_feats = list(prefetch_node_feats or [])
-        self.prefetch_labels = list(prefetch_labels or [])
-        self.output_device = output_device
-        self.prob = edge_option(prob, mask)
-        self.mask = mask
-        self.prefetch_edge_feats = edge_names_of(prefetch_edge_feats)
-
-    def sample(self, g, seed_nodes, exclude_eids=None):
-        """DGL's sampler interface over a DGLGraph: ``(input_nodes, output_nodes, dgl blocks)``.
-
-        Lets DGL's own machinery drive this sampler (``dgl.dataloading.as_edge_prediction_sampler``
-        checks for a ``sample(g, indices, exclude_eids)`` method; DGL's DataLoader calls it).
-        Edges in ``exclude_eids`` (DGL edge ids) are never sampled; the prefetched node features
-        and labels are attached as DGL's prefetch does.  ``bgl.DataLoader`` does not call this: it
-        reads the settings and samples in its own pipeline.
-        """
-        from ..dgl_adapter import to_dgl_blocks
-        from ..sampler import LocalSampler
-        from .graph_arrays import dglgraph_arrays
-
-        blocks = LocalSampler(dglgraph_arrays(g, None, None)).sample_blocks(
-            seed_nodes, self.fanouts, replace=self.replace, exclude=exclude_eids)
-        first, last = blocks[0], blocks[-1]
-        for key in self.prefetch_node_feats:
-            if key in g.ndata:
-                first.srcdata[key] = g.ndata[key][first.src_ids.to(g.device)]
-        for key in self.prefetch_labels:
-            if key in g.ndata:
-                last.dstdata[key] = g.ndata[key][last.dst_ids.to(g.device)]
-        return first.src_ids, last.dst_ids, to_dgl_blocks(blocks)
-
-    def __repr__(self) -> str:
-        weights = "" if self.prob is None else f", prob={self.prob!r}"
-        return f"bgl.NeighborSampler(fanouts={self.fanouts}, replace={self.replace}{weights})"
-
-
-class MultiLayerFullNeighborSampler(NeighborSampler):
-    """Every in-neighbour at each of ``num_layers`` layers (DGL's ``MultiLayerFullNeighborSampler``):
-    ``NeighborSampler([-1] * num_layers)``, the sampler DGL's examples run layer-wise inference with.
-
-    ``edge_dir`` must be ``"in"`` (see :func:`sampler_settings` for why out-edges are refused); the
-    other arguments are :class:`NeighborSampler`'s (``replace`` does not apply: all are taken).
-    """
-
-    def __init__(self, num_layers: int, edge_dir: str = "in", **kwargs):
-        if isinstance(num_layers, bool) or not isinstance(num_layers, (int, np.integer)) or num_layers < 1:
-            raise ValueError(f"num_layers must be an int >= 1, got {num_layers!r}")
-        if edge_dir != "in":
-            raise ValueError(f"edge_dir={edge_dir!r} is not supported: sample the reversed graph with edge_dir='in'")
-        super().__init__([-1] * int(num_layers), **kwargs)
-
-
-MultiLayerNeighborSampler = NeighborSampler  # DGL's older name for the same class (DGL 2.1 keeps it)
-
-
-def _check_fanouts(fanouts) -> list:
-    """Validated fanouts: ints, or (a typed graph's) per-layer dicts {edge type: int}, checked
-    against the graph's edge types when the loader knows them (:mod:`bgl.loader.typed`)."""
-    if isinstance(fanouts, (int, np.integer)) or not hasattr(fanouts, "__len__") or len(fanouts) == 0:
-        raise ValueError(f"fanouts must be a non-empty list of ints, got {fanouts!r}")
-    if any(isinstance(f, dict) for f in fanouts):
-        return [dict(f) if isinstance(f, dict) else f for f in fanouts]
-    out = []
-    for f in fanouts:
-        if isinstance(f, bool) or not isinstance(f, (int, np.integer)) or f < -1 or f == 0:
-            raise ValueError(f"each fanout must be an int >= 1 or -1 (all neighbours), got {f!r} in {list(fanouts)}")
-        out.append(int(f))
-    return out
 
 
 def is_dgl_object(obj: Any) -> bool:
+    """True for an object of DGL's (a DGLGraph, a DGL sampler): read by duck type, never imported."""
     return type(obj).__module__.split(".")[0] == "dgl"
-
-
-def sampler_settings(graph_sampler) -> tuple[list[int], bool, list[str], list[str], bool]:
-    """(fanouts, replace, feature keys, label keys, came from DGL) of a supported sampler."""
-    if isinstance(graph_sampler, NeighborSampler):  # bgl.LaborSampler is one too
-        return (graph_sampler.fanouts, graph_sampler.replace, graph_sampler.prefetch_node_feats,
-                graph_sampler.prefetch_labels, False)
-    name = type(graph_sampler).__name__
-    if is_dgl_object(graph_sampler) and hasattr(graph_sampler, "fanouts") and name in (
-            "NeighborSampler", "MultiLayerFullNeighborSampler", "LaborSampler"):
-        if getattr(graph_sampler, "edge_dir", "in") != "in":
-            # DGL 2.1's blocks from edge_dir='out' hold edges whose destination falls outside the
-            # block's dst nodes, so no message passing is defined on them.
-            raise ValueError(
-                f"edge_dir={graph_sampler.edge_dir!r} is not supported: DGL 2.1's blocks from out-edge sampling "
-                "have edges whose destinations are not dst nodes of the block; to aggregate over "
-                "out-neighbours, sample the reversed graph with edge_dir='in' (bgl.DataLoader(dgl.reverse(g, "
-                "copy_ndata=True, copy_edata=True), ...))")
-        feats = graph_sampler.prefetch_node_feats
-        labels = graph_sampler.prefetch_labels
-        # A heterogeneous graph's {ntype: [names]}: bgl reads each type's one feature array.
-        feats = sorted({k for v in feats.values() for k in v}) if isinstance(feats, dict) else feats
-        labels = sorted({k for v in labels.values() for k in v}) if isinstance(labels, dict) else labels
-        # DGL exposes every ndata field lazily even without prefetch (bgl does too for a
-        # DGLGraph: TransferStage); a store has one feature and one label array, offered
-        # under the usual names.
-        return (_check_fanouts(list(graph_sampler.fanouts)), bool(getattr(graph_sampler, "replace", False)),
-                list(feats) or ["feat"], list(labels) or ["label"], True)
-    raise TypeError(
-        f"unsupported graph_sampler {type(graph_sampler).__module__}.{name}; use bgl.NeighborSampler, "
-        f"bgl.LaborSampler or dgl.dataloading.NeighborSampler / MultiLayerFullNeighborSampler / LaborSampler")
-
-
-def edge_options(graph_sampler) -> EdgeOptions:
-    """The :class:`~bgl.loader.edge_options.EdgeOptions` of a sampler :func:`sampler_settings` accepts."""
-    if isinstance(graph_sampler, NeighborSampler):  # bgl's (a bgl.LaborSampler has no prob / mask)
-        return EdgeOptions(graph_sampler.prob, graph_sampler.prefetch_edge_feats, graph_sampler.mask is not None)
-    if type(graph_sampler).__name__ == "LaborSampler":  # DGL's: its prob is refused by labor_of
-        return EdgeOptions(None, edge_names_of(getattr(graph_sampler, "prefetch_edge_feats", None)))
-    # DGL keeps ``prob or mask`` in ``prob`` (it refuses both at construction)
-    return EdgeOptions(edge_option(getattr(graph_sampler, "prob", None), None),
-                       edge_names_of(getattr(graph_sampler, "prefetch_edge_feats", None)))
 
 
 def check_graph_fields(info: "GraphInfo", graph, feat_keys: Sequence[str], edge_keys: Sequence[str]

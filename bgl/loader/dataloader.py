@@ -14,8 +14,12 @@ the work: order (random or BGL's proximity order) -> sample (local store or grap
 ``pipeline="processes"`` runs order/sample/fetch in pinned processes whose
 cores come from a short profiling run (:mod:`bgl.loader.resources`).
 
-Everything is validated before any process starts (:mod:`bgl.loader.arguments`):
-indices (dtype, range, duplicates), the sampler type, and graph servers (pinged).
+The constructor resolves its arguments once, into four frozen descriptions the stages
+read, each from one module, before any process starts: the loader's options
+(:mod:`bgl.loader.loader_options`), the sampler's (:mod:`bgl.loader.sampler_options`),
+the graph as one of its kinds (:mod:`bgl.loader.arguments`: graph servers pinged) and
+the seeds as one item kind, nodes or edges, typed or not (:mod:`bgl.loader.seed_items`:
+dtype, range, duplicates).  A new seed kind or sampling option is a case in one of those.
 """
 from __future__ import annotations
 
@@ -28,26 +32,26 @@ import numpy as np
 import torch
 
 from ..dgl_adapter import graph_type_names  # DGL itself is imported on first use, not here
-from .arguments import NeighborSampler  # noqa: F401  (public as bgl.NeighborSampler; DGL keeps both together)
-from .arguments import (_DGL_TUNING_KWARGS, PIPELINES, check_graph_fields, check_indices, has_repeats,
-                        proximity_partition, resolve_graph, sampler_settings)
+from .arguments import check_graph_fields, proximity_partition, resolve_graph
 from .cache_choice import resolve_cache
 from .ddp import ddp_chunk
 from .edge_options import check_edge_options
-from .edge_prediction import edge_settings, is_edge_prediction_sampler, resolve_edge_seeds
 from .epoch_iterator import EpochIterator
 from .graph_arrays import field_versions
-from .labor import sampler_edge_options
+from .loader_options import resolve_loader_options
 from .minibatch import MiniBatch
 from .order_prefetch import NextOrderGuess, peek_torch_seed
-from .order_stage import ORDERS, OrderStage, num_batches
+from .order_stage import OrderStage, num_batches
 from .pipeline import Pipeline, quiet_numba_threads
 from .presample import presample_cache_spec
 from .resources import CoreSplit, available_cores, profile_stages, resolve_stage_cores, split_cores
+from .sampler_options import NeighborSampler  # noqa: F401  (public as bgl.NeighborSampler; DGL keeps both together)
+from .sampler_options import resolve_sampler
+from .seed_items import resolve_seeds
 from .spawn_start import start_zygote
 from .specs import CacheSpec
 from .stages import FetchStage, SampleStage, TransferStage
-from .typed import check_typed_options, reads_rows_lazily, typed_fanouts, typed_seed_ids
+from .typed import check_typed_options, reads_rows_lazily, typed_fanouts
 
 log = logging.getLogger(__name__)
 
@@ -114,47 +118,13 @@ class DataLoader:
     def __init__(self, graph, indices, graph_sampler, device=None, batch_size: int = 1,
                  shuffle: bool = False, drop_last: bool = False, num_workers: int = 0,
                  use_ddp: bool = False, ddp_seed: int = 0, **kwargs):
-        cache = kwargs.pop("cache", None)
-        cache_ratio = kwargs.pop("cache_ratio", None)
-        cache_bytes = kwargs.pop("cache_bytes", None)
-        cache_lookahead = kwargs.pop("cache_lookahead", None)
-        order = kwargs.pop("order", "random")
-        pipeline, stage_cores, blocks = (kwargs.pop(k, None) for k in ("pipeline", "stage_cores", "blocks"))
-        server_timeout = float(kwargs.pop("server_timeout", 5.0))
-        num_sequences = int(kwargs.pop("num_sequences", 8))
-        queue_size = int(kwargs.pop("queue_size", 4))
-        feat_dtype = kwargs.pop("feat_dtype", None)  # checked by TransferStage
-        ignored = sorted(set(kwargs) & _DGL_TUNING_KWARGS)
-        unknown = sorted(set(kwargs) - _DGL_TUNING_KWARGS)
-        if unknown:
-            raise TypeError(f"bgl.DataLoader got unexpected keyword arguments {unknown}")
-        if ignored:
-            log.debug("ignoring DGL tuning arguments %s (bgl's pipeline replaces them)", ignored)
-
-        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
-        if isinstance(num_workers, bool) or not isinstance(num_workers, (int, np.integer)) or num_workers < 0:
-            raise ValueError(f"num_workers must be an int >= 0, got {num_workers!r}")
-        if order not in ORDERS:
-            raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
-        if pipeline is None and num_workers > 0:
-            pipeline = "processes"
-        if pipeline is not None and pipeline not in PIPELINES:
-            raise ValueError(f"pipeline must be one of {PIPELINES}, got {pipeline!r}")
-        if blocks not in (None, "dgl", "bgl"):
-            raise ValueError(f"blocks must be 'dgl', 'bgl' or None, got {blocks!r}")
-
-        edge_cfg = edge_settings(graph_sampler) if is_edge_prediction_sampler(graph_sampler) else None
-        node_sampler = graph_sampler if edge_cfg is None else edge_cfg.sampler
-        fanouts, replace, feat_keys, label_keys, sampler_from_dgl = sampler_settings(node_sampler)
-        sampler_from_dgl = sampler_from_dgl or (edge_cfg is not None and edge_cfg.from_dgl)
-        edge_opts, labor = sampler_edge_options(node_sampler, edge_cfg is not None)
-        edge_keys = list(edge_opts.edge_feats)
+        opts = resolve_loader_options(batch_size, num_workers, kwargs)
+        sampler = resolve_sampler(graph_sampler)
         self.graph_sampler = graph_sampler
-        self.batch_size, self.shuffle, self.drop_last = int(batch_size), bool(shuffle), bool(drop_last)
-        self.num_workers, self.use_ddp, self.ddp_seed = int(num_workers), bool(use_ddp), int(ddp_seed)
+        self.batch_size, self.shuffle, self.drop_last = opts.batch_size, bool(shuffle), bool(drop_last)
+        self.num_workers, self.use_ddp, self.ddp_seed = opts.num_workers, bool(use_ddp), int(ddp_seed)
         self.device = torch.device(device) if device is not None else torch.device("cpu")
-        self.order = order
+        self.order = opts.order
         self._pipeline: Optional[Pipeline] = None
         self._active: Optional[weakref.ref] = None  # the running EpochIterator (it holds us, not we it)
         self._fetch: Optional[FetchStage] = None
@@ -163,55 +133,39 @@ class DataLoader:
         self._epoch, self._epoch_set = 0, False
         self._next_order = NextOrderGuess()  # build the next epoch's proximity order during this one
 
-        self._resolve_args = (feat_keys[0] if feat_keys else None, label_keys[0] if label_keys else None,
-                              server_timeout, pipeline == "processes")
+        # The graph, as one of its kinds (GraphInfo), with the first feature / label name it serves.
+        self._resolve_args = (sampler.feat_keys[0] if sampler.feat_keys else None,
+                              sampler.label_keys[0] if sampler.label_keys else None,
+                              opts.server_timeout, opts.pipeline == "processes")
         info = resolve_graph(graph, *self._resolve_args)
         self._info = info
+        want_dgl = _wants_dgl_blocks(opts.blocks, info, sampler)
         typed = info.typed or isinstance(indices, dict)
-        schema = check_typed_options(info, indices, fanouts, order, cache, cache_ratio, cache_bytes, feat_keys,
-                                     edge_keys) if typed else None
-        if schema is None and any(isinstance(f, dict) for f in fanouts):
+        lazy_rows = typed and reads_rows_lazily(info, sampler, want_dgl, opts.cache)  # typed.py
+        schema = check_typed_options(info, sampler, opts.cache, lazy_rows) if typed else None
+        if schema is None and any(isinstance(f, dict) for f in sampler.fanouts):
             raise ValueError("per-relation fanout dicts need a graph with edge types; this graph has one")
-        check_edge_options(edge_opts, info, labor, typed)
-        extra_feats, edge_feats = ((), ()) if typed else check_graph_fields(info, graph, feat_keys, edge_keys)
+        check_edge_options(sampler.edge, info, sampler.labor, typed)
+        extra_feats, edge_feats = ((), ()) if typed else check_graph_fields(info, graph, sampler.feat_keys,
+                                                                            sampler.edge_keys)
         # A DGLGraph's edge features are read in place by edge id, a store's come with the sample.
-        store_edge_feats = () if info.from_dgl else tuple(edge_keys)
+        store_edge_feats = () if info.from_dgl else tuple(sampler.edge_keys)
         # A DGLGraph is read in place: the loader watches its fields for changes between epochs.
         self._graph = graph if info.from_dgl and not typed else None
         self._graph_fields = self._field_versions()
-        if pipeline is None:
-            pipeline = "thread" if info.spec.kind == "servers" else "inline"
+        pipeline = opts.pipeline or ("thread" if info.spec.kind == "servers" else "inline")
         self.pipeline_mode = pipeline
-        self._edges = None
-        order_nodes, repeated = None, False
-        if edge_cfg is not None:
-            if typed:
-                raise ValueError("link prediction on typed graphs is not available yet; pass an untyped graph")
-            # Items are positions into the seed-edge list; the sample stage turns them into nodes.
-            self._edges = resolve_edge_seeds(graph, indices, info, edge_cfg)
-            ids = np.arange(self._edges.eids.shape[0], dtype=np.int64)
-            order_nodes = self._edges.dst
-            label_keys = []  # a pair graph's nodes carry no node-classification labels
-        else:
-            ids = typed_seed_ids(indices, schema) if typed else check_indices(indices, info.num_nodes)
-            repeated = has_repeats(ids)
-            if repeated and order == "proximity":
-                raise ValueError("order='proximity' needs distinct seed ids (its BFS visits each node once); "
-                                 "pass torch.unique(ids), or use order='random' to keep the repeats")
+
+        # The seeds, as one item kind (SeedItems): node ids, or positions into the seed edges.
+        seeds = resolve_seeds(graph, indices, info, sampler, schema, opts.order)
+        self._edges = seeds.edges
+        ids = seeds.ids
         order_partition = None
-        if order == "proximity" and info.spec.kind != "store":
+        if opts.order == "proximity" and info.spec.kind != "store":
             order_partition = proximity_partition(info)
             # Sorted new ids make each DDP rank's contiguous share a run of whole
             # parts, so a rank orders (and reads) only its own parts' edges.
             ids = np.sort(ids)
-        want_dgl = blocks == "dgl" or (blocks is None and (info.from_dgl or sampler_from_dgl))
-        if want_dgl:
-            try:
-                from ..dgl_adapter import require_dgl
-
-                require_dgl()  # import check only; dgl is imported in dgl_adapter alone
-            except ImportError as e:
-                raise ImportError(f"blocks='dgl' needs DGL installed: {e}") from None
 
         self._rank, self._world = 0, 1
         pad = 0
@@ -220,21 +174,21 @@ class DataLoader:
         self._num_real_ids = int(ids.shape[0])
         self._pad = pad
 
-        # The first feature name is served by the fetch stage (and its cache), under that name.
-        self._wanted_keys = (tuple(feat_keys[:1]), tuple(label_keys))
+        # The first feature name is served by the fetch stage (and its cache), under that name;
+        # a pair graph's nodes carry no node-classification labels.
+        self._wanted_keys = (sampler.feat_keys[:1], () if seeds.is_edges else sampler.label_keys)
         has_feat = info.feat_dim > 0 or (typed and any(t.feat_dim > 0 for t in schema.node_types))
-        lazy_rows = typed and reads_rows_lazily(info, node_sampler, want_dgl, cache)  # typed.py
         feat_keys = self._wanted_keys[0] if has_feat and not lazy_rows else ()
         label_keys = self._wanted_keys[1] if info.has_label else ()
-        self._cache_args = (cache, cache_ratio, cache_bytes, cache_lookahead, queue_size)
+        self._cache_args = opts.cache_args
         self._order_stage = OrderStage(ids=ids, batch_size=self.batch_size, drop_last=self.drop_last,
-                                       shuffle=self.shuffle, order=order, graph=info.spec,
-                                       num_sequences=num_sequences, pad=pad,
-                                       partition_dir=order_partition, order_nodes=order_nodes)
-        self._sample_stage = SampleStage(source=info.spec, fanouts=() if typed else tuple(fanouts), replace=replace,
-                                         repeated_seeds=repeated, edges=self._edges,
-                                         typed_fanouts=typed_fanouts(fanouts, schema) if typed else None,
-                                         prob=edge_opts.prob, edge_feats=store_edge_feats, labor=labor)
+                                       shuffle=self.shuffle, order=opts.order, graph=info.spec,
+                                       num_sequences=opts.num_sequences, pad=pad,
+                                       partition_dir=order_partition, order_nodes=seeds.order_nodes)
+        self._sample_stage = SampleStage(source=info.spec, fanouts=() if typed else sampler.fanouts,
+                                         replace=sampler.replace, repeated_seeds=seeds.repeated, edges=self._edges,
+                                         typed_fanouts=typed_fanouts(sampler.fanouts, schema) if typed else None,
+                                         prob=sampler.edge.prob, edge_feats=store_edge_feats, labor=sampler.labor)
         self._fetch = self._make_fetch(info, feat_keys, label_keys)
         if typed:
             self._fetch = dataclasses.replace(self._fetch, schema=schema)
@@ -242,12 +196,12 @@ class DataLoader:
         self._transfer = TransferStage(device=str(self.device), to_dgl=want_dgl, schema=schema,
                                        graph=graph if lazy_rows else self._graph,
                                        node_feats=extra_feats, edge_feats=edge_feats, type_names=type_names,
-                                       feat_codec=info.feat_codec, feat_dtype=feat_dtype, feat_keys=feat_keys)
-        self._stage_cores = stage_cores
-        if stage_cores is not None:
+                                       feat_codec=info.feat_codec, feat_dtype=opts.feat_dtype, feat_keys=feat_keys)
+        self._stage_cores = opts.stage_cores
+        if opts.stage_cores is not None:
             # Validate now, before any process starts.
-            self.core_split = resolve_stage_cores(stage_cores, ["order", "sample", "fetch"])
-        self._queue_size = queue_size
+            self.core_split = resolve_stage_cores(opts.stage_cores, ["order", "sample", "fetch"])
+        self._queue_size = opts.queue_size
         if pipeline != "processes":
             quiet_numba_threads()  # sampler kernels share this process with the model's torch ops
             if info.spec.kind == "store":
@@ -446,3 +400,17 @@ class DataLoader:
             self.close()
         except Exception:
             pass
+
+
+def _wants_dgl_blocks(blocks: Optional[str], info, sampler) -> bool:
+    """True when batches carry ``dgl.Block`` s (``blocks="dgl"``, or by default when the graph or the
+    sampler came from DGL); ImportError naming DGL when it is asked for and missing."""
+    if not (blocks == "dgl" or (blocks is None and (info.from_dgl or sampler.from_dgl))):
+        return False
+    try:
+        from ..dgl_adapter import require_dgl
+
+        require_dgl()  # import check only; dgl is imported in dgl_adapter alone
+    except ImportError as e:
+        raise ImportError(f"blocks='dgl' needs DGL installed: {e}") from None
+    return True

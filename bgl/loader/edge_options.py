@@ -2,7 +2,7 @@
 
 DGL's ``NeighborSampler(prob="w")`` / ``mask="m"`` and ``prefetch_edge_feats``
 name edge data of the graph (``g.edata``; a store's ``edata/``; the servers'
-parts).  :func:`bgl.loader.arguments.edge_options` reads them off a sampler,
+parts).  :func:`bgl.loader.sampler_options.resolve_sampler` reads them off a sampler,
 :func:`check_edge_options` checks them against the graph the loader resolved, so a missing name, a mask
 that is not bool or a negative/NaN/infinite weight fails at construction with
 a message naming it.

@@ -20,13 +20,12 @@ DGL's ``edata["edge_weights"]`` for the message passing.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..sampler.multilayer import Labor
 from ..sampler.ops import layer_seed
-from .arguments import NeighborSampler, edge_options
+from .sampler_options import NeighborSampler
 
 
 @dataclass(frozen=True)
@@ -107,15 +106,3 @@ def labor_of(graph_sampler) -> Optional[LaborOptions]:
                              bool(graph_sampler.layer_dependency), int(cnt[1]) if cnt is not None else 1,
                              graph_sampler.prob)
     return None
-
-
-def sampler_edge_options(graph_sampler, link_prediction: bool):
-    """``(EdgeOptions, LABOR options or None)`` of a node sampler; ValueError when link prediction
-    (whose exclusion samples uniformly) is asked to draw by weights or by LABOR."""
-    options, labor = edge_options(graph_sampler), labor_of(graph_sampler)
-    if labor is not None and labor.prob is not None:  # checked against the graph as prob= is
-        options = dataclasses.replace(options, prob=labor.prob)
-    if link_prediction and (options.prob is not None or labor is not None):
-        raise ValueError("link prediction samples uniformly around the excluded edges; weighted (prob= / "
-                         "mask=) and LABOR sampling do not combine with it")
-    return options, labor

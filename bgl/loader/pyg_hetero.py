@@ -105,7 +105,7 @@ class HeteroNeighborLoader:
 
     def __init__(self, data, num_neighbors, input_nodes=None, replace: bool = False, batch_size: int = 1,
                  shuffle: bool = False, drop_last: bool = False, num_workers: int = 0, **kwargs):
-        from .arguments import NeighborSampler
+        from .sampler_options import NeighborSampler
         from .dataloader import DataLoader
 
         self.data = data

@@ -132,7 +132,7 @@ class LinkNeighborLoader(NeighborLoader):
                  replace: bool = False, neg_sampling=None, neg_sampling_ratio: Optional[float] = None,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, num_workers: int = 0,
                  **kwargs):
-        from .arguments import NeighborSampler
+        from .sampler_options import NeighborSampler
         from .dataloader import DataLoader
         from .pyg_loader import _pyg_data_class, is_pyg_data, pyg_graph
 

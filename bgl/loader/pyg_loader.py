@@ -282,7 +282,7 @@ class NeighborLoader:
     def __init__(self, data, num_neighbors: Sequence[int], input_nodes=None, replace: bool = False,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, num_workers: int = 0,
                  weight_attr: Optional[str] = None, edge_attr: Optional[str] = None, **kwargs):
-        from .arguments import NeighborSampler
+        from .sampler_options import NeighborSampler
         from .dataloader import DataLoader
 
         graph = pyg_graph(data, kwargs, "NeighborLoader")

@@ -25,9 +25,14 @@ from ..sampler.typed import relation_fanouts
 from .arguments import is_dgl_object
 
 
-def check_typed_options(info, indices, fanouts, order, cache, cache_ratio, cache_bytes, feat_keys,
-                        edge_keys):
-    """The schema of a typed loader, after refusing (with what to do) what typed graphs lack so far."""
+def check_typed_options(info, sampler, cache, lazy_rows: bool = False):
+    """The schema of a typed loader, after refusing (with what to do) what typed graphs lack so far.
+
+    ``sampler`` is the loader's :class:`~bgl.loader.sampler_options.SamplerOptions`: the node types
+    its ``prefetch_*`` dicts name must be the graph's; several feature names are served where a
+    DGLGraph's rows are read lazily (``lazy_rows``: DGL's own columns, every field), a store holds
+    one feature array per type.
+    """
     if info.schema is None:
         raise TypeError("dict indices ({ntype: ids}) need a graph with node types; this graph has one type: "
                         "pass one id tensor")
@@ -36,9 +41,17 @@ def check_typed_options(info, indices, fanouts, order, cache, cache_ratio, cache
     if cache is not None and not isinstance(cache, (str, bool, float, np.floating, TypedFeatureCache)):
         raise TypeError(f"a typed graph's cache object must be a bgl.cache.typed.TypedFeatureCache (one cache "
                         f"per node type), got {type(cache).__name__}; or pass a policy name")
-    if len(dict.fromkeys(feat_keys)) > 1 or edge_keys:
-        raise ValueError("a typed graph serves one node feature array per type and no edge fields; pass one "
-                         "prefetch_node_feats name and no prefetch_edge_feats")
+    unknown = [t for t in sampler.named_types if t not in info.schema.ntypes]
+    if unknown:
+        raise ValueError(f"prefetch_node_feats / prefetch_labels name node type {unknown[0]!r}, which the graph "
+                         f"does not have; it has {list(info.schema.ntypes)}")
+    if len(dict.fromkeys(sampler.feat_keys)) > 1 and not lazy_rows:
+        raise ValueError(f"prefetch_node_feats names {list(dict.fromkeys(sampler.feat_keys))}: a typed store serves "
+                         "one node feature array per type (under any one name); pass one name, or pass the "
+                         "DGLGraph itself with DGL blocks and no cache to read several")
+    if sampler.edge_keys:
+        raise ValueError(f"prefetch_edge_feats={sampler.edge_keys}: graphs with edge types carry no edge fields "
+                         "in bgl's blocks yet; pass no prefetch_edge_feats")
     return info.schema
 
 
@@ -116,13 +129,16 @@ def fetch_typed(sampler, blocks, feat_keys: Sequence[str], label_keys: Sequence[
             last.dstdata[key] = labels
 
 
-def reads_rows_lazily(info, node_sampler, want_dgl: bool, cache) -> bool:
+def reads_rows_lazily(info, sampler, want_dgl: bool, cache) -> bool:
     """True where a typed DGLGraph's input rows are left to DGL's lazy columns, as DGL's own loader
     leaves them: a heterogeneous DGLGraph read in place, DGL blocks, no cache, and a DGL sampler
-    without ``prefetch_node_feats``.  The model's first read gathers them, after the loop has
-    dropped the previous batch, instead of the loader gathering the next batch's rows while the
-    loop still holds the last one (45 MB more at the peak on CiteSeer's paper-word graph).
+    without ``prefetch_node_feats``, or any sampler naming several feature fields (a lazy column
+    serves every field of every type, as DGL's blocks do).  The model's first read gathers them,
+    after the loop has dropped the previous batch, instead of the loader gathering the next batch's
+    rows while the loop still holds the last one (45 MB more at the peak on CiteSeer's paper-word graph).
     """
+    node_sampler = sampler.node_sampler
     prefetch = getattr(node_sampler, "prefetch_node_feats", None)
+    several = len(dict.fromkeys(sampler.feat_keys)) > 1
     return (info.from_dgl and want_dgl and cache is None and info.feat_codec is None
-            and is_dgl_object(node_sampler) and not prefetch)
+            and ((is_dgl_object(node_sampler) and not prefetch) or several))

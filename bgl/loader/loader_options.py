@@ -1,0 +1,92 @@
+"""The loader's own options (cache, order, pipeline, queues), resolved once from ``bgl.DataLoader``'s arguments.
+
+DGL's ``DataLoader`` signature is kept as is; bgl's extra keyword arguments (the cache,
+BGL's proximity order, the stage pipeline) and DGL's tuning arguments that bgl's pipeline
+replaces arrive in ``**kwargs``.  :func:`resolve_loader_options` checks all of them and
+returns one frozen :class:`LoaderOptions`, so an unknown or bad option fails with one
+line before anything is built, and the loader never looks at ``kwargs`` again.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from .order_stage import ORDERS
+
+log = logging.getLogger(__name__)
+
+PIPELINES = ("inline", "thread", "processes")
+# DGL DataLoader keyword arguments that tune DGL's own machinery; accepted so
+# scripts run unchanged, and ignored because bgl's pipeline replaces them.
+DGL_TUNING_KWARGS = frozenset({
+    "use_uva", "use_prefetch_thread", "use_alternate_streams", "pin_prefetcher", "persistent_workers",
+    "pin_memory", "prefetch_factor", "gpu_cache", "worker_init_fn", "timeout", "generator",
+    "multiprocessing_context",
+})
+
+
+@dataclass(frozen=True)
+class LoaderOptions:
+    """bgl's loader options (see ``bgl.DataLoader``'s "Other Parameters"); ``pipeline`` None until the
+    graph is known (thread with graph servers, inline with a local graph)."""
+
+    batch_size: int
+    num_workers: int
+    cache: Any = None
+    cache_ratio: Optional[float] = None
+    cache_bytes: Optional[int] = None
+    cache_lookahead: Any = None
+    order: str = "random"
+    pipeline: Optional[str] = None
+    stage_cores: Any = None
+    blocks: Optional[str] = None
+    server_timeout: float = 5.0
+    num_sequences: int = 8
+    queue_size: int = 4
+    feat_dtype: Any = None  # checked by TransferStage
+
+    @property
+    def cache_args(self) -> tuple:
+        """The arguments :func:`~bgl.loader.cache_choice.resolve_cache` takes first, in its order."""
+        return (self.cache, self.cache_ratio, self.cache_bytes, self.cache_lookahead, self.queue_size)
+
+
+def _is_count(value, least: int) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= least
+
+
+def resolve_loader_options(batch_size, num_workers, kwargs: dict) -> LoaderOptions:
+    """The :class:`LoaderOptions` of ``batch_size``, ``num_workers`` and the loader's other keyword
+    arguments; TypeError naming unknown keywords, ValueError naming a bad value."""
+    kwargs = dict(kwargs)
+    named = {k: kwargs.pop(k) for k in ("cache", "cache_ratio", "cache_bytes", "cache_lookahead", "order",
+                                         "pipeline", "stage_cores", "blocks", "feat_dtype") if k in kwargs}
+    numbers = {k: kwargs.pop(k) for k in ("server_timeout", "num_sequences", "queue_size") if k in kwargs}
+    ignored = sorted(set(kwargs) & DGL_TUNING_KWARGS)
+    unknown = sorted(set(kwargs) - DGL_TUNING_KWARGS)
+    if unknown:
+        raise TypeError(f"bgl.DataLoader got unexpected keyword arguments {unknown}")
+    if ignored:
+        log.debug("ignoring DGL tuning arguments %s (bgl's pipeline replaces them)", ignored)
+    if not _is_count(batch_size, 1):
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    if not _is_count(num_workers, 0):
+        raise ValueError(f"num_workers must be an int >= 0, got {num_workers!r}")
+    order = named.get("order", "random")
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+    pipeline = named.get("pipeline")
+    if pipeline is None and num_workers > 0:
+        pipeline = "processes"
+    if pipeline is not None and pipeline not in PIPELINES:
+        raise ValueError(f"pipeline must be one of {PIPELINES}, got {pipeline!r}")
+    if named.get("blocks") not in (None, "dgl", "bgl"):
+        raise ValueError(f"blocks must be 'dgl', 'bgl' or None, got {named['blocks']!r}")
+    named.update(order=order, pipeline=pipeline)
+    return LoaderOptions(batch_size=int(batch_size), num_workers=int(num_workers), **named,
+                         server_timeout=float(numbers.get("server_timeout", 5.0)),
+                         num_sequences=int(numbers.get("num_sequences", 8)),
+                         queue_size=int(numbers.get("queue_size", 4)))

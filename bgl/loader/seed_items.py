@@ -1,0 +1,72 @@
+"""The loader's seeds, resolved once into one item kind the stages read.
+
+``bgl.DataLoader``'s ``indices`` are node ids (one tensor, or DGL's ``{ntype: ids}`` on a typed
+graph) or, with an edge-prediction sampler, edge ids (or PyG's given node pairs).  Whatever the
+form, :func:`resolve_seeds` returns one frozen :class:`SeedItems`: the int64 items the order stage
+cuts into batches, and what the sample stage needs to turn a batch of items into seed nodes
+(``edges`` for edge seeds).  The stages never ask again which form the user gave (GraphBolt's
+``ItemSet`` / ``ItemSetDict``, PyG's ``NodeSamplerInput`` / ``EdgeSamplerInput``: STYLE.md); the
+untyped node case is the simplest one: the checked ids themselves.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from .arguments import check_indices, has_repeats
+
+NODES, EDGES = "nodes", "edges"
+
+
+@dataclass(frozen=True)
+class SeedItems:
+    """One loader's seeds as items.
+
+    ``ids`` : int64 [n], the items the order stage batches: global node ids (``kind == "nodes"``), or
+    positions into ``edges`` (``kind == "edges"``, :class:`~bgl.loader.edge_seeds.EdgeSeeds`);
+    ``repeated`` : some node id occurs twice (DGL accepts it; proximity order does not);
+    ``order_nodes`` : for edge items, the node of each item that proximity order places (its dst).
+    """
+
+    kind: str
+    typed: bool
+    ids: np.ndarray
+    repeated: bool = False
+    edges: Any = None
+    order_nodes: Optional[np.ndarray] = None
+
+    @property
+    def is_edges(self) -> bool:
+        return self.kind == EDGES
+
+
+def resolve_seeds(graph, indices, info, sampler, schema, order: str) -> SeedItems:
+    """The :class:`SeedItems` of ``indices`` over the resolved graph ``info``
+    (:class:`~bgl.loader.arguments.GraphInfo`) for ``sampler``
+    (:class:`~bgl.loader.sampler_options.SamplerOptions`); ``schema`` is the typed graph's, or None.
+
+    Raises ValueError / TypeError naming the bad id, type or combination, before anything starts.
+    """
+    typed = schema is not None
+    if sampler.link is not None:
+        if typed:
+            raise ValueError("link prediction on typed graphs is not available yet; pass an untyped graph")
+        from .edge_prediction import resolve_edge_seeds
+
+        edges = resolve_edge_seeds(graph, indices, info, sampler.link)
+        # Items are positions into the seed-edge list; the sample stage turns them into nodes.
+        return SeedItems(EDGES, typed, np.arange(edges.eids.shape[0], dtype=np.int64), edges=edges,
+                         order_nodes=edges.dst)
+    if typed:
+        from .typed import typed_seed_ids
+
+        ids = typed_seed_ids(indices, schema)
+    else:
+        ids = check_indices(indices, info.num_nodes)
+    repeated = has_repeats(ids)
+    if repeated and order == "proximity":
+        raise ValueError("order='proximity' needs distinct seed ids (its BFS visits each node once); "
+                         "pass torch.unique(ids), or use order='random' to keep the repeats")
+    return SeedItems(NODES, typed, ids, repeated=repeated)
