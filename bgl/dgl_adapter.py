@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 import functools
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import torch
@@ -372,3 +372,19 @@ def find_edges(g, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(src, dst)`` int64 of a DGLGraph's edges ``eids`` (its own edge ids)."""
     src, dst = g.find_edges(torch.from_numpy(np.asarray(eids, dtype=np.int64)).to(g.idtype))
     return src.cpu().numpy().astype(np.int64), dst.cpu().numpy().astype(np.int64)
+
+
+def to_dgl_hetero_pair_graph(edges: dict, node_ids: dict, edge_ids: Optional[dict] = None):
+    """A heterogeneous ``dgl.DGLGraph`` of a typed batch's pairs, as DGL's ``EdgePredictionSampler``
+    makes it: ``edges`` ``{canonical etype: (src, dst)}`` per-type local ids for EVERY edge type of the
+    graph (empty where unused), ``node_ids`` ``{ntype: type-local ids}`` as ``ndata[dgl.NID]``,
+    ``edge_ids`` ``{canonical etype: ids}`` as ``edata[dgl.EID]`` (positive pairs)."""
+    dgl = _dgl()
+    g = dgl.heterograph({c: (s.to(torch.int64), d.to(torch.int64)) for c, (s, d) in edges.items()},
+                        num_nodes_dict={nt: int(ids.shape[0]) for nt, ids in node_ids.items()},
+                        device=next(iter(node_ids.values())).device)
+    for nt, ids in node_ids.items():
+        g.nodes[nt].data[dgl.NID] = ids
+    for c, ids in (edge_ids or {}).items():
+        g.edges[c].data[dgl.EID] = ids
+    return g

@@ -73,3 +73,77 @@ def typed_positions(starts, degs, counts, keys, fanouts, replace, rel_seeds, out
             for j in range(k):
                 out_etypes[o + j] = r
             o += k
+
+
+@njit(nogil=True, cache=True)
+def exclude_from_spans(starts, degs, counts, row_counts, fanouts, replace, excl, nexcl):
+    """Take the excluded CSC positions ``excl`` (sorted, unique) out of :func:`typed_spans`' spans:
+    ``nexcl[i, r]`` = excluded positions inside span ``(i, r)`` (two binary searches of ``excl``:
+    a span's excluded positions are one contiguous run of it), and ``counts`` / ``row_counts``
+    redone over the ``degs - nexcl`` remaining edges.  Costs O(log x) per span, nothing per edge."""
+    for i in range(starts.shape[0]):
+        total = 0
+        for r in range(starts.shape[1]):
+            nexcl[i, r] = 0
+            if counts[i, r] == 0:  # a span not drawn from (no edges, fanout 0, or another type's)
+                continue
+            s = starts[i, r]
+            x = np.searchsorted(excl, s + degs[i, r]) - np.searchsorted(excl, s)
+            nexcl[i, r] = x
+            c = _count_one(degs[i, r] - x, fanouts[r], replace)
+            counts[i, r] = c
+            total += c
+        row_counts[i] = total
+
+
+@njit(nogil=True, cache=True)
+def typed_positions_excluding(starts, degs, counts, nexcl, keys, fanouts, replace, rel_seeds, excl,
+                              out_indptr, out_eids, out_etypes):
+    """:func:`typed_positions` around excluded positions: a span with ``nexcl[i, r] = x > 0``
+    draws ranks among its ``d - x`` remaining edges (the same stream and draw as a span of that
+    length), then maps rank ``q`` to the ``q``-th remaining position by stepping over the span's
+    sorted excluded positions: O(k * x) for ``k`` draws, whatever the degree, so a hub row with a
+    seed edge costs its fanout, not its degree.  Uniform among the remaining edges, as
+    :func:`~bgl.sampler._edge_kernels.sample_positions_excluding` draws an untyped row."""
+    tmp = np.empty(FLOYD_MAX_K, np.int64)
+    for i in range(counts.shape[0]):
+        o = out_indptr[i]
+        for r in range(counts.shape[1]):
+            k = counts[i, r]
+            if k == 0:
+                continue
+            s, x = starts[i, r], nexcl[i, r]
+            if x == 0:
+                _row_positions(s, degs[i, r], keys[i], fanouts[r], replace, rel_seeds[r], out_eids, o, k, tmp)
+            else:
+                _row_positions(0, degs[i, r] - x, keys[i], fanouts[r], replace, rel_seeds[r], out_eids, o, k, tmp)
+                lo = np.searchsorted(excl, s)
+                for j in range(k):
+                    p = s + out_eids[o + j]
+                    for t in range(lo, lo + x):  # ascending: each excluded position at or before p shifts it
+                        if excl[t] <= p:
+                            p += 1
+                        else:
+                            break
+                    out_eids[o + j] = p
+            for j in range(k):
+                out_etypes[o + j] = r
+            o += k
+
+
+@njit(nogil=True, cache=True)
+def reverse_positions(indptr, indices, etype, src, dst, rev_rel, out):
+    """``out[j]`` = CSC position of an edge ``dst[j] -> src[j]`` of relation ``rev_rel[j]`` (the reverse
+    of seed edge ``src[j] -> dst[j]``), -1 where the graph has none: the relation's span of row
+    ``src[j]`` by two binary searches of ``etype``, then a scan of that span (its length: the
+    reverse relation's in-degree of ``src[j]``).  Run once per seed edge when the loader is built."""
+    for j in range(src.shape[0]):
+        lo = indptr[src[j]]
+        hi = indptr[src[j] + 1]
+        s = _first_at_least(etype, lo, hi, rev_rel[j])
+        e = _first_at_least(etype, s, hi, rev_rel[j] + 1)
+        out[j] = -1
+        for p in range(s, e):
+            if indices[p] == dst[j]:
+                out[j] = p
+                break

@@ -133,15 +133,17 @@ class LocalParts:
                                                        exclude=exclude)
         return [counts, nbrs] if rows is None else [counts, nbrs, rows]
 
-    def sample_typed(self, srv: int, ids: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int) -> list:
-        """``[counts, nbrs, etypes]`` for ``ids`` of server ``srv``'s typed part, as its typed SAMPLE reply."""
+    def sample_typed(self, srv: int, ids: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int,
+                     exclude=None) -> list:
+        """``[counts, nbrs, etypes]`` for ``ids`` of server ``srv``'s typed part, as its typed SAMPLE reply
+        (``exclude``: the part's CSC positions never drawn)."""
         from .typed import sample_typed_store, stream_keys
 
         store = self.stores[srv]
         if srv not in self._keys:
             self._keys[srv] = stream_keys(store)
         counts, nbrs, _, etypes = sample_typed_store(store, self._indptr[srv], ids, fanouts, replace, seed,
-                                                     self._keys[srv])
+                                                     self._keys[srv], exclude=exclude)
         return [counts, nbrs, etypes]
 
     def gather_typed(self, srv: int, ids: np.ndarray, ntype: int, label: bool) -> tuple:

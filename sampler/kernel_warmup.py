@@ -3,8 +3,8 @@
 The first request of a new kind loads (or, on a cold cache such as a fresh clone's, compiles:
 up to a minute on a loaded 2-core box) its kernels: time a client waiting on its reply deadline
 must not pay.  So a server answers one request of each kind to itself first: a plain, a LABOR
-and an edge-excluding SAMPLE, a weighted one per 1-D edge array, a typed one on a typed store,
-and the FEATURES/label reads.  numba compiles a variant per dtype and writeable flag: the
+and an edge-excluding SAMPLE, a weighted one per 1-D edge array, a typed one (plain and
+edge-excluding) on a typed store, and the FEATURES/label reads.  numba compiles a variant per dtype and writeable flag: the
 protocol's parser hands every request's ids over as read-only int64 (whatever the frame's
 dtype and alignment), so the seeds here are read-only int64 too.
 """
@@ -35,6 +35,7 @@ def load_request_kernels(store, indptr: np.ndarray, num_relations: int | None, k
         from .typed import sample_typed_store
 
         sample_typed_store(store, indptr, seeds, np.full(num_relations, 2, np.int64), False, 0, keys)
+        sample_typed_store(store, indptr, seeds, np.full(num_relations, 2, np.int64), False, 0, keys, exclude=exclude)
 
 
 def _load_weighted_kernels(store, seeds: np.ndarray) -> None:

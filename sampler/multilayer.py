@@ -141,8 +141,9 @@ TypedLayerFn = Callable[[np.ndarray, np.ndarray, bool, int], tuple[np.ndarray, n
 
 
 def sample_typed_blocks(seeds, fanouts: Sequence[np.ndarray], replace: bool, seed: int | None,
-                        sample_layer: TypedLayerFn, relabel: RelabelFn = ops.relabel) -> list[Block]:
-    """:func:`sample_blocks` for a typed graph: ``fanouts[l]`` is int64 [R], one per relation.
+                        sample_layer: TypedLayerFn, relabel: RelabelFn = ops.relabel, exclude=None) -> list[Block]:
+    """:func:`sample_blocks` for a typed graph: ``fanouts[l]`` is int64 [R], one per relation;
+    ``exclude`` (CSC positions, link prediction's seed edges) reaches every layer's draw.
 
     Blocks are over global ids as untyped ones are, with ``etypes`` per edge; layer
     seeds are the untyped ones, so the streams differ only by relation (:mod:`bgl.sampler.typed`).
@@ -151,8 +152,9 @@ def sample_typed_blocks(seeds, fanouts: Sequence[np.ndarray], replace: bool, see
     seed = draw_seed() if seed is None else int(seed)
     blocks = []
     for layer in range(len(fanouts) - 1, -1, -1):
+        extra = {} if exclude is None else {"exclude": exclude}
         counts, nbrs, eids, etypes = sample_layer(dst, np.asarray(fanouts[layer], np.int64), bool(replace),
-                                                  ops.layer_seed(seed, layer))
+                                                  ops.layer_seed(seed, layer), **extra)
         src, local = relabel(dst, nbrs)
         indptr = np.zeros(dst.shape[0] + 1, np.int64)
         np.cumsum(counts, out=indptr[1:])

@@ -28,7 +28,7 @@ import numpy as np
 
 from . import _kernels as K
 from . import ops
-from ._typed_kernels import typed_positions, typed_spans
+from ._typed_kernels import exclude_from_spans, typed_positions, typed_positions_excluding, typed_spans
 
 MASK64 = (1 << 64) - 1
 
@@ -67,14 +67,15 @@ def relation_fanouts(layer, canonical_etypes: Sequence[tuple[str, str, str]]) ->
 def sample_typed_layer(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarray, dst: np.ndarray,
                        node_offset: int, fanouts: np.ndarray, replace: bool, layer_seed: int,
                        dst_type_of_rel: np.ndarray, type_offsets: np.ndarray,
-                       max_edges: int = ops.MAX_SAMPLE_EDGES, keys: np.ndarray | None = None
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                       max_edges: int = ops.MAX_SAMPLE_EDGES, keys: np.ndarray | None = None,
+                       exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One typed layer for destination global ids ``dst`` (int64 [m], owned by this CSC slice).
 
     ``type_offsets`` : int64 [T + 1] global id where each node type of this slice starts (a part
     store's own type offsets plus its ``node_offset``); ValueError when the sample would hold more
     than ``max_edges`` edges; ``keys`` : int64 [rows of the slice], each row's stream key (None: its
-    global id).
+    global id); ``exclude`` : sorted unique int64 CSC positions (of this slice) never drawn, each
+    relation drawing uniformly among its remaining edges (link prediction's seed edges).
 
     Returns
     -------
@@ -89,12 +90,21 @@ def sample_typed_layer(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarra
     counts = np.empty(m, np.int64)
     typed_spans(indptr, etype, dst, np.int64(node_offset), dst_type, np.asarray(dst_type_of_rel, np.int64),
                 fanouts, bool(replace), starts, degs, counts_rel, counts)
+    nexcl = None
+    if exclude is not None and exclude.shape[0]:
+        nexcl = np.empty((m, num_rel), np.int64)
+        exclude_from_spans(starts, degs, counts_rel, counts, fanouts, bool(replace), exclude, nexcl)
     indptr_out, total = ops._sample_offsets(counts, max_edges)
     all_eids = np.empty(total, np.int64)
     etypes = np.empty(total, np.int64)
     stream = dst if keys is None else np.ascontiguousarray(keys[dst - node_offset], np.int64)
     rel_seeds = np.array([relation_seed(layer_seed, r) & MASK64 for r in range(num_rel)], np.uint64)
-    typed_positions(starts, degs, counts_rel, stream, fanouts, bool(replace), rel_seeds, indptr_out, all_eids, etypes)
+    if nexcl is None:
+        typed_positions(starts, degs, counts_rel, stream, fanouts, bool(replace), rel_seeds, indptr_out, all_eids,
+                        etypes)
+    else:
+        typed_positions_excluding(starts, degs, counts_rel, nexcl, stream, fanouts, bool(replace), rel_seeds,
+                                  exclude, indptr_out, all_eids, etypes)
     nbrs = np.empty(total, indices.dtype)
     K.gather_nbrs_serial(indices, all_eids, nbrs)
     return counts, nbrs, all_eids, etypes
@@ -122,7 +132,7 @@ def stream_keys(store) -> np.ndarray | None:
 
 
 def sample_typed_store(store, indptr: np.ndarray, dst: np.ndarray, fanouts: np.ndarray, replace: bool,
-                       seed: int, keys: np.ndarray | None = None
+                       seed: int, keys: np.ndarray | None = None, exclude: np.ndarray | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`sample_typed_layer` over a (part) store's own fused CSC, after checking that ``dst``
     are ids it owns and ``fanouts`` (int64 [R], one per relation of its schema) are valid fanouts:
@@ -139,8 +149,11 @@ def sample_typed_store(store, indptr: np.ndarray, dst: np.ndarray, fanouts: np.n
         ops.check_fanout(int(f))
     dst = ops.as_ids(dst, "seeds")
     ops.check_range(dst, store.node_offset, store.node_offset + store.num_nodes, "seeds")
+    if exclude is not None:  # read-only: one kernel variant whichever way the ids came (kernel_warmup)
+        exclude = ops._read_only(np.ascontiguousarray(ops.check_exclude(exclude), np.int64))
     return sample_typed_layer(indptr, store.indices, etype, dst, store.node_offset, fanouts, replace, seed,
-                              schema.relation_ends()[1], schema.offsets + store.node_offset, keys=keys)
+                              schema.relation_ends()[1], schema.offsets + store.node_offset, keys=keys,
+                              exclude=exclude)
 
 
 def typed_rows(store, gids: np.ndarray, ntype: int, label: bool) -> np.ndarray:

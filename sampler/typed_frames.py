@@ -4,7 +4,9 @@ Typed SAMPLE (``FLAG_TYPED``, flag bit 4, to a typed store's server): the reques
 exactly ``[header, seeds, fanouts]``, ``fanouts`` int64 [R] raw, one per relation id of the
 server's schema (-1 all, 0 none); :func:`typed_fanouts` checks each is >= -1 and, given
 the server's R, the length; the header's ``fanout`` is 0 and no other flag but replace
-may be set (no edge names, LABOR or excluded edges with it).  The reply sets the flag
+may be set (no edge names or LABOR with it).  A fourth frame, as in an untyped SAMPLE, carries
+the excluded edges (sorted unique int64 CSC positions of the server's part; ``dtype1`` / ``len1``
+describe it): typed link prediction's seed edges and their reverses, never drawn.  The reply sets the flag
 too and adds an ``etypes`` frame (each neighbour's relation id, dtype code in the
 header's ``field``) after ``nbrs``.  A server that predates typed graphs refuses the
 request ("unknown flag bits 0x10"); an untyped server refuses it by name.
@@ -30,8 +32,9 @@ def typed_fanouts(frames: list, flags: int, fanout: int, num_relations: int | No
     """The int64 [R] fanouts of a typed SAMPLE request's frames; ProtocolError naming what is wrong."""
     if flags & ~(FLAG_TYPED | FLAG_REPLACE):
         raise ProtocolError(f"SAMPLE: typed sampling takes no edge names or LABOR (flags {flags:#x})")
-    if len(frames) != 3:
-        raise ProtocolError(f"typed SAMPLE needs 3 frames (header, seeds, fanouts), got {len(frames)}")
+    if len(frames) not in (3, 4):
+        raise ProtocolError(f"typed SAMPLE needs 3 frames (header, seeds, fanouts) and maybe the excluded "
+                            f"edges, got {len(frames)}")
     if fanout:
         raise ProtocolError(f"typed SAMPLE: the header fanout must be 0 (fanouts travel per relation), got {fanout}")
     buf = memoryview(frames[2].buffer if hasattr(frames[2], "buffer") else frames[2])

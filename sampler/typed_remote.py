@@ -32,12 +32,18 @@ from . import multilayer, ops
 from . import protocol as P
 
 
-def typed_sample_request(req_id: int, seeds: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int) -> list:
-    """Frames of a typed SAMPLE request (:mod:`.typed_frames`): ``seeds`` int32/int64 [m], ``fanouts`` int64 [R]."""
+def typed_sample_request(req_id: int, seeds: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int,
+                         exclude: np.ndarray | None = None) -> list:
+    """Frames of a typed SAMPLE request (:mod:`.typed_frames`): ``seeds`` int32/int64 [m], ``fanouts`` int64 [R],
+    and ``exclude`` (sorted unique int64 CSC positions of the server's part) when it holds any."""
     seeds = np.ascontiguousarray(seeds)
+    n_excl = 0 if exclude is None else int(exclude.shape[0])
     h = P.Header(P.Op.SAMPLE, req_id, P.FLAG_TYPED | (P.FLAG_REPLACE if replace else 0), 0, P.dtype_code(seeds.dtype),
-                 0, 0, int(seed) & ((1 << 64) - 1), seeds.shape[0], 0, 1)
-    return [h.pack(), seeds, np.ascontiguousarray(fanouts, dtype="<i8")]
+                 P.EXCLUDE_CODE if n_excl else 0, 0, int(seed) & ((1 << 64) - 1), seeds.shape[0], n_excl, 1)
+    frames = [h.pack(), seeds, np.ascontiguousarray(fanouts, dtype="<i8")]
+    if n_excl:
+        frames.append(np.ascontiguousarray(exclude, dtype="<i8"))
+    return frames
 
 
 def merged_schema(infos: Sequence[dict], addresses: Sequence[str]):
@@ -132,8 +138,10 @@ class TypedClient:
         return types, self._cum[types, block // T] + gids - self.type_bounds[block]
 
     # -------------------------------------------------------------- sampling
-    def sample_typed_layer(self, dst: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int):
-        """One typed layer across servers: (counts int64 [m], nbrs int64 [e], None, etypes [e]) in dst order."""
+    def sample_typed_layer(self, dst: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int, exclude=None):
+        """One typed layer across servers: (counts int64 [m], nbrs int64 [e], None, etypes [e]) in dst order;
+        ``exclude``: sorted global edge ids (:attr:`edge_bounds` numbering) never drawn, each server sent
+        its own part's share as CSC positions."""
         schema = self._typed()
         fanouts = np.ascontiguousarray(fanouts, np.int64)
         if fanouts.shape != (len(schema.edge_types),):
@@ -143,8 +151,12 @@ class TypedClient:
         dst = ops.as_ids(dst, "seeds")
         order, groups = self._split(dst)
         sorted_ids = dst[order]
-        jobs = [(s, functools.partial(self._typed_request, sorted_ids[a:b], fanouts, replace, seed),
-                 functools.partial(self._local.sample_typed, s, sorted_ids[a:b], fanouts, replace, seed))
+        if exclude is not None:
+            ops.check_range(exclude, 0, int(self.edge_bounds[-1]), "excluded edges")
+        jobs = [(s, functools.partial(self._typed_request, sorted_ids[a:b], fanouts, replace, seed,
+                                      self._part_exclude(exclude, s)),
+                 functools.partial(self._local.sample_typed, s, sorted_ids[a:b], fanouts, replace, seed,
+                                   self._part_exclude(exclude, s)))
                 for s, a, b in groups]
         replies = self._answer(jobs, P.Op.SAMPLE)
         for (s, a, b), reply in zip(groups, replies):
@@ -169,15 +181,16 @@ class TypedClient:
         K.permute_segments(sorted_indptr, sorted_etypes, inv, out_indptr, etypes)
         return counts, nbrs, None, etypes
 
-    def _typed_request(self, ids, fanouts, replace: bool, seed: int) -> list:
-        return typed_sample_request(next(self._ids), ids, fanouts, replace, seed)
+    def _typed_request(self, ids, fanouts, replace: bool, seed: int, exclude=None) -> list:
+        return typed_sample_request(next(self._ids), ids, fanouts, replace, seed, exclude)
 
     def sample_typed_blocks(self, seeds, fanouts: Sequence[np.ndarray], replace: bool = False,
-                            seed: int | None = None):
+                            seed: int | None = None, exclude=None):
         """Typed blocks for global ``seeds``: ``fanouts[l]`` int64 [R] per relation (DGL order); the
-        same blocks as :meth:`bgl.sampler.LocalSampler.sample_typed_blocks` on the same part stores."""
+        same blocks as :meth:`bgl.sampler.LocalSampler.sample_typed_blocks` on the same part stores
+        (``exclude``: partition edge ids never drawn)."""
         return multilayer.sample_typed_blocks(seeds, fanouts, replace, seed, self.sample_typed_layer,
-                                              self._relabel)
+                                              self._relabel, exclude=exclude)
 
     # -------------------------------------------------------------- rows
     def _typed_fetch(self, ntype: str, local_ids, label: bool) -> torch.Tensor:
@@ -268,11 +281,12 @@ class TypedServerSampler:
 
     # -------------------------------------------------------------- loader calls
     def sample_typed_blocks(self, seeds, fanouts: Sequence[np.ndarray], replace: bool = False,
-                            seed: int | None = None):
-        """Typed blocks for loader global ``seeds``, node ids in the loader's id space."""
+                            seed: int | None = None, exclude=None):
+        """Typed blocks for loader global ``seeds``, node ids in the loader's id space; ``exclude``:
+        partition edge ids never drawn (edge ids are the partition's in both id spaces)."""
         import dataclasses
 
-        blocks = self.client.sample_typed_blocks(self.to_server(seeds), fanouts, replace, seed)
+        blocks = self.client.sample_typed_blocks(self.to_server(seeds), fanouts, replace, seed, exclude=exclude)
         return [dataclasses.replace(b, src_ids=torch.from_numpy(self.to_loader(b.src_ids.numpy())))
                 for b in blocks]
 

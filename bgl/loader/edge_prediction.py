@@ -16,17 +16,18 @@ import numpy as np
 
 from .. import negative_sampler as neg
 
-EXCLUDES = (None, "self", "reverse_id")
+EXCLUDES = (None, "self", "reverse_id", "reverse_types")  # reverse_types: typed graphs
 
 
 def _check_exclude_mode(exclude, reverse_eids, reverse_etypes) -> None:
+    """DGL's exclusion modes; a callable ``exclude`` is refused (bgl samples in its own stages)."""
     if callable(exclude) or exclude not in EXCLUDES:
-        raise ValueError(f"exclude must be one of {EXCLUDES}, got {exclude!r} (a callable exclude and "
-                         "'reverse_types' need heterogeneous graphs, which bgl does not support)")
-    if reverse_etypes is not None:
-        raise ValueError("reverse_etypes applies to heterogeneous graphs, which bgl does not support")
+        raise ValueError(f"exclude must be one of {EXCLUDES}, got {exclude!r} (a callable exclude is not "
+                         "supported: give the edges to exclude as reverse_eids or reverse_etypes)")
     if exclude == "reverse_id" and reverse_eids is None:
         raise ValueError("exclude='reverse_id' needs reverse_eids (the reverse edge id of every edge)")
+    if exclude == "reverse_types" and not reverse_etypes:
+        raise ValueError("exclude='reverse_types' needs reverse_etypes, a dict {etype: reverse etype}")
 
 
 class EdgePredictionSampler:
@@ -36,10 +37,12 @@ class EdgePredictionSampler:
     ----------
     sampler : bgl.NeighborSampler | dgl.dataloading.NeighborSampler
         Samples the blocks around the endpoints of each batch's edges.
-    exclude : None | ``"self"`` | ``"reverse_id"``
+    exclude : None | ``"self"`` | ``"reverse_id"`` | ``"reverse_types"``
         Edges never sampled into a batch's blocks: none, the batch's seed edges, or those
-        and their reverses ``reverse_eids[eids]``.
-    reverse_eids : int tensor/array [num_edges], for ``exclude="reverse_id"``
+        and their reverses ``reverse_eids[eids]`` (or, on a typed graph, the edges of the same
+        ids of the reverse edge types ``reverse_etypes``: :mod:`bgl.loader.typed_edge_seeds`).
+    reverse_eids : int tensor/array [num_edges] (a typed graph's ``{etype: ids}``), for ``"reverse_id"``
+    reverse_etypes : ``{etype: reverse etype}``, for ``"reverse_types"``
     negative_sampler : ``bgl.negative_sampler.*`` or ``dgl.dataloading.negative_sampler.*``, optional
     prefetch_labels : accepted for DGL's signature (edge labels are not stored by bgl)
     """
@@ -52,7 +55,7 @@ class EdgePredictionSampler:
         self.sampler = sampler
         self.exclude = exclude
         self.reverse_eids = reverse_eids
-        self.reverse_etypes = None
+        self.reverse_etypes = reverse_etypes
         self.negative_sampler = negative_sampler
         self.prefetch_labels = []
         self.output_device = getattr(sampler, "output_device", None)
@@ -84,6 +87,8 @@ class EdgeSettings:
     # the loader's indices are then positions into them
     pairs: Optional[np.ndarray] = None
     node_order: str = "first"  # node seeds in DGL's first-appearance order, or PyG's "sorted"
+    reverse_etypes: Optional[Any] = None  # {etype: reverse etype}, for "reverse_types" (typed graphs)
+    pair_etype: Optional[Any] = None  # PyG on a HeteroData: the edge type of the given pairs
 
 
 def is_edge_prediction_sampler(graph_sampler) -> bool:
@@ -108,7 +113,8 @@ def edge_settings(graph_sampler) -> EdgeSettings:
     _check_exclude_mode(exclude, graph_sampler.reverse_eids, getattr(graph_sampler, "reverse_etypes", None))
     return EdgeSettings(graph_sampler.sampler, exclude, graph_sampler.reverse_eids,
                         bgl_negative_sampler(graph_sampler.negative_sampler), is_dgl_object(graph_sampler),
-                        getattr(graph_sampler, "pairs", None), getattr(graph_sampler, "node_order", "first"))
+                        getattr(graph_sampler, "pairs", None), getattr(graph_sampler, "node_order", "first"),
+                        getattr(graph_sampler, "reverse_etypes", None), getattr(graph_sampler, "pair_etype", None))
 
 
 def bgl_negative_sampler(sampler):
@@ -154,6 +160,9 @@ def resolve_edge_seeds(graph, indices, info, settings: EdgeSettings):
     from .edge_seeds import EdgeSeeds, partition_endpoints, store_endpoints
 
     book = None
+    if settings.exclude == "reverse_types":
+        raise ValueError("exclude='reverse_types' pairs edge types; this graph has one: use exclude='reverse_id' "
+                         "with reverse_eids (bgl.reverse_edge_ids)")
     if settings.pairs is not None:  # PyG: seeds are given node pairs, indices are positions into them
         return _pair_seeds(indices, info, settings)
     if info.store is not None:

@@ -211,7 +211,7 @@ class SamplerOptions:
     label_keys: tuple[str, ...]
     named_types: tuple[str, ...]
     edge: EdgeOptions
-    labor: Any  # bgl.loader.labor.LaborOptions | None
+    labor: Any  # bgl.loader.labor_options.LaborOptions | None
     link: Any  # bgl.loader.edge_prediction.EdgeSettings | None
     from_dgl: bool
 
@@ -230,7 +230,7 @@ def resolve_sampler(graph_sampler) -> SamplerOptions:
     """The :class:`SamplerOptions` of bgl's or DGL's node sampler, or of either wrapped for link
     prediction; TypeError / ValueError naming an unsupported sampler or option."""
     from .edge_prediction import edge_settings, is_edge_prediction_sampler
-    from .labor import labor_of
+    from .labor_options import labor_of
 
     link = edge_settings(graph_sampler) if is_edge_prediction_sampler(graph_sampler) else None
     node_sampler = graph_sampler if link is None else link.sampler

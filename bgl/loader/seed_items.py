@@ -25,7 +25,8 @@ class SeedItems:
     """One loader's seeds as items.
 
     ``ids`` : int64 [n], the items the order stage batches: global node ids (``kind == "nodes"``), or
-    positions into ``edges`` (``kind == "edges"``, :class:`~bgl.loader.edge_seeds.EdgeSeeds`);
+    positions into ``edges`` (``kind == "edges"``, :class:`~bgl.loader.edge_seeds.EdgeSeeds`, or a
+    typed graph's :class:`~bgl.loader.typed_edge_seeds.TypedEdgeSeeds`, ``{etype: eids}`` mixed);
     ``repeated`` : some node id occurs twice (DGL accepts it; proximity order does not);
     ``order_nodes`` : for edge items, the node of each item that proximity order places (its dst).
     """
@@ -52,7 +53,11 @@ def resolve_seeds(graph, indices, info, sampler, schema, order: str) -> SeedItem
     typed = schema is not None
     if sampler.link is not None:
         if typed:
-            raise ValueError("link prediction on typed graphs is not available yet; pass an untyped graph")
+            from .typed_edge_seeds import resolve_typed_edge_seeds
+
+            edges = resolve_typed_edge_seeds(indices, info, sampler.link)
+            return SeedItems(EDGES, typed, np.arange(edges.eids.shape[0], dtype=np.int64), edges=edges,
+                             order_nodes=edges.dst)
         from .edge_prediction import resolve_edge_seeds
 
         edges = resolve_edge_seeds(graph, indices, info, sampler.link)

@@ -46,7 +46,7 @@ class SampleStage(Stage):
 
     ``prob`` names the edge array (weights or bool mask) to sample by; ``edge_feats`` the
     edge arrays each block carries in ``edata`` (``prefetch_edge_feats``), read with the sample;
-    ``labor`` (:class:`~bgl.loader.labor.LaborOptions`) samples by LABOR instead.
+    ``labor`` (:class:`~bgl.loader.labor_options.LaborOptions`) samples by LABOR instead.
     """
 
     source: SamplingSpec
@@ -90,8 +90,9 @@ class SampleStage(Stage):
         if self.repeated_seeds:
             seeds, inverse = distinct_seeds(mb.seeds)
         if self.typed_fanouts is not None:
+            extra = {} if exclude is None else {"exclude": exclude}  # typed edges: CSC positions
             mb.blocks = self._sampler.sample_typed_blocks(seeds, list(self.typed_fanouts), replace=self.replace,
-                                                          seed=mb.sample_seed)
+                                                          seed=mb.sample_seed, **extra)
         else:
             mb.blocks = self.sample(self._sampler, seeds, mb.sample_seed, mb.index, exclude)
         if inverse is not None:
@@ -409,6 +410,10 @@ class TransferStage(Stage):
                 from ..dgl_adapter import to_dgl_hetero_block
 
                 blocks = [to_dgl_hetero_block(b, self.schema, self.graph) for b in blocks]
+            if mb.edges is not None:  # typed link prediction (bgl/loader/typed_edge_seeds.py)
+                from .typed_edge_seeds import typed_pair_graphs
+
+                return (input_nodes, *typed_pair_graphs(mb.edges.to(device), self.schema, self.to_dgl), blocks)
             return input_nodes, output_nodes, blocks
         input_nodes = blocks[0].src_ids
         output_nodes = blocks[-1].dst_ids

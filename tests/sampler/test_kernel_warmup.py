@@ -59,9 +59,10 @@ try:
         R = len(store.schema.edge_types)
         client.sample_typed_blocks(seeds, [np.full(R, 2), np.full(R, -1)], seed=1)
         client.sample_typed_blocks(seeds[:3].astype(np.int32), [np.full(R, 3)], replace=True, seed=2)
+        client.sample_typed_blocks(seeds, [np.full(R, 2)], seed=3, exclude=np.array([0, 5, 9]))  # link prediction
         for nt in store.schema.node_types:
             client.fetch_type_features(nt.name, np.arange(5))
-        requests = 3
+        requests = 4
     else:
         client.sample_blocks(seeds, [3, 2], seed=1)
         client.sample_blocks(seeds[1::2].astype(np.int32), [-1], replace=True, seed=2)
@@ -109,4 +110,4 @@ def test_no_typed_request_loads_a_kernel_after_ready(tmp_path):
                               feats={"paper": rng.standard_normal((40, 4)).astype(np.float32),
                                      "author": rng.standard_normal((30, 2)).astype(np.float16)})
     seen = probe(store)
-    assert seen["requests"] == 3 and seen["late"] == {}, seen
+    assert seen["requests"] == 4 and seen["late"] == {}, seen

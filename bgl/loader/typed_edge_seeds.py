@@ -1,0 +1,403 @@
+"""Typed edge seeds: link prediction on a heterogeneous graph, the same seed kind through the same stages.
+
+DGL's heterogeneous link-prediction loop passes seed edges as ``{etype: eids}`` and gets
+``(input_nodes, pair_graph, neg_pair_graph, blocks)`` whose pair graphs carry every edge type of
+the graph (empty where a batch has none).  Here such seeds are one more item kind
+(:mod:`bgl.loader.seed_items`): the order stage cuts positions into the seed list, mixing edge types
+as DGL shuffles them; :meth:`TypedEdgeSeeds.batch` turns a batch into its node seeds (endpoints of
+positives and of the negatives drawn per edge type, compacted over one node set in DGL's
+``compact_graphs`` order) and the CSC positions to exclude, and the typed sampler draws around them
+(:func:`bgl.sampler._typed_kernels.typed_positions_excluding`, at the cost of the fanout).
+
+Edge ids, as the untyped loader numbers them: a heterogeneous DGLGraph's own per-relation ids; a
+typed store's CSC positions (what its blocks' ``EID`` hold), each checked to be of its edge type.
+Exclusion works on CSC positions, since a DGLGraph's ids repeat across relations.
+
+Cost: 40 bytes per seed edge (id, position, relation, endpoints) and 8 more for its reverse's
+position when reverses are excluded, looked up once before anything starts; a DGLGraph's
+id -> position map, 8 bytes per edge of the graph, while the loader is built.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
+
+import numpy as np
+import torch
+
+from ..sampler.typed import relation_seed
+from .edge_seeds import compact, sorted_compact
+
+TYPED_EXCLUDES = (None, "self", "reverse_id", "reverse_types")
+
+
+@dataclass
+class TypedEdgeBatch:
+    """One batch of typed seed edges after sampling.
+
+    ``node_ids`` int64 [u]: global node seeds in DGL's compact order (= ``blocks[-1].dst_ids``);
+    ``pos`` / ``neg`` : ``{relation id: (src, dst)}`` per-type local indices into the pair graphs'
+    node sets (relations without edges left out); ``eids`` : ``{relation id: edge ids}``.
+    """
+
+    node_ids: torch.Tensor
+    pos: dict
+    eids: dict
+    neg: Optional[dict] = None
+
+    def to(self, device, non_blocking: bool = False) -> "TypedEdgeBatch":
+        def mv(d):
+            return None if d is None else {r: tuple(t.to(device, non_blocking=non_blocking) for t in v)
+                                           if isinstance(v, tuple) else v.to(device, non_blocking=non_blocking)
+                                           for r, v in d.items()}
+
+        return TypedEdgeBatch(self.node_ids.to(device, non_blocking=non_blocking), mv(self.pos), mv(self.eids),
+                              mv(self.neg))
+
+
+@dataclass(frozen=True, eq=False)
+class TypedEdgeSeeds:
+    """A typed loader's seed edges (picklable: stage processes).
+
+    ``eids`` the user's ids, ``positions`` their CSC positions, ``rel`` their relation ids, ``src`` /
+    ``dst`` global endpoint ids (int64 [n] each); ``reverse`` int64 [n] each seed's reverse edge's
+    position (-1: none) when reverses are excluded; ``schema`` the graph's
+    :class:`~bgl.schema.GraphSchema`; ``negative`` a bgl negative sampler drawn per edge type.
+    """
+
+    eids: np.ndarray
+    positions: np.ndarray
+    rel: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    schema: Any
+    exclude: Optional[str] = None
+    reverse: Optional[np.ndarray] = None
+    negative: Any = None
+    node_order: str = "first"  # DGL's compact_graphs order, or PyG's sorted unique ("sorted")
+
+    @property
+    def order_nodes(self) -> np.ndarray:
+        return self.dst
+
+    def excluded(self, sel: np.ndarray) -> Optional[np.ndarray]:
+        """Sorted unique CSC positions the batch's blocks must not contain (None: nothing excluded)."""
+        if self.exclude is None:
+            return None
+        pos = self.positions[sel]
+        if self.reverse is not None:
+            rev = self.reverse[sel]
+            pos = np.concatenate([pos, rev[rev >= 0]])
+        return np.unique(pos)
+
+    def _negatives(self, r: int, src: np.ndarray, dst: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """Negative (src, dst) global ids of relation ``r``'s positives, drawn over its end types' ids from
+        stream ``relation_seed(seed, r)``: a sampler with ``sample_typed_pairs`` (PyG's binary pairs, both
+        ends random) gets both types' counts, DGL's per-source samplers the destination type's."""
+        offsets, types = self.schema.offsets, self.schema.node_types
+        s_t, d_t = (int(a[r]) for a in self.schema.relation_ends())
+        src, dst, stream = src - offsets[s_t], dst - offsets[d_t], relation_seed(seed, r)
+        if hasattr(self.negative, "sample_typed_pairs"):
+            ns, nd = self.negative.sample_typed_pairs(src, dst, int(types[s_t].count), int(types[d_t].count), stream)
+        else:
+            ns, nd = self.negative.sample_pairs(src, dst, int(types[d_t].count), stream)
+        return ns + offsets[s_t], nd + offsets[d_t]
+
+    def batch(self, sel: np.ndarray, seed: int, graph=None) -> tuple[TypedEdgeBatch, Optional[np.ndarray]]:
+        """The :class:`TypedEdgeBatch` of seed positions ``sel`` and the positions to exclude.
+        Negatives of relation ``r`` come from stream ``relation_seed(seed, r)``, each destination
+        uniform over its edge type's destination node type (DGL's per-type ``Uniform``)."""
+        src, dst, rel = self.src[sel], self.dst[sel], self.rel[sel]
+        rels = np.unique(rel)
+        by_rel = [np.flatnonzero(rel == r) for r in rels]
+        arrays = [a for idx in by_rel for a in (src[idx], dst[idx])]
+        if self.negative is not None:
+            arrays += [a for r, idx in zip(rels.tolist(), by_rel) for a in self._negatives(r, src[idx], dst[idx], seed)]
+        nodes, local = (compact if self.node_order == "first" else sorted_compact)(*arrays)
+        type_local = _type_local_positions(nodes, self.schema)
+        pos, eids, neg = {}, {}, ({} if self.negative is not None else None)
+        for j, (r, idx) in enumerate(zip(rels.tolist(), by_rel)):
+            pos[r] = (torch.from_numpy(type_local[local[2 * j]]), torch.from_numpy(type_local[local[2 * j + 1]]))
+            eids[r] = torch.from_numpy(self.eids[sel][idx])
+            if neg is not None:
+                k = 2 * len(by_rel) + 2 * j
+                neg[r] = (torch.from_numpy(type_local[local[k]]), torch.from_numpy(type_local[local[k + 1]]))
+        return TypedEdgeBatch(torch.from_numpy(nodes), pos, eids, neg), self.excluded(sel)
+
+
+def _type_local_positions(nodes: np.ndarray, schema) -> np.ndarray:
+    """Each node's index among the nodes of its own type, in order (its id in a pair graph)."""
+    types = schema.type_of(nodes)
+    out = np.empty(nodes.shape[0], np.int64)
+    for t in np.unique(types):
+        where = np.flatnonzero(types == t)
+        out[where] = np.arange(where.shape[0])
+    return out
+
+
+def _relation_of(schema, etype) -> int:
+    try:
+        return schema.etype_id(etype)
+    except ValueError as e:
+        raise ValueError(f"seed edges: {e}") from None
+
+
+def check_reverse_etypes(schema, reverse_etypes) -> np.ndarray:
+    """int64 [R] reverse relation of each relation (-1: none) from DGL's ``reverse_etypes`` dict;
+    ValueError when it names an edge type the graph lacks, is not a bijection, or pairs edge types
+    whose edge counts differ (DGL's reverse of edge ``k`` of one type is edge ``k`` of the other)."""
+    if not isinstance(reverse_etypes, Mapping) or not reverse_etypes:
+        raise ValueError(f"exclude='reverse_types' needs reverse_etypes, a dict {{etype: reverse etype}}, got "
+                         f"{reverse_etypes!r}")
+    rev = np.full(len(schema.edge_types), -1, np.int64)
+    for a, b in reverse_etypes.items():
+        ra, rb = _relation_of(schema, a), _relation_of(schema, b)
+        if rev[ra] not in (-1, rb):
+            raise ValueError(f"reverse_etypes maps {schema.canonical_etypes[ra]} twice")
+        rev[ra] = rb
+        ea, eb = schema.edge_types[ra], schema.edge_types[rb]
+        if (ea.src, ea.dst) != (eb.dst, eb.src) or ea.count != eb.count:
+            raise ValueError(f"reverse_etypes pairs {ea.canonical} ({ea.count} edges) with {eb.canonical} "
+                             f"({eb.count} edges): a reverse edge type must swap the node types and have as many edges")
+    mapped = rev[rev >= 0]
+    if np.unique(mapped).shape[0] != mapped.shape[0]:
+        raise ValueError(f"reverse_etypes is not a bijection: two edge types have the same reverse ({reverse_etypes})")
+    return rev
+
+
+def resolve_typed_edge_seeds(indices, info, settings) -> TypedEdgeSeeds:
+    """The :class:`TypedEdgeSeeds` of ``{etype: eids}`` over a typed graph ``info`` (a heterogeneous
+    DGLGraph read in place, a local typed store, or graph servers with their partition dir), every
+    argument checked before anything starts."""
+    from .arguments import check_ids
+
+    schema = info.schema
+    if settings.exclude not in TYPED_EXCLUDES:
+        raise ValueError(f"exclude must be one of {TYPED_EXCLUDES} on a typed graph, got {settings.exclude!r}")
+    negative = settings.negative
+    if getattr(negative, "needs_graph", False):
+        raise ValueError("GlobalUniform negatives are not available on typed graphs yet; use Uniform / "
+                         "PerSourceUniform (drawn per edge type)")
+    if settings.pairs is not None:  # PyG: given node pairs of one edge type, nothing to look up or exclude
+        return _pair_seeds(indices, schema, settings)
+    if not isinstance(indices, Mapping):
+        if len(schema.edge_types) != 1:
+            raise TypeError(f"a graph with edge types {schema.canonical_etypes} takes seed edges as {{etype: eids}}")
+        indices = {schema.canonical_etypes[0]: indices}
+    from_dgl = info.from_dgl
+    edges = None if from_dgl else _edge_source(info)
+    to_position = _position_map(info.store, len(schema.edge_types)) if from_dgl else None
+    parts = []
+    for key, ids in indices.items():
+        r = _relation_of(schema, key)
+        count = schema.edge_types[r].count if from_dgl else edges.num_edges
+        try:
+            eids = check_ids(ids, count, kind="edge")
+        except ValueError as e:
+            raise ValueError(f"seed edges of edge type {schema.canonical_etypes[r]}: {e}") from None
+        if from_dgl:
+            pos = to_position(r, eids)
+        else:
+            pos, wrong = eids, np.flatnonzero(edges.etype_of(eids) != r)
+            if wrong.size:
+                raise ValueError(f"seed edge {int(eids[wrong[0]])} is not of edge type {schema.canonical_etypes[r]} "
+                                 f"(the edge ids of a typed {edges.kind} are its CSC positions)")
+        parts.append((eids, pos, np.full(eids.shape[0], r, np.int64)))
+    eids, pos, rel = (np.concatenate([p[i] for p in parts]) if parts else np.empty(0, np.int64) for i in range(3))
+    src, dst = (_StoreEdges(info.store) if from_dgl else edges).endpoints(pos)
+    reverse = None
+    if settings.exclude in ("reverse_id", "reverse_types"):
+        reverse = _reverse_positions(settings, schema, edges, eids, pos, rel, src, dst, to_position)
+    return TypedEdgeSeeds(eids=eids, positions=pos, rel=rel, src=src, dst=dst, schema=schema,
+                          exclude=settings.exclude, reverse=reverse, negative=negative)
+
+
+def _edge_source(info):
+    """The edges seed ids name: a local typed store's, or (graph servers) their partition's."""
+    if info.store is not None:
+        return _StoreEdges(info.store)
+    if info.partition_dir is None:
+        raise ValueError("link prediction over graph servers reads seed-edge endpoints from the partition dir: "
+                         "pass it as graph (with BGL_SERVERS set) or set BGL_PARTITION")
+    from ..partition.format import open_partition
+
+    return _PartitionEdges(open_partition(info.partition_dir))
+
+
+class _StoreEdges:
+    """A typed store's (or in-memory arrays') edges by CSC position: relation, endpoints, reverses."""
+
+    kind = "store"
+
+    def __init__(self, store):
+        self.store, self.num_edges = store, int(store.num_edges)
+
+    def etype_of(self, pos: np.ndarray) -> np.ndarray:
+        return np.asarray(self.store.etype)[pos]
+
+    def endpoints(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Global (src, dst) ids of the edges at ``pos``: ``indices[pos]`` and the row holding ``pos``."""
+        dst = np.searchsorted(np.asarray(self.store.indptr), pos, side="right").astype(np.int64) - 1
+        return np.asarray(self.store.indices[pos], dtype=np.int64), dst + int(self.store.node_offset)
+
+    def reverse(self, src: np.ndarray, dst: np.ndarray, rev: np.ndarray) -> np.ndarray:
+        """Position of an edge ``dst -> src`` of relation ``rev`` per seed (-1: none; ``rev`` -1: none)."""
+        from ..sampler._typed_kernels import reverse_positions
+
+        out = np.full(src.shape[0], -1, np.int64)
+        has = rev >= 0
+        found = np.empty(int(has.sum()), np.int64)
+        s = self.store
+        reverse_positions(np.asarray(s.indptr), np.asarray(s.indices), np.asarray(s.etype),
+                          src[has] - int(s.node_offset), dst[has], rev[has], found)
+        out[has] = found
+        return out
+
+
+class _PartitionEdges:
+    """A typed partition's edges by partition edge id (part ``k``'s CSC position ``p`` is
+    ``edge_bounds[k] + p``, as graph servers number them), node ids the loader's (original) ones."""
+
+    kind = "partition"
+
+    def __init__(self, book):
+        self.book, self.num_edges = book, int(book.num_edges)
+        self.parts = [_StoreEdges(book.part_store(k)) for k in range(book.num_parts)]
+        self.node_bounds = np.array([p.store.node_offset for p in self.parts] + [book.num_nodes], np.int64)
+
+    def _by_part(self, ids: np.ndarray, bounds: np.ndarray):
+        part = np.searchsorted(bounds, ids, side="right") - 1
+        return [(int(k), np.flatnonzero(part == k)) for k in np.unique(part)]
+
+    def etype_of(self, eids: np.ndarray) -> np.ndarray:
+        out = np.empty(eids.shape[0], np.int64)
+        for k, sel in self._by_part(eids, self.book.edge_bounds):
+            out[sel] = self.parts[k].etype_of(eids[sel] - self.book.edge_bounds[k])
+        return out
+
+    def endpoints(self, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from .edge_seeds import partition_endpoints
+
+        src, dst = partition_endpoints(self.book, eids)  # the partition's (new) node ids
+        orig = np.asarray(self.book.orig_ids)
+        return orig[src], orig[dst]
+
+    def reverse(self, src: np.ndarray, dst: np.ndarray, rev: np.ndarray) -> np.ndarray:
+        """Partition edge id of each seed's reverse, looked up in the part that owns its source."""
+        new_src, new_dst = self.book.to_new_global(src), self.book.to_new_global(dst)
+        out = np.full(src.shape[0], -1, np.int64)
+        for k, sel in self._by_part(new_src, self.node_bounds):
+            found = self.parts[k].reverse(new_src[sel], new_dst[sel], rev[sel])
+            out[sel] = np.where(found >= 0, found + self.book.edge_bounds[k], -1)
+        return out
+
+
+def _pair_seeds(indices, schema, settings) -> TypedEdgeSeeds:
+    """TypedEdgeSeeds over PyG's ``edge_label_index=(edge_type, pairs)``: type-local pairs made global."""
+    from .arguments import check_ids
+
+    r = _relation_of(schema, settings.pair_etype)
+    s_t, d_t = (int(a[r]) for a in schema.relation_ends())
+    pairs = np.asarray(settings.pairs, dtype=np.int64)
+    positions = check_ids(indices, pairs.shape[1], kind="edge")
+    return TypedEdgeSeeds(eids=positions, positions=positions, rel=np.full(positions.shape[0], r, np.int64),
+                          src=pairs[0][positions] + schema.offsets[s_t], dst=pairs[1][positions] + schema.offsets[d_t],
+                          schema=schema, negative=settings.negative, node_order=settings.node_order)
+
+
+def _position_map(arrays, num_rel: int):
+    """``f(r, ids)``: CSC positions of relation ``r``'s edges ``ids`` (a DGLGraph's per-relation ids),
+    from one stable sort of (relation, id): 8 bytes per edge."""
+    etype = np.asarray(arrays.etype).astype(np.int64)
+    order = np.lexsort((np.asarray(arrays.edge_ids), etype))
+    starts = np.zeros(num_rel + 1, np.int64)
+    np.cumsum(np.bincount(etype, minlength=num_rel), out=starts[1:])
+    return lambda r, ids: order[starts[r] + ids]
+
+
+def _reverse_positions(settings, schema, edges, eids, pos, rel, src, dst, to_position) -> np.ndarray:
+    """int64 [n]: the position (edge id) of each seed edge's reverse (-1: none), DGL's two ways.
+
+    ``"reverse_types"``: edge ``k`` of type ``A`` reverses edge ``k`` of ``reverse_etypes[A]`` on a
+    DGLGraph; on a typed store or partition (ids are positions) the reverse is found by its endpoints
+    (:func:`~bgl.sampler._typed_kernels.reverse_positions`).  ``"reverse_id"``: ``reverse_eids`` maps
+    each edge type's ids to the same type's reverse ids (``{etype: ids}``; one array when the graph
+    has one edge type), or on a store or partition its edge ids to edge ids (int64 [num_edges]).
+    """
+    from .arguments import as_int_array
+
+    if settings.exclude == "reverse_types":
+        rev = check_reverse_etypes(schema, settings.reverse_etypes)[rel]
+        if to_position is None:
+            return edges.reverse(src, dst, rev)
+        out = np.full(eids.shape[0], -1, np.int64)
+        for r in np.unique(rev[rev >= 0]):
+            sel = rev == r
+            out[sel] = to_position(int(r), eids[sel])
+        return out
+    reverse_eids = settings.reverse_eids
+    if to_position is None:
+        from .edge_prediction import check_reverse_eids
+
+        return check_reverse_eids(reverse_eids, edges.num_edges)[pos]
+    if not isinstance(reverse_eids, Mapping):
+        if len(schema.edge_types) != 1:
+            raise ValueError("exclude='reverse_id' on a graph with edge types takes reverse_eids as {etype: ids}")
+        reverse_eids = {schema.canonical_etypes[0]: reverse_eids}
+    given = {_relation_of(schema, k): v for k, v in reverse_eids.items()}
+    out = np.full(eids.shape[0], -1, np.int64)
+    for r in np.unique(rel):
+        sel = rel == r
+        if int(r) not in given:
+            raise ValueError(f"reverse_eids has no entry for edge type {schema.canonical_etypes[r]}")
+        count = schema.edge_types[r].count
+        ids = as_int_array(given[int(r)], "reverse_eids")
+        if ids.shape[0] != count or (ids.size and (int(ids.min()) < 0 or int(ids.max()) >= count)):
+            raise ValueError(f"reverse_eids of {schema.canonical_etypes[r]} must map its {count} edges to ids in "
+                             f"[0, {count})")
+        out[sel] = to_position(int(r), ids[eids[sel]])
+    return out
+
+
+class TypedPairGraph:
+    """bgl's typed pair graph, without DGL: the batch's positive (or negative) edges per edge type over
+    per-type node sets.  What a scorer reads of DGL's: ``canonical_etypes``, ``edges(etype=)``,
+    ``num_nodes(ntype)``, ``num_edges(etype)``, ``ndata["_ID"]`` ``{ntype: type-local ids}`` and, for
+    positive pairs, ``edata["_ID"]`` ``{canonical etype: edge ids}``."""
+
+    def __init__(self, schema, edges: dict, node_ids: dict, edge_ids: Optional[dict] = None):
+        self.canonical_etypes = list(schema.canonical_etypes)
+        self._schema, self._edges = schema, edges
+        self.ndata = {"_ID": node_ids}
+        self.edata = {} if edge_ids is None else {"_ID": edge_ids}
+
+    def edges(self, etype=None) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._edges[self.canonical_etypes[_relation_of(self._schema, etype)]]
+
+    def num_nodes(self, ntype=None) -> int:
+        return int(self.ndata["_ID"][ntype].shape[0])
+
+    def num_edges(self, etype=None) -> int:
+        return int(self.edges(etype)[0].shape[0])
+
+
+def typed_pair_graphs(batch: TypedEdgeBatch, schema, to_dgl: bool) -> tuple:
+    """``(pair_graph,)`` or ``(pair_graph, neg_pair_graph)`` of a typed batch, as DGL makes them: every
+    edge type of the graph (empty where the batch has none), every node type's compacted nodes
+    (``NID`` type-local ids, shared by both graphs), ``EID`` per edge type on the positive one."""
+    from .typed import by_type
+
+    node_ids = by_type(batch.node_ids, schema)
+    device = batch.node_ids.device
+    empty = torch.empty(0, dtype=torch.int64, device=device)
+
+    def per_etype(d):
+        return {c: d.get(r, (empty, empty)) for r, c in enumerate(schema.canonical_etypes)}
+
+    eids = {c: batch.eids.get(r, empty) for r, c in enumerate(schema.canonical_etypes)}
+    graphs = [(per_etype(batch.pos), eids)] + ([] if batch.neg is None else [(per_etype(batch.neg), None)])
+    if to_dgl:
+        from ..dgl_adapter import to_dgl_hetero_pair_graph
+
+        return tuple(to_dgl_hetero_pair_graph(edges, node_ids, e) for edges, e in graphs)
+    return tuple(TypedPairGraph(schema, edges, node_ids, e) for edges, e in graphs)

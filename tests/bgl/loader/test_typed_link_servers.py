@@ -1,0 +1,67 @@
+"""Typed link prediction over two real graph servers: the same batches as from the store, nothing excluded drawn."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import torch
+
+dgl = pytest.importorskip("dgl")
+
+import bgl  # noqa: E402
+from bgl.partition import partition_graph  # noqa: E402
+
+from .test_typed_link_prediction import REVERSE, rating_graph  # noqa: E402
+
+RATES = ("user", "rates", "item")
+
+
+def _batches(graph, seeds, **kw):
+    sampler = bgl.as_edge_prediction_sampler(bgl.NeighborSampler([4, 4]), exclude="reverse_types",
+                                             reverse_etypes=REVERSE, negative_sampler=bgl.negative_sampler.Uniform(2))
+    torch.manual_seed(5)
+    return list(bgl.DataLoader(graph, {"rates": seeds}, sampler, batch_size=60, shuffle=True, blocks="bgl", **kw))
+
+
+def test_typed_link_batches_over_servers_equal_the_stores(tmp_path, serve_partition, monkeypatch):
+    store = bgl.ingest(rating_graph(), tmp_path / "ratings")
+    book = partition_graph(store, "random", 2, tmp_path / "parts", measure_samples=False)
+    etype = np.asarray(store.etype)
+    seeds = np.flatnonzero(etype == store.schema.etype_id("rates"))  # the store's edge ids: CSC positions
+    orig_eids = np.asarray(book.orig_eids)
+    to_partition = np.empty_like(orig_eids)
+    to_partition[orig_eids] = np.arange(orig_eids.shape[0])
+    local = _batches(store, seeds)
+    with serve_partition(book, tmp_path) as addresses:
+        monkeypatch.setenv("BGL_SERVERS", ",".join(addresses))
+        remote = _batches(str(book.path), to_partition[seeds])
+    assert len(local) == len(remote) == 5
+    indptr, indices = np.asarray(store.indptr), np.asarray(store.indices)
+    dst_of = np.searchsorted(indptr, np.arange(indices.shape[0]), side="right") - 1
+    rated_by = store.schema.etype_id("rated-by")
+    for (in_a, pos_a, neg_a, blocks_a), (in_b, pos_b, neg_b, blocks_b) in zip(local, remote):
+        for nt in ("user", "item"):
+            assert torch.equal(in_a[nt], in_b[nt])
+            assert torch.equal(pos_a.ndata["_ID"][nt], pos_b.ndata["_ID"][nt])
+        for c in pos_a.canonical_etypes:
+            assert all(torch.equal(x, y) for x, y in zip(pos_a.edges(etype=c), pos_b.edges(etype=c)))
+            assert all(torch.equal(x, y) for x, y in zip(neg_a.edges(etype=c), neg_b.edges(etype=c)))
+        ids = pos_a.edata["_ID"][RATES].numpy()
+        assert np.array_equal(orig_eids[pos_b.edata["_ID"][RATES].numpy()], ids)
+        for a, b in zip(blocks_a, blocks_b):
+            for name in ("src_ids", "indptr", "indices", "etypes"):
+                assert torch.equal(getattr(a, name), getattr(b, name)), name
+        excluded = set(ids.tolist())
+        for p in ids:  # each seed's reverse by endpoints, brute force
+            u, i = int(indices[p]), int(dst_of[p])
+            rev = [q for q in range(indptr[u], indptr[u + 1]) if etype[q] == rated_by and indices[q] == i]
+            excluded.update(rev[:1])
+        assert not excluded & {int(e) for b in blocks_a for e in b.edge_ids.tolist()}
+
+
+def test_typed_seed_edges_must_be_of_their_type(tmp_path):
+    store = bgl.ingest(rating_graph(), tmp_path / "ratings")
+    wrong = int(np.flatnonzero(np.asarray(store.etype) != store.schema.etype_id("rates"))[0])
+    with pytest.raises(ValueError, match=re.escape(f"seed edge {wrong} is not of edge type {RATES}")):
+        _batches(store, np.array([wrong]))
