@@ -316,14 +316,18 @@ class NeighborLoader:
         self._data_class = _pyg_data_class()
         self._build_data = None if self._data_class is None else PygDataBuilder(self._data_class)
 
-    @staticmethod
-    def _num_nodes(graph) -> Optional[int]:
-        if hasattr(graph, "num_nodes") and not callable(graph.num_nodes):
-            return int(graph.num_nodes)
+    def _num_nodes(self, graph) -> Optional[int]:
+        """The node count of a local graph (None for servers or a partition); a typed store is refused."""
         if isinstance(graph, (str, Path)) and (Path(graph) / "meta.json").is_file():
             from ..store import GraphStore
 
-            return GraphStore(graph).num_nodes
+            graph = GraphStore(graph)
+        if getattr(graph, "is_typed", False):
+            raise ValueError(f"bgl.pyg.{type(self).__name__} takes a typed graph as a PyG HeteroData, not a "
+                             "typed store; pass the HeteroData, or give the store to bgl.DataLoader with "
+                             "{node_type: ids} seeds")
+        if hasattr(graph, "num_nodes") and not callable(graph.num_nodes):
+            return int(graph.num_nodes)
         return None
 
     @staticmethod

@@ -155,3 +155,15 @@ def test_every_input_applies_transform_and_ignores_worker_tuning(cora_store):
 def test_link_loader_refuses_a_heterodata_naming_what_to_do():
     with pytest.raises(ValueError, match="LinkNeighborLoader does not support a HeteroData.*to_homogeneous"):
         LinkNeighborLoader(toy_hetero(), [2], edge_label_index=(("paper", "cites", "paper"), None))
+
+
+def test_a_typed_store_is_refused_naming_what_to_pass(cora_store, tmp_path):
+    """The README implied a typed store works with bgl.pyg; it is refused with what to do instead
+    (was: a TypeError about {ntype: ids} seeds, or one about tuple input_nodes)."""
+    from bgl.sources.paper_word import paper_word_store
+
+    typed = paper_word_store(cora_store, tmp_path / "pw")
+    for graph in (typed, str(typed.path)):
+        for kw in (dict(input_nodes=("paper", torch.arange(4))), dict(input_nodes=torch.arange(4)), {}):
+            with pytest.raises(ValueError, match="typed graph as a PyG HeteroData, not a typed store"):
+                NeighborLoader(graph, [2], **kw)
