@@ -356,18 +356,23 @@ class NeighborLoader:
             if self.edge_attr is not None:
                 fields["edge_attr"] = fields.pop(self.edge_attr)
             fields["x"] = blocks[0].srcdata.get("feat")
-            fields["y"] = blocks[-1].dstdata.get("label")
+            if self._fields is None:  # a Data's own y, at every n_id, comes with its other attributes
+                fields["y"] = blocks[-1].dstdata.get("label")
             fields["input_id"] = self._input_id(fields["n_id"][:fields["batch_size"]])
             self._add_data_fields(fields)
             yield self.options.finish(self._make(fields))
 
     def _add_data_fields(self, fields: dict) -> None:
         """The input ``Data``'s own attributes for the batch's nodes (``n_id``) and edges (``e_id``),
-        and its graph-level ones, as PyG's ``filter_data`` gives them (nothing for a store or servers)."""
+        and its graph-level ones, as PyG's ``filter_data`` gives them (nothing for a store or servers).
+        The batch's own fields win, as in PyG, which sets them after filtering (a ``Data`` holding
+        ``edge_label_index`` from ``RandomLinkSplit`` keeps the batch's pairs)."""
         if self._fields is not None:
             node, edge = self._fields
-            fields.update(node.take(fields["n_id"]))
-            fields.update(edge.take(fields.get("e_id")))
+            for key, value in node.take(fields["n_id"]).items():
+                fields.setdefault(key, value)
+            for key, value in edge.take(fields.get("e_id")).items():
+                fields.setdefault(key, value)
 
     def _make(self, fields: dict):
         if self._data_class is None:

@@ -100,6 +100,21 @@ def test_link_batches_carry_every_attribute_as_pygs():
     assert set(toy_data().keys()) - {"edge_index"} <= set(batch.keys())
 
 
+def test_the_batchs_own_fields_win_over_the_datas_as_in_pyg():
+    """PyG sets a batch's own fields after filtering: a Data from RandomLinkSplit holds its
+    edge_label_index / edge_label, and a batch still gets its own (local) pairs and labels."""
+    data = toy_data()
+    data.edge_label_index = torch.randint(0, N, (2, 10))
+    data.edge_label = torch.ones(10)
+    data.input_id = torch.arange(5)
+    batch = next(iter(LinkNeighborLoader(data, [2], edge_label_index=data.edge_label_index, batch_size=4,
+                                         neg_sampling_ratio=1.0)))
+    assert batch.edge_label_index.shape == (2, 8) and int(batch.edge_label_index.max()) < batch.n_id.numel()
+    assert batch.edge_label.tolist() == [1, 1, 1, 1, 0, 0, 0, 0] and batch.input_id.tolist() == [0, 1, 2, 3]
+    batch = next(iter(NeighborLoader(data, [2], input_nodes=torch.tensor([9, 4]), batch_size=2)))
+    assert batch.input_id.tolist() == [0, 1] and torch.equal(batch.y, data.y[batch.n_id])
+
+
 def test_heterodata_batches_carry_every_attribute_and_input_id_as_pygs():
     d = toy_hetero()
     seeds = torch.tensor([30, 4, 11, 25, 0])
