@@ -155,8 +155,8 @@ def pyg_graph(data):
 def input_fields(data, edge_attr: Optional[str]):
     """(node fields, edge fields) a batch takes from a PyG ``Data`` input (:mod:`~bgl.loader.pyg_fields`),
     or None for a store or servers; ``x`` and ``edge_attr`` come from the pipeline when it delivers them."""
-    if not is_pyg_data(data):
-        return None
+    if not is_pyg_data(data) or not callable(getattr(data, "node_attrs", None)):
+        return None  # (a duck-typed Data without PyG's attribute kinds carries x, y and edge_attr only)
     from .pyg_fields import data_fields
 
     return data_fields(data, skip_node=("x",), skip_edge=() if edge_attr is None else ("edge_attr",))
