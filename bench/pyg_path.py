@@ -7,9 +7,12 @@ bgl blocks.  Rounds alternate the two; the median epoch of each is reported with
 ratio pyg/DataLoader (target <= 1.1).  ``--model`` also times PyG's own loop (a 2-layer
 ``torch_geometric.nn.SAGEConv`` model) with the loader and the model step apart.  ``--cache``
 gives both loaders bgl's default feature cache (``cache=True``: lookahead, 10 %), and the
-rows reports each loader's minor page faults per epoch (``getrusage``).
+rows reports each loader's minor page faults per epoch (``getrusage``).  ``--masks`` gives the
+``Data`` the attributes a Planetoid ``Data`` has beside ``x`` and ``y`` (``train_mask``,
+``val_mask``, ``test_mask``), which the PyG batches carry; ``--datasets-dir`` where the
+datasets are (default ``../shared/datasets`` beside the checkout).
 
-    python bench/pyg_path.py [--datasets cora citeseer pubmed] [--rounds 5] [--model] [--cache]
+    python bench/pyg_path.py [--datasets cora citeseer pubmed] [--rounds 5] [--model] [--cache] [--masks]
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ SOURCES = {"cora": SHARED / "cora.npz", "citeseer": SHARED / "citeseer.npz",
            "pubmed": SHARED / "pubmed_adj_labels.npz"}
 
 
-def pyg_data(name: str, workdir: Path):
+def pyg_data(name: str, workdir: Path, sources: Path = SHARED, masks: bool = False):
     import bgl
     from torch_geometric.data import Data
 
@@ -38,11 +41,16 @@ def pyg_data(name: str, workdir: Path):
 
     out = workdir / name
     extra = {"feat_dim": 500} if name == "pubmed" else {}
-    st = GraphStore(out) if (out / "meta.json").exists() else bgl.ingest(str(SOURCES[name]), out, **extra)
+    st = GraphStore(out) if (out / "meta.json").exists() else bgl.ingest(str(sources / SOURCES[name].name), out, **extra)
     src = np.asarray(st.indices).astype(np.int64)
     dst = np.repeat(np.arange(st.num_nodes), np.diff(st.indptr))
     data = Data(x=torch.from_numpy(np.array(st.feat)), y=torch.from_numpy(np.array(st.label)),
                 edge_index=torch.from_numpy(np.stack([src, dst])))
+    if masks:
+        for split in ("train", "val", "test"):
+            mask = torch.zeros(st.num_nodes, dtype=torch.bool)
+            mask[torch.from_numpy(np.array(getattr(st, f"{split}_idx")))] = True
+            data[f"{split}_mask"] = mask
     return data, torch.from_numpy(np.array(st.train_idx))
 
 
@@ -96,11 +104,13 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "bgl-pyg-path")
     ap.add_argument("--model", action="store_true")
     ap.add_argument("--cache", action="store_true", help="cache=True (lookahead, 10 %%) in both loaders")
+    ap.add_argument("--masks", action="store_true", help="train/val/test masks on the Data (carried per batch)")
+    ap.add_argument("--datasets-dir", type=Path, default=SHARED)
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     print(json.dumps({"load_average_start": os.getloadavg()}))
     for name in args.datasets:
-        data, train = pyg_data(name, args.workdir)
+        data, train = pyg_data(name, args.workdir, args.datasets_dir, args.masks)
         cache = {"cache": True} if args.cache else {}
         pyg = NeighborLoader(data, num_neighbors=[10, 10], input_nodes=train, batch_size=256, shuffle=True, **cache)
         dl = bgl.DataLoader(data_arrays(data), train, bgl.NeighborSampler([10, 10]), batch_size=256,
@@ -113,7 +123,7 @@ def main() -> None:
                 times[kind].append(epoch_pyg(pyg) if kind == "pyg" else epoch_dl(dl))
                 faults[kind] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
         med = {k: statistics.median(v) for k, v in times.items()}
-        row = {"dataset": name, "cache": args.cache, "median_epoch_s": med,
+        row = {"dataset": name, "cache": args.cache, "masks": args.masks, "median_epoch_s": med,
                "ratio_pyg_over_dataloader": med["pyg"] / med["dataloader"],
                "minor_faults_per_epoch": {k: v // args.rounds for k, v in faults.items()}}
         if args.model:

@@ -1,7 +1,7 @@
 """Train an R-GCN on a heterogeneous graph with ``bgl.DataLoader`` (node classification).
 
     python examples/train_rgcn.py --graph STORE_OR_PARTITION [--target paper] [--epochs 3]
-    bgl launch --partition PARTS --num-servers-per-host 2 --num-trainers 2 -- \\
+    bgl launch --hosts HOSTS --partition PARTS --num-servers-per-host 2 --num-trainers 2 -- \\
         python examples/train_rgcn.py --graph PARTS
 
 The graph is a typed bgl store or partition (``bgl ingest`` of a DGL heterograph, a PyG

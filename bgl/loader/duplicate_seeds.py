@@ -49,7 +49,8 @@ def _expand_block(b: Block, rows: torch.Tensor) -> tuple[Block, torch.Tensor]:
     edge_ids = None if b.edge_ids is None else b.edge_ids[pos]
     etypes = None if b.etypes is None else b.etypes[pos]
     below = torch.cat([rows, torch.arange(nd, b.num_src, dtype=torch.int64)])
-    return Block(src_ids, n, indptr, indices, edge_ids, etypes=etypes), below
+    edata = {key: value[pos] for key, value in b.edata.items()}  # sampled edges' rows go with their edges
+    return Block(src_ids, n, indptr, indices, edge_ids, edata=edata, etypes=etypes), below
 
 
 def expand_to_seeds(blocks: Sequence[Block], inverse: torch.Tensor) -> list[Block]:

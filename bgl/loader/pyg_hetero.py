@@ -11,10 +11,16 @@ typed sampler as ``bgl.DataLoader`` (:mod:`bgl.loader.typed`).  Each batch is a
 * ``batch[edge_type].edge_index`` int64 [2, E]: (source, target) positions in
   ``batch[src_type].n_id`` / ``batch[dst_type].n_id``; each node's in-edges are sampled
   once, at the hop that reached it;
-* ``batch[t].x`` per type with features; ``batch[input_type].y``: the seeds' labels.
+* ``batch[edge_type].e_id``: the sampled edges' positions in ``data[edge_type].edge_index``;
+* ``batch[t].x`` per type with features (from bgl's pipeline and cache); every other node-level
+  attribute of ``data[t]`` (``y``, ``train_mask``, ...) at ``batch[t].n_id``, every edge-level one
+  at ``e_id``, and graph-level attributes as they are, as PyG's ``filter_hetero_data``
+  (:mod:`bgl.loader.pyg_fields`); ``batch[input_type].input_id``: the seeds' positions in
+  ``input_nodes`` (their ids for ``None`` or a mask), as PyG's.
 
 The ``HeteroData``'s ``x`` and ``y`` are read in place (views); its ``edge_index_dict`` is
-sorted once into the fused CSC (:func:`bgl.sources.hetero.fused_csc`).
+sorted once into the fused CSC (:func:`bgl.sources.hetero.fused_csc`).  PyG's extra arguments
+get the same answers as on a ``Data`` (:mod:`bgl.loader.pyg_options`).
 """
 from __future__ import annotations
 
@@ -25,6 +31,8 @@ import torch
 
 from ..blocks import type_layout
 from ..sources.hetero import TypedArrays, schema_of
+from .pyg_fields import graph_fields, store_fields
+from .pyg_options import pyg_options
 
 
 def is_hetero_data(obj: Any) -> bool:
@@ -55,6 +63,14 @@ def hetero_data_arrays(data) -> TypedArrays:
     return TypedArrays(schema, rel_edges, feats, labels, name="pyg-heterodata")
 
 
+def hetero_fields(data) -> tuple[dict, dict, Any]:
+    """({node type: its node fields}, {edge type: its edge fields}, graph-level fields) a batch takes
+    from a ``HeteroData`` (:mod:`~bgl.loader.pyg_fields`); ``x`` comes from the pipeline."""
+    nodes = {nt: store_fields(data, data[nt], "node", skip=("x",)) for nt in data.node_types}
+    edges = {tuple(et): store_fields(data, data[et], "edge") for et in data.edge_types}
+    return nodes, edges, graph_fields(data._global_store, set())
+
+
 def pyg_layer_fanouts(num_neighbors, edge_types) -> list:
     """PyG's per-edge-type hop lists as DGL-order layer dicts (``[-1]`` applies to the seeds).
 
@@ -82,6 +98,7 @@ def typed_blocks_to_pyg(blocks, schema) -> dict:
     local, members, _ = type_layout(first)
     n_id = {nt: first.src_ids[idx] - int(schema.node_type(nt).offset) for nt, idx in members.items()}
     pieces = {canon: [] for canon in schema.canonical_etypes}
+    eids = {canon: [] for canon in schema.canonical_etypes}
     num_layers = len(blocks)
     for hop in range(1, num_layers + 1):
         b = blocks[num_layers - hop]
@@ -96,8 +113,40 @@ def typed_blocks_to_pyg(blocks, schema) -> dict:
             sel = (et == r).nonzero().flatten()
             if sel.numel():
                 pieces[canon].append(torch.stack([local[src_pos[sel]], local[dst_pos[sel]]]))
-    edge_index = {c: torch.cat(p, 1) if p else torch.empty(2, 0, dtype=torch.int64) for c, p in pieces.items()}
-    return {"n_id": n_id, "edge_index": edge_index}
+                if b.edge_ids is not None:  # the fused CSC's edge ids are positions in the relation's list
+                    eids[canon].append(b.edge_ids[a:e][sel])
+    empty = torch.empty(0, dtype=torch.int64)
+    edge_index = {c: torch.cat(p, 1) if p else empty.view(2, 0) for c, p in pieces.items()}
+    out = {"n_id": n_id, "edge_index": edge_index}
+    if blocks[0].edge_ids is not None:
+        out["e_id"] = {c: torch.cat(p) if p else empty for c, p in eids.items()}
+    return out
+
+
+def hetero_batch(blocks, schema, fields) -> tuple[Any, dict]:
+    """PyG's ``HeteroData`` of typed blocks (per type ``n_id``, ``x`` and the input's node fields; per
+    relation ``edge_index``, ``e_id`` and edge fields; graph-level fields) and its layout, for the node and
+    the link loader alike; ``fields`` is :func:`hetero_fields` of the input."""
+    from torch_geometric.data import HeteroData
+
+    node_fields, edge_fields, graph = fields
+    layout = typed_blocks_to_pyg(blocks, schema)
+    batch = HeteroData(**graph.take(None))
+    feats = blocks[0].srcdata.get("feat", {})
+    for nt, ids in layout["n_id"].items():
+        batch[nt].n_id = ids
+        if nt in feats:
+            batch[nt].x = feats[nt]
+        for key, value in node_fields[nt].take(ids).items():
+            batch[nt][key] = value
+    e_id = layout.get("e_id", {})
+    for canon, ei in layout["edge_index"].items():
+        batch[canon].edge_index = ei
+        if canon in e_id:
+            batch[canon].e_id = e_id[canon]
+        for key, value in edge_fields[canon].take(e_id.get(canon)).items():
+            batch[canon][key] = value
+    return batch, layout
 
 
 class HeteroNeighborLoader:
@@ -107,11 +156,15 @@ class HeteroNeighborLoader:
                  shuffle: bool = False, drop_last: bool = False, num_workers: int = 0, **kwargs):
         from .sampler_options import NeighborSampler
         from .dataloader import DataLoader
+        from .pyg_fields import SeedPositions
 
+        self.options = pyg_options(kwargs, "NeighborLoader")
         self.data = data
         arrays = hetero_data_arrays(data)
         self.schema = arrays.schema
-        self.input_type, ids = self._input(input_nodes, self.schema)
+        self.input_type, ids, by_id = self._input(input_nodes, self.schema)
+        self._input_id = SeedPositions(ids, by_id, self.options.input_id)
+        self._fields = hetero_fields(data)
         sampler = NeighborSampler(pyg_layer_fanouts(num_neighbors, self.schema.canonical_etypes), replace=replace)
         self.batch_size = int(batch_size)
         self.dataset = range(int(ids.shape[0]))
@@ -119,7 +172,8 @@ class HeteroNeighborLoader:
                                   drop_last=drop_last, num_workers=num_workers, blocks="bgl", **kwargs)
 
     @staticmethod
-    def _input(input_nodes, schema) -> tuple[str, torch.Tensor]:
+    def _input(input_nodes, schema) -> tuple[str, torch.Tensor, bool]:
+        """(input type, seed ids, whether PyG numbers them by node id: all nodes or a mask)."""
         if isinstance(input_nodes, str):
             input_nodes = (input_nodes, None)
         if not isinstance(input_nodes, tuple) or len(input_nodes) != 2:
@@ -128,35 +182,24 @@ class HeteroNeighborLoader:
         nt, ids = input_nodes
         count = schema.node_type(nt).count  # ValueError naming an unknown type
         if ids is None:
-            return nt, torch.arange(count)
+            return nt, torch.arange(count), True
         ids = torch.as_tensor(np.array(ids))
         if ids.dtype == torch.bool:
             if ids.shape[0] != count:
                 raise ValueError(f"input_nodes mask for {nt!r} has {ids.shape[0]} entries for {count} nodes")
-            ids = ids.nonzero().flatten()
-        return nt, ids
+            return nt, ids.nonzero().flatten(), True
+        return nt, ids, False
 
     def __len__(self) -> int:
         return len(self._loader)
 
     def __iter__(self) -> Iterator[Any]:
-        from torch_geometric.data import HeteroData
-
         for _, _, blocks in self._loader:
-            layout = typed_blocks_to_pyg(blocks, self.schema)
-            batch = HeteroData()
-            feats = blocks[0].srcdata.get("feat", {})
-            for nt, ids in layout["n_id"].items():
-                batch[nt].n_id = ids
-                if nt in feats:
-                    batch[nt].x = feats[nt]
-            for canon, ei in layout["edge_index"].items():
-                batch[canon].edge_index = ei
-            batch[self.input_type].batch_size = int(blocks[-1].num_dst)
-            labels = blocks[-1].dstdata.get("label", {})
-            if self.input_type in labels:
-                batch[self.input_type].y = labels[self.input_type]
-            yield batch
+            batch, layout = hetero_batch(blocks, self.schema, self._fields)
+            bs = int(blocks[-1].num_dst)
+            batch[self.input_type].batch_size = bs
+            batch[self.input_type].input_id = self._input_id(layout["n_id"][self.input_type][:bs])
+            yield self.options.finish(batch)
 
     def close(self) -> None:
         self._loader.close()

@@ -7,7 +7,8 @@ pairs of one edge type are typed edge seeds of :class:`bgl.DataLoader`
 PyG's heterogeneous batch layout:
 
 * per node type ``n_id`` (seeds first: the sorted unique endpoints of the batch's pairs of that type),
-  ``x`` where the input has features, ``num_sampled_nodes``; per edge type ``edge_index``;
+  ``x`` where the input has features and its other node attributes; per edge type ``edge_index``,
+  ``e_id`` and its edge attributes (:func:`bgl.loader.pyg_hetero.hetero_batch`, as the node loader's);
 * binary negatives (or none): ``batch[edge_type].edge_label_index`` [2, B + ceil(B * amount)] local
   ids into the end types' ``n_id``, positives first, then pairs of a random source of the source
   type and a random destination of the destination type; ``edge_label`` the given labels (shifted by
@@ -60,17 +61,18 @@ class HeteroLinkNeighborLoader:
                  neg_sampling=None, neg_sampling_ratio=None, batch_size: int = 1, shuffle: bool = False,
                  drop_last: bool = False, num_workers: int = 0, **kwargs):
         from .dataloader import DataLoader
-        from .pyg_hetero import hetero_data_arrays, pyg_layer_fanouts
+        from .pyg_hetero import hetero_data_arrays, hetero_fields, pyg_layer_fanouts
         from .pyg_negatives import _check_label_index, _negatives
+        from .pyg_options import pyg_options
         from .sampler_options import NeighborSampler
 
-        if kwargs.pop("edge_label_time", None) is not None:
-            raise ValueError("bgl.pyg.LinkNeighborLoader does not support edge_label_time= (no temporal sampling)")
+        self.options = pyg_options(kwargs, "LinkNeighborLoader")
         if not (isinstance(edge_label_index, tuple) and len(edge_label_index) == 2):
             raise ValueError("edge_label_index of a HeteroData must be (edge_type, pairs [2, N]), got "
                              f"{type(edge_label_index).__name__}")
         arrays = hetero_data_arrays(data)
         self.data, self.schema = data, arrays.schema
+        self._fields = hetero_fields(data)
         etype, pairs = edge_label_index
         r = self.schema.etype_id(etype)  # ValueError naming an unknown edge type
         self.edge_type = self.schema.canonical_etypes[r]
@@ -109,21 +111,11 @@ class HeteroLinkNeighborLoader:
         return len(self._loader)
 
     def __iter__(self) -> Iterator[Any]:
-        from torch_geometric.data import HeteroData
-
-        from .pyg_hetero import typed_blocks_to_pyg
+        from .pyg_hetero import hetero_batch
 
         c = self.edge_type
         for _, pair, *neg, blocks in self._loader:
-            layout = typed_blocks_to_pyg(blocks, self.schema)
-            batch = HeteroData()
-            feats = blocks[0].srcdata.get("feat", {})
-            for nt, ids in layout["n_id"].items():
-                batch[nt].n_id = ids
-                if nt in feats:
-                    batch[nt].x = feats[nt]
-            for canon, ei in layout["edge_index"].items():
-                batch[canon].edge_index = ei
+            batch, _ = hetero_batch(blocks, self.schema, self._fields)
             input_id = pair.edata["_ID"][c]
             pos_src, pos_dst = pair.edges(etype=c)
             b = int(pos_src.shape[0])
@@ -139,7 +131,7 @@ class HeteroLinkNeighborLoader:
             else:
                 batch[c[0]].src_index, batch[c[2]].dst_pos_index = pos_src, pos_dst
                 batch[c[2]].dst_neg_index = neg[0].edges(etype=c)[1].view(b, -1).squeeze(-1)
-            yield batch
+            yield self.options.finish(batch)
 
     def close(self) -> None:
         self._loader.close()

@@ -19,7 +19,9 @@ Each batch, as PyG 2.x lays it out (homogeneous, non-disjoint):
   (``[B]`` for amount 1) of random destinations;
 * no negatives: ``edge_label_index`` [2, B] and ``edge_label`` (given or ones).
 
-Node labels ``y`` and ``e_id`` are not given.  Randomness is bgl's: negatives come from
+A ``Data`` input's own attributes come along as PyG's: ``y``, masks and every other node-level
+attribute at ``n_id``, edge-level ones (``edge_attr``, ...) at ``e_id``, graph-level ones as they
+are (:mod:`bgl.loader.pyg_fields`); ``transform=`` is applied to each batch.  Randomness is bgl's: negatives come from
 the batch seed's counter-based stream (:mod:`bgl.negative_sampler`).
 """
 from __future__ import annotations
@@ -32,6 +34,7 @@ import torch
 from .edge_prediction import EdgePredictionSampler
 from .pyg_negatives import _check_label_index, _negatives
 from .pyg_batches import PygDataBuilder
+from .pyg_options import pyg_options
 from .pyg_loader import NeighborLoader, blocks_to_pyg
 
 
@@ -82,12 +85,12 @@ class LinkNeighborLoader(NeighborLoader):
                  **kwargs):
         from .sampler_options import NeighborSampler
         from .dataloader import DataLoader
-        from .pyg_loader import _pyg_data_class, is_pyg_data, pyg_graph
+        from .pyg_loader import _pyg_data_class, input_fields, is_pyg_data, pyg_graph
 
-        if kwargs.pop("edge_label_time", None) is not None:
-            raise ValueError("bgl.pyg.LinkNeighborLoader does not support edge_label_time= (no temporal sampling)")
-        graph = pyg_graph(data, kwargs, "LinkNeighborLoader")
+        self.options = pyg_options(kwargs, "LinkNeighborLoader")
+        graph = pyg_graph(data)
         self.data = data
+        self._fields = input_fields(data, None)
         num_nodes = self._num_nodes(graph)
         if edge_label_index is None:
             if not is_pyg_data(data):
@@ -100,6 +103,7 @@ class LinkNeighborLoader(NeighborLoader):
 
             num_nodes = resolve_graph(graph, None, None, float(kwargs.get("server_timeout", 5.0))).num_nodes
         pairs = _check_label_index(edge_label_index, num_nodes)
+        self._given_input_id = self._user_input_id(pairs.shape[1])
         self.neg_sampling = _negatives(neg_sampling, neg_sampling_ratio)
         self.edge_label = self._labels(edge_label, pairs.shape[1])
         self.num_neighbors = list(num_neighbors)
@@ -111,6 +115,17 @@ class LinkNeighborLoader(NeighborLoader):
                                   **kwargs)
         self._data_class = _pyg_data_class()
         self._build_data = None if self._data_class is None else PygDataBuilder(self._data_class)
+
+    def _user_input_id(self, n: int) -> Optional[torch.Tensor]:
+        """The user's ``input_id=`` (PyG's numbering of the pairs), checked: one entry per pair."""
+        given = self.options.input_id
+        if given is None:
+            return None
+        given = torch.as_tensor(given)
+        if given.dim() != 1 or given.shape[0] != n:
+            raise ValueError(f"input_id has shape {list(given.shape)}, expected [{n}] (one entry per pair "
+                             "of edge_label_index)")
+        return given
 
     def _labels(self, edge_label, n: int) -> Optional[torch.Tensor]:
         if edge_label is None:
@@ -130,7 +145,7 @@ class LinkNeighborLoader(NeighborLoader):
             fields.pop("batch_size")
             fields["x"] = blocks[0].srcdata.get("feat")
             input_id = pair.edata["_ID"]
-            fields["input_id"] = input_id
+            fields["input_id"] = input_id if self._given_input_id is None else self._given_input_id[input_id]
             pos_src, pos_dst = pair.edges()
             b = int(pos_src.shape[0])
             label = torch.ones(b) if self.edge_label is None else self.edge_label[input_id]
@@ -144,7 +159,8 @@ class LinkNeighborLoader(NeighborLoader):
             else:
                 fields["src_index"], fields["dst_pos_index"] = pos_src, pos_dst
                 fields["dst_neg_index"] = neg[0].edges()[1].view(b, -1).squeeze(-1)
-            yield self._make(fields)
+            self._add_data_fields(fields)
+            yield self.options.finish(self._make(fields))
 
     def _make(self, fields: dict):
         if self._data_class is None:

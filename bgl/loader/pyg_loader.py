@@ -18,8 +18,13 @@ Each mini-batch is laid out as PyG's:
   in-edges are sampled once, at the hop that reached it (``num_neighbors[h]``
   for nodes first reached at hop ``h``; seeds use ``num_neighbors[0]``); nodes
   of the last hop have none;
-* ``x`` [N, F] features of ``n_id``; ``y`` labels of the **seeds** only
-  (``[batch_size]``; PyG gives all ``n_id`` but a loop reads
+* ``x`` [N, F] features of ``n_id`` (from bgl's pipeline and feature cache);
+* ``input_id`` [batch_size]: the seeds' positions in ``input_nodes`` (their node ids for
+  ``input_nodes=None`` or a mask), as PyG numbers them;
+* a ``Data`` input's own attributes, as PyG's ``filter_data`` gives them
+  (:mod:`bgl.loader.pyg_fields`): ``y``, ``train_mask``, ``year`` and every other node-level
+  attribute at ``n_id``, every edge-level one at ``e_id``, graph-level ones as they are.  From a
+  store or servers, ``y`` holds the labels of the **seeds** only (``[batch_size]``; a loop reads
   ``y[:batch_size]``, which is the same);
 * ``num_sampled_nodes`` / ``num_sampled_edges``: per-hop counts, as PyG's
   (for ``trim_to_layer``);
@@ -38,7 +43,7 @@ edge of source ids, 8 per edge of CSC edge ids (the sort order, kept for
 ``e_id`` and edge attributes), plus edge attributes permuted to CSC order on
 first use (``itemsize * width`` per edge per attribute used).  No file is
 written.  A store, partition dir or server list is used in place.  Per batch, the conversion from bgl blocks
-is one pass over the sampled edges.
+is one pass over the sampled edges, plus one ``index_select`` per attribute of a ``Data`` input.
 """
 from __future__ import annotations
 
@@ -53,17 +58,9 @@ from ..blocks import Block
 from ._pyg_kernels import write_hop_edges
 from .graph_arrays import GraphArrays
 from .pyg_batches import PygDataBuilder
+from .pyg_options import pyg_options
 
 _NO_IDS = np.empty(0, np.int64)  # write_hop_edges' "no edge ids"
-
-# PyG NeighborLoader arguments bgl cannot honour; passing them with a non-default value is an error.
-_UNSUPPORTED = {"input_time": None, "time_attr": None, "transform": None,
-                "transform_sampler_output": None, "disjoint": False, "temporal_strategy": "uniform",
-                "subgraph_type": "directional", "directed": True, "neighbor_sampler": None}
-# PyG/torch DataLoader arguments that only tune PyG's own workers; accepted and ignored.
-_IGNORED = {"is_sorted", "filter_per_worker", "persistent_workers", "pin_memory", "prefetch_factor",
-            "timeout", "worker_init_fn", "collate_fn", "generator"}
-
 
 @dataclass
 class PygBatch:
@@ -78,6 +75,7 @@ class PygBatch:
     num_sampled_edges: list = field(default_factory=list)
     edge_attr: Optional[torch.Tensor] = None
     e_id: Optional[torch.Tensor] = None
+    input_id: Optional[torch.Tensor] = None
 
     @property
     def num_nodes(self) -> int:
@@ -91,7 +89,7 @@ class PygBatch:
         mv = lambda t: None if t is None else t.to(device, non_blocking=non_blocking)  # noqa: E731
         return PygBatch(mv(self.n_id), self.batch_size, mv(self.edge_index), mv(self.x), mv(self.y),
                         list(self.num_sampled_nodes), list(self.num_sampled_edges), mv(self.edge_attr),
-                        mv(self.e_id))
+                        mv(self.e_id), mv(self.input_id))
 
 
 def _pyg_data_class():
@@ -149,16 +147,19 @@ def data_arrays(data) -> GraphArrays:
                        num_classes=num_classes, name="pyg-data", edge_ids=torch.from_numpy(order), edata=edata)
 
 
-def pyg_graph(data, kwargs: dict, loader: str):
-    """The loader's graph for PyG input ``data`` (a ``Data``'s arrays, else ``data`` as given), after
-    dropping the PyG-only tuning options from ``kwargs`` and refusing the ones bgl cannot honour."""
-    for name, default in _UNSUPPORTED.items():
-        if name in kwargs and kwargs.pop(name) != default:
-            raise ValueError(f"bgl.pyg.{loader} does not support {name}= (homogeneous, "
-                             f"directional, non-temporal sampling only)")
-    for name in _IGNORED & set(kwargs):
-        kwargs.pop(name)
+def pyg_graph(data):
+    """The loader's graph for PyG input ``data``: a ``Data``'s arrays, else ``data`` as given."""
     return data_arrays(data) if is_pyg_data(data) else data
+
+
+def input_fields(data, edge_attr: Optional[str]):
+    """(node fields, edge fields) a batch takes from a PyG ``Data`` input (:mod:`~bgl.loader.pyg_fields`),
+    or None for a store or servers; ``x`` and ``edge_attr`` come from the pipeline when it delivers them."""
+    if not is_pyg_data(data) or not callable(getattr(data, "node_attrs", None)):
+        return None  # (a duck-typed Data without PyG's attribute kinds carries x, y and edge_attr only)
+    from .pyg_fields import data_fields
+
+    return data_fields(data, skip_node=("x",), skip_edge=() if edge_attr is None else ("edge_attr",))
 
 
 def edge_attr_name(graph, edge_attr: Optional[str]) -> Optional[str]:
@@ -267,15 +268,23 @@ class NeighborLoader:
         store has one (servers: only when named, the loader does not ask them before it starts)
     batch_size, shuffle, drop_last, num_workers : as in PyG (``num_workers > 0`` runs
         bgl's process pipeline)
+    transform : a callable applied to every batch before it is yielded (PyG's ``transform``)
+    input_id : PyG's numbering of ``input_nodes`` (default: positions in ``input_nodes``; node ids
+        for ``None`` or a mask), read back per batch as ``batch.input_id``
     **kwargs : bgl.DataLoader options (``cache``, ``cache_ratio``, ``order``,
-        ``pipeline``, ``device``, ...); PyG's temporal/disjoint options
-        raise ``ValueError``.
+        ``pipeline``, ``device``, ...).  PyG's options that only tune its own workers
+        (``filter_per_worker``, ``is_sorted``, ``persistent_workers``, ...) are accepted and
+        ignored; its temporal, disjoint and non-directional options raise ``ValueError``
+        naming the option (:mod:`bgl.loader.pyg_options`), on every kind of ``data``.
     """
 
     def __new__(cls, data=None, *args, **kwargs):
         from .pyg_hetero import HeteroNeighborLoader, is_hetero_data
 
         if is_hetero_data(data):  # PyG's one NeighborLoader takes Data and HeteroData alike
+            if cls is not NeighborLoader:
+                raise ValueError(f"bgl.pyg.{cls.__name__} does not support a HeteroData yet; pass "
+                                 "data.to_homogeneous(), or bgl.DataLoader with bgl.as_edge_prediction_sampler")
             return HeteroNeighborLoader(data, *args, **kwargs)
         return super().__new__(cls)
 
@@ -284,15 +293,19 @@ class NeighborLoader:
                  weight_attr: Optional[str] = None, edge_attr: Optional[str] = None, **kwargs):
         from .sampler_options import NeighborSampler
         from .dataloader import DataLoader
+        from .pyg_fields import SeedPositions
 
-        graph = pyg_graph(data, kwargs, "NeighborLoader")
+        self.options = pyg_options(kwargs, "NeighborLoader")
+        graph = pyg_graph(data)
         self.data = data
         num_nodes = self._num_nodes(graph)
-        ids = self._input_ids(input_nodes, num_nodes)
+        ids, by_id = self._input_ids(input_nodes, num_nodes)
+        self._input_id = SeedPositions(ids, by_id, self.options.input_id)
         self.num_neighbors = list(num_neighbors)
         # DGL/bgl order is the reverse: fanouts[-1] applies to the seeds.
         self.edge_attr = edge_attr_name(graph, edge_attr)
         edge_feats = [] if self.edge_attr is None else [self.edge_attr]
+        self._fields = input_fields(data, self.edge_attr)
         sampler = NeighborSampler(list(reversed(self.num_neighbors)), replace=replace, prob=weight_attr,
                                   prefetch_edge_feats=edge_feats)
         self.batch_size = int(batch_size)
@@ -303,30 +316,36 @@ class NeighborLoader:
         self._data_class = _pyg_data_class()
         self._build_data = None if self._data_class is None else PygDataBuilder(self._data_class)
 
-    @staticmethod
-    def _num_nodes(graph) -> Optional[int]:
-        if hasattr(graph, "num_nodes") and not callable(graph.num_nodes):
-            return int(graph.num_nodes)
+    def _num_nodes(self, graph) -> Optional[int]:
+        """The node count of a local graph (None for servers or a partition); a typed store is refused."""
         if isinstance(graph, (str, Path)) and (Path(graph) / "meta.json").is_file():
             from ..store import GraphStore
 
-            return GraphStore(graph).num_nodes
+            graph = GraphStore(graph)
+        if getattr(graph, "is_typed", False):
+            raise ValueError(f"bgl.pyg.{type(self).__name__} takes a typed graph as a PyG HeteroData, not a "
+                             "typed store; pass the HeteroData, or give the store to bgl.DataLoader with "
+                             "{node_type: ids} seeds")
+        if hasattr(graph, "num_nodes") and not callable(graph.num_nodes):
+            return int(graph.num_nodes)
         return None
 
     @staticmethod
-    def _input_ids(input_nodes, num_nodes: Optional[int]):
+    def _input_ids(input_nodes, num_nodes: Optional[int]) -> tuple[torch.Tensor, bool]:
+        """(seed ids, whether PyG numbers them by node id: all nodes or a mask)."""
         if input_nodes is None:
             if num_nodes is None:
                 raise ValueError("input_nodes=None (all nodes) needs a Data or store input; pass the seed ids")
-            return torch.arange(num_nodes)
+            return torch.arange(num_nodes), True
         if isinstance(input_nodes, tuple):
-            raise ValueError("heterogeneous input_nodes (node_type, ids) are not supported")
+            raise ValueError("heterogeneous input_nodes (node_type, ids) need a HeteroData input; "
+                             "give a Data, a store or servers plain ids or a mask")
         ids = torch.as_tensor(np.array(input_nodes))  # a copy: seeds are small, memmaps are read-only
         if ids.dtype == torch.bool:
             if num_nodes is not None and ids.shape[0] != num_nodes:
                 raise ValueError(f"input_nodes mask has {ids.shape[0]} entries for {num_nodes} nodes")
-            ids = ids.nonzero().flatten()
-        return ids
+            return ids.nonzero().flatten(), True
+        return ids, False
 
     def __len__(self) -> int:
         return len(self._loader)
@@ -337,8 +356,23 @@ class NeighborLoader:
             if self.edge_attr is not None:
                 fields["edge_attr"] = fields.pop(self.edge_attr)
             fields["x"] = blocks[0].srcdata.get("feat")
-            fields["y"] = blocks[-1].dstdata.get("label")
-            yield self._make(fields)
+            if self._fields is None:  # a Data's own y, at every n_id, comes with its other attributes
+                fields["y"] = blocks[-1].dstdata.get("label")
+            fields["input_id"] = self._input_id(fields["n_id"][:fields["batch_size"]])
+            self._add_data_fields(fields)
+            yield self.options.finish(self._make(fields))
+
+    def _add_data_fields(self, fields: dict) -> None:
+        """The input ``Data``'s own attributes for the batch's nodes (``n_id``) and edges (``e_id``),
+        and its graph-level ones, as PyG's ``filter_data`` gives them (nothing for a store or servers).
+        The batch's own fields win, as in PyG, which sets them after filtering (a ``Data`` holding
+        ``edge_label_index`` from ``RandomLinkSplit`` keeps the batch's pairs)."""
+        if self._fields is not None:
+            node, edge = self._fields
+            for key, value in node.take(fields["n_id"]).items():
+                fields.setdefault(key, value)
+            for key, value in edge.take(fields.get("e_id")).items():
+                fields.setdefault(key, value)
 
     def _make(self, fields: dict):
         if self._data_class is None:

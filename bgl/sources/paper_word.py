@@ -15,6 +15,8 @@ the non-zero entries, not a dense copy.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..store import GraphStore
@@ -33,8 +35,18 @@ def paper_word_edges(feat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(papers), np.concatenate(words)
 
 
-def paper_word_store(store: GraphStore, out_dir, *, overwrite: bool = False):
-    """Write the paper-word typed store of a citation store with bag-of-words features; returns it."""
+def paper_word_store(store, out_dir, *, overwrite: bool = False):
+    """Write the paper-word typed store of a citation store with bag-of-words features; returns it.
+
+    Parameters
+    ----------
+    store : GraphStore | store directory (str or path), untyped, with bag-of-words features
+    out_dir : the typed store to write (complete or absent, as every store write)
+    """
+    if isinstance(store, (str, os.PathLike)):
+        store = GraphStore(store)
+    elif not isinstance(store, GraphStore):
+        raise TypeError(f"store must be a GraphStore or a store directory, got {type(store).__name__}")
     if store.is_typed or store.feat is None:
         raise ValueError(f"{store.path}: needs an untyped store with bag-of-words features")
     n, num_words = store.num_nodes, store.feat_dim
