@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="bgl", description="bgl: GPU-efficient GNN training data pipeline",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"bgl {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="-v: detailed (INFO) log lines and tracebacks; -vv: debug lines")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

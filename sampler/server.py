@@ -22,6 +22,7 @@ Run with ``bgl serve`` or ``python -m bgl.sampler.server`` (same options).
 """
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import logging
@@ -44,6 +45,7 @@ from . import ops
 from .jit_pages import release_jit_pages
 from .kernel_warmup import load_request_kernels
 from . import protocol as P
+from .endpoints import check_endpoint
 
 log = logging.getLogger("bgl.sampler.server")
 
@@ -103,6 +105,13 @@ def _write_atomic(path: str | os.PathLike, text: str, mode: int = 0o644) -> None
         raise
 
 
+def _remove_own_ready_file(path: str | os.PathLike) -> None:
+    """Unlink the ready file at ``path`` if it still names this process (not a successor's)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        if json.loads(Path(path).read_text()).get("pid") == os.getpid():
+            os.unlink(path)
+
+
 class GraphServer:
     """Serves one :class:`GraphStore` over ZeroMQ.
 
@@ -118,7 +127,7 @@ class GraphServer:
 
     Raises
     ------
-    ValueError : a plaintext server asked to bind a non-loopback address
+    ValueError : a plaintext server asked to bind a non-loopback address, or a TCP port outside 1..65535
     """
 
     def __init__(self, store: GraphStore, bind: str = DEFAULT_BIND, token: str | None = None,
@@ -126,6 +135,7 @@ class GraphServer:
                  allow_plaintext_remote: bool = False):
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
+        check_endpoint(bind, "bind", bind=True)  # zmq would wrap port 99999 to 34463
         if curve is None and not allow_plaintext_remote and not is_loopback_endpoint(bind):
             raise ValueError(
                 f"refusing to serve plaintext on non-loopback address {bind}: anyone who reaches it "
@@ -281,7 +291,10 @@ class GraphServer:
             sock.close()
 
     def serve(self, ready_file: str | os.PathLike | None = None, token_file: str | os.PathLike | None = None) -> int:
-        """Bind, serve until SHUTDOWN (or :meth:`stop`, SIGTERM, SIGINT), clean up. Returns 0."""
+        """Bind, serve until SHUTDOWN (or :meth:`stop`, SIGTERM, SIGINT), clean up. Returns 0.
+
+        The ready file exists only while the server is up: it is removed on the way out (unless a
+        later server has replaced it), so a watcher never reads the address of a stopped server."""
         ctx = zmq.Context()
         front = ctx.socket(zmq.ROUTER)
         back = ctx.socket(zmq.DEALER)
@@ -330,6 +343,8 @@ class GraphServer:
             if auth is not None:
                 auth.stop()
             ctx.term()
+            if ready_file:
+                _remove_own_ready_file(ready_file)
         return 0
 
     def _start_authenticator(self, ctx: zmq.Context):
