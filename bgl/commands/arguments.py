@@ -50,3 +50,12 @@ def tcp_port(text: str) -> int:
 
 
 tcp_port.__name__ = "port"
+
+
+def show_progress(args) -> bool:
+    """Whether a command draws tqdm bars: not with ``--no-progress``, and only when stderr is a
+    terminal (in a log file or a pipe a bar is a stream of carriage-return lines, and it would
+    precede a failure's one-line error)."""
+    import sys
+
+    return not getattr(args, "no_progress", False) and sys.stderr.isatty()

@@ -7,6 +7,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from .arguments import show_progress
+
 
 def _csv(kind):
     def parse(text: str):
@@ -64,7 +66,7 @@ def register(subparsers) -> None:
                         help="torch CPU threads (cache ops are memory-bound; extra OpenMP threads on a "
                              "busy machine only contend)")
     parser.add_argument("--out", default="bench-cache-out", help="directory for hit_rate.csv and hit_rate.png")
-    parser.add_argument("--no-progress", action="store_true", help="no tqdm bar")
+    parser.add_argument("--no-progress", action="store_true", help="no tqdm bar (drawn only when stderr is a terminal)")
     parser.set_defaults(func=run)
 
 
@@ -108,7 +110,7 @@ def _run(args: argparse.Namespace) -> int:
             store = GraphStore(args.store)
         if len(store.splits.get("train", ())) == 0:
             raise ValueError(f"store {store.path} has no training nodes (split 'train')")
-        rows = run_benchmark(store, cfg, progress=not args.no_progress)
+        rows = run_benchmark(store, cfg, progress=show_progress(args))
         name = store.meta.name or os.path.basename(str(store.path))
     out.mkdir(parents=True, exist_ok=True)
     write_csv(rows, out / "hit_rate.csv")

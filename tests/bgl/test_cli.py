@@ -133,3 +133,43 @@ def test_status_line_shows_info_in_place_and_warnings_whole():
     assert "WARNING: careful\n\r\x1b[Kphase three\r\x1b[K\r\x1b[Kphase four" in text
     assert "\n" not in text.split("careful")[0]
     assert logging.getLogger("bgl").propagate and not logging.getLogger("bgl").handlers
+
+
+def test_version():
+    from bgl import __version__
+
+    r = bgl("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"bgl {__version__}", r.stdout + r.stderr
+
+
+def test_writers_refuse_a_missing_parent_directory(tmp_path):
+    """``bgl ingest SRC /nonexistent/dir/out`` used to create the missing directories; every writer
+    now refuses with one line naming the missing one, and writes nothing (issue #44)."""
+    from bgl.data import default_dataset_path
+
+    store = tmp_path / "store"
+    assert bgl("ingest", default_dataset_path(), store, "--no-progress").returncode == 0
+    before = sorted(p.name for p in tmp_path.iterdir())
+    missing = tmp_path / "no" / "such"
+    for cmd in (["ingest", default_dataset_path(), missing / "out"],
+                ["partition", store, missing / "out", "--parts", "2", "--method", "random"],
+                ["compress", store, "--codec", "float16", "--out", missing / "out"],
+                ["partition", "import-distdgl", tmp_path / "nothing.json", missing / "out"]):
+        r = bgl(*cmd)
+        assert r.returncode == 1, (cmd, r.stderr)
+        assert r.stderr.splitlines() == [f"bgl {cmd[0]}: error: cannot write {missing / 'out'}: directory "
+                                         f"{missing} does not exist (create it first; bgl does not create "
+                                         "parent directories)"], (cmd, r.stderr)
+        assert sorted(p.name for p in tmp_path.iterdir()) == before, cmd
+
+
+def test_no_progress_bars_when_stderr_is_not_a_terminal(tmp_path):
+    """Captured stderr (a pipe, a log file) gets no tqdm bars: a good run writes nothing there, a
+    failing one exactly its one error line (issue #44: the bars used to precede it)."""
+    (tmp_path / "g.txt").write_text("0 1\n1 2\n2 0\n" * 50)
+    r = bgl("ingest", tmp_path / "g.txt", tmp_path / "s")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    (tmp_path / "bad.txt").write_text("0 1\n1 2\n" * 50 + "2 oops\n")
+    r = bgl("ingest", tmp_path / "bad.txt", tmp_path / "b")
+    assert r.returncode == 1 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert r.stderr.startswith("bgl ingest: error: ") and "bad.txt:101: malformed line" in r.stderr
