@@ -173,3 +173,25 @@ def test_no_progress_bars_when_stderr_is_not_a_terminal(tmp_path):
     r = bgl("ingest", tmp_path / "bad.txt", tmp_path / "b")
     assert r.returncode == 1 and len(r.stderr.splitlines()) == 1, r.stderr
     assert r.stderr.startswith("bgl ingest: error: ") and "bad.txt:101: malformed line" in r.stderr
+
+
+def test_ingest_reports_the_edges_it_dropped_or_kept(tmp_path):
+    """``bgl ingest`` used to drop self-loops and repeated edges without a word (issue #44); its summary
+    now counts them (and ``bgl info`` shows the same line), typed graphs saying what they kept."""
+    (tmp_path / "g.txt").write_text("0 1\n1 1\n0 1\n2 0\n2 2\n3 3\n")
+    r = bgl("ingest", tmp_path / "g.txt", tmp_path / "s")
+    assert r.returncode == 0, r.stderr
+    assert "dropped      3 self-loops, 1 duplicate edge\n" in r.stdout
+    assert GraphStore(tmp_path / "s").meta.extra["dropped"] == {"self_loops": 3, "duplicates": 1}
+    assert "dropped      3 self-loops, 1 duplicate edge\n" in bgl("info", tmp_path / "s").stdout
+    r = bgl("ingest", tmp_path / "g.txt", tmp_path / "k", "--keep-self-loops", "--keep-duplicates")
+    assert r.returncode == 0 and "dropped      0 self-loops, 0 duplicate edges\n" in r.stdout, r.stdout
+    r = bgl("ingest", tmp_path / "g.txt", tmp_path / "y", "--symmetrize")  # 0-1 twice and 2-0, both ways
+    assert "dropped      3 self-loops, 2 duplicate edges  [duplicates counted per stored direction]" in r.stdout
+
+    r = bgl("ingest", "rmat-hetero:6", tmp_path / "h")
+    assert r.returncode == 0, r.stderr
+    kept = GraphStore(tmp_path / "h").meta.extra["kept"]
+    assert kept["self_loops"] > 0 and kept["duplicates"] > 0  # R-MAT draws both
+    assert (f"kept         {kept['self_loops']:,} self-loops, {kept['duplicates']:,} duplicate edges  "
+            "[a typed graph keeps every edge as given]") in r.stdout

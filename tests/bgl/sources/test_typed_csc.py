@@ -49,6 +49,11 @@ def test_store_bytes_equal_the_in_memory_fused_csc(tmp_path, seed, fill_bytes):
     if fill_bytes is not None and fill_bytes < 64:
         assert build["buckets"] > 1
     assert build["store_bytes_per_edge"] == 5 and build["build_bytes_per_edge"] > 0
+    # What ingest reports it kept (issue #44): a self-loop joins a node to itself (same type, same id);
+    # a duplicate repeats an earlier edge of the same relation.
+    loops = sum(int((s == d).sum()) for (st, _, dt), (s, d) in zip(ETYPES, rel) if st == dt)
+    dups = sum(len(s) - len(set(zip(s.tolist(), d.tolist()))) for s, d in rel)
+    assert store.meta.extra["kept"] == {"self_loops": loops, "duplicates": dups} and loops >= 3 and dups >= 2
 
 
 def test_the_fill_buffer_is_bounded_by_the_budget_not_by_the_edges(tmp_path):
