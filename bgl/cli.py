@@ -8,7 +8,7 @@ Failures: every bad input ends with exit status 1 (2 for a usage error, 143
 for SIGTERM during ``ingest``) and ONE line on stderr,
 ``bgl <cmd>: error: <what, naming the offending value or path>``; there is no
 traceback unless ``-v``/``--verbose`` or ``BGL_DEBUG=1`` asks for it.  Progress
-bars (on a terminal) and warnings may precede that line on stderr.
+bars (drawn only on a terminal) and warnings may precede that line on stderr.
 
 Output is for a person by default: each command prints one summary per phase
 on stdout and logs only warnings; ``-v`` adds the INFO detail (each partitioner
