@@ -18,7 +18,7 @@ def check_endpoint(endpoint: str, what: str, *, bind: bool = False) -> str:
     Parameters
     ----------
     endpoint : a ZeroMQ endpoint, e.g. ``tcp://127.0.0.1:5000`` or ``tcp://[::1]:*``.
-    what : how the error names it (``--bind``, ``$BGL_SERVERS``, ``graph server address``).
+    what : how the error names it (``--bind``, ``$BGL_SERVERS address``, ``bad graph server address``).
     bind : a server's own endpoint, where ``*`` asks the OS for a free port.
 
     Raises

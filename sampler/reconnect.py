@@ -74,7 +74,7 @@ def retry_timeout_from_env(default: float) -> float:
 def dealer(ctx: zmq.Context, address: str, curve: curve_keys.ClientKeys | None = None):
     """(DEALER connected to ``address``, its :class:`HandshakeWatch`); the watch starts before the
     connect so it sees the first handshake."""
-    check_endpoint(address, "graph server address")  # before zmq wraps a port past 65535
+    check_endpoint(address, "bad graph server address")  # before zmq wraps a port past 65535
     sock = ctx.socket(zmq.DEALER)
     watch = None
     try:

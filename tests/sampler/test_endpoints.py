@@ -37,7 +37,7 @@ def test_bad_ports_are_named(endpoint, message):
 def test_client_refuses_a_wrapped_port_before_connecting():
     from bgl.sampler import SamplingClient
 
-    with pytest.raises(ValueError, match="graph server address 'tcp://127.0.0.1:99999': port must be in 1..65535"):
+    with pytest.raises(ValueError, match="bad graph server address 'tcp://127.0.0.1:99999': port must be in 1..65535"):
         SamplingClient(["tcp://127.0.0.1:99999"], timeout=0.5)
 
 
