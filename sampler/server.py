@@ -105,13 +105,6 @@ def _write_atomic(path: str | os.PathLike, text: str, mode: int = 0o644) -> None
         raise
 
 
-def _remove_own_ready_file(path: str | os.PathLike) -> None:
-    """Unlink the ready file at ``path`` if it still names this process (not a successor's)."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        if json.loads(Path(path).read_text()).get("pid") == os.getpid():
-            os.unlink(path)
-
-
 class GraphServer:
     """Serves one :class:`GraphStore` over ZeroMQ.
 
@@ -291,10 +284,7 @@ class GraphServer:
             sock.close()
 
     def serve(self, ready_file: str | os.PathLike | None = None, token_file: str | os.PathLike | None = None) -> int:
-        """Bind, serve until SHUTDOWN (or :meth:`stop`, SIGTERM, SIGINT), clean up. Returns 0.
-
-        The ready file exists only while the server is up: it is removed on the way out (unless a
-        later server has replaced it), so a watcher never reads the address of a stopped server."""
+        """Bind, serve until SHUTDOWN (or :meth:`stop`, SIGTERM, SIGINT), clean up. Returns 0."""
         ctx = zmq.Context()
         front = ctx.socket(zmq.ROUTER)
         back = ctx.socket(zmq.DEALER)
@@ -343,8 +333,10 @@ class GraphServer:
             if auth is not None:
                 auth.stop()
             ctx.term()
-            if ready_file:
-                _remove_own_ready_file(ready_file)
+            if ready_file:  # says "serving at ADDRESS": gone with the server, unless a successor rewrote it
+                with contextlib.suppress(OSError, ValueError, AttributeError):
+                    if json.loads(Path(ready_file).read_text()).get("pid") == os.getpid():
+                        os.unlink(ready_file)
         return 0
 
     def _start_authenticator(self, ctx: zmq.Context):
