@@ -106,7 +106,7 @@ def run_benchmark(store, cfg: BenchConfig, progress: bool = True) -> list[BenchR
     total_sampling = len(cfg.orders) * cfg.epochs * per_epoch + (per_epoch * cfg.presample_epochs if needs_presample else 0)
     variants = [f"fifo[{v}]" for v in cfg.fifo_variants] + [f"lookahead[{v}]" for v in cfg.lookahead_variants]
     runs = [(p, o, r) for o in cfg.orders for p in list(cfg.policies) + variants for r in cfg.cache_ratios]
-    bar = tqdm(total=total_sampling + len(runs), desc="bench-cache", unit="step", disable=not progress)
+    bar = tqdm(total=total_sampling + len(runs), desc="bench-cache", unit="step", disable=not progress, leave=False)
     try:
         degrees = np.asarray(store.in_degrees())
         counts = None

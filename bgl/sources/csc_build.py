@@ -227,7 +227,7 @@ def _count_pass(edge_chunks: EdgeChunks, num_nodes: int, symmetrize: bool, remov
 
     counts = np.zeros(num_nodes, np.int64)
     seen = 0
-    with tqdm(total=total_edges, unit="edge", unit_scale=True, desc="count pass", disable=not progress) as bar:
+    with tqdm(total=total_edges, unit="edge", unit_scale=True, desc="count pass", disable=not progress, leave=False) as bar:
         for src, dst in edge_chunks():
             src, dst = _as_ids(src), _as_ids(dst)
             if src.shape != dst.shape:
@@ -250,7 +250,7 @@ def _fill_bucket(edge_chunks: EdgeChunks, seen: int, local_ptr: np.ndarray, buf:
     cursor = local_ptr[:-1].copy()
     filled = 0
     desc = f"fill rows {lo}-{hi}" if show_range else "fill pass"
-    with tqdm(total=seen, unit="edge", unit_scale=True, desc=desc, disable=not progress) as bar:
+    with tqdm(total=seen, unit="edge", unit_scale=True, desc=desc, disable=not progress, leave=False) as bar:
         for src, dst in edge_chunks():
             src, dst = _as_ids(src), _as_ids(dst)
             # The stream must repeat itself; a changed stream would overrun rows.

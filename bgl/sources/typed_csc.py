@@ -103,7 +103,7 @@ class TypedCounts:
                  ids.itemsize + rels.itemsize)
         offsets = self.schema.offsets
         src_t, dst_t = self.schema.relation_ends()
-        with tqdm(total=total, unit="edge", unit_scale=True, desc="typed fill", disable=not progress) as bar:
+        with tqdm(total=total, unit="edge", unit_scale=True, desc="typed fill", disable=not progress, leave=False) as bar:
             for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
                 ptr = self.indptr[lo : hi + 1] - self.indptr[lo]
                 cursor = ptr[:-1].copy()
@@ -150,7 +150,7 @@ def count_typed(schema: GraphSchema, relations: Sequence[EdgeChunks], *, progres
     src_t, dst_t = schema.relation_ends()
     counts = np.zeros(schema.num_nodes, np.int64)
     edge_counts = np.zeros(len(relations), np.int64)
-    with tqdm(total=total_edges, unit="edge", unit_scale=True, desc="typed count", disable=not progress) as bar:
+    with tqdm(total=total_edges, unit="edge", unit_scale=True, desc="typed count", disable=not progress, leave=False) as bar:
         for r, chunks in enumerate(relations):
             s_n = int(offsets[src_t[r] + 1] - offsets[src_t[r]])
             d_n = int(offsets[dst_t[r] + 1] - offsets[dst_t[r]])

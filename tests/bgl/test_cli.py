@@ -195,3 +195,46 @@ def test_ingest_reports_the_edges_it_dropped_or_kept(tmp_path):
     assert kept["self_loops"] > 0 and kept["duplicates"] > 0  # R-MAT draws both
     assert (f"kept         {kept['self_loops']:,} self-loops, {kept['duplicates']:,} duplicate edges  "
             "[a typed graph keeps every edge as given]") in r.stdout
+
+
+def _on_a_terminal(*args) -> tuple[int, list[str]]:
+    """Run ``bgl ARGS`` with a 100-column pseudo-terminal as stdin/stdout/stderr; return its exit code and
+    the lines a terminal would show at the end (each line's text after its last carriage return, ANSI
+    escapes removed, blank lines dropped)."""
+    import fcntl
+    import pty
+    import re
+    import struct
+    import termios
+
+    main_fd, child_fd = pty.openpty()
+    fcntl.ioctl(child_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # tqdm needs a width
+    env = {**os.environ, "DGLBACKEND": "pytorch"}
+    proc = subprocess.Popen([sys.executable, "-m", "bgl", *map(str, args)], stdin=child_fd, stdout=child_fd,
+                            stderr=child_fd, env=env, close_fds=True)
+    os.close(child_fd)
+    out = b""
+    try:
+        while True:
+            try:
+                chunk = os.read(main_fd, 65536)
+            except OSError:  # EIO: the child side closed
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(main_fd)
+        code = proc.wait(timeout=TIMEOUT)
+    shown = [re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", line.split("\r")[-1]).rstrip()
+             for line in out.decode(errors="replace").replace("\r\n", "\n").split("\n")]
+    return code, [line for line in shown if line]
+
+
+def test_on_a_terminal_progress_bars_leave_no_line_behind(tmp_path):
+    """On a terminal the bars are drawn while a pass runs and erased when it ends, like the status line:
+    a failure shows its one error line with no bar above it (issue #44)."""
+    (tmp_path / "bad.txt").write_text("0 1\n1 2\n" * 20000 + "2 oops\n")
+    code, shown = _on_a_terminal("ingest", tmp_path / "bad.txt", tmp_path / "b")
+    assert code == 1 and len(shown) == 1 and shown[0].startswith("bgl ingest: error: "), shown
+    assert "bad.txt:40001: malformed line" in shown[0]
