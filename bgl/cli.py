@@ -7,8 +7,9 @@ and sets ``func(args) -> int``.  Modules import their heavy dependencies
 Failures: every bad input ends with exit status 1 (2 for a usage error, 143
 for SIGTERM during ``ingest``) and ONE line on stderr,
 ``bgl <cmd>: error: <what, naming the offending value or path>``; there is no
-traceback unless ``-v``/``--verbose`` or ``BGL_DEBUG=1`` asks for it.  Progress
-bars (on a terminal) and warnings may precede that line on stderr.
+traceback unless ``-v``/``--verbose`` or ``BGL_DEBUG=1`` asks for it.  Warnings
+may precede that line on stderr; progress bars are drawn only on a terminal, and
+erased when their pass ends (``leave=False``), so none is left above it.
 
 Output is for a person by default: each command prints one summary per phase
 on stdout and logs only warnings; ``-v`` adds the INFO detail (each partitioner
@@ -67,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="bgl", description="bgl: GPU-efficient GNN training data pipeline",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"bgl {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="-v: detailed (INFO) log lines and tracebacks; -vv: debug lines")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -172,6 +172,18 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
+def require_parent(out: str | os.PathLike) -> None:
+    """OutputError unless ``out``'s parent directory exists: the ``bgl`` commands write OUT, never
+    the directories above it, so a mistyped path is refused instead of growing a new tree there.
+
+    (Library writers keep creating missing parents, as ``os.makedirs`` callers expect.)
+    """
+    parent = Path(out).absolute().parent
+    if not parent.is_dir() and _nearest_existing(parent).is_dir():  # a file on the way: _check_parent says so
+        raise OutputError(errno.ENOENT, f"cannot write {out}: directory {parent} does not exist "
+                                        "(create it first; bgl does not create parent directories)")
+
+
 def _check_parent(out: Path) -> None:
     """OutputError unless the nearest existing ancestor of ``out`` is a writable directory."""
     parent = _nearest_existing(out.absolute().parent)

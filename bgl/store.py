@@ -368,10 +368,12 @@ class StoreWriter(E.EdgeArrayWriter):
                           version=CODEC_FORMAT_VERSION)
         self._meta.setdefault("feat_dtype", "float32")
 
-    def set_schema(self, schema: Mapping[str, Any]) -> None:
-        """Make this a typed store (format version 2) with ``schema`` (``GraphSchema.to_dict()``)."""
+    def set_schema(self, schema: Mapping[str, Any], **extra: Any) -> None:
+        """Make this a typed store (format version 2) with ``schema`` (``GraphSchema.to_dict()``); ``extra``
+        adds to ``meta.extra`` what the build learned while writing (the self-loops and repeats it kept)."""
         self._meta["schema"] = dict(schema)
         self._meta["version"] = TYPED_FORMAT_VERSION
+        self._meta["extra"].update(extra)
 
     def _note_array(self, name: str, shape, dtype) -> None:
         if name == "feat":

@@ -106,7 +106,7 @@ def run_benchmark(store, cfg: BenchConfig, progress: bool = True) -> list[BenchR
     total_sampling = len(cfg.orders) * cfg.epochs * per_epoch + (per_epoch * cfg.presample_epochs if needs_presample else 0)
     variants = [f"fifo[{v}]" for v in cfg.fifo_variants] + [f"lookahead[{v}]" for v in cfg.lookahead_variants]
     runs = [(p, o, r) for o in cfg.orders for p in list(cfg.policies) + variants for r in cfg.cache_ratios]
-    bar = tqdm(total=total_sampling + len(runs), desc="bench-cache", unit="step", disable=not progress)
+    bar = tqdm(total=total_sampling + len(runs), desc="bench-cache", unit="step", disable=not progress, leave=False)
     try:
         degrees = np.asarray(store.in_degrees())
         counts = None
@@ -193,15 +193,30 @@ def write_csv(rows: Sequence[BenchRow], path: Path) -> None:
 
 
 def plot_hit_rates(rows: Sequence[BenchRow], path: Path, title: str = "") -> None:
-    """MiB from source vs cache ratio, one line per (policy, order); PNG via matplotlib's Agg backend.
+    """Write :func:`hit_rate_figure` of ``rows`` to ``path`` as a PNG (atomically)."""
+    fig = hit_rate_figure(rows, title)
+    import matplotlib.pyplot as plt  # after the figure chose the Agg backend
 
-    Belady's bound is drawn dotted and labelled as a bound."""
+    try:
+        tmp = path.with_name(path.name + ".tmp.png")
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+
+
+def hit_rate_figure(rows: Sequence[BenchRow], title: str = ""):
+    """MiB from source vs cache ratio, one line per (policy, order), on matplotlib's Agg backend;
+    the caller closes the figure.
+
+    Belady's bound is drawn dotted, wide and underneath the policies, and labelled as a bound; the
+    legend sits beside the axes."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(9.5, 4.5))
     try:
         keys = list(dict.fromkeys((r.policy, r.order) for r in rows))
         for policy, order in keys:
@@ -209,21 +224,24 @@ def plot_hit_rates(rows: Sequence[BenchRow], path: Path, title: str = "") -> Non
                          if (r.policy, r.order) == (policy, order))
             label = f"{policy} / {order}" + (" (offline bound)" if policy == "belady" else "")
             style = ":" if policy == "belady" else ("-" if order == "proximity" else "--")
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=POLICY_COLORS.get(policy),
-                    linestyle=style, label=label)
+            # The bound wide and underneath: a policy that reaches it (lookahead often does) stays visible.
+            bound = dict(linewidth=4, alpha=0.45, zorder=1, marker=None) if policy == "belady" else \
+                dict(marker="o", zorder=2)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=POLICY_COLORS.get(policy),
+                    linestyle=style, label=label, **bound)
         ax.set_xlabel("cache capacity / num nodes")
         ax.set_ylabel("MiB from source (lower is better)")
         ax.set_ylim(0, None)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, ncol=2)
+        # Beside the axes, not on them: with a dozen lines any corner inside covers some.
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
         if title:
             ax.set_title(title)
         fig.tight_layout()
-        tmp = path.with_name(path.name + ".tmp.png")
-        fig.savefig(tmp, dpi=110)
-        os.replace(tmp, path)
-    finally:
+    except BaseException:
         plt.close(fig)
+        raise
+    return fig
 
 
 @dataclass(frozen=True)

@@ -226,6 +226,52 @@ def is_bare_python(arg: str) -> bool:
         all(c.isdigit() or c == "." for c in name[len("python"):])
 
 
+#: Interpreter options that take the next argument as their value (``python -W error x.py``).
+_PYTHON_OPTIONS_WITH_VALUE = ("-W", "-X")
+
+
+def training_program(command: Sequence[str]) -> tuple[str, str] | None:
+    """What the training command runs, as ``("script", path)`` for ``python [opts] path ...``,
+    ``("program", name)`` for any other program, or None (``python -m mod``, ``python -c``, stdin)."""
+    if not command:
+        return None
+    first = command[0]
+    if not (is_bare_python(first) or is_bare_python(os.path.basename(first))):
+        return "program", first
+    args = iter(command[1:])
+    for arg in args:
+        if arg in _PYTHON_OPTIONS_WITH_VALUE:
+            next(args, None)
+        elif arg == "-" or arg.startswith(("-m", "-c")):
+            return None
+        elif not arg.startswith("-"):
+            return "script", arg
+    return None
+
+
+def check_training_program(command: Sequence[str], workdir: str | os.PathLike | None) -> None:
+    """LaunchError unless the training script (or program) exists here, relative to ``workdir``.
+
+    For the backends whose trainers run on this machine (local, env): a missing script would
+    otherwise surface only after every graph server started, as torchrun's traceback.
+    """
+    import shutil
+
+    what = training_program(command)
+    if what is None:
+        return
+    kind, name = what
+    base = Path(workdir) if workdir else Path.cwd()
+    if kind == "program" and "/" not in name:
+        if shutil.which(name) is None:
+            raise LaunchError(f"training program {name!r} is not on PATH; nothing was started")
+        return
+    path = base / name
+    if not path.is_file():
+        where = "" if Path(name).is_absolute() else f" (in {base})"
+        raise LaunchError(f"training {kind} {name} not found{where}; nothing was started")
+
+
 def trainer_argv(spec: ClusterSpec, trainer: TrainerPlacement, log_dir: str) -> list[str]:
     """``python -m torch.distributed.run ... <user command>`` for one host.
 

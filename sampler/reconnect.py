@@ -31,6 +31,7 @@ from bgl.errors import ServerError, ServerUnavailable
 
 from . import curve_keys
 from . import protocol as P
+from .endpoints import check_endpoint
 
 _HANDSHAKE_EVENTS = (zmq.EVENT_CONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_AUTH
                      | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
@@ -73,6 +74,7 @@ def retry_timeout_from_env(default: float) -> float:
 def dealer(ctx: zmq.Context, address: str, curve: curve_keys.ClientKeys | None = None):
     """(DEALER connected to ``address``, its :class:`HandshakeWatch`); the watch starts before the
     connect so it sees the first handshake."""
+    check_endpoint(address, "bad graph server address")  # before zmq wraps a port past 65535
     sock = ctx.socket(zmq.DEALER)
     watch = None
     try:

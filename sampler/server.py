@@ -22,6 +22,7 @@ Run with ``bgl serve`` or ``python -m bgl.sampler.server`` (same options).
 """
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import logging
@@ -44,6 +45,7 @@ from . import ops
 from .jit_pages import release_jit_pages
 from .kernel_warmup import load_request_kernels
 from . import protocol as P
+from .endpoints import check_endpoint
 
 log = logging.getLogger("bgl.sampler.server")
 
@@ -118,7 +120,7 @@ class GraphServer:
 
     Raises
     ------
-    ValueError : a plaintext server asked to bind a non-loopback address
+    ValueError : a plaintext server asked to bind a non-loopback address, or a TCP port outside 1..65535
     """
 
     def __init__(self, store: GraphStore, bind: str = DEFAULT_BIND, token: str | None = None,
@@ -126,6 +128,7 @@ class GraphServer:
                  allow_plaintext_remote: bool = False):
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
+        check_endpoint(bind, "bind", bind=True)  # zmq would wrap port 99999 to 34463
         if curve is None and not allow_plaintext_remote and not is_loopback_endpoint(bind):
             raise ValueError(
                 f"refusing to serve plaintext on non-loopback address {bind}: anyone who reaches it "
@@ -333,6 +336,10 @@ class GraphServer:
             if auth is not None:
                 auth.stop()
             ctx.term()
+            if ready_file:  # says "serving at ADDRESS": gone with the server, unless a successor rewrote it
+                with contextlib.suppress(OSError, ValueError, AttributeError):
+                    if json.loads(Path(ready_file).read_text()).get("pid") == os.getpid():
+                        os.unlink(ready_file)
         return 0
 
     def _start_authenticator(self, ctx: zmq.Context):

@@ -34,9 +34,10 @@ from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
 import numpy as np
-import torch
 
-from . import _kernels as K
+# torch and the numba kernels (1.5 s of imports) load where rows are encoded or decoded, not
+# here: opening a compressed store (``bgl info``, a graph server's INFO) only reads the codec's
+# description, and took 1.9 s instead of 0.2 s when this module imported them.
 
 CODECS = ("float16", "bfloat16", "int8")
 FLOAT16_MAX = float(np.finfo(np.float16).max)
@@ -93,6 +94,8 @@ class RowCodec:
 
     @property
     def torch_row_dtype(self) -> torch.dtype:
+        import torch
+
         return torch.from_numpy(np.empty(0, self.row_dtype)).dtype
 
     def to_dict(self) -> dict[str, Any]:
@@ -119,6 +122,8 @@ class RowCodec:
             raise TypeError(f"feature codec {self.name!r} encodes floating-point features, got dtype {x.dtype}")
         if x.ndim != 2 or x.shape[1] != self.dim:
             raise ValueError(f"codec for {self.dim} columns got rows of shape {x.shape}")
+        from . import _kernels as K
+
         out = np.empty((x.shape[0], self.row_width), self.row_dtype)
         if self.name == "float16":
             bad = ~np.isfinite(x).all(axis=1) | (np.abs(x) > FLOAT16_MAX).any(axis=1)
@@ -139,12 +144,15 @@ class RowCodec:
         return out
 
     # ------------------------------------------------------------ decode
-    def decode(self, rows: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-        """Float rows [n, dim] of encoded ``rows`` [n, row_width], on ``rows``' device (torch ops on a
-        GPU, numba kernels on the CPU: :func:`_decode_on_cpu`).
+    def decode(self, rows: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """Float rows [n, dim] (``dtype``, default float32) of encoded ``rows`` [n, row_width], on
+        ``rows``' device (torch ops on a GPU, numba kernels on the CPU: :func:`_decode_on_cpu`).
 
         Raises ValueError when ``rows`` is not a batch of this codec's encoded rows.
         """
+        import torch
+
+        dtype = torch.float32 if dtype is None else dtype
         if rows.dtype != self.torch_row_dtype or rows.dim() != 2 or rows.shape[1] != self.row_width:
             raise ValueError(f"{self.name} rows must be {self.torch_row_dtype} [n, {self.row_width}], got "
                              f"{rows.dtype} {list(rows.shape)}")
@@ -155,6 +163,8 @@ class RowCodec:
 
 def _decode_torch(codec: RowCodec, rows: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """:meth:`RowCodec.decode` by torch ops, on any device (what a GPU batch takes)."""
+    import torch
+
     if codec.name == "float16":
         return rows.to(dtype)
     if codec.name == "bfloat16":
@@ -177,6 +187,10 @@ _F16_TABLE: list = []  # float32 [65536]: the value of every float16 bit pattern
 def _decode_on_cpu(codec: RowCodec, rows: torch.Tensor) -> torch.Tensor:
     """float32 [n, dim] of encoded CPU ``rows`` by the numba kernels: the same values as the torch
     ops (exact for float16/bfloat16; int8's multiply then add in float32), 5-8x faster on CPU."""
+    import torch
+
+    from . import _kernels as K
+
     src = np.ascontiguousarray(rows.numpy())
     out = np.empty((src.shape[0], codec.dim), np.float32)
     if codec.name == "float16":

@@ -7,6 +7,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from .arguments import int_at_least, show_progress
+
 
 def _csv(kind):
     def parse(text: str):
@@ -32,7 +34,9 @@ def register(subparsers) -> None:
     parser.add_argument("--cache-ratios", type=_csv(float), default="0.01,0.05,0.1,0.2",
                         help="cache capacity as a fraction of the node count")
     parser.add_argument("--fanouts", type=_csv(int), default="15,10,5", help="neighbours per layer (DGL order)")
-    parser.add_argument("--batch-size", type=int, default=1024, help="training nodes per batch")
+    parser.add_argument("--batch-size", type=int_at_least(1), default=None,
+                        help="training nodes per batch (default: the training nodes / 25, within 32..1024, so "
+                             "an epoch has batches enough for a cache to reuse rows across; Cora: 65)")
     parser.add_argument("--epochs", type=int, default=2, help="epochs replayed per order")
     parser.add_argument("--num-sequences", type=int, default=4, help="BFS sequences of the proximity order")
     parser.add_argument("--interleave-chunk", type=int, default=1,
@@ -64,7 +68,7 @@ def register(subparsers) -> None:
                         help="torch CPU threads (cache ops are memory-bound; extra OpenMP threads on a "
                              "busy machine only contend)")
     parser.add_argument("--out", default="bench-cache-out", help="directory for hit_rate.csv and hit_rate.png")
-    parser.add_argument("--no-progress", action="store_true", help="no tqdm bar")
+    parser.add_argument("--no-progress", action="store_true", help="no tqdm bar (drawn only when stderr is a terminal)")
     parser.set_defaults(func=run)
 
 
@@ -82,12 +86,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from bgl.cache.bench_config import auto_batch_size
     from bgl.cache.benchmark import BenchConfig, format_table, plot_hit_rates, run_benchmark, write_csv
     from bgl.store import GraphStore
 
     cfg = BenchConfig(
         policies=tuple(args.policies), orders=tuple(args.orders), cache_ratios=tuple(args.cache_ratios),
-        fanouts=tuple(args.fanouts), batch_size=args.batch_size, epochs=args.epochs,
+        fanouts=tuple(args.fanouts), batch_size=args.batch_size or 1, epochs=args.epochs,
         num_sequences=args.num_sequences, interleave_chunk=args.interleave_chunk,
         insert_order=args.insert_order, seed_hint=not args.no_seed_hint,
         degree_priority=not args.no_degree_priority,
@@ -106,9 +113,12 @@ def _run(args: argparse.Namespace) -> int:
             store = ingest(str(default_dataset_path()), Path(tmp) / "cora")
         else:
             store = GraphStore(args.store)
-        if len(store.splits.get("train", ())) == 0:
+        num_train = len(store.splits.get("train", ()))
+        if num_train == 0:
             raise ValueError(f"store {store.path} has no training nodes (split 'train')")
-        rows = run_benchmark(store, cfg, progress=not args.no_progress)
+        if args.batch_size is None:  # checked above with a placeholder; sized to the graph here
+            cfg = replace(cfg, batch_size=auto_batch_size(num_train))
+        rows = run_benchmark(store, cfg, progress=show_progress(args))
         name = store.meta.name or os.path.basename(str(store.path))
     out.mkdir(parents=True, exist_ok=True)
     write_csv(rows, out / "hit_rate.csv")

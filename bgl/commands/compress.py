@@ -38,8 +38,11 @@ def add_feat_codec_arguments(p) -> None:
 def run(args) -> int:
     """Encode the store's features; print its summary; return the exit code (0 = written)."""
     from ..codec import compress_store
+    from ..output_dir import require_parent
     from .info import format_summary, store_summary
 
+    if args.out is not None:
+        require_parent(args.out)
     store = compress_store(args.store, args.codec, block=args.block, out=args.out,
                            keep_float32=not args.drop_float32, overwrite=args.overwrite)
     print(format_summary(store_summary(store)))

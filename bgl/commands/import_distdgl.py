@@ -53,8 +53,10 @@ class _PartitionParser(OneLineParser):
 
 def run(args) -> int:
     """Import the DistDGL partition and print its parts; return the exit code (0 = written)."""
+    from bgl.output_dir import require_parent
     from bgl.partition.distdgl_import import import_distdgl
 
+    require_parent(args.out)
     book = import_distdgl(args.part_config, args.out, orig_ids=args.orig_ids, feat_key=args.feat_key,
                           label_key=args.label_key, overwrite=args.overwrite)
     print(f"wrote {book.path} ({book.num_parts} parts, {book.num_nodes} nodes, {book.num_edges} edges, "

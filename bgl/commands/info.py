@@ -24,7 +24,8 @@ def store_summary(store) -> dict:
     extra = store.meta.extra
     return {**store.summary(), "symmetrized": extra.get("symmetrize"),
             "symmetrize_from": extra.get("symmetrize_from"), "header_direction": extra.get("header_direction"),
-            "schema": store.meta.schema, "csc_build": extra.get("csc_build")}
+            "schema": store.meta.schema, "csc_build": extra.get("csc_build"),
+            "dropped": extra.get("dropped"), "kept": extra.get("kept")}
 
 
 def _typed_lines(schema: dict, build: dict | None) -> list[str]:
@@ -61,6 +62,20 @@ def _direction_line(s: dict) -> str | None:
     return f"direction    {what}" + (f"  [{why}]" if why else "")
 
 
+def _dropped_line(s: dict) -> str | None:
+    """What ingest left out of the input's edges (untyped) or kept of them (typed stores keep all);
+    stores written before these counts were recorded have neither."""
+    for key in ("dropped", "kept"):
+        counts = s.get(key)
+        if counts:
+            loops, dups = counts["self_loops"], counts["duplicates"]
+            why = ("  [a typed graph keeps every edge as given]" if key == "kept" else
+                   "  [duplicates counted per stored direction]" if s.get("symmetrized") and dups else "")
+            return (f"{key:<13}{loops:,} self-loop{'s' * (loops != 1)}, {dups:,} duplicate "
+                    f"edge{'s' * (dups != 1)}{why}")
+    return None
+
+
 def _edge_array_text(name: str, spec: dict) -> str:
     """``w (float32)`` / ``feat (float32 x 16)``: an edge array's name, dtype and width."""
     width = spec["shape"][1:]
@@ -84,6 +99,9 @@ def format_summary(s: dict) -> str:
     ]
     if s.get("edata"):
         lines.append("edge data    " + ", ".join(_edge_array_text(k, v) for k, v in s["edata"].items()))
+    edges_line = _dropped_line(s)
+    if edges_line:
+        lines.insert(3, edges_line)
     direction = _direction_line(s)
     if direction:
         lines.insert(3, direction)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .arguments import int_at_least
+from .arguments import int_at_least, show_progress
 
 FORMAT_CHOICES = ("gnn-benchmark", "csr-npz", "planetoid", "edgelist", "ogb", "typed-edgelist", "rmat",
                   "rmat-hetero")
@@ -45,7 +45,7 @@ def register(subparsers) -> None:
                         "(2 = the column after src dst)")
     p.add_argument("--scale", type=int_at_least(1), default=None, help="rmat: log2 of the node count")
     p.add_argument("--edge-factor", type=int_at_least(1), default=16, help="rmat: generated edges per node")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars (drawn only when stderr is a terminal)")
     from .compress import add_feat_codec_arguments
 
     add_feat_codec_arguments(p)
@@ -54,8 +54,10 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     """Ingest the source into a graph store and print its summary; return the exit code (0 = written)."""
+    from ..output_dir import require_parent
     from ..sources.datasets import ingest
 
+    require_parent(args.out_dir)
     opts = {}
     if args.name is not None:
         opts["name"] = args.name
@@ -76,7 +78,7 @@ def run(args) -> int:
         return ingest(args.source, out_dir, args.format, feat_dim=args.feat_dim,
                       num_classes=args.num_classes, symmetrize=args.symmetrize,
                       remove_self_loops=not args.keep_self_loops, dedupe=not args.keep_duplicates,
-                      seed=args.seed, overwrite=overwrite, progress=not args.no_progress, **opts)
+                      seed=args.seed, overwrite=overwrite, progress=show_progress(args), **opts)
 
     if args.feat_codec:  # float32 rows go to a scratch store, the encoded ones to OUT_DIR (bgl/codec)
         from ..codec.store_codec import write_encoded

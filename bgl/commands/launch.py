@@ -14,6 +14,8 @@ import argparse
 import json
 import sys
 
+from .arguments import float_above, int_at_least, tcp_port
+
 
 def register(subparsers) -> None:
     """Add the ``launch`` parser (graph servers + trainers from a hosts file) to ``subparsers``."""
@@ -32,26 +34,26 @@ def register(subparsers) -> None:
                              "the first host runs the torch.distributed rendezvous (local and ssh "
                              "backends; slurm reads the allocation, env the torch rendezvous)")
     parser.add_argument("--partition", required=True, help="partition directory (bgl partition)")
-    parser.add_argument("--num-trainers", type=int, default=None,
+    parser.add_argument("--num-trainers", type=int_at_least(1), default=None,
                         help="trainer processes per host (default 1; under slurm one per GPU Slurm "
                              "gave the node, SLURM_GPUS_ON_NODE, else 1)")
     parser.add_argument("--num-servers-per-host", "--servers-per-node", "--num-servers-per-node",
-                        dest="num_servers_per_host", type=int, default=1,
+                        dest="num_servers_per_host", type=int_at_least(1), default=1,
                         help="most graph servers (= parts) one host may run")
     parser.add_argument("--backend", choices=["local", "ssh", "slurm", "env"], default="local",
                         help="local: every process on this machine; ssh: on each host via ssh; "
                              "slurm: one srun step per process inside this Slurm allocation; "
                              "env: run as each trainer by torchrun/TorchX/Kubeflow (RANK, "
                              "WORLD_SIZE, MASTER_ADDR, ... from the environment)")
-    parser.add_argument("--port-base", type=int, default=30050,
+    parser.add_argument("--port-base", type=tcp_port, default=30050,
                         help="first graph-server port on hosts whose line gives no port")
-    parser.add_argument("--master-port", type=int, default=None,
+    parser.add_argument("--master-port", type=tcp_port, default=None,
                         help="torch.distributed rendezvous port on the first host "
                              "(default: first port after its server ports)")
-    parser.add_argument("--server-threads", type=int, default=None,
+    parser.add_argument("--server-threads", type=int_at_least(1), default=None,
                         help="worker threads per graph server (default: the server's default; "
                              "under slurm the node's CPUs, SLURM_CPUS_ON_NODE, less one per trainer)")
-    parser.add_argument("--server-timeout", type=float, default=180.0,
+    parser.add_argument("--server-timeout", type=float_above(0), default=180.0,
                         help="seconds for every server to answer PING and a warm-up sample "
                              "(first use compiles the sampling kernels)")
     parser.add_argument("--server-restarts", type=int, default=3,
@@ -65,19 +67,19 @@ def register(subparsers) -> None:
     parser.add_argument("--server-hang-timeout", type=float, default=30.0,
                         help="seconds a graph server may leave every health PING unanswered "
                              "(PINGs queue behind its requests) before it is stopped and restarted")
-    parser.add_argument("--grace", type=float, default=5.0,
+    parser.add_argument("--grace", type=float_above(0, inclusive=True), default=5.0,
                         help="seconds between SIGTERM and SIGKILL when stopping")
     parser.add_argument("--workdir", default=None,
                         help="directory the commands run in on every host (default: cwd)")
     parser.add_argument("--python", default=sys.executable,
                         help="python on every host (same venv path everywhere)")
     ssh = parser.add_argument_group("ssh backend")
-    ssh.add_argument("--ssh-port", type=int, default=22, help="sshd port on every host")
+    ssh.add_argument("--ssh-port", type=tcp_port, default=22, help="sshd port on every host")
     ssh.add_argument("--ssh-key", default=None, help="private key file (ssh -i)")
     ssh.add_argument("--ssh-user", default=None, help="remote user (default: ssh's default)")
     ssh.add_argument("--ssh-strict-host-key-checking", default="accept-new",
                      choices=["yes", "accept-new", "no"], help="ssh StrictHostKeyChecking")
-    ssh.add_argument("--ssh-connect-timeout", type=float, default=5.0,
+    ssh.add_argument("--ssh-connect-timeout", type=float_above(0), default=5.0,
                      help="seconds to wait for a host's ssh port")
     ssh.add_argument("--ssh-option", action="append", default=[], metavar="KEY=VALUE",
                      help="extra 'ssh -o' option (repeatable)")
@@ -85,7 +87,7 @@ def register(subparsers) -> None:
                      help="directory on every host for each process's private run directory "
                           "(its CURVE keys, pid file, torchrun logs; removed when it exits)")
     slurm = parser.add_argument_group("slurm backend")
-    slurm.add_argument("--slurm-node-timeout", type=float, default=3.0,
+    slurm.add_argument("--slurm-node-timeout", type=float_above(0), default=3.0,
                        help="seconds a node's slurmd may leave the launcher's connects unanswered "
                             "before the node counts as lost and the launch stops naming it")
     parser.add_argument("--no-curve", action="store_true",
@@ -131,6 +133,10 @@ def run(args: argparse.Namespace) -> int:
     from bgl.launch.supervisor import LaunchAborted, Supervisor
 
     command = args.train_command[1:] if args.train_command[:1] == ["--"] else args.train_command
+    if args.backend in ("local", "env"):  # trainers run here: a missing script is refused before any server
+        from bgl.launch.spec import check_training_program
+
+        check_training_program(command, args.workdir)
     if args.backend in ("slurm", "env") and args.hosts is not None:
         raise LaunchError(f"--hosts is not used with --backend {args.backend} (the nodes come from "
                           + ("the allocation)" if args.backend == "slurm" else "the torch rendezvous)"))

@@ -75,8 +75,10 @@ def format_metrics(book) -> str:
 
 def run(args) -> int:
     """Partition the store, write the partition dir and print the metrics; return the exit code (0 = written)."""
+    from bgl.output_dir import require_parent
     from bgl.partition import partition_graph
 
+    require_parent(args.out)
     params = {}
     if args.memory_budget is not None:
         if args.method not in ("bgl", "kaminpar"):

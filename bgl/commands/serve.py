@@ -15,7 +15,7 @@ def register(subparsers) -> None:
 
 
 def check_source(args) -> None:
-    """Refuse a bad ``--store`` / ``--partition`` / ``--part`` before any socket is bound.
+    """Refuse a bad ``--store`` / ``--partition`` / ``--part`` / ``--bind`` before any socket is bound.
 
     A partition dir is opened with :class:`~bgl.partition.format.PartitionBook`, which checks
     ``partition.json`` in full (format, contiguous ranges, part stores present) and names the
@@ -26,6 +26,9 @@ def check_source(args) -> None:
         raise ValueError("give exactly one of --store DIR or --partition DIR --part K")
     if args.store is not None and args.part is not None:
         raise ValueError("--part K goes with --partition DIR, not --store")
+    from bgl.sampler.endpoints import check_endpoint
+
+    check_endpoint(args.bind, "--bind", bind=True)
     if args.threads < 1:
         raise ValueError(f"--threads must be >= 1, got {args.threads}")
     if args.partition is not None:

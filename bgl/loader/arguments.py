@@ -145,6 +145,10 @@ def resolve_graph(graph, feat_key, label_key, timeout: float, shared: bool = Fal
         if (path / "partition.json").is_file():
             servers = os.environ.get("BGL_SERVERS", "")
             addresses = [a.strip() for a in servers.split(",") if a.strip()]
+            from ..sampler.endpoints import check_endpoint
+
+            for a in addresses:
+                check_endpoint(a, "$BGL_SERVERS address")
             if not addresses:
                 raise ValueError(f"{path} is a partition dir; set BGL_SERVERS to its graph servers' "
                                  "addresses (bgl launch does this) or pass a store dir")

@@ -5,7 +5,8 @@ TYPE-LOCAL and the kernels add the type offsets themselves (no offset copy of a 
 """
 from __future__ import annotations
 
-from numba import njit
+import numpy as np
+from numba import njit, prange
 
 
 @njit(cache=True, nogil=True)
@@ -49,3 +50,50 @@ def scatter_typed_rows(src, dst, src_offset, dst_offset, rel, row_ptr, cursor, i
         rel_out[c] = rel
         cursor[r] = c + 1
     return True
+
+
+#: Runs up to this long are compared pairwise (k^2 / 2 compares beat allocating a sorted copy).
+SMALL_RUN = 16
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def count_loops_and_repeats(ptr, ids, rels, lo):
+    """Self-loops and repeated edges among one filled bucket's rows ``[lo, lo + len(ptr) - 1)``.
+
+    ``ids[ptr[r]:ptr[r + 1]]`` are row ``lo + r``'s in-neighbours (global ids), grouped by relation
+    ``rels`` as the fill leaves them.  A self-loop is an entry equal to its row; a repeat is an
+    entry whose (id, relation) appeared earlier in the row (so ``k`` copies count ``k - 1``).
+    Counted pairwise in a short run, on a sorted copy of a long one: the bucket keeps its input order.
+    Returns ``(loops, repeats)``.
+    """
+    loops = 0
+    repeats = 0
+    for r in prange(ptr.shape[0] - 1):
+        a = ptr[r]
+        b = ptr[r + 1]
+        row_loops = 0
+        row_repeats = 0
+        start = a
+        while start < b:
+            end = start + 1
+            while end < b and rels[end] == rels[start]:
+                end += 1
+            if end - start <= SMALL_RUN:  # most runs: pairwise, no sorted copy to allocate
+                for k in range(start, end):
+                    if ids[k] == lo + r:
+                        row_loops += 1
+                    for j in range(start, k):
+                        if ids[j] == ids[k]:
+                            row_repeats += 1
+                            break
+            else:
+                run = np.sort(ids[start:end])
+                for k in range(run.shape[0]):
+                    if run[k] == lo + r:
+                        row_loops += 1
+                    if k > 0 and run[k] == run[k - 1]:
+                        row_repeats += 1
+            start = end
+        loops += row_loops
+        repeats += row_repeats
+    return loops, repeats

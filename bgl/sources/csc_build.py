@@ -60,7 +60,9 @@ class CscResult:
 
     ``indptr`` : int64 [num_nodes + 1] (in memory); the first ``num_edges``
     ids of ``indices_file`` (raw ``id_dtype`` binary, no header) are the
-    matching sorted in-neighbour lists.
+    matching sorted in-neighbour lists.  ``input_edges`` is the stream's edge
+    count, ``self_loops_dropped`` the ``v -> v`` edges left out of it, and
+    ``raw_edges - num_edges`` the repeated entries de-duplication removed.
     """
 
     indptr: np.ndarray
@@ -69,6 +71,13 @@ class CscResult:
     raw_edges: int
     id_dtype: np.dtype
     positions_file: Path | None = None
+    input_edges: int = 0
+    self_loops_dropped: int = 0
+
+    @property
+    def duplicates_dropped(self) -> int:
+        """Stored (directed, after symmetrizing) entries removed as repeats of an earlier one."""
+        return self.raw_edges - self.num_edges
 
     def iter_positions(self, chunk: int = COPY_CHUNK) -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(start, pos)``: int64 input-stream position of each stored edge, in CSC order
@@ -139,6 +148,8 @@ def build_csc(edge_chunks: EdgeChunks, num_nodes: int, id_dtype: np.dtype, scrat
     np.cumsum(counts, out=raw_indptr[1:])
     raw_edges = int(raw_indptr[-1])
     log.debug("counting pass: %d input edges -> %d raw CSC entries", seen, raw_edges)
+    # The count pass already knows the self-loops: each other edge became 1 entry (2 symmetrized).
+    loops = seen - (raw_edges // 2 if symmetrize else raw_edges) if remove_self_loops else 0
 
     indices_file = Path(scratch_dir) / "indices.raw"
     positions_file = Path(scratch_dir) / "positions.raw" if track_positions else None
@@ -146,7 +157,8 @@ def build_csc(edge_chunks: EdgeChunks, num_nodes: int, id_dtype: np.dtype, scrat
         for file in (indices_file, positions_file):
             if file is not None:
                 file.write_bytes(b"")
-        return CscResult(np.zeros(num_nodes + 1, np.int64), indices_file, 0, 0, id_dtype, positions_file)
+        return CscResult(np.zeros(num_nodes + 1, np.int64), indices_file, 0, 0, id_dtype, positions_file,
+                         seen, loops)
     budget = default_fill_bytes() if fill_bytes is None else int(fill_bytes)
     entry_bytes = id_dtype.itemsize + (8 if track_positions else 0)
     buckets = row_buckets(raw_indptr, max(1, budget // entry_bytes))
@@ -180,8 +192,9 @@ def build_csc(edge_chunks: EdgeChunks, num_nodes: int, id_dtype: np.dtype, scrat
     np.cumsum(new_counts, out=indptr[1:])
     num_edges = int(indptr[-1])
     assert num_edges == written
-    log.debug("CSC built: %d edges (%d before de-duplication)", num_edges, raw_edges)
-    return CscResult(indptr, indices_file, num_edges, raw_edges, id_dtype, positions_file)
+    log.info("CSC built: %d edges from %d input edges; dropped %d self-loops and %d duplicate entries",
+             num_edges, seen, loops, raw_edges - num_edges)
+    return CscResult(indptr, indices_file, num_edges, raw_edges, id_dtype, positions_file, seen, loops)
 
 
 def default_fill_bytes() -> int:
@@ -214,7 +227,7 @@ def _count_pass(edge_chunks: EdgeChunks, num_nodes: int, symmetrize: bool, remov
 
     counts = np.zeros(num_nodes, np.int64)
     seen = 0
-    with tqdm(total=total_edges, unit="edge", unit_scale=True, desc="count pass", disable=not progress) as bar:
+    with tqdm(total=total_edges, unit="edge", unit_scale=True, desc="count pass", disable=not progress, leave=False) as bar:
         for src, dst in edge_chunks():
             src, dst = _as_ids(src), _as_ids(dst)
             if src.shape != dst.shape:
@@ -237,7 +250,7 @@ def _fill_bucket(edge_chunks: EdgeChunks, seen: int, local_ptr: np.ndarray, buf:
     cursor = local_ptr[:-1].copy()
     filled = 0
     desc = f"fill rows {lo}-{hi}" if show_range else "fill pass"
-    with tqdm(total=seen, unit="edge", unit_scale=True, desc=desc, disable=not progress) as bar:
+    with tqdm(total=seen, unit="edge", unit_scale=True, desc=desc, disable=not progress, leave=False) as bar:
         for src, dst in edge_chunks():
             src, dst = _as_ids(src), _as_ids(dst)
             # The stream must repeat itself; a changed stream would overrun rows.

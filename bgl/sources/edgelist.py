@@ -134,7 +134,7 @@ def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = No
     size = os.path.getsize(path)
     with open_maybe_gzip(path) as f, open(src_file, "wb") as fs, open(dst_file, "wb") as fd, \
             open(scratch_dir / WEIGHT_FILE if wcol >= 0 else os.devnull, "wb") as fw, \
-            tqdm(total=size, unit="B", unit_scale=True, desc=f"parse {path.name}", disable=not progress) as bar:
+            tqdm(total=size, unit="B", unit_scale=True, desc=f"parse {path.name}", disable=not progress, leave=False) as bar:
         raw = getattr(f, "fileobj", None) or f
         for block in iter_line_blocks(f, chunk_bytes):
             cap = block.count(b"\n")

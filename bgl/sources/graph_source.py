@@ -176,7 +176,8 @@ def write_source(src: GraphSource, out_dir: str | Path, *, feat_dim: int = 0, nu
                             progress=progress, total_edges=src.num_edges_hint,
                             track_positions=bool(src.edata))
             extra = {**src.extra, "symmetrize": sym, "remove_self_loops": remove_self_loops,
-                     "dedupe": dedupe, "seed": seed, "raw_edges": csc.raw_edges,
+                     "dedupe": dedupe, "seed": seed, "raw_edges": csc.raw_edges, "input_edges": csc.input_edges,
+                     "dropped": {"self_loops": csc.self_loops_dropped, "duplicates": csc.duplicates_dropped},
                      "synthetic_labels": src.label is None and label is not None,
                      "synthetic_features": src.feat is None and feat_dim > 0,
                      "split_source": "dataset" if src.splits is not None else "stratified-60/20/20"}

@@ -35,7 +35,7 @@ def fill_synthetic_features(out: np.ndarray, label: np.ndarray | None, seed: int
         k = int(np.max(label)) + 1
         centroids = np.random.default_rng([seed, 0xCE7]).standard_normal((max(k, 1), dim)).astype(np.float32)
     starts = range(0, num_nodes, chunk)
-    for i, s in enumerate(tqdm(starts, desc="features", unit="chunk", disable=not progress)):
+    for i, s in enumerate(tqdm(starts, desc="features", unit="chunk", disable=not progress, leave=False)):
         e = min(s + chunk, num_nodes)
         rng = np.random.default_rng([seed, 0xFEA7, i])
         block = rng.standard_normal((e - s, dim), dtype=np.float32)

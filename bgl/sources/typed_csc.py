@@ -53,6 +53,8 @@ class TypedCounts:
     edge_counts: np.ndarray
     buckets: int = 0
     build_bytes: int = 0
+    self_loops: int = 0  # kept v -> v edges, counted by the fill (typed stores keep every edge)
+    repeats: int = 0  # kept repeats of an edge (same ends and relation), counted by the fill
     _bounds: np.ndarray | None = None
     _widest: int = 0
 
@@ -83,7 +85,8 @@ class TypedCounts:
              progress: bool = False) -> None:
         """Write the CSC's ``indices`` (``id_dtype``) to ``ids_out`` and its relation ids
         (``schema.etype_dtype()``) to ``rel_out``, both sequentially from their current position
-        (buckets from :meth:`plan`, run here when it was not)."""
+        (buckets from :meth:`plan`, run here when it was not); count the self-loops and repeated
+        edges kept (:attr:`self_loops`, :attr:`repeats`) on each bucket while it is in memory."""
         from tqdm import tqdm
 
         total = self.num_edges
@@ -100,7 +103,7 @@ class TypedCounts:
                  ids.itemsize + rels.itemsize)
         offsets = self.schema.offsets
         src_t, dst_t = self.schema.relation_ends()
-        with tqdm(total=total, unit="edge", unit_scale=True, desc="typed fill", disable=not progress) as bar:
+        with tqdm(total=total, unit="edge", unit_scale=True, desc="typed fill", disable=not progress, leave=False) as bar:
             for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
                 ptr = self.indptr[lo : hi + 1] - self.indptr[lo]
                 cursor = ptr[:-1].copy()
@@ -121,6 +124,9 @@ class TypedCounts:
                                           f"yielded {seen} edges on a later pass, {self.edge_counts[r]} on its first")
                 if not np.array_equal(cursor, ptr[1:]):
                     raise IngestError("the edge streams yielded different edges on a later pass than on their first")
+                loops, repeats = K.count_loops_and_repeats(ptr, ids, rels, lo)  # in memory: no extra read
+                self.self_loops += int(loops)
+                self.repeats += int(repeats)
                 ids[: ptr[-1]].tofile(ids_out)
                 rels[: ptr[-1]].tofile(rel_out)
                 bar.update(int(ptr[-1]))
@@ -144,7 +150,7 @@ def count_typed(schema: GraphSchema, relations: Sequence[EdgeChunks], *, progres
     src_t, dst_t = schema.relation_ends()
     counts = np.zeros(schema.num_nodes, np.int64)
     edge_counts = np.zeros(len(relations), np.int64)
-    with tqdm(total=total_edges, unit="edge", unit_scale=True, desc="typed count", disable=not progress) as bar:
+    with tqdm(total=total_edges, unit="edge", unit_scale=True, desc="typed count", disable=not progress, leave=False) as bar:
         for r, chunks in enumerate(relations):
             s_n = int(offsets[src_t[r] + 1] - offsets[src_t[r]])
             d_n = int(offsets[dst_t[r] + 1] - offsets[dst_t[r]])

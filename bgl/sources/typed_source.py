@@ -233,11 +233,12 @@ def write_typed_source(src: TypedSource, out_dir, *, overwrite: bool = False, pr
             for nt, named in src.splits.items():
                 for split_name, ids in named.items():
                     w.save_typed(f"split/{nt}/{split_name}_idx", np.asarray(ids, np.int64))
-            w.set_schema(full.to_dict())
+            w.set_schema(full.to_dict(), kept={"self_loops": counts.self_loops, "duplicates": counts.repeats})
     finally:
         src.close()
-    log.info("wrote %s: %d nodes of %d types, %d edges of %d relations", out, n, len(full.node_types),
-             counts.num_edges, len(full.edge_types))
+    log.info("wrote %s: %d nodes of %d types, %d edges of %d relations (%d self-loops and %d repeated edges "
+             "kept)", out, n, len(full.node_types), counts.num_edges, len(full.edge_types), counts.self_loops,
+             counts.repeats)
     return w.store
 
 

@@ -57,6 +57,16 @@ def test_wheel_layout(installed):
         assert not (target / bare).exists(), f"bare top-level package {bare!r} installed"
 
 
+def test_license_is_an_spdx_expression(installed):
+    """``project.license`` as a table is deprecated (setuptools warns on every build); the SPDX string
+    form reaches the wheel's metadata as ``License-Expression`` (PEP 639)."""
+    wheel, _ = installed
+    with zipfile.ZipFile(wheel) as z:
+        (meta,) = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+        text = z.read(meta).decode()
+    assert "License-Expression: Apache-2.0" in text.splitlines()
+
+
 def test_installed_wheel_imports(installed, tmp_path):
     _, target = installed
     code = (

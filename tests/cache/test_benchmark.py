@@ -114,3 +114,44 @@ def test_replay_announces_k_ahead_and_microbenchmark_times_the_gather(tmp_path):
                                gather_dir=str(tmp_path))
     assert res.batches == 5 and res.seconds_gather > 0 and res.policy_seconds > 0
     assert list(tmp_path.iterdir()) == []  # the memmap file is gone
+
+
+
+def test_bench_cache_defaults_on_the_embedded_graph_show_the_policies_apart(tmp_path):
+    """``bgl bench-cache`` with no options (Cora) used to replay two 1,024-seed batches an epoch, each
+    touching most of the graph, so every policy fetched nearly the same bytes (issue #44).  The
+    default batch is now sized to the graph: 65 on Cora's 1,626 training nodes."""
+    import json
+
+    out = tmp_path / "out"
+    assert main(["bench-cache", "--out", str(out)]) == 0
+    assert json.loads((out / "config.json").read_text())["batch_size"] == 65
+    with open(out / "hit_rate.csv") as f:
+        rows = list(csv.DictReader(f))
+    top = max(float(r["cache_ratio"]) for r in rows)
+    for order in ("random", "proximity"):
+        mib = {r["policy"]: float(r["mib_from_source"]) for r in rows
+               if r["order"] == order and float(r["cache_ratio"]) == top}
+        policies = [mib[p] for p in ("static-degree", "presample", "lru", "fifo", "lookahead")]
+        assert max(policies) > 1.15 * min(policies), (order, mib)  # at batch 1024: within 2 % of each other
+        assert mib["none"] > 1.3 * min(policies), (order, mib)
+
+
+def test_the_plot_legend_sits_beside_the_axes():
+    """With a dozen lines any corner inside the axes covers some; the legend goes beside them."""
+    import matplotlib.pyplot as plt
+
+    from bgl.cache.benchmark import BenchRow, hit_rate_figure
+
+    fields = {name: 0 for name in BenchRow.__dataclass_fields__}
+    rows = [BenchRow(**{**fields, "policy": p, "order": o, "cache_ratio": r, "mib_from_source": m * (1 - r)})
+            for p, m in (("none", 400.0), ("lru", 350.0), ("fifo", 330.0), ("lookahead", 280.0), ("belady", 270.0))
+            for o in ("random", "proximity") for r in (0.01, 0.05, 0.1, 0.2)]
+    fig = hit_rate_figure(rows, "test")
+    try:
+        fig.canvas.draw()
+        (ax,) = fig.axes
+        assert len(ax.get_lines()) == 10
+        assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1
+    finally:
+        plt.close(fig)

@@ -133,6 +133,40 @@ def test_bad_hosts_fail_before_anything_starts(tmp_path, partition_dir, trainer_
     assert orphans(timeout=0) == []
 
 
+def test_bad_counts_ports_and_a_missing_script_fail_before_anything_starts(
+        tmp_path, hosts_file, partition_dir, trainer_script, free_port_base, orphans, capsys):
+    """``--num-trainers 0`` used to run one trainer, a port past 65535 to wrap, and a missing script
+    to surface as torchrun's traceback after every server had started (issue #44)."""
+    base = free_port_base(3)
+    usage = {  # argparse refuses these: exit 2, one line naming the flag and the value
+        "--num-trainers 0": (["--num-trainers", 0], "argument --num-trainers: must be >= 1, got 0"),
+        "--num-trainers -1": (["--num-trainers", -1], "argument --num-trainers: must be >= 1, got -1"),
+        "servers-per-host 0": (["--num-servers-per-host", 0], "must be >= 1, got 0"),
+        "server-threads 0": (["--server-threads", 0], "argument --server-threads: must be >= 1, got 0"),
+        "server-timeout 0": (["--server-timeout", 0], "argument --server-timeout: must be > 0, got 0"),
+        "grace -1": (["--grace", -1], "argument --grace: must be >= 0, got -1"),
+        "port-base 99999": (["--port-base", 99999], "argument --port-base: port must be in 1..65535, got 99999"),
+        "master-port 0": (["--master-port", 0], "argument --master-port: port must be in 1..65535, got 0"),
+    }
+    for name, (extra, needle) in usage.items():
+        code = run_cli(["--hosts", hosts_file, "--partition", partition_dir, "--port-base", base, *extra,
+                        "--", "python", trainer_script, "finish"])
+        out, err = capsys.readouterr()
+        assert code == 2 and needle in err and len(err.splitlines()) == 1, f"{name}: {code} {out}{err}"
+    missing = {
+        "script": (["python", "-u", "no_such_train.py"], f"training script no_such_train.py not found (in {tmp_path})"),
+        "absolute": (["python", str(tmp_path / "gone.py")], f"training script {tmp_path / 'gone.py'} not found;"),
+        "program": (["no-such-trainer-program"], "training program 'no-such-trainer-program' is not on PATH"),
+    }
+    for name, (command, needle) in missing.items():
+        code = run_cli(["--hosts", hosts_file, "--partition", partition_dir, "--port-base", base,
+                        "--workdir", tmp_path, "--", *command])
+        out, err = capsys.readouterr()
+        assert code == 1 and needle in err and "nothing was started" in err, f"{name}: {out}{err}"
+        assert len(err.splitlines()) == 1 and "[127.0.0.1:" not in out, f"{name}: something started\n{out}{err}"
+    assert orphans(timeout=0) == []
+
+
 def test_port_in_use_fails_before_anything_starts(hosts_file, partition_dir, trainer_script,
                                                   free_port_base, orphans, capsys):
     base = free_port_base(3)

@@ -102,3 +102,21 @@ def test_run_keys_give_each_process_only_its_own_keys(tmp_path):
     trainer_dir = ck.materialize_bundle(bundle, tmp_path / "trainer")
     assert ck.load_client_keys(trainer_dir) == ck.ClientKeys(keys.server.public, keys.hosts["10.0.0.2"])
     assert not (trainer_dir / ck.SERVER_SECRET).exists()
+
+
+@pytest.mark.parametrize("command, expected", [
+    (["python", "train.py", "--epochs", "3"], ("script", "train.py")),
+    (["python3.11", "-u", "-W", "error", "-X", "dev", "t.py"], ("script", "t.py")),
+    (["/opt/venv/bin/python", "-B", "dir/t.py"], ("script", "dir/t.py")),
+    (["python", "-m", "pkg.train"], None),
+    (["python", "-mpkg.train"], None),
+    (["python", "-c", "print(1)"], None),
+    (["python", "-"], None),
+    (["./train.sh", "x"], ("program", "./train.sh")),
+    (["torchrun-like"], ("program", "torchrun-like")),
+    ([], None),
+])
+def test_training_program_finds_the_script_past_interpreter_options(command, expected):
+    from bgl.launch.spec import training_program
+
+    assert training_program(command) == expected

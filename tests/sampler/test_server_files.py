@@ -20,3 +20,13 @@ def test_failed_rename_removes_the_temp_file(tmp_path):
     with pytest.raises(OSError):
         _write_atomic(target, "{}")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ready.json"]
+
+
+def test_ready_file_is_removed_when_the_server_exits(serve, random_store):
+    """The ready file says "a server is up at ADDRESS": a stopped server's must not stay behind."""
+    server = serve("--store", str(random_store.path))
+    assert server.ready.exists()
+    server.proc.terminate()
+    assert server.proc.wait(timeout=30) == 0
+    assert not server.ready.exists()
+    assert not list(server.ready.parent.glob(server.ready.name + "*"))  # no temp file either

@@ -50,6 +50,11 @@ def test_builder_matches_brute_force(tmp_path_factory, n, data, chunk, symmetriz
     np.testing.assert_array_equal(res.indptr, ref_ptr)
     np.testing.assert_array_equal(ids, ref_ids)
     assert res.num_edges == ref_ids.size
+    # What ingest reports it dropped (issue #44): the self-loops, and the entries de-duplication removed.
+    assert res.input_edges == m
+    assert res.self_loops_dropped == (sum(s == d for s, d in zip(src, dst)) if drop else 0)
+    kept_all = brute_force_csc(src, dst, n, symmetrize, drop, False)[1]
+    assert res.duplicates_dropped == kept_all.size - ref_ids.size
 
 
 @pytest.mark.parametrize("src, dst, message", [

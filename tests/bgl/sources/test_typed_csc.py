@@ -49,6 +49,11 @@ def test_store_bytes_equal_the_in_memory_fused_csc(tmp_path, seed, fill_bytes):
     if fill_bytes is not None and fill_bytes < 64:
         assert build["buckets"] > 1
     assert build["store_bytes_per_edge"] == 5 and build["build_bytes_per_edge"] > 0
+    # What ingest reports it kept (issue #44): a self-loop joins a node to itself (same type, same id);
+    # a duplicate repeats an earlier edge of the same relation.
+    loops = sum(int((s == d).sum()) for (st, _, dt), (s, d) in zip(ETYPES, rel) if st == dt)
+    dups = sum(len(s) - len(set(zip(s.tolist(), d.tolist()))) for s, d in rel)
+    assert store.meta.extra["kept"] == {"self_loops": loops, "duplicates": dups} and loops >= 3 and dups >= 2
 
 
 def test_the_fill_buffer_is_bounded_by_the_budget_not_by_the_edges(tmp_path):
@@ -114,3 +119,23 @@ def test_node_counts_too_big_for_memory_are_refused_naming_the_type(tmp_path):
     with pytest.raises(IngestError, match=r"5,000,000,010 nodes \(5,000,000,000 of type 'item'\) need about 111.8 GiB"):
         check_typed_node_memory(src, available=8 << 30)
     check_typed_node_memory(streamed(schema_of({"a": 10}, [("a", "r", "a")]), [([0], [1])]), available=8 << 30)
+
+
+def test_counting_kernel_matches_brute_force_on_short_and_long_runs():
+    """``count_loops_and_repeats`` compares short runs pairwise and sorts a copy of long ones
+    (``SMALL_RUN``); both agree with a set-based count, and the bucket is left as it was."""
+    from bgl.sources import _typed_csc_kernels as K
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        lens = rng.integers(0, 3 * K.SMALL_RUN, int(rng.integers(1, 8)))
+        ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        lo = int(rng.integers(0, 5))
+        ids = rng.integers(0, 12, ptr[-1]).astype(np.int32)
+        rels = np.concatenate([np.sort(rng.integers(0, 3, n)) for n in lens]).astype(np.uint8)
+        before = ids.copy()
+        loops = sum(int((ids[ptr[r]:ptr[r + 1]] == lo + r).sum()) for r in range(len(lens)))
+        repeats = sum(int(n) - len(set(zip(ids[ptr[r]:ptr[r + 1]].tolist(), rels[ptr[r]:ptr[r + 1]].tolist())))
+                      for r, n in enumerate(lens))
+        assert K.count_loops_and_repeats(ptr, ids, rels, lo) == (loops, repeats)
+        np.testing.assert_array_equal(ids, before)
