@@ -8,7 +8,10 @@
    (feature cache, ``lookahead`` policy by default, + BGL ordering) and prints
    the cache policy, per-epoch time, cache hit rate and test accuracy;
    with ``--task link``, ``examples/train_link_pred.py`` instead: link prediction
-   over seed edges (reverse edges excluded, uniform negatives) and the test MRR.
+   over seed edges (reverse edges excluded, uniform negatives) and the test MRR;
+   with ``--task recsys``, a generated user–item graph (``bgl.sources.recsys``) and
+   ``examples/train_recsys.py``: typed link prediction (users rate items), BPR, and
+   recall@20 / NDCG@20 of each user's held-out item over all items.
 
 It prints one line per phase (sizes, seconds, the partition's share of remote
 samples) and the trainers' own lines; ``bgl -v demo`` adds the store summary as
@@ -28,7 +31,9 @@ from pathlib import Path
 # examples/ sits next to the package in a source checkout; the demo needs it.
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TRAIN_SCRIPT = EXAMPLES / "train_sage.py"
-TRAIN_SCRIPTS = {"node": TRAIN_SCRIPT, "link": EXAMPLES / "train_link_pred.py"}
+TRAIN_SCRIPTS = {"node": TRAIN_SCRIPT, "link": EXAMPLES / "train_link_pred.py",
+                 "recsys": EXAMPLES / "train_recsys.py"}
+DEFAULT_BATCH = {"node": 32, "link": 256, "recsys": 512}
 
 
 def register(subparsers) -> None:
@@ -41,8 +46,8 @@ def register(subparsers) -> None:
     parser.add_argument("--workdir", default=None,
                         help="keep the store and partition here (default: a temporary directory)")
     parser.add_argument("--task", default="node", choices=sorted(TRAIN_SCRIPTS),
-                        help="node classification (examples/train_sage.py) or link prediction "
-                             "(examples/train_link_pred.py)")
+                        help="node classification (examples/train_sage.py), link prediction "
+                             "(examples/train_link_pred.py) or a user-item recommender (examples/train_recsys.py)")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--trainers", type=int, default=2, help="data-parallel trainer processes")
     parser.add_argument("--parts", type=int, default=2, help="partitions = graph servers")
@@ -51,7 +56,8 @@ def register(subparsers) -> None:
     # Small enough that one batch's input rows fit in the cache (a 256-seed Cora batch
     # needs ~1800 rows, more than a 20 % cache), so the ordering's effect on hits shows.
     parser.add_argument("--batch-size", type=int, default=None,
-                        help="seeds per batch per trainer (default 32 nodes, or 256 edges with --task link)")
+                        help="seeds per batch per trainer (default 32 nodes, 256 edges with --task link, "
+                             "512 ratings with --task recsys)")
     parser.add_argument("--cache", default="lookahead",
                         choices=["lookahead", "fifo", "lru", "static-degree", "presample", "none"],
                         help="feature cache policy of the DataLoader (fifo = BGL's)")
@@ -123,8 +129,16 @@ def _run_in(root: Path, args: argparse.Namespace, verbose: bool = False) -> int:
     from bgl.sources.datasets import ingest
 
     start = time.perf_counter()
-    store = ingest(str(default_dataset_path()), root / "store", overwrite=True)
-    print(f"[1/3] ingest {store_line(store.summary())} ({time.perf_counter() - start:.1f} s)", flush=True)
+    extra = []
+    if args.task == "recsys":
+        from bgl.sources.recsys import write_ratings_store
+
+        store, test_pairs = write_ratings_store(root / "store", overwrite=True, seed=0)
+        extra = ["--test", str(test_pairs)]
+        print(f"[1/3] generate {store_line(store.summary())} ({time.perf_counter() - start:.1f} s)", flush=True)
+    else:
+        store = ingest(str(default_dataset_path()), root / "store", overwrite=True)
+        print(f"[1/3] ingest {store_line(store.summary())} ({time.perf_counter() - start:.1f} s)", flush=True)
     if verbose or args.summary_only:
         print(json.dumps(store.summary(), indent=2), flush=True)
     if args.summary_only:
@@ -153,8 +167,8 @@ def _run_in(root: Path, args: argparse.Namespace, verbose: bool = False) -> int:
               file=sys.stderr)
         return 1
     port_base = args.port_base or find_port_base(args.parts + 1)
-    batch_size = args.batch_size or (256 if args.task == "link" else 32)
-    command = [sys.executable, str(script), "--graph", str(root / "parts"),
+    batch_size = args.batch_size or DEFAULT_BATCH[args.task]
+    command = [sys.executable, str(script), "--graph", str(root / "parts"), *extra,
                "--epochs", str(args.epochs), "--order", args.order, "--batch-size", str(batch_size),
                "--cache", args.cache]
     spec = build_cluster_spec(parse_hosts_text("127.0.0.1\n", source="<demo hosts>"),
