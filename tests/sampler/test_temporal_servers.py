@@ -1,0 +1,96 @@
+"""Temporal sampling over two real graph servers: the local store's samples, never the future."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from bgl.errors import ProtocolError, ServerError
+from bgl.sampler import LocalSampler, SamplingClient
+from bgl.sampler import protocol as P
+from bgl.sampler.client import _request
+from bgl.sampler.temporal_frames import parse_temporal_request, temporal_request
+from bgl.store import write_store
+
+from .conftest import ServerProcess, slice_store
+from .test_temporal import check_sample
+
+N = 400
+
+
+@pytest.fixture(scope="module")
+def temporal_store(tmp_path_factory, random_store_factory):
+    """400 nodes, hubs included (a few rows of ~300 in-edges), random int64 edge times out of row order."""
+    rng = np.random.default_rng(7)
+    base = random_store_factory(num_nodes=N, avg_degree=10, seed=7)
+    ip, idx = np.asarray(base.indptr), np.asarray(base.indices)
+    hubs = np.zeros(N, np.int64)
+    hubs[[5, 250]] = 300
+    deg = np.diff(ip) + hubs
+    indptr = np.zeros(N + 1, np.int64)
+    np.cumsum(deg, out=indptr[1:])
+    indices = rng.integers(0, N, int(indptr[-1])).astype(np.int32)
+    etime = rng.integers(1_000_000, 1_000_500, int(indptr[-1])).astype(np.int64)
+    return write_store(tmp_path_factory.mktemp("temporal") / "store", indptr, indices, feat=np.asarray(base.feat),
+                       edata={"timestamp": etime, "w": np.ones(indptr[-1], np.float32)})
+
+
+@pytest.fixture(scope="module")
+def two_servers(tmp_path_factory, temporal_store):
+    """Two `bgl serve` processes, each serving one part (ids [0, 230) and [230, 400)) of the store."""
+    work = tmp_path_factory.mktemp("temporal-servers")
+    started = []
+    try:
+        for k, (lo, hi) in enumerate([(0, 230), (230, N)]):
+            part = slice_store(temporal_store, lo, hi, work / f"part-{k}")
+            started.append(ServerProcess(["--store", str(part.path)], work))
+        yield [s.address for s in started]
+    finally:
+        for s in started:
+            s.kill()
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "last"])
+def test_two_servers_give_the_local_stores_sample(two_servers, temporal_store, strategy):
+    rng = np.random.default_rng(1)
+    seeds = np.concatenate([[5, 250, 5], rng.integers(0, N, 60)])  # hubs, a repeated seed
+    times = rng.integers(1_000_000, 1_000_520, seeds.shape[0])
+    want = LocalSampler(temporal_store).sample_temporal(seeds, times, [6, 4, 2], strategy, seed=3)
+    with SamplingClient(two_servers[::-1], timeout=60) as client:
+        got = client.sample_temporal(seeds, times, [6, 4, 2], strategy, seed=3)
+    for field in ("node", "batch", "node_time", "src", "dst", "eid", "edge_time", "num_sampled_nodes",
+                  "num_sampled_edges"):
+        assert np.array_equal(getattr(got, field), getattr(want, field)), field
+    assert got.num_sampled_edges[0] > 0
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**31), m=st.integers(1, 40), strategy=st.sampled_from(["uniform", "last"]),
+       fanouts=st.lists(st.sampled_from([-1, 1, 3, 8]), min_size=1, max_size=3))
+def test_no_future_edge_over_two_servers(two_servers, temporal_store, seed, m, strategy, fanouts):
+    rng = np.random.default_rng(seed)
+    seeds, times = rng.integers(0, N, m), rng.integers(999_990, 1_000_510, m)
+    with SamplingClient(two_servers, timeout=60) as client:
+        s = client.sample_temporal(seeds, times, fanouts, strategy, seed=seed)
+    g = temporal_store
+    check_sample(g, np.asarray(g.edge_array("timestamp")), s, fanouts, strategy)
+
+
+def test_bad_temporal_requests_are_one_line_errors(two_servers):
+    with SamplingClient(two_servers, timeout=60) as client:
+        with pytest.raises(ServerError, match="'w' must be integers.*float32"):
+            client.sample_temporal([1, 300], [5, 5], [2], time_name="w")
+        with pytest.raises(ServerError, match="nope"):
+            client.sample_temporal([1], [5], [2], time_name="nope")
+        with pytest.raises(ValueError, match="seed times are required"):
+            client.sample_temporal([1], None, [2])
+        with pytest.raises(ValueError, match="edge time array only"):
+            client.temporal_layer([1], [5], 2, "uniform", 0, time_name=None)
+    frames = temporal_request(1, np.array([1], np.int64), np.array([5]), 2, "last", 0, "timestamp")
+    bad = P.Header(P.Op.SAMPLE, 1, 32, 7, 2, 2, 2, 0, 1, 1, 1).pack()  # strategy code 7
+    with pytest.raises(ProtocolError, match="unknown strategy code 7"):
+        parse_temporal_request([bad, *frames[1:]])
+    with pytest.raises(ServerError, match="unknown strategy code 7"):
+        _request(two_servers[0], [bad, *frames[1:]], P.Op.SAMPLE, timeout=60, curve=None)
+    with pytest.raises(ProtocolError, match="needs 4 frames"):
+        parse_temporal_request(frames[:3])
