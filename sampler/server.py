@@ -259,7 +259,7 @@ class GraphServer:
     def _load_kernels(self) -> None:
         """Every request kind's numba kernels loaded before reporting ready (:mod:`.kernel_warmup`);
         then LLVM's library pages leave the resident set (:mod:`.jit_pages`: ~65 MB a server)."""
-        load_request_kernels(self.store, self._indptr, self._num_relations, self._keys)
+        load_request_kernels(self.store, self._indptr, self._num_relations, self._keys, self._temporal)
         release_jit_pages()
 
     # ------------------------------------------------------------------ serving
