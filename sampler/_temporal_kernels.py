@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._kernels import FLOYD_MAX_K, _row_positions, _sort_small
+from ._kernels import _GOLDEN, FLOYD_MAX_K, _mix64, _row_positions, _sort_small
 
 UNIFORM, LAST = 0, 1
 ORDER_CHUNK = 1024  # rows per parallel chunk of the order build
@@ -151,3 +151,28 @@ def temporal_positions_serial(starts, elig, order, dst, fanout, strategy, seed, 
     tmp = np.empty(FLOYD_MAX_K, np.int64)
     for i in range(dst.shape[0]):
         _positions_one(starts, elig, order, dst, fanout, strategy, seed, out_indptr, out_eids, tmp, i)
+
+
+@njit(nogil=True, cache=True)
+def pair_ids(tb, tn, tv, batch, node, out, new_batch, new_node, next_id):
+    """Local ids of ``(batch[j], node[j])`` pairs in an open-addressing table (``tb`` -1 = empty slot;
+    power-of-two size, at most half full): a pair seen before gets its id, a new one the next id
+    (``next_id`` on), noted in ``new_batch``/``new_node`` at ``id - first new id``, so new ids run in
+    first-appearance order.  O(1) expected per pair (disjoint subgraphs' relabel).  Returns the next id."""
+    mask = tb.shape[0] - 1
+    first = next_id
+    for j in range(node.shape[0]):
+        b, v = batch[j], node[j]
+        h = np.int64(_mix64((np.uint64(v) * _GOLDEN) ^ np.uint64(b)) & np.uint64(mask))
+        while True:
+            if tb[h] < 0:
+                tb[h], tn[h], tv[h] = b, v, next_id
+                new_batch[next_id - first], new_node[next_id - first] = b, v
+                out[j] = next_id
+                next_id += 1
+                break
+            if tb[h] == b and tn[h] == v:
+                out[j] = tv[h]
+                break
+            h = (h + 1) & mask
+    return next_id

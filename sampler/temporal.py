@@ -197,7 +197,7 @@ def sample_temporal(layer: LayerFn, seeds, seed_times, fanouts: Sequence[int], s
     m = seeds.shape[0]
     if m == 0:
         raise ValueError("seeds must not be empty")
-    known = _Known(seeds, np.arange(m, dtype=np.int64))
+    known = _Known(seeds, np.arange(m, dtype=np.int64))  # seeds differ by batch: ids 0..m-1
     frontier = np.arange(m, dtype=np.int64)
     srcs, dsts, eids, etimes = [], [], [], []
     n_nodes, n_edges = [m], []
@@ -222,35 +222,32 @@ def sample_temporal(layer: LayerFn, seeds, seed_times, fanouts: Sequence[int], s
 
 
 class _Known:
-    """The (subgraph, node) pairs sampled so far and their local indices, by sorted pair key.
-
-    Each hop costs O((N + E) log(N + E)) NumPy work for its E sampled edges over N nodes so far."""
+    """The (subgraph, node) pairs sampled so far and their local indices, in a hash table
+    (:func:`._temporal_kernels.pair_ids`): O(1) expected per sampled edge, 24 B per table slot, the
+    table at most half full (rebuilt twice as large when it would be fuller)."""
 
     def __init__(self, node: np.ndarray, batch: np.ndarray):
-        self.node, self.batch = node.copy(), batch.copy()
+        self.node, self.batch = np.zeros(0, np.int64), np.zeros(0, np.int64)
+        self._table(2 * node.shape[0])
+        self.add(node, batch)
+
+    def _table(self, need: int) -> None:
+        size = 1 << max(4, int(need - 1).bit_length())
+        self.tb, self.tn, self.tv = np.full(size, -1, np.int64), np.empty(size, np.int64), np.empty(size, np.int64)
+        if self.node.size:  # re-inserted in id order, so every pair keeps its id
+            n = self.node.shape[0]
+            TK.pair_ids(self.tb, self.tn, self.tv, self.batch, self.node, np.empty(n, np.int64),
+                        np.empty(n, np.int64), np.empty(n, np.int64), 0)
 
     def add(self, nbrs: np.ndarray, nbr_batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Local index of each ``(nbr_batch[j], nbrs[j])``, appending the pairs not seen before (in
         first-appearance order); returns ``(locals, new local indices)``."""
-        span = max(int(nbrs.max()) + 1 if nbrs.size else 0, int(self.node.max()) + 1)  # key = batch*span+node
-        if (int(self.batch.max()) + 1) * span >= 2**62:
-            raise ValueError(f"{int(self.batch.max()) + 1} subgraphs over {span} node ids overflow the pair keys")
-        old = self.batch * span + self.node
-        order = np.argsort(old, kind="stable")
-        old_sorted = old[order]
-        keys = nbr_batch * span + nbrs
-        pos = np.searchsorted(old_sorted, keys)
-        pos_c = np.minimum(pos, max(old_sorted.shape[0] - 1, 0))
-        found = old_sorted[pos_c] == keys if old_sorted.size else np.zeros(keys.shape[0], bool)
-        out = np.empty(keys.shape[0], np.int64)
-        out[found] = order[pos_c[found]]
-        uniq, first, inv = np.unique(keys[~found], return_index=True, return_inverse=True)
-        rank = np.empty(uniq.shape[0], np.int64)
-        rank[np.argsort(first, kind="stable")] = np.arange(uniq.shape[0])
-        base = self.node.shape[0]
-        out[~found] = base + rank[inv]
-        new_keys = np.empty(uniq.shape[0], np.int64)
-        new_keys[rank] = uniq
-        self.node = np.concatenate([self.node, new_keys % span])
-        self.batch = np.concatenate([self.batch, new_keys // span])
-        return out, np.arange(base, base + uniq.shape[0], dtype=np.int64)
+        base, e = self.node.shape[0], nbrs.shape[0]
+        if 2 * (base + e) > self.tb.shape[0]:
+            self._table(2 * (base + e))
+        out, new_b, new_n = np.empty(e, np.int64), np.empty(e, np.int64), np.empty(e, np.int64)
+        end = TK.pair_ids(self.tb, self.tn, self.tv, np.ascontiguousarray(nbr_batch, np.int64),
+                          np.ascontiguousarray(nbrs, np.int64), out, new_b, new_n, base)
+        self.node = np.concatenate([self.node, new_n[:end - base]])
+        self.batch = np.concatenate([self.batch, new_b[:end - base]])
+        return out, np.arange(base, end, dtype=np.int64)
