@@ -64,16 +64,29 @@ class TimeIndex:
     order: np.ndarray
 
 
+def source_time_keys(indices, node_time, edge_time=None) -> np.ndarray:
+    """int64 [e]: per edge (global source ids ``indices``), the time from which the edge and its source
+    both exist, ``max(edge_time, node_time[source])`` (``node_time`` int64 over global ids).
+
+    What node times filter by.  Saved as an edge array of the whole store (before partitioning), it
+    lets graph servers, which know no neighbour's node time, sample with node times: name it as the
+    time array (``time_name=``).  8 B per edge.
+    """
+    indices = np.asarray(indices)
+    node_time = check_times(node_time, np.asarray(node_time).shape[0] if node_time is not None else 0, "node times")
+    if indices.size and int(indices.max()) >= node_time.shape[0]:
+        raise ValueError(f"node times cover {node_time.shape[0]} nodes, an edge's source is {int(indices.max())}")
+    etime = np.zeros(0, np.int64) if edge_time is None else check_times(edge_time, indices.shape[0], "edge times")
+    key = np.empty(indices.shape[0], np.int64)
+    TK.edge_keys(indices, etime, node_time, edge_time is not None, key)
+    return key
+
+
 def build_index(indptr: np.ndarray, indices: np.ndarray, edge_time: np.ndarray | None,
                 node_time: np.ndarray | None = None, parallel: bool = True) -> TimeIndex:
     """The :class:`TimeIndex` of a CSC from its edge times and/or node times (over global ids);
     ``parallel`` False in server worker threads (no numba parallel region there)."""
-    if node_time is None:
-        key = np.ascontiguousarray(edge_time)
-    else:
-        key = np.empty(indices.shape[0], np.int64)
-        etime = np.zeros(0, np.int64) if edge_time is None else np.ascontiguousarray(edge_time)
-        TK.edge_keys(indices, etime, node_time, edge_time is not None, key)
+    key = np.ascontiguousarray(edge_time) if node_time is None else source_time_keys(indices, node_time, edge_time)
     if TK.rows_sorted(indptr, key):
         return TimeIndex(key, np.zeros(0, np.int64))
     order = np.empty(key.shape[0], np.int64)

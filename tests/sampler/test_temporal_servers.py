@@ -9,6 +9,7 @@ from bgl.errors import ProtocolError, ServerError
 from bgl.sampler import LocalSampler, SamplingClient
 from bgl.sampler import protocol as P
 from bgl.sampler.client import _request
+from bgl.sampler.temporal import source_time_keys
 from bgl.sampler.temporal_frames import parse_temporal_request, temporal_request
 from bgl.store import write_store
 
@@ -16,6 +17,7 @@ from .conftest import ServerProcess, slice_store
 from .test_temporal import check_sample
 
 N = 400
+NODE_TIME = np.random.default_rng(8).integers(999_800, 1_000_400, N)
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +33,9 @@ def temporal_store(tmp_path_factory, random_store_factory):
     np.cumsum(deg, out=indptr[1:])
     indices = rng.integers(0, N, int(indptr[-1])).astype(np.int32)
     etime = rng.integers(1_000_000, 1_000_500, int(indptr[-1])).astype(np.int64)
+    key = source_time_keys(indices, NODE_TIME, etime)  # node times, for servers, as an edge array
     return write_store(tmp_path_factory.mktemp("temporal") / "store", indptr, indices, feat=np.asarray(base.feat),
-                       edata={"timestamp": etime, "w": np.ones(indptr[-1], np.float32)})
+                       edata={"timestamp": etime, "w": np.ones(indptr[-1], np.float32), "since": key})
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +65,17 @@ def test_two_servers_give_the_local_stores_sample(two_servers, temporal_store, s
                   "num_sampled_edges"):
         assert np.array_equal(getattr(got, field), getattr(want, field)), field
     assert got.num_sampled_edges[0] > 0
+
+
+def test_node_times_over_servers_through_a_source_time_array(two_servers, temporal_store):
+    rng = np.random.default_rng(5)
+    seeds, times = rng.integers(0, N, 80), rng.integers(1_000_000, 1_000_520, 80)
+    want = LocalSampler(temporal_store, node_time=NODE_TIME).sample_temporal(seeds, times, [5, 5], seed=2)
+    assert np.all(NODE_TIME[want.node[want.src]] <= want.node_time[want.dst]) and want.num_sampled_edges[1] > 0
+    with SamplingClient(two_servers, timeout=60) as client:
+        got = client.sample_temporal(seeds, times, [5, 5], seed=2, time_name="since")
+    for field in ("node", "batch", "src", "dst", "eid", "edge_time"):
+        assert np.array_equal(getattr(got, field), getattr(want, field)), field
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
