@@ -28,7 +28,7 @@ import numpy as np
 
 from . import _kernels as K
 from . import _temporal_kernels as TK
-from . import multilayer, ops
+from . import ops
 
 STRATEGIES = {"uniform": TK.UNIFORM, "last": TK.LAST}
 DEFAULT_TIME_NAME = "timestamp"
@@ -202,6 +202,8 @@ def sample_temporal(layer: LayerFn, seeds, seed_times, fanouts: Sequence[int], s
     ``layer`` is a :class:`TemporalLayer` or anything with its call signature (graph servers:
     :class:`~bgl.sampler.temporal_remote.TemporalClient`).
     """
+    from . import multilayer  # torch: not in a graph server, which imports this module
+
     fanouts = multilayer.check_fanouts(fanouts)
     check_strategy(strategy)
     seeds = ops.as_ids(seeds, "seeds")
