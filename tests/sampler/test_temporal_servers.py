@@ -38,16 +38,25 @@ def temporal_store(tmp_path_factory, random_store_factory):
                        edata={"timestamp": etime, "w": np.ones(indptr[-1], np.float32), "since": key})
 
 
+class Servers(list):
+    """Server addresses, with the part stores they serve."""
+
+    def with_parts(self, parts):
+        self.parts = parts
+        return self
+
+
 @pytest.fixture(scope="module")
 def two_servers(tmp_path_factory, temporal_store):
-    """Two `bgl serve` processes, each serving one part (ids [0, 230) and [230, 400)) of the store."""
+    """Two `bgl serve` processes, each serving one part (ids [0, 230) and [230, 400)) of the store
+    (``two_servers.parts``: the part stores, for co-located reads)."""
     work = tmp_path_factory.mktemp("temporal-servers")
-    started = []
+    started, parts = [], []
     try:
         for k, (lo, hi) in enumerate([(0, 230), (230, N)]):
-            part = slice_store(temporal_store, lo, hi, work / f"part-{k}")
-            started.append(ServerProcess(["--store", str(part.path)], work))
-        yield [s.address for s in started]
+            parts.append(slice_store(temporal_store, lo, hi, work / f"part-{k}"))
+            started.append(ServerProcess(["--store", str(parts[-1].path)], work))
+        yield Servers(s.address for s in started).with_parts(parts)
     finally:
         for s in started:
             s.kill()
@@ -59,11 +68,13 @@ def test_two_servers_give_the_local_stores_sample(two_servers, temporal_store, s
     seeds = np.concatenate([[5, 250, 5], rng.integers(0, N, 60)])  # hubs, a repeated seed
     times = rng.integers(1_000_000, 1_000_520, seeds.shape[0])
     want = LocalSampler(temporal_store).sample_temporal(seeds, times, [6, 4, 2], strategy, seed=3)
-    with SamplingClient(two_servers[::-1], timeout=60) as client:
-        got = client.sample_temporal(seeds, times, [6, 4, 2], strategy, seed=3)
-    for field in ("node", "batch", "node_time", "src", "dst", "eid", "edge_time", "num_sampled_nodes",
-                  "num_sampled_edges"):
-        assert np.array_equal(getattr(got, field), getattr(want, field)), field
+    for local_stores in ((), two_servers.parts[1:]):  # part 1 read here from its files: the same edges
+        with SamplingClient(two_servers[::-1], timeout=60, local_stores=local_stores) as client:
+            got = client.sample_temporal(seeds, times, [6, 4, 2], strategy, seed=3)
+            assert len(client.local_servers) == len(local_stores)
+        for field in ("node", "batch", "node_time", "src", "dst", "eid", "edge_time", "num_sampled_nodes",
+                      "num_sampled_edges"):
+            assert np.array_equal(getattr(got, field), getattr(want, field)), field
     assert got.num_sampled_edges[0] > 0
 
 
