@@ -38,6 +38,28 @@ def rows_sorted(indptr, key):
     return True
 
 
+@njit(nogil=True, cache=True)
+def order_valid(indptr, key, order):
+    """Whether ``order`` is a time order of every row: offsets inside the row, keys non-decreasing along
+    it, ties by ascending offset, and the offsets' sum that of a permutation.  One O(e) pass; what makes
+    a stored order safe to read (out-of-row offsets would read other rows, unsorted keys the future)."""
+    for r in range(indptr.shape[0] - 1):
+        s, d = indptr[r], indptr[r + 1] - indptr[r]
+        total = 0
+        for j in range(d):
+            o = np.int64(order[s + j])
+            if o < 0 or o >= d:
+                return False
+            total += o
+            if j > 0:
+                prev = np.int64(order[s + j - 1])
+                if key[s + prev] > key[s + o] or (key[s + prev] == key[s + o] and prev >= o):
+                    return False
+        if total != d * (d - 1) // 2:
+            return False
+    return True
+
+
 @njit(nogil=True, cache=True, inline="always")
 def _order_rows(indptr, key, order, lo, hi):
     for r in range(lo, hi):

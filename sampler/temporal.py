@@ -20,6 +20,7 @@ store, its graph servers (:mod:`.temporal_frames`) and co-located reads give the
 """
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -32,6 +33,8 @@ from . import ops
 
 STRATEGIES = {"uniform": TK.UNIFORM, "last": TK.LAST}
 DEFAULT_TIME_NAME = "timestamp"
+ORDER_SUFFIX = ".order"  # edge array <time name>.order: a stored time order (write_time_order)
+log = logging.getLogger(__name__)
 
 
 def check_strategy(strategy) -> int:
@@ -94,6 +97,20 @@ def build_index(indptr: np.ndarray, indices: np.ndarray, edge_time: np.ndarray |
     return TimeIndex(key, order)
 
 
+def time_order(indptr: np.ndarray, edge_time: np.ndarray, alloc=np.empty) -> np.ndarray | None:
+    """The time order to store beside an edge time array (edge array ``<name>.order``): each row's
+    in-row offsets by (time, offset), int32 while every row has fewer than 2^31 edges (4 B per edge,
+    else int64), or None when every row is already in time order (nothing to store).  In-row
+    offsets stay valid in a partition's parts, whose rows keep their edges' order.  ``alloc(shape,
+    dtype)`` gives the output (a writer's memmap: the order is never in RAM)."""
+    if TK.rows_sorted(indptr, edge_time):
+        return None
+    widest = int(np.diff(indptr).max()) if indptr.shape[0] > 1 else 0
+    order = alloc((edge_time.shape[0],), np.int32 if widest < 2**31 else np.int64)
+    TK.row_time_order_par(indptr, edge_time, order)
+    return order
+
+
 class TemporalLayer:
     """One temporal layer over a store (whole graph or part; global ids, ``node_offset``).
 
@@ -128,9 +145,24 @@ class TemporalLayer:
                 edge_time = None if time_name is None else self.edge_times(time_name)
                 if edge_time is None and self.node_time is None:
                     raise ValueError("temporal sampling needs edge times (time_name) or node times")
-                self._index[time_name] = build_index(self._indptr, np.asarray(self._indices), edge_time,
-                                                     self.node_time, self.parallel)
+                self._index[time_name] = self._stored_index(time_name, edge_time) or build_index(
+                    self._indptr, np.asarray(self._indices), edge_time, self.node_time, self.parallel)
             return self._index[time_name]
+
+    def _stored_index(self, time_name: str | None, edge_time) -> TimeIndex | None:
+        """The store's own time order of ``time_name`` (edge array ``<name>.order``, written at ingest),
+        read in place after one O(e) check, or None (none stored, node times, or it fails the check:
+        then the layer builds its own, and says so)."""
+        name = None if time_name is None else time_name + ORDER_SUFFIX
+        if self.node_time is not None or name is None or name not in getattr(self.store, "edata", {}):
+            return None
+        order = np.asarray(self.store.edge_array(name))
+        if order.ndim == 1 and order.shape[0] == edge_time.shape[0] and order.dtype in (np.int32, np.int64) \
+                and TK.order_valid(self._indptr, edge_time, order):
+            return TimeIndex(edge_time, order)
+        log.warning("%s: edge array %r is not a time order of %r; building one in memory",
+                    getattr(self.store, "path", "graph"), name, time_name)
+        return None
 
     def edge_times(self, name: str) -> np.ndarray:
         """The store's edge array ``name`` checked as int64 [num_edges] times (ValueError/TypeError)."""

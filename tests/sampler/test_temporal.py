@@ -84,6 +84,20 @@ def test_unsorted_rows_get_a_time_order_sorted_ones_none():
     assert idx.order.tolist() == [1, 3, 2, 0]  # ties by position
 
 
+def test_a_stored_order_is_checked_before_it_is_read():
+    from bgl.sampler._temporal_kernels import order_valid
+
+    indptr = np.array([0, 3, 5], np.int64)
+    key = np.array([4, 1, 4, 2, 2], np.int64)
+    assert order_valid(indptr, key, np.array([1, 0, 2, 0, 1], np.int32))
+    for bad in ([1, 2, 0, 0, 1],  # keys out of order
+                [1, 2, 2, 0, 1],  # not a permutation
+                [1, 0, 2, 1, 0],  # a tie in descending offsets
+                [1, 0, 3, 0, 1],  # an offset past its row
+                [1, 0, 2, 0, -1]):
+        assert not order_valid(indptr, key, np.array(bad, np.int64)), bad
+
+
 def test_last_takes_the_most_recent_ties_by_later_position():
     indptr = np.array([0, 0, 6], np.int64)
     indices = np.zeros(6, np.int64)

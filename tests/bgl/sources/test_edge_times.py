@@ -12,6 +12,8 @@ import bgl
 from bgl.errors import IngestError
 from bgl.partition.format import write_partition
 from bgl.sampler import LocalSampler, SamplingClient
+from bgl.sampler.temporal import TemporalLayer, build_index
+from bgl.store import write_store
 
 BIG = 2**53 + 1  # a float64 column would round it
 
@@ -80,6 +82,31 @@ def test_cli_edge_time_column(tmp_path):
     assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1 and "--edge-time-column" in bad.stderr
 
 
+def test_ingest_stores_the_rows_time_order_and_samplers_read_it(tmp_path, caplog):
+    rng = np.random.default_rng(2)
+    src, dst, times = edges_with_times(rng, 40, 900)
+    write_edge_list(tmp_path / "g.txt", src, dst, times)
+    store = bgl.ingest(str(tmp_path / "g.txt"), tmp_path / "s", "edgelist", edge_time_column=2, dedupe=False)
+    stored = store.edge_array("timestamp.order")
+    assert stored.dtype == np.int32  # 4 B per edge
+    ip, ts = np.asarray(store.indptr), np.asarray(store.edge_array("timestamp"))
+    built = build_index(ip, np.asarray(store.indices), ts)
+    assert np.array_equal(stored, built.order)
+    index = TemporalLayer(store).index("timestamp")
+    assert np.shares_memory(index.order, stored)  # read in place, not rebuilt
+    # a time order that is not one (a stale or hand-made file) is refused and rebuilt, with a warning
+    bad = np.asarray(stored).copy()
+    bad[ip[3]:ip[4]] = bad[ip[3]:ip[4]][::-1]
+    forged = write_store(tmp_path / "f", ip, np.asarray(store.indices), edata={"timestamp": ts, "timestamp.order": bad})
+    with caplog.at_level("WARNING"):
+        index = TemporalLayer(forged).index("timestamp")
+    assert np.array_equal(index.order, built.order) and "is not a time order" in caplog.text
+    # rows already in time order: nothing stored
+    (tmp_path / "h.txt").write_text("0 1 5\n2 1 7\n1 0 3\n")
+    assert "timestamp.order" not in bgl.ingest(str(tmp_path / "h.txt"), tmp_path / "h", "edgelist",
+                                               edge_time_column=2).edata
+
+
 def test_partition_servers_sample_by_the_ingested_times(tmp_path, serve_partition):
     rng = np.random.default_rng(1)
     src, dst, times = edges_with_times(rng, 300, 4000)
@@ -87,8 +114,9 @@ def test_partition_servers_sample_by_the_ingested_times(tmp_path, serve_partitio
     store = bgl.ingest(str(tmp_path / "g.txt"), tmp_path / "s", "edgelist", edge_time_column=2, dedupe=False)
     book = write_partition(store, rng.integers(0, 2, store.num_nodes), 2, tmp_path / "p", method="random")
     orig = np.asarray(book.orig_ids)
-    for k in range(2):  # each part keeps its in-edges' times
+    for k in range(2):  # each part keeps its in-edges' times, and their stored time order
         assert book.part_store(k).edge_array("timestamp").dtype == np.int64
+        assert book.part_store(k).edge_array("timestamp.order").dtype == np.int32
     seeds_orig = rng.integers(0, store.num_nodes, 50)
     new_of = np.empty_like(orig)
     new_of[orig] = np.arange(orig.shape[0])
