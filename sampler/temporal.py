@@ -174,6 +174,9 @@ class TemporalLayer:
 
     def __call__(self, dst, times, fanout: int, strategy: str, seed: int,
                  time_name: str | None = DEFAULT_TIME_NAME):
+        if getattr(self.store, "is_typed", False):
+            raise ValueError(f"temporal sampling of a typed store ({getattr(self.store, 'path', 'graph')}) is not "
+                             "supported yet: it would mix relations under one fanout")
         fanout = ops.check_fanout(fanout)
         code = check_strategy(strategy)
         dst = ops.as_ids(dst, "seeds")

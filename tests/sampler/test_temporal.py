@@ -159,6 +159,12 @@ def test_samples_depend_on_seed_time_and_node_only():
     assert all(np.array_equal(rows_a[p], rows_b[i]) for i, p in enumerate(perm))
 
 
+def test_typed_stores_are_refused_by_name(hetero_store):
+    with pytest.raises(ValueError, match="temporal sampling of a typed store .* not supported yet"):
+        LocalSampler(hetero_store, node_time=np.zeros(hetero_store.num_nodes, np.int64)).sample_temporal(
+            [0], [1], [2], time_name=None)
+
+
 def test_bad_input_one_clear_line(tmp_path):
     indptr = np.array([0, 2, 3], np.int64)
     indices = np.array([1, 0, 0], np.int64)
