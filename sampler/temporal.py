@@ -8,9 +8,10 @@ being the time of the seed its subgraph grew from.  Subgraphs are disjoint (PyG'
 ``disjoint=True`` layout): a node reached from two seeds is two nodes, one per subgraph, with a
 ``batch`` entry naming its subgraph.
 
-Per store and time array a :class:`TemporalLayer` keeps a per-row time order (int64 [e], 8 B per
-edge, built once in O(e log d) on first use; nothing at all when every row is already in time
-order, as for an edge list written in time order), so a layer costs O(log d + fanout) per
+Per store and time array a :class:`TemporalLayer` reads a per-row time order: the store's own
+(edge array ``<name>.order``, written at ingest by :func:`time_order`, int32, 4 B per edge, read in
+place after one O(e) check), else one it builds once on first use in O(e log d) (int64, 8 B per
+edge), or none when every row is already in time order; so a layer costs O(log d + fanout) per
 destination (:mod:`._temporal_kernels`).  With node times the sampler also keeps the per-edge key
 ``max(edge time, source node time)`` (8 B per edge).
 
@@ -33,7 +34,7 @@ from . import ops
 
 STRATEGIES = {"uniform": TK.UNIFORM, "last": TK.LAST}
 DEFAULT_TIME_NAME = "timestamp"
-ORDER_SUFFIX = ".order"  # edge array <time name>.order: a stored time order (write_time_order)
+ORDER_SUFFIX = ".order"  # edge array <time name>.order: a stored time order (time_order, at ingest)
 log = logging.getLogger(__name__)
 
 

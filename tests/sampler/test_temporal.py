@@ -37,7 +37,7 @@ def eligible(indptr, key, v, t):
 def check_sample(g, key, s, fanouts, strategy, node_time=None):
     """Every invariant of a disjoint temporal sample against brute force; returns nothing."""
     indptr, indices = g.indptr, g.indices
-    assert np.array_equal(s.node_time, s.node_time[:len(s.num_sampled_nodes) and s.num_sampled_nodes[0]][s.batch])
+    assert np.array_equal(s.node_time, s.node_time[:s.num_sampled_nodes[0]][s.batch])  # each its seed's time
     assert np.all(s.edge_time <= s.node_time[s.dst]), "an edge from the future"
     assert np.array_equal(s.batch[s.src], s.batch[s.dst])
     assert np.array_equal(indices[s.eid], s.node[s.src]) and np.array_equal(key[s.eid], s.edge_time)
