@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import zmq
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bgl.errors import ProtocolError, ServerError
@@ -119,3 +120,41 @@ def test_bad_temporal_requests_are_one_line_errors(two_servers):
         _request(two_servers[0], [bad, *frames[1:]], P.Op.SAMPLE, timeout=60, curve=None)
     with pytest.raises(ProtocolError, match="needs 4 frames"):
         parse_temporal_request(frames[:3])
+
+
+def malformed_temporal(rng, good: list) -> list:
+    """One broken variant of a valid temporal SAMPLE's frames (a field, a frame's size or count)."""
+    h = P.unpack_header(good[0])
+    kind = int(rng.integers(0, 8))
+    if kind == 0:
+        return good[:int(rng.integers(1, 4))]  # frames missing
+    if kind == 1:
+        return good + [b"x"]
+    if kind == 2:
+        return [good[0], good[1], good[2][:-1], good[3]]  # times frame short of a byte
+    if kind == 3:
+        return [good[0], good[1], good[2], bytes(rng.integers(0, 256, 9, dtype=np.uint8))]  # bad name bytes
+    fields = {4: {"field": int(rng.integers(2, 256))}, 5: {"len1": h.len1 + 1},
+              6: {"dtype1": int(rng.integers(3, 13))}, 7: {"fanout": -int(rng.integers(2, 2**40))}}[kind]
+    return [P.Header(**{**h.__dict__, **fields}).pack(), *good[1:]]
+
+
+def test_fuzz_temporal_requests_each_get_an_error(two_servers, temporal_store):
+    """400 malformed temporal requests each get ERROR (none a crash or a hang); the server then still samples."""
+    rng = np.random.default_rng(99)
+    seeds = np.arange(0, 230, 7, dtype=np.int64)
+    good = temporal_request(1, seeds, np.full(seeds.shape[0], 1_000_200), 3, "uniform", 5, "timestamp")
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.linger = 0
+    sock.connect(two_servers[0])
+    try:
+        for _ in range(400):
+            sock.send_multipart(malformed_temporal(rng, good))
+            assert sock.poll(30_000), "server stopped answering"
+            assert P.unpack_header(sock.recv_multipart()[0]).op == P.Op.ERROR
+    finally:
+        sock.close()
+    with SamplingClient(two_servers, timeout=60) as client:
+        got = client.sample_temporal(seeds, np.full(seeds.shape[0], 1_000_200), [3], seed=5)
+    want = LocalSampler(temporal_store).sample_temporal(seeds, np.full(seeds.shape[0], 1_000_200), [3], seed=5)
+    assert np.array_equal(got.eid, want.eid)
