@@ -10,12 +10,13 @@ in-edges are never scanned).
 
 Draws: ``strategy`` 0 (uniform) draws ``min(fanout, p)`` of the ``p`` eligible edges without
 replacement, from the same counter-based stream as the untyped kernels (:mod:`._kernels`, keyed
-by ``(seed, global id)``) over the offsets ``0..p-1`` of the time order; ``strategy`` 1 (last)
+by ``(seed, global id)``) over the offsets ``0..p-1`` of the time order (over the row's CSC positions
+when all ``p = d`` are eligible: the non-temporal draw itself); ``strategy`` 1 (last)
 takes the last ``min(fanout, p)`` of that order, the most recent edges, ties going to the later
 CSC position.  A sample is then a function of (seed, global id, eligible count), the count a
-function of (node, time): independent of threads, seed order and partitioning.  With every edge
-eligible and rows in CSC order, a uniform row draws exactly what :func:`._kernels._row_positions`
-draws for the non-temporal sampler.  Positions come out ascending (CSC order) in every case.
+function of (node, time): independent of threads, seed order and partitioning.  A uniform row
+whose every edge is eligible draws exactly what :func:`._kernels._row_positions` draws for the
+non-temporal sampler, whatever the row's time order.  Positions come out ascending (CSC order) in every case.
 """
 from __future__ import annotations
 
@@ -112,36 +113,41 @@ def _eligible(key, order, s, d, t):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _span_one(indptr, key, order, dst, times, node_offset, fanout, starts, elig, counts, i):
+def _span_one(indptr, key, order, dst, times, node_offset, fanout, starts, elig, degs, counts, i):
     row = dst[i] - node_offset
     s = indptr[row]
-    p = _eligible(key, order, s, indptr[row + 1] - s, times[i])
+    d = indptr[row + 1] - s
+    p = _eligible(key, order, s, d, times[i])
     starts[i] = s
     elig[i] = p
+    degs[i] = d
     counts[i] = p if fanout < 0 else min(p, fanout)
 
 
 @njit(nogil=True, cache=True, parallel=True)
-def temporal_spans_par(indptr, key, order, dst, times, node_offset, fanout, starts, elig, counts):
-    """Per destination ``i``: its row start, eligible count (``elig``) and sampled count (``counts``)."""
+def temporal_spans_par(indptr, key, order, dst, times, node_offset, fanout, starts, elig, degs, counts):
+    """Per destination ``i``: its row start, eligible count (``elig``), degree and sampled count (``counts``)."""
     for i in prange(dst.shape[0]):
-        _span_one(indptr, key, order, dst, times, node_offset, fanout, starts, elig, counts, i)
+        _span_one(indptr, key, order, dst, times, node_offset, fanout, starts, elig, degs, counts, i)
 
 
 @njit(nogil=True, cache=True)
-def temporal_spans_serial(indptr, key, order, dst, times, node_offset, fanout, starts, elig, counts):
+def temporal_spans_serial(indptr, key, order, dst, times, node_offset, fanout, starts, elig, degs, counts):
     """Serial twin of :func:`temporal_spans_par` (server worker threads)."""
     for i in range(dst.shape[0]):
-        _span_one(indptr, key, order, dst, times, node_offset, fanout, starts, elig, counts, i)
+        _span_one(indptr, key, order, dst, times, node_offset, fanout, starts, elig, degs, counts, i)
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _positions_one(starts, elig, order, dst, fanout, strategy, seed, out_indptr, out_eids, tmp, i):
+def _positions_one(starts, elig, degs, order, dst, fanout, strategy, seed, out_indptr, out_eids, tmp, i):
     o = out_indptr[i]
     k = out_indptr[i + 1] - o
     if k == 0:
         return
     s, p = starts[i], elig[i]
+    if p == degs[i] and (strategy == UNIFORM or k >= p):  # the whole row: the non-temporal draw, in CSC order
+        _row_positions(s, p, dst[i], fanout, False, seed, out_eids, o, k, tmp)
+        return
     if strategy == LAST or k >= p:
         for j in range(k):
             out_eids[o + j] = p - k + j
@@ -157,22 +163,22 @@ def _positions_one(starts, elig, order, dst, fanout, strategy, seed, out_indptr,
 
 
 @njit(nogil=True, cache=True, parallel=True)
-def temporal_positions_par(starts, elig, order, dst, fanout, strategy, seed, out_indptr, out_eids):
+def temporal_positions_par(starts, elig, degs, order, dst, fanout, strategy, seed, out_indptr, out_eids):
     """``out_eids[out_indptr[i]:out_indptr[i+1]]`` = the CSC positions drawn for destination ``i``."""
     m = dst.shape[0]
     nchunks = (m + 511) // 512
     for c in prange(nchunks):
         tmp = np.empty(FLOYD_MAX_K, np.int64)
         for i in range(c * 512, min(m, (c + 1) * 512)):
-            _positions_one(starts, elig, order, dst, fanout, strategy, seed, out_indptr, out_eids, tmp, i)
+            _positions_one(starts, elig, degs, order, dst, fanout, strategy, seed, out_indptr, out_eids, tmp, i)
 
 
 @njit(nogil=True, cache=True)
-def temporal_positions_serial(starts, elig, order, dst, fanout, strategy, seed, out_indptr, out_eids):
+def temporal_positions_serial(starts, elig, degs, order, dst, fanout, strategy, seed, out_indptr, out_eids):
     """Serial twin of :func:`temporal_positions_par`."""
     tmp = np.empty(FLOYD_MAX_K, np.int64)
     for i in range(dst.shape[0]):
-        _positions_one(starts, elig, order, dst, fanout, strategy, seed, out_indptr, out_eids, tmp, i)
+        _positions_one(starts, elig, degs, order, dst, fanout, strategy, seed, out_indptr, out_eids, tmp, i)
 
 
 @njit(nogil=True, cache=True)

@@ -187,13 +187,13 @@ class TemporalLayer:
         idx = self.index(time_name)
         m = dst.shape[0]
         par = ops._use_parallel(self.parallel, m, ops.PARALLEL_MIN_SEEDS)
-        starts, elig, counts = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64)
+        starts, elig, degs, counts = (np.empty(m, np.int64) for _ in range(4))
         (TK.temporal_spans_par if par else TK.temporal_spans_serial)(
-            self._indptr, idx.key, idx.order, dst, times, np.int64(off), np.int64(fanout), starts, elig, counts)
+            self._indptr, idx.key, idx.order, dst, times, np.int64(off), np.int64(fanout), starts, elig, degs, counts)
         out_indptr, total = ops._sample_offsets(counts, ops.MAX_SAMPLE_EDGES)
         eids = np.empty(total, np.int64)
         (TK.temporal_positions_par if par else TK.temporal_positions_serial)(
-            starts, elig, idx.order, dst, np.int64(fanout), np.int64(code), np.uint64(int(seed) & ops.MASK64),
+            starts, elig, degs, idx.order, dst, np.int64(fanout), np.int64(code), np.uint64(int(seed) & ops.MASK64),
             out_indptr, eids)
         nbrs = np.empty(total, self._indices.dtype)
         (K.gather_nbrs_par if par else K.gather_nbrs_serial)(self._indices, eids, nbrs)

@@ -129,6 +129,17 @@ def test_all_times_equal_draws_what_the_non_temporal_sampler_draws(random_store_
     assert s.num_sampled_edges == (0, 0) and s.node.shape == (80,)
 
 
+def test_a_row_wholly_in_the_past_draws_the_non_temporal_sample():
+    # times out of CSC order in every row: once all of a row is eligible its draw is the block sampler's
+    rng = np.random.default_rng(6)
+    indptr, indices, etime = random_graph(rng, 60, 1500, 1000)
+    dst = rng.choice(60, 40, replace=False)
+    for fanout in (2, 9, 70):
+        want = ops.sample_neighbors(indptr, indices, dst, 0, fanout, False, 31)
+        got = TemporalLayer(arrays(indptr, indices, etime))(dst, np.full(40, 1000), fanout, "uniform", 31)
+        assert all(np.array_equal(a, b) for a, b in zip(want, got[:3]))
+
+
 @pytest.mark.parametrize("shuffled", [False, True])
 def test_uniform_draw_is_uniform_over_the_eligible(shuffled):
     # one row of 20 in-edges, 10 of them at or before t: each drawn with probability 3/10
