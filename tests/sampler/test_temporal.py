@@ -198,3 +198,27 @@ def test_bad_input_one_clear_line(tmp_path):
         LocalSampler(store, node_time=np.zeros(5, np.int64)).sample_temporal([0], [1], [2])
     with pytest.raises(ValueError, match=r"edge time array 'timestamp' must have shape \(3,\), got \(2,\)"):
         TemporalLayer(arrays(indptr, indices, np.array([1, 2], np.int64)))([0], [1], 1, "last", 0)
+
+
+def test_a_dglgraph_read_in_place_samples_by_its_edata_times():
+    """The path a DGL-style temporal sampler takes: a DGLGraph's CSC views and ``edata["timestamp"]``
+    (in DGL's edge order), node times from ``ndata``; ids and times come back as DGL's."""
+    dgl = pytest.importorskip("dgl")
+    import torch
+
+    from bgl.loader.graph_arrays import dglgraph_arrays
+
+    rng = np.random.default_rng(8)
+    src, dst = rng.integers(0, 80, 2000), rng.integers(0, 80, 2000)
+    g = dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)), num_nodes=80)
+    g.edata["timestamp"] = torch.from_numpy(rng.integers(0, 1000, 2000))
+    g.ndata["t"] = torch.from_numpy(rng.integers(0, 600, 80))
+    seeds, times = rng.integers(0, 80, 64), rng.integers(0, 1000, 64)
+    sampler = LocalSampler(dglgraph_arrays(g, None, None), node_time=g.ndata["t"].numpy())
+    s = sampler.sample_temporal(seeds, times, [4, 3], "last", seed=0)
+    eid = torch.from_numpy(s.eid)
+    u, v = g.find_edges(eid)
+    assert np.array_equal(u.numpy(), s.node[s.src]) and np.array_equal(v.numpy(), s.node[s.dst])
+    etime, ntime = g.edata["timestamp"][eid].numpy(), g.ndata["t"].numpy()[s.node[s.src]]
+    assert np.array_equal(np.maximum(etime, ntime), s.edge_time)
+    assert np.all(s.edge_time <= s.node_time[s.dst]) and s.num_sampled_edges[0] > 0
