@@ -39,7 +39,7 @@ from bgl.codec.wire import codec_of_info, row_buffer
 from bgl.errors import ProtocolError, ServerError, ServerUnavailable
 
 from . import _kernels as K
-from . import colocated, curve_keys, multilayer, ops, typed_remote
+from . import colocated, curve_keys, multilayer, ops, temporal_remote, typed_remote
 from . import protocol as P
 from .reconnect import ENV_RETRY_TIMEOUT  # noqa: F401 (re-exported: the old home of the name)
 from .reconnect import ServerSockets, dealer, retry_timeout_from_env, traffic  # noqa: F401 (traffic: public here)
@@ -118,7 +118,7 @@ def shutdown(address: str, token: str, timeout: float = 2.0, curve=FROM_ENV) -> 
     _request(address, P.simple_request(P.Op.SHUTDOWN, 1, token.encode()), P.Op.SHUTDOWN, timeout, curve)
 
 
-class SamplingClient(typed_remote.TypedClient):
+class SamplingClient(typed_remote.TypedClient, temporal_remote.TemporalClient):
     """Samples blocks and fetches features from graph servers (one per partition part).
 
     Same API as :class:`bgl.sampler.LocalSampler`.  Not thread-safe (ZeroMQ

@@ -4,7 +4,9 @@ The first request of a new kind loads (or, on a cold cache such as a fresh clone
 up to a minute on a loaded 2-core box) its kernels: time a client waiting on its reply deadline
 must not pay.  So a server answers one request of each kind to itself first: a plain, a LABOR
 and an edge-excluding SAMPLE, a weighted one per 1-D edge array, a typed one (plain and
-edge-excluding) on a typed store, and the FEATURES/label reads.  numba compiles a variant per dtype and writeable flag: the
+edge-excluding) on a typed store, a temporal one of each strategy on a store with a ``timestamp``
+edge array (which also builds that array's time order, :mod:`.temporal`, before the first request),
+and the FEATURES/label reads.  numba compiles a variant per dtype and writeable flag: the
 protocol's parser hands every request's ids over as read-only int64 (whatever the frame's
 dtype and alignment), so the seeds here are read-only int64 too.
 """
@@ -14,10 +16,12 @@ import numpy as np
 
 from . import ops
 from .ops import _read_only
+from .temporal import DEFAULT_TIME_NAME
 
 
-def load_request_kernels(store, indptr: np.ndarray, num_relations: int | None, keys=None) -> None:
-    """Run each kind of request the server at ``store`` (CSC ``indptr``) answers, on one seed."""
+def load_request_kernels(store, indptr: np.ndarray, num_relations: int | None, keys=None, temporal=None) -> None:
+    """Run each kind of request the server at ``store`` (CSC ``indptr``) answers, on one seed;
+    ``temporal``: the server's :class:`~bgl.sampler.temporal.TemporalLayer`."""
     if store.num_nodes == 0:
         return
     lo = store.node_offset
@@ -31,6 +35,13 @@ def load_request_kernels(store, indptr: np.ndarray, num_relations: int | None, k
     ops.sample_labor(indptr, store.indices, seeds, lo, 2, 0, 0, -1.0, parallel=False)
     ops.sample_neighbors(indptr, store.indices, seeds, lo, 2, False, 0, parallel=False, exclude=exclude)
     _load_weighted_kernels(store, seeds)
+    if temporal is not None and DEFAULT_TIME_NAME in store.meta.edata:
+        times = _read_only(np.zeros(1, np.int64))
+        try:
+            for strategy in ("uniform", "last"):
+                temporal(seeds, times, 2, strategy, 0, time_name=DEFAULT_TIME_NAME)
+        except (TypeError, ValueError):
+            pass  # not int64 times: a request naming it is refused with the reason
     if num_relations is not None:
         from .typed import sample_typed_store
 

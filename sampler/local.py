@@ -28,10 +28,13 @@ class LocalSampler:
         :class:`bgl.loader.graph_arrays.GraphArrays` over a DGLGraph's tensors
     prob : optional float [num_edges] per-edge sampling weights (CSC order) used when a call names
         none; calls name one of the store's edge arrays with ``prob=`` instead (weights or a bool mask)
+    node_time : optional int64 [global_num_nodes] node times for :meth:`sample_temporal`
     """
 
-    def __init__(self, store: GraphStore | str, prob: np.ndarray | None = None):
+    def __init__(self, store: GraphStore | str, prob: np.ndarray | None = None, node_time=None):
         self.store = GraphStore(store) if isinstance(store, (str, os.PathLike)) else store
+        self._node_time = node_time
+        self._temporal = None
         self._indptr = np.asarray(self.store.indptr)
         self._indices = self.store.indices
         self.prob = None if prob is None else ops.check_weights(prob, self.store.num_edges, "prob")
@@ -87,6 +90,28 @@ class LocalSampler:
         ``exclude`` appears in any block."""
         return multilayer.sample_blocks(seeds, fanouts, replace, seed, self.sample_layer, self._relabel,
                                         prob=prob, edge_data=edge_data, labor=labor, exclude=exclude)
+
+    # ---------------------------------------------------------------- temporal
+    def temporal_layer(self, dst, times, fanout: int, strategy: str, seed: int, time_name: str | None = "timestamp"):
+        """One temporal layer (:class:`bgl.sampler.temporal.TemporalLayer`): ``(counts, nbrs, eids,
+        edge_time)``, eids the graph's own edge ids when the store carries ``edge_ids``."""
+        from .temporal import TemporalLayer
+
+        if self._temporal is None:
+            self._temporal = TemporalLayer(self.store, self._node_time)
+        counts, nbrs, eids, etime = self._temporal(dst, times, fanout, strategy, seed, time_name=time_name)
+        if self._edge_ids is not None:
+            eids = self._edge_ids[eids].astype(np.int64, copy=False)
+        return counts, nbrs, eids, etime
+
+    def sample_temporal(self, seeds, seed_times, fanouts: Sequence[int], strategy: str = "uniform",
+                        seed: int | None = None, time_name: str | None = "timestamp"):
+        """A disjoint multi-hop temporal sample (:func:`bgl.sampler.temporal.sample_temporal`): no edge
+        (and, with ``node_time``, no node) newer than its subgraph's seed time; ``time_name`` names the
+        store's int64 edge array of times (None: node times only)."""
+        from .temporal import sample_temporal
+
+        return sample_temporal(self.temporal_layer, seeds, seed_times, fanouts, strategy, seed, time_name)
 
     # ---------------------------------------------------------------- typed graphs
     @property

@@ -40,7 +40,7 @@ import zmq
 from bgl.errors import ProtocolError, StoreFormatError
 from bgl.store import GraphStore
 
-from . import curve_keys
+from . import curve_keys, temporal, temporal_frames
 from . import ops
 from .jit_pages import release_jit_pages
 from .kernel_warmup import load_request_kernels
@@ -146,6 +146,7 @@ class GraphServer:
         self._stop = threading.Event()
         self._indptr = np.asarray(store.indptr)
         self._weights = ops.EdgeWeights(store)
+        self._temporal = temporal.TemporalLayer(store, parallel=False)  # time orders built on first use
         self._lo = store.node_offset
         self._hi = store.node_offset + store.num_nodes
         # a typed store's relation count, which every typed SAMPLE's fanouts frame must match
@@ -181,6 +182,8 @@ class GraphServer:
         """Reply frames for one request's frames (without the routing id). Never raises."""
         req_id = P.peek_req_id(frames[0]) if frames else 0
         try:
+            if temporal_frames.is_temporal(frames[0]):  # bit 5 is unknown to parse_request
+                return temporal_frames.serve(self._temporal, frames)
             req = P.parse_request(frames, self._num_relations)
             return self._dispatch(req)
         except (ProtocolError, ValueError) as e:
@@ -262,7 +265,7 @@ class GraphServer:
     def _load_kernels(self) -> None:
         """Every request kind's numba kernels loaded before reporting ready (:mod:`.kernel_warmup`);
         then LLVM's library pages leave the resident set (:mod:`.jit_pages`: ~65 MB a server)."""
-        load_request_kernels(self.store, self._indptr, self._num_relations, self._keys)
+        load_request_kernels(self.store, self._indptr, self._num_relations, self._keys, self._temporal)
         release_jit_pages()
 
     # ------------------------------------------------------------------ serving

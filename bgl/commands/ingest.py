@@ -43,6 +43,10 @@ def register(subparsers) -> None:
     p.add_argument("--edge-weight-column", type=int_at_least(2), default=None, metavar="COL",
                    help="edge list: 0-based column whose numbers become the store's 'weight' edge array "
                         "(2 = the column after src dst)")
+    p.add_argument("--edge-time-column", type=int_at_least(2), default=None, metavar="COL",
+                   help="edge list: 0-based column of integer edge times (e.g. unix seconds) kept as the store's "
+                        "int64 'timestamp' edge array for temporal sampling (add --keep-duplicates to keep "
+                        "repeated messages between two nodes)")
     p.add_argument("--scale", type=int_at_least(1), default=None, help="rmat: log2 of the node count")
     p.add_argument("--edge-factor", type=int_at_least(1), default=16, help="rmat: generated edges per node")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (drawn only when stderr is a terminal)")
@@ -67,6 +71,8 @@ def run(args) -> int:
         opts["num_nodes"] = args.num_nodes
     if args.edge_weight_column is not None:
         opts["edge_weight_column"] = args.edge_weight_column
+    if args.edge_time_column is not None:
+        opts["edge_time_column"] = args.edge_time_column
     is_rmat = args.format in ("rmat", "rmat-hetero") or args.source.startswith(("rmat:", "rmat-hetero:"))
     if is_rmat:
         opts["edge_factor"] = args.edge_factor

@@ -31,6 +31,22 @@ def _is_sep(c):
     return c == SPACE or c == TAB or c == CR or c == COMMA
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _next_edge_line(buf, i, n, line):
+    """``(i, line)`` at the first character of the next edge line from ``buf[i]`` (``i >= n``: none),
+    past leading blanks, blank lines and ``#``/``%`` comment lines; ``line`` counts the lines passed."""
+    while i < n:
+        while i < n and (buf[i] == SPACE or buf[i] == TAB or buf[i] == CR):
+            i += 1
+        if i >= n or (buf[i] != NL and buf[i] != HASH and buf[i] != PERCENT):
+            break
+        while i < n and buf[i] != NL:
+            i += 1
+        i += 1
+        line += 1
+    return i, line
+
+
 @njit(cache=True, nogil=True)
 def _parse_number(buf, i, n):
     """A decimal number (``-1.5``, ``2``, ``3e-4``) at ``buf[i]``: ``(value, end, ok)``; ok is False
@@ -103,21 +119,9 @@ def parse_edge_lines(buf, src_out, dst_out, id_limit, weight_col, w_out, dst_lim
         dst_limit = id_limit
         dst_code = ERR_RANGE
     while i < n:
-        while i < n and (buf[i] == SPACE or buf[i] == TAB or buf[i] == CR):
-            i += 1
+        i, line = _next_edge_line(buf, i, n, line)
         if i >= n:
             break
-        c = buf[i]
-        if c == NL:
-            line += 1
-            i += 1
-            continue
-        if c == HASH or c == PERCENT:
-            while i < n and buf[i] != NL:
-                i += 1
-            i += 1
-            line += 1
-            continue
         s = 0
         d = 0
         for col in range(2):
@@ -181,3 +185,51 @@ def parse_edge_lines(buf, src_out, dst_out, id_limit, weight_col, w_out, dst_lim
         i += 1
         line += 1
     return ne, line, OK, -1, 0
+
+
+@njit(cache=True, nogil=True)
+def parse_int_column(buf, col, out):
+    """``out[k]`` = the integer in column ``col`` (0-based, >= 2) of the k-th edge line of ``buf``.
+
+    Edge lines are the lines :func:`parse_edge_lines` reads as edges (not blank, not ``#``/``%``
+    comments), tokens split the same way, so ``out[k]`` belongs to its k-th edge.  Used for an
+    edge list's timestamp column (int64, e.g. unix seconds), which a float64 weight would round.
+
+    Returns
+    -------
+    (count, err_line): ``err_line`` -1, or the 0-based line whose column is missing or not an
+    integer of at most 18 digits.
+    """
+    n = buf.shape[0]
+    i = 0
+    line = 0
+    k = 0
+    while i < n:
+        i, line = _next_edge_line(buf, i, n, line)
+        if i >= n:
+            break
+        for _ in range(col):  # past `col` tokens and their separators
+            while i < n and not (_is_sep(buf[i]) or buf[i] == NL):
+                i += 1
+            while i < n and _is_sep(buf[i]):
+                i += 1
+            if i >= n or buf[i] == NL:
+                return k, line
+        neg = False
+        if buf[i] == MINUS or buf[i] == PLUS:
+            neg = buf[i] == MINUS
+            i += 1
+        v = 0
+        start = i
+        while i < n and 48 <= buf[i] <= 57:
+            v = v * 10 + (buf[i] - 48)
+            i += 1
+        if i == start or i - start > 18 or (i < n and not (_is_sep(buf[i]) or buf[i] == NL)):
+            return k, line
+        out[k] = -v if neg else v
+        k += 1
+        while i < n and buf[i] != NL:
+            i += 1
+        i += 1
+        line += 1
+    return k, -1

@@ -33,6 +33,9 @@ READ_EDGES = 1 << 22  # edges per chunk when streaming the scratch files
 WEIGHT_FILE = "weight.f32"
 #: Edge array name of the weight column (``--edge-weight-column``) in the store.
 WEIGHT_NAME = "weight"
+TIME_FILE = "time.i64"
+#: Edge array name of the time column (``--edge-time-column``) in the store: int64, 8 B per edge.
+TIME_NAME = "timestamp"
 
 _MESSAGES = {
     P.ERR_MALFORMED: "malformed line (expected two integer node ids)",
@@ -100,12 +103,13 @@ def iter_line_blocks(f: BinaryIO, chunk_bytes: int) -> Iterator[bytes]:
 
 def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = None,
                     chunk_bytes: int = CHUNK_BYTES, progress: bool = False,
-                    weight_column: int | None = None,
+                    weight_column: int | None = None, time_column: int | None = None,
                     type_limits: tuple[tuple[str, int], tuple[str, int]] | None = None) -> tuple[Path, Path, int, int]:
     """Parse an edge-list file into ``src.i64``/``dst.i64`` scratch files.
 
     ``weight_column`` (0-based, >= 2): also parse that column's number of every line into
-    ``weight.f32`` (float32, 4 B per edge) in the same directory.  ``type_limits``: the
+    ``weight.f32`` (float32, 4 B per edge) in the same directory; ``time_column`` likewise parses
+    that column's integers into ``time.i64`` (int64, 8 B per edge).  ``type_limits``: the
     ``(node type, count)`` of the source and of the destination column of a typed edge list
     (count 0 = not checked), replacing ``num_nodes``; an id past its type's count is reported
     with its line, its type and the count.
@@ -124,6 +128,7 @@ def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = No
 
     src_file, dst_file = scratch_dir / "src.i64", scratch_dir / "dst.i64"
     wcol = -1 if weight_column is None else int(weight_column)
+    tcol = -1 if time_column is None else int(time_column)
     limit = int(num_nodes) if num_nodes else 0
     dst_limit = -1
     if type_limits is not None:
@@ -134,6 +139,7 @@ def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = No
     size = os.path.getsize(path)
     with open_maybe_gzip(path) as f, open(src_file, "wb") as fs, open(dst_file, "wb") as fd, \
             open(scratch_dir / WEIGHT_FILE if wcol >= 0 else os.devnull, "wb") as fw, \
+            open(scratch_dir / TIME_FILE if tcol >= 0 else os.devnull, "wb") as ft, \
             tqdm(total=size, unit="B", unit_scale=True, desc=f"parse {path.name}", disable=not progress, leave=False) as bar:
         raw = getattr(f, "fileobj", None) or f
         for block in iter_line_blocks(f, chunk_bytes):
@@ -145,6 +151,12 @@ def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = No
             ne, nl, err, err_line, err_value = P.parse_edge_lines(buf, src, dst, limit, wcol, weight, dst_limit)
             if err != P.OK:
                 _raise_parse_error(path, block, lines_before, err, err_line, err_value, limit, type_limits)
+            if tcol >= 0 and ne:
+                times = np.empty(ne, np.int64)
+                nt, bad_line = P.parse_int_column(buf, tcol, times)
+                if bad_line >= 0:
+                    _raise_time_error(path, block, lines_before, bad_line, tcol)
+                times[:nt].tofile(ft)
             lines_before += nl
             if ne:
                 src, dst = src[:ne], dst[:ne]
@@ -179,6 +191,12 @@ def _raise_parse_error(path: Path, block: bytes, lines_before: int, err: int, er
     raise IngestError(f"{path}:{lineno}: {msg}: {text!r}")
 
 
+def _raise_time_error(path: Path, block: bytes, lines_before: int, line: int, col: int) -> None:
+    lines = block.split(b"\n", line + 1)
+    text = lines[line].decode("utf-8", "replace").strip()[:80] if line < len(lines) else ""
+    raise IngestError(f"{path}:{lines_before + line + 1}: edge time column {col} missing or not an integer: {text!r}")
+
+
 def scratch_edge_chunks(src_file: Path, dst_file: Path, num_edges: int, chunk: int = READ_EDGES):
     """:data:`~bgl.sources.csc_build.EdgeChunks` that streams the two scratch files with plain reads."""
 
@@ -193,11 +211,13 @@ def scratch_edge_chunks(src_file: Path, dst_file: Path, num_edges: int, chunk: i
 
 def read_edgelist(path: Path, *, scratch_dir: Path, num_nodes: int | None = None,
                   chunk_bytes: int = CHUNK_BYTES, progress: bool = False, name: str | None = None,
-                  edge_weight_column: int | None = None) -> GraphSource:
+                  edge_weight_column: int | None = None, edge_time_column: int | None = None) -> GraphSource:
     """Read an edge-list file (edge ``src -> dst`` per line) into a :class:`GraphSource`.
 
     ``edge_weight_column`` (0-based; 2 is the column after ``src dst``): that column's
-    numbers become the store's ``weight`` edge array (float32, CSC order).
+    numbers become the store's ``weight`` edge array (float32, CSC order).  ``edge_time_column``
+    likewise: its integers (e.g. unix seconds) become the ``timestamp`` edge array (int64, 8 B per
+    edge), the edge times of temporal sampling (:mod:`bgl.sampler.temporal`).
 
     ``symmetrize_default`` follows the header (:func:`header_direction`):
     True for "undirected", else False (an edge list keeps its direction);
@@ -207,17 +227,19 @@ def read_edgelist(path: Path, *, scratch_dir: Path, num_nodes: int | None = None
         raise IngestError(f"{path}: no such file")
     if num_nodes is not None and num_nodes <= 0:
         raise IngestError(f"num_nodes must be > 0, got {num_nodes}")
-    if edge_weight_column is not None and (isinstance(edge_weight_column, bool) or
-                                           not isinstance(edge_weight_column, int) or edge_weight_column < 2):
-        raise IngestError(f"edge_weight_column must be an int >= 2 (columns 0 and 1 are src and dst), "
-                          f"got {edge_weight_column!r}")
+    for what, col in (("edge_weight_column", edge_weight_column), ("edge_time_column", edge_time_column)):
+        if col is not None and (isinstance(col, bool) or not isinstance(col, int) or col < 2):
+            raise IngestError(f"{what} must be an int >= 2 (columns 0 and 1 are src and dst), got {col!r}")
     src_file, dst_file, ne, max_id = parse_edge_file(path, scratch_dir, num_nodes=num_nodes,
                                                      chunk_bytes=chunk_bytes, progress=progress,
-                                                     weight_column=edge_weight_column)
-    weight_file = scratch_dir / WEIGHT_FILE
-    edata = None
-    if edge_weight_column is not None:
-        edata = {WEIGHT_NAME: np.memmap(weight_file, np.float32, "r", shape=(ne,)) if ne else np.zeros(0, np.float32)}
+                                                     weight_column=edge_weight_column,
+                                                     time_column=edge_time_column)
+    weight_file, time_file = scratch_dir / WEIGHT_FILE, scratch_dir / TIME_FILE
+    edata = {}
+    for col, name, file, dtype in ((edge_weight_column, WEIGHT_NAME, weight_file, np.float32),
+                                   (edge_time_column, TIME_NAME, time_file, np.int64)):
+        if col is not None:
+            edata[name] = np.memmap(file, dtype, "r", shape=(ne,)) if ne else np.zeros(0, dtype)
     n = int(num_nodes) if num_nodes else max_id + 1
     if n <= 0:
         raise IngestError(f"{path}: no edges found (and no num_nodes given)")
@@ -228,11 +250,12 @@ def read_edgelist(path: Path, *, scratch_dir: Path, num_nodes: int | None = None
         base = base[: -len(suffix)] if base.endswith(suffix) else base
     return GraphSource(
         name=name or base, num_nodes=n, edges=scratch_edge_chunks(src_file, dst_file, ne),
-        num_edges_hint=ne, symmetrize_default=direction == "undirected", edata=edata,
+        num_edges_hint=ne, symmetrize_default=direction == "undirected", edata=edata or None,
         extra={"source": str(path), "format": "edgelist", "header_direction": direction,
                "num_nodes_from": "num_nodes" if num_nodes else "max id",
-               "edge_weight_column": edge_weight_column},
-        cleanup=[lambda: _unlink(src_file), lambda: _unlink(dst_file), lambda: _unlink(weight_file)],
+               "edge_weight_column": edge_weight_column, "edge_time_column": edge_time_column},
+        cleanup=[lambda: _unlink(src_file), lambda: _unlink(dst_file), lambda: _unlink(weight_file),
+                 lambda: _unlink(time_file)],
     )
 
 

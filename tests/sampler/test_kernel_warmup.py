@@ -21,12 +21,13 @@ import json, os, sys, tempfile, threading, time
 import numba
 import numpy as np
 from bgl.store import GraphStore
-from bgl.sampler import _edge_kernels, _kernels, _labor_kernels, _typed_kernels, _weighted_kernels
+from bgl.sampler import _edge_kernels, _kernels, _labor_kernels, _temporal_kernels, _typed_kernels, _weighted_kernels
 from bgl.sampler.client import SamplingClient
 from bgl.sampler.multilayer import Labor
 from bgl.sampler.server import GraphServer
 
-KERNELS = [(m.__name__, n, d) for m in (_edge_kernels, _kernels, _labor_kernels, _typed_kernels, _weighted_kernels)
+KERNELS = [(m.__name__, n, d) for m in (_edge_kernels, _kernels, _labor_kernels, _temporal_kernels, _typed_kernels,
+                                            _weighted_kernels)
            for n, d in vars(m).items() if isinstance(d, numba.core.dispatcher.Dispatcher)]
 
 def loaded():
@@ -72,6 +73,10 @@ try:
         client.sample_blocks(seeds, [2], seed=6, prob="mask")
         client.fetch_features_and_labels(seeds[::3], seeds[1::3].astype(np.int32))
         requests = 8
+        if "timestamp" in store.meta.edata:
+            client.sample_temporal(seeds, np.full(seeds.shape[0], 50), [3, 2], "uniform", seed=7)
+            client.sample_temporal(seeds[:5], np.arange(5), [-1], "last", seed=8)
+            requests += 3  # the two-hop sample is two requests
 finally:
     client.close()
     server.stop()
@@ -96,9 +101,10 @@ def test_no_request_kind_loads_a_kernel_after_ready(tmp_path):
     store = write_store(tmp_path / "s", indptr, indices, feat=rng.random((n, 8), dtype=np.float32),
                         label=rng.integers(0, 3, n), num_classes=3,
                         edata={"w": rng.random(n * deg) + 0.1, "mask": rng.random(n * deg) < 0.5, "neg": neg,
-                               "vec": rng.random((n * deg, 3)).astype(np.float32)})
+                               "vec": rng.random((n * deg, 3)).astype(np.float32),
+                               "timestamp": rng.integers(0, 100, n * deg)})  # rows out of time order
     seen = probe(store)
-    assert seen["requests"] == 8 and seen["late"] == {}, seen
+    assert seen["requests"] == 11 and seen["late"] == {}, seen
 
 
 def test_no_typed_request_loads_a_kernel_after_ready(tmp_path):

@@ -1,0 +1,107 @@
+"""The temporal SAMPLE request of the wire protocol (:mod:`.protocol`) and a server's answer to it.
+
+Temporal SAMPLE (``FLAG_TEMPORAL``, flag bit 5, alone) is exactly four frames::
+
+    header   op SAMPLE, fanout, seed, field = strategy (0 uniform, 1 last),
+             dtype0/len0 = the seeds' id dtype and count, dtype1 = int64 (2), len1 = len0
+    seeds    int32/int64 [m] global ids the server owns
+    times    int64 [m], each seed's time (the time of the subgraph it belongs to)
+    name     UTF-8 name of the server's int64 edge array holding edge times (e.g. ``timestamp``)
+
+The reply is an ordinary SAMPLE reply with edge data (``counts``, ``nbrs``, then the spec and
+two row frames): ``eid`` (int64, the drawn edges' CSC positions in the server's store) and
+``time`` (int64, their times), so a client can number the edges and check them.  A server that
+predates temporal sampling refuses the request ("unknown flag bits 0x20").  Node times are not
+sent: a part does not know its neighbours' times (in-process sampling takes them).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bgl.errors import ProtocolError
+
+from . import protocol as P
+
+FLAG_TEMPORAL = 32
+TIMES_CODE = 2  # int64
+STRATEGY_NAMES = ("uniform", "last")  # the header's field
+
+
+@dataclass(frozen=True)
+class TemporalRequest:
+    """A validated temporal SAMPLE: header, read-only int64 seeds and times, strategy and time array name."""
+    header: P.Header
+    ids: np.ndarray
+    times: np.ndarray
+    strategy: str
+    time_name: str
+
+
+def is_temporal(frame) -> bool:
+    """Whether a request's header frame asks for temporal sampling (flag bit 5); False if unreadable."""
+    mv = memoryview(frame.buffer if hasattr(frame, "buffer") else frame)
+    return mv.nbytes == P.HEADER.size and bytes(mv[:4]) == P.MAGIC and bool(mv[6] & FLAG_TEMPORAL)
+
+
+def temporal_request(req_id: int, seeds: np.ndarray, times: np.ndarray, fanout: int, strategy: str, seed: int,
+                     time_name: str) -> list:
+    """Frames of a temporal SAMPLE for ``seeds`` (int32/int64 [m]) at ``times`` (int64 [m])."""
+    seeds = np.ascontiguousarray(seeds)
+    h = P.Header(P.Op.SAMPLE, req_id, FLAG_TEMPORAL, STRATEGY_NAMES.index(strategy), P.dtype_code(seeds.dtype),
+                 TIMES_CODE, int(fanout), int(seed) & ((1 << 64) - 1), seeds.shape[0], seeds.shape[0], 1)
+    return [h.pack(), seeds, np.ascontiguousarray(times, dtype="<i8"), time_name.encode("utf-8")]
+
+
+def parse_temporal_request(frames: list) -> TemporalRequest:
+    """Validate a temporal SAMPLE's frames; ProtocolError naming the bad field or frame."""
+    from bgl.schema import check_edge_name
+
+    h = P.unpack_header(frames[0])
+    if h.op != P.Op.SAMPLE or h.flags != FLAG_TEMPORAL:
+        raise ProtocolError(f"temporal SAMPLE: op must be SAMPLE and flags exactly {FLAG_TEMPORAL:#x}, "
+                            f"got op {h.op} flags {h.flags:#x}")
+    if len(frames) != 4:
+        raise ProtocolError(f"temporal SAMPLE needs 4 frames (header, seeds, times, name), got {len(frames)}")
+    if h.fanout < -1:
+        raise ProtocolError(f"temporal SAMPLE: fanout must be >= -1 (-1 = all), got {h.fanout}")
+    if h.field >= len(STRATEGY_NAMES):
+        raise ProtocolError(f"temporal SAMPLE: unknown strategy code {h.field} (0 = uniform, 1 = last)")
+    if h.dtype0 not in P.ID_CODES or h.dtype1 != TIMES_CODE:
+        raise ProtocolError(f"temporal SAMPLE: ids must be int32/int64 and times int64, got codes {h.dtype0}/{h.dtype1}")
+    if h.len0 != h.len1 or h.len0 > P.MAX_IDS:
+        raise ProtocolError(f"temporal SAMPLE: {h.len0} seeds and {h.len1} times (at most {P.MAX_IDS}, one each)")
+    if h.width != 1 or h.ntype:
+        raise ProtocolError(f"temporal SAMPLE: width must be 1 and ntype 0, got {h.width}/{h.ntype}")
+    ids = P.array_from_frame(frames[1], h.dtype0, h.len0, 1, "temporal SAMPLE seeds").astype(np.int64, copy=False)
+    times = P.array_from_frame(frames[2], h.dtype1, h.len1, 1, "temporal SAMPLE times")
+    name = bytes(memoryview(frames[3].buffer if hasattr(frames[3], "buffer") else frames[3]))
+    if len(name) > P.MAX_EDGE_NAMES_BYTES:
+        raise ProtocolError(f"temporal SAMPLE: time array name of {len(name)} bytes exceeds {P.MAX_EDGE_NAMES_BYTES}")
+    try:
+        time_name = check_edge_name(name.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ProtocolError(f"temporal SAMPLE: bad time array name: {e}") from None
+    ids.flags.writeable = False
+    times.flags.writeable = False
+    return TemporalRequest(h, ids, times, STRATEGY_NAMES[h.field], time_name)
+
+
+def layer_reply(req_id: int, counts, nbrs, eids, times) -> list:
+    """A temporal SAMPLE's reply: a SAMPLE reply carrying the drawn edges' ``eid`` and ``time`` rows."""
+    return P.sample_reply(req_id, counts, nbrs, {"eid": eids, "time": times})
+
+
+def serve(layer, frames: list) -> list:
+    """A server's reply frames to a temporal SAMPLE, drawn by ``layer`` (a serial
+    :class:`~bgl.sampler.temporal.TemporalLayer` over its store); ProtocolError / ValueError for a bad
+    request (a time array of the wrong dtype too), which the server sends back as an ERROR reply."""
+    req = parse_temporal_request(frames)
+    h = req.header
+    try:
+        counts, nbrs, eids, times = layer(req.ids, req.times, h.fanout, req.strategy, h.seed,
+                                          time_name=req.time_name)
+    except TypeError as e:
+        raise ValueError(str(e)) from None
+    return layer_reply(h.req_id, counts, nbrs, eids, times)
