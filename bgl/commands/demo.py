@@ -135,7 +135,10 @@ def _run_in(root: Path, args: argparse.Namespace, verbose: bool = False) -> int:
 
         store, test_pairs = write_ratings_store(root / "store", overwrite=True, seed=0)
         extra = ["--test", str(test_pairs)]
-        print(f"[1/3] generate {store_line(store.summary())} ({time.perf_counter() - start:.1f} s)", flush=True)
+        types = ", ".join(f"{t.count:,} {t.name}s" + (f" ({t.feat_dim}-dim features)" if t.feat_dim else "")
+                          for t in store.schema.node_types)
+        print(f"[1/3] generate {store.meta.name}: {types}, {store.num_edges:,} edges of "
+              f"{len(store.schema.edge_types)} relations ({time.perf_counter() - start:.1f} s)", flush=True)
     else:
         store = ingest(str(default_dataset_path()), root / "store", overwrite=True)
         print(f"[1/3] ingest {store_line(store.summary())} ({time.perf_counter() - start:.1f} s)", flush=True)

@@ -74,7 +74,8 @@ def test_demo_recommender_through_launched_servers(tmp_path, orphans):
     log = f"exit {done.returncode}\n--- stdout\n{done.stdout[-5000:]}\n--- stderr\n{done.stderr[-3000:]}"
     assert done.returncode == 0, log
     out = done.stdout
-    assert "[1/3] generate generated-ratings: 3,000 nodes, 44,912 edges" in out, log
+    assert ("[1/3] generate generated-ratings: 2,000 users, 1,000 items (16-dim features), 44,912 edges of "
+            "2 relations") in out, log
     assert re.search(r"\[127\.0\.0\.1:trainer:0\] recommendation: 2000 users, 1000 items, 22456 ratings, "
                      r"2 trainer\(s\)", out), log
     losses = [float(x) for x in re.findall(r"trainer:0\] epoch \d+: time [\d.]+ s  BPR loss ([\d.]+)", out)]
