@@ -39,6 +39,7 @@ from .edge_options import check_edge_options
 from .epoch_iterator import EpochIterator
 from .graph_arrays import field_versions
 from .loader_options import resolve_loader_options
+from .loader_state import LoaderState, ResumePoint, fingerprint, parse_state
 from .minibatch import MiniBatch
 from .order_prefetch import NextOrderGuess, peek_torch_seed
 from .order_stage import OrderStage, num_batches
@@ -131,6 +132,8 @@ class DataLoader:
         self._transfer: Optional[TransferStage] = None
         self.core_split: Optional[CoreSplit] = None
         self._epoch, self._epoch_set = 0, False
+        self._current: tuple[int, int] = (0, 0)  # (epoch, seed) of the last epoch started
+        self._resume = ResumePoint()  # a loaded state_dict, applied by the next iter()
         self._next_order = NextOrderGuess()  # build the next epoch's proximity order during this one
 
         # The graph, as one of its kinds (GraphInfo), with the first feature / label name it serves.
@@ -336,14 +339,15 @@ class DataLoader:
         if self._pipeline is None:
             self._pipeline = self._build_pipeline()
         epoch = self._epoch
-        seed = self._epoch_seed()
+        seed, start = self._resume.take(epoch) or (self._epoch_seed(), 0)
         if not self._epoch_set:
             self._epoch += 1
         self._epoch_set = False
-        gen = self._pipeline.run_epoch((epoch, seed))
+        self._current = (epoch, seed)
+        gen = self._pipeline.run_epoch((epoch, seed, start) if start else (epoch, seed))
         if self.order == "proximity" and self.pipeline_mode != "processes":
             gen = self._next_order.prefetching(gen, seed, lambda: self._start_next_order(epoch))
-        it = EpochIterator(self, gen)
+        it = EpochIterator(self, gen, start)
         self._active = weakref.ref(it)
         return it
 
@@ -366,6 +370,31 @@ class DataLoader:
             rng = np.random.default_rng([self.ddp_seed, epoch + 1, self._rank])
             return int(rng.integers(0, 2**62))
         return peek_torch_seed()
+
+    # ------------------------------------------------------------ checkpoints (loader_state.py)
+    def state_dict(self) -> dict:
+        """Where the loader is, as plain data (torchdata's ``StatefulDataLoader.state_dict``): a loader
+        built the same way resumes from it with :meth:`load_state_dict`, yielding exactly the batches
+        this one had not yet yielded.  One state per DDP rank."""
+        it = self._active() if self._active is not None else None
+        if it is not None and it.running and it.position < len(self):
+            state = LoaderState(self._current[0], self._current[1], it.position, True, self._fingerprint())
+        else:
+            state = LoaderState(self._epoch, 0, 0, False, self._fingerprint())
+        return state.to_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        """Resume from :meth:`state_dict`'s output: the next ``iter()`` (of the saved epoch, if
+        ``set_epoch`` is called) continues where the saved loader stopped.  ValueError naming what
+        differs when the state belongs to another loader (seeds, batch size, order, world size)."""
+        parsed = parse_state(state, self._fingerprint())
+        self._close_active()
+        self._epoch, self._epoch_set = parsed.epoch, False
+        self._resume = ResumePoint(parsed)
+
+    def _fingerprint(self) -> dict:
+        return fingerprint(self._order_stage.ids, self.batch_size, self.drop_last, self.shuffle, self.order,
+                           self._world, self._rank, len(self))
 
     # ------------------------------------------------------------ inspection
     def cache_stats(self) -> Optional[dict]:

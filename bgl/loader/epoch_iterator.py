@@ -27,12 +27,14 @@ class EpochIterator:
     ----------
     owner : the loader whose epoch this is (kept alive until the epoch ends)
     items : generator of the epoch's batches (a pipeline epoch); closed exactly once
+    start : index of the epoch's first batch ``items`` yields (> 0 for a resumed epoch)
     """
 
-    def __init__(self, owner: Any, items: Iterator[Any]):
+    def __init__(self, owner: Any, items: Iterator[Any], start: int = 0):
         self._owner: Optional[Any] = owner
         self._items: Optional[Iterator[Any]] = items
         self._first = True
+        self.position = int(start)  # index of the next batch of the epoch (loader_state.py)
 
     def __iter__(self) -> "EpochIterator":
         return self
@@ -48,6 +50,7 @@ class EpochIterator:
         if self._first:  # every stage's kernels are loaded now: LLVM's pages can go (jit_pages.py)
             self._first = False
             release_jit_pages()
+        self.position += 1
         return item
 
     @property

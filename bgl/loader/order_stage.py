@@ -181,12 +181,13 @@ class OrderStage(SourceStage):
 
     def items(self, epoch: Any) -> Iterator[MiniBatch]:
         """Yield the :class:`MiniBatch` es of epoch ``(epoch_num, epoch_seed)`` in order; each gets a
-        sampling seed derived from the seed and its index.
+        sampling seed derived from the seed and its index.  ``(epoch_num, epoch_seed, k)`` starts at
+        batch ``k``: the batches before it are neither cut nor sampled (a resumed epoch).
         """
-        epoch_num, epoch_seed = epoch
+        epoch_num, epoch_seed, *start = epoch  # (epoch, seed, first batch): a resumed epoch (loader_state.py)
         ids = self.epoch_order(epoch_seed)
         bounds = batch_bounds(ids.shape[0], self.batch_size, self.drop_last)
-        for i in range(bounds.shape[0] - 1):
+        for i in range(int(start[0]) if start else 0, bounds.shape[0] - 1):
             seeds = torch.from_numpy(np.array(ids[bounds[i]:bounds[i + 1]]))
             # One sampling seed per (epoch, batch): reproducible runs whatever process samples it.
             sample_seed = int((epoch_seed * 1_000_003 + i) % (2**63 - 1))

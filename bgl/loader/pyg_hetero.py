@@ -31,6 +31,7 @@ import torch
 
 from ..blocks import type_layout
 from ..sources.hetero import TypedArrays, schema_of
+from .loader_state import DelegatedState
 from .pyg_fields import graph_fields, store_fields
 from .pyg_options import pyg_options
 
@@ -149,7 +150,7 @@ def hetero_batch(blocks, schema, fields) -> tuple[Any, dict]:
     return batch, layout
 
 
-class HeteroNeighborLoader:
+class HeteroNeighborLoader(DelegatedState):
     """PyG's ``NeighborLoader`` over a ``HeteroData`` (see the module docstring)."""
 
     def __init__(self, data, num_neighbors, input_nodes=None, replace: bool = False, batch_size: int = 1,

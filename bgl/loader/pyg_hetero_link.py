@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from .edge_prediction import EdgePredictionSampler
+from .loader_state import DelegatedState
 
 
 class TypedPairNegatives:
@@ -54,7 +55,7 @@ class _TypedPairSeedSampler(EdgePredictionSampler):
         self.pairs, self.pair_etype, self.node_order = pairs, etype, "sorted"
 
 
-class HeteroLinkNeighborLoader:
+class HeteroLinkNeighborLoader(DelegatedState):
     """PyG's ``LinkNeighborLoader`` over a ``HeteroData`` (see the module docstring)."""
 
     def __init__(self, data, num_neighbors, edge_label_index=None, edge_label=None, replace: bool = False,

@@ -57,6 +57,7 @@ import torch
 from ..blocks import Block
 from ._pyg_kernels import write_hop_edges
 from .graph_arrays import GraphArrays
+from .loader_state import DelegatedState
 from .pyg_batches import PygDataBuilder
 from .pyg_options import pyg_options
 
@@ -252,7 +253,7 @@ def _pyg_layout_cpu(blocks: Sequence[Block]) -> dict[str, Any]:
     return out
 
 
-class NeighborLoader:
+class NeighborLoader(DelegatedState):
     """PyG's ``NeighborLoader(data, num_neighbors, input_nodes=None, replace=False, batch_size=1, shuffle=False)``.
 
     Parameters

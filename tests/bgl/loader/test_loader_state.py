@@ -1,0 +1,141 @@
+"""``state_dict()`` / ``load_state_dict()``: stop after k batches, save, build a new loader, load, drain --
+exactly the batches an uninterrupted run yields, for node, edge and typed seeds and every pipeline."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import bgl
+from bgl.store import write_store
+
+from .test_typed_link_prediction import REVERSE, rating_graph
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    rng = np.random.default_rng(3)
+    n, deg = 300, 6
+    indptr = np.arange(0, n * deg + 1, deg, dtype=np.int64)
+    indices = rng.integers(0, n, n * deg).astype(np.int32)
+    return write_store(tmp_path_factory.mktemp("state") / "s", indptr, indices,
+                       feat=rng.random((n, 8), dtype=np.float32), label=rng.integers(0, 3, n), num_classes=3)
+
+
+def _kinds(store):
+    nodes = lambda **kw: bgl.DataLoader(store, torch.arange(250), bgl.NeighborSampler([3, 3]), batch_size=32,  # noqa: E731
+                                         shuffle=True, **kw)
+    edges = lambda **kw: bgl.DataLoader(  # noqa: E731
+        store, torch.arange(0, 1800, 3), bgl.as_edge_prediction_sampler(
+            bgl.NeighborSampler([3, 3]), exclude="self", negative_sampler=bgl.negative_sampler.Uniform(1)),
+        batch_size=64, shuffle=True, **kw)
+    g = rating_graph()
+    typed = lambda **kw: bgl.DataLoader(  # noqa: E731
+        g, {"rates": torch.arange(300)}, bgl.as_edge_prediction_sampler(
+            bgl.NeighborSampler([3, 3]), exclude="reverse_types", reverse_etypes=REVERSE,
+            negative_sampler=bgl.negative_sampler.Uniform(1)), batch_size=40, shuffle=True, blocks="bgl", **kw)
+    return {"nodes": nodes, "edges": edges, "typed": typed}
+
+
+def _key(batch) -> tuple:
+    """What identifies a batch: its seeds and its first block's sampled input nodes."""
+    blocks = batch[-1]
+    return tuple(blocks[-1].dst_ids.tolist()), tuple(blocks[0].src_ids.tolist())
+
+
+def _run(make, epochs: int, stop_after=None, **kw):
+    """Keys of ``epochs`` epochs; with ``stop_after`` = k, stop after k batches of the second epoch and
+    return (keys so far, the state as JSON, torch's RNG state then)."""
+    torch.manual_seed(11)
+    loader, keys = make(**kw), []
+    try:
+        for epoch in range(epochs):
+            for i, batch in enumerate(loader):
+                keys.append(_key(batch))
+                if stop_after is not None and epoch == 1 and i + 1 == stop_after:
+                    return keys, json.dumps(loader.state_dict()), torch.get_rng_state()
+    finally:
+        loader.close()
+    return keys
+
+
+@pytest.mark.parametrize("pipeline", ["inline", "thread", "processes"])
+@pytest.mark.parametrize("kind", ["nodes", "edges", "typed"])
+def test_a_resumed_loader_yields_exactly_the_rest_of_the_run(store, kind, pipeline):
+    make = _kinds(store)[kind]
+    whole = _run(make, 3, pipeline=pipeline)
+    per_epoch = len(whole) // 3
+    for k in ([per_epoch // 2] if pipeline == "processes" else [1, per_epoch - 1, per_epoch]):
+        before, state, rng = _run(make, 3, stop_after=k, pipeline=pipeline)
+        torch.set_rng_state(rng)  # what a checkpoint restores beside the model
+        resumed = make(pipeline=pipeline)
+        resumed.load_state_dict(json.loads(state))
+        after = []
+        try:
+            while len(before) + len(after) < len(whole):  # the rest of epoch 1, then epoch 2 as first drawn
+                after += [_key(b) for b in resumed]
+        finally:
+            resumed.close()
+        assert before + after == whole, (kind, pipeline, k)
+
+
+def test_a_state_between_epochs_starts_the_next_epoch(store):
+    make = _kinds(store)["nodes"]
+    torch.manual_seed(11)
+    loader = make()
+    first = [_key(b) for b in loader]
+    state, rng = loader.state_dict(), torch.get_rng_state()
+    second = [_key(b) for b in loader]
+    assert state["in_epoch"] is False and state["epoch"] == 1
+    torch.set_rng_state(rng)
+    resumed = make()
+    resumed.load_state_dict(state)
+    assert [_key(b) for b in resumed] == second and first != second
+
+
+def test_a_state_of_another_loader_is_refused_naming_what_differs(store):
+    make = _kinds(store)
+    loader = make["nodes"]()
+    it = iter(loader)
+    next(it)
+    state = loader.state_dict()
+    loader.close()
+    other = bgl.DataLoader(store, torch.arange(250), bgl.NeighborSampler([3, 3]), batch_size=16, shuffle=True)
+    with pytest.raises(ValueError, match=r"batch_size 32 \(now 16\)"):
+        other.load_state_dict(state)
+    fewer = bgl.DataLoader(store, torch.arange(200), bgl.NeighborSampler([3, 3]), batch_size=32, shuffle=True)
+    with pytest.raises(ValueError, match="num_items 250 \\(now 200\\).*items_crc32"):
+        fewer.load_state_dict(state)
+    with pytest.raises(ValueError, match="world_size 2, this loader has 1"):
+        make["nodes"]().load_state_dict({**state, "fingerprint": {**state["fingerprint"], "world_size": 2}})
+    with pytest.raises(ValueError, match="malformed"):
+        make["nodes"]().load_state_dict({k: v for k, v in state.items() if k != "epoch_seed"})
+    with pytest.raises(ValueError, match="version"):
+        make["nodes"]().load_state_dict({**state, "version": 99})
+    with pytest.raises(ValueError, match="batch 99 of epoch 0"):
+        make["nodes"]().load_state_dict({**state, "next_batch": 99})
+
+
+def test_pyg_loaders_resume_through_the_same_state():
+    pyg_data = pytest.importorskip("torch_geometric.data")
+    from bgl.pyg import NeighborLoader
+
+    gen = torch.Generator().manual_seed(0)
+    data = pyg_data.Data(x=torch.randn(100, 4, generator=gen), edge_index=torch.randint(0, 100, (2, 600), generator=gen))
+    make = lambda: NeighborLoader(data, num_neighbors=[3, 2], batch_size=16, shuffle=True)  # noqa: E731
+    torch.manual_seed(2)
+    loader = make()
+    it = iter(loader)
+    first = [next(it).n_id for _ in range(3)]
+    state, rng = loader.state_dict(), torch.get_rng_state()
+    rest = [b.n_id for b in it]
+    loader.close()
+    torch.set_rng_state(rng)
+    resumed = make()
+    resumed.load_state_dict(json.loads(json.dumps(state)))
+    again = [b.n_id for b in resumed]
+    resumed.close()
+    assert len(first) + len(rest) == 7 and len(again) == len(rest)
+    assert all(torch.equal(a, b) for a, b in zip(again, rest))
