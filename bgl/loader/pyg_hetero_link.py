@@ -63,7 +63,7 @@ class HeteroLinkNeighborLoader(DelegatedState):
                  drop_last: bool = False, num_workers: int = 0, **kwargs):
         from .dataloader import DataLoader
         from .pyg_hetero import hetero_data_arrays, hetero_fields, pyg_layer_fanouts
-        from .pyg_negatives import _check_label_index, _negatives
+        from .pyg_negatives import _check_label_index, _negatives, check_edge_label
         from .pyg_options import pyg_options
         from .sampler_options import NeighborSampler
 
@@ -88,25 +88,13 @@ class HeteroLinkNeighborLoader(DelegatedState):
                                  f"[0, {n})")
         plain = _negatives(neg_sampling, neg_sampling_ratio)
         self.neg_sampling = None if plain is None else TypedPairNegatives(plain)
-        self.edge_label = self._labels(edge_label, pairs.shape[1])
+        self.edge_label = check_edge_label(edge_label, pairs.shape[1], self.neg_sampling)
         node_sampler = NeighborSampler(pyg_layer_fanouts(num_neighbors, self.schema.canonical_etypes), replace=replace)
         sampler = _TypedPairSeedSampler(node_sampler, pairs, self.edge_type, negative_sampler=self.neg_sampling)
         self.batch_size = int(batch_size)
         self._loader = DataLoader(arrays, torch.arange(pairs.shape[1]), sampler, batch_size=batch_size,
                                   shuffle=shuffle, drop_last=drop_last, num_workers=num_workers, blocks="bgl",
                                   **kwargs)
-
-    def _labels(self, edge_label, n: int):
-        if edge_label is None:
-            return None
-        label = torch.as_tensor(edge_label)
-        if label.shape[0] != n:
-            raise ValueError(f"edge_label has {label.shape[0]} entries for {n} pairs in edge_label_index")
-        if self.neg_sampling is not None and self.neg_sampling.mode == "triplet":
-            raise ValueError("edge_label cannot be given with triplet negative sampling (PyG's rule)")
-        if self.neg_sampling is not None and label.numel() and int(label.min()) == 0:
-            label = label + 1  # PyG: zero now means "negative"
-        return label
 
     def __len__(self) -> int:
         return len(self._loader)

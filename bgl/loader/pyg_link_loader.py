@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from .edge_prediction import EdgePredictionSampler
-from .pyg_negatives import _check_label_index, _negatives
+from .pyg_negatives import _check_label_index, _negatives, check_edge_label
 from .pyg_batches import PygDataBuilder
 from .pyg_options import pyg_options
 from .pyg_loader import NeighborLoader, blocks_to_pyg
@@ -105,7 +105,7 @@ class LinkNeighborLoader(NeighborLoader):
         pairs = _check_label_index(edge_label_index, num_nodes)
         self._given_input_id = self._user_input_id(pairs.shape[1])
         self.neg_sampling = _negatives(neg_sampling, neg_sampling_ratio)
-        self.edge_label = self._labels(edge_label, pairs.shape[1])
+        self.edge_label = check_edge_label(edge_label, pairs.shape[1], self.neg_sampling)
         self.num_neighbors = list(num_neighbors)
         node_sampler = NeighborSampler(list(reversed(self.num_neighbors)), replace=replace)
         sampler = _PairSeedSampler(node_sampler, pairs, negative_sampler=self.neg_sampling)
@@ -126,18 +126,6 @@ class LinkNeighborLoader(NeighborLoader):
             raise ValueError(f"input_id has shape {list(given.shape)}, expected [{n}] (one entry per pair "
                              "of edge_label_index)")
         return given
-
-    def _labels(self, edge_label, n: int) -> Optional[torch.Tensor]:
-        if edge_label is None:
-            return None
-        label = torch.as_tensor(edge_label)
-        if label.shape[0] != n:
-            raise ValueError(f"edge_label has {label.shape[0]} entries for {n} pairs in edge_label_index")
-        if self.neg_sampling is not None and self.neg_sampling.mode == "triplet":
-            raise ValueError("edge_label cannot be given with triplet negative sampling (PyG's rule)")
-        if self.neg_sampling is not None and label.numel() and int(label.min()) == 0:
-            label = label + 1  # PyG: zero now means "negative"
-        return label
 
     def __iter__(self) -> Iterator[Any]:
         for input_nodes, pair, *neg, blocks in self._loader:

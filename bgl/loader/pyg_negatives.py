@@ -70,3 +70,18 @@ def _check_label_index(edge_label_index, num_nodes: int) -> np.ndarray:
         bad = int(arr.min()) if int(arr.min()) < 0 else int(arr.max())
         raise ValueError(f"edge_label_index contains node id {bad}, outside [0, {num_nodes})")
     return arr
+
+
+def check_edge_label(edge_label, n: int, negatives) -> Optional[torch.Tensor]:
+    """``edge_label`` [n] of the pairs as PyG takes it (None: none given); with negatives, labels holding
+    0 are shifted by one (0 then means "negative"), and triplet sampling takes none (PyG's rules)."""
+    if edge_label is None:
+        return None
+    label = torch.as_tensor(edge_label)
+    if label.shape[0] != n:
+        raise ValueError(f"edge_label has {label.shape[0]} entries for {n} pairs in edge_label_index")
+    if negatives is not None and negatives.mode == "triplet":
+        raise ValueError("edge_label cannot be given with triplet negative sampling (PyG's rule)")
+    if negatives is not None and label.numel() and int(label.min()) == 0:
+        label = label + 1  # PyG: zero now means "negative"
+    return label
