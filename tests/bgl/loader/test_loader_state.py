@@ -139,3 +139,65 @@ def test_pyg_loaders_resume_through_the_same_state():
     resumed.close()
     assert len(first) + len(rest) == 7 and len(again) == len(rest)
     assert all(torch.equal(a, b) for a, b in zip(again, rest))
+
+
+DDP_WORKER = '''
+import numpy as np
+import torch.distributed as dist
+
+
+def run(rank, world, init_file, store_path, out_q):
+    import bgl
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    try:
+        make = lambda: bgl.DataLoader(store_path, np.arange(0, 250), bgl.NeighborSampler([2]), batch_size=16,
+                                      shuffle=True, use_ddp=True, ddp_seed=7)
+        whole, loader = [], make()
+        for epoch in range(2):
+            loader.set_epoch(epoch)
+            whole += [out.tolist() for _, out, _ in loader]
+        loader = make()
+        loader.set_epoch(0)
+        part = [out.tolist() for _, out, _ in loader]
+        loader.set_epoch(1)
+        it = iter(loader)
+        part += [next(it)[1].tolist() for _ in range(3)]
+        state = loader.state_dict()
+        loader.close()
+        resumed = make()
+        resumed.load_state_dict(state)
+        resumed.set_epoch(1)
+        part += [out.tolist() for _, out, _ in resumed]
+        out_q.put((rank, whole, part, state))
+    finally:
+        dist.destroy_process_group()
+'''
+
+
+def test_each_ddp_rank_resumes_its_own_share(store, tmp_path):
+    import multiprocessing as mp
+    import sys
+
+    (tmp_path / "bgl_state_worker.py").write_text(DDP_WORKER)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import bgl_state_worker
+
+        ctx = mp.get_context("spawn")
+        out_q = ctx.Queue()
+        procs = [ctx.Process(target=bgl_state_worker.run, args=(r, 2, str(tmp_path / "init"), str(store.path), out_q))
+                 for r in range(2)]
+        for p in procs:
+            p.start()
+        results = {r: (whole, part, state) for r, whole, part, state in (out_q.get(timeout=180) for _ in procs)}
+        for p in procs:
+            p.join(timeout=30)
+            assert p.exitcode == 0
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("bgl_state_worker", None)
+    for rank, (whole, part, state) in results.items():
+        assert part == whole and state["fingerprint"]["rank"] == rank and state["next_batch"] == 3
+    plain = bgl.DataLoader(store, np.arange(0, 250), bgl.NeighborSampler([2]), batch_size=16, shuffle=True)
+    with pytest.raises(ValueError, match="world_size 2, this loader has 1"):
+        plain.load_state_dict(results[0][2])
