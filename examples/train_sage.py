@@ -15,10 +15,18 @@ Uses ``dgl.nn.SAGEConv`` when DGL is installed, else ``bgl.nn.SAGE`` (same
 maths and parameter names) on bgl blocks.  Prints, on rank 0, the time of
 each epoch (slowest rank), the feature-cache hit rate and the final test
 accuracy (over all ranks).
+
+Checkpoints (``--checkpoint-dir``, every ``--checkpoint-every`` batches and at each epoch's end):
+each rank saves the model, the optimizer, the loader's position (``loader.state_dict()``) and
+torch's RNG, then rank 0 marks that step complete once every rank has saved it.  At start the
+script resumes from the last complete step, so under ``bgl launch --max-restarts N`` a killed
+trainer costs the batches since the last checkpoint, and every seed is still trained once an
+epoch (``--record-seeds`` keeps each batch's seeds in the checkpoints, which the restart test reads).
 """
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import time
@@ -55,6 +63,37 @@ class DGLSAGE(nn.Module):
             if i != len(self.layers) - 1:
                 h = self.dropout(F.relu(h))
         return h
+
+
+class Checkpoints:
+    """Per-rank checkpoints in ``root``: ``rank{r}-{step}.pt`` written atomically, ``complete`` naming the
+    last step every rank saved (rank 0 writes it after a barrier), the step before kept until then."""
+
+    def __init__(self, root: Path, rank: int, world: int, distributed: bool):
+        self.root, self.rank, self.world, self.distributed = root, rank, world, distributed
+        root.mkdir(parents=True, exist_ok=True)
+
+    def latest(self):
+        """The last complete step's state of this rank, or None."""
+        marker = self.root / "complete"
+        if not marker.is_file():
+            return None
+        return torch.load(self.root / f"rank{self.rank}-{int(marker.read_text())}.pt", weights_only=False)
+
+    def save(self, step: int, state: dict) -> None:
+        tmp = self.root / f"rank{self.rank}-{step}.pt.tmp"
+        torch.save(state, tmp)
+        os.replace(tmp, self.root / f"rank{self.rank}-{step}.pt")
+        if self.distributed:
+            dist.barrier()  # every rank has this step: it is complete
+        if self.rank == 0:
+            previous = self.root / "complete"
+            old = int(previous.read_text()) if previous.is_file() else None
+            (self.root / "complete.tmp").write_text(str(step))
+            os.replace(self.root / "complete.tmp", previous)
+            for r in range(self.world):
+                if old is not None and old != step:
+                    (self.root / f"rank{r}-{old}.pt").unlink(missing_ok=True)
 
 
 def load_graph_info(path: Path) -> dict:
@@ -130,6 +169,11 @@ def main() -> None:
                         help="iterate the loader (features and labels arrive) without the model step: "
                              "the data path's own speed, what a fast GPU would wait on")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--checkpoint-dir", default=None, help="save and resume from checkpoints here")
+    parser.add_argument("--checkpoint-every", type=int, default=0, metavar="N",
+                        help="also checkpoint every N batches (0: at each epoch's end only)")
+    parser.add_argument("--record-seeds", action="store_true",
+                        help="keep each batch's (epoch, seed ids) in the checkpoints (what the restart test reads)")
     parser.add_argument("--max-batches", type=int, default=None, metavar="N",
                         help="stop each epoch after N batches per trainer and score at most N batches' "
                              "worth of test nodes (a bounded run on a graph too big for whole epochs)")
@@ -169,8 +213,28 @@ def main() -> None:
     if rank == 0:
         print(f"feature cache: {loader.cache_policy or 'off'} ({args.cache_ratio:.0%} of nodes), "
               f"order {args.order}", flush=True)
+    checkpoints = Checkpoints(Path(args.checkpoint_dir), rank, world, distributed) if args.checkpoint_dir else None
+    resumed = checkpoints.latest() if checkpoints else None
+    first_epoch, step_count, trained = 0, 0, []
+    if resumed is not None:
+        (model.module if distributed else model).load_state_dict(resumed["model"])
+        optimizer.load_state_dict(resumed["optimizer"])
+        loader.load_state_dict(resumed["loader"])
+        torch.set_rng_state(resumed["rng"])
+        first_epoch, step_count = resumed["epoch"], resumed["step"]
+        if rank == 0:
+            print(f"resumed from checkpoint step {step_count} (epoch {first_epoch}, restart "
+                  f"{os.environ.get('BGL_RESTART_COUNT', '0')})", flush=True)
+        trained = list(resumed["seeds"])
+
+    def checkpoint(epoch: int) -> None:
+        state = {"model": (model.module if distributed else model).state_dict(), "optimizer": optimizer.state_dict(),
+                 "loader": loader.state_dict(), "rng": torch.get_rng_state(), "epoch": epoch, "step": step_count,
+                 "seeds": trained}  # (epoch, seed ids) per batch with --record-seeds, else empty
+        checkpoints.save(step_count, state)
+
     epochs_stats = []
-    for epoch in range(args.epochs):
+    for epoch in range(first_epoch, args.epochs):
         model.train()
         if hasattr(loader, "set_epoch"):
             loader.set_epoch(epoch)
@@ -193,9 +257,17 @@ def main() -> None:
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+            step_count += 1
+            if args.record_seeds:
+                trained.append((epoch, blocks[-1].dst_ids.cpu() if hasattr(blocks[-1], "dst_ids")
+                                else blocks[-1].dstdata[dgl.NID].cpu()))
+            if checkpoints and args.checkpoint_every and step_count % args.checkpoint_every == 0:
+                checkpoint(epoch)
             loss_sum += torch.tensor([float(loss), 1.0])
             seeds += int(labels.numel())
         seconds = torch.tensor([time.perf_counter() - start])
+        if checkpoints:
+            checkpoint(epoch + 1)  # the loader's state is "between epochs": the next epoch starts afresh
         if args.stats_json:
             moved = torch.tensor([seeds, client_bytes() - client_before], dtype=torch.float64)
             if distributed:
@@ -217,6 +289,7 @@ def main() -> None:
             print(f"epoch {epoch}: time {float(seconds):.2f} s  loss {float(loss_sum[0] / loss_sum[1]):.4f}  "
                   f"cache hit rate {hit:.1%}  (cumulative, {world} trainer(s))", flush=True)
 
+    loader.close()  # its stages and server sockets, now rather than at interpreter exit
     # Each rank scores its own slice of the test nodes; rank 0 reports the total.
     test_ids = info["splits"]["test"].tensor_split(world)[rank]
     if args.max_batches is not None:
@@ -234,6 +307,11 @@ def main() -> None:
                 {"system": "bgl", "trainers": world, "epochs": epochs_stats,
                  "test_accuracy": float(result[0] / result[1])}, indent=1))
     if distributed:
+        # DDP's reducer holds the process group: dropped here, not at interpreter exit, where gloo's
+        # thread can wait for the GIL that the exiting main thread holds (seen after restarts)
+        del model, net
+        gc.collect()
+        dist.barrier()
         dist.destroy_process_group()
 
 

@@ -43,6 +43,8 @@ ENV_LOCAL_PARTS = "BGL_LOCAL_PARTS"
 ENV_LAUNCH_ID = "BGL_LAUNCH_ID"
 # The SHUTDOWN token travels in this variable, never on a command line.
 ENV_SERVER_TOKEN = "BGL_SERVER_TOKEN"
+# How many times the trainers were restarted (--max-restarts): > 0 tells a script to resume.
+ENV_RESTART_COUNT = "BGL_RESTART_COUNT"
 # torchrun prefixes each worker's tee'd line with this; the supervisor turns it into the rank.
 RANK_PREFIX_TEMPLATE = "[bgl-rank ${rank}]:"
 

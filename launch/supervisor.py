@@ -21,6 +21,12 @@ Sequence (:meth:`Supervisor.run`):
    stops answering health PINGs is restarted at the same address; one that
    dies more than ``server_restarts`` times within ``restart_window``
    seconds stops the launch as in step 5.
+7. with ``max_restarts`` > 0 a trainer group that fails (a worker killed, a host's torchrun
+   gone) is restarted whole -- every host's torchrun stopped and started again, a DDP world
+   restarts together -- with ``BGL_RESTART_COUNT`` = n in its environment, while the graph
+   servers keep running; the training script resumes from its own last checkpoint
+   (``examples/train_sage.py --checkpoint-dir``).  After ``max_restarts`` restarts the next
+   failure stops the launch as in step 5.
 
 Every line any process prints is re-printed as ``[host:role:rank] line``
 (:class:`~bgl.launch.members.OutputPump`).
@@ -49,7 +55,7 @@ from .backends import LocalBackend, SshBackend
 from .members import Member, OutputPump
 from .run_keys import RunKeys, keys_env, plain_env, warm_up_servers
 from .server_watch import HANG_TIMEOUT, HEALTH_INTERVAL, ServerWatch
-from .spec import (ENV_LAUNCH_ID, ENV_SERVER_TOKEN, ClusterSpec, ServerPlacement,
+from .spec import (ENV_LAUNCH_ID, ENV_RESTART_COUNT, ENV_SERVER_TOKEN, ClusterSpec, ServerPlacement,
                    check_plaintext_allowed, describe, server_argv, trainer_argv, trainer_env)
 
 log = logging.getLogger(__name__)
@@ -91,12 +97,14 @@ class Supervisor:
     sink : where prefixed output goes (default ``sys.stdout``).
     curve : fresh CURVE keys for this run (default); False = plaintext, which only
         loopback hosts may use (LaunchError otherwise).
+    max_restarts : times a failed trainer group is restarted (step 7 above; 0: the launch stops).
     """
 
     def __init__(self, spec: ClusterSpec, backend: LocalBackend | SshBackend, *,
                  server_timeout: float = 180.0, grace: float = 5.0, sink: TextIO | None = None,
                  curve: bool = True, server_restarts: int = 3, restart_window: float = 600.0,
-                 health_interval: float = HEALTH_INTERVAL, hang_timeout: float = HANG_TIMEOUT):
+                 health_interval: float = HEALTH_INTERVAL, hang_timeout: float = HANG_TIMEOUT,
+                 max_restarts: int = 0):
         self.server_watch = ServerWatch(self._ping, self._start_server, self._stop_member,
                                         server_timeout=server_timeout, server_restarts=server_restarts,
                                         restart_window=restart_window, health_interval=health_interval,
@@ -115,6 +123,7 @@ class Supervisor:
         self.client_keys = self.keys.launcher_client() if curve else None
         self.members: list[Member] = []
         self._signal: int | None = None
+        self.max_restarts, self.trainer_restarts = int(max_restarts), 0
 
     # ------------------------------------------------------------------ public
     def run(self) -> int:
@@ -240,7 +249,7 @@ class Supervisor:
 
     def _start_trainers(self) -> None:
         for t in self.spec.trainers:
-            env = trainer_env(self.spec, t)
+            env = {**trainer_env(self.spec, t), ENV_RESTART_COUNT: str(self.trainer_restarts)}
             if self.server_watch.server_restarts:  # the trainers' clients wait for a restarted server this long
                 env[ENV_RETRY_TIMEOUT] = f"{self.server_timeout:g}"
             name = f"node{t.node_rank}"
@@ -283,6 +292,9 @@ class Supervisor:
                         return failure
                     continue
                 if status != 0:
+                    if self.trainer_restarts < self.max_restarts:
+                        trainers = self._restart_trainers(m, status)
+                        break  # the member list changed: scan it again
                     log.error("%s failed; stopping everything", m.what)
                     return self._blame(self._exited(m, status))
                 m.done = True
@@ -290,6 +302,24 @@ class Supervisor:
                 log.info("all trainers exited 0")
                 return None
             time.sleep(POLL_SECONDS)
+
+    def _restart_trainers(self, failed: Member, status: int) -> list[Member]:
+        """Stop every host's trainers and start them all again (one more restart counted); the
+        graph servers keep running.  Returns the new trainer members."""
+        self.trainer_restarts += 1
+        log.warning("%s; restarting the trainers (%d of %d restarts)", self._exited(failed, status),
+                    self.trainer_restarts, self.max_restarts)
+        for m in self.members:
+            if m.role == "trainer" and not m.done:
+                if m.launched.popen.poll() is None:
+                    self._stop_member(m)
+                m.done = True
+        self._start_trainers()
+        now = time.monotonic()
+        fresh = [m for m in self.members if m.role == "trainer" and not m.done]
+        for m in fresh:
+            m.next_ping = m.last_answer = now
+        return fresh
 
     def _ping(self, address: str, timeout: float) -> bool:
         """True if the server at ``address`` answers PING (with the launcher's keys) within ``timeout`` s."""

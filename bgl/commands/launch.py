@@ -60,6 +60,10 @@ def register(subparsers) -> None:
                         help="times a graph server that exits or stops answering PING is restarted "
                              "(same host, same address) within --server-restart-window seconds "
                              "before the launch stops; 0 = stop at the first server failure")
+    parser.add_argument("--max-restarts", type=int_at_least(0), default=0,
+                        help="times the trainers are restarted (all hosts' torchrun together, servers kept) "
+                             "when one fails; the script sees BGL_RESTART_COUNT and resumes from its own "
+                             "checkpoint (examples/train_sage.py --checkpoint-dir); 0 = stop at the first failure")
     parser.add_argument("--server-restart-window", type=float, default=600.0,
                         help="seconds over which --server-restarts is counted")
     parser.add_argument("--server-ping-interval", type=float, default=5.0,
@@ -140,6 +144,9 @@ def run(args: argparse.Namespace) -> int:
     if args.backend in ("slurm", "env") and args.hosts is not None:
         raise LaunchError(f"--hosts is not used with --backend {args.backend} (the nodes come from "
                           + ("the allocation)" if args.backend == "slurm" else "the torch rendezvous)"))
+    if args.backend == "env" and args.max_restarts:
+        raise LaunchError("--max-restarts is for the local, ssh and slurm backends; under --backend env give "
+                          "torchrun its own --max-restarts (it restarts the workers there)")
     if args.backend == "env":
         from bgl.launch.env_mode import run_env_mode
 
@@ -189,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
                           curve=not args.no_curve, server_restarts=args.server_restarts,
                           restart_window=args.server_restart_window,
                           health_interval=args.server_ping_interval,
-                          hang_timeout=args.server_hang_timeout).run()
+                          hang_timeout=args.server_hang_timeout, max_restarts=args.max_restarts).run()
     except LaunchAborted as e:
         print(f"bgl launch: failed: {e}", file=sys.stderr)
         return e.exit_code
