@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _edge_kernels as EK
 from . import _kernels as K
-from .ops import _read_only, _sample_offsets, check_exclude
+from .sample_arrays import read_only, sample_offsets
 
 
 def edge_positions(edge_ids) -> np.ndarray:
@@ -22,7 +22,7 @@ def edge_positions(edge_ids) -> np.ndarray:
     Raises ValueError naming the first position whose id is out of range or repeated."""
     ids = np.ascontiguousarray(edge_ids, dtype=np.int64)
     out = np.full(ids.shape[0], -1, np.int64)
-    bad = int(EK.invert_edge_ids(_read_only(ids), out))
+    bad = int(EK.invert_edge_ids(read_only(ids), out))
     if bad >= 0:
         raise ValueError(f"edge_ids must be a permutation of 0..{ids.shape[0] - 1}; position {bad} "
                          f"holds {int(ids[bad])}, out of range or repeated")
@@ -30,11 +30,10 @@ def edge_positions(edge_ids) -> np.ndarray:
 
 
 def excluded_positions(exclude, num_edges: int, edge_ids=None, edge_pos=None) -> np.ndarray:
-    """The sorted, unique CSC positions of the excluded edge ids ``exclude``: the ids themselves,
-    or with ``edge_ids`` (each position's id) their positions through ``edge_pos`` (its
-    :func:`edge_positions`, computed here when not given).  Ids past the last edge name no edge
-    of this slice and are dropped."""
-    exclude = check_exclude(exclude)
+    """The sorted, unique CSC positions of the excluded edge ids ``exclude`` (sorted and unique, as
+    :func:`.ops.check_exclude` returns them): the ids themselves, or with ``edge_ids`` (each
+    position's id) their positions through ``edge_pos`` (its :func:`edge_positions`, computed here
+    when not given).  Ids past the last edge name no edge of this slice and are dropped."""
     if edge_ids is None:
         return exclude
     if edge_pos is None:
@@ -51,15 +50,13 @@ def excluded_positions(exclude, num_edges: int, edge_ids=None, edge_pos=None) ->
 
 def sample_excluding(indptr, indices, seeds, off, fo, rep, sd, exclude, edge_ids, edge_pos, max_edges):
     """The uniform sample of :func:`.ops.sample_neighbors` drawn around the ``exclude`` edge ids
-    (serial): ``(counts, nbrs, eids)`` as that function returns them."""
+    (sorted and unique; serial): ``(counts, nbrs, eids)`` as that function returns them."""
     xpos = excluded_positions(exclude, indices.shape[0], edge_ids, edge_pos)
-    # One kernel signature whatever the arrays' origin (memmap, zmq frame, tensor): numba compiles a
-    # variant per writeable flag, ~1 min each on a loaded 2-core box.  Read-only views copy nothing.
-    indptr, seeds, xpos = (_read_only(a) for a in (indptr, seeds, xpos))
+    indptr, seeds, xpos = (read_only(a) for a in (indptr, seeds, xpos))
     m = seeds.shape[0]
     starts, degs, xlo, nexcl, counts = (np.empty(m, np.int64) for _ in range(5))
     EK.excluded_spans(indptr, seeds, off, fo, rep, xpos, starts, degs, xlo, nexcl, counts)
-    out_indptr, total = _sample_offsets(counts, max_edges)
+    out_indptr, total = sample_offsets(counts, max_edges)
     eids = np.empty(total, np.int64)
     EK.sample_positions_excluding(starts, degs, xlo, nexcl, xpos, seeds, fo, rep, sd, out_indptr, eids)
     nbrs = np.empty(total, indices.dtype)

@@ -15,6 +15,9 @@ import numpy as np
 from . import _kernels as K
 from . import _labor_kernels as L
 from . import _weighted_kernels as W
+from . import exclusion
+# ops._read_only and ops._sample_offsets stay importable: kernel_warmup and typed use them
+from .sample_arrays import read_only as _read_only, sample_offsets as _sample_offsets  # noqa: F401
 
 MASK64 = (1 << 64) - 1
 # Largest fanout a request may ask for (besides -1 = all); guards with-replacement
@@ -156,9 +159,8 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     if exclude is not None and len(exclude):
         if prob is not None:
             raise ValueError("weighted sampling with excluded edges is not supported")
-        from .exclusion import sample_excluding  # exclusion builds on this module's helpers
-
-        return sample_excluding(indptr, indices, seeds, off, fo, rep, sd, exclude, edge_ids, edge_pos, max_edges)
+        return exclusion.sample_excluding(indptr, indices, seeds, off, fo, rep, sd, check_exclude(exclude),
+                                          edge_ids, edge_pos, max_edges)
     counts = np.empty(m, np.int64)
     if prob is not None:
         if prob.shape[0] != indices.shape[0]:
@@ -188,30 +190,14 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     return counts, nbrs, eids
 
 
-def _sample_offsets(counts: np.ndarray, max_edges: int) -> tuple[np.ndarray, int]:
-    """(out_indptr int64 [m + 1], total) of per-seed sample counts; ValueError above ``max_edges``."""
-    out_indptr = np.zeros(counts.shape[0] + 1, np.int64)
-    np.cumsum(counts, out=out_indptr[1:])
-    total = int(out_indptr[-1])
-    if total > max_edges:
-        raise ValueError(f"request would return {total} sampled edges, more than the limit {max_edges}")
-    return out_indptr, total
-
-
 def check_exclude(exclude) -> np.ndarray:
-    """Excluded edge ids as a sorted, unique int64 array (what the exclusion kernels search)."""
+    """Excluded edge ids as a sorted, unique int64 array (what :mod:`.exclusion` takes)."""
     exclude = as_ids(exclude, "exclude")
     if exclude.size and int(exclude.min()) < 0:
         raise ValueError(f"excluded edge ids must be >= 0, got {int(exclude.min())}")
     if exclude.size > 1 and not bool(np.all(exclude[1:] > exclude[:-1])):
         exclude = np.unique(exclude)
     return exclude
-
-
-def _read_only(a: np.ndarray) -> np.ndarray:
-    view = np.asarray(a).view(np.ndarray)
-    view.flags.writeable = False
-    return view
 
 
 def sample_labor(indptr: np.ndarray, indices: np.ndarray, seeds, node_offset: int, fanout: int, seed: int,
