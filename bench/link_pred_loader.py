@@ -28,6 +28,8 @@ from pathlib import Path
 os.environ.setdefault("DGLBACKEND", "pytorch")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from side_by_side import alternate, dgl_graph, load_average_at_end, setup  # noqa: E402
+
 
 def graph_store(name: str, workdir: Path, rmat_scale: int):
     """The store for ``name`` (ingested once into ``workdir``)."""
@@ -42,21 +44,6 @@ def graph_store(name: str, workdir: Path, rmat_scale: int):
     if (out / "meta.json").is_file():
         return GraphStore(out)
     return ingest(f"rmat:{rmat_scale}", out, overwrite=True, feat_dim=128)
-
-
-def dgl_graph(store):
-    """A DGLGraph of the store's edges (edge id = CSC position) with its features, and the reverse ids."""
-    import dgl
-    import numpy as np
-    import torch
-
-    import bgl
-
-    n = store.num_nodes
-    dst = torch.from_numpy(np.repeat(np.arange(n), np.diff(np.asarray(store.indptr))))
-    g = dgl.graph((torch.from_numpy(np.asarray(store.indices, dtype=np.int64)), dst), num_nodes=n)
-    g.ndata["feat"] = torch.from_numpy(np.array(store.feat))
-    return g, torch.from_numpy(bgl.reverse_edge_ids(store))
 
 
 def one_pass(loader, batches: int) -> float:
@@ -81,16 +68,9 @@ def compare(g, reverse, exclude, batches: int, repeats: int) -> dict:
         reverse_eids=reverse if exclude == "reverse_id" else None,
         negative_sampler=dgl.dataloading.negative_sampler.Uniform(1))
     seeds = torch.arange(g.num_edges())
-    loaders = {"dgl": dgl.dataloading.DataLoader(g, seeds, sampler, batch_size=512, shuffle=True),
-               "bgl": bgl.DataLoader(g, seeds, sampler, batch_size=512, shuffle=True)}
-    times = {name: [] for name in loaders}
-    for rep in range(repeats + 1):  # the first round warms up (kernels, caches, page faults)
-        for name, loader in loaders.items():
-            torch.manual_seed(rep)
-            t = one_pass(loader, batches)
-            if rep:
-                times[name].append(t)
-    return times
+    return alternate({"dgl": (dgl.dataloading.DataLoader(g, seeds, sampler, batch_size=512, shuffle=True), one_pass),
+                      "bgl": (bgl.DataLoader(g, seeds, sampler, batch_size=512, shuffle=True), one_pass)},
+                     batches, repeats)
 
 
 def main() -> None:
@@ -102,19 +82,15 @@ def main() -> None:
     parser.add_argument("--rmat-scale", type=int, default=17)
     parser.add_argument("--workdir", default="/tmp/bgl-bench-linkpred")
     args = parser.parse_args()
+    workdir = setup(args.workdir)
 
     import torch
 
-    from bgl.loader.pipeline import quiet_numba_threads
+    import bgl
 
-    quiet_numba_threads()
-    torch.set_num_threads(1)
-    workdir = Path(args.workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    print(f"load average at start: {open('/proc/loadavg').read().strip()} ({os.cpu_count()} cores)", flush=True)
     for name in args.datasets.split(","):
         store = graph_store(name, workdir, args.rmat_scale)
-        g, reverse = dgl_graph(store)
+        g, reverse = dgl_graph(store), torch.from_numpy(bgl.reverse_edge_ids(store))
         degs = g.in_degrees()
         print(f"{name}: {g.num_nodes():,} nodes, {g.num_edges():,} edges, max in-degree {int(degs.max()):,}, "
               f"mean {float(degs.float().mean()):.1f}", flush=True)
@@ -124,7 +100,7 @@ def main() -> None:
             print(f"{name} exclude={exclude}: " + "  ".join(
                 f"{k} median {med[k]:.3f} s best {min(v):.3f} s ({1000 * med[k] / args.batches:.1f} ms/batch)"
                 for k, v in times.items()) + f"  bgl/dgl {med['bgl'] / med['dgl']:.2f}x", flush=True)
-    print(f"load average at end: {open('/proc/loadavg').read().strip()}", flush=True)
+    load_average_at_end()
 
 
 if __name__ == "__main__":

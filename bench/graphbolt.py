@@ -1,0 +1,108 @@
+"""Node classification data path: GraphBolt's pipeline vs ``bgl.DataLoader``, side by side in one process.
+
+GraphBolt (``dgl.graphbolt``, in the same DGL 2.1 wheel) is DGL's newer loader:
+``ItemSampler -> sample_neighbor -> fetch_feature`` over a ``FusedCSCSamplingGraph`` built from
+the DGLGraph (``gb.from_dglgraph``) and a ``BasicFeatureStore`` of ``TorchBasedFeature`` s holding
+the same feature and label tensors, iterated by ``gb.DataLoader`` (``num_workers=0``).  bgl reads
+the same DGLGraph in place: ``bgl.DataLoader(g, seeds, bgl.NeighborSampler(fanouts,
+prefetch_node_feats=["feat"], prefetch_labels=["label"]))`` with its defaults.  Same seeds
+(every node), fanouts, batch size, shuffled.  Each batch is consumed as a training loop would:
+DGL blocks built (GraphBolt's ``mb.blocks``), input features and output labels read.
+
+Passes alternate GraphBolt, bgl, GraphBolt, bgl, ... (``--repeats`` timed each after one warm-up
+pass each, ``--batches`` batches a pass), so load drifts hit both alike; reported: median and
+best pass per system and bgl/GraphBolt of the medians.  Link prediction and typed graphs are not
+covered yet.
+
+Usage::
+
+    nice -n 10 python bench/graphbolt.py [--datasets cora,pubmed,slashdot] [--fanouts 10,10 15,10,5]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("DGLBACKEND", "pytorch")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from link_pred import store_for  # noqa: E402
+from side_by_side import alternate, batches_of, dgl_graph, load_average_at_end, setup  # noqa: E402
+
+
+def graphbolt_loader(g, seeds, fanouts, batch_size):
+    """GraphBolt's node-classification pipeline over ``g`` (its graph and features built once here)."""
+    import torch
+    from dgl import graphbolt as gb
+
+    graph = gb.from_dglgraph(g, is_homogeneous=True)
+    features = gb.BasicFeatureStore({("node", None, "feat"): gb.TorchBasedFeature(g.ndata["feat"])})
+    items = gb.ItemSet((seeds, g.ndata["label"][seeds]), names=("seed_nodes", "labels"))
+    pipe = gb.ItemSampler(items, batch_size=batch_size, shuffle=True)
+    pipe = pipe.sample_neighbor(graph, [torch.LongTensor([f]) for f in fanouts])
+    pipe = pipe.fetch_feature(features, node_feature_keys=["feat"])
+    return gb.DataLoader(pipe, num_workers=0)
+
+
+def graphbolt_pass(loader, batches: int) -> float:
+    t0 = time.perf_counter()
+    for mb in batches_of(loader, batches):
+        blocks = mb.blocks
+        mb.node_features["feat"].sum()
+        mb.labels.sum()
+        assert blocks[-1].num_dst_nodes() == mb.labels.shape[0]
+    return time.perf_counter() - t0
+
+
+def bgl_pass(loader, batches: int) -> float:
+    t0 = time.perf_counter()
+    for _, _, blocks in batches_of(loader, batches):
+        blocks[0].srcdata["feat"].sum()
+        blocks[-1].dstdata["label"].sum()
+    return time.perf_counter() - t0
+
+
+def compare(g, fanouts, batch_size: int, batches: int, repeats: int) -> dict:
+    """{system: [pass seconds]} for GraphBolt's pipeline and bgl's loader on the same inputs."""
+    import torch
+
+    import bgl
+
+    seeds = torch.arange(g.num_nodes())
+    sampler = bgl.NeighborSampler(fanouts, prefetch_node_feats=["feat"], prefetch_labels=["label"])
+    return alternate({"graphbolt": (graphbolt_loader(g, seeds, fanouts, batch_size), graphbolt_pass),
+                      "bgl": (bgl.DataLoader(g, seeds, sampler, batch_size=batch_size, shuffle=True), bgl_pass)},
+                     batches, repeats)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--datasets", default="cora,pubmed,slashdot")
+    parser.add_argument("--fanouts", nargs="+", default=["10,10", "15,10,5"])
+    parser.add_argument("--batch-size", type=int, default=1024)
+    parser.add_argument("--batches", type=int, default=40, help="batches per pass (epochs repeat as needed)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed passes per system after a warm-up pass")
+    parser.add_argument("--workdir", default="/tmp/bgl-bench-graphbolt")
+    args = parser.parse_args()
+    workdir = setup(args.workdir)
+    for name in args.datasets.split(","):
+        g = dgl_graph(store_for(name, workdir), labels=8)
+        print(f"{name}: {g.num_nodes():,} nodes, {g.num_edges():,} edges, {g.ndata['feat'].shape[1]}-dim features",
+              flush=True)
+        for fo in args.fanouts:
+            fanouts = [int(x) for x in fo.split(",")]
+            times = compare(g, fanouts, args.batch_size, args.batches, args.repeats)
+            med = {k: statistics.median(v) for k, v in times.items()}
+            print(f"{name} fanouts {fo} batch {args.batch_size}: " + "  ".join(
+                f"{k} median {med[k]:.3f} s best {min(v):.3f} s" for k, v in times.items())
+                + f"  bgl/graphbolt {med['bgl'] / med['graphbolt']:.2f}x", flush=True)
+    load_average_at_end()
+
+
+if __name__ == "__main__":
+    main()
