@@ -132,5 +132,9 @@ def _run(args: argparse.Namespace) -> int:
     tmp_json.write_text(json.dumps({"store": name, "version": 1, **cfg.to_dict()}, indent=2))
     os.replace(tmp_json, out / "config.json")
     print(format_table(rows))
+    if any(p.startswith("lookahead") for p in cfg.policies):
+        window = ("the window sized to the cache, bgl.DataLoader's default" if cfg.lookahead_k == "auto"
+                  else f"{cfg.lookahead_k} batches")
+        print(f"lookahead reads ahead: {window} (--lookahead-k)")
     print(f"wrote {out / 'hit_rate.csv'} and {out / 'hit_rate.png'}")
     return 0

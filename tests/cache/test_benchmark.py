@@ -131,5 +131,6 @@ def test_bench_cache_plain_lookahead_row_is_the_loaders_default_window(random_st
         by = {r["policy"]: int(r["rows_from_source"]) for r in rows if r["order"] == order}
         assert by["lookahead"] == by["lookahead[auto]"] <= by["lookahead[k4]"]
     assert BenchConfig().lookahead_k == "auto"
+    assert "lookahead reads ahead: the window sized to the cache, bgl.DataLoader's default" in capsys.readouterr().out
     assert main(["bench-cache", str(store.path), "--lookahead-k", "-2", "--out", str(out)]) == 2
     assert "expected 'auto' or an int >= 0, got -2" in capsys.readouterr().err
