@@ -19,7 +19,13 @@ GraphBolt (as DGL) drops excluded edges after the draw, bgl draws around them (s
 
 Passes alternate GraphBolt, bgl, GraphBolt, bgl, ... (``--repeats`` timed each after one warm-up
 pass each, ``--batches`` batches a pass), so load drifts hit both alike; reported: median and
-best pass per system and bgl/GraphBolt of the medians.  Typed graphs are not covered yet.
+best pass per system and bgl/GraphBolt of the medians.
+
+``--task typed``: node classification of the papers of the paper-word typed graphs of Cora and
+CiteSeer (bench/hetero.py's graphs: paper-cites-paper, paper-has-word, word-in-paper; paper
+features), both fanouts per relation: GraphBolt over ``gb.from_dglgraph(g, is_homogeneous=False)``
+with an ``ItemSetDict`` of papers, bgl with DGL's ``NeighborSampler(prefetch_node_feats={"paper":
+["feat"]}, prefetch_labels={"paper": ["label"]})``.
 
 Usage::
 
@@ -37,6 +43,7 @@ from pathlib import Path
 os.environ.setdefault("DGLBACKEND", "pytorch")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from hetero import build, to_dglgraph  # noqa: E402
 from link_pred import store_for  # noqa: E402
 from side_by_side import alternate, batches_of, dgl_graph, load_average_at_end, setup  # noqa: E402
 
@@ -109,6 +116,54 @@ def bgl_link_pass(loader, batches: int) -> float:
     return time.perf_counter() - t0
 
 
+def graphbolt_typed_loader(g, fanouts, batch_size):
+    """GraphBolt's node-classification pipeline over the papers of a typed ``g``."""
+    import torch
+    from dgl import graphbolt as gb
+
+    graph = gb.from_dglgraph(g, is_homogeneous=False)
+    papers = g.nodes["paper"].data
+    features = gb.BasicFeatureStore({("node", "paper", "feat"): gb.TorchBasedFeature(papers["feat"])})
+    seeds = torch.arange(g.num_nodes("paper"))
+    items = gb.ItemSetDict({"paper": gb.ItemSet((seeds, papers["label"]), names=("seed_nodes", "labels"))})
+    pipe = gb.ItemSampler(items, batch_size=batch_size, shuffle=True)
+    pipe = pipe.sample_neighbor(graph, [torch.LongTensor([f]) for f in fanouts])
+    pipe = pipe.fetch_feature(features, node_feature_keys={"paper": ["feat"]})
+    return gb.DataLoader(pipe, num_workers=0)
+
+
+def graphbolt_typed_pass(loader, batches: int) -> float:
+    t0 = time.perf_counter()
+    for mb in batches_of(loader, batches):
+        mb.blocks
+        mb.node_features[("paper", "feat")].sum()
+        mb.labels["paper"].sum()
+    return time.perf_counter() - t0
+
+
+def bgl_typed_pass(loader, batches: int) -> float:
+    t0 = time.perf_counter()
+    for _, _, blocks in batches_of(loader, batches):
+        blocks[0].srcnodes["paper"].data["feat"].sum()
+        blocks[-1].dstnodes["paper"].data["label"].sum()
+    return time.perf_counter() - t0
+
+
+def compare_typed(g, fanouts, batch_size: int, batches: int, repeats: int) -> dict:
+    """{system: [pass seconds]} for the papers of a typed ``g``: GraphBolt's pipeline and bgl's loader."""
+    import dgl
+    import torch
+
+    import bgl
+
+    sampler = dgl.dataloading.NeighborSampler(fanouts, prefetch_node_feats={"paper": ["feat"]},
+                                              prefetch_labels={"paper": ["label"]})
+    seeds = {"paper": torch.arange(g.num_nodes("paper"))}
+    return alternate({"graphbolt": (graphbolt_typed_loader(g, fanouts, batch_size), graphbolt_typed_pass),
+                      "bgl": (bgl.DataLoader(g, seeds, sampler, batch_size=batch_size, shuffle=True),
+                              bgl_typed_pass)}, batches, repeats)
+
+
 def compare(g, fanouts, batch_size: int, batches: int, repeats: int, reverse=None) -> dict:
     """{system: [pass seconds]} for GraphBolt's pipeline and bgl's loader on the same inputs: link
     prediction when ``reverse`` (each edge's reverse id) is given, else node classification."""
@@ -142,7 +197,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=40, help="batches per pass (epochs repeat as needed)")
     parser.add_argument("--repeats", type=int, default=3, help="timed passes per system after a warm-up pass")
     parser.add_argument("--workdir", default="/tmp/bgl-bench-graphbolt")
-    parser.add_argument("--task", choices=("node", "link"), default="node")
+    parser.add_argument("--task", choices=("node", "link", "typed"), default="node")
     args = parser.parse_args()
     workdir = setup(args.workdir)
 
@@ -152,13 +207,17 @@ def main() -> None:
 
     for name in args.datasets.split(","):
         store = store_for(name, workdir)
-        g = dgl_graph(store, labels=8)
+        if args.task == "typed":  # the paper-word graph built from the store (bench/hetero.py)
+            g = to_dglgraph(bgl.GraphStore(build(workdir, name)))
+        else:
+            g = dgl_graph(store, labels=8)
         reverse = torch.from_numpy(bgl.reverse_edge_ids(store)) if args.task == "link" else None
-        print(f"{name}: {g.num_nodes():,} nodes, {g.num_edges():,} edges, {g.ndata['feat'].shape[1]}-dim features",
+        print(f"{name}: {g.num_nodes():,} nodes, {g.num_edges():,} edges, {len(g.canonical_etypes)} relation(s)",
               flush=True)
         for fo in args.fanouts:
             fanouts = [int(x) for x in fo.split(",")]
-            times = compare(g, fanouts, args.batch_size, args.batches, args.repeats, reverse)
+            times = (compare_typed(g, fanouts, args.batch_size, args.batches, args.repeats) if args.task == "typed"
+                     else compare(g, fanouts, args.batch_size, args.batches, args.repeats, reverse))
             med = {k: statistics.median(v) for k, v in times.items()}
             print(f"{name} {args.task} fanouts {fo} batch {args.batch_size}: " + "  ".join(
                 f"{k} median {med[k]:.3f} s best {min(v):.3f} s" for k, v in times.items())
