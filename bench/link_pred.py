@@ -34,6 +34,7 @@ os.environ.setdefault("DGLBACKEND", "pytorch")
 
 # name -> (file under SHARED, ingest options)
 DATASETS = {"cora": ("cora.npz", {}), "citeseer": ("citeseer.npz", {}),
+            "pubmed": ("pubmed_adj_labels.npz", {"feat_dim": 128}),
             "slashdot": ("soc-Slashdot0902.txt.gz", {"feat_dim": 128, "symmetrize": True})}
 SHARED = Path("/work/shared/datasets")
 

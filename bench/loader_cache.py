@@ -1,17 +1,18 @@
 """bgl.DataLoader epochs with the lookahead cache vs BGL's FIFO vs no cache, inline and in processes.
 
 The cache benchmark (bench/cache.py) replays recorded batch streams; this one runs the
-real loader, so the fetch stage's lookahead (``cache_lookahead``, default the queue size)
-is what the pipeline actually gives it.  For each pipeline mode and policy, side by side
-in one run on one store: seconds per epoch (the epochs after a first, untimed one that
-starts processes and compiles kernels) and rows / MiB read from the source over the timed
-epochs (the fetch stage's cache counters; ``none`` reads every requested row).  Ratios
-are against ``fifo`` in the same mode.  Same torch seed for every configuration: the same
+real loader, so the fetch stage's lookahead (``cache_lookahead``: by default the window sized
+to the cache; ``--lookaheads auto,4`` adds a row per window) is what the pipeline actually
+gives it.  For each pipeline mode and policy, side by side in one run on one store: seconds
+per epoch and to each epoch's first batch (the epochs after a first, untimed one that starts
+processes and compiles kernels) and rows / MiB read from the source over the timed epochs
+(the fetch stage's cache counters; ``none`` reads every requested row).  Ratios are against
+``fifo`` in the same mode.  Same torch seed for every configuration: the same
 seeds and samples for all.
 
 Usage::
 
-    python bench/loader_cache.py [--dataset pubmed | --store DIR] [--epochs 3] [--batch-size 256]
+    python bench/loader_cache.py [--dataset pubmed | --store DIR] [--epochs 3] [--batch-size 256] [--lookaheads auto,4]
 """
 from __future__ import annotations
 
@@ -48,13 +49,16 @@ def open_store(args):
     return ingest(str(DATA / name), out, overwrite=True, **kwargs)
 
 
-def run(store, mode: str, policy: str, args) -> dict:
-    """Timed epochs and source traffic of one (mode, policy) loader."""
+def run(store, mode: str, policy: str, args, lookahead=None) -> dict:
+    """Timed epochs and source traffic of one (mode, policy) loader (``lookahead``: its
+    ``cache_lookahead``, None for the default)."""
     import bgl
 
     torch.manual_seed(args.seed)
     cores = sorted(os.sched_getaffinity(0))
     extra = {"stage_cores": {"sample": [cores[0]], "fetch": [cores[-1]]}} if mode == "processes" else {}
+    if lookahead is not None:
+        extra["cache_lookahead"] = lookahead
     fanouts = [int(f) for f in args.fanouts.split(",")]
     loader = bgl.DataLoader(store, np.asarray(store.train_idx), bgl.NeighborSampler(fanouts),
                             batch_size=args.batch_size, shuffle=True, order=args.order, pipeline=mode,
@@ -63,11 +67,12 @@ def run(store, mode: str, policy: str, args) -> dict:
         for _ in loader:  # processes start, kernels compile, caches warm
             pass
         before = loader.cache_stats()
-        times = []
+        times, firsts = [], []
         for _ in range(args.epochs):
             t = time.perf_counter()
-            for _ in loader:
-                pass
+            for i, _ in enumerate(loader):
+                if i == 0:
+                    firsts.append(time.perf_counter() - t)
             times.append(time.perf_counter() - t)
         after = loader.cache_stats()
     finally:
@@ -75,6 +80,7 @@ def run(store, mode: str, policy: str, args) -> dict:
     row_bytes = store.feat_dim * store.feat.dtype.itemsize
     moved = after["bytes_from_source"] - before["bytes_from_source"]
     return {"s_per_epoch": float(np.mean(times)), "s_min": float(np.min(times)), "rows": moved // row_bytes,
+            "first_ms": 1e3 * float(np.mean(firsts)),
             "mib": moved / 2**20, "hit_rate": (after["hits"] - before["hits"]) /
             max(1, after["requests"] - before["requests"]), "policy": loader.cache_policy}
 
@@ -92,6 +98,8 @@ def main() -> None:
     p.add_argument("--modes", default="inline,processes")
     p.add_argument("--policies", default="none,fifo,lookahead")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lookaheads", default="", help="cache_lookahead values, one lookahead row each "
+                   "(e.g. auto,4); empty: the loader's default only")
     args = p.parse_args()
     Path(args.workdir).mkdir(parents=True, exist_ok=True)
     store = open_store(args)
@@ -99,17 +107,21 @@ def main() -> None:
           f"{store.num_nodes} nodes, {store.num_edges} edges, {store.feat_dim}-dim "
           f"{store.feat.dtype}, {len(store.train_idx)} train ids")
     print(f"# batch {args.batch_size}, fanouts {args.fanouts}, order {args.order}, cache "
-          f"{args.cache_ratio:.0%} of nodes, {args.epochs} timed epochs after 1 untimed, queue 4 = lookahead k")
-    print("\n| mode | policy | s/epoch (mean, min) | rows from source | MiB from source | hit rate "
+          f"{args.cache_ratio:.0%} of nodes, {args.epochs} timed epochs after 1 untimed")
+    print("\n| mode | policy | s/epoch (mean, min) | first batch ms | rows from source | MiB from source | hit rate "
           "| rows vs fifo | time vs fifo |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
+    windows = [w if w == "auto" else int(w) for w in args.lookaheads.split(",") if w] or [None]
     for mode in args.modes.split(","):
-        results = {pol: run(store, mode, pol, args) for pol in args.policies.split(",")}
+        results = {}
+        for pol in args.policies.split(","):
+            for w in (windows if pol == "lookahead" else [None]):
+                results[pol if w is None else f"{pol}[{w}]"] = run(store, mode, pol, args, w)
         fifo = results.get("fifo")
         for pol, r in results.items():
             rows_ratio = f"{r['rows'] / fifo['rows']:.2f}x" if fifo and fifo["rows"] else "-"
             time_ratio = f"{r['s_per_epoch'] / fifo['s_per_epoch']:.2f}x" if fifo else "-"
-            print(f"| {mode} | {r['policy']} | {r['s_per_epoch']:.2f}, {r['s_min']:.2f} | {r['rows']:,} | "
+            print(f"| {mode} | {pol} | {r['s_per_epoch']:.2f}, {r['s_min']:.2f} | {r['first_ms']:.1f} | {r['rows']:,} | "
                   f"{r['mib']:.1f} | {r['hit_rate']:.3f} | {rows_ratio} | {time_ratio} |", flush=True)
 
 

@@ -22,8 +22,10 @@ FIFO_VARIANTS = {"request": ("request", False, False), "reverse-no-seeds": ("rev
 # lookahead variant -> (k, fill, fill scores: "presample" = presample counts, "degree" = in-degrees,
 # None = cfg.lookahead_scores); the plain "lookahead" rows use (cfg.lookahead_k, cfg.lookahead_fill,
 # cfg.lookahead_scores)
-# "auto": the window sized to the cache (bgl.cache.lookahead_feeder.CacheSizedWindow)
-LOOKAHEAD_VARIANTS = {"k0": (0, "counts", None), "k1": (1, "counts", None), "k16": (16, "counts", None),
+# "auto": the window sized to the cache (bgl.cache.lookahead_feeder.CacheSizedWindow), the loader's default
+# and so the plain rows' default too; "k4": the loader's fixed depth before that (its queue size)
+LOOKAHEAD_VARIANTS = {"k0": (0, "counts", None), "k1": (1, "counts", None), "k4": (4, "counts", None),
+                      "k16": (16, "counts", None),
                       "auto": ("auto", "counts", None),
                       "recency": (None, "recency", None), "presample": (None, "counts", "presample"),
                       "degree": (None, "counts", "degree")}
@@ -59,7 +61,9 @@ class BenchConfig:
     degree_priority: bool = True  # fifo: in-degrees as node_priority (hubs kept when a batch overflows)
     # extra fifo rows for comparison, labelled "fifo[<variant>]", see FIFO_VARIANTS
     fifo_variants: tuple[str, ...] = ()
-    lookahead_k: int = 4  # batches the sampler runs ahead of the fetch (the pipeline's queue size)
+    # batches announced ahead of the fetch: "auto" = the window sized to the cache, as bgl.DataLoader reads
+    # ahead by default (bgl.loader.cache_choice.sized_window), or a fixed depth
+    lookahead_k: int | str = "auto"
     lookahead_fill: str = "counts"  # see bgl.cache.lookahead.FILLS
     # fill scores: in-degrees (default: no presample pass, and as good or better in bench/results/cache.md)
     # or GNNLab's presample counts
@@ -78,8 +82,9 @@ class BenchConfig:
         bad = [v for v in self.lookahead_variants if v not in LOOKAHEAD_VARIANTS]
         if bad:
             raise ValueError(f"unknown lookahead variant {bad[0]!r}; choose from {', '.join(LOOKAHEAD_VARIANTS)}")
-        if isinstance(self.lookahead_k, bool) or not isinstance(self.lookahead_k, int) or self.lookahead_k < 0:
-            raise ValueError(f"lookahead_k must be an int >= 0, got {self.lookahead_k!r}")
+        if self.lookahead_k != "auto" and (isinstance(self.lookahead_k, bool) or not isinstance(self.lookahead_k, int)
+                                           or self.lookahead_k < 0):
+            raise ValueError(f"lookahead_k must be an int >= 0 or 'auto', got {self.lookahead_k!r}")
         if self.lookahead_scores not in LOOKAHEAD_SCORES:
             raise ValueError(f"lookahead_scores must be one of {LOOKAHEAD_SCORES}, got {self.lookahead_scores!r}")
         if self.lookahead_fill not in FILLS:

@@ -12,9 +12,11 @@ the network or PCIe, the figure that matters; a store with a feature codec is
 replayed on its encoded rows, so bytes are encoded bytes), the hit rate, and the cache's
 own speed: ids looked up and inserted per second, miss-source time subtracted.
 
-``lookahead`` replays with the sampler ``lookahead_k`` batches ahead of the
-fetch (each batch is announced ``k`` fetches before it is fetched, as the
-pipeline's queues allow).  ``belady`` is Belady's offline optimum for the same
+``lookahead`` replays as ``bgl.DataLoader`` reads ahead by default: each batch is
+announced as soon as the window sized to the cache reaches it (``lookahead_k="auto"``,
+:class:`~bgl.cache.lookahead_feeder.CacheSizedWindow`), or ``lookahead_k`` fetches
+before it is fetched for a fixed depth (the ``lookahead[k4]`` variant: the loader's
+old default).  ``belady`` is Belady's offline optimum for the same
 stream and capacity (:class:`~bgl.cache.lookahead.BeladyBound`): a bound, not a
 policy a loader can run.  Recording and replay live in :mod:`bgl.cache.replay`.
 """

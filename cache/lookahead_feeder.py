@@ -11,17 +11,24 @@ the inline pipeline (wrap the sampler's generator) and a fetch-stage process
 
 ``depth="auto"`` sizes the window to the cache instead (:class:`CacheSizedWindow`): read
 ahead while the cached rows the announced batches need leave room in the cache, up to
-``max_depth`` batches and ``max_bytes`` of queued blocks.  Four batches of lookahead see only
-a sliver of what a cache can keep when batches are small (PubMed, batch 32, 10 % cache: 1.37x
-Belady's rows at depth 4, 1.00x with the window sized to the cache; bench/results/cache.md).
+``max_depth`` batches and ``max_bytes`` of queued blocks.  It is the loader's default
+(``cache_lookahead``): four batches of lookahead see only a sliver of what a cache can keep when
+batches are small (PubMed, batch 32, 10 % cache: 1.37x Belady's rows at depth 4, 1.00x with the
+window sized to the cache; bench/results/cache.md).
 
 Costs: holds the window's sampled batches (their blocks) in memory besides the one being
-fetched, at most ``max_bytes`` with ``"auto"`` (default 64 MiB) or ``depth`` batches; adds no
-copy.  ``"auto"`` adds one O(capacity) count of the protected slots per batch read.
+fetched: at most :data:`DEFAULT_MAX_BYTES` (64 MiB, plus the one batch that crosses it) with
+the sized window, or ``depth`` batches.  In a fetch *process* (``pipeline="processes"``) each
+held batch also keeps its shared-memory segments open, one file descriptor each under torch's
+default sharing strategy, so the window there is also bounded by the open-file limit
+(:func:`process_window`).  Adds no copy; the sized window adds one O(capacity) count of the
+protected slots per batch read.
 """
 from __future__ import annotations
 
+import resource
 from collections import deque
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 import torch
@@ -57,6 +64,27 @@ DEFAULT_MAX_DEPTH = 1024
 DEFAULT_MAX_BYTES = 64 << 20
 
 
+# Shared-memory segments one sampled batch holds open in a fetch process: its packed blocks
+# (bgl/loader/minibatch.py) and, for seed edges, the EdgeBatch's up to six tensors; one spare.
+SEGMENTS_PER_BATCH = 8
+
+
+def process_window(max_depth: int = DEFAULT_MAX_DEPTH, max_bytes: int = DEFAULT_MAX_BYTES,
+                   open_files: int | None = None) -> "CacheSizedWindow":
+    """The sized window a fetch stage *process* may hold: at most half the soft open-file limit
+    (``open_files``, default this process's ``RLIMIT_NOFILE``) in queued batches' shared-memory
+    segments (:data:`SEGMENTS_PER_BATCH` each), so a long window cannot exhaust the descriptors
+    torch's ``file_descriptor`` sharing strategy keeps open per received tensor (a 1024-file
+    limit: 64 batches; 20000: the 1024-batch cap).  No file bound under ``file_system`` sharing."""
+    if torch.multiprocessing.get_sharing_strategy() == "file_system":
+        return CacheSizedWindow(max_depth, max_bytes)
+    if open_files is None:
+        open_files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        open_files = 1 << 20 if open_files == resource.RLIM_INFINITY else open_files
+    return CacheSizedWindow(max(1, min(max_depth, open_files // 2 // SEGMENTS_PER_BATCH)), max_bytes)
+
+
+@dataclass(frozen=True)
 class CacheSizedWindow:
     """When to read one more sampled batch ahead: a window sized to the cache.
 
@@ -65,7 +93,8 @@ class CacheSizedWindow:
     every slot is protected, the cache keeps exactly what a longer window would make it
     keep.  So: read ahead while ``cache.protected_rows() < cache.capacity``, at most
     ``max_depth`` batches and ``max_bytes`` of queued batches (``bytes_of(item)``), and never
-    fewer than one batch.
+    fewer than one batch.  A loader's fetch stage carries one (``FetchStage.lookahead``), its
+    bounds chosen once for its pipeline (:func:`process_window` in a stage process).
 
     Parameters
     ----------
@@ -74,12 +103,14 @@ class CacheSizedWindow:
         by the one batch that crossed it).
     """
 
-    def __init__(self, max_depth: int = DEFAULT_MAX_DEPTH, max_bytes: int = DEFAULT_MAX_BYTES):
-        if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
-            raise ValueError(f"max_depth must be an int >= 1, got {max_depth!r}")
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
-            raise ValueError(f"max_bytes must be an int >= 0, got {max_bytes!r}")
-        self.max_depth, self.max_bytes = max_depth, max_bytes
+    max_depth: int = DEFAULT_MAX_DEPTH
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    def __post_init__(self):
+        if isinstance(self.max_depth, bool) or not isinstance(self.max_depth, int) or self.max_depth < 1:
+            raise ValueError(f"max_depth must be an int >= 1, got {self.max_depth!r}")
+        if isinstance(self.max_bytes, bool) or not isinstance(self.max_bytes, int) or self.max_bytes < 0:
+            raise ValueError(f"max_bytes must be an int >= 0, got {self.max_bytes!r}")
 
     def wants_more(self, cache, ahead: int, queued_bytes: int) -> bool:
         """Read another batch, with ``ahead`` batches (``queued_bytes``) already read ahead?"""
@@ -99,10 +130,11 @@ class LookaheadFeeder:
         ``announce(ids)`` (a :class:`~bgl.cache.lookahead.LookaheadCache`) each batch is
         announced as soon as it is read, ``depth`` fetches before it is fetched.
     miss_source : ``f(unique_missing_ids) -> rows``, as for ``cache.fetch``.
-    depth : batches read ahead of the one fetched (k; the pipeline's queue size by default
-        in the loader).  0 = no lookahead.  ``"auto"`` = a window sized to the cache
-        (:class:`CacheSizedWindow` with ``max_depth`` and ``max_bytes``).  Caches without
-        ``announce`` get depth 0: reading ahead would only add latency.
+    depth : batches read ahead of the one fetched (k).  0 = no lookahead.  ``"auto"`` = a
+        window sized to the cache (:class:`CacheSizedWindow` with ``max_depth`` and
+        ``max_bytes``), or that window given as a :class:`CacheSizedWindow` (its bounds win;
+        the loader's default).  Caches without ``announce`` get depth 0: reading ahead would
+        only add latency.
     ids_of : item -> int64 ids tensor on the cache device (default ``item.blocks[0].src_ids``).
     num_seeds_of : item -> number of leading ids that are seeds (default
         ``item.blocks[-1].num_dst``), or None to pass 0.
@@ -127,14 +159,17 @@ class LookaheadFeeder:
                  max_depth: int = DEFAULT_MAX_DEPTH, max_bytes: int = DEFAULT_MAX_BYTES,
                  bytes_of: Callable[[Any], int] = _block_bytes,
                  out_for: Optional[Callable[[int], Optional[torch.Tensor]]] = None):
-        if depth != AUTO and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 0):
+        if depth == AUTO:
+            depth = CacheSizedWindow(max_depth, max_bytes)
+        if not isinstance(depth, CacheSizedWindow) and (isinstance(depth, bool) or not isinstance(depth, int)
+                                                         or depth < 0):
             raise ValueError(f"depth must be an int >= 0 or 'auto', got {depth!r}")
         self.cache = cache
         self.miss_source = miss_source
         self.announce = getattr(cache, "announce", None)
-        self.window = CacheSizedWindow(max_depth, max_bytes) if depth == AUTO else None
+        self.window = depth if isinstance(depth, CacheSizedWindow) else None
         self.bytes_of = bytes_of
-        self.depth = (max_depth if depth == AUTO else depth) if self.announce is not None else 0
+        self.depth = (depth.max_depth if self.window is not None else depth) if self.announce is not None else 0
         self.ids_of = ids_of
         self.num_seeds_of = num_seeds_of
         self.on_fetch = on_fetch

@@ -1,7 +1,7 @@
 """Numba kernels for link prediction: sampling that never draws excluded edges, and negatives.
 
-Plain array arguments only; :mod:`bgl.sampler.ops` and :mod:`bgl.sampler.negative`
-validate inputs and call these.
+Plain array arguments only; :mod:`bgl.sampler.exclusion`, :mod:`bgl.negative_sampler` and
+:mod:`bgl.sampler.edge_check` validate inputs and call these.
 
 Exclusion happens *inside* the draw: a row that holds excluded edges samples from its
 remaining edges (the fanout still applies to those), so an excluded edge can never reach
@@ -13,9 +13,9 @@ exclusion, from the same per-row stream keyed by ``(seed, global id)``; the
 result stays a pure function of ``(seed, ids, excluded ids)``, whatever store,
 part or server samples it.
 
-Edge ids: a row's edge at CSC position ``p`` has id ``p`` (a store's numbering)
-unless ``edge_ids`` is given (``has_edge_ids``), then ``edge_ids[p]`` (a
-DGLGraph's own ids).  ``excl`` is sorted and unique; ``table`` is its :func:`id_set`.
+Excluded edges arrive as CSC positions (``xpos``, sorted and unique): a store's edge ids are
+its positions; a DGLGraph's own ids are mapped to positions by the Python layer
+(:mod:`bgl.sampler.exclusion`) once per layer, through the inverse of its ``edge_ids``.
 """
 from __future__ import annotations
 
@@ -26,100 +26,80 @@ from ._kernels import _GOLDEN, FLOYD_MAX_K, _below, _count_one, _mix64, _row_pos
 
 
 @njit(nogil=True, cache=True)
-def id_set(excl):
-    """Open-addressing hash set of the ids ``excl`` (all >= 0): int64 [cap], -1 = empty slot,
-    ``cap`` a power of two >= 2 * len(excl) (at most half full, so a miss ends within a probe
-    or two).  The exclusion kernels test every edge of a row that holds an excluded edge
-    against it: on Cora link-prediction batches a binary search of the sorted ``excl`` per
-    edge made the exclusion draw ~8x the plain one; a probe costs a tenth of a search."""
-    cap = 16
-    while cap < 2 * excl.shape[0]:
-        cap *= 2
-    table = np.full(cap, -1, np.int64)
-    mask = cap - 1
-    for j in range(excl.shape[0]):
-        e = excl[j]
-        h = _slot(e, mask)
-        while table[h] != -1 and table[h] != e:
-            h = (h + 1) & mask
-        table[h] = e
-    return table
+def excluded_spans(indptr, seeds, node_offset, fanout, replace, xpos, starts, degs, xlo, nexcl, counts):
+    """Per seed ``i``: row start and degree, where its excluded positions begin in ``xpos``
+    (``xlo``: they are ``xpos[xlo[i]:xlo[i] + nexcl[i]]``) and the sample size over the remaining
+    edges (``counts``).  ``xpos``: the batch's excluded CSC positions, sorted and unique.
 
-
-@njit(nogil=True, cache=True, inline="always")
-def _slot(e, mask):
-    return np.int64(_mix64(np.uint64(e)) & np.uint64(mask))
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _is_excluded(e, table):
-    mask = table.shape[0] - 1
-    h = _slot(e, mask)
-    while True:
-        v = table[h]
-        if v == e:
-            return True
-        if v == -1:
-            return False
-        h = (h + 1) & mask
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _excluded_in_row(start, deg, edge_ids, has_edge_ids, excl, table):
-    if not has_edge_ids:  # ids are positions: the row's excluded ids are one contiguous run of excl
-        return np.searchsorted(excl, start + deg) - np.searchsorted(excl, start)
-    n = 0
-    for p in range(start, start + deg):
-        n += _is_excluded(edge_ids[p], table)
-    return n
-
-
-@njit(nogil=True, cache=True)
-def excluded_counts(indptr, edge_ids, has_edge_ids, seeds, node_offset, fanout, replace, excl, table,
-                    starts, degs, nexcl, counts):
-    """Per seed ``i``: row start and degree, excluded edges in the row (``nexcl``) and the sample
-    size over the remaining edges (``counts``); returns the largest degree of a row with exclusions.
-    ``table`` is :func:`id_set` of ``excl``."""
-    widest = 0
+    Two binary searches of the batch's few excluded positions per row, never a look at the
+    row's edges: on a hub the exclusion costs what the fanout costs, not the degree."""
     for i in range(seeds.shape[0]):
         row = seeds[i] - node_offset
         s = indptr[row]
         d = indptr[row + 1] - s
-        x = _excluded_in_row(s, d, edge_ids, has_edge_ids, excl, table)
+        a = np.searchsorted(xpos, s)
+        x = np.searchsorted(xpos, s + d) - a
         starts[i] = s
         degs[i] = d
+        xlo[i] = a
         nexcl[i] = x
         counts[i] = _count_one(d - x, fanout, replace)
-        if x > 0 and d > widest:
-            widest = d
-    return widest
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _rank_to_offset(r, xpos, a, x, s):
+    """Row offset of the row's ``r``-th remaining edge (0-based), its excluded offsets being
+    ``xpos[a:a+x] - s`` (sorted).  Excluded offset ``e_j`` (the ``j``-th) has ``e_j - j`` remaining
+    edges before it, a count that never decreases with ``j``; it lies before the wanted edge iff
+    that count is <= ``r``.  So the offset is ``r`` plus how many ``j`` satisfy it: a binary search
+    over the ``x`` excluded offsets, O(log x) per drawn edge."""
+    lo = 0
+    hi = x
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if xpos[a + mid] - s - mid <= r:
+            lo = mid + 1
+        else:
+            hi = mid
+    return r + lo
 
 
 @njit(nogil=True, cache=True)
-def sample_positions_excluding(starts, degs, nexcl, seeds, fanout, replace, seed, edge_ids, has_edge_ids,
-                               table, widest, out_indptr, out_eids):
+def sample_positions_excluding(starts, degs, xlo, nexcl, xpos, seeds, fanout, replace, seed, out_indptr, out_eids):
     """``out_eids[out_indptr[i]:out_indptr[i+1]]`` = CSC positions sampled for seed ``i``, never
-    an excluded edge (``table``: :func:`id_set` of the excluded ids; rows with ``nexcl[i] == 0``
-    draw as without exclusion)."""
+    an excluded one (``xpos``, ``xlo``, ``nexcl``: see :func:`excluded_spans`).
+
+    A row with ``x`` excluded edges out of ``d`` draws ranks among its ``d - x`` remaining edges
+    with :func:`~bgl.sampler._kernels._row_positions` (uniform, without replacement unless
+    ``replace``; every one when the fanout is -1 or at least ``d - x``), then maps each rank to
+    its position past the excluded ones (:func:`_rank_to_offset`): the sample a scan of the row's
+    remaining edges would give, at O(k log x) instead of O(d).  Rows with ``nexcl[i] == 0`` draw
+    as without exclusion."""
     tmp = np.empty(FLOYD_MAX_K, np.int64)
-    allowed = np.empty(widest, np.int64)
     for i in range(seeds.shape[0]):
         o = out_indptr[i]
         k = out_indptr[i + 1] - o
-        s, d = starts[i], degs[i]
-        if nexcl[i] == 0:
+        s, d, x = starts[i], degs[i], nexcl[i]
+        if x == 0:
             _row_positions(s, d, seeds[i], fanout, replace, seed, out_eids, o, k, tmp)
             continue
-        n = 0
-        for p in range(s, s + d):
-            e = edge_ids[p] if has_edge_ids else p
-            if not _is_excluded(e, table):
-                allowed[n] = p
-                n += 1
-        # draw ranks among the remaining edges, then map each rank to its position
-        _row_positions(0, n, seeds[i], fanout, replace, seed, out_eids, o, k, tmp)
-        for j in range(k):
-            out_eids[o + j] = allowed[out_eids[o + j]]
+        _row_positions(0, d - x, seeds[i], fanout, replace, seed, out_eids, o, k, tmp)
+        a = xlo[i]
+        for j in range(o, o + k):
+            out_eids[j] = s + _rank_to_offset(out_eids[j], xpos, a, x, s)
+
+
+@njit(nogil=True, cache=True)
+def invert_edge_ids(edge_ids, out):
+    """``out[edge_ids[p]] = p`` (``out`` int64 [e] filled with -1 first); returns the first position
+    whose id is out of ``[0, e)`` or repeats an earlier one, or -1 when ``edge_ids`` is a permutation."""
+    e = out.shape[0]
+    for p in range(edge_ids.shape[0]):
+        v = edge_ids[p]
+        if v < 0 or v >= e or out[v] != -1:
+            return p
+        out[v] = p
+    return -1
 
 
 @njit(nogil=True, cache=True)

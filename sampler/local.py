@@ -11,6 +11,7 @@ from bgl.blocks import Block
 from bgl.store import GraphStore
 
 from . import multilayer, ops
+from .exclusion import edge_positions
 
 
 class LocalSampler:
@@ -42,6 +43,7 @@ class LocalSampler:
         # Arrays over a DGLGraph know each CSC position's edge id (a store's ids are its positions).
         edge_ids = getattr(self.store, "edge_ids", None)
         self._edge_ids = None if edge_ids is None else np.asarray(edge_ids)
+        self._edge_pos = None  # their inverse, built at the first excluding call (O(edges), once)
         # dense relabel markers over the global id space (hash fallback for huge ones)
         self._relabel = ops.Relabeler(self.store.global_num_nodes)
 
@@ -65,9 +67,11 @@ class LocalSampler:
             counts, nbrs, eids = ops.sample_labor(self._indptr, self._indices, dst, self.store.node_offset,
                                                   fanout, seed, labor[0], labor[1])
         else:
+            if exclude is not None and len(exclude) and self._edge_ids is not None and self._edge_pos is None:
+                self._edge_pos = edge_positions(self._edge_ids)
             counts, nbrs, eids = ops.sample_neighbors(self._indptr, self._indices, dst, self.store.node_offset,
                                                       fanout, replace, seed, prob=weights, exclude=exclude,
-                                                      edge_ids=self._edge_ids)
+                                                      edge_ids=self._edge_ids, edge_pos=self._edge_pos)
         rows = {name: np.take(arr, eids, axis=0) for name, arr in zip(edge_data, arrays)}
         if self._edge_ids is not None:
             eids = self._edge_ids[eids].astype(np.int64, copy=False)

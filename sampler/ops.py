@@ -12,10 +12,12 @@ import threading
 import numba
 import numpy as np
 
-from . import _edge_kernels as EK
 from . import _kernels as K
 from . import _labor_kernels as L
 from . import _weighted_kernels as W
+from . import exclusion
+# ops._read_only and ops._sample_offsets stay importable: kernel_warmup and typed use them
+from .sample_arrays import read_only as _read_only, sample_offsets as _sample_offsets  # noqa: F401
 
 MASK64 = (1 << 64) - 1
 # Largest fanout a request may ask for (besides -1 = all); guards with-replacement
@@ -119,7 +121,7 @@ def check_weights(prob, num_edges: int, name: str = "prob") -> np.ndarray:
 def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray, node_offset: int,
                      fanout: int, replace: bool, seed: int, *, parallel: bool = True,
                      prob: np.ndarray | None = None, exclude: np.ndarray | None = None,
-                     edge_ids: np.ndarray | None = None,
+                     edge_ids: np.ndarray | None = None, edge_pos: np.ndarray | None = None,
                      max_edges: int = MAX_SAMPLE_EDGES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Sample in-neighbours of ``seeds`` (global ids owned by this CSC slice).
 
@@ -137,6 +139,9 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     exclude : optional int64 [x] edge ids never to sample (link prediction's seed edges and
         their reverses; see :func:`check_exclude`): a row draws from its other edges only
     edge_ids : optional int [e] edge id of each CSC position (default: the position is the id)
+    edge_pos : optional int64 [e] the inverse of ``edge_ids`` (:func:`.exclusion.edge_positions`),
+        which maps ``exclude`` to positions; computed per call (O(e)) when ``exclude`` is given
+        without it, so a sampler over a graph with its own edge ids computes it once
 
     Returns
     -------
@@ -154,7 +159,8 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     if exclude is not None and len(exclude):
         if prob is not None:
             raise ValueError("weighted sampling with excluded edges is not supported")
-        return _sample_excluding(indptr, indices, seeds, off, fo, rep, sd, exclude, edge_ids, max_edges)
+        return exclusion.sample_excluding(indptr, indices, seeds, off, fo, rep, sd, check_exclude(exclude),
+                                          edge_ids, edge_pos, max_edges)
     counts = np.empty(m, np.int64)
     if prob is not None:
         if prob.shape[0] != indices.shape[0]:
@@ -184,54 +190,14 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     return counts, nbrs, eids
 
 
-def _sample_offsets(counts: np.ndarray, max_edges: int) -> tuple[np.ndarray, int]:
-    """(out_indptr int64 [m + 1], total) of per-seed sample counts; ValueError above ``max_edges``."""
-    out_indptr = np.zeros(counts.shape[0] + 1, np.int64)
-    np.cumsum(counts, out=out_indptr[1:])
-    total = int(out_indptr[-1])
-    if total > max_edges:
-        raise ValueError(f"request would return {total} sampled edges, more than the limit {max_edges}")
-    return out_indptr, total
-
-
 def check_exclude(exclude) -> np.ndarray:
-    """Excluded edge ids as a sorted, unique int64 array (what the exclusion kernels search)."""
+    """Excluded edge ids as a sorted, unique int64 array (what :mod:`.exclusion` takes)."""
     exclude = as_ids(exclude, "exclude")
     if exclude.size and int(exclude.min()) < 0:
         raise ValueError(f"excluded edge ids must be >= 0, got {int(exclude.min())}")
     if exclude.size > 1 and not bool(np.all(exclude[1:] > exclude[:-1])):
         exclude = np.unique(exclude)
     return exclude
-
-
-def _read_only(a: np.ndarray) -> np.ndarray:
-    view = np.asarray(a).view(np.ndarray)
-    view.flags.writeable = False
-    return view
-
-
-def _sample_excluding(indptr, indices, seeds, off, fo, rep, sd, exclude, edge_ids, max_edges):
-    """The uniform sample of :func:`sample_neighbors` drawn around the ``exclude`` edge ids (serial)."""
-    exclude = check_exclude(exclude)
-    has_ids = edge_ids is not None
-    ids = np.ascontiguousarray(edge_ids, dtype=np.int64) if has_ids else np.empty(0, np.int64)
-    if has_ids and ids.shape[0] != indices.shape[0]:
-        raise ValueError(f"edge_ids has {ids.shape[0]} entries for {indices.shape[0]} edges")
-    # One kernel signature whatever the arrays' origin (memmap, zmq frame, tensor): numba compiles a
-    # variant per writeable flag, ~1 min each on a loaded 2-core box.  Read-only views copy nothing.
-    indptr, seeds, exclude, ids = (_read_only(a) for a in (indptr, seeds, exclude, ids))
-    m = seeds.shape[0]
-    starts, degs, nexcl, counts = (np.empty(m, np.int64) for _ in range(4))
-    table = EK.id_set(exclude)
-    widest = EK.excluded_counts(indptr, ids, has_ids, seeds, off, fo, rep, exclude, table, starts, degs, nexcl,
-                                counts)
-    out_indptr, total = _sample_offsets(counts, max_edges)
-    eids = np.empty(total, np.int64)
-    EK.sample_positions_excluding(starts, degs, nexcl, seeds, fo, rep, sd, ids, has_ids, table,
-                                  np.int64(widest), out_indptr, eids)
-    nbrs = np.empty(total, indices.dtype)
-    K.gather_nbrs_serial(indices, eids, nbrs)
-    return counts, nbrs, eids
 
 
 def sample_labor(indptr: np.ndarray, indices: np.ndarray, seeds, node_offset: int, fanout: int, seed: int,

@@ -19,6 +19,19 @@ def _csv(kind):
     return parse
 
 
+def _depth(text: str):
+    """``--lookahead-k``: ``auto`` or a batch count >= 0."""
+    if text == "auto":
+        return text
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or an int >= 0, got {text!r}") from None
+    if k < 0:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or an int >= 0, got {k}")
+    return k
+
+
 def register(subparsers) -> None:
     """Add the ``bench-cache`` parser (cache hit-rate benchmark) to ``subparsers``."""
     parser = subparsers.add_parser(
@@ -50,14 +63,15 @@ def register(subparsers) -> None:
                         help="fifo: do not keep a batch's highest in-degree misses when they overflow the ring")
     parser.add_argument("--fifo-variants", type=_csv(str), default="",
                         help="extra fifo rows for comparison: request, reverse-no-seeds, reverse-no-priority")
-    parser.add_argument("--lookahead-k", type=int, default=4,
-                        help="lookahead: sampled batches announced ahead of the fetch (the pipeline's queue size)")
+    parser.add_argument("--lookahead-k", type=_depth, default="auto",
+                        help="lookahead: sampled batches announced ahead of the fetch; 'auto' = the window sized "
+                             "to the cache, as bgl.DataLoader reads ahead by default")
     parser.add_argument("--lookahead-fill", choices=("counts", "recency", "none"), default="counts",
                         help="lookahead: how rows no announced batch needs compete (presample counts, last use, id)")
     parser.add_argument("--lookahead-scores", choices=("degree", "presample"), default="degree",
                         help="lookahead: scores of the counts fill (in-degrees, or presample access counts)")
     parser.add_argument("--lookahead-variants", type=_csv(str), default="",
-                        help="extra lookahead rows for comparison: k0, k1, k16, auto (window sized to the cache), "
+                        help="extra lookahead rows for comparison: k0, k1, k4, k16, auto (window sized to the cache), "
                              "recency, presample, degree")
     parser.add_argument("--presample-epochs", type=int, default=1, help="epochs presampled for 'presample'")
     parser.add_argument("--max-batches", type=int, default=None, help="cap on batches per epoch (huge graphs)")
@@ -128,5 +142,9 @@ def _run(args: argparse.Namespace) -> int:
     tmp_json.write_text(json.dumps({"store": name, "version": 1, **cfg.to_dict()}, indent=2))
     os.replace(tmp_json, out / "config.json")
     print(format_table(rows))
+    if any(p.startswith("lookahead") for p in cfg.policies):
+        window = ("the window sized to the cache, bgl.DataLoader's default" if cfg.lookahead_k == "auto"
+                  else f"{cfg.lookahead_k} batches")
+        print(f"lookahead reads ahead: {window} (--lookahead-k)")
     print(f"wrote {out / 'hit_rate.csv'} and {out / 'hit_rate.png'}")
     return 0

@@ -92,11 +92,13 @@ class DataLoader:
         selectable).  The policy used is ``loader.cache_policy``.
     cache_ratio : float, fraction of nodes the cache holds (default 0.1)
     cache_bytes : int, cache size in bytes (instead of ``cache_ratio``)
-    cache_lookahead : sampled batches the fetch stage reads ahead for a lookahead cache
-        (default ``queue_size``); each costs one batch's blocks in memory.  ``"auto"``: as many
-        as the cache has room to keep rows for, at most 1024 batches and 64 MiB of blocks
-        (:class:`bgl.cache.lookahead_feeder.CacheSizedWindow`; 1.00x Belady's rows at batch 32
-        on PubMed and Slashdot where 4 batches move 1.37x / 1.28x)
+    cache_lookahead : ``"auto"`` (default) | int, sampled batches the fetch stage reads ahead for
+        a lookahead cache.  ``"auto"``: as many as the cache has room to keep rows for, within a
+        budget of 64 MiB of blocks in flight and 1024 batches, and with ``pipeline="processes"``
+        half the open-file limit in shared-memory segments held (8 a batch: 64 batches at a
+        1024-file limit) (:func:`bgl.loader.cache_choice.sized_window`; 1.00x Belady's rows at
+        batch 32 on PubMed and Slashdot where 4 batches move 1.37x / 1.28x).  An int reads that
+        many batches ahead, each costing one batch's blocks in memory.
     order : ``"random"`` | ``"proximity"`` (BGL's BFS order; from a local store, or with graph
         servers from the partition dir, part by part: see :mod:`bgl.cache.ordering.partition_order`)
     pipeline : ``"inline"`` | ``"thread"`` | ``"processes"``; default ``"processes"`` with

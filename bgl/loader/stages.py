@@ -132,21 +132,24 @@ class FetchStage(Stage):
     stage's process) or, inline only, a live cache object.  ``lookahead`` is
     how many sampled batches the stage reads ahead of the one it fetches when
     the cache takes announcements (``lookahead`` policy; see :meth:`stream`);
-    it holds that many batches' blocks besides the one being fetched.  ``"auto"`` reads
-    ahead as far as the cache has room for (:class:`~bgl.cache.lookahead_feeder.CacheSizedWindow`).
+    it holds that many batches' blocks besides the one being fetched.  ``"auto"``, or a
+    :class:`~bgl.cache.lookahead_feeder.CacheSizedWindow` with its bounds (the loader's default),
+    reads ahead as far as the cache has room for.
     """
 
     source: SamplingSpec
     feat_keys: tuple[str, ...] = ("feat",)
     label_keys: tuple[str, ...] = ("label",)
     cache: Any = None
-    lookahead: int | str = 0
+    lookahead: Any = 0  # int | "auto" | CacheSizedWindow
     schema: Any = None  # a typed graph's GraphSchema: rows per node type (bgl/loader/typed.py)
     name: str = "fetch"
 
     def __post_init__(self):
-        if self.lookahead != "auto" and (isinstance(self.lookahead, bool) or not isinstance(self.lookahead, int)
-                                         or self.lookahead < 0):
+        from ..cache.lookahead_feeder import CacheSizedWindow
+
+        if self.lookahead != "auto" and not isinstance(self.lookahead, CacheSizedWindow) and (
+                isinstance(self.lookahead, bool) or not isinstance(self.lookahead, int) or self.lookahead < 0):
             raise ValueError(f"lookahead must be an int >= 0 or 'auto', got {self.lookahead!r}")
         self._sampler = None
         self._feat_rows: Optional[np.ndarray] = None
@@ -226,8 +229,10 @@ class FetchStage(Stage):
 
         Call after :meth:`open` (a cache spec is built there)."""
         if self.feat_keys and hasattr(self._cache, "announce"):
-            from ..cache.lookahead_feeder import AUTO, DEFAULT_MAX_DEPTH
+            from ..cache.lookahead_feeder import AUTO, DEFAULT_MAX_DEPTH, CacheSizedWindow
 
+            if isinstance(self.lookahead, CacheSizedWindow):
+                return self.lookahead.max_depth
             return DEFAULT_MAX_DEPTH if self.lookahead == AUTO else int(self.lookahead)
         return 0
 
@@ -253,7 +258,7 @@ class FetchStage(Stage):
             self._remote.forget()
         typed = self.schema is not None
         feeder = LookaheadFeeder(cache, self._fetch_type_rows if typed else self._fetch_features,
-                                 depth=self.lookahead if self.lookahead == "auto" else depth, ids_of=self._cache_ids,
+                                 depth=depth if isinstance(self.lookahead, int) else self.lookahead, ids_of=self._cache_ids,
                                  num_seeds_of=self._cache_num_seeds, on_fetch=None if typed else self._labels_ride_along,
                                  out_for=self._cache_out)
         for mb, feat in feeder(items):

@@ -155,3 +155,23 @@ def test_the_plot_legend_sits_beside_the_axes():
         assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1
     finally:
         plt.close(fig)
+
+
+def test_bench_cache_plain_lookahead_row_is_the_loaders_default_window(random_store_factory, tmp_path, capsys):
+    """The plain ``lookahead`` row reads ahead as bgl.DataLoader does by default (the window sized to
+    the cache): the same rows as ``lookahead[auto]``, no more than the old fixed depth ``k4``."""
+    store = random_store_factory(num_nodes=400, avg_degree=4.0, feat_dim=4, seed=5)
+    out = tmp_path / "default"
+    rc = main(["bench-cache", str(store.path), "--policies", "lookahead,belady", "--cache-ratios", "0.1",
+               "--fanouts", "3,3", "--batch-size", "4", "--epochs", "1", "--lookahead-variants", "auto,k4",
+               "--out", str(out), "--no-progress"])
+    assert rc == 0
+    with open(out / "hit_rate.csv") as f:
+        rows = list(csv.DictReader(f))
+    for order in ("random", "proximity"):
+        by = {r["policy"]: int(r["rows_from_source"]) for r in rows if r["order"] == order}
+        assert by["lookahead"] == by["lookahead[auto]"] <= by["lookahead[k4]"]
+    assert BenchConfig().lookahead_k == "auto"
+    assert "lookahead reads ahead: the window sized to the cache, bgl.DataLoader's default" in capsys.readouterr().out
+    assert main(["bench-cache", str(store.path), "--lookahead-k", "-2", "--out", str(out)]) == 2
+    assert "expected 'auto' or an int >= 0, got -2" in capsys.readouterr().err

@@ -217,6 +217,29 @@ def test_forget_announced_releases_protection(backend):
     assert set(cache.cached_ids().tolist()) == {1, 10}  # 11 lost its protection and has the lower score
 
 
+@pytest.mark.parametrize("backend", ["numba", "torch"])
+def test_lookahead_matches_reference_while_its_links_slide_in_one_buffer(backend):
+    """A stream past the 1024-position links buffer: the live links slide to its front, in place
+    (no new buffer once it fits), and the cache still keeps exactly the reference's rows."""
+    rng = np.random.default_rng(3)
+    n, k = 12, 4
+    scores = rng.integers(0, 4, n)
+    feat = torch.randn(n, 2)
+    cache = _make(backend, 5, n, 2, scores=scores, fill="counts")
+    ref = RefLookahead(5, n, scores.tolist(), "counts")
+    batches = [rng.integers(0, n, rng.integers(1, 10)).tolist() for _ in range(500)]  # ~2500 positions
+    tensors = [torch.tensor(b, dtype=torch.int64) for b in batches]
+    buffers = set()
+    for t, ids in enumerate(tensors):
+        while cache.next_seq < min(len(tensors), t + k + 1):
+            cache.announce(tensors[cache.next_seq])
+        buffers.add(cache.links.data_ptr())
+        assert torch.equal(cache.fetch(ids, lambda m: feat[m]), feat[ids])
+        ref.fetch(t, batches[t], [(s, set(batches[s])) for s in range(t + 1, cache.next_seq)])
+        assert set(cache.cached_ids().tolist()) == ref.held, t
+    assert cache.links_base > 1024 and len(buffers) == 1
+
+
 def test_backends_agree_on_a_long_stream_with_buffer_regrowth():
     """Hundreds of batches of a skewed stream: the numba heap and the torch topk keep the same rows."""
     rng = np.random.default_rng(7)

@@ -8,6 +8,7 @@ from the source than BGL's FIFO, errors that end the epoch instead of hanging, a
 from __future__ import annotations
 
 import os
+import resource
 import time
 
 import numpy as np
@@ -15,7 +16,9 @@ import pytest
 import torch
 
 import bgl
+from bgl.cache.lookahead_feeder import DEFAULT_MAX_DEPTH, CacheSizedWindow, process_window
 from bgl.errors import PipelineError
+from bgl.loader.cache_choice import sized_window
 from bgl.loader.order_stage import OrderStage
 from bgl.loader.pipeline import Pipeline
 from bgl.loader.specs import CacheSpec, SamplingSpec
@@ -127,7 +130,7 @@ def test_window_sized_to_the_cache_inline_and_processes(random_store, runs, spaw
     _check_epochs(random_store, inline, none[:2])
     _check_epochs(random_store, procs, none[:2])
     assert pending == 0 and procs_stats == inline_stats
-    _, k4_stats, _, _ = runs("lookahead", "inline", cache=True)
+    _, k4_stats, _, _ = runs("lookahead-4", "inline", cache="lookahead", cache_lookahead=4)
     assert inline_stats["requests"] == k4_stats["requests"]
     assert inline_stats["bytes_from_source"] <= k4_stats["bytes_from_source"]
     assert not spawned_children()
@@ -207,14 +210,27 @@ def test_a_cache_size_without_a_policy_means_lookahead(random_store, kwargs, pol
         assert spec.capacity == int(0.2 * random_store.num_nodes)
     if policy == "lookahead":
         assert spec.degrees is not None  # the fill ranks by in-degree
-        assert loader._fetch.lookahead == 4  # the queue size
+        assert loader._fetch.lookahead == CacheSizedWindow()  # the window sized to the cache
+
+
+def test_the_default_window_is_bounded_in_a_stage_process():
+    """``pipeline="processes"``: each batch the fetch process holds keeps its shared-memory segments
+    open (a file descriptor each), so the window there takes at most half the open-file limit."""
+    assert sized_window("inline") == sized_window("thread") == CacheSizedWindow(DEFAULT_MAX_DEPTH, 64 << 20)
+    assert process_window(open_files=1024) == CacheSizedWindow(64, 64 << 20)
+    assert process_window(open_files=20000).max_depth == DEFAULT_MAX_DEPTH
+    assert process_window(open_files=4).max_depth == 1
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    assert sized_window("processes") == process_window(open_files=soft)
 
 
 def test_cache_lookahead_sets_the_depth_and_is_checked(random_store):
     make = lambda **kw: bgl.DataLoader(random_store, np.arange(10), bgl.NeighborSampler([2]), **kw)  # noqa: E731
     assert make(cache=True, cache_lookahead=9)._fetch.lookahead == 9
-    assert make(cache=True, cache_lookahead="auto")._fetch.lookahead == "auto"
-    assert make(cache=True, queue_size=2)._fetch.lookahead == 2
+    assert make(cache=True, cache_lookahead="auto")._fetch.lookahead == CacheSizedWindow()
+    # the default is that window, whatever the queue size (it used to be the queue size)
+    assert make(cache=True, queue_size=2)._fetch.lookahead == CacheSizedWindow()
+    assert make(cache=True, cache_lookahead=0)._fetch.lookahead == 0
     with pytest.raises(ValueError, match="cache_lookahead applies to the lookahead cache; .* fifo"):
         make(cache="fifo", cache_lookahead=2)
     with pytest.raises(ValueError, match="cache_lookahead must be an int >= 0"):
