@@ -193,7 +193,7 @@ def main() -> None:
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            loss_sum += torch.tensor([float(loss), 1.0])
+            loss_sum += torch.tensor([loss.item(), 1.0])
             seeds += int(labels.numel())
         seconds = torch.tensor([time.perf_counter() - start])
         if args.stats_json:
