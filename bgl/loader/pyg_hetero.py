@@ -25,6 +25,7 @@ import torch
 
 from ..blocks import type_layout
 from ..sources.hetero import TypedArrays, schema_of
+from .arguments import owned_ids
 
 
 def is_hetero_data(obj: Any) -> bool:
@@ -129,7 +130,7 @@ class HeteroNeighborLoader:
         count = schema.node_type(nt).count  # ValueError naming an unknown type
         if ids is None:
             return nt, torch.arange(count)
-        ids = torch.as_tensor(np.array(ids))
+        ids = owned_ids(ids)
         if ids.dtype == torch.bool:
             if ids.shape[0] != count:
                 raise ValueError(f"input_nodes mask for {nt!r} has {ids.shape[0]} entries for {count} nodes")

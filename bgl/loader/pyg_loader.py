@@ -51,6 +51,7 @@ import torch
 
 from ..blocks import Block
 from ._pyg_kernels import write_hop_edges
+from .arguments import owned_ids
 from .graph_arrays import GraphArrays
 from .pyg_batches import PygDataBuilder
 
@@ -321,7 +322,7 @@ class NeighborLoader:
             return torch.arange(num_nodes)
         if isinstance(input_nodes, tuple):
             raise ValueError("heterogeneous input_nodes (node_type, ids) are not supported")
-        ids = torch.as_tensor(np.array(input_nodes))  # a copy: seeds are small, memmaps are read-only
+        ids = owned_ids(input_nodes)
         if ids.dtype == torch.bool:
             if num_nodes is not None and ids.shape[0] != num_nodes:
                 raise ValueError(f"input_nodes mask has {ids.shape[0]} entries for {num_nodes} nodes")
