@@ -50,7 +50,7 @@ demo: $(STAMP)
 
 # Each lane's summary, then their sum as pytest's closing line; a failure in either fails.
 test: $(foreach lane,$(LANES),$(LANE_STAMP_$(lane)))
-	$(PYTHON) .ci/lanes.py $(foreach lane,$(LANES),--lane $(LANE_$(lane))) -- tests -m "not extended" --durations=25
+	$(PYTHON) .ci/lanes.py $(foreach lane,$(LANES),--lane $(LANE_$(lane))) -- -q tests -m "not extended" --durations=25
 
 # The long failure-injection and soak tests `make test` leaves out (see pyproject's markers).
 test-extended: $(STAMP)
