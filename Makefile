@@ -52,9 +52,9 @@ demo: $(STAMP)
 test: $(foreach lane,$(LANES),$(LANE_STAMP_$(lane)))
 	$(PYTHON) .ci/lanes.py $(foreach lane,$(LANES),--lane $(LANE_$(lane))) -- -q tests -m "not extended" --durations=25
 
-# The long failure-injection and soak tests `make test` leaves out (see pyproject's markers).
-test-extended: $(STAMP)
-	$(PY) -m pytest -q tests -m extended --durations=25
+# The long failure-injection and soak tests `make test` leaves out (see pyproject's markers), in both lanes.
+test-extended: $(foreach lane,$(LANES),$(LANE_STAMP_$(lane)))
+	$(PYTHON) .ci/lanes.py $(foreach lane,$(LANES),--lane $(LANE_$(lane))) -- -q tests -m extended --durations=25
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py
