@@ -7,6 +7,22 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.bgl-installed
 export DGLBACKEND := pytorch
 
+# `make test` runs two lanes (docs/ARCHITECTURE.md, "Supported stacks"): `pinned` is .venv above;
+# `current` is the stack users move to: no DGL, the newest torch, numpy 2, numba and PyG that
+# install, in its own venv.  Both lanes do not fit CI's time twice over, so its Python rotates
+# by day: 3.12 on even days of the year (UTC), 3.13 on odd ones; CURRENT=3.13 picks one,
+# LANES=pinned runs only the first (e.g. on a machine without Python 3.12/3.13).
+LANES ?= pinned current
+ifeq ($(origin CURRENT),undefined)
+CURRENT := $(if $(filter 0,$(shell expr $$(date -u +%j) % 2)),3.12,3.13)
+endif
+CURRENT_VENV := .venv-current-$(CURRENT)
+CURRENT_STAMP := $(CURRENT_VENV)/.bgl-installed
+LANE_pinned := "pinned DGL=$(PY)"
+LANE_current := "current stack, no DGL=$(CURRENT_VENV)/bin/python"
+LANE_STAMP_pinned := $(STAMP)
+LANE_STAMP_current := $(CURRENT_STAMP)
+
 .PHONY: demo test test-extended venv bench wheels clean
 
 $(STAMP): pyproject.toml
@@ -15,17 +31,30 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[dgl,pyg,test]" numba "numpy<2"
 	touch $(STAMP)
 
+# python3.X on PATH if it runs (a pyenv shim may not), else pyenv's build of it.
+$(CURRENT_STAMP): pyproject.toml
+	test -x $(CURRENT_VENV)/bin/python || { \
+	  for py in python$(CURRENT) $(wildcard $(HOME)/.pyenv/versions/$(CURRENT).*/bin/python$(CURRENT)); do \
+	    $$py -c "" 2>/dev/null && found=$$py && break; done; \
+	  test -n "$$found" || { echo "the current-stack lane needs Python $(CURRENT) (python$(CURRENT));" \
+	    "make test LANES=pinned runs the pinned lane only" >&2; exit 1; }; \
+	  $$found -m venv $(CURRENT_VENV); }
+	$(CURRENT_VENV)/bin/python -m pip install -q --upgrade pip setuptools wheel
+	$(CURRENT_VENV)/bin/python -m pip install -q --upgrade -e ".[pyg,test]" torch numba "numpy>=2"
+	touch $@
+
 venv: $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/bgl demo
 
-test: $(STAMP)
-	$(PY) -m pytest -q tests -m "not extended" --durations=25
+# Each lane's summary, then their sum as pytest's closing line; a failure in either fails.
+test: $(foreach lane,$(LANES),$(LANE_STAMP_$(lane)))
+	$(PYTHON) .ci/lanes.py $(foreach lane,$(LANES),--lane $(LANE_$(lane))) -- -q tests -m "not extended" --durations=25
 
-# The long failure-injection and soak tests `make test` leaves out (see pyproject's markers).
-test-extended: $(STAMP)
-	$(PY) -m pytest -q tests -m extended --durations=25
+# The long failure-injection and soak tests `make test` leaves out (see pyproject's markers), in both lanes.
+test-extended: $(foreach lane,$(LANES),$(LANE_STAMP_$(lane)))
+	$(PYTHON) .ci/lanes.py $(foreach lane,$(LANES),--lane $(LANE_$(lane))) -- -q tests -m extended --durations=25
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py

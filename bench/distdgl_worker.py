@@ -119,7 +119,7 @@ def main() -> None:
         dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
         dist.all_reduce(total)
         epochs.append({"epoch": epoch, "time": float(seconds), "seeds": int(total), "loopback_bytes": lo,
-                       "loss": float(loss)})
+                       "loss": loss.item()})
         if rank == 0:
             print(f"distdgl epoch {epoch}: time {float(seconds):.2f} s", flush=True)
 

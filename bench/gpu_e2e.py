@@ -450,7 +450,7 @@ def bgl_epochs(args, device, g: Graph, variant: str) -> dict:
             pre.close()
         clock.stop(result)
         result["hit_rate"] = cache.stats()["hit_rate"]
-        result["loss"] = float(loss)
+        result["loss"] = loss.item()
     return result
 
 

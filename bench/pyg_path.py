@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+# shared/ beside the checkout; $BGL_SHARED_DATASETS where it is elsewhere (a worktree's checkout)
+SHARED = Path(os.environ.get("BGL_SHARED_DATASETS", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
 SOURCES = {"cora": SHARED / "cora.npz", "citeseer": SHARED / "citeseer.npz",
            "pubmed": SHARED / "pubmed_adj_labels.npz"}
 

@@ -247,7 +247,7 @@ def main() -> None:
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
-            loss_sum += torch.tensor([float(loss), 1.0, float(batch[1].num_edges())])
+            loss_sum += torch.tensor([loss.item(), 1.0, float(batch[1].num_edges())])
             if args.max_batches and loss_sum[1] >= args.max_batches:
                 break
         seconds = torch.tensor([time.perf_counter() - start])

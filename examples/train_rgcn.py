@@ -139,7 +139,7 @@ def main() -> None:
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            loss_sum += torch.tensor([float(loss), 1.0])
+            loss_sum += torch.tensor([loss.item(), 1.0])
         seconds = torch.tensor([time.perf_counter() - start])
         if distributed:
             dist.all_reduce(seconds, op=dist.ReduceOp.MAX)

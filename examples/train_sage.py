@@ -263,7 +263,7 @@ def main() -> None:
                                 else blocks[-1].dstdata[dgl.NID].cpu()))
             if checkpoints and args.checkpoint_every and step_count % args.checkpoint_every == 0:
                 checkpoint(epoch)
-            loss_sum += torch.tensor([float(loss), 1.0])
+            loss_sum += torch.tensor([loss.item(), 1.0])
             seeds += int(labels.numel())
         seconds = torch.tensor([time.perf_counter() - start])
         if checkpoints:

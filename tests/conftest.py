@@ -221,6 +221,27 @@ def typed_edges(block, ids_map) -> dict:
     return {key: sorted(v) for key, v in out.items()}
 
 
+INSTALLED_DIRS = ("bgl", "sampler", "cache", "partition", "launch", "data", "examples")
+
+
+@pytest.fixture(scope="session")
+def source_tree(tmp_path_factory):
+    """A copy of what a wheel is built from (the installed folders, pyproject.toml, README.md): a
+    build there leaves the checkout without build/ or egg-info, and no stale build/lib in the wheel."""
+    import shutil
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    src = tmp_path_factory.mktemp("src")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.tmp", "*.egg-info")
+    for name in INSTALLED_DIRS:
+        shutil.copytree(repo / name, src / name, ignore=ignore)
+    for name in ("pyproject.toml", "README.md", "LICENSE", "setup.cfg", "MANIFEST.in"):
+        if (repo / name).exists():
+            shutil.copy2(repo / name, src / name)
+    return src
+
+
 def _free_port() -> int:
     import socket
 

@@ -137,8 +137,9 @@ class RowCodec:
         if row >= 0:
             values = x[row]
             bad = values[~np.isfinite(values)]
-            what = (f"value {bad[0]!r}" if bad.size else
-                    f"values up to {float(np.abs(values).max())!r}, outside what {self.name} holds")
+            # float(): a numpy scalar's repr names its type under numpy 2 ("np.float32(nan)")
+            what = (f"value {float(bad[0])}" if bad.size else
+                    f"values up to {float(np.abs(values).max())}, outside what {self.name} holds")
             raise ValueError(f"feature row {first_row + row} has {what}; the {self.name} codec encodes "
                              f"finite values only")
         return out

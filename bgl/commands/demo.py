@@ -28,8 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
-# examples/ sits next to the package in a source checkout; the demo needs it.
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+# The training scripts the demo launches: examples/ next to the package in a source checkout,
+# bgl/examples/ in an installed wheel (pyproject installs the folder as bgl.examples).
+_INSTALLED_EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = (_INSTALLED_EXAMPLES if (_INSTALLED_EXAMPLES / "train_sage.py").is_file()
+            else Path(__file__).resolve().parents[2] / "examples")
 TRAIN_SCRIPT = EXAMPLES / "train_sage.py"
 TRAIN_SCRIPTS = {"node": TRAIN_SCRIPT, "link": EXAMPLES / "train_link_pred.py",
                  "recsys": EXAMPLES / "train_recsys.py"}
@@ -166,7 +169,7 @@ def _run_in(root: Path, args: argparse.Namespace, verbose: bool = False) -> int:
 
     script = TRAIN_SCRIPTS[args.task]
     if not script.is_file():
-        print(f"bgl demo: {script} not found (the demo runs from a source checkout)",
+        print(f"bgl demo: {script} not found (the demo runs from a source checkout or an installed wheel)",
               file=sys.stderr)
         return 1
     port_base = args.port_base or find_port_base(args.parts + 1)

@@ -251,3 +251,11 @@ def check_indices(indices, num_nodes: int) -> np.ndarray:
 def has_repeats(ids: np.ndarray) -> bool:
     """True when some id occurs twice (one sort of the ids)."""
     return ids.shape[0] > 1 and np.unique(ids).shape[0] != ids.shape[0]
+
+
+def owned_ids(ids) -> torch.Tensor:
+    """A copy of seed ids or a mask (seeds are small; a memmap is read-only).  A tensor is cloned:
+    ``np.array(tensor)`` warns under numpy 2 with torch's ``__array__``, which takes no ``copy``."""
+    if isinstance(ids, torch.Tensor):
+        return ids.detach().clone()
+    return torch.as_tensor(np.array(ids))

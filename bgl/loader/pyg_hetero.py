@@ -31,6 +31,7 @@ import torch
 
 from ..blocks import type_layout
 from ..sources.hetero import TypedArrays, schema_of
+from .arguments import owned_ids
 from .loader_state import DelegatedState
 from .pyg_fields import graph_fields, store_fields
 from .pyg_options import pyg_options
@@ -184,7 +185,7 @@ class HeteroNeighborLoader(DelegatedState):
         count = schema.node_type(nt).count  # ValueError naming an unknown type
         if ids is None:
             return nt, torch.arange(count), True
-        ids = torch.as_tensor(np.array(ids))
+        ids = owned_ids(ids)
         if ids.dtype == torch.bool:
             if ids.shape[0] != count:
                 raise ValueError(f"input_nodes mask for {nt!r} has {ids.shape[0]} entries for {count} nodes")

@@ -56,6 +56,7 @@ import torch
 
 from ..blocks import Block
 from ._pyg_kernels import write_hop_edges
+from .arguments import owned_ids
 from .graph_arrays import GraphArrays
 from .loader_state import DelegatedState
 from .pyg_batches import PygDataBuilder
@@ -341,7 +342,7 @@ class NeighborLoader(DelegatedState):
         if isinstance(input_nodes, tuple):
             raise ValueError("heterogeneous input_nodes (node_type, ids) need a HeteroData input; "
                              "give a Data, a store or servers plain ids or a mask")
-        ids = torch.as_tensor(np.array(input_nodes))  # a copy: seeds are small, memmaps are read-only
+        ids = owned_ids(input_nodes)  # a copy: seeds are small, memmaps are read-only
         if ids.dtype == torch.bool:
             if num_nodes is not None and ids.shape[0] != num_nodes:
                 raise ValueError(f"input_nodes mask has {ids.shape[0]} entries for {num_nodes} nodes")

@@ -114,7 +114,9 @@ def _check_fanouts(fanouts) -> list:
     out = []
     for f in fanouts:
         if isinstance(f, bool) or not isinstance(f, (int, np.integer)) or f < -1 or f == 0:
-            raise ValueError(f"each fanout must be an int >= 1 or -1 (all neighbours), got {f!r} in {list(fanouts)}")
+            given = [v.item() if isinstance(v, np.generic) else v for v in fanouts]  # numpy 2 reprs name the type
+            raise ValueError(f"each fanout must be an int >= 1 or -1 (all neighbours), "
+                             f"got {given[len(out)]!r} in {given}")
         out.append(int(f))
     return out
 

@@ -7,7 +7,6 @@ in a fresh interpreter.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,23 +15,14 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGE_DIRS = ("bgl", "sampler", "cache", "partition", "launch", "data")
 SUBPACKAGES = ("bgl", "bgl.sampler", "bgl.cache", "bgl.cache.ordering", "bgl.partition", "bgl.launch",
-               "bgl.commands", "bgl.sources", "bgl.loader", "bgl.data")
+               "bgl.commands", "bgl.sources", "bgl.loader", "bgl.data", "bgl.examples")
 TIMEOUT = 300
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    src = tmp_path_factory.mktemp("src")
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.tmp", "*.egg-info")
-    for name in PACKAGE_DIRS:
-        shutil.copytree(REPO / name, src / name, ignore=ignore)
-    for name in ("pyproject.toml", "README.md", "LICENSE", "setup.cfg", "MANIFEST.in"):
-        if (REPO / name).exists():
-            shutil.copy2(REPO / name, src / name)
-    if not (src / "README.md").exists():
-        (src / "README.md").write_text("bgl\n")  # pyproject names it; the real one arrives with the docs
+def installed(tmp_path_factory, source_tree):
+    src = source_tree
     wheels = tmp_path_factory.mktemp("wheels")
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                         "-w", str(wheels), str(src)], capture_output=True, text=True, timeout=TIMEOUT)
@@ -53,7 +43,8 @@ def test_wheel_layout(installed):
     for pkg in SUBPACKAGES:
         assert f"{pkg.replace('.', '/')}/__init__.py" in names, pkg
     assert "bgl/data/cora.npz" in names and "bgl/data/PROVENANCE.md" in names
-    for bare in ("cache", "launch", "sampler", "partition", "data"):
+    assert "bgl/examples/train_sage.py" in names and "bgl/examples/train_link_pred.py" in names  # bgl demo's
+    for bare in ("cache", "launch", "sampler", "partition", "data", "examples"):
         assert not (target / bare).exists(), f"bare top-level package {bare!r} installed"
 
 

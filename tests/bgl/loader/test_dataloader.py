@@ -253,6 +253,12 @@ def test_bad_fanouts_are_rejected(fanouts):
         bgl.NeighborSampler(fanouts)
 
 
+def test_numpy_fanouts_are_named_as_plain_numbers():
+    """numpy 2's repr names a scalar's type (``np.int64(-2)``); a user's message shows the number."""
+    with pytest.raises(ValueError, match=r"got -2 in \[10, -2\]$"):
+        bgl.NeighborSampler(np.array([10, -2]))
+
+
 def test_a_live_cache_object_cannot_go_to_a_stage_process(random_store):
     from bgl.cache import make_cache
 

@@ -11,7 +11,18 @@ import torch
 import bgl
 from bgl.store import write_store
 
-from .test_typed_link_prediction import REVERSE, rating_graph
+
+
+REVERSE = {"rates": "rated-by", "rated-by": "rates"}
+
+
+@pytest.fixture(scope="module")
+def ratings(tmp_path_factory):
+    """A generated typed user-item store (bgl.sources.recsys): typed seeds without DGL."""
+    from bgl.sources.recsys import write_ratings_store
+
+    store, _ = write_ratings_store(tmp_path_factory.mktemp("ratings") / "r", num_users=60, num_items=40, clusters=4)
+    return store
 
 
 @pytest.fixture(scope="module")
@@ -24,16 +35,16 @@ def store(tmp_path_factory):
                        feat=rng.random((n, 8), dtype=np.float32), label=rng.integers(0, 3, n), num_classes=3)
 
 
-def _kinds(store):
+def _kinds(store, ratings=None):
     nodes = lambda **kw: bgl.DataLoader(store, torch.arange(250), bgl.NeighborSampler([3, 3]), batch_size=32,  # noqa: E731
                                          shuffle=True, **kw)
     edges = lambda **kw: bgl.DataLoader(  # noqa: E731
         store, torch.arange(0, 1800, 3), bgl.as_edge_prediction_sampler(
             bgl.NeighborSampler([3, 3]), exclude="self", negative_sampler=bgl.negative_sampler.Uniform(1)),
         batch_size=64, shuffle=True, **kw)
-    g = rating_graph()
+    rates = None if ratings is None else np.flatnonzero(np.asarray(ratings.etype) == ratings.schema.etype_id("rates"))
     typed = lambda **kw: bgl.DataLoader(  # noqa: E731
-        g, {"rates": torch.arange(300)}, bgl.as_edge_prediction_sampler(
+        ratings, {"rates": rates}, bgl.as_edge_prediction_sampler(
             bgl.NeighborSampler([3, 3]), exclude="reverse_types", reverse_etypes=REVERSE,
             negative_sampler=bgl.negative_sampler.Uniform(1)), batch_size=40, shuffle=True, blocks="bgl", **kw)
     return {"nodes": nodes, "edges": edges, "typed": typed}
@@ -63,8 +74,8 @@ def _run(make, epochs: int, stop_after=None, **kw):
 
 @pytest.mark.parametrize("pipeline", ["inline", "thread", "processes"])
 @pytest.mark.parametrize("kind", ["nodes", "edges", "typed"])
-def test_a_resumed_loader_yields_exactly_the_rest_of_the_run(store, kind, pipeline):
-    make = _kinds(store)[kind]
+def test_a_resumed_loader_yields_exactly_the_rest_of_the_run(store, ratings, kind, pipeline):
+    make = _kinds(store, ratings)[kind]
     whole = _run(make, 3, pipeline=pipeline)
     per_epoch = len(whole) // 3
     for k in ([per_epoch // 2] if pipeline == "processes" else [1, per_epoch - 1, per_epoch]):

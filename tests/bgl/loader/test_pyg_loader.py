@@ -119,6 +119,17 @@ def test_loader_over_store_and_data(cora_store):
         NeighborLoader(data, num_neighbors=[2], input_time=torch.zeros(3))
 
 
+@pytest.mark.parametrize("input_nodes", [torch.arange(10), torch.arange(500) < 10], ids=["ids", "mask"])
+def test_tensor_seeds_are_taken_without_a_warning(random_store, input_nodes):
+    """numpy 2 warns when ``np.array`` copies a tensor (torch's ``__array__`` takes no ``copy``)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loader = NeighborLoader(random_store, num_neighbors=[2], input_nodes=input_nodes, batch_size=5)
+    assert len(loader.dataset) == 10
+
+
 @pytest.mark.parametrize("pipeline", ["inline", "processes"])
 def test_data_is_read_in_place_and_its_edges_kept(cora_store, spawned_children, pipeline):
     """A Data's x and y are the loader's feature and label arrays (no store written, no copy

@@ -8,10 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-dgl = pytest.importorskip("dgl")
+import bgl
+from bgl.errors import IngestError
 
-import bgl  # noqa: E402
-from bgl.errors import IngestError  # noqa: E402
+try:
+    import dgl
+except ImportError:  # the current stack: the reader's own checks run, the comparisons with DGL skip
+    dgl = None
+needs_dgl = pytest.mark.skipif(dgl is None, reason="compares with a DGL heterograph: needs DGL (the pinned lane)")
 
 COUNTS = {"author": 9, "field_of_study": 4, "institution": 3, "paper": 20}
 TRIPLETS = [("author", "affiliated_with", "institution"), ("author", "writes", "paper"),
@@ -77,6 +81,7 @@ def mag_dir(tmp_path_factory):
     return write_ogbn_mag(tmp_path_factory.mktemp("ogbn_mag"))
 
 
+@needs_dgl
 def test_ogbn_mag_layout_is_the_store_of_the_same_heterograph(mag_dir, tmp_path, assert_same_typed_store):
     ours = bgl.ingest(mag_dir, tmp_path / "ours")
     theirs = bgl.ingest(mag_dglgraph(), tmp_path / "theirs")
@@ -86,6 +91,7 @@ def test_ogbn_mag_layout_is_the_store_of_the_same_heterograph(mag_dir, tmp_path,
     assert_same_typed_store(ours, theirs)
 
 
+@needs_dgl
 def test_ogbn_mag_with_reverses_samples_as_dgls_addreverse_graph(mag_dir, tmp_path, assert_fanouts_held,
                                                                  assert_same_batches, assert_same_typed_store):
     """What DGL's ogbn-mag examples do: ``dgl.AddReverse()(g)``, then sample papers."""

@@ -9,11 +9,15 @@ import numpy as np
 import pytest
 import torch
 
-dgl = pytest.importorskip("dgl")
+import bgl
+from bgl.cli import main
+from bgl.errors import IngestError
 
-import bgl  # noqa: E402
-from bgl.cli import main  # noqa: E402
-from bgl.errors import IngestError  # noqa: E402
+try:
+    import dgl
+except ImportError:  # the current stack: the reader's own checks run, the comparisons with DGL skip
+    dgl = None
+needs_dgl = pytest.mark.skipif(dgl is None, reason="compares with a DGL heterograph: needs DGL (the pinned lane)")
 
 COUNTS = {"author": 9, "paper": 20, "venue": 3}
 
@@ -68,6 +72,7 @@ def dgl_graph(seed=0):
     return g
 
 
+@needs_dgl
 @pytest.mark.parametrize("declare", [True, False])
 def test_the_directory_is_the_store_of_the_same_dgl_heterograph(tmp_path, declare, assert_same_typed_store):
     """With nodes.json, or with counts from the feature rows (paper, venue) and the largest id (author 8)."""
@@ -78,6 +83,7 @@ def test_the_directory_is_the_store_of_the_same_dgl_heterograph(tmp_path, declar
     assert_same_typed_store(ours, theirs)
 
 
+@needs_dgl
 def test_the_store_samples_as_the_heterograph_in_place(tmp_path, assert_fanouts_held, assert_same_batches):
     store = bgl.ingest(write_dir(tmp_path / "in"), tmp_path / "s")
     g = dgl_graph()
