@@ -59,23 +59,6 @@ def typed_spans(indptr, etype, dst, node_offset, dst_type, dst_type_of_rel, fano
 
 
 @njit(nogil=True, cache=True)
-def typed_positions(starts, degs, counts, keys, fanouts, replace, rel_seeds, out_indptr, out_eids, out_etypes):
-    """Row ``i``'s sampled CSC positions and relation ids at ``out_indptr[i]``, relation by relation
-    ascending; relation ``r`` draws from stream (``rel_seeds[r]``, ``keys[i]``)."""
-    tmp = np.empty(FLOYD_MAX_K, np.int64)
-    for i in range(counts.shape[0]):
-        o = out_indptr[i]
-        for r in range(counts.shape[1]):
-            k = counts[i, r]
-            if k == 0:
-                continue
-            _row_positions(starts[i, r], degs[i, r], keys[i], fanouts[r], replace, rel_seeds[r], out_eids, o, k, tmp)
-            for j in range(k):
-                out_etypes[o + j] = r
-            o += k
-
-
-@njit(nogil=True, cache=True)
 def exclude_from_spans(starts, degs, counts, row_counts, fanouts, replace, excl, nexcl):
     """Take the excluded CSC positions ``excl`` (sorted, unique) out of :func:`typed_spans`' spans:
     ``nexcl[i, r]`` = excluded positions inside span ``(i, r)`` (two binary searches of ``excl``:
@@ -97,14 +80,17 @@ def exclude_from_spans(starts, degs, counts, row_counts, fanouts, replace, excl,
 
 
 @njit(nogil=True, cache=True)
-def typed_positions_excluding(starts, degs, counts, nexcl, keys, fanouts, replace, rel_seeds, excl,
-                              out_indptr, out_eids, out_etypes):
-    """:func:`typed_positions` around excluded positions: a span with ``nexcl[i, r] = x > 0``
-    draws ranks among its ``d - x`` remaining edges (the same stream and draw as a span of that
-    length), then maps rank ``q`` to the ``q``-th remaining position by stepping over the span's
-    sorted excluded positions: O(k * x) for ``k`` draws, whatever the degree, so a hub row with a
-    seed edge costs its fanout, not its degree.  Uniform among the remaining edges, as
-    :func:`~bgl.sampler._edge_kernels.sample_positions_excluding` draws an untyped row."""
+def typed_positions(starts, degs, counts, nexcl, keys, fanouts, replace, rel_seeds, excl,
+                    out_indptr, out_eids, out_etypes):
+    """Row ``i``'s sampled CSC positions and relation ids at ``out_indptr[i]``, relation by relation
+    ascending; relation ``r`` draws from stream (``rel_seeds[r]``, ``keys[i]``).
+
+    Around excluded positions (link prediction): a span with ``nexcl[i, r] = x > 0`` draws ranks
+    among its ``d - x`` remaining edges (the same stream and draw as a span of that length), then
+    maps rank ``q`` to the ``q``-th remaining position by stepping over the span's sorted excluded
+    positions ``excl``: O(k * x) for ``k`` draws, whatever the degree, so a hub row with a seed edge
+    costs its fanout, not its degree.  Uniform among the remaining edges, as an untyped row draws
+    (:mod:`bgl.sampler.exclusion`); with ``nexcl`` all 0 it is the plain draw."""
     tmp = np.empty(FLOYD_MAX_K, np.int64)
     for i in range(counts.shape[0]):
         o = out_indptr[i]

@@ -28,9 +28,10 @@ import numpy as np
 
 from . import _kernels as K
 from . import ops
-from ._typed_kernels import exclude_from_spans, typed_positions, typed_positions_excluding, typed_spans
+from ._typed_kernels import exclude_from_spans, typed_positions, typed_spans
 
 MASK64 = (1 << 64) - 1
+_NO_EDGES = ops._read_only(np.empty(0, np.int64))  # no excluded positions: the variant a request's uses
 
 
 def relation_seed(layer_seed: int, rel: int) -> int:
@@ -90,21 +91,18 @@ def sample_typed_layer(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarra
     counts = np.empty(m, np.int64)
     typed_spans(indptr, etype, dst, np.int64(node_offset), dst_type, np.asarray(dst_type_of_rel, np.int64),
                 fanouts, bool(replace), starts, degs, counts_rel, counts)
-    nexcl = None
+    nexcl = np.zeros((m, num_rel), np.int64)  # excluded edges per span (8 B per row and relation)
     if exclude is not None and exclude.shape[0]:
-        nexcl = np.empty((m, num_rel), np.int64)
         exclude_from_spans(starts, degs, counts_rel, counts, fanouts, bool(replace), exclude, nexcl)
+    else:
+        exclude = _NO_EDGES
     indptr_out, total = ops._sample_offsets(counts, max_edges)
     all_eids = np.empty(total, np.int64)
     etypes = np.empty(total, np.int64)
     stream = dst if keys is None else np.ascontiguousarray(keys[dst - node_offset], np.int64)
     rel_seeds = np.array([relation_seed(layer_seed, r) & MASK64 for r in range(num_rel)], np.uint64)
-    if nexcl is None:
-        typed_positions(starts, degs, counts_rel, stream, fanouts, bool(replace), rel_seeds, indptr_out, all_eids,
-                        etypes)
-    else:
-        typed_positions_excluding(starts, degs, counts_rel, nexcl, stream, fanouts, bool(replace), rel_seeds,
-                                  exclude, indptr_out, all_eids, etypes)
+    typed_positions(starts, degs, counts_rel, nexcl, stream, fanouts, bool(replace), rel_seeds, exclude, indptr_out,
+                    all_eids, etypes)
     nbrs = np.empty(total, indices.dtype)
     K.gather_nbrs_serial(indices, all_eids, nbrs)
     return counts, nbrs, all_eids, etypes

@@ -7,7 +7,7 @@ the graph (empty where a batch has none).  Here such seeds are one more item kin
 as DGL shuffles them; :meth:`TypedEdgeSeeds.batch` turns a batch into its node seeds (endpoints of
 positives and of the negatives drawn per edge type, compacted over one node set in DGL's
 ``compact_graphs`` order) and the CSC positions to exclude, and the typed sampler draws around them
-(:func:`bgl.sampler._typed_kernels.typed_positions_excluding`, at the cost of the fanout).
+(:func:`bgl.sampler._typed_kernels.typed_positions`, at the cost of the fanout).
 
 Edge ids, as the untyped loader numbers them: a heterogeneous DGLGraph's own per-relation ids; a
 typed store's CSC positions (what its blocks' ``EID`` hold), each checked to be of its edge type.
