@@ -26,6 +26,7 @@ from .stage_protocol import Stage
 from .remote_rows import RemoteRowsOnly
 from .row_buffers import RowBuffers, cache_outputs
 from .specs import CacheSpec, SamplingSpec, TypedCacheSpec
+from .typed_edge_seeds import typed_pair_graphs
 from ..sampler.edge_check import ServerEdgeCheck
 
 def negative_seed(sample_seed: int) -> int:
@@ -90,9 +91,8 @@ class SampleStage(Stage):
         if self.repeated_seeds:
             seeds, inverse = distinct_seeds(mb.seeds)
         if self.typed_fanouts is not None:
-            extra = {} if exclude is None else {"exclude": exclude}  # typed edges: CSC positions
             mb.blocks = self._sampler.sample_typed_blocks(seeds, list(self.typed_fanouts), replace=self.replace,
-                                                          seed=mb.sample_seed, **extra)
+                                                          seed=mb.sample_seed, exclude=exclude)  # CSC positions
         else:
             mb.blocks = self.sample(self._sampler, seeds, mb.sample_seed, mb.index, exclude)
         if inverse is not None:
@@ -416,8 +416,6 @@ class TransferStage(Stage):
 
                 blocks = [to_dgl_hetero_block(b, self.schema, self.graph) for b in blocks]
             if mb.edges is not None:  # typed link prediction (bgl/loader/typed_edge_seeds.py)
-                from .typed_edge_seeds import typed_pair_graphs
-
                 return (input_nodes, *typed_pair_graphs(mb.edges.to(device), self.schema, self.to_dgl), blocks)
             return input_nodes, output_nodes, blocks
         input_nodes = blocks[0].src_ids

@@ -73,6 +73,7 @@ def test_cli_without_master_addr_is_one_line(two_part_partition, tmp_path):
     env = {k: v for k, v in os.environ.items()
            if k not in ("MASTER_ADDR", "MASTER_PORT") and not k.startswith("SLURM_")}
     env.update(RANK="0", WORLD_SIZE="2", LOCAL_RANK="0")
+    (tmp_path / "x.py").write_text("")  # the script exists: the missing rendezvous is what is named
     done = subprocess.run([sys.executable, "-m", "bgl", "launch", "--backend", "env", "--partition",
                            str(two_part_partition), "--", "python", "x.py"],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
@@ -85,6 +86,7 @@ def test_cli_without_master_addr_is_one_line(two_part_partition, tmp_path):
 def test_cli_more_parts_than_nodes(two_part_partition, tmp_path):
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}, **MASTER,
            "RANK": "0", "WORLD_SIZE": "1"}
+    (tmp_path / "x.py").write_text("")  # the script exists: the part count is what is named
     done = subprocess.run([sys.executable, "-m", "bgl", "launch", "--backend", "env", "--partition",
                            str(two_part_partition), "--", "python", "x.py"],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
