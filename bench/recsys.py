@@ -300,6 +300,7 @@ def main() -> None:
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--graphs", default="sasrec")
     parser.add_argument("--repeats", type=int, default=2, help="runs per system, alternating DGL, bgl")
+    parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--epochs", type=int, default=2, help="timed epochs after one warm-up epoch")
     parser.add_argument("--max-batches", type=int, default=0, help="batches per epoch (0: all)")
     parser.add_argument("--workdir", default="/tmp/bgl-bench-recsys")
@@ -333,9 +334,9 @@ def main() -> None:
                  (("path-dgl-api", "path-pyg-api", "path-dgl"), "datapath") if args.datapath else None)
         for systems, what in filter(None, pairs):
             runs = {s: [] for s in systems}
-            for seed in range(args.repeats):
+            for seed in range(args.first_seed, args.first_seed + args.repeats):
                 for system in systems:  # alternating, the anchor first
-                    prof = args.profile if (system == "bgl" and seed == args.repeats - 1) else ""
+                    prof = args.profile if (system == "bgl" and seed == args.first_seed + args.repeats - 1) else ""
                     r = run_child(args, system, graph, seed, prof)
                     runs[system].append(r)
                     print(f"{graph} {system} seed {seed}: {json.dumps(r)}  loadavg {loadavg()}", flush=True)
