@@ -33,6 +33,7 @@ TOKEN = "bench-recsys"
 def servers(book, root: Path):
     """One ``bgl serve`` per part; their addresses; shut down (token, then kill) whatever happens."""
     from bgl.sampler.client import shutdown
+    from sampling import stop_servers
 
     procs, addresses = [], []
     try:
@@ -55,14 +56,9 @@ def servers(book, root: Path):
         for a in addresses:
             try:
                 shutdown(a, TOKEN)
-            except Exception:
+            except Exception:  # a server already gone: terminated below all the same
                 pass
-        for proc in procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_servers(procs)
 
 
 def run(book_path: str, seeds, policy: str, epochs: int, seed: int) -> dict:
