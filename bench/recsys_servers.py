@@ -114,7 +114,7 @@ def main() -> None:
     for nt in g.ntypes:
         g.nodes[nt].data["feat"] = torch.randn(g.num_nodes(nt), args.feat_dim, generator=gen)
     store = bgl.ingest(g, root / "store", overwrite=True)
-    book = partition_graph(store, "random", 2, root / "parts", measure_samples=False)
+    book = partition_graph(store, "random", 2, root / "parts", measure_samples=False, overwrite=True)
     orig = np.asarray(book.orig_eids)
     to_partition = np.empty_like(orig)
     to_partition[orig] = np.arange(orig.shape[0])
