@@ -196,9 +196,11 @@ def worker(system: str, graph: str, workdir: str, seed: int, epochs: int, max_ba
         dgl.dataloading.NeighborSampler([10, 10]), exclude="reverse_types", reverse_etypes=REVERSE,
         negative_sampler=dgl.dataloading.negative_sampler.Uniform(1))
     t0 = time.perf_counter()
-    if system in ("dgl", "bgl"):
-        Loader = bgl.DataLoader if system == "bgl" else dgl.dataloading.DataLoader
-        loader = Loader(g, {"rates": train_eids}, sampler, batch_size=1024, shuffle=True)
+    if system == "dgl":
+        loader = dgl.dataloading.DataLoader(g, {"rates": train_eids}, sampler, batch_size=1024, shuffle=True)
+    elif system in ("bgl", "bgl-thread"):  # bgl-thread: the stages in a background thread, overlapping the model
+        extra = {"pipeline": "thread"} if system == "bgl-thread" else {}
+        loader = bgl.DataLoader(g, {"rates": train_eids}, sampler, batch_size=1024, shuffle=True, **extra)
     elif system in ("path-dgl-api", "path-dgl"):  # bgl.DataLoader / DGL's, data path only
         Loader = bgl.DataLoader if system == "path-dgl-api" else dgl.dataloading.DataLoader
         loader = Loader(g, {"rates": train_eids}, sampler, batch_size=1024, shuffle=True)
@@ -310,6 +312,7 @@ def main() -> None:
     parser.add_argument("--eval-users", type=int, default=0, help="sampled test users (0: all; powerlaw: 5000)")
     parser.add_argument("--datapath", action="store_true", help="also bgl.pyg vs bgl.DataLoader data path")
     parser.add_argument("--skip-train", action="store_true")
+    parser.add_argument("--systems", default="dgl,bgl", help="training runs, the anchor first (also bgl-thread)")
     parser.add_argument("--profile", default="", help="cProfile the last bgl epoch into this file")
     parser.add_argument("--worker", nargs=4, metavar=("SYSTEM", "GRAPH", "SEED", "PROFILE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -330,13 +333,13 @@ def main() -> None:
             du, di = np.bincount(u), np.bincount(i)
             print(f"powerlaw: {u.shape[0]:,} edges, {du.shape[0]:,} users (max degree {du.max():,}), "
                   f"{di.shape[0]:,} items (max degree {di.max():,})", flush=True)
-        pairs = ((("dgl", "bgl"), "train") if not args.skip_train else None,
+        pairs = ((tuple(args.systems.split(",")), "train") if not args.skip_train else None,
                  (("path-dgl-api", "path-pyg-api", "path-dgl"), "datapath") if args.datapath else None)
         for systems, what in filter(None, pairs):
             runs = {s: [] for s in systems}
             for seed in range(args.first_seed, args.first_seed + args.repeats):
                 for system in systems:  # alternating, the anchor first
-                    prof = args.profile if (system == "bgl" and seed == args.first_seed + args.repeats - 1) else ""
+                    prof = args.profile if (system.startswith("bgl") and seed == args.first_seed + args.repeats - 1) else ""
                     r = run_child(args, system, graph, seed, prof)
                     runs[system].append(r)
                     print(f"{graph} {system} seed {seed}: {json.dumps(r)}  loadavg {loadavg()}", flush=True)
