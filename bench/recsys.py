@@ -28,7 +28,8 @@ Each (system, graph, repeat) runs in its own child process so its peak RSS is it
 Usage::
 
     python bench/recsys.py --graphs sasrec --repeats 2 --epochs 2 --datapath
-    python bench/recsys.py --graphs powerlaw --repeats 2 --epochs 1 --max-batches 300 --datapath
+    python bench/recsys.py --graphs powerlaw --repeats 2 --epochs 1 --max-batches 200 --datapath
+    python bench/recsys.py --graphs sasrec --systems dgl,bgl,bgl-thread   # + pipeline="thread"
 
 ``--max-batches``: each epoch stops after that many batches (both systems alike).
 """
