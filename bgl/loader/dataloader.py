@@ -24,6 +24,7 @@ dtype, range, duplicates).  A new seed kind or sampling option is a case in one 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import weakref
 from typing import Iterator, Optional
@@ -380,21 +381,23 @@ class DataLoader:
         this one had not yet yielded.  One state per DDP rank."""
         it = self._active() if self._active is not None else None
         if it is not None and it.running and it.position < len(self):
-            state = LoaderState(self._current[0], self._current[1], it.position, True, self._fingerprint())
+            state = LoaderState(self._current[0], self._current[1], it.position, True, self._fingerprint)
         else:
-            state = LoaderState(self._epoch, 0, 0, False, self._fingerprint())
+            state = LoaderState(self._epoch, 0, 0, False, self._fingerprint)
         return state.to_dict()
 
     def load_state_dict(self, state: dict) -> None:
         """Resume from :meth:`state_dict`'s output: the next ``iter()`` (of the saved epoch, if
         ``set_epoch`` is called) continues where the saved loader stopped.  ValueError naming what
         differs when the state belongs to another loader (seeds, batch size, order, world size)."""
-        parsed = parse_state(state, self._fingerprint())
+        parsed = parse_state(state, self._fingerprint)
         self._close_active()
         self._epoch, self._epoch_set = parsed.epoch, False
         self._resume = ResumePoint(parsed)
 
+    @functools.cached_property
     def _fingerprint(self) -> dict:
+        """What a state must agree on (loader_state.py); the seeds never change: one O(n) CRC a loader."""
         return fingerprint(self._order_stage.ids, self.batch_size, self.drop_last, self.shuffle, self.order,
                            self._world, self._rank, len(self))
 
