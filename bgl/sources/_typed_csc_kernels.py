@@ -56,6 +56,35 @@ def scatter_typed_rows(src, dst, src_offset, dst_offset, rel, row_ptr, cursor, i
 SMALL_RUN = 16
 
 
+@njit(cache=True, nogil=True)
+def _row_loops_and_repeats(ids, rels, a, b, row):
+    """(self-loops, repeats) of one row's entries ``ids[a:b]`` (see :func:`count_loops_and_repeats`)."""
+    row_loops = 0
+    row_repeats = 0
+    start = a
+    while start < b:
+        end = start + 1
+        while end < b and rels[end] == rels[start]:
+            end += 1
+        if end - start <= SMALL_RUN:  # most runs: pairwise, no sorted copy to allocate
+            for k in range(start, end):
+                if ids[k] == row:
+                    row_loops += 1
+                for j in range(start, k):
+                    if ids[j] == ids[k]:
+                        row_repeats += 1
+                        break
+        else:
+            run = np.sort(ids[start:end])
+            for k in range(run.shape[0]):
+                if run[k] == row:
+                    row_loops += 1
+                if k > 0 and run[k] == run[k - 1]:
+                    row_repeats += 1
+        start = end
+    return row_loops, row_repeats
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def count_loops_and_repeats(ptr, ids, rels, lo):
     """Self-loops and repeated edges among one filled bucket's rows ``[lo, lo + len(ptr) - 1)``.
@@ -64,36 +93,13 @@ def count_loops_and_repeats(ptr, ids, rels, lo):
     ``rels`` as the fill leaves them.  A self-loop is an entry equal to its row; a repeat is an
     entry whose (id, relation) appeared earlier in the row (so ``k`` copies count ``k - 1``).
     Counted pairwise in a short run, on a sorted copy of a long one: the bucket keeps its input order.
+    Per-row counts go to arrays (16 B per row of the bucket) and are summed after the parallel loop:
+    numba 0.68's parfor reduction analysis recursed without end on the nested loops under Python 3.13.
     Returns ``(loops, repeats)``.
     """
-    loops = 0
-    repeats = 0
-    for r in prange(ptr.shape[0] - 1):
-        a = ptr[r]
-        b = ptr[r + 1]
-        row_loops = 0
-        row_repeats = 0
-        start = a
-        while start < b:
-            end = start + 1
-            while end < b and rels[end] == rels[start]:
-                end += 1
-            if end - start <= SMALL_RUN:  # most runs: pairwise, no sorted copy to allocate
-                for k in range(start, end):
-                    if ids[k] == lo + r:
-                        row_loops += 1
-                    for j in range(start, k):
-                        if ids[j] == ids[k]:
-                            row_repeats += 1
-                            break
-            else:
-                run = np.sort(ids[start:end])
-                for k in range(run.shape[0]):
-                    if run[k] == lo + r:
-                        row_loops += 1
-                    if k > 0 and run[k] == run[k - 1]:
-                        row_repeats += 1
-            start = end
-        loops += row_loops
-        repeats += row_repeats
-    return loops, repeats
+    n = ptr.shape[0] - 1
+    loops = np.zeros(n, np.int64)
+    repeats = np.zeros(n, np.int64)
+    for r in prange(n):
+        loops[r], repeats[r] = _row_loops_and_repeats(ids, rels, ptr[r], ptr[r + 1], lo + r)
+    return loops.sum(), repeats.sum()
