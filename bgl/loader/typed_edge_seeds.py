@@ -26,7 +26,8 @@ import numpy as np
 import torch
 
 from ..sampler.typed import relation_seed
-from .edge_seeds import compact, sorted_compact
+from ._typed_block_kernels import type_positions
+from .edge_seeds import compact, sorted_compact, store_endpoints
 
 TYPED_EXCLUDES = (None, "self", "reverse_id", "reverse_types")
 
@@ -114,7 +115,7 @@ class TypedEdgeSeeds:
         if self.negative is not None:
             arrays += [a for r, idx in zip(rels.tolist(), by_rel) for a in self._negatives(r, src[idx], dst[idx], seed)]
         nodes, local = (compact if self.node_order == "first" else sorted_compact)(*arrays)
-        type_local = _type_local_positions(nodes, self.schema)
+        _, type_local, *_ = type_positions(nodes, 0, self.schema.offsets)  # index among its type's nodes
         pos, eids, neg = {}, {}, ({} if self.negative is not None else None)
         for j, (r, idx) in enumerate(zip(rels.tolist(), by_rel)):
             pos[r] = (torch.from_numpy(type_local[local[2 * j]]), torch.from_numpy(type_local[local[2 * j + 1]]))
@@ -123,16 +124,6 @@ class TypedEdgeSeeds:
                 k = 2 * len(by_rel) + 2 * j
                 neg[r] = (torch.from_numpy(type_local[local[k]]), torch.from_numpy(type_local[local[k + 1]]))
         return TypedEdgeBatch(torch.from_numpy(nodes), pos, eids, neg), self.excluded(sel)
-
-
-def _type_local_positions(nodes: np.ndarray, schema) -> np.ndarray:
-    """Each node's index among the nodes of its own type, in order (its id in a pair graph)."""
-    types = schema.type_of(nodes)
-    out = np.empty(nodes.shape[0], np.int64)
-    for t in np.unique(types):
-        where = np.flatnonzero(types == t)
-        out[where] = np.arange(where.shape[0])
-    return out
 
 
 def _relation_of(schema, etype) -> int:
@@ -237,8 +228,7 @@ class _StoreEdges:
 
     def endpoints(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Global (src, dst) ids of the edges at ``pos``: ``indices[pos]`` and the row holding ``pos``."""
-        dst = np.searchsorted(np.asarray(self.store.indptr), pos, side="right").astype(np.int64) - 1
-        return np.asarray(self.store.indices[pos], dtype=np.int64), dst + int(self.store.node_offset)
+        return store_endpoints(self.store, pos)
 
     def reverse(self, src: np.ndarray, dst: np.ndarray, rev: np.ndarray) -> np.ndarray:
         """Position of an edge ``dst -> src`` of relation ``rev`` per seed (-1: none; ``rev`` -1: none)."""
