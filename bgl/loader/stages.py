@@ -76,9 +76,8 @@ class SampleStage(Stage):
     def __call__(self, mb: MiniBatch) -> MiniBatch:
         if self._sampler is None:
             self.open()
-        if self.temporal is not None:
-            mb.seeds, mb.blocks = self.temporal.sample(self._sampler, mb.seeds, mb.sample_seed)
-            return mb
+        if self.temporal is not None:  # node or edge seeds with times
+            return self.temporal.sample_batch(self._sampler, mb)
         exclude = None
         if self.edges is not None:
             graph = getattr(self._sampler, "store", None)
