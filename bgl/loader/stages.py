@@ -90,7 +90,7 @@ class SampleStage(Stage):
             seeds, inverse = distinct_seeds(mb.seeds)
         if self.typed_fanouts is not None:
             mb.blocks = self._sampler.sample_typed_blocks(seeds, list(self.typed_fanouts), replace=self.replace,
-                                                          seed=mb.sample_seed, exclude=exclude)  # CSC positions
+                                                          seed=mb.sample_seed, exclude=exclude, prob=self.prob)
         else:
             mb.blocks = self.sample(self._sampler, seeds, mb.sample_seed, mb.index, exclude)
         if inverse is not None:
