@@ -22,7 +22,7 @@ with their time order (:mod:`bgl.sampler.temporal`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import torch
@@ -67,9 +67,9 @@ class TemporalNeighborSampler(NeighborSampler):
             raise ValueError("temporal sampling draws each eligible edge at most once: replace=True is not supported")
         if prob_name is not None:
             raise ValueError(f"prob_name={prob_name!r}: weighted temporal sampling is not supported yet; drop it")
-        if any(isinstance(f, dict) or f < 1 for f in self.fanouts):
-            raise ValueError(f"temporal fanouts must be ints >= 1 (every eligible neighbour: a large int), "
-                             f"got {self.fanouts}")
+        if any(not isinstance(f, dict) and f < 1 for f in self.fanouts):
+            raise ValueError(f"temporal fanouts must be ints >= 1 (every eligible neighbour: a large int) or "
+                             f"per-relation dicts, got {self.fanouts}")
         for what, name in (("node_timestamp_attr_name", node_timestamp_attr_name),
                            ("edge_timestamp_attr_name", edge_timestamp_attr_name)):
             if name is not None and not isinstance(name, str):
@@ -120,6 +120,8 @@ class TemporalSeeds:
     times: np.ndarray
     options: TemporalOptions
     node_time: Optional[np.ndarray] = None
+    typed_fanouts: Optional[tuple] = None  # a typed graph's per-hop int64 [R] fanouts, the first hop first
+    schema: Any = None  # a typed graph's GraphSchema
 
     def __post_init__(self):
         self._sampler = None  # the stage's sampler, with this loader's node times where it has some
@@ -128,6 +130,15 @@ class TemporalSeeds:
         return {**self.__dict__, "_sampler": None}
 
     def _layer_source(self, sampler):
+        if self.schema is not None:
+            if self._sampler is None:
+                if not hasattr(sampler, "store"):
+                    raise ValueError("temporal sampling of a typed graph runs in process (a typed store or a "
+                                     "heterogeneous DGLGraph); graph servers sample typed graphs without time")
+                from ..sampler.temporal_typed import TypedTemporalLayer
+
+                self._sampler = TypedTemporalLayer(sampler.store, node_time=self.node_time)
+            return self._sampler
         if self.node_time is None:
             return sampler
         if self._sampler is None:
@@ -147,13 +158,17 @@ class TemporalSeeds:
 
     def sample(self, sampler, nodes: np.ndarray, times: np.ndarray, seed: int) -> tuple[torch.Tensor, list]:
         """``(seed node ids, blocks)`` of seed ``nodes`` at ``times``, sampled with RNG ``seed``."""
+        from ..sampler.temporal import sample_temporal
         from .temporal_blocks import disjoint_blocks, tree_blocks
 
         opts, source = self.options, self._layer_source(sampler)
-        if opts.layout == "disjoint":
-            sample = source.sample_temporal(nodes, times, list(opts.hop_fanouts), opts.strategy, seed,
-                                            time_name=opts.edge_time)
-            blocks = disjoint_blocks(sample, opts.edge_time)
+        if self.schema is not None:
+            layer, fanouts = source, list(self.typed_fanouts)
         else:
-            blocks = tree_blocks(source.temporal_layer, nodes, times, opts, seed)
+            layer, fanouts = source.temporal_layer, list(opts.hop_fanouts)
+        if opts.layout == "disjoint":
+            sample = sample_temporal(layer, nodes, times, fanouts, opts.strategy, seed, time_name=opts.edge_time)
+            blocks = disjoint_blocks(sample, opts.edge_time, self.schema)
+        else:
+            blocks = tree_blocks(layer, nodes, times, fanouts, opts, seed, self.schema)
         return torch.from_numpy(nodes), blocks
