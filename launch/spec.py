@@ -45,6 +45,8 @@ ENV_LAUNCH_ID = "BGL_LAUNCH_ID"
 ENV_SERVER_TOKEN = "BGL_SERVER_TOKEN"
 # How many times the trainers were restarted (--max-restarts): > 0 tells a script to resume.
 ENV_RESTART_COUNT = "BGL_RESTART_COUNT"
+# "1": the launcher reads the trainers' lifecycle events from their stdout (bgl.launch.lifecycle).
+ENV_LIFECYCLE = "BGL_LIFECYCLE"
 # torchrun prefixes each worker's tee'd line with this; the supervisor turns it into the rank.
 RANK_PREFIX_TEMPLATE = "[bgl-rank ${rank}]:"
 
