@@ -7,6 +7,10 @@ the previous file whole; rank 0 then names the step in ``complete`` once every r
 under ``bgl launch --max-restarts N`` a killed trainer costs the batches since the last complete
 step.  Each save is reported to the launcher as a lifecycle event (its time counts as checkpointing
 in the line ``bgl launch`` ends with).
+
+:meth:`Checkpoints.save_training` / :meth:`Checkpoints.resume_training` hold what a training script
+saves and restores -- model, optimizer, the loader's position, torch's RNG, epoch and step -- so
+every example resumes the same way.
 """
 from __future__ import annotations
 
@@ -51,3 +55,25 @@ class Checkpoints:
                 if old is not None and old != step:
                     (self.root / f"rank{r}-{old}.pt").unlink(missing_ok=True)
         lifecycle.event("checkpoint_end", step=step)
+
+    def save_training(self, step: int, epoch: int, model, optimizer, loader, **extra) -> None:
+        """Save ``step``: ``model`` (unwrapped from DDP) and ``optimizer`` state, ``loader.state_dict()``,
+        torch's RNG, ``epoch`` (the one the loader is in, or the next when between epochs) and ``extra``."""
+        self.save(step, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                         "loader": loader.state_dict(), "rng": torch.get_rng_state(), "epoch": epoch,
+                         "step": step, **extra})
+
+    def resume_training(self, model, optimizer, loader):
+        """Restore the last complete step into ``model``, ``optimizer``, ``loader`` and torch's RNG; returns
+        the saved dict (``epoch``, ``step`` and the extras) or None when there is no checkpoint yet."""
+        state = self.latest()
+        if state is None:
+            return None
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        loader.load_state_dict(state["loader"])
+        torch.set_rng_state(state["rng"])
+        if self.rank == 0:
+            print(f"resumed from checkpoint step {state['step']} (epoch {state['epoch']}, restart "
+                  f"{os.environ.get('BGL_RESTART_COUNT', '0')})", flush=True)
+        return state

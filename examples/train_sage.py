@@ -186,24 +186,14 @@ def main() -> None:
         print(f"feature cache: {loader.cache_policy or 'off'} ({args.cache_ratio:.0%} of nodes), "
               f"order {args.order}", flush=True)
     checkpoints = Checkpoints(Path(args.checkpoint_dir), rank, world, distributed) if args.checkpoint_dir else None
-    resumed = checkpoints.latest() if checkpoints else None
+    net = model.module if distributed else model
+    resumed = checkpoints.resume_training(net, optimizer, loader) if checkpoints else None
     first_epoch, step_count, trained = 0, 0, []
     if resumed is not None:
-        (model.module if distributed else model).load_state_dict(resumed["model"])
-        optimizer.load_state_dict(resumed["optimizer"])
-        loader.load_state_dict(resumed["loader"])
-        torch.set_rng_state(resumed["rng"])
-        first_epoch, step_count = resumed["epoch"], resumed["step"]
-        if rank == 0:
-            print(f"resumed from checkpoint step {step_count} (epoch {first_epoch}, restart "
-                  f"{os.environ.get('BGL_RESTART_COUNT', '0')})", flush=True)
-        trained = list(resumed["seeds"])
+        first_epoch, step_count, trained = resumed["epoch"], resumed["step"], list(resumed["seeds"])
 
-    def checkpoint(epoch: int) -> None:
-        state = {"model": (model.module if distributed else model).state_dict(), "optimizer": optimizer.state_dict(),
-                 "loader": loader.state_dict(), "rng": torch.get_rng_state(), "epoch": epoch, "step": step_count,
-                 "seeds": trained}  # (epoch, seed ids) per batch with --record-seeds, else empty
-        checkpoints.save(step_count, state)
+    def checkpoint(epoch: int) -> None:  # seeds: (epoch, seed ids) per batch with --record-seeds, else empty
+        checkpoints.save_training(step_count, epoch, net, optimizer, loader, seeds=trained)
 
     epochs_stats = []
     for epoch in range(first_epoch, args.epochs):
@@ -268,7 +258,6 @@ def main() -> None:
     test_ids = info["splits"]["test"].tensor_split(world)[rank]
     if args.max_batches is not None:
         test_ids = test_ids[: args.max_batches * args.batch_size]
-    net = model.module if distributed else model
     correct, total = evaluate(net, graph, test_ids, fanouts, args.batch_size)
     result = torch.tensor([correct, total], dtype=torch.float64)
     if distributed:
