@@ -6,8 +6,9 @@ arrive (:mod:`bgl.launch.lifecycle`).  :meth:`Timeline.summary` splits the wall 
 
 - **first batch**: launch start to the first batch of the first trainer start (the slowest rank's: a
   DDP world trains when every rank does) -- servers, warm-up, torchrun, imports, loader build;
-- **training**: from a start's first batch to its end (the next failure found, or ``train_end``),
-  less the time checkpointing and less the work a failure threw away;
+- **training**: from a start's first batch to its end (the next failure found, its ``train_end``, or
+  for a script that does not say, the trainers' exit), less the time checkpointing and less the work a
+  failure threw away;
 - **checkpointing**: the union of every rank's ``checkpoint_start`` .. ``checkpoint_end``;
 - **each failure**: *since checkpoint* (from the last completed checkpoint, or the start's first batch,
   to the failure being found: the work trained again plus the detection delay, which the launcher
@@ -90,11 +91,17 @@ class Timeline:
         self.begin = clock()
         self.failures: list[float] = []  # when failure n + 1 was found (it starts restart n + 1)
         self.events: list[tuple[float, dict]] = []
+        self.stopped: Optional[float] = None
 
     def start(self) -> None:
         """The launch begins now (forgets anything recorded before)."""
         with self.lock:
-            self.begin, self.failures, self.events = self.clock(), [], []
+            self.begin, self.failures, self.events, self.stopped = self.clock(), [], [], None
+
+    def stop(self) -> None:
+        """The trainers are done now (all exited, or the launch is being stopped): teardown follows."""
+        with self.lock:
+            self.stopped = self.clock() if self.stopped is None else self.stopped
 
     def failure(self) -> None:
         """The trainer group failed and is being restarted (found now)."""
@@ -109,7 +116,7 @@ class Timeline:
     def summary(self) -> Lifecycle:
         """The wall time so far, split as the module docstring says."""
         with self.lock:
-            end, events, found = self.clock(), list(self.events), list(self.failures)
+            end, events, found, stopped = self.clock(), list(self.events), list(self.failures), self.stopped
         bounds = [self.begin] + found + [end]  # start g runs from bounds[g] to bounds[g + 1]
 
         def latest(kind: str, g: int) -> Optional[float]:
@@ -119,8 +126,9 @@ class Timeline:
         windows, ends, firsts = [], [], []
         for g in range(len(bounds) - 1):
             first = latest("first_batch", g)
-            stop = latest("train_end", g) if g == len(bounds) - 2 else None
-            stop = bounds[g + 1] if stop is None else stop
+            last = g == len(bounds) - 2
+            stop = latest("train_end", g) if last else None
+            stop = stop if stop is not None else stopped if last and stopped is not None else bounds[g + 1]
             firsts.append(first)
             ends.append(stop)
             if first is not None and first < stop:

@@ -41,9 +41,11 @@ def event(name: str, **fields: int) -> None:
     loop).  ``fields`` are small ints (``step=``).  ValueError for an unknown event name.
     """
     global _first_batch_sent
+    if name == "first_batch" and _first_batch_sent:  # the call in a training loop: return at once
+        return
     if name not in EVENTS:
         raise ValueError(f"lifecycle event must be one of {', '.join(EVENTS)}, got {name!r}")
-    if os.environ.get(ENV_LIFECYCLE) != "1" or (name == "first_batch" and _first_batch_sent):
+    if os.environ.get(ENV_LIFECYCLE) != "1":
         return
     _first_batch_sent = _first_batch_sent or name == "first_batch"
     payload = {"event": name, "rank": int(os.environ.get("RANK", "0")),

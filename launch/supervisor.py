@@ -150,6 +150,7 @@ class Supervisor:
                 if failure is None:
                     self._start_trainers()
                     failure = self._watch()
+                    self.timeline.stop()
                 if failure is None:
                     self._shutdown_servers()
                     return 0

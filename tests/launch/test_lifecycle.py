@@ -76,6 +76,19 @@ def test_a_start_without_a_batch_is_lost_whole_and_no_event_means_no_training():
     assert quiet.training == 0.0 and quiet.other == pytest.approx(5.0) and quiet.ett == 0.0
 
 
+def test_without_train_end_training_ends_when_the_trainers_do():
+    clock = Clock()
+    tl = Timeline(clock)
+    _at(tl, clock, 3.0, "first_batch")
+    clock.now = 9.0
+    tl.stop()      # trainers exited (or the launch is being stopped)
+    clock.now = 12.0
+    tl.stop()      # the first call counts
+    clock.now = 14.0
+    got = tl.summary()
+    assert got.training == pytest.approx(6.0) and got.other == pytest.approx(5.0)
+
+
 def test_event_writes_a_marker_line_only_under_bgl_launch(monkeypatch, capsys):
     monkeypatch.setattr(lifecycle, "_first_batch_sent", False)
     monkeypatch.delenv("BGL_LIFECYCLE", raising=False)
