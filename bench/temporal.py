@@ -5,10 +5,12 @@ Same graph, seeds, seed times and fanouts for every sampler:
 * ``one hop``: bgl's :class:`~bgl.sampler.temporal.TemporalLayer` and GraphBolt's
   ``FusedCSCSamplingGraph.temporal_sample_neighbors`` (``edge_timestamp_attr_name``) on the same
   seeds and times, fanout ``--fanouts[0]``: time per batch;
-* ``two hops``: bgl's disjoint ``sample_temporal`` (relabelled, PyG's layout) and GraphBolt's
-  hop loop as its ``TemporalNeighborSampler`` runs it (each sampled source carries its edge's
-  seed time into the next hop; no de-duplication), and bgl's non-temporal ``sample_blocks``
-  on the same seeds and fanouts for reference;
+* ``two hops``: bgl's disjoint ``sample_temporal`` (relabelled, PyG's layout), GraphBolt's
+  hop loop as its ``TemporalNeighborSampler`` runs it (``compact_csc_format``: a hop's seeds and then
+  each sampled source, carrying its edge's seed time, are the next hop's seeds; no de-duplication),
+  bgl's tree layout (the same layout: ``bgl.TemporalNeighborSampler``'s default), and bgl's
+  non-temporal ``sample_blocks`` on the same seeds and fanouts for reference;
+* the whole ``bgl.DataLoader`` with ``bgl.TemporalNeighborSampler`` over the same seeds and times;
 * every sampled edge of both temporal samplers is checked against its seed time (no future edge).
 
 GraphBolt keeps edges strictly older than the seed time (``<``; bgl and PyG keep ``<=``), so it is
@@ -98,7 +100,8 @@ def gb_sample(graph, seeds, times, fanouts, ts):
         src, pos, eids = gb_hop(graph, nodes, t, fanout)
         edges += int(src.shape[0])
         future += int((ts[eids] > t[pos]).sum())
-        nodes, t = src, t[pos]
+        # compact_csc_format: the next hop's seeds are this hop's seeds, then one node per sampled edge
+        nodes, t = torch.cat([nodes, src]), torch.cat([t, t[pos]])
     return edges, future
 
 
@@ -138,6 +141,21 @@ def run(name, store, args, lines):
     def gb_multi(seeds, times):
         return gb_sample(graph, seeds, times, fanouts, ts_t)
 
+    from bgl.loader.temporal_blocks import tree_blocks
+    from bgl.loader.temporal_sampler import TemporalOptions
+
+    tree_opts = TemporalOptions(tuple(fanouts), args.strategy, "tree", "timestamp", None)
+
+    def bgl_tree(seeds, times):
+        blocks = tree_blocks(layer, seeds, times, fanouts, tree_opts, 7)
+        node_time = blocks[0].srcdata["seed_time"].numpy()
+        edges = future = 0
+        for b in blocks:
+            dst = np.repeat(np.arange(b.num_dst), np.diff(b.indptr.numpy()))
+            edges += int(dst.shape[0])
+            future += int((ts_np[b.edge_ids.numpy()] > node_time[dst]).sum())
+        return edges, future
+
     local = LocalSampler(store)
 
     def bgl_plain(seeds, times):
@@ -149,16 +167,46 @@ def run(name, store, args, lines):
     for label, fn in [("bgl temporal, one hop", bgl_one), ("GraphBolt temporal, one hop", gb_one),
                       ("bgl temporal, disjoint multi-hop", bgl_multi),
                       ("GraphBolt temporal, multi-hop (no dedup)", gb_multi),
+                      ("bgl temporal, tree multi-hop (GraphBolt's layout)", bgl_tree),
                       ("bgl non-temporal sample_blocks (unique seeds)", bgl_plain)]:
         ms, outs = timed(fn, batches)
         edges = np.mean([o[0] for o in outs])
         future = sum(o[1] for o in outs)
         rows.append(f"| {name} | {label} | {ms:.2f} | {edges:,.0f} | {future} |")
+    rows.append(loader_row(name, store, batches, args))
     lines.append(f"\n{name}: {store.num_nodes:,} nodes, {store.num_edges:,} edges; time index built in "
                  f"{index_s:.2f} s, order array {order_bytes:,} bytes ({order_bytes / max(store.num_edges, 1):.0f} B/edge)\n")
     lines.append("| graph | sampler | ms / batch | sampled edges / batch | future edges (all batches) |")
     lines.append("|---|---|---|---|---|")
     lines.extend(rows)
+
+
+def loader_row(name, store, batches, args) -> str:
+    """The whole loader: bgl.DataLoader with bgl.TemporalNeighborSampler (tree layout, inline) over the
+    same seeds and times, one epoch after a warm one; ms per batch, edges per batch, future edges."""
+    seeds = np.concatenate([b[0] for b in batches[1:]])
+    times = np.concatenate([b[1] for b in batches[1:]])
+    ts_np = np.asarray(store.edge_array("timestamp"))
+    sampler = bgl.TemporalNeighborSampler(args.fanouts[::-1], edge_timestamp_attr_name="timestamp",
+                                          strategy=args.strategy)
+    loader = bgl.DataLoader(str(store.path), torch.from_numpy(seeds), sampler, seed_time=torch.from_numpy(times),
+                            batch_size=args.batch_size, blocks="bgl")
+    try:
+        for _ in loader:
+            pass
+        t0 = time.perf_counter()
+        edges = future = n = 0
+        for k, (_, _, blocks) in enumerate(loader):
+            node_time = times[k * args.batch_size:][blocks[0].srcdata["batch"].numpy()]
+            for b in blocks:
+                dst = np.repeat(np.arange(b.num_dst), np.diff(b.indptr.numpy()))
+                edges += int(dst.shape[0])
+                future += int((ts_np[b.edge_ids.numpy()] > node_time[dst]).sum())
+            n += 1
+        ms = (time.perf_counter() - t0) / n * 1e3
+    finally:
+        loader.close()
+    return f"| {name} | bgl.DataLoader + TemporalNeighborSampler (tree, inline, checked) | {ms:.2f} | {edges / n:,.0f} | {future} |"
 
 
 def main(argv=None) -> int:
