@@ -21,7 +21,7 @@ from .temporal import DEFAULT_TIME_NAME
 
 def load_request_kernels(store, indptr: np.ndarray, num_relations: int | None, keys=None, temporal=None) -> None:
     """Run each kind of request the server at ``store`` (CSC ``indptr``) answers, on one seed;
-    ``temporal``: the server's :class:`~bgl.sampler.temporal.TemporalLayer`."""
+    ``temporal``: the server's temporal layer (:func:`~bgl.sampler.temporal_frames.layer_for`)."""
     if store.num_nodes == 0:
         return
     lo = store.node_offset
@@ -38,8 +38,9 @@ def load_request_kernels(store, indptr: np.ndarray, num_relations: int | None, k
     if temporal is not None and DEFAULT_TIME_NAME in store.meta.edata:
         times = _read_only(np.zeros(1, np.int64))
         try:
+            fanout = 2 if num_relations is None else np.full(num_relations, 2, np.int64)
             for strategy in ("uniform", "last"):
-                temporal(seeds, times, 2, strategy, 0, time_name=DEFAULT_TIME_NAME)
+                temporal(seeds, times, fanout, strategy, 0, time_name=DEFAULT_TIME_NAME)
         except (TypeError, ValueError):
             pass  # not int64 times: a request naming it is refused with the reason
     if num_relations is not None:

@@ -146,7 +146,7 @@ class GraphServer:
         self._stop = threading.Event()
         self._indptr = np.asarray(store.indptr)
         self._weights = ops.EdgeWeights(store)
-        self._temporal = temporal.TemporalLayer(store, parallel=False)  # time orders built on first use
+        self._temporal = temporal_frames.layer_for(store)  # typed or not; time orders built on first use
         self._lo = store.node_offset
         self._hi = store.node_offset + store.num_nodes
         # a typed store's relation count, which every typed SAMPLE's fanouts frame must match

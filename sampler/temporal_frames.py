@@ -8,6 +8,10 @@ Temporal SAMPLE (``FLAG_TEMPORAL``, flag bit 5, alone) is exactly four frames::
     times    int64 [m], each seed's time (the time of the subgraph it belongs to)
     name     UTF-8 name of the server's int64 edge array holding edge times (e.g. ``timestamp``)
 
+A typed store's servers take a fifth frame, ``fanouts`` int64 [R] (one per relation of its schema;
+the header's fanout is then 0), and sample by :class:`~bgl.sampler.temporal_typed.TypedTemporalLayer`;
+their reply's edge data has a third row frame, ``etype`` (int64 relation ids).
+
 The reply is an ordinary SAMPLE reply with edge data (``counts``, ``nbrs``, then the spec and
 two row frames): ``eid`` (int64, the drawn edges' CSC positions in the server's store) and
 ``time`` (int64, their times), so a client can number the edges and check them.  A server that
@@ -27,6 +31,7 @@ from . import protocol as P
 FLAG_TEMPORAL = 32
 TIMES_CODE = 2  # int64
 STRATEGY_NAMES = ("uniform", "last")  # the header's field
+MAX_RELATIONS = 1 << 16  # a typed request's fanouts frame, at most (a schema's relation ids fit int16 or less)
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,7 @@ class TemporalRequest:
     times: np.ndarray
     strategy: str
     time_name: str
+    fanouts: np.ndarray | None = None  # a typed request's int64 [R] relation fanouts
 
 
 def is_temporal(frame) -> bool:
@@ -45,13 +51,16 @@ def is_temporal(frame) -> bool:
     return mv.nbytes == P.HEADER.size and bytes(mv[:4]) == P.MAGIC and bool(mv[6] & FLAG_TEMPORAL)
 
 
-def temporal_request(req_id: int, seeds: np.ndarray, times: np.ndarray, fanout: int, strategy: str, seed: int,
+def temporal_request(req_id: int, seeds: np.ndarray, times: np.ndarray, fanout, strategy: str, seed: int,
                      time_name: str) -> list:
-    """Frames of a temporal SAMPLE for ``seeds`` (int32/int64 [m]) at ``times`` (int64 [m])."""
+    """Frames of a temporal SAMPLE for ``seeds`` (int32/int64 [m]) at ``times`` (int64 [m]); ``fanout``
+    an int, or a typed store's int64 [R] relation fanouts (the fifth frame)."""
     seeds = np.ascontiguousarray(seeds)
+    typed = isinstance(fanout, np.ndarray)
     h = P.Header(P.Op.SAMPLE, req_id, FLAG_TEMPORAL, STRATEGY_NAMES.index(strategy), P.dtype_code(seeds.dtype),
-                 TIMES_CODE, int(fanout), int(seed) & ((1 << 64) - 1), seeds.shape[0], seeds.shape[0], 1)
-    return [h.pack(), seeds, np.ascontiguousarray(times, dtype="<i8"), time_name.encode("utf-8")]
+                 TIMES_CODE, 0 if typed else int(fanout), int(seed) & ((1 << 64) - 1), seeds.shape[0], seeds.shape[0], 1)
+    frames = [h.pack(), seeds, np.ascontiguousarray(times, dtype="<i8"), time_name.encode("utf-8")]
+    return frames + [np.ascontiguousarray(fanout, dtype="<i8")] if typed else frames
 
 
 def parse_temporal_request(frames: list) -> TemporalRequest:
@@ -62,8 +71,9 @@ def parse_temporal_request(frames: list) -> TemporalRequest:
     if h.op != P.Op.SAMPLE or h.flags != FLAG_TEMPORAL:
         raise ProtocolError(f"temporal SAMPLE: op must be SAMPLE and flags exactly {FLAG_TEMPORAL:#x}, "
                             f"got op {h.op} flags {h.flags:#x}")
-    if len(frames) != 4:
-        raise ProtocolError(f"temporal SAMPLE needs 4 frames (header, seeds, times, name), got {len(frames)}")
+    if len(frames) not in (4, 5):
+        raise ProtocolError(f"temporal SAMPLE needs 4 frames (header, seeds, times, name; a typed store's 5: "
+                            f"fanouts), got {len(frames)}")
     if h.fanout < -1:
         raise ProtocolError(f"temporal SAMPLE: fanout must be >= -1 (-1 = all), got {h.fanout}")
     if h.field >= len(STRATEGY_NAMES):
@@ -85,12 +95,35 @@ def parse_temporal_request(frames: list) -> TemporalRequest:
         raise ProtocolError(f"temporal SAMPLE: bad time array name: {e}") from None
     ids.flags.writeable = False
     times.flags.writeable = False
-    return TemporalRequest(h, ids, times, STRATEGY_NAMES[h.field], time_name)
+    fanouts = None
+    if len(frames) == 5:
+        raw = memoryview(frames[4].buffer if hasattr(frames[4], "buffer") else frames[4])
+        if raw.nbytes % 8 or not 0 < raw.nbytes // 8 <= MAX_RELATIONS:
+            raise ProtocolError(f"temporal SAMPLE: a fanouts frame of {raw.nbytes} bytes is not 1..{MAX_RELATIONS} "
+                                "int64 relation fanouts")
+        fanouts = np.frombuffer(raw, dtype="<i8").astype(np.int64)
+    return TemporalRequest(h, ids, times, STRATEGY_NAMES[h.field], time_name, fanouts)
 
 
-def layer_reply(req_id: int, counts, nbrs, eids, times) -> list:
-    """A temporal SAMPLE's reply: a SAMPLE reply carrying the drawn edges' ``eid`` and ``time`` rows."""
-    return P.sample_reply(req_id, counts, nbrs, {"eid": eids, "time": times})
+def layer_reply(req_id: int, counts, nbrs, eids, times, etypes=None) -> list:
+    """A temporal SAMPLE's reply: a SAMPLE reply carrying the drawn edges' ``eid`` and ``time`` rows (and a
+    typed store's ``etype``)."""
+    rows = {"eid": eids, "time": times}
+    if etypes is not None:
+        rows["etype"] = etypes
+    return P.sample_reply(req_id, counts, nbrs, rows)
+
+
+def layer_for(store, parallel: bool = False):
+    """The temporal layer of ``store``, typed or not (time orders built on first use): serial in a
+    server's worker threads, ``parallel`` in a client's co-located reads."""
+    if getattr(store, "is_typed", False):
+        from .temporal_typed import TypedTemporalLayer
+
+        return TypedTemporalLayer(store, parallel=parallel)
+    from .temporal import TemporalLayer
+
+    return TemporalLayer(store, parallel=parallel)
 
 
 def serve(layer, frames: list) -> list:
@@ -99,9 +132,13 @@ def serve(layer, frames: list) -> list:
     request (a time array of the wrong dtype too), which the server sends back as an ERROR reply."""
     req = parse_temporal_request(frames)
     h = req.header
+    typed = hasattr(layer, "schema")
+    if typed != (req.fanouts is not None):
+        raise ProtocolError("temporal SAMPLE: a typed store takes relation fanouts (5 frames), an untyped one a "
+                            "fanout (4 frames)")
     try:
-        counts, nbrs, eids, times = layer(req.ids, req.times, h.fanout, req.strategy, h.seed,
-                                          time_name=req.time_name)
+        counts, nbrs, eids, times, *etypes = layer(req.ids, req.times, req.fanouts if typed else h.fanout,
+                                                   req.strategy, h.seed, time_name=req.time_name)
     except TypeError as e:
         raise ValueError(str(e)) from None
-    return layer_reply(h.req_id, counts, nbrs, eids, times)
+    return layer_reply(h.req_id, counts, nbrs, eids, times, *etypes)

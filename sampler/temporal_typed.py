@@ -42,6 +42,8 @@ class TypedTemporalLayer:
     """
 
     def __init__(self, store, node_time=None, parallel: bool = True):
+        from .typed import stream_keys
+
         etype = getattr(store, "etype", None)
         if etype is None:
             raise ValueError(f"{getattr(store, 'path', 'graph')} has no edge types; sample it with TemporalLayer")
@@ -60,6 +62,7 @@ class TypedTemporalLayer:
         self._lock = threading.Lock()
         _, self._dst_type_of_rel = self.schema.relation_ends()
         self._type_offsets = np.asarray(self.schema.offsets, np.int64) + int(store.node_offset)
+        self._keys = stream_keys(store)  # a typed part's original ids: draws equal the whole store's (typed.py)
 
     def runs(self) -> np.ndarray:
         """int64 [runs + 1]: where each (row, relation) run starts, then ``num_edges``."""
@@ -114,7 +117,8 @@ class TypedTemporalLayer:
         out_indptr, total = ops._sample_offsets(counts, ops.MAX_SAMPLE_EDGES)
         eids, etypes = np.empty(total, np.int64), np.empty(total, np.int64)
         rel_seeds = np.array([relation_seed(seed, r) & ops.MASK64 for r in range(num_rel)], np.uint64)
-        TTK.typed_temporal_positions(flat_starts, elig, flat_degs, idx.order, np.repeat(dst, num_rel), fanouts,
+        stream = dst if self._keys is None else np.ascontiguousarray(self._keys[dst - off], np.int64)
+        TTK.typed_temporal_positions(flat_starts, elig, flat_degs, idx.order, np.repeat(stream, num_rel), fanouts,
                                      np.int64(code), rel_seeds, out_indptr, eids, etypes)
         nbrs = np.empty(total, self._indices.dtype)
         K.gather_nbrs_serial(self._indices, eids, nbrs)

@@ -132,12 +132,15 @@ class TemporalSeeds:
     def _layer_source(self, sampler):
         if self.schema is not None:
             if self._sampler is None:
-                if not hasattr(sampler, "store"):
-                    raise ValueError("temporal sampling of a typed graph runs in process (a typed store or a "
-                                     "heterogeneous DGLGraph); graph servers sample typed graphs without time")
-                from ..sampler.temporal_typed import TypedTemporalLayer
+                if hasattr(sampler, "store"):
+                    from ..sampler.temporal_typed import TypedTemporalLayer
 
-                self._sampler = TypedTemporalLayer(sampler.store, node_time=self.node_time)
+                    self._sampler = TypedTemporalLayer(sampler.store, node_time=self.node_time)
+                elif self.node_time is not None:
+                    raise ValueError("node times are sampled in process only: graph servers filter by an edge "
+                                     "time array (edge_timestamp_attr_name=)")
+                else:
+                    self._sampler = _ServerTypedLayer(sampler)
             return self._sampler
         if self.node_time is None:
             return sampler
@@ -172,3 +175,19 @@ class TemporalSeeds:
         else:
             blocks = tree_blocks(layer, nodes, times, fanouts, opts, seed, self.schema)
         return torch.from_numpy(nodes), blocks
+
+
+class _ServerTypedLayer:
+    """A typed temporal layer over graph servers in the loader's id space (a
+    :class:`~bgl.sampler.typed_remote.TypedServerSampler`: ids mapped to the servers' and back; edge
+    ids are the partition's)."""
+
+    def __init__(self, sampler):
+        self.sampler = sampler
+        self.schema = sampler.schema
+
+    def __call__(self, dst, times, fanouts, strategy: str, seed: int, time_name: Optional[str] = None):
+        s = self.sampler
+        counts, nbrs, eids, etime, etypes = s.client.temporal_layer(s.to_server(dst), times, np.asarray(fanouts),
+                                                                    strategy, seed, time_name=time_name)
+        return counts, s.to_loader(nbrs), eids, etime, etypes

@@ -84,3 +84,20 @@ def test_bad_fanouts_and_names_are_one_line(timed_hetero):
         layer(np.array([0]), np.array([5]), np.array([1, 1, 1, 1]), "uniform", 0, time_name="nope")
     with pytest.raises(TypeError, match="seed times must be integers"):
         layer(np.array([0]), np.array([0.5]), np.array([1, 1, 1, 1]), "uniform", 0, time_name="ts")
+
+
+def test_typed_temporal_requests_on_the_wire(timed_hetero):
+    from bgl.errors import ProtocolError
+    from bgl.sampler.temporal_frames import layer_for, parse_temporal_request, serve, temporal_request
+
+    typed = layer_for(timed_hetero)
+    seeds, times = np.array([1, 5, 9]), np.array([100, 500, 900])
+    frames = temporal_request(3, seeds, times, np.array([2, 3, 1, 2]), "last", 5, "ts")
+    req = parse_temporal_request(frames)
+    assert req.fanouts.tolist() == [2, 3, 1, 2] and req.strategy == "last"
+    reply_counts, *_ = typed(seeds, times, np.array([2, 3, 1, 2]), "last", 5, time_name="ts")
+    assert len(serve(typed, frames)) > 3 and reply_counts.sum() > 0
+    with pytest.raises(ProtocolError, match="a typed store takes relation fanouts"):
+        serve(typed, temporal_request(3, seeds, times, 2, "last", 5, "ts"))
+    with pytest.raises(ProtocolError, match="fanouts frame of 5 bytes"):
+        parse_temporal_request(frames[:4] + [b"12345"])

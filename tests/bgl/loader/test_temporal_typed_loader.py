@@ -161,3 +161,63 @@ def test_typed_link_prediction_each_endpoint_at_its_clicks_time(layout):
                 be = blk.edges[c].data["_ID"]
                 assert (g.edges[c].data["ts"][be] <= first.srcdata["seed_time"][c[2]][bd]).all()
     assert torch.equal(torch.sort(torch.cat(seen)).values, eids)
+
+
+@pytest.fixture(scope="module")
+def timed_typed_servers(hetero_store, tmp_path_factory):
+    """The shared typed store with int64 edge times, its 2-part partition and two real graph servers."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from partition import partition_graph
+
+    from ...sampler.conftest import ServerProcess, with_edge_arrays
+
+    work = tmp_path_factory.mktemp("timed-typed")
+    rng = np.random.default_rng(8)
+    # "timestamp": the servers warm the typed temporal kernels for it before they are ready
+    store = with_edge_arrays(hetero_store, work / "store",
+                             {"timestamp": rng.integers(0, 100, hetero_store.num_edges)})
+    book = partition_graph(store, "random", 2, work / "p", measure_samples=False)
+    with ThreadPoolExecutor(2) as pool:
+        futures = [pool.submit(ServerProcess, ["--partition", str(book.path), "--part", str(k)], work) for k in range(2)]
+    started = [f.result() for f in futures if f.exception() is None]
+    try:
+        for f in futures:
+            if f.exception() is not None:
+                raise f.exception()
+        yield store, book, [s.address for s in started]
+    finally:
+        for s in started:
+            s.kill()
+
+
+@pytest.mark.parametrize("layout", ["tree", "disjoint"])
+def test_typed_servers_give_the_stores_temporal_batches(timed_typed_servers, layout, monkeypatch):
+    store, book, addresses = timed_typed_servers
+    indices, etype = np.asarray(store.indices), np.asarray(store.etype)
+    rng = np.random.default_rng(2)
+    seeds, times = {"paper": torch.arange(0, 300, 4)}, {"paper": torch.from_numpy(rng.integers(0, 100, 75))}
+
+    def batches(graph):
+        sampler = bgl.TemporalNeighborSampler([2, 3], edge_timestamp_attr_name="timestamp", layout=layout)
+        torch.manual_seed(9)
+        return list(bgl.DataLoader(graph, seeds, sampler, seed_time=times, batch_size=25, blocks="bgl",
+                                   server_timeout=30.0))
+
+    local = batches(str(store.path))
+    monkeypatch.setenv("BGL_PARTITION", str(book.path))  # ids in the original store's space
+    remote = batches(addresses)
+    assert len(local) == len(remote) == 3
+    for (il, ol, bl), (ir, orr, br) in zip(local, remote):
+        for nt in il:
+            assert torch.equal(il[nt], ir[nt])
+        for x, y in zip(bl, br):
+            for name in ("src_ids", "indptr", "indices", "etypes"):
+                assert torch.equal(getattr(x, name), getattr(y, name)), name
+        first = bl[0]
+        assert all(torch.equal(first.srcdata[k][nt], br[0].srcdata[k][nt]) for k in ("batch", "seed_time")
+                   for nt in first.srcdata[k])
+        for x in bl:  # the store's edge ids: each edge real, of its relation, not from the future
+            eid = x.edge_ids.numpy()
+            assert np.array_equal(etype[eid], x.etypes.numpy())
+            assert np.array_equal(indices[eid], x.src_ids.numpy()[x.indices.numpy()])
