@@ -21,6 +21,7 @@ _LAZY = {
     "MultiLayerFullNeighborSampler": "bgl.loader.sampler_options",
     "MultiLayerNeighborSampler": "bgl.loader.sampler_options",
     "LaborSampler": "bgl.loader.labor",
+    "TemporalNeighborSampler": "bgl.loader.temporal_sampler",
     "Block": "bgl.blocks",
     "as_edge_prediction_sampler": "bgl.loader.edge_prediction",
     "EdgePredictionSampler": "bgl.loader.edge_prediction",

@@ -47,8 +47,7 @@ from .order_stage import OrderStage, num_batches
 from .pipeline import Pipeline, quiet_numba_threads
 from .presample import presample_cache_spec
 from .resources import CoreSplit, available_cores, profile_stages, resolve_stage_cores, split_cores
-from .sampler_options import NeighborSampler  # noqa: F401  (public as bgl.NeighborSampler; DGL keeps both together)
-from .sampler_options import resolve_sampler
+from .sampler_options import NeighborSampler, resolve_sampler  # noqa: F401  (public as bgl.NeighborSampler too)
 from .seed_items import resolve_seeds
 from .spawn_start import start_zygote
 from .specs import CacheSpec
@@ -163,7 +162,7 @@ class DataLoader:
         self.pipeline_mode = pipeline
 
         # The seeds, as one item kind (SeedItems): node ids, or positions into the seed edges.
-        seeds = resolve_seeds(graph, indices, info, sampler, schema, opts.order)
+        seeds = resolve_seeds(graph, indices, info, sampler, schema, opts.order, opts.seed_time)
         self._edges = seeds.edges
         ids = seeds.ids
         order_partition = None
@@ -194,7 +193,8 @@ class DataLoader:
         self._sample_stage = SampleStage(source=info.spec, fanouts=() if typed else sampler.fanouts,
                                          replace=sampler.replace, repeated_seeds=seeds.repeated, edges=self._edges,
                                          typed_fanouts=typed_fanouts(sampler.fanouts, schema) if typed else None,
-                                         prob=sampler.edge.prob, edge_feats=store_edge_feats, labor=sampler.labor)
+                                         prob=sampler.edge.prob, edge_feats=store_edge_feats, labor=sampler.labor,
+                                         temporal=seeds.temporal)
         self._fetch = self._make_fetch(info, feat_keys, label_keys)
         if typed:
             self._fetch = dataclasses.replace(self._fetch, schema=schema)

@@ -35,7 +35,12 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from ..sampler.ops import relabel
+from ..sampler.ops import MASK64, layer_seed, relabel
+
+
+def negative_seed(sample_seed: int) -> int:
+    """The negatives' stream of a batch: apart from its blocks' per-layer streams (layers are >= 0)."""
+    return layer_seed(sample_seed, MASK64)
 
 
 @dataclass

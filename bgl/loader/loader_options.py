@@ -47,6 +47,7 @@ class LoaderOptions:
     num_sequences: int = 8
     queue_size: int = 4
     feat_dtype: Any = None  # checked by TransferStage
+    seed_time: Any = None  # a temporal sampler's time per seed (bgl.loader.temporal_sampler)
 
     @property
     def cache_args(self) -> tuple:
@@ -63,7 +64,8 @@ def resolve_loader_options(batch_size, num_workers, kwargs: dict) -> LoaderOptio
     arguments; TypeError naming unknown keywords, ValueError naming a bad value."""
     kwargs = dict(kwargs)
     named = {k: kwargs.pop(k) for k in ("cache", "cache_ratio", "cache_bytes", "cache_lookahead", "order",
-                                         "pipeline", "stage_cores", "blocks", "feat_dtype") if k in kwargs}
+                                         "pipeline", "stage_cores", "blocks", "feat_dtype", "seed_time")
+             if k in kwargs}
     numbers = {k: kwargs.pop(k) for k in ("server_timeout", "num_sequences", "queue_size") if k in kwargs}
     ignored = sorted(set(kwargs) & DGL_TUNING_KWARGS)
     unknown = sorted(set(kwargs) - DGL_TUNING_KWARGS)

@@ -216,6 +216,7 @@ class SamplerOptions:
     labor: Any  # bgl.loader.labor_options.LaborOptions | None
     link: Any  # bgl.loader.edge_prediction.EdgeSettings | None
     from_dgl: bool
+    temporal: Any = None  # bgl.loader.temporal_sampler.TemporalOptions | None
 
     @property
     def edge_keys(self) -> list[str]:
@@ -243,9 +244,15 @@ def resolve_sampler(graph_sampler) -> SamplerOptions:
     if link is not None and (options.prob is not None or labor is not None):
         raise ValueError("link prediction samples uniformly around the excluded edges; weighted (prob= / "
                          "mask=) and LABOR sampling do not combine with it")
+    # A bgl.TemporalNeighborSampler (bgl/loader/temporal_sampler.py) says its own options.
+    temporal = node_sampler.temporal_options() if hasattr(node_sampler, "temporal_options") else None
+    if temporal is not None and link is not None:
+        raise ValueError("temporal link prediction in bgl.DataLoader is not supported yet; use "
+                         "bgl.pyg.LinkNeighborLoader(..., time_attr=, edge_label_time=)")
     named = set()
     for what in ("prefetch_node_feats", "prefetch_labels"):
         named.update(prefetch_types(prefetch_form(getattr(node_sampler, what, None), what)))
     return SamplerOptions(node_sampler=node_sampler, fanouts=tuple(fanouts), replace=replace,
                           feat_keys=tuple(feat_keys), label_keys=tuple(label_keys), named_types=tuple(sorted(named)),
-                          edge=options, labor=labor, link=link, from_dgl=from_dgl or (link is not None and link.from_dgl))
+                          edge=options, labor=labor, link=link, from_dgl=from_dgl or (link is not None and link.from_dgl),
+                          temporal=temporal)

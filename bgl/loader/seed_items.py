@@ -37,13 +37,14 @@ class SeedItems:
     repeated: bool = False
     edges: Any = None
     order_nodes: Optional[np.ndarray] = None
+    temporal: Any = None  # temporal node seeds: items are positions (bgl.loader.temporal_sampler.TemporalSeeds)
 
     @property
     def is_edges(self) -> bool:
         return self.kind == EDGES
 
 
-def resolve_seeds(graph, indices, info, sampler, schema, order: str) -> SeedItems:
+def resolve_seeds(graph, indices, info, sampler, schema, order: str, seed_time=None) -> SeedItems:
     """The :class:`SeedItems` of ``indices`` over the resolved graph ``info``
     (:class:`~bgl.loader.arguments.GraphInfo`) for ``sampler``
     (:class:`~bgl.loader.sampler_options.SamplerOptions`); ``schema`` is the typed graph's, or None.
@@ -51,6 +52,13 @@ def resolve_seeds(graph, indices, info, sampler, schema, order: str) -> SeedItem
     Raises ValueError / TypeError naming the bad id, type or combination, before anything starts.
     """
     typed = schema is not None
+    if sampler.temporal is not None or seed_time is not None:
+        from .temporal_sampler import resolve_temporal_seeds
+
+        seeds = resolve_temporal_seeds(graph, indices, seed_time, info, sampler.temporal)
+        # A node may be a seed at many times: items are positions, placed by their node (proximity).
+        return SeedItems(NODES, False, np.arange(seeds.nodes.shape[0], dtype=np.int64), temporal=seeds,
+                         order_nodes=seeds.nodes)
     if sampler.link is not None:
         if typed:
             from .typed_edge_seeds import resolve_typed_edge_seeds

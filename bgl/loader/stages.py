@@ -28,12 +28,7 @@ from .row_buffers import RowBuffers, cache_outputs
 from .specs import CacheSpec, SamplingSpec, TypedCacheSpec
 from .typed_edge_seeds import typed_pair_graphs
 from ..sampler.edge_check import ServerEdgeCheck
-
-def negative_seed(sample_seed: int) -> int:
-    """The negatives' stream of a batch: apart from its blocks' per-layer streams (layers are >= 0)."""
-    from ..sampler.ops import MASK64, layer_seed
-
-    return layer_seed(sample_seed, MASK64)
+from .edge_seeds import negative_seed
 
 
 @dataclass
@@ -60,6 +55,7 @@ class SampleStage(Stage):
     prob: Optional[str] = None
     edge_feats: tuple[str, ...] = ()
     labor: Any = None
+    temporal: Any = None  # temporal seeds: items are positions (bgl.loader.temporal_sampler.TemporalSeeds)
 
     def __post_init__(self):
         self._sampler = None
@@ -80,6 +76,9 @@ class SampleStage(Stage):
     def __call__(self, mb: MiniBatch) -> MiniBatch:
         if self._sampler is None:
             self.open()
+        if self.temporal is not None:
+            mb.seeds, mb.blocks = self.temporal.sample(self._sampler, mb.seeds, mb.sample_seed)
+            return mb
         exclude = None
         if self.edges is not None:
             graph = getattr(self._sampler, "store", None)

@@ -1,0 +1,206 @@
+"""Temporal sampling in the loader: GraphBolt's ``TemporalNeighborSampler`` settings and the seeds' times.
+
+A temporal loader is the same pipeline as any other (order -> sample -> fetch -> transfer): its items
+are positions into the seed list, each seed a node with a time (GraphBolt's ``ItemSet`` of
+``(seeds, timestamp)``; bgl takes them as ``bgl.DataLoader(g, ids, sampler, seed_time=times)``), and
+the sample stage asks :class:`TemporalSeeds` for a batch's blocks instead of the neighbour sampler.
+Only edges with time <= their subgraph's seed time are drawn, at every hop (and, with node times,
+only nodes with time <= it): the sampler never returns the future.
+
+Two layouts of the same sample (:mod:`bgl.loader.temporal_blocks`):
+
+* ``"tree"`` (GraphBolt's, the default): no node is merged; each hop's sources are its destinations
+  followed by one node per sampled edge, carrying its destination's time.  ``fanouts`` in DGL order.
+* ``"disjoint"`` (PyG's ``disjoint=True``): a node reached twice within one subgraph is one node,
+  only nodes new at a hop are expanded at the next, ``blocks[0].srcdata["batch"]`` names each node's
+  subgraph (the PyG loaders use this one).
+
+Costs: the seeds' times, 8 B a seed, travel with the stage; node times, 8 B a node, are read from
+the graph (``g.ndata[name]``); a store keeps edge times only (``bgl ingest --edge-time-column``),
+with their time order (:mod:`bgl.sampler.temporal`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import torch
+
+from .sampler_options import NeighborSampler
+
+LAYOUTS = ("tree", "disjoint")
+
+
+class TemporalNeighborSampler(NeighborSampler):
+    """GraphBolt's ``TemporalNeighborSampler`` as loader settings (``bgl.TemporalNeighborSampler([10, 5],
+    edge_timestamp_attr_name="timestamp")``), given to ``bgl.DataLoader`` with ``seed_time=``.
+
+    Parameters
+    ----------
+    fanouts : neighbours per layer, DGL order (``fanouts[-1]`` is applied to the seeds)
+    replace : must be False (each eligible edge is drawn at most once)
+    prob_name : must be None (weighted temporal sampling is not there yet)
+    node_timestamp_attr_name : a node array of int64 times (``g.ndata[name]``); a node is eligible at
+        ``t`` when its time is <= ``t``
+    edge_timestamp_attr_name : an edge array of int64 times (a store's ``edata/<name>.npy``, a
+        DGLGraph's ``g.edata[name]``); an edge is eligible at ``t`` when its time is <= ``t``
+    strategy : ``"uniform"`` (each eligible edge equally likely) or ``"last"`` (the most recent
+        ones, PyG's ``temporal_strategy``)
+    layout : ``"tree"`` (GraphBolt's) or ``"disjoint"`` (PyG's), see the module docstring
+    prefetch_node_feats, prefetch_labels, output_device : as :class:`~bgl.NeighborSampler`
+
+    Differences from GraphBolt 2.1, on purpose: an edge whose time equals the seed's is eligible
+    (``<=``, PyG's rule; GraphBolt's kernel takes ``<``: give ``seed_time - 1`` for that), and each
+    block carries its edges' times in ``edata[edge_timestamp_attr_name]``.
+    """
+
+    def __init__(self, fanouts: Sequence[int], replace: bool = False, prob_name: Optional[str] = None,
+                 node_timestamp_attr_name: Optional[str] = None, edge_timestamp_attr_name: Optional[str] = None,
+                 prefetch_node_feats: Sequence[str] = ("feat",), prefetch_labels: Sequence[str] = ("label",),
+                 output_device=None, *, strategy: str = "uniform", layout: str = "tree"):
+        from ..sampler.temporal import check_strategy
+
+        super().__init__(fanouts, prefetch_node_feats=prefetch_node_feats, prefetch_labels=prefetch_labels,
+                         output_device=output_device)
+        if replace:
+            raise ValueError("temporal sampling draws each eligible edge at most once: replace=True is not supported")
+        if prob_name is not None:
+            raise ValueError(f"prob_name={prob_name!r}: weighted temporal sampling is not supported yet; drop it")
+        if any(isinstance(f, dict) or f < 1 for f in self.fanouts):
+            raise ValueError(f"temporal fanouts must be ints >= 1 (every eligible neighbour: a large int), "
+                             f"got {self.fanouts}")
+        for what, name in (("node_timestamp_attr_name", node_timestamp_attr_name),
+                           ("edge_timestamp_attr_name", edge_timestamp_attr_name)):
+            if name is not None and not isinstance(name, str):
+                raise TypeError(f"{what} must be a str naming the time array, got {name!r}")
+        if node_timestamp_attr_name is None and edge_timestamp_attr_name is None:
+            raise ValueError("a TemporalNeighborSampler needs node_timestamp_attr_name= or edge_timestamp_attr_name= "
+                             "(the graph's int64 time array)")
+        check_strategy(strategy)
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+        self.node_timestamp_attr_name = node_timestamp_attr_name
+        self.edge_timestamp_attr_name = edge_timestamp_attr_name
+        self.strategy, self.layout = strategy, layout
+
+    def sample(self, g, seed_nodes, exclude_eids=None):
+        raise TypeError("bgl.TemporalNeighborSampler samples in bgl.DataLoader's pipeline (seed times with "
+                        "seed_time=); it has no DGL sample(g, seeds) form")
+
+    def temporal_options(self) -> "TemporalOptions":
+        """What the loader's sample stage reads of this sampler (hop order: the first hop first)."""
+        return TemporalOptions(tuple(reversed(self.fanouts)), self.strategy, self.layout,
+                               self.edge_timestamp_attr_name, self.node_timestamp_attr_name)
+
+    def __repr__(self) -> str:
+        return (f"bgl.TemporalNeighborSampler(fanouts={self.fanouts}, strategy={self.strategy!r}, "
+                f"layout={self.layout!r}, edge_timestamp_attr_name={self.edge_timestamp_attr_name!r}, "
+                f"node_timestamp_attr_name={self.node_timestamp_attr_name!r})")
+
+
+@dataclass(frozen=True)
+class TemporalOptions:
+    """What the sample stage reads of a :class:`TemporalNeighborSampler` (hop order: the first hop first)."""
+
+    hop_fanouts: tuple[int, ...]
+    strategy: str
+    layout: str
+    edge_time: Optional[str]
+    node_time_name: Optional[str]
+
+
+@dataclass
+class TemporalSeeds:
+    """A temporal loader's seeds: ``nodes`` int64 [n] and their ``times`` int64 [n] (items are positions
+    into them, so a node may be a seed at many times), the options, and the node times (8 B a node) when
+    the sampler names some.  :meth:`sample` is the sample stage's step for a batch of positions."""
+
+    nodes: np.ndarray
+    times: np.ndarray
+    options: TemporalOptions
+    node_time: Optional[np.ndarray] = None
+
+    def __post_init__(self):
+        self._sampler = None  # the stage's sampler, with this loader's node times where it has some
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_sampler": None}
+
+    def _layer_source(self, sampler):
+        if self.node_time is None:
+            return sampler
+        if self._sampler is None:
+            if not hasattr(sampler, "store"):
+                raise ValueError("node times are sampled in process only: graph servers filter by an edge "
+                                 "time array (edge_timestamp_attr_name=)")
+            from ..sampler import LocalSampler
+
+            self._sampler = LocalSampler(sampler.store, node_time=self.node_time)
+        return self._sampler
+
+    def sample(self, sampler, positions: torch.Tensor, seed: int) -> tuple[torch.Tensor, list]:
+        """``(seed node ids, blocks)`` of the batch of seed ``positions``, sampled with RNG ``seed``."""
+        from .temporal_blocks import disjoint_blocks, tree_blocks
+
+        pos = positions.numpy() if torch.is_tensor(positions) else np.asarray(positions)
+        nodes, times = self.nodes[pos], self.times[pos]
+        opts, source = self.options, self._layer_source(sampler)
+        if opts.layout == "disjoint":
+            sample = source.sample_temporal(nodes, times, list(opts.hop_fanouts), opts.strategy, seed,
+                                            time_name=opts.edge_time)
+            blocks = disjoint_blocks(sample, opts.edge_time)
+        else:
+            blocks = tree_blocks(source.temporal_layer, nodes, times, opts, seed)
+        return torch.from_numpy(nodes), blocks
+
+
+def resolve_temporal_seeds(graph, indices, seed_time, info, options: Optional[TemporalOptions]):
+    """The :class:`TemporalSeeds` of node ids ``indices`` at ``seed_time``; ValueError / TypeError naming
+    what is missing or malformed (a time per seed, int64; the graph's time arrays), before anything runs."""
+    from ..sampler.temporal import check_times
+    from .arguments import check_indices
+
+    if options is None:
+        raise ValueError("seed_time= is for temporal sampling: give a bgl.TemporalNeighborSampler(fanouts, "
+                         "edge_timestamp_attr_name=...) as the graph_sampler, or drop seed_time")
+    if isinstance(indices, dict) or info.typed:
+        raise ValueError("temporal sampling of a typed graph is not supported yet: it would mix relations under "
+                         "one fanout; pass a homogeneous graph")
+    nodes = check_indices(indices, info.num_nodes)
+    if seed_time is None:
+        raise ValueError("a TemporalNeighborSampler needs a time for every seed: bgl.DataLoader(..., seed_time=times)")
+    times = check_times(seed_time, int(nodes.shape[0]), "seed_time")
+    if options.edge_time is not None:
+        _check_edge_time(info, options.edge_time)
+    node_time = None if options.node_time_name is None else _node_times(graph, options.node_time_name, info)
+    return TemporalSeeds(nodes, times, options, node_time)
+
+
+def _check_edge_time(info, name: str) -> None:
+    """ValueError when a local graph lacks edge array ``name`` or it is not int64 [num_edges] times."""
+    if info.spec.kind != "store":
+        return  # graph servers check the name on the first request (their parts hold the arrays)
+    from ..sampler.temporal import check_times
+
+    store = info.spec.arrays
+    if store is None:
+        from ..store import GraphStore
+
+        store = GraphStore(info.spec.path, validate="none")
+    try:
+        arr = store.edge_array(name)
+    except KeyError as e:
+        raise ValueError(f"edge_timestamp_attr_name={name!r}: {e.args[0]}") from None
+    check_times(arr, int(store.num_edges), f"edge time array {name!r}")
+
+
+def _node_times(graph, name: str, info) -> np.ndarray:
+    """Node times ``name`` of ``graph`` (``graph.ndata[name]``) as int64 [num_nodes]."""
+    from ..sampler.temporal import check_times
+
+    ndata = getattr(graph, "ndata", None)
+    if ndata is None or name not in ndata:
+        raise ValueError(f"node_timestamp_attr_name={name!r}: the graph has no node array {name!r} (node times "
+                         f"come from g.ndata; a store keeps edge times only: use edge_timestamp_attr_name=)")
+    return check_times(ndata[name], int(info.num_nodes), f"node time array {name!r}")
