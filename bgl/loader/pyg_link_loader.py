@@ -77,6 +77,10 @@ class LinkNeighborLoader(NeighborLoader):
             from .pyg_hetero_link import HeteroLinkNeighborLoader
 
             return HeteroLinkNeighborLoader(data, *args, **kwargs)
+        if kwargs.get("time_attr") is not None:  # PyG's temporal loader (bgl/loader/pyg_temporal_loader.py)
+            from .pyg_temporal_loader import TemporalLinkNeighborLoader
+
+            return object.__new__(TemporalLinkNeighborLoader)
         return object.__new__(cls)
 
     def __init__(self, data, num_neighbors: Sequence[int], edge_label_index=None, edge_label=None,

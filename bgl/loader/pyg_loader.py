@@ -276,8 +276,10 @@ class NeighborLoader(DelegatedState):
     **kwargs : bgl.DataLoader options (``cache``, ``cache_ratio``, ``order``,
         ``pipeline``, ``device``, ...).  PyG's options that only tune its own workers
         (``filter_per_worker``, ``is_sorted``, ``persistent_workers``, ...) are accepted and
-        ignored; its temporal, disjoint and non-directional options raise ``ValueError``
-        naming the option (:mod:`bgl.loader.pyg_options`), on every kind of ``data``.
+        ignored; its non-directional options raise ``ValueError`` naming the option
+        (:mod:`bgl.loader.pyg_options`), on every kind of ``data``.  ``time_attr=`` (with
+        ``input_time=``, ``temporal_strategy=``) makes PyG's temporal loader
+        (:mod:`bgl.loader.pyg_temporal_loader`).
     """
 
     def __new__(cls, data=None, *args, **kwargs):
@@ -288,6 +290,10 @@ class NeighborLoader(DelegatedState):
                 raise ValueError(f"bgl.pyg.{cls.__name__} does not support a HeteroData yet; pass "
                                  "data.to_homogeneous(), or bgl.DataLoader with bgl.as_edge_prediction_sampler")
             return HeteroNeighborLoader(data, *args, **kwargs)
+        if kwargs.get("time_attr") is not None:  # PyG's temporal loader (bgl/loader/pyg_temporal_loader.py)
+            from .pyg_temporal_loader import TemporalNeighborLoader
+
+            return super().__new__(TemporalNeighborLoader)
         return super().__new__(cls)
 
     def __init__(self, data, num_neighbors: Sequence[int], input_nodes=None, replace: bool = False,

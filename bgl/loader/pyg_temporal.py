@@ -19,7 +19,9 @@ needs to hand such a sample over exactly as PyG lays it out, with plain arrays i
   positive pairs and their negatives, every one at its pair's ``edge_label_time``; a negative ``j``
   takes the time of positive ``j % B`` (PyG's ``edge_label_time.repeat(...)``), and with node-level
   times a negative node newer than that time is redrawn (5 rounds, then the oldest node, PyG's rule).
-  ``batch`` is taken modulo B, so a negative's nodes name the positive it was drawn for.  Binary or no
+  ``batch`` is taken modulo B, so a negative's nodes name the positive it was drawn for (PyG's layout:
+  with a non-integer ``amount`` the destination side's subgraphs then name other positives than the
+  ones whose time they grew at, as in PyG; the sample itself is never from the future).  Binary or no
   negatives: ``edge_label_index = arange(2 * P).view(2, -1)`` over P = B + negatives pairs (seed ``k``
   is node ``k``: the seeds lead ``n_id``), ``edge_label`` [P], ``edge_label_time`` [P], no
   ``seed_time``; triplet: ``src_index`` [B], ``dst_pos_index`` [B], ``dst_neg_index`` [B, amount]
@@ -184,3 +186,61 @@ def _draws(seed: int, count: int, num_nodes: int, node_time: Optional[np.ndarray
         out[bad] = ns.uniform_draws(seed, round_ * count, bad.size, num_nodes)
     out[node_time[out] > times] = int(np.argmin(node_time))
     return out
+
+
+@dataclass(frozen=True)
+class TemporalArgs:
+    """PyG's temporal loader arguments, taken out of a loader's keywords (:func:`temporal_args`)."""
+
+    time_attr: Optional[str] = None
+    input_time: Any = None
+    edge_label_time: Any = None
+    strategy: str = "uniform"
+
+
+def temporal_args(kwargs: dict) -> TemporalArgs:
+    """Pop ``time_attr``, ``input_time``, ``edge_label_time``, ``temporal_strategy`` and ``disjoint`` from
+    ``kwargs``; ``disjoint`` may be anything (temporal sampling is always disjoint, as in PyG)."""
+    from ..sampler.temporal import check_strategy
+
+    strategy = kwargs.pop("temporal_strategy", "uniform")
+    check_strategy(strategy)
+    kwargs.pop("disjoint", None)
+    return TemporalArgs(kwargs.pop("time_attr", None), kwargs.pop("input_time", None),
+                        kwargs.pop("edge_label_time", None), strategy)
+
+
+class TimedSeedPositions:
+    """PyG's ``input_id`` of a temporal batch, found again from its seeds' (node, time) pairs.
+
+    bgl's loader may reorder its seeds (shuffle), and a node may be a seed at several times, so a
+    position is found by the pair: one ``searchsorted`` in the pairs' keys ``node * U + rank(time)``
+    (U distinct times) sorted once, 16 B per seed.  Equal pairs are numbered by their first
+    occurrence (their samples are alike); keys that would overflow int64 fall back to the node alone.
+    ``by_id`` (all nodes or a mask, no ``input_id=``): the node ids themselves, as PyG numbers them.
+    """
+
+    def __init__(self, nodes: np.ndarray, times: np.ndarray, by_id: bool, given=None):
+        self.given = None if given is None else torch.as_tensor(given)
+        if self.given is not None and (self.given.dim() != 1 or self.given.shape[0] != nodes.shape[0]):
+            raise ValueError(f"input_id has shape {list(self.given.shape)}, expected [{nodes.shape[0]}] "
+                             "(one entry per input node)")
+        self.by_id = by_id and self.given is None
+        if self.by_id:
+            return
+        self.tvals, rank = np.unique(times, return_inverse=True)
+        self.width = self.tvals.shape[0] if nodes.size and int(nodes.max()) < 2**62 // self.tvals.shape[0] else 0
+        key = self._keys(nodes, rank.reshape(-1))
+        self.order = np.argsort(key, kind="stable")
+        self.sorted = key[self.order]
+
+    def _keys(self, nodes: np.ndarray, rank: np.ndarray) -> np.ndarray:
+        return nodes.astype(np.int64) * self.width + rank if self.width else nodes.astype(np.int64)
+
+    def __call__(self, seeds: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
+        """int64 [B] ``input_id`` of the batch whose seeds are ``seeds`` at ``times``."""
+        if self.by_id:
+            return seeds
+        rank = np.searchsorted(self.tvals, times.cpu().numpy())
+        pos = torch.from_numpy(self.order[np.searchsorted(self.sorted, self._keys(seeds.cpu().numpy(), rank))])
+        return pos if self.given is None else self.given[pos]
