@@ -30,9 +30,9 @@ from typing import Any, Iterator, Optional, Sequence
 import numpy as np
 import torch
 
+from .pyg_base import PygLoaderBase, _pyg_data_class, input_fields, is_pyg_data
 from .pyg_batches import PygDataBuilder
-from .pyg_link_loader import LinkNeighborLoader
-from .pyg_loader import NeighborLoader, _pyg_data_class, blocks_to_pyg, input_fields, is_pyg_data
+from .pyg_layout import blocks_to_pyg
 from .pyg_options import pyg_options
 from .pyg_temporal import (TimedSeedPositions, disjoint_fields, link_seeds, node_seed_fields, seed_times,
                            temporal_args, time_source)
@@ -47,7 +47,7 @@ def temporal_graph(data, time_attr: Optional[str], loader: str) -> tuple[Any, st
     A ``Data``'s node times ride on its arrays as ``ndata[time_attr]`` (where the temporal sampler reads
     node times); any other input names an edge array, checked here for a local store.
     """
-    from .pyg_loader import data_arrays
+    from .pyg_base import data_arrays
 
     if time_attr is None:
         raise ValueError(f"bgl.pyg.{loader}: time_attr= is required for temporal sampling")
@@ -91,8 +91,9 @@ def _refuse(replace, weight_attr, loader: str) -> None:
                          "sampling is not supported yet); drop one of them")
 
 
-class _TemporalBatches:
-    """What both temporal loaders do with a batch's disjoint blocks."""
+class _TemporalBatches(PygLoaderBase):
+    """What both temporal loaders do with a batch's disjoint blocks (they route here from
+    ``bgl.pyg.NeighborLoader`` / ``LinkNeighborLoader``, which they therefore do not subclass)."""
 
     def _layout(self, blocks, batch=None) -> dict:
         layout = blocks_to_pyg(blocks)
@@ -110,7 +111,7 @@ class _TemporalBatches:
         return self._build_data(fields)
 
 
-class TemporalNeighborLoader(_TemporalBatches, NeighborLoader):
+class TemporalNeighborLoader(_TemporalBatches):
     """PyG's temporal ``NeighborLoader`` (what ``bgl.pyg.NeighborLoader(..., time_attr=)`` builds).
 
     Parameters as :class:`~bgl.loader.pyg_loader.NeighborLoader`, plus ``time_attr`` (required),
@@ -157,7 +158,7 @@ class TemporalNeighborLoader(_TemporalBatches, NeighborLoader):
             yield self.options.finish(self._make(fields))
 
 
-class TemporalLinkNeighborLoader(_TemporalBatches, LinkNeighborLoader):
+class TemporalLinkNeighborLoader(_TemporalBatches):
     """PyG's temporal ``LinkNeighborLoader`` (what ``bgl.pyg.LinkNeighborLoader(..., time_attr=)`` builds).
 
     Parameters as :class:`~bgl.loader.pyg_link_loader.LinkNeighborLoader`, plus ``time_attr`` and
