@@ -165,3 +165,21 @@ def test_link_loader_subgraphs_grow_at_their_pairs_time(neg):
         assert int(b.batch.max()) < len(pos)
         check_no_future(data, b, pair_time[b.batch])
     assert sorted(seen) == list(range(300))
+
+
+def test_stage_processes_give_the_inline_batches():
+    data = temporal_data(7)
+
+    def run(**kw):
+        torch.manual_seed(0)
+        nodes = [(b.n_id, b.e_id, b.batch) for b in NeighborLoader(data, [3, 2], time_attr="node_t", batch_size=32, **kw)]
+        torch.manual_seed(0)
+        links = [(b.n_id, b.e_id, b.edge_label_index) for b in LinkNeighborLoader(
+            data, [3, 2], edge_label_index=data.edge_index[:, :200], edge_label_time=data.t[:200], time_attr="t",
+            neg_sampling_ratio=1.0, batch_size=64, **kw)]
+        return nodes + links
+
+    inline, processes = run(), run(num_workers=2)
+    assert len(inline) == len(processes) == 3 + 4
+    for a, b in zip(inline, processes):
+        assert all(torch.equal(x, y) for x, y in zip(a, b))
