@@ -62,6 +62,13 @@ AUTO = "auto"
 # fetches its first batch only after the window is read (up to this many sampled batches).
 DEFAULT_MAX_DEPTH = 1024
 DEFAULT_MAX_BYTES = 64 << 20
+# Batches a sized window always reads ahead when its input can say whether reading more is free
+# (``items.ready()``: a fetch *process*, True while its next batch is queued and the trainer still
+# has a fetched batch waiting).  Beyond these it reads on only while that holds, so the trainer never
+# idles while the window fills: a window that waited to fill made pipeline="processes" epochs
+# 1.3-1.6x longer on PubMed (sampling alone at each epoch's start, then fetch and training alone;
+# bench/results/cache.md).  Four is the fixed depth the loader had before the sized window.
+READY_MIN_AHEAD = 4
 
 
 # Shared-memory segments one sampled batch holds open in a fetch process: its packed blocks
@@ -134,7 +141,8 @@ class LookaheadFeeder:
         window sized to the cache (:class:`CacheSizedWindow` with ``max_depth`` and
         ``max_bytes``), or that window given as a :class:`CacheSizedWindow` (its bounds win;
         the loader's default).  Caches without ``announce`` get depth 0: reading ahead would
-        only add latency.
+        only add latency.  When ``items`` has ``ready()`` (True when reading one more item delays
+        no one), a sized window reads past :data:`READY_MIN_AHEAD` batches only while it is.
     ids_of : item -> int64 ids tensor on the cache device (default ``item.blocks[0].src_ids``).
     num_seeds_of : item -> number of leading ids that are seeds (default
         ``item.blocks[-1].num_dst``), or None to pass 0.
@@ -180,6 +188,7 @@ class LookaheadFeeder:
         window: deque = deque()
         sized = self.window if self.depth > 0 else None
         queued = 0  # bytes of the window's items (sized windows only)
+        ready = getattr(items, "ready", None) if sized is not None else None
         try:
             for item in items:
                 ids = self.ids_of(item)
@@ -189,8 +198,10 @@ class LookaheadFeeder:
                 window.append((item, ids, size))
                 queued += size
                 # a sized window reads on while the cache wants more (at least the one fetched next)
+                # and, past READY_MIN_AHEAD, while the next batch is already waiting
                 while window and (len(window) > self.depth if sized is None
-                                  else not sized.wants_more(self.cache, len(window) - 1, queued - window[0][2])):
+                                  else not sized.wants_more(self.cache, len(window) - 1, queued - window[0][2])
+                                  or (ready is not None and len(window) > READY_MIN_AHEAD and not ready())):
                     item0, ids0, size0 = window.popleft()
                     queued -= size0
                     yield self._fetch(item0, ids0)

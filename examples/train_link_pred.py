@@ -18,6 +18,10 @@ inference and the test edges are ranked against sampled negatives: rank 0 prints
 mean reciprocal rank (MRR).  The held-out edges stay in the graph for message passing
 (as in a transductive split), so MRR is comparable between loaders, not with papers.
 Uses ``dgl.nn.SAGEConv`` on DGL blocks when DGL is installed, else ``bgl.nn.SAGE``.
+
+Checkpoints (``--checkpoint-dir``, every ``--checkpoint-every`` batches and at each epoch's end) as in
+``train_sage.py`` (:class:`bgl.examples.checkpoints.Checkpoints`): the script resumes from the last step
+every rank completed, so under ``bgl launch --max-restarts N`` a killed trainer costs the batches since.
 """
 from __future__ import annotations
 
@@ -35,6 +39,8 @@ from torch import nn
 
 import bgl
 from bgl import negative_sampler
+from bgl.examples.checkpoints import Checkpoints
+from bgl.launch import lifecycle
 
 try:
     import dgl.nn as dglnn
@@ -200,7 +206,11 @@ def main() -> None:
                         help="iterate the loader (features read) without the model step: the data path alone")
     parser.add_argument("--max-batches", type=int, default=0, help="stop each epoch after this many batches (0: all)")
     parser.add_argument("--skip-eval", action="store_true", help="no inference / MRR after training")
+    parser.add_argument("--checkpoint-dir", default=None, help="save and resume from checkpoints here")
+    parser.add_argument("--checkpoint-every", type=int, default=0, metavar="N",
+                        help="also checkpoint every N batches (0: at each epoch's end only)")
     args = parser.parse_args()
+    lifecycle.event("start")  # under bgl launch: a restart's clock stops here
 
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
     if distributed:
@@ -228,8 +238,11 @@ def main() -> None:
     if rank == 0:
         print(f"link prediction: {train_eids.shape[0]} train / {test_eids.shape[0]} test edges, "
               f"cache {loader.cache_policy or 'off'}, order {args.order}, {world} trainer(s)", flush=True)
+    checkpoints = Checkpoints(Path(args.checkpoint_dir), rank, world, distributed) if args.checkpoint_dir else None
+    resumed = checkpoints.resume_training(predictor, optimizer, loader) if checkpoints else None
+    first_epoch, step_count = (resumed["epoch"], resumed["step"]) if resumed is not None else (0, 0)
     epochs = []
-    for epoch in range(args.epochs):
+    for epoch in range(first_epoch, args.epochs):
         loader.set_epoch(epoch)
         wrapped.train()
         if distributed:
@@ -238,6 +251,7 @@ def main() -> None:
         start = time.perf_counter()
         loss_sum = torch.zeros(3)  # loss sum, batches, seed edges
         for batch in loader:
+            lifecycle.event("first_batch")  # once per process: training (again) from here
             if args.loader_only:
                 loss = blocks_feat_sum(batch)
             else:
@@ -247,10 +261,15 @@ def main() -> None:
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
+                step_count += 1
+                if checkpoints and args.checkpoint_every and step_count % args.checkpoint_every == 0:
+                    checkpoints.save_training(step_count, epoch, predictor, optimizer, loader)
             loss_sum += torch.tensor([loss.item(), 1.0, float(batch[1].num_edges())])
             if args.max_batches and loss_sum[1] >= args.max_batches:
                 break
         seconds = torch.tensor([time.perf_counter() - start])
+        if checkpoints:  # the loader is between epochs: a resume starts the next one afresh
+            checkpoints.save_training(step_count, epoch + 1, predictor, optimizer, loader)
         moved = torch.tensor([client_bytes() - client_before], dtype=torch.float64)
         if distributed:
             dist.barrier()
@@ -263,6 +282,7 @@ def main() -> None:
                        "seeds": int(loss_sum[2]), "loopback_bytes": lo, "client_bytes": float(moved)})
         if rank == 0:
             print(f"epoch {epoch}: time {float(seconds):.2f} s  loss {epochs[-1]['loss']:.4f}", flush=True)
+    lifecycle.event("train_end")
     loader.close()
     if args.skip_eval:
         if rank == 0 and args.stats_json:

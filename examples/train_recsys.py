@@ -38,6 +38,7 @@ import bgl
 import bgl.nn
 from bgl import negative_sampler
 from bgl.blocks import type_layout
+from bgl.launch import lifecycle
 
 REVERSE = {"rates": "rated-by", "rated-by": "rates"}
 
@@ -149,6 +150,7 @@ def main() -> None:
     parser.add_argument("--cache", default=None, help="feature cache policy (default: none)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    lifecycle.event("start")  # under bgl launch: where the wall time goes (bgl.launch.ett)
 
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
     if distributed:
@@ -177,6 +179,7 @@ def main() -> None:
         wrapped.train()
         start, loss_sum = time.perf_counter(), torch.zeros(2)
         for _, pair, neg, blocks in loader:
+            lifecycle.event("first_batch")
             loss = bpr_loss(wrapped(blocks), pair, neg)
             optimizer.zero_grad()
             loss.backward()
@@ -189,6 +192,7 @@ def main() -> None:
         if rank == 0:
             print(f"epoch {epoch}: time {float(seconds):.2f} s  BPR loss {float(loss_sum[0] / loss_sum[1]):.4f}",
                   flush=True)
+    lifecycle.event("train_end")
     loader.close()
     if rank == 0 and args.test:
         model.eval()

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 import bgl
 import bgl.nn
 from bgl.blocks import type_layout
+from bgl.launch import lifecycle
 
 
 def graph_schema(path: Path):
@@ -102,6 +103,7 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    lifecycle.event("start")  # under bgl launch: where the wall time goes (bgl.launch.ett)
 
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
     if distributed:
@@ -135,6 +137,7 @@ def main() -> None:
             loader.set_epoch(epoch)
         start, loss_sum = time.perf_counter(), torch.zeros(2)
         for _, _, blocks in loader:
+            lifecycle.event("first_batch")
             loss = F.cross_entropy(model(blocks), blocks[-1].dstdata["label"][target])
             optimizer.zero_grad()
             loss.backward()
@@ -147,6 +150,7 @@ def main() -> None:
         if rank == 0:
             print(f"epoch {epoch}: time {float(seconds):.2f} s  loss {float(loss_sum[0] / loss_sum[1]):.4f}", flush=True)
 
+    lifecycle.event("train_end")
     scored = "test" if "test" in (node_type.splits or {}) else "val"  # the split the accuracy is of
     test_ids = torch.from_numpy(np.array(split(target, scored), dtype=np.int64)).tensor_split(world)[rank]
     net = model.module if distributed else model

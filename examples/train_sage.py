@@ -38,6 +38,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import bgl
+from bgl.examples.checkpoints import Checkpoints
+from bgl.launch import lifecycle
 
 try:
     import dgl
@@ -63,37 +65,6 @@ class DGLSAGE(nn.Module):
             if i != len(self.layers) - 1:
                 h = self.dropout(F.relu(h))
         return h
-
-
-class Checkpoints:
-    """Per-rank checkpoints in ``root``: ``rank{r}-{step}.pt`` written atomically, ``complete`` naming the
-    last step every rank saved (rank 0 writes it after a barrier), the step before kept until then."""
-
-    def __init__(self, root: Path, rank: int, world: int, distributed: bool):
-        self.root, self.rank, self.world, self.distributed = root, rank, world, distributed
-        root.mkdir(parents=True, exist_ok=True)
-
-    def latest(self):
-        """The last complete step's state of this rank, or None."""
-        marker = self.root / "complete"
-        if not marker.is_file():
-            return None
-        return torch.load(self.root / f"rank{self.rank}-{int(marker.read_text())}.pt", weights_only=False)
-
-    def save(self, step: int, state: dict) -> None:
-        tmp = self.root / f"rank{self.rank}-{step}.pt.tmp"
-        torch.save(state, tmp)
-        os.replace(tmp, self.root / f"rank{self.rank}-{step}.pt")
-        if self.distributed:
-            dist.barrier()  # every rank has this step: it is complete
-        if self.rank == 0:
-            previous = self.root / "complete"
-            old = int(previous.read_text()) if previous.is_file() else None
-            (self.root / "complete.tmp").write_text(str(step))
-            os.replace(self.root / "complete.tmp", previous)
-            for r in range(self.world):
-                if old is not None and old != step:
-                    (self.root / f"rank{r}-{old}.pt").unlink(missing_ok=True)
 
 
 def load_graph_info(path: Path) -> dict:
@@ -181,6 +152,7 @@ def main() -> None:
                         help="rank 0 writes per-epoch time, seeds, bytes to/from the graph servers "
                              "and the test accuracy here (read by bench/distdgl.py)")
     args = parser.parse_args()
+    lifecycle.event("start")  # under bgl launch: a restart's clock stops here (bgl.launch.ett)
 
     # Standard torch.distributed.run convention: RANK/WORLD_SIZE present -> data parallel.
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
@@ -214,24 +186,14 @@ def main() -> None:
         print(f"feature cache: {loader.cache_policy or 'off'} ({args.cache_ratio:.0%} of nodes), "
               f"order {args.order}", flush=True)
     checkpoints = Checkpoints(Path(args.checkpoint_dir), rank, world, distributed) if args.checkpoint_dir else None
-    resumed = checkpoints.latest() if checkpoints else None
+    net = model.module if distributed else model
+    resumed = checkpoints.resume_training(net, optimizer, loader) if checkpoints else None
     first_epoch, step_count, trained = 0, 0, []
     if resumed is not None:
-        (model.module if distributed else model).load_state_dict(resumed["model"])
-        optimizer.load_state_dict(resumed["optimizer"])
-        loader.load_state_dict(resumed["loader"])
-        torch.set_rng_state(resumed["rng"])
-        first_epoch, step_count = resumed["epoch"], resumed["step"]
-        if rank == 0:
-            print(f"resumed from checkpoint step {step_count} (epoch {first_epoch}, restart "
-                  f"{os.environ.get('BGL_RESTART_COUNT', '0')})", flush=True)
-        trained = list(resumed["seeds"])
+        first_epoch, step_count, trained = resumed["epoch"], resumed["step"], list(resumed["seeds"])
 
-    def checkpoint(epoch: int) -> None:
-        state = {"model": (model.module if distributed else model).state_dict(), "optimizer": optimizer.state_dict(),
-                 "loader": loader.state_dict(), "rng": torch.get_rng_state(), "epoch": epoch, "step": step_count,
-                 "seeds": trained}  # (epoch, seed ids) per batch with --record-seeds, else empty
-        checkpoints.save(step_count, state)
+    def checkpoint(epoch: int) -> None:  # seeds: (epoch, seed ids) per batch with --record-seeds, else empty
+        checkpoints.save_training(step_count, epoch, net, optimizer, loader, seeds=trained)
 
     epochs_stats = []
     for epoch in range(first_epoch, args.epochs):
@@ -245,6 +207,7 @@ def main() -> None:
         loss_sum = torch.zeros(2)
         seeds = 0
         for step, (_, _, blocks) in enumerate(loader):
+            lifecycle.event("first_batch")  # once per process: training (again) from here
             if args.max_batches is not None and step >= args.max_batches:
                 break  # every rank has the same number of batches, so all stop at the same step
             if args.loader_only:
@@ -289,12 +252,12 @@ def main() -> None:
             print(f"epoch {epoch}: time {float(seconds):.2f} s  loss {float(loss_sum[0] / loss_sum[1]):.4f}  "
                   f"cache hit rate {hit:.1%}  (cumulative, {world} trainer(s))", flush=True)
 
+    lifecycle.event("train_end")
     loader.close()  # its stages and server sockets, now rather than at interpreter exit
     # Each rank scores its own slice of the test nodes; rank 0 reports the total.
     test_ids = info["splits"]["test"].tensor_split(world)[rank]
     if args.max_batches is not None:
         test_ids = test_ids[: args.max_batches * args.batch_size]
-    net = model.module if distributed else model
     correct, total = evaluate(net, graph, test_ids, fanouts, args.batch_size)
     result = torch.tensor([correct, total], dtype=torch.float64)
     if distributed:

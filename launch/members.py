@@ -8,14 +8,17 @@ trainer worker's line, tagged by torchrun with ``[bgl-rank N]:``
 (``RANK_PREFIX_TEMPLATE`` in :mod:`bgl.launch.spec`), is named by its global
 rank.  One daemon thread per member keeps every pipe drained, so no process
 ever blocks on a full pipe, even after the launcher's own stdout went away.
+A trainer's lifecycle line (:mod:`bgl.launch.lifecycle`) goes to ``on_event``
+instead of the output.
 """
 from __future__ import annotations
 
 import re
 import threading
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Callable, TextIO
 
+from . import lifecycle
 from .backends import Launched
 from .spec import ServerPlacement, TrainerPlacement
 
@@ -43,8 +46,9 @@ class Member:
 class OutputPump:
     """Copies each process's merged stdout/stderr to ``sink`` line by line, prefixed."""
 
-    def __init__(self, sink: TextIO):
+    def __init__(self, sink: TextIO, on_event: Callable[[dict], None] | None = None):
         self.sink = sink
+        self.on_event = on_event
         self.lock = threading.Lock()
         self.broken = False
 
@@ -79,7 +83,12 @@ class OutputPump:
                     if m:  # a worker line tee'd by torchrun: name the global rank
                         prefix = f"[{host}:trainer:{int(m.group(1))}]"
                         line = line[m.end():]
-                self.emit(prefix, line.decode("utf-8", errors="replace"))
+                text = line.decode("utf-8", errors="replace")
+                event = lifecycle.parse(text.lstrip()) if member.role == "trainer" and self.on_event else None
+                if event is not None:
+                    self.on_event(event)
+                else:
+                    self.emit(prefix, text)
             stream.close()
 
         thread = threading.Thread(target=pump, name=f"pump {member.prefix}", daemon=True)

@@ -51,12 +51,13 @@ from bgl.sampler import client as sampler_client
 from bgl.sampler.reconnect import ENV_RETRY_TIMEOUT
 
 from .agent import exit_status
+from .ett import Lifecycle, Timeline
 from .backends import LocalBackend, SshBackend
 from .members import Member, OutputPump
 from .run_keys import RunKeys, keys_env, plain_env, warm_up_servers
 from .server_watch import HANG_TIMEOUT, HEALTH_INTERVAL, ServerWatch
-from .spec import (ENV_LAUNCH_ID, ENV_RESTART_COUNT, ENV_SERVER_TOKEN, ClusterSpec, ServerPlacement,
-                   check_plaintext_allowed, describe, server_argv, trainer_argv, trainer_env)
+from .spec import (ENV_LAUNCH_ID, ENV_LIFECYCLE, ENV_RESTART_COUNT, ENV_SERVER_TOKEN, ClusterSpec,
+                   ServerPlacement, check_plaintext_allowed, describe, server_argv, trainer_argv, trainer_env)
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,8 @@ class Supervisor:
         self.backend = backend
         self.server_timeout = server_timeout
         self.grace = grace
-        self.pump = OutputPump(sink or sys.stdout)
+        self.timeline = Timeline()  # the trainers' lifecycle events arrive through the output pump
+        self.pump = OutputPump(sink or sys.stdout, on_event=self.timeline.trainer_event)
         self.launch_id = uuid.uuid4().hex[:12]
         # Lives only in this process and the servers' environments.
         self.token = secrets.token_hex(16)
@@ -137,6 +139,7 @@ class Supervisor:
             after teardown, naming the first process that failed or the
             signal that stopped the launch.
         """
+        self.timeline.start()
         self.backend.preflight(self.spec)
         log.info("launch %s: %d server(s), %d host(s) x %d trainer(s)", self.launch_id,
                  len(self.spec.servers), len(self.spec.hosts), self.spec.num_trainers)
@@ -147,6 +150,7 @@ class Supervisor:
                 if failure is None:
                     self._start_trainers()
                     failure = self._watch()
+                    self.timeline.stop()
                 if failure is None:
                     self._shutdown_servers()
                     return 0
@@ -249,7 +253,7 @@ class Supervisor:
 
     def _start_trainers(self) -> None:
         for t in self.spec.trainers:
-            env = {**trainer_env(self.spec, t), ENV_RESTART_COUNT: str(self.trainer_restarts)}
+            env = {**trainer_env(self.spec, t), ENV_RESTART_COUNT: str(self.trainer_restarts), ENV_LIFECYCLE: "1"}
             if self.server_watch.server_restarts:  # the trainers' clients wait for a restarted server this long
                 env[ENV_RETRY_TIMEOUT] = f"{self.server_timeout:g}"
             name = f"node{t.node_rank}"
@@ -306,6 +310,7 @@ class Supervisor:
     def _restart_trainers(self, failed: Member, status: int) -> list[Member]:
         """Stop every host's trainers and start them all again (one more restart counted); the
         graph servers keep running.  Returns the new trainer members."""
+        self.timeline.failure()
         self.trainer_restarts += 1
         log.warning("%s; restarting the trainers (%d of %d restarts)", self._exited(failed, status),
                     self.trainer_restarts, self.max_restarts)
@@ -320,6 +325,10 @@ class Supervisor:
         for m in fresh:
             m.next_ping = m.last_answer = now
         return fresh
+
+    def lifecycle(self) -> Lifecycle | None:
+        """Where the wall time went so far (:mod:`bgl.launch.ett`); None before any trainer started."""
+        return self.timeline.summary() if any(m.role == "trainer" for m in self.members) else None
 
     def _ping(self, address: str, timeout: float) -> bool:
         """True if the server at ``address`` answers PING (with the launcher's keys) within ``timeout`` s."""

@@ -18,6 +18,7 @@ import numpy as np
 from numba import njit
 
 from ._kernels import FLOYD_MAX_K, _count_one, _row_positions
+from ._weighted_kernels import _count_of, _positive, weighted_span
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -112,6 +113,53 @@ def typed_positions(starts, degs, counts, nexcl, keys, fanouts, replace, rel_see
                         else:
                             break
                     out_eids[o + j] = p
+            for j in range(k):
+                out_etypes[o + j] = r
+            o += k
+
+
+@njit(nogil=True, cache=True)
+def weighted_span_counts(starts, degs, counts, row_counts, prob, fanouts, replace, positive):
+    """Redo :func:`typed_spans`' counts over each span's POSITIVE weights (``prob`` in CSC order, a
+    bool mask as uint8): ``positive[i, r]`` = edges of span ``(i, r)`` with ``prob > 0``, ``counts`` /
+    ``row_counts`` what the weighted draw takes (DGL's ``prob=``: ``min(fanout, positive)``; with
+    replacement ``fanout`` when any is positive).  Returns the longest span drawn from (the
+    with-replacement scratch size).  One read of each drawn-from span's weights."""
+    widest = 0
+    for i in range(starts.shape[0]):
+        total = 0
+        for r in range(starts.shape[1]):
+            positive[i, r] = 0
+            if counts[i, r] == 0:  # no edges, fanout 0, or another type's relation
+                continue
+            positive[i, r] = _positive(prob, starts[i, r], degs[i, r])
+            widest = max(widest, degs[i, r])
+            c = _count_of(positive[i, r], fanouts[r], replace)
+            counts[i, r] = c
+            total += c
+        row_counts[i] = total
+    return widest
+
+
+@njit(nogil=True, cache=True)
+def weighted_span_positions(starts, degs, counts, positive, prob, keys, fanouts, replace, rel_seeds, widest,
+                            out_indptr, out_eids, out_etypes):
+    """Row ``i``'s weighted draw at ``out_indptr[i]``, relation by relation ascending: span ``(i, r)``
+    draws ``counts[i, r]`` positions by weight from stream (``rel_seeds[r]``, ``keys[i]``), the untyped
+    weighted row's draw (:func:`~bgl.sampler._weighted_kernels.weighted_span`) over the span, so a
+    zero weight (False mask) is never drawn."""
+    kcap = max(1, fanouts.max()) if fanouts.shape[0] else 1
+    wkeys = np.empty(kcap, np.float64)
+    pos = np.empty(kcap, np.int64)
+    cdf = np.empty(widest if replace else 0, np.float64)
+    for i in range(counts.shape[0]):
+        o = out_indptr[i]
+        for r in range(counts.shape[1]):
+            k = counts[i, r]
+            if k == 0:
+                continue
+            weighted_span(prob, starts[i, r], degs[i, r], keys[i], replace, rel_seeds[r], out_eids, o, k,
+                          positive[i, r], wkeys, pos, cdf)
             for j in range(k):
                 out_etypes[o + j] = r
             o += k

@@ -108,8 +108,15 @@ def _weighted_row(indptr, prob, gid, node_offset, replace, seed, out, o, k, nz, 
         return
     row = gid - node_offset
     start = indptr[row]
-    deg = indptr[row + 1] - start
-    state = _row_state(seed, gid)
+    weighted_span(prob, start, indptr[row + 1] - start, gid, replace, seed, out, o, k, nz, keys, pos, cdf)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def weighted_span(prob, start, deg, key, replace, seed, out, o, k, nz, keys, pos, cdf):
+    """Fill ``out[o:o+k]`` with ``k`` CSC positions of ``[start, start + deg)`` drawn by weight from
+    stream (``seed``, ``key``); ``nz``: the span's positive weights.  A whole row (key = its global
+    id) or one relation's span of a typed row (:mod:`._typed_kernels`, key = the row's stream key)."""
+    state = _row_state(seed, key)
     if replace:
         total = 0.0
         for j in range(deg):

@@ -3,8 +3,8 @@
 The first request of a new kind loads (or, on a cold cache such as a fresh clone's, compiles:
 up to a minute on a loaded 2-core box) its kernels: time a client waiting on its reply deadline
 must not pay.  So a server answers one request of each kind to itself first: a plain, a LABOR
-and an edge-excluding SAMPLE, a weighted one per 1-D edge array, a typed one (plain and
-edge-excluding) on a typed store, a temporal one of each strategy on a store with a ``timestamp``
+and an edge-excluding SAMPLE, a weighted one per 1-D edge array, a typed one (plain,
+edge-excluding and weighted per 1-D edge array) on a typed store, a temporal one of each strategy on a store with a ``timestamp``
 edge array (which also builds that array's time order, :mod:`.temporal`, before the first request),
 and the FEATURES/label reads.  numba compiles a variant per dtype and writeable flag: the
 protocol's parser hands every request's ids over as read-only int64 (whatever the frame's
@@ -47,19 +47,38 @@ def load_request_kernels(store, indptr: np.ndarray, num_relations: int | None, k
 
         sample_typed_store(store, indptr, seeds, np.full(num_relations, 2, np.int64), False, 0, keys)
         sample_typed_store(store, indptr, seeds, np.full(num_relations, 2, np.int64), False, 0, keys, exclude=exclude)
+        for prob in _weights_of(store):
+            _load_typed_weighted_kernels(store, seeds, num_relations, keys, prob)
 
 
 def _load_weighted_kernels(store, seeds: np.ndarray) -> None:
     """The weighted draw's kernels for each 1-D edge array's dtype, on a one-edge CSC cut from the
     store's own arrays (their dtypes and flags, without the O(edges) check a real request makes)."""
     indptr = _read_only(np.array([0, 1], np.int64))
+    for prob in _weights_of(store):
+        ops.sample_neighbors(indptr, store.indices[:1], seeds, store.node_offset, 2, False, 0, parallel=False,
+                             prob=prob)
+
+
+def _weights_of(store):
+    """The first weight of each 1-D edge array usable as weights (its dtype and flags), checked."""
     for name in store.meta.edata:
         values = store.edge_array(name)
         if values.ndim != 1:
             continue
         try:
-            prob = ops.check_weights(values[:1], 1, name)
+            yield ops.check_weights(values[:1], 1, name)
         except ValueError:
             continue  # not weights: a request naming it is refused with the reason
-        ops.sample_neighbors(indptr, store.indices[:1], seeds, store.node_offset, 2, False, 0, parallel=False,
-                             prob=prob)
+
+
+def _load_typed_weighted_kernels(store, seeds: np.ndarray, num_relations: int, keys, prob: np.ndarray) -> None:
+    """The typed weighted draw's kernels on a one-edge CSC cut from the typed store's own arrays."""
+    from .typed import sample_typed_layer
+
+    indptr = _read_only(np.array([0, 1], np.int64))
+    schema = store.schema
+    for replace in (False, True):
+        sample_typed_layer(indptr, store.indices[:1], store.etype[:1], seeds, store.node_offset,
+                           np.full(num_relations, 2, np.int64), replace, 0, schema.relation_ends()[1],
+                           schema.offsets + store.node_offset, keys=None if keys is None else keys[:1], prob=prob)

@@ -123,26 +123,29 @@ class LocalSampler:
         """The store's :class:`bgl.schema.GraphSchema` (one type for a homogeneous store)."""
         return self.store.schema
 
-    def sample_typed_layer(self, dst: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int, exclude=None):
+    def sample_typed_layer(self, dst: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int, exclude=None,
+                           prob: str | None = None):
         """One typed layer: (counts, nbrs, eids, etypes); ``fanouts`` int64 [R], one per relation;
         ``exclude``: CSC positions never drawn (a typed graph's edges are excluded by position, since
-        a DGLGraph's own ids repeat across relations)."""
+        a DGLGraph's own ids repeat across relations); ``prob``: the edge array (weights or bool mask)
+        each relation draws by."""
         from .typed import sample_typed_store, stream_keys
 
         if not hasattr(self, "_keys"):
             self._keys = stream_keys(self.store)
         counts, nbrs, eids, etypes = sample_typed_store(self.store, self._indptr, dst, fanouts, replace, seed,
-                                                        self._keys, exclude=exclude)
+                                                        self._keys, exclude=exclude, prob=self._weights(prob))
         if self._edge_ids is not None:
             eids = self._edge_ids[eids].astype(np.int64, copy=False)
         return counts, nbrs, eids, etypes
 
     def sample_typed_blocks(self, seeds, fanouts: Sequence[np.ndarray], replace: bool = False,
-                            seed: int | None = None, exclude=None) -> list[Block]:
+                            seed: int | None = None, exclude=None, prob: str | None = None) -> list[Block]:
         """Typed blocks for global ``seeds``: ``fanouts[l]`` int64 [R] per relation (DGL order); no
-        edge at a CSC position in ``exclude`` (sorted int64) appears in any block."""
+        edge at a CSC position in ``exclude`` (sorted int64) appears in any block; ``prob`` names the
+        edge array every relation draws by (DGL's ``prob=`` / ``mask=``; None = uniform)."""
         return multilayer.sample_typed_blocks(seeds, fanouts, replace, seed, self.sample_typed_layer,
-                                              self._relabel, exclude=exclude)
+                                              self._relabel, exclude=exclude, prob=prob)
 
     def fetch_type_features(self, ntype: str, local_ids) -> torch.Tensor:
         """Feature rows of type-local ``local_ids`` of node type ``ntype`` (that type's width and dtype)."""

@@ -141,9 +141,11 @@ TypedLayerFn = Callable[[np.ndarray, np.ndarray, bool, int], tuple[np.ndarray, n
 
 
 def sample_typed_blocks(seeds, fanouts: Sequence[np.ndarray], replace: bool, seed: int | None,
-                        sample_layer: TypedLayerFn, relabel: RelabelFn = ops.relabel, exclude=None) -> list[Block]:
+                        sample_layer: TypedLayerFn, relabel: RelabelFn = ops.relabel, exclude=None,
+                        prob: str | None = None) -> list[Block]:
     """:func:`sample_blocks` for a typed graph: ``fanouts[l]`` is int64 [R], one per relation;
-    ``exclude`` (CSC positions, link prediction's seed edges) reaches every layer's draw.
+    ``exclude`` (CSC positions, link prediction's seed edges) reaches every layer's draw, ``prob``
+    (the edge array to draw by) every layer's ``sample_layer`` as its ``prob=``.
 
     Blocks are over global ids as untyped ones are, with ``etypes`` per edge; layer
     seeds are the untyped ones, so the streams differ only by relation (:mod:`bgl.sampler.typed`).
@@ -153,6 +155,8 @@ def sample_typed_blocks(seeds, fanouts: Sequence[np.ndarray], replace: bool, see
     blocks = []
     for layer in range(len(fanouts) - 1, -1, -1):
         extra = {} if exclude is None else {"exclude": exclude}
+        if prob is not None:
+            extra["prob"] = prob
         counts, nbrs, eids, etypes = sample_layer(dst, np.asarray(fanouts[layer], np.int64), bool(replace),
                                                   ops.layer_seed(seed, layer), **extra)
         src, local = relabel(dst, nbrs)

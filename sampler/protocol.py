@@ -237,12 +237,10 @@ def parse_request(frames: list, num_relations: int | None = None) -> Request:
         raise ProtocolError(f"unknown flag bits {h.flags:#x}")
     if h.ntype and op is not Op.FEATURES:
         raise ProtocolError(f"{op.name}: the ntype header field must be 0, got {h.ntype}")
-    if op is Op.SAMPLE and h.flags & FLAG_TYPED:  # [header, seeds, fanouts (, excluded)]: checked, then as plain
+    if op is Op.SAMPLE and h.flags & FLAG_TYPED:  # [header, seeds, fanouts, ...]: the fanouts, then as plain
         fanouts = typed_fanouts(frames, h.flags, h.fanout, num_relations)
-        exclude = _excluded_edges(h, frames[3]) if len(frames) == 4 else None
-        plain = parse_request([dataclasses.replace(h, flags=h.flags & ~FLAG_TYPED, len1=0, dtype1=0).pack(),
-                               frames[1]])
-        return dataclasses.replace(plain, header=h, fanouts=fanouts, exclude=exclude)
+        plain = parse_request([dataclasses.replace(h, flags=h.flags & ~FLAG_TYPED).pack(), frames[1], *frames[3:]])
+        return dataclasses.replace(plain, header=h, fanouts=fanouts)
     names = op is Op.SAMPLE and bool(h.flags & FLAG_EDGE_NAMES)
     labor = op is Op.SAMPLE and bool(h.flags & FLAG_LABOR)
     needed = REQUEST_FRAMES[op] + names + labor

@@ -224,6 +224,7 @@ class TemporalSample:
     edge_time: np.ndarray
     num_sampled_nodes: tuple[int, ...]
     num_sampled_edges: tuple[int, ...]
+    etype: np.ndarray | None = None  # int64 [E] relation ids, from a typed layer (temporal_typed.py)
 
 
 def sample_temporal(layer: LayerFn, seeds, seed_times, fanouts: Sequence[int], strategy: str = "uniform",
@@ -236,11 +237,14 @@ def sample_temporal(layer: LayerFn, seeds, seed_times, fanouts: Sequence[int], s
     Only the nodes new to their subgraph at one hop are expanded at the next (as PyG).  Seeds may
     repeat (one subgraph each, e.g. the two ends of link-prediction seed edges at their times).
     ``layer`` is a :class:`TemporalLayer` or anything with its call signature (graph servers:
-    :class:`~bgl.sampler.temporal_remote.TemporalClient`).
+    :class:`~bgl.sampler.temporal_remote.TemporalClient`), or a typed one
+    (:class:`~bgl.sampler.temporal_typed.TypedTemporalLayer`: each of ``fanouts`` an int64 [R] array,
+    one per relation; the sample's ``etype`` then holds each edge's relation).
     """
     from . import multilayer  # torch: not in a graph server, which imports this module
 
-    fanouts = multilayer.check_fanouts(fanouts)
+    typed = len(fanouts) > 0 and isinstance(fanouts[0], np.ndarray)
+    fanouts = list(fanouts) if typed else multilayer.check_fanouts(fanouts)
     check_strategy(strategy)
     seeds = ops.as_ids(seeds, "seeds")
     times = check_times(seed_times, seeds.shape[0], "seed times")
@@ -250,12 +254,13 @@ def sample_temporal(layer: LayerFn, seeds, seed_times, fanouts: Sequence[int], s
         raise ValueError("seeds must not be empty")
     known = _Known(seeds, np.arange(m, dtype=np.int64))  # seeds differ by batch: ids 0..m-1
     frontier = np.arange(m, dtype=np.int64)
-    srcs, dsts, eids, etimes = [], [], [], []
+    srcs, dsts, eids, etimes, rels = [], [], [], [], []
     n_nodes, n_edges = [m], []
     total = m
     for hop, fanout in enumerate(fanouts):
-        counts, nbrs, eid, etime = layer(known.node[frontier], times[known.batch[frontier]], fanout, strategy,
-                                         ops.layer_seed(seed, len(fanouts) - 1 - hop), time_name=time_name)
+        counts, nbrs, eid, etime, *rel = layer(known.node[frontier], times[known.batch[frontier]], fanout, strategy,
+                                               ops.layer_seed(seed, len(fanouts) - 1 - hop), time_name=time_name)
+        rels.extend(rel)
         nbrs = np.asarray(nbrs, np.int64)
         dst_local = np.repeat(frontier, counts)
         src_local, new = known.add(nbrs, known.batch[dst_local])
@@ -269,7 +274,7 @@ def sample_temporal(layer: LayerFn, seeds, seed_times, fanouts: Sequence[int], s
         total += new.shape[0]
     cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64))
     return TemporalSample(known.node, known.batch, times[known.batch], cat(srcs), cat(dsts), cat(eids),
-                          cat(etimes), tuple(n_nodes), tuple(n_edges))
+                          cat(etimes), tuple(n_nodes), tuple(n_edges), cat(rels) if typed else None)
 
 
 class _Known:

@@ -17,6 +17,13 @@ part its ORIGINAL id (``key_ids.npy``, :func:`stream_keys`), so a typed partitio
 samples exactly the store's edges for any fanout (rows keep their order through
 partitioning, and draws are positions in the row).
 
+Weights (``prob``: one edge array over the fused CSC, a bool mask as its uint8 view): each
+relation's span draws by weight as an untyped row does
+(:func:`~bgl.sampler._weighted_kernels.weighted_span`, Efraimidis-Spirakis keys), from the same
+per-relation stream, so a weighted sample is equally a pure function of (seed, stream key,
+relation, weights); a span takes ``min(fanout, its positive-weight edges)`` and never an edge
+of weight 0 (DGL's ``sample_neighbors(g, seeds, {etype: n}, prob=...)``).
+
 Output rows list each destination's sampled edges grouped by relation, ascending,
 as the store does; ``etypes`` gives each sampled edge's relation id.
 """
@@ -28,7 +35,8 @@ import numpy as np
 
 from . import _kernels as K
 from . import ops
-from ._typed_kernels import exclude_from_spans, typed_positions, typed_spans
+from ._typed_kernels import (exclude_from_spans, typed_positions, typed_spans, weighted_span_counts,
+                             weighted_span_positions)
 
 MASK64 = (1 << 64) - 1
 _NO_EDGES = ops._read_only(np.empty(0, np.int64))  # no excluded positions: the variant a request's uses
@@ -69,14 +77,18 @@ def sample_typed_layer(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarra
                        node_offset: int, fanouts: np.ndarray, replace: bool, layer_seed: int,
                        dst_type_of_rel: np.ndarray, type_offsets: np.ndarray,
                        max_edges: int = ops.MAX_SAMPLE_EDGES, keys: np.ndarray | None = None,
-                       exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                       exclude: np.ndarray | None = None, prob: np.ndarray | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One typed layer for destination global ids ``dst`` (int64 [m], owned by this CSC slice).
 
     ``type_offsets`` : int64 [T + 1] global id where each node type of this slice starts (a part
     store's own type offsets plus its ``node_offset``); ValueError when the sample would hold more
     than ``max_edges`` edges; ``keys`` : int64 [rows of the slice], each row's stream key (None: its
     global id); ``exclude`` : sorted unique int64 CSC positions (of this slice) never drawn, each
-    relation drawing uniformly among its remaining edges (link prediction's seed edges).
+    relation drawing uniformly among its remaining edges (link prediction's seed edges); ``prob``:
+    [e] weights of the slice's edges (CSC order, checked by :func:`~bgl.sampler.ops.check_weights`),
+    each relation drawing proportionally to them among its positive-weight edges (DGL's ``prob=`` /
+    ``mask=`` on a heterograph), as an untyped weighted row draws.
 
     Returns
     -------
@@ -91,6 +103,11 @@ def sample_typed_layer(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarra
     counts = np.empty(m, np.int64)
     typed_spans(indptr, etype, dst, np.int64(node_offset), dst_type, np.asarray(dst_type_of_rel, np.int64),
                 fanouts, bool(replace), starts, degs, counts_rel, counts)
+    stream = dst if keys is None else np.ascontiguousarray(keys[dst - node_offset], np.int64)
+    rel_seeds = np.array([relation_seed(layer_seed, r) & MASK64 for r in range(num_rel)], np.uint64)
+    if prob is not None:
+        return _weighted_layer(indices, starts, degs, counts_rel, counts, prob, stream, fanouts, replace,
+                               rel_seeds, max_edges, exclude)
     nexcl = np.zeros((m, num_rel), np.int64)  # excluded edges per span (8 B per row and relation)
     if exclude is not None and exclude.shape[0]:
         exclude_from_spans(starts, degs, counts_rel, counts, fanouts, bool(replace), exclude, nexcl)
@@ -99,10 +116,27 @@ def sample_typed_layer(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarra
     indptr_out, total = ops._sample_offsets(counts, max_edges)
     all_eids = np.empty(total, np.int64)
     etypes = np.empty(total, np.int64)
-    stream = dst if keys is None else np.ascontiguousarray(keys[dst - node_offset], np.int64)
-    rel_seeds = np.array([relation_seed(layer_seed, r) & MASK64 for r in range(num_rel)], np.uint64)
     typed_positions(starts, degs, counts_rel, nexcl, stream, fanouts, bool(replace), rel_seeds, exclude, indptr_out,
                     all_eids, etypes)
+    nbrs = np.empty(total, indices.dtype)
+    K.gather_nbrs_serial(indices, all_eids, nbrs)
+    return counts, nbrs, all_eids, etypes
+
+
+def _weighted_layer(indices, starts, degs, counts_rel, counts, prob, stream, fanouts, replace, rel_seeds,
+                    max_edges, exclude):
+    """:func:`sample_typed_layer`'s weighted draw over the spans :func:`typed_spans` found."""
+    if exclude is not None and exclude.shape[0]:
+        raise ValueError("weighted sampling with excluded edges is not supported")  # as untyped (ops.py)
+    if prob.shape[0] != indices.shape[0]:
+        raise ValueError(f"prob has {prob.shape[0]} weights for {indices.shape[0]} edges")
+    positive = np.empty_like(starts)
+    widest = weighted_span_counts(starts, degs, counts_rel, counts, prob, fanouts, bool(replace), positive)
+    indptr_out, total = ops._sample_offsets(counts, max_edges)
+    all_eids = np.empty(total, np.int64)
+    etypes = np.empty(total, np.int64)
+    weighted_span_positions(starts, degs, counts_rel, positive, prob, stream, fanouts, bool(replace), rel_seeds,
+                            np.int64(widest), indptr_out, all_eids, etypes)
     nbrs = np.empty(total, indices.dtype)
     K.gather_nbrs_serial(indices, all_eids, nbrs)
     return counts, nbrs, all_eids, etypes
@@ -130,12 +164,12 @@ def stream_keys(store) -> np.ndarray | None:
 
 
 def sample_typed_store(store, indptr: np.ndarray, dst: np.ndarray, fanouts: np.ndarray, replace: bool,
-                       seed: int, keys: np.ndarray | None = None, exclude: np.ndarray | None = None
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                       seed: int, keys: np.ndarray | None = None, exclude: np.ndarray | None = None,
+                       prob: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`sample_typed_layer` over a (part) store's own fused CSC, after checking that ``dst``
     are ids it owns and ``fanouts`` (int64 [R], one per relation of its schema) are valid fanouts:
     what a graph server, a co-located read and :class:`~bgl.sampler.local.LocalSampler` all run
-    (``keys``: the store's :func:`stream_keys`)."""
+    (``keys``: the store's :func:`stream_keys`; ``prob``: its checked weights, :class:`~bgl.sampler.ops.EdgeWeights`)."""
     etype = getattr(store, "etype", None)
     if etype is None:
         raise ValueError(f"{store.path} has no edge types; sample it with per-layer int fanouts")
@@ -151,7 +185,7 @@ def sample_typed_store(store, indptr: np.ndarray, dst: np.ndarray, fanouts: np.n
         exclude = ops._read_only(np.ascontiguousarray(ops.check_exclude(exclude), np.int64))
     return sample_typed_layer(indptr, store.indices, etype, dst, store.node_offset, fanouts, replace, seed,
                               schema.relation_ends()[1], schema.offsets + store.node_offset, keys=keys,
-                              exclude=exclude)
+                              exclude=exclude, prob=prob)
 
 
 def typed_rows(store, gids: np.ndarray, ntype: int, label: bool) -> np.ndarray:

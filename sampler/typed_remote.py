@@ -33,14 +33,18 @@ from . import protocol as P
 
 
 def typed_sample_request(req_id: int, seeds: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int,
-                         exclude: np.ndarray | None = None) -> list:
+                         exclude: np.ndarray | None = None, prob: str | None = None) -> list:
     """Frames of a typed SAMPLE request (:mod:`.typed_frames`): ``seeds`` int32/int64 [m], ``fanouts`` int64 [R],
-    and ``exclude`` (sorted unique int64 CSC positions of the server's part) when it holds any."""
+    the edge names frame when ``prob`` names the edge array to draw by, and ``exclude`` (sorted unique
+    int64 CSC positions of the server's part) when it holds any."""
     seeds = np.ascontiguousarray(seeds)
     n_excl = 0 if exclude is None else int(exclude.shape[0])
-    h = P.Header(P.Op.SAMPLE, req_id, P.FLAG_TYPED | (P.FLAG_REPLACE if replace else 0), 0, P.dtype_code(seeds.dtype),
+    flags = P.FLAG_TYPED | (P.FLAG_REPLACE if replace else 0) | (P.FLAG_EDGE_NAMES if prob else 0)
+    h = P.Header(P.Op.SAMPLE, req_id, flags, 0, P.dtype_code(seeds.dtype),
                  P.EXCLUDE_CODE if n_excl else 0, 0, int(seed) & ((1 << 64) - 1), seeds.shape[0], n_excl, 1)
     frames = [h.pack(), seeds, np.ascontiguousarray(fanouts, dtype="<i8")]
+    if prob:
+        frames.append(P.encode_edge_names(prob))
     if n_excl:
         frames.append(np.ascontiguousarray(exclude, dtype="<i8"))
     return frames
@@ -138,10 +142,11 @@ class TypedClient:
         return types, self._cum[types, block // T] + gids - self.type_bounds[block]
 
     # -------------------------------------------------------------- sampling
-    def sample_typed_layer(self, dst: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int, exclude=None):
+    def sample_typed_layer(self, dst: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int, exclude=None,
+                           prob: str | None = None):
         """One typed layer across servers: (counts int64 [m], nbrs int64 [e], None, etypes [e]) in dst order;
         ``exclude``: sorted global edge ids (:attr:`edge_bounds` numbering) never drawn, each server sent
-        its own part's share as CSC positions."""
+        its own part's share as CSC positions; ``prob``: the servers' edge array every relation draws by."""
         schema = self._typed()
         fanouts = np.ascontiguousarray(fanouts, np.int64)
         if fanouts.shape != (len(schema.edge_types),):
@@ -154,9 +159,9 @@ class TypedClient:
         if exclude is not None:
             ops.check_range(exclude, 0, int(self.edge_bounds[-1]), "excluded edges")
         jobs = [(s, functools.partial(self._typed_request, sorted_ids[a:b], fanouts, replace, seed,
-                                      self._part_exclude(exclude, s)),
+                                      self._part_exclude(exclude, s), prob),
                  functools.partial(self._local.sample_typed, s, sorted_ids[a:b], fanouts, replace, seed,
-                                   self._part_exclude(exclude, s)))
+                                   self._part_exclude(exclude, s), prob))
                 for s, a, b in groups]
         replies = self._answer(jobs, P.Op.SAMPLE)
         for (s, a, b), reply in zip(groups, replies):
@@ -181,16 +186,16 @@ class TypedClient:
         K.permute_segments(sorted_indptr, sorted_etypes, inv, out_indptr, etypes)
         return counts, nbrs, None, etypes
 
-    def _typed_request(self, ids, fanouts, replace: bool, seed: int, exclude=None) -> list:
-        return typed_sample_request(next(self._ids), ids, fanouts, replace, seed, exclude)
+    def _typed_request(self, ids, fanouts, replace: bool, seed: int, exclude=None, prob=None) -> list:
+        return typed_sample_request(next(self._ids), ids, fanouts, replace, seed, exclude, prob)
 
     def sample_typed_blocks(self, seeds, fanouts: Sequence[np.ndarray], replace: bool = False,
-                            seed: int | None = None, exclude=None):
+                            seed: int | None = None, exclude=None, prob: str | None = None):
         """Typed blocks for global ``seeds``: ``fanouts[l]`` int64 [R] per relation (DGL order); the
         same blocks as :meth:`bgl.sampler.LocalSampler.sample_typed_blocks` on the same part stores
-        (``exclude``: partition edge ids never drawn)."""
+        (``exclude``: partition edge ids never drawn; ``prob``: the edge array to draw by)."""
         return multilayer.sample_typed_blocks(seeds, fanouts, replace, seed, self.sample_typed_layer,
-                                              self._relabel, exclude=exclude)
+                                              self._relabel, exclude=exclude, prob=prob)
 
     # -------------------------------------------------------------- rows
     def _typed_fetch(self, ntype: str, local_ids, label: bool) -> torch.Tensor:
@@ -281,12 +286,14 @@ class TypedServerSampler:
 
     # -------------------------------------------------------------- loader calls
     def sample_typed_blocks(self, seeds, fanouts: Sequence[np.ndarray], replace: bool = False,
-                            seed: int | None = None, exclude=None):
+                            seed: int | None = None, exclude=None, prob: str | None = None):
         """Typed blocks for loader global ``seeds``, node ids in the loader's id space; ``exclude``:
-        partition edge ids never drawn (edge ids are the partition's in both id spaces)."""
+        partition edge ids never drawn (edge ids are the partition's in both id spaces); ``prob``: the
+        edge array every relation draws by."""
         import dataclasses
 
-        blocks = self.client.sample_typed_blocks(self.to_server(seeds), fanouts, replace, seed, exclude=exclude)
+        blocks = self.client.sample_typed_blocks(self.to_server(seeds), fanouts, replace, seed, exclude=exclude,
+                                                 prob=prob)
         return [dataclasses.replace(b, src_ids=torch.from_numpy(self.to_loader(b.src_ids.numpy())))
                 for b in blocks]
 

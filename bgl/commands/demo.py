@@ -185,11 +185,15 @@ def _run_in(root: Path, args: argparse.Namespace, verbose: bool = False) -> int:
           f"{port_base}..{port_base + args.parts - 1}, {args.trainers} trainers, cache policy {args.cache}",
           flush=True)
     start = time.perf_counter()
+    supervisor = Supervisor(spec, LocalBackend(grace=3.0), grace=3.0)
     try:
-        code = Supervisor(spec, LocalBackend(grace=3.0), grace=3.0).run()
+        code = supervisor.run()
     except LaunchAborted as e:
         print(f"bgl demo: launch failed: {e}", file=sys.stderr)
         return e.exit_code
     print(f"done: servers and trainers {'stopped cleanly' if code == 0 else f'exited with {code}'} "
           f"({time.perf_counter() - start:.1f} s)", flush=True)
+    lifecycle = supervisor.lifecycle()
+    if lifecycle is not None:  # where the launch's wall time went, as bgl launch ends with it
+        print(lifecycle.line(), flush=True)
     return code

@@ -191,12 +191,17 @@ def run(args: argparse.Namespace) -> int:
                                node_timeout=args.slurm_node_timeout)
     else:
         backend = make_backend("local", grace=args.grace)
+    supervisor = Supervisor(spec, backend, server_timeout=args.server_timeout, grace=args.grace,
+                            curve=not args.no_curve, server_restarts=args.server_restarts,
+                            restart_window=args.server_restart_window,
+                            health_interval=args.server_ping_interval,
+                            hang_timeout=args.server_hang_timeout, max_restarts=args.max_restarts)
     try:
-        return Supervisor(spec, backend, server_timeout=args.server_timeout, grace=args.grace,
-                          curve=not args.no_curve, server_restarts=args.server_restarts,
-                          restart_window=args.server_restart_window,
-                          health_interval=args.server_ping_interval,
-                          hang_timeout=args.server_hang_timeout, max_restarts=args.max_restarts).run()
+        return supervisor.run()
     except LaunchAborted as e:
         print(f"bgl launch: failed: {e}", file=sys.stderr)
         return e.exit_code
+    finally:
+        lifecycle = supervisor.lifecycle()
+        if lifecycle is not None:  # the launch's last line: where its wall time went (ETT)
+            print(f"bgl launch: {lifecycle.line()}", file=sys.stderr, flush=True)

@@ -71,7 +71,7 @@ class GraphInfo:
         self.feat_codec = feat_codec if feat_codec is not None else getattr(store, "feat_codec", None)
         self.has_label, self.store, self.partition_dir, self.from_dgl = has_label, store, partition_dir, from_dgl
         self.schema = schema
-        edata = getattr(store, "edata", None)  # a typed DGLGraph's arrays carry none
+        edata = getattr(store, "edata", None)  # a typed DGLGraph's arrays name theirs (arrays_typed_info)
         if edge_names is None and edata is not None:
             edge_names = list(edata)
         self.edge_names = None if edge_names is None else tuple(edge_names)  # None: not known here
@@ -180,8 +180,10 @@ def typed_info(graph, feat_key, label_key) -> GraphInfo:
 
 def arrays_typed_info(arrays, from_dgl: bool = False) -> GraphInfo:
     """GraphInfo of in-memory typed arrays (:class:`bgl.sources.hetero.TypedArrays`)."""
+    dtypes = arrays.edge_dtypes()  # per-relation edge data, fused on first use (bgl/sources/typed_edata.py)
     return GraphInfo(SamplingSpec("store", arrays=arrays), arrays.num_nodes, 0, None, bool(arrays.type_label),
-                     store=arrays, from_dgl=from_dgl, schema=arrays.schema)
+                     store=arrays, from_dgl=from_dgl, schema=arrays.schema, edge_names=list(dtypes),
+                     edge_dtypes=dtypes)
 
 
 def proximity_partition(info: GraphInfo) -> str:

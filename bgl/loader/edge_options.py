@@ -52,15 +52,13 @@ def check_edge_options(options: EdgeOptions, info: Any, labor=None, typed: bool 
     """Every edge array the sampler names exists in the graph (and weights are valid, for a
     local graph), before any stage starts; ValueError naming the array and what there is.
 
-    A ``typed`` graph samples each relation uniformly: weights and LABOR are refused by name
-    (its edge features are checked with its other typed options).
+    A ``typed`` graph draws each relation by the weights too (one edge array over its fused CSC,
+    :mod:`bgl.sampler.typed`); LABOR is refused by name (its edge features are checked with its
+    other typed options).
     """
-    if typed:
-        if options.prob is not None or labor is not None:
-            what = f"prob / mask={options.prob!r}" if options.prob is not None else "LaborSampler"
-            raise ValueError(f"{what}: graphs with edge types sample each relation uniformly; weighted and "
-                             "LABOR sampling need an untyped graph")
-        return
+    if typed and labor is not None:
+        raise ValueError("LaborSampler: graphs with edge types are sampled per relation by NeighborSampler "
+                         "(prob= / mask= work too); LABOR needs an untyped graph")
     names = ([options.prob] if options.prob else []) + list(options.edge_feats)
     if not names:
         return

@@ -246,9 +246,6 @@ def resolve_sampler(graph_sampler) -> SamplerOptions:
                          "mask=) and LABOR sampling do not combine with it")
     # A bgl.TemporalNeighborSampler (bgl/loader/temporal_sampler.py) says its own options.
     temporal = node_sampler.temporal_options() if hasattr(node_sampler, "temporal_options") else None
-    if temporal is not None and link is not None:
-        raise ValueError("temporal link prediction in bgl.DataLoader is not supported yet; use "
-                         "bgl.pyg.LinkNeighborLoader(..., time_attr=, edge_label_time=)")
     named = set()
     for what in ("prefetch_node_feats", "prefetch_labels"):
         named.update(prefetch_types(prefetch_form(getattr(node_sampler, what, None), what)))

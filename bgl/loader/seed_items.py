@@ -53,11 +53,14 @@ def resolve_seeds(graph, indices, info, sampler, schema, order: str, seed_time=N
     """
     typed = schema is not None
     if sampler.temporal is not None or seed_time is not None:
-        from .temporal_sampler import resolve_temporal_seeds
+        from .temporal_seeds import resolve_temporal_seeds
 
-        seeds = resolve_temporal_seeds(graph, indices, seed_time, info, sampler.temporal)
+        seeds = resolve_temporal_seeds(graph, indices, seed_time, info, sampler.temporal, sampler.link, schema)
         # A node may be a seed at many times: items are positions, placed by their node (proximity).
-        return SeedItems(NODES, False, np.arange(seeds.nodes.shape[0], dtype=np.int64), temporal=seeds,
+        if sampler.link is not None:
+            return SeedItems(EDGES, False, np.arange(seeds.times.shape[0], dtype=np.int64), edges=seeds.edges,
+                             order_nodes=seeds.edges.dst, temporal=seeds)
+        return SeedItems(NODES, typed, np.arange(seeds.nodes.shape[0], dtype=np.int64), temporal=seeds,
                          order_nodes=seeds.nodes)
     if sampler.link is not None:
         if typed:

@@ -18,7 +18,7 @@ import signal
 import sys
 import traceback
 from collections import deque
-from typing import Iterator, Sequence
+from typing import Sequence
 
 from ..sampler.jit_pages import release_jit_pages
 from .spawn_start import trainer_alive
@@ -135,23 +135,44 @@ class _Stopped(BaseException):
     BaseException, like GeneratorExit, so a stream's own `except Exception` cannot swallow it)."""
 
 
-def _epoch_items(first, in_q, stop, headers: deque, end: list) -> Iterator:
+class _EpochItems:
     """Payloads of one epoch's ``_BATCH`` messages, ``first`` included, read as the consumer asks.
 
     Appends each message's ``(epoch, index)`` to ``headers`` as its payload is handed out and the
     closing ``_END`` message to ``end``; raises :class:`_Stopped` when told to stop meanwhile.
+    :meth:`ready` says whether reading one more costs the stage downstream nothing (a lookahead
+    window reads past :data:`bgl.cache.lookahead_feeder.READY_MIN_AHEAD` batches only then).
     """
-    msg = first
-    while True:
-        _, epoch, index, item = msg
-        headers.append((epoch, index))
-        yield item
-        msg = _get(in_q, stop)
-        if msg is None or msg[0] == _STOP:
-            raise _Stopped
-        if msg[0] != _BATCH:
-            end.append(msg)
-            return
+
+    def __init__(self, first, in_q, stop, headers: deque, end: list, out_q=None):
+        self._next, self._q, self._stop, self._headers, self._end = first, in_q, stop, headers, end
+        self._out_q = out_q
+
+    def __iter__(self) -> "_EpochItems":
+        return self
+
+    def __next__(self):
+        if self._end:
+            raise StopIteration
+        if self._next is None:
+            msg = _get(self._q, self._stop)
+            if msg is None or msg[0] == _STOP:
+                raise _Stopped
+            if msg[0] != _BATCH:
+                self._end.append(msg)
+                raise StopIteration
+            self._next = msg
+        _, epoch, index, item = self._next
+        self._next = None
+        self._headers.append((epoch, index))
+        return item
+
+    def ready(self) -> bool:
+        """True when the next item is already queued and the stage downstream still has a batch to
+        work on (its queue is not empty): reading ahead then delays no one.  When the downstream
+        queue runs dry, the stage should hand over what it holds instead of reading on."""
+        queued = self._next is not None or bool(self._end) or not self._q.empty()
+        return queued and (self._out_q is None or not self._out_q.empty())
 
 
 def _stream_epoch(stage: Stage, first, in_q, out_q, stop) -> bool:
@@ -162,7 +183,7 @@ def _stream_epoch(stage: Stage, first, in_q, out_q, stop) -> bool:
     """
     headers: deque = deque()
     end: list = []
-    out = stage.stream(_epoch_items(first, in_q, stop, headers, end))
+    out = stage.stream(_EpochItems(first, in_q, stop, headers, end, out_q))
     try:
         for result in out:
             epoch, index = headers.popleft()

@@ -76,9 +76,8 @@ class SampleStage(Stage):
     def __call__(self, mb: MiniBatch) -> MiniBatch:
         if self._sampler is None:
             self.open()
-        if self.temporal is not None:
-            mb.seeds, mb.blocks = self.temporal.sample(self._sampler, mb.seeds, mb.sample_seed)
-            return mb
+        if self.temporal is not None:  # node or edge seeds with times
+            return self.temporal.sample_batch(self._sampler, mb)
         exclude = None
         if self.edges is not None:
             graph = getattr(self._sampler, "store", None)
@@ -91,7 +90,7 @@ class SampleStage(Stage):
             seeds, inverse = distinct_seeds(mb.seeds)
         if self.typed_fanouts is not None:
             mb.blocks = self._sampler.sample_typed_blocks(seeds, list(self.typed_fanouts), replace=self.replace,
-                                                          seed=mb.sample_seed, exclude=exclude)  # CSC positions
+                                                          seed=mb.sample_seed, exclude=exclude, prob=self.prob)
         else:
             mb.blocks = self.sample(self._sampler, seeds, mb.sample_seed, mb.index, exclude)
         if inverse is not None:

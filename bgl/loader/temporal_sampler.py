@@ -67,9 +67,9 @@ class TemporalNeighborSampler(NeighborSampler):
             raise ValueError("temporal sampling draws each eligible edge at most once: replace=True is not supported")
         if prob_name is not None:
             raise ValueError(f"prob_name={prob_name!r}: weighted temporal sampling is not supported yet; drop it")
-        if any(isinstance(f, dict) or f < 1 for f in self.fanouts):
-            raise ValueError(f"temporal fanouts must be ints >= 1 (every eligible neighbour: a large int), "
-                             f"got {self.fanouts}")
+        if any(not isinstance(f, dict) and f < 1 for f in self.fanouts):
+            raise ValueError(f"temporal fanouts must be ints >= 1 (every eligible neighbour: a large int) or "
+                             f"per-relation dicts, got {self.fanouts}")
         for what, name in (("node_timestamp_attr_name", node_timestamp_attr_name),
                            ("edge_timestamp_attr_name", edge_timestamp_attr_name)):
             if name is not None and not isinstance(name, str):
@@ -120,6 +120,8 @@ class TemporalSeeds:
     times: np.ndarray
     options: TemporalOptions
     node_time: Optional[np.ndarray] = None
+    typed_fanouts: Optional[tuple] = None  # a typed graph's per-hop int64 [R] fanouts, the first hop first
+    schema: Any = None  # a typed graph's GraphSchema
 
     def __post_init__(self):
         self._sampler = None  # the stage's sampler, with this loader's node times where it has some
@@ -128,6 +130,15 @@ class TemporalSeeds:
         return {**self.__dict__, "_sampler": None}
 
     def _layer_source(self, sampler):
+        if self.schema is not None:
+            if self._sampler is None:
+                if not hasattr(sampler, "store"):
+                    raise ValueError("temporal sampling of a typed graph runs in process (a typed store or a "
+                                     "heterogeneous DGLGraph); graph servers sample typed graphs without time")
+                from ..sampler.temporal_typed import TypedTemporalLayer
+
+                self._sampler = TypedTemporalLayer(sampler.store, node_time=self.node_time)
+            return self._sampler
         if self.node_time is None:
             return sampler
         if self._sampler is None:
@@ -139,68 +150,25 @@ class TemporalSeeds:
             self._sampler = LocalSampler(sampler.store, node_time=self.node_time)
         return self._sampler
 
-    def sample(self, sampler, positions: torch.Tensor, seed: int) -> tuple[torch.Tensor, list]:
-        """``(seed node ids, blocks)`` of the batch of seed ``positions``, sampled with RNG ``seed``."""
+    def sample_batch(self, sampler, mb):
+        """The sample stage's step: ``mb.seeds`` (positions) become the seed nodes, ``mb.blocks`` set."""
+        pos = mb.seeds.numpy()
+        mb.seeds, mb.blocks = self.sample(sampler, self.nodes[pos], self.times[pos], mb.sample_seed)
+        return mb
+
+    def sample(self, sampler, nodes: np.ndarray, times: np.ndarray, seed: int) -> tuple[torch.Tensor, list]:
+        """``(seed node ids, blocks)`` of seed ``nodes`` at ``times``, sampled with RNG ``seed``."""
+        from ..sampler.temporal import sample_temporal
         from .temporal_blocks import disjoint_blocks, tree_blocks
 
-        pos = positions.numpy() if torch.is_tensor(positions) else np.asarray(positions)
-        nodes, times = self.nodes[pos], self.times[pos]
         opts, source = self.options, self._layer_source(sampler)
-        if opts.layout == "disjoint":
-            sample = source.sample_temporal(nodes, times, list(opts.hop_fanouts), opts.strategy, seed,
-                                            time_name=opts.edge_time)
-            blocks = disjoint_blocks(sample, opts.edge_time)
+        if self.schema is not None:
+            layer, fanouts = source, list(self.typed_fanouts)
         else:
-            blocks = tree_blocks(source.temporal_layer, nodes, times, opts, seed)
+            layer, fanouts = source.temporal_layer, list(opts.hop_fanouts)
+        if opts.layout == "disjoint":
+            sample = sample_temporal(layer, nodes, times, fanouts, opts.strategy, seed, time_name=opts.edge_time)
+            blocks = disjoint_blocks(sample, opts.edge_time, self.schema)
+        else:
+            blocks = tree_blocks(layer, nodes, times, fanouts, opts, seed, self.schema)
         return torch.from_numpy(nodes), blocks
-
-
-def resolve_temporal_seeds(graph, indices, seed_time, info, options: Optional[TemporalOptions]):
-    """The :class:`TemporalSeeds` of node ids ``indices`` at ``seed_time``; ValueError / TypeError naming
-    what is missing or malformed (a time per seed, int64; the graph's time arrays), before anything runs."""
-    from ..sampler.temporal import check_times
-    from .arguments import check_indices
-
-    if options is None:
-        raise ValueError("seed_time= is for temporal sampling: give a bgl.TemporalNeighborSampler(fanouts, "
-                         "edge_timestamp_attr_name=...) as the graph_sampler, or drop seed_time")
-    if isinstance(indices, dict) or info.typed:
-        raise ValueError("temporal sampling of a typed graph is not supported yet: it would mix relations under "
-                         "one fanout; pass a homogeneous graph")
-    nodes = check_indices(indices, info.num_nodes)
-    if seed_time is None:
-        raise ValueError("a TemporalNeighborSampler needs a time for every seed: bgl.DataLoader(..., seed_time=times)")
-    times = check_times(seed_time, int(nodes.shape[0]), "seed_time")
-    if options.edge_time is not None:
-        _check_edge_time(info, options.edge_time)
-    node_time = None if options.node_time_name is None else _node_times(graph, options.node_time_name, info)
-    return TemporalSeeds(nodes, times, options, node_time)
-
-
-def _check_edge_time(info, name: str) -> None:
-    """ValueError when a local graph lacks edge array ``name`` or it is not int64 [num_edges] times."""
-    if info.spec.kind != "store":
-        return  # graph servers check the name on the first request (their parts hold the arrays)
-    from ..sampler.temporal import check_times
-
-    store = info.spec.arrays
-    if store is None:
-        from ..store import GraphStore
-
-        store = GraphStore(info.spec.path, validate="none")
-    try:
-        arr = store.edge_array(name)
-    except KeyError as e:
-        raise ValueError(f"edge_timestamp_attr_name={name!r}: {e.args[0]}") from None
-    check_times(arr, int(store.num_edges), f"edge time array {name!r}")
-
-
-def _node_times(graph, name: str, info) -> np.ndarray:
-    """Node times ``name`` of ``graph`` (``graph.ndata[name]``) as int64 [num_nodes]."""
-    from ..sampler.temporal import check_times
-
-    ndata = getattr(graph, "ndata", None)
-    if ndata is None or name not in ndata:
-        raise ValueError(f"node_timestamp_attr_name={name!r}: the graph has no node array {name!r} (node times "
-                         f"come from g.ndata; a store keeps edge times only: use edge_timestamp_attr_name=)")
-    return check_times(ndata[name], int(info.num_nodes), f"node time array {name!r}")

@@ -123,7 +123,9 @@ class TypedArrays:
 
     The fused CSC is built once (:func:`fused_csc`); ``type_feat`` / ``type_label`` are
     read-only numpy views of the caller's own tensors; ``edge_ids`` are each CSC position's
-    id within its relation (DGL's per-relation edge ids, PyG's edge positions).
+    id within its relation (DGL's per-relation edge ids, PyG's edge positions).  ``rel_edata``
+    ``{name: [per-relation rows or None]}`` are the graph's edge arrays, fused into CSC order on
+    first use by :meth:`edge_array` (:mod:`bgl.sources.typed_edata`).
     """
 
     node_offset = 0
@@ -133,8 +135,11 @@ class TypedArrays:
     num_classes = 0
 
     def __init__(self, schema: GraphSchema, rel_edges: Sequence[tuple[np.ndarray, np.ndarray]],
-                 feats: Mapping[str, torch.Tensor], labels: Mapping[str, torch.Tensor], name: str = "arrays"):
+                 feats: Mapping[str, torch.Tensor], labels: Mapping[str, torch.Tensor], name: str = "arrays",
+                 rel_edata: Optional[Mapping[str, Sequence[Optional[np.ndarray]]]] = None):
         self.indptr, self.indices, self.etype, self.edge_ids = fused_csc(schema, rel_edges)
+        self.rel_edata = dict(rel_edata or {})
+        self._fused: dict[str, np.ndarray] = {}
         self.type_feat = {nt: _view(t) for nt, t in feats.items()}
         self.type_label = {nt: _view(t.to(torch.int64)) for nt, t in labels.items()}
         from .typed_source import node_data_schema
@@ -154,7 +159,31 @@ class TypedArrays:
                  if feat_key is not None and feat_key in g.nodes[nt].data}
         labels = {nt: g.nodes[nt].data[label_key] for nt in g.ntypes
                   if label_key is not None and label_key in g.nodes[nt].data}
-        return cls(schema, rel_edges, feats, labels, name="DGLGraph")
+        from .typed_edata import relation_edge_data
+
+        return cls(schema, rel_edges, feats, labels, name="DGLGraph", rel_edata=relation_edge_data(g))
+
+    def edge_dtypes(self) -> dict[str, str]:
+        """``{name: dtype name}`` of the graph's edge arrays as :meth:`edge_array` gives them."""
+        from .typed_edata import edge_specs
+
+        return edge_specs(self.rel_edata, self.schema.canonical_etypes)
+
+    def edge_array(self, name: str) -> np.ndarray:
+        """Edge array ``name`` in fused-CSC order ([num_edges, ...]; relations without it filled with 1,
+        as DGL samples them uniformly); KeyError listing the names there are."""
+        fused = self._fused.get(name)
+        if fused is None:
+            if name not in self.rel_edata:
+                from ..schema import missing_edge_array
+
+                raise missing_edge_array(f"graph {self.path}", name, self.rel_edata)
+            from .typed_edata import fuse_edge_array
+
+            fused = fuse_edge_array(name, self.rel_edata[name], self.etype, self.edge_ids,
+                                    self.schema.canonical_etypes)
+            self._fused[name] = fused
+        return fused
 
     @property
     def num_nodes(self) -> int:

@@ -167,3 +167,45 @@ def test_bad_windows_are_refused():
         LookaheadFeeder(cache, lambda m: m, "auto", max_depth=0)
     with pytest.raises(ValueError, match="max_bytes must be an int >= 0, got -1"):
         CacheSizedWindow(max_bytes=-1)
+
+
+class _Arriving:
+    """Batches arriving from a queue: ``ready()`` says whether reading the next one delays no one (a
+    fetch process's input), here True for the first ``waiting`` batches, then False."""
+
+    def __init__(self, batches, waiting: int):
+        self._it, self._left = iter(batches), waiting
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self._left -= 1
+        return next(self._it)
+
+    def ready(self) -> bool:
+        return self._left > 0
+
+
+def test_a_sized_window_reads_past_a_few_batches_only_while_batches_are_waiting():
+    from bgl.cache.lookahead_feeder import READY_MIN_AHEAD
+
+    feat = torch.randn(N, 1)
+    batches = _small_batches(seed=3)
+
+    def depths(items):
+        cache = LookaheadCache(60, N, 1)
+        feeder = LookaheadFeeder(cache, lambda m: feat[m], "auto", ids_of=lambda ids: ids, num_seeds_of=None,
+                                 max_depth=64, max_bytes=1 << 20, bytes_of=_ids_bytes)
+        seen = []
+        for ids, rows in feeder(items):
+            assert torch.equal(rows, feat[ids])
+            seen.append(cache.pending)
+        assert len(seen) == len(batches)
+        return seen
+
+    unready = depths(_Arriving(batches, waiting=0))  # the trainer waits: fetch what is there
+    assert max(unready) == READY_MIN_AHEAD
+    plain = depths(iter(batches))  # no ready(): the window the cache wants (inline pipeline)
+    waiting = depths(_Arriving(batches, waiting=len(batches)))  # all queued: the same window
+    assert waiting == plain and max(plain) > READY_MIN_AHEAD

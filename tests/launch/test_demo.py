@@ -39,6 +39,10 @@ def test_demo_trains_graphsage_through_launched_servers(tmp_path, orphans):
     assert float(acc.group(1)) > 0.6, log
     assert out.count("test accuracy") == 1, log  # only rank 0 reports
     assert "SHUTDOWN" not in done.stderr, log  # servers stopped on the token
+    # the launch's lifecycle line last; the trainers' lifecycle events themselves are not shown
+    assert re.search(r"^lifecycle: wall [\d.]+ s; first batch [\d.]+ s .*; training [\d.]+ s .* ETT [\d.]+ %$",
+                     out.splitlines()[-1]), log
+    assert "bgl-lifecycle" not in out, log
     assert orphans() == []
     ports = re.search(r"graph servers on ports (\d+)\.\.(\d+)", out)
     assert ports, log

@@ -61,7 +61,7 @@ def test_command_lines_and_environment():
     targv = trainer_argv(spec, spec.trainers[1], "/tmp/logs")
     assert targv[:3] == ["/venv/bin/python", "-m", "torch.distributed.run"]
     for flag in ("--nnodes=2", "--node_rank=1", "--nproc_per_node=2", "--master_addr=10.0.0.1",
-                 "--no-python"):
+                 "--monitor-interval=0.1", "--no-python"):
         assert flag in targv
     # The bare `python` of the user command becomes the launcher's interpreter.
     assert targv[-4:] == ["/venv/bin/python", "train.py", "--lr", "0.1"]

@@ -2,6 +2,7 @@
 checkpoints (examples/train_sage.py), and every training seed is trained exactly once an epoch."""
 from __future__ import annotations
 
+import re
 import signal
 import time
 from pathlib import Path
@@ -82,4 +83,25 @@ def test_killed_trainers_restart_and_resume_each_seed_once(launcher, free_port_b
     for epoch in (0, 1):
         seen = torch.cat([ids for e, ids in batches if e == epoch]).tolist()
         assert len(seen) == len(train) and set(seen) == train, f"epoch {epoch}: {len(seen)} seeds trained"
+    _check_lifecycle_line(run.stderr, failures=2)
     assert orphans() == []
+
+
+def _check_lifecycle_line(stderr: str, failures: int) -> None:
+    """``bgl launch`` ended with its lifecycle line: every part present, >= 0, shares summing to <= 100 %."""
+    last = [line for line in stderr.splitlines() if line.strip()][-1]
+    assert last.startswith("bgl launch: lifecycle: wall "), stderr[-3000:]
+    wall = float(re.search(r"wall ([\d.]+) s", last).group(1))
+    parts = {name: (float(sec), float(share)) for name, sec, share in
+             re.findall(r"(first batch|training|checkpointing|failures \d+|other) ([\d.]+) s \(([\d.]+) %\)", last)}
+    assert set(parts) == {"first batch", "training", "checkpointing", f"failures {failures}", "other"}, last
+    assert all(sec >= 0 and share >= 0 for sec, share in parts.values()), last
+    assert sum(share for _, share in parts.values()) <= 100.0 + 0.05 * len(parts), last  # each rounded to 0.1
+    assert sum(sec for sec, _ in parts.values()) <= wall + 0.05 * len(parts), last
+    assert parts["training"][0] > 0 and parts["checkpointing"][0] > 0 and parts[f"failures {failures}"][0] > 0, last
+    each = re.findall(r"([\d.]+) s \[since checkpoint ([\d.]+) \+ restart ([\d.]+) \+ resume ([\d.]+)\]", last)
+    assert len(each) == failures, last
+    for total, *split in each:
+        assert abs(float(total) - sum(map(float, split))) <= 0.2, last
+    ett = float(re.search(r"ETT ([\d.]+) %$", last).group(1))
+    assert ett == parts["training"][1], last

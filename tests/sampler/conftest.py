@@ -30,6 +30,25 @@ def slice_store(store: GraphStore, lo: int, hi: int, path: Path) -> GraphStore:
                        name=f"part-{lo}-{hi}", edata=edata)
 
 
+def with_edge_arrays(store: GraphStore, path: Path, arrays: dict) -> GraphStore:
+    """A copy of ``store`` (typed or not) at ``path`` with edge arrays ``{name: [num_edges, ...]}`` (CSC
+    order) added as a store writer lays them out (``edata/<name>.npy``, listed in ``meta.json``): typed
+    ingest writes none, and weighted typed sampling needs some."""
+    import shutil
+
+    from bgl.schema import edge_spec
+
+    shutil.copytree(store.path, path)
+    meta = json.loads((path / "meta.json").read_text())
+    (path / "edata").mkdir(exist_ok=True)
+    for name, values in arrays.items():
+        values = np.ascontiguousarray(values)
+        meta.setdefault("edata", {})[name] = edge_spec(name, values.shape, values.dtype, store.num_edges)
+        np.save(path / "edata" / f"{name}.npy", values, allow_pickle=False)
+    (path / "meta.json").write_text(json.dumps(meta))
+    return GraphStore(path)
+
+
 @pytest.fixture(scope="session")
 def part_slicer():
     """:func:`slice_store`, for tests that cut their own module's store into parts."""

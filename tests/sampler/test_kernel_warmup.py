@@ -16,6 +16,8 @@ import numpy as np
 from bgl.sources.hetero import schema_of, write_typed_store
 from bgl.store import write_store
 
+from .conftest import with_edge_arrays
+
 PROBE = r'''
 import json, os, sys, tempfile, threading, time
 import numba
@@ -64,6 +66,10 @@ try:
         for nt in store.schema.node_types:
             client.fetch_type_features(nt.name, np.arange(5))
         requests = 4
+        if "w" in store.meta.edata:  # weighted and masked: each relation draws by the weights
+            client.sample_typed_blocks(seeds, [np.full(R, 2)], seed=4, prob="w")
+            client.sample_typed_blocks(seeds, [np.full(R, 1)], replace=True, seed=5, prob="mask")
+            requests += 2
     else:
         client.sample_blocks(seeds, [3, 2], seed=1)
         client.sample_blocks(seeds[1::2].astype(np.int32), [-1], replace=True, seed=2)
@@ -115,5 +121,6 @@ def test_no_typed_request_loads_a_kernel_after_ready(tmp_path):
     store = write_typed_store(tmp_path / "h", schema_of(counts, etypes), rel,
                               feats={"paper": rng.standard_normal((40, 4)).astype(np.float32),
                                      "author": rng.standard_normal((30, 2)).astype(np.float16)})
+    store = with_edge_arrays(store, tmp_path / "hw", {"w": rng.random(240) + 0.1, "mask": rng.random(240) < 0.5})
     seen = probe(store)
-    assert seen["requests"] == 4 and seen["late"] == {}, seen
+    assert seen["requests"] == 6 and seen["late"] == {}, seen

@@ -177,6 +177,6 @@ def test_seed_time_needs_a_temporal_sampler_and_the_sampler_needs_a_time_array()
         bgl.TemporalNeighborSampler([2], replace=True, edge_timestamp_attr_name="ts")
     with pytest.raises(ValueError, match="layout"):
         bgl.TemporalNeighborSampler([2], edge_timestamp_attr_name="ts", layout="flat")
-    with pytest.raises(ValueError, match="temporal link prediction"):
+    with pytest.raises(ValueError, match=r"seed_time must have shape \(10,\)"):  # a time per seed edge
         bgl.DataLoader(g, torch.arange(10), bgl.as_edge_prediction_sampler(
-            bgl.TemporalNeighborSampler([2], edge_timestamp_attr_name="ts")), seed_time=times[:10])
+            bgl.TemporalNeighborSampler([2], edge_timestamp_attr_name="ts")), seed_time=times[:9])

@@ -1,0 +1,126 @@
+"""A temporal loader's seeds, checked once: node ids or seed edge ids, a time each, the graph's time arrays.
+
+:func:`resolve_temporal_seeds` is what :func:`~bgl.loader.seed_items.resolve_seeds` calls when the
+sampler is a :class:`~bgl.loader.temporal_sampler.TemporalNeighborSampler` (or ``seed_time=`` is
+given): every problem is one ValueError / TypeError naming it, before any process starts.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from .temporal_edges import TemporalEdgeSeeds
+from .temporal_sampler import TemporalOptions, TemporalSeeds
+
+
+def resolve_temporal_seeds(graph, indices, seed_time, info, options: Optional[TemporalOptions], link=None,
+                           schema=None):
+    """The :class:`TemporalSeeds` of node ids ``indices`` at ``seed_time`` (with ``link``, the
+    edge-prediction settings, a :class:`~bgl.loader.temporal_edges.TemporalEdgeSeeds` of seed edge
+    ids); ValueError / TypeError naming what is missing or malformed (a time per seed, int64; the
+    graph's time arrays), before anything runs."""
+    from ..sampler.temporal import check_times
+    from .arguments import check_indices
+
+    if options is None:
+        raise ValueError("seed_time= is for temporal sampling: give a bgl.TemporalNeighborSampler(fanouts, "
+                         "edge_timestamp_attr_name=...) as the graph_sampler, or drop seed_time")
+    if schema is not None:
+        return _typed_seeds(graph, indices, seed_time, info, options, link, schema)
+    edges = None
+    if link is not None:
+        from .edge_prediction import resolve_edge_seeds
+
+        if link.exclude is not None:
+            raise ValueError(f"exclude={link.exclude!r}: temporal link prediction excludes by time, not by id (give "
+                             "each seed edge a seed_time before its own time, e.g. time - 1); pass exclude=None")
+        edges = resolve_edge_seeds(graph, indices, info, link)
+        nodes = edges.dst
+    else:
+        nodes = check_indices(indices, info.num_nodes)
+    if seed_time is None:
+        raise ValueError("a TemporalNeighborSampler needs a time for every seed: bgl.DataLoader(..., seed_time=times)")
+    times = check_times(seed_time, int(nodes.shape[0]), "seed_time")
+    if options.edge_time is not None:
+        _check_edge_time(info, options.edge_time)
+    node_time = None if options.node_time_name is None else _node_times(graph, options.node_time_name, info)
+    if edges is None:
+        return TemporalSeeds(nodes, times, options, node_time)
+    return TemporalEdgeSeeds(np.zeros(0, np.int64), times, options, node_time, edges=edges)
+
+
+def _check_edge_time(info, name: str) -> None:
+    """ValueError when a local graph lacks edge array ``name`` or it is not int64 [num_edges] times."""
+    if info.spec.kind != "store":
+        return  # graph servers check the name on the first request (their parts hold the arrays)
+    from ..sampler.temporal import check_times
+
+    store = info.spec.arrays
+    if store is None:
+        from ..store import GraphStore
+
+        store = GraphStore(info.spec.path, validate="none")
+    try:
+        arr = store.edge_array(name)
+    except KeyError as e:
+        raise ValueError(f"edge_timestamp_attr_name={name!r}: {e.args[0]}") from None
+    check_times(arr, int(store.num_edges), f"edge time array {name!r}")
+
+
+def _node_times(graph, name: str, info) -> np.ndarray:
+    """Node times ``name`` of ``graph`` (``graph.ndata[name]``) as int64 [num_nodes]."""
+    from ..sampler.temporal import check_times
+
+    ndata = getattr(graph, "ndata", None)
+    if ndata is None or name not in ndata:
+        raise ValueError(f"node_timestamp_attr_name={name!r}: the graph has no node array {name!r} (node times "
+                         f"come from g.ndata; a store keeps edge times only: use edge_timestamp_attr_name=)")
+    return check_times(ndata[name], int(info.num_nodes), f"node time array {name!r}")
+
+
+def _typed_seeds(graph, indices, seed_time, info, options: TemporalOptions, link, schema) -> TemporalSeeds:
+    """Typed node seeds ``{ntype: ids}`` at ``seed_time`` (``{ntype: times}``, the same types and lengths;
+    a tensor for a one-type graph), fanouts per relation for each hop."""
+    from ..sampler.temporal import check_times
+    from .typed import typed_fanouts, typed_seed_ids
+
+    if link is not None:
+        raise ValueError("temporal link prediction on a typed graph is not supported yet; give node seeds "
+                         "{ntype: ids} with seed_time={ntype: times}")
+    nodes = typed_seed_ids(indices, schema)
+    if seed_time is None:
+        raise ValueError("a TemporalNeighborSampler needs a time for every seed: seed_time={ntype: times}")
+    if isinstance(indices, dict) != isinstance(seed_time, dict) or (
+            isinstance(seed_time, dict) and list(seed_time) != list(indices)):
+        raise ValueError(f"seed_time must give the seeds' node types in their order "
+                         f"({list(indices) if isinstance(indices, dict) else 'a tensor'}), got "
+                         f"{list(seed_time) if isinstance(seed_time, dict) else type(seed_time).__name__}")
+    if isinstance(seed_time, dict):
+        times = np.concatenate([check_times(seed_time[nt], len(ids), f"seed_time[{nt!r}]")
+                                for nt, ids in indices.items()]) if seed_time else np.zeros(0, np.int64)
+    else:
+        times = check_times(seed_time, int(nodes.shape[0]), "seed_time")
+    if options.edge_time is not None:
+        _check_edge_time(info, options.edge_time)
+    node_time = None
+    if options.node_time_name is not None:
+        node_time = _typed_node_times(graph, options.node_time_name, schema)
+    fanouts = typed_fanouts(list(options.hop_fanouts), schema)
+    return TemporalSeeds(nodes, times, options, node_time, typed_fanouts=fanouts, schema=schema)
+
+
+def _typed_node_times(graph, name: str, schema) -> np.ndarray:
+    """Node times ``name`` of a heterogeneous DGLGraph (``g.nodes[t].data[name]`` for every type), as int64
+    over global ids (types in the schema's order)."""
+    from ..sampler.temporal import check_times
+
+    nodes = getattr(graph, "nodes", None)
+    parts = []
+    for nt in schema.node_types:
+        data = None if nodes is None or not hasattr(graph, "ntypes") else graph.nodes[nt.name].data
+        if data is None or name not in data:
+            raise ValueError(f"node_timestamp_attr_name={name!r}: node type {nt.name!r} has no node array {name!r} "
+                             "(a heterogeneous DGLGraph's g.nodes[ntype].data; a store keeps edge times only)")
+        parts.append(check_times(data[name], nt.count, f"node time array {name!r} of {nt.name!r}"))
+    return np.concatenate(parts)

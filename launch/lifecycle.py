@@ -1,0 +1,71 @@
+"""What a training script tells ``bgl launch`` about its lifecycle: one marker line per event on stdout.
+
+``bgl launch`` ends with one line saying where the wall time went -- to the first batch, training,
+checkpointing, each failure -- and the share that advanced training (effective training time, ETT %;
+:mod:`bgl.launch.ett`).  Only the script knows when its first batch came or a checkpoint was written, so
+it says so::
+
+    from bgl.launch import lifecycle
+
+    lifecycle.event("start")              # top of main(): a restart's clock stops here
+    for batch in loader:
+        lifecycle.event("first_batch")    # once per process: training (again) from here
+        ...
+    lifecycle.event("checkpoint_start", step=s) ... lifecycle.event("checkpoint_end", step=s)
+    lifecycle.event("train_end")          # before evaluation and exit
+
+The channel is the trainer's stdout, which the launcher already reads on every backend (local, ssh,
+Slurm; torchrun tees each worker's lines): no file to share across hosts, no port, no clock to agree
+on -- the launcher stamps each line with its own monotonic clock when it arrives (torchrun's tee adds
+about 0.1 s).  The launcher hides these lines from the output.  Outside ``bgl launch`` (no
+``$BGL_LIFECYCLE``) :func:`event` does nothing, so scripts call it unconditionally.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from .spec import ENV_LIFECYCLE, ENV_RESTART_COUNT
+
+MARKER = "bgl-lifecycle "
+EVENTS = ("start", "first_batch", "checkpoint_start", "checkpoint_end", "train_end")
+
+_first_batch_sent = False
+
+
+def event(name: str, **fields: int) -> None:
+    """Report ``name`` (one of :data:`EVENTS`) to the launcher, with this process's rank and restart count.
+
+    ``first_batch`` is sent once per process (later calls return at once, so it can sit in the training
+    loop).  ``fields`` are small ints (``step=``).  ValueError for an unknown event name.
+    """
+    global _first_batch_sent
+    if name == "first_batch" and _first_batch_sent:  # the call in a training loop: return at once
+        return
+    if name not in EVENTS:
+        raise ValueError(f"lifecycle event must be one of {', '.join(EVENTS)}, got {name!r}")
+    if os.environ.get(ENV_LIFECYCLE) != "1":
+        return
+    _first_batch_sent = _first_batch_sent or name == "first_batch"
+    payload = {"event": name, "rank": int(os.environ.get("RANK", "0")),
+               "restart": int(os.environ.get(ENV_RESTART_COUNT, "0")), **fields}
+    sys.stdout.write(MARKER + json.dumps(payload) + "\n")
+    sys.stdout.flush()
+
+
+def parse(line: str) -> dict | None:
+    """The event of a marker line (as :func:`event` wrote it), or None for any other line.
+
+    A line that starts with the marker but does not hold a well-formed event is not an event (None):
+    the launcher then prints it as ordinary output rather than guessing.
+    """
+    if not line.startswith(MARKER):
+        return None
+    try:
+        payload = json.loads(line[len(MARKER):])
+        ok = (isinstance(payload, dict) and payload.get("event") in EVENTS
+              and all(isinstance(payload.get(k), int) for k in ("rank", "restart")))
+    except ValueError:
+        return None
+    return payload if ok else None

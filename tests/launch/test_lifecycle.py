@@ -1,0 +1,131 @@
+"""The lifecycle channel (a trainer's marker lines) and the ETT accounting of ``bgl launch``'s last line."""
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+import pytest
+
+from bgl.launch import lifecycle
+from bgl.launch.ett import Timeline
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _at(timeline: Timeline, clock: Clock, t: float, event: str, restart: int = 0, rank: int = 0, **fields):
+    clock.now = t
+    timeline.trainer_event({"event": event, "rank": rank, "restart": restart, **fields})
+
+
+def test_the_wall_time_splits_into_startup_training_checkpoints_and_failures():
+    clock = Clock()
+    tl = Timeline(clock)
+    tl.start()                                                   # t = 0
+    for rank in (0, 1):
+        _at(tl, clock, 2.0, "start", rank=rank)
+    _at(tl, clock, 9.0, "first_batch", rank=0)
+    _at(tl, clock, 10.0, "first_batch", rank=1)                  # the world trains from 10 s
+    for rank in (0, 1):
+        _at(tl, clock, 14.0 + rank * 0.5, "checkpoint_start", rank=rank, step=4)
+        _at(tl, clock, 15.0 + rank * 0.5, "checkpoint_end", rank=rank, step=4)  # union 14 .. 15.5
+    clock.now = 20.0
+    tl.failure()                                                 # found at 20 s: 4.5 s since the checkpoint
+    _at(tl, clock, 20.5, "checkpoint_end", rank=1, step=9)       # a late line of the killed start: ignored
+    for rank in (0, 1):
+        _at(tl, clock, 23.0 + rank, "start", restart=1, rank=rank)   # restart: 20 .. 24
+        _at(tl, clock, 27.0, "first_batch", restart=1, rank=rank)    # resume: 24 .. 27
+    _at(tl, clock, 37.0, "train_end", restart=1)
+    clock.now = 40.0
+    got = tl.summary()
+    assert got.wall == 40.0 and got.first_batch == 10.0
+    assert got.checkpointing == pytest.approx(1.5)
+    (f,) = got.failures
+    assert (f.since_checkpoint, f.restart, f.resume) == pytest.approx((4.5, 4.0, 3.0))
+    # training: 10 .. 20 less 1.5 s checkpointing less 4.5 s thrown away, then 27 .. 37
+    assert got.training == pytest.approx(4.0 + 10.0)
+    assert got.other == pytest.approx(3.0)                       # 37 .. 40: evaluation, shutdown
+    assert got.ett == pytest.approx(35.0)
+    line = got.line()
+    assert line.startswith("lifecycle: wall 40.0 s; first batch 10.0 s (25.0 %); training 14.0 s (35.0 %)")
+    assert "failures 1 11.5 s (28.8 %): 11.5 s [since checkpoint 4.5 + restart 4.0 + resume 3.0]" in line
+    assert line.endswith("ETT 35.0 %")
+
+
+def test_a_start_without_a_batch_is_lost_whole_and_no_event_means_no_training():
+    clock = Clock()
+    tl = Timeline(clock)
+    clock.now = 6.0
+    tl.failure()                                                 # died before any batch
+    _at(tl, clock, 8.0, "first_batch", restart=1)
+    clock.now = 10.0
+    got = tl.summary()
+    assert got.first_batch is None and got.training == pytest.approx(2.0)
+    (f,) = got.failures
+    assert (f.since_checkpoint, f.restart, f.resume) == pytest.approx((6.0, 2.0, 0.0))  # no start event
+    assert "first batch none" in got.line()
+    silent = Timeline(clock)
+    clock.now = 15.0
+    quiet = silent.summary()  # a script that reports nothing: all of it is "other"
+    assert quiet.training == 0.0 and quiet.other == pytest.approx(5.0) and quiet.ett == 0.0
+
+
+def test_without_train_end_training_ends_when_the_trainers_do():
+    clock = Clock()
+    tl = Timeline(clock)
+    _at(tl, clock, 3.0, "first_batch")
+    clock.now = 9.0
+    tl.stop()      # trainers exited (or the launch is being stopped)
+    clock.now = 12.0
+    tl.stop()      # the first call counts
+    clock.now = 14.0
+    got = tl.summary()
+    assert got.training == pytest.approx(6.0) and got.other == pytest.approx(5.0)
+
+
+def test_event_writes_a_marker_line_only_under_bgl_launch(monkeypatch, capsys):
+    monkeypatch.setattr(lifecycle, "_first_batch_sent", False)
+    monkeypatch.delenv("BGL_LIFECYCLE", raising=False)
+    lifecycle.event("start")
+    assert capsys.readouterr().out == ""
+    monkeypatch.setenv("BGL_LIFECYCLE", "1")
+    monkeypatch.setenv("BGL_RESTART_COUNT", "2")
+    monkeypatch.setenv("RANK", "3")
+    lifecycle.event("checkpoint_end", step=7)
+    lifecycle.event("first_batch")
+    lifecycle.event("first_batch")  # once per process
+    lines = capsys.readouterr().out.splitlines()
+    assert [lifecycle.parse(x) for x in lines] == [
+        {"event": "checkpoint_end", "rank": 3, "restart": 2, "step": 7},
+        {"event": "first_batch", "rank": 3, "restart": 2}]
+    with pytest.raises(ValueError, match="got 'checkpoint'"):
+        lifecycle.event("checkpoint")
+    for text in ("epoch 0: loss 1.2", "bgl-lifecycle {not json", 'bgl-lifecycle {"event": "bogus", "rank": 0, '
+                 '"restart": 0}', 'bgl-lifecycle ["start"]'):
+        assert lifecycle.parse(text) is None, text
+
+
+def test_the_output_pump_hands_marker_lines_over_and_prints_the_rest():
+    """Through torchrun's rank prefix, as ``bgl launch`` reads a trainer."""
+    from types import SimpleNamespace
+
+    from bgl.launch.members import Member, OutputPump
+
+    script = ("print('[bgl-rank 1]:epoch 0 done');"
+              "print('[bgl-rank 1]:bgl-lifecycle {\"event\": \"first_batch\", \"rank\": 1, \"restart\": 0}');"
+              "print('bgl-lifecycle not an event')")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
+    sink, events = io.StringIO(), []
+    host = SimpleNamespace(tag="h0")
+    member = Member(role="trainer", what="trainers", prefix="[h0:torchrun:0]",
+                    launched=SimpleNamespace(popen=proc, host=host), placement=None)
+    OutputPump(sink, on_event=events.append).start(member).join(timeout=30)
+    proc.wait(timeout=30)
+    assert events == [{"event": "first_batch", "rank": 1, "restart": 0}]
+    assert sink.getvalue().splitlines() == ["[h0:trainer:1] epoch 0 done", "[h0:torchrun:0] bgl-lifecycle not an event"]
