@@ -21,8 +21,9 @@ TEMPORAL_ARGS = {"time_attr": None, "input_time": None, "edge_label_time": None,
                  "disjoint": False}
 _NEEDS_TIME = "it comes with temporal sampling (time_attr=, PyG's rule); give time_attr= too, or drop it"
 _TEMPORAL_TODO = {
-    "time_attr": "temporal sampling takes a homogeneous Data, store or servers (typed temporal sampling is not "
-                 "supported yet); pass data.to_homogeneous(), or keep torch_geometric.loader for it",
+    "time_attr": "bgl.pyg's temporal loaders take a homogeneous Data, store or servers (a HeteroData's typed "
+                 "temporal batches are not laid out yet); pass data.to_homogeneous(), or give the typed graph to "
+                 "bgl.DataLoader with {node_type: ids} and seed_time={node_type: times}",
     "input_time": _NEEDS_TIME, "edge_label_time": _NEEDS_TIME, "temporal_strategy": _NEEDS_TIME,
     "disjoint": "bgl samples disjoint subgraphs for temporal sampling only (time_attr=); drop it",
 }

@@ -15,7 +15,7 @@ negatives: ``src_index`` / ``dst_pos_index`` / ``dst_neg_index`` / ``seed_time``
 Departs from PyG 2.8 where PyG has no value to give: ``seed_time`` is the seeds' times actually
 used also when ``input_time`` is not given (PyG leaves it None); ``disjoint`` is accepted and
 ignored, temporal sampling being always disjoint (PyG forces it too).  Not supported (one line each):
-``replace=True``, ``weight_attr=`` with times, ``HeteroData`` (typed temporal sampling).
+``replace=True``, ``weight_attr=`` with times, ``HeteroData`` (its typed temporal batches).
 
 Cost: the link loader lays out one chunk of :data:`CHUNK_BATCHES` batches' seeds at a time (its
 positives and their negatives, 16 B per seed) and runs one ``bgl.DataLoader`` per chunk (its pipeline

@@ -122,7 +122,7 @@ def test_bad_temporal_input_is_one_line():
     hetero = HeteroData()
     hetero["a"].x, hetero["a"].t = torch.randn(4, 2), torch.arange(4)
     hetero["a", "r", "a"].edge_index = torch.tensor([[0, 1], [1, 2]])
-    with pytest.raises(ValueError, match="does not support time_attr=.*typed temporal sampling is not supported"):
+    with pytest.raises(ValueError, match="does not support time_attr=.*typed temporal batches are not laid out yet"):
         NeighborLoader(hetero, [2], input_nodes="a", time_attr="t")
 
 
