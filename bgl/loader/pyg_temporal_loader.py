@@ -209,6 +209,15 @@ class TemporalLinkNeighborLoader(_TemporalBatches):
         self._data_class = _pyg_data_class()
         self._build_data = None if self._data_class is None else PygDataBuilder(self._data_class)
 
+    _NO_STATE = ("bgl.pyg.LinkNeighborLoader with time_attr= cannot save its position yet (its batches and "
+                 "negatives are laid out per epoch); restart the epoch instead")
+
+    def state_dict(self) -> dict:
+        raise NotImplementedError(self._NO_STATE)
+
+    def load_state_dict(self, state: dict) -> None:
+        raise NotImplementedError(self._NO_STATE)
+
     def __len__(self) -> int:
         n = self._pairs.shape[1]
         return n // self.batch_size if self._drop_last else math.ceil(n / self.batch_size)

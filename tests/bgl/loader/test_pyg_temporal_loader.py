@@ -183,3 +183,13 @@ def test_stage_processes_give_the_inline_batches():
     assert len(inline) == len(processes) == 3 + 4
     for a, b in zip(inline, processes):
         assert all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+def test_link_loader_drop_last_and_no_saved_position():
+    data = temporal_data(8)
+    loader = LinkNeighborLoader(data, [2], edge_label_index=data.edge_index[:, :300], edge_label_time=data.t[:300],
+                                time_attr="t", batch_size=64, drop_last=True, shuffle=True)
+    sizes = [b.input_id.shape[0] for b in loader]
+    assert len(loader) == 4 and sizes == [64] * 4
+    with pytest.raises(NotImplementedError, match="cannot save its position yet"):
+        loader.state_dict()
