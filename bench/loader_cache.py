@@ -73,6 +73,8 @@ def run(store, mode: str, policy: str, args, lookahead=None) -> dict:
             for i, _ in enumerate(loader):
                 if i == 0:
                     firsts.append(time.perf_counter() - t)
+                if args.train_ms:
+                    _busy(args.train_ms / 1e3)  # the trainer's step, as a fixed CPU-free wait
             times.append(time.perf_counter() - t)
         after = loader.cache_stats()
     finally:
@@ -83,6 +85,11 @@ def run(store, mode: str, policy: str, args, lookahead=None) -> dict:
             "first_ms": 1e3 * float(np.mean(firsts)),
             "mib": moved / 2**20, "hit_rate": (after["hits"] - before["hits"]) /
             max(1, after["requests"] - before["requests"]), "policy": loader.cache_policy}
+
+
+def _busy(seconds: float) -> None:
+    """Stand in for a model step of ``seconds`` (a GPU step leaves the CPU to the loader: sleep)."""
+    time.sleep(seconds)
 
 
 def main() -> None:
@@ -100,6 +107,8 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lookaheads", default="", help="cache_lookahead values, one lookahead row each "
                    "(e.g. auto,4); empty: the loader's default only")
+    p.add_argument("--train-ms", type=float, default=0.0, help="a model step of this many ms per batch (a sleep: "
+                   "the GPU's share of a step), so the loader runs ahead of a trainer as in training")
     args = p.parse_args()
     Path(args.workdir).mkdir(parents=True, exist_ok=True)
     store = open_store(args)
@@ -107,7 +116,7 @@ def main() -> None:
           f"{store.num_nodes} nodes, {store.num_edges} edges, {store.feat_dim}-dim "
           f"{store.feat.dtype}, {len(store.train_idx)} train ids")
     print(f"# batch {args.batch_size}, fanouts {args.fanouts}, order {args.order}, cache "
-          f"{args.cache_ratio:.0%} of nodes, {args.epochs} timed epochs after 1 untimed")
+          f"{args.cache_ratio:.0%} of nodes, {args.epochs} timed epochs after 1 untimed, model step {args.train_ms} ms")
     print("\n| mode | policy | s/epoch (mean, min) | first batch ms | rows from source | MiB from source | hit rate "
           "| rows vs fifo | time vs fifo |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -58,7 +58,7 @@ def resolve_seeds(graph, indices, info, sampler, schema, order: str, seed_time=N
         seeds = resolve_temporal_seeds(graph, indices, seed_time, info, sampler.temporal, sampler.link, schema)
         # A node may be a seed at many times: items are positions, placed by their node (proximity).
         if sampler.link is not None:
-            return SeedItems(EDGES, False, np.arange(seeds.times.shape[0], dtype=np.int64), edges=seeds.edges,
+            return SeedItems(EDGES, typed, np.arange(seeds.times.shape[0], dtype=np.int64), edges=seeds.edges,
                              order_nodes=seeds.edges.dst, temporal=seeds)
         return SeedItems(NODES, typed, np.arange(seeds.nodes.shape[0], dtype=np.int64), temporal=seeds,
                          order_nodes=seeds.nodes)

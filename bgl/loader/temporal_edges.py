@@ -61,3 +61,35 @@ def endpoint_seeds(batch: EdgeBatch, times: np.ndarray) -> tuple[np.ndarray, np.
     local = [torch.arange(int(starts[i]), int(starts[i + 1]), dtype=torch.int64) for i in range(len(groups))]
     renumbered = EdgeBatch(batch.eids, torch.from_numpy(nodes), *local)
     return nodes, np.concatenate(group_times).astype(np.int64, copy=False), renumbered
+
+
+@dataclass
+class TemporalTypedEdgeSeeds(TemporalSeeds):
+    """Typed seed edges with times: ``edges`` a :class:`~bgl.loader.typed_edge_seeds.TypedEdgeSeeds` that
+    merges no endpoint (``node_order="disjoint"``), ``times`` int64 [num seed edges] in its order."""
+
+    edges: object = None
+
+    def sample_batch(self, sampler, mb):
+        """Seed-edge positions -> every endpoint a seed at its edge's time, typed blocks and ``mb.edges``."""
+        sel = mb.seeds.numpy()
+        batch, _ = self.edges.batch(sel, negative_seed(mb.sample_seed))
+        mb.edges = batch
+        nodes = batch.node_ids.numpy()
+        mb.seeds, mb.blocks = self.sample(sampler, nodes, typed_endpoint_times(self.edges, sel, self.times[sel], batch),
+                                          mb.sample_seed)
+        return mb
+
+
+def typed_endpoint_times(edges, sel: np.ndarray, times: np.ndarray, batch) -> np.ndarray:
+    """The time of each of ``batch.node_ids`` (a disjoint typed batch): its seed edge's, in the order
+    :meth:`~bgl.loader.typed_edge_seeds.TypedEdgeSeeds.batch` lays the endpoints out (per relation
+    ascending, sources then destinations; then the negatives likewise, each at its positive's time)."""
+    rel = edges.rel[sel]
+    by_rel = [(r, times[rel == r]) for r in np.unique(rel).tolist()]
+    out = [t for _, t in by_rel for t in (t, t)]
+    if batch.neg is not None:
+        for r, t in by_rel:
+            k = int(batch.neg[r][0].shape[0]) // max(1, t.shape[0])
+            out += [np.repeat(t, k)] * 2
+    return np.concatenate(out).astype(np.int64, copy=False) if out else np.zeros(0, np.int64)

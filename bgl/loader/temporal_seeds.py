@@ -10,7 +10,7 @@ from typing import Optional
 
 import numpy as np
 
-from .temporal_edges import TemporalEdgeSeeds
+from .temporal_edges import TemporalEdgeSeeds, TemporalTypedEdgeSeeds
 from .temporal_sampler import TemporalOptions, TemporalSeeds
 
 
@@ -86,8 +86,7 @@ def _typed_seeds(graph, indices, seed_time, info, options: TemporalOptions, link
     from .typed import typed_fanouts, typed_seed_ids
 
     if link is not None:
-        raise ValueError("temporal link prediction on a typed graph is not supported yet; give node seeds "
-                         "{ntype: ids} with seed_time={ntype: times}")
+        return _typed_edge_seeds(graph, indices, seed_time, info, options, link, schema)
     nodes = typed_seed_ids(indices, schema)
     if seed_time is None:
         raise ValueError("a TemporalNeighborSampler needs a time for every seed: seed_time={ntype: times}")
@@ -124,3 +123,34 @@ def _typed_node_times(graph, name: str, schema) -> np.ndarray:
                              "(a heterogeneous DGLGraph's g.nodes[ntype].data; a store keeps edge times only)")
         parts.append(check_times(data[name], nt.count, f"node time array {name!r} of {nt.name!r}"))
     return np.concatenate(parts)
+
+
+def _typed_edge_seeds(graph, indices, seed_time, info, options: TemporalOptions, link, schema):
+    """Typed seed edges ``{etype: eids}`` at ``seed_time`` (``{etype: times}``, the same keys in order;
+    a tensor for a one-relation graph): every endpoint its own seed, exclusion by time only."""
+    import dataclasses
+
+    from ..sampler.temporal import check_times
+    from .typed import typed_fanouts
+    from .typed_edge_seeds import resolve_typed_edge_seeds
+
+    if link.exclude is not None:
+        raise ValueError(f"exclude={link.exclude!r}: temporal link prediction excludes by time, not by id (give "
+                         "each seed edge a seed_time before its own time, e.g. time - 1); pass exclude=None")
+    edges = dataclasses.replace(resolve_typed_edge_seeds(indices, info, link), node_order="disjoint")
+    if seed_time is None:
+        raise ValueError("a TemporalNeighborSampler needs a time for every seed edge: seed_time={etype: times}")
+    if isinstance(indices, dict):
+        if not isinstance(seed_time, dict) or list(seed_time) != list(indices):
+            raise ValueError(f"seed_time must give the seed edges' types in their order ({list(indices)}), got "
+                             f"{list(seed_time) if isinstance(seed_time, dict) else type(seed_time).__name__}")
+        times = np.concatenate([check_times(seed_time[k], len(ids), f"seed_time[{k!r}]") for k, ids in indices.items()]
+                               ) if indices else np.zeros(0, np.int64)
+    else:
+        times = check_times(seed_time, int(edges.eids.shape[0]), "seed_time")
+    if options.edge_time is not None:
+        _check_edge_time(info, options.edge_time)
+    node_time = None if options.node_time_name is None else _typed_node_times(graph, options.node_time_name, schema)
+    return TemporalTypedEdgeSeeds(np.zeros(0, np.int64), times, options, node_time,
+                                  typed_fanouts=typed_fanouts(list(options.hop_fanouts), schema), schema=schema,
+                                  edges=edges)

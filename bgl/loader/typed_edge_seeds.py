@@ -75,7 +75,7 @@ class TypedEdgeSeeds:
     exclude: Optional[str] = None
     reverse: Optional[np.ndarray] = None
     negative: Any = None
-    node_order: str = "first"  # DGL's compact_graphs order, or PyG's sorted unique ("sorted")
+    node_order: str = "first"  # DGL's compact_graphs order, PyG's sorted unique ("sorted"), or none ("disjoint")
 
     @property
     def order_nodes(self) -> np.ndarray:
@@ -114,7 +114,10 @@ class TypedEdgeSeeds:
         arrays = [a for idx in by_rel for a in (src[idx], dst[idx])]
         if self.negative is not None:
             arrays += [a for r, idx in zip(rels.tolist(), by_rel) for a in self._negatives(r, src[idx], dst[idx], seed)]
-        nodes, local = (compact if self.node_order == "first" else sorted_compact)(*arrays)
+        if self.node_order == "disjoint":  # temporal: every endpoint its own seed (bgl/loader/temporal_edges.py)
+            nodes, local = np.concatenate(arrays), list(_runs(arrays))
+        else:
+            nodes, local = (compact if self.node_order == "first" else sorted_compact)(*arrays)
         _, type_local, *_ = type_positions(nodes, 0, self.schema.offsets)  # index among its type's nodes
         pos, eids, neg = {}, {}, ({} if self.negative is not None else None)
         for j, (r, idx) in enumerate(zip(rels.tolist(), by_rel)):
@@ -124,6 +127,14 @@ class TypedEdgeSeeds:
                 k = 2 * len(by_rel) + 2 * j
                 neg[r] = (torch.from_numpy(type_local[local[k]]), torch.from_numpy(type_local[local[k + 1]]))
         return TypedEdgeBatch(torch.from_numpy(nodes), pos, eids, neg), self.excluded(sel)
+
+
+def _runs(arrays):
+    """Each array's positions in their concatenation (no node merged: ``node_order="disjoint"``)."""
+    start = 0
+    for a in arrays:
+        yield np.arange(start, start + a.shape[0], dtype=np.int64)
+        start += a.shape[0]
 
 
 def _relation_of(schema, etype) -> int:

@@ -127,3 +127,37 @@ def _subgraphs(first, schema) -> np.ndarray:
     for t, nt in enumerate(schema.ntypes):
         out[types == t] = first.srcdata["batch"][nt].numpy()
     return out
+
+
+@pytest.mark.parametrize("layout", ["tree", "disjoint"])
+def test_typed_link_prediction_each_endpoint_at_its_clicks_time(layout):
+    g = user_item_graph()
+    clicks = RELS[0]
+    eids = torch.arange(0, g.num_edges(clicks), 9)
+    seed_time = g.edges[clicks].data["ts"][eids] - 1
+    sampler = bgl.as_edge_prediction_sampler(
+        bgl.TemporalNeighborSampler([2, 3], edge_timestamp_attr_name="ts", layout=layout),
+        negative_sampler=bgl.negative_sampler.Uniform(2))
+    torch.manual_seed(3)
+    loader = bgl.DataLoader(g, {clicks: eids}, sampler, seed_time={clicks: seed_time}, batch_size=50)
+    seen = []
+    for input_nodes, pos, neg, blocks in loader:
+        e = pos.edges[clicks].data["_ID"]
+        seen.append(e)
+        t = seed_time[torch.searchsorted(eids, e)]
+        s, d = pos.edges(etype=clicks)
+        gs, gd = g.find_edges(e, etype=clicks)
+        assert torch.equal(pos.nodes["user"].data["_ID"][s], gs) and torch.equal(pos.nodes["item"].data["_ID"][d], gd)
+        first = blocks[0]
+        b = e.shape[0]
+        # users: the positive sources then the negative sources; items: the positive then the negative destinations
+        assert torch.equal(first.srcdata["seed_time"]["user"][:3 * b], torch.cat([t, t.repeat_interleave(2)]))
+        assert torch.equal(first.srcdata["seed_time"]["item"][:3 * b], torch.cat([t, t.repeat_interleave(2)]))
+        for nt in ("user", "item"):
+            assert torch.equal(blocks[-1].dstnodes[nt].data["_ID"], pos.nodes[nt].data["_ID"])
+        for blk in blocks:
+            for c in RELS:
+                bs, bd = blk.edges(etype=c)
+                be = blk.edges[c].data["_ID"]
+                assert (g.edges[c].data["ts"][be] <= first.srcdata["seed_time"][c[2]][bd]).all()
+    assert torch.equal(torch.sort(torch.cat(seen)).values, eids)
