@@ -77,6 +77,10 @@ class LinkNeighborLoader(NeighborLoader):
             from .pyg_hetero_link import HeteroLinkNeighborLoader
 
             return HeteroLinkNeighborLoader(data, *args, **kwargs)
+        if kwargs.get("time_attr") is not None:  # PyG's temporal loader (bgl/loader/pyg_temporal_loader.py)
+            from .pyg_temporal_loader import TemporalLinkNeighborLoader
+
+            return TemporalLinkNeighborLoader(data, *args, **kwargs)
         return object.__new__(cls)
 
     def __init__(self, data, num_neighbors: Sequence[int], edge_label_index=None, edge_label=None,
@@ -115,17 +119,6 @@ class LinkNeighborLoader(NeighborLoader):
                                   **kwargs)
         self._data_class = _pyg_data_class()
         self._build_data = None if self._data_class is None else PygDataBuilder(self._data_class)
-
-    def _user_input_id(self, n: int) -> Optional[torch.Tensor]:
-        """The user's ``input_id=`` (PyG's numbering of the pairs), checked: one entry per pair."""
-        given = self.options.input_id
-        if given is None:
-            return None
-        given = torch.as_tensor(given)
-        if given.dim() != 1 or given.shape[0] != n:
-            raise ValueError(f"input_id has shape {list(given.shape)}, expected [{n}] (one entry per pair "
-                             "of edge_label_index)")
-        return given
 
     def __iter__(self) -> Iterator[Any]:
         for input_nodes, pair, *neg, blocks in self._loader:

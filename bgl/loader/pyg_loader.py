@@ -51,18 +51,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
-import numpy as np
 import torch
 
-from ..blocks import Block
-from ._pyg_kernels import write_hop_edges
-from .arguments import owned_ids
-from .graph_arrays import GraphArrays
-from .loader_state import DelegatedState
+from .pyg_base import PygLoaderBase
+from .pyg_base import _pyg_data_class, data_arrays, input_fields, is_pyg_data, pyg_graph  # noqa: F401 (re-exported)
 from .pyg_batches import PygDataBuilder
+from .pyg_layout import _pyg_layout_cpu, _pyg_layout_torch, blocks_to_pyg  # noqa: F401 (re-exported)
 from .pyg_options import pyg_options
 
-_NO_IDS = np.empty(0, np.int64)  # write_hop_edges' "no edge ids"
 
 @dataclass
 class PygBatch:
@@ -94,76 +90,6 @@ class PygBatch:
                         mv(self.e_id), mv(self.input_id))
 
 
-def _pyg_data_class():
-    try:
-        from torch_geometric.data import Data
-    except ImportError:
-        return None
-    return Data
-
-
-def is_pyg_data(obj: Any) -> bool:
-    """True for a homogeneous ``torch_geometric.data.Data`` (duck-typed: ``edge_index`` + ``num_nodes``)."""
-    return hasattr(obj, "edge_index") and hasattr(obj, "num_nodes") and not hasattr(obj, "node_types") \
-        or type(obj).__name__ == "Data" and type(obj).__module__.startswith("torch_geometric")
-
-
-def data_arrays(data) -> GraphArrays:
-    """A PyG ``Data`` (``edge_index`` source -> target, ``x``, ``y``) as the loader's graph, edges as given.
-
-    ``x`` and integer ``y`` are the caller's own storage (read-only views); only the
-    CSC is built, over targets (the in-neighbours of each node, PyG's message direction).
-    """
-    n = int(data.num_nodes)
-    ei = data.edge_index
-    if ei is None or ei.dim() != 2 or ei.shape[0] != 2:
-        raise ValueError(f"data.edge_index must be an int tensor [2, E], got {None if ei is None else list(ei.shape)}")
-    src, dst = ei[0].cpu().numpy(), ei[1].cpu().numpy()
-    if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
-        raise ValueError(f"data.edge_index holds node ids outside [0, {n})")
-    order = np.argsort(dst, kind="stable")  # CSC over targets: in-neighbours of each node
-    indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(dst, minlength=n), out=indptr[1:])
-    indices = src[order].astype(np.int64, copy=False)
-    edata = {}
-    keys = data.edge_attrs() if callable(getattr(data, "edge_attrs", None)) else ["edge_attr", "edge_weight"]
-    for key in keys:
-        value = getattr(data, key, None)
-        if key != "edge_index" and torch.is_tensor(value) and value.dim() >= 1 and value.shape[0] == src.size:
-            edata[key] = value.detach().cpu()
-    feat = label = None
-    x = getattr(data, "x", None)
-    if x is not None:
-        feat = x.detach().cpu()
-        if feat.dim() != 2:
-            raise ValueError(f"data.x must be [num_nodes, F], got {list(feat.shape)}")
-        if not feat.is_contiguous():
-            feat = feat.contiguous()
-    y = getattr(data, "y", None)
-    if y is not None and y.dim() == 1 and not torch.is_floating_point(y):
-        label = y.detach().cpu()
-        if label.dtype != torch.int64 or not label.is_contiguous():
-            label = label.to(torch.int64).contiguous()
-    num_classes = int(label.max()) + 1 if label is not None and label.numel() else 0
-    return GraphArrays(torch.from_numpy(indptr), torch.from_numpy(indices), feat, label,
-                       num_classes=num_classes, name="pyg-data", edge_ids=torch.from_numpy(order), edata=edata)
-
-
-def pyg_graph(data):
-    """The loader's graph for PyG input ``data``: a ``Data``'s arrays, else ``data`` as given."""
-    return data_arrays(data) if is_pyg_data(data) else data
-
-
-def input_fields(data, edge_attr: Optional[str]):
-    """(node fields, edge fields) a batch takes from a PyG ``Data`` input (:mod:`~bgl.loader.pyg_fields`),
-    or None for a store or servers; ``x`` and ``edge_attr`` come from the pipeline when it delivers them."""
-    if not is_pyg_data(data) or not callable(getattr(data, "node_attrs", None)):
-        return None  # (a duck-typed Data without PyG's attribute kinds carries x, y and edge_attr only)
-    from .pyg_fields import data_fields
-
-    return data_fields(data, skip_node=("x",), skip_edge=() if edge_attr is None else ("edge_attr",))
-
-
 def edge_attr_name(graph, edge_attr: Optional[str]) -> Optional[str]:
     """The edge array a PyG batch carries as ``edge_attr``: ``edge_attr`` when given (a str),
     else ``"edge_attr"`` if the graph (a ``Data``'s arrays, a store or store dir) has one."""
@@ -182,79 +108,7 @@ def edge_attr_name(graph, edge_attr: Optional[str]) -> Optional[str]:
     return "edge_attr" if "edge_attr" in names else None
 
 
-def blocks_to_pyg(blocks: Sequence[Block]) -> dict[str, Any]:
-    """PyG's layout of one sampled batch from bgl blocks (``blocks[-1]`` holds the seeds).
-
-    Block ``l``'s src ids are a prefix of ``blocks[0].src_ids``, so local ids
-    agree across blocks and ``n_id = blocks[0].src_ids``.  Hop ``h`` (block
-    ``L - h``) contributes the in-edges of the nodes it newly reached: dst
-    positions ``[blocks[L-h+1].num_dst, blocks[L-h].num_dst)``.
-
-    On the CPU the batch's ``edge_index`` and ``e_id`` are one numba pass per hop over
-    its sampled edges (:func:`_pyg_layout_cpu`): ``torch.repeat_interleave`` and
-    ``torch.cat`` took 3/4 of the PyG loader's data path on Cora (profiled, batch 256,
-    fanouts 10,10), and each scalar read of a torch tensor (``int(indptr[lo])``) costs
-    microseconds a NumPy read does not.  Device batches stay on their device
-    (:func:`_pyg_layout_torch`).
-    """
-    if blocks[0].indptr.device.type == "cpu":
-        return _pyg_layout_cpu(blocks)
-    return _pyg_layout_torch(blocks)
-
-
-def _hop_spans(blocks: Sequence[Block], indptrs: Sequence) -> list[tuple]:
-    """``(block, indptr, lo, hi, a, e)`` per hop, seeds' hop first: the hop's block, its CSC
-    offsets (``indptrs[l]`` for block ``l``: NumPy views on the CPU, where a scalar read of a
-    tensor costs microseconds, else the tensors), the dst positions ``[lo, hi)`` the hop
-    reached first and their edges ``[a, e)``."""
-    num_layers = len(blocks)
-    spans = []
-    for layer in reversed(range(num_layers)):
-        b, indptr = blocks[layer], indptrs[layer]
-        lo = blocks[layer + 1].num_dst if layer + 1 < num_layers else 0
-        spans.append((b, indptr, lo, b.num_dst, int(indptr[lo]), int(indptr[b.num_dst])))
-    return spans
-
-
-def _layout_fields(blocks: Sequence[Block], spans: list[tuple], edge_index: torch.Tensor) -> dict[str, Any]:
-    """The fields both layouts share around their ``edge_index``, edge arrays' rows included."""
-    out = {"n_id": blocks[0].src_ids, "batch_size": int(blocks[-1].num_dst), "edge_index": edge_index,
-           "num_sampled_nodes": [blocks[-1].num_dst] + [b.num_src - b.num_dst for b, *_ in spans],
-           "num_sampled_edges": [e - a for *_, a, e in spans]}
-    for key in blocks[0].edata:
-        out[key] = torch.cat([b.edata[key][a:e] for b, _, _, _, a, e in spans])
-    return out
-
-
-def _pyg_layout_torch(blocks: Sequence[Block]) -> dict[str, Any]:
-    """:func:`blocks_to_pyg` by torch ops on the blocks' own device (a GPU batch stays there)."""
-    spans = _hop_spans(blocks, [b.indptr for b in blocks])
-    srcs = [b.indices[a:e] for b, _, _, _, a, e in spans]
-    dsts = [torch.repeat_interleave(torch.arange(lo, hi, device=ip.device), ip[lo + 1:hi + 1] - ip[lo:hi])
-            for _, ip, lo, hi, _, _ in spans]
-    out = _layout_fields(blocks, spans, torch.stack([torch.cat(srcs), torch.cat(dsts)]).to(torch.int64))
-    if all(b.edge_ids is not None for b in blocks):
-        out["e_id"] = torch.cat([b.edge_ids[a:e] for b, _, _, _, a, e in spans])
-    return out
-
-
-def _pyg_layout_cpu(blocks: Sequence[Block]) -> dict[str, Any]:
-    """:func:`blocks_to_pyg` for CPU blocks: one :func:`write_hop_edges` pass per hop (same fields, same values)."""
-    spans = _hop_spans(blocks, [b.indptr.numpy() for b in blocks])
-    edge_index = np.empty((2, sum(e - a for *_, a, e in spans)), np.int64)
-    with_eids = all(b.edge_ids is not None for b in blocks)
-    e_id = np.empty(edge_index.shape[1], np.int64) if with_eids else _NO_IDS
-    pos = 0
-    for b, indptr, lo, hi, _, _ in spans:
-        pos = write_hop_edges(indptr, b.indices.numpy(), b.edge_ids.numpy() if with_eids else _NO_IDS,
-                              lo, hi, edge_index, e_id, pos)
-    out = _layout_fields(blocks, spans, torch.from_numpy(edge_index))
-    if with_eids:
-        out["e_id"] = torch.from_numpy(e_id)
-    return out
-
-
-class NeighborLoader(DelegatedState):
+class NeighborLoader(PygLoaderBase):
     """PyG's ``NeighborLoader(data, num_neighbors, input_nodes=None, replace=False, batch_size=1, shuffle=False)``.
 
     Parameters
@@ -276,8 +130,10 @@ class NeighborLoader(DelegatedState):
     **kwargs : bgl.DataLoader options (``cache``, ``cache_ratio``, ``order``,
         ``pipeline``, ``device``, ...).  PyG's options that only tune its own workers
         (``filter_per_worker``, ``is_sorted``, ``persistent_workers``, ...) are accepted and
-        ignored; its temporal, disjoint and non-directional options raise ``ValueError``
-        naming the option (:mod:`bgl.loader.pyg_options`), on every kind of ``data``.
+        ignored; its non-directional options raise ``ValueError`` naming the option
+        (:mod:`bgl.loader.pyg_options`), on every kind of ``data``.  ``time_attr=`` (with
+        ``input_time=``, ``temporal_strategy=``) makes PyG's temporal loader
+        (:mod:`bgl.loader.pyg_temporal_loader`).
     """
 
     def __new__(cls, data=None, *args, **kwargs):
@@ -288,6 +144,10 @@ class NeighborLoader(DelegatedState):
                 raise ValueError(f"bgl.pyg.{cls.__name__} does not support a HeteroData yet; pass "
                                  "data.to_homogeneous(), or bgl.DataLoader with bgl.as_edge_prediction_sampler")
             return HeteroNeighborLoader(data, *args, **kwargs)
+        if kwargs.get("time_attr") is not None:  # PyG's temporal loader (bgl/loader/pyg_temporal_loader.py)
+            from .pyg_temporal_loader import TemporalNeighborLoader
+
+            return TemporalNeighborLoader(data, *args, **kwargs)
         return super().__new__(cls)
 
     def __init__(self, data, num_neighbors: Sequence[int], input_nodes=None, replace: bool = False,
@@ -318,40 +178,6 @@ class NeighborLoader(DelegatedState):
         self._data_class = _pyg_data_class()
         self._build_data = None if self._data_class is None else PygDataBuilder(self._data_class)
 
-    def _num_nodes(self, graph) -> Optional[int]:
-        """The node count of a local graph (None for servers or a partition); a typed store is refused."""
-        if isinstance(graph, (str, Path)) and (Path(graph) / "meta.json").is_file():
-            from ..store import GraphStore
-
-            graph = GraphStore(graph)
-        if getattr(graph, "is_typed", False):
-            raise ValueError(f"bgl.pyg.{type(self).__name__} takes a typed graph as a PyG HeteroData, not a "
-                             "typed store; pass the HeteroData, or give the store to bgl.DataLoader with "
-                             "{node_type: ids} seeds")
-        if hasattr(graph, "num_nodes") and not callable(graph.num_nodes):
-            return int(graph.num_nodes)
-        return None
-
-    @staticmethod
-    def _input_ids(input_nodes, num_nodes: Optional[int]) -> tuple[torch.Tensor, bool]:
-        """(seed ids, whether PyG numbers them by node id: all nodes or a mask)."""
-        if input_nodes is None:
-            if num_nodes is None:
-                raise ValueError("input_nodes=None (all nodes) needs a Data or store input; pass the seed ids")
-            return torch.arange(num_nodes), True
-        if isinstance(input_nodes, tuple):
-            raise ValueError("heterogeneous input_nodes (node_type, ids) need a HeteroData input; "
-                             "give a Data, a store or servers plain ids or a mask")
-        ids = owned_ids(input_nodes)  # a copy: seeds are small, memmaps are read-only
-        if ids.dtype == torch.bool:
-            if num_nodes is not None and ids.shape[0] != num_nodes:
-                raise ValueError(f"input_nodes mask has {ids.shape[0]} entries for {num_nodes} nodes")
-            return ids.nonzero().flatten(), True
-        return ids, False
-
-    def __len__(self) -> int:
-        return len(self._loader)
-
     def __iter__(self) -> Iterator[Any]:
         for _, _, blocks in self._loader:
             fields = blocks_to_pyg(blocks)
@@ -364,41 +190,7 @@ class NeighborLoader(DelegatedState):
             self._add_data_fields(fields)
             yield self.options.finish(self._make(fields))
 
-    def _add_data_fields(self, fields: dict) -> None:
-        """The input ``Data``'s own attributes for the batch's nodes (``n_id``) and edges (``e_id``),
-        and its graph-level ones, as PyG's ``filter_data`` gives them (nothing for a store or servers).
-        The batch's own fields win, as in PyG, which sets them after filtering (a ``Data`` holding
-        ``edge_label_index`` from ``RandomLinkSplit`` keeps the batch's pairs)."""
-        if self._fields is not None:
-            node, edge = self._fields
-            for key, value in node.take(fields["n_id"]).items():
-                fields.setdefault(key, value)
-            for key, value in edge.take(fields.get("e_id")).items():
-                fields.setdefault(key, value)
-
     def _make(self, fields: dict):
         if self._data_class is None:
             return PygBatch(**fields)
         return self._build_data(fields)
-
-    def cache_stats(self) -> Optional[dict]:
-        """The feature cache's counters (see :meth:`bgl.DataLoader.cache_stats`)."""
-        return self._loader.cache_stats()
-
-    def close(self) -> None:
-        """Stop the pipeline (stage processes, server sockets); the loader may be iterated again."""
-        loader = getattr(self, "_loader", None)
-        if loader is not None:
-            loader.close()
-
-    def __enter__(self) -> "NeighborLoader":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass

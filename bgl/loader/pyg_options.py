@@ -5,7 +5,9 @@ or graph servers, and ``LinkNeighborLoader`` -- passes the keyword arguments it 
 through :func:`pyg_options` before it builds anything, so an argument gets the same answer whatever
 the input: honoured (``transform``), accepted and ignored where it only tunes PyG's own workers
 (``filter_per_worker``, ``is_sorted``, ...), or refused with one ``ValueError`` naming it and what to
-do instead.  Without this a ``HeteroData`` loader handed PyG's arguments to ``bgl.DataLoader``,
+do instead.  The temporal arguments reach here only where they cannot be honoured (a ``HeteroData``, or
+``input_time`` / ``edge_label_time`` / ``disjoint`` without ``time_attr``): the homogeneous loaders
+with ``time_attr=`` take them out first (:mod:`bgl.loader.pyg_temporal_loader`).  Without this a ``HeteroData`` loader handed PyG's arguments to ``bgl.DataLoader``,
 which knew none of them (``TypeError: bgl.DataLoader got unexpected keyword arguments``).
 """
 from __future__ import annotations
@@ -13,16 +15,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-_TEMPORAL = ("bgl samples without time (temporal sampling is not supported yet); drop it, or keep "
-             "torch_geometric.loader for a temporal model")
+# PyG's temporal arguments and their defaults: honoured by the homogeneous loaders with time_attr=
+# (bgl.loader.pyg_temporal_loader, which takes them out first); here only what is left is refused.
+TEMPORAL_ARGS = {"time_attr": None, "input_time": None, "edge_label_time": None, "temporal_strategy": "uniform",
+                 "disjoint": False}
+_NEEDS_TIME = "it comes with temporal sampling (time_attr=, PyG's rule); give time_attr= too, or drop it"
+_TEMPORAL_TODO = {
+    "time_attr": "bgl.pyg's temporal loaders take a homogeneous Data, store or servers (a HeteroData's typed "
+                 "temporal batches are not laid out yet); pass data.to_homogeneous(), or give the typed graph to "
+                 "bgl.DataLoader with {node_type: ids} and seed_time={node_type: times}",
+    "input_time": _NEEDS_TIME, "edge_label_time": _NEEDS_TIME, "temporal_strategy": _NEEDS_TIME,
+    "disjoint": "bgl samples disjoint subgraphs for temporal sampling only (time_attr=); drop it",
+}
 # PyG arguments bgl cannot honour: (their default, what to do instead).  The default is accepted.
 _REFUSED = {
-    "input_time": (None, _TEMPORAL),
-    "time_attr": (None, _TEMPORAL),
-    "edge_label_time": (None, _TEMPORAL),
-    "temporal_strategy": ("uniform", _TEMPORAL),
-    "disjoint": (False, "bgl samples one shared subgraph per batch; drop it (disjoint subgraphs per seed "
-                        "are not supported)"),
+    **{name: (TEMPORAL_ARGS[name], todo) for name, todo in _TEMPORAL_TODO.items()},
     "subgraph_type": ("directional", "bgl samples directional subgraphs only; drop it"),
     "directed": (True, "bgl samples directional subgraphs only; drop it"),
     "transform_sampler_output": (None, "bgl produces no SamplerOutput; change each batch with transform= instead"),

@@ -5,6 +5,10 @@ two int64 scratch files, which the CSC builder then streams twice.  Memory
 stays at one text block plus one parsed block whatever the file size.
 Node ids are used as given: ``num_nodes`` is ``max id + 1`` unless declared.
 
+A column-name row (CollegeMsg's ``src dst time``) is skipped when it is the first line that is
+not blank or a comment and *every* field of it is non-numeric (:func:`header_row`); a line with
+any numeric field is data, so a damaged edge line still fails naming its file and line.
+
 SNAP files state their direction in the leading comment block ("# Undirected
 graph: ...", "# Directed graph ..."); :func:`header_direction` reads it (only
 the first comment lines, at most 64 KiB) and an undirected file is then
@@ -47,6 +51,30 @@ _MESSAGES = {
 
 HEADER_BYTES = 1 << 16  # the leading comment block read for a direction statement
 _DIRECTION = re.compile(rb"\b(undirected|directed)\b", re.IGNORECASE)
+_NUMBER = re.compile(rb"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_FIELDS = re.compile(rb"[ \t\r,]+")
+
+
+def header_row(block: bytes) -> tuple[int, str] | None:
+    """``(offset, text)`` of a column-name row at the start of ``block`` (a file's first lines), or None.
+
+    The row is the first line that is not blank or a ``#``/``%`` comment, and only when every one of
+    its fields is non-numeric (``src dst time``, ``FromNodeId,ToNodeId``): users expect such a header
+    to be read as names, and no edge line looks like it.  ``offset`` is its first non-blank byte.
+    """
+    pos = 0
+    while pos < len(block):
+        end = block.find(b"\n", pos)
+        end = len(block) if end < 0 else end
+        line = block[pos:end]
+        stripped = line.lstrip(b" \t\r")
+        if stripped and not stripped.startswith((b"#", b"%")):
+            fields = [f for f in _FIELDS.split(stripped) if f]
+            if fields and not any(_NUMBER.fullmatch(f) for f in fields):
+                return pos + len(line) - len(stripped), stripped.decode("utf-8", "replace").strip()
+            return None
+        pos = end + 1
+    return None
 
 
 def header_direction(path: Path) -> str | None:
@@ -114,6 +142,8 @@ def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = No
     (count 0 = not checked), replacing ``num_nodes``; an id past its type's count is reported
     with its line, its type and the count.
 
+    A first row of column names is skipped (:func:`header_row`).
+
     Returns
     -------
     (src_file, dst_file, num_edges, max_id) with ``max_id = -1`` for no edges.
@@ -142,7 +172,12 @@ def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = No
             open(scratch_dir / TIME_FILE if tcol >= 0 else os.devnull, "wb") as ft, \
             tqdm(total=size, unit="B", unit_scale=True, desc=f"parse {path.name}", disable=not progress, leave=False) as bar:
         raw = getattr(f, "fileobj", None) or f
-        for block in iter_line_blocks(f, chunk_bytes):
+        for block_no, block in enumerate(iter_line_blocks(f, chunk_bytes)):
+            header = header_row(block) if block_no == 0 else None
+            if header is not None:
+                # made a comment in place, so the kernels skip it and line numbers stay the file's
+                log.info("%s: first row %r read as column names", path, header[1])
+                block = block[: header[0]] + b"#" + block[header[0]:]
             cap = block.count(b"\n")
             src = np.empty(cap, np.int64)
             dst = np.empty(cap, np.int64)

@@ -143,7 +143,7 @@ def _inputs(cora_store):
             "Data, link": (lambda **kw: LinkNeighborLoader(toy_data(), [2], **kw))}
 
 
-@pytest.mark.parametrize("arg", [dict(time_attr="t"), dict(input_time=torch.zeros(3)),
+@pytest.mark.parametrize("arg", [dict(input_time=torch.zeros(3)), dict(edge_label_time=torch.zeros(3)),
                                  dict(temporal_strategy="last"), dict(disjoint=True),
                                  dict(subgraph_type="induced"), dict(transform_sampler_output=len),
                                  dict(neighbor_sampler=object())])
@@ -152,6 +152,19 @@ def test_every_input_refuses_an_unhonoured_argument_naming_it(cora_store, arg):
     for kind, make in _inputs(cora_store).items():
         with pytest.raises(ValueError, match=f"does not support {name}=.*: "):
             make(**arg)
+
+
+def test_time_attr_is_temporal_sampling_on_homogeneous_inputs_only(cora_store):
+    """time_attr= makes a temporal loader (tests/bgl/loader/test_pyg_temporal_loader.py); each input
+    names what it lacks for it, a HeteroData that its typed temporal batches are not laid out yet."""
+    expected = {"Data": "time_attr='t' is not an attribute of the Data",
+                "HeteroData": "does not support time_attr=.*typed temporal batches are not laid out yet",
+                "store": "time_attr='t' is not an edge array of the store",
+                "store dir": "time_attr='t' is not an edge array of the store",
+                "Data, link": "edge_label_time= is required with time_attr="}
+    for kind, make in _inputs(cora_store).items():
+        with pytest.raises(ValueError, match=expected[kind]):
+            make(time_attr="t")
 
 
 def test_every_input_applies_transform_and_ignores_worker_tuning(cora_store):

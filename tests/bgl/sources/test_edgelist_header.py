@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from bgl.sources.datasets import ingest
-from bgl.sources.edgelist import header_direction
+from bgl.errors import IngestError
+from bgl.sources.edgelist import header_direction, header_row
 from bgl.store import GraphStore
 
 EDGES = "0\t1\n1\t2\n2\t0\n"  # 3 edges, one direction each
@@ -73,3 +74,30 @@ def test_cli_ingest_and_info_say_what_was_done(tmp_path):
     assert "as given" in r.stdout and "--no-symmetrize, overriding the header (undirected)" in r.stdout
     info = json.loads(run("info", tmp_path / "s", "--json").stdout)
     assert info["symmetrized"] is True and info["symmetrize_from"] == "header" and info["num_edges"] == 6
+
+
+def test_column_name_row_is_skipped_and_line_numbers_stay_the_files(tmp_path):
+    # CollegeMsg's layout: a `src dst time` row, then edges with unix-second times, gzipped
+    with gzip.open(tmp_path / "msg.txt.gz", "wt") as f:
+        f.write("src dst time\n1 2 1082040961\n3 4 1082155839\n2 1 1082414391\n")
+    s = ingest(tmp_path / "msg.txt.gz", tmp_path / "s", edge_time_column=2, remove_self_loops=False)
+    assert s.num_edges == 3 and sorted(s.edge_array("timestamp").tolist()) == [1082040961, 1082155839, 1082414391]
+    # after comments, comma-separated, with a bad row later: the error names the file's own line 5
+    (tmp_path / "c.csv").write_text("# exported\n\nFromNodeId,ToNodeId\n0,1\n1,x\n")
+    with pytest.raises(IngestError, match=r"c.csv:5: malformed line.*'1,x'"):
+        ingest(tmp_path / "c.csv", tmp_path / "c")
+    assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("first", ["src 2", "1 dst", "- 1"])
+def test_a_row_with_a_number_is_data_not_a_header(tmp_path, first):
+    (tmp_path / "g.txt").write_text(f"{first}\n0 1\n")
+    with pytest.raises(IngestError, match=r"g.txt:1: malformed line"):
+        ingest(tmp_path / "g.txt", tmp_path / "s")
+
+
+def test_only_the_first_data_row_can_be_a_header(tmp_path):
+    (tmp_path / "g.txt").write_text("src dst\n0 1\nsrc dst\n")
+    with pytest.raises(IngestError, match=r"g.txt:3: malformed line"):
+        ingest(tmp_path / "g.txt", tmp_path / "s")
+    assert header_row(b"% c\n  a\tb\n0 1\n") == (6, "a\tb") and header_row(b"0 1\n") is None
