@@ -162,7 +162,7 @@ class DataLoader:
         self.pipeline_mode = pipeline
 
         # The seeds, as one item kind (SeedItems): node ids, or positions into the seed edges.
-        seeds = resolve_seeds(graph, indices, info, sampler, schema, opts.order, opts.seed_time)
+        seeds = resolve_seeds(graph, indices, info, sampler, schema, opts.order, opts.seed_time, opts.seed_layout)
         self._edges = seeds.edges
         ids = seeds.ids
         order_partition = None

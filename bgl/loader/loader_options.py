@@ -48,6 +48,7 @@ class LoaderOptions:
     queue_size: int = 4
     feat_dtype: Any = None  # checked by TransferStage
     seed_time: Any = None  # a temporal sampler's time per seed (bgl.loader.temporal_sampler)
+    seed_layout: Any = None  # a caller's per-batch seed layout over item positions (temporal_edges.LaidOutSeeds)
 
     @property
     def cache_args(self) -> tuple:
@@ -64,7 +65,8 @@ def resolve_loader_options(batch_size, num_workers, kwargs: dict) -> LoaderOptio
     arguments; TypeError naming unknown keywords, ValueError naming a bad value."""
     kwargs = dict(kwargs)
     named = {k: kwargs.pop(k) for k in ("cache", "cache_ratio", "cache_bytes", "cache_lookahead", "order",
-                                         "pipeline", "stage_cores", "blocks", "feat_dtype", "seed_time")
+                                         "pipeline", "stage_cores", "blocks", "feat_dtype", "seed_time",
+                                         "seed_layout")
              if k in kwargs}
     numbers = {k: kwargs.pop(k) for k in ("server_timeout", "num_sequences", "queue_size") if k in kwargs}
     ignored = sorted(set(kwargs) & DGL_TUNING_KWARGS)

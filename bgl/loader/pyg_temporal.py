@@ -129,6 +129,53 @@ class LinkSeeds:
         return torch.as_tensor(batch, dtype=torch.int64) % self.num_pos
 
 
+@dataclass
+class PygLinkBatch:
+    """One temporal link batch's PyG fields as they travel the pipeline (``MiniBatch.edges``): the batch's
+    pair ``positions`` (``input_id``), B (``num_pos``) and :attr:`LinkSeeds.fields`."""
+
+    positions: torch.Tensor
+    num_pos: int
+    fields: dict
+
+    def to(self, device, non_blocking: bool = False) -> "PygLinkBatch":
+        moved = {k: v.to(device, non_blocking=non_blocking) if torch.is_tensor(v) else v for k, v in self.fields.items()}
+        return PygLinkBatch(self.positions, self.num_pos, moved)
+
+    def subgraph(self, batch) -> torch.Tensor:
+        """PyG's ``batch`` of a link batch: the sample's subgraph index modulo B."""
+        return torch.as_tensor(batch, dtype=torch.int64) % self.num_pos
+
+
+class PygLinkLayout:
+    """The per-batch seed layout of PyG's temporal link loader, run in bgl's sample stage
+    (:class:`~bgl.loader.temporal_edges.LaidOutSeeds`): a batch of pair positions -> :func:`link_seeds`'
+    ``(seeds, times, PygLinkBatch)``, negatives from the batch's own stream (so a resumed loader draws
+    the same).  Holds the pairs, their times and labels (16 B + 8 B a pair, plus the labels): picklable
+    into a sample-stage process."""
+
+    def __init__(self, pairs, label_time: np.ndarray, edge_label, negatives, num_nodes: int,
+                 node_time: Optional[np.ndarray] = None):
+        self.pairs = np.asarray(pairs, np.int64)
+        self.label_time, self.edge_label, self.negatives = label_time, edge_label, negatives
+        self.num_nodes, self.node_time = int(num_nodes), node_time
+
+    @property
+    def num_items(self) -> int:
+        return int(self.pairs.shape[1])
+
+    @property
+    def order_nodes(self) -> np.ndarray:
+        """Each pair's destination: where proximity order places it."""
+        return self.pairs[1]
+
+    def __call__(self, positions: np.ndarray, seed: int):
+        label = None if self.edge_label is None else self.edge_label[torch.from_numpy(positions)]
+        ls = link_seeds(self.pairs[0, positions], self.pairs[1, positions], self.label_time[positions], label,
+                        self.negatives, self.num_nodes, seed, self.node_time)
+        return ls.seeds, ls.times, PygLinkBatch(torch.from_numpy(positions.copy()), ls.num_pos, ls.fields)
+
+
 def link_seeds(src, dst, label_time, edge_label: Optional[torch.Tensor], negatives, num_nodes: int, seed: int,
                node_time: Optional[np.ndarray] = None) -> LinkSeeds:
     """The disjoint seeds of B positive pairs ``src -> dst`` at ``label_time`` (int64 [B] each), with

@@ -17,13 +17,13 @@ used also when ``input_time`` is not given (PyG leaves it None); ``disjoint`` is
 ignored, temporal sampling being always disjoint (PyG forces it too).  Not supported (one line each):
 ``replace=True``, ``weight_attr=`` with times, ``HeteroData`` (its typed temporal batches).
 
-Cost: the link loader lays out one chunk of :data:`CHUNK_BATCHES` batches' seeds at a time (its
-positives and their negatives, 16 B per seed) and runs one ``bgl.DataLoader`` per chunk (its pipeline
-starts once per chunk); the node loader is one ``bgl.DataLoader`` over its seeds and their times.
+Both are one ``bgl.DataLoader``: the node loader's items are its seeds at their times; the link loader's
+are its pairs' positions, each batch's seeds (the pairs' ends and negatives, in PyG's order and at PyG's
+times) laid out in the sample stage (:class:`~bgl.loader.pyg_temporal.PygLinkLayout`), so every
+pipeline, order and ``state_dict`` works as for any loader.  Cost: 24 B a pair (ends, time), plus labels.
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
@@ -34,12 +34,8 @@ from .pyg_base import PygLoaderBase, _pyg_data_class, input_fields, is_pyg_data
 from .pyg_batches import PygDataBuilder
 from .pyg_layout import blocks_to_pyg
 from .pyg_options import pyg_options
-from .pyg_temporal import (TimedSeedPositions, disjoint_fields, link_seeds, node_seed_fields, seed_times,
+from .pyg_temporal import (PygLinkLayout, TimedSeedPositions, disjoint_fields, node_seed_fields, seed_times,
                            temporal_args, time_source)
-
-#: Batches of a temporal link loader laid out (and sampled by one bgl.DataLoader) at a time.
-CHUNK_BATCHES = 1024
-
 
 def temporal_graph(data, time_attr: Optional[str], loader: str) -> tuple[Any, str, Optional[np.ndarray]]:
     """``(graph for bgl.DataLoader, "node" | "edge", node times or None)`` of PyG input ``data``.
@@ -172,6 +168,7 @@ class TemporalLinkNeighborLoader(_TemporalBatches):
                  **kwargs):
         from ..sampler.temporal import check_times
         from .arguments import resolve_graph
+        from .dataloader import DataLoader
         from .pyg_negatives import _check_label_index, _negatives, check_edge_label
 
         args = temporal_args(kwargs)
@@ -181,7 +178,7 @@ class TemporalLinkNeighborLoader(_TemporalBatches):
             raise ValueError("bgl.pyg.LinkNeighborLoader: edge_label_time= is required with time_attr= (PyG's "
                              "rule): one int64 time per pair of edge_label_index")
         graph, kind, self._node_time = temporal_graph(data, args.time_attr, "LinkNeighborLoader")
-        self.data, self._graph = data, graph
+        self.data = data
         self._fields = input_fields(data, None)
         if edge_label_index is None:
             if not is_pyg_data(data):
@@ -190,7 +187,6 @@ class TemporalLinkNeighborLoader(_TemporalBatches):
         num_nodes = self._num_nodes(graph)
         if num_nodes is None:
             num_nodes = resolve_graph(graph, None, None, float(kwargs.get("server_timeout", 5.0))).num_nodes
-        self._num_nodes_ = num_nodes
         self._pairs = _check_label_index(edge_label_index, num_nodes)
         n = self._pairs.shape[1]
         self._label_time = check_times(args.edge_label_time, n, "edge_label_time")
@@ -198,63 +194,24 @@ class TemporalLinkNeighborLoader(_TemporalBatches):
         self.neg_sampling = _negatives(neg_sampling, neg_sampling_ratio)
         self.edge_label = check_edge_label(edge_label, n, self.neg_sampling)
         self.num_neighbors = list(num_neighbors)
-        self._sampler = temporal_sampler(self.num_neighbors, kind, args.time_attr, args.strategy)
-        self.batch_size, self._shuffle, self._drop_last = int(batch_size), shuffle, drop_last
-        if kwargs.get("order", "random") != "random":  # batches are laid out in the loader's own order
-            raise ValueError(f"bgl.pyg.LinkNeighborLoader with time_attr= takes order='random' only (shuffle= "
-                             f"orders the pairs), got order={kwargs['order']!r}")
-        self._loader_kwargs = dict(kwargs, num_workers=num_workers)
+        sampler = temporal_sampler(self.num_neighbors, kind, args.time_attr, args.strategy)
+        self.batch_size = int(batch_size)
         self.dataset = range(n)
-        self._loader = None
+        # One bgl.DataLoader over the pairs' positions; each batch's seeds (its pairs' ends and its
+        # negatives, PyG's order and times) are laid out in the sample stage by PygLinkLayout.
+        layout = PygLinkLayout(self._pairs, self._label_time, self.edge_label, self.neg_sampling, num_nodes,
+                               self._node_time)
+        self._loader = DataLoader(graph, torch.arange(n), sampler, seed_layout=layout, batch_size=batch_size,
+                                  shuffle=shuffle, drop_last=drop_last, num_workers=num_workers, blocks="bgl",
+                                  **kwargs)
         self._data_class = _pyg_data_class()
         self._build_data = None if self._data_class is None else PygDataBuilder(self._data_class)
 
-    _NO_STATE = ("bgl.pyg.LinkNeighborLoader with time_attr= cannot save its position yet (its batches and "
-                 "negatives are laid out per epoch); restart the epoch instead")
-
-    def state_dict(self) -> dict:
-        raise NotImplementedError(self._NO_STATE)
-
-    def load_state_dict(self, state: dict) -> None:
-        raise NotImplementedError(self._NO_STATE)
-
-    def __len__(self) -> int:
-        n = self._pairs.shape[1]
-        return n // self.batch_size if self._drop_last else math.ceil(n / self.batch_size)
-
     def __iter__(self) -> Iterator[Any]:
-        from ..sampler.ops import layer_seed
-        from ..sampler.multilayer import draw_seed
-
-        n = self._pairs.shape[1]
-        order = torch.randperm(n).numpy() if self._shuffle else np.arange(n)
-        epoch_seed = draw_seed()  # negatives: one stream per batch, torch.manual_seed reproduces them
-        starts = list(range(0, len(self) * self.batch_size, self.batch_size))
-        for chunk in range(0, len(starts), CHUNK_BATCHES):
-            picks = [order[s:s + self.batch_size] for s in starts[chunk:chunk + CHUNK_BATCHES]]
-            links = [self._link_seeds(idx, layer_seed(epoch_seed, chunk + k)) for k, idx in enumerate(picks)]
-            yield from self._chunk(picks, links)
-
-    def _link_seeds(self, idx: np.ndarray, seed: int):
-        label = None if self.edge_label is None else self.edge_label[torch.from_numpy(idx)]
-        return link_seeds(self._pairs[0, idx], self._pairs[1, idx], self._label_time[idx], label,
-                          self.neg_sampling, self._num_nodes_, seed, self._node_time)
-
-    def _chunk(self, picks: list, links: list) -> Iterator[Any]:
-        """The batches of one chunk: its seeds laid out batch after batch (every batch but the last has
-        the same count), sampled by one ``bgl.DataLoader`` in that order."""
-        from .dataloader import DataLoader
-
-        nodes = np.concatenate([ls.seeds for ls in links])
-        times = np.concatenate([ls.times for ls in links])
-        self.close()
-        self._loader = DataLoader(self._graph, torch.from_numpy(nodes), self._sampler,
-                                  seed_time=torch.from_numpy(times), batch_size=int(links[0].seeds.shape[0]),
-                                  shuffle=False, drop_last=False, blocks="bgl", **self._loader_kwargs)
-        for idx, ls, (_, _, blocks) in zip(picks, links, self._loader):
-            fields = self._layout(blocks, ls.subgraph(blocks[0].srcdata["batch"]))
-            fields.update(ls.fields)
-            input_id = torch.from_numpy(idx)
+        for _, link, blocks in self._loader:
+            fields = self._layout(blocks, link.subgraph(blocks[0].srcdata["batch"]))
+            fields.update(link.fields)
+            input_id = link.positions
             fields["input_id"] = input_id if self._given_input_id is None else self._given_input_id[input_id]
             self._add_data_fields(fields)
             yield self.options.finish(self._make(fields))

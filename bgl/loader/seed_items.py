@@ -44,7 +44,7 @@ class SeedItems:
         return self.kind == EDGES
 
 
-def resolve_seeds(graph, indices, info, sampler, schema, order: str, seed_time=None) -> SeedItems:
+def resolve_seeds(graph, indices, info, sampler, schema, order: str, seed_time=None, seed_layout=None) -> SeedItems:
     """The :class:`SeedItems` of ``indices`` over the resolved graph ``info``
     (:class:`~bgl.loader.arguments.GraphInfo`) for ``sampler``
     (:class:`~bgl.loader.sampler_options.SamplerOptions`); ``schema`` is the typed graph's, or None.
@@ -52,6 +52,11 @@ def resolve_seeds(graph, indices, info, sampler, schema, order: str, seed_time=N
     Raises ValueError / TypeError naming the bad id, type or combination, before anything starts.
     """
     typed = schema is not None
+    if seed_layout is not None:  # items are positions; the caller lays out each batch's seeds (PyG's link loader)
+        from .temporal_seeds import laid_out_seeds
+
+        items, seeds = laid_out_seeds(graph, indices, seed_layout, info, sampler.temporal)
+        return SeedItems(EDGES, typed, items, order_nodes=seed_layout.order_nodes, temporal=seeds)
     if sampler.temporal is not None or seed_time is not None:
         from .temporal_seeds import resolve_temporal_seeds
 

@@ -437,6 +437,8 @@ class TransferStage(Stage):
         """
         from .edge_seeds import pair_graphs
 
+        if hasattr(edges, "fields"):  # a caller's own per-batch layout (bgl/loader/temporal_edges.py)
+            return (edges,)
         pairs = pair_graphs(edges)
         n = pairs[0].num_nodes()
         for key, value in input_data.items():

@@ -14,6 +14,7 @@ before it (PyG's examples pass ``edge_label_time = time - 1``; GraphBolt's ``<``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -93,3 +94,22 @@ def typed_endpoint_times(edges, sel: np.ndarray, times: np.ndarray, batch) -> np
             k = int(batch.neg[r][0].shape[0]) // max(1, t.shape[0])
             out += [np.repeat(t, k)] * 2
     return np.concatenate(out).astype(np.int64, copy=False) if out else np.zeros(0, np.int64)
+
+
+@dataclass
+class LaidOutSeeds(TemporalSeeds):
+    """Seed items whose node seeds and times a caller lays out per batch, in the sample stage.
+
+    ``layout(positions, seed) -> (nodes int64 [S], times int64 [S], payload)`` (picklable: it runs in
+    the sample stage's process): PyG's temporal link loader lays out each batch's pairs and negatives
+    as PyG does (:class:`~bgl.loader.pyg_temporal.PygLinkLayout`), where bgl's own temporal link
+    prediction follows GraphBolt's order.  ``payload`` (with ``to(device)`` and ``fields``) is the
+    batch's ``mb.edges`` and reaches the caller in place of the pair graphs.  ``nodes`` is unused.
+    """
+
+    layout: Any = None
+
+    def sample_batch(self, sampler, mb):
+        nodes, times, mb.edges = self.layout(mb.seeds.numpy(), negative_seed(mb.sample_seed))
+        mb.seeds, mb.blocks = self.sample(sampler, nodes, times, mb.sample_seed)
+        return mb

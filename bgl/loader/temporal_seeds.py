@@ -10,7 +10,7 @@ from typing import Optional
 
 import numpy as np
 
-from .temporal_edges import TemporalEdgeSeeds, TemporalTypedEdgeSeeds
+from .temporal_edges import LaidOutSeeds, TemporalEdgeSeeds, TemporalTypedEdgeSeeds
 from .temporal_sampler import TemporalOptions, TemporalSeeds
 
 
@@ -154,3 +154,20 @@ def _typed_edge_seeds(graph, indices, seed_time, info, options: TemporalOptions,
     return TemporalTypedEdgeSeeds(np.zeros(0, np.int64), times, options, node_time,
                                   typed_fanouts=typed_fanouts(list(options.hop_fanouts), schema), schema=schema,
                                   edges=edges)
+
+
+def laid_out_seeds(graph, indices, layout, info, options: Optional[TemporalOptions]) -> tuple[np.ndarray, LaidOutSeeds]:
+    """``(items, seeds)``: the checked item positions ``indices`` into ``layout`` (``layout.num_items``
+    items, ``layout.order_nodes`` the node proximity order places each by) and their
+    :class:`~bgl.loader.temporal_edges.LaidOutSeeds`, sampled by ``options``' temporal sampler."""
+    from .arguments import check_indices
+
+    if options is None:
+        raise ValueError("seed_layout= lays out temporal seeds: give a bgl.TemporalNeighborSampler")
+    if info.typed:
+        raise ValueError("seed_layout= takes a homogeneous graph")
+    items = check_indices(indices, int(layout.num_items))
+    if options.edge_time is not None:
+        _check_edge_time(info, options.edge_time)
+    node_time = None if options.node_time_name is None else _node_times(graph, options.node_time_name, info)
+    return items, LaidOutSeeds(np.zeros(0, np.int64), np.zeros(0, np.int64), options, node_time, layout=layout)

@@ -185,11 +185,31 @@ def test_stage_processes_give_the_inline_batches():
         assert all(torch.equal(x, y) for x, y in zip(a, b))
 
 
-def test_link_loader_drop_last_and_no_saved_position():
+def test_link_loader_drop_last_and_a_saved_position():
     data = temporal_data(8)
-    loader = LinkNeighborLoader(data, [2], edge_label_index=data.edge_index[:, :300], edge_label_time=data.t[:300],
-                                time_attr="t", batch_size=64, drop_last=True, shuffle=True)
-    sizes = [b.input_id.shape[0] for b in loader]
-    assert len(loader) == 4 and sizes == [64] * 4
-    with pytest.raises(NotImplementedError, match="cannot save its position yet"):
-        loader.state_dict()
+
+    def loader():
+        return LinkNeighborLoader(data, [2], edge_label_index=data.edge_index[:, :300], edge_label_time=data.t[:300],
+                                  time_attr="t", batch_size=64, drop_last=True, shuffle=True, neg_sampling_ratio=1.0)
+
+    torch.manual_seed(3)
+    first = loader()
+    sizes = [b.input_id.shape[0] for b in first]
+    assert len(first) == 4 and sizes == [64] * 4
+    torch.manual_seed(4)
+    whole = [(b.input_id, b.n_id, b.edge_label_index) for b in first]  # epoch 1, uninterrupted
+    torch.manual_seed(3)
+    stopped = loader()
+    list(stopped)  # epoch 0
+    torch.manual_seed(4)
+    it = iter(stopped)
+    head = [next(it) for _ in range(2)]
+    state = stopped.state_dict()
+    del it
+    resumed = loader()
+    resumed.load_state_dict(state)
+    tail = list(resumed)
+    got = [(b.input_id, b.n_id, b.edge_label_index) for b in head + tail]
+    assert len(got) == len(whole) == 4
+    for a, b in zip(got, whole):  # the same pairs, negatives and samples
+        assert all(torch.equal(x, y) for x, y in zip(a, b))
