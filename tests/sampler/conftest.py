@@ -1,11 +1,13 @@
 """Fixtures for sampler tests: part stores cut from a random store, and real `bgl serve` processes."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -160,3 +162,21 @@ def curve_server(tmp_path_factory, random_store, curve_keydir):
         yield s
     finally:
         s.kill()
+
+
+@contextlib.contextmanager
+def partition_servers(book, work: Path):
+    """Real ``bgl serve`` processes, one per part of partition ``book``, started side by side; yields their
+    addresses (part order) and kills them on exit, also when one failed to start."""
+    with ThreadPoolExecutor(book.num_parts) as pool:
+        futures = [pool.submit(ServerProcess, ["--partition", str(book.path), "--part", str(k)], work)
+                   for k in range(book.num_parts)]
+    started = [f.result() for f in futures if f.exception() is None]
+    try:
+        for f in futures:
+            if f.exception() is not None:
+                raise f.exception()
+        yield [s.address for s in started]
+    finally:
+        for s in started:
+            s.kill()

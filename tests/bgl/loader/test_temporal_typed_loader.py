@@ -166,11 +166,9 @@ def test_typed_link_prediction_each_endpoint_at_its_clicks_time(layout):
 @pytest.fixture(scope="module")
 def timed_typed_servers(hetero_store, tmp_path_factory):
     """The shared typed store with int64 edge times, its 2-part partition and two real graph servers."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from partition import partition_graph
 
-    from ...sampler.conftest import ServerProcess, with_edge_arrays
+    from ...sampler.conftest import partition_servers, with_edge_arrays
 
     work = tmp_path_factory.mktemp("timed-typed")
     rng = np.random.default_rng(8)
@@ -178,17 +176,8 @@ def timed_typed_servers(hetero_store, tmp_path_factory):
     store = with_edge_arrays(hetero_store, work / "store",
                              {"timestamp": rng.integers(0, 100, hetero_store.num_edges)})
     book = partition_graph(store, "random", 2, work / "p", measure_samples=False)
-    with ThreadPoolExecutor(2) as pool:
-        futures = [pool.submit(ServerProcess, ["--partition", str(book.path), "--part", str(k)], work) for k in range(2)]
-    started = [f.result() for f in futures if f.exception() is None]
-    try:
-        for f in futures:
-            if f.exception() is not None:
-                raise f.exception()
-        yield store, book, [s.address for s in started]
-    finally:
-        for s in started:
-            s.kill()
+    with partition_servers(book, work) as addresses:
+        yield store, book, addresses
 
 
 @pytest.mark.parametrize("layout", ["tree", "disjoint"])
