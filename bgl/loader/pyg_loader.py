@@ -143,6 +143,10 @@ class NeighborLoader(PygLoaderBase):
             if cls is not NeighborLoader:
                 raise ValueError(f"bgl.pyg.{cls.__name__} does not support a HeteroData yet; pass "
                                  "data.to_homogeneous(), or bgl.DataLoader with bgl.as_edge_prediction_sampler")
+            if kwargs.get("time_attr") is not None:  # bgl/loader/pyg_hetero_temporal.py
+                from .pyg_hetero_temporal import HeteroTemporalNeighborLoader
+
+                return HeteroTemporalNeighborLoader(data, *args, **kwargs)
             return HeteroNeighborLoader(data, *args, **kwargs)
         if kwargs.get("time_attr") is not None:  # PyG's temporal loader (bgl/loader/pyg_temporal_loader.py)
             from .pyg_temporal_loader import TemporalNeighborLoader

@@ -110,14 +110,19 @@ def _typed_seeds(graph, indices, seed_time, info, options: TemporalOptions, link
 
 
 def _typed_node_times(graph, name: str, schema) -> np.ndarray:
-    """Node times ``name`` of a heterogeneous DGLGraph (``g.nodes[t].data[name]`` for every type), as int64
-    over global ids (types in the schema's order)."""
+    """Node times ``name`` of a heterogeneous DGLGraph (``g.nodes[t].data[name]`` for every type) or of typed
+    arrays carrying ``type_ndata[name] = {ntype: times}`` (a PyG HeteroData's), as int64 over global ids
+    (types in the schema's order)."""
     from ..sampler.temporal import check_times
 
     nodes = getattr(graph, "nodes", None)
+    given = getattr(graph, "type_ndata", {}).get(name)  # typed arrays' {ntype: times} (a PyG HeteroData's)
     parts = []
     for nt in schema.node_types:
-        data = None if nodes is None or not hasattr(graph, "ntypes") else graph.nodes[nt.name].data
+        if given is not None:
+            data = {name: given[nt.name]} if nt.name in given else None
+        else:
+            data = None if nodes is None or not hasattr(graph, "ntypes") else graph.nodes[nt.name].data
         if data is None or name not in data:
             raise ValueError(f"node_timestamp_attr_name={name!r}: node type {nt.name!r} has no node array {name!r} "
                              "(a heterogeneous DGLGraph's g.nodes[ntype].data; a store keeps edge times only)")

@@ -154,11 +154,11 @@ def test_every_input_refuses_an_unhonoured_argument_naming_it(cora_store, arg):
             make(**arg)
 
 
-def test_time_attr_is_temporal_sampling_on_homogeneous_inputs_only(cora_store):
+def test_time_attr_is_temporal_sampling_on_every_input(cora_store):
     """time_attr= makes a temporal loader (tests/bgl/loader/test_pyg_temporal_loader.py); each input
-    names what it lacks for it, a HeteroData that its typed temporal batches are not laid out yet."""
+    names what it lacks for it."""
     expected = {"Data": "time_attr='t' is not an attribute of the Data",
-                "HeteroData": "does not support time_attr=.*typed temporal batches are not laid out yet",
+                "HeteroData": "time_attr='t' is on no node type and no edge type of the HeteroData",
                 "store": "time_attr='t' is not an edge array of the store",
                 "store dir": "time_attr='t' is not an edge array of the store",
                 "Data, link": "edge_label_time= is required with time_attr="}

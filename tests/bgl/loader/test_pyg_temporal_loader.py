@@ -122,8 +122,9 @@ def test_bad_temporal_input_is_one_line():
     hetero = HeteroData()
     hetero["a"].x, hetero["a"].t = torch.randn(4, 2), torch.arange(4)
     hetero["a", "r", "a"].edge_index = torch.tensor([[0, 1], [1, 2]])
-    with pytest.raises(ValueError, match="does not support time_attr=.*typed temporal batches are not laid out yet"):
-        NeighborLoader(hetero, [2], input_nodes="a", time_attr="t")
+    with pytest.raises(ValueError, match="does not support time_attr=.*temporal link batches are not laid out yet"):
+        LinkNeighborLoader(hetero, [2], edge_label_index=(("a", "r", "a"), hetero["a", "r", "a"].edge_index),
+                           time_attr="t", edge_label_time=torch.arange(2))
 
 
 def test_a_store_names_its_edge_time_array(tmp_path):
