@@ -127,6 +127,27 @@ def test_the_temporal_loader_on_the_ingested_store_takes_no_edge_from_the_future
     assert drawn > 100
 
 
+@pytest.mark.parametrize("method", ["random", "bgl"])
+def test_typed_parts_carry_each_edges_time(tmp_path, method):
+    """``bgl partition`` of the timed typed store: every part's ``timestamp`` rows are the store's times of
+    that part's edges (``orig_eids``), each row still grouped by relation; no time is lost or moved."""
+    from bgl.partition import open_partition
+
+    store = bgl.ingest(write_dir(tmp_path / "in", clicks_and_links(seed=4)), tmp_path / "s", edge_time_column=2,
+                       add_reverse=True)
+    assert main(["partition", str(tmp_path / "s"), str(tmp_path / "p"), "--method", method, "--parts", "2",
+                 "--num-batches", "4"]) == 0
+    book = open_partition(tmp_path / "p")
+    ts, orig_eids = np.asarray(store.edge_array("timestamp")), np.asarray(book.orig_eids)
+    for k in range(book.num_parts):
+        part = book.part_store(k)
+        assert part.is_typed and part.meta.edata["timestamp"]["dtype"] == "int64"
+        e = orig_eids[book.edge_bounds[k]:book.edge_bounds[k + 1]]
+        assert np.array_equal(part.edge_array("timestamp"), ts[e])
+        assert np.array_equal(part.etype, store.etype[e])
+    assert np.array_equal(np.sort(orig_eids), np.arange(store.num_edges))
+
+
 def test_missing_or_bad_times_are_one_line_naming_the_file(tmp_path):
     rels = clicks_and_links()
     src = write_dir(tmp_path / "in", rels)
