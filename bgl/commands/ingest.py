@@ -46,7 +46,8 @@ def register(subparsers) -> None:
     p.add_argument("--edge-time-column", type=int_at_least(2), default=None, metavar="COL",
                    help="edge list: 0-based column of integer edge times (e.g. unix seconds) kept as the store's "
                         "int64 'timestamp' edge array for temporal sampling (add --keep-duplicates to keep "
-                        "repeated messages between two nodes)")
+                        "repeated messages between two nodes); typed edge list: that column of every text edge "
+                        "file, a .npy edge file's times in <src>__<rel>__<dst>.time.npy beside it")
     p.add_argument("--scale", type=int_at_least(1), default=None, help="rmat: log2 of the node count")
     p.add_argument("--edge-factor", type=int_at_least(1), default=16, help="rmat: generated edges per node")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (drawn only when stderr is a terminal)")

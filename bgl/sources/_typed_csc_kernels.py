@@ -28,16 +28,20 @@ def count_typed_rows(src, dst, src_count, dst_count, dst_offset, counts):
 
 
 @njit(cache=True, nogil=True)
-def scatter_typed_rows(src, dst, src_offset, dst_offset, rel, row_ptr, cursor, ids_out, rel_out, lo, hi):
+def scatter_typed_rows(src, dst, src_offset, dst_offset, rel, row_ptr, cursor, ids_out, rel_out, lo, hi,
+                       times, times_out):
     """One relation chunk's share of a fill bucket: rows ``[lo, hi)`` of the global id space.
 
     Edge ``i`` (global row ``v = dst_offset + dst[i]`` in the bucket) goes to
-    ``ids_out[cursor[v - lo]] = src_offset + src[i]`` with ``rel_out[...] = rel``.  Chunks are
+    ``ids_out[cursor[v - lo]] = src_offset + src[i]`` with ``rel_out[...] = rel``, and, when
+    ``times`` is not empty (one entry per edge of the chunk), ``times_out[...] = times[i]``
+    through the same cursor: an edge's time lands at its own CSC position.  Chunks are
     scattered in stream order and relations in ascending id, so every row ends up grouped by
     relation, ascending, and keeps the input order inside a relation: the order of a stable
     sort by (destination, relation), with no sort at all.  Returns False (nothing written past
     the row) when a row would overflow: the stream changed since it was counted.
     """
+    timed = times.shape[0] > 0
     for i in range(src.shape[0]):
         v = dst[i] + dst_offset
         if v < lo or v >= hi:
@@ -48,6 +52,8 @@ def scatter_typed_rows(src, dst, src_offset, dst_offset, rel, row_ptr, cursor, i
             return False
         ids_out[c] = src[i] + src_offset
         rel_out[c] = rel
+        if timed:
+            times_out[c] = times[i]
         cursor[r] = c + 1
     return True
 

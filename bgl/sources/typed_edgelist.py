@@ -7,6 +7,8 @@
                                             .txt/.csv/.tsv/.el/.edges (+ .gz): "src dst" per line
                                             (edge-list syntax: '#'/'%' comments, spaces/tabs/commas);
                                             .npy: integer [E, 2] or [2, E]
+    DIR/edges/<src>__<rel>__<dst>.time.npy  with --edge-time-column: integer [E], the times of
+                                            the .npy edge file beside it (optional otherwise)
     DIR/feat/<ntype>.npy                    [count, dim] features of that type, any numeric dtype (optional)
     DIR/label/<ntype>.npy                   integer [count], -1 = unlabelled (optional)
     DIR/split/<ntype>/<name>_idx.npy        TYPE-LOCAL ids of split <name> (train, val, test, ...)
@@ -19,22 +21,37 @@ Text edge files are parsed once (numba, in blocks) into scratch files, 16 B per 
 streamed; ``.npy`` files are memory-mapped and streamed in place.  Every error names the
 file, and for text the line: an id past its type's count, features whose rows are not the
 type's count, a file name that is not ``src__rel__dst``.
+
+Edge times (``edge_time_column=COL``, ``bgl ingest --edge-time-column COL``) are all or none:
+every text file's column COL (an integer, e.g. unix seconds, as for an untyped edge list) and
+every ``.npy`` file's sibling ``.time.npy``, so ids stay in their narrow dtype and a
+``[2, E]`` array never has to be told from an ``[E, 3]`` one.  They become the store's int64
+``timestamp`` edge array in CSC order (:mod:`bgl.sources.typed_csc`), 8 B per edge on disk, in
+the parse scratch and in the fill buffer.  A missing column or a non-integer time is named with
+its file and line; a ``.npy`` edge file without its ``.time.npy``, or times of the wrong length
+or dtype, with the file.
 """
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import IngestError
 from .csc_build import EdgeChunks
-from .edgelist import CHUNK_BYTES, READ_EDGES, _unlink, parse_edge_file, scratch_edge_chunks
+from .edgelist import CHUNK_BYTES, READ_EDGES, TIME_FILE, _unlink, parse_edge_file, scratch_edge_chunks
+from .typed_csc import TimeChunks
 from .typed_source import TypedSource, schema_of
+
+log = logging.getLogger(__name__)
 
 NODES_FILE = "nodes.json"
 SEP = "__"
 TEXT_SUFFIXES = (".txt", ".csv", ".tsv", ".el", ".edges", ".edgelist")
+#: Suffix of a ``.npy`` edge file's times: ``edges/a__r__b.npy`` has its times in ``edges/a__r__b.time.npy``.
+TIME_SUFFIX = ".time.npy"
 
 
 def looks_typed_edgelist(path: Path) -> bool:
@@ -122,6 +139,35 @@ def _npy_edge_chunks(arr: np.ndarray, file: Path) -> tuple[EdgeChunks, int]:
     return chunks, ne
 
 
+def _npy_times(file: Path, num_edges: int) -> TimeChunks:
+    """The times of the ``.npy`` edge file ``file`` ([E] integers in its sibling ``.time.npy``), chunked
+    as :func:`_npy_edge_chunks` chunks the edges."""
+    tfile = file.with_name(file.name[: -len(".npy")] + TIME_SUFFIX)
+    if not tfile.is_file():
+        raise IngestError(f"{file}: no edge times: edge_time_column (--edge-time-column) takes a .npy edge file's "
+                          f"times from {tfile.name} beside it, integer [E] (every relation has times or none)")
+    times = _load_npy(tfile, "edge time array")
+    if times.shape != (num_edges,) or times.dtype.kind not in "iu" or times.dtype == np.uint64:
+        raise IngestError(f"{tfile}: edge times must be an integer array [{num_edges}] (one per edge of "
+                          f"{file.name}), got {times.dtype} {times.shape}")
+
+    def chunks():
+        for s in range(0, num_edges, READ_EDGES):
+            yield np.asarray(times[s : s + READ_EDGES], np.int64)
+
+    return chunks
+
+
+def _scratch_times(file: Path, num_edges: int) -> TimeChunks:
+    """The parsed times of a text edge file (int64 scratch), chunked as :func:`scratch_edge_chunks` chunks its edges."""
+    def chunks():
+        with open(file, "rb") as f:
+            for s in range(0, num_edges, READ_EDGES):
+                yield np.fromfile(f, np.int64, min(READ_EDGES, num_edges - s))
+
+    return chunks
+
+
 def _column_max(chunks: EdgeChunks) -> tuple[int, int]:
     hi = [-1, -1]
     for s, d in chunks():
@@ -131,12 +177,24 @@ def _column_max(chunks: EdgeChunks) -> tuple[int, int]:
 
 
 def read_typed_edgelist(root: Path, *, scratch_dir: Path, progress: bool = False, name: str | None = None,
-                        chunk_bytes: int = CHUNK_BYTES) -> TypedSource:
-    """Read a typed edge-list directory (layout in the module docstring) into a :class:`TypedSource`."""
+                        chunk_bytes: int = CHUNK_BYTES, edge_time_column: int | None = None) -> TypedSource:
+    """Read a typed edge-list directory (layout in the module docstring) into a :class:`TypedSource`;
+    ``edge_time_column`` (0-based, >= 2): every relation's edge times (module docstring)."""
+    col = edge_time_column
+    if col is not None and (isinstance(col, bool) or not isinstance(col, int) or col < 2):
+        raise IngestError(f"edge_time_column must be an int >= 2 (columns 0 and 1 are src and dst), got {col!r}")
     edge_dir = root / "edges"
     if not edge_dir.is_dir():
         raise IngestError(f"{root}: no edges/ directory (a typed edge list is DIR/edges/<src>{SEP}<rel>{SEP}<dst>.txt)")
     files = sorted(p for p in edge_dir.iterdir() if p.is_file() and not p.name.startswith("."))
+    time_files = [p for p in files if p.name.endswith(TIME_SUFFIX)]
+    files = [p for p in files if not p.name.endswith(TIME_SUFFIX)]
+    for t in time_files:
+        if not t.with_name(t.name[: -len(TIME_SUFFIX)] + ".npy").is_file():
+            raise IngestError(f"{t}: edge times without their .npy edge file {t.name[: -len(TIME_SUFFIX)]}.npy")
+    if time_files and col is None:
+        log.warning("%s: %d .time.npy file(s) ignored: pass edge_time_column (--edge-time-column) to keep "
+                    "edge times", edge_dir, len(time_files))
     if not files:
         raise IngestError(f"{edge_dir}: no edge files")
     typed = {}
@@ -171,19 +229,23 @@ def read_typed_edgelist(root: Path, *, scratch_dir: Path, progress: bool = False
                 file = root / ("feat" if what == "features" else "label") / f"{nt}.npy"
                 raise IngestError(f"{file}: {c} rows, but node type {nt!r} has {counts[nt]} nodes ({source})")
 
-    relations, origins, total, cleanup = [], [], 0, []
+    relations, origins, times, total, cleanup = [], [], [], 0, []
     inferred: dict[str, int] = {}
     for r, (canon, (f, kind)) in enumerate(sorted(typed.items())):
         src_t, _, dst_t = canon
         if kind == "npy":
             chunks, ne = _npy_edge_chunks(_load_npy(f, "edge array"), f)
+            if col is not None:
+                times.append(_npy_times(f, ne))
         else:
             work = scratch_dir / f"rel{r}"
             work.mkdir()
-            sf, df, ne, _ = parse_edge_file(f, work, chunk_bytes=chunk_bytes, progress=progress,
+            sf, df, ne, _ = parse_edge_file(f, work, chunk_bytes=chunk_bytes, progress=progress, time_column=col,
                                             type_limits=((src_t, counts[src_t] or 0), (dst_t, counts[dst_t] or 0)))
             chunks = scratch_edge_chunks(sf, df, ne)
-            cleanup += [lambda a=sf: _unlink(a), lambda b=df: _unlink(b)]
+            cleanup += [lambda a=sf: _unlink(a), lambda b=df: _unlink(b), lambda c=work / TIME_FILE: _unlink(c)]
+            if col is not None:
+                times.append(_scratch_times(work / TIME_FILE, ne))
         if counts[src_t] is None or counts[dst_t] is None:
             hs, hd = _column_max(chunks)
             inferred[src_t] = max(inferred.get(src_t, 0), hs + 1)
@@ -198,5 +260,6 @@ def read_typed_edgelist(root: Path, *, scratch_dir: Path, progress: bool = False
     return TypedSource(name or root.name, schema, relations, feats, labels, splits, num_edges_hint=total,
                        extra={"source": str(root), "format": "typed-edgelist",
                               "num_nodes_from": {nt: ("declared" if declared and nt in declared else "arrays or max id")
-                                                 for nt in counts}},
-                       origins=origins, cleanup=cleanup)
+                                                 for nt in counts},
+                              "edge_time_column": col},
+                       origins=origins, cleanup=cleanup, times=times if col is not None else None)

@@ -3,7 +3,8 @@
 Every heterogeneous input (a ``DGLGraph``, per-relation arrays, a typed edge-list directory,
 OGB's heterogeneous raw layout, the typed R-MAT generator) becomes a :class:`TypedSource`: a
 schema with node counts, one re-iterable stream of TYPE-LOCAL ``(src, dst)`` chunks per
-relation, and each node type's features, labels and splits.  :func:`write_typed_source`
+relation (and, optionally, one stream of each relation's int64 edge times), and each node
+type's features, labels and splits.  :func:`write_typed_source`
 writes the typed store (format version 2, :mod:`bgl.schema`) with the chunked builder of
 :mod:`bgl.sources.typed_csc`, so no input has to fit in memory, and atomically (a store is
 complete or absent).  :func:`with_reverse` adds reverse relations as ``dgl.AddReverse()`` does.
@@ -11,8 +12,8 @@ complete or absent).  :func:`with_reverse` adds reverse relations as ``dgl.AddRe
 from __future__ import annotations
 
 import logging
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -22,8 +23,9 @@ from ..output_dir import STORE, check_output
 from ..schema import EdgeType, GraphSchema, NodeType
 from ..store import GraphStore, StoreWriter, id_dtype_for
 from .csc_build import EdgeChunks, array_chunks
+from .edgelist import TIME_NAME
 from .graph_source import FeatureFill
-from .typed_csc import count_typed
+from .typed_csc import TimeChunks, count_typed
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,9 @@ class TypedSource:
     labels : node type -> int [count] (-1 = unlabelled).
     splits : node type -> split name -> TYPE-LOCAL ids (kept in the given order).
     origins : where each relation's edges come from (a file), named in errors; or None.
+    times : ``times[r]`` streams edge type ``r``'s int64 edge times, chunk for chunk with
+        ``relations[r]`` (:data:`~bgl.sources.typed_csc.TimeChunks`), for every relation or
+        None; they become the store's ``timestamp`` edge array in CSC order.
     cleanup : callables run after the store is written (scratch files).
     """
 
@@ -57,6 +62,7 @@ class TypedSource:
     num_edges_hint: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     origins: list[str] | None = None
+    times: list[TimeChunks] | None = None
     cleanup: list[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
@@ -67,13 +73,30 @@ class TypedSource:
 
 
 def arrays_source(schema: GraphSchema, rel_edges: Sequence[tuple[np.ndarray, np.ndarray]], *,
-                  feats=None, labels=None, splits=None, name: str = "", extra=None) -> TypedSource:
-    """A :class:`TypedSource` over in-memory per-relation ``(src, dst)`` arrays (type-local ids)."""
+                  feats=None, labels=None, splits=None, name: str = "", extra=None,
+                  times: Sequence[np.ndarray] | None = None) -> TypedSource:
+    """A :class:`TypedSource` over in-memory per-relation ``(src, dst)`` arrays (type-local ids);
+    ``times[r]``: relation ``r``'s integer edge times, one per edge (every relation or None)."""
     if len(rel_edges) != len(schema.edge_types):
         raise ValueError(f"{len(rel_edges)} edge lists for {len(schema.edge_types)} edge types")
+    streams = None
+    if times is not None:
+        if len(times) != len(rel_edges):
+            raise ValueError(f"{len(times)} edge time arrays for {len(rel_edges)} edge types (all or none)")
+        streams = [array_times(np.asarray(t)) for t in times]
     return TypedSource(name, schema, [array_chunks(np.asarray(s), np.asarray(d)) for s, d in rel_edges],
                        dict(feats or {}), dict(labels or {}), {k: dict(v) for k, v in (splits or {}).items()},
-                       num_edges_hint=sum(int(np.asarray(s).shape[0]) for s, _ in rel_edges), extra=dict(extra or {}))
+                       num_edges_hint=sum(int(np.asarray(s).shape[0]) for s, _ in rel_edges), extra=dict(extra or {}),
+                       times=streams)
+
+
+def array_times(times: np.ndarray, chunk: int = 1 << 22) -> TimeChunks:
+    """:data:`~bgl.sources.typed_csc.TimeChunks` over an in-memory array, chunked as
+    :func:`~bgl.sources.csc_build.array_chunks` chunks the edges (same default ``chunk``)."""
+    def gen():
+        for s in range(0, times.shape[0], chunk):
+            yield times[s : s + chunk]
+    return gen
 
 
 def schema_of(node_counts: Mapping[str, int], canonical_etypes: Sequence[tuple[str, str, str]],
@@ -96,7 +119,7 @@ def _swapped(chunks: EdgeChunks) -> EdgeChunks:
     return gen
 
 
-def _chained(*streams: EdgeChunks) -> EdgeChunks:
+def _chained(*streams):
     def gen():
         for chunks in streams:
             yield from chunks()
@@ -113,18 +136,22 @@ def with_reverse(src: TypedSource) -> TypedSource:
     ``sym_new_etype=False``: ``paper cites paper`` becomes both directions).  The edge types are
     then in DGL's order (sorted canonical types), so the store equals the one of
     ``bgl.ingest(dgl.AddReverse()(g))`` for the same graph.  Nothing is read here: the new
-    relations stream the old ones swapped.
+    relations stream the old ones swapped.  A reversed edge carries its edge's time
+    (``src.times``), as ``AddReverse(copy_edata=True)`` copies edge data.
     """
     have = set(src.schema.canonical_etypes)
     streams: dict[tuple[str, str, str], EdgeChunks] = {}
     origins: dict[tuple[str, str, str], str] = {}
+    times: dict[tuple[str, str, str], TimeChunks] = {}
     for r, (e, chunks) in enumerate(zip(src.schema.edge_types, src.relations)):
         origin = src.origins[r] if src.origins else f"edge type {e.canonical}"
+        when = src.times[r] if src.times is not None else None
         if e.src == e.dst:
             streams[e.canonical] = _chained(chunks, _swapped(chunks))
             origins[e.canonical] = f"{origin} (and its reverse, add_reverse)"
+            times[e.canonical] = _chained(when, when)
             continue
-        streams[e.canonical], origins[e.canonical] = chunks, origin
+        streams[e.canonical], origins[e.canonical], times[e.canonical] = chunks, origin, when
         rev = (e.dst, REVERSE_PREFIX + e.rel, e.src)
         if e.rel.startswith(REVERSE_PREFIX) and (e.dst, e.rel[len(REVERSE_PREFIX):], e.src) in have:
             continue  # it is the reverse of another relation
@@ -132,11 +159,13 @@ def with_reverse(src: TypedSource) -> TypedSource:
             log.info("add_reverse: %s already has its reverse %s; left as it is", e.canonical, rev)
         else:
             streams[rev], origins[rev] = _swapped(chunks), f"{origin} (reversed, add_reverse)"
+            times[rev] = when
     order = sorted(streams)
     schema = GraphSchema(src.schema.node_types, tuple(EdgeType(*c) for c in order))
     hint = None if src.num_edges_hint is None else 2 * src.num_edges_hint
     return replace(src, schema=schema, relations=[streams[c] for c in order], num_edges_hint=hint,
-                   origins=[origins[c] for c in order], extra={**src.extra, "add_reverse": "dgl.AddReverse"})
+                   origins=[origins[c] for c in order], extra={**src.extra, "add_reverse": "dgl.AddReverse"},
+                   times=None if src.times is None else [times[c] for c in order])
 
 
 # ------------------------------------------------------------------ node data
@@ -212,7 +241,7 @@ def write_typed_source(src: TypedSource, out_dir, *, overwrite: bool = False, pr
             raise IngestError(f"{src.name}: graph has {n} nodes")
         check_typed_node_memory(src)
         counts = count_typed(src.schema, src.relations, progress=progress, total_edges=src.num_edges_hint,
-                             origins=src.origins)
+                             origins=src.origins, times=src.times)
         full = node_data_schema(src.schema.with_counts(edge_counts=counts.edge_counts), feats, labels, src.splits)
         id_dtype = id_dtype_for(n)
         plan = counts.plan(id_dtype, fill_bytes)
@@ -262,18 +291,27 @@ def check_typed_node_memory(src: TypedSource, available: int | None = None) -> N
 
 
 def _write_csc(w: StoreWriter, counts, id_dtype, fill_bytes, progress) -> None:
-    """``indices`` and ``etype`` straight into the store's ``.npy`` files, appended bucket by bucket."""
+    """``indices`` and ``etype`` (and with edge times the ``timestamp`` edge array, listed in
+    ``meta.json`` as every edge array is) straight into the store's ``.npy`` files, appended
+    bucket by bucket."""
     e = counts.num_edges
     rel_dtype = counts.schema.etype_dtype()
+    timed = counts.times is not None
     if e == 0:
         w.save_array("indices", np.zeros(0, id_dtype))
         w.save_typed("etype", np.zeros(0, rel_dtype))
+        if timed:
+            w.save_edge_array(TIME_NAME, np.zeros(0, np.int64))
         return
-    ind = w.create_array("indices", (e,), id_dtype)
-    rel = w.create_typed("etype", (e,), rel_dtype)
-    ind_at, rel_at = ind.offset, rel.offset  # the .npy header lengths; the data follow
-    del ind, rel
-    with open(Path(w.tmp) / "indices.npy", "r+b") as fi, open(Path(w.tmp) / "etype.npy", "r+b") as fe:
-        fi.seek(ind_at)
-        fe.seek(rel_at)
-        counts.fill(fi, fe, id_dtype, fill_bytes=fill_bytes, progress=progress)
+    arrays = [w.create_array("indices", (e,), id_dtype), w.create_typed("etype", (e,), rel_dtype)]
+    if timed:
+        arrays.append(w.create_edge_array(TIME_NAME, (e,), np.int64))
+    # each .npy's header length and file: the data follow the header
+    places = [(a.offset, a.filename) for a in arrays]
+    del arrays
+    with ExitStack() as stack:
+        files = [stack.enter_context(open(name, "r+b")) for _, name in places]
+        for f, (at, _) in zip(files, places):
+            f.seek(at)
+        counts.fill(files[0], files[1], id_dtype, fill_bytes=fill_bytes, progress=progress,
+                    times_out=files[2] if timed else None)

@@ -139,3 +139,28 @@ def test_counting_kernel_matches_brute_force_on_short_and_long_runs():
                       for r, n in enumerate(lens))
         assert K.count_loops_and_repeats(ptr, ids, rels, lo) == (loops, repeats)
         np.testing.assert_array_equal(ids, before)
+
+
+def test_scatter_kernel_puts_each_time_at_its_edges_position():
+    """``scatter_typed_rows`` with times: an edge's time goes through its id's cursor (times = the edge's
+    input index, so each output slot names the edge it holds); without times nothing is written to them."""
+    from bgl.sources import _typed_csc_kernels as K
+
+    rng = np.random.default_rng(8)
+    for _ in range(50):
+        e, rows, lo = int(rng.integers(0, 80)), int(rng.integers(1, 9)), int(rng.integers(0, 4))
+        src, dst = rng.integers(0, 20, e), rng.integers(0, rows + 3, e)  # some rows outside [lo, lo + rows)
+        inside = (dst + 2 >= lo) & (dst + 2 < lo + rows)
+        ptr = np.concatenate([[0], np.cumsum(np.bincount(dst[inside] + 2 - lo, minlength=rows))]).astype(np.int64)
+        cursor = ptr[:-1].copy()
+        ids, rels, times = np.full(ptr[-1], -1, np.int32), np.zeros(ptr[-1], np.uint8), np.full(ptr[-1], -1)
+        assert K.scatter_typed_rows(src, dst, 100, 2, 3, ptr, cursor, ids, rels, lo, lo + rows,
+                                    np.arange(e, dtype=np.int64), times)
+        want = np.flatnonzero(inside)[np.argsort(dst[inside], kind="stable")]  # stable by row: input order kept
+        np.testing.assert_array_equal(times, want)
+        np.testing.assert_array_equal(ids, src[want] + 100)
+        untouched = np.full(3, 7, np.int64)
+        cursor = ptr[:-1].copy()
+        assert K.scatter_typed_rows(src, dst, 100, 2, 3, ptr, cursor, ids, rels, lo, lo + rows,
+                                    np.zeros(0, np.int64), untouched)
+        np.testing.assert_array_equal(untouched, 7)
