@@ -142,10 +142,11 @@ TypedLayerFn = Callable[[np.ndarray, np.ndarray, bool, int], tuple[np.ndarray, n
 
 def sample_typed_blocks(seeds, fanouts: Sequence[np.ndarray], replace: bool, seed: int | None,
                         sample_layer: TypedLayerFn, relabel: RelabelFn = ops.relabel, exclude=None,
-                        prob: str | None = None) -> list[Block]:
+                        prob: str | None = None, edge_data=()) -> list[Block]:
     """:func:`sample_blocks` for a typed graph: ``fanouts[l]`` is int64 [R], one per relation;
     ``exclude`` (CSC positions, link prediction's seed edges) reaches every layer's draw, ``prob``
-    (the edge array to draw by) every layer's ``sample_layer`` as its ``prob=``.
+    (the edge array to draw by) and ``edge_data`` (arrays whose sampled rows each block carries in
+    ``edata``, aligned with its edges as ``etypes`` is) every layer's ``sample_layer``.
 
     Blocks are over global ids as untyped ones are, with ``etypes`` per edge; layer
     seeds are the untyped ones, so the streams differ only by relation (:mod:`bgl.sampler.typed`).
@@ -157,14 +158,17 @@ def sample_typed_blocks(seeds, fanouts: Sequence[np.ndarray], replace: bool, see
         extra = {} if exclude is None else {"exclude": exclude}
         if prob is not None:
             extra["prob"] = prob
-        counts, nbrs, eids, etypes = sample_layer(dst, np.asarray(fanouts[layer], np.int64), bool(replace),
-                                                  ops.layer_seed(seed, layer), **extra)
+        if edge_data:
+            extra["edge_data"] = tuple(edge_data)
+        counts, nbrs, eids, etypes, *rows = sample_layer(dst, np.asarray(fanouts[layer], np.int64), bool(replace),
+                                                         ops.layer_seed(seed, layer), **extra)
         src, local = relabel(dst, nbrs)
         indptr = np.zeros(dst.shape[0] + 1, np.int64)
         np.cumsum(counts, out=indptr[1:])
         blocks.append(Block(torch.from_numpy(src), int(dst.shape[0]), torch.from_numpy(indptr),
                             torch.from_numpy(local), None if eids is None else torch.from_numpy(eids),
-                            etypes=torch.from_numpy(etypes.astype(np.int64, copy=False))))
+                            etypes=torch.from_numpy(etypes.astype(np.int64, copy=False)),
+                            edata={k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in rows[0].items()} if rows else {}))
         dst = src
     blocks.reverse()
     return blocks

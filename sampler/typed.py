@@ -165,11 +165,14 @@ def stream_keys(store) -> np.ndarray | None:
 
 def sample_typed_store(store, indptr: np.ndarray, dst: np.ndarray, fanouts: np.ndarray, replace: bool,
                        seed: int, keys: np.ndarray | None = None, exclude: np.ndarray | None = None,
-                       prob: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                       prob: np.ndarray | None = None, edge_data=()) -> tuple:
     """:func:`sample_typed_layer` over a (part) store's own fused CSC, after checking that ``dst``
     are ids it owns and ``fanouts`` (int64 [R], one per relation of its schema) are valid fanouts:
     what a graph server, a co-located read and :class:`~bgl.sampler.local.LocalSampler` all run
-    (``keys``: the store's :func:`stream_keys`; ``prob``: its checked weights, :class:`~bgl.sampler.ops.EdgeWeights`)."""
+    (``keys``: the store's :func:`stream_keys`; ``prob``: its checked weights, :class:`~bgl.sampler.ops.EdgeWeights`).
+
+    Returns :func:`sample_typed_layer`'s four arrays, and when ``edge_data`` names edge arrays a fifth,
+    ``{name: rows of the sampled edges}`` (ValueError naming one the store lacks, before sampling)."""
     etype = getattr(store, "etype", None)
     if etype is None:
         raise ValueError(f"{store.path} has no edge types; sample it with per-layer int fanouts")
@@ -183,9 +186,13 @@ def sample_typed_store(store, indptr: np.ndarray, dst: np.ndarray, fanouts: np.n
     ops.check_range(dst, store.node_offset, store.node_offset + store.num_nodes, "seeds")
     if exclude is not None:  # read-only: one kernel variant whichever way the ids came (kernel_warmup)
         exclude = ops._read_only(np.ascontiguousarray(ops.check_exclude(exclude), np.int64))
-    return sample_typed_layer(indptr, store.indices, etype, dst, store.node_offset, fanouts, replace, seed,
-                              schema.relation_ends()[1], schema.offsets + store.node_offset, keys=keys,
-                              exclude=exclude, prob=prob)
+    arrays = ops.edge_arrays_of(store, edge_data)
+    out = sample_typed_layer(indptr, store.indices, etype, dst, store.node_offset, fanouts, replace, seed,
+                             schema.relation_ends()[1], schema.offsets + store.node_offset, keys=keys,
+                             exclude=exclude, prob=prob)
+    if not edge_data:
+        return out
+    return (*out, {name: np.take(a, out[2], axis=0) for name, a in zip(edge_data, arrays)})
 
 
 def typed_rows(store, gids: np.ndarray, ntype: int, label: bool) -> np.ndarray:

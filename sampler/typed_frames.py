@@ -6,11 +6,13 @@ server's schema (-1 all, 0 none); :func:`typed_fanouts` checks each is >= -1 and
 the server's R, the length; the header's ``fanout`` is 0 and no other flag but replace and
 edge names may be set (no LABOR with it).  After the fanouts come the frames of an untyped
 SAMPLE, in its order and checked as it checks them: the edge names frame (``FLAG_EDGE_NAMES``;
-line 0 the weights or bool mask every relation draws by, :mod:`.typed`), then the excluded
+line 0 the weights or bool mask every relation draws by, :mod:`.typed`, further lines the edge
+arrays whose rows of the sampled edges the reply carries), then the excluded
 edges (sorted unique int64 CSC positions of the server's part; ``dtype1`` / ``len1`` describe
 it): typed link prediction's seed edges and their reverses, never drawn.  The reply sets the flag
 too and adds an ``etypes`` frame (each neighbour's relation id, dtype code in the
-header's ``field``) after ``nbrs``.  A server that predates typed graphs refuses the
+header's ``field``) after ``nbrs``, then the edge data frames of an untyped reply (JSON spec,
+one frame of rows per array) when the request named edge arrays.  A server that predates typed graphs refuses the
 request ("unknown flag bits 0x10"); an untyped server refuses it by name.
 
 Typed FEATURES: the header's 16-bit ``ntype`` (formerly reserved and checked to be 0,

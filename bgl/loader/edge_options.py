@@ -38,8 +38,9 @@ def edge_option(prob, mask) -> Optional[str]:
 def edge_names_of(names) -> tuple[str, ...]:
     if names is None:
         return ()
-    if isinstance(names, dict):
-        raise ValueError("heterogeneous prefetch_edge_feats dicts are not supported (homogeneous graphs only)")
+    if isinstance(names, dict):  # DGL's {etype: [names]}: a store's edge array covers every relation
+        names = [n for v in names.values() for n in ([v] if isinstance(v, str) else v)]
+        names = list(dict.fromkeys(names))
     if isinstance(names, str):
         names = [names]
     out = tuple(names)

@@ -91,8 +91,8 @@ class SampleStage(Stage):
         if self.repeated_seeds:
             seeds, inverse = distinct_seeds(mb.seeds)
         if self.typed_fanouts is not None:
-            mb.blocks = self._sampler.sample_typed_blocks(seeds, list(self.typed_fanouts), replace=self.replace,
-                                                          seed=mb.sample_seed, exclude=exclude, prob=self.prob)
+            mb.blocks = self._sampler.sample_typed_blocks(seeds, list(self.typed_fanouts), self.replace, mb.sample_seed,
+                                                          exclude=exclude, prob=self.prob, edge_data=self.edge_feats)
         else:
             mb.blocks = self.sample(self._sampler, seeds, mb.sample_seed, mb.index, exclude)
         if inverse is not None:
