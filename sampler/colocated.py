@@ -134,7 +134,7 @@ class LocalParts:
         return [counts, nbrs] if rows is None else [counts, nbrs, rows]
 
     def sample_typed(self, srv: int, ids: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int,
-                     exclude=None, weights: str | None = None, edge_data=()) -> list:
+                     exclude=None, weights: str | None = None, edge_data=(), labor=None) -> list:
         """``[counts, nbrs, etypes]`` (plus ``{name: rows}`` when ``edge_data`` names edge arrays) for ``ids``
         of server ``srv``'s typed part, as its typed SAMPLE reply (``exclude``: the part's CSC positions
         never drawn; ``weights``: the edge array to draw by)."""
@@ -145,7 +145,8 @@ class LocalParts:
             self._keys[srv] = stream_keys(store)
         counts, nbrs, _, etypes, *rows = sample_typed_store(store, self._indptr[srv], ids, fanouts, replace, seed,
                                                             self._keys[srv], exclude=exclude,
-                                                            prob=self._weights[srv](weights), edge_data=edge_data)
+                                                            prob=self._weights[srv](weights), edge_data=edge_data,
+                                                            labor=labor)
         return [counts, nbrs, etypes, *rows]
 
     def gather_typed(self, srv: int, ids: np.ndarray, ntype: int, label: bool) -> tuple:

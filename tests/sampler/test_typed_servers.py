@@ -193,7 +193,7 @@ def test_typed_frames_are_checked_before_any_server_work():
         ([typed[0], seeds], "typed SAMPLE needs 3 frames"),
         ([typed[0], seeds, b"1234567"], "fanouts frame of 7 bytes"),
         ([P.Header(P.Op.SAMPLE, 1, P.FLAG_TYPED | P.FLAG_LABOR, 0, 2, len0=1, width=1).pack(), seeds, typed[2]],
-         "typed sampling takes no LABOR"),
+         r"typed SAMPLE needs 4 frames \(header, seeds, fanouts, LABOR\)"),
         ([P.Header(P.Op.SAMPLE, 1, P.FLAG_TYPED, 0, 2, fanout=5, len0=1, width=1).pack(), seeds, typed[2]],
          "header fanout must be 0"),
         ([P.Header(P.Op.SAMPLE, 1, 0, 0, 2, len0=1, width=1, ntype=2).pack(), seeds], "ntype header field must be 0"),

@@ -62,8 +62,6 @@ def test_weighted_heterograph_differs_from_uniform_and_bad_names_are_refused():
         batches(g, seeds, fanouts=fanouts, prob="nope")
     with pytest.raises(ValueError, match="mask='w' must name a bool edge array, got dtype float32"):
         bgl.DataLoader(g, seeds, bgl.NeighborSampler(fanouts, mask="w"), batch_size=8)  # DGL's keeps no mask=
-    with pytest.raises(ValueError, match="LaborSampler: graphs with edge types"):
-        bgl.DataLoader(g, seeds, dgl.dataloading.LaborSampler([2]), batch_size=8)
     bad = random_heterograph()
     bad.edges["cites"].data["w"][3] = -1.0
     with pytest.raises(ValueError, match="edge weights 'w' must be finite and >= 0"):
