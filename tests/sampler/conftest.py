@@ -1,11 +1,13 @@
 """Fixtures for sampler tests: part stores cut from a random store, and real `bgl serve` processes."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +49,28 @@ def with_edge_arrays(store: GraphStore, path: Path, arrays: dict) -> GraphStore:
         np.save(path / "edata" / f"{name}.npy", values, allow_pickle=False)
     (path / "meta.json").write_text(json.dumps(meta))
     return GraphStore(path)
+
+
+@contextlib.contextmanager
+def started_servers(arg_lists, workdir: Path):
+    """Addresses of real `bgl serve` processes, one per argument list, started together (each start
+    loads numba kernels), all killed on exit; ``part_args`` gives a partition's."""
+    with ThreadPoolExecutor(len(arg_lists)) as pool:
+        futures = [pool.submit(ServerProcess, a, workdir) for a in arg_lists]
+    started = [f.result() for f in futures if f.exception() is None]
+    try:
+        for f in futures:
+            if f.exception() is not None:
+                raise f.exception()
+        yield [s.address for s in started]
+    finally:
+        for s in started:
+            s.kill()
+
+
+def part_args(book) -> list[list[str]]:
+    """`bgl serve` arguments of each part of partition ``book``."""
+    return [["--partition", str(book.path), "--part", str(k)] for k in range(book.num_parts)]
 
 
 @pytest.fixture(scope="session")

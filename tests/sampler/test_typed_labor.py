@@ -3,8 +3,6 @@ expectation, one variate per source node shared by every relation, the same bloc
 its server, from a partition's servers and co-located reads; the loader's LaborSampler on a heterograph."""
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import pytest
 import torch
@@ -19,7 +17,7 @@ from bgl.sampler.multilayer import Labor  # noqa: E402
 from bgl.sampler.typed import relation_fanouts  # noqa: E402
 from bgl.sources.hetero import TypedArrays  # noqa: E402
 
-from .conftest import ServerProcess  # noqa: E402
+from .conftest import part_args, started_servers  # noqa: E402
 from .test_typed_weighted import hub_graph, random_heterograph  # noqa: E402
 
 
@@ -51,19 +49,8 @@ def labor_servers(hetero_store, tmp_path_factory):
     """A server for the typed store and one per part of its 2-part partition."""
     work = tmp_path_factory.mktemp("typed_labor")
     book = partition_graph(hetero_store, "random", 2, work / "p", measure_samples=False)
-    args = [["--store", str(hetero_store.path)], ["--partition", str(book.path), "--part", "0"],
-            ["--partition", str(book.path), "--part", "1"]]
-    with ThreadPoolExecutor(len(args)) as pool:
-        futures = [pool.submit(ServerProcess, a, work) for a in args]
-    started = [f.result() for f in futures if f.exception() is None]
-    try:
-        for f in futures:
-            if f.exception() is not None:
-                raise f.exception()
-        yield book, started[0].address, [s.address for s in started[1:]]
-    finally:
-        for s in started:
-            s.kill()
+    with started_servers([["--store", str(hetero_store.path)], *part_args(book)], work) as addresses:
+        yield book, addresses[0], addresses[1:]
 
 
 def same_blocks(a, b):

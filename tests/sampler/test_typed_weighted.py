@@ -2,8 +2,6 @@
 (frequencies on a hub row), never a zero weight, DGL's eligibility and counts, store == servers."""
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import pytest
 import torch
@@ -18,7 +16,7 @@ from bgl.sampler.typed import relation_fanouts  # noqa: E402
 from bgl.sampler.typed_remote import TypedServerSampler, typed_sample_request  # noqa: E402
 from bgl.sources.hetero import TypedArrays  # noqa: E402
 
-from .conftest import ServerProcess, with_edge_arrays  # noqa: E402
+from .conftest import part_args, started_servers, with_edge_arrays  # noqa: E402
 
 # chi-square 0.9999 quantile with 10 degrees of freedom: a fair draw fails 1 time in 10,000 (fixed seeds here)
 CHI2_10_DOF = 35.56
@@ -117,18 +115,8 @@ def weighted(hetero_store, tmp_path_factory):
     w[rng.random(hetero_store.num_edges) < 0.4] = 0
     store = with_edge_arrays(hetero_store, work / "store", {"w": w, "m": rng.random(hetero_store.num_edges) < 0.5})
     book = partition_graph(store, "random", 2, work / "p", measure_samples=False)
-    with ThreadPoolExecutor(2) as pool:
-        futures = [pool.submit(ServerProcess, ["--partition", str(book.path), "--part", str(k)], work)
-                   for k in range(2)]
-    started = [f.result() for f in futures if f.exception() is None]
-    try:
-        for f in futures:
-            if f.exception() is not None:
-                raise f.exception()
-        yield store, book, [s.address for s in started]
-    finally:
-        for s in started:
-            s.kill()
+    with started_servers(part_args(book), work) as addresses:
+        yield store, book, addresses
 
 
 def test_store_and_servers_give_the_same_weighted_blocks(weighted):

@@ -3,8 +3,6 @@ read by edge id, bgl typed blocks' rows aligned with ``etypes``; a heterogeneous
 its partition on 2 real graph servers (the store's batches)."""
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import pytest
 import torch
@@ -14,7 +12,7 @@ dgl = pytest.importorskip("dgl")
 import bgl  # noqa: E402
 from bgl.partition import partition_graph  # noqa: E402
 
-from ...sampler.conftest import ServerProcess, with_edge_arrays  # noqa: E402
+from ...sampler.conftest import part_args, started_servers, with_edge_arrays  # noqa: E402
 from ...sampler.test_typed_weighted import random_heterograph  # noqa: E402
 from .test_typed_servers_loader import same_batches  # noqa: E402
 
@@ -77,18 +75,8 @@ def featured(hetero_store, tmp_path_factory):
     store = with_edge_arrays(hetero_store, work / "store",
                              {"ef": rng.standard_normal((e, 2)).astype(np.float32), "w": rng.random(e) + 0.01})
     book = partition_graph(store, "random", 2, work / "p", measure_samples=False)
-    with ThreadPoolExecutor(2) as pool:
-        futures = [pool.submit(ServerProcess, ["--partition", str(book.path), "--part", str(k)], work)
-                   for k in range(2)]
-    started = [f.result() for f in futures if f.exception() is None]
-    try:
-        for f in futures:
-            if f.exception() is not None:
-                raise f.exception()
-        yield store, book, ",".join(s.address for s in started)
-    finally:
-        for s in started:
-            s.kill()
+    with started_servers(part_args(book), work) as addresses:
+        yield store, book, ",".join(addresses)
 
 
 STORE_FANOUTS = [{"writes": 2, "cites": 3, "in": 1, "by": 1}, {"writes": 1, "cites": 2, "in": 0, "by": 2}]

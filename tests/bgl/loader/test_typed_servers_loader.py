@@ -3,8 +3,6 @@ batches (original ids), co-located reads equal to socket reads, DistDGL ids with
 dir, bad input named."""
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import pytest
 import torch
@@ -14,7 +12,7 @@ dgl = pytest.importorskip("dgl")
 import bgl  # noqa: E402
 from bgl.partition import partition_graph  # noqa: E402
 
-from ...sampler.conftest import ServerProcess  # noqa: E402
+from ...sampler.conftest import part_args, started_servers  # noqa: E402
 
 FULL = [{"writes": -1, "cites": -1, "in": 0, "by": -1}, {"writes": -1, "cites": -1, "in": -1, "by": 0}]
 SAMPLED = [{"writes": 2, "cites": 3, "in": 1, "by": 1}, {"writes": 1, "cites": 2, "in": 0, "by": 2}]
@@ -25,18 +23,8 @@ SEEDS = {"paper": torch.arange(0, 300, 3)}
 def served(hetero_store, tmp_path_factory):
     work = tmp_path_factory.mktemp("typed_loader")
     book = partition_graph(hetero_store, "random", 2, work / "p", measure_samples=False)
-    with ThreadPoolExecutor(2) as pool:
-        futures = [pool.submit(ServerProcess, ["--partition", str(book.path), "--part", str(k)], work)
-                   for k in range(2)]
-    started = [f.result() for f in futures if f.exception() is None]
-    try:
-        for f in futures:
-            if f.exception() is not None:
-                raise f.exception()
-        yield book, ",".join(s.address for s in started)
-    finally:
-        for s in started:
-            s.kill()
+    with started_servers(part_args(book), work) as addresses:
+        yield book, ",".join(addresses)
 
 
 def batches(graph, fanouts, seeds=SEEDS, **kw):

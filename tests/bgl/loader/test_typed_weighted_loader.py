@@ -2,8 +2,6 @@
 per-relation ``edata``, a typed store's edge arrays, its partition on real graph servers (same batches)."""
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import pytest
 import torch
@@ -13,7 +11,7 @@ dgl = pytest.importorskip("dgl")
 import bgl  # noqa: E402
 from bgl.partition import partition_graph  # noqa: E402
 
-from ...sampler.conftest import ServerProcess, with_edge_arrays  # noqa: E402
+from ...sampler.conftest import part_args, started_servers, with_edge_arrays  # noqa: E402
 from ...sampler.test_typed_weighted import random_heterograph  # noqa: E402
 from .test_typed_servers_loader import same_batches  # noqa: E402
 
@@ -76,18 +74,8 @@ def weighted_served(hetero_store, tmp_path_factory):
     w[rng.random(hetero_store.num_edges) < 0.5] = 0
     store = with_edge_arrays(hetero_store, work / "store", {"w": w, "m": w > 0.3})
     book = partition_graph(store, "random", 2, work / "p", measure_samples=False)
-    with ThreadPoolExecutor(2) as pool:
-        futures = [pool.submit(ServerProcess, ["--partition", str(book.path), "--part", str(k)], work)
-                   for k in range(2)]
-    started = [f.result() for f in futures if f.exception() is None]
-    try:
-        for f in futures:
-            if f.exception() is not None:
-                raise f.exception()
-        yield store, book, ",".join(s.address for s in started)
-    finally:
-        for s in started:
-            s.kill()
+    with started_servers(part_args(book), work) as addresses:
+        yield store, book, ",".join(addresses)
 
 
 def test_partition_on_servers_gives_the_weighted_stores_batches(weighted_served, monkeypatch):
