@@ -103,8 +103,8 @@ def run(args) -> None:
               f"batch {args.batch_size}, {args.batches} batches per method")
         print(f"{'method':32s} {'seeds/s':>10s} {'bgl/DGL':>8s} {'input nodes/batch':>18s}")
         for name in names:
-            ratio = wall[anchors[name]] / wall[name] if name in anchors else float("nan")
-            print(f"{name:32s} {n / wall[name]:10.0f} {ratio:8.2f} {rows[name] / args.batches:18.0f}")
+            ratio = f"{wall[anchors[name]] / wall[name]:8.2f}" if name in anchors else f"{'':8s}"
+            print(f"{name:32s} {n / wall[name]:10.0f} {ratio} {rows[name] / args.batches:18.0f}")
 
 
 def main() -> None:
