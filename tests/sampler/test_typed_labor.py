@@ -97,3 +97,18 @@ def test_labor_sampler_on_a_heterograph_gives_real_edges_and_refuses_labor_i():
     for kw, what in (({"importance_sampling": 1}, "importance_sampling=1"), ({"prob": "w"}, "prob='w'")):
         with pytest.raises(ValueError, match=f"LaborSampler\\({what}\\): graphs with edge types sample by LABOR-0"):
             bgl.DataLoader(g, seeds, dgl.dataloading.LaborSampler([2], **kw), batch_size=8)
+
+
+def test_typed_labor_frames():
+    from bgl.errors import ProtocolError
+    from bgl.sampler import protocol as P
+    from bgl.sampler.typed_remote import typed_sample_request
+
+    frames = typed_sample_request(1, np.array([0, 5]), np.array([1, -1]), False, 3, exclude=np.array([2]),
+                                  labor=(9, 0.25))
+    req = P.parse_request(frames, num_relations=2)
+    assert req.labor == (9, 0.25) and req.exclude.tolist() == [2] and req.fanouts.tolist() == [1, -1]
+    with pytest.raises(ProtocolError, match="LABOR with edge weights \\('w'\\) is not supported"):
+        P.parse_request(typed_sample_request(1, np.array([0]), np.array([1, 1]), False, 3, prob="w", labor=(0, -1.0)), 2)
+    with pytest.raises(ProtocolError, match="LABOR samples without replacement"):
+        P.parse_request(typed_sample_request(1, np.array([0]), np.array([1, 1]), True, 3, labor=(0, -1.0)), 2)
