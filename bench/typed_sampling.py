@@ -26,7 +26,6 @@ import os
 import platform
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
@@ -41,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 def run(args) -> None:
     import dgl
     from hetero import to_dglgraph
+    from sampling_weighted import timed_turns
 
     import bgl
     from bgl.sampler import LocalSampler
@@ -86,15 +86,8 @@ def run(args) -> None:
         papers = g.num_nodes("paper")
         batches = [torch.from_numpy(rng.choice(papers, args.batch_size, replace=False))
                    for _ in range(args.batches + 2)]
-        for fn in methods.values():  # warm-up: kernels loaded, DGL's first-call costs paid
-            for b in batches[:2]:
-                fn(b)
-        wall, rows, names = dict.fromkeys(methods, 0.0), dict.fromkeys(methods, 0), list(methods)
-        for i, b in enumerate(batches[2:]):
-            for name in names[i % len(names):] + names[:i % len(names)]:
-                t0 = time.perf_counter()
-                rows[name] += methods[name](b)
-                wall[name] += time.perf_counter() - t0
+        wall, rows = timed_turns(methods, batches)
+        names = list(methods)
         n = args.batches * args.batch_size
         print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs (shared; under load), "
               f"torch threads {torch.get_num_threads()}")
