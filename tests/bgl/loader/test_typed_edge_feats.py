@@ -65,6 +65,16 @@ def test_heterograph_bgl_blocks_carry_rows_aligned_with_etypes():
                     assert torch.equal(rows[sel], g.edges[c].data["ef"][eids[sel]]), c
 
 
+def test_fields_of_different_widths_by_relation_go_to_dgl_blocks_and_are_named_for_bgl_blocks():
+    g = heterograph()
+    g.edges["by"].data["ef"] = torch.zeros(g.num_edges("by"), 5)  # "ef" is 3 wide on the other relations
+    got = batches(g, {"paper": torch.arange(40)}, HG_FANOUTS, ["ef"])  # DGL blocks: each relation its own
+    by = ("paper", "by", "author")
+    assert any(b.edges[by].data["ef"].shape[1:] == (5,) for _, _, blocks in got for b in blocks if b.num_edges(by))
+    with pytest.raises(ValueError, match=r"edge data 'ef' has rows of shape \(5,\) on \('paper', 'by', 'author'\)"):
+        batches(g, {"paper": torch.arange(40)}, HG_FANOUTS, ["ef"], blocks="bgl")  # one fused array: one width
+
+
 @pytest.fixture(scope="module")
 def featured(hetero_store, tmp_path_factory):
     """The typed test store with edge features ``ef`` (float32 [E, 2]) and weights ``w``, its
