@@ -124,11 +124,17 @@ def sample_typed_layer(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarra
         exclude_from_spans(starts, degs, counts_rel, counts, fanouts, bool(replace), exclude, nexcl)
     else:
         exclude = _NO_EDGES
+    return _layer_output(indices, counts, max_edges, lambda *out: typed_positions(
+        starts, degs, counts_rel, nexcl, stream, fanouts, bool(replace), rel_seeds, exclude, *out))
+
+
+def _layer_output(indices, counts: np.ndarray, max_edges: int, fill) -> tuple:
+    """``(counts, nbrs, eids, etypes)`` of a layer of ``counts`` edges per row: ``fill(out_indptr,
+    eids, etypes)`` (a span kernel) writes each row's positions and relations, one gather the neighbours."""
     indptr_out, total = ops._sample_offsets(counts, max_edges)
     all_eids = np.empty(total, np.int64)
     etypes = np.empty(total, np.int64)
-    typed_positions(starts, degs, counts_rel, nexcl, stream, fanouts, bool(replace), rel_seeds, exclude, indptr_out,
-                    all_eids, etypes)
+    fill(indptr_out, all_eids, etypes)
     nbrs = np.empty(total, indices.dtype)
     K.gather_nbrs_serial(indices, all_eids, nbrs)
     return counts, nbrs, all_eids, etypes
@@ -143,14 +149,8 @@ def _weighted_layer(indices, starts, degs, counts_rel, counts, prob, stream, fan
         raise ValueError(f"prob has {prob.shape[0]} weights for {indices.shape[0]} edges")
     positive = np.empty_like(starts)
     widest = weighted_span_counts(starts, degs, counts_rel, counts, prob, fanouts, bool(replace), positive)
-    indptr_out, total = ops._sample_offsets(counts, max_edges)
-    all_eids = np.empty(total, np.int64)
-    etypes = np.empty(total, np.int64)
-    weighted_span_positions(starts, degs, counts_rel, positive, prob, stream, fanouts, bool(replace), rel_seeds,
-                            np.int64(widest), indptr_out, all_eids, etypes)
-    nbrs = np.empty(total, indices.dtype)
-    K.gather_nbrs_serial(indices, all_eids, nbrs)
-    return counts, nbrs, all_eids, etypes
+    return _layer_output(indices, counts, max_edges, lambda *out: weighted_span_positions(
+        starts, degs, counts_rel, positive, prob, stream, fanouts, bool(replace), rel_seeds, np.int64(widest), *out))
 
 
 def _labor_layer(indices, starts, degs, counts_rel, counts, fanouts, layer_seed, labor, max_edges, prob, exclude):
@@ -164,13 +164,8 @@ def _labor_layer(indices, starts, degs, counts_rel, counts, fanouts, layer_seed,
         raise ValueError(f"LABOR mix (batch_dependency position) must be -1 or in [0, 1), got {mix}")
     args = (np.uint64(int(layer_seed) & MASK64), np.uint64(seed2 & MASK64), np.float64(mix))
     labor_span_counts(starts, degs, counts_rel, counts, indices, fanouts, *args)
-    indptr_out, total = ops._sample_offsets(counts, max_edges)
-    all_eids = np.empty(total, np.int64)
-    etypes = np.empty(total, np.int64)
-    labor_span_positions(starts, degs, counts_rel, indices, fanouts, *args, indptr_out, all_eids, etypes)
-    nbrs = np.empty(total, indices.dtype)
-    K.gather_nbrs_serial(indices, all_eids, nbrs)
-    return counts, nbrs, all_eids, etypes
+    return _layer_output(indices, counts, max_edges,
+                         lambda *out: labor_span_positions(starts, degs, counts_rel, indices, fanouts, *args, *out))
 
 
 KEY_IDS = "key_ids"  # a typed part store's int64 [num_nodes]: each owned node's original id
