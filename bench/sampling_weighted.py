@@ -48,6 +48,21 @@ def make_graph(scale: int, workdir: Path):
                        splits={k: np.asarray(v) for k, v in base.splits.items()}, edata={"w": w})
 
 
+def timed_turns(methods: dict, batches: list) -> tuple[dict, dict]:
+    """``(seconds, summed results)`` per method over ``batches[2:]`` (the first two warm each method up):
+    the methods take turns batch by batch, the order rotating, so the machine's load drifts evenly."""
+    for fn in methods.values():
+        for b in batches[:2]:
+            fn(b)
+    wall, rows, names = dict.fromkeys(methods, 0.0), dict.fromkeys(methods, 0), list(methods)
+    for i, b in enumerate(batches[2:]):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            t0 = time.perf_counter()
+            rows[name] += methods[name](b)
+            wall[name] += time.perf_counter() - t0
+    return wall, rows
+
+
 def run(args) -> None:
     import dgl
 
@@ -83,17 +98,8 @@ def run(args) -> None:
         train = np.asarray(store.train_idx)
         batches = [torch.from_numpy(rng.choice(train, args.batch_size, replace=False))
                    for _ in range(args.batches + 2)]
-        for fn in methods.values():
-            for b in batches[:2]:
-                fn(b)
-        wall = dict.fromkeys(methods, 0.0)
-        rows = dict.fromkeys(methods, 0)
+        wall, rows = timed_turns(methods, batches)
         names = list(methods)
-        for i, b in enumerate(batches[2:]):
-            for name in names[i % len(names):] + names[:i % len(names)]:
-                t0 = time.perf_counter()
-                rows[name] += methods[name](b)
-                wall[name] += time.perf_counter() - t0
         n = args.batches * args.batch_size
         print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs (shared; under load)")
         print(f"graph: R-MAT scale {args.scale}, {store.num_nodes} nodes, {store.num_edges} edges; "

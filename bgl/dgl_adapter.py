@@ -167,6 +167,8 @@ def to_dgl_hetero_block(block: Block, schema, graph=None):
     the untyped blocks are: no COO -> CSC conversion in the model.  ``graph`` (the heterogeneous
     DGLGraph the block was sampled from in place) adds each type's and relation's other
     ``ndata``/``edata`` fields as lazy columns, as DGL's loader gives them (read on first use).
+    The block's ``edata`` rows (``prefetch_edge_feats`` of a store or servers, aligned with its
+    edges) go to every relation, each its own rows: ``edata[name]`` is DGL's ``{canonical etype: rows}``.
 
     The same graph as ``dgl.create_block`` of one CSC per relation with every node type's
     src and dst counts (types, relations and their order, edges, frames), built straight
@@ -190,6 +192,9 @@ def to_dgl_hetero_block(block: Block, schema, graph=None):
     # One host-to-device copy per array; each relation and type takes a view of it.
     rel_indptr, rel_indices, type_ids, edge_ids = (torch.from_numpy(a).to(device) for a in parts.arrays)
     unit_eids = _positions(max(parts.rel_edges, default=0), device)
+    # prefetch_edge_feats rows, in relation order (one gather per array); with the graph, only on the
+    # relations that have the field, as DGL's blocks carry it
+    edata = {k: v[torch.from_numpy(parts.rel_pos).to(v.device)] for k, v in block.edata.items()}
     rel_graphs, edge_frames = [], []
     for r in skeleton.rel_order:
         lo, n = parts.edge_start[r], parts.rel_edges[r]
@@ -198,8 +203,10 @@ def to_dgl_hetero_block(block: Block, schema, graph=None):
             2, parts.num_src[skeleton.rel_src_type[r]], csc.shape[0] - 1, csc, rel_indices[lo:lo + n],
             unit_eids[:n], _ALL_FORMATS, True))
         fields = {dgl.EID: edge_ids[lo:lo + n]}
+        rel_data = None if graph is None else graph.edges[tuple(schema.canonical_etypes[r])].data
+        fields.update((k, v[lo:lo + n]) for k, v in edata.items() if rel_data is None or k in rel_data)
         if graph is not None:
-            _add_lazy_fields(fields, graph.edges[tuple(schema.canonical_etypes[r])].data, fields[dgl.EID])
+            _add_lazy_fields(fields, rel_data, fields[dgl.EID])
         edge_frames.append(Frame(fields, num_rows=n))
     src_frames, dst_frames = [], []
     for nt, t in zip(skeleton.ntypes, skeleton.type_order):
@@ -224,6 +231,7 @@ class _TypedBlockParts:
     after type, edge ids in relation order); relation ``r`` owns ``indptr_start[r]:indptr_start[r+1]``
     of the first and ``rel_edges[r]`` entries from ``edge_start[r]`` of the others; type ``t`` owns
     ``num_src[t]`` type-local ids from ``type_start[t]``, of which the first ``num_dst[t]`` are dst nodes.
+    ``rel_pos``: each relation-order edge's position in the block (where its ``edata`` rows are).
     """
 
     arrays: tuple
@@ -233,6 +241,7 @@ class _TypedBlockParts:
     type_start: list
     num_src: list
     num_dst: list
+    rel_pos: np.ndarray = None
 
 
 def _typed_block_parts(block: Block, schema, skeleton) -> _TypedBlockParts:
@@ -261,7 +270,7 @@ def _typed_block_parts(block: Block, schema, skeleton) -> _TypedBlockParts:
     edge_ids = rel_pos if block.edge_ids is None else block.edge_ids.cpu().numpy()[rel_pos]
     return _TypedBlockParts((rel_indptr, rel_indices, type_ids, edge_ids), indptr_start.tolist(),
                             edge_start.tolist(), np.diff(edge_start).tolist(),
-                            [0] + np.cumsum(num_src).tolist(), num_src.tolist(), num_dst.tolist())
+                            [0] + np.cumsum(num_src).tolist(), num_src.tolist(), num_dst.tolist(), rel_pos)
 
 
 def _type_fields(nid_key, ids, data: dict, ntype: str) -> dict:

@@ -18,6 +18,7 @@ import numpy as np
 from numba import njit
 
 from ._kernels import FLOYD_MAX_K, _count_one, _row_positions
+from ._labor_kernels import _keep, _threshold
 from ._weighted_kernels import _count_of, _positive, weighted_span
 
 
@@ -163,6 +164,46 @@ def weighted_span_positions(starts, degs, counts, positive, prob, keys, fanouts,
             for j in range(k):
                 out_etypes[o + j] = r
             o += k
+
+
+@njit(nogil=True, cache=True)
+def labor_span_counts(starts, degs, counts, row_counts, indices, fanouts, seed1, seed2, c):
+    """Redo :func:`typed_spans`' counts as LABOR-0 keeps (:mod:`._labor_kernels`): span ``(i, r)``
+    keeps edge ``t -> s`` iff ``r_t <= fanout_r / deg`` (every edge when ``deg <= fanout_r``), so each
+    edge is kept with probability ``min(1, fanout_r / deg)``, the uniform draw's, and the variates
+    ``r_t`` (one per source node, whatever the relation) are shared across the layer's rows."""
+    for i in range(starts.shape[0]):
+        total = 0
+        for r in range(starts.shape[1]):
+            if counts[i, r] == 0:  # no edges, fanout 0, or another type's relation
+                continue
+            s, d = starts[i, r], degs[i, r]
+            thresh = _threshold(d, fanouts[r])
+            n = 0
+            for p in range(s, s + d):
+                n += _keep(indices, p, thresh, seed1, seed2, c)
+            counts[i, r] = n
+            total += n
+        row_counts[i] = total
+
+
+@njit(nogil=True, cache=True)
+def labor_span_positions(starts, degs, counts, indices, fanouts, seed1, seed2, c, out_indptr, out_eids,
+                         out_etypes):
+    """Row ``i``'s kept CSC positions (CSC order) and relation ids at ``out_indptr[i]``, relation by
+    relation ascending, as :func:`labor_span_counts` counted them."""
+    for i in range(counts.shape[0]):
+        o = out_indptr[i]
+        for r in range(counts.shape[1]):
+            if counts[i, r] == 0:
+                continue
+            s, d = starts[i, r], degs[i, r]
+            thresh = _threshold(d, fanouts[r])
+            for p in range(s, s + d):
+                if _keep(indices, p, thresh, seed1, seed2, c):
+                    out_eids[o] = p
+                    out_etypes[o] = r
+                    o += 1
 
 
 @njit(nogil=True, cache=True)

@@ -326,9 +326,7 @@ class SamplingClient(typed_remote.TypedClient, temporal_remote.TemporalClient):
         K.permute_segments(sorted_indptr, sorted_nbrs, inv, out_indptr, nbrs)
         if not edge_data:
             return counts, nbrs, None
-        perm = np.empty(sorted_nbrs.shape[0], np.int64)  # reply position of each output edge
-        K.permute_segments(sorted_indptr, np.arange(sorted_nbrs.shape[0], dtype=np.int64), inv, out_indptr, perm)
-        rows = {name: np.take(np.concatenate([r[2][name] for r in replies]), perm, axis=0) for name in edge_data}
+        rows = ops.rows_in_dst_order([r[2] for r in replies], edge_data, sorted_indptr, inv, out_indptr)
         return counts, nbrs, None, rows
 
     def _sample_request(self, ids, fanout: int, replace: bool, seed: int, prob=None, edge_data=(),

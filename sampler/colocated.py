@@ -134,18 +134,20 @@ class LocalParts:
         return [counts, nbrs] if rows is None else [counts, nbrs, rows]
 
     def sample_typed(self, srv: int, ids: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int,
-                     exclude=None, weights: str | None = None) -> list:
-        """``[counts, nbrs, etypes]`` for ``ids`` of server ``srv``'s typed part, as its typed SAMPLE reply
-        (``exclude``: the part's CSC positions never drawn; ``weights``: the edge array to draw by)."""
+                     exclude=None, weights: str | None = None, edge_data=(), labor=None) -> list:
+        """``[counts, nbrs, etypes]`` (plus ``{name: rows}`` when ``edge_data`` names edge arrays) for ``ids``
+        of server ``srv``'s typed part, as its typed SAMPLE reply (``exclude``: the part's CSC positions
+        never drawn; ``weights``: the edge array to draw by)."""
         from .typed import sample_typed_store, stream_keys
 
         store = self.stores[srv]
         if srv not in self._keys:
             self._keys[srv] = stream_keys(store)
-        counts, nbrs, _, etypes = sample_typed_store(store, self._indptr[srv], ids, fanouts, replace, seed,
-                                                     self._keys[srv], exclude=exclude,
-                                                     prob=self._weights[srv](weights))
-        return [counts, nbrs, etypes]
+        counts, nbrs, _, etypes, *rows = sample_typed_store(store, self._indptr[srv], ids, fanouts, replace, seed,
+                                                            self._keys[srv], exclude=exclude,
+                                                            prob=self._weights[srv](weights), edge_data=edge_data,
+                                                            labor=labor)
+        return [counts, nbrs, etypes, *rows]
 
     def gather_typed(self, srv: int, ids: np.ndarray, ntype: int, label: bool) -> tuple:
         """Rows of node type index ``ntype`` for global ``ids`` of server ``srv``'s part, as its typed FEATURES reply."""

@@ -4,7 +4,7 @@ The first request of a new kind loads (or, on a cold cache such as a fresh clone
 up to a minute on a loaded 2-core box) its kernels: time a client waiting on its reply deadline
 must not pay.  So a server answers one request of each kind to itself first: a plain, a LABOR
 and an edge-excluding SAMPLE, a weighted one per 1-D edge array, a typed one (plain,
-edge-excluding and weighted per 1-D edge array) on a typed store, a temporal one of each strategy on a store with a ``timestamp``
+edge-excluding, LABOR and weighted per 1-D edge array) on a typed store, a temporal one of each strategy on a store with a ``timestamp``
 edge array (which also builds that array's time order, :mod:`.temporal`, before the first request),
 and the FEATURES/label reads.  numba compiles a variant per dtype and writeable flag: the
 protocol's parser hands every request's ids over as read-only int64 (whatever the frame's
@@ -48,6 +48,7 @@ def load_request_kernels(store, indptr: np.ndarray, num_relations: int | None, k
 
         sample_typed_store(store, indptr, seeds, np.full(num_relations, 2, np.int64), False, 0, keys)
         sample_typed_store(store, indptr, seeds, np.full(num_relations, 2, np.int64), False, 0, keys, exclude=exclude)
+        sample_typed_store(store, indptr, seeds, np.full(num_relations, 2, np.int64), False, 0, keys, labor=(0, -1.0))
         for prob in _weights_of(store):
             _load_typed_weighted_kernels(store, seeds, num_relations, keys, prob)
 

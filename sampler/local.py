@@ -124,28 +124,34 @@ class LocalSampler:
         return self.store.schema
 
     def sample_typed_layer(self, dst: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int, exclude=None,
-                           prob: str | None = None):
-        """One typed layer: (counts, nbrs, eids, etypes); ``fanouts`` int64 [R], one per relation;
-        ``exclude``: CSC positions never drawn (a typed graph's edges are excluded by position, since
-        a DGLGraph's own ids repeat across relations); ``prob``: the edge array (weights or bool mask)
-        each relation draws by."""
+                           prob: str | None = None, edge_data=(), labor=None):
+        """One typed layer: (counts, nbrs, eids, etypes), plus ``{name: rows}`` of the sampled edges when
+        ``edge_data`` names edge arrays; ``fanouts`` int64 [R], one per relation; ``exclude``: CSC
+        positions never drawn (a typed graph's edges are excluded by position, since a DGLGraph's own
+        ids repeat across relations); ``prob``: the edge array (weights or bool mask) each relation draws by;
+        ``labor`` = ``(seed2, mix)``: LABOR-0 instead."""
         from .typed import sample_typed_store, stream_keys
 
         if not hasattr(self, "_keys"):
             self._keys = stream_keys(self.store)
-        counts, nbrs, eids, etypes = sample_typed_store(self.store, self._indptr, dst, fanouts, replace, seed,
-                                                        self._keys, exclude=exclude, prob=self._weights(prob))
+        counts, nbrs, eids, etypes, *rows = sample_typed_store(self.store, self._indptr, dst, fanouts, replace, seed,
+                                                               self._keys, exclude=exclude, prob=self._weights(prob),
+                                                               edge_data=edge_data, labor=labor)
         if self._edge_ids is not None:
             eids = self._edge_ids[eids].astype(np.int64, copy=False)
-        return counts, nbrs, eids, etypes
+        return (counts, nbrs, eids, etypes, *rows)
 
     def sample_typed_blocks(self, seeds, fanouts: Sequence[np.ndarray], replace: bool = False,
-                            seed: int | None = None, exclude=None, prob: str | None = None) -> list[Block]:
+                            seed: int | None = None, exclude=None, prob: str | None = None,
+                            edge_data=(), labor=None) -> list[Block]:
         """Typed blocks for global ``seeds``: ``fanouts[l]`` int64 [R] per relation (DGL order); no
         edge at a CSC position in ``exclude`` (sorted int64) appears in any block; ``prob`` names the
-        edge array every relation draws by (DGL's ``prob=`` / ``mask=``; None = uniform)."""
+        edge array every relation draws by (DGL's ``prob=`` / ``mask=``; None = uniform); each block's
+        ``edata[name]`` holds the sampled edges' rows of the edge arrays ``edge_data`` names; ``labor``
+        (:class:`~bgl.sampler.multilayer.Labor`) samples every layer by LABOR-0."""
         return multilayer.sample_typed_blocks(seeds, fanouts, replace, seed, self.sample_typed_layer,
-                                              self._relabel, exclude=exclude, prob=prob)
+                                              self._relabel, exclude=exclude, prob=prob, edge_data=edge_data,
+                                              labor=labor)
 
     def fetch_type_features(self, ntype: str, local_ids) -> torch.Tensor:
         """Feature rows of type-local ``local_ids`` of node type ``ntype`` (that type's width and dtype)."""

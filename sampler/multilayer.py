@@ -142,14 +142,19 @@ TypedLayerFn = Callable[[np.ndarray, np.ndarray, bool, int], tuple[np.ndarray, n
 
 def sample_typed_blocks(seeds, fanouts: Sequence[np.ndarray], replace: bool, seed: int | None,
                         sample_layer: TypedLayerFn, relabel: RelabelFn = ops.relabel, exclude=None,
-                        prob: str | None = None) -> list[Block]:
+                        prob: str | None = None, edge_data=(), labor: Labor | None = None) -> list[Block]:
     """:func:`sample_blocks` for a typed graph: ``fanouts[l]`` is int64 [R], one per relation;
     ``exclude`` (CSC positions, link prediction's seed edges) reaches every layer's draw, ``prob``
-    (the edge array to draw by) every layer's ``sample_layer`` as its ``prob=``.
+    (the edge array to draw by) and ``edge_data`` (arrays whose sampled rows each block carries in
+    ``edata``, aligned with its edges as ``etypes`` is) every layer's ``sample_layer``; ``labor``
+    samples every layer by LABOR-0 as :func:`sample_blocks` does (ValueError for importance sampling).
 
     Blocks are over global ids as untyped ones are, with ``etypes`` per edge; layer
     seeds are the untyped ones, so the streams differ only by relation (:mod:`bgl.sampler.typed`).
     """
+    if labor is not None and labor.importance_sampling != 0:
+        raise ValueError(f"LaborSampler(importance_sampling={labor.importance_sampling}) on a graph with edge "
+                         "types: typed graphs sample by LABOR-0 only; pass importance_sampling=0")
     dst = ops.as_ids(seeds, "seeds")
     seed = draw_seed() if seed is None else int(seed)
     blocks = []
@@ -157,14 +162,21 @@ def sample_typed_blocks(seeds, fanouts: Sequence[np.ndarray], replace: bool, see
         extra = {} if exclude is None else {"exclude": exclude}
         if prob is not None:
             extra["prob"] = prob
-        counts, nbrs, eids, etypes = sample_layer(dst, np.asarray(fanouts[layer], np.int64), bool(replace),
-                                                  ops.layer_seed(seed, layer), **extra)
+        if edge_data:
+            extra["edge_data"] = tuple(edge_data)
+        key = layer
+        if labor is not None:  # as sample_blocks: layer 0's seeds for every layer under layer_dependency
+            key = 0 if labor.layer_dependency else layer
+            extra["labor"] = (ops.layer_seed(labor.seed2, key), float(labor.mix))
+        counts, nbrs, eids, etypes, *rows = sample_layer(dst, np.asarray(fanouts[layer], np.int64), bool(replace),
+                                                         ops.layer_seed(seed, key), **extra)
         src, local = relabel(dst, nbrs)
         indptr = np.zeros(dst.shape[0] + 1, np.int64)
         np.cumsum(counts, out=indptr[1:])
         blocks.append(Block(torch.from_numpy(src), int(dst.shape[0]), torch.from_numpy(indptr),
                             torch.from_numpy(local), None if eids is None else torch.from_numpy(eids),
-                            etypes=torch.from_numpy(etypes.astype(np.int64, copy=False))))
+                            etypes=torch.from_numpy(etypes.astype(np.int64, copy=False)),
+                            edata={k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in rows[0].items()} if rows else {}))
         dst = src
     blocks.reverse()
     return blocks

@@ -244,12 +244,7 @@ def sample_with_edge_data(indptr: np.ndarray, store, seeds, fanout: int, replace
 
     Serial kernels (one request per server thread).  ValueError names an edge array the store lacks.
     """
-    arrays = []
-    for name in edge_data:
-        try:
-            arrays.append(store.edge_array(name))
-        except KeyError as e:
-            raise ValueError(e.args[0]) from None
+    arrays = edge_arrays_of(store, edge_data)
     if labor is not None:
         if prob is not None:
             raise ValueError("LABOR with edge weights (prob=) is not supported; use NeighborSampler(prob=)")
@@ -263,6 +258,26 @@ def sample_with_edge_data(indptr: np.ndarray, store, seeds, fanout: int, replace
     if not edge_data:
         return counts, nbrs, None
     return counts, nbrs, {name: np.take(arr, eids, axis=0) for name, arr in zip(edge_data, arrays)}
+
+
+def edge_arrays_of(store, names) -> list:
+    """The edge arrays ``names`` of ``store`` (before any sampling); ValueError naming one it lacks."""
+    arrays = []
+    for name in names:
+        try:
+            arrays.append(store.edge_array(name))
+        except KeyError as e:
+            raise ValueError(e.args[0]) from None
+    return arrays
+
+
+def rows_in_dst_order(parts: list, names, sorted_indptr: np.ndarray, inv: np.ndarray,
+                      out_indptr: np.ndarray) -> dict:
+    """``{name: rows}`` of the servers' replies (``parts``, one ``{name: rows}`` each, in sorted-seed
+    order) moved to dst order as their edges are (:func:`~bgl.sampler._kernels.permute_segments`)."""
+    perm = np.empty(int(sorted_indptr[-1]), np.int64)  # reply position of each output edge
+    K.permute_segments(sorted_indptr, np.arange(perm.shape[0], dtype=np.int64), inv, out_indptr, perm)
+    return {name: np.take(np.concatenate([p[name] for p in parts]), perm, axis=0) for name in names}
 
 
 def gather(array: np.ndarray, ids: np.ndarray, node_offset: int, *, parallel: bool = True) -> np.ndarray:

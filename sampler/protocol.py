@@ -424,11 +424,12 @@ def parse_reply(frames: list, expect: Op) -> tuple[Header, list[np.ndarray]]:
         raise ServerError(msg.decode("utf-8", "replace"))
     if h.op != expect:
         raise ProtocolError(f"expected a {expect.name} reply, got op {h.op}")
-    if expect is Op.SAMPLE and h.flags & FLAG_TYPED:  # counts, nbrs, etypes (dtype code in field)
-        if len(frames) != 4:
-            raise ProtocolError(f"typed SAMPLE reply needs 4 frames, got {len(frames)}")
-        return h, [array_from_frame(f, c, n, 1, w) for f, c, n, w in zip(
-            frames[1:], (h.dtype0, h.dtype1, h.field), (h.len0, h.len1, h.len1), ("counts", "nbrs", "etypes"))]
+    if expect is Op.SAMPLE and h.flags & FLAG_TYPED:  # counts, nbrs, etypes (dtype code in field)[, edge data]
+        if len(frames) < 4 or len(frames) == 5:
+            raise ProtocolError(f"typed SAMPLE reply needs 4 frames (or more with edge data), got {len(frames)}")
+        arrays = [array_from_frame(f, c, n, 1, w) for f, c, n, w in zip(
+            frames[1:4], (h.dtype0, h.dtype1, h.field), (h.len0, h.len1, h.len1), ("counts", "nbrs", "etypes"))]
+        return h, arrays + ([parse_edge_rows(frames[4:], h.len1)] if len(frames) > 4 else [])
     if expect is Op.SAMPLE:
         if len(frames) < 3 or len(frames) == 4:
             raise ProtocolError(f"SAMPLE reply needs 3 frames (or more with edge data), got {len(frames)}")

@@ -236,13 +236,14 @@ class GraphServer:
         h = req.header
         if req.exclude is not None:
             ops.check_range(req.exclude, 0, self.store.num_edges, "excluded edges")
-        counts, nbrs, _, etypes = sample_typed_store(self.store, self._indptr, req.ids, req.fanouts,
-                                                     bool(h.flags & P.FLAG_REPLACE), h.seed, self._keys,
-                                                     exclude=req.exclude, prob=self._weights(req.weights))
+        counts, nbrs, _, etypes, *rows = sample_typed_store(
+            self.store, self._indptr, req.ids, req.fanouts, bool(h.flags & P.FLAG_REPLACE), h.seed, self._keys,
+            exclude=req.exclude, prob=self._weights(req.weights), edge_data=req.edge_data, labor=req.labor)
         etypes = etypes.astype(self.store.etype.dtype)  # 1 byte per edge on the wire (2 above 256 relations)
         reply = P.Header(P.Op.SAMPLE, h.req_id, P.FLAG_TYPED, P.dtype_code(etypes.dtype), P.dtype_code(counts.dtype),
                          P.dtype_code(nbrs.dtype), len0=counts.shape[0], len1=nbrs.shape[0], width=1)
-        return [reply.pack(), counts, nbrs, etypes]  # typed reply: etypes' dtype code in `field` (typed_frames)
+        # typed reply: etypes' dtype code in `field` (typed_frames), then the untyped reply's edge data frames
+        return [reply.pack(), counts, nbrs, etypes, *P.sample_reply(0, counts, nbrs, *rows)[3:]]
 
     def _typed_features(self, req: P.Request) -> list:
         """A typed FEATURES: rows of one node type, that type's own width and dtype."""

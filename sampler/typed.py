@@ -24,6 +24,12 @@ per-relation stream, so a weighted sample is equally a pure function of (seed, s
 relation, weights); a span takes ``min(fanout, its positive-weight edges)`` and never an edge
 of weight 0 (DGL's ``sample_neighbors(g, seeds, {etype: n}, prob=...)``).
 
+LABOR-0 (DGL's ``LaborSampler`` on a heterograph; ``labor`` = ``(seed2, mix)``): each relation's
+span of a row keeps edge ``t -> s`` iff the source's variate ``r_t`` (:mod:`._labor_kernels`,
+keyed by the layer seed and ``t``'s global id, the same for every relation) is at most
+``fanout_r / deg``: each edge kept with the uniform draw's probability, and rows sharing a source,
+through any relation, keep it together.  Importance sampling (LABOR-i) is not typed yet.
+
 Output rows list each destination's sampled edges grouped by relation, ascending,
 as the store does; ``etypes`` gives each sampled edge's relation id.
 """
@@ -35,8 +41,8 @@ import numpy as np
 
 from . import _kernels as K
 from . import ops
-from ._typed_kernels import (exclude_from_spans, typed_positions, typed_spans, weighted_span_counts,
-                             weighted_span_positions)
+from ._typed_kernels import (exclude_from_spans, labor_span_counts, labor_span_positions, typed_positions,
+                             typed_spans, weighted_span_counts, weighted_span_positions)
 
 MASK64 = (1 << 64) - 1
 _NO_EDGES = ops._read_only(np.empty(0, np.int64))  # no excluded positions: the variant a request's uses
@@ -77,8 +83,8 @@ def sample_typed_layer(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarra
                        node_offset: int, fanouts: np.ndarray, replace: bool, layer_seed: int,
                        dst_type_of_rel: np.ndarray, type_offsets: np.ndarray,
                        max_edges: int = ops.MAX_SAMPLE_EDGES, keys: np.ndarray | None = None,
-                       exclude: np.ndarray | None = None, prob: np.ndarray | None = None
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                       exclude: np.ndarray | None = None, prob: np.ndarray | None = None,
+                       labor: tuple[int, float] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One typed layer for destination global ids ``dst`` (int64 [m], owned by this CSC slice).
 
     ``type_offsets`` : int64 [T + 1] global id where each node type of this slice starts (a part
@@ -88,7 +94,9 @@ def sample_typed_layer(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarra
     relation drawing uniformly among its remaining edges (link prediction's seed edges); ``prob``:
     [e] weights of the slice's edges (CSC order, checked by :func:`~bgl.sampler.ops.check_weights`),
     each relation drawing proportionally to them among its positive-weight edges (DGL's ``prob=`` /
-    ``mask=`` on a heterograph), as an untyped weighted row draws.
+    ``mask=`` on a heterograph), as an untyped weighted row draws; ``labor`` = ``(seed2, mix)``: LABOR-0
+    instead (each relation's span keeps edges by their sources' variates under ``layer_seed``, one
+    variate per source node shared by every relation, as the untyped LABOR kernels keep a row's).
 
     Returns
     -------
@@ -105,6 +113,9 @@ def sample_typed_layer(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarra
                 fanouts, bool(replace), starts, degs, counts_rel, counts)
     stream = dst if keys is None else np.ascontiguousarray(keys[dst - node_offset], np.int64)
     rel_seeds = np.array([relation_seed(layer_seed, r) & MASK64 for r in range(num_rel)], np.uint64)
+    if labor is not None:
+        return _labor_layer(indices, starts, degs, counts_rel, counts, fanouts, layer_seed, labor, max_edges,
+                            prob, exclude)
     if prob is not None:
         return _weighted_layer(indices, starts, degs, counts_rel, counts, prob, stream, fanouts, replace,
                                rel_seeds, max_edges, exclude)
@@ -113,11 +124,17 @@ def sample_typed_layer(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarra
         exclude_from_spans(starts, degs, counts_rel, counts, fanouts, bool(replace), exclude, nexcl)
     else:
         exclude = _NO_EDGES
+    return _layer_output(indices, counts, max_edges, lambda *out: typed_positions(
+        starts, degs, counts_rel, nexcl, stream, fanouts, bool(replace), rel_seeds, exclude, *out))
+
+
+def _layer_output(indices, counts: np.ndarray, max_edges: int, fill) -> tuple:
+    """``(counts, nbrs, eids, etypes)`` of a layer of ``counts`` edges per row: ``fill(out_indptr,
+    eids, etypes)`` (a span kernel) writes each row's positions and relations, one gather the neighbours."""
     indptr_out, total = ops._sample_offsets(counts, max_edges)
     all_eids = np.empty(total, np.int64)
     etypes = np.empty(total, np.int64)
-    typed_positions(starts, degs, counts_rel, nexcl, stream, fanouts, bool(replace), rel_seeds, exclude, indptr_out,
-                    all_eids, etypes)
+    fill(indptr_out, all_eids, etypes)
     nbrs = np.empty(total, indices.dtype)
     K.gather_nbrs_serial(indices, all_eids, nbrs)
     return counts, nbrs, all_eids, etypes
@@ -132,14 +149,23 @@ def _weighted_layer(indices, starts, degs, counts_rel, counts, prob, stream, fan
         raise ValueError(f"prob has {prob.shape[0]} weights for {indices.shape[0]} edges")
     positive = np.empty_like(starts)
     widest = weighted_span_counts(starts, degs, counts_rel, counts, prob, fanouts, bool(replace), positive)
-    indptr_out, total = ops._sample_offsets(counts, max_edges)
-    all_eids = np.empty(total, np.int64)
-    etypes = np.empty(total, np.int64)
-    weighted_span_positions(starts, degs, counts_rel, positive, prob, stream, fanouts, bool(replace), rel_seeds,
-                            np.int64(widest), indptr_out, all_eids, etypes)
-    nbrs = np.empty(total, indices.dtype)
-    K.gather_nbrs_serial(indices, all_eids, nbrs)
-    return counts, nbrs, all_eids, etypes
+    return _layer_output(indices, counts, max_edges, lambda *out: weighted_span_positions(
+        starts, degs, counts_rel, positive, prob, stream, fanouts, bool(replace), rel_seeds, np.int64(widest), *out))
+
+
+def _labor_layer(indices, starts, degs, counts_rel, counts, fanouts, layer_seed, labor, max_edges, prob, exclude):
+    """:func:`sample_typed_layer`'s LABOR-0 keep over the spans :func:`typed_spans` found."""
+    if prob is not None:  # as untyped (ops.sample_with_edge_data)
+        raise ValueError("LABOR with edge weights (prob=) is not supported; use NeighborSampler(prob=)")
+    if exclude is not None and exclude.shape[0]:
+        raise ValueError("LABOR with excluded edges is not supported")
+    seed2, mix = int(labor[0]), float(labor[1])
+    if not (0.0 <= mix < 1.0 or mix == -1.0):
+        raise ValueError(f"LABOR mix (batch_dependency position) must be -1 or in [0, 1), got {mix}")
+    args = (np.uint64(int(layer_seed) & MASK64), np.uint64(seed2 & MASK64), np.float64(mix))
+    labor_span_counts(starts, degs, counts_rel, counts, indices, fanouts, *args)
+    return _layer_output(indices, counts, max_edges,
+                         lambda *out: labor_span_positions(starts, degs, counts_rel, indices, fanouts, *args, *out))
 
 
 KEY_IDS = "key_ids"  # a typed part store's int64 [num_nodes]: each owned node's original id
@@ -165,11 +191,15 @@ def stream_keys(store) -> np.ndarray | None:
 
 def sample_typed_store(store, indptr: np.ndarray, dst: np.ndarray, fanouts: np.ndarray, replace: bool,
                        seed: int, keys: np.ndarray | None = None, exclude: np.ndarray | None = None,
-                       prob: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                       prob: np.ndarray | None = None, edge_data=(), labor=None) -> tuple:
     """:func:`sample_typed_layer` over a (part) store's own fused CSC, after checking that ``dst``
     are ids it owns and ``fanouts`` (int64 [R], one per relation of its schema) are valid fanouts:
     what a graph server, a co-located read and :class:`~bgl.sampler.local.LocalSampler` all run
-    (``keys``: the store's :func:`stream_keys`; ``prob``: its checked weights, :class:`~bgl.sampler.ops.EdgeWeights`)."""
+    (``keys``: the store's :func:`stream_keys`; ``prob``: its checked weights, :class:`~bgl.sampler.ops.EdgeWeights`;
+    ``labor``: ``(seed2, mix)`` for LABOR-0).
+
+    Returns :func:`sample_typed_layer`'s four arrays, and when ``edge_data`` names edge arrays a fifth,
+    ``{name: rows of the sampled edges}`` (ValueError naming one the store lacks, before sampling)."""
     etype = getattr(store, "etype", None)
     if etype is None:
         raise ValueError(f"{store.path} has no edge types; sample it with per-layer int fanouts")
@@ -183,9 +213,13 @@ def sample_typed_store(store, indptr: np.ndarray, dst: np.ndarray, fanouts: np.n
     ops.check_range(dst, store.node_offset, store.node_offset + store.num_nodes, "seeds")
     if exclude is not None:  # read-only: one kernel variant whichever way the ids came (kernel_warmup)
         exclude = ops._read_only(np.ascontiguousarray(ops.check_exclude(exclude), np.int64))
-    return sample_typed_layer(indptr, store.indices, etype, dst, store.node_offset, fanouts, replace, seed,
-                              schema.relation_ends()[1], schema.offsets + store.node_offset, keys=keys,
-                              exclude=exclude, prob=prob)
+    arrays = ops.edge_arrays_of(store, edge_data)
+    out = sample_typed_layer(indptr, store.indices, etype, dst, store.node_offset, fanouts, replace, seed,
+                             schema.relation_ends()[1], schema.offsets + store.node_offset, keys=keys,
+                             exclude=exclude, prob=prob, labor=labor)
+    if not edge_data:
+        return out
+    return (*out, {name: np.take(a, out[2], axis=0) for name, a in zip(edge_data, arrays)})
 
 
 def typed_rows(store, gids: np.ndarray, ntype: int, label: bool) -> np.ndarray:

@@ -33,20 +33,26 @@ from . import protocol as P
 
 
 def typed_sample_request(req_id: int, seeds: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int,
-                         exclude: np.ndarray | None = None, prob: str | None = None) -> list:
+                         exclude: np.ndarray | None = None, prob: str | None = None, edge_data=(),
+                         labor: tuple[int, float] | None = None) -> list:
     """Frames of a typed SAMPLE request (:mod:`.typed_frames`): ``seeds`` int32/int64 [m], ``fanouts`` int64 [R],
-    the edge names frame when ``prob`` names the edge array to draw by, and ``exclude`` (sorted unique
-    int64 CSC positions of the server's part) when it holds any."""
+    the edge names frame when ``prob`` names the edge array to draw by or ``edge_data`` the arrays whose
+    rows the reply carries, and ``exclude`` (sorted unique int64 CSC positions of the server's part)
+    when it holds any, then the LABOR frame when ``labor`` = ``(seed2, mix)``."""
     seeds = np.ascontiguousarray(seeds)
     n_excl = 0 if exclude is None else int(exclude.shape[0])
-    flags = P.FLAG_TYPED | (P.FLAG_REPLACE if replace else 0) | (P.FLAG_EDGE_NAMES if prob else 0)
+    names = bool(prob or edge_data)
+    flags = (P.FLAG_TYPED | (P.FLAG_REPLACE if replace else 0) | (P.FLAG_EDGE_NAMES if names else 0)
+             | (P.FLAG_LABOR if labor is not None else 0))
     h = P.Header(P.Op.SAMPLE, req_id, flags, 0, P.dtype_code(seeds.dtype),
                  P.EXCLUDE_CODE if n_excl else 0, 0, int(seed) & ((1 << 64) - 1), seeds.shape[0], n_excl, 1)
     frames = [h.pack(), seeds, np.ascontiguousarray(fanouts, dtype="<i8")]
-    if prob:
-        frames.append(P.encode_edge_names(prob))
+    if names:
+        frames.append(P.encode_edge_names(prob, edge_data))
     if n_excl:
         frames.append(np.ascontiguousarray(exclude, dtype="<i8"))
+    if labor is not None:
+        frames.append(P.LABOR_FRAME.pack(int(labor[0]) & ((1 << 64) - 1), float(labor[1])))
     return frames
 
 
@@ -143,10 +149,12 @@ class TypedClient:
 
     # -------------------------------------------------------------- sampling
     def sample_typed_layer(self, dst: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int, exclude=None,
-                           prob: str | None = None):
-        """One typed layer across servers: (counts int64 [m], nbrs int64 [e], None, etypes [e]) in dst order;
+                           prob: str | None = None, edge_data: Sequence[str] = (), labor=None):
+        """One typed layer across servers: (counts int64 [m], nbrs int64 [e], None, etypes [e]) in dst order,
+        plus ``{name: rows [e, ...]}`` of the sampled edges when ``edge_data`` names edge arrays;
         ``exclude``: sorted global edge ids (:attr:`edge_bounds` numbering) never drawn, each server sent
-        its own part's share as CSC positions; ``prob``: the servers' edge array every relation draws by."""
+        its own part's share as CSC positions; ``prob``: the servers' edge array every relation draws by;
+        ``labor`` = ``(seed2, mix)``: LABOR-0 instead."""
         schema = self._typed()
         fanouts = np.ascontiguousarray(fanouts, np.int64)
         if fanouts.shape != (len(schema.edge_types),):
@@ -158,15 +166,19 @@ class TypedClient:
         sorted_ids = dst[order]
         if exclude is not None:
             ops.check_range(exclude, 0, int(self.edge_bounds[-1]), "excluded edges")
-        jobs = [(s, functools.partial(self._typed_request, sorted_ids[a:b], fanouts, replace, seed,
-                                      self._part_exclude(exclude, s), prob),
-                 functools.partial(self._local.sample_typed, s, sorted_ids[a:b], fanouts, replace, seed,
-                                   self._part_exclude(exclude, s), prob))
+        edge_data = tuple(edge_data)
+        args = (fanouts, replace, seed)
+        jobs = [(s, functools.partial(self._typed_request, sorted_ids[a:b], *args, self._part_exclude(exclude, s),
+                                      prob, edge_data, labor),
+                 functools.partial(self._local.sample_typed, s, sorted_ids[a:b], *args, self._part_exclude(exclude, s),
+                                   prob, edge_data, labor))
                 for s, a, b in groups]
         replies = self._answer(jobs, P.Op.SAMPLE)
         for (s, a, b), reply in zip(groups, replies):
-            if len(reply) != 3 or reply[0].shape[0] != b - a:
-                raise ProtocolError(f"{self.addresses[s]} did not answer the typed SAMPLE for {b - a} seeds")
+            if len(reply) != 3 + bool(edge_data) or reply[0].shape[0] != b - a or \
+                    (edge_data and sorted(reply[3]) != sorted(edge_data)):
+                raise ProtocolError(f"{self.addresses[s]} did not answer the typed SAMPLE for {b - a} seeds"
+                                    f"{f' with edge data {list(edge_data)}' if edge_data else ''}")
         sorted_counts = np.concatenate([r[0] for r in replies]).astype(np.int64, copy=False)
         sorted_nbrs = np.concatenate([r[1].astype(np.int64, copy=False) for r in replies])
         sorted_etypes = np.concatenate([r[2].astype(np.int64, copy=False) for r in replies])
@@ -184,18 +196,25 @@ class TypedClient:
         etypes = np.empty_like(sorted_etypes)
         K.permute_segments(sorted_indptr, sorted_nbrs, inv, out_indptr, nbrs)
         K.permute_segments(sorted_indptr, sorted_etypes, inv, out_indptr, etypes)
-        return counts, nbrs, None, etypes
+        if not edge_data:
+            return counts, nbrs, None, etypes
+        return counts, nbrs, None, etypes, ops.rows_in_dst_order([r[3] for r in replies], edge_data, sorted_indptr,
+                                                                 inv, out_indptr)
 
-    def _typed_request(self, ids, fanouts, replace: bool, seed: int, exclude=None, prob=None) -> list:
-        return typed_sample_request(next(self._ids), ids, fanouts, replace, seed, exclude, prob)
+    def _typed_request(self, ids, fanouts, replace: bool, seed: int, exclude=None, prob=None, edge_data=(),
+                       labor=None) -> list:
+        return typed_sample_request(next(self._ids), ids, fanouts, replace, seed, exclude, prob, edge_data, labor)
 
     def sample_typed_blocks(self, seeds, fanouts: Sequence[np.ndarray], replace: bool = False,
-                            seed: int | None = None, exclude=None, prob: str | None = None):
+                            seed: int | None = None, exclude=None, prob: str | None = None, edge_data=(),
+                            labor=None):
         """Typed blocks for global ``seeds``: ``fanouts[l]`` int64 [R] per relation (DGL order); the
         same blocks as :meth:`bgl.sampler.LocalSampler.sample_typed_blocks` on the same part stores
-        (``exclude``: partition edge ids never drawn; ``prob``: the edge array to draw by)."""
+        (``exclude``: partition edge ids never drawn; ``prob``: the edge array to draw by; ``edge_data``:
+        the edge arrays whose sampled rows each block carries in ``edata``; ``labor``: LABOR-0)."""
         return multilayer.sample_typed_blocks(seeds, fanouts, replace, seed, self.sample_typed_layer,
-                                              self._relabel, exclude=exclude, prob=prob)
+                                              self._relabel, exclude=exclude, prob=prob, edge_data=edge_data,
+                                              labor=labor)
 
     # -------------------------------------------------------------- rows
     def _typed_fetch(self, ntype: str, local_ids, label: bool) -> torch.Tensor:
@@ -286,14 +305,16 @@ class TypedServerSampler:
 
     # -------------------------------------------------------------- loader calls
     def sample_typed_blocks(self, seeds, fanouts: Sequence[np.ndarray], replace: bool = False,
-                            seed: int | None = None, exclude=None, prob: str | None = None):
+                            seed: int | None = None, exclude=None, prob: str | None = None, edge_data=(),
+                            labor=None):
         """Typed blocks for loader global ``seeds``, node ids in the loader's id space; ``exclude``:
         partition edge ids never drawn (edge ids are the partition's in both id spaces); ``prob``: the
-        edge array every relation draws by."""
+        edge array every relation draws by; ``edge_data``: the edge arrays each block carries; ``labor``:
+        LABOR-0, its variates keyed by the SERVERS' ids (a partition's new ids: not the store's blocks)."""
         import dataclasses
 
         blocks = self.client.sample_typed_blocks(self.to_server(seeds), fanouts, replace, seed, exclude=exclude,
-                                                 prob=prob)
+                                                 prob=prob, edge_data=edge_data, labor=labor)
         return [dataclasses.replace(b, src_ids=torch.from_numpy(self.to_loader(b.src_ids.numpy())))
                 for b in blocks]
 

@@ -52,7 +52,7 @@ from .seed_items import resolve_seeds
 from .spawn_start import start_zygote
 from .specs import CacheSpec
 from .stages import FetchStage, SampleStage, TransferStage
-from .typed import check_typed_options, reads_rows_lazily, typed_fanouts
+from .typed import check_typed_options, reads_in_place, typed_fanouts
 
 log = logging.getLogger(__name__)
 
@@ -146,15 +146,15 @@ class DataLoader:
         self._info = info
         want_dgl = _wants_dgl_blocks(opts.blocks, info, sampler)
         typed = info.typed or isinstance(indices, dict)
-        lazy_rows = typed and reads_rows_lazily(info, sampler, want_dgl, opts.cache)  # typed.py
+        lazy_rows, live_graph = reads_in_place(info, sampler, want_dgl, opts.cache) if typed else (False, False)
         schema = check_typed_options(info, sampler, opts.cache, lazy_rows) if typed else None
         if schema is None and any(isinstance(f, dict) for f in sampler.fanouts):
             raise ValueError("per-relation fanout dicts need a graph with edge types; this graph has one")
         check_edge_options(sampler.edge, info, sampler.labor, typed)
         extra_feats, edge_feats = ((), ()) if typed else check_graph_fields(info, graph, sampler.feat_keys,
                                                                             sampler.edge_keys)
-        # A DGLGraph's edge features are read in place by edge id, a store's come with the sample.
-        store_edge_feats = () if info.from_dgl else tuple(sampler.edge_keys)
+        # Edge features: a DGLGraph's are read in place by edge id (typed: into DGL blocks), a store's come with the sample.
+        store_edge_feats = () if info.from_dgl and (live_graph or not typed) else tuple(sampler.edge_keys)
         # A DGLGraph is read in place: the loader watches its fields for changes between epochs.
         self._graph = graph if info.from_dgl and not typed else None
         self._graph_fields = self._field_versions()
@@ -200,7 +200,7 @@ class DataLoader:
             self._fetch = dataclasses.replace(self._fetch, schema=schema)
         type_names = graph_type_names(self._graph) if self._graph is not None else ("_N", "_E")
         self._transfer = TransferStage(device=str(self.device), to_dgl=want_dgl, schema=schema,
-                                       graph=graph if lazy_rows else self._graph,
+                                       graph=graph if live_graph else self._graph,
                                        node_feats=extra_feats, edge_feats=edge_feats, type_names=type_names,
                                        feat_codec=info.feat_codec, feat_dtype=opts.feat_dtype, feat_keys=feat_keys)
         self._stage_cores = opts.stage_cores

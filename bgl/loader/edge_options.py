@@ -38,8 +38,9 @@ def edge_option(prob, mask) -> Optional[str]:
 def edge_names_of(names) -> tuple[str, ...]:
     if names is None:
         return ()
-    if isinstance(names, dict):
-        raise ValueError("heterogeneous prefetch_edge_feats dicts are not supported (homogeneous graphs only)")
+    if isinstance(names, dict):  # DGL's {etype: [names]}: a store's edge array covers every relation
+        names = [n for v in names.values() for n in ([v] if isinstance(v, str) else v)]
+        names = list(dict.fromkeys(names))
     if isinstance(names, str):
         names = [names]
     out = tuple(names)
@@ -53,12 +54,13 @@ def check_edge_options(options: EdgeOptions, info: Any, labor=None, typed: bool 
     local graph), before any stage starts; ValueError naming the array and what there is.
 
     A ``typed`` graph draws each relation by the weights too (one edge array over its fused CSC,
-    :mod:`bgl.sampler.typed`); LABOR is refused by name (its edge features are checked with its
-    other typed options).
+    :mod:`bgl.sampler.typed`) and by LABOR-0; LABOR-i and weighted LABOR are refused by name.
     """
-    if typed and labor is not None:
-        raise ValueError("LaborSampler: graphs with edge types are sampled per relation by NeighborSampler "
-                         "(prob= / mask= work too); LABOR needs an untyped graph")
+    if typed and labor is not None and (labor.importance_sampling != 0 or labor.prob is not None):
+        what = (f"importance_sampling={labor.importance_sampling}" if labor.importance_sampling != 0
+                else f"prob={labor.prob!r}")
+        raise ValueError(f"LaborSampler({what}): graphs with edge types sample by LABOR-0 only (each relation's "
+                         "span); pass importance_sampling=0 and no prob, or use NeighborSampler(prob=)")
     names = ([options.prob] if options.prob else []) + list(options.edge_feats)
     if not names:
         return

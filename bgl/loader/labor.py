@@ -17,6 +17,10 @@ layer, so each layer's full neighbourhoods are sampled (``fanout=-1``, from the
 store, the servers or co-located parts) and the pick runs where they meet
 (:func:`bgl.sampler.multilayer._labor_importance_layer`); blocks then carry
 DGL's ``edata["edge_weights"]`` for the message passing.
+
+On a typed graph (fanouts per relation, as DGL's heterograph ``LaborSampler``) each relation's span
+of a row is kept by LABOR-0 with one variate per source node (:mod:`bgl.sampler.typed`); LABOR-i and
+``prob`` are refused there, naming the option.
 """
 from __future__ import annotations
 

@@ -88,18 +88,14 @@ class SampleStage(Stage):
         seeds, inverse = mb.seeds, None
         if self.repeated_seeds:
             seeds, inverse = distinct_seeds(mb.seeds)
-        if self.typed_fanouts is not None:
-            mb.blocks = self._sampler.sample_typed_blocks(seeds, list(self.typed_fanouts), replace=self.replace,
-                                                          seed=mb.sample_seed, exclude=exclude, prob=self.prob)
-        else:
-            mb.blocks = self.sample(self._sampler, seeds, mb.sample_seed, mb.index, exclude)
+        mb.blocks = self.sample(self._sampler, seeds, mb.sample_seed, mb.index, exclude)  # CSC positions if typed
         if inverse is not None:
             mb.blocks = expand_to_seeds(mb.blocks, inverse)
         return mb
 
     def sample(self, sampler, seeds, seed, index: int = 0, exclude=None):
-        """``sampler.sample_blocks`` with this stage's settings (the edge, LABOR and exclusion options
-        only when set)."""
+        """``sampler.sample_blocks`` (``sample_typed_blocks`` on a typed graph) with this stage's settings
+        (the edge, LABOR and exclusion options only when set)."""
         extra = {} if exclude is None else {"exclude": exclude}
         if self.prob is not None:
             extra["prob"] = self.prob
@@ -107,6 +103,8 @@ class SampleStage(Stage):
             extra["edge_data"] = tuple(self.edge_feats)
         if self.labor is not None:
             seed, extra["labor"] = self.labor.for_batch(seed, index)
+        if self.typed_fanouts is not None:  # per-relation fanouts (bgl/sampler/typed.py)
+            return sampler.sample_typed_blocks(seeds, list(self.typed_fanouts), self.replace, seed, **extra)
         return sampler.sample_blocks(seeds, list(self.fanouts), replace=self.replace, seed=seed, **extra)
 
     def close(self) -> None:

@@ -12,7 +12,11 @@ edges of the pipeline change shape:
   that type's own cache when one is asked for (:mod:`bgl.cache.typed`), labels of the
   seeds' types, as ``srcdata[key] = {ntype: rows}``;
 * outputs: ``input_nodes`` / ``output_nodes`` as ``{ntype: type-local ids}`` and
-  heterogeneous DGL blocks (:func:`bgl.dgl_adapter.to_dgl_hetero_block`).
+  heterogeneous DGL blocks (:func:`bgl.dgl_adapter.to_dgl_hetero_block`);
+* edge features (``prefetch_edge_feats``, a list or DGL's ``{etype: [names]}``, whose names apply
+  to every relation that has them): a store's or servers' rows come with the sample, each block's
+  ``edata[name]`` aligned with its ``etypes`` and split per relation into DGL's
+  ``{canonical etype: rows}``; a heterogeneous DGLGraph's are read in place by each relation's edge ids.
 """
 from __future__ import annotations
 
@@ -49,9 +53,6 @@ def check_typed_options(info, sampler, cache, lazy_rows: bool = False):
         raise ValueError(f"prefetch_node_feats names {list(dict.fromkeys(sampler.feat_keys))}: a typed store serves "
                          "one node feature array per type (under any one name); pass one name, or pass the "
                          "DGLGraph itself with DGL blocks and no cache to read several")
-    if sampler.edge_keys:
-        raise ValueError(f"prefetch_edge_feats={sampler.edge_keys}: graphs with edge types carry no edge fields "
-                         "in bgl's blocks yet; pass no prefetch_edge_feats")
     return info.schema
 
 
@@ -127,6 +128,15 @@ def fetch_typed(sampler, blocks, feat_keys: Sequence[str], label_keys: Sequence[
                   if schema.node_type(nt).has_label}
         for key in label_keys:
             last.dstdata[key] = labels
+
+
+def reads_in_place(info, sampler, want_dgl: bool, cache) -> tuple[bool, bool]:
+    """``(lazy_rows, live_graph)``: :func:`reads_rows_lazily`, and whether the transfer stage reads the
+    heterogeneous DGLGraph itself, there or for DGL blocks with ``prefetch_edge_feats``: DGL's blocks
+    carry each relation's fields read by its edge ids, on the relations that have them
+    (:func:`bgl.dgl_adapter.to_dgl_hetero_block`), instead of rows gathered with the sample."""
+    lazy = reads_rows_lazily(info, sampler, want_dgl, cache)
+    return lazy, lazy or (info.from_dgl and want_dgl and bool(sampler.edge_keys))
 
 
 def reads_rows_lazily(info, sampler, want_dgl: bool, cache) -> bool:

@@ -167,7 +167,7 @@ class TypedArrays:
         """``{name: dtype name}`` of the graph's edge arrays as :meth:`edge_array` gives them."""
         from .typed_edata import edge_specs
 
-        return edge_specs(self.rel_edata, self.schema.canonical_etypes)
+        return edge_specs(self.rel_edata)
 
     def edge_array(self, name: str) -> np.ndarray:
         """Edge array ``name`` in fused-CSC order ([num_edges, ...]; relations without it filled with 1,

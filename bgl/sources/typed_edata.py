@@ -63,6 +63,9 @@ def fuse_edge_array(name: str, per_rel: Sequence[Optional[np.ndarray]], etype: n
     return np.concatenate(parts)[starts[np.asarray(etype, np.int64)] + edge_ids]
 
 
-def edge_specs(rel_data: Mapping[str, Sequence[Optional[np.ndarray]]], canonical_etypes) -> dict[str, str]:
-    """``{name: fused dtype name}`` of each edge array (what the loader checks ``mask=`` against)."""
-    return {name: fused_dtype(name, arrays, canonical_etypes).name for name, arrays in rel_data.items()}
+def edge_specs(rel_data: Mapping[str, Sequence[Optional[np.ndarray]]]) -> dict[str, str]:
+    """``{name: dtype name}`` of each edge array (what the loader checks ``mask=`` against), checking
+    nothing else: a field that cannot be fused (row shapes differing by relation) is refused by
+    :func:`fuse_edge_array` only when a sampler names it."""
+    return {name: np.result_type(*[a.dtype for a in arrays if a is not None]).name
+            for name, arrays in rel_data.items()}

@@ -51,6 +51,28 @@ def with_edge_arrays(store: GraphStore, path: Path, arrays: dict) -> GraphStore:
     return GraphStore(path)
 
 
+@contextlib.contextmanager
+def started_servers(arg_lists, workdir: Path):
+    """Addresses of real `bgl serve` processes, one per argument list, started together (each start
+    loads numba kernels), all killed on exit; ``part_args`` gives a partition's."""
+    with ThreadPoolExecutor(len(arg_lists)) as pool:
+        futures = [pool.submit(ServerProcess, a, workdir) for a in arg_lists]
+    started = [f.result() for f in futures if f.exception() is None]
+    try:
+        for f in futures:
+            if f.exception() is not None:
+                raise f.exception()
+        yield [s.address for s in started]
+    finally:
+        for s in started:
+            s.kill()
+
+
+def part_args(book) -> list[list[str]]:
+    """`bgl serve` arguments of each part of partition ``book``."""
+    return [["--partition", str(book.path), "--part", str(k)] for k in range(book.num_parts)]
+
+
 @pytest.fixture(scope="session")
 def part_slicer():
     """:func:`slice_store`, for tests that cut their own module's store into parts."""
@@ -162,21 +184,3 @@ def curve_server(tmp_path_factory, random_store, curve_keydir):
         yield s
     finally:
         s.kill()
-
-
-@contextlib.contextmanager
-def partition_servers(book, work: Path):
-    """Real ``bgl serve`` processes, one per part of partition ``book``, started side by side; yields their
-    addresses (part order) and kills them on exit, also when one failed to start."""
-    with ThreadPoolExecutor(book.num_parts) as pool:
-        futures = [pool.submit(ServerProcess, ["--partition", str(book.path), "--part", str(k)], work)
-                   for k in range(book.num_parts)]
-    started = [f.result() for f in futures if f.exception() is None]
-    try:
-        for f in futures:
-            if f.exception() is not None:
-                raise f.exception()
-        yield [s.address for s in started]
-    finally:
-        for s in started:
-            s.kill()

@@ -63,9 +63,10 @@ try:
         client.sample_typed_blocks(seeds, [np.full(R, 2), np.full(R, -1)], seed=1)
         client.sample_typed_blocks(seeds[:3].astype(np.int32), [np.full(R, 3)], replace=True, seed=2)
         client.sample_typed_blocks(seeds, [np.full(R, 2)], seed=3, exclude=np.array([0, 5, 9]))  # link prediction
+        client.sample_typed_blocks(seeds, [np.full(R, 2)], seed=6, labor=Labor(seed2=3, mix=0.5))
         for nt in store.schema.node_types:
             client.fetch_type_features(nt.name, np.arange(5))
-        requests = 4
+        requests = 5
         if "w" in store.meta.edata:  # weighted and masked: each relation draws by the weights
             client.sample_typed_blocks(seeds, [np.full(R, 2)], seed=4, prob="w")
             client.sample_typed_blocks(seeds, [np.full(R, 1)], replace=True, seed=5, prob="mask")
@@ -123,4 +124,4 @@ def test_no_typed_request_loads_a_kernel_after_ready(tmp_path):
                                      "author": rng.standard_normal((30, 2)).astype(np.float16)})
     store = with_edge_arrays(store, tmp_path / "hw", {"w": rng.random(240) + 0.1, "mask": rng.random(240) < 0.5})
     seen = probe(store)
-    assert seen["requests"] == 6 and seen["late"] == {}, seen
+    assert seen["requests"] == 7 and seen["late"] == {}, seen

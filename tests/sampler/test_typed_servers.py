@@ -3,7 +3,6 @@ equal to the store, to co-located reads, per-relation fanouts held exactly, bad 
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -17,7 +16,7 @@ from bgl.sampler.typed import relation_fanouts
 from bgl.sampler.typed_remote import merged_schema, typed_sample_request
 
 from ..conftest import typed_edges
-from .conftest import ServerProcess
+from .conftest import part_args, started_servers
 
 FANOUTS = {"writes": 2, "cites": -1, "in": 1, "by": 0}
 
@@ -27,19 +26,8 @@ def typed_servers(hetero_store, tmp_path_factory):
     """The typed store's 2-part partition, a server per part and one for the whole typed store."""
     work = tmp_path_factory.mktemp("typed_servers")
     book = partition_graph(hetero_store, "random", 2, work / "p", measure_samples=False)
-    args = [["--partition", str(book.path), "--part", "0"], ["--partition", str(book.path), "--part", "1"],
-            ["--store", str(hetero_store.path)]]
-    with ThreadPoolExecutor(len(args)) as pool:  # start together: each start loads numba kernels
-        futures = [pool.submit(ServerProcess, a, work) for a in args]
-    started = [f.result() for f in futures if f.exception() is None]
-    try:
-        for f in futures:
-            if f.exception() is not None:
-                raise f.exception()
-        yield {"book": book, "parts": [s.address for s in started[:2]], "whole": started[2].address}
-    finally:
-        for s in started:
-            s.kill()
+    with started_servers([*part_args(book), ["--store", str(hetero_store.path)]], work) as addresses:
+        yield {"book": book, "parts": addresses[:2], "whole": addresses[2]}
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +181,7 @@ def test_typed_frames_are_checked_before_any_server_work():
         ([typed[0], seeds], "typed SAMPLE needs 3 frames"),
         ([typed[0], seeds, b"1234567"], "fanouts frame of 7 bytes"),
         ([P.Header(P.Op.SAMPLE, 1, P.FLAG_TYPED | P.FLAG_LABOR, 0, 2, len0=1, width=1).pack(), seeds, typed[2]],
-         "typed sampling takes no LABOR"),
+         r"typed SAMPLE needs 4 frames \(header, seeds, fanouts, LABOR\)"),
         ([P.Header(P.Op.SAMPLE, 1, P.FLAG_TYPED, 0, 2, fanout=5, len0=1, width=1).pack(), seeds, typed[2]],
          "header fanout must be 0"),
         ([P.Header(P.Op.SAMPLE, 1, 0, 0, 2, len0=1, width=1, ntype=2).pack(), seeds], "ntype header field must be 0"),

@@ -16,7 +16,7 @@ from bgl.sampler.typed import relation_fanouts  # noqa: E402
 from bgl.sampler.typed_remote import TypedServerSampler, typed_sample_request  # noqa: E402
 from bgl.sources.hetero import TypedArrays  # noqa: E402
 
-from .conftest import partition_servers, with_edge_arrays  # noqa: E402
+from .conftest import part_args, started_servers, with_edge_arrays  # noqa: E402
 
 # chi-square 0.9999 quantile with 10 degrees of freedom: a fair draw fails 1 time in 10,000 (fixed seeds here)
 CHI2_10_DOF = 35.56
@@ -115,7 +115,7 @@ def weighted(hetero_store, tmp_path_factory):
     w[rng.random(hetero_store.num_edges) < 0.4] = 0
     store = with_edge_arrays(hetero_store, work / "store", {"w": w, "m": rng.random(hetero_store.num_edges) < 0.5})
     book = partition_graph(store, "random", 2, work / "p", measure_samples=False)
-    with partition_servers(book, work) as addresses:
+    with started_servers(part_args(book), work) as addresses:
         yield store, book, addresses
 
 

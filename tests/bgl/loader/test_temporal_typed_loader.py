@@ -168,7 +168,7 @@ def timed_typed_servers(hetero_store, tmp_path_factory):
     """The shared typed store with int64 edge times, its 2-part partition and two real graph servers."""
     from partition import partition_graph
 
-    from ...sampler.conftest import partition_servers, with_edge_arrays
+    from ...sampler.conftest import part_args, started_servers, with_edge_arrays
 
     work = tmp_path_factory.mktemp("timed-typed")
     rng = np.random.default_rng(8)
@@ -176,7 +176,7 @@ def timed_typed_servers(hetero_store, tmp_path_factory):
     store = with_edge_arrays(hetero_store, work / "store",
                              {"timestamp": rng.integers(0, 100, hetero_store.num_edges)})
     book = partition_graph(store, "random", 2, work / "p", measure_samples=False)
-    with partition_servers(book, work) as addresses:
+    with started_servers(part_args(book), work) as addresses:
         yield store, book, addresses
 
 

@@ -12,7 +12,7 @@ dgl = pytest.importorskip("dgl")
 import bgl  # noqa: E402
 from bgl.partition import partition_graph  # noqa: E402
 
-from ...sampler.conftest import partition_servers  # noqa: E402
+from ...sampler.conftest import part_args, started_servers  # noqa: E402
 
 FULL = [{"writes": -1, "cites": -1, "in": 0, "by": -1}, {"writes": -1, "cites": -1, "in": -1, "by": 0}]
 SAMPLED = [{"writes": 2, "cites": 3, "in": 1, "by": 1}, {"writes": 1, "cites": 2, "in": 0, "by": 2}]
@@ -23,7 +23,7 @@ SEEDS = {"paper": torch.arange(0, 300, 3)}
 def served(hetero_store, tmp_path_factory):
     work = tmp_path_factory.mktemp("typed_loader")
     book = partition_graph(hetero_store, "random", 2, work / "p", measure_samples=False)
-    with partition_servers(book, work) as addresses:
+    with started_servers(part_args(book), work) as addresses:
         yield book, ",".join(addresses)
 
 
