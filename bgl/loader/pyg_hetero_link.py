@@ -55,6 +55,27 @@ class _TypedPairSeedSampler(EdgePredictionSampler):
         self.pairs, self.pair_etype, self.node_order = pairs, etype, "sorted"
 
 
+def checked_pairs(edge_label_index, data, schema) -> tuple[tuple, np.ndarray]:
+    """``(canonical edge type, int64 [2, N] type-local pairs)`` of PyG's ``(edge_type, pairs | None)``
+    (None: the edge type's own edges); ValueError naming a bad form, type or id."""
+    from .pyg_negatives import _check_label_index
+
+    if not (isinstance(edge_label_index, tuple) and len(edge_label_index) == 2):
+        raise ValueError("edge_label_index of a HeteroData must be (edge_type, pairs [2, N]), got "
+                         f"{type(edge_label_index).__name__}")
+    etype, pairs = edge_label_index
+    edge_type = schema.canonical_etypes[schema.etype_id(etype)]  # ValueError naming an unknown edge type
+    src_type, dst_type = edge_type[0], edge_type[2]
+    if pairs is None:
+        pairs = data[edge_type].edge_index
+    pairs = _check_label_index(pairs, np.iinfo(np.int64).max)  # shape, dtype, sign; each row's range below
+    for row, t in enumerate((src_type, dst_type)):
+        n = schema.node_type(t).count
+        if pairs.size and int(pairs[row].max()) >= n:
+            raise ValueError(f"edge_label_index row {row} holds {t!r} id {int(pairs[row].max())}, outside [0, {n})")
+    return edge_type, pairs
+
+
 class HeteroLinkNeighborLoader(DelegatedState):
     """PyG's ``LinkNeighborLoader`` over a ``HeteroData`` (see the module docstring)."""
 
@@ -63,29 +84,15 @@ class HeteroLinkNeighborLoader(DelegatedState):
                  drop_last: bool = False, num_workers: int = 0, **kwargs):
         from .dataloader import DataLoader
         from .pyg_hetero import hetero_data_arrays, hetero_fields, pyg_layer_fanouts
-        from .pyg_negatives import _check_label_index, _negatives, check_edge_label
+        from .pyg_negatives import _negatives, check_edge_label
         from .pyg_options import pyg_options
         from .sampler_options import NeighborSampler
 
         self.options = pyg_options(kwargs, "LinkNeighborLoader")
-        if not (isinstance(edge_label_index, tuple) and len(edge_label_index) == 2):
-            raise ValueError("edge_label_index of a HeteroData must be (edge_type, pairs [2, N]), got "
-                             f"{type(edge_label_index).__name__}")
         arrays = hetero_data_arrays(data)
         self.data, self.schema = data, arrays.schema
         self._fields = hetero_fields(data)
-        etype, pairs = edge_label_index
-        r = self.schema.etype_id(etype)  # ValueError naming an unknown edge type
-        self.edge_type = self.schema.canonical_etypes[r]
-        src_type, dst_type = self.edge_type[0], self.edge_type[2]
-        if pairs is None:
-            pairs = data[self.edge_type].edge_index
-        num_src, num_dst = (self.schema.node_type(t).count for t in (src_type, dst_type))
-        pairs = _check_label_index(pairs, np.iinfo(np.int64).max)  # shape, dtype, sign; each row's range below
-        for row, (t, n) in enumerate(((src_type, num_src), (dst_type, num_dst))):
-            if pairs.size and int(pairs[row].max()) >= n:
-                raise ValueError(f"edge_label_index row {row} holds {t!r} id {int(pairs[row].max())}, outside "
-                                 f"[0, {n})")
+        self.edge_type, pairs = checked_pairs(edge_label_index, data, self.schema)
         plain = _negatives(neg_sampling, neg_sampling_ratio)
         self.neg_sampling = None if plain is None else TypedPairNegatives(plain)
         self.edge_label = check_edge_label(edge_label, pairs.shape[1], self.neg_sampling)

@@ -74,6 +74,10 @@ class LinkNeighborLoader(NeighborLoader):
         from .pyg_hetero import is_hetero_data
 
         if is_hetero_data(data):  # PyG's one LinkNeighborLoader takes Data and HeteroData alike
+            if kwargs.get("time_attr") is not None:  # bgl/loader/pyg_hetero_temporal_link.py
+                from .pyg_hetero_temporal_link import HeteroTemporalLinkNeighborLoader
+
+                return HeteroTemporalLinkNeighborLoader(data, *args, **kwargs)
             from .pyg_hetero_link import HeteroLinkNeighborLoader
 
             return HeteroLinkNeighborLoader(data, *args, **kwargs)

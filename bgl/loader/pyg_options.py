@@ -21,10 +21,8 @@ TEMPORAL_ARGS = {"time_attr": None, "input_time": None, "edge_label_time": None,
                  "disjoint": False}
 _NEEDS_TIME = "it comes with temporal sampling (time_attr=, PyG's rule); give time_attr= too, or drop it"
 _TEMPORAL_TODO = {
-    "time_attr": "bgl.pyg's temporal LinkNeighborLoader takes a homogeneous Data, store or servers (a "
-                 "HeteroData's temporal link batches are not laid out yet; its NeighborLoader takes one); pass "
-                 "data.to_homogeneous(), or give the typed graph to bgl.DataLoader with "
-                 "bgl.as_edge_prediction_sampler and seed_time={edge_type: times}",
+    "time_attr": "this loader samples without time; bgl.pyg.NeighborLoader / LinkNeighborLoader take time_attr= "
+                 "(Data, HeteroData, store, servers), bgl.DataLoader takes seed_time= with a TemporalNeighborSampler",
     "input_time": _NEEDS_TIME, "edge_label_time": _NEEDS_TIME, "temporal_strategy": _NEEDS_TIME,
     "disjoint": "bgl samples disjoint subgraphs for temporal sampling only (time_attr=); drop it",
 }

@@ -55,7 +55,7 @@ def resolve_seeds(graph, indices, info, sampler, schema, order: str, seed_time=N
     if seed_layout is not None:  # items are positions; the caller lays out each batch's seeds (PyG's link loader)
         from .temporal_seeds import laid_out_seeds
 
-        items, seeds = laid_out_seeds(graph, indices, seed_layout, info, sampler.temporal)
+        items, seeds = laid_out_seeds(graph, indices, seed_layout, info, sampler.temporal, schema)
         return SeedItems(EDGES, typed, items, order_nodes=seed_layout.order_nodes, temporal=seeds)
     if sampler.temporal is not None or seed_time is not None:
         from .temporal_seeds import resolve_temporal_seeds

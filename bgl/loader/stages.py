@@ -411,8 +411,10 @@ class TransferStage(Stage):
                 from ..dgl_adapter import to_dgl_hetero_block
 
                 blocks = [to_dgl_hetero_block(b, self.schema, self.graph) for b in blocks]
-            if mb.edges is not None:  # typed link prediction (bgl/loader/typed_edge_seeds.py)
-                return (input_nodes, *typed_pair_graphs(mb.edges.to(device), self.schema, self.to_dgl), blocks)
+            if mb.edges is not None:  # typed link prediction (typed_edge_seeds.py), or a caller's layout's payload
+                pairs = (mb.edges,) if hasattr(mb.edges, "fields") else typed_pair_graphs(
+                    mb.edges.to(device), self.schema, self.to_dgl)
+                return (input_nodes, *pairs, blocks)
             return input_nodes, output_nodes, blocks
         input_nodes = blocks[0].src_ids
         output_nodes = blocks[-1].dst_ids

@@ -161,7 +161,8 @@ def _typed_edge_seeds(graph, indices, seed_time, info, options: TemporalOptions,
                                   edges=edges)
 
 
-def laid_out_seeds(graph, indices, layout, info, options: Optional[TemporalOptions]) -> tuple[np.ndarray, LaidOutSeeds]:
+def laid_out_seeds(graph, indices, layout, info, options: Optional[TemporalOptions],
+                   schema=None) -> tuple[np.ndarray, LaidOutSeeds]:
     """``(items, seeds)``: the checked item positions ``indices`` into ``layout`` (``layout.num_items``
     items, ``layout.order_nodes`` the node proximity order places each by) and their
     :class:`~bgl.loader.temporal_edges.LaidOutSeeds`, sampled by ``options``' temporal sampler."""
@@ -169,10 +170,16 @@ def laid_out_seeds(graph, indices, layout, info, options: Optional[TemporalOptio
 
     if options is None:
         raise ValueError("seed_layout= lays out temporal seeds: give a bgl.TemporalNeighborSampler")
-    if info.typed:
-        raise ValueError("seed_layout= takes a homogeneous graph")
     items = check_indices(indices, int(layout.num_items))
     if options.edge_time is not None:
         _check_edge_time(info, options.edge_time)
+    empty = np.zeros(0, np.int64)
+    if schema is not None:  # a typed graph: the layout gives global ids; fanouts per relation
+        from .typed import typed_fanouts
+
+        node_time = None if options.node_time_name is None else _typed_node_times(graph, options.node_time_name,
+                                                                                  schema)
+        return items, LaidOutSeeds(empty, empty, options, node_time, layout=layout, schema=schema,
+                                   typed_fanouts=typed_fanouts(list(options.hop_fanouts), schema))
     node_time = None if options.node_time_name is None else _node_times(graph, options.node_time_name, info)
-    return items, LaidOutSeeds(np.zeros(0, np.int64), np.zeros(0, np.int64), options, node_time, layout=layout)
+    return items, LaidOutSeeds(empty, empty, options, node_time, layout=layout)

@@ -81,3 +81,40 @@ def test_bad_hetero_times_are_one_line():
     data = user_item()
     with pytest.raises(ValueError, match="input_time is required with edge-level time_attr"):
         NeighborLoader(data, [2], input_nodes=("user", None), time_attr="time")
+
+
+@pytest.mark.parametrize("neg", [None, dict(neg_sampling_ratio=2.0), dict(neg_sampling="triplet")])
+def test_hetero_link_loader_each_pair_at_its_time(neg):
+    """PyG's examples/hetero/temporal_link_pred.py shape: user-item pairs with times, typed batches."""
+    from bgl.pyg import LinkNeighborLoader
+
+    data = user_item()
+    pairs = data[CLICKS].edge_index[:, :300]
+    label_time = data[CLICKS].time[:300] - 1  # only what happened before the click
+    loader = LinkNeighborLoader(data, [3, 2], edge_label_index=(CLICKS, pairs), edge_label_time=label_time,
+                                time_attr="time", batch_size=64, shuffle=True, **(neg or {}))
+    seen = []
+    for batch in loader:
+        ids = batch[CLICKS].input_id
+        seen.append(ids)
+        b = ids.shape[0]
+        t = label_time[ids]
+        users, items = batch["user"].n_id, batch["item"].n_id
+        if neg is None or "neg_sampling_ratio" in neg:
+            eli = batch[CLICKS].edge_label_index
+            assert torch.equal(users[eli[0, :b]], pairs[0, ids]) and torch.equal(items[eli[1, :b]], pairs[1, ids])
+            assert torch.equal(batch[CLICKS].edge_label_time[:b], t)
+            assert batch[CLICKS].edge_label[:b].eq(1).all() and batch[CLICKS].edge_label[b:].eq(0).all()
+            assert eli.shape[1] == (b if neg is None else b + 2 * b)
+        else:
+            assert torch.equal(users[batch["user"].src_index], pairs[0, ids])
+            assert torch.equal(items[batch["item"].dst_pos_index], pairs[1, ids])
+            assert batch["item"].dst_neg_index.shape == (b,)
+        for et in (CLICKS, BACK):
+            src, dst = batch[et].edge_index
+            e = batch[et].e_id
+            assert torch.equal(data[et].edge_index[0, e], batch[et[0]].n_id[src])
+            pair = batch[et[2]].batch[dst]
+            assert torch.equal(batch[et[0]].batch[src], pair), "an edge crosses subgraphs"
+            assert (data[et].time[e] <= t[pair]).all(), "an edge from the future"
+    assert torch.equal(torch.sort(torch.cat(seen)).values, torch.arange(300))

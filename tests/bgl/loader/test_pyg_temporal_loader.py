@@ -122,7 +122,8 @@ def test_bad_temporal_input_is_one_line():
     hetero = HeteroData()
     hetero["a"].x, hetero["a"].t = torch.randn(4, 2), torch.arange(4)
     hetero["a", "r", "a"].edge_index = torch.tensor([[0, 1], [1, 2]])
-    with pytest.raises(ValueError, match="does not support time_attr=.*temporal link batches are not laid out yet"):
+    with pytest.raises(ValueError, match="time_attr='t' is node-level: a HeteroData's temporal LinkNeighborLoader "
+                                         "takes edge times"):
         LinkNeighborLoader(hetero, [2], edge_label_index=(("a", "r", "a"), hetero["a", "r", "a"].edge_index),
                            time_attr="t", edge_label_time=torch.arange(2))
 
