@@ -1,8 +1,6 @@
 """A temporal bgl.DataLoader over a store and over its partition's two real graph servers: same batches."""
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import pytest
 import torch
@@ -10,7 +8,7 @@ import torch
 import bgl
 from bgl.store import write_store
 
-from ...sampler.conftest import ServerProcess, slice_store
+from ...sampler.conftest import slice_store, started_servers
 
 N = 400
 
@@ -34,17 +32,8 @@ def servers(timed_store, tmp_path_factory):
     """Two `bgl serve` processes, one per id range of the store (ids as the store's, CSC order kept)."""
     work = tmp_path_factory.mktemp("timed-servers")
     parts = [slice_store(timed_store, lo, hi, work / f"part-{k}") for k, (lo, hi) in enumerate([(0, 170), (170, N)])]
-    with ThreadPoolExecutor(2) as pool:
-        futures = [pool.submit(ServerProcess, ["--store", str(part.path)], work) for part in parts]
-    started = [f.result() for f in futures if f.exception() is None]
-    try:
-        for f in futures:
-            if f.exception() is not None:
-                raise f.exception()
-        yield [s.address for s in started]
-    finally:
-        for s in started:
-            s.kill()
+    with started_servers([["--store", str(part.path)] for part in parts], work) as addresses:
+        yield addresses
 
 
 def batches(graph, layout, strategy, **kw):
