@@ -199,3 +199,55 @@ def test_lost_host_stops_the_launch(cluster, launcher, tmp_path, partition_dir, 
     # run's keys); every other run dir is gone
     left = sorted(p.name for p in tmp_path.glob("bgl-*"))
     assert all(name.endswith(("-server1", "-node1")) for name in left), left
+
+
+def _kill_trainers_in(ns: str, tmp_path: Path) -> int:
+    """SIGKILL the train_sage.py workers of this test running in namespace ``ns``; how many."""
+    victims = []
+    for pid in netns_pids(ns):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if len(cmd) > 1 and cmd[1].endswith(b"train_sage.py") and str(tmp_path).encode() in b" ".join(cmd):
+            victims.append(pid)
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    return len(victims)
+
+
+def test_trainers_restart_across_hosts_and_train_each_seed_once(cluster, launcher, tmp_path, orphans):
+    """``--max-restarts 2`` over ssh: host B's trainer killed mid-epoch, then every trainer of host A; the
+    run restarts its DDP world twice, resumes from the checkpoints and trains each seed once an epoch."""
+    import torch
+
+    import bgl
+    from bgl.partition import partition_graph
+
+    from .test_trainer_restarts import _complete_step, _train_sage, _wait_for_step
+
+    repo = Path(__file__).resolve().parents[2]
+    store = bgl.ingest(str(repo / "data" / "cora.npz"), tmp_path / "cora")
+    parts = partition_graph(store, "random", 2, tmp_path / "parts", measure_samples=False).path
+    ck = tmp_path / "ck"
+    run = launcher(["--hosts", cluster["hosts"], "--partition", parts, *cluster["ssh_args"], "--num-trainers", 1,
+                    "--port-base", PORT_BASE, "--server-threads", 1, "--server-timeout", 120, "--grace", 3,
+                    "--workdir", tmp_path, "--max-restarts", 2, "--", "python", repo / "examples" / "train_sage.py",
+                    "--graph", parts, "--epochs", 2, "--batch-size", 16, "--order", "random", "--cache", "none",
+                    "--checkpoint-dir", ck, "--checkpoint-every", 1, "--record-seeds"],
+                   env=LAUNCH_ENV, prefix=in_namespace(cluster, "L"))
+    _wait_for_step(run, ck, 3)
+    assert _kill_trainers_in(cluster["ns"]["B"], tmp_path) == 1, run.describe()
+    run.wait_for_output("restart 1)")
+    _wait_for_step(run, ck, _complete_step(ck) + 2)
+    assert _kill_trainers_in(cluster["ns"]["A"], tmp_path) == 1, run.describe()  # a whole host's trainers
+    code = run.wait(timeout=240)
+    assert code == 0, run.describe()
+    assert "restarting the trainers (2 of 2 restarts)" in run.stderr, run.describe()
+    train = set(_train_sage().load_graph_info(parts)["splits"]["train"].tolist())
+    final = _complete_step(ck)
+    batches = [b for r in (0, 1) for b in torch.load(ck / f"rank{r}-{final}.pt", weights_only=False)["seeds"]]
+    for epoch in (0, 1):
+        seen = torch.cat([ids for e, ids in batches if e == epoch]).tolist()
+        assert len(seen) == len(train) and set(seen) == train, f"epoch {epoch}: {len(seen)} seeds trained"
+    assert_only_sshd_left(cluster, orphans)
