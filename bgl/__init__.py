@@ -26,6 +26,8 @@ _LAZY = {
     "as_edge_prediction_sampler": "bgl.loader.edge_prediction",
     "EdgePredictionSampler": "bgl.loader.edge_prediction",
     "reverse_edge_ids": "bgl.loader.edge_seeds",
+    "dcp_state": "bgl.loader.dcp_state",
+    "load_dcp_state": "bgl.loader.dcp_state",
     "ingest": "bgl.sources.datasets",  # the ingest entry point; readers live in bgl/sources/
 }
 # Public sub-modules reachable as attributes without an explicit import (``bgl.rmat.generate_rmat_store``).

@@ -212,3 +212,84 @@ def test_each_ddp_rank_resumes_its_own_share(store, tmp_path):
     plain = bgl.DataLoader(store, np.arange(0, 250), bgl.NeighborSampler([2]), batch_size=16, shuffle=True)
     with pytest.raises(ValueError, match="world_size 2, this loader has 1"):
         plain.load_state_dict(results[0][2])
+
+
+DCP_WORKER = '''
+import numpy as np
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+
+
+def run(rank, world, init_file, store_path, ck_dir, out_q):
+    import bgl
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    try:
+        make = lambda: bgl.DataLoader(store_path, np.arange(0, 250), bgl.NeighborSampler([2]), batch_size=16,
+                                      shuffle=True, use_ddp=True, ddp_seed=3)
+        loader = make()
+        loader.set_epoch(0)
+        it = iter(loader)
+        [next(it) for _ in range(4)]
+        rest = [out.tolist() for _, out, _ in it]
+        loader = make()
+        loader.set_epoch(0)
+        it = iter(loader)
+        [next(it) for _ in range(4)]
+        dcp.save(bgl.dcp_state(loader), storage_writer=dcp.FileSystemWriter(ck_dir))
+        del it
+        loader.close()
+        resumed = make()
+        target = bgl.dcp_state(resumed)  # the template: this rank's key, a fresh state
+        dcp.load(target, storage_reader=dcp.FileSystemReader(ck_dir))
+        bgl.load_dcp_state(resumed, target)
+        resumed.set_epoch(0)
+        out_q.put((rank, rest, [out.tolist() for _, out, _ in resumed]))
+    finally:
+        dist.destroy_process_group()
+'''
+
+
+def test_each_rank_resumes_from_torch_distributed_checkpoint(store, tmp_path):
+    import multiprocessing as mp
+    import sys
+
+    (tmp_path / "bgl_dcp_worker.py").write_text(DCP_WORKER)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import bgl_dcp_worker
+
+        ctx = mp.get_context("spawn")
+        out_q = ctx.Queue()
+        procs = [ctx.Process(target=bgl_dcp_worker.run, args=(r, 2, str(tmp_path / "init"), str(store.path),
+                                                               str(tmp_path / "ck"), out_q)) for r in range(2)]
+        for p in procs:
+            p.start()
+        results = {r: (rest, resumed) for r, rest, resumed in (out_q.get(timeout=180) for _ in procs)}
+        for p in procs:
+            p.join(timeout=30)
+            assert p.exitcode == 0
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("bgl_dcp_worker", None)
+    for rank, (rest, resumed) in results.items():
+        assert len(rest) > 0 and resumed == rest, rank
+
+
+def test_dcp_state_round_trip_and_bad_buffers(store):
+    import torch
+
+    make = lambda: bgl.DataLoader(store, np.arange(0, 100), bgl.NeighborSampler([2]), batch_size=16, shuffle=True)
+    loader = make()
+    it = iter(loader)
+    next(it)
+    saved = bgl.dcp_state(loader)
+    assert list(saved) == ["bgl_loader.rank0"] and saved["bgl_loader.rank0"].dtype == torch.uint8
+    rest = [out for _, out, _ in it]
+    fresh = make()
+    bgl.load_dcp_state(fresh, saved)
+    again = [out for _, out, _ in fresh]
+    assert len(again) == len(rest) == 6 and all(torch.equal(a, b) for a, b in zip(again, rest))
+    with pytest.raises(ValueError, match="has no 'bgl_loader.rank0'"):
+        bgl.load_dcp_state(fresh, {})
+    with pytest.raises(ValueError, match="is not a bgl loader state"):
+        bgl.load_dcp_state(fresh, {"bgl_loader.rank0": torch.zeros(16 << 10, dtype=torch.uint8)})
