@@ -215,3 +215,37 @@ def test_bad_arguments_fail_once_before_any_work(mpi, edge_store, tmp_path):
         errors = [line for line in done.stderr.splitlines() if "error:" in line]
         assert len(errors) == 1 and want in errors[0], done.stderr[-2000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+
+
+EXCHANGE = """\
+import sys
+import numpy as np
+from mpi4py import MPI
+from bgl.partition.dist_exchange import Exchange
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+def rows_of(r):  # what rank r sends: (values [k, 3] int16, destinations)
+    rng = np.random.default_rng(r)
+    k = int(rng.integers(0, 40))
+    return rng.integers(-999, 999, (k, 3)).astype(np.int16), rng.integers(0, size, k)
+ex = Exchange(comm, round_bytes=int(sys.argv[1]))
+values, dest = rows_of(rank)
+(got,), counts = ex.route([values], dest)
+want = [v[d == rank] for v, d in (rows_of(r) for r in range(size))]
+assert np.array_equal(got, np.concatenate(want)), (rank, got, want)
+assert counts.tolist() == [w.shape[0] for w in want]
+back = ex.reply(got, counts)  # answers return in the order the requests were sent (stable by rank)
+assert np.array_equal(back, values[np.argsort(dest, kind="stable")])
+print("ok", rank, ex.bytes_sent)
+"""
+
+
+@pytest.mark.parametrize("round_bytes", [5, 1 << 20])
+def test_exchange_moves_rows_in_rounds(mpi, tmp_path, round_bytes):
+    """Small rounds (5 bytes: rows split across messages) give the same rows as one round."""
+    script = tmp_path / "exchange.py"
+    script.write_text(EXCHANGE)
+    cmd = ["mpirun", "--oversubscribe", "-n", "3", sys.executable, str(script), str(round_bytes)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={**os.environ, **MPI_ENV})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("ok") == 3
