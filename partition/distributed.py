@@ -179,10 +179,13 @@ def _run(store: GraphStore, out: Path, num_parts: int, engine: str, seed: int, o
     t0 = time.perf_counter()
     sl = G.read_slice(store, rank, size)
     xadj, adjncy = G.symmetric_csr(sl, ex, store.num_nodes)
+    log.info("rank %d: nodes [%d, %d), %d in-edges, %d undirected entries (%.1f s)", rank, sl.lo, sl.hi,
+             sl.src.size, adjncy.size, time.perf_counter() - t0)
     part = np.zeros(sl.num_nodes, np.int64) if num_parts == 1 else part_kway(comm, sl.vtxdist, xadj, adjncy,
                                                                              num_parts, imbalance=imbalance)
     del xadj, adjncy
     seconds = time.perf_counter() - t0
+    log.info("rank %d: %s assigned %d parts (%.1f s since start)", rank, engine, num_parts, seconds)
     rel = G.relabel(part, num_parts, ex)
     new_src = G.translate(sl.src, sl, rel.new_ids, ex)
     names, flags = W.split_flags(store, sl.lo, sl.hi)
@@ -202,6 +205,8 @@ def _run(store: GraphStore, out: Path, num_parts: int, engine: str, seed: int, o
         del new_src
         got = W.ship(rows, rel.bounds, ex)
         del rows
+        log.info("rank %d: received %d nodes and %d edges for its parts", rank, got.nodes["deg"].size,
+                 got.edges["src"].size)
         written = ex.allreduce_sum(W.write_parts(store, got, rel, Path(path), names, ex, engine))
         del got
         write_seconds = time.perf_counter() - t1
