@@ -115,8 +115,6 @@ def write_parts(store: GraphStore, got: Rows, rel: Relabel, work: Path, split_na
     edge_bounds = np.zeros(num_parts + 1, np.int64)
     edges_per_part = _edges_per_part(got, rel.bounds, ex)
     np.cumsum(edges_per_part, out=edge_bounds[1:])
-    orig_ids = np.load(work / ORIG_IDS_FILE, mmap_mode="r+")
-    orig_eids = np.load(work / ORIG_EIDS_FILE, mmap_mode="r+")
     result = np.zeros((num_parts, 2), np.int64)
     new_id = got.nodes["new_id"]
     for k in range(ex.comm.Get_rank(), num_parts, ex.size):
@@ -125,8 +123,8 @@ def write_parts(store: GraphStore, got: Rows, rel: Relabel, work: Path, split_na
         part, indptr = _take(got, mine[np.argsort(new_id[mine], kind="stable")])
         if not np.array_equal(part.nodes["new_id"], np.arange(s, e, dtype=np.int64)):
             raise RuntimeError(f"part {k}: received nodes do not cover new ids [{s}, {e})")
-        orig_ids[s:e] = part.nodes["orig_id"]
-        orig_eids[edge_bounds[k] : edge_bounds[k + 1]] = part.edges["eid"]
+        write_slice(work / ORIG_IDS_FILE, s, part.nodes["orig_id"])
+        write_slice(work / ORIG_EIDS_FILE, int(edge_bounds[k]), part.edges["eid"])
         # Each rank's store writers work in a directory of their own: writers sharing one directory
         # clean up after each other's dead runs, and one's scan can catch another's lock file in
         # the instant between its creation and its flock (bgl.output_dir.WorkDir), failing it.
@@ -137,9 +135,24 @@ def write_parts(store: GraphStore, got: Rows, rel: Relabel, work: Path, split_na
         os.rename(staging / f"part-{k}", work / f"part-{k}")
         staging.rmdir()
         result[k] = (int(indptr[-1]), num_train)
-    orig_ids.flush()
-    orig_eids.flush()
     return result
+
+
+def write_slice(path: Path, start: int, values: np.ndarray) -> None:
+    """Write int64 ``values`` at rows ``[start, start + len)`` of the int64 ``.npy`` at ``path``
+    (created whole by rank 0) with ``pwrite``: each writer touches exactly its bytes, where shared
+    memory-mapped pages could write back a neighbour's rows on a network filesystem."""
+    values = np.ascontiguousarray(values, np.int64)
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        size = os.fstat(fd).st_size
+        shape = np.load(path, mmap_mode="r").shape  # reads the header only
+        data_at = size - 8 * int(shape[0])
+        view, done = memoryview(values).cast("B"), 0
+        while done < len(view):
+            done += os.pwrite(fd, view[done:], data_at + 8 * start + done)
+    finally:
+        os.close(fd)
 
 
 def _edges_per_part(got: Rows, bounds: np.ndarray, ex: Exchange) -> np.ndarray:

@@ -98,7 +98,7 @@ def _agree(comm, error: BaseException | None) -> None:
     raise (_CHECK_ERRORS.get(kind) or RuntimeError)(body)
 
 
-def _check(store_path, out_dir, num_parts: int, engine: str, overwrite: bool) -> GraphStore:
+def _check(store_path, out_dir, num_parts: int, engine: str, overwrite: bool, ranks: int) -> GraphStore:
     """Every rank's own checks of the arguments (cheap; nothing is written)."""
     if engine not in ENGINES:
         raise ValueError(f"unknown distributed engine {engine!r}; choose one of {', '.join(ENGINES)}")
@@ -111,6 +111,8 @@ def _check(store_path, out_dir, num_parts: int, engine: str, overwrite: bool) ->
         raise ValueError(f"{store.path} is a typed store; --distributed partitions untyped stores only (so far)")
     if num_parts > store.num_nodes:
         raise ValueError(f"num_parts={num_parts} exceeds the number of nodes ({store.num_nodes})")
+    if ranks > store.num_nodes:
+        raise ValueError(f"{ranks} ranks for {store.num_nodes} nodes: run at most one rank per node")
     check_out_dir(out_dir, overwrite, inputs=[store.path])
     from .ptscotch import load
 
@@ -144,7 +146,7 @@ def partition_distributed(store_path, out_dir, num_parts: int, *, engine: str = 
     comm = comm if comm is not None else MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     try:
-        store, error = _check(store_path, out_dir, num_parts, engine, overwrite), None
+        store, error = _check(store_path, out_dir, num_parts, engine, overwrite, size), None
     except Exception as e:  # noqa: BLE001 - every rank must learn of any rank's failed check
         store, error = None, e
     _agree(comm, error)
