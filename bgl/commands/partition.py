@@ -30,7 +30,8 @@ def register(subparsers) -> None:
                    help="sampled training batches for the remote-sample share (0 = skip)")
     p.add_argument("--distributed", action="store_true",
                    help="run as MPI ranks (mpirun -n R python -m bgl partition ... --distributed): each rank "
-                        "reads its share of STORE and the --engine partitions; OUT must be on a shared filesystem")
+                        "reads its share of STORE and the --engine partitions (--method does not apply); OUT must "
+                        "be on a shared filesystem")
     p.add_argument("--engine", choices=("ptscotch",), default="ptscotch",
                    help="distributed engine (with --distributed): PT-Scotch through its ParMETIS API")
     p.set_defaults(func=run)
@@ -106,10 +107,12 @@ def run_distributed(args) -> int:
     (a failed check is the same error on every rank, and rank 0 reports it)."""
     from bgl.partition.distributed import mpi_rank, partition_distributed
 
-    if args.memory_budget is not None:
-        raise ValueError("--memory-budget applies to the one-machine --method bgl or kaminpar, not --distributed")
     rank = mpi_rank()
     try:
+        if args.memory_budget is not None:
+            raise ValueError("--memory-budget applies to the one-machine --method bgl or kaminpar, not --distributed")
+        if args.method != "bgl":  # the default; anything else was asked for and would be ignored
+            raise ValueError(f"--method {args.method} is the one-machine partitioner; --distributed uses --engine")
         book = partition_distributed(args.store, args.out, args.parts, engine=args.engine, seed=args.seed,
                                      overwrite=args.overwrite)
     except Exception:

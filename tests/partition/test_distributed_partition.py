@@ -209,7 +209,8 @@ def test_bad_arguments_fail_once_before_any_work(mpi, edge_store, tmp_path):
     (tmp_path / "taken" / "mine.txt").write_text("x")
     for args, want in (([str(tmp_path / "p"), "--parts", "0"], "num_parts must be an int >= 1, got 0"),
                        ([str(tmp_path / "p"), "--parts", "99999"], "num_parts=99999 exceeds the number of nodes"),
-                       ([str(tmp_path / "taken"), "--parts", "2"], "already exists")):
+                       ([str(tmp_path / "taken"), "--parts", "2"], "already exists"),
+                       ([str(tmp_path / "p"), "--parts", "2", "--method", "metis"], "--distributed uses --engine")):
         done = mpirun(2, [str(edge_store.path), *args])
         assert done.returncode != 0
         errors = [line for line in done.stderr.splitlines() if "error:" in line]
