@@ -113,7 +113,7 @@ def same_dirs(a: Path, b: Path) -> None:
             assert json.loads((a / f).read_text()) == json.loads((b / f).read_text()), f
 
 
-@pytest.mark.parametrize("ranks, parts", [(2, 2), (3, 4)])
+@pytest.mark.parametrize("ranks, parts", [(2, 2), (3, 4), (3, 2), (2, 1)])
 def test_distributed_partition_is_the_one_machine_directory(mpi, edge_store, tmp_path, ranks, parts):
     out = tmp_path / "dist"
     done = mpirun(ranks, [str(edge_store.path), str(out), "--parts", str(parts)])
