@@ -131,7 +131,8 @@ def _watch(work: WorkDir) -> subprocess.Popen:
             "while os.path.exists(sys.argv[2]) and time.monotonic() < deadline:\n"
             "    remove_stale(sys.argv[1]); time.sleep(0.1)\n")
     return subprocess.Popen([sys.executable, "-c", code, str(work.path.parent), str(work.path)],
-                            stdin=subprocess.PIPE, start_new_session=True, close_fds=True)
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, close_fds=True)  # holds none of the job's output pipes
 
 
 def partition_distributed(store_path, out_dir, num_parts: int, *, engine: str = "ptscotch", seed: int = 0,
