@@ -28,6 +28,12 @@ def register(subparsers) -> None:
                    help="replace OUT if it is a bgl partition directory (or empty); anything else there is refused")
     p.add_argument("--num-batches", type=int_at_least(0), default=200,
                    help="sampled training batches for the remote-sample share (0 = skip)")
+    p.add_argument("--distributed", action="store_true",
+                   help="run as MPI ranks (mpirun -n R python -m bgl partition ... --distributed): each rank "
+                        "reads its share of STORE and the --engine partitions (--method does not apply); OUT must "
+                        "be on a shared filesystem")
+    p.add_argument("--engine", choices=("ptscotch",), default="ptscotch",
+                   help="distributed engine (with --distributed): PT-Scotch through its ParMETIS API")
     p.set_defaults(func=run)
     from .import_distdgl import install  # `bgl partition import-distdgl ...`
 
@@ -51,12 +57,13 @@ def format_metrics(book) -> str:
     """The metrics table printed after partitioning (also used by bench/partition.py)."""
     m = book.meta["metrics"]
     share = m.get("remote_sample_share")
+    no_share = "n/a (not measured by --distributed)" if m.get("remote_sample_share_note") else "n/a (no training nodes)"
     rows = [
         ("method", book.meta["method"]),
         ("parts", str(book.num_parts)),
         ("nodes / edges", f"{book.num_nodes} / {book.num_edges}"),
         ("edge cut", f"{m['edge_cut']:.4f}"),
-        ("remote-sample share", "n/a (no training nodes)" if share is None else f"{share:.4f}"),
+        ("remote-sample share", no_share if share is None else f"{share:.4f}"),
         ("balance nodes/edges/train (max/avg)",
          f"{m['balance_nodes']:.3f} / {m['balance_edges']:.3f} / {m['balance_train']:.3f}"),
         ("partition seconds", f"{m['seconds']:.2f}"),
@@ -79,6 +86,8 @@ def run(args) -> int:
     from bgl.partition import partition_graph
 
     require_parent(args.out)
+    if args.distributed:
+        return run_distributed(args)
     params = {}
     if args.memory_budget is not None:
         if args.method not in ("bgl", "kaminpar"):
@@ -90,4 +99,27 @@ def run(args) -> int:
                            num_batches=max(args.num_batches, 1), **params)
     print(f"wrote {book.path}")
     print(format_metrics(book))
+    return 0
+
+
+def run_distributed(args) -> int:
+    """``--distributed``: every rank partitions together; rank 0 prints, the others stay quiet
+    (a failed check is the same error on every rank, and rank 0 reports it)."""
+    from bgl.partition.distributed import mpi_rank, partition_distributed
+
+    rank = mpi_rank()
+    try:
+        if args.memory_budget is not None:
+            raise ValueError("--memory-budget applies to the one-machine --method bgl or kaminpar, not --distributed")
+        if args.method != "bgl":  # the default; anything else was asked for and would be ignored
+            raise ValueError(f"--method {args.method} is the one-machine partitioner; --distributed uses --engine")
+        book = partition_distributed(args.store, args.out, args.parts, engine=args.engine, seed=args.seed,
+                                     overwrite=args.overwrite)
+    except Exception:
+        if rank != 0:
+            return 1
+        raise
+    if rank == 0:
+        print(f"wrote {book.path}")
+        print(format_metrics(book))
     return 0

@@ -1,0 +1,117 @@
+"""``bgl partition --distributed`` on R ranks of this machine: wall time, memory per rank, traffic,
+and the remote-sample share of its answer, next to the one-machine methods' rows.
+
+Runs ``mpirun -n R python -m bgl partition STORE OUT --parts P --distributed`` once per rank count,
+reads ``partition.json`` (edge cut, balances, each rank's peak RSS, bytes exchanged), then measures
+the remote-sample share of the written assignment in a separate process with the one-machine
+metric (``bgl.partition.metrics.remote_sample_share``, same seeds and batch counts as
+``bench/partition.py``: the graph still fits one machine here, which is what makes the comparison
+possible).  Stores are built as ``bench/partition.py`` builds them (R-MAT: edge factor 16, seed 0).
+
+    .venv/bin/python bench/distributed_partition.py --dataset rmat20 --ranks 2 --parts 4 \\
+        --work /tmp/bgl-bench-partition
+
+Prints one markdown row per rank count and writes the raw rows as JSON (--out).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "NUMBA_NUM_THREADS": "1",
+           "OMP_NUM_THREADS": "1", "DGLBACKEND": "pytorch"}
+HEADER = ("| dataset | engine | ranks | parts | wall s | engine s | write s | peak RSS per rank MiB | "
+          "exchanged MiB | edge cut | remote-sample share | balance n/e/t |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def share_worker(store_path: str, out: str, num_batches: int) -> dict:
+    """In a fresh process: the one-machine remote-sample share of a partition directory's assignment."""
+    import numpy as np
+
+    from bgl.partition import metrics as M
+    from bgl.partition.format import open_partition
+    from bgl.partition.graph_input import GraphInput
+    from bgl.store import GraphStore
+
+    store = GraphStore(store_path, validate="none")
+    book = open_partition(out)
+    part_of = np.empty(book.num_nodes, np.int64)
+    for k in range(book.num_parts):
+        part_of[np.asarray(book.orig_ids[book.bounds[k] : book.bounds[k + 1]])] = k
+    graph = GraphInput.from_store(store)
+    share = M.remote_sample_share(store, graph, part_of, book.num_parts, num_batches=num_batches, seed=0)
+    return {"remote_sample_share": share, "num_batches": num_batches}
+
+
+def run(store, ranks: int, parts: int, work: Path, engine: str, timeout: float) -> dict:
+    out = work / f"dist-{store.path.name}-r{ranks}-p{parts}"
+    cmd = ["mpirun", "--oversubscribe", "-n", str(ranks), sys.executable, "-m", "bgl", "partition",
+           str(store.path), str(out), "--parts", str(parts), "--distributed", "--engine", engine, "--overwrite"]
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **MPI_ENV})
+    wall = time.perf_counter() - t0
+    if done.returncode != 0:
+        return {"ranks": ranks, "parts": parts, "error": done.stderr.strip()[-1000:]}
+    meta = json.loads((out / "partition.json").read_text())
+    batches = 200 if store.num_edges < 5_000_000 else 40
+    worker = subprocess.run([sys.executable, __file__, "--share-worker", str(store.path), str(out), str(batches)],
+                            capture_output=True, text=True, timeout=timeout, env={**os.environ, **MPI_ENV})
+    if worker.returncode != 0:
+        return {"ranks": ranks, "parts": parts, "error": worker.stderr.strip()[-1000:]}
+    m = meta["metrics"]
+    return {"dataset": store.path.name, "engine": engine, "ranks": ranks, "parts": parts, "wall_seconds": wall,
+            "num_nodes": meta["num_nodes"], "num_edges": meta["num_edges"], **m,
+            **json.loads(worker.stdout.strip().splitlines()[-1])}
+
+
+def fmt(r: dict) -> str:
+    if "error" in r:
+        return f"| ? | ? | {r['ranks']} | {r['parts']} | error: {r['error'].splitlines()[-1]} |"
+    d = r["distributed"]
+    rss = " / ".join(f"{b / 2**20:.0f}" for b in d["peak_rss_bytes_per_rank"])
+    return (f"| {r['dataset']} | {r['engine']} | {r['ranks']} | {r['parts']} | {r['wall_seconds']:.1f} | "
+            f"{r['seconds']:.1f} | {r['write_seconds']:.1f} | {rss} | {d['bytes_exchanged'] / 2**20:.0f} | "
+            f"{r['edge_cut']:.3f} | {r['remote_sample_share']:.3f} | "
+            f"{r['balance_nodes']:.2f}/{r['balance_edges']:.2f}/{r['balance_train']:.2f} |")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--share-worker", nargs=3, metavar=("STORE", "OUT", "BATCHES"), help=argparse.SUPPRESS)
+    ap.add_argument("--dataset", default="rmat20", help="a bench/partition.py dataset name")
+    ap.add_argument("--ranks", default="2", help="comma-separated rank counts")
+    ap.add_argument("--parts", type=int, default=4)
+    ap.add_argument("--engine", default="ptscotch")
+    ap.add_argument("--work", default="/tmp/bgl-bench-partition")
+    ap.add_argument("--timeout", type=float, default=3600)
+    ap.add_argument("--out", default=None, help="JSON file for the raw rows (default: WORK/distributed.json)")
+    args = ap.parse_args()
+    if args.share_worker:
+        store, out, batches = args.share_worker
+        print(json.dumps(share_worker(store, out, int(batches))))
+        return 0
+    sys.path.insert(0, str(HERE))
+    from partition import build_store  # bench/partition.py: the same stores as the one-machine rows
+
+    work = Path(args.work)
+    store = build_store(args.dataset, work)
+    print(f"load before: {Path('/proc/loadavg').read_text().strip()}", flush=True)
+    print(HEADER, flush=True)
+    rows = []
+    for ranks in (int(r) for r in args.ranks.split(",")):
+        rows.append(run(store, ranks, args.parts, work, args.engine, args.timeout))
+        print(fmt(rows[-1]), flush=True)
+    print(f"load after: {Path('/proc/loadavg').read_text().strip()}", flush=True)
+    Path(args.out or work / "distributed.json").write_text(json.dumps(rows, indent=2))
+    return 0 if all("error" not in r for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

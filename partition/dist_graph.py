@@ -1,0 +1,145 @@
+"""Each rank's slice of a store and the distributed CSR the engines take (``bgl partition --distributed``).
+
+Rank r of R owns the original node range ``[vtxdist[r], vtxdist[r+1])``, cut so the ranks hold
+about the same number of in-edges (a binary search in the memory-mapped ``indptr``: no rank
+reads more of the store than its own rows).  It reads those rows' in-edges (the store's CSC), and
+builds the symmetric adjacency ParMETIS-API engines want: its in-edge ``u -> v`` is ``u`` in
+``v``'s list here and ``v`` in ``u``'s list on ``u``'s owner, which gets it through one
+all-to-all; self-loops and repeats (an edge stored both ways) are dropped.
+
+Memory per rank, for ``e`` local in-edges and ``m`` local nodes: the slice (8 B/edge as int64
+ids + 8 B/node of ``indptr``), about 4 x 16 B/edge while the pairs are exchanged and sorted, and
+the CSR (8 B/entry of ``adjncy`` + 8 B/node of ``xadj``).  No array is as long as the whole graph.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bgl.store import GraphStore
+
+from .dist_exchange import Exchange
+
+
+@dataclass
+class Slice:
+    """One rank's rows of a whole-graph store.
+
+    ``lo, hi`` : the original node range ``[lo, hi)``; ``vtxdist`` : int64 [R+1] all ranks' ranges;
+    ``indptr`` : int64 [hi-lo+1] offsets from 0; ``src`` : int64 [e] in-neighbours (original ids);
+    ``edge_start`` : the store's CSC position of the first edge (edge ids are positions).
+    """
+
+    lo: int
+    hi: int
+    vtxdist: np.ndarray
+    indptr: np.ndarray
+    src: np.ndarray
+    edge_start: int
+
+    @property
+    def num_nodes(self) -> int:
+        return self.hi - self.lo
+
+    def owner(self, ids: np.ndarray) -> np.ndarray:
+        """The rank owning each original id: int64 like ``ids``."""
+        return np.searchsorted(self.vtxdist, ids, side="right").astype(np.int64) - 1
+
+
+def split_ranges(indptr: np.ndarray, num_ranks: int) -> np.ndarray:
+    """``vtxdist`` int64 [R+1]: contiguous node ranges of about equal in-edge counts, each
+    non-empty while there are at least R nodes (a ParMETIS-API requirement)."""
+    n = indptr.shape[0] - 1
+    total = int(indptr[-1])
+    targets = (np.arange(num_ranks + 1, dtype=np.float64) * total / num_ranks).astype(np.int64)
+    vtx = np.searchsorted(indptr, targets, side="left").astype(np.int64)
+    vtx[0], vtx[-1] = 0, n
+    if n >= num_ranks:
+        for r in range(1, num_ranks):
+            vtx[r] = max(vtx[r], vtx[r - 1] + 1)
+        for r in range(num_ranks - 1, 0, -1):
+            vtx[r] = min(vtx[r], vtx[r + 1] - 1)
+    return vtx
+
+
+def read_slice(store: GraphStore, rank: int, num_ranks: int) -> Slice:
+    """This rank's rows of ``store``: its node range and their in-edges, read from the memmaps."""
+    ip = store.indptr
+    vtxdist = split_ranges(ip, num_ranks)
+    lo, hi = int(vtxdist[rank]), int(vtxdist[rank + 1])
+    ptr = np.array(ip[lo : hi + 1], np.int64)
+    start = int(ptr[0])
+    src = np.array(store.indices[start : int(ptr[-1])], np.int64)
+    return Slice(lo, hi, vtxdist, ptr - start, src, start)
+
+
+def _sorted_unique_pairs(rows: np.ndarray, cols: np.ndarray, lo: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) sorted by row then column, repeats removed."""
+    span = int(rows.max()) - lo + 1 if rows.size else 0
+    if span * n < 2**62:
+        key = np.unique((rows - lo) * n + cols)
+        return key // n + lo, key % n
+    order = np.lexsort((cols, rows))
+    rows, cols = rows[order], cols[order]
+    keep = np.ones(rows.size, bool)
+    keep[1:] = (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])
+    return rows[keep], cols[keep]
+
+
+def symmetric_csr(sl: Slice, ex: Exchange, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(xadj int64 [m+1], adjncy int64)`` of this rank's rows of the graph made undirected,
+    without self-loops or repeats, neighbour ids global (original); collective over the ranks."""
+    dst = np.repeat(np.arange(sl.lo, sl.hi, dtype=np.int64), np.diff(sl.indptr))
+    loop = sl.src == dst
+    src, dst = sl.src[~loop], dst[~loop]
+    # u -> v also makes v a neighbour of u, which u's owner lists
+    (rev_rows, rev_cols), _ = ex.route([src, dst], sl.owner(src))
+    rows = np.concatenate([dst, rev_rows])
+    cols = np.concatenate([src, rev_cols])
+    del dst, src, rev_rows, rev_cols
+    rows, cols = _sorted_unique_pairs(rows, cols, sl.lo, num_nodes)
+    xadj = np.zeros(sl.num_nodes + 1, np.int64)
+    np.cumsum(np.bincount(rows - sl.lo, minlength=sl.num_nodes), out=xadj[1:])
+    return xadj, cols
+
+
+@dataclass
+class Relabel:
+    """New ids of a distributed assignment, as :func:`partition.format.relabel` numbers them
+    (stable by part, then original id): ``bounds`` int64 [P+1] (part k owns new ids
+    ``[bounds[k], bounds[k+1])``), ``new_ids`` int64 [m] of this rank's nodes, ``counts`` int64 [R, P]
+    nodes of each part on each rank."""
+
+    bounds: np.ndarray
+    new_ids: np.ndarray
+    counts: np.ndarray
+
+
+def relabel(part: np.ndarray, num_parts: int, ex: Exchange) -> Relabel:
+    """New ids for this rank's nodes (``part`` int64 [m], in original-id order); collective.
+
+    Ranks hold ascending original-id ranges, so inside part k the nodes of rank 0 come first, then
+    rank 1's, ...: a node's new id is its part's start, plus the part's nodes on lower ranks, plus its
+    position among this rank's nodes of the part."""
+    rank = ex.comm.Get_rank()
+    counts = ex.allgather(np.bincount(part, minlength=num_parts).astype(np.int64))
+    bounds = np.zeros(num_parts + 1, np.int64)
+    np.cumsum(counts.sum(axis=0), out=bounds[1:])
+    base = bounds[:-1] + counts[:rank].sum(axis=0)
+    order = np.argsort(part, kind="stable")
+    first = np.zeros(num_parts + 1, np.int64)
+    np.cumsum(counts[rank], out=first[1:])
+    new_ids = np.empty(part.size, np.int64)
+    ps = part[order]
+    new_ids[order] = base[ps] + np.arange(part.size, dtype=np.int64) - first[ps]
+    return Relabel(bounds, new_ids, counts)
+
+
+def translate(ids: np.ndarray, sl: Slice, new_ids: np.ndarray, ex: Exchange) -> np.ndarray:
+    """New ids of original ``ids`` (any rank's nodes): each distinct id is asked of its owner once."""
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    (asked,), recv_counts = ex.route([uniq], sl.owner(uniq))
+    answers = ex.reply(new_ids[asked - sl.lo], recv_counts)
+    # uniq is sorted, so grouping it by (monotone) owner kept its order: answers line up with it
+    return answers[inverse]

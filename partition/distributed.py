@@ -1,0 +1,273 @@
+"""``bgl partition --distributed``: partition a store as MPI ranks on a distributed engine.
+
+Run as ``mpirun -n R python -m bgl partition STORE OUT --parts P --distributed --engine ptscotch``
+(or ``srun``); every rank runs this module.  No rank holds the whole graph:
+
+1. each rank reads its node range's rows of the store (:func:`.dist_graph.read_slice`) and builds
+   its slice of the symmetric distributed CSR (:func:`.dist_graph.symmetric_csr`);
+2. the engine (PT-Scotch's ``ParMETIS_V3_PartKway``, :mod:`.ptscotch`) assigns parts;
+3. new ids are numbered as the one-machine writer numbers them (stable by part, then original id:
+   the same partition directory for the same assignment) and the in-neighbours translated;
+4. each node's rows go to the rank writing its part (:mod:`.dist_write`), which writes it into one
+   hidden work directory next to OUT (rank 0 creates and locks it); rank 0 writes
+   ``partition.json`` and renames the directory into place when every rank has succeeded.
+
+OUT must be on a filesystem all ranks see.  Bad arguments fail on every rank before any work,
+with one line from rank 0.  A rank that fails later prints its error and aborts the job
+(``MPI_Abort``): the other ranks end within seconds and OUT is not created; rank 0's work
+directory is removed by a small watcher process it starts (when rank 0 dies without finishing)
+or by the next writer there, as for a killed one-machine run.
+
+Metrics: edge cut and node/edge/train balance as the one-machine path computes them, summed over
+ranks.  ``remote_sample_share`` is null: it samples multi-hop neighbourhoods of the whole graph,
+which no rank holds (``metrics["remote_sample_share_note"]`` says so).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bgl.output_dir import PARTITION, WorkDir, remove_stale, replace_output
+from bgl.store import GraphStore
+
+from . import metrics as M
+from .format import FORMAT_NAME, FORMAT_VERSION, META_FILE, ORIG_EIDS_FILE, ORIG_IDS_FILE, check_out_dir, open_partition
+
+log = logging.getLogger(__name__)
+
+ENGINES = ("ptscotch",)
+SHARE_NOTE = ("not measured by --distributed: the share samples multi-hop neighbourhoods of the whole "
+              "graph, which no rank holds")
+
+
+def _mpi():
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        from .ptscotch import EngineMissing
+
+        raise EngineMissing("--distributed needs mpi4py and MPI: pip install 'bgl[distributed]' with Open MPI "
+                            "installed (apt-get install openmpi-bin libopenmpi-dev), or run .ci/setup-mpi.sh") from None
+    return MPI
+
+
+def mpi_rank() -> int:
+    """This process's rank in ``MPI.COMM_WORLD`` (EngineMissing, naming the fix, without mpi4py)."""
+    return _mpi().COMM_WORLD.Get_rank()
+
+
+def _bcast_text(comm, text: str, root: int) -> str:
+    """``text`` of rank ``root`` on every rank (as bytes: nothing is pickled)."""
+    raw = np.frombuffer(text.encode(), np.uint8) if comm.Get_rank() == root else None
+    size = np.array([0 if raw is None else raw.size], np.int64)
+    comm.Bcast(size, root=root)
+    buf = raw.copy() if raw is not None else np.empty(int(size[0]), np.uint8)
+    comm.Bcast(buf, root=root)
+    return buf.tobytes().decode(errors="replace")
+
+
+#: Exceptions a failed check is raised as on every rank (by type name); anything else is a RuntimeError.
+_CHECK_ERRORS = {"ValueError": ValueError, "FileExistsError": FileExistsError, "OutputError": RuntimeError,
+                 "StoreFormatError": ValueError, "EngineMissing": None}
+
+
+def _agree(comm, error: BaseException | None) -> None:
+    """Raise the first failing rank's check error on every rank (prefixed with its rank unless rank
+    0), so all ranks leave a failed check together; collective."""
+    flags = np.empty(comm.Get_size(), np.int64)
+    comm.Allgather(np.array([error is not None], np.int64), flags)
+    if not flags.any():
+        return
+    first = int(np.flatnonzero(flags)[0])
+    kind = _bcast_text(comm, type(error).__name__ if error is not None else "", first)
+    body = _bcast_text(comm, str(error) if error is not None else "", first)
+    body = body if first == 0 else f"rank {first}: {body}"
+    if kind == "EngineMissing":
+        from .ptscotch import EngineMissing
+
+        raise EngineMissing(body)
+    raise (_CHECK_ERRORS.get(kind) or RuntimeError)(body)
+
+
+def _check(store_path, out_dir, num_parts: int, engine: str, overwrite: bool, ranks: int) -> GraphStore:
+    """Every rank's own checks of the arguments (cheap; nothing is written)."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown distributed engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    if not isinstance(num_parts, (int, np.integer)) or num_parts < 1:
+        raise ValueError(f"num_parts must be an int >= 1, got {num_parts!r}")
+    store = GraphStore(store_path, validate="none")
+    if store.node_offset != 0 or store.global_num_nodes != store.num_nodes:
+        raise ValueError(f"{store.path} is a part store; partition a whole-graph store")
+    if store.is_typed:
+        raise ValueError(f"{store.path} is a typed store; --distributed partitions untyped stores only (so far)")
+    if num_parts > store.num_nodes:
+        raise ValueError(f"num_parts={num_parts} exceeds the number of nodes ({store.num_nodes})")
+    if ranks > store.num_nodes:
+        raise ValueError(f"{ranks} ranks for {store.num_nodes} nodes: run at most one rank per node")
+    check_out_dir(out_dir, overwrite, inputs=[store.path])
+    from .ptscotch import load
+
+    load()
+    return store
+
+
+def _watch(work: WorkDir) -> subprocess.Popen:
+    """A process outside the MPI job that removes rank 0's work dir if rank 0 dies unfinished: it
+    waits for its stdin to close (rank 0's exit, however it ends), then lets ``remove_stale`` take
+    the dead run's lock; a finished run's dir is gone by then and nothing else is touched."""
+    code = ("import sys, time, os\n"
+            "from bgl.output_dir import remove_stale\n"
+            "sys.stdin.buffer.read()\n"
+            "deadline = time.monotonic() + 10\n"
+            "while os.path.exists(sys.argv[2]) and time.monotonic() < deadline:\n"
+            "    remove_stale(sys.argv[1]); time.sleep(0.1)\n")
+    return subprocess.Popen([sys.executable, "-c", code, str(work.path.parent), str(work.path)],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, close_fds=True)  # holds none of the job's output pipes
+
+
+def partition_distributed(store_path, out_dir, num_parts: int, *, engine: str = "ptscotch", seed: int = 0,
+                          overwrite: bool = False, imbalance: float = 0.03, comm=None):
+    """Partition ``store_path`` into ``num_parts`` parts over the ranks of ``comm`` (default: all).
+
+    Returns the opened :class:`~.format.PartitionBook` on every rank.  Raises ValueError /
+    FileExistsError / :class:`~.ptscotch.EngineMissing` (the same on every rank) for bad arguments;
+    a rank failing after the checks aborts the MPI job.
+    """
+    MPI = _mpi()
+    comm = comm if comm is not None else MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    try:
+        store, error = _check(store_path, out_dir, num_parts, engine, overwrite, size), None
+    except Exception as e:  # noqa: BLE001 - every rank must learn of any rank's failed check
+        store, error = None, e
+    _agree(comm, error)
+    out = Path(out_dir)
+    try:
+        return _run(store, out, int(num_parts), engine, seed, overwrite, imbalance, comm, rank, size)
+    except BaseException as e:  # noqa: BLE001 - one rank's failure must end the job, not hang it
+        if size == 1:
+            raise
+        _report(e, rank, size)
+        comm.Abort(1)
+        raise
+
+
+def _report(e: BaseException, rank: int, size: int) -> None:
+    """One line on stderr naming the failing rank, its host and the error (once per error)."""
+    if size > 1 and not getattr(e, "_bgl_reported", False):
+        print(f"bgl partition: error: rank {rank} of {size} on {socket.gethostname()}: "
+              f"{type(e).__name__}: {e}", file=sys.stderr, flush=True)
+        with contextlib.suppress(AttributeError):
+            e._bgl_reported = True
+
+
+def _run(store: GraphStore, out: Path, num_parts: int, engine: str, seed: int, overwrite: bool,
+         imbalance: float, comm, rank: int, size: int):
+    from . import dist_graph as G
+    from . import dist_write as W
+    from .dist_exchange import Exchange
+    from .ptscotch import part_kway
+
+    ex = Exchange(comm)
+    t0 = time.perf_counter()
+    sl = G.read_slice(store, rank, size)
+    xadj, adjncy = G.symmetric_csr(sl, ex, store.num_nodes)
+    log.info("rank %d: nodes [%d, %d), %d in-edges, %d undirected entries (%.1f s)", rank, sl.lo, sl.hi,
+             sl.src.size, adjncy.size, time.perf_counter() - t0)
+    part = np.zeros(sl.num_nodes, np.int64) if num_parts == 1 else part_kway(comm, sl.vtxdist, xadj, adjncy,
+                                                                             num_parts, imbalance=imbalance)
+    del xadj, adjncy
+    seconds = time.perf_counter() - t0
+    log.info("rank %d: %s assigned %d parts (%.1f s since start)", rank, engine, num_parts, seconds)
+    rel = G.relabel(part, num_parts, ex)
+    new_src = G.translate(sl.src, sl, rel.new_ids, ex)
+    names, flags = W.split_flags(store, sl.lo, sl.hi)
+    stats = _stats(sl, part, rel, new_src, flags[:, names.index("train")] if "train" in names else None,
+                   num_parts, ex)
+    t1 = time.perf_counter()
+    work = watcher = None
+    if rank == 0:
+        remove_stale(out.absolute().parent)
+        work = WorkDir(out, "tmp")
+        watcher = _watch(work)
+        np.lib.format.open_memmap(work.path / ORIG_IDS_FILE, mode="w+", dtype=np.int64, shape=(store.num_nodes,))
+        np.lib.format.open_memmap(work.path / ORIG_EIDS_FILE, mode="w+", dtype=np.int64, shape=(store.num_edges,))
+    path = _bcast_text(comm, str(work.path) if rank == 0 else "", 0)
+    try:
+        rows = W.local_rows(store, sl, rel, new_src, flags)
+        del new_src
+        got = W.ship(rows, rel.bounds, ex)
+        del rows
+        log.info("rank %d: received %d nodes and %d edges for its parts", rank, got.nodes["deg"].size,
+                 got.edges["src"].size)
+        written = ex.allreduce_sum(W.write_parts(store, got, rel, Path(path), names, ex, engine))
+        del got
+        write_seconds = time.perf_counter() - t1
+        rss = ex.allgather(np.array([M.peak_rss_bytes()], np.int64)).ravel()
+        sent = ex.allreduce_sum(np.array([ex.bytes_sent], np.int64))
+        if rank == 0:
+            _finish(store, work, out, overwrite, rel, written, stats, engine, seed, imbalance, size,
+                    seconds, write_seconds, rss, int(sent[0]))
+        comm.Barrier()
+    except BaseException as e:
+        _report(e, rank, size)  # before the cleanup: the other ranks' aborts may end this one any moment
+        if work is not None:
+            work.remove()
+        raise
+    finally:
+        if watcher is not None:
+            watcher.stdin.close()
+            watcher.wait(timeout=30)
+    return open_partition(out)
+
+
+def _stats(sl, part: np.ndarray, rel, new_src: np.ndarray, train_flags: np.ndarray | None, num_parts: int,
+           ex) -> dict:
+    """Edge cut count and per-part loads, summed over ranks (the one-machine metrics' inputs)."""
+    dst_part = np.repeat(part, np.diff(sl.indptr))
+    src_part = np.searchsorted(rel.bounds, new_src, side="right") - 1
+    cut = ex.allreduce_sum(np.array([np.count_nonzero(src_part != dst_part)], np.int64))[0]
+    train = np.zeros(sl.num_nodes) if train_flags is None else train_flags.astype(np.float64)
+    loads = np.stack([np.bincount(part, minlength=num_parts).astype(np.float64),
+                      np.bincount(part, weights=np.diff(sl.indptr).astype(np.float64), minlength=num_parts),
+                      np.bincount(part, weights=train, minlength=num_parts)])
+    return {"cut": int(cut), "loads": ex.allreduce_sum(loads)}
+
+
+def _balance(load: np.ndarray) -> float:
+    return float(load.max() / load.mean()) if load.sum() > 0 else 1.0
+
+
+def _finish(store, work: WorkDir, out: Path, overwrite: bool, rel, written: np.ndarray, stats: dict, engine: str,
+            seed: int, imbalance: float, size: int, seconds: float, write_seconds: float, rss: np.ndarray,
+            sent: int) -> None:
+    """Rank 0: partition.json, a check that the directory opens, and the rename into place."""
+    n, e = store.num_nodes, store.num_edges
+    bounds = rel.bounds
+    parts = [{"part": k, "store": f"part-{k}", "node_start": int(bounds[k]), "node_end": int(bounds[k + 1]),
+              "num_nodes": int(bounds[k + 1] - bounds[k]), "num_edges": int(written[k, 0]),
+              "num_train": int(written[k, 1])} for k in range(bounds.size - 1)]
+    loads = stats["loads"]
+    metrics = {"edge_cut": stats["cut"] / e if e else 0.0, "remote_sample_share": None,
+               "balance_nodes": _balance(loads[0]), "balance_edges": _balance(loads[1]),
+               "balance_train": _balance(loads[2]), "seconds": seconds, "write_seconds": write_seconds,
+               "peak_rss_bytes": int(rss.max()), "sampler": "", "remote_sample_share_note": SHARE_NOTE,
+               "distributed": {"ranks": size, "engine": engine, "peak_rss_bytes_per_rank": rss.tolist(),
+                               "bytes_exchanged": sent}}
+    meta = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "method": engine,
+            "params": {"seed": seed, "distributed": True, "ranks": size, "imbalance": imbalance},
+            "num_parts": bounds.size - 1, "num_nodes": n, "num_edges": e, "source_store": str(store.path),
+            "parts": parts, "metrics": metrics}
+    (work.path / META_FILE).write_text(json.dumps(meta, indent=2))
+    open_partition(work.path)  # never rename an inconsistent partition into place
+    replace_output(work, out, PARTITION, overwrite)

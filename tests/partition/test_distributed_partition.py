@@ -1,0 +1,252 @@
+"""``bgl partition --distributed --engine ptscotch`` as real MPI ranks (mpirun, 2 and 3 ranks).
+
+Needs Open MPI, mpi4py and PT-Scotch's 64-bit ParMETIS library; ``.ci/setup-mpi.sh`` installs
+them (root, network) when missing, else the tests skip saying what is missing.  The distributed
+partition must be the very directory the one-machine writer makes for the same assignment, hold
+exactly the store's edges, features and edge arrays, and serve; a rank that dies or fails ends the
+job and leaves nothing behind.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bgl.partition import metrics as M
+from bgl.partition.format import open_partition, write_partition
+from bgl.partition.graph_input import GraphInput
+from bgl.store import GraphStore, write_store
+
+from ..bgl.conftest import _serve_partition
+from .conftest import csc_from_edges
+
+REPO = Path(__file__).resolve().parents[2]
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "NUMBA_NUM_THREADS": "1",
+           "OMP_NUM_THREADS": "1"}
+
+
+def _missing() -> str | None:
+    """What the distributed path lacks here, or None."""
+    if not shutil.which("mpirun"):
+        return "mpirun (openmpi-bin)"
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return "mpi4py"
+    from bgl.partition.ptscotch import library_dir
+
+    return None if library_dir() else "scotch-int64/libptscotchparmetisv3.so (libptscotch-dev)"
+
+
+@pytest.fixture(scope="module")
+def mpi():
+    """Install MPI, PT-Scotch and mpi4py through .ci/setup-mpi.sh if needed; skip, saying why, if impossible."""
+    if _missing() is None:
+        return
+    setup = REPO / ".ci" / "setup-mpi.sh"
+    done = subprocess.run(["bash", str(setup), sys.prefix], capture_output=True, text=True, timeout=900)
+    if done.returncode != 0 or _missing() is not None:
+        pytest.skip(f"{_missing()} is not installed and {setup} could not install it: "
+                    f"{(done.stderr or done.stdout).strip()[-500:]}")
+
+
+@pytest.fixture(scope="module")
+def edge_store(tmp_path_factory) -> GraphStore:
+    """1,500 nodes of 6 loose communities, both edge directions mostly but not always stored, a
+    few self-loops, features, labels, splits and two edge arrays."""
+    rng = np.random.default_rng(7)
+    n, m = 1500, 9000
+    comm = rng.integers(0, 6, n)
+    src = rng.integers(0, n, m)
+    same = rng.random(m) < 0.85
+    pool = [np.flatnonzero(comm == c) for c in range(6)]
+    dst = np.where(same, [pool[comm[s]][rng.integers(0, pool[comm[s]].size)] for s in src], rng.integers(0, n, m))
+    indptr, indices = csc_from_edges(n, np.concatenate([src, dst[:6000]]), np.concatenate([dst, src[:6000]]))
+    # a few self-loops: kept in the parts, dropped from the engine's graph
+    loops = np.arange(0, n, 97)
+    dst_of = np.repeat(np.arange(n), np.diff(indptr))
+    dst_of, indices = np.concatenate([dst_of, loops]), np.concatenate([indices, loops])
+    order = np.argsort(dst_of, kind="stable")
+    indices = indices[order]
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(dst_of, minlength=n), out=indptr[1:])
+    e = indices.size
+    ids = rng.permutation(n)
+    splits = {"train": np.sort(ids[:600]), "val": np.sort(ids[600:800]), "test": np.sort(ids[800:1000])}
+    return write_store(tmp_path_factory.mktemp("dstore") / "g", indptr, indices,
+                       feat=rng.standard_normal((n, 5)).astype(np.float32), label=comm, splits=splits,
+                       num_classes=6, name="dist", edata={"weight": rng.random(e).astype(np.float32),
+                                                          "pair": rng.integers(0, 9, (e, 2))})
+
+
+def mpirun(ranks: int, args: list[str], timeout: float = 120, script: list[str] | None = None):
+    """Run ``bgl partition ARGS --distributed`` (or ``script``) on ``ranks`` local ranks."""
+    cmd = ["mpirun", "--oversubscribe", "-n", str(ranks), sys.executable,
+           *(script or ["-m", "bgl"]), "partition", *args, "--distributed"]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **MPI_ENV})
+
+
+def part_of(book) -> np.ndarray:
+    """The assignment a partition directory encodes (original id -> part)."""
+    out = np.empty(book.num_nodes, np.int64)
+    for k in range(book.num_parts):
+        out[np.asarray(book.orig_ids[book.bounds[k] : book.bounds[k + 1]])] = k
+    return out
+
+
+def same_dirs(a: Path, b: Path) -> None:
+    """Every file under ``a`` is under ``b`` with equal arrays (.npy) or equal JSON (meta.json)."""
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    for f in files:
+        if f.suffix == ".npy":
+            x, y = np.load(a / f), np.load(b / f)
+            assert x.dtype == y.dtype and np.array_equal(x, y), f
+        elif f.name == "meta.json":
+            assert json.loads((a / f).read_text()) == json.loads((b / f).read_text()), f
+
+
+@pytest.mark.parametrize("ranks, parts", [(2, 2), (3, 4), (3, 2), (2, 1)])
+def test_distributed_partition_is_the_one_machine_directory(mpi, edge_store, tmp_path, ranks, parts):
+    out = tmp_path / "dist"
+    done = mpirun(ranks, [str(edge_store.path), str(out), "--parts", str(parts)])
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("wrote ") == 1  # rank 0 reports, the others stay quiet
+    book = open_partition(out)
+    assign = part_of(book)
+    assert np.bincount(assign, minlength=parts).min() > 0
+    one = write_partition(edge_store, assign, parts, tmp_path / "one", method="ptscotch")
+    for k in range(parts):
+        same_dirs(book.part_path(k), one.part_path(k))
+    assert np.array_equal(book.orig_ids, one.orig_ids) and np.array_equal(book.orig_eids, one.orig_eids)
+    assert book.meta["parts"] == one.meta["parts"]
+    # exactly the store's edges, in original ids
+    got = np.concatenate([book.orig_ids[np.repeat(np.arange(book.bounds[k], book.bounds[k + 1]),
+                                                  np.diff(book.part_store(k).indptr))] * book.num_nodes
+                          + book.orig_ids[np.asarray(book.part_store(k).indices)] for k in range(parts)])
+    dst = np.repeat(np.arange(edge_store.num_nodes), np.diff(edge_store.indptr))
+    assert np.array_equal(np.sort(got), np.sort(dst * edge_store.num_nodes + np.asarray(edge_store.indices)))
+    # the metrics the one-machine path computes, from the ranks' sums
+    graph = GraphInput.from_store(edge_store)
+    m = book.metrics
+    assert m["edge_cut"] == pytest.approx(M.edge_cut(graph, assign))
+    bal = M.balance(graph, assign, parts)
+    assert (m["balance_nodes"], m["balance_edges"], m["balance_train"]) == pytest.approx(
+        (bal["nodes"], bal["edges"], bal["train"]))
+    assert m["remote_sample_share"] is None and "not measured" in m["remote_sample_share_note"]
+    assert m["distributed"]["ranks"] == ranks and len(m["distributed"]["peak_rss_bytes_per_rank"]) == ranks
+    # a community graph: the engine cuts far less than a random split (~5/6 for 6 parts)
+    assert m["edge_cut"] < 0.5
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_distributed_partition_serves_the_store(mpi, edge_store, tmp_path):
+    from bgl.sampler import LocalSampler, SamplingClient
+
+    out = tmp_path / "dist"
+    done = mpirun(2, [str(edge_store.path), str(out), "--parts", "2"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    book = open_partition(out)
+    orig = np.asarray(book.orig_ids)
+    seeds = np.random.default_rng(3).permutation(book.num_nodes)[:200]  # both parts, mixed order
+    whole = LocalSampler(edge_store)
+    with _serve_partition(book, tmp_path) as addresses, SamplingClient(addresses, timeout=120) as client:
+        got = client.sample_blocks(seeds, [-1], seed=1)[0]
+        want = whole.sample_blocks(orig[seeds], [-1], seed=1)[0]
+        nbrs = lambda b, ids: {int(ids[d]): sorted(ids[b.src_ids.numpy()[b.indices.numpy()[  # noqa: E731
+            b.indptr.numpy()[j]:b.indptr.numpy()[j + 1]]]].tolist()) for j, d in enumerate(b.dst_ids.numpy())}
+        assert nbrs(got, orig) == nbrs(want, np.arange(book.num_nodes))
+        assert np.array_equal(client.fetch_features(seeds).numpy(), np.asarray(edge_store.feat)[orig[seeds]])
+        assert np.array_equal(client.fetch_labels(seeds).numpy(), np.asarray(edge_store.label)[orig[seeds]])
+
+
+FAILING_RANK = """\
+import os, signal, sys
+from mpi4py import MPI
+import bgl.partition.dist_write as W
+write = W._write_part_store
+def failing(*args, **kwargs):
+    result = write(*args, **kwargs)  # the part is in the work dir when rank 1 goes
+    if MPI.COMM_WORLD.Get_rank() == 1:
+        if sys.argv[1] == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        raise OSError("disk full (injected)")
+    return result
+W._write_part_store = failing
+from bgl.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("how", ["kill", "raise"])
+def test_a_failing_rank_ends_the_job_and_leaves_nothing(mpi, edge_store, tmp_path, how):
+    script = tmp_path / "failing.py"
+    script.write_text(FAILING_RANK)
+    out = tmp_path / "out" / "dist"
+    out.parent.mkdir()
+    t0 = time.monotonic()
+    done = mpirun(3, [str(edge_store.path), str(out), "--parts", "3"], script=[str(script), how], timeout=60)
+    assert done.returncode != 0
+    assert time.monotonic() - t0 < 45
+    if how == "raise":
+        assert "rank 1 of 3" in done.stderr and "disk full (injected)" in done.stderr
+    deadline = time.monotonic() + 15  # rank 0's watcher removes its work dir once rank 0 is gone
+    while list(out.parent.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not out.exists()
+    assert list(out.parent.iterdir()) == []
+
+
+def test_bad_arguments_fail_once_before_any_work(mpi, edge_store, tmp_path):
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "mine.txt").write_text("x")
+    for args, want in (([str(tmp_path / "p"), "--parts", "0"], "num_parts must be an int >= 1, got 0"),
+                       ([str(tmp_path / "p"), "--parts", "99999"], "num_parts=99999 exceeds the number of nodes"),
+                       ([str(tmp_path / "taken"), "--parts", "2"], "already exists"),
+                       ([str(tmp_path / "p"), "--parts", "2", "--method", "metis"], "--distributed uses --engine")):
+        done = mpirun(2, [str(edge_store.path), *args])
+        assert done.returncode != 0
+        errors = [line for line in done.stderr.splitlines() if "error:" in line]
+        assert len(errors) == 1 and want in errors[0], done.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+
+
+EXCHANGE = """\
+import sys
+import numpy as np
+from mpi4py import MPI
+from bgl.partition.dist_exchange import Exchange
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+def rows_of(r):  # what rank r sends: (values [k, 3] int16, destinations)
+    rng = np.random.default_rng(r)
+    k = int(rng.integers(0, 40))
+    return rng.integers(-999, 999, (k, 3)).astype(np.int16), rng.integers(0, size, k)
+ex = Exchange(comm, round_bytes=int(sys.argv[1]))
+values, dest = rows_of(rank)
+(got,), counts = ex.route([values], dest)
+want = [v[d == rank] for v, d in (rows_of(r) for r in range(size))]
+assert np.array_equal(got, np.concatenate(want)), (rank, got, want)
+assert counts.tolist() == [w.shape[0] for w in want]
+back = ex.reply(got, counts)  # answers return in the order the requests were sent (stable by rank)
+assert np.array_equal(back, values[np.argsort(dest, kind="stable")])
+print("ok", rank, ex.bytes_sent)
+"""
+
+
+@pytest.mark.parametrize("round_bytes", [5, 1 << 20])
+def test_exchange_moves_rows_in_rounds(mpi, tmp_path, round_bytes):
+    """Small rounds (5 bytes: rows split across messages) give the same rows as one round."""
+    script = tmp_path / "exchange.py"
+    script.write_text(EXCHANGE)
+    cmd = ["mpirun", "--oversubscribe", "-n", "3", sys.executable, str(script), str(round_bytes)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={**os.environ, **MPI_ENV})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("ok") == 3
