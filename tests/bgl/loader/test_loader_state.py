@@ -185,28 +185,34 @@ def run(rank, world, init_file, store_path, out_q):
 '''
 
 
-def test_each_ddp_rank_resumes_its_own_share(store, tmp_path):
+def run_ranks(tmp_path, source: str, module: str, *args) -> dict:
+    """Run ``source``'s ``run(rank, 2, init_file, *args, out_q)`` in two spawned processes (a gloo world of
+    two); ``{rank: what it put on out_q after its rank}``."""
+    import importlib
     import multiprocessing as mp
     import sys
 
-    (tmp_path / "bgl_state_worker.py").write_text(DDP_WORKER)
+    (tmp_path / f"{module}.py").write_text(source)
     sys.path.insert(0, str(tmp_path))
     try:
-        import bgl_state_worker
-
+        worker = importlib.import_module(module)
         ctx = mp.get_context("spawn")
         out_q = ctx.Queue()
-        procs = [ctx.Process(target=bgl_state_worker.run, args=(r, 2, str(tmp_path / "init"), str(store.path), out_q))
-                 for r in range(2)]
+        procs = [ctx.Process(target=worker.run, args=(r, 2, str(tmp_path / "init"), *args, out_q)) for r in range(2)]
         for p in procs:
             p.start()
-        results = {r: (whole, part, state) for r, whole, part, state in (out_q.get(timeout=180) for _ in procs)}
+        results = {r: rest for r, *rest in (out_q.get(timeout=180) for _ in procs)}
         for p in procs:
             p.join(timeout=30)
             assert p.exitcode == 0
     finally:
         sys.path.remove(str(tmp_path))
-        sys.modules.pop("bgl_state_worker", None)
+        sys.modules.pop(module, None)
+    return results
+
+
+def test_each_ddp_rank_resumes_its_own_share(store, tmp_path):
+    results = run_ranks(tmp_path, DDP_WORKER, "bgl_state_worker", str(store.path))
     for rank, (whole, part, state) in results.items():
         assert part == whole and state["fingerprint"]["rank"] == rank and state["next_batch"] == 3
     plain = bgl.DataLoader(store, np.arange(0, 250), bgl.NeighborSampler([2]), batch_size=16, shuffle=True)
@@ -250,27 +256,7 @@ def run(rank, world, init_file, store_path, ck_dir, out_q):
 
 
 def test_each_rank_resumes_from_torch_distributed_checkpoint(store, tmp_path):
-    import multiprocessing as mp
-    import sys
-
-    (tmp_path / "bgl_dcp_worker.py").write_text(DCP_WORKER)
-    sys.path.insert(0, str(tmp_path))
-    try:
-        import bgl_dcp_worker
-
-        ctx = mp.get_context("spawn")
-        out_q = ctx.Queue()
-        procs = [ctx.Process(target=bgl_dcp_worker.run, args=(r, 2, str(tmp_path / "init"), str(store.path),
-                                                               str(tmp_path / "ck"), out_q)) for r in range(2)]
-        for p in procs:
-            p.start()
-        results = {r: (rest, resumed) for r, rest, resumed in (out_q.get(timeout=180) for _ in procs)}
-        for p in procs:
-            p.join(timeout=30)
-            assert p.exitcode == 0
-    finally:
-        sys.path.remove(str(tmp_path))
-        sys.modules.pop("bgl_dcp_worker", None)
+    results = run_ranks(tmp_path, DCP_WORKER, "bgl_dcp_worker", str(store.path), str(tmp_path / "ck"))
     for rank, (rest, resumed) in results.items():
         assert len(rest) > 0 and resumed == rest, rank
 
