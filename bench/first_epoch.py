@@ -1,0 +1,78 @@
+"""First epoch vs later epochs of ``bgl.DataLoader``, on a cold and on a warm kernel cache (issue #41 item 3).
+
+The claim measured: on a warm machine the first epoch (loader construction included, where bgl loads its
+numba kernels) costs at most 2x a later epoch, and a cold machine compiles the kernels once per
+installation (numba's on-disk cache), not once per run.  Each run is a fresh Python process over the same
+store; ``cold`` points ``NUMBA_CACHE_DIR`` at an empty directory, ``warm 1`` / ``warm 2`` reuse what the
+cold run compiled (a second and third run on the same machine).  Prints one markdown row per (pipeline,
+run): construction, epoch 1, the mean of later epochs, and epoch 1 (with construction) / later.
+
+    python bench/first_epoch.py --workdir /tmp/first-epoch [--dataset data/cora.npz] [--epochs 4]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+CHILD = r'''
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np, torch, bgl
+store_path, pipeline, epochs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+store = bgl.GraphStore(store_path)
+t1 = time.perf_counter()
+loader = bgl.DataLoader(store_path, np.asarray(store.train_idx), bgl.NeighborSampler([10, 10]), batch_size=64,
+                        shuffle=True, pipeline=pipeline)
+t2 = time.perf_counter()
+times = []
+for _ in range(epochs):
+    t = time.perf_counter()
+    for _ in loader:
+        pass
+    times.append(time.perf_counter() - t)
+loader.close()
+print(json.dumps({"import": t1 - t0, "construct": t2 - t1, "epochs": times}))
+'''
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "bgl-first-epoch"))
+    p.add_argument("--dataset", default=str(REPO / "data" / "cora.npz"))
+    p.add_argument("--epochs", type=int, default=4)
+    p.add_argument("--pipelines", default="inline,processes")
+    args = p.parse_args(argv)
+    work = Path(args.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    store = work / "store"
+    if not (store / "meta.json").is_file():
+        import bgl
+
+        bgl.ingest(args.dataset, store)
+    print(f"# {args.dataset}, batch 64, fanouts 10,10; loadavg {Path('/proc/loadavg').read_text().split()[:3]}")
+    print("| pipeline | run | import s | construct s | epoch 1 s | later epochs s (mean) | (construct + epoch 1) / later |")
+    print("|---|---|---|---|---|---|---|")
+    for pipeline in args.pipelines.split(","):
+        cache = tempfile.mkdtemp(dir=work, prefix=f"numba-{pipeline}-")  # empty: a cold machine
+        for run in ("cold", "warm 1", "warm 2"):
+            env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+            out = subprocess.run([sys.executable, "-c", CHILD, str(store), pipeline, str(args.epochs)], env=env,
+                                 capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+            r = json.loads(out)
+            later = sum(r["epochs"][1:]) / max(1, len(r["epochs"]) - 1)
+            first = r["construct"] + r["epochs"][0]
+            print(f"| {pipeline} | {run} | {r['import']:.2f} | {r['construct']:.2f} | {r['epochs'][0]:.3f} | "
+                  f"{later:.3f} | {first / later:.1f}x |", flush=True)
+    print(f"# loadavg after {Path('/proc/loadavg').read_text().split()[:3]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
