@@ -84,6 +84,19 @@ def check_fanout(fanout) -> int:
     return fanout
 
 
+def check_relation_fanouts(fanouts, canonical_etypes) -> np.ndarray:
+    """One typed layer's fanouts as a contiguous int64 [R] array, one per relation of
+    ``canonical_etypes`` (each as :func:`check_fanout` takes it); ValueError naming the count or the
+    bad value otherwise.  Every typed sampling entry (store, servers, temporal) checks through here."""
+    fanouts = np.ascontiguousarray(fanouts, np.int64)
+    if fanouts.shape != (len(canonical_etypes),):
+        raise ValueError(f"{fanouts.shape[0] if fanouts.ndim == 1 else fanouts.shape} fanouts for a graph of "
+                         f"{len(canonical_etypes)} relations {list(canonical_etypes)}")
+    for f in fanouts:
+        check_fanout(int(f))
+    return fanouts
+
+
 def check_range(ids: np.ndarray, lo: int, hi: int, name: str = "ids") -> None:
     """Raise ValueError naming the first id outside [lo, hi)."""
     if ids.size == 0:

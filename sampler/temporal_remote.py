@@ -37,12 +37,7 @@ class TemporalClient:
 
         typed = isinstance(fanout, np.ndarray)
         if typed:
-            fanout = np.ascontiguousarray(fanout, np.int64)
-            num_rel = len(self._typed().edge_types)
-            if fanout.shape != (num_rel,):
-                raise ValueError(f"{fanout.shape} fanouts for a graph of {num_rel} relations")
-            for f in fanout:
-                ops.check_fanout(int(f))
+            fanout = ops.check_relation_fanouts(fanout, self._typed().canonical_etypes)
         else:
             fanout = ops.check_fanout(fanout)
         T.check_strategy(strategy)

@@ -92,13 +92,8 @@ class TypedTemporalLayer:
         from ._typed_kernels import typed_spans
 
         code = check_strategy(strategy)
-        fanouts = np.asarray(fanouts, np.int64)
-        num_rel = len(self.schema.edge_types)
-        if fanouts.shape != (num_rel,):
-            raise ValueError(f"{fanouts.shape[0] if fanouts.ndim == 1 else fanouts.shape} fanouts for a graph of "
-                             f"{num_rel} relations {self.schema.canonical_etypes}")
-        for f in fanouts:
-            ops.check_fanout(int(f))
+        fanouts = ops.check_relation_fanouts(fanouts, self.schema.canonical_etypes)
+        num_rel = fanouts.shape[0]
         dst = ops.as_ids(dst, "seeds")
         times = check_times(times, dst.shape[0], "seed times")
         off = int(self.store.node_offset)

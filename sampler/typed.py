@@ -204,11 +204,7 @@ def sample_typed_store(store, indptr: np.ndarray, dst: np.ndarray, fanouts: np.n
     if etype is None:
         raise ValueError(f"{store.path} has no edge types; sample it with per-layer int fanouts")
     schema = store.schema
-    if fanouts.shape != (len(schema.edge_types),):
-        raise ValueError(f"{fanouts.shape[0]} fanouts for a graph of {len(schema.edge_types)} relations "
-                         f"{schema.canonical_etypes}")
-    for f in fanouts:
-        ops.check_fanout(int(f))
+    fanouts = ops.check_relation_fanouts(fanouts, schema.canonical_etypes)
     dst = ops.as_ids(dst, "seeds")
     ops.check_range(dst, store.node_offset, store.node_offset + store.num_nodes, "seeds")
     if exclude is not None:  # read-only: one kernel variant whichever way the ids came (kernel_warmup)

@@ -156,11 +156,7 @@ class TypedClient:
         its own part's share as CSC positions; ``prob``: the servers' edge array every relation draws by;
         ``labor`` = ``(seed2, mix)``: LABOR-0 instead."""
         schema = self._typed()
-        fanouts = np.ascontiguousarray(fanouts, np.int64)
-        if fanouts.shape != (len(schema.edge_types),):
-            raise ValueError(f"{fanouts.shape[0]} fanouts for a graph of {len(schema.edge_types)} relations")
-        for f in fanouts:
-            ops.check_fanout(int(f))
+        fanouts = ops.check_relation_fanouts(fanouts, schema.canonical_etypes)
         dst = ops.as_ids(dst, "seeds")
         order, groups = self._split(dst)
         sorted_ids = dst[order]

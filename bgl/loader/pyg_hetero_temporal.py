@@ -71,7 +71,6 @@ class HeteroTemporalNeighborLoader(DelegatedState):
         self._input_id = TimedSeedPositions(ids_np, seed_time, by_id, self.options.input_id)
         self._fields = hetero_fields(data)
         fanouts = pyg_layer_fanouts(num_neighbors, self.schema.canonical_etypes)
-        fanouts = [{c: (n if n >= 0 else 1 << 30) for c, n in layer.items()} for layer in fanouts]  # -1: all eligible
         sampler = TemporalNeighborSampler(fanouts, layout="disjoint", strategy=args.strategy,
                                           **{f"{kind}_timestamp_attr_name": args.time_attr})
         self.batch_size = int(batch_size)

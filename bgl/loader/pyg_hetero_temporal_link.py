@@ -130,8 +130,7 @@ class HeteroTemporalLinkNeighborLoader(DelegatedState):
         label_time = check_times(args.edge_label_time, n, "edge_label_time")
         self.neg_sampling = _negatives(neg_sampling, neg_sampling_ratio)
         self.edge_label = check_edge_label(edge_label, n, self.neg_sampling)
-        fanouts = [{c: (f if f >= 0 else 1 << 30) for c, f in layer.items()}  # -1: every eligible edge
-                   for layer in pyg_layer_fanouts(num_neighbors, self.schema.canonical_etypes)]
+        fanouts = pyg_layer_fanouts(num_neighbors, self.schema.canonical_etypes)  # -1: every eligible edge
         sampler = TemporalNeighborSampler(fanouts, layout="disjoint", strategy=args.strategy,
                                           edge_timestamp_attr_name=args.time_attr)
         layout = HeteroLinkLayout(pairs, self.edge_type, self.schema, label_time, self.edge_label, self.neg_sampling)

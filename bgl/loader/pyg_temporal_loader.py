@@ -70,10 +70,9 @@ def temporal_graph(data, time_attr: Optional[str], loader: str) -> tuple[Any, st
 
 def temporal_sampler(num_neighbors: Sequence[int], kind: str, time_attr: str, strategy: str):
     """The :class:`bgl.TemporalNeighborSampler` of PyG's ``num_neighbors`` (-1: every eligible edge)."""
-    from ..sampler.ops import MAX_FANOUT
     from .temporal_sampler import TemporalNeighborSampler
 
-    fanouts = [MAX_FANOUT if f == -1 else f for f in reversed(list(num_neighbors))]
+    fanouts = list(reversed(list(num_neighbors)))
     names = {f"{kind}_timestamp_attr_name": time_attr}
     return TemporalNeighborSampler(fanouts, strategy=strategy, layout="disjoint", **names)
 

@@ -38,7 +38,8 @@ class TemporalNeighborSampler(NeighborSampler):
 
     Parameters
     ----------
-    fanouts : neighbours per layer, DGL order (``fanouts[-1]`` is applied to the seeds)
+    fanouts : neighbours per layer, DGL order (``fanouts[-1]`` is applied to the seeds); -1 takes
+        every eligible neighbour
     replace : must be False (each eligible edge is drawn at most once)
     prob_name : must be None (weighted temporal sampling is not there yet)
     node_timestamp_attr_name : a node array of int64 times (``g.ndata[name]``); a node is eligible at
@@ -67,9 +68,6 @@ class TemporalNeighborSampler(NeighborSampler):
             raise ValueError("temporal sampling draws each eligible edge at most once: replace=True is not supported")
         if prob_name is not None:
             raise ValueError(f"prob_name={prob_name!r}: weighted temporal sampling is not supported yet; drop it")
-        if any(not isinstance(f, dict) and f < 1 for f in self.fanouts):
-            raise ValueError(f"temporal fanouts must be ints >= 1 (every eligible neighbour: a large int) or "
-                             f"per-relation dicts, got {self.fanouts}")
         for what, name in (("node_timestamp_attr_name", node_timestamp_attr_name),
                            ("edge_timestamp_attr_name", edge_timestamp_attr_name)):
             if name is not None and not isinstance(name, str):

@@ -62,6 +62,19 @@ def test_no_edge_from_the_future_in_any_relation_and_pygs_disjoint_fields(strate
     assert done == 70
 
 
+def test_minus_one_takes_every_eligible_edge_of_each_relation():
+    data = user_item()
+    seeds, input_time = torch.arange(40), torch.full((40,), 600)
+    loader = NeighborLoader(data, [-1], input_nodes=("user", seeds), time_attr="time", input_time=input_time,
+                            batch_size=40)
+    batch = next(iter(loader))
+    back_dst, back_time = data[BACK].edge_index[1], data[BACK].time
+    eligible = torch.stack([((back_dst == u) & (back_time <= 600)).sum() for u in seeds])
+    subgraph = batch["user"].batch[batch[BACK].edge_index[1]]
+    assert torch.equal(torch.bincount(subgraph, minlength=40), eligible)
+    assert batch[CLICKS].edge_index.shape[1] == 0  # one hop from users: no edge into a user of this relation
+
+
 def test_node_times_default_the_seed_times_and_keep_future_nodes_out():
     data = user_item(node_times=True)
     loader = NeighborLoader(data, [4, 4], input_nodes=("item", None), time_attr="time", batch_size=20)

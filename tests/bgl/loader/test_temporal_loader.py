@@ -110,6 +110,23 @@ def test_last_takes_the_most_recent_eligible_edges():
             assert np.array_equal(mine, eligible), (v, mine, eligible)
 
 
+@pytest.mark.parametrize("layout", ["tree", "disjoint"])
+def test_fanout_minus_one_takes_every_eligible_edge(layout):
+    g = temporal_graph(hub=True)
+    ts = g.edata["ts"].numpy()
+    dst_all = g.edges()[1].numpy()
+    for _, out, blocks in loader(g, fanouts=(-1,), layout=layout):
+        b = blocks[-1]
+        seed_time = blocks[0].srcdata["seed_time"].numpy()
+        d = b.edges()[1].numpy()
+        eid = b.edata["_ID"].numpy()
+        for i, v in enumerate(out.numpy()):
+            eligible = np.flatnonzero((dst_all == v) & (ts <= seed_time[i]))
+            assert np.array_equal(np.sort(eid[d == i]), eligible), v
+    with pytest.raises(ValueError, match=r"int >= 1 or -1 \(all neighbours\), got -2"):
+        bgl.TemporalNeighborSampler([-2], edge_timestamp_attr_name="ts")
+
+
 def test_with_all_times_equal_the_seed_layer_is_the_neighbour_samplers():
     g = temporal_graph()
     g.edata["ts"] = torch.zeros(E, dtype=torch.int64)
