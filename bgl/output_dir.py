@@ -211,13 +211,7 @@ class WorkDir:
         self._fd: int | None = None
         try:
             base.mkdir(parents=True, exist_ok=True)
-            # The lock file appears already locked (made under a private name, then renamed), so a
-            # cleaner never sees this run's lock unheld.
-            pending = base / (name + LOCK_SUFFIX + ".new")
-            fd = os.open(pending, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            os.rename(pending, self.lock_path)
-            self._fd = fd
+            self._fd = _locked_lock_file(base / (name + LOCK_SUFFIX + ".new"), self.lock_path)
             self.path.mkdir()
         except OSError as e:
             self.remove()
@@ -243,6 +237,26 @@ class WorkDir:
             os.unlink(self.lock_path)
         os.close(self._fd)
         self._fd = None
+
+
+def _locked_lock_file(pending: Path, lock_path: Path, tries: int = 8) -> int:
+    """An fd holding the flock of ``lock_path``, which appears already locked: it is made under the
+    private name ``pending`` and renamed once locked, so a cleaner never sees a run's lock unheld.
+
+    A concurrent :func:`remove_stale` can take ``pending`` between its creation and the flock (it
+    looks like a dead run's) and unlink it: the rename then fails, and the file is made anew."""
+    for _ in range(tries):
+        fd = os.open(pending, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.rename(pending, lock_path)
+            return fd
+        except FileNotFoundError:
+            os.close(fd)  # a cleaner removed it before this run's flock: make it again
+        except BaseException:
+            os.close(fd)
+            raise
+    raise OSError(errno.EAGAIN, f"{pending} was removed {tries} times before it could be locked")
 
 
 def _try_lock(lock_path: Path) -> int | None:

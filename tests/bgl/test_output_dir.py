@@ -132,6 +132,26 @@ def test_stale_work_dirs_of_dead_runs_go_live_ones_stay(tmp_path):
     assert _listing(tmp_path) == []
 
 
+def test_a_cleaner_between_a_lock_files_creation_and_its_flock_costs_a_retry_not_the_run(tmp_path, monkeypatch):
+    """remove_stale can take a writer's pending ``.lock.new`` (made, not yet locked) for a dead run's:
+    the writer makes it again instead of failing."""
+    import bgl.output_dir as od
+
+    real_flock, cleaned = od.fcntl.flock, []
+
+    def flock_after_a_cleaner(fd, op):
+        if op == od.fcntl.LOCK_EX and not cleaned:  # the writer's blocking flock, the first time
+            cleaned.append(sorted(os.listdir(tmp_path)))
+            remove_stale(tmp_path)  # the real cleaner, at the worst moment
+        return real_flock(fd, op)
+
+    monkeypatch.setattr(od.fcntl, "flock", flock_after_a_cleaner)
+    with WorkDir(tmp_path / "out", "tmp") as work:
+        assert work.path.is_dir() and work.lock_path.exists()
+    assert cleaned and any(n.endswith(".lock.new") for n in cleaned[0])
+    assert _listing(tmp_path) == []
+
+
 def test_killed_mid_swap_restores_the_old_output(tmp_path):
     # A run killed between "old output aside" and "new output in" leaves OUT missing and the old
     # store in its `replaced` work dir: the next writer renames it back.
