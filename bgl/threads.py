@@ -81,3 +81,25 @@ def thread_limits(threads: int) -> Iterator[None]:
         torch.set_num_threads(torch_before)
         if numba is not None:
             numba.set_num_threads(numba_before)
+
+
+class Closes:
+    """``with`` support and a best-effort ``close()`` at garbage collection, for the classes that own
+    stage processes, threads or sockets in the user's process (loaders, server clients): the same
+    rule as above, nothing left running behind the caller.  Each defines ``close()`` (safe to call
+    twice) and inherits the rest here."""
+
+    def close(self) -> None:  # pragma: no cover - every user overrides it
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown or a half-built object: nothing left to close
+            pass

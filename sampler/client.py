@@ -35,6 +35,7 @@ import torch
 import zmq
 
 from bgl.blocks import Block
+from bgl.threads import Closes
 from bgl.codec.wire import codec_of_info, row_buffer
 from bgl.errors import ProtocolError, ServerError, ServerUnavailable
 
@@ -118,7 +119,7 @@ def shutdown(address: str, token: str, timeout: float = 2.0, curve=FROM_ENV) -> 
     _request(address, P.simple_request(P.Op.SHUTDOWN, 1, token.encode()), P.Op.SHUTDOWN, timeout, curve)
 
 
-class SamplingClient(typed_remote.TypedClient, temporal_remote.TemporalClient):
+class SamplingClient(typed_remote.TypedClient, temporal_remote.TemporalClient, Closes):
     """Samples blocks and fetches features from graph servers (one per partition part).
 
     Same API as :class:`bgl.sampler.LocalSampler`.  Not thread-safe (ZeroMQ
@@ -434,15 +435,3 @@ class SamplingClient(typed_remote.TypedClient, temporal_remote.TemporalClient):
         servers = getattr(self, "_servers", None)
         if servers is not None:
             servers.close()
-
-    def __enter__(self) -> "SamplingClient":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass

@@ -32,6 +32,7 @@ from typing import Iterator, Optional
 import numpy as np
 import torch
 
+from ..threads import Closes
 from ..dgl_adapter import graph_type_names  # DGL itself is imported on first use, not here
 from .arguments import check_graph_fields, proximity_partition, resolve_graph
 from .cache_choice import resolve_cache
@@ -59,7 +60,7 @@ log = logging.getLogger(__name__)
 PRESAMPLE_MAX_BATCHES = 32
 
 
-class DataLoader:
+class DataLoader(Closes):
     """Minibatches of sampled blocks for node classification; DGL 2.1's signature and behaviour.
 
     Parameters
@@ -422,18 +423,6 @@ class DataLoader:
         if self._pipeline is not None:
             self._pipeline.close()
             self._pipeline = None
-
-    def __enter__(self) -> "DataLoader":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def _wants_dgl_blocks(blocks: Optional[str], info, sampler) -> bool:

@@ -13,6 +13,7 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
+from ..threads import Closes
 from .arguments import owned_ids
 from .graph_arrays import GraphArrays
 from .loader_state import DelegatedState
@@ -88,7 +89,7 @@ def input_fields(data, edge_attr: Optional[str]):
     return data_fields(data, skip_node=("x",), skip_edge=() if edge_attr is None else ("edge_attr",))
 
 
-class PygLoaderBase(DelegatedState):
+class PygLoaderBase(DelegatedState, Closes):
     """The parts of a homogeneous PyG loader over ``self._loader`` (a ``bgl.DataLoader``) that do not
     depend on its seed kind; subclasses set ``self.options``, ``self._fields`` and ``self._loader``."""
 
@@ -158,15 +159,3 @@ class PygLoaderBase(DelegatedState):
         loader = getattr(self, "_loader", None)
         if loader is not None:
             loader.close()
-
-    def __enter__(self) -> "PygLoaderBase":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
