@@ -8,10 +8,12 @@ Two uses of per-relation arrays:
   are used as they are (read-only views), and the sampled edge ids are DGL's own
   per-relation edge ids.
 
-:func:`fused_csc` is an in-memory build (a stable sort of all edges by
-(destination, relation)): 8 B per node of ``indptr``, 4-8 B per edge of
-``indices``, 1 B per edge of ``etype`` and, while it runs, ~33 B per edge of
-keys and order.  It serves :class:`TypedArrays` (a graph already in memory, whose
+:func:`fused_csc` is an in-memory build (a counting sort of all edges by
+(destination, relation), the chunked builder's count and scatter kernels over one
+bucket): 8 B per node of ``indptr``, 4-8 B per edge of ``indices``, 1 B per edge
+of ``etype``, 8 B per edge of ``eids`` and, while it runs, 8 B per node of
+cursors and 8 B per edge of the largest relation (its edge ids): no sort keys, no
+concatenated copy of the edges.  It serves :class:`TypedArrays` (a graph already in memory, whose
 per-relation edge ids the loader needs).  Stores are written by the chunked
 builder instead (:mod:`bgl.sources.typed_source`, ~5 B per edge of working memory
 beyond a bounded buffer), which gives the same bytes.
@@ -48,24 +50,29 @@ def fused_csc(schema: GraphSchema, rel_edges: Sequence[tuple[np.ndarray, np.ndar
     ------
     ValueError naming the relation and the id when an edge points past its type's node count.
     """
-    if len(rel_edges) != len(schema.edge_types):
-        raise ValueError(f"{len(rel_edges)} edge lists for {len(schema.edge_types)} edge types")
-    offsets = schema.offsets
+    from . import _typed_csc_kernels as K
+
+    checked = check_relation_ids(schema, rel_edges)  # ValueError naming a bad id; no kernel sees one
+    offsets = np.asarray(schema.offsets, np.int64)
+    counts = np.array([t.count for t in schema.node_types], np.int64)
     src_t, dst_t = schema.relation_ends()
     n = int(offsets[-1])
-    srcs, dsts, rels, eids = [], [], [], []
-    for r, (s, d) in enumerate(check_relation_ids(schema, rel_edges)):
-        srcs.append(s + offsets[src_t[r]])
-        dsts.append(d + offsets[dst_t[r]])
-        rels.append(np.full(s.shape[0], r, schema.etype_dtype()))
-        eids.append(np.arange(s.shape[0], dtype=np.int64))
-    dst = np.concatenate(dsts)
-    rel = np.concatenate(rels)
-    order = np.lexsort((rel, dst))  # by destination, then relation; stable: each list's order kept
+    rows = np.zeros(n, np.int64)
+    for r, (s, d) in enumerate(checked):
+        K.count_typed_rows(s, d, counts[src_t[r]], counts[dst_t[r]], offsets[dst_t[r]], rows)
     indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(dst, minlength=n), out=indptr[1:])
-    indices = np.concatenate(srcs)[order].astype(id_dtype_for(n), copy=False)
-    return indptr, indices, rel[order], np.concatenate(eids)[order]
+    np.cumsum(rows, out=indptr[1:])
+    del rows
+    e = int(indptr[-1])
+    indices, etype = np.empty(e, id_dtype_for(n)), np.empty(e, schema.etype_dtype())
+    eids = np.empty(e, np.int64)
+    cursor = indptr[:-1].copy()
+    # Relations in ascending id, each in edge-id order: every row ends grouped by relation with each
+    # relation's own order kept (a stable sort by (destination, relation)); an edge's id rides along.
+    for r, (s, d) in enumerate(checked):
+        K.scatter_typed_rows(s, d, offsets[src_t[r]], offsets[dst_t[r]], r, indptr, cursor, indices, etype,
+                             0, n, np.arange(s.shape[0], dtype=np.int64), eids)
+    return indptr, indices, etype, eids
 
 
 def check_relation_ids(schema: GraphSchema, rel_edges: Sequence[tuple[np.ndarray, np.ndarray]]

@@ -33,6 +33,26 @@ def npy_bytes(arr):
 
 
 @pytest.mark.parametrize("seed", range(6))
+def test_fused_csc_is_the_stable_sort_by_destination_then_relation(seed):
+    """The counting-sort build equals a stable sort of every edge by (global destination, relation),
+    edge ids riding along: an independent reference, not the builder's own kernels."""
+    schema = schema_of(COUNTS, ETYPES)
+    rel = random_edges(seed)
+    off = np.asarray(schema.offsets)
+    ids = {nt: i for i, nt in enumerate(COUNTS)}
+    src = np.concatenate([s + off[ids[st]] for (st, _, _), (s, _) in zip(ETYPES, rel)])
+    dst = np.concatenate([d + off[ids[dt]] for (_, _, dt), (_, d) in zip(ETYPES, rel)])
+    rid = np.concatenate([np.full(len(s), r) for r, (s, _) in enumerate(rel)])
+    eid = np.concatenate([np.arange(len(s)) for s, _ in rel])
+    order = np.lexsort((rid, dst))
+    indptr, indices, etype, eids = fused_csc(schema, rel)
+    assert np.array_equal(indptr, np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=int(off[-1])))]))
+    assert np.array_equal(indices, src[order]) and np.array_equal(etype, rid[order])
+    assert np.array_equal(eids, eid[order])
+    assert indices.dtype == np.int32 and eids.dtype == np.int64
+
+
+@pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("fill_bytes", [5, 23, 64, None])
 def test_store_bytes_equal_the_in_memory_fused_csc(tmp_path, seed, fill_bytes):
     """Every bucket size (5 B = one int32 id + one uint8 relation: a row per pass) gives the same bytes,
