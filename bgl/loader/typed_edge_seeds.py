@@ -308,11 +308,14 @@ def _pair_seeds(indices, schema, settings) -> TypedEdgeSeeds:
 
 def _position_map(arrays, num_rel: int):
     """``f(r, ids)``: CSC positions of relation ``r``'s edges ``ids`` (a DGLGraph's per-relation ids),
-    from one stable sort of (relation, id): 8 bytes per edge."""
-    etype = np.asarray(arrays.etype).astype(np.int64)
-    order = np.lexsort((np.asarray(arrays.edge_ids), etype))
+    the fused CSC's inverse in one pass (no sort): 8 bytes per edge."""
+    from ..sources._typed_csc_kernels import positions_by_relation
+
+    etype = np.asarray(arrays.etype)
     starts = np.zeros(num_rel + 1, np.int64)
     np.cumsum(np.bincount(etype, minlength=num_rel), out=starts[1:])
+    order = np.empty(etype.shape[0], np.int64)
+    positions_by_relation(etype, np.asarray(arrays.edge_ids), starts, order)
     return lambda r, ids: order[starts[r] + ids]
 
 

@@ -109,3 +109,14 @@ def count_loops_and_repeats(ptr, ids, rels, lo):
     for r in prange(n):
         loops[r], repeats[r] = _row_loops_and_repeats(ids, rels, ptr[r], ptr[r + 1], lo + r)
     return loops.sum(), repeats.sum()
+
+
+@njit(cache=True, nogil=True)
+def positions_by_relation(etype, edge_ids, starts, out):
+    """The fused CSC's inverse: ``out[starts[r] + k]`` = the CSC position of relation ``r``'s edge ``k``.
+
+    ``etype[p]`` / ``edge_ids[p]``: relation and per-relation edge id at CSC position ``p`` (each
+    relation's ids a permutation of ``[0, count_r)``); ``starts`` int64 [R + 1] the running counts.
+    One pass, no sort: 8 B per edge, the output."""
+    for p in range(etype.shape[0]):
+        out[starts[etype[p]] + edge_ids[p]] = p
