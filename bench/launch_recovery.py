@@ -1,6 +1,7 @@
 """What a killed trainer costs under ``bgl launch --max-restarts``: the demo's run with and without one failure.
 
-Builds the demo's data (embedded Cora, BGL partitioner, 2 parts), then alternates, ``--runs`` times:
+Builds the demo's data (embedded Cora, BGL partitioner, 2 parts; or ``--graph rmat:22`` and the like,
+any ``bgl ingest`` source, with ``--max-batches`` bounding each epoch), then alternates, ``--runs`` times:
 
 * **undisturbed** (the anchor): ``bgl launch --backend local`` -- 2 graph servers, 2 DDP trainers running
   ``examples/train_sage.py`` with the demo's settings (batch 32, lookahead cache, proximity order,
@@ -13,6 +14,8 @@ time to first batch, training, checkpointing, the failure's cost (since checkpoi
 resume) and ETT %.  Prints each run's line and the median failure cost and ETT of each kind::
 
     nice -n 10 .venv/bin/python bench/launch_recovery.py --runs 2
+    nice -n 10 .venv/bin/python bench/launch_recovery.py --runs 1 --graph rmat:22 --batch-size 1024 \
+        --max-batches 60 --epochs 2 --checkpoint-every 10 --kill-at-step 3
 """
 from __future__ import annotations
 
@@ -75,6 +78,10 @@ def main() -> int:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--checkpoint-every", type=int, default=1)
     parser.add_argument("--kill-at-step", type=int, default=4, help="kill once this checkpoint step is complete")
+    parser.add_argument("--graph", default="", help="a bgl ingest source (default: the demo's embedded Cora)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--max-batches", type=int, default=0, help="per trainer and epoch (0: whole epochs)")
+    parser.add_argument("--workdir", default="", help="keep the store and partition here (default: a temp dir)")
     args = parser.parse_args()
     from bgl.commands.demo import find_port_base
     from bgl.data import default_dataset_path
@@ -82,9 +89,16 @@ def main() -> int:
     from bgl.sources.datasets import ingest
 
     with tempfile.TemporaryDirectory(prefix="bgl-bench-recovery-") as tmp:
-        root = Path(tmp)
-        store = ingest(str(default_dataset_path()), root / "store", overwrite=True)
-        partition_graph(store, "bgl", 2, root / "parts", seed=0, overwrite=True)
+        root = Path(args.workdir or tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        if not (root / "parts" / "partition.json").is_file():
+            synthetic = dict(feat_dim=128, num_classes=16) if args.graph.startswith("rmat") else {}
+            store = ingest(args.graph or str(default_dataset_path()), root / "store", overwrite=True, **synthetic)
+            partition_graph(store, "bgl", 2, root / "parts", seed=0, overwrite=True)
+        print(f"data: {args.graph or 'cora (embedded)'} ingested and partitioned in {time.perf_counter() - t0:.0f} s "
+              f"(or reused from {root})", flush=True)
+        bounded = ["--max-batches", str(args.max_batches)] if args.max_batches else []
         (root / "hosts.txt").write_text("127.0.0.1\n")
         results: dict[str, list[tuple[float, float]]] = {"undisturbed": [], "one failure": []}
         for run in range(args.runs):
@@ -94,9 +108,9 @@ def main() -> int:
                         "--partition", str(root / "parts"), "--num-trainers", "2", "--num-servers-per-host", "2",
                         "--port-base", str(find_port_base(3)), "--server-threads", "1", "--grace", "3",
                         "--max-restarts", "1", "--", sys.executable, str(REPO / "examples" / "train_sage.py"),
-                        "--graph", str(root / "parts"), "--epochs", str(args.epochs), "--batch-size", "32",
+                        "--graph", str(root / "parts"), "--epochs", str(args.epochs), "--batch-size", str(args.batch_size),
                         "--cache", "lookahead", "--order", "proximity", "--checkpoint-dir", str(ck),
-                        "--checkpoint-every", str(args.checkpoint_every)]
+                        "--checkpoint-every", str(args.checkpoint_every), *bounded]
                 line = launch(argv, ck, root, args.kill_at_step if kind == "one failure" else None)
                 ett = float(re.search(r"ETT ([\d.]+) %", line).group(1))
                 lost = re.search(r": ([\d.]+) s \[since checkpoint", line)

@@ -209,6 +209,8 @@ def main() -> None:
     parser.add_argument("--checkpoint-dir", default=None, help="save and resume from checkpoints here")
     parser.add_argument("--checkpoint-every", type=int, default=0, metavar="N",
                         help="also checkpoint every N batches (0: at each epoch's end only)")
+    parser.add_argument("--checkpoint-async", action="store_true",
+                        help="write checkpoints in the background: training waits for a snapshot only")
     args = parser.parse_args()
     lifecycle.event("start")  # under bgl launch: a restart's clock stops here
 
@@ -238,7 +240,8 @@ def main() -> None:
     if rank == 0:
         print(f"link prediction: {train_eids.shape[0]} train / {test_eids.shape[0]} test edges, "
               f"cache {loader.cache_policy or 'off'}, order {args.order}, {world} trainer(s)", flush=True)
-    checkpoints = Checkpoints(Path(args.checkpoint_dir), rank, world, distributed) if args.checkpoint_dir else None
+    checkpoints = Checkpoints(Path(args.checkpoint_dir), rank, world, distributed,
+                              background=args.checkpoint_async) if args.checkpoint_dir else None
     resumed = checkpoints.resume_training(predictor, optimizer, loader) if checkpoints else None
     first_epoch, step_count = (resumed["epoch"], resumed["step"]) if resumed is not None else (0, 0)
     epochs = []
@@ -282,6 +285,8 @@ def main() -> None:
                        "seeds": int(loss_sum[2]), "loopback_bytes": lo, "client_bytes": float(moved)})
         if rank == 0:
             print(f"epoch {epoch}: time {float(seconds):.2f} s  loss {epochs[-1]['loss']:.4f}", flush=True)
+    if checkpoints:
+        checkpoints.wait()  # the last (asynchronous) save is whole before the script goes on
     lifecycle.event("train_end")
     loader.close()
     if args.skip_eval:

@@ -143,6 +143,8 @@ def main() -> None:
     parser.add_argument("--checkpoint-dir", default=None, help="save and resume from checkpoints here")
     parser.add_argument("--checkpoint-every", type=int, default=0, metavar="N",
                         help="also checkpoint every N batches (0: at each epoch's end only)")
+    parser.add_argument("--checkpoint-async", action="store_true",
+                        help="write checkpoints in the background: training waits for a snapshot only")
     parser.add_argument("--record-seeds", action="store_true",
                         help="keep each batch's (epoch, seed ids) in the checkpoints (what the restart test reads)")
     parser.add_argument("--max-batches", type=int, default=None, metavar="N",
@@ -185,7 +187,8 @@ def main() -> None:
     if rank == 0:
         print(f"feature cache: {loader.cache_policy or 'off'} ({args.cache_ratio:.0%} of nodes), "
               f"order {args.order}", flush=True)
-    checkpoints = Checkpoints(Path(args.checkpoint_dir), rank, world, distributed) if args.checkpoint_dir else None
+    checkpoints = Checkpoints(Path(args.checkpoint_dir), rank, world, distributed,
+                              background=args.checkpoint_async) if args.checkpoint_dir else None
     net = model.module if distributed else model
     resumed = checkpoints.resume_training(net, optimizer, loader) if checkpoints else None
     first_epoch, step_count, trained = 0, 0, []
@@ -252,6 +255,8 @@ def main() -> None:
             print(f"epoch {epoch}: time {float(seconds):.2f} s  loss {float(loss_sum[0] / loss_sum[1]):.4f}  "
                   f"cache hit rate {hit:.1%}  (cumulative, {world} trainer(s))", flush=True)
 
+    if checkpoints:
+        checkpoints.wait()  # the last (asynchronous) save is whole before the script goes on
     lifecycle.event("train_end")
     loader.close()  # its stages and server sockets, now rather than at interpreter exit
     # Each rank scores its own slice of the test nodes; rank 0 reports the total.

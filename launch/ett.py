@@ -10,7 +10,9 @@ arrive (:mod:`bgl.launch.lifecycle`).  :meth:`Timeline.summary` splits the wall 
   for a script that does not say, the trainers' exit), less the time checkpointing and less the work a
   failure threw away;
 - **checkpointing**: the union of every rank's ``checkpoint_start`` .. ``checkpoint_end``;
-- **each failure**: *since checkpoint* (from the last completed checkpoint, or the start's first batch,
+- **each failure**: *since checkpoint* (from the last completed checkpoint -- its ``checkpoint_complete``
+  where the script says one (an asynchronous save completes after training went on), else its
+  ``checkpoint_end`` -- or the start's first batch,
   to the failure being found: the work trained again plus the detection delay, which the launcher
   cannot tell apart without a heartbeat per batch), *restart* (found to every restarted script's
   ``start``) and *resume* (to every rank's first batch again: checkpoint load, loader build);
@@ -138,7 +140,11 @@ class Timeline:
         failures, thrown = [], 0.0
         for f in range(1, len(bounds) - 1):
             g, found_at = f - 1, bounds[f]
-            done = [b for a, b in checkpoints if b <= found_at and a >= bounds[g]]
+            completes = [t for t, e in events if e["event"] == "checkpoint_complete" and e["restart"] == g]
+            if completes:  # the script says when a step is whole: only those count
+                done = [t for t in completes if bounds[g] <= t <= found_at]
+            else:
+                done = [b for a, b in checkpoints if b <= found_at and a >= bounds[g]]
             since = max(done + [firsts[g] if firsts[g] is not None else bounds[g]])
             work_lost = found_at - since if firsts[g] is not None else 0.0
             thrown += work_lost

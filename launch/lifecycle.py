@@ -12,7 +12,13 @@ it says so::
         lifecycle.event("first_batch")    # once per process: training (again) from here
         ...
     lifecycle.event("checkpoint_start", step=s) ... lifecycle.event("checkpoint_end", step=s)
+    lifecycle.event("checkpoint_complete", step=s)  # the step is on disk for every rank (rank 0 says)
     lifecycle.event("train_end")          # before evaluation and exit
+
+``checkpoint_start`` .. ``checkpoint_end`` is the time training waited; ``checkpoint_complete`` is when
+a restart could resume from the step.  A synchronous save says both at once; an asynchronous one
+(written in the background while training goes on) says ``checkpoint_end`` after its snapshot and
+``checkpoint_complete`` when the files are whole, so a failure in between counts from the step before.
 
 The channel is the trainer's stdout, which the launcher already reads on every backend (local, ssh,
 Slurm; torchrun tees each worker's lines): no file to share across hosts, no port, no clock to agree
@@ -29,7 +35,7 @@ import sys
 from .spec import ENV_LIFECYCLE, ENV_RESTART_COUNT
 
 MARKER = "bgl-lifecycle "
-EVENTS = ("start", "first_batch", "checkpoint_start", "checkpoint_end", "train_end")
+EVENTS = ("start", "first_batch", "checkpoint_start", "checkpoint_end", "checkpoint_complete", "train_end")
 
 _first_batch_sent = False
 

@@ -58,6 +58,30 @@ def test_the_wall_time_splits_into_startup_training_checkpoints_and_failures():
     assert line.endswith("ETT 35.0 %")
 
 
+def test_an_asynchronous_checkpoint_counts_from_its_completion_not_its_snapshot():
+    """checkpoint_start .. checkpoint_end is the wait (the snapshot); a failure before the step's
+    checkpoint_complete has nothing newer to resume from than the step before it."""
+    clock = Clock()
+    tl = Timeline(clock)
+    tl.start()
+    _at(tl, clock, 1.0, "first_batch")
+    _at(tl, clock, 4.0, "checkpoint_start", step=3)
+    _at(tl, clock, 4.2, "checkpoint_end", step=3)         # training goes on while the file is written
+    _at(tl, clock, 6.0, "checkpoint_complete", step=3)
+    _at(tl, clock, 8.0, "checkpoint_start", step=6)
+    _at(tl, clock, 8.2, "checkpoint_end", step=6)         # never completes: the failure comes first
+    clock.now = 9.0
+    tl.failure()
+    _at(tl, clock, 10.0, "start", restart=1)
+    _at(tl, clock, 11.0, "first_batch", restart=1)
+    _at(tl, clock, 12.0, "train_end", restart=1)
+    clock.now = 12.0
+    got = tl.summary()
+    assert got.checkpointing == pytest.approx(0.4)       # only the waits
+    (f,) = got.failures
+    assert f.since_checkpoint == pytest.approx(3.0)      # from step 3's completion at 6 s, not 8.2 s
+
+
 def test_a_start_without_a_batch_is_lost_whole_and_no_event_means_no_training():
     clock = Clock()
     tl = Timeline(clock)

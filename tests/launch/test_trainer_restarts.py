@@ -1,5 +1,8 @@
 """``bgl launch --max-restarts``: trainers killed with SIGKILL mid-epoch are restarted, resume from their
-checkpoints (examples/train_sage.py), and every training seed is trained exactly once an epoch."""
+checkpoints (examples/train_sage.py), and every training seed is trained exactly once an epoch.
+
+The checkpoints here are asynchronous (``--checkpoint-async``: 2 DDP ranks, each writing in a thread and
+meeting on a gloo group of its own); the ssh restart test (test_netns_launch.py) saves synchronously."""
 from __future__ import annotations
 
 import re
@@ -64,7 +67,7 @@ def test_killed_trainers_restart_and_resume_each_seed_once(launcher, free_port_b
                     "--num-servers-per-host", 2, "--port-base", base, "--server-timeout", 120, "--server-threads", 1,
                     "--grace", 3, "--max-restarts", 2, "--", "python", REPO / "examples" / "train_sage.py",
                     "--graph", parts, "--epochs", 2, "--batch-size", 16, "--order", "random", "--cache", "none",
-                    "--checkpoint-dir", ck, "--checkpoint-every", 1, "--record-seeds"])
+                    "--checkpoint-dir", ck, "--checkpoint-every", 1, "--checkpoint-async", "--record-seeds"])
     _wait_for_step(run, ck, 3)  # mid-epoch 0
     _kill_a_worker(tmp_path, 1)
     run.wait_for_output("restart 1)")
