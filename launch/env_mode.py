@@ -41,8 +41,8 @@ from .backends import LocalBackend, port_is_free
 from .env_world import World, connect_store, node_address, read_world
 from .hosts import Host
 from .run_keys import RunKeys, keys_env, plain_env
-from .spec import (ClusterSpec, TrainerPlacement, build_cluster_spec, check_plaintext_allowed,
-                   check_server_slots, is_bare_python, trainer_env)
+from .spec import (ENV_LIFECYCLE, ENV_RESTART_COUNT, ClusterSpec, TrainerPlacement, build_cluster_spec,
+                   check_plaintext_allowed, check_server_slots, is_bare_python, trainer_env)
 from .supervisor import POLL_SECONDS, LaunchAborted, Supervisor
 
 log = logging.getLogger(__name__)
@@ -114,6 +114,7 @@ class EnvSupervisor(Supervisor):
             if world.is_node_leader else []
 
     def run(self) -> int:
+        self.timeline.start()  # this process's own lifecycle: its trainer's events (one line per rank)
         self.backend.preflight(self.spec)
         restore = self._install_signal_handlers()
         try:
@@ -161,6 +162,7 @@ class EnvSupervisor(Supervisor):
         _wait_keys(self.store, ["warm"], "the warm-up request", self.server_timeout, self.backend, self)
         self._start_trainer()
         failure = self._watch()
+        self.timeline.stop()
         if failure:
             return failure
         done = self.store.add("done", 1)
@@ -189,6 +191,8 @@ class EnvSupervisor(Supervisor):
         placement = TrainerPlacement(node_rank=self.world.node_rank, host=self.host)
         env = {**trainer_env(self.spec, placement), **self.world.trainer_env(), **plain_env(self.keys)}
         env.pop("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", None)
+        # The job's launcher restarts whole processes (torchrun's count is the restart number).
+        env[ENV_LIFECYCLE], env[ENV_RESTART_COUNT] = "1", "0"
         if self.server_watch.server_restarts:  # the client waits for a restarted server this long
             env[ENV_RETRY_TIMEOUT] = f"{self.server_timeout:g}"
         user = list(self.spec.command)
@@ -271,3 +275,7 @@ def run_env_mode(args: argparse.Namespace, command: Sequence[str], num_parts: in
     except LaunchAborted as e:
         print(f"bgl launch: rank {world.rank}: failed: {e}", file=sys.stderr)
         return e.exit_code
+    finally:
+        lifecycle = supervisor.lifecycle()
+        if lifecycle is not None:  # this process's last line: where its wall time went (ETT)
+            print(f"bgl launch: rank {world.rank}: {lifecycle.line()}", file=sys.stderr, flush=True)

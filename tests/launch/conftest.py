@@ -194,14 +194,17 @@ TRAINER = textwrap.dedent("""
     import os, sys, time
     import torch
     import torch.distributed as dist
+    from bgl.launch import lifecycle
     from bgl.sampler import SamplingClient
 
     mode = sys.argv[1]
+    lifecycle.event("start")
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     with SamplingClient(os.environ["BGL_SERVERS"], timeout=5.0) as client:
         seeds = torch.arange(rank, client.num_nodes, world)[:32]
         blocks = client.sample_blocks(seeds, [4, 4], seed=rank)
+        lifecycle.event("first_batch")
         feats = client.fetch_features(blocks[0].src_ids)
         assert torch.equal(blocks[-1].dst_ids, seeds)
         total = torch.tensor([len(seeds)])
@@ -219,6 +222,7 @@ TRAINER = textwrap.dedent("""
                 client.sample_blocks(seeds, [4, 4])
                 time.sleep(0.05)
             sys.exit(3)  # nobody stopped us: the test will fail on this code
+    lifecycle.event("train_end")
     dist.destroy_process_group()
 """)
 

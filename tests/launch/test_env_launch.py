@@ -7,6 +7,7 @@ each started by its node's local rank 0) found through torchrun's own TCPStore.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -57,6 +58,10 @@ def test_two_torchrun_agents_share_servers_through_the_store(tmp_path, partition
     for rank in range(4):
         assert f"rank {rank}/4 inputs=" in out, out[-6000:]
     assert out.count("seeds_all_ranks=128") == 4, out[-6000:]  # 4 ranks x 32 seeds, one all_reduce
+    for rank in range(4):  # each process's last line: its own trainer's lifecycle (issue #41)
+        line = re.search(rf"bgl launch: rank {rank}: lifecycle: wall ([\d.]+) s; first batch ([\d.]+) s .*ETT", out)
+        assert line and 0 < float(line.group(2)) <= float(line.group(1)), out[-6000:]
+    assert "bgl-lifecycle" not in out, out[-6000:]  # the marker lines stay hidden
     # one server per part, each on its node's own port, with CURVE
     assert out.count(f"part-0 nodes [0, 200) on tcp://127.0.0.1:{base + 1} (CURVE") == 1, out[-6000:]
     assert out.count(f"part-1 nodes [200, 400) on tcp://127.0.0.1:{base + 2} (CURVE") == 1, out[-6000:]

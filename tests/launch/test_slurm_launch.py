@@ -101,6 +101,10 @@ def test_demo_job_trains_under_sbatch(slurm_cluster, cora_parts, tmp_path, orpha
     acc = re.search(r"\[bgla:trainer:0\] test accuracy ([\d.]+) \((\d+)/(\d+) test nodes\)", text)
     assert acc and int(acc.group(3)) == 540, log  # both ranks' shares of Cora's test split
     assert float(acc.group(1)) > 0.6, log  # the bar tests/launch/test_demo.py sets for `bgl demo`
+    # the launch's last line under Slurm too: where the wall time went, from the trainers' events (#41)
+    ett = re.search(r"bgl launch: lifecycle: wall ([\d.]+) s; first batch ([\d.]+) s .*; training ([\d.]+) s "
+                    r".*ETT ([\d.]+) %", text)
+    assert ett and float(ett.group(3)) > 0 and 0 < float(ett.group(4)) <= 100, log
     assert_nothing_left(slurm_cluster, orphans)
 
 
