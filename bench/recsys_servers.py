@@ -61,7 +61,7 @@ def servers(book, root: Path):
         stop_servers(procs)
 
 
-def run(book_path: str, seeds, policy: str, epochs: int, seed: int) -> dict:
+def run(book_path: str, seeds, policy: str, epochs: int, seed: int, max_batches: int = 0) -> dict:
     import dgl
     import torch
 
@@ -74,14 +74,17 @@ def run(book_path: str, seeds, policy: str, epochs: int, seed: int) -> dict:
         negative_sampler=dgl.dataloading.negative_sampler.Uniform(1))
     loader = bgl.DataLoader(book_path, {"rates": seeds}, sampler, batch_size=1024, shuffle=True, cache=policy)
     try:
-        for _ in loader:
-            pass
+        for step, _ in enumerate(loader):  # warm-up epoch (the cache fills)
+            if max_batches and step + 1 >= max_batches:
+                break
         before, batches, times = loader.cache_stats(), 0, []
         for _ in range(epochs):
             t0 = time.perf_counter()
-            for _input_nodes, _pair, _neg, blocks in loader:
+            for step, (_input_nodes, _pair, _neg, blocks) in enumerate(loader):
                 assert all(x.shape[0] for x in blocks[0].srcdata["feat"].values())
                 batches += 1
+                if max_batches and step + 1 >= max_batches:
+                    break
             times.append(time.perf_counter() - t0)
         after = loader.cache_stats()
     finally:
@@ -98,6 +101,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--feat-dim", type=int, default=32)
     parser.add_argument("--workdir", default="/tmp/bgl-bench-recsys-servers")
+    parser.add_argument("--graph", default="sasrec", choices=("sasrec", "powerlaw"),
+                        help="recsys.py's real graph or its 10.6M-edge power-law one")
+    parser.add_argument("--max-batches", type=int, default=0, help="batches per epoch (0: all)")
     args = parser.parse_args()
     import numpy as np
     import torch
@@ -109,7 +115,7 @@ def main() -> None:
     root = Path(args.workdir)
     root.mkdir(parents=True, exist_ok=True)
     print(f"loadavg at start: {open('/proc/loadavg').read().strip()}", flush=True)
-    g, _ = build_graph("sasrec", root, None)
+    g, _ = build_graph(args.graph, root, (1_000_000, 200_000, 11_000_000) if args.graph == "powerlaw" else None)
     gen = torch.Generator().manual_seed(0)
     for nt in g.ntypes:
         g.nodes[nt].data["feat"] = torch.randn(g.num_nodes(nt), args.feat_dim, generator=gen)
@@ -124,7 +130,8 @@ def main() -> None:
         try:
             for seed in range(args.repeats):
                 for policy in ("none", "lookahead"):
-                    print(json.dumps(run(str(book.path), seeds, policy, args.epochs, seed)), flush=True)
+                    print(json.dumps(run(str(book.path), seeds, policy, args.epochs, seed, args.max_batches)),
+                          flush=True)
         finally:
             os.environ.pop("BGL_SERVERS", None)
     print(f"loadavg at end: {open('/proc/loadavg').read().strip()}", flush=True)
