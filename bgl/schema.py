@@ -80,8 +80,8 @@ class StoreMeta:
 
     ``splits`` maps split name (``train``, ``val``, ``test``) to its size; the
     ids live in ``<name>_idx.npy``; ``edata`` maps edge array names to their dtype and shape
-    (:func:`edge_spec`).  ``extra`` carries provenance (source file, ingest options) and is
-    never interpreted by the loader.
+    (:func:`edge_spec`), ``ndata`` node array names (:func:`~bgl.sources.node_arrays.node_spec`).
+    ``extra`` carries provenance (source file, ingest options) and is never interpreted by the loader.
     """
 
     num_nodes: int
@@ -95,6 +95,7 @@ class StoreMeta:
     has_label: bool = False
     splits: dict[str, int] = field(default_factory=dict)
     edata: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ndata: dict[str, dict[str, Any]] = field(default_factory=dict)  # named node arrays (bgl/sources/node_arrays.py)
     name: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     schema: dict[str, Any] | None = None  # node/edge types (version 2 only; bgl/schema.py)
