@@ -20,7 +20,8 @@ SERVER_START_TIMEOUT = 120.0  # first start may compile (cached) numba kernels o
 
 def slice_store(store: GraphStore, lo: int, hi: int, path: Path) -> GraphStore:
     """A PART store owning global ids [lo, hi) of ``store`` (same global ids, same CSC order, its
-    in-edges' rows of every edge array)."""
+    in-edges' rows of every edge array, its nodes' rows of every node array with the in-edges'
+    source values, as ``bgl partition`` writes them)."""
     ip = np.asarray(store.indptr)
     indptr = ip[lo:hi + 1] - ip[lo]
     indices = np.asarray(store.indices[ip[lo]:ip[hi]])
@@ -29,7 +30,9 @@ def slice_store(store: GraphStore, lo: int, hi: int, path: Path) -> GraphStore:
     return write_store(path, indptr, indices, feat=np.asarray(store.feat[lo:hi]),
                        label=None if store.label is None else np.asarray(store.label[lo:hi]), splits=splits,
                        num_classes=store.num_classes, node_offset=lo, global_num_nodes=store.num_nodes,
-                       name=f"part-{lo}-{hi}", edata=edata)
+                       name=f"part-{lo}-{hi}", edata=edata,
+                       ndata={k: np.asarray(v[lo:hi]) for k, v in store.ndata.items()},
+                       ndata_source={k: store.source_values(k)[ip[lo]:ip[hi]] for k in store.ndata})
 
 
 def with_edge_arrays(store: GraphStore, path: Path, arrays: dict) -> GraphStore:
@@ -47,6 +50,24 @@ def with_edge_arrays(store: GraphStore, path: Path, arrays: dict) -> GraphStore:
         values = np.ascontiguousarray(values)
         meta.setdefault("edata", {})[name] = edge_spec(name, values.shape, values.dtype, store.num_edges)
         np.save(path / "edata" / f"{name}.npy", values, allow_pickle=False)
+    (path / "meta.json").write_text(json.dumps(meta))
+    return GraphStore(path)
+
+
+def with_node_arrays(store: GraphStore, path: Path, arrays: dict) -> GraphStore:
+    """A copy of ``store`` (typed or not) at ``path`` with node arrays ``{name: [num_nodes, ...]}`` (over
+    global ids) added as a store writer lays them out (``ndata/<name>.npy``, listed in ``meta.json``)."""
+    import shutil
+
+    from bgl.sources.node_arrays import node_spec
+
+    shutil.copytree(store.path, path)
+    meta = json.loads((path / "meta.json").read_text())
+    (path / "ndata").mkdir(exist_ok=True)
+    for name, values in arrays.items():
+        values = np.ascontiguousarray(values)
+        meta.setdefault("ndata", {})[name] = node_spec(name, values.shape, values.dtype, store.num_nodes)
+        np.save(path / "ndata" / f"{name}.npy", values, allow_pickle=False)
     (path / "meta.json").write_text(json.dumps(meta))
     return GraphStore(path)
 
