@@ -68,15 +68,45 @@ def _check_edge_time(info, name: str) -> None:
     check_times(arr, int(store.num_edges), f"edge time array {name!r}")
 
 
-def _node_times(graph, name: str, info) -> np.ndarray:
-    """Node times ``name`` of ``graph`` (``graph.ndata[name]``) as int64 [num_nodes]."""
+def _node_times(graph, name: str, info) -> Optional[np.ndarray]:
+    """Node times ``name`` of ``graph`` as int64 [num_nodes]: a store's node array (``bgl ingest
+    --node-time``) or a DGLGraph's ``g.ndata[name]``; None over graph servers, which filter by their own
+    (checked here against the names their parts list)."""
     from ..sampler.temporal import check_times
 
+    found = _store_node_times(info, name)
+    if found is not None or info.spec.kind == "servers":
+        return found
     ndata = getattr(graph, "ndata", None)
     if ndata is None or name not in ndata:
         raise ValueError(f"node_timestamp_attr_name={name!r}: the graph has no node array {name!r} (node times "
-                         f"come from g.ndata; a store keeps edge times only: use edge_timestamp_attr_name=)")
+                         f"come from g.ndata, or a store's node array: bgl ingest --node-time)")
     return check_times(ndata[name], int(info.num_nodes), f"node time array {name!r}")
+
+
+def _store_node_times(info, name: str) -> Optional[np.ndarray]:
+    """A store's node array ``name`` as int64 [its nodes] (global ids), None for an in-memory graph or graph
+    servers (whose node arrays are checked by name here); ValueError listing the node arrays there are."""
+    from ..sampler.temporal import check_times
+
+    if info.spec.kind == "servers":
+        have = getattr(info, "node_names", None)
+        if have is not None and name not in have:
+            raise ValueError(f"node_timestamp_attr_name={name!r}: the graph servers have no node array {name!r} "
+                             f"(with its source copy, written by bgl partition); they have {sorted(have) or 'none'}")
+        return None
+    store = info.spec.arrays
+    if store is None:
+        from ..store import GraphStore
+
+        store = GraphStore(info.spec.path, validate="none")
+    if not hasattr(store, "node_array"):
+        return None  # a DGLGraph's arrays: its g.ndata
+    try:
+        arr = store.node_array(name)
+    except KeyError as e:
+        raise ValueError(f"node_timestamp_attr_name={name!r}: {e.args[0]}") from None
+    return check_times(arr, int(store.num_nodes), f"node time array {name!r} of {store.path}")
 
 
 def _typed_seeds(graph, indices, seed_time, info, options: TemporalOptions, link, schema) -> TemporalSeeds:
@@ -104,16 +134,21 @@ def _typed_seeds(graph, indices, seed_time, info, options: TemporalOptions, link
         _check_edge_time(info, options.edge_time)
     node_time = None
     if options.node_time_name is not None:
-        node_time = _typed_node_times(graph, options.node_time_name, schema)
+        node_time = _typed_node_times(graph, options.node_time_name, schema, info)
     fanouts = typed_fanouts(list(options.hop_fanouts), schema)
     return TemporalSeeds(nodes, times, options, node_time, typed_fanouts=fanouts, schema=schema)
 
 
-def _typed_node_times(graph, name: str, schema) -> np.ndarray:
-    """Node times ``name`` of a heterogeneous DGLGraph (``g.nodes[t].data[name]`` for every type) or of typed
-    arrays carrying ``type_ndata[name] = {ntype: times}`` (a PyG HeteroData's), as int64 over global ids
-    (types in the schema's order)."""
+def _typed_node_times(graph, name: str, schema, info=None) -> Optional[np.ndarray]:
+    """Node times ``name`` of a typed store (its node array over global ids), a heterogeneous DGLGraph
+    (``g.nodes[t].data[name]`` for every type) or typed arrays carrying ``type_ndata[name] = {ntype:
+    times}`` (a PyG HeteroData's), as int64 over global ids (types in the schema's order); None over
+    graph servers (they filter by their own)."""
     from ..sampler.temporal import check_times
+
+    found = None if info is None else _store_node_times(info, name)
+    if found is not None or (info is not None and info.spec.kind == "servers"):
+        return found
 
     nodes = getattr(graph, "nodes", None)
     given = getattr(graph, "type_ndata", {}).get(name)  # typed arrays' {ntype: times} (a PyG HeteroData's)
@@ -125,7 +160,8 @@ def _typed_node_times(graph, name: str, schema) -> np.ndarray:
             data = None if nodes is None or not hasattr(graph, "ntypes") else graph.nodes[nt.name].data
         if data is None or name not in data:
             raise ValueError(f"node_timestamp_attr_name={name!r}: node type {nt.name!r} has no node array {name!r} "
-                             "(a heterogeneous DGLGraph's g.nodes[ntype].data; a store keeps edge times only)")
+                             "(a heterogeneous DGLGraph's g.nodes[ntype].data, or a typed store's node array: "
+                             "bgl ingest --node-time NTYPE=FILE)")
         parts.append(check_times(data[name], nt.count, f"node time array {name!r} of {nt.name!r}"))
     return np.concatenate(parts)
 
@@ -155,7 +191,8 @@ def _typed_edge_seeds(graph, indices, seed_time, info, options: TemporalOptions,
         times = check_times(seed_time, int(edges.eids.shape[0]), "seed_time")
     if options.edge_time is not None:
         _check_edge_time(info, options.edge_time)
-    node_time = None if options.node_time_name is None else _typed_node_times(graph, options.node_time_name, schema)
+    node_time = None if options.node_time_name is None else _typed_node_times(graph, options.node_time_name, schema,
+                                                                              info)
     return TemporalTypedEdgeSeeds(np.zeros(0, np.int64), times, options, node_time,
                                   typed_fanouts=typed_fanouts(list(options.hop_fanouts), schema), schema=schema,
                                   edges=edges)
@@ -178,7 +215,7 @@ def laid_out_seeds(graph, indices, layout, info, options: Optional[TemporalOptio
         from .typed import typed_fanouts
 
         node_time = None if options.node_time_name is None else _typed_node_times(graph, options.node_time_name,
-                                                                                  schema)
+                                                                                  schema, info)
         return items, LaidOutSeeds(empty, empty, options, node_time, layout=layout, schema=schema,
                                    typed_fanouts=typed_fanouts(list(options.hop_fanouts), schema))
     node_time = None if options.node_time_name is None else _node_times(graph, options.node_time_name, info)
