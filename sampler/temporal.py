@@ -1,8 +1,9 @@
 """Temporal neighbour sampling: no sampled edge or node is newer than its subgraph's seed time.
 
 Times are data of the graph: an int64 per-edge array of the store (``edata/<name>.npy``, e.g.
-``timestamp`` from ``bgl ingest --edge-time-column``) and, in process, optional int64 node times
-over global ids.  Each seed comes with a time ``t``; at every hop a node's candidates are its
+``timestamp`` from ``bgl ingest --edge-time-column``) and optional int64 node times: over global
+ids in process, or named (``node_time_name=``): a store's node array, of which a partition part
+keeps each in-edge's source value (:mod:`bgl.sources.node_arrays`), so its server filters alone.  Each seed comes with a time ``t``; at every hop a node's candidates are its
 in-edges with edge time <= ``t`` (and, with node times, whose source node's time <= ``t``), ``t``
 being the time of the seed its subgraph grew from.  Subgraphs are disjoint (PyG's
 ``disjoint=True`` layout): a node reached from two seeds is two nodes, one per subgraph, with a
@@ -72,9 +73,8 @@ def source_time_keys(indices, node_time, edge_time=None) -> np.ndarray:
     """int64 [e]: per edge (global source ids ``indices``), the time from which the edge and its source
     both exist, ``max(edge_time, node_time[source])`` (``node_time`` int64 over global ids).
 
-    What node times filter by.  Saved as an edge array of the whole store (before partitioning), it
-    lets graph servers, which know no neighbour's node time, sample with node times: name it as the
-    time array (``time_name=``).  8 B per edge.
+    What node times filter by.  8 B per edge.  (Graph servers read a part's stored source times
+    instead, :func:`source_times`.)
     """
     indices = np.asarray(indices)
     node_time = check_times(node_time, np.asarray(node_time).shape[0] if node_time is not None else 0, "node times")
