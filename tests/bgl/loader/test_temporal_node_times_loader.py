@@ -165,3 +165,35 @@ def test_typed_servers_filter_by_node_times_as_the_typed_store(typed_servers, la
             assert (node_time[src] <= seed_time[d]).all(), "a node from the future"
             filtered += int(x.indices.shape[0])
     assert filtered > 0
+
+
+def test_ingested_node_times_feed_the_loader_and_pygs(tmp_path):
+    """`bgl ingest --node-time` then bgl.DataLoader(node_timestamp_attr_name=) and PyG's NeighborLoader(time_attr=)
+    (node-level, as PyG decides for a node attribute: the seeds' own times by default)."""
+    from bgl.cli import main
+    from bgl.pyg import NeighborLoader
+    from bgl.store import GraphStore
+
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(0, 50, 600), rng.integers(0, 50, 600)
+    (tmp_path / "g.txt").write_text("".join(f"{a} {b}\n" for a, b in zip(src, dst)))
+    node_time = rng.integers(0, 100, 50)
+    (tmp_path / "t.txt").write_text("\n".join(map(str, node_time)) + "\n")
+    assert main(["ingest", str(tmp_path / "g.txt"), str(tmp_path / "s"), "--no-progress", "--no-symmetrize",
+                 "--num-nodes", "50", "--node-time", str(tmp_path / "t.txt")]) == 0
+    store = GraphStore(tmp_path / "s")
+    seeds, times = torch.arange(50), torch.from_numpy(rng.integers(0, 100, 50))
+    sampler = bgl.TemporalNeighborSampler([4, 4], node_timestamp_attr_name="timestamp", layout="disjoint")
+    for k, (_, _, blks) in enumerate(bgl.DataLoader(str(store.path), seeds, sampler, seed_time=times, batch_size=25,
+                                                    blocks="bgl")):
+        seed_time = times.numpy()[25 * k:][:25][blks[0].srcdata["batch"].numpy()]
+        for b in blks:
+            d = np.repeat(np.arange(b.num_dst), np.diff(b.indptr.numpy()))
+            assert (node_time[b.src_ids.numpy()[b.indices.numpy()]] <= seed_time[d]).all()
+    sampled = 0
+    for batch in NeighborLoader(str(store.path), [4, 4], input_nodes=seeds, time_attr="timestamp", batch_size=25):
+        seed_time = node_time[batch.n_id[:batch.batch_size].numpy()]
+        assert np.array_equal(batch.seed_time.numpy(), seed_time)
+        assert (node_time[batch.n_id.numpy()] <= seed_time[batch.batch.numpy()]).all(), "a node from the future"
+        sampled += batch.e_id.numel()
+    assert sampled > 0
