@@ -350,15 +350,16 @@ def check_edge_name(name) -> str:
     return name
 
 
-def edge_spec(name: str, shape, dtype, num_edges: int) -> dict[str, Any]:
-    """The ``meta.json`` entry of an edge array; ValueError for a bad name, row count or dtype."""
+def edge_spec(name: str, shape, dtype, num_edges: int, kind: str = "edge") -> dict[str, Any]:
+    """The ``meta.json`` entry of an edge array (``kind="node"``: of a node array, ``num_edges`` then
+    the node count); ValueError for a bad name, row count or dtype."""
     check_edge_name(name)
     shape = tuple(int(x) for x in shape)
     if not shape or shape[0] != num_edges:
-        raise ValueError(f"edge array {name!r} must have num_edges={num_edges} rows, got shape {shape}")
+        raise ValueError(f"{kind} array {name!r} must have num_{kind}s={num_edges} rows, got shape {shape}")
     dtype = np.dtype(dtype)
     if dtype.kind not in "biuf":
-        raise ValueError(f"edge array {name!r} must be bool, integer or float, got dtype {dtype}")
+        raise ValueError(f"{kind} array {name!r} must be bool, integer or float, got dtype {dtype}")
     return {"dtype": dtype.name, "shape": list(shape)}
 
 

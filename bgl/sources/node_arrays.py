@@ -30,21 +30,11 @@ SOURCE_SUFFIX = ".source"  # ndata/<name>.source.npy: each in-edge's source valu
 
 
 def node_spec(name: str, shape, dtype, num_nodes: int, source: bool = False) -> dict[str, Any]:
-    """The ``meta.json`` entry of a node array; ValueError for a bad name, row count or dtype."""
-    from ..schema import check_edge_name
+    """The ``meta.json`` entry of a node array (``source``: a part keeps its in-edges' source values);
+    ValueError for a bad name (the rule of edge array names), row count or dtype."""
+    from ..schema import edge_spec
 
-    try:
-        check_edge_name(name)
-    except ValueError:
-        raise ValueError(f"node array name must be 1-128 letters, digits, '_', '-' or '.' (not starting with '.'), "
-                         f"got {name!r}") from None
-    shape = tuple(int(x) for x in shape)
-    if not shape or shape[0] != num_nodes:
-        raise ValueError(f"node array {name!r} must have num_nodes={num_nodes} rows, got shape {shape}")
-    dtype = np.dtype(dtype)
-    if dtype.kind not in "biuf":
-        raise ValueError(f"node array {name!r} must be bool, integer or float, got dtype {dtype}")
-    return {"dtype": dtype.name, "shape": list(shape), "source": bool(source)}
+    return {**edge_spec(name, shape, dtype, num_nodes, kind="node"), "source": bool(source)}
 
 
 def load_node_arrays(meta_path: Path, ndata: Any, num_nodes: int, num_edges: int,

@@ -35,39 +35,43 @@ def slice_store(store: GraphStore, lo: int, hi: int, path: Path) -> GraphStore:
                        ndata_source={k: store.source_values(k)[ip[lo]:ip[hi]] for k in store.ndata})
 
 
+def hub_csc(rng, n: int, max_degree: int, hub: int, hub_degree: int) -> tuple[np.ndarray, np.ndarray]:
+    """(indptr int64, indices int32) of ``n`` nodes with up to ``max_degree`` random in-edges each and
+    ``hub_degree`` for node ``hub`` (what a time order must handle: one long row)."""
+    deg = rng.integers(0, max_degree, n)
+    deg[hub] = hub_degree
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(deg, out=indptr[1:])
+    return indptr, rng.integers(0, n, int(indptr[-1])).astype(np.int32)
+
+
 def with_edge_arrays(store: GraphStore, path: Path, arrays: dict) -> GraphStore:
     """A copy of ``store`` (typed or not) at ``path`` with edge arrays ``{name: [num_edges, ...]}`` (CSC
     order) added as a store writer lays them out (``edata/<name>.npy``, listed in ``meta.json``): typed
     ingest writes none, and weighted typed sampling needs some."""
-    import shutil
-
     from bgl.schema import edge_spec
 
-    shutil.copytree(store.path, path)
-    meta = json.loads((path / "meta.json").read_text())
-    (path / "edata").mkdir(exist_ok=True)
-    for name, values in arrays.items():
-        values = np.ascontiguousarray(values)
-        meta.setdefault("edata", {})[name] = edge_spec(name, values.shape, values.dtype, store.num_edges)
-        np.save(path / "edata" / f"{name}.npy", values, allow_pickle=False)
-    (path / "meta.json").write_text(json.dumps(meta))
-    return GraphStore(path)
+    return _with_arrays(store, path, arrays, "edata", lambda n, v: edge_spec(n, v.shape, v.dtype, store.num_edges))
 
 
 def with_node_arrays(store: GraphStore, path: Path, arrays: dict) -> GraphStore:
     """A copy of ``store`` (typed or not) at ``path`` with node arrays ``{name: [num_nodes, ...]}`` (over
     global ids) added as a store writer lays them out (``ndata/<name>.npy``, listed in ``meta.json``)."""
-    import shutil
-
     from bgl.sources.node_arrays import node_spec
+
+    return _with_arrays(store, path, arrays, "ndata", lambda n, v: node_spec(n, v.shape, v.dtype, store.num_nodes))
+
+
+def _with_arrays(store: GraphStore, path: Path, arrays: dict, key: str, spec) -> GraphStore:
+    import shutil
 
     shutil.copytree(store.path, path)
     meta = json.loads((path / "meta.json").read_text())
-    (path / "ndata").mkdir(exist_ok=True)
+    (path / key).mkdir(exist_ok=True)
     for name, values in arrays.items():
         values = np.ascontiguousarray(values)
-        meta.setdefault("ndata", {})[name] = node_spec(name, values.shape, values.dtype, store.num_nodes)
-        np.save(path / "ndata" / f"{name}.npy", values, allow_pickle=False)
+        meta.setdefault(key, {})[name] = spec(name, values)
+        np.save(path / key / f"{name}.npy", values, allow_pickle=False)
     (path / "meta.json").write_text(json.dumps(meta))
     return GraphStore(path)
 

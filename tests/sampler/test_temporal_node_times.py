@@ -14,7 +14,7 @@ from bgl.sampler import LocalSampler, SamplingClient
 from bgl.sampler.temporal_frames import parse_temporal_request, temporal_request
 from bgl.store import GraphStore, write_store
 
-from .conftest import part_args, slice_store, started_servers
+from .conftest import hub_csc, part_args, slice_store, started_servers
 from .test_temporal import check_sample
 
 N = 300
@@ -26,13 +26,10 @@ def timed_store(tmp_path_factory):
     """300 nodes, a hub (node 7: ~500 in-edges), int64 edge times and node times both named ``timestamp``
     (the defaults of both flags), node times spread so that they filter as often as edge times do."""
     rng = np.random.default_rng(21)
-    deg = rng.integers(0, 14, N)
-    deg[7] = 500
-    indptr = np.zeros(N + 1, np.int64)
-    np.cumsum(deg, out=indptr[1:])
+    indptr, indices = hub_csc(rng, N, 14, 7, 500)
     e = int(indptr[-1])
-    return write_store(tmp_path_factory.mktemp("node-times") / "store", indptr,
-                       rng.integers(0, N, e).astype(np.int32), feat=rng.standard_normal((N, 3)).astype(np.float32),
+    return write_store(tmp_path_factory.mktemp("node-times") / "store", indptr, indices,
+                       feat=rng.standard_normal((N, 3)).astype(np.float32),
                        edata={"timestamp": rng.integers(0, 1000, e).astype(np.int64)},
                        ndata={"timestamp": rng.integers(0, 1000, N).astype(np.int64),
                               "score": rng.random(N).astype(np.float32)})

@@ -1,6 +1,7 @@
 """bgl.TemporalNeighborSampler(node_timestamp_attr_name=) on a store's node times (``bgl ingest --node-time``):
 the batches a DGLGraph with the same ``g.ndata`` times gives, and over a partition's two real graph servers
-the store's batches (untyped and typed), never a node newer than its subgraph's seed time."""
+the store's batches, never a node newer than its subgraph's seed time (typed graphs over servers:
+test_temporal_typed_loader.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,8 +11,7 @@ import torch
 import bgl
 from bgl.store import write_store
 
-from ...sampler.conftest import part_args, slice_store, started_servers, with_node_arrays
-from .test_temporal_typed_loader import _subgraphs
+from ...sampler.conftest import hub_csc, slice_store, started_servers
 
 dgl = pytest.importorskip("dgl")
 
@@ -22,12 +22,9 @@ N = 300
 def timed_store(tmp_path_factory):
     """300 nodes, a hub (node 4: ~400 in-edges), int64 edge times ``ts`` and node times ``nt``."""
     rng = np.random.default_rng(13)
-    deg = rng.integers(0, 12, N)
-    deg[4] = 400
-    indptr = np.zeros(N + 1, np.int64)
-    np.cumsum(deg, out=indptr[1:])
+    indptr, indices = hub_csc(rng, N, 12, 4, 400)
     e = int(indptr[-1])
-    return write_store(tmp_path_factory.mktemp("nt-loader") / "store", indptr, rng.integers(0, N, e).astype(np.int32),
+    return write_store(tmp_path_factory.mktemp("nt-loader") / "store", indptr, indices,
                        feat=rng.standard_normal((N, 4)).astype(np.float32), label=rng.integers(0, 3, N),
                        edata={"ts": rng.integers(0, 1000, e).astype(np.int64)},
                        ndata={"nt": rng.integers(0, 1000, N).astype(np.int64)})
@@ -118,53 +115,6 @@ def test_servers_filter_by_their_node_times_and_give_the_stores_batches(timed_st
     sampler = bgl.TemporalNeighborSampler([2], node_timestamp_attr_name="since")
     with pytest.raises(ValueError, match=r"graph servers have no node array 'since'.*they have \['nt'\]"):
         bgl.DataLoader(two_servers, torch.tensor([1]), sampler, seed_time=torch.tensor([5]))
-
-
-@pytest.fixture(scope="module")
-def typed_servers(hetero_store, tmp_path_factory):
-    """The shared typed store with node times over global ids, its `bgl partition` and two real servers."""
-    from partition import partition_graph
-
-    work = tmp_path_factory.mktemp("nt-typed")
-    rng = np.random.default_rng(6)
-    store = with_node_arrays(hetero_store, work / "store", {"timestamp": rng.integers(0, 100, hetero_store.num_nodes)})
-    book = partition_graph(store, "random", 2, work / "p", measure_samples=False)
-    with started_servers(part_args(book), work) as addresses:
-        yield store, book, addresses
-
-
-@pytest.mark.parametrize("layout", ["tree", "disjoint"])
-def test_typed_servers_filter_by_node_times_as_the_typed_store(typed_servers, layout, monkeypatch):
-    store, book, addresses = typed_servers
-    node_time, indices = np.asarray(store.node_array("timestamp")), np.asarray(store.indices)
-    rng = np.random.default_rng(2)
-    seeds, times = {"paper": torch.arange(0, 300, 4)}, {"paper": torch.from_numpy(rng.integers(0, 100, 75))}
-
-    def batches(graph):
-        sampler = bgl.TemporalNeighborSampler([2, 3], node_timestamp_attr_name="timestamp", layout=layout)
-        torch.manual_seed(9)
-        return list(bgl.DataLoader(graph, seeds, sampler, seed_time=times, batch_size=25, blocks="bgl",
-                                   server_timeout=30.0))
-
-    local = batches(str(store.path))
-    monkeypatch.setenv("BGL_PARTITION", str(book.path))  # ids in the original store's space
-    remote = batches(addresses)
-    assert len(local) == len(remote) == 3
-    filtered = 0
-    for k, ((il, _, bl), (ir, _, br)) in enumerate(zip(local, remote)):
-        assert all(torch.equal(il[nt], ir[nt]) for nt in il)
-        for x, y in zip(bl, br):
-            for name in ("src_ids", "indptr", "indices", "etypes"):
-                assert torch.equal(getattr(x, name), getattr(y, name)), name
-        seed_time = times["paper"].numpy()[25 * k:][:25][_subgraphs(bl[0], store.schema)]
-        for x in bl:
-            eid, src_ids = x.edge_ids.numpy(), x.src_ids.numpy()
-            d = np.repeat(np.arange(x.num_dst), np.diff(x.indptr.numpy()))
-            src = src_ids[x.indices.numpy()]
-            assert np.array_equal(indices[eid], src)
-            assert (node_time[src] <= seed_time[d]).all(), "a node from the future"
-            filtered += int(x.indices.shape[0])
-    assert filtered > 0
 
 
 def test_ingested_node_times_feed_the_loader_and_pygs(tmp_path):
