@@ -23,7 +23,7 @@ def edge_file(tmp_path, n=6):
     return path
 
 
-def test_text_and_npy_node_times_round_trip(tmp_path):
+def test_text_and_npy_node_times_round_trip(tmp_path, capsys):
     times = np.array([5, BIG, -3, 0, 7, 10**17 + 3], np.int64)
     (tmp_path / "t.txt").write_text("# node times\n" + "\n".join(map(str, times[:3])) + "\n\n% c\n"
                                     + "\n".join(map(str, times[3:])))  # no final newline
@@ -38,6 +38,8 @@ def test_text_and_npy_node_times_round_trip(tmp_path):
         assert np.array_equal(store.source_values("since"), times[np.asarray(store.indices)])
     with pytest.raises(KeyError, match=r"has no node array 'nope'; it has \['since'\]"):
         store.node_array("nope")
+    assert main(["info", str(tmp_path / "s1")]) == 0
+    assert "node data    since (int64)" in capsys.readouterr().out
 
 
 def test_an_old_store_without_node_arrays_still_opens(tmp_path):
