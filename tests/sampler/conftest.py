@@ -27,7 +27,7 @@ def slice_store(store: GraphStore, lo: int, hi: int, path: Path) -> GraphStore:
     indices = np.asarray(store.indices[ip[lo]:ip[hi]])
     splits = {k: v[(v >= lo) & (v < hi)] for k, v in store.splits.items()}
     edata = {k: np.asarray(store.edge_array(k)[ip[lo]:ip[hi]]) for k in store.meta.edata} or None
-    return write_store(path, indptr, indices, feat=np.asarray(store.feat[lo:hi]),
+    return write_store(path, indptr, indices, feat=None if store.feat is None else np.asarray(store.feat[lo:hi]),
                        label=None if store.label is None else np.asarray(store.label[lo:hi]), splits=splits,
                        num_classes=store.num_classes, node_offset=lo, global_num_nodes=store.num_nodes,
                        name=f"part-{lo}-{hi}", edata=edata,

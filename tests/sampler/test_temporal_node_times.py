@@ -141,3 +141,35 @@ def test_bad_node_time_requests_are_one_line_errors(two_servers):
         parse_temporal_request([*frames[:3], b"timestamp\0a/b"])
     assert parse_temporal_request(temporal_request(1, np.array([1]), np.array([5]), 2, "last", 0,
                                                    "timestamp")).node_time_name is None
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**31), n=st.integers(2, 120), avg=st.integers(0, 12), tmax=st.integers(1, 40))
+def test_random_graphs_over_two_servers_equal_the_store_and_never_the_future(tmp_path_factory, seed, n, avg, tmax):
+    """Random graph, edge and node times (few distinct values: ties), cut at a random node into two parts
+    served by two real processes: every multi-hop sample equals the store's and has no future node or edge."""
+    rng = np.random.default_rng(seed)
+    deg = rng.integers(0, 2 * avg + 1, n)
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(deg, out=indptr[1:])
+    e = int(indptr[-1])
+    work = tmp_path_factory.mktemp("random-node-times")
+    store = write_store(work / "store", indptr, rng.integers(0, n, e).astype(np.int32),
+                        edata={"timestamp": rng.integers(0, tmax, e).astype(np.int64)},
+                        ndata={"timestamp": rng.integers(0, tmax, n).astype(np.int64)})
+    cut = int(rng.integers(1, n))
+    parts = [slice_store(store, lo, hi, work / f"part-{k}") for k, (lo, hi) in enumerate([(0, cut), (cut, n)])]
+    node_time = np.asarray(store.node_array("timestamp"))
+    with started_servers([["--store", str(p.path)] for p in parts], work) as addresses, \
+            SamplingClient(addresses, timeout=60) as client:
+        for trial in range(6):
+            m, strategy, edges = int(rng.integers(1, 20)), ("uniform", "last")[trial % 2], trial % 3 != 0
+            fanouts = list(rng.choice([-1, 1, 2, 5], int(rng.integers(1, 4))))
+            seeds, times = rng.integers(0, n, m), rng.integers(-1, tmax + 1, m)
+            time_name = "timestamp" if edges else None
+            got = client.sample_temporal(seeds, times, fanouts, strategy, trial, time_name, node_time_name="timestamp")
+            want = LocalSampler(store, node_time=node_time).sample_temporal(seeds, times, fanouts, strategy, trial,
+                                                                            time_name)
+            for field in FIELDS:
+                assert np.array_equal(getattr(got, field), getattr(want, field)), field
+            check_sample(store, node_key(store, edges), got, fanouts, strategy, node_time)
