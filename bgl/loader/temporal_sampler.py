@@ -15,11 +15,11 @@ Two layouts of the same sample (:mod:`bgl.loader.temporal_blocks`):
   only nodes new at a hop are expanded at the next, ``blocks[0].srcdata["batch"]`` names each node's
   subgraph (the PyG loaders use this one).
 
-Costs: the seeds' times, 8 B a seed, travel with the stage; node times, 8 B a node, are read from
-the graph (``g.ndata[name]``, or a store's node array from ``bgl ingest --node-time``); a store keeps
-edge times (``bgl ingest --edge-time-column``) with their time order (:mod:`bgl.sampler.temporal`).
-Over graph servers node times stay there: each part filters by its copy of its in-edges' source
-times (8 B per part edge, written by ``bgl partition``), so only their name travels.
+Costs: the seeds' times, 8 B a seed, travel with the stage; an in-memory graph's node times
+(``g.ndata[name]``), 8 B a node, too; a store's (``bgl ingest --node-time``) are read where they lie by
+name, memory-mapped, and the servers' stay there: each part filters by its copy of its in-edges'
+source times (8 B per part edge, written by ``bgl partition``), so only their name travels.  A store
+keeps edge times (``bgl ingest --edge-time-column``) with their time order (:mod:`bgl.sampler.temporal`).
 """
 from __future__ import annotations
 
@@ -132,23 +132,26 @@ class TemporalSeeds:
         return {**self.__dict__, "_sampler": None}
 
     def _layer_source(self, sampler):
-        """What samples a layer: in process, the stage's store with this loader's node times; over graph
-        servers, the client, naming the node time array the servers filter by (their parts' copies)."""
+        """What samples a layer: an in-memory graph's layer with this loader's node times; a store's or the
+        servers' naming their own node time array (a store's memory-mapped one; each part's copy of its
+        in-edges' source times)."""
+        import functools
+
         node_name = None if self.node_time is not None else self.options.node_time_name
         if self.schema is not None:
             if self._sampler is None:
                 if hasattr(sampler, "store"):
                     from ..sampler.temporal_typed import TypedTemporalLayer
 
-                    self._sampler = TypedTemporalLayer(sampler.store, node_time=self.node_time)
+                    layer = TypedTemporalLayer(sampler.store, node_time=self.node_time)
+                    self._sampler = layer if node_name is None else functools.partial(layer, node_time_name=node_name)
                 else:
                     self._sampler = _ServerTypedLayer(sampler, node_name)
             return self._sampler
         if self.node_time is None and node_name is None:
             return sampler
         if self._sampler is None:
-            if not hasattr(sampler, "store"):
-                import functools
+            if node_name is not None:
                 from types import SimpleNamespace
 
                 self._sampler = SimpleNamespace(temporal_layer=functools.partial(sampler.temporal_layer,

@@ -69,14 +69,12 @@ def _check_edge_time(info, name: str) -> None:
 
 
 def _node_times(graph, name: str, info) -> Optional[np.ndarray]:
-    """Node times ``name`` of ``graph`` as int64 [num_nodes]: a store's node array (``bgl ingest
-    --node-time``) or a DGLGraph's ``g.ndata[name]``; None over graph servers, which filter by their own
-    (checked here against the names their parts list)."""
+    """Node times ``name`` of an in-memory graph (a DGLGraph's ``g.ndata[name]``) as int64 [num_nodes];
+    None for a store or graph servers, which sample by the name (checked here, nothing read)."""
     from ..sampler.temporal import check_times
 
-    found = _store_node_times(info, name)
-    if found is not None or info.spec.kind == "servers":
-        return found
+    if _names_node_times(info, name):
+        return None
     ndata = getattr(graph, "ndata", None)
     if ndata is None or name not in ndata:
         raise ValueError(f"node_timestamp_attr_name={name!r}: the graph has no node array {name!r} (node times "
@@ -84,9 +82,11 @@ def _node_times(graph, name: str, info) -> Optional[np.ndarray]:
     return check_times(ndata[name], int(info.num_nodes), f"node time array {name!r}")
 
 
-def _store_node_times(info, name: str) -> Optional[np.ndarray]:
-    """A store's node array ``name`` as int64 [its nodes] (global ids), None for an in-memory graph or graph
-    servers (whose node arrays are checked by name here); ValueError listing the node arrays there are."""
+def _names_node_times(info, name: str) -> bool:
+    """True when the layers read node times ``name`` themselves, by name: a store's node array (memory-mapped:
+    never a copy per loader or stage process; its layer keys each edge by its source's time, 8 B per edge)
+    or the servers' (each part's copy of its in-edges' source times); ValueError listing the node arrays
+    there are, or naming a non-integer one.  False for an in-memory graph (its ``ndata``)."""
     from ..sampler.temporal import check_times
 
     if info.spec.kind == "servers":
@@ -94,19 +94,20 @@ def _store_node_times(info, name: str) -> Optional[np.ndarray]:
         if have is not None and name not in have:
             raise ValueError(f"node_timestamp_attr_name={name!r}: the graph servers have no node array {name!r} "
                              f"(with its source copy, written by bgl partition); they have {sorted(have) or 'none'}")
-        return None
+        return True
     store = info.spec.arrays
     if store is None:
         from ..store import GraphStore
 
         store = GraphStore(info.spec.path, validate="none")
     if not hasattr(store, "node_array"):
-        return None  # a DGLGraph's arrays: its g.ndata
+        return False  # a DGLGraph's arrays: its g.ndata
     try:
         arr = store.node_array(name)
     except KeyError as e:
         raise ValueError(f"node_timestamp_attr_name={name!r}: {e.args[0]}") from None
-    return check_times(arr, int(store.num_nodes), f"node time array {name!r} of {store.path}")
+    check_times(arr[:0] if arr.ndim == 1 else arr, 0, f"node time array {name!r} of {store.path}")  # dtype only
+    return True
 
 
 def _typed_seeds(graph, indices, seed_time, info, options: TemporalOptions, link, schema) -> TemporalSeeds:
@@ -140,15 +141,13 @@ def _typed_seeds(graph, indices, seed_time, info, options: TemporalOptions, link
 
 
 def _typed_node_times(graph, name: str, schema, info=None) -> Optional[np.ndarray]:
-    """Node times ``name`` of a typed store (its node array over global ids), a heterogeneous DGLGraph
-    (``g.nodes[t].data[name]`` for every type) or typed arrays carrying ``type_ndata[name] = {ntype:
-    times}`` (a PyG HeteroData's), as int64 over global ids (types in the schema's order); None over
-    graph servers (they filter by their own)."""
+    """Node times ``name`` of a heterogeneous DGLGraph (``g.nodes[t].data[name]`` for every type) or typed
+    arrays carrying ``type_ndata[name] = {ntype: times}`` (a PyG HeteroData's), as int64 over global ids
+    (types in the schema's order); None for a typed store or graph servers (sampled by the name)."""
     from ..sampler.temporal import check_times
 
-    found = None if info is None else _store_node_times(info, name)
-    if found is not None or (info is not None and info.spec.kind == "servers"):
-        return found
+    if info is not None and _names_node_times(info, name):
+        return None
 
     nodes = getattr(graph, "nodes", None)
     given = getattr(graph, "type_ndata", {}).get(name)  # typed arrays' {ntype: times} (a PyG HeteroData's)

@@ -96,6 +96,13 @@ def test_a_node_time_name_the_store_lacks_is_one_line(timed_store):
     assert "\n" not in str(info.value)
 
 
+def test_a_non_integer_node_time_array_is_one_line(tmp_path):
+    store = write_store(tmp_path / "s", np.array([0, 1, 2]), np.array([1, 0]), ndata={"nt": np.ones(2, np.float32)})
+    sampler = bgl.TemporalNeighborSampler([2], node_timestamp_attr_name="nt")
+    with pytest.raises(TypeError, match=r"node time array 'nt' of .* must be integers .* got dtype float32"):
+        bgl.DataLoader(str(store.path), torch.tensor([1]), sampler, seed_time=torch.tensor([5]))
+
+
 @pytest.fixture(scope="module")
 def two_servers(timed_store, tmp_path_factory):
     work = tmp_path_factory.mktemp("nt-loader-servers")
