@@ -106,7 +106,8 @@ def node_time_array(times: Mapping[str | None, np.ndarray], files: Mapping[str |
                               f"--node-time FILE ({sorted(times)})")
         arr = times[None]
         if arr.shape[0] != num_nodes:
-            raise IngestError(f"{files[None]}: {arr.shape[0]} node times, the graph has {num_nodes} nodes")
+            raise IngestError(f"{files[None]}: {arr.shape[0]} node times, the graph has {num_nodes} nodes (an edge "
+                              f"list's node count is its largest id + 1 unless --num-nodes declares it)")
         return arr
     if None in times:
         raise IngestError(f"{files[None]}: a typed graph takes node times per node type, --node-time NTYPE=FILE "
