@@ -80,8 +80,8 @@ class StoreMeta:
 
     ``splits`` maps split name (``train``, ``val``, ``test``) to its size; the
     ids live in ``<name>_idx.npy``; ``edata`` maps edge array names to their dtype and shape
-    (:func:`edge_spec`).  ``extra`` carries provenance (source file, ingest options) and is
-    never interpreted by the loader.
+    (:func:`edge_spec`), ``ndata`` node array names (:func:`~bgl.sources.node_arrays.node_spec`).
+    ``extra`` carries provenance (source file, ingest options) and is never interpreted by the loader.
     """
 
     num_nodes: int
@@ -95,6 +95,7 @@ class StoreMeta:
     has_label: bool = False
     splits: dict[str, int] = field(default_factory=dict)
     edata: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ndata: dict[str, dict[str, Any]] = field(default_factory=dict)  # named node arrays (bgl/sources/node_arrays.py)
     name: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     schema: dict[str, Any] | None = None  # node/edge types (version 2 only; bgl/schema.py)
@@ -349,15 +350,16 @@ def check_edge_name(name) -> str:
     return name
 
 
-def edge_spec(name: str, shape, dtype, num_edges: int) -> dict[str, Any]:
-    """The ``meta.json`` entry of an edge array; ValueError for a bad name, row count or dtype."""
+def edge_spec(name: str, shape, dtype, num_edges: int, kind: str = "edge") -> dict[str, Any]:
+    """The ``meta.json`` entry of an edge array (``kind="node"``: of a node array, ``num_edges`` then
+    the node count); ValueError for a bad name, row count or dtype."""
     check_edge_name(name)
     shape = tuple(int(x) for x in shape)
     if not shape or shape[0] != num_edges:
-        raise ValueError(f"edge array {name!r} must have num_edges={num_edges} rows, got shape {shape}")
+        raise ValueError(f"{kind} array {name!r} must have num_{kind}s={num_edges} rows, got shape {shape}")
     dtype = np.dtype(dtype)
     if dtype.kind not in "biuf":
-        raise ValueError(f"edge array {name!r} must be bool, integer or float, got dtype {dtype}")
+        raise ValueError(f"{kind} array {name!r} must be bool, integer or float, got dtype {dtype}")
     return {"dtype": dtype.name, "shape": list(shape)}
 
 

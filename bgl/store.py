@@ -24,6 +24,7 @@ Layout::
     label.npy        int64 [num_nodes]  (optional, -1 = unlabelled)
     <split>_idx.npy  int64 [n]  for each split name (train, val, test, ...)
     edata/<name>.npy [num_edges, ...]  named per-edge arrays in CSC edge order (bgl.schema)
+    ndata/<name>.npy [num_nodes, ...]  named per-node arrays, e.g. node times (bgl.sources.node_arrays)
 """
 from __future__ import annotations
 
@@ -39,12 +40,13 @@ from .errors import StoreFormatError
 from .output_dir import PARTITION, STORE, WorkDir, check_output, kind_of, remove_stale, replace_output
 
 # The meta.json fields and versions live in bgl/schema.py; these names are re-exported.
+from .sources.node_arrays import NodeArrays, NodeArrayWriter, load_node_arrays
 from .schema import (CHECK_CHUNK, FORMAT_NAME, FORMAT_VERSION, FULL_CHECK_MAX_EDGES, META_FILE,  # noqa: F401
                          SUPPORTED_VERSIONS, TYPED_FORMAT_VERSION, CODEC_FORMAT_VERSION, StoreMeta,
                      id_dtype_for)
 
 
-class GraphStore(E.EdgeArrays):
+class GraphStore(E.EdgeArrays, NodeArrays):
     """A read-only, memory-mapped graph store directory.
 
     Parameters
@@ -87,6 +89,7 @@ class GraphStore(E.EdgeArrays):
         self.splits = {name: self._load(f"{name}_idx", (size,), np.int64) for name, size in meta.splits.items()}
         self._load_typed()
         self.edata = E.load_edge_arrays(meta_path, meta.edata, e, self._load)
+        self.ndata, self.ndata_source = load_node_arrays(meta_path, meta.ndata, n, e, self._load)
         if validate != "none":
             self.validate(full=(validate == "full") or e <= FULL_CHECK_MAX_EDGES)
 
@@ -230,20 +233,9 @@ class GraphStore(E.EdgeArrays):
             raise KeyError(f"store {self.path} has no split {name!r}; it has {sorted(self.splits)}")
         return self.splits[name]
 
-    @property
-    def train_idx(self) -> np.ndarray:
-        """Training node ids (global ids, int64)."""
-        return self.split("train")
-
-    @property
-    def val_idx(self) -> np.ndarray:
-        """Validation node ids (global ids, int64)."""
-        return self.split("val")
-
-    @property
-    def test_idx(self) -> np.ndarray:
-        """Test node ids (global ids, int64)."""
-        return self.split("test")
+    train_idx = property(lambda self: self.split("train"), doc="Training node ids (global ids, int64).")
+    val_idx = property(lambda self: self.split("val"), doc="Validation node ids (global ids, int64).")
+    test_idx = property(lambda self: self.split("test"), doc="Test node ids (global ids, int64).")
 
     def in_degrees(self) -> np.ndarray:
         """In-degree of every owned row, int64 [num_nodes] (one pass over indptr)."""
@@ -268,6 +260,7 @@ class GraphStore(E.EdgeArrays):
             "num_classes": self.num_classes,
             "splits": dict(self.meta.splits),
             "edata": {k: dict(v) for k, v in self.meta.edata.items()},
+            "ndata": {k: dict(v) for k, v in self.meta.ndata.items()},
         }
 
     def __repr__(self) -> str:
@@ -282,7 +275,7 @@ def open_store(path: str | os.PathLike, validate: str = "auto") -> GraphStore:
     return GraphStore(path, validate=validate)
 
 
-class StoreWriter(E.EdgeArrayWriter):
+class StoreWriter(E.EdgeArrayWriter, NodeArrayWriter):
     """Writes a store into a hidden, locked work dir next to ``path`` and renames it into place on
     success; ``overwrite=True`` replaces only a bgl store (FileExistsError naming anything else).
 
@@ -311,7 +304,7 @@ class StoreWriter(E.EdgeArrayWriter):
         g = num_nodes if global_num_nodes is None else global_num_nodes
         self._meta: dict[str, Any] = dict(
             num_nodes=int(num_nodes), num_edges=int(num_edges), id_dtype=id_dtype_for(g).name,
-            node_offset=int(node_offset), global_num_nodes=int(g), splits={}, edata={}, name=name,
+            node_offset=int(node_offset), global_num_nodes=int(g), splits={}, edata={}, ndata={}, name=name,
             extra=dict(extra or {}),
         )
         self.store: GraphStore | None = None
@@ -418,7 +411,8 @@ def read_json(path: Path, error: type[Exception], missing: str) -> Any:
 def write_store(path: str | os.PathLike, indptr: np.ndarray, indices: np.ndarray, *,
                 feat: np.ndarray | None = None, label: np.ndarray | None = None,
                 splits: Mapping[str, np.ndarray] | None = None, num_classes: int | None = None,
-                edata: Mapping[str, np.ndarray] | None = None, node_offset: int = 0,
+                edata: Mapping[str, np.ndarray] | None = None, ndata: Mapping[str, np.ndarray] | None = None,
+                ndata_source: Mapping[str, np.ndarray] | None = None, node_offset: int = 0,
                 global_num_nodes: int | None = None, name: str = "",
                 extra: Mapping[str, Any] | None = None, overwrite: bool = False) -> GraphStore:
     """Write an in-memory CSC graph (plus optional features, labels, splits) as a store, atomically.
@@ -429,6 +423,8 @@ def write_store(path: str | os.PathLike, indptr: np.ndarray, indices: np.ndarray
     feat : [num_nodes, dim]; label : int [num_nodes], -1 = unlabelled
     splits : {"train": int64 [n], ...} node ids (global ids)
     edata : {name: [num_edges, ...]} per-edge arrays in CSC edge order
+    ndata : {name: [num_nodes, ...]} per-node arrays; ndata_source : a part's {name: [num_edges, ...]}
+        value of each in-edge's source (bgl.sources.node_arrays)
 
     Returns the opened :class:`GraphStore`.
     """
@@ -446,5 +442,6 @@ def write_store(path: str | os.PathLike, indptr: np.ndarray, indices: np.ndarray
             w.save_array(f"{split_name}_idx", ids)
         for edge_name, values in (edata or {}).items():
             w.save_edge_array(edge_name, values)
+        w.save_node_arrays(ndata, ndata_source)
     assert w.store is not None
     return w.store

@@ -3,7 +3,8 @@
 After the engine and :func:`.dist_graph.relabel`, each rank knows the new id and part of its own
 nodes and the new ids of their in-neighbours.  Part k is written by rank ``k % R``: each rank
 sends it the rows of its nodes in part k (new id, original id, in-degree, label, feature rows,
-split membership) and their in-edges (new source id, original edge id, edge-array rows) in one
+split membership, node-array rows) and their in-edges (new source id, original edge id, edge-array
+rows, each node array's value at the source, read here from the store) in one
 all-to-all per array, and the writer stores the part with :class:`bgl.store.StoreWriter`, the
 same part-store format :func:`.format.write_partition` writes, and its slices of the partition's
 ``orig_ids.npy`` / ``orig_eids.npy`` (created by rank 0, filled in place by each writer).
@@ -76,6 +77,9 @@ def local_rows(store: GraphStore, sl: Slice, rel: Relabel, new_src: np.ndarray, 
     edges = {"src": new_src, "eid": np.arange(e0, e1, dtype=np.int64)}
     for name, values in store.edata.items():
         edges[f"edata/{name}"] = np.asarray(values[e0:e1])
+    for name, values in store.ndata.items():  # a node array, and its value at each in-edge's source
+        nodes[f"ndata/{name}"] = np.asarray(values[sl.lo : sl.hi])
+        edges[f"ndata/{name}"] = np.asarray(values)[np.asarray(store.indices[e0:e1])]
     return Rows(nodes, edges)
 
 
@@ -181,6 +185,9 @@ def _write_part_store(store: GraphStore, part: Rows, indptr: np.ndarray, path: P
                 out[:] = values
                 out.flush()
                 del out
+        for key, values in part.nodes.items():
+            if key.startswith("ndata/"):
+                w.save_node_array(key[len("ndata/"):], values, part.edges[key])
         if "label" in part.nodes:
             w.save_array("label", part.nodes["label"], num_classes=store.num_classes)
         elif store.num_classes:

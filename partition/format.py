@@ -12,7 +12,9 @@ Layout::
     part-<k>/        a PART graph store (bgl.store): rows for new ids
                      [node_start, node_end), in-edges with neighbour ids in new
                      global ids, features/labels/splits of the owned nodes, and
-                     the edge arrays (edata/) of those in-edges, rows in part CSC order
+                     the edge arrays (edata/) of those in-edges, rows in part CSC order,
+                     the node arrays (ndata/) of the owned nodes, and per node array the
+                     value of each in-edge's source (ndata/<name>.source.npy, part CSC order)
 
 A partition of a typed store is version 2: partition.json adds ``"schema"`` (the whole
 graph's node and edge types) and ``"type_bounds"`` (int [P*T + 1]: part k, type t owns new ids
@@ -127,6 +129,7 @@ def _write_part(store: GraphStore, path: Path, rows: np.ndarray, new_of: np.ndar
         if store.feat_codec is not None:
             w.set_feat_codec(store.feat_codec, float32=store.feat is not None)
         _write_part_edge_data(store, w, rows, indptr)
+        _write_part_node_data(store, w, rows, indptr)
         if store.is_typed:
             num_train = write_part_types(store, w, rows, indptr, new_of, node_start)
         if store.label is not None:
@@ -154,6 +157,23 @@ def _write_part_edge_data(store: GraphStore, w: StoreWriter, rows: np.ndarray, i
             out[indptr[a] : indptr[b]] = values[pos]
         out.flush()
         del out
+
+
+def _write_part_node_data(store: GraphStore, w: StoreWriter, rows: np.ndarray, indptr: np.ndarray) -> None:
+    """Each node array of ``store``: the part's own rows, and the value of each of its in-edges' sources
+    (``ndata/<name>.source.npy``), so a server filters by node times without asking the part that owns
+    a neighbour: one chunked pass over the part's edges, ``itemsize`` B per part edge (8 for times)."""
+    src_ptr, src_idx = np.asarray(store.indptr), store.indices
+    for name, values in store.ndata.items():
+        values = np.asarray(values)  # random reads by source id: ``itemsize`` B a node in memory
+        out = w.create_node_source(name, (int(indptr[-1]),) + values.shape[1:], values.dtype)
+        for a, b in _row_chunks(indptr, WRITE_CHUNK_EDGES, WRITE_CHUNK_ROWS):
+            pos = np.empty(int(indptr[b] - indptr[a]), np.int64)
+            _kernels.row_positions(src_ptr, rows[a:b], pos)
+            out[indptr[a] : indptr[b]] = values[np.asarray(src_idx[pos])]
+        out.flush()
+        del out
+        w.save_node_array(name, values[rows])
 
 
 def check_out_dir(out_dir: str | os.PathLike, overwrite: bool, inputs=()) -> Path:

@@ -35,12 +35,16 @@ def load_request_kernels(store, indptr: np.ndarray, num_relations: int | None, k
     ops.sample_labor(indptr, store.indices, seeds, lo, 2, 0, 0, -1.0, parallel=False)
     ops.sample_neighbors(indptr, store.indices, seeds, lo, 2, False, 0, parallel=False, exclude=exclude)
     _load_weighted_kernels(store, seeds)
-    if temporal is not None and DEFAULT_TIME_NAME in store.meta.edata:
+    # a `timestamp` edge and/or node array: the kernels loaded and its time orders built before ready
+    names = [(DEFAULT_TIME_NAME, None)] if DEFAULT_TIME_NAME in store.meta.edata else []
+    if DEFAULT_TIME_NAME in getattr(store, "ndata_source", {}):
+        names.append((names[0][0] if names else None, DEFAULT_TIME_NAME))
+    for time_name, node_time_name in names if temporal is not None else ():
         times = _read_only(np.zeros(1, np.int64))
         try:
             fanout = 2 if num_relations is None else np.full(num_relations, 2, np.int64)
             for strategy in ("uniform", "last"):
-                temporal(seeds, times, fanout, strategy, 0, time_name=DEFAULT_TIME_NAME)
+                temporal(seeds, times, fanout, strategy, 0, time_name=time_name, node_time_name=node_time_name)
         except (TypeError, ValueError):
             pass  # not int64 times: a request naming it is refused with the reason
     if num_relations is not None:

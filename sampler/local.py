@@ -96,26 +96,32 @@ class LocalSampler:
                                         prob=prob, edge_data=edge_data, labor=labor, exclude=exclude)
 
     # ---------------------------------------------------------------- temporal
-    def temporal_layer(self, dst, times, fanout: int, strategy: str, seed: int, time_name: str | None = "timestamp"):
+    def temporal_layer(self, dst, times, fanout: int, strategy: str, seed: int, time_name: str | None = "timestamp",
+                       node_time_name: str | None = None):
         """One temporal layer (:class:`bgl.sampler.temporal.TemporalLayer`): ``(counts, nbrs, eids,
-        edge_time)``, eids the graph's own edge ids when the store carries ``edge_ids``."""
+        edge_time)``, eids the graph's own edge ids when the store carries ``edge_ids``; ``node_time_name``
+        names the store's node array of times (instead of in-process ``node_time``)."""
         from .temporal import TemporalLayer
 
         if self._temporal is None:
             self._temporal = TemporalLayer(self.store, self._node_time)
-        counts, nbrs, eids, etime = self._temporal(dst, times, fanout, strategy, seed, time_name=time_name)
+        counts, nbrs, eids, etime = self._temporal(dst, times, fanout, strategy, seed, time_name=time_name,
+                                                   node_time_name=node_time_name)
         if self._edge_ids is not None:
             eids = self._edge_ids[eids].astype(np.int64, copy=False)
         return counts, nbrs, eids, etime
 
     def sample_temporal(self, seeds, seed_times, fanouts: Sequence[int], strategy: str = "uniform",
-                        seed: int | None = None, time_name: str | None = "timestamp"):
+                        seed: int | None = None, time_name: str | None = "timestamp", node_time_name: str | None = None):
         """A disjoint multi-hop temporal sample (:func:`bgl.sampler.temporal.sample_temporal`): no edge
-        (and, with ``node_time``, no node) newer than its subgraph's seed time; ``time_name`` names the
-        store's int64 edge array of times (None: node times only)."""
+        (and, with ``node_time`` or the store's node array ``node_time_name``, no node) newer than its
+        subgraph's seed time; ``time_name`` names the store's int64 edge array of times (None: node times only)."""
+        import functools
+
         from .temporal import sample_temporal
 
-        return sample_temporal(self.temporal_layer, seeds, seed_times, fanouts, strategy, seed, time_name)
+        layer = functools.partial(self.temporal_layer, node_time_name=node_time_name)
+        return sample_temporal(layer, seeds, seed_times, fanouts, strategy, seed, time_name)
 
     # ---------------------------------------------------------------- typed graphs
     @property

@@ -173,6 +173,7 @@ class GraphServer:
             "has_label": s.label is not None, "num_classes": s.num_classes,
             "id_dtype": s.indices.dtype.name, "splits": dict(s.meta.splits),
             "edata": {k: dict(v) for k, v in s.meta.edata.items()},
+            "ndata": {k: dict(v) for k, v in s.meta.ndata.items()},
             # a typed store's own node/edge types (a part's per-type counts; bgl/schema.py), else None
             "schema": s.meta.schema,
         }

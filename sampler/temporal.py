@@ -1,8 +1,10 @@
 """Temporal neighbour sampling: no sampled edge or node is newer than its subgraph's seed time.
 
 Times are data of the graph: an int64 per-edge array of the store (``edata/<name>.npy``, e.g.
-``timestamp`` from ``bgl ingest --edge-time-column``) and, in process, optional int64 node times
-over global ids.  Each seed comes with a time ``t``; at every hop a node's candidates are its
+``timestamp`` from ``bgl ingest --edge-time-column``) and optional int64 node times: over global
+ids in process, or named (``node_time_name=``): a store's node array, of which a partition part
+keeps each in-edge's source value (:mod:`bgl.sources.node_arrays`), so its server filters alone.
+Each seed comes with a time ``t``; at every hop a node's candidates are its
 in-edges with edge time <= ``t`` (and, with node times, whose source node's time <= ``t``), ``t``
 being the time of the seed its subgraph grew from.  Subgraphs are disjoint (PyG's
 ``disjoint=True`` layout): a node reached from two seeds is two nodes, one per subgraph, with a
@@ -72,9 +74,8 @@ def source_time_keys(indices, node_time, edge_time=None) -> np.ndarray:
     """int64 [e]: per edge (global source ids ``indices``), the time from which the edge and its source
     both exist, ``max(edge_time, node_time[source])`` (``node_time`` int64 over global ids).
 
-    What node times filter by.  Saved as an edge array of the whole store (before partitioning), it
-    lets graph servers, which know no neighbour's node time, sample with node times: name it as the
-    time array (``time_name=``).  8 B per edge.
+    What node times filter by.  8 B per edge.  (Graph servers read a part's stored source times
+    instead, :func:`source_times`.)
     """
     indices = np.asarray(indices)
     node_time = check_times(node_time, np.asarray(node_time).shape[0] if node_time is not None else 0, "node times")
@@ -87,15 +88,39 @@ def source_time_keys(indices, node_time, edge_time=None) -> np.ndarray:
 
 
 def build_index(indptr: np.ndarray, indices: np.ndarray, edge_time: np.ndarray | None,
-                node_time: np.ndarray | None = None, parallel: bool = True) -> TimeIndex:
-    """The :class:`TimeIndex` of a CSC from its edge times and/or node times (over global ids);
-    ``parallel`` False in server worker threads (no numba parallel region there)."""
-    key = np.ascontiguousarray(edge_time) if node_time is None else source_time_keys(indices, node_time, edge_time)
+                node_time: np.ndarray | None = None, parallel: bool = True,
+                source_time: np.ndarray | None = None) -> TimeIndex:
+    """The :class:`TimeIndex` of a CSC from its edge times and/or node times: ``node_time`` over global
+    ids, or ``source_time`` int64 [e], each edge's source's time already gathered (a part's stored copy,
+    :meth:`bgl.store.GraphStore.source_values`); ``parallel`` False in server worker threads (no numba
+    parallel region there)."""
+    if source_time is not None:
+        key = np.array(source_time, np.int64) if edge_time is None else np.maximum(edge_time, source_time)
+    elif node_time is None:
+        key = np.ascontiguousarray(edge_time)
+    else:
+        key = source_time_keys(indices, node_time, edge_time)
     if TK.rows_sorted(indptr, key):
         return TimeIndex(key, np.zeros(0, np.int64))
     order = np.empty(key.shape[0], np.int64)
     (TK.row_time_order_par if parallel else TK.row_time_order_serial)(indptr, key, order)
     return TimeIndex(key, order)
+
+
+def source_times(store, name: str, node_time=None) -> np.ndarray:
+    """int64 [e]: the time of each in-edge's source from ``store``'s node array ``name`` (a part's stored
+    copy, or gathered over a whole store: :meth:`bgl.store.GraphStore.source_values`); ValueError naming
+    the node arrays the store has, or the dtype, and for a layer that already has in-process node times."""
+    if node_time is not None:
+        raise ValueError(f"node times given twice: in process and as the store's node array {name!r}; give one")
+    if not hasattr(store, "source_values"):
+        raise ValueError(f"{getattr(store, 'path', 'this graph')} keeps no node arrays: node times by name "
+                         f"({name!r}) come from a graph store (bgl ingest --node-time)")
+    try:
+        values = store.source_values(name)
+    except KeyError as e:
+        raise ValueError(e.args[0]) from None
+    return check_times(values, int(store.num_edges), f"node time array {name!r}")
 
 
 def time_order(indptr: np.ndarray, edge_time: np.ndarray, alloc=np.empty) -> np.ndarray | None:
@@ -125,7 +150,8 @@ class TemporalLayer:
     store : a GraphStore or anything with its read API (``indptr``, ``indices``, ``node_offset``,
         ``num_edges``, ``edge_array(name)``)
     node_time : optional int64 [global_num_nodes] node times; a source is eligible at ``t`` when
-        its time is <= ``t`` (in process only: a part store does not know its neighbours' times)
+        its time is <= ``t``.  A call may instead name the store's node array (``node_time_name=``):
+        a part store reads its stored copy of each in-edge's source time (graph servers do)
     parallel : allow the numba-parallel kernels (False in server worker threads)
     """
 
@@ -136,19 +162,22 @@ class TemporalLayer:
         self.node_time = None if node_time is None else check_times(
             node_time, int(store.global_num_nodes), "node times")
         self.parallel = parallel
-        self._index: dict[str | None, TimeIndex] = {}
+        self._index: dict[tuple, TimeIndex] = {}  # by (edge time name, node time name)
         self._lock = threading.Lock()  # server worker threads share one layer
 
-    def index(self, time_name: str | None) -> TimeIndex:
-        """The time index of edge array ``time_name`` (None: node times only), built on first use."""
+    def index(self, time_name: str | None, node_time_name: str | None = None) -> TimeIndex:
+        """The time index of edge array ``time_name`` (None: node times only) and, with ``node_time_name``,
+        the store's node times of that name, built on first use."""
         with self._lock:
-            if time_name not in self._index:
+            if (time_name, node_time_name) not in self._index:
                 edge_time = None if time_name is None else self.edge_times(time_name)
-                if edge_time is None and self.node_time is None:
+                source = None if node_time_name is None else source_times(self.store, node_time_name, self.node_time)
+                if edge_time is None and self.node_time is None and source is None:
                     raise ValueError("temporal sampling needs edge times (time_name) or node times")
-                self._index[time_name] = self._stored_index(time_name, edge_time) or build_index(
-                    self._indptr, np.asarray(self._indices), edge_time, self.node_time, self.parallel)
-            return self._index[time_name]
+                self._index[time_name, node_time_name] = (
+                    None if source is not None else self._stored_index(time_name, edge_time)) or build_index(
+                    self._indptr, np.asarray(self._indices), edge_time, self.node_time, self.parallel, source)
+            return self._index[time_name, node_time_name]
 
     def _stored_index(self, time_name: str | None, edge_time) -> TimeIndex | None:
         """The store's own time order of ``time_name`` (edge array ``<name>.order``, written at ingest),
@@ -174,7 +203,7 @@ class TemporalLayer:
         return check_times(arr, int(self.store.num_edges), f"edge time array {name!r}")
 
     def __call__(self, dst, times, fanout: int, strategy: str, seed: int,
-                 time_name: str | None = DEFAULT_TIME_NAME):
+                 time_name: str | None = DEFAULT_TIME_NAME, node_time_name: str | None = None):
         if getattr(self.store, "is_typed", False):
             raise ValueError(f"temporal sampling of a typed store ({getattr(self.store, 'path', 'graph')}) is not "
                              "supported yet: it would mix relations under one fanout")
@@ -184,7 +213,7 @@ class TemporalLayer:
         times = check_times(times, dst.shape[0], "seed times")
         off = int(self.store.node_offset)
         ops.check_range(dst, off, off + self._indptr.shape[0] - 1, "seeds")
-        idx = self.index(time_name)
+        idx = self.index(time_name, node_time_name)
         m = dst.shape[0]
         par = ops._use_parallel(self.parallel, m, ops.PARALLEL_MIN_SEEDS)
         starts, elig, degs, counts = (np.empty(m, np.int64) for _ in range(4))

@@ -6,7 +6,9 @@ Temporal SAMPLE (``FLAG_TEMPORAL``, flag bit 5, alone) is exactly four frames::
              dtype0/len0 = the seeds' id dtype and count, dtype1 = int64 (2), len1 = len0
     seeds    int32/int64 [m] global ids the server owns
     times    int64 [m], each seed's time (the time of the subgraph it belongs to)
-    name     UTF-8 name of the server's int64 edge array holding edge times (e.g. ``timestamp``)
+    name     UTF-8 name of the server's int64 edge array holding edge times (e.g. ``timestamp``), then,
+             with node times, a NUL byte and the name of the store's int64 node array of times (the
+             edge name may then be empty: node times only)
 
 A typed store's servers take a fifth frame, ``fanouts`` int64 [R] (one per relation of its schema;
 the header's fanout is then 0), and sample by :class:`~bgl.sampler.temporal_typed.TypedTemporalLayer`;
@@ -15,8 +17,11 @@ their reply's edge data has a third row frame, ``etype`` (int64 relation ids).
 The reply is an ordinary SAMPLE reply with edge data (``counts``, ``nbrs``, then the spec and
 two row frames): ``eid`` (int64, the drawn edges' CSC positions in the server's store) and
 ``time`` (int64, their times), so a client can number the edges and check them.  A server that
-predates temporal sampling refuses the request ("unknown flag bits 0x20").  Node times are not
-sent: a part does not know its neighbours' times (in-process sampling takes them).
+predates temporal sampling refuses the request ("unknown flag bits 0x20"), one that predates node
+times one naming them ("bad time array name").  Node times are the servers' own data, not sent: a
+part filters by its stored copy of each in-edge's source time (``ndata/<name>.source.npy``, written
+by ``bgl partition``), so it needs no other part's nodes, and a sample is the one the whole store's
+node times give in process.
 """
 from __future__ import annotations
 
@@ -41,8 +46,9 @@ class TemporalRequest:
     ids: np.ndarray
     times: np.ndarray
     strategy: str
-    time_name: str
+    time_name: str | None
     fanouts: np.ndarray | None = None  # a typed request's int64 [R] relation fanouts
+    node_time_name: str | None = None  # the store's node array of times
 
 
 def is_temporal(frame) -> bool:
@@ -52,14 +58,16 @@ def is_temporal(frame) -> bool:
 
 
 def temporal_request(req_id: int, seeds: np.ndarray, times: np.ndarray, fanout, strategy: str, seed: int,
-                     time_name: str) -> list:
+                     time_name: str | None, node_time_name: str | None = None) -> list:
     """Frames of a temporal SAMPLE for ``seeds`` (int32/int64 [m]) at ``times`` (int64 [m]); ``fanout``
-    an int, or a typed store's int64 [R] relation fanouts (the fifth frame)."""
+    an int, or a typed store's int64 [R] relation fanouts (the fifth frame); ``node_time_name`` names
+    the servers' node times (after a NUL in the name frame)."""
     seeds = np.ascontiguousarray(seeds)
     typed = isinstance(fanout, np.ndarray)
     h = P.Header(P.Op.SAMPLE, req_id, FLAG_TEMPORAL, STRATEGY_NAMES.index(strategy), P.dtype_code(seeds.dtype),
                  TIMES_CODE, 0 if typed else int(fanout), int(seed) & ((1 << 64) - 1), seeds.shape[0], seeds.shape[0], 1)
-    frames = [h.pack(), seeds, np.ascontiguousarray(times, dtype="<i8"), time_name.encode("utf-8")]
+    name = (time_name or "") + ("" if node_time_name is None else "\0" + node_time_name)
+    frames = [h.pack(), seeds, np.ascontiguousarray(times, dtype="<i8"), name.encode("utf-8")]
     return frames + [np.ascontiguousarray(fanout, dtype="<i8")] if typed else frames
 
 
@@ -90,7 +98,9 @@ def parse_temporal_request(frames: list) -> TemporalRequest:
     if len(name) > P.MAX_EDGE_NAMES_BYTES:
         raise ProtocolError(f"temporal SAMPLE: time array name of {len(name)} bytes exceeds {P.MAX_EDGE_NAMES_BYTES}")
     try:
-        time_name = check_edge_name(name.decode("utf-8"))
+        edge_name, nul, node_name = name.decode("utf-8").partition("\0")
+        time_name = check_edge_name(edge_name) if edge_name or not nul else None
+        node_time_name = check_edge_name(node_name) if nul else None
     except (UnicodeDecodeError, ValueError) as e:
         raise ProtocolError(f"temporal SAMPLE: bad time array name: {e}") from None
     ids.flags.writeable = False
@@ -102,7 +112,7 @@ def parse_temporal_request(frames: list) -> TemporalRequest:
             raise ProtocolError(f"temporal SAMPLE: a fanouts frame of {raw.nbytes} bytes is not 1..{MAX_RELATIONS} "
                                 "int64 relation fanouts")
         fanouts = np.frombuffer(raw, dtype="<i8").astype(np.int64)
-    return TemporalRequest(h, ids, times, STRATEGY_NAMES[h.field], time_name, fanouts)
+    return TemporalRequest(h, ids, times, STRATEGY_NAMES[h.field], time_name, fanouts, node_time_name)
 
 
 def layer_reply(req_id: int, counts, nbrs, eids, times, etypes=None) -> list:
@@ -138,7 +148,8 @@ def serve(layer, frames: list) -> list:
                             "fanout (4 frames)")
     try:
         counts, nbrs, eids, times, *etypes = layer(req.ids, req.times, req.fanouts if typed else h.fanout,
-                                                   req.strategy, h.seed, time_name=req.time_name)
+                                                   req.strategy, h.seed, time_name=req.time_name,
+                                                   node_time_name=req.node_time_name)
     except TypeError as e:
         raise ValueError(str(e)) from None
     return layer_reply(h.req_id, counts, nbrs, eids, times, *etypes)

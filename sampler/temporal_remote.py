@@ -27,10 +27,11 @@ class TemporalClient:
     ``edge_bounds``, ``_split``, ``_answer``, ``_local`` and ``_ids``)."""
 
     def temporal_layer(self, dst, times, fanout, strategy: str, seed: int,
-                       time_name: str | None = T.DEFAULT_TIME_NAME):
+                       time_name: str | None = T.DEFAULT_TIME_NAME, node_time_name: str | None = None):
         """One temporal layer: ``(counts int64 [m], nbrs int64 [e], eids int64 [e] global edge ids,
         edge_time int64 [e])`` in ``dst`` order, as :class:`~bgl.sampler.temporal.TemporalLayer`;
-        ``time_name`` names the servers' int64 edge array of times (node times are not served).
+        ``time_name`` names the servers' int64 edge array of times, ``node_time_name`` their node array
+        of times (each part filters by its copy of its in-edges' source times).
         On typed servers ``fanout`` is an int64 [R] array, one per relation, and ``etypes`` int64 [e]
         follows (:class:`~bgl.sampler.temporal_typed.TypedTemporalLayer`'s result)."""
         from bgl.schema import check_edge_name
@@ -43,13 +44,15 @@ class TemporalClient:
         T.check_strategy(strategy)
         dst = ops.as_ids(dst, "seeds")
         times = T.check_times(times, dst.shape[0], "seed times")
-        if time_name is None:
-            raise ValueError("graph servers sample by an edge time array only (node times: sample a store in "
-                             "process, bgl.sampler.temporal.TemporalLayer(store, node_time=...))")
-        check_edge_name(time_name)
+        if time_name is None and node_time_name is None:
+            raise ValueError("temporal sampling over graph servers needs an edge time array (time_name=) or a "
+                             "node time array (node_time_name=) of theirs")
+        for name in (time_name, node_time_name):
+            if name is not None:
+                check_edge_name(name)
         order, groups = self._split(dst)
         ids, ts = dst[order], times[order]
-        args = (fanout, strategy, seed, time_name)
+        args = (fanout, strategy, seed, time_name, node_time_name)
         jobs = [(s, functools.partial(self._temporal_request, ids[a:b], ts[a:b], *args),
                  functools.partial(self._temporal_local, s, ids[a:b], ts[a:b], *args)) for s, a, b in groups]
         replies = self._answer(jobs, P.Op.SAMPLE)
@@ -82,23 +85,27 @@ class TemporalClient:
         K.permute_segments(s_indptr, np.arange(s_nbrs.shape[0], dtype=np.int64), inv, out_indptr, perm)
         return (out_counts, s_nbrs[perm], *(a[perm] for a in sorted_edges))
 
-    def _temporal_request(self, ids, times, fanout, strategy, seed, time_name) -> list:
-        return temporal_request(next(self._ids), ids, times, fanout, strategy, seed, time_name)
+    def _temporal_request(self, ids, times, fanout, strategy, seed, time_name, node_time_name) -> list:
+        return temporal_request(next(self._ids), ids, times, fanout, strategy, seed, time_name, node_time_name)
 
-    def _temporal_local(self, srv: int, ids, times, fanout, strategy, seed, time_name) -> list:
+    def _temporal_local(self, srv: int, ids, times, fanout, strategy, seed, time_name, node_time_name) -> list:
         """A co-located part's reply arrays, drawn here by the layer its server runs."""
         from .temporal_frames import layer_for
 
         layers = self.__dict__.setdefault("_temporal_layers", {})
         if srv not in layers:
             layers[srv] = layer_for(self._local.stores[srv], parallel=True)
-        counts, nbrs, eids, etimes, *rel = layers[srv](ids, times, fanout, strategy, seed, time_name=time_name)
+        counts, nbrs, eids, etimes, *rel = layers[srv](ids, times, fanout, strategy, seed, time_name=time_name,
+                                                       node_time_name=node_time_name)
         rows = {"eid": eids, "time": etimes}
         if rel:
             rows["etype"] = rel[0]
         return [counts, nbrs, rows]
 
     def sample_temporal(self, seeds, seed_times, fanouts: Sequence[int], strategy: str = "uniform",
-                        seed: int | None = None, time_name: str = T.DEFAULT_TIME_NAME) -> T.TemporalSample:
-        """A disjoint multi-hop temporal sample over the servers (:func:`bgl.sampler.temporal.sample_temporal`)."""
-        return T.sample_temporal(self.temporal_layer, seeds, seed_times, fanouts, strategy, seed, time_name)
+                        seed: int | None = None, time_name: str | None = T.DEFAULT_TIME_NAME,
+                        node_time_name: str | None = None) -> T.TemporalSample:
+        """A disjoint multi-hop temporal sample over the servers (:func:`bgl.sampler.temporal.sample_temporal`),
+        with the servers' node times ``node_time_name`` too when given."""
+        layer = functools.partial(self.temporal_layer, node_time_name=node_time_name)
+        return T.sample_temporal(layer, seeds, seed_times, fanouts, strategy, seed, time_name)

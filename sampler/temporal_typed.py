@@ -20,7 +20,7 @@ import numpy as np
 from . import _kernels as K
 from . import _typed_temporal_kernels as TTK
 from . import ops
-from .temporal import DEFAULT_TIME_NAME, TimeIndex, build_index, check_strategy, check_times
+from .temporal import DEFAULT_TIME_NAME, TimeIndex, build_index, check_strategy, check_times, source_times
 from .typed import relation_seed
 
 
@@ -37,7 +37,7 @@ class TypedTemporalLayer:
     ----------
     store : a typed GraphStore (``etype``, ``schema``), or anything with its read API
     node_time : optional int64 [num_nodes] node times over global ids (a source is eligible at ``t``
-        when its time is <= ``t``)
+        when its time is <= ``t``); or a call names the store's node array (``node_time_name=``)
     parallel : allow the numba-parallel order build
     """
 
@@ -71,10 +71,13 @@ class TypedTemporalLayer:
             self._runs = out[:TTK.relation_runs(self._indptr, self._etype, out)].copy()
         return self._runs
 
-    def index(self, time_name: str | None) -> TimeIndex:
-        """The per-run time index of edge array ``time_name`` (None: node times only), built on first use."""
+    def index(self, time_name: str | None, node_time_name: str | None = None) -> TimeIndex:
+        """The per-run time index of edge array ``time_name`` (None: node times only) and, with
+        ``node_time_name``, the store's node times of that name (:func:`.temporal.source_times`), built on
+        first use."""
         with self._lock:
-            if time_name not in self._index:
+            if (time_name, node_time_name) not in self._index:
+                source = None if node_time_name is None else source_times(self.store, node_time_name, self.node_time)
                 edge_time = None
                 if time_name is not None:
                     try:
@@ -82,13 +85,14 @@ class TypedTemporalLayer:
                                                 f"edge time array {time_name!r}")
                     except KeyError as e:
                         raise ValueError(e.args[0]) from None
-                elif self.node_time is None:
+                elif self.node_time is None and source is None:
                     raise ValueError("temporal sampling needs edge times (time_name) or node times")
-                self._index[time_name] = build_index(self.runs(), np.asarray(self._indices), edge_time,
-                                                     self.node_time, self.parallel)
-            return self._index[time_name]
+                self._index[time_name, node_time_name] = build_index(self.runs(), np.asarray(self._indices),
+                                                                     edge_time, self.node_time, self.parallel, source)
+            return self._index[time_name, node_time_name]
 
-    def __call__(self, dst, times, fanouts, strategy: str, seed: int, time_name: str | None = DEFAULT_TIME_NAME):
+    def __call__(self, dst, times, fanouts, strategy: str, seed: int, time_name: str | None = DEFAULT_TIME_NAME,
+                 node_time_name: str | None = None):
         from ._typed_kernels import typed_spans
 
         code = check_strategy(strategy)
@@ -98,7 +102,7 @@ class TypedTemporalLayer:
         times = check_times(times, dst.shape[0], "seed times")
         off = int(self.store.node_offset)
         ops.check_range(dst, off, off + self._indptr.shape[0] - 1, "seeds")
-        idx = self.index(time_name)
+        idx = self.index(time_name, node_time_name)
         m = dst.shape[0]
         starts, degs, active = (np.zeros((m, num_rel), np.int64) for _ in range(3))
         typed_spans(self._indptr, self._etype, dst, np.int64(off),

@@ -99,6 +99,8 @@ def format_summary(s: dict) -> str:
     ]
     if s.get("edata"):
         lines.append("edge data    " + ", ".join(_edge_array_text(k, v) for k, v in s["edata"].items()))
+    if s.get("ndata"):
+        lines.append("node data    " + ", ".join(_edge_array_text(k, v) for k, v in s["ndata"].items()))
     edges_line = _dropped_line(s)
     if edges_line:
         lines.insert(3, edges_line)

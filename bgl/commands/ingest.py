@@ -48,6 +48,12 @@ def register(subparsers) -> None:
                         "int64 'timestamp' edge array for temporal sampling (add --keep-duplicates to keep "
                         "repeated messages between two nodes); typed edge list: that column of every text edge "
                         "file, a .npy edge file's times in <src>__<rel>__<dst>.time.npy beside it")
+    p.add_argument("--node-time", action="append", default=None, metavar="[NTYPE=]FILE",
+                   help="node times (one integer a node, e.g. unix seconds: a .npy or a text file of one per line) "
+                        "kept as the store's int64 node array --node-time-name for temporal sampling "
+                        "(node_timestamp_attr_name=); a typed graph: NTYPE=FILE once per node type, type-local ids")
+    p.add_argument("--node-time-name", default="timestamp", metavar="NAME",
+                   help="name of the node array --node-time fills")
     p.add_argument("--scale", type=int_at_least(1), default=None, help="rmat: log2 of the node count")
     p.add_argument("--edge-factor", type=int_at_least(1), default=16, help="rmat: generated edges per node")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (drawn only when stderr is a terminal)")
@@ -74,6 +80,8 @@ def run(args) -> int:
         opts["edge_weight_column"] = args.edge_weight_column
     if args.edge_time_column is not None:
         opts["edge_time_column"] = args.edge_time_column
+    if args.node_time:
+        opts.update(node_time=args.node_time, node_time_name=args.node_time_name)
     is_rmat = args.format in ("rmat", "rmat-hetero") or args.source.startswith(("rmat:", "rmat-hetero:"))
     if is_rmat:
         opts["edge_factor"] = args.edge_factor

@@ -110,11 +110,14 @@ def _servers_info(addresses: Sequence[str], timeout: float, partition_dir: Optio
             schema = TypedServerSampler(client, spec.partition).schema
         edata = [set(info.get("edata", {})) for info in client.infos]
         dtypes = {k: v.get("dtype") for k, v in client.infos[0].get("edata", {}).items()}
-        return GraphInfo(spec, int(client.num_nodes), int(client.feat_dim or 0), client.feat_dtype,
+        info = GraphInfo(spec, int(client.num_nodes), int(client.feat_dim or 0), client.feat_dtype,
                          int(client.num_classes or 0) > 0 or any(t.has_label for t in (schema.node_types if schema else ())),
                          partition_dir=partition_dir, schema=schema,
                          edge_names=sorted(set.intersection(*edata)) if edata else [], edge_dtypes=dtypes,
                          feat_codec=client.feat_codec)
+        ndata = [set(i.get("ndata", {})) for i in client.infos]  # node times the servers filter by
+        info.node_names = sorted(set.intersection(*ndata)) if ndata else []
+        return info
 
 
 def resolve_graph(graph, feat_key, label_key, timeout: float, shared: bool = False) -> GraphInfo:

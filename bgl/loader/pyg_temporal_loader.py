@@ -2,8 +2,9 @@
 
 ``NeighborLoader(data, num_neighbors, time_attr="time", input_time=..., temporal_strategy="uniform" |
 "last")`` and ``LinkNeighborLoader(..., time_attr=, edge_label_time=)`` on a homogeneous ``Data`` (node-
-or edge-level times, decided as PyG decides it), a store, a partition dir or graph servers (``time_attr``
-then names an int64 edge array, e.g. ``bgl ingest --edge-time-column``'s ``timestamp``).  Both go
+or edge-level times, decided as PyG decides it), a store (``time_attr`` names its int64 node array, from
+``bgl ingest --node-time``, or else its edge array, e.g. ``--edge-time-column``'s ``timestamp``), a
+partition dir or graph servers (an edge array).  Both go
 through :class:`bgl.DataLoader` with a :class:`bgl.TemporalNeighborSampler` in its disjoint layout:
 no sampled edge (or, with node times, node) is newer than its subgraph's seed time, at any hop.
 Batches have PyG's disjoint layout (:mod:`bgl.loader.pyg_temporal`): ``n_id``, ``batch``,
@@ -41,7 +42,8 @@ def temporal_graph(data, time_attr: Optional[str], loader: str) -> tuple[Any, st
     """``(graph for bgl.DataLoader, "node" | "edge", node times or None)`` of PyG input ``data``.
 
     A ``Data``'s node times ride on its arrays as ``ndata[time_attr]`` (where the temporal sampler reads
-    node times); any other input names an edge array, checked here for a local store.
+    node times); a local store's ``time_attr`` is its node array if it has one of that name, else an edge
+    array (checked here); servers' and partitions' an edge array.
     """
     from .pyg_base import data_arrays
 
@@ -62,9 +64,15 @@ def temporal_graph(data, time_attr: Optional[str], loader: str) -> tuple[Any, st
 
         store = GraphStore(data, validate="none")
     names = getattr(getattr(store, "meta", None), "edata", None)
+    nodes = getattr(getattr(store, "meta", None), "ndata", None) or {}
+    if time_attr in nodes:  # node-level first, as PyG decides: the store's node times (bgl ingest --node-time)
+        from ..sampler.temporal import check_times
+
+        return data, "node", check_times(store.node_array(time_attr), int(store.num_nodes), f"time_attr={time_attr!r}")
     if names is not None and time_attr not in names:
-        raise ValueError(f"time_attr={time_attr!r} is not an edge array of the store (it has {sorted(names)}); "
-                         "a store keeps edge times (bgl ingest --edge-time-column)")
+        raise ValueError(f"time_attr={time_attr!r} is neither a node nor an edge array of the store (it has node "
+                         f"arrays {sorted(nodes)}, edge arrays {sorted(names)}; bgl ingest --node-time / "
+                         "--edge-time-column)")
     return data, "edge", None
 
 

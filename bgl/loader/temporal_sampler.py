@@ -15,9 +15,11 @@ Two layouts of the same sample (:mod:`bgl.loader.temporal_blocks`):
   only nodes new at a hop are expanded at the next, ``blocks[0].srcdata["batch"]`` names each node's
   subgraph (the PyG loaders use this one).
 
-Costs: the seeds' times, 8 B a seed, travel with the stage; node times, 8 B a node, are read from
-the graph (``g.ndata[name]``); a store keeps edge times only (``bgl ingest --edge-time-column``),
-with their time order (:mod:`bgl.sampler.temporal`).
+Costs: the seeds' times, 8 B a seed, travel with the stage; an in-memory graph's node times
+(``g.ndata[name]``), 8 B a node, too; a store's (``bgl ingest --node-time``) are read where they lie by
+name, memory-mapped, and the servers' stay there: each part filters by its copy of its in-edges'
+source times (8 B per part edge, written by ``bgl partition``), so only their name travels.  A store
+keeps edge times (``bgl ingest --edge-time-column``) with their time order (:mod:`bgl.sampler.temporal`).
 """
 from __future__ import annotations
 
@@ -42,8 +44,8 @@ class TemporalNeighborSampler(NeighborSampler):
         every eligible neighbour
     replace : must be False (each eligible edge is drawn at most once)
     prob_name : must be None (weighted temporal sampling is not there yet)
-    node_timestamp_attr_name : a node array of int64 times (``g.ndata[name]``); a node is eligible at
-        ``t`` when its time is <= ``t``
+    node_timestamp_attr_name : a node array of int64 times (a store's ``ndata/<name>.npy``, a DGLGraph's
+        ``g.ndata[name]``, graph servers' parts'); a node is eligible at ``t`` when its time is <= ``t``
     edge_timestamp_attr_name : an edge array of int64 times (a store's ``edata/<name>.npy``, a
         DGLGraph's ``g.edata[name]``); an edge is eligible at ``t`` when its time is <= ``t``
     strategy : ``"uniform"`` (each eligible edge equally likely) or ``"last"`` (the most recent
@@ -128,27 +130,34 @@ class TemporalSeeds:
         return {**self.__dict__, "_sampler": None}
 
     def _layer_source(self, sampler):
+        """What samples a layer: an in-memory graph's layer with this loader's node times; a store's or the
+        servers' naming their own node time array (a store's memory-mapped one; each part's copy of its
+        in-edges' source times)."""
+        import functools
+
+        node_name = None if self.node_time is not None else self.options.node_time_name
         if self.schema is not None:
             if self._sampler is None:
                 if hasattr(sampler, "store"):
                     from ..sampler.temporal_typed import TypedTemporalLayer
 
-                    self._sampler = TypedTemporalLayer(sampler.store, node_time=self.node_time)
-                elif self.node_time is not None:
-                    raise ValueError("node times are sampled in process only: graph servers filter by an edge "
-                                     "time array (edge_timestamp_attr_name=)")
+                    layer = TypedTemporalLayer(sampler.store, node_time=self.node_time)
+                    self._sampler = layer if node_name is None else functools.partial(layer, node_time_name=node_name)
                 else:
-                    self._sampler = _ServerTypedLayer(sampler)
+                    self._sampler = _ServerTypedLayer(sampler, node_name)
             return self._sampler
-        if self.node_time is None:
+        if self.node_time is None and node_name is None:
             return sampler
         if self._sampler is None:
-            if not hasattr(sampler, "store"):
-                raise ValueError("node times are sampled in process only: graph servers filter by an edge "
-                                 "time array (edge_timestamp_attr_name=)")
-            from ..sampler import LocalSampler
+            if node_name is not None:
+                from types import SimpleNamespace
 
-            self._sampler = LocalSampler(sampler.store, node_time=self.node_time)
+                self._sampler = SimpleNamespace(temporal_layer=functools.partial(sampler.temporal_layer,
+                                                                                 node_time_name=node_name))
+            else:
+                from ..sampler import LocalSampler
+
+                self._sampler = LocalSampler(sampler.store, node_time=self.node_time)
         return self._sampler
 
     def sample_batch(self, sampler, mb):
@@ -180,12 +189,14 @@ class _ServerTypedLayer:
     :class:`~bgl.sampler.typed_remote.TypedServerSampler`: ids mapped to the servers' and back; edge
     ids are the partition's)."""
 
-    def __init__(self, sampler):
+    def __init__(self, sampler, node_time_name: Optional[str] = None):
         self.sampler = sampler
         self.schema = sampler.schema
+        self.node_time_name = node_time_name  # the servers' node array of times, or None
 
     def __call__(self, dst, times, fanouts, strategy: str, seed: int, time_name: Optional[str] = None):
         s = self.sampler
         counts, nbrs, eids, etime, etypes = s.client.temporal_layer(s.to_server(dst), times, np.asarray(fanouts),
-                                                                    strategy, seed, time_name=time_name)
+                                                                    strategy, seed, time_name=time_name,
+                                                                    node_time_name=self.node_time_name)
         return counts, s.to_loader(nbrs), eids, etime, etypes

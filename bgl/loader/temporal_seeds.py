@@ -68,15 +68,46 @@ def _check_edge_time(info, name: str) -> None:
     check_times(arr, int(store.num_edges), f"edge time array {name!r}")
 
 
-def _node_times(graph, name: str, info) -> np.ndarray:
-    """Node times ``name`` of ``graph`` (``graph.ndata[name]``) as int64 [num_nodes]."""
+def _node_times(graph, name: str, info) -> Optional[np.ndarray]:
+    """Node times ``name`` of an in-memory graph (a DGLGraph's ``g.ndata[name]``) as int64 [num_nodes];
+    None for a store or graph servers, which sample by the name (checked here, nothing read)."""
     from ..sampler.temporal import check_times
 
+    if _names_node_times(info, name):
+        return None
     ndata = getattr(graph, "ndata", None)
     if ndata is None or name not in ndata:
         raise ValueError(f"node_timestamp_attr_name={name!r}: the graph has no node array {name!r} (node times "
-                         f"come from g.ndata; a store keeps edge times only: use edge_timestamp_attr_name=)")
+                         f"come from g.ndata, or a store's node array: bgl ingest --node-time)")
     return check_times(ndata[name], int(info.num_nodes), f"node time array {name!r}")
+
+
+def _names_node_times(info, name: str) -> bool:
+    """True when the layers read node times ``name`` themselves, by name: a store's node array (memory-mapped:
+    never a copy per loader or stage process; its layer keys each edge by its source's time, 8 B per edge)
+    or the servers' (each part's copy of its in-edges' source times); ValueError listing the node arrays
+    there are, or naming a non-integer one.  False for an in-memory graph (its ``ndata``)."""
+    from ..sampler.temporal import check_times
+
+    if info.spec.kind == "servers":
+        have = getattr(info, "node_names", None)
+        if have is not None and name not in have:
+            raise ValueError(f"node_timestamp_attr_name={name!r}: the graph servers have no node array {name!r} "
+                             f"(with its source copy, written by bgl partition); they have {sorted(have) or 'none'}")
+        return True
+    store = info.spec.arrays
+    if store is None:
+        from ..store import GraphStore
+
+        store = GraphStore(info.spec.path, validate="none")
+    if not hasattr(store, "node_array"):
+        return False  # a DGLGraph's arrays: its g.ndata
+    try:
+        arr = store.node_array(name)
+    except KeyError as e:
+        raise ValueError(f"node_timestamp_attr_name={name!r}: {e.args[0]}") from None
+    check_times(arr[:0] if arr.ndim == 1 else arr, 0, f"node time array {name!r} of {store.path}")  # dtype only
+    return True
 
 
 def _typed_seeds(graph, indices, seed_time, info, options: TemporalOptions, link, schema) -> TemporalSeeds:
@@ -104,16 +135,19 @@ def _typed_seeds(graph, indices, seed_time, info, options: TemporalOptions, link
         _check_edge_time(info, options.edge_time)
     node_time = None
     if options.node_time_name is not None:
-        node_time = _typed_node_times(graph, options.node_time_name, schema)
+        node_time = _typed_node_times(graph, options.node_time_name, schema, info)
     fanouts = typed_fanouts(list(options.hop_fanouts), schema)
     return TemporalSeeds(nodes, times, options, node_time, typed_fanouts=fanouts, schema=schema)
 
 
-def _typed_node_times(graph, name: str, schema) -> np.ndarray:
-    """Node times ``name`` of a heterogeneous DGLGraph (``g.nodes[t].data[name]`` for every type) or of typed
+def _typed_node_times(graph, name: str, schema, info=None) -> Optional[np.ndarray]:
+    """Node times ``name`` of a heterogeneous DGLGraph (``g.nodes[t].data[name]`` for every type) or typed
     arrays carrying ``type_ndata[name] = {ntype: times}`` (a PyG HeteroData's), as int64 over global ids
-    (types in the schema's order)."""
+    (types in the schema's order); None for a typed store or graph servers (sampled by the name)."""
     from ..sampler.temporal import check_times
+
+    if info is not None and _names_node_times(info, name):
+        return None
 
     nodes = getattr(graph, "nodes", None)
     given = getattr(graph, "type_ndata", {}).get(name)  # typed arrays' {ntype: times} (a PyG HeteroData's)
@@ -125,7 +159,8 @@ def _typed_node_times(graph, name: str, schema) -> np.ndarray:
             data = None if nodes is None or not hasattr(graph, "ntypes") else graph.nodes[nt.name].data
         if data is None or name not in data:
             raise ValueError(f"node_timestamp_attr_name={name!r}: node type {nt.name!r} has no node array {name!r} "
-                             "(a heterogeneous DGLGraph's g.nodes[ntype].data; a store keeps edge times only)")
+                             "(a heterogeneous DGLGraph's g.nodes[ntype].data, or a typed store's node array: "
+                             "bgl ingest --node-time NTYPE=FILE)")
         parts.append(check_times(data[name], nt.count, f"node time array {name!r} of {nt.name!r}"))
     return np.concatenate(parts)
 
@@ -155,7 +190,8 @@ def _typed_edge_seeds(graph, indices, seed_time, info, options: TemporalOptions,
         times = check_times(seed_time, int(edges.eids.shape[0]), "seed_time")
     if options.edge_time is not None:
         _check_edge_time(info, options.edge_time)
-    node_time = None if options.node_time_name is None else _typed_node_times(graph, options.node_time_name, schema)
+    node_time = None if options.node_time_name is None else _typed_node_times(graph, options.node_time_name, schema,
+                                                                              info)
     return TemporalTypedEdgeSeeds(np.zeros(0, np.int64), times, options, node_time,
                                   typed_fanouts=typed_fanouts(list(options.hop_fanouts), schema), schema=schema,
                                   edges=edges)
@@ -178,7 +214,7 @@ def laid_out_seeds(graph, indices, layout, info, options: Optional[TemporalOptio
         from .typed import typed_fanouts
 
         node_time = None if options.node_time_name is None else _typed_node_times(graph, options.node_time_name,
-                                                                                  schema)
+                                                                                  schema, info)
         return items, LaidOutSeeds(empty, empty, options, node_time, layout=layout, schema=schema,
                                    typed_fanouts=typed_fanouts(list(options.hop_fanouts), schema))
     node_time = None if options.node_time_name is None else _node_times(graph, options.node_time_name, info)

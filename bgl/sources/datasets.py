@@ -216,7 +216,9 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
         within one type gets its reversed edges added to it), edge types then in DGL's order.
     **opts : format options: ``name`` (planetoid), ``num_nodes``, ``chunk_bytes``
         (edgelist), ``split`` (ogb), ``scale``, ``edge_factor``, ``abcd`` (rmat; rmat-hetero
-        takes ``scale``, ``edge_factor``).
+        takes ``scale``, ``edge_factor``); for a graph read from files, ``node_time`` (a file, or
+        ``{ntype: file}`` / ``["ntype=file", ...]`` for a typed one) kept as the int64 node array
+        ``node_time_name`` (default ``timestamp``, 8 B a node; :mod:`bgl.sources.node_times`).
 
     Returns
     -------
@@ -232,12 +234,20 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
     OutputError
         ``out_dir`` cannot be written (its parent is a file or not writable).
     """
+    from .node_times import DEFAULT_NODE_TIME_NAME, parse_node_time_args, read_all
+
     out = Path(out_dir)
     is_path = isinstance(source, (str, os.PathLike)) and _generator_of(source) is None
     inputs = [source] if is_path else []
     check_output(out, STORE, overwrite, inputs)  # before reading anything: refuse what it may not replace
     remove_stale(out.absolute().parent)  # scratch and tmp dirs of killed earlier runs
     fmt = format or detect_format(source)
+    time_files = parse_node_time_args(opts.pop("node_time", None))
+    time_name = opts.pop("node_time_name", DEFAULT_NODE_TIME_NAME)
+    if time_files and (not is_path or fmt in ("rmat", "rmat-hetero")):
+        raise IngestError(f"node_time= (--node-time) reads node times for a graph read from files; {fmt!r} "
+                          f"input takes none")
+    node_times = read_all(time_files)  # every file parsed before the edges are read
     if fmt == "pyg" and _is_hetero_data(source):
         from .hetero import ingest_hetero_data
 
@@ -281,6 +291,7 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
     # Scratch lives next to the output: same filesystem, and big inputs need disk, not /tmp RAM.
     with WorkDir(out, "scratch") as scratch:
         src = read_source(source, fmt, scratch_dir=scratch.path, progress=progress, **opts)
+        _attach_node_times(src, node_times, time_files, time_name)
         if isinstance(src, TypedSource):
             try:
                 _check_typed_options(symmetrize, feat_dim, num_classes)
@@ -296,6 +307,27 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
         return write_source(src, out, feat_dim=feat_dim, num_classes=num_classes, symmetrize=symmetrize,
                             remove_self_loops=remove_self_loops, dedupe=dedupe, seed=seed,
                             overwrite=overwrite, progress=progress, scratch_dir=scratch.path)
+
+
+def _attach_node_times(src, times, files, name: str) -> None:
+    """Put the node times read from ``files`` into ``src.ndata[name]`` (one int64 array over global ids),
+    closing ``src`` on the IngestError for a wrong length or form (:func:`.node_times.node_time_array`)."""
+    if not times:
+        return
+    from ..schema import check_edge_name
+    from .node_times import node_time_array
+
+    try:
+        try:
+            check_edge_name(name)
+        except ValueError as e:
+            raise IngestError(f"node_time_name: {e}") from None
+        typed = isinstance(src, TypedSource)
+        src.ndata = {**src.ndata, name: node_time_array(times, files, src.schema if typed else None,
+                                                        None if typed else src.num_nodes)}
+    except IngestError:
+        src.close()
+        raise
 
 
 def _check_typed_options(symmetrize: bool | None, feat_dim: int, num_classes: int) -> None:

@@ -50,6 +50,7 @@ class GraphSource:
         masks, edge features), or None; the store keeps them in CSC order
         (a symmetrized edge's reverse and a de-duplicated edge take the data of
         its first input edge).
+    ndata : {name: [num_nodes]} per-node arrays (node times, :mod:`.node_times`), kept as they are.
     directed : True when the stored edges are one direction of an undirected
         graph or a directed graph that GNNs usually symmetrize; decides the
         default of ``symmetrize``.
@@ -65,6 +66,7 @@ class GraphSource:
     num_classes: int = 0
     splits: dict[str, np.ndarray] | None = None
     edata: dict[str, Any] | None = None
+    ndata: dict[str, np.ndarray] = field(default_factory=dict)
     symmetrize_default: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
     cleanup: list[Callable[[], None]] = field(default_factory=list)
@@ -199,6 +201,7 @@ def write_source(src: GraphSource, out_dir: str | Path, *, feat_dim: int = 0, nu
                     w.save_array(f"{name}_idx", np.sort(np.asarray(ids, np.int64)))
                 _write_edge_data(w, src, csc)
                 _write_time_order(w, src)
+                w.save_node_arrays(src.ndata)
     finally:
         src.close()
     store = w.store

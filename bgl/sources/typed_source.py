@@ -63,6 +63,7 @@ class TypedSource:
     extra: dict[str, Any] = field(default_factory=dict)
     origins: list[str] | None = None
     times: list[TimeChunks] | None = None
+    ndata: dict[str, np.ndarray] = field(default_factory=dict)
     cleanup: list[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
@@ -262,6 +263,7 @@ def write_typed_source(src: TypedSource, out_dir, *, overwrite: bool = False, pr
             for nt, named in src.splits.items():
                 for split_name, ids in named.items():
                     w.save_typed(f"split/{nt}/{split_name}_idx", np.asarray(ids, np.int64))
+            w.save_node_arrays(src.ndata)
             w.set_schema(full.to_dict(), kept={"self_loops": counts.self_loops, "duplicates": counts.repeats})
     finally:
         src.close()

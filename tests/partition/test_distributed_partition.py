@@ -83,7 +83,8 @@ def edge_store(tmp_path_factory) -> GraphStore:
     return write_store(tmp_path_factory.mktemp("dstore") / "g", indptr, indices,
                        feat=rng.standard_normal((n, 5)).astype(np.float32), label=comm, splits=splits,
                        num_classes=6, name="dist", edata={"weight": rng.random(e).astype(np.float32),
-                                                          "pair": rng.integers(0, 9, (e, 2))})
+                                                          "pair": rng.integers(0, 9, (e, 2))},
+                       ndata={"timestamp": rng.integers(0, 10**6, n)})  # with its per-edge source copy in parts
 
 
 def mpirun(ranks: int, args: list[str], timeout: float = 120, script: list[str] | None = None):

@@ -20,33 +20,58 @@ SERVER_START_TIMEOUT = 120.0  # first start may compile (cached) numba kernels o
 
 def slice_store(store: GraphStore, lo: int, hi: int, path: Path) -> GraphStore:
     """A PART store owning global ids [lo, hi) of ``store`` (same global ids, same CSC order, its
-    in-edges' rows of every edge array)."""
+    in-edges' rows of every edge array, its nodes' rows of every node array with the in-edges'
+    source values, as ``bgl partition`` writes them)."""
     ip = np.asarray(store.indptr)
     indptr = ip[lo:hi + 1] - ip[lo]
     indices = np.asarray(store.indices[ip[lo]:ip[hi]])
     splits = {k: v[(v >= lo) & (v < hi)] for k, v in store.splits.items()}
     edata = {k: np.asarray(store.edge_array(k)[ip[lo]:ip[hi]]) for k in store.meta.edata} or None
-    return write_store(path, indptr, indices, feat=np.asarray(store.feat[lo:hi]),
+    return write_store(path, indptr, indices, feat=None if store.feat is None else np.asarray(store.feat[lo:hi]),
                        label=None if store.label is None else np.asarray(store.label[lo:hi]), splits=splits,
                        num_classes=store.num_classes, node_offset=lo, global_num_nodes=store.num_nodes,
-                       name=f"part-{lo}-{hi}", edata=edata)
+                       name=f"part-{lo}-{hi}", edata=edata,
+                       ndata={k: np.asarray(v[lo:hi]) for k, v in store.ndata.items()},
+                       ndata_source={k: store.source_values(k)[ip[lo]:ip[hi]] for k in store.ndata})
+
+
+def hub_csc(rng, n: int, max_degree: int, hub: int, hub_degree: int) -> tuple[np.ndarray, np.ndarray]:
+    """(indptr int64, indices int32) of ``n`` nodes with up to ``max_degree`` random in-edges each and
+    ``hub_degree`` for node ``hub`` (what a time order must handle: one long row)."""
+    deg = rng.integers(0, max_degree, n)
+    deg[hub] = hub_degree
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(deg, out=indptr[1:])
+    return indptr, rng.integers(0, n, int(indptr[-1])).astype(np.int32)
 
 
 def with_edge_arrays(store: GraphStore, path: Path, arrays: dict) -> GraphStore:
     """A copy of ``store`` (typed or not) at ``path`` with edge arrays ``{name: [num_edges, ...]}`` (CSC
     order) added as a store writer lays them out (``edata/<name>.npy``, listed in ``meta.json``): typed
     ingest writes none, and weighted typed sampling needs some."""
-    import shutil
-
     from bgl.schema import edge_spec
+
+    return _with_arrays(store, path, arrays, "edata", lambda n, v: edge_spec(n, v.shape, v.dtype, store.num_edges))
+
+
+def with_node_arrays(store: GraphStore, path: Path, arrays: dict) -> GraphStore:
+    """A copy of ``store`` (typed or not) at ``path`` with node arrays ``{name: [num_nodes, ...]}`` (over
+    global ids) added as a store writer lays them out (``ndata/<name>.npy``, listed in ``meta.json``)."""
+    from bgl.sources.node_arrays import node_spec
+
+    return _with_arrays(store, path, arrays, "ndata", lambda n, v: node_spec(n, v.shape, v.dtype, store.num_nodes))
+
+
+def _with_arrays(store: GraphStore, path: Path, arrays: dict, key: str, spec) -> GraphStore:
+    import shutil
 
     shutil.copytree(store.path, path)
     meta = json.loads((path / "meta.json").read_text())
-    (path / "edata").mkdir(exist_ok=True)
+    (path / key).mkdir(exist_ok=True)
     for name, values in arrays.items():
         values = np.ascontiguousarray(values)
-        meta.setdefault("edata", {})[name] = edge_spec(name, values.shape, values.dtype, store.num_edges)
-        np.save(path / "edata" / f"{name}.npy", values, allow_pickle=False)
+        meta.setdefault(key, {})[name] = spec(name, values)
+        np.save(path / key / f"{name}.npy", values, allow_pickle=False)
     (path / "meta.json").write_text(json.dumps(meta))
     return GraphStore(path)
 

@@ -110,7 +110,7 @@ def test_bad_temporal_requests_are_one_line_errors(two_servers):
             client.sample_temporal([1], [5], [2], time_name="nope")
         with pytest.raises(ValueError, match="seed times are required"):
             client.sample_temporal([1], None, [2])
-        with pytest.raises(ValueError, match="edge time array only"):
+        with pytest.raises(ValueError, match="needs an edge time array .time_name=. or a node time array"):
             client.temporal_layer([1], [5], 2, "uniform", 0, time_name=None)
     frames = temporal_request(1, np.array([1], np.int64), np.array([5]), 2, "last", 0, "timestamp")
     bad = P.Header(P.Op.SAMPLE, 1, 32, 7, 2, 2, 2, 0, 1, 1, 1).pack()  # strategy code 7

@@ -159,8 +159,8 @@ def test_time_attr_is_temporal_sampling_on_every_input(cora_store):
     names what it lacks for it."""
     expected = {"Data": "time_attr='t' is not an attribute of the Data",
                 "HeteroData": "time_attr='t' is on no node type and no edge type of the HeteroData",
-                "store": "time_attr='t' is not an edge array of the store",
-                "store dir": "time_attr='t' is not an edge array of the store",
+                "store": "time_attr='t' is neither a node nor an edge array of the store",
+                "store dir": "time_attr='t' is neither a node nor an edge array of the store",
                 "Data, link": "edge_label_time= is required with time_attr="}
     for kind, make in _inputs(cora_store).items():
         with pytest.raises(ValueError, match=expected[kind]):

@@ -137,7 +137,7 @@ def test_a_store_names_its_edge_time_array(tmp_path):
     for b in NeighborLoader(store, [3, 3], input_nodes=torch.arange(7), time_attr="timestamp",
                             input_time=torch.full((7,), 30), batch_size=7):
         assert b.e_id.numel() > 0 and (times[b.e_id.numpy()] <= 30).all()
-    with pytest.raises(ValueError, match="time_attr='ts' is not an edge array of the store"):
+    with pytest.raises(ValueError, match="time_attr='ts' is neither a node nor an edge array of the store"):
         NeighborLoader(store, [3], input_nodes=torch.arange(7), time_attr="ts", input_time=torch.zeros(7, dtype=torch.long))
 
 

@@ -165,30 +165,38 @@ def test_typed_link_prediction_each_endpoint_at_its_clicks_time(layout):
 
 @pytest.fixture(scope="module")
 def timed_typed_servers(hetero_store, tmp_path_factory):
-    """The shared typed store with int64 edge times, its 2-part partition and two real graph servers."""
+    """The shared typed store with int64 edge and node times, its 2-part partition and two real graph servers."""
     from partition import partition_graph
 
-    from ...sampler.conftest import part_args, started_servers, with_edge_arrays
+    from ...sampler.conftest import part_args, started_servers, with_edge_arrays, with_node_arrays
 
     work = tmp_path_factory.mktemp("timed-typed")
     rng = np.random.default_rng(8)
     # "timestamp": the servers warm the typed temporal kernels for it before they are ready
-    store = with_edge_arrays(hetero_store, work / "store",
+    store = with_edge_arrays(hetero_store, work / "edges",
                              {"timestamp": rng.integers(0, 100, hetero_store.num_edges)})
+    store = with_node_arrays(store, work / "store", {"timestamp": rng.integers(0, 100, hetero_store.num_nodes)})
     book = partition_graph(store, "random", 2, work / "p", measure_samples=False)
     with started_servers(part_args(book), work) as addresses:
         yield store, book, addresses
 
 
 @pytest.mark.parametrize("layout", ["tree", "disjoint"])
-def test_typed_servers_give_the_stores_temporal_batches(timed_typed_servers, layout, monkeypatch):
+@pytest.mark.parametrize("kinds", [("edge",), ("node",), ("edge", "node")])
+def test_typed_servers_give_the_stores_temporal_batches(timed_typed_servers, layout, kinds, monkeypatch):
+    """Edge times, node times (each part filters by its copy of its in-edges' source times) or both."""
     store, book, addresses = timed_typed_servers
     indices, etype = np.asarray(store.indices), np.asarray(store.etype)
+    key = np.zeros(store.num_edges, np.int64)  # what an edge is filtered by
+    for kind in kinds:
+        key = np.maximum(key, store.edge_array("timestamp") if kind == "edge"
+                         else np.asarray(store.node_array("timestamp"))[indices])
     rng = np.random.default_rng(2)
     seeds, times = {"paper": torch.arange(0, 300, 4)}, {"paper": torch.from_numpy(rng.integers(0, 100, 75))}
 
     def batches(graph):
-        sampler = bgl.TemporalNeighborSampler([2, 3], edge_timestamp_attr_name="timestamp", layout=layout)
+        sampler = bgl.TemporalNeighborSampler([2, 3], layout=layout,
+                                              **{f"{kind}_timestamp_attr_name": "timestamp" for kind in kinds})
         torch.manual_seed(9)
         return list(bgl.DataLoader(graph, seeds, sampler, seed_time=times, batch_size=25, blocks="bgl",
                                    server_timeout=30.0))
@@ -197,7 +205,8 @@ def test_typed_servers_give_the_stores_temporal_batches(timed_typed_servers, lay
     monkeypatch.setenv("BGL_PARTITION", str(book.path))  # ids in the original store's space
     remote = batches(addresses)
     assert len(local) == len(remote) == 3
-    for (il, ol, bl), (ir, orr, br) in zip(local, remote):
+    for k, ((il, ol, bl), (ir, orr, br)) in enumerate(zip(local, remote)):
+        seed_time = times["paper"].numpy()[25 * k:][:25][_subgraphs(bl[0], store.schema)]
         for nt in il:
             assert torch.equal(il[nt], ir[nt])
         for x, y in zip(bl, br):
@@ -210,3 +219,4 @@ def test_typed_servers_give_the_stores_temporal_batches(timed_typed_servers, lay
             eid = x.edge_ids.numpy()
             assert np.array_equal(etype[eid], x.etypes.numpy())
             assert np.array_equal(indices[eid], x.src_ids.numpy()[x.indices.numpy()])
+            assert (key[eid] <= seed_time[np.repeat(np.arange(x.num_dst), np.diff(x.indptr.numpy()))]).all()
