@@ -30,6 +30,9 @@ from ._typed_block_kernels import type_positions
 from .edge_seeds import compact, sorted_compact, store_endpoints
 
 TYPED_EXCLUDES = (None, "self", "reverse_id", "reverse_types")
+# GlobalUniform per edge type: rounds of candidates while short, DGL's three trials per candidate (a small
+# user-item relation is dense enough that one round of 1.3x candidates often comes back short)
+GLOBAL_UNIFORM_TRIALS = 3
 
 
 @dataclass
@@ -91,15 +94,24 @@ class TypedEdgeSeeds:
             pos = np.concatenate([pos, rev[rev >= 0]])
         return np.unique(pos)
 
-    def _negatives(self, r: int, src: np.ndarray, dst: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    def _negatives(self, r: int, src: np.ndarray, dst: np.ndarray, seed: int,
+                   graph=None) -> tuple[np.ndarray, np.ndarray]:
         """Negative (src, dst) global ids of relation ``r``'s positives, drawn over its end types' ids from
         stream ``relation_seed(seed, r)``: a sampler with ``sample_typed_pairs`` (PyG's binary pairs, both
-        ends random) gets both types' counts, DGL's per-source samplers the destination type's."""
+        ends random; ``GlobalUniform``, which also avoids ``graph``'s edges of relation ``r``) gets both
+        types' counts, DGL's per-source samplers the destination type's."""
         offsets, types = self.schema.offsets, self.schema.node_types
         s_t, d_t = (int(a[r]) for a in self.schema.relation_ends())
         src, dst, stream = src - offsets[s_t], dst - offsets[d_t], relation_seed(seed, r)
+        extra = {}
+        if getattr(self.negative, "needs_graph", False):
+            from ..sampler.edge_check import RelationEdges
+
+            edges = None if graph is None else RelationEdges(graph, r, offsets[s_t], offsets[d_t])
+            extra = {"graph": edges, "same_type": s_t == d_t, "trials": GLOBAL_UNIFORM_TRIALS}
         if hasattr(self.negative, "sample_typed_pairs"):
-            ns, nd = self.negative.sample_typed_pairs(src, dst, int(types[s_t].count), int(types[d_t].count), stream)
+            ns, nd = self.negative.sample_typed_pairs(src, dst, int(types[s_t].count), int(types[d_t].count), stream,
+                                                      **extra)
         else:
             ns, nd = self.negative.sample_pairs(src, dst, int(types[d_t].count), stream)
         return ns + offsets[s_t], nd + offsets[d_t]
@@ -107,13 +119,16 @@ class TypedEdgeSeeds:
     def batch(self, sel: np.ndarray, seed: int, graph=None) -> tuple[TypedEdgeBatch, Optional[np.ndarray]]:
         """The :class:`TypedEdgeBatch` of seed positions ``sel`` and the positions to exclude.
         Negatives of relation ``r`` come from stream ``relation_seed(seed, r)``, each destination
-        uniform over its edge type's destination node type (DGL's per-type ``Uniform``)."""
+        uniform over its edge type's destination node type (DGL's per-type ``Uniform``), or both ends
+        uniform over the pairs of its end types that are not edges of ``r`` in ``graph`` (``GlobalUniform``:
+        a typed CSC, or servers as a :class:`~bgl.sampler.edge_check.ServerEdgeCheck`)."""
         src, dst, rel = self.src[sel], self.dst[sel], self.rel[sel]
         rels = np.unique(rel)
         by_rel = [np.flatnonzero(rel == r) for r in rels]
         arrays = [a for idx in by_rel for a in (src[idx], dst[idx])]
         if self.negative is not None:
-            arrays += [a for r, idx in zip(rels.tolist(), by_rel) for a in self._negatives(r, src[idx], dst[idx], seed)]
+            arrays += [a for r, idx in zip(rels.tolist(), by_rel)
+                       for a in self._negatives(r, src[idx], dst[idx], seed, graph)]
         if self.node_order == "disjoint":  # temporal: every endpoint its own seed (bgl/loader/temporal_edges.py)
             nodes, local = np.concatenate(arrays), list(_runs(arrays))
         else:
@@ -177,9 +192,6 @@ def resolve_typed_edge_seeds(indices, info, settings) -> TypedEdgeSeeds:
     if settings.exclude not in TYPED_EXCLUDES:
         raise ValueError(f"exclude must be one of {TYPED_EXCLUDES} on a typed graph, got {settings.exclude!r}")
     negative = settings.negative
-    if getattr(negative, "needs_graph", False):
-        raise ValueError("GlobalUniform negatives are not available on typed graphs yet; use Uniform / "
-                         "PerSourceUniform (drawn per edge type)")
     if settings.pairs is not None:  # PyG: given node pairs of one edge type, nothing to look up or exclude
         return _pair_seeds(indices, schema, settings)
     if not isinstance(indices, Mapping):
