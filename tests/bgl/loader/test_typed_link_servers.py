@@ -94,3 +94,44 @@ def test_typed_global_uniform_negatives_over_servers_are_the_stores(tmp_path, se
         for u, i in zip(src.tolist(), dst.tolist()):  # brute force: no rates edge u -> i
             row = slice(indptr[i], indptr[i + 1])
             assert not ((indices[row] == u) & (etype[row] == rates)).any()
+
+
+def seeds_only(eids):
+    """DGL's callable exclude: the batch's seed edges (as exclude='self')."""
+    return dict(eids)
+
+
+def counted_items(graph, eids):
+    """Negatives that depend on the batch's counts only: user 0 with items 0, 1, 2, ..."""
+    return {c: (torch.zeros(len(e), dtype=torch.int64), torch.arange(len(e)) % 60) for c, e in eids.items()}
+
+
+def test_typed_callables_over_servers_give_the_stores_batches(tmp_path, serve_partition, monkeypatch):
+    """A callable exclude gets (and returns) a partition's edge ids over servers, a store's positions
+    locally: the same batches, its edges in none of their blocks; a callable sampler's negatives too."""
+    store, _ = write_ratings_store(tmp_path / "ratings", num_users=80, num_items=60, clusters=4)
+    book = partition_graph(store, "random", 2, tmp_path / "parts", measure_samples=False)
+    seeds = np.flatnonzero(np.asarray(store.etype) == store.schema.etype_id("rates"))
+    orig_eids = np.asarray(book.orig_eids)
+    to_partition = np.empty_like(orig_eids)
+    to_partition[orig_eids] = np.arange(orig_eids.shape[0])
+
+    def batches(graph, ids):
+        sampler = bgl.as_edge_prediction_sampler(bgl.NeighborSampler([4, 4]), exclude=seeds_only,
+                                                 negative_sampler=counted_items)
+        torch.manual_seed(5)
+        return list(bgl.DataLoader(graph, {"rates": ids}, sampler, batch_size=60, shuffle=True, blocks="bgl",
+                                   pipeline="processes"))
+
+    local = batches(store, seeds)
+    with serve_partition(book, tmp_path) as addresses:
+        monkeypatch.setenv("BGL_SERVERS", ",".join(addresses))
+        remote = batches(str(book.path), to_partition[seeds])
+    assert len(local) == len(remote) > 2
+    for (_, pos_a, neg_a, blocks_a), (_, pos_b, neg_b, blocks_b) in zip(local, remote):
+        assert all(torch.equal(x, y) for x, y in zip(neg_a.edges(etype=RATES), neg_b.edges(etype=RATES)))
+        for a, b in zip(blocks_a, blocks_b):
+            for name in ("src_ids", "indptr", "indices", "etypes"):
+                assert torch.equal(getattr(a, name), getattr(b, name)), name
+        ids = set(pos_a.edata["_ID"][RATES].tolist())
+        assert not ids & {int(e) for b in blocks_a for e in b.edge_ids.tolist()}
