@@ -132,8 +132,12 @@ def typed_cache_spec(policy: str, cache_ratio, cache_bytes, info: GraphInfo, pip
         raise ValueError("cache requested but no node type of this graph has features")
     if policy == "presample":
         raise ValueError("cache='presample' is not available for typed graphs; use 'lookahead' or 'fifo'")
-    dtypes = {t.name: np.dtype(t.feat_dtype or "float32") for t in featured}
-    total = sum(t.count * t.feat_dim * dtypes[t.name].itemsize for t in featured)
+    # each type's rows as they arrive: encoded where the type has a codec (bgl/codec/typed_rows.py)
+    codecs = info.feat_codec if isinstance(info.feat_codec, dict) else {}
+    dtypes = {t.name: codecs[t.name].row_dtype if t.name in codecs else np.dtype(t.feat_dtype or "float32")
+              for t in featured}
+    widths = {t.name: codecs[t.name].row_width if t.name in codecs else t.feat_dim for t in featured}
+    total = sum(t.count * widths[t.name] * dtypes[t.name].itemsize for t in featured)
     fraction, cache_bytes = checked_size(cache_ratio, cache_bytes)
     if cache_bytes is not None:
         fraction = min(1.0, cache_bytes / total) if total else 0.0
@@ -143,7 +147,7 @@ def typed_cache_spec(policy: str, cache_ratio, cache_bytes, info: GraphInfo, pip
     if degrees is None and policy == "static-degree":
         raise ValueError("cache='static-degree' needs node degrees: pass a store")
     specs = {t.name: CacheSpec(policy=policy, capacity=min(int(fraction * t.count), t.count), num_nodes=t.count,
-                               dim=t.feat_dim, dtype=dtypes[t.name].name,
+                               dim=widths[t.name], dtype=dtypes[t.name].name,
                                device=cache_device(pipeline, device),
                                degrees=None if degrees is None else degrees[t.offset:t.offset + t.count])
              for t in featured}
