@@ -67,15 +67,21 @@ def test_typed_seed_edges_must_be_of_their_type(tmp_path):
         _batches(store, np.array([wrong]))
 
 
-def test_typed_global_uniform_negatives_over_servers_are_the_stores(tmp_path, serve_partition, monkeypatch):
-    """GlobalUniform per edge type over two servers: each candidate tested against its destination row's
-    edges of that type, asked of the row's owner, so the negatives are the store's and never its edges."""
+def ratings_partition(tmp_path):
+    """A generated ratings store, its 2-part random partition, its rates edges (the store's ids) and
+    the store -> partition edge id map."""
     store, _ = write_ratings_store(tmp_path / "ratings", num_users=80, num_items=60, clusters=4)
     book = partition_graph(store, "random", 2, tmp_path / "parts", measure_samples=False)
-    seeds = np.flatnonzero(np.asarray(store.etype) == store.schema.etype_id("rates"))
     orig_eids = np.asarray(book.orig_eids)
     to_partition = np.empty_like(orig_eids)
     to_partition[orig_eids] = np.arange(orig_eids.shape[0])
+    return store, book, np.flatnonzero(np.asarray(store.etype) == store.schema.etype_id("rates")), to_partition
+
+
+def test_typed_global_uniform_negatives_over_servers_are_the_stores(tmp_path, serve_partition, monkeypatch):
+    """GlobalUniform per edge type over two servers: each candidate tested against its destination row's
+    edges of that type, asked of the row's owner, so the negatives are the store's and never its edges."""
+    store, book, seeds, to_partition = ratings_partition(tmp_path)
     negative = bgl.negative_sampler.GlobalUniform(3)
     local = _batches(store, seeds, negative)
     with serve_partition(book, tmp_path) as addresses:
@@ -109,12 +115,7 @@ def counted_items(graph, eids):
 def test_typed_callables_over_servers_give_the_stores_batches(tmp_path, serve_partition, monkeypatch):
     """A callable exclude gets (and returns) a partition's edge ids over servers, a store's positions
     locally: the same batches, its edges in none of their blocks; a callable sampler's negatives too."""
-    store, _ = write_ratings_store(tmp_path / "ratings", num_users=80, num_items=60, clusters=4)
-    book = partition_graph(store, "random", 2, tmp_path / "parts", measure_samples=False)
-    seeds = np.flatnonzero(np.asarray(store.etype) == store.schema.etype_id("rates"))
-    orig_eids = np.asarray(book.orig_eids)
-    to_partition = np.empty_like(orig_eids)
-    to_partition[orig_eids] = np.arange(orig_eids.shape[0])
+    store, book, seeds, to_partition = ratings_partition(tmp_path)
 
     def batches(graph, ids):
         sampler = bgl.as_edge_prediction_sampler(bgl.NeighborSampler([4, 4]), exclude=seeds_only,
