@@ -95,9 +95,6 @@ def partition_graph(store: GraphStore | str | os.PathLike, method: str, num_part
     from . import metrics as M
 
     store = _as_store(store)
-    if getattr(store, "type_feat_codec", None):  # parts and servers carry one codec per store so far
-        raise ValueError(f"{store.path}: a typed store with encoded feature rows (bgl compress) is not partitioned "
-                         "yet; partition the store before compressing it, and serve its parts uncompressed")
     check_out_dir(out_dir, overwrite, inputs=[store.path])  # fail before the expensive part
     remove_stale(Path(out_dir).absolute().parent)  # work dirs of killed earlier runs
     graph = GraphInput.from_store(store)

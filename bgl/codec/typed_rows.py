@@ -27,6 +27,29 @@ def by_type_entry(codecs: Mapping[str, RowCodec]) -> dict:
     return {"by_type": {nt: c.to_dict() for nt, c in codecs.items()}}
 
 
+class TypeCodecs(dict):
+    """``{ntype: RowCodec}`` as :meth:`bgl.store.StoreWriter.set_feat_codec` takes a codec: ``to_dict()`` the
+    ``meta.json`` entry, ``dim`` 0 (a typed store's top-level ``feat_dim``)."""
+
+    dim = 0
+
+    def to_dict(self) -> dict:
+        return by_type_entry(self)
+
+
+def entry_codecs(entry, schema) -> dict:
+    """``{ntype: RowCodec}`` of a by-type ``feat_codec`` entry (a graph server's INFO), each checked to be
+    of its type's width in ``schema`` (a dict, ``GraphSchema.to_dict()``); ValueError naming the problem."""
+    if not isinstance(entry.get("by_type"), Mapping):
+        raise ValueError(f"a typed feat_codec must be {{\"by_type\": {{ntype: codec}}}}, got {entry!r}")
+    dims = {t["name"]: t.get("feat_dim", 0) for t in (schema or {}).get("node_types", [])}
+    codecs = {nt: RowCodec.from_dict(d) for nt, d in entry["by_type"].items()}
+    for nt, c in codecs.items():
+        if dims.get(nt) != c.dim:
+            raise ValueError(f"feat_codec of node type {nt!r} is for {c.dim} columns, its feat_dim is {dims.get(nt)}")
+    return codecs
+
+
 def open_type_codecs(meta, schema, where, load) -> tuple[dict, dict]:
     """``({ntype: RowCodec}, {ntype: encoded rows memmap})`` of a typed store (empty without codecs);
     StoreFormatError naming ``where`` for an entry of the wrong kind, an unknown or featureless node

@@ -109,12 +109,30 @@ def test_a_bad_per_type_codec_entry_is_named(typed_store, tmp_path, change, matc
         GraphStore(tmp_path / "s")
 
 
-def test_what_is_not_built_is_refused_by_name(tmp_path, typed_store):
+@pytest.mark.parametrize("local", ["", "0,1"])
+def test_a_partition_over_servers_gives_the_stores_decoded_rows(typed_store, tmp_path, serve_partition, monkeypatch,
+                                                                local):
+    """Each part keeps its types' encoded rows; servers send them encoded and co-located parts are read
+    encoded, so the decoded batches are the compressed store's, bit for bit."""
     from bgl.partition import partition_graph
 
-    packed = compress_store(typed_store.path, "int8", out=tmp_path / "packed")
-    with pytest.raises(ValueError, match="a typed store with encoded feature rows .* is not partitioned yet"):
-        partition_graph(packed, "random", 2, tmp_path / "parts", measure_samples=False)
+    packed = compress_store(typed_store.path, "int8", out=tmp_path / "packed", keep_float32=False)
+    book = partition_graph(packed, "random", 2, tmp_path / "parts", measure_samples=False)
+    part = book.part_store(0)
+    assert part.meta.version == 3 and part.type_feat == {} and part.type_feat_codec == packed.type_feat_codec
+    want = epoch(packed.path)
+    with serve_partition(book, tmp_path) as addresses:
+        monkeypatch.setenv("BGL_SERVERS", ",".join(addresses))
+        monkeypatch.setenv("BGL_PARTITION", str(book.path))
+        monkeypatch.setenv("BGL_LOCAL_PARTS", local)
+        got = epoch(str(book.path), cache="lookahead", cache_ratio=0.3)
+    assert len(got) == len(want) == 3
+    for (ids_a, feat_a), (ids_b, feat_b) in zip(want, got):
+        for nt in ("user", "item"):
+            assert torch.equal(ids_a[nt], ids_b[nt]) and torch.equal(feat_a[nt], feat_b[nt]), nt
+
+
+def test_a_typed_store_without_features_is_refused_by_name(tmp_path):
     g = typed_graph()
     del g.nodes["user"].data["feat"], g.nodes["item"].data["feat"]
     bare = bgl.ingest(g, tmp_path / "bare")
