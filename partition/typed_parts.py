@@ -69,7 +69,7 @@ def write_part_types(store, w, rows: np.ndarray, indptr: np.ndarray, new_of: np.
     ``rows`` : sorted original ids of the part; ``indptr`` : the part's CSC row pointers;
     ``new_of`` : int64 [n] original -> new id; ``node_start`` : the part's first new id.
     """
-    from ..codec.typed_rows import TypeCodecs, type_codecs
+    from bgl.codec.typed_rows import TypeCodecs, type_codecs
 
     schema, codecs = store.schema, type_codecs(store)
     src_ptr = np.asarray(store.indptr)

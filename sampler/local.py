@@ -156,7 +156,7 @@ class LocalSampler:
     def fetch_type_features(self, ntype: str, local_ids) -> torch.Tensor:
         """Feature rows of type-local ``local_ids`` of node type ``ntype`` (that type's width and dtype; its
         encoded rows when the type has a codec, bgl/codec/typed_rows.py)."""
-        from ..codec.typed_rows import type_feat_rows
+        from bgl.codec.typed_rows import type_feat_rows
 
         feat = type_feat_rows(self.store, ntype)
         if feat is None:

@@ -229,7 +229,7 @@ def typed_rows(store, gids: np.ndarray, ntype: int, label: bool) -> np.ndarray:
     if not 0 <= ntype < len(schema.node_types):
         raise ValueError(f"node type index {ntype} outside [0, {len(schema.node_types)}) of {schema.ntypes}")
     nt = schema.node_types[ntype]
-    from ..codec.typed_rows import type_feat_rows  # a type's encoded rows when it has a codec
+    from bgl.codec.typed_rows import type_feat_rows  # a type's encoded rows when it has a codec
 
     array = store.type_label.get(nt.name) if label else type_feat_rows(store, nt.name)
     if array is None:
