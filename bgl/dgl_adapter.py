@@ -204,7 +204,9 @@ def to_dgl_hetero_block(block: Block, schema, graph=None):
             unit_eids[:n], _ALL_FORMATS, True))
         fields = {dgl.EID: edge_ids[lo:lo + n]}
         rel_data = None if graph is None else graph.edges[tuple(schema.canonical_etypes[r])].data
-        fields.update((k, v[lo:lo + n]) for k, v in edata.items() if rel_data is None or k in rel_data)
+        # LABOR's edge_weights are the sampler's own, on every relation; a graph's arrays where it has them
+        fields.update((k, v[lo:lo + n]) for k, v in edata.items()
+                      if rel_data is None or k in rel_data or k == "edge_weights")
         if graph is not None:
             _add_lazy_fields(fields, rel_data, fields[dgl.EID])
         edge_frames.append(Frame(fields, num_rows=n))

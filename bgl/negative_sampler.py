@@ -147,25 +147,48 @@ class GlobalUniform(_NegativeSampler):
         ``indices`` (a store, GraphArrays), or one with ``edges_exist(src, dst) -> int8``
         (graph servers: :class:`bgl.sampler.edge_check.ServerEdgeCheck`).
         """
-        num_nodes = check_num_nodes(num_nodes)
+        return self.sample_typed_pairs(src, dst, num_nodes, num_nodes, seed, graph=graph)
+
+    def sample_typed_pairs(self, src, dst, num_src: int, num_dst: int, seed: int, graph=None,
+                           same_type: bool = True, trials: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """Negative pairs of one edge type (DGL's ``global_uniform_negative_sampling(etype=)``): at most
+        ``k * len(src)`` pairs, sources uniform in ``[0, num_src)``, destinations in ``[0, num_dst)``.
+
+        ``graph`` answers ``edges_exist`` in these ids (on a typed graph: the edge type's edges only,
+        :class:`bgl.sampler.edge_check.RelationEdges`); self loops are left out only when both ends
+        are of one node type (``same_type``), as DGL does.  ``trials`` rounds of candidates at most,
+        each round drawn from the next counters of the same streams and taken only while the pairs
+        kept are fewer than asked (DGL retries a rejected candidate up to three times).  With
+        ``num_src == num_dst``, ``same_type`` and one trial this is :meth:`sample_pairs`, draw for draw.
+        """
+        if same_type:
+            check_num_nodes(num_src)
+        elif min(num_src, num_dst) < 1:
+            raise ValueError(f"negative sampling needs nodes at both ends, got {num_src} sources and "
+                             f"{num_dst} destinations")
         if graph is None:
             raise ValueError("GlobalUniform needs the graph's edges to avoid them; use a local store or "
                              "DGLGraph, or PerSourceUniform / Uniform with graph servers")
         want = int(np.asarray(src).shape[0]) * self.k
         count = int(np.ceil(want * self.redundancy))
-        # two independent halves of one stream: candidate sources, then candidate destinations
-        cand_src = uniform_draws(seed, 0, count, num_nodes)
-        cand_dst = uniform_draws(splitmix64(int(seed) & MASK64), 0, count, num_nodes)
-        keep = np.ones(count, bool)
-        if self.exclude_self_loops:
-            keep &= cand_src != cand_dst
-        keep &= edges_exist(graph, cand_src, cand_dst) == 0
-        cand_src, cand_dst = cand_src[keep], cand_dst[keep]
-        if not self.replace:
-            _, first = np.unique(cand_src * np.int64(num_nodes) + cand_dst, return_index=True)
-            first.sort()
-            cand_src, cand_dst = cand_src[first], cand_dst[first]
-        return cand_src[:want], cand_dst[:want]
+        kept_src, kept_dst = np.empty(0, np.int64), np.empty(0, np.int64)
+        for t in range(trials):
+            # two independent halves of one stream: candidate sources, then candidate destinations
+            cand_src = uniform_draws(seed, t * count, count, num_src)
+            cand_dst = uniform_draws(splitmix64(int(seed) & MASK64), t * count, count, num_dst)
+            keep = np.ones(count, bool)
+            if self.exclude_self_loops and same_type:
+                keep &= cand_src != cand_dst
+            keep &= edges_exist(graph, cand_src, cand_dst) == 0
+            kept_src = np.concatenate([kept_src, cand_src[keep]]) if t else cand_src[keep]
+            kept_dst = np.concatenate([kept_dst, cand_dst[keep]]) if t else cand_dst[keep]
+            if not self.replace:
+                _, first = np.unique(kept_src * np.int64(num_dst) + kept_dst, return_index=True)
+                first.sort()
+                kept_src, kept_dst = kept_src[first], kept_dst[first]
+            if kept_src.shape[0] >= want:
+                break
+        return kept_src[:want], kept_dst[:want]
 
     def __repr__(self) -> str:
         return (f"bgl.negative_sampler.GlobalUniform({self.k}, exclude_self_loops={self.exclude_self_loops}, "

@@ -118,7 +118,9 @@ class StoreMeta:
                 f"{where}: unsupported store version {d.get('version')!r}; this bgl reads versions "
                 f"{list(SUPPORTED_VERSIONS)}"
             )
-        if (d.get("version") == TYPED_FORMAT_VERSION) != (d.get("schema") is not None):
+        # a version 3 store may be typed: encoded rows per node type (bgl/codec/typed_rows.py)
+        if (d.get("version") == TYPED_FORMAT_VERSION and d.get("schema") is None) or (
+                d.get("schema") is not None and d.get("version") not in (TYPED_FORMAT_VERSION, CODEC_FORMAT_VERSION)):
             raise StoreFormatError(f"{where}: a version {TYPED_FORMAT_VERSION} store needs a schema, "
                                    f"and only it may have one (version {d.get('version')!r})")
         if (d.get("version") == CODEC_FORMAT_VERSION) != (d.get("feat_codec") is not None):
@@ -313,13 +315,16 @@ class GraphSchema:
 
 
 def open_typed_arrays(meta, where, load) -> tuple:
-    """(schema, etype, type_feat, type_label, type_splits) of a store whose meta is ``meta``.
+    """(schema, etype, type_feat, type_label, type_splits, type_feat_codec, type_feat_encoded) of a store
+    whose meta is ``meta`` (the last two: each encoded type's codec and rows, :mod:`bgl.codec.typed_rows`).
 
     ``load(relpath, shape, dtype)`` opens one array of the store (memory-mapped, checked);
     an untyped store gets the one-type schema and no typed arrays.
     """
-    if meta.schema is None:
-        return GraphSchema.homogeneous(meta.global_num_nodes, meta.num_edges), None, {}, {}, {}
+    from .codec.typed_rows import open_type_codecs
+
+    if meta.schema is None:  # (GraphStore reads an untyped store's codec: a per-type entry is refused there)
+        return GraphSchema.homogeneous(meta.global_num_nodes, meta.num_edges), None, {}, {}, {}, {}, {}
     schema = GraphSchema.from_dict(meta.schema, where)
     if schema.num_nodes != meta.num_nodes:  # a part store's types count its own nodes (partition/typed_parts.py)
         raise StoreFormatError(f"{where}: node types hold {schema.num_nodes} nodes, num_nodes is "
@@ -327,13 +332,13 @@ def open_typed_arrays(meta, where, load) -> tuple:
     etype = load("etype", (meta.num_edges,), schema.etype_dtype())
     feats, labels, splits = {}, {}, {}
     for t in schema.node_types:
-        if t.feat_dim > 0:
+        if t.feat_dim > 0 and meta.feat_float32:
             feats[t.name] = load(f"feat/{t.name}", (t.count, t.feat_dim), np.dtype(t.feat_dtype or "float32"))
         if t.has_label:
             labels[t.name] = load(f"label/{t.name}", (t.count,), np.int64)
         splits[t.name] = {name: load(f"split/{t.name}/{name}_idx", (size,), np.int64)
                           for name, size in t.splits.items()}
-    return schema, etype, feats, labels, splits
+    return (schema, etype, feats, labels, splits, *open_type_codecs(meta, schema, where, load))
 
 
 # ------------------------------------------------------------------ edge arrays

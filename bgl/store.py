@@ -110,7 +110,7 @@ class GraphStore(E.EdgeArrays, NodeArrays):
 
     def _load_encoded_feat(self) -> tuple:
         """(codec, encoded rows) of a version 3 store (``feat.<codec>.npy``, bgl/codec), else (None, None)."""
-        if self.meta.feat_codec is None:
+        if self.meta.feat_codec is None or self.meta.schema is not None:  # a typed store's: per type, _load_typed
             return None, None
         from .codec.rows import RowCodec
 
@@ -141,8 +141,8 @@ class GraphStore(E.EdgeArrays, NodeArrays):
         """The schema, and for a typed store its ``etype`` and per-type feature/label/split arrays."""
         from .schema import open_typed_arrays
 
-        self.schema, self.etype, self.type_feat, self.type_label, self.type_splits = open_typed_arrays(
-            self.meta, self.path / META_FILE, self._load)
+        (self.schema, self.etype, self.type_feat, self.type_label, self.type_splits, self.type_feat_codec,
+         self.type_feat_encoded) = open_typed_arrays(self.meta, self.path / META_FILE, self._load)
 
     @property
     def is_typed(self) -> bool:

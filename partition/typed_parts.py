@@ -69,7 +69,9 @@ def write_part_types(store, w, rows: np.ndarray, indptr: np.ndarray, new_of: np.
     ``rows`` : sorted original ids of the part; ``indptr`` : the part's CSC row pointers;
     ``new_of`` : int64 [n] original -> new id; ``node_start`` : the part's first new id.
     """
-    schema = store.schema
+    from bgl.codec.typed_rows import TypeCodecs, type_codecs
+
+    schema, codecs = store.schema, type_codecs(store)
     src_ptr = np.asarray(store.indptr)
     etype = np.empty(int(indptr[-1]), store.etype.dtype)
     for a in range(0, rows.size, CHUNK_ROWS):
@@ -84,6 +86,8 @@ def write_part_types(store, w, rows: np.ndarray, indptr: np.ndarray, new_of: np.
         local = rows[starts[i]:starts[i + 1]] - t.offset  # original type-local ids, ascending
         if t.name in store.type_feat:
             w.save_typed(f"feat/{t.name}", _take_rows(store.type_feat[t.name], local))
+        if t.name in codecs:
+            w.save_typed(f"feat/{t.name}.{codecs[t.name].name}", _take_rows(store.type_feat_encoded[t.name], local))
         if t.name in store.type_label:
             w.save_typed(f"label/{t.name}", np.asarray(store.type_label[t.name])[local].astype(np.int64))
         lo = node_start + int(starts[i])
@@ -101,6 +105,8 @@ def write_part_types(store, w, rows: np.ndarray, indptr: np.ndarray, new_of: np.
     part = GraphSchema(tuple(types), schema.edge_types).with_counts(counts, edge_counts)
     w.save_typed(KEY_IDS, rows.astype(np.int64))  # stream keys: samples as the store's (sampler/typed.py)
     w.set_schema({**part.to_dict(), KEY_IDS: True})
+    if codecs:  # each part keeps its types' encoded rows, under the store's codecs (version 3)
+        w.set_feat_codec(TypeCodecs(codecs), float32=store.meta.feat_float32)
     return num_train
 
 

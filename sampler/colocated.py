@@ -72,7 +72,7 @@ def stores_from_env() -> list[GraphStore]:
 
 def _mismatch(store: GraphStore, info: dict) -> str | None:
     """Why ``store`` is not the part the server with INFO ``info`` serves, or None if it is."""
-    codec = None if store.feat_codec is None else store.feat_codec.to_dict()
+    codec = store.feat_codec.to_dict() if store.feat_codec is not None else store.meta.feat_codec  # typed: by type
     for key, mine in (("num_nodes", store.num_nodes), ("global_num_nodes", store.global_num_nodes),
                       ("num_edges", store.num_edges), ("feat_dim", store.feat_dim),
                       ("feat_dtype", store.feat_dtype_name), ("has_label", store.label is not None),

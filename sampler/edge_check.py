@@ -1,5 +1,5 @@
 """Edge existence over graph servers, for ``GlobalUniform`` negatives (DGL's semantics: a negative
-pair is never an edge of the graph).
+pair is never an edge of the graph; on a typed graph, never an edge of its edge type: :class:`RelationEdges`).
 
 A pair ``u -> v`` is an edge iff ``u`` is in the CSC row of ``v``, and that row lives on the
 server owning ``v``.  :class:`ServerEdgeCheck` asks for the candidates' distinct destination rows
@@ -40,4 +40,50 @@ class ServerEdgeCheck:
         indptr = np.zeros(rows.shape[0] + 1, np.int64)
         np.cumsum(counts, out=indptr[1:])
         EK.has_edges(indptr, np.ascontiguousarray(nbrs, dtype=np.int64), src, np.searchsorted(rows, dst), out)
+        return out
+
+
+class RelationEdges:
+    """``edges_exist(src, dst)`` among the edges of one relation of a typed graph, in its end types'
+    TYPE-LOCAL ids: what ``GlobalUniform`` avoids per edge type on a typed graph (DGL's
+    ``global_uniform_negative_sampling(etype=)`` tests only that edge type's edges).
+
+    ``graph`` is a typed CSC with ``indptr`` / ``indices`` / ``etype`` (a typed store, a DGLGraph's
+    arrays; the relation's span of a row found by binary search,
+    :func:`~bgl.sampler._typed_kernels.reverse_positions`), or a typed server sampler
+    (:class:`~bgl.sampler.typed_remote.TypedServerSampler`): the candidates' distinct destination
+    rows are asked of their servers with fanout -1 for this relation and 0 for the others, and
+    scanned, so the answers (and the negatives) are the store's.
+    """
+
+    def __init__(self, graph, rel: int, src_offset: int, dst_offset: int):
+        self.graph, self.rel = graph, int(rel)
+        self.src_offset, self.dst_offset = int(src_offset), int(dst_offset)
+
+    def edges_exist(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """int8 [n]: 1 where ``src[j] -> dst[j]`` (type-local ids, int64 [n] each) is an edge of the relation."""
+        src = np.ascontiguousarray(src, dtype=np.int64) + self.src_offset
+        dst = np.ascontiguousarray(dst, dtype=np.int64) + self.dst_offset
+        out = np.zeros(src.shape[0], np.int8)
+        if not src.size:
+            return out
+        g = self.graph
+        if hasattr(g, "indptr"):
+            from ._typed_kernels import reverse_positions
+
+            found = np.empty(src.shape[0], np.int64)
+            # the position of an edge src -> dst is the "reverse" of dst -> src: the same row scan
+            reverse_positions(np.asarray(g.indptr), np.asarray(g.indices), np.asarray(g.etype),
+                              dst - int(getattr(g, "node_offset", 0)), src,
+                              np.full(src.shape[0], self.rel, np.int64), found)
+            return (found >= 0).astype(np.int8)
+        g = getattr(g, "sampler", g)  # the loader's sample stage hands servers over as a ServerEdgeCheck
+        rows = np.unique(dst)
+        fanouts = np.zeros(len(g.schema.edge_types), np.int64)
+        fanouts[self.rel] = -1
+        counts, nbrs, *_ = g.client.sample_typed_layer(g.to_server(rows), fanouts, False, 0)
+        indptr = np.zeros(rows.shape[0] + 1, np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        EK.has_edges(indptr, np.ascontiguousarray(nbrs, dtype=np.int64), g.to_server(src),
+                     np.searchsorted(rows, dst), out)
         return out

@@ -160,8 +160,11 @@ class LocalSampler:
                                               labor=labor)
 
     def fetch_type_features(self, ntype: str, local_ids) -> torch.Tensor:
-        """Feature rows of type-local ``local_ids`` of node type ``ntype`` (that type's width and dtype)."""
-        feat = self.store.type_feat.get(ntype)
+        """Feature rows of type-local ``local_ids`` of node type ``ntype`` (that type's width and dtype; its
+        encoded rows when the type has a codec, bgl/codec/typed_rows.py)."""
+        from bgl.codec.typed_rows import type_feat_rows
+
+        feat = type_feat_rows(self.store, ntype)
         if feat is None:
             raise ValueError(f"node type {ntype!r} of {self.store.path} has no features")
         # One np.take, as the untyped fetch stage does for a local store: the parallel numba gather

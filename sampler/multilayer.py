@@ -72,6 +72,40 @@ def _labor_importance_layer(sample_layer: LayerFn, relabel: RelabelFn, dst: np.n
     return kept_counts, np.asarray(nbrs)[keep], None if eids is None else np.asarray(eids)[keep], rows
 
 
+def _typed_labor_importance_layer(sample_layer, dst: np.ndarray, fanouts: np.ndarray, seed: int, labor: Labor,
+                                  labor_args: tuple, prob: str | None, edge_data: tuple, excluded: dict):
+    """:func:`_labor_importance_layer` on a typed graph: ``(counts, nbrs, eids | None, etypes, edata)``.
+
+    Each relation is its own LABOR-i problem over its edges of the layer (DGL samples a heterograph
+    relation by relation, each with its fanout and its own importances ``pi_t``); the variates stay
+    one per source node, shared by every relation, as typed LABOR-0 keeps them.  The whole layer's
+    in-edges of the relations with a nonzero fanout come here once (``fanout=-1`` for those, 0 for
+    the others), then one :func:`~bgl.sampler.labor_ops.labor_importance` per relation: a NumPy
+    pass per relation over its edges, R passes a layer (R is the handful of edge types)."""
+    names = tuple(dict.fromkeys(((prob,) if prob else ()) + edge_data))
+    extra = dict(excluded)
+    if names:
+        extra["edge_data"] = names
+    full = np.where(fanouts != 0, -1, 0).astype(np.int64)
+    counts, nbrs, eids, etypes, *rows = sample_layer(dst, full, False, seed, **extra)
+    rows = dict(rows[0]) if rows else {}
+    weights = rows.pop(prob) if prob and prob not in edge_data else rows.get(prob) if prob else None
+    etypes, nbrs = np.asarray(etypes, np.int64), np.asarray(nbrs, np.int64)
+    row_of = np.repeat(np.arange(counts.shape[0]), counts)
+    keep, importance = np.zeros(nbrs.shape[0], bool), np.zeros(nbrs.shape[0], np.float32)
+    for r in np.unique(etypes):
+        sel = np.flatnonzero(etypes == r)  # the relation's edges, rows in order
+        src, local = np.unique(nbrs[sel], return_inverse=True)
+        keep[sel], importance[sel] = labor_ops.labor_importance(
+            np.bincount(row_of[sel], minlength=counts.shape[0]), src, local, int(fanouts[r]),
+            labor.importance_sampling, seed, *labor_args, weights=None if weights is None else weights[sel],
+            name=prob or "prob")
+    kept_counts = np.bincount(row_of[keep], minlength=counts.shape[0]).astype(np.int64)
+    rows = {name: np.asarray(v)[keep] for name, v in rows.items()}
+    rows["edge_weights"] = importance[keep]
+    return kept_counts, nbrs[keep], None if eids is None else np.asarray(eids)[keep], etypes[keep], rows
+
+
 def draw_seed() -> int:
     """A fresh 63-bit seed from torch's RNG, so ``torch.manual_seed`` makes runs reproducible."""
     return int(torch.randint(0, 2**63 - 1, (1,)).item())
@@ -147,14 +181,12 @@ def sample_typed_blocks(seeds, fanouts: Sequence[np.ndarray], replace: bool, see
     ``exclude`` (CSC positions, link prediction's seed edges) reaches every layer's draw, ``prob``
     (the edge array to draw by) and ``edge_data`` (arrays whose sampled rows each block carries in
     ``edata``, aligned with its edges as ``etypes`` is) every layer's ``sample_layer``; ``labor``
-    samples every layer by LABOR-0 as :func:`sample_blocks` does (ValueError for importance sampling).
+    samples every layer by LABOR as :func:`sample_blocks` does (LABOR-i and weighted LABOR relation by
+    relation, :func:`_typed_labor_importance_layer`).
 
     Blocks are over global ids as untyped ones are, with ``etypes`` per edge; layer
     seeds are the untyped ones, so the streams differ only by relation (:mod:`bgl.sampler.typed`).
     """
-    if labor is not None and labor.importance_sampling != 0:
-        raise ValueError(f"LaborSampler(importance_sampling={labor.importance_sampling}) on a graph with edge "
-                         "types: typed graphs sample by LABOR-0 only; pass importance_sampling=0")
     dst = ops.as_ids(seeds, "seeds")
     seed = draw_seed() if seed is None else int(seed)
     blocks = []
@@ -168,8 +200,13 @@ def sample_typed_blocks(seeds, fanouts: Sequence[np.ndarray], replace: bool, see
         if labor is not None:  # as sample_blocks: layer 0's seeds for every layer under layer_dependency
             key = 0 if labor.layer_dependency else layer
             extra["labor"] = (ops.layer_seed(labor.seed2, key), float(labor.mix))
-        counts, nbrs, eids, etypes, *rows = sample_layer(dst, np.asarray(fanouts[layer], np.int64), bool(replace),
-                                                         ops.layer_seed(seed, key), **extra)
+        if labor is not None and (labor.importance_sampling != 0 or prob is not None):
+            counts, nbrs, eids, etypes, *rows = _typed_labor_importance_layer(
+                sample_layer, dst, np.asarray(fanouts[layer], np.int64), ops.layer_seed(seed, key), labor,
+                extra["labor"], prob, tuple(edge_data), {} if exclude is None else {"exclude": exclude})
+        else:
+            counts, nbrs, eids, etypes, *rows = sample_layer(dst, np.asarray(fanouts[layer], np.int64),
+                                                             bool(replace), ops.layer_seed(seed, key), **extra)
         src, local = relabel(dst, nbrs)
         indptr = np.zeros(dst.shape[0] + 1, np.int64)
         np.cumsum(counts, out=indptr[1:])

@@ -169,7 +169,7 @@ class GraphServer:
             "num_edges": s.num_edges, "feat_dim": s.feat_dim,
             "feat_dtype": s.feat_dtype_name,
             # rows are sent encoded (bgl/codec); a client decodes them, or refuses an unknown codec
-            "feat_codec": None if s.feat_codec is None else s.feat_codec.to_dict(),
+            "feat_codec": s.feat_codec.to_dict() if s.feat_codec is not None else s.meta.feat_codec,  # typed: by type
             "has_label": s.label is not None, "num_classes": s.num_classes,
             "id_dtype": s.indices.dtype.name, "splits": dict(s.meta.splits),
             "edata": {k: dict(v) for k, v in s.meta.edata.items()},

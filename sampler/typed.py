@@ -225,7 +225,9 @@ def typed_rows(store, gids: np.ndarray, ntype: int, label: bool) -> np.ndarray:
     if not 0 <= ntype < len(schema.node_types):
         raise ValueError(f"node type index {ntype} outside [0, {len(schema.node_types)}) of {schema.ntypes}")
     nt = schema.node_types[ntype]
-    array = (store.type_label if label else store.type_feat).get(nt.name)
+    from bgl.codec.typed_rows import type_feat_rows  # a type's encoded rows when it has a codec
+
+    array = store.type_label.get(nt.name) if label else type_feat_rows(store, nt.name)
     if array is None:
         raise ValueError(f"node type {nt.name!r} of {store.meta.name or store.path} has no "
                          f"{'labels' if label else 'features'}")

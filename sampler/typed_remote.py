@@ -228,10 +228,12 @@ class TypedClient:
         sorted_ids = gids[order]
         jobs = [(s, functools.partial(self._typed_features_request, sorted_ids[a:b], field, t),
                  functools.partial(self._local.gather_typed, s, sorted_ids[a:b], t, label)) for s, a, b in groups]
-        shape = (gids.shape[0],) if label else (gids.shape[0], nt.feat_dim)
-        out = np.empty(shape, np.int64 if label else np.dtype(nt.feat_dtype))
+        codec = (self.feat_codec or {}).get(nt.name) if isinstance(self.feat_codec, dict) else None
+        width, dtype = (nt.feat_dim, np.dtype(nt.feat_dtype)) if codec is None else (codec.row_width, codec.row_dtype)
+        shape = (gids.shape[0],) if label else (gids.shape[0], width)  # a type's encoded rows stay encoded
+        out = np.empty(shape, np.int64 if label else dtype)
         for (s, a, b), (rows,) in zip(groups, self._answer(jobs, P.Op.FEATURES)):
-            if rows.size != (b - a) * (1 if label else nt.feat_dim) or rows.dtype != out.dtype:
+            if rows.size != (b - a) * (1 if label else width) or rows.dtype != out.dtype:
                 raise ProtocolError(f"{self.addresses[s]} returned {rows.size} {rows.dtype} values for {b - a} "
                                     f"rows of node type {nt.name!r}")
             out[order[a:b]] = rows.reshape((b - a,) + shape[1:])

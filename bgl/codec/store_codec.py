@@ -66,40 +66,48 @@ def compress_store(path, codec: str, *, block: int = 0, out=None, keep_float32: 
     Raises
     ------
     ValueError : an unknown codec name (listing the known ones), a store without features or with
-        features only in encoded form, a typed store, NaN/inf in a row (naming it)
+        features only in encoded form, NaN/inf in a row (naming it)
     TypeError : the store's features are not floating point
+
+    A typed store gets one codec per node type with features (:mod:`bgl.codec.typed_rows`), each of
+    its type's width, with the same ``codec`` and ``block``.
     """
     from ..store import GraphStore
 
     store = GraphStore(path, validate="none")
     if store.is_typed:
-        raise ValueError(f"{store.path}: feature codecs are not built for typed stores yet")
-    if store.feat is None:
-        why = ("holds only encoded rows (no feat.npy) to encode from" if store.feat_codec is not None
-               else "has no features")
-        raise ValueError(f"{store.path}: {why}")
-    if store.feat.dtype.kind != "f":
-        raise TypeError(f"{store.path}: features are {store.feat.dtype}; a feature codec encodes floating point")
-    rc = RowCodec(codec, store.feat_dim, block)
+        jobs, skip, entry = _typed_jobs(store, codec, block, keep_float32)
+    else:
+        if store.feat is None:
+            why = ("holds only encoded rows (no feat.npy) to encode from" if store.feat_codec is not None
+                   else "has no features")
+            raise ValueError(f"{store.path}: {why}")
+        if store.feat.dtype.kind != "f":
+            raise TypeError(f"{store.path}: features are {store.feat.dtype}; a feature codec encodes floating point")
+        rc = RowCodec(codec, store.feat_dim, block)
+        jobs, entry = [(store.feat, f"feat.{rc.name}.npy", rc)], rc.to_dict()
+        skip = {"feat.npy"} if not keep_float32 else set()
+        if store.feat_codec is not None:
+            skip.add(f"feat.{store.feat_codec.name}.npy")
     in_place = out is None
     target = check_output(store.path if in_place else out, STORE, True if in_place else overwrite,
                           inputs=() if in_place else (store.path,))
     remove_stale(target.absolute().parent)
     work = WorkDir(target, "tmp")
     try:
-        skip = {"meta.json"} | ({"feat.npy"} if not keep_float32 else set())
-        if store.feat_codec is not None:
-            skip.add(f"feat.{store.feat_codec.name}.npy")
+        skip.add("meta.json")
         for f in sorted(store.path.rglob("*")):
             rel = f.relative_to(store.path)
             if f.is_file() and str(rel) not in skip:
                 _link_or_copy(f, work.path / rel)
-        enc = np.lib.format.open_memmap(work.path / f"feat.{rc.name}.npy", mode="w+", dtype=rc.row_dtype,
-                                        shape=(store.num_nodes, rc.row_width))
-        encode_rows_into(store.feat, rc, enc, chunk_rows)
-        enc.flush()
-        del enc
-        meta = {**store.meta.to_dict(), "feat_codec": rc.to_dict(), "feat_float32": bool(keep_float32),
+        for feat, name, rc in jobs:
+            (work.path / name).parent.mkdir(parents=True, exist_ok=True)  # feat/ of a typed store dropping float32
+            enc = np.lib.format.open_memmap(work.path / name, mode="w+", dtype=rc.row_dtype,
+                                            shape=(feat.shape[0], rc.row_width))
+            encode_rows_into(feat, rc, enc, chunk_rows)
+            enc.flush()
+            del enc
+        meta = {**store.meta.to_dict(), "feat_codec": entry, "feat_float32": bool(keep_float32),
                 "version": CODEC_FORMAT_VERSION}
         (work.path / "meta.json").write_text(json.dumps(meta, indent=2))
         GraphStore(work.path)  # never swap in an inconsistent store
@@ -107,9 +115,35 @@ def compress_store(path, codec: str, *, block: int = 0, out=None, keep_float32: 
     except BaseException:
         work.remove()
         raise
-    log.info("%s: feature rows encoded as %s (%d B/row, was %d B/row)", target, rc.name, rc.row_bytes,
-             store.feat_dim * store.feat.dtype.itemsize)
+    for feat, name, rc in jobs:
+        log.info("%s: %s rows encoded as %s (%d B/row, was %d B/row)", target, name, rc.name, rc.row_bytes,
+                 rc.dim * feat.dtype.itemsize)
     return GraphStore(target, validate="none")
+
+
+def _typed_jobs(store, codec: str, block: int, keep_float32: bool) -> tuple[list, set, dict]:
+    """``(jobs, files to leave out, meta entry)`` of a typed store: one ``(rows, file, RowCodec)`` job per
+    node type with features; ValueError / TypeError naming the store and the type."""
+    from .typed_rows import by_type_entry, type_codecs
+
+    featured = [t for t in store.schema.node_types if t.feat_dim > 0]
+    if not featured:
+        raise ValueError(f"{store.path}: has no features (no node type has any)")
+    if not store.meta.feat_float32:
+        raise ValueError(f"{store.path}: holds only encoded rows (no feat/<ntype>.npy) to encode from")
+    old, jobs, skip = type_codecs(store), [], set()
+    for t in featured:
+        feat = store.type_feat[t.name]
+        if feat.dtype.kind != "f":
+            raise TypeError(f"{store.path}: features of node type {t.name!r} are {feat.dtype}; a feature codec "
+                            "encodes floating point")
+        rc = RowCodec(codec, t.feat_dim, block)
+        jobs.append((feat, f"feat/{t.name}.{rc.name}.npy", rc))
+        if not keep_float32:
+            skip.add(f"feat/{t.name}.npy")
+        if t.name in old:
+            skip.add(f"feat/{t.name}.{old[t.name].name}.npy")
+    return jobs, skip, by_type_entry({t.name: rc for t, (_, _, rc) in zip(featured, jobs)})
 
 
 def write_encoded(out, codec: str, write, *, block: int = 0, overwrite: bool = False):

@@ -13,12 +13,16 @@ from .rows import RowCodec
 
 
 def codec_of_info(address: str, info: dict):
-    """The :class:`RowCodec` an INFO reply names (None: float rows); ProtocolError for one this bgl
-    cannot decode (an unknown codec name, a bad entry)."""
+    """The :class:`RowCodec` an INFO reply names (a typed part's ``{ntype: RowCodec}``; None: float rows);
+    ProtocolError for one this bgl cannot decode (an unknown codec name, a bad entry)."""
     entry = info.get("feat_codec")
     if entry is None:
         return None
+    from .typed_rows import entry_codecs, is_by_type
+
     try:
+        if is_by_type(entry):  # a typed part's {ntype: RowCodec} (bgl/codec/typed_rows.py)
+            return entry_codecs(entry, info.get("schema"))
         codec = RowCodec.from_dict(entry)
     except (TypeError, ValueError) as e:
         raise ProtocolError(f"server {address} sends feature rows this bgl cannot decode: {e}") from None

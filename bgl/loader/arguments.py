@@ -67,8 +67,13 @@ class GraphInfo:
                  from_dgl: bool = False, schema=None, edge_names: Optional[Sequence[str]] = None,
                  edge_dtypes: Optional[dict] = None, feat_codec=None):
         self.spec, self.num_nodes, self.feat_dim, self.feat_dtype = spec, num_nodes, feat_dim, feat_dtype
-        # bgl.codec.RowCodec: feature rows are fetched, cached and moved encoded, decoded by the transfer stage
-        self.feat_codec = feat_codec if feat_codec is not None else getattr(store, "feat_codec", None)
+        # bgl.codec.RowCodec (a typed store's {ntype: RowCodec}, bgl/codec/typed_rows.py): feature rows are
+        # fetched, cached and moved encoded, decoded by the transfer stage
+        if feat_codec is None:
+            from ..codec.typed_rows import type_codecs
+
+            feat_codec = getattr(store, "feat_codec", None) or type_codecs(store) or None
+        self.feat_codec = feat_codec
         self.has_label, self.store, self.partition_dir, self.from_dgl = has_label, store, partition_dir, from_dgl
         self.schema = schema
         edata = getattr(store, "edata", None)  # a typed DGLGraph's arrays name theirs (arrays_typed_info)

@@ -124,26 +124,33 @@ def typed_cache_spec(policy: str, cache_ratio, cache_bytes, info: GraphInfo, pip
     """One cache per featured node type, each holding the same fraction of its type's rows
     (``cache_ratio``, or ``cache_bytes`` over the bytes of all types' rows, each in its own width
     and dtype), all of ``policy``.  Degrees (the fill order of ``lookahead``, the ranking of
-    ``static-degree``) are each type's slice of the store's in-degrees; a graph on servers has
-    none here (``static-degree`` is then refused), nor are ``presample`` counts per type built."""
+    ``static-degree``) are each type's slice of the store's in-degrees (over servers, its partition's,
+    in the loader's original ids; without the partition dir there are none and ``static-degree`` is
+    refused); ``presample`` counts come per type from the loader's presampled epoch
+    (:func:`bgl.loader.presample.presample_cache_spec`)."""
     schema = info.schema
     featured = [t for t in schema.node_types if t.feat_dim > 0]
     if not featured:
         raise ValueError("cache requested but no node type of this graph has features")
-    if policy == "presample":
-        raise ValueError("cache='presample' is not available for typed graphs; use 'lookahead' or 'fifo'")
-    dtypes = {t.name: np.dtype(t.feat_dtype or "float32") for t in featured}
-    total = sum(t.count * t.feat_dim * dtypes[t.name].itemsize for t in featured)
+    # each type's rows as they arrive: encoded where the type has a codec (bgl/codec/typed_rows.py)
+    codecs = info.feat_codec if isinstance(info.feat_codec, dict) else {}
+    dtypes = {t.name: codecs[t.name].row_dtype if t.name in codecs else np.dtype(t.feat_dtype or "float32")
+              for t in featured}
+    widths = {t.name: codecs[t.name].row_width if t.name in codecs else t.feat_dim for t in featured}
+    total = sum(t.count * widths[t.name] * dtypes[t.name].itemsize for t in featured)
     fraction, cache_bytes = checked_size(cache_ratio, cache_bytes)
     if cache_bytes is not None:
         fraction = min(1.0, cache_bytes / total) if total else 0.0
     degrees = None
     if policy in DEGREE_POLICIES and info.store is not None:
         degrees = np.asarray(info.store.in_degrees())
+    elif policy in DEGREE_POLICIES and info.partition_dir is not None:
+        degrees = original_degrees(info.partition_dir)
     if degrees is None and policy == "static-degree":
-        raise ValueError("cache='static-degree' needs node degrees: pass a store")
+        raise ValueError("cache='static-degree' needs node degrees: pass a store, or the partition dir with "
+                         "graph servers (as graph, or BGL_PARTITION)")
     specs = {t.name: CacheSpec(policy=policy, capacity=min(int(fraction * t.count), t.count), num_nodes=t.count,
-                               dim=t.feat_dim, dtype=dtypes[t.name].name,
+                               dim=widths[t.name], dtype=dtypes[t.name].name,
                                device=cache_device(pipeline, device),
                                degrees=None if degrees is None else degrees[t.offset:t.offset + t.count])
              for t in featured}
@@ -208,6 +215,17 @@ def sized_window(pipeline: str):
     from ..cache.lookahead_feeder import CacheSizedWindow, process_window
 
     return process_window() if pipeline == "processes" else CacheSizedWindow()
+
+
+def original_degrees(path: Path) -> np.ndarray:
+    """In-degrees of all nodes of a typed partition in ORIGINAL ids (what a typed loader over its servers
+    speaks, :class:`~bgl.sampler.typed_remote.TypedServerSampler`): the parts' degrees put back in place."""
+    from ..partition.format import open_partition
+
+    new = partition_degrees(path)
+    out = np.empty_like(new)
+    out[np.asarray(open_partition(path).orig_ids)] = new
+    return out
 
 
 def partition_degrees(path: Path) -> np.ndarray:

@@ -54,13 +54,9 @@ def check_edge_options(options: EdgeOptions, info: Any, labor=None, typed: bool 
     local graph), before any stage starts; ValueError naming the array and what there is.
 
     A ``typed`` graph draws each relation by the weights too (one edge array over its fused CSC,
-    :mod:`bgl.sampler.typed`) and by LABOR-0; LABOR-i and weighted LABOR are refused by name.
+    :mod:`bgl.sampler.typed`), and by LABOR-0, LABOR-i or weighted LABOR relation by relation
+    (:func:`bgl.sampler.multilayer.sample_typed_blocks`).
     """
-    if typed and labor is not None and (labor.importance_sampling != 0 or labor.prob is not None):
-        what = (f"importance_sampling={labor.importance_sampling}" if labor.importance_sampling != 0
-                else f"prob={labor.prob!r}")
-        raise ValueError(f"LaborSampler({what}): graphs with edge types sample by LABOR-0 only (each relation's "
-                         "span); pass importance_sampling=0 and no prob, or use NeighborSampler(prob=)")
     names = ([options.prob] if options.prob else []) + list(options.edge_feats)
     if not names:
         return

@@ -20,10 +20,11 @@ EXCLUDES = (None, "self", "reverse_id", "reverse_types")  # reverse_types: typed
 
 
 def _check_exclude_mode(exclude, reverse_eids, reverse_etypes) -> None:
-    """DGL's exclusion modes; a callable ``exclude`` is refused (bgl samples in its own stages)."""
-    if callable(exclude) or exclude not in EXCLUDES:
-        raise ValueError(f"exclude must be one of {EXCLUDES}, got {exclude!r} (a callable exclude is not "
-                         "supported: give the edges to exclude as reverse_eids or reverse_etypes)")
+    """DGL's exclusion modes, or a callable (typed graphs: :mod:`bgl.loader.typed_callables`)."""
+    if callable(exclude):
+        return
+    if exclude not in EXCLUDES:
+        raise ValueError(f"exclude must be one of {EXCLUDES} or a callable, got {exclude!r}")
     if exclude == "reverse_id" and reverse_eids is None:
         raise ValueError("exclude='reverse_id' needs reverse_eids (the reverse edge id of every edge)")
     if exclude == "reverse_types" and not reverse_etypes:
@@ -37,13 +38,15 @@ class EdgePredictionSampler:
     ----------
     sampler : bgl.NeighborSampler | dgl.dataloading.NeighborSampler
         Samples the blocks around the endpoints of each batch's edges.
-    exclude : None | ``"self"`` | ``"reverse_id"`` | ``"reverse_types"``
+    exclude : None | ``"self"`` | ``"reverse_id"`` | ``"reverse_types"`` | callable
         Edges never sampled into a batch's blocks: none, the batch's seed edges, or those
         and their reverses ``reverse_eids[eids]`` (or, on a typed graph, the edges of the same
-        ids of the reverse edge types ``reverse_etypes``: :mod:`bgl.loader.typed_edge_seeds`).
+        ids of the reverse edge types ``reverse_etypes``: :mod:`bgl.loader.typed_edge_seeds`);
+        on a typed graph, DGL's callable ``{etype: eids} -> {etype: eids to exclude}``.
     reverse_eids : int tensor/array [num_edges] (a typed graph's ``{etype: ids}``), for ``"reverse_id"``
     reverse_etypes : ``{etype: reverse etype}``, for ``"reverse_types"``
-    negative_sampler : ``bgl.negative_sampler.*`` or ``dgl.dataloading.negative_sampler.*``, optional
+    negative_sampler : ``bgl.negative_sampler.*`` or ``dgl.dataloading.negative_sampler.*``, optional;
+        on a typed graph also a callable ``(g, {etype: eids}) -> {etype: (src, dst)}`` (DGL's contract)
     prefetch_labels : accepted for DGL's signature (edge labels are not stored by bgl)
     """
 
@@ -119,7 +122,8 @@ def edge_settings(graph_sampler) -> EdgeSettings:
 
 def bgl_negative_sampler(sampler):
     """bgl's negative sampler for ``sampler`` (bgl's own, or DGL's ``PerSourceUniform`` /
-    ``Uniform`` / ``GlobalUniform`` with the same settings); None stays None."""
+    ``Uniform`` / ``GlobalUniform`` with the same settings); any other callable is a user's sampler
+    with DGL's contract (:class:`~bgl.loader.typed_callables.UserNegatives`, typed graphs); None stays None."""
     if sampler is None or hasattr(sampler, "sample_pairs"):  # bgl's own (or a pair sampler of bgl.pyg)
         return sampler
     name = type(sampler).__name__
@@ -129,6 +133,10 @@ def bgl_negative_sampler(sampler):
         if name == "GlobalUniform":
             return neg.GlobalUniform(sampler.k, exclude_self_loops=sampler.exclude_self_loops,
                                      replace=sampler.replace)
+    if callable(sampler):
+        from .typed_callables import UserNegatives
+
+        return UserNegatives(sampler)
     raise TypeError(f"unsupported negative_sampler {type(sampler).__module__}.{name}; use "
                     "bgl.negative_sampler.Uniform / PerSourceUniform / GlobalUniform or DGL's")
 
@@ -160,6 +168,13 @@ def resolve_edge_seeds(graph, indices, info, settings: EdgeSettings):
     from .edge_seeds import EdgeSeeds, partition_endpoints, store_endpoints
 
     book = None
+    if callable(settings.exclude):
+        raise ValueError(f"a callable exclude ({settings.exclude!r}) is taken on graphs with edge types only; on "
+                         "this graph use exclude='self', or 'reverse_id' with reverse_eids (bgl.reverse_edge_ids)")
+    if getattr(settings.negative, "draw", None) is not None:
+        raise TypeError(f"a callable negative_sampler ({settings.negative.fn!r}) is taken on graphs with edge types "
+                        "only; on this graph use bgl.negative_sampler.Uniform / PerSourceUniform / GlobalUniform "
+                        "or DGL's")
     if settings.exclude == "reverse_types":
         raise ValueError("exclude='reverse_types' pairs edge types; this graph has one: use exclude='reverse_id' "
                          "with reverse_eids (bgl.reverse_edge_ids)")

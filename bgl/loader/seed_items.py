@@ -71,7 +71,7 @@ def resolve_seeds(graph, indices, info, sampler, schema, order: str, seed_time=N
         if typed:
             from .typed_edge_seeds import resolve_typed_edge_seeds
 
-            edges = resolve_typed_edge_seeds(indices, info, sampler.link)
+            edges = resolve_typed_edge_seeds(indices, info, sampler.link, graph)
             return SeedItems(EDGES, typed, np.arange(edges.eids.shape[0], dtype=np.int64), edges=edges,
                              order_nodes=edges.dst)
         from .edge_prediction import resolve_edge_seeds

@@ -177,7 +177,7 @@ def _typed_edge_seeds(graph, indices, seed_time, info, options: TemporalOptions,
     if link.exclude is not None:
         raise ValueError(f"exclude={link.exclude!r}: temporal link prediction excludes by time, not by id (give "
                          "each seed edge a seed_time before its own time, e.g. time - 1); pass exclude=None")
-    edges = dataclasses.replace(resolve_typed_edge_seeds(indices, info, link), node_order="disjoint")
+    edges = dataclasses.replace(resolve_typed_edge_seeds(indices, info, link, graph), node_order="disjoint")
     if seed_time is None:
         raise ValueError("a TemporalNeighborSampler needs a time for every seed edge: seed_time={etype: times}")
     if isinstance(indices, dict):

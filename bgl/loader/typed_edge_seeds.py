@@ -27,9 +27,13 @@ import torch
 
 from ..sampler.typed import relation_seed
 from ._typed_block_kernels import type_positions
-from .edge_seeds import compact, sorted_compact, store_endpoints
+from .edge_seeds import compact, sorted_compact
+from .typed_edge_ids import StoreEdges, edge_source, position_map
 
 TYPED_EXCLUDES = (None, "self", "reverse_id", "reverse_types")
+# GlobalUniform per edge type: rounds of candidates while short, DGL's three trials per candidate (a small
+# user-item relation is dense enough that one round of 1.3x candidates often comes back short)
+GLOBAL_UNIFORM_TRIALS = 3
 
 
 @dataclass
@@ -63,7 +67,9 @@ class TypedEdgeSeeds:
     ``eids`` the user's ids, ``positions`` their CSC positions, ``rel`` their relation ids, ``src`` /
     ``dst`` global endpoint ids (int64 [n] each); ``reverse`` int64 [n] each seed's reverse edge's
     position (-1: none) when reverses are excluded; ``schema`` the graph's
-    :class:`~bgl.schema.GraphSchema`; ``negative`` a bgl negative sampler drawn per edge type.
+    :class:`~bgl.schema.GraphSchema`; ``negative`` a bgl negative sampler drawn per edge type, or a
+    user's callable (:class:`~bgl.loader.typed_callables.UserNegatives`); ``exclude`` a DGL mode or
+    a :class:`~bgl.loader.typed_callables.UserExclude`.
     """
 
     eids: np.ndarray
@@ -72,7 +78,7 @@ class TypedEdgeSeeds:
     src: np.ndarray
     dst: np.ndarray
     schema: Any
-    exclude: Optional[str] = None
+    exclude: Any = None  # None | "self" | "reverse_id" | "reverse_types" | UserExclude
     reverse: Optional[np.ndarray] = None
     negative: Any = None
     node_order: str = "first"  # DGL's compact_graphs order, PyG's sorted unique ("sorted"), or none ("disjoint")
@@ -81,25 +87,38 @@ class TypedEdgeSeeds:
     def order_nodes(self) -> np.ndarray:
         return self.dst
 
-    def excluded(self, sel: np.ndarray) -> Optional[np.ndarray]:
-        """Sorted unique CSC positions the batch's blocks must not contain (None: nothing excluded)."""
+    def excluded(self, sel: np.ndarray, graph=None) -> Optional[np.ndarray]:
+        """Sorted unique CSC positions the batch's blocks must not contain (None: nothing excluded);
+        a callable ``exclude`` is asked with the batch's seed edges (``graph``: the sampler's typed CSC)."""
         if self.exclude is None:
             return None
+        if not isinstance(self.exclude, str):
+            eids, rel = self.eids[sel], self.rel[sel]
+            return self.exclude.positions(self.schema, {int(r): eids[rel == r] for r in np.unique(rel)}, graph)
         pos = self.positions[sel]
         if self.reverse is not None:
             rev = self.reverse[sel]
             pos = np.concatenate([pos, rev[rev >= 0]])
         return np.unique(pos)
 
-    def _negatives(self, r: int, src: np.ndarray, dst: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    def _negatives(self, r: int, src: np.ndarray, dst: np.ndarray, seed: int,
+                   graph=None) -> tuple[np.ndarray, np.ndarray]:
         """Negative (src, dst) global ids of relation ``r``'s positives, drawn over its end types' ids from
         stream ``relation_seed(seed, r)``: a sampler with ``sample_typed_pairs`` (PyG's binary pairs, both
-        ends random) gets both types' counts, DGL's per-source samplers the destination type's."""
+        ends random; ``GlobalUniform``, which also avoids ``graph``'s edges of relation ``r``) gets both
+        types' counts, DGL's per-source samplers the destination type's."""
         offsets, types = self.schema.offsets, self.schema.node_types
         s_t, d_t = (int(a[r]) for a in self.schema.relation_ends())
         src, dst, stream = src - offsets[s_t], dst - offsets[d_t], relation_seed(seed, r)
+        extra = {}
+        if getattr(self.negative, "needs_graph", False):
+            from ..sampler.edge_check import RelationEdges
+
+            edges = None if graph is None else RelationEdges(graph, r, offsets[s_t], offsets[d_t])
+            extra = {"graph": edges, "same_type": s_t == d_t, "trials": GLOBAL_UNIFORM_TRIALS}
         if hasattr(self.negative, "sample_typed_pairs"):
-            ns, nd = self.negative.sample_typed_pairs(src, dst, int(types[s_t].count), int(types[d_t].count), stream)
+            ns, nd = self.negative.sample_typed_pairs(src, dst, int(types[s_t].count), int(types[d_t].count), stream,
+                                                      **extra)
         else:
             ns, nd = self.negative.sample_pairs(src, dst, int(types[d_t].count), stream)
         return ns + offsets[s_t], nd + offsets[d_t]
@@ -107,13 +126,21 @@ class TypedEdgeSeeds:
     def batch(self, sel: np.ndarray, seed: int, graph=None) -> tuple[TypedEdgeBatch, Optional[np.ndarray]]:
         """The :class:`TypedEdgeBatch` of seed positions ``sel`` and the positions to exclude.
         Negatives of relation ``r`` come from stream ``relation_seed(seed, r)``, each destination
-        uniform over its edge type's destination node type (DGL's per-type ``Uniform``)."""
+        uniform over its edge type's destination node type (DGL's per-type ``Uniform``), or both ends
+        uniform over the pairs of its end types that are not edges of ``r`` in ``graph`` (``GlobalUniform``:
+        a typed CSC, or servers as a :class:`~bgl.sampler.edge_check.ServerEdgeCheck`)."""
         src, dst, rel = self.src[sel], self.dst[sel], self.rel[sel]
         rels = np.unique(rel)
         by_rel = [np.flatnonzero(rel == r) for r in rels]
         arrays = [a for idx in by_rel for a in (src[idx], dst[idx])]
-        if self.negative is not None:
-            arrays += [a for r, idx in zip(rels.tolist(), by_rel) for a in self._negatives(r, src[idx], dst[idx], seed)]
+        neg_rels = rels.tolist()
+        if getattr(self.negative, "draw", None) is not None:  # a user's callable: every edge type at once
+            drawn = self.negative.draw(self.schema, {r: self.eids[sel][idx] for r, idx in zip(neg_rels, by_rel)}, seed)
+            neg_rels, offsets, (s_t, d_t) = sorted(drawn), self.schema.offsets, self.schema.relation_ends()
+            arrays += [a for r in neg_rels for a in (drawn[r][0] + offsets[s_t[r]], drawn[r][1] + offsets[d_t[r]])]
+        elif self.negative is not None:
+            arrays += [a for r, idx in zip(neg_rels, by_rel)
+                       for a in self._negatives(r, src[idx], dst[idx], seed, graph)]
         if self.node_order == "disjoint":  # temporal: every endpoint its own seed (bgl/loader/temporal_edges.py)
             nodes, local = np.concatenate(arrays), list(_runs(arrays))
         else:
@@ -123,10 +150,10 @@ class TypedEdgeSeeds:
         for j, (r, idx) in enumerate(zip(rels.tolist(), by_rel)):
             pos[r] = (torch.from_numpy(type_local[local[2 * j]]), torch.from_numpy(type_local[local[2 * j + 1]]))
             eids[r] = torch.from_numpy(self.eids[sel][idx])
-            if neg is not None:
-                k = 2 * len(by_rel) + 2 * j
-                neg[r] = (torch.from_numpy(type_local[local[k]]), torch.from_numpy(type_local[local[k + 1]]))
-        return TypedEdgeBatch(torch.from_numpy(nodes), pos, eids, neg), self.excluded(sel)
+        for j, r in enumerate(neg_rels if neg is not None else ()):
+            k = 2 * len(by_rel) + 2 * j
+            neg[r] = (torch.from_numpy(type_local[local[k]]), torch.from_numpy(type_local[local[k + 1]]))
+        return TypedEdgeBatch(torch.from_numpy(nodes), pos, eids, neg), self.excluded(sel, graph)
 
 
 def _runs(arrays):
@@ -167,19 +194,18 @@ def check_reverse_etypes(schema, reverse_etypes) -> np.ndarray:
     return rev
 
 
-def resolve_typed_edge_seeds(indices, info, settings) -> TypedEdgeSeeds:
+def resolve_typed_edge_seeds(indices, info, settings, graph=None) -> TypedEdgeSeeds:
     """The :class:`TypedEdgeSeeds` of ``{etype: eids}`` over a typed graph ``info`` (a heterogeneous
     DGLGraph read in place, a local typed store, or graph servers with their partition dir), every
-    argument checked before anything starts."""
+    argument checked before anything starts (a user's callables called once: :mod:`.typed_callables`;
+    ``graph`` the user's graph, what a callable negative sampler is called with)."""
     from .arguments import check_ids
 
     schema = info.schema
-    if settings.exclude not in TYPED_EXCLUDES:
-        raise ValueError(f"exclude must be one of {TYPED_EXCLUDES} on a typed graph, got {settings.exclude!r}")
+    if not callable(settings.exclude) and settings.exclude not in TYPED_EXCLUDES:
+        raise ValueError(f"exclude must be one of {TYPED_EXCLUDES} or a callable on a typed graph, got "
+                         f"{settings.exclude!r}")
     negative = settings.negative
-    if getattr(negative, "needs_graph", False):
-        raise ValueError("GlobalUniform negatives are not available on typed graphs yet; use Uniform / "
-                         "PerSourceUniform (drawn per edge type)")
     if settings.pairs is not None:  # PyG: given node pairs of one edge type, nothing to look up or exclude
         return _pair_seeds(indices, schema, settings)
     if not isinstance(indices, Mapping):
@@ -187,8 +213,8 @@ def resolve_typed_edge_seeds(indices, info, settings) -> TypedEdgeSeeds:
             raise TypeError(f"a graph with edge types {schema.canonical_etypes} takes seed edges as {{etype: eids}}")
         indices = {schema.canonical_etypes[0]: indices}
     from_dgl = info.from_dgl
-    edges = None if from_dgl else _edge_source(info)
-    to_position = _position_map(info.store, len(schema.edge_types)) if from_dgl else None
+    edges = None if from_dgl else edge_source(info)
+    to_position = position_map(info.store, len(schema.edge_types)) if from_dgl else None
     parts = []
     for key, ids in indices.items():
         r = _relation_of(schema, key)
@@ -206,91 +232,16 @@ def resolve_typed_edge_seeds(indices, info, settings) -> TypedEdgeSeeds:
                                  f"(the edge ids of a typed {edges.kind} are its CSC positions)")
         parts.append((eids, pos, np.full(eids.shape[0], r, np.int64)))
     eids, pos, rel = (np.concatenate([p[i] for p in parts]) if parts else np.empty(0, np.int64) for i in range(3))
-    src, dst = (_StoreEdges(info.store) if from_dgl else edges).endpoints(pos)
-    reverse = None
-    if settings.exclude in ("reverse_id", "reverse_types"):
+    src, dst = (StoreEdges(info.store) if from_dgl else edges).endpoints(pos)
+    reverse, exclude = None, settings.exclude
+    if exclude in ("reverse_id", "reverse_types"):
         reverse = _reverse_positions(settings, schema, edges, eids, pos, rel, src, dst, to_position)
+    if callable(exclude) or getattr(negative, "draw", None) is not None:
+        from .typed_callables import checked_callables
+
+        exclude, negative = checked_callables(schema, eids, rel, exclude, negative, graph, info)
     return TypedEdgeSeeds(eids=eids, positions=pos, rel=rel, src=src, dst=dst, schema=schema,
-                          exclude=settings.exclude, reverse=reverse, negative=negative)
-
-
-def _edge_source(info):
-    """The edges seed ids name: a local typed store's, or (graph servers) their partition's."""
-    if info.store is not None:
-        return _StoreEdges(info.store)
-    if info.partition_dir is None:
-        raise ValueError("link prediction over graph servers reads seed-edge endpoints from the partition dir: "
-                         "pass it as graph (with BGL_SERVERS set) or set BGL_PARTITION")
-    from ..partition.format import open_partition
-
-    return _PartitionEdges(open_partition(info.partition_dir))
-
-
-class _StoreEdges:
-    """A typed store's (or in-memory arrays') edges by CSC position: relation, endpoints, reverses."""
-
-    kind = "store"
-
-    def __init__(self, store):
-        self.store, self.num_edges = store, int(store.num_edges)
-
-    def etype_of(self, pos: np.ndarray) -> np.ndarray:
-        return np.asarray(self.store.etype)[pos]
-
-    def endpoints(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Global (src, dst) ids of the edges at ``pos``: ``indices[pos]`` and the row holding ``pos``."""
-        return store_endpoints(self.store, pos)
-
-    def reverse(self, src: np.ndarray, dst: np.ndarray, rev: np.ndarray) -> np.ndarray:
-        """Position of an edge ``dst -> src`` of relation ``rev`` per seed (-1: none; ``rev`` -1: none)."""
-        from ..sampler._typed_kernels import reverse_positions
-
-        out = np.full(src.shape[0], -1, np.int64)
-        has = rev >= 0
-        found = np.empty(int(has.sum()), np.int64)
-        s = self.store
-        reverse_positions(np.asarray(s.indptr), np.asarray(s.indices), np.asarray(s.etype),
-                          src[has] - int(s.node_offset), dst[has], rev[has], found)
-        out[has] = found
-        return out
-
-
-class _PartitionEdges:
-    """A typed partition's edges by partition edge id (part ``k``'s CSC position ``p`` is
-    ``edge_bounds[k] + p``, as graph servers number them), node ids the loader's (original) ones."""
-
-    kind = "partition"
-
-    def __init__(self, book):
-        self.book, self.num_edges = book, int(book.num_edges)
-        self.parts = [_StoreEdges(book.part_store(k)) for k in range(book.num_parts)]
-        self.node_bounds = np.array([p.store.node_offset for p in self.parts] + [book.num_nodes], np.int64)
-
-    def _by_part(self, ids: np.ndarray, bounds: np.ndarray):
-        part = np.searchsorted(bounds, ids, side="right") - 1
-        return [(int(k), np.flatnonzero(part == k)) for k in np.unique(part)]
-
-    def etype_of(self, eids: np.ndarray) -> np.ndarray:
-        out = np.empty(eids.shape[0], np.int64)
-        for k, sel in self._by_part(eids, self.book.edge_bounds):
-            out[sel] = self.parts[k].etype_of(eids[sel] - self.book.edge_bounds[k])
-        return out
-
-    def endpoints(self, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from .edge_seeds import partition_endpoints
-
-        src, dst = partition_endpoints(self.book, eids)  # the partition's (new) node ids
-        orig = np.asarray(self.book.orig_ids)
-        return orig[src], orig[dst]
-
-    def reverse(self, src: np.ndarray, dst: np.ndarray, rev: np.ndarray) -> np.ndarray:
-        """Partition edge id of each seed's reverse, looked up in the part that owns its source."""
-        new_src, new_dst = self.book.to_new_global(src), self.book.to_new_global(dst)
-        out = np.full(src.shape[0], -1, np.int64)
-        for k, sel in self._by_part(new_src, self.node_bounds):
-            found = self.parts[k].reverse(new_src[sel], new_dst[sel], rev[sel])
-            out[sel] = np.where(found >= 0, found + self.book.edge_bounds[k], -1)
-        return out
+                          exclude=exclude, reverse=reverse, negative=negative)
 
 
 def _pair_seeds(indices, schema, settings) -> TypedEdgeSeeds:
@@ -304,19 +255,6 @@ def _pair_seeds(indices, schema, settings) -> TypedEdgeSeeds:
     return TypedEdgeSeeds(eids=positions, positions=positions, rel=np.full(positions.shape[0], r, np.int64),
                           src=pairs[0][positions] + schema.offsets[s_t], dst=pairs[1][positions] + schema.offsets[d_t],
                           schema=schema, negative=settings.negative, node_order=settings.node_order)
-
-
-def _position_map(arrays, num_rel: int):
-    """``f(r, ids)``: CSC positions of relation ``r``'s edges ``ids`` (a DGLGraph's per-relation ids),
-    the fused CSC's inverse in one pass (no sort): 8 bytes per edge."""
-    from ..sources._typed_csc_kernels import positions_by_relation
-
-    etype = np.asarray(arrays.etype)
-    starts = np.zeros(num_rel + 1, np.int64)
-    np.cumsum(np.bincount(etype, minlength=num_rel), out=starts[1:])
-    order = np.empty(etype.shape[0], np.int64)
-    positions_by_relation(etype, np.asarray(arrays.edge_ids), starts, order)
-    return lambda r, ids: order[starts[r] + ids]
 
 
 def _reverse_positions(settings, schema, edges, eids, pos, rel, src, dst, to_position) -> np.ndarray:

@@ -1,6 +1,7 @@
-"""LABOR-0 on typed graphs (bgl/sampler/typed.py, ``labor=``): each relation keeps ``fanout`` edges in
+"""LABOR on typed graphs (bgl/sampler/typed.py, ``labor=``): each relation keeps ``fanout`` edges in
 expectation, one variate per source node shared by every relation, the same blocks from a store and
-its server, from a partition's servers and co-located reads; the loader's LaborSampler on a heterograph."""
+its server, from a partition's servers and co-located reads; LABOR-i relation by relation; the loader's
+LaborSampler on a heterograph."""
 from __future__ import annotations
 
 import numpy as np
@@ -59,7 +60,8 @@ def same_blocks(a, b):
             assert torch.equal(getattr(x, field), getattr(y, field)), field
 
 
-@pytest.mark.parametrize("labor", [Labor(), Labor(layer_dependency=True, seed2=77, mix=0.5)])
+@pytest.mark.parametrize("labor", [Labor(), Labor(layer_dependency=True, seed2=77, mix=0.5),
+                                   Labor(importance_sampling=1), Labor(importance_sampling=-1, seed2=5, mix=0.25)])
 def test_store_server_partition_and_colocated_reads_give_the_same_labor_blocks(labor_servers, hetero_store, labor):
     book, whole, parts = labor_servers
     fan = [relation_fanouts(layer, hetero_store.schema.canonical_etypes)
@@ -77,12 +79,15 @@ def test_store_server_partition_and_colocated_reads_give_the_same_labor_blocks(l
                     local.sample_typed_blocks(new_seeds, fan, seed=4, labor=labor))
 
 
-def test_labor_sampler_on_a_heterograph_gives_real_edges_and_refuses_labor_i():
+@pytest.mark.parametrize("kw", [{}, {"importance_sampling": 1}, {"importance_sampling": -1}, {"prob": "w"}])
+def test_labor_sampler_on_a_heterograph_gives_real_edges(kw):
+    """LABOR-0, LABOR-i (one round, until convergence) and weighted LABOR through the loader: each block
+    edge is the graph's edge of its id; LABOR-i and weighted LABOR weigh every kept edge (``edge_weights``)."""
     g = random_heterograph()
     fanouts = [{"writes": 2, "cites": 1, "by": 2}, {"writes": 3, "cites": 2, "by": 1}]
     seeds = {"paper": torch.arange(40)}
     torch.manual_seed(0)
-    loader = bgl.DataLoader(g, seeds, dgl.dataloading.LaborSampler(fanouts, batch_dependency=2), batch_size=16)
+    loader = bgl.DataLoader(g, seeds, dgl.dataloading.LaborSampler(fanouts, batch_dependency=2, **kw), batch_size=16)
     n = 0
     for _, _, blocks in loader:
         for block in blocks:
@@ -92,11 +97,45 @@ def test_labor_sampler_on_a_heterograph_gives_real_edges_and_refuses_labor_i():
                 gs, gd = g.find_edges(eids, etype=c)  # each block edge is the graph's edge of that id
                 assert torch.equal(block.srcnodes[c[0]].data[dgl.NID][src], gs)
                 assert torch.equal(block.dstnodes[c[2]].data[dgl.NID][dst], gd)
+                if kw:
+                    w = block.edges[c].data["edge_weights"]
+                    assert w.shape == eids.shape and bool((w > 0).all()), c
+                if kw.get("prob") and c[1] != "by":  # no edge of weight 0 is kept
+                    assert bool((g.edges[c].data["w"][eids] > 0).all())
                 n += eids.numel()
     assert n > 0
-    for kw, what in (({"importance_sampling": 1}, "importance_sampling=1"), ({"prob": "w"}, "prob='w'")):
-        with pytest.raises(ValueError, match=f"LaborSampler\\({what}\\): graphs with edge types sample by LABOR-0"):
-            bgl.DataLoader(g, seeds, dgl.dataloading.LaborSampler([2], **kw), batch_size=8)
+
+
+def test_labor_i_is_each_relations_own_problem():
+    """A typed LABOR-i layer keeps, per relation, what LABOR-i over that relation's in-edges alone keeps
+    (DGL samples a heterograph relation by relation), with the same importances."""
+    from bgl.sampler import labor_ops, ops
+
+    g = random_heterograph()
+    arrays = TypedArrays.from_dglgraph(g)
+    schema = arrays.schema
+    fanout = {"writes": 2, "cites": 3, "by": 1}
+    seeds = np.arange(schema.num_nodes)
+    block, = LocalSampler(arrays).sample_typed_blocks(seeds, [relation_fanouts(fanout, schema.canonical_etypes)],
+                                                      seed=4, labor=Labor(importance_sampling=2))
+    ptr, idx, et = block.indptr.numpy(), block.indices.numpy(), block.etypes.numpy()
+    src_ids, eids, w = block.src_ids.numpy(), block.edge_ids.numpy(), block.edata["edge_weights"].numpy()
+    dst_of = np.repeat(np.arange(seeds.size), np.diff(ptr))
+    for r, c in enumerate(schema.canonical_etypes):
+        s_off, d_off = schema.node_type(c[0]).offset, schema.node_type(c[2]).offset
+        u, v, e = g.edges(etype=c, form="all", order="srcdst")
+        order = np.argsort(v.numpy(), kind="stable")  # rows in dst order, as a CSC holds them
+        u, v, e = u.numpy()[order] + s_off, v.numpy()[order] + d_off, e.numpy()[order]
+        src, local = np.unique(u, return_inverse=True)
+        keep, imp = labor_ops.labor_importance(np.bincount(v, minlength=seeds.size), src, local, fanout[c[1]], 2,
+                                               ops.layer_seed(4, 0), ops.layer_seed(0, 0), -1.0)
+        mine = et == r
+        got = {(int(d), int(a)): float(x) for d, a, x in zip(dst_of[mine], eids[mine], w[mine])}  # the graph's ids
+        kept_pairs = set(zip(v[keep].tolist(), u[keep].tolist()))
+        assert set(zip(dst_of[mine].tolist(), src_ids[idx[mine]].tolist())) == kept_pairs
+        want = {(int(d), int(a)): float(x) for d, a, x in zip(v[keep], e[keep], imp[keep])}
+        assert got.keys() == want.keys(), c
+        assert all(abs(got[k] - want[k]) <= 1e-6 * max(1.0, abs(want[k])) for k in want), c
 
 
 def test_typed_labor_frames():

@@ -300,7 +300,7 @@ def _same_typed_rows(a, b):
 
 
 @pytest.mark.parametrize("kw", [dict(cache="lookahead", cache_ratio=0.3), dict(cache="fifo", pipeline="processes"),
-                                dict(cache=True, cache_lookahead="auto")])
+                                dict(cache=True, cache_lookahead="auto"), dict(cache="presample", cache_ratio=0.3)])
 def test_each_node_type_has_its_own_cache_and_batches_are_unchanged(typed_store, kw):
     seeds = {"paper": torch.arange(40)}
     plain = _batches(typed_store, seeds)
@@ -326,9 +326,17 @@ def test_a_typed_cache_splits_its_bytes_over_the_types_by_their_rows(typed_store
     with pytest.raises(TypeError, match="TypedFeatureCache"):
         bgl.DataLoader(typed_store, {"paper": torch.arange(4)}, dgl.dataloading.NeighborSampler([2]),
                        cache=make_cache("fifo", 4, 100, 5))
-    with pytest.raises(ValueError, match="'presample' is not available for typed graphs"):
-        bgl.DataLoader(typed_store, {"paper": torch.arange(4)}, dgl.dataloading.NeighborSampler([2]),
-                       cache="presample")
+    # presample: each type's cache gets its slice of the presampled epoch's input counts, by type-local id
+    loader = bgl.DataLoader(typed_store, {"paper": torch.arange(40)}, dgl.dataloading.NeighborSampler([2]),
+                            batch_size=10, cache="presample")
+    specs = loader._fetch.cache.specs
+    assert {nt: s.presample_counts.shape for nt, s in specs.items()} == {"paper": (40,), "word": (60,)}
+    assert (specs["paper"].presample_counts >= 1).all()  # every seed paper is an input of its own batch
+    words = typed_store.schema.node_type("word").offset
+    indices = np.asarray(typed_store.indices)[: int(np.asarray(typed_store.indptr)[40])]
+    seen = np.unique(indices[indices >= words]) - words  # words that reach a paper: the only ones sampled
+    assert set(np.flatnonzero(specs["word"].presample_counts).tolist()) <= set(seen.tolist())
+    assert specs["word"].presample_counts.sum() > 0
 
 
 def _column(block, ntype: str, key: str):

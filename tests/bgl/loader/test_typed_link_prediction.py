@@ -175,3 +175,54 @@ def test_bad_typed_link_input_is_named():
         untyped = dgl.graph((torch.tensor([0, 1]), torch.tensor([1, 0])))
         bgl.DataLoader(untyped, torch.arange(2), bgl.as_edge_prediction_sampler(
             bgl.NeighborSampler([2]), exclude="reverse_types", reverse_etypes=REVERSE), batch_size=2)
+
+
+def _global_negatives(loader, g):
+    """{canonical etype: [(positives, negatives)]} per batch, each negative checked to be a non-edge of its
+    edge type and no self loop where both ends are of one node type, as DGL's GlobalUniform guarantees."""
+    counts = {c: [] for c in g.canonical_etypes}
+    for _, pos, neg, _ in loader:
+        for c in g.canonical_etypes:
+            ns, nd = neg.edges(etype=c)
+            assert ns.dtype == nd.dtype == torch.int64
+            src, dst = neg.ndata[dgl.NID][c[0]][ns], neg.ndata[dgl.NID][c[2]][nd]
+            assert not g.has_edges_between(src, dst, etype=c).any(), c
+            assert c[0] != c[2] or not (src == dst).any()
+            assert len(set(zip(src.tolist(), dst.tolist()))) == src.shape[0]  # replace=False: no pair twice
+            counts[c].append((pos.num_edges(c), neg.num_edges(c)))
+    return counts
+
+
+def test_global_uniform_negatives_per_edge_type_as_dgls():
+    """DGL's GlobalUniform on a heterograph: per edge type, k pairs per positive drawn over its (src type,
+    dst type) pairs that are not edges of that type; the same counts and types from DGL's loader."""
+    g = rating_graph()
+    seeds = {"rates": torch.arange(300), "follows": torch.arange(80)}
+    sampler = _edge_prediction(dgl.dataloading.NeighborSampler([3, 3]),
+                               negative=dgl.dataloading.negative_sampler.GlobalUniform(2))
+    torch.manual_seed(1)
+    ours = _global_negatives(bgl.DataLoader(g, seeds, sampler, batch_size=64, shuffle=True), g)
+    theirs = _global_negatives(dgl.dataloading.DataLoader(g, seeds, sampler, batch_size=64, shuffle=True), g)
+    for c in g.canonical_etypes:
+        assert sum(p for p, _ in ours[c]) == sum(p for p, _ in theirs[c]) == {"rates": 300, "follows": 80}.get(c[1], 0)
+        assert all(n == 2 * p for p, n in ours[c]) and all(n == 2 * p for p, n in theirs[c]), c
+
+
+def test_global_uniform_on_a_typed_store_avoids_only_its_edge_types_edges(tmp_path):
+    """From a typed store: the same non-edge guarantee per edge type (a pair may be an edge of another
+    type: DGL tests only the negative's own), and the same negatives in every pipeline mode."""
+    g = rating_graph()
+    store = bgl.ingest(g, tmp_path / "ratings")
+    etype = np.asarray(store.etype)
+    seeds = {"rates": np.flatnonzero(etype == store.schema.etype_id("rates"))}
+    sampler = bgl.as_edge_prediction_sampler(bgl.NeighborSampler([2]), exclude="self",
+                                             negative_sampler=bgl.negative_sampler.GlobalUniform(3))
+    runs = {}
+    for mode in ("inline", "processes"):
+        torch.manual_seed(2)
+        loader = bgl.DataLoader(store, seeds, sampler, batch_size=50, shuffle=True, pipeline=mode)
+        runs[mode] = [neg.edges(etype="rates") for _, _, neg, _ in loader]
+        loader.close()
+    assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(runs["inline"], runs["processes"]))
+    counts = _global_negatives(bgl.DataLoader(store, seeds, sampler, batch_size=50, shuffle=True), g)
+    assert all(n == 3 * p for p, n in counts[("user", "rates", "item")])

@@ -154,3 +154,25 @@ def test_proximity_order_over_a_typed_partition(served, monkeypatch):
     owner = book.owner(book.to_new("paper", np.asarray(first)))
     shuffled = book.owner(book.to_new("paper", np.asarray(seeds_in_order("random"))))
     assert (owner[1:] == owner[:-1]).mean() > (shuffled[1:] == shuffled[:-1]).mean()
+
+
+@pytest.mark.parametrize("policy", ["static-degree", "presample"])
+def test_degree_and_presample_caches_over_servers(served, hetero_store, monkeypatch, policy):
+    """static-degree ranks each type by its partition's in-degrees in original ids (the store's), presample
+    by a presampled epoch over the servers; batches are the store's either way."""
+    book, servers = served
+    monkeypatch.setenv("BGL_SERVERS", servers)
+    want = batches(hetero_store, SAMPLED, blocks="bgl")
+    torch.manual_seed(7)
+    loader = bgl.DataLoader(str(book.path), SEEDS, dgl.dataloading.NeighborSampler(SAMPLED), batch_size=32,
+                            blocks="bgl", cache=policy, cache_ratio=0.3)
+    specs = loader._fetch.cache.specs
+    if policy == "static-degree":
+        degrees = np.asarray(hetero_store.in_degrees())
+        for nt, s in specs.items():
+            t = hetero_store.schema.node_type(nt)
+            assert np.array_equal(s.degrees, degrees[t.offset:t.offset + t.count]), nt
+    else:
+        assert all(s.presample_counts.shape == (s.num_nodes,) for s in specs.values())
+    same_batches(want, list(loader))
+    assert loader.cache_stats()["hits"] > 0
