@@ -51,6 +51,15 @@ def register(subparsers) -> None:
     p.add_argument("--scale", type=int_at_least(1), default=None, help="rmat: log2 of the node count")
     p.add_argument("--edge-factor", type=int_at_least(1), default=16, help="rmat: generated edges per node")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (drawn only when stderr is a terminal)")
+    p.add_argument("--distributed", action="store_true",
+                   help="run as MPI ranks (mpirun -n R python -m bgl ingest 'DIR/part-*.txt' OUT --distributed "
+                        "--parts P --num-nodes N): SOURCE is a glob, file or directory of edge-list shards (text, "
+                        "gzip, .npy [E, 2]), each rank reads its share and OUT is written as a partition directory "
+                        "(on a filesystem all ranks see); no features or labels, a seeded hash split")
+    p.add_argument("--parts", type=int_at_least(1), default=None, metavar="P",
+                   help="with --distributed: number of parts")
+    p.add_argument("--engine", choices=("ptscotch",), default="ptscotch",
+                   help="with --distributed: the engine (PT-Scotch through its ParMETIS API)")
     from .compress import add_feat_codec_arguments
 
     add_feat_codec_arguments(p)
@@ -63,6 +72,10 @@ def run(args) -> int:
     from ..sources.datasets import ingest
 
     require_parent(args.out_dir)
+    if args.distributed:
+        return run_distributed(args)
+    if args.parts is not None:
+        raise ValueError("--parts applies to --distributed (bgl partition splits a store on one machine)")
     opts = {}
     if args.name is not None:
         opts["name"] = args.name
@@ -97,4 +110,41 @@ def run(args) -> int:
     from .info import format_summary, store_summary
 
     print(format_summary(store_summary(store)))
+    return 0
+
+
+#: Options of one-machine ingest that edge-list shards do not take (flag, attribute, values allowed).
+_NOT_DISTRIBUTED = (("--format", "format", (None, "edgelist")), ("--feat-dim", "feat_dim", (0,)),
+                    ("--num-classes", "num_classes", (0,)), ("--add-reverse", "add_reverse", (False,)),
+                    ("--name", "name", (None,)), ("--split", "split", (None,)),
+                    ("--edge-weight-column", "edge_weight_column", (None,)),
+                    ("--edge-time-column", "edge_time_column", (None,)), ("--scale", "scale", (None,)),
+                    ("--feat-codec", "feat_codec", (None,)))
+
+
+def run_distributed(args) -> int:
+    """``--distributed``: every rank ingests and partitions together; rank 0 prints, the others stay
+    quiet (a failed check is the same error on every rank, and rank 0 reports it)."""
+    from ..partition.dist_ingest import ingest_distributed
+    from ..partition.distributed import mpi_rank
+    from .partition import format_metrics
+
+    rank = mpi_rank()
+    try:
+        for flag, name, allowed in _NOT_DISTRIBUTED:
+            if getattr(args, name) not in allowed:
+                raise ValueError(f"{flag} does not apply to --distributed (edge-list shards, no node data)")
+        if args.parts is None:
+            raise ValueError("--distributed needs --parts P (it writes a partition directory)")
+        book = ingest_distributed(args.source, args.out_dir, args.parts, num_nodes=args.num_nodes,
+                                  symmetrize=args.symmetrize, remove_self_loops=not args.keep_self_loops,
+                                  dedupe=not args.keep_duplicates, engine=args.engine, seed=args.seed,
+                                  overwrite=args.overwrite)
+    except Exception:
+        if rank != 0:
+            return 1
+        raise
+    if rank == 0:
+        print(f"wrote {book.path}")
+        print(format_metrics(book))
     return 0

@@ -185,7 +185,7 @@ def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = No
             buf = np.frombuffer(block, dtype=np.uint8)
             ne, nl, err, err_line, err_value = P.parse_edge_lines(buf, src, dst, limit, wcol, weight, dst_limit)
             if err != P.OK:
-                _raise_parse_error(path, block, lines_before, err, err_line, err_value, limit, type_limits)
+                raise_parse_error(path, block, lines_before, err, err_line, err_value, limit, type_limits)
             if tcol >= 0 and ne:
                 times = np.empty(ne, np.int64)
                 nt, bad_line = P.parse_int_column(buf, tcol, times)
@@ -206,7 +206,7 @@ def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = No
     return src_file, dst_file, total, max_id
 
 
-def _raise_parse_error(path: Path, block: bytes, lines_before: int, err: int, err_line: int,
+def raise_parse_error(path: Path, block: bytes, lines_before: int, err: int, err_line: int,
                        err_value: int, limit: int, type_limits=None) -> None:
     lineno = lines_before + err_line + 1
     lines = block.split(b"\n", err_line + 1)

@@ -1,0 +1,228 @@
+"""``bgl ingest --distributed``: edge-list shards straight to a partition directory, as MPI ranks.
+
+Run as ``mpirun -n R python -m bgl ingest 'DIR/part-*.txt' OUT --distributed --parts P --num-nodes N``.
+A graph that never existed as one store on one machine is partitioned; no rank reads the whole
+input or holds an array as long as the graph:
+
+1. each rank parses its share of the shards (:mod:`.dist_shards`: by file, by byte range inside a
+   text file, by row range inside a ``.npy``) one block at a time;
+2. every block's edges go at once to the rank owning their destination (and, symmetrized, the
+   reversed edge to the source's owner) through :class:`.dist_exchange.Exchange`, so each rank ends
+   with the in-edges of its node range; the ranges are cut on a histogram of the first block every
+   rank parsed (a sample: an exact cut would cost a second parse of the input);
+3. the owner sorts its in-edges by (destination, source) and drops repeats as ``bgl ingest`` does
+   (self-loops dropped before the exchange unless kept): each rank's rows are then what a
+   one-machine ``bgl ingest`` of the concatenated shards would store for that range, edge ids its
+   CSC positions;
+4. from there on exactly the store path of :mod:`.distributed` (symmetric CSR, engine, write).
+
+Memory per rank, for ``e`` in-edges owned: the received ``(dst, src)`` pairs as one int64 key
+each (8 B/edge), up to 24 B/edge while they are joined, sorted and split again, then the slice's
+sources (8 B/edge) and ``indptr`` (8 B/node); parsing and routing add one block of text and its
+ids (about 40 B per edge of the block while it is grouped by owner).  The rest is the store path's
+(:mod:`.dist_graph`, :mod:`.dist_write`).
+
+Node data: shards carry none, so the parts have no features or labels; the splits are a seeded
+60/20/20 hash of each node id (:func:`hash_splits`: each rank computes its own nodes' membership),
+not the one-machine ingest's permutation of all ids.  A malformed line, an id outside
+``[0, num_nodes)`` or a glob matching nothing fails on every rank with one line, before anything
+is written.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bgl.errors import IngestError
+from bgl.sources.edgelist import CHUNK_BYTES, header_direction
+
+from . import dist_graph as G
+from . import dist_shards as S
+from . import distributed as D
+from .format import check_out_dir
+
+log = logging.getLogger(__name__)
+
+SPLIT_FRACTIONS = (0.6, 0.2)  # train, val; the rest is test
+#: Buckets of the histogram that cuts the node ranges (at most; one bucket per node below it).
+RANGE_BUCKETS = 1 << 16
+
+
+@dataclass(frozen=True)
+class _Meta:
+    name: str
+
+
+@dataclass
+class ShardGraph:
+    """The whole graph's facts the distributed writer reads of a store (see
+    :func:`.distributed.partition_slice`): sizes, a name, and no node or edge data."""
+
+    path: str
+    num_nodes: int
+    num_edges: int
+    meta: _Meta
+    label: None = None
+    feat: None = None
+    feat_encoded: None = None
+    feat_codec: None = None
+    num_classes: int = 0
+    edata: dict = field(default_factory=dict)
+
+
+def hash_splits(lo: int, hi: int, seed: int) -> tuple[list[str], np.ndarray]:
+    """``(["test", "train", "val"], flags uint8 [hi-lo, 3])`` for nodes ``[lo, hi)``: a node is in
+    train when a seeded 64-bit mix of its id, read as a fraction, is below 0.6, in val below 0.8,
+    else in test; any rank computes any node's split alone."""
+    x = np.arange(lo, hi, dtype=np.uint64) + np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
+    with np.errstate(over="ignore"):  # splitmix64's finalizer: wrapping arithmetic is the point
+        x ^= x >> np.uint64(30)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        x ^= x >> np.uint64(27)
+        x *= np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(31)
+    u = (x >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    train, val = SPLIT_FRACTIONS
+    flags = np.stack([u >= train + val, u < train, (u >= train) & (u < train + val)], axis=1).astype(np.uint8)
+    return ["test", "train", "val"], flags
+
+
+def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symmetrize: bool | None = None,
+                       remove_self_loops: bool = True, dedupe: bool = True, engine: str = "ptscotch",
+                       seed: int = 0, overwrite: bool = False, imbalance: float = 0.03,
+                       chunk_bytes: int = CHUNK_BYTES, comm=None):
+    """Partition the edge-list shards ``source`` (glob, file or directory) into ``num_parts`` parts
+    over the ranks of ``comm`` (default: all) and write the partition directory ``out_dir``.
+
+    ``symmetrize`` None follows the first shard's header (``# Undirected graph``), as ``bgl ingest``
+    does for one file.  Returns the opened :class:`~.format.PartitionBook` on every rank.  Bad
+    arguments or shards raise the same error on every rank (ValueError, FileExistsError,
+    IngestError, EngineMissing) with nothing written; a rank failing otherwise aborts the job.
+    """
+    MPI = D._mpi()
+    comm = comm if comm is not None else MPI.COMM_WORLD
+    try:
+        shards, error = _check(source, out_dir, num_parts, num_nodes, engine, overwrite, comm.Get_size()), None
+    except Exception as e:  # noqa: BLE001 - every rank must learn of any rank's failed check
+        shards, error = None, e
+    D.agree(comm, error)
+    sym = bool(symmetrize) if symmetrize is not None else header_direction(shards[0].path) == "undirected"
+
+    def work():
+        from .dist_exchange import Exchange
+
+        ex = Exchange(comm)
+        t0 = time.perf_counter()
+        sl = read_shards(shards, int(num_nodes), ex, symmetrize=sym, remove_self_loops=remove_self_loops,
+                         dedupe=dedupe, chunk_bytes=chunk_bytes)
+        total = int(ex.allreduce_sum(np.array([sl.src.size], np.int64))[0])
+        graph = ShardGraph(str(source), int(num_nodes), total, _Meta(Path(str(source)).parent.name or "graph"))
+        names, flags = hash_splits(sl.lo, sl.hi, seed)
+        return D.partition_slice(graph, sl, names, flags, Path(out_dir), int(num_parts), engine=engine, seed=seed,
+                                 overwrite=overwrite, imbalance=imbalance, ex=ex, t0=t0, command="ingest")
+
+    return D.run_guarded(comm, "ingest", work)
+
+
+def _check(source, out_dir, num_parts, num_nodes, engine: str, overwrite: bool, ranks: int) -> list[S.Shard]:
+    """Every rank's own checks (cheap: file headers only; nothing is written)."""
+    if engine not in D.ENGINES:
+        raise ValueError(f"unknown distributed engine {engine!r}; choose one of {', '.join(D.ENGINES)}")
+    if not isinstance(num_parts, (int, np.integer)) or num_parts < 1:
+        raise ValueError(f"num_parts must be an int >= 1, got {num_parts!r}")
+    if num_nodes is None or not isinstance(num_nodes, (int, np.integer)) or num_nodes < 1:
+        raise ValueError(f"--distributed ingest needs num_nodes (--num-nodes) >= 1: ranks cut the node range "
+                         f"before all shards are read; got {num_nodes!r}")
+    if num_parts > num_nodes:
+        raise ValueError(f"num_parts={num_parts} exceeds the number of nodes ({num_nodes})")
+    if ranks > num_nodes:
+        raise ValueError(f"{ranks} ranks for {num_nodes} nodes: run at most one rank per node")
+    shards = S.list_shards(source)
+    check_out_dir(out_dir, overwrite, inputs=[s.path for s in shards])
+    from .ptscotch import load
+
+    load()
+    return shards
+
+
+def read_shards(shards: list[S.Shard], num_nodes: int, ex, *, symmetrize: bool, remove_self_loops: bool,
+                dedupe: bool, chunk_bytes: int = CHUNK_BYTES) -> G.Slice:
+    """This rank's :class:`~.dist_graph.Slice` of the graph in ``shards`` (collective): its node
+    range and their in-edges, sorted by (destination, source) and de-duplicated as ``bgl ingest``
+    stores them; ``edge_start`` numbers the edges in that order over all ranks.  A bad shard on any
+    rank raises its IngestError on every rank."""
+    comm, rank = ex.comm, ex.comm.Get_rank()
+    chunks = S.iter_edges(S.assign(shards, rank, ex.size), num_nodes, chunk_bytes)
+    pair = _pull(chunks, comm)
+    vtxdist = _cut(pair, num_nodes, symmetrize, remove_self_loops, ex)
+    lo, hi = int(vtxdist[rank]), int(vtxdist[rank + 1])
+    owner = lambda ids: np.searchsorted(vtxdist, ids, side="right").astype(np.int64) - 1  # noqa: E731
+    fits = (hi - lo) * num_nodes < 2**62  # one int64 key per (dst, src) pair, else the pairs
+    got, parsed = [], 0
+    while ex.allreduce_sum(np.array([pair is not None], np.int64))[0]:
+        src, dst = pair if pair is not None else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        parsed += src.size
+        src, dst = _entries(src, dst, symmetrize, remove_self_loops)
+        (r, c), _ = ex.route([dst, src], owner(dst))
+        del src, dst
+        got.append((r - lo) * num_nodes + c if fits else (r, c))
+        del r, c
+        pair = _pull(chunks, comm)
+    if fits:
+        key = np.concatenate(got) if got else np.zeros(0, np.int64)
+        del got
+        key.sort()
+        if dedupe and key.size:
+            key = key[np.concatenate([[True], key[1:] != key[:-1]])]
+        dst, src = key // num_nodes + lo, key % num_nodes
+        del key
+    else:
+        dst, src = G.sorted_pairs(np.concatenate([r for r, _ in got]), np.concatenate([c for _, c in got]), lo,
+                                  num_nodes, unique=dedupe)
+    indptr = np.zeros(hi - lo + 1, np.int64)
+    np.cumsum(np.bincount(dst - lo, minlength=hi - lo), out=indptr[1:])
+    counts = ex.allgather(np.array([src.size], np.int64)).ravel()
+    log.info("rank %d: parsed %d edges; holds nodes [%d, %d) with %d in-edges", rank, parsed, lo, hi, src.size)
+    return G.Slice(lo, hi, vtxdist, indptr, src, int(counts[:rank].sum()))
+
+
+def _pull(chunks, comm):
+    """The next ``(src, dst)`` chunk of this rank, or None at its end; a bad shard on any rank is
+    raised on every rank (collective: every rank calls it once per round)."""
+    try:
+        pair, error = next(chunks, None), None
+    except IngestError as e:
+        pair, error = None, e
+    D.agree(comm, error)
+    return pair
+
+
+def _entries(src: np.ndarray, dst: np.ndarray, symmetrize: bool, remove_self_loops: bool):
+    """``(src, dst)`` entries the store holds for input edges, as ``bgl ingest`` builds them:
+    self-loops dropped unless kept; symmetrized, every other edge also reversed."""
+    loop = src == dst
+    if remove_self_loops:
+        src, dst = src[~loop], dst[~loop]
+        loop = np.zeros(src.size, bool)
+    if not symmetrize:
+        return src, dst
+    return np.concatenate([src, dst[~loop]]), np.concatenate([dst, src[~loop]])
+
+
+def _cut(pair, num_nodes: int, symmetrize: bool, remove_self_loops: bool, ex) -> np.ndarray:
+    """``vtxdist`` from the in-entry histogram of every rank's first chunk (equal node ranges when
+    no rank has an edge); collective."""
+    width = -(-num_nodes // RANGE_BUCKETS)
+    buckets = -(-num_nodes // width)
+    hist = np.zeros(buckets, np.int64)
+    if pair is not None:
+        _, dst = _entries(pair[0], pair[1], symmetrize, remove_self_loops)
+        hist += np.bincount(dst // width, minlength=buckets)
+    hist = ex.allreduce_sum(hist)
+    if not hist.any():
+        hist[:] = 1
+    return G.ranges_from_histogram(hist, width, num_nodes, ex.size)

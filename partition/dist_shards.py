@@ -1,0 +1,203 @@
+"""Edge-list shards for ``bgl ingest --distributed``: which rank reads which bytes, parsed in chunks.
+
+A shard is a file matching the input glob (or a file of the input directory): SNAP-style text as
+one-machine ``bgl ingest`` reads it (``src dst`` per line, space/tab/comma separated, ``#``/``%``
+comments, columns after the second ignored, a first row of column names skipped in each file),
+gzip text, or a ``.npy`` integer array ``[E, 2]`` of ``(src, dst)`` rows.
+
+Split: the shards' sizes (a ``.npy``'s data bytes) are laid end to end in name order and cut into R
+equal byte ranges.  Rank r reads the text lines that *start* in its range (a line across a cut
+belongs to the range holding its first byte, so ranks need not agree on line ends), the ``.npy``
+rows whose first byte is in it, and the gzip files that start in it (a gzip stream cannot be
+entered in the middle, so it is read whole by one rank).
+
+Memory: one block of text (``chunk_bytes``) and its parsed ids (16 B per edge) at a time.  An error
+names the file and its line (counted by reading the file's bytes before the block: only when
+there is an error), or a ``.npy`` file and its row.
+"""
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from bgl.errors import IngestError
+from bgl.sources import _parse_kernels as P
+from bgl.sources.edgelist import CHUNK_BYTES, header_row, iter_line_blocks, open_maybe_gzip, raise_parse_error
+
+TEXT, GZIP, NPY = "text", "gzip", "npy"
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One input file: ``kind`` (text, gzip, npy) and ``size``, its share of the split (bytes; a
+    ``.npy``'s rows x 16 B)."""
+
+    path: Path
+    kind: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Piece:
+    """What one rank reads of a shard: bytes ``[start, end)`` of a text file (lines starting there),
+    rows ``[start, end)`` of a ``.npy``, or all of a gzip file."""
+
+    shard: Shard
+    start: int
+    end: int
+
+
+def list_shards(source: str | os.PathLike) -> list[Shard]:
+    """The shards of ``source``: a glob pattern, one file, or a directory's files (not hidden), in
+    name order.  IngestError naming ``source`` when nothing matches or a ``.npy`` is not ``[E, 2]`` ints."""
+    text = str(source)
+    if os.path.isdir(text):
+        paths = sorted(p for p in Path(text).iterdir() if p.is_file() and not p.name.startswith("."))
+    else:
+        paths = sorted(Path(p) for p in glob.glob(text) if os.path.isfile(p))
+    if not paths:
+        raise IngestError(f"no edge-list shards match {text!r}")
+    return [_shard(p) for p in paths]
+
+
+def _shard(path: Path) -> Shard:
+    if path.suffix == ".npy":
+        try:
+            arr = np.load(path, mmap_mode="r")  # the header only
+        except (ValueError, OSError) as e:
+            raise IngestError(f"{path}: not a readable .npy file: {e}") from None
+        if arr.ndim != 2 or arr.shape[1] != 2 or arr.dtype.kind not in "iu":
+            raise IngestError(f"{path}: a .npy shard must be an integer array [E, 2] of (src, dst) rows, "
+                              f"got {arr.dtype} {list(arr.shape)}")
+        return Shard(path, NPY, 16 * int(arr.shape[0]))
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    return Shard(path, GZIP if magic == b"\x1f\x8b" else TEXT, os.path.getsize(path))
+
+
+def assign(shards: list[Shard], rank: int, num_ranks: int) -> list[Piece]:
+    """Rank ``rank``'s pieces of ``shards`` (see the module docstring); over all ranks every line,
+    row and gzip file is read exactly once."""
+    total = sum(s.size for s in shards)
+    a, b = total * rank // num_ranks, total * (rank + 1) // num_ranks
+    pieces, at = [], 0
+    for s in shards:
+        lo, hi = max(a, at) - at, min(b, at + s.size) - at
+        if s.kind == GZIP:
+            if a <= at < b:
+                pieces.append(Piece(s, 0, s.size))
+        elif s.kind == NPY:
+            first, last = -(-max(lo, 0) // 16), -(-max(hi, 0) // 16)  # rows whose first byte is in range
+            if hi > lo and last > first:
+                pieces.append(Piece(s, first, last))
+        elif hi > lo:
+            pieces.append(Piece(s, lo, hi))
+        at += s.size
+    return pieces
+
+
+def iter_edges(pieces: list[Piece], num_nodes: int, chunk_bytes: int = CHUNK_BYTES
+               ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """``(src, dst)`` int64 chunks of ``pieces``, ids checked to be in ``[0, num_nodes)``.
+
+    Raises IngestError ``"<file>:<line>: ..."`` (``"<file>: row <k>: ..."`` for a ``.npy``) for the
+    first malformed line, negative id or id >= ``num_nodes`` met."""
+    for piece in pieces:
+        if piece.shard.kind == NPY:
+            yield from _npy_chunks(piece, num_nodes, max(1, chunk_bytes // 16))
+            continue
+        for lines_before, block, first in _blocks(piece, chunk_bytes):
+            yield _parse(piece.shard.path, block, first, lines_before, num_nodes)
+
+
+def _parse(path: Path, block: bytes, first: bool, lines_before, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """One block of whole lines -> ``(src, dst)``; ``lines_before`` : the file's lines before the
+    block, or a callable counting them (called only for an error)."""
+    if first:
+        header = header_row(block)
+        if header is not None:  # made a comment in place, so line numbers stay the file's
+            block = block[: header[0]] + b"#" + block[header[0]:]
+    cap = block.count(b"\n")
+    src, dst = np.empty(cap, np.int64), np.empty(cap, np.int64)
+    buf = np.frombuffer(block, np.uint8)
+    ne, _, err, err_line, err_value = P.parse_edge_lines(buf, src, dst, num_nodes, -1, np.empty(0), -1)
+    if err != P.OK:
+        before = lines_before() if callable(lines_before) else lines_before
+        raise_parse_error(path, block, before, err, err_line, err_value, num_nodes)
+    return src[:ne], dst[:ne]
+
+
+def _blocks(piece: Piece, chunk_bytes: int):
+    """``(lines_before, block, first)`` for each block of whole lines of ``piece``; ``first`` is
+    True for a block at the file's start (where a column-name row may be)."""
+    path = piece.shard.path
+    if piece.shard.kind == GZIP:
+        lines = 0
+        with open_maybe_gzip(path) as f:
+            for k, block in enumerate(iter_line_blocks(f, chunk_bytes)):
+                yield lines, block, k == 0
+                lines += block.count(b"\n")
+        return
+    with open(path, "rb") as f:
+        for offset, block in _text_range(f, piece.start, piece.end, chunk_bytes):
+            yield (lambda at=offset: _count_lines(path, at)), block, offset == 0
+
+
+def _text_range(f, start: int, end: int, chunk_bytes: int):
+    """``(offset, block)``: blocks of the whole lines that start in bytes ``[start, end)`` of ``f``,
+    each ending with ``\\n``; ``offset`` is the block's first byte in the file."""
+    pos = start
+    if start > 0:
+        f.seek(start - 1)
+        pos = start - 1 + len(f.readline())  # past the line holding byte start - 1: not ours
+    carry, carry_at = b"", pos
+    while pos < end:
+        data = f.read(min(chunk_bytes, end - pos))
+        if not data:
+            break
+        pos += len(data)
+        block = carry + data
+        if pos >= end:  # the last line starts before `end` and may run past it
+            if not block.endswith(b"\n"):
+                block += f.readline()
+            yield carry_at, block if block.endswith(b"\n") else block + b"\n"
+            return
+        cut = block.rfind(b"\n")
+        if cut < 0:  # a line longer than a block: keep reading
+            carry = block
+            continue
+        yield carry_at, block[: cut + 1]
+        carry, carry_at = block[cut + 1 :], carry_at + cut + 1
+    if carry:
+        yield carry_at, carry + b"\n"
+
+
+def _count_lines(path: Path, offset: int, chunk_bytes: int = CHUNK_BYTES) -> int:
+    """Newlines in the first ``offset`` bytes of ``path`` (for an error's line number)."""
+    lines = 0
+    with open(path, "rb") as f:
+        while offset > 0:
+            data = f.read(min(chunk_bytes, offset))
+            if not data:
+                break
+            lines += data.count(b"\n")
+            offset -= len(data)
+    return lines
+
+
+def _npy_chunks(piece: Piece, num_nodes: int, rows: int):
+    arr = np.load(piece.shard.path, mmap_mode="r")
+    for a in range(piece.start, piece.end, rows):
+        chunk = np.asarray(arr[a : min(a + rows, piece.end)])
+        bad = np.flatnonzero(((chunk < 0) | (chunk >= num_nodes)).any(axis=1))
+        if bad.size:
+            row = chunk[bad[0]]
+            value = int(row[0]) if not 0 <= row[0] < num_nodes else int(row[1])
+            why = f"negative node id {value}" if value < 0 else f"node id {value} >= num_nodes {num_nodes}"
+            raise IngestError(f"{piece.shard.path}: row {a + int(bad[0])}: {why}: {row.tolist()}")
+        yield chunk[:, 0].astype(np.int64), chunk[:, 1].astype(np.int64)

@@ -1,0 +1,130 @@
+"""``bgl ingest --distributed`` from edge-list shards as real MPI ranks (mpirun, 2 and 3 ranks).
+
+The partition directory the ranks write from shards must hold exactly what a one-machine
+``bgl ingest`` of the concatenated shards stores (same edges, same edge ids, after the same
+self-loop, duplicate and symmetrize handling), laid out as the one-machine writer lays out the
+same assignment, and serve; bad shards fail with one line naming the file and line, leaving
+nothing.  Needs what tests/partition/test_distributed_partition.py needs (its ``mpi`` fixture).
+"""
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bgl.partition.dist_ingest import hash_splits
+from bgl.partition.format import open_partition, write_partition
+from bgl.sources.datasets import ingest
+
+from ..bgl.conftest import _serve_partition
+from .test_distributed_partition import MPI_ENV, mpi, part_of  # noqa: F401 - mpi is a fixture
+
+N = 900
+
+
+def _edges(seed: int) -> np.ndarray:
+    """[E, 2] edges of 6 loose communities, with self-loops and repeated edges (some reversed)."""
+    rng = np.random.default_rng(seed)
+    comm = rng.integers(0, 6, N)
+    src = rng.integers(0, N, 7000)
+    pool = [np.flatnonzero(comm == c) for c in range(6)]
+    dst = np.array([pool[comm[s]][rng.integers(0, pool[comm[s]].size)] for s in src])
+    dst = np.where(rng.random(src.size) < 0.85, dst, rng.integers(0, N, src.size))
+    e = np.stack([src, dst], 1)
+    e[:40, 1] = e[:40, 0]
+    return np.concatenate([e, e[100:400], e[400:600, ::-1]])[rng.permutation(e.shape[0] + 500)]
+
+
+def _write_shards(root, edges: np.ndarray) -> str:
+    """Shards of mixed kinds and sizes (one large text file, so ranks split it by bytes): text with
+    a column-name row and comments, CSV, gzip, .npy.  Returns their glob."""
+    a, b, c, d = np.split(edges, [5000, 5800, 6600])
+    text = lambda rows, sep=" ": "".join(f"{s}{sep}{t}\n" for s, t in rows)  # noqa: E731
+    (root / "part-0.txt").write_text("src dst\n# the first shard\n" + text(a[:10]) + "% a comment\n\n" + text(a[10:]))
+    (root / "part-1.txt").write_text(text(b, ","))
+    with gzip.open(root / "part-2.txt.gz", "wt") as f:
+        f.write(text(c, "\t"))
+    np.save(root / "part-3.npy", d.astype(np.int32))
+    return str(root / "part-*")
+
+
+def mpirun_ingest(ranks: int, args: list[str], timeout: float = 120):
+    cmd = ["mpirun", "--oversubscribe", "-n", str(ranks), sys.executable, "-m", "bgl", "ingest", *args, "--distributed"]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**__import__("os").environ,
+                                                                                      **MPI_ENV})
+
+
+def _arrays(path):
+    """A part store's arrays by file name, except the splits (hashed here, permuted on one machine)."""
+    return {p.name: np.load(p) for p in sorted(path.glob("*.npy")) if not p.name.endswith("_idx.npy")}
+
+
+@pytest.mark.parametrize("ranks, parts, flags", [(2, 2, ["--symmetrize"]),
+                                                 (3, 4, ["--keep-duplicates", "--keep-self-loops"])])
+def test_shards_give_the_one_machine_partition(mpi, tmp_path, ranks, parts, flags):
+    edges = _edges(ranks)
+    pattern = _write_shards(tmp_path, edges)
+    out = tmp_path / "dist"
+    done = mpirun_ingest(ranks, [pattern, str(out), "--parts", str(parts), "--num-nodes", str(N), *flags])
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("wrote ") == 1
+    book = open_partition(out)
+    # one machine: `bgl ingest` of the concatenated shards, then the same assignment written
+    whole = tmp_path / "whole.txt"
+    whole.write_text("".join(f"{s} {t}\n" for s, t in edges))
+    store = ingest(whole, tmp_path / "store", "edgelist", num_nodes=N, symmetrize="--symmetrize" in flags,
+                   remove_self_loops="--keep-self-loops" not in flags, dedupe="--keep-duplicates" not in flags)
+    assert book.num_edges == store.num_edges
+    one = write_partition(store, part_of(book), parts, tmp_path / "one", method="ptscotch")
+    assert np.array_equal(book.orig_ids, one.orig_ids) and np.array_equal(book.orig_eids, one.orig_eids)
+    for k in range(parts):
+        got, want = _arrays(book.part_path(k)), _arrays(one.part_path(k))
+        assert got.keys() == want.keys() and all(np.array_equal(got[f], want[f]) for f in got), k
+        names, flags_ = hash_splits(0, N, 0)
+        orig = np.asarray(book.orig_ids)
+        for j, split in enumerate(names):
+            ids = np.load(book.part_path(k) / f"{split}_idx.npy")
+            lo, hi = book.bounds[k], book.bounds[k + 1]
+            assert np.array_equal(ids, lo + np.flatnonzero(flags_[orig[lo:hi], j]))
+    assert [{**p, "num_train": 0} for p in book.meta["parts"]] == [{**p, "num_train": 0} for p in one.meta["parts"]]
+    assert book.metrics["edge_cut"] < 0.5  # the engine saw the communities
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    if ranks == 2:
+        _serves_the_store(book, store, tmp_path)
+
+
+def _serves_the_store(book, store, tmp_path):
+    from bgl.sampler import LocalSampler, SamplingClient
+
+    orig = np.asarray(book.orig_ids)
+    seeds = np.random.default_rng(3).permutation(book.num_nodes)[:150]
+    with _serve_partition(book, tmp_path) as addresses, SamplingClient(addresses, timeout=120) as client:
+        got = client.sample_blocks(seeds, [-1], seed=1)[0]
+        want = LocalSampler(store).sample_blocks(orig[seeds], [-1], seed=1)[0]
+        nbrs = lambda b, ids: {int(ids[d]): sorted(ids[b.src_ids.numpy()[b.indices.numpy()[  # noqa: E731
+            b.indptr.numpy()[j]:b.indptr.numpy()[j + 1]]]].tolist()) for j, d in enumerate(b.dst_ids.numpy())}
+        assert nbrs(got, orig) == nbrs(want, np.arange(book.num_nodes))
+
+
+def test_bad_shards_fail_with_one_line_and_leave_nothing(mpi, tmp_path):
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    pattern = _write_shards(shards, _edges(5))
+    bad = shards / "part-1.txt"  # the second shard: rank 1's share of 3 ranks
+    lines = bad.read_text().splitlines(keepends=True)
+    out = tmp_path / "out"
+    cases = []
+    for line, want in ((f"{N} 4\n", f"{bad}:201: node id {N} >= num_nodes {N}"),
+                       ("5 x\n", f"{bad}:201: malformed line")):
+        cases.append((lambda text=line: bad.write_text("".join(lines[:200] + [text] + lines[200:])), pattern, want))
+    cases.append((lambda: None, str(tmp_path / "none-*.txt"), f"no edge-list shards match '{tmp_path}/none-*.txt'"))
+    for prepare, source, want in cases:
+        prepare()
+        done = mpirun_ingest(3, [source, str(out), "--parts", "3", "--num-nodes", str(N)])
+        assert done.returncode != 0
+        errors = [line for line in done.stderr.splitlines() if "error:" in line]
+        assert len(errors) == 1 and want in errors[0], done.stderr[-2000:]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["shards"]
