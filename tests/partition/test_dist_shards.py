@@ -1,0 +1,76 @@
+"""Splitting edge-list shards among ranks (``bgl ingest --distributed``'s reader), without MPI.
+
+Over any number of ranks and any block size, the ranks' pieces must read every edge exactly once,
+in the shards' order, and a bad line must be reported with its file's own line number even when
+the rank reading it starts in the middle of the file.
+"""
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+
+from bgl.errors import IngestError
+from bgl.partition import dist_shards as S
+
+
+@pytest.fixture
+def shards(tmp_path):
+    rng = np.random.default_rng(0)
+    a, b, c, d = (rng.integers(0, 1000, (k, 2)) for k in (400, 250, 90, 77))
+    lines = ["src dst", "# comment"] + [f"{s} {t}" for s, t in a[:200]] + ["% other comment", ""]
+    (tmp_path / "p0.txt").write_text("\n".join(lines + [f"{s}\t{t}\t9.5" for s, t in a[200:]]))  # no final \n
+    (tmp_path / "p1.csv").write_text("".join(f"{s},{t}\r\n" for s, t in b))
+    with gzip.open(tmp_path / "p2.gz", "wt") as f:
+        f.write("".join(f"{s} {t}\n" for s, t in c))
+    np.save(tmp_path / "p3.npy", d.astype(np.uint32))
+    return tmp_path, np.concatenate([a, b, c, d])
+
+
+def _read(shards, ranks: int, chunk: int, num_nodes: int = 1000) -> np.ndarray:
+    got = [np.stack(pair, 1) for r in range(ranks)
+           for pair in S.iter_edges(S.assign(shards, r, ranks), num_nodes, chunk)]
+    return np.concatenate(got)
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3, 7, 40])
+def test_every_edge_is_read_once_in_order(shards, ranks):
+    root, want = shards
+    found = S.list_shards(root / "p*")
+    assert [s.kind for s in found] == ["text", "text", "gzip", "npy"]
+    for chunk in (5, 64, 1 << 20):  # blocks shorter than a line too
+        assert np.array_equal(_read(found, ranks, chunk), want), chunk
+
+
+def test_errors_name_the_file_and_its_line(shards):
+    root, _ = shards
+    bad = root / "p1.csv"
+    rows = bad.read_text().splitlines(keepends=True)
+    bad.write_text("".join(rows[:180] + ["7,x\r\n"] + rows[180:]))
+    found = S.list_shards(root / "p*")
+    for ranks in (1, 3, 8):  # the bad line is read by a rank starting inside p1.csv
+        with pytest.raises(IngestError, match=rf"p1\.csv:181: malformed line .*'7,x'"):
+            for r in range(ranks):
+                _read_rank(found, r, ranks)
+    text = (root / "p0.txt").read_text().splitlines()
+    first = next(i for i, line in enumerate(text[2:], 3)
+                 if line[:1].isdigit() and max(map(int, line.split()[:2])) >= 900)
+    with pytest.raises(IngestError, match=rf"p0\.txt:{first}: node id \d+ >= num_nodes 900: '{text[first - 1]}'"):
+        _read(found, 2, 64, num_nodes=900)
+    np.save(root / "p3.npy", np.array([[1, 2], [3, -4]]))
+    with pytest.raises(IngestError, match=r"p3\.npy: row 1: negative node id -4"):
+        _read(S.list_shards(root / "p3.npy"), 1, 64)
+
+
+def _read_rank(found, rank, ranks):
+    for _ in S.iter_edges(S.assign(found, rank, ranks), 1000, 64):
+        pass
+
+
+def test_shard_listing_refuses_what_it_cannot_read(tmp_path):
+    with pytest.raises(IngestError, match="no edge-list shards match '.*/none-\\*'"):
+        S.list_shards(tmp_path / "none-*")
+    np.save(tmp_path / "e.npy", np.zeros((4, 3), np.int64))
+    with pytest.raises(IngestError, match=r"e\.npy: a \.npy shard must be an integer array \[E, 2\].*\[4, 3\]"):
+        S.list_shards(tmp_path)
