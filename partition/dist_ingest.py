@@ -78,8 +78,8 @@ def hash_splits(lo: int, hi: int, seed: int) -> tuple[list[str], np.ndarray]:
     """``(["test", "train", "val"], flags uint8 [hi-lo, 3])`` for nodes ``[lo, hi)``: a node is in
     train when a seeded 64-bit mix of its id, read as a fraction, is below 0.6, in val below 0.8,
     else in test; any rank computes any node's split alone."""
-    x = np.arange(lo, hi, dtype=np.uint64) + np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
-    with np.errstate(over="ignore"):  # splitmix64's finalizer: wrapping arithmetic is the point
+    with np.errstate(over="ignore"):  # splitmix64: wrapping arithmetic is the point
+        x = np.arange(lo, hi, dtype=np.uint64) + np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
         x ^= x >> np.uint64(30)
         x *= np.uint64(0xBF58476D1CE4E5B9)
         x ^= x >> np.uint64(27)

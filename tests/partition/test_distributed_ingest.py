@@ -9,6 +9,7 @@ nothing.  Needs what tests/partition/test_distributed_partition.py needs (its ``
 from __future__ import annotations
 
 import gzip
+import re
 import subprocess
 import sys
 
@@ -121,12 +122,15 @@ def test_bad_shards_fail_with_one_line_and_leave_nothing(mpi, tmp_path):
                        ("5 x\n", f"{bad}:201: malformed line")):
         cases.append((lambda text=line: bad.write_text("".join(lines[:200] + [text] + lines[200:])), pattern, want))
     cases.append((lambda: None, str(tmp_path / "none-*.txt"), f"no edge-list shards match '{tmp_path}/none-*.txt'"))
-    for prepare, source, want in cases:
+    cases.append((lambda: None, pattern, "--feat-dim does not apply to --distributed", "--feat-dim", "4"))
+    for prepare, source, want, *more in cases:
         prepare()
-        done = mpirun_ingest(3, [source, str(out), "--parts", "3", "--num-nodes", str(N)])
+        done = mpirun_ingest(3, [source, str(out), "--parts", "3", "--num-nodes", str(N), *more])
         assert done.returncode != 0
         errors = [line for line in done.stderr.splitlines() if "error:" in line]
-        # the same error on every rank, so none aborts the job: rank 0's line alone, without a rank prefix
-        assert len(errors) == 1 and errors[0].startswith(f"bgl ingest: error: {want}"), done.stderr[-2000:]
+        # the same error raised on every rank (none aborts the job): rank 0 prints it, naming the rank
+        # that found it, not as a failing rank's "rank R of 3 on HOST: IngestError" line before MPI_Abort
+        assert len(errors) == 1 and re.match(rf"bgl ingest: error: (rank [12]: )?{re.escape(want)}", errors[0]), \
+            done.stderr[-2000:]
         assert "MPI_ABORT" not in done.stderr
         assert sorted(p.name for p in tmp_path.iterdir()) == ["shards"]
