@@ -123,28 +123,20 @@ _NOT_DISTRIBUTED = (("--format", "format", (None, "edgelist")), ("--feat-dim", "
 
 
 def run_distributed(args) -> int:
-    """``--distributed``: every rank ingests and partitions together; rank 0 prints, the others stay
-    quiet (a failed check is the same error on every rank, and rank 0 reports it)."""
+    """``--distributed``: every rank ingests and partitions together; rank 0 prints (as
+    ``bgl partition --distributed`` does)."""
     from ..partition.dist_ingest import ingest_distributed
-    from ..partition.distributed import mpi_rank
-    from .partition import format_metrics
+    from .partition import on_ranks
 
-    rank = mpi_rank()
-    try:
+    def work():
         for flag, name, allowed in _NOT_DISTRIBUTED:
             if getattr(args, name) not in allowed:
                 raise ValueError(f"{flag} does not apply to --distributed (edge-list shards, no node data)")
         if args.parts is None:
             raise ValueError("--distributed needs --parts P (it writes a partition directory)")
-        book = ingest_distributed(args.source, args.out_dir, args.parts, num_nodes=args.num_nodes,
+        return ingest_distributed(args.source, args.out_dir, args.parts, num_nodes=args.num_nodes,
                                   symmetrize=args.symmetrize, remove_self_loops=not args.keep_self_loops,
                                   dedupe=not args.keep_duplicates, engine=args.engine, seed=args.seed,
                                   overwrite=args.overwrite)
-    except Exception:
-        if rank != 0:
-            return 1
-        raise
-    if rank == 0:
-        print(f"wrote {book.path}")
-        print(format_metrics(book))
-    return 0
+
+    return on_ranks(work)
