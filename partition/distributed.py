@@ -152,7 +152,7 @@ def partition_distributed(store_path, out_dir, num_parts: int, *, engine: str = 
     """
     MPI = _mpi()
     comm = comm if comm is not None else MPI.COMM_WORLD
-    rank, size = comm.Get_rank(), comm.Get_size()
+    size = comm.Get_size()
     try:
         store, error = _check(store_path, out_dir, num_parts, engine, overwrite, size), None
     except Exception as e:  # noqa: BLE001 - every rank must learn of any rank's failed check

@@ -50,7 +50,7 @@ def test_errors_name_the_file_and_its_line(shards):
     bad.write_text("".join(rows[:180] + ["7,x\r\n"] + rows[180:]))
     found = S.list_shards(root / "p*")
     for ranks in (1, 3, 8):  # the bad line is read by a rank starting inside p1.csv
-        with pytest.raises(IngestError, match=rf"p1\.csv:181: malformed line .*'7,x'"):
+        with pytest.raises(IngestError, match=r"p1\.csv:181: malformed line .*'7,x'"):
             for r in range(ranks):
                 _read_rank(found, r, ranks)
     text = (root / "p0.txt").read_text().splitlines()

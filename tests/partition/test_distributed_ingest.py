@@ -9,6 +9,7 @@ nothing.  Needs what tests/partition/test_distributed_partition.py needs (its ``
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import subprocess
 import sys
@@ -54,8 +55,7 @@ def _write_shards(root, edges: np.ndarray) -> str:
 
 def mpirun_ingest(ranks: int, args: list[str], timeout: float = 120):
     cmd = ["mpirun", "--oversubscribe", "-n", str(ranks), sys.executable, "-m", "bgl", "ingest", *args, "--distributed"]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**__import__("os").environ,
-                                                                                      **MPI_ENV})
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **MPI_ENV})
 
 
 def _arrays(path):
@@ -81,15 +81,15 @@ def test_shards_give_the_one_machine_partition(mpi, tmp_path, ranks, parts, flag
     assert book.num_edges == store.num_edges
     one = write_partition(store, part_of(book), parts, tmp_path / "one", method="ptscotch")
     assert np.array_equal(book.orig_ids, one.orig_ids) and np.array_equal(book.orig_eids, one.orig_eids)
+    names, in_split = hash_splits(0, N, 0)
+    orig = np.asarray(book.orig_ids)
     for k in range(parts):
         got, want = _arrays(book.part_path(k)), _arrays(one.part_path(k))
         assert got.keys() == want.keys() and all(np.array_equal(got[f], want[f]) for f in got), k
-        names, flags_ = hash_splits(0, N, 0)
-        orig = np.asarray(book.orig_ids)
-        for j, split in enumerate(names):
+        lo, hi = book.bounds[k], book.bounds[k + 1]
+        for j, split in enumerate(names):  # the split each node's id hashes to, in new ids
             ids = np.load(book.part_path(k) / f"{split}_idx.npy")
-            lo, hi = book.bounds[k], book.bounds[k + 1]
-            assert np.array_equal(ids, lo + np.flatnonzero(flags_[orig[lo:hi], j]))
+            assert np.array_equal(ids, lo + np.flatnonzero(in_split[orig[lo:hi], j]))
     assert [{**p, "num_train": 0} for p in book.meta["parts"]] == [{**p, "num_train": 0} for p in one.meta["parts"]]
     assert book.metrics["edge_cut"] < 0.5  # the engine saw the communities
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
