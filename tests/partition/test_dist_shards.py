@@ -74,3 +74,20 @@ def test_shard_listing_refuses_what_it_cannot_read(tmp_path):
     np.save(tmp_path / "e.npy", np.zeros((4, 3), np.int64))
     with pytest.raises(IngestError, match=r"e\.npy: a \.npy shard must be an integer array \[E, 2\].*\[4, 3\]"):
         S.list_shards(tmp_path)
+
+
+@pytest.mark.parametrize("unique", [True, False])
+def test_owner_sort_is_the_same_past_one_int64_key(unique):
+    """A rank's received (dst, src) pairs sort (and de-duplicate) alike whether they fit one int64
+    key or, for node ranges past ~2^31 x 2^31 pairs, fall back to a lexsort."""
+    from bgl.partition.dist_graph import sorted_pairs
+
+    rng = np.random.default_rng(1)
+    rows = 5 + rng.integers(0, 1 << 23, 3000)
+    cols = rng.integers(0, 1 << 20, 3000)
+    rows, cols = np.concatenate([rows, rows[:500]]), np.concatenate([cols, cols[:500]])
+    small = sorted_pairs(rows, cols, 5, 1 << 20, unique=unique)  # (2^23) x 2^20 fits a key
+    big = sorted_pairs(rows, cols, 5, 1 << 40, unique=unique)  # x 2^40 does not
+    want = sorted(set(zip(rows.tolist(), cols.tolist()))) if unique else sorted(zip(rows.tolist(), cols.tolist()))
+    for got in (small, big):
+        assert list(zip(got[0].tolist(), got[1].tolist())) == want
