@@ -22,11 +22,13 @@ sources (8 B/edge) and ``indptr`` (8 B/node); parsing and routing add one block 
 ids (about 40 B per edge of the block while it is grouped by owner).  The rest is the store path's
 (:mod:`.dist_graph`, :mod:`.dist_write`).
 
-Node data: shards carry none, so the parts have no features or labels; the splits are a seeded
-60/20/20 hash of each node id (:func:`hash_splits`: each rank computes its own nodes' membership),
-not the one-machine ingest's permutation of all ids.  A malformed line, an id outside
-``[0, num_nodes)`` or a glob matching nothing fails on every rank with one line, before anything
-is written.
+Node data: shards carry none.  ``feat`` / ``label`` name ``.npy`` files ([N, D] floats, [N] ints,
+-1 = unlabelled) on the shared filesystem, memory-mapped: each rank reads only its nodes' rows.
+The splits are a seeded 60/20/20 hash of each (labelled) node id (:func:`hash_splits`: each rank
+computes its own nodes' membership), not the one-machine ingest's permutation of all ids.
+
+A malformed line, an id outside ``[0, num_nodes)``, a glob matching nothing or node data of the
+wrong shape fails on every rank with one line, before anything is written.
 """
 from __future__ import annotations
 
@@ -66,11 +68,11 @@ class ShardGraph:
     num_nodes: int
     num_edges: int
     meta: _Meta
-    label: None = None
-    feat: None = None
+    label: np.ndarray | None = None  # memmaps of whole-graph .npy files: ranks read their rows
+    feat: np.ndarray | None = None
+    num_classes: int = 0
     feat_encoded: None = None
     feat_codec: None = None
-    num_classes: int = 0
     edata: dict = field(default_factory=dict)
 
 
@@ -93,20 +95,23 @@ def hash_splits(lo: int, hi: int, seed: int) -> tuple[list[str], np.ndarray]:
 
 def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symmetrize: bool | None = None,
                        remove_self_loops: bool = True, dedupe: bool = True, engine: str = "ptscotch",
-                       seed: int = 0, overwrite: bool = False, imbalance: float = 0.03,
+                       seed: int = 0, overwrite: bool = False, imbalance: float = 0.03, feat=None, label=None,
                        chunk_bytes: int = CHUNK_BYTES, comm=None):
     """Partition the edge-list shards ``source`` (glob, file or directory) into ``num_parts`` parts
     over the ranks of ``comm`` (default: all) and write the partition directory ``out_dir``.
 
     ``symmetrize`` None follows the first shard's header (``# Undirected graph``), as ``bgl ingest``
-    does for one file.  Returns the opened :class:`~.format.PartitionBook` on every rank.  Bad
-    arguments or shards raise the same error on every rank (ValueError, FileExistsError,
-    IngestError, EngineMissing) with nothing written; a rank failing otherwise aborts the job.
+    does for one file.  ``feat`` / ``label``: ``.npy`` paths of node features [N, D] (floating) and
+    labels [N] (integers, -1 = unlabelled), or None.  Returns the opened
+    :class:`~.format.PartitionBook` on every rank.  Bad arguments or shards raise the same error
+    on every rank (ValueError, FileExistsError, IngestError, EngineMissing) with nothing written;
+    a rank failing otherwise aborts the job.
     """
     MPI = D._mpi()
     comm = comm if comm is not None else MPI.COMM_WORLD
     try:
         shards, error = _check(source, out_dir, num_parts, num_nodes, engine, overwrite, comm.Get_size()), None
+        node_data = _node_data(feat, label, num_nodes)
     except Exception as e:  # noqa: BLE001 - every rank must learn of any rank's failed check
         shards, error = None, e
     D.agree(comm, error)
@@ -120,8 +125,16 @@ def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symme
         sl = read_shards(shards, int(num_nodes), ex, symmetrize=sym, remove_self_loops=remove_self_loops,
                          dedupe=dedupe, chunk_bytes=chunk_bytes)
         total = int(ex.allreduce_sum(np.array([sl.src.size], np.int64))[0])
-        graph = ShardGraph(str(source), int(num_nodes), total, _Meta(Path(str(source)).parent.name or "graph"))
+        graph = ShardGraph(str(source), int(num_nodes), total, _Meta(Path(str(source)).parent.name or "graph"),
+                           **node_data)
         names, flags = hash_splits(sl.lo, sl.hi, seed)
+        if graph.label is not None:  # as one machine splits: labelled nodes only, and their class count
+            labels = np.asarray(graph.label[sl.lo : sl.hi])
+            low = labels[labels < -1]
+            D.agree(ex.comm, ValueError(f"--label: label {int(low[0])} < -1 (-1 marks an unlabelled node)")
+                    if low.size else None)
+            flags[labels < 0] = 0
+            graph.num_classes = int(ex.allgather(np.array([labels.max(initial=-1)], np.int64)).max()) + 1
         return D.partition_slice(graph, sl, names, flags, Path(out_dir), int(num_parts), engine=engine, seed=seed,
                                  overwrite=overwrite, imbalance=imbalance, ex=ex, t0=t0, command="ingest")
 
@@ -147,6 +160,24 @@ def _check(source, out_dir, num_parts, num_nodes, engine: str, overwrite: bool, 
 
     load()
     return shards
+
+
+def _node_data(feat, label, num_nodes: int) -> dict:
+    """``{"feat": memmap, "label": memmap}`` of the given ``.npy`` paths, checked against the graph
+    (headers only; ValueError naming the file otherwise)."""
+    out = {}
+    for name, path, ndim, kinds in (("feat", feat, 2, "f"), ("label", label, 1, "iu")):
+        if path is None:
+            continue
+        try:
+            arr = np.load(path, mmap_mode="r")
+        except (OSError, ValueError) as e:
+            raise ValueError(f"--{name} {path}: not a readable .npy file: {e}") from None
+        if arr.ndim != ndim or arr.shape[0] != num_nodes or arr.dtype.kind not in kinds:
+            want = f"[{num_nodes}, D] floats" if ndim == 2 else f"[{num_nodes}] integers"
+            raise ValueError(f"--{name} {path}: expected {want}, got {arr.dtype} {list(arr.shape)}")
+        out[name] = arr
+    return out
 
 
 def read_shards(shards: list[S.Shard], num_nodes: int, ex, *, symmetrize: bool, remove_self_loops: bool,

@@ -55,11 +55,15 @@ def register(subparsers) -> None:
                    help="run as MPI ranks (mpirun -n R python -m bgl ingest 'DIR/part-*.txt' OUT --distributed "
                         "--parts P --num-nodes N): SOURCE is a glob, file or directory of edge-list shards (text, "
                         "gzip, .npy [E, 2]), each rank reads its share and OUT is written as a partition directory "
-                        "(on a filesystem all ranks see); no features or labels, a seeded hash split")
+                        "(on a filesystem all ranks see); node data only from --feat/--label, a seeded hash split")
     p.add_argument("--parts", type=int_at_least(1), default=None, metavar="P",
                    help="with --distributed: number of parts")
     p.add_argument("--engine", choices=("ptscotch",), default="ptscotch",
                    help="with --distributed: the engine (PT-Scotch through its ParMETIS API)")
+    p.add_argument("--feat", default=None, metavar="FILE.npy",
+                   help="with --distributed: node features [N, D] (floats); each rank reads its nodes' rows")
+    p.add_argument("--label", default=None, metavar="FILE.npy",
+                   help="with --distributed: node labels [N] (ints, -1 = unlabelled); each rank reads its nodes' rows")
     from .compress import add_feat_codec_arguments
 
     add_feat_codec_arguments(p)
@@ -74,8 +78,9 @@ def run(args) -> int:
     require_parent(args.out_dir)
     if args.distributed:
         return run_distributed(args)
-    if args.parts is not None:
-        raise ValueError("--parts applies to --distributed (bgl partition splits a store on one machine)")
+    for flag, value in (("--parts", args.parts), ("--feat", args.feat), ("--label", args.label)):
+        if value is not None:
+            raise ValueError(f"{flag} applies to --distributed (one-machine ingest reads node data from SOURCE)")
     opts = {}
     if args.name is not None:
         opts["name"] = args.name
@@ -137,6 +142,6 @@ def run_distributed(args) -> int:
         return ingest_distributed(args.source, args.out_dir, args.parts, num_nodes=args.num_nodes,
                                   symmetrize=args.symmetrize, remove_self_loops=not args.keep_self_loops,
                                   dedupe=not args.keep_duplicates, engine=args.engine, seed=args.seed,
-                                  overwrite=args.overwrite)
+                                  overwrite=args.overwrite, feat=args.feat, label=args.label)
 
     return on_ranks(work)

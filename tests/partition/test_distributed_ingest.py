@@ -69,6 +69,12 @@ def test_shards_give_the_one_machine_partition(mpi, tmp_path, ranks, parts, flag
     edges = _edges(ranks)
     pattern = _write_shards(tmp_path, edges)
     out = tmp_path / "dist"
+    rng = np.random.default_rng(ranks)
+    feat, label = rng.standard_normal((N, 3)).astype(np.float32), rng.integers(-1, 5, N)
+    if ranks == 2:  # node data from .npy memmaps, each rank reading its rows
+        np.save(tmp_path / "feat.npy", feat)
+        np.save(tmp_path / "label.npy", label)
+        flags = [*flags, "--feat", str(tmp_path / "feat.npy"), "--label", str(tmp_path / "label.npy")]
     done = mpirun_ingest(ranks, [pattern, str(out), "--parts", str(parts), "--num-nodes", str(N), *flags])
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("wrote ") == 1
@@ -82,11 +88,17 @@ def test_shards_give_the_one_machine_partition(mpi, tmp_path, ranks, parts, flag
     one = write_partition(store, part_of(book), parts, tmp_path / "one", method="ptscotch")
     assert np.array_equal(book.orig_ids, one.orig_ids) and np.array_equal(book.orig_eids, one.orig_eids)
     names, in_split = hash_splits(0, N, 0)
+    if ranks == 2:
+        in_split[label < 0] = 0  # as one machine splits: labelled nodes only
     orig = np.asarray(book.orig_ids)
     for k in range(parts):
         got, want = _arrays(book.part_path(k)), _arrays(one.part_path(k))
-        assert got.keys() == want.keys() and all(np.array_equal(got[f], want[f]) for f in got), k
         lo, hi = book.bounds[k], book.bounds[k + 1]
+        if ranks == 2:
+            assert np.array_equal(got.pop("feat.npy"), feat[orig[lo:hi]])
+            assert np.array_equal(got.pop("label.npy"), label[orig[lo:hi]])
+            assert book.part_store(k).num_classes == 5
+        assert got.keys() == want.keys() and all(np.array_equal(got[f], want[f]) for f in got), k
         for j, split in enumerate(names):  # the split each node's id hashes to, in new ids
             ids = np.load(book.part_path(k) / f"{split}_idx.npy")
             assert np.array_equal(ids, lo + np.flatnonzero(in_split[orig[lo:hi], j]))
@@ -94,10 +106,10 @@ def test_shards_give_the_one_machine_partition(mpi, tmp_path, ranks, parts, flag
     assert book.metrics["edge_cut"] < 0.5  # the engine saw the communities
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
     if ranks == 2:
-        _serves_the_store(book, store, tmp_path)
+        _serves_the_store(book, store, tmp_path, feat)
 
 
-def _serves_the_store(book, store, tmp_path):
+def _serves_the_store(book, store, tmp_path, feat):
     from bgl.sampler import LocalSampler, SamplingClient
 
     orig = np.asarray(book.orig_ids)
@@ -108,6 +120,7 @@ def _serves_the_store(book, store, tmp_path):
         nbrs = lambda b, ids: {int(ids[d]): sorted(ids[b.src_ids.numpy()[b.indices.numpy()[  # noqa: E731
             b.indptr.numpy()[j]:b.indptr.numpy()[j + 1]]]].tolist()) for j, d in enumerate(b.dst_ids.numpy())}
         assert nbrs(got, orig) == nbrs(want, np.arange(book.num_nodes))
+        assert np.array_equal(client.fetch_features(seeds).numpy(), feat[orig[seeds]])
 
 
 def test_bad_shards_fail_with_one_line_and_leave_nothing(mpi, tmp_path):
@@ -123,6 +136,9 @@ def test_bad_shards_fail_with_one_line_and_leave_nothing(mpi, tmp_path):
         cases.append((lambda text=line: bad.write_text("".join(lines[:200] + [text] + lines[200:])), pattern, want))
     cases.append((lambda: None, str(tmp_path / "none-*.txt"), f"no edge-list shards match '{tmp_path}/none-*.txt'"))
     cases.append((lambda: None, pattern, "--feat-dim does not apply to --distributed", "--feat-dim", "4"))
+    np.save(shards / "feat.npy", np.zeros((N - 1, 2), np.float32))
+    cases.append((lambda: None, pattern, f"--feat {shards}/feat.npy: expected [{N}, D] floats, got float32 "
+                  f"[{N - 1}, 2]", "--feat", str(shards / "feat.npy")))
     for prepare, source, want, *more in cases:
         prepare()
         done = mpirun_ingest(3, [source, str(out), "--parts", "3", "--num-nodes", str(N), *more])
