@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from bgl.errors import IngestError
-from bgl.sources.edgelist import CHUNK_BYTES, header_direction
+from bgl.sources.edgelist import CHUNK_BYTES, TIME_NAME, header_direction
 
 from . import dist_graph as G
 from . import dist_shards as S
@@ -96,13 +96,15 @@ def hash_splits(lo: int, hi: int, seed: int) -> tuple[list[str], np.ndarray]:
 def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symmetrize: bool | None = None,
                        remove_self_loops: bool = True, dedupe: bool = True, engine: str = "ptscotch",
                        seed: int = 0, overwrite: bool = False, imbalance: float = 0.03, feat=None, label=None,
-                       chunk_bytes: int = CHUNK_BYTES, comm=None):
+                       edge_time_column: int | None = None, chunk_bytes: int = CHUNK_BYTES, comm=None):
     """Partition the edge-list shards ``source`` (glob, file or directory) into ``num_parts`` parts
     over the ranks of ``comm`` (default: all) and write the partition directory ``out_dir``.
 
     ``symmetrize`` None follows the first shard's header (``# Undirected graph``), as ``bgl ingest``
     does for one file.  ``feat`` / ``label``: ``.npy`` paths of node features [N, D] (floating) and
-    labels [N] (integers, -1 = unlabelled), or None.  Returns the opened
+    labels [N] (integers, -1 = unlabelled), or None.  ``edge_time_column`` (0-based, >= 2): that
+    column's integers become the parts' int64 ``timestamp`` edge array, as one machine's
+    ``--edge-time-column`` (text shards only).  Returns the opened
     :class:`~.format.PartitionBook` on every rank.  Bad arguments or shards raise the same error
     on every rank (ValueError, FileExistsError, IngestError, EngineMissing) with nothing written;
     a rank failing otherwise aborts the job.
@@ -112,6 +114,13 @@ def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symme
     try:
         shards, error = _check(source, out_dir, num_parts, num_nodes, engine, overwrite, comm.Get_size()), None
         node_data = _node_data(feat, label, num_nodes)
+        if edge_time_column is not None:
+            if isinstance(edge_time_column, bool) or not isinstance(edge_time_column, int) or edge_time_column < 2:
+                raise ValueError(f"edge_time_column must be an int >= 2 (columns 0 and 1 are src and dst), "
+                                 f"got {edge_time_column!r}")
+            npy = [str(sh.path) for sh in shards if sh.kind == S.NPY]
+            if npy:
+                raise IngestError(f"{npy[0]}: a .npy shard has no edge time column (--edge-time-column)")
     except Exception as e:  # noqa: BLE001 - every rank must learn of any rank's failed check
         shards, error = None, e
     D.agree(comm, error)
@@ -122,11 +131,13 @@ def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symme
 
         ex = Exchange(comm)
         t0 = time.perf_counter()
-        sl = read_shards(shards, int(num_nodes), ex, symmetrize=sym, remove_self_loops=remove_self_loops,
-                         dedupe=dedupe, chunk_bytes=chunk_bytes)
+        sl, times = read_shards(shards, int(num_nodes), ex, symmetrize=sym, remove_self_loops=remove_self_loops,
+                                dedupe=dedupe, chunk_bytes=chunk_bytes, time_column=edge_time_column)
         total = int(ex.allreduce_sum(np.array([sl.src.size], np.int64))[0])
         graph = ShardGraph(str(source), int(num_nodes), total, _Meta(Path(str(source)).parent.name or "graph"),
                            **node_data)
+        if times is not None:
+            graph.edata[TIME_NAME] = RankRows(sl.edge_start, times)
         names, flags = hash_splits(sl.lo, sl.hi, seed)
         if graph.label is not None:  # as one machine splits: labelled nodes only, and their class count
             labels = np.asarray(graph.label[sl.lo : sl.hi])
@@ -181,77 +192,131 @@ def _node_data(feat, label, num_nodes: int) -> dict:
 
 
 def read_shards(shards: list[S.Shard], num_nodes: int, ex, *, symmetrize: bool, remove_self_loops: bool,
-                dedupe: bool, chunk_bytes: int = CHUNK_BYTES) -> G.Slice:
+                dedupe: bool, chunk_bytes: int = CHUNK_BYTES,
+                time_column: int | None = None) -> tuple[G.Slice, np.ndarray | None]:
     """This rank's :class:`~.dist_graph.Slice` of the graph in ``shards`` (collective): its node
     range and their in-edges, sorted by (destination, source) and de-duplicated as ``bgl ingest``
-    stores them; ``edge_start`` numbers the edges in that order over all ranks.  A bad shard on any
+    stores them; ``edge_start`` numbers the edges in that order over all ranks.  With
+    ``time_column``, also the edges' times (int64, slice order): equal pairs stay in input order and
+    a repeated pair keeps its first occurrence's time, as one machine does.  A bad shard on any
     rank raises its IngestError on every rank."""
     comm, rank = ex.comm, ex.comm.Get_rank()
-    chunks = S.iter_edges(S.assign(shards, rank, ex.size), num_nodes, chunk_bytes)
-    pair = _pull(chunks, comm)
-    vtxdist = _cut(pair, num_nodes, symmetrize, remove_self_loops, ex)
+    chunks = S.iter_edges(S.assign(shards, rank, ex.size), num_nodes, chunk_bytes, time_column)
+    chunk = _pull(chunks, comm)
+    vtxdist = _cut(chunk, num_nodes, symmetrize, remove_self_loops, ex)
     lo, hi = int(vtxdist[rank]), int(vtxdist[rank + 1])
     owner = lambda ids: np.searchsorted(vtxdist, ids, side="right").astype(np.int64) - 1  # noqa: E731
     fits = (hi - lo) * num_nodes < 2**62  # one int64 key per (dst, src) pair, else the pairs
-    got, parsed = [], 0
-    while ex.allreduce_sum(np.array([pair is not None], np.int64))[0]:
-        src, dst = pair if pair is not None else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    track = time_column is not None
+    # an edge's input position: ranks read the input in order, so (rank, index on the rank) orders it
+    base = np.int64(rank) << np.int64(40)
+    got, positions, times, parsed = [], [], [], 0
+    empty = np.zeros(0, np.int64)
+    while ex.allreduce_sum(np.array([chunk is not None], np.int64))[0]:
+        src, dst, t = chunk if chunk is not None else (empty, empty, empty if track else None)
+        s, d, take = _entries(src, dst, symmetrize, remove_self_loops)
+        arrays = [d, s] + ([base + parsed + take, t[take]] if track else [])
         parsed += src.size
-        src, dst = _entries(src, dst, symmetrize, remove_self_loops)
-        (r, c), _ = ex.route([dst, src], owner(dst))
-        del src, dst
+        del src, dst, s, take
+        received, _ = ex.route(arrays, owner(d))
+        del arrays, d
+        r, c = received[:2]
         got.append((r - lo) * num_nodes + c if fits else (r, c))
-        del r, c
-        pair = _pull(chunks, comm)
-    if fits:
-        key = np.concatenate(got) if got else np.zeros(0, np.int64)
+        if track:
+            positions.append(received[2])
+            times.append(received[3])
+        del received, r, c
+        chunk = _pull(chunks, comm)
+    if track:
+        dst, src, edge_times = _sort_timed(got, positions, times, lo, num_nodes, fits, dedupe)
+    elif fits:
+        key = np.concatenate(got) if got else empty
         del got
         key.sort()
         if dedupe and key.size:
             key = key[np.concatenate([[True], key[1:] != key[:-1]])]
-        dst, src = key // num_nodes + lo, key % num_nodes
+        dst, src, edge_times = key // num_nodes + lo, key % num_nodes, None
         del key
     else:
         dst, src = G.sorted_pairs(np.concatenate([r for r, _ in got]), np.concatenate([c for _, c in got]), lo,
                                   num_nodes, unique=dedupe)
+        edge_times = None
     indptr = np.zeros(hi - lo + 1, np.int64)
     np.cumsum(np.bincount(dst - lo, minlength=hi - lo), out=indptr[1:])
     counts = ex.allgather(np.array([src.size], np.int64)).ravel()
     log.info("rank %d: parsed %d edges; holds nodes [%d, %d) with %d in-edges", rank, parsed, lo, hi, src.size)
-    return G.Slice(lo, hi, vtxdist, indptr, src, int(counts[:rank].sum()))
+    return G.Slice(lo, hi, vtxdist, indptr, src, int(counts[:rank].sum())), edge_times
+
+
+def _sort_timed(got: list, positions: list, times: list, lo: int, n: int, fits: bool, dedupe: bool):
+    """``(dst, src, times)`` of the received entries sorted by (dst, src, input position), the
+    first of each repeated pair kept when ``dedupe``: 24 B per entry more than the untimed sort."""
+    pos = np.concatenate(positions)
+    if fits:
+        key = np.concatenate(got)
+        order = np.lexsort((pos, key))
+        key = key[order]
+        same = key[1:] == key[:-1]
+        dst, src = key // n + lo, key % n
+        del key
+    else:
+        r, c = np.concatenate([r for r, _ in got]), np.concatenate([c for _, c in got])
+        order = np.lexsort((pos, c, r))
+        dst, src = r[order], c[order]
+        same = (dst[1:] == dst[:-1]) & (src[1:] == src[:-1])
+    edge_times = np.concatenate(times)[order]
+    if dedupe and dst.size:
+        keep = np.concatenate([[True], ~same])
+        dst, src, edge_times = dst[keep], src[keep], edge_times[keep]
+    return dst, src, edge_times
+
+
+class RankRows:
+    """This rank's rows ``[start, start + len(values))`` of a whole-graph edge array, read as the
+    writer reads a store's (``array[start:stop]``); no other rows exist here."""
+
+    def __init__(self, start: int, values: np.ndarray):
+        self.start, self.values = start, values
+        self.shape, self.dtype = values.shape, values.dtype
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        if rows != slice(self.start, self.start + self.values.shape[0]):
+            raise IndexError(f"rows {rows} of an edge array held as rows [{self.start}, "
+                             f"{self.start + self.values.shape[0]}) on this rank")
+        return self.values
 
 
 def _pull(chunks, comm):
-    """The next ``(src, dst)`` chunk of this rank, or None at its end; a bad shard on any rank is
-    raised on every rank (collective: every rank calls it once per round)."""
+    """The next ``(src, dst, times)`` chunk of this rank, or None at its end; a bad shard on any
+    rank is raised on every rank (collective: every rank calls it once per round)."""
     try:
-        pair, error = next(chunks, None), None
+        chunk, error = next(chunks, None), None
     except IngestError as e:
-        pair, error = None, e
+        chunk, error = None, e
     D.agree(comm, error)
-    return pair
+    return chunk
 
 
 def _entries(src: np.ndarray, dst: np.ndarray, symmetrize: bool, remove_self_loops: bool):
-    """``(src, dst)`` entries the store holds for input edges, as ``bgl ingest`` builds them:
-    self-loops dropped unless kept; symmetrized, every other edge also reversed."""
-    loop = src == dst
-    if remove_self_loops:
-        src, dst = src[~loop], dst[~loop]
-        loop = np.zeros(src.size, bool)
-    if not symmetrize:
-        return src, dst
-    return np.concatenate([src, dst[~loop]]), np.concatenate([dst, src[~loop]])
+    """``(src, dst, take)``: the entries the store holds for input edges, as ``bgl ingest`` builds
+    them (self-loops dropped unless kept; symmetrized, every other edge also reversed), and the
+    input edge each comes from (int64 index into the chunk)."""
+    take = np.flatnonzero(src != dst) if remove_self_loops else np.arange(src.size, dtype=np.int64)
+    s, d = src[take], dst[take]
+    if symmetrize:
+        rev = take[s != d]
+        s, d, take = np.concatenate([s, dst[rev]]), np.concatenate([d, src[rev]]), np.concatenate([take, rev])
+    return s, d, take
 
 
-def _cut(pair, num_nodes: int, symmetrize: bool, remove_self_loops: bool, ex) -> np.ndarray:
+def _cut(chunk, num_nodes: int, symmetrize: bool, remove_self_loops: bool, ex) -> np.ndarray:
     """``vtxdist`` from the in-entry histogram of every rank's first chunk (equal node ranges when
     no rank has an edge); collective."""
     width = -(-num_nodes // RANGE_BUCKETS)
     buckets = -(-num_nodes // width)
     hist = np.zeros(buckets, np.int64)
-    if pair is not None:
-        _, dst = _entries(pair[0], pair[1], symmetrize, remove_self_loops)
+    if chunk is not None:
+        _, dst, _ = _entries(chunk[0], chunk[1], symmetrize, remove_self_loops)
         hist += np.bincount(dst // width, minlength=buckets)
     hist = ex.allreduce_sum(hist)
     if not hist.any():

@@ -27,7 +27,8 @@ import numpy as np
 
 from bgl.errors import IngestError
 from bgl.sources import _parse_kernels as P
-from bgl.sources.edgelist import CHUNK_BYTES, header_row, iter_line_blocks, open_maybe_gzip, raise_parse_error
+from bgl.sources.edgelist import (CHUNK_BYTES, header_row, iter_line_blocks, open_maybe_gzip, raise_parse_error,
+                                  raise_time_error)
 
 TEXT, GZIP, NPY = "text", "gzip", "npy"
 
@@ -101,23 +102,26 @@ def assign(shards: list[Shard], rank: int, num_ranks: int) -> list[Piece]:
     return pieces
 
 
-def iter_edges(pieces: list[Piece], num_nodes: int, chunk_bytes: int = CHUNK_BYTES
-               ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """``(src, dst)`` int64 chunks of ``pieces``, ids checked to be in ``[0, num_nodes)``.
+def iter_edges(pieces: list[Piece], num_nodes: int, chunk_bytes: int = CHUNK_BYTES, time_column: int | None = None
+               ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+    """``(src, dst, times)`` int64 chunks of ``pieces``, ids checked to be in ``[0, num_nodes)``;
+    ``times`` is column ``time_column`` of each edge line (None without one; ``.npy`` shards have none).
 
     Raises IngestError ``"<file>:<line>: ..."`` (``"<file>: row <k>: ..."`` for a ``.npy``) for the
-    first malformed line, negative id or id >= ``num_nodes`` met."""
+    first malformed line, negative id, id >= ``num_nodes`` or bad time met."""
     for piece in pieces:
         if piece.shard.kind == NPY:
+            if time_column is not None:
+                raise IngestError(f"{piece.shard.path}: a .npy shard has no edge time column (--edge-time-column)")
             yield from _npy_chunks(piece, num_nodes, max(1, chunk_bytes // 16))
             continue
         for lines_before, block, first in _blocks(piece, chunk_bytes):
-            yield _parse(piece.shard.path, block, first, lines_before, num_nodes)
+            yield _parse(piece.shard.path, block, first, lines_before, num_nodes, time_column)
 
 
-def _parse(path: Path, block: bytes, first: bool, lines_before, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """One block of whole lines -> ``(src, dst)``; ``lines_before`` : the file's lines before the
-    block, or a callable counting them (called only for an error)."""
+def _parse(path: Path, block: bytes, first: bool, lines_before, num_nodes: int, time_column: int | None = None):
+    """One block of whole lines -> ``(src, dst, times)``; ``lines_before`` : the file's lines before
+    the block, or a callable counting them (called only for an error)."""
     if first:
         header = header_row(block)
         if header is not None:  # made a comment in place, so line numbers stay the file's
@@ -129,7 +133,14 @@ def _parse(path: Path, block: bytes, first: bool, lines_before, num_nodes: int) 
     if err != P.OK:
         before = lines_before() if callable(lines_before) else lines_before
         raise_parse_error(path, block, before, err, err_line, err_value, num_nodes)
-    return src[:ne], dst[:ne]
+    times = None
+    if time_column is not None:
+        times = np.empty(ne, np.int64)
+        _, bad_line = P.parse_int_column(buf, int(time_column), times)
+        if bad_line >= 0:
+            raise_time_error(path, block, lines_before() if callable(lines_before) else lines_before, bad_line,
+                             int(time_column))
+    return src[:ne], dst[:ne], times
 
 
 def _blocks(piece: Piece, chunk_bytes: int):
@@ -200,4 +211,4 @@ def _npy_chunks(piece: Piece, num_nodes: int, rows: int):
             value = int(row[0]) if not 0 <= row[0] < num_nodes else int(row[1])
             why = f"negative node id {value}" if value < 0 else f"node id {value} >= num_nodes {num_nodes}"
             raise IngestError(f"{piece.shard.path}: row {a + int(bad[0])}: {why}: {row.tolist()}")
-        yield chunk[:, 0].astype(np.int64), chunk[:, 1].astype(np.int64)
+        yield chunk[:, 0].astype(np.int64), chunk[:, 1].astype(np.int64), None

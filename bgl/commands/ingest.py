@@ -122,8 +122,7 @@ def run(args) -> int:
 _NOT_DISTRIBUTED = (("--format", "format", (None, "edgelist")), ("--feat-dim", "feat_dim", (0,)),
                     ("--num-classes", "num_classes", (0,)), ("--add-reverse", "add_reverse", (False,)),
                     ("--name", "name", (None,)), ("--split", "split", (None,)),
-                    ("--edge-weight-column", "edge_weight_column", (None,)),
-                    ("--edge-time-column", "edge_time_column", (None,)), ("--scale", "scale", (None,)),
+                    ("--edge-weight-column", "edge_weight_column", (None,)), ("--scale", "scale", (None,)),
                     ("--feat-codec", "feat_codec", (None,)))
 
 
@@ -142,6 +141,7 @@ def run_distributed(args) -> int:
         return ingest_distributed(args.source, args.out_dir, args.parts, num_nodes=args.num_nodes,
                                   symmetrize=args.symmetrize, remove_self_loops=not args.keep_self_loops,
                                   dedupe=not args.keep_duplicates, engine=args.engine, seed=args.seed,
-                                  overwrite=args.overwrite, feat=args.feat, label=args.label)
+                                  overwrite=args.overwrite, feat=args.feat, label=args.label,
+                                  edge_time_column=args.edge_time_column)
 
     return on_ranks(work)

@@ -190,7 +190,7 @@ def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = No
                 times = np.empty(ne, np.int64)
                 nt, bad_line = P.parse_int_column(buf, tcol, times)
                 if bad_line >= 0:
-                    _raise_time_error(path, block, lines_before, bad_line, tcol)
+                    raise_time_error(path, block, lines_before, bad_line, tcol)
                 times[:nt].tofile(ft)
             lines_before += nl
             if ne:
@@ -226,7 +226,7 @@ def raise_parse_error(path: Path, block: bytes, lines_before: int, err: int, err
     raise IngestError(f"{path}:{lineno}: {msg}: {text!r}")
 
 
-def _raise_time_error(path: Path, block: bytes, lines_before: int, line: int, col: int) -> None:
+def raise_time_error(path: Path, block: bytes, lines_before: int, line: int, col: int) -> None:
     lines = block.split(b"\n", line + 1)
     text = lines[line].decode("utf-8", "replace").strip()[:80] if line < len(lines) else ""
     raise IngestError(f"{path}:{lines_before + line + 1}: edge time column {col} missing or not an integer: {text!r}")

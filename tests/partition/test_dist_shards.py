@@ -29,8 +29,8 @@ def shards(tmp_path):
 
 
 def _read(shards, ranks: int, chunk: int, num_nodes: int = 1000) -> np.ndarray:
-    got = [np.stack(pair, 1) for r in range(ranks)
-           for pair in S.iter_edges(S.assign(shards, r, ranks), num_nodes, chunk)]
+    got = [np.stack(chunk_[:2], 1) for r in range(ranks)
+           for chunk_ in S.iter_edges(S.assign(shards, r, ranks), num_nodes, chunk)]
     return np.concatenate(got)
 
 
@@ -91,3 +91,18 @@ def test_owner_sort_is_the_same_past_one_int64_key(unique):
     want = sorted(set(zip(rows.tolist(), cols.tolist()))) if unique else sorted(zip(rows.tolist(), cols.tolist()))
     for got in (small, big):
         assert list(zip(got[0].tolist(), got[1].tolist())) == want
+
+
+def test_edge_times_follow_their_edges_and_bad_ones_name_their_line(tmp_path):
+    rows = [f"{i} {i + 1} {1000 + i}\n" for i in range(300)]
+    (tmp_path / "t.txt").write_text("".join(rows))
+    found = S.list_shards(tmp_path / "t.txt")
+    for ranks in (1, 4):
+        got = [c for r in range(ranks) for c in S.iter_edges(S.assign(found, r, ranks), 1000, 64, time_column=2)]
+        assert np.array_equal(np.concatenate([c[2] for c in got]), 1000 + np.arange(300))
+        assert np.array_equal(np.concatenate([c[0] for c in got]), np.arange(300))
+    (tmp_path / "t.txt").write_text("".join(rows[:250] + ["7 8 soon\n"] + rows[250:]))
+    found = S.list_shards(tmp_path / "t.txt")
+    with pytest.raises(IngestError, match=r"t\.txt:251: edge time column 2 missing or not an integer: '7 8 soon'"):
+        for r in range(4):
+            list(S.iter_edges(S.assign(found, r, 4), 1000, 64, time_column=2))

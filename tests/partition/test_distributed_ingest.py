@@ -42,14 +42,19 @@ def _edges(seed: int) -> np.ndarray:
 
 def _write_shards(root, edges: np.ndarray) -> str:
     """Shards of mixed kinds and sizes (one large text file, so ranks split it by bytes): text with
-    a column-name row and comments, CSV, gzip, .npy.  Returns their glob."""
+    a column-name row and comments, CSV, gzip, and .npy (text when ``edges`` has a third column,
+    edge times).  Returns their glob."""
     a, b, c, d = np.split(edges, [5000, 5800, 6600])
-    text = lambda rows, sep=" ": "".join(f"{s}{sep}{t}\n" for s, t in rows)  # noqa: E731
-    (root / "part-0.txt").write_text("src dst\n# the first shard\n" + text(a[:10]) + "% a comment\n\n" + text(a[10:]))
+    text = lambda rows, sep=" ": "".join(sep.join(map(str, row)) + "\n" for row in rows)  # noqa: E731
+    (root / "part-0.txt").write_text("src dst t\n# the first shard\n" + text(a[:10]) + "% a comment\n\n"
+                                     + text(a[10:]))
     (root / "part-1.txt").write_text(text(b, ","))
     with gzip.open(root / "part-2.txt.gz", "wt") as f:
         f.write(text(c, "\t"))
-    np.save(root / "part-3.npy", d.astype(np.int32))
+    if edges.shape[1] == 2:
+        np.save(root / "part-3.npy", d.astype(np.int32))
+    else:
+        (root / "part-3.txt").write_text(text(d))
     return str(root / "part-*")
 
 
@@ -67,23 +72,26 @@ def _arrays(path):
                                                  (3, 4, ["--keep-duplicates", "--keep-self-loops"])])
 def test_shards_give_the_one_machine_partition(mpi, tmp_path, ranks, parts, flags):
     edges = _edges(ranks)
-    pattern = _write_shards(tmp_path, edges)
     out = tmp_path / "dist"
     rng = np.random.default_rng(ranks)
     feat, label = rng.standard_normal((N, 3)).astype(np.float32), rng.integers(-1, 5, N)
-    if ranks == 2:  # node data from .npy memmaps, each rank reading its rows
+    if ranks == 2:  # node data from .npy memmaps, each rank reading its rows; edge times (repeats differ)
         np.save(tmp_path / "feat.npy", feat)
         np.save(tmp_path / "label.npy", label)
-        flags = [*flags, "--feat", str(tmp_path / "feat.npy"), "--label", str(tmp_path / "label.npy")]
+        flags = [*flags, "--feat", str(tmp_path / "feat.npy"), "--label", str(tmp_path / "label.npy"),
+                 "--edge-time-column", "2"]
+        edges = np.concatenate([edges, rng.integers(0, 10**12, (edges.shape[0], 1))], axis=1)
+    pattern = _write_shards(tmp_path, edges)
     done = mpirun_ingest(ranks, [pattern, str(out), "--parts", str(parts), "--num-nodes", str(N), *flags])
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("wrote ") == 1
     book = open_partition(out)
     # one machine: `bgl ingest` of the concatenated shards, then the same assignment written
     whole = tmp_path / "whole.txt"
-    whole.write_text("".join(f"{s} {t}\n" for s, t in edges))
+    whole.write_text("".join(" ".join(map(str, row)) + "\n" for row in edges))
     store = ingest(whole, tmp_path / "store", "edgelist", num_nodes=N, symmetrize="--symmetrize" in flags,
-                   remove_self_loops="--keep-self-loops" not in flags, dedupe="--keep-duplicates" not in flags)
+                   remove_self_loops="--keep-self-loops" not in flags, dedupe="--keep-duplicates" not in flags,
+                   **({"edge_time_column": 2} if ranks == 2 else {}))
     assert book.num_edges == store.num_edges
     one = write_partition(store, part_of(book), parts, tmp_path / "one", method="ptscotch")
     assert np.array_equal(book.orig_ids, one.orig_ids) and np.array_equal(book.orig_eids, one.orig_eids)
@@ -99,6 +107,9 @@ def test_shards_give_the_one_machine_partition(mpi, tmp_path, ranks, parts, flag
             assert np.array_equal(got.pop("label.npy"), label[orig[lo:hi]])
             assert book.part_store(k).num_classes == 5
         assert got.keys() == want.keys() and all(np.array_equal(got[f], want[f]) for f in got), k
+        if ranks == 2:  # the first occurrence's time of a repeated edge, as on one machine
+            times = book.part_store(k).edge_array("timestamp")
+            assert times.dtype == np.int64 and np.array_equal(times, one.part_store(k).edge_array("timestamp"))
         for j, split in enumerate(names):  # the split each node's id hashes to, in new ids
             ids = np.load(book.part_path(k) / f"{split}_idx.npy")
             assert np.array_equal(ids, lo + np.flatnonzero(in_split[orig[lo:hi], j]))
