@@ -19,7 +19,8 @@ input or holds an array as long as the graph:
 Memory per rank, for ``e`` in-edges owned: the received ``(dst, src)`` pairs as one int64 key
 each (8 B/edge), up to 24 B/edge while they are joined, sorted and split again, then the slice's
 sources (8 B/edge) and ``indptr`` (8 B/node); parsing and routing add one block of text and its
-ids (about 40 B per edge of the block while it is grouped by owner).  The rest is the store path's
+ids (about 40 B per edge of the block while it is grouped by owner); edge times add 16 B per
+entry (time and input position) and 8 B more while sorted.  The rest is the store path's
 (:mod:`.dist_graph`, :mod:`.dist_write`).
 
 Node data: shards carry none.  ``feat`` / ``label`` name ``.npy`` files ([N, D] floats, [N] ints,
@@ -112,15 +113,8 @@ def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symme
     MPI = D._mpi()
     comm = comm if comm is not None else MPI.COMM_WORLD
     try:
-        shards, error = _check(source, out_dir, num_parts, num_nodes, engine, overwrite, comm.Get_size()), None
-        node_data = _node_data(feat, label, num_nodes)
-        if edge_time_column is not None:
-            if isinstance(edge_time_column, bool) or not isinstance(edge_time_column, int) or edge_time_column < 2:
-                raise ValueError(f"edge_time_column must be an int >= 2 (columns 0 and 1 are src and dst), "
-                                 f"got {edge_time_column!r}")
-            npy = [str(sh.path) for sh in shards if sh.kind == S.NPY]
-            if npy:
-                raise IngestError(f"{npy[0]}: a .npy shard has no edge time column (--edge-time-column)")
+        shards = _check(source, out_dir, num_parts, num_nodes, engine, overwrite, comm.Get_size(), edge_time_column)
+        node_data, error = _node_data(feat, label, num_nodes), None
     except Exception as e:  # noqa: BLE001 - every rank must learn of any rank's failed check
         shards, error = None, e
     D.agree(comm, error)
@@ -152,7 +146,8 @@ def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symme
     return D.run_guarded(comm, "ingest", work)
 
 
-def _check(source, out_dir, num_parts, num_nodes, engine: str, overwrite: bool, ranks: int) -> list[S.Shard]:
+def _check(source, out_dir, num_parts, num_nodes, engine: str, overwrite: bool, ranks: int,
+           time_column) -> list[S.Shard]:
     """Every rank's own checks (cheap: file headers only; nothing is written)."""
     if engine not in D.ENGINES:
         raise ValueError(f"unknown distributed engine {engine!r}; choose one of {', '.join(D.ENGINES)}")
@@ -165,7 +160,13 @@ def _check(source, out_dir, num_parts, num_nodes, engine: str, overwrite: bool, 
         raise ValueError(f"num_parts={num_parts} exceeds the number of nodes ({num_nodes})")
     if ranks > num_nodes:
         raise ValueError(f"{ranks} ranks for {num_nodes} nodes: run at most one rank per node")
+    if time_column is not None and (isinstance(time_column, bool) or not isinstance(time_column, int)
+                                    or time_column < 2):
+        raise ValueError(f"edge_time_column must be an int >= 2 (columns 0 and 1 are src and dst), got {time_column!r}")
     shards = S.list_shards(source)
+    npy = [str(sh.path) for sh in shards if sh.kind == S.NPY]
+    if time_column is not None and npy:
+        raise IngestError(f"{npy[0]}: a .npy shard has no edge time column (--edge-time-column)")
     check_out_dir(out_dir, overwrite, inputs=[s.path for s in shards])
     from .ptscotch import load
 
