@@ -3,15 +3,17 @@
 A shard is a file matching the input glob (or a file of the input directory): SNAP-style text as
 one-machine ``bgl ingest`` reads it (``src dst`` per line, space/tab/comma separated, ``#``/``%``
 comments, columns after the second ignored, a first row of column names skipped in each file),
-gzip text, or a ``.npy`` integer array ``[E, 2]`` of ``(src, dst)`` rows.
+gzip text, a ``.npy`` integer array ``[E, 2]`` of ``(src, dst)`` rows, or Parquet (``.parquet``,
+``.pq``; needs pyarrow) whose first two columns are the integer ``src`` and ``dst``.
 
-Split: the shards' sizes (a ``.npy``'s data bytes) are laid end to end in name order and cut into R
-equal byte ranges.  Rank r reads the text lines that *start* in its range (a line across a cut
-belongs to the range holding its first byte, so ranks need not agree on line ends), the ``.npy``
-rows whose first byte is in it, and the gzip files that start in it (a gzip stream cannot be
-entered in the middle, so it is read whole by one rank).
+Split: the shards' sizes (a ``.npy``'s or Parquet file's rows x 16 B) are laid end to end in name
+order and cut into R equal byte ranges.  Rank r reads the text lines that *start* in its range (a
+line across a cut belongs to the range holding its first byte, so ranks need not agree on line
+ends), the ``.npy`` rows and the Parquet row groups whose first row is in it, and the gzip files
+that start in it (a gzip stream cannot be entered in the middle, so it is read whole by one rank).
 
-Memory: one block of text (``chunk_bytes``) and its parsed ids (16 B per edge) at a time.  An error
+Memory: one block of text (``chunk_bytes``) or one Parquet row group, and its ids (16 B per edge),
+at a time.  An error
 names the file and its line (counted by reading the file's bytes before the block: only when
 there is an error), or a ``.npy`` file and its row.
 """
@@ -30,23 +32,27 @@ from bgl.sources import _parse_kernels as P
 from bgl.sources.edgelist import (CHUNK_BYTES, header_row, iter_line_blocks, open_maybe_gzip, raise_parse_error,
                                   raise_time_error)
 
-TEXT, GZIP, NPY = "text", "gzip", "npy"
+TEXT, GZIP, NPY, PARQUET = "text", "gzip", "npy", "parquet"
+PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
 @dataclass(frozen=True)
 class Shard:
-    """One input file: ``kind`` (text, gzip, npy) and ``size``, its share of the split (bytes; a
-    ``.npy``'s rows x 16 B)."""
+    """One input file: ``kind`` (text, gzip, npy, parquet) and ``size``, its share of the split
+    (bytes; a ``.npy``'s or Parquet file's rows x 16 B); ``groups`` : a Parquet file's row counts
+    per row group."""
 
     path: Path
     kind: str
     size: int
+    groups: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
 class Piece:
     """What one rank reads of a shard: bytes ``[start, end)`` of a text file (lines starting there),
-    rows ``[start, end)`` of a ``.npy``, or all of a gzip file."""
+    rows ``[start, end)`` of a ``.npy``, row groups ``[start, end)`` of a Parquet file, or all of a
+    gzip file."""
 
     shard: Shard
     start: int
@@ -67,6 +73,8 @@ def list_shards(source: str | os.PathLike) -> list[Shard]:
 
 
 def _shard(path: Path) -> Shard:
+    if path.suffix in PARQUET_SUFFIXES:
+        return _parquet_shard(path)
     if path.suffix == ".npy":
         try:
             arr = np.load(path, mmap_mode="r")  # the header only
@@ -96,6 +104,11 @@ def assign(shards: list[Shard], rank: int, num_ranks: int) -> list[Piece]:
             first, last = -(-max(lo, 0) // 16), -(-max(hi, 0) // 16)  # rows whose first byte is in range
             if hi > lo and last > first:
                 pieces.append(Piece(s, first, last))
+        elif s.kind == PARQUET and s.groups:
+            starts = 16 * np.concatenate([[0], np.cumsum(s.groups[:-1], dtype=np.int64)]).astype(np.int64)
+            mine = np.flatnonzero((starts >= a - at) & (starts < b - at))  # groups whose first row is in range
+            if mine.size:
+                pieces.append(Piece(s, int(mine[0]), int(mine[-1]) + 1))
         elif hi > lo:
             pieces.append(Piece(s, lo, hi))
         at += s.size
@@ -114,6 +127,9 @@ def iter_edges(pieces: list[Piece], num_nodes: int, chunk_bytes: int = CHUNK_BYT
             if time_column is not None:
                 raise IngestError(f"{piece.shard.path}: a .npy shard has no edge time column (--edge-time-column)")
             yield from _npy_chunks(piece, num_nodes, max(1, chunk_bytes // 16))
+            continue
+        if piece.shard.kind == PARQUET:
+            yield from _parquet_chunks(piece, num_nodes, time_column)
             continue
         for lines_before, block, first in _blocks(piece, chunk_bytes):
             yield _parse(piece.shard.path, block, first, lines_before, num_nodes, time_column)
@@ -205,10 +221,66 @@ def _npy_chunks(piece: Piece, num_nodes: int, rows: int):
     arr = np.load(piece.shard.path, mmap_mode="r")
     for a in range(piece.start, piece.end, rows):
         chunk = np.asarray(arr[a : min(a + rows, piece.end)])
-        bad = np.flatnonzero(((chunk < 0) | (chunk >= num_nodes)).any(axis=1))
-        if bad.size:
-            row = chunk[bad[0]]
-            value = int(row[0]) if not 0 <= row[0] < num_nodes else int(row[1])
-            why = f"negative node id {value}" if value < 0 else f"node id {value} >= num_nodes {num_nodes}"
-            raise IngestError(f"{piece.shard.path}: row {a + int(bad[0])}: {why}: {row.tolist()}")
+        _check_ids(piece.shard.path, a, chunk[:, 0], chunk[:, 1], num_nodes)
         yield chunk[:, 0].astype(np.int64), chunk[:, 1].astype(np.int64), None
+
+
+def _check_ids(path: Path, first_row: int, src: np.ndarray, dst: np.ndarray, num_nodes: int) -> None:
+    """IngestError ``"<file>: row <k>: ..."`` for the first row with an id outside ``[0, num_nodes)``."""
+    bad = np.flatnonzero((src < 0) | (src >= num_nodes) | (dst < 0) | (dst >= num_nodes))
+    if bad.size:
+        k = int(bad[0])
+        value = int(src[k]) if not 0 <= src[k] < num_nodes else int(dst[k])
+        why = f"negative node id {value}" if value < 0 else f"node id {value} >= num_nodes {num_nodes}"
+        raise IngestError(f"{path}: row {first_row + k}: {why}: {[int(src[k]), int(dst[k])]}")
+
+
+def _pyarrow_parquet(path: Path):
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as e:  # missing, or built for another numpy major version (it says which)
+        raise IngestError(f"{path}: Parquet shards need pyarrow (pip install 'bgl[distributed]'): {e}") from None
+    return pq
+
+
+def _parquet_shard(path: Path) -> Shard:
+    """A Parquet shard from its footer: row counts per row group, and a check of the id columns."""
+    pq = _pyarrow_parquet(path)
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except Exception as e:  # noqa: BLE001 - pyarrow raises its own types for a damaged file
+        raise IngestError(f"{path}: not a readable Parquet file: {e}") from None
+    schema = meta.schema.to_arrow_schema()
+    if len(schema) < 2 or not all(_is_int(schema.field(j).type) for j in (0, 1)):
+        raise IngestError(f"{path}: a Parquet shard's first two columns must be integer src and dst, got "
+                          f"{', '.join(f'{f.name}: {f.type}' for f in list(schema)[:2])}")
+    groups = tuple(meta.row_group(g).num_rows for g in range(meta.num_row_groups))
+    return Shard(path, PARQUET, 16 * sum(groups), groups)
+
+
+def _is_int(arrow_type) -> bool:
+    import pyarrow.types as T
+
+    return T.is_integer(arrow_type)
+
+
+def _parquet_chunks(piece: Piece, num_nodes: int, time_column: int | None):
+    """One row group at a time: ``(src, dst, times)``, nulls and bad ids named by file and row."""
+    pq = _pyarrow_parquet(piece.shard.path)
+    f = pq.ParquetFile(piece.shard.path)
+    names = f.schema_arrow.names
+    cols = [0, 1] + ([time_column] if time_column is not None else [])
+    if time_column is not None and (time_column >= len(names) or not _is_int(f.schema_arrow.field(time_column).type)):
+        raise IngestError(f"{piece.shard.path}: edge time column {time_column} missing or not integers")
+    first_row = sum(piece.shard.groups[: piece.start])
+    for g in range(piece.start, piece.end):
+        table = f.read_row_group(g, columns=[names[j] for j in cols])
+        arrays = []
+        for j, column in zip(cols, table.columns):
+            if column.null_count:
+                raise IngestError(f"{piece.shard.path}: row group {g}: {column.null_count} null values in column "
+                                  f"{j} ({names[j]!r})")
+            arrays.append(column.to_numpy().astype(np.int64))
+        _check_ids(piece.shard.path, first_row, arrays[0], arrays[1], num_nodes)
+        first_row += piece.shard.groups[g]
+        yield arrays[0], arrays[1], arrays[2] if time_column is not None else None

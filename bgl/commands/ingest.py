@@ -54,7 +54,7 @@ def register(subparsers) -> None:
     p.add_argument("--distributed", action="store_true",
                    help="run as MPI ranks (mpirun -n R python -m bgl ingest 'DIR/part-*.txt' OUT --distributed "
                         "--parts P --num-nodes N): SOURCE is a glob, file or directory of edge-list shards (text, "
-                        "gzip, .npy [E, 2]), each rank reads its share and OUT is written as a partition directory "
+                        "gzip, .npy [E, 2], Parquet), each rank reads its share and OUT is written as a partition directory "
                         "(on a filesystem all ranks see); node data only from --feat/--label, a seeded hash split")
     p.add_argument("--parts", type=int_at_least(1), default=None, metavar="P",
                    help="with --distributed: number of parts")

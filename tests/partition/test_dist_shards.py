@@ -106,3 +106,30 @@ def test_edge_times_follow_their_edges_and_bad_ones_name_their_line(tmp_path):
     with pytest.raises(IngestError, match=r"t\.txt:251: edge time column 2 missing or not an integer: '7 8 soon'"):
         for r in range(4):
             list(S.iter_edges(S.assign(found, r, 4), 1000, 64, time_column=2))
+
+
+def test_parquet_row_groups_are_read_once_with_their_times(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    rng = np.random.default_rng(2)
+    e = rng.integers(0, 1000, (1000, 2))
+    times = rng.integers(0, 10**12, 1000)
+    table = pa.table({"src": e[:, 0].astype(np.int32), "dst": e[:, 1], "t": times, "note": ["x"] * 1000})
+    pq.write_table(table, tmp_path / "a.parquet", row_group_size=90)  # 12 row groups
+    (tmp_path / "b.txt").write_text("".join(f"{s} {t} 5\n" for s, t in e[:50]))
+    found = S.list_shards(tmp_path)
+    assert [s.kind for s in found] == ["parquet", "text"] and len(found[0].groups) == 12
+    for ranks in (1, 3, 5, 20):
+        got = [c for r in range(ranks) for c in S.iter_edges(S.assign(found, r, ranks), 1000, 64, time_column=2)]
+        assert np.array_equal(np.concatenate([np.stack(c[:2], 1) for c in got]), np.concatenate([e, e[:50]]))
+        assert np.array_equal(np.concatenate([c[2] for c in got]), np.concatenate([times, np.full(50, 5)]))
+    e[500, 1] = 1000
+    pq.write_table(pa.table({"src": e[:, 0], "dst": e[:, 1]}), tmp_path / "a.parquet", row_group_size=90)
+    with pytest.raises(IngestError, match=r"a\.parquet: row 500: node id 1000 >= num_nodes 1000"):
+        _read(S.list_shards(tmp_path / "a.parquet"), 3, 64)
+    pq.write_table(pa.table({"src": pa.array([1, None]), "dst": [2, 3]}), tmp_path / "a.parquet")
+    with pytest.raises(IngestError, match=r"a\.parquet: row group 0: 1 null values in column 0 \('src'\)"):
+        _read(S.list_shards(tmp_path / "a.parquet"), 1, 64)
+    pq.write_table(pa.table({"src": ["a"], "dst": [2]}), tmp_path / "a.parquet")
+    with pytest.raises(IngestError, match=r"first two columns must be integer src and dst, got src: string"):
+        S.list_shards(tmp_path / "a.parquet")

@@ -42,8 +42,8 @@ def _edges(seed: int) -> np.ndarray:
 
 def _write_shards(root, edges: np.ndarray) -> str:
     """Shards of mixed kinds and sizes (one large text file, so ranks split it by bytes): text with
-    a column-name row and comments, CSV, gzip, and .npy (text when ``edges`` has a third column,
-    edge times).  Returns their glob."""
+    a column-name row and comments, CSV, gzip, .npy and Parquet (.npy without pyarrow; text when
+    ``edges`` has a third column, edge times).  Returns their glob."""
     a, b, c, d = np.split(edges, [5000, 5800, 6600])
     text = lambda rows, sep=" ": "".join(sep.join(map(str, row)) + "\n" for row in rows)  # noqa: E731
     (root / "part-0.txt").write_text("src dst t\n# the first shard\n" + text(a[:10]) + "% a comment\n\n"
@@ -52,7 +52,14 @@ def _write_shards(root, edges: np.ndarray) -> str:
     with gzip.open(root / "part-2.txt.gz", "wt") as f:
         f.write(text(c, "\t"))
     if edges.shape[1] == 2:
-        np.save(root / "part-3.npy", d.astype(np.int32))
+        np.save(root / "part-3.npy", d[:300].astype(np.int32))
+        try:  # row groups of a Parquet shard, where pyarrow is installed (bgl[distributed])
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            pq.write_table(pa.table({"src": d[300:, 0], "dst": d[300:, 1]}), root / "part-4.parquet", row_group_size=40)
+        except ImportError:
+            np.save(root / "part-4.npy", d[300:])
     else:
         (root / "part-3.txt").write_text(text(d))
     return str(root / "part-*")
