@@ -15,11 +15,13 @@ def register(subparsers) -> None:
         "ingest", help="convert a dataset into a graph store directory",
         description="Convert SOURCE (npz, Planetoid dir, SNAP edge list, OGB raw dir (ogbn-mag's typed layout "
                     "too), a typed edge-list dir, rmat:SCALE or rmat-hetero:SCALE) into the graph store OUT_DIR, "
-                    "written atomically.",
+                    "written atomically; with --distributed (MPI ranks), edge-list shards into the partition "
+                    "directory OUT_DIR.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("source", help="dataset file/directory, rmat:SCALE or rmat-hetero:SCALE")
-    p.add_argument("out_dir", help="graph store directory to create")
+    p.add_argument("source", help="dataset file/directory, rmat:SCALE or rmat-hetero:SCALE; with --distributed a "
+                                  "glob, file or directory of edge-list shards")
+    p.add_argument("out_dir", help="graph store directory to create (a partition directory with --distributed)")
     p.add_argument("--format", choices=FORMAT_CHOICES, default=None, help="input format; None = detect from SOURCE")
     p.add_argument("--feat-dim", type=int_at_least(0), default=0, help="add seeded synthetic features of this size")
     p.add_argument("--num-classes", type=int_at_least(0), default=0, help="add seeded synthetic labels with this many classes")
@@ -54,8 +56,9 @@ def register(subparsers) -> None:
     p.add_argument("--distributed", action="store_true",
                    help="run as MPI ranks (mpirun -n R python -m bgl ingest 'DIR/part-*.txt' OUT --distributed "
                         "--parts P --num-nodes N): SOURCE is a glob, file or directory of edge-list shards (text, "
-                        "gzip, .npy [E, 2], Parquet), each rank reads its share and OUT is written as a partition directory "
-                        "(on a filesystem all ranks see); node data only from --feat/--label, a seeded hash split")
+                        "gzip, .npy [E, 2], Parquet), each rank reads its share and OUT is written as a partition "
+                        "directory (on a filesystem all ranks see); node data only from --feat/--label, a seeded "
+                        "hash split")
     p.add_argument("--parts", type=int_at_least(1), default=None, metavar="P",
                    help="with --distributed: number of parts")
     p.add_argument("--engine", choices=("ptscotch",), default="ptscotch",
