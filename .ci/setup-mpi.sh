@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install Open MPI (mpirun, mpicc), PT-Scotch with its ParMETIS-API library
 # (libptscotchparmetis: ParMETIS_V3_PartKway) and mpi4py, the pieces `bgl partition --distributed`
-# and tests/partition/test_distributed_*.py need.  Debian packages through apt; mpi4py into the venv
-# given as the first argument (default .venv next to this repository), built against that Open MPI.
+# and tests/partition/test_distributed_*.py need.  Debian packages through apt; mpi4py (built against
+# that Open MPI) and pyarrow (Parquet shards) into the venv given as the first argument (default .venv
+# next to this repository).
 # Idempotent; needs root and network to the Debian mirrors and PyPI (as CI has).
 set -euo pipefail
 venv="${1:-$(cd "$(dirname "$0")/.." && pwd)/.venv}"
@@ -28,4 +29,9 @@ fi
 if ! "$venv/bin/python" -c "import mpi4py" 2>/dev/null; then
   # mpi4py compiles against the mpicc on PATH (Open MPI above)
   "$venv/bin/python" -m pip install -q "mpi4py>=3.1"
+fi
+if ! "$venv/bin/python" -c "import pyarrow.parquet" 2>/dev/null; then
+  # Parquet shards for `bgl ingest --distributed`; pyarrow 21+ needs numpy 2 (the dgl extra pins numpy<2)
+  spec=$("$venv/bin/python" -c "import numpy; print('pyarrow>=14' if int(numpy.__version__.split('.')[0]) >= 2 else 'pyarrow>=14,<21')")
+  "$venv/bin/python" -m pip install -q "$spec"
 fi

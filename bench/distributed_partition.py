@@ -11,6 +11,10 @@ possible).  Stores are built as ``bench/partition.py`` builds them (R-MAT: edge 
     .venv/bin/python bench/distributed_partition.py --dataset rmat20 --ranks 2 --parts 4 \\
         --work /tmp/bgl-bench-partition
 
+With ``--shards K`` it writes the store's edges as K text shards and times ``bgl ingest
+--distributed`` from them instead (the same graph: the rows compare reading shards with reading
+the store).
+
 Prints one markdown row per rank count and writes the raw rows as JSON (--out).
 """
 from __future__ import annotations
@@ -50,10 +54,34 @@ def share_worker(store_path: str, out: str, num_batches: int) -> dict:
     return {"remote_sample_share": share, "num_batches": num_batches}
 
 
-def run(store, ranks: int, parts: int, work: Path, engine: str, timeout: float) -> dict:
-    out = work / f"dist-{store.path.name}-r{ranks}-p{parts}"
-    cmd = ["mpirun", "--oversubscribe", "-n", str(ranks), sys.executable, "-m", "bgl", "partition",
-           str(store.path), str(out), "--parts", str(parts), "--distributed", "--engine", engine, "--overwrite"]
+def write_shards(store, work: Path, count: int) -> str:
+    """The store's edges (``src dst`` per line, CSC order) as ``count`` text shards, written once;
+    returns their glob.  Ingesting them with ``--no-symmetrize`` gives the store's edges back."""
+    import numpy as np
+
+    root = work / f"shards-{store.path.name}-{count}"
+    if not (root / "done").exists():
+        root.mkdir(parents=True, exist_ok=True)
+        ptr = np.asarray(store.indptr)
+        bounds = np.linspace(0, store.num_edges, count + 1).astype(np.int64)
+        for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+            dst = np.searchsorted(ptr, np.arange(a, b), side="right") - 1
+            src = np.asarray(store.indices[a:b], np.int64)
+            text = np.char.add(np.char.add(src.astype(str), " "), dst.astype(str))
+            (root / f"part-{k:03d}.txt").write_text("\n".join(text.tolist()) + "\n")
+        (root / "done").write_text("")
+    return str(root / "part-*.txt")
+
+
+def run(store, ranks: int, parts: int, work: Path, engine: str, timeout: float, shards: int = 0) -> dict:
+    out = work / (f"dist-{store.path.name}-r{ranks}-p{parts}" + (f"-s{shards}" if shards else ""))
+    if shards:
+        cmd = ["mpirun", "--oversubscribe", "-n", str(ranks), sys.executable, "-m", "bgl", "ingest",
+               write_shards(store, work, shards), str(out), "--parts", str(parts), "--num-nodes", str(store.num_nodes),
+               "--no-symmetrize", "--distributed", "--engine", engine, "--overwrite"]
+    else:
+        cmd = ["mpirun", "--oversubscribe", "-n", str(ranks), sys.executable, "-m", "bgl", "partition",
+               str(store.path), str(out), "--parts", str(parts), "--distributed", "--engine", engine, "--overwrite"]
     t0 = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **MPI_ENV})
     wall = time.perf_counter() - t0
@@ -66,7 +94,8 @@ def run(store, ranks: int, parts: int, work: Path, engine: str, timeout: float) 
     if worker.returncode != 0:
         return {"ranks": ranks, "parts": parts, "error": worker.stderr.strip()[-1000:]}
     m = meta["metrics"]
-    return {"dataset": store.path.name, "engine": engine, "ranks": ranks, "parts": parts, "wall_seconds": wall,
+    return {"dataset": store.path.name + (f" ({shards} text shards)" if shards else ""), "engine": engine,
+            "ranks": ranks, "parts": parts, "wall_seconds": wall,
             "num_nodes": meta["num_nodes"], "num_edges": meta["num_edges"], **m,
             **json.loads(worker.stdout.strip().splitlines()[-1])}
 
@@ -91,6 +120,9 @@ def main() -> int:
     ap.add_argument("--engine", default="ptscotch")
     ap.add_argument("--work", default="/tmp/bgl-bench-partition")
     ap.add_argument("--timeout", type=float, default=3600)
+    ap.add_argument("--shards", type=int, default=0,
+                    help="> 0: write the store's edges as this many text shards and time `bgl ingest --distributed` "
+                         "from them instead of `bgl partition --distributed` from the store")
     ap.add_argument("--out", default=None, help="JSON file for the raw rows (default: WORK/distributed.json)")
     args = ap.parse_args()
     if args.share_worker:
@@ -106,7 +138,7 @@ def main() -> int:
     print(HEADER, flush=True)
     rows = []
     for ranks in (int(r) for r in args.ranks.split(",")):
-        rows.append(run(store, ranks, args.parts, work, args.engine, args.timeout))
+        rows.append(run(store, ranks, args.parts, work, args.engine, args.timeout, args.shards))
         print(fmt(rows[-1]), flush=True)
     print(f"load after: {Path('/proc/loadavg').read_text().strip()}", flush=True)
     Path(args.out or work / "distributed.json").write_text(json.dumps(rows, indent=2))

@@ -54,6 +54,11 @@ def split_ranges(indptr: np.ndarray, num_ranks: int) -> np.ndarray:
     total = int(indptr[-1])
     targets = (np.arange(num_ranks + 1, dtype=np.float64) * total / num_ranks).astype(np.int64)
     vtx = np.searchsorted(indptr, targets, side="left").astype(np.int64)
+    return _nonempty(vtx, n, num_ranks)
+
+
+def _nonempty(vtx: np.ndarray, n: int, num_ranks: int) -> np.ndarray:
+    """``vtx`` from 0 to ``n`` with every range non-empty when there are at least R nodes."""
     vtx[0], vtx[-1] = 0, n
     if n >= num_ranks:
         for r in range(1, num_ranks):
@@ -61,6 +66,16 @@ def split_ranges(indptr: np.ndarray, num_ranks: int) -> np.ndarray:
         for r in range(num_ranks - 1, 0, -1):
             vtx[r] = min(vtx[r], vtx[r + 1] - 1)
     return vtx
+
+
+def ranges_from_histogram(hist: np.ndarray, width: int, num_nodes: int, num_ranks: int) -> np.ndarray:
+    """``vtxdist`` int64 [R+1] as :func:`split_ranges` cuts it, from a histogram of in-edge
+    counts over buckets of ``width`` consecutive node ids (``hist`` int64 [B]): cuts fall on bucket
+    bounds, so ranks learn their ranges without a per-node array."""
+    cum = np.zeros(hist.size + 1, np.int64)
+    np.cumsum(hist, out=cum[1:])
+    vtx = np.minimum(split_ranges(cum, num_ranks) * int(width), num_nodes)
+    return _nonempty(vtx, num_nodes, num_ranks)
 
 
 def read_slice(store: GraphStore, rank: int, num_ranks: int) -> Slice:
@@ -74,14 +89,21 @@ def read_slice(store: GraphStore, rank: int, num_ranks: int) -> Slice:
     return Slice(lo, hi, vtxdist, ptr - start, src, start)
 
 
-def _sorted_unique_pairs(rows: np.ndarray, cols: np.ndarray, lo: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, cols) sorted by row then column, repeats removed."""
+def sorted_pairs(rows: np.ndarray, cols: np.ndarray, lo: int, n: int,
+                 unique: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) sorted by row then column, repeats removed when ``unique`` (rows >= ``lo``,
+    columns < ``n``): one int64 key per pair while ``(span of rows) * n`` fits, else a lexsort."""
     span = int(rows.max()) - lo + 1 if rows.size else 0
     if span * n < 2**62:
-        key = np.unique((rows - lo) * n + cols)
+        key = (rows - lo) * n + cols
+        key.sort()
+        if unique and key.size:
+            key = key[np.concatenate([[True], key[1:] != key[:-1]])]
         return key // n + lo, key % n
     order = np.lexsort((cols, rows))
     rows, cols = rows[order], cols[order]
+    if not unique:
+        return rows, cols
     keep = np.ones(rows.size, bool)
     keep[1:] = (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])
     return rows[keep], cols[keep]
@@ -98,7 +120,7 @@ def symmetric_csr(sl: Slice, ex: Exchange, num_nodes: int) -> tuple[np.ndarray, 
     rows = np.concatenate([dst, rev_rows])
     cols = np.concatenate([src, rev_cols])
     del dst, src, rev_rows, rev_cols
-    rows, cols = _sorted_unique_pairs(rows, cols, sl.lo, num_nodes)
+    rows, cols = sorted_pairs(rows, cols, sl.lo, num_nodes)
     xadj = np.zeros(sl.num_nodes + 1, np.int64)
     np.cumsum(np.bincount(rows - sl.lo, minlength=sl.num_nodes), out=xadj[1:])
     return xadj, cols

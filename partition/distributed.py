@@ -33,9 +33,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable, TypeVar
 
 import numpy as np
 
+from bgl.errors import IngestError
 from bgl.output_dir import PARTITION, WorkDir, remove_stale, replace_output
 from bgl.store import GraphStore
 
@@ -43,6 +45,7 @@ from . import metrics as M
 from .format import FORMAT_NAME, FORMAT_VERSION, META_FILE, ORIG_EIDS_FILE, ORIG_IDS_FILE, check_out_dir, open_partition
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 ENGINES = ("ptscotch",)
 SHARE_NOTE = ("not measured by --distributed: the share samples multi-hop neighbourhoods of the whole "
@@ -77,12 +80,13 @@ def _bcast_text(comm, text: str, root: int) -> str:
 
 #: Exceptions a failed check is raised as on every rank (by type name); anything else is a RuntimeError.
 _CHECK_ERRORS = {"ValueError": ValueError, "FileExistsError": FileExistsError, "OutputError": RuntimeError,
-                 "StoreFormatError": ValueError, "EngineMissing": None}
+                 "StoreFormatError": ValueError, "EngineMissing": None, "IngestError": IngestError}
 
 
-def _agree(comm, error: BaseException | None) -> None:
+def agree(comm, error: BaseException | None) -> None:
     """Raise the first failing rank's check error on every rank (prefixed with its rank unless rank
-    0), so all ranks leave a failed check together; collective."""
+    0), so all ranks leave a failed check together; collective.  The raised error is marked
+    ``_bgl_agreed``: every rank raises it, so none needs to abort the job."""
     flags = np.empty(comm.Get_size(), np.int64)
     comm.Allgather(np.array([error is not None], np.int64), flags)
     if not flags.any():
@@ -94,8 +98,11 @@ def _agree(comm, error: BaseException | None) -> None:
     if kind == "EngineMissing":
         from .ptscotch import EngineMissing
 
-        raise EngineMissing(body)
-    raise (_CHECK_ERRORS.get(kind) or RuntimeError)(body)
+        agreed = EngineMissing(body)
+    else:
+        agreed = (_CHECK_ERRORS.get(kind) or RuntimeError)(body)
+    agreed._bgl_agreed = True
+    raise agreed
 
 
 def _check(store_path, out_dir, num_parts: int, engine: str, overwrite: bool, ranks: int) -> GraphStore:
@@ -145,42 +152,71 @@ def partition_distributed(store_path, out_dir, num_parts: int, *, engine: str = 
     """
     MPI = _mpi()
     comm = comm if comm is not None else MPI.COMM_WORLD
-    rank, size = comm.Get_rank(), comm.Get_size()
+    size = comm.Get_size()
     try:
         store, error = _check(store_path, out_dir, num_parts, engine, overwrite, size), None
     except Exception as e:  # noqa: BLE001 - every rank must learn of any rank's failed check
         store, error = None, e
-    _agree(comm, error)
+    agree(comm, error)
     out = Path(out_dir)
+    return run_guarded(comm, "partition", lambda: _run(store, out, int(num_parts), engine, seed, overwrite,
+                                                        imbalance, comm))
+
+
+def run_guarded(comm, command: str, work: Callable[[], T]) -> T:
+    """``work()`` on every rank; a failure that is not one :func:`agree` raised on every rank
+    prints its one line and aborts the MPI job (one rank's failure must end the job, not hang it)."""
     try:
-        return _run(store, out, int(num_parts), engine, seed, overwrite, imbalance, comm, rank, size)
-    except BaseException as e:  # noqa: BLE001 - one rank's failure must end the job, not hang it
-        if size == 1:
+        return work()
+    except BaseException as e:  # noqa: BLE001
+        rank, size = comm.Get_rank(), comm.Get_size()
+        if size == 1 or getattr(e, "_bgl_agreed", False):
             raise
-        _report(e, rank, size)
+        _report(e, rank, size, command)
         comm.Abort(1)
         raise
 
 
-def _report(e: BaseException, rank: int, size: int) -> None:
+def _report(e: BaseException, rank: int, size: int, command: str = "partition") -> None:
     """One line on stderr naming the failing rank, its host and the error (once per error)."""
     if size > 1 and not getattr(e, "_bgl_reported", False):
-        print(f"bgl partition: error: rank {rank} of {size} on {socket.gethostname()}: "
+        print(f"bgl {command}: error: rank {rank} of {size} on {socket.gethostname()}: "
               f"{type(e).__name__}: {e}", file=sys.stderr, flush=True)
         with contextlib.suppress(AttributeError):
             e._bgl_reported = True
 
 
 def _run(store: GraphStore, out: Path, num_parts: int, engine: str, seed: int, overwrite: bool,
-         imbalance: float, comm, rank: int, size: int):
+         imbalance: float, comm):
     from . import dist_graph as G
     from . import dist_write as W
     from .dist_exchange import Exchange
-    from .ptscotch import part_kway
 
     ex = Exchange(comm)
     t0 = time.perf_counter()
-    sl = G.read_slice(store, rank, size)
+    sl = G.read_slice(store, comm.Get_rank(), comm.Get_size())
+    names, flags = W.split_flags(store, sl.lo, sl.hi)
+    return partition_slice(store, sl, names, flags, out, num_parts, engine=engine, seed=seed, overwrite=overwrite,
+                           imbalance=imbalance, ex=ex, t0=t0)
+
+
+def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, num_parts: int, *, engine: str,
+                    seed: int, overwrite: bool, imbalance: float, ex, t0: float, command: str = "partition"):
+    """Partition and write from every rank's :class:`~.dist_graph.Slice` (collective): the steps
+    after reading, shared by a store's slices and edge-list shards (:mod:`.dist_ingest`).
+
+    ``store`` : the whole graph's :class:`~bgl.store.GraphStore`, or an object with the attributes
+    of it the writer reads (``num_nodes``, ``num_edges``, ``path``, ``meta.name``, ``label``,
+    ``feat``, ``feat_encoded``, ``feat_codec``, ``num_classes``, ``edata``: arrays over the whole
+    graph's ids, of which each rank reads its own rows); ``names, flags`` : this rank's split
+    membership (:func:`.dist_write.split_flags`); ``t0`` : when reading began (``metrics["seconds"]``);
+    ``command`` : the ``bgl`` command a failing rank's line names.
+    """
+    from . import dist_graph as G
+    from . import dist_write as W
+    from .ptscotch import part_kway
+
+    comm, rank, size = ex.comm, ex.comm.Get_rank(), ex.size
     xadj, adjncy = G.symmetric_csr(sl, ex, store.num_nodes)
     log.info("rank %d: nodes [%d, %d), %d in-edges, %d undirected entries (%.1f s)", rank, sl.lo, sl.hi,
              sl.src.size, adjncy.size, time.perf_counter() - t0)
@@ -191,7 +227,6 @@ def _run(store: GraphStore, out: Path, num_parts: int, engine: str, seed: int, o
     log.info("rank %d: %s assigned %d parts (%.1f s since start)", rank, engine, num_parts, seconds)
     rel = G.relabel(part, num_parts, ex)
     new_src = G.translate(sl.src, sl, rel.new_ids, ex)
-    names, flags = W.split_flags(store, sl.lo, sl.hi)
     stats = _stats(sl, part, rel, new_src, flags[:, names.index("train")] if "train" in names else None,
                    num_parts, ex)
     t1 = time.perf_counter()
@@ -220,7 +255,7 @@ def _run(store: GraphStore, out: Path, num_parts: int, engine: str, seed: int, o
                     seconds, write_seconds, rss, int(sent[0]))
         comm.Barrier()
     except BaseException as e:
-        _report(e, rank, size)  # before the cleanup: the other ranks' aborts may end this one any moment
+        _report(e, rank, size, command)  # before the cleanup: the other ranks' aborts may end this one any moment
         if work is not None:
             work.remove()
         raise

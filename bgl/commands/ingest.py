@@ -15,11 +15,13 @@ def register(subparsers) -> None:
         "ingest", help="convert a dataset into a graph store directory",
         description="Convert SOURCE (npz, Planetoid dir, SNAP edge list, OGB raw dir (ogbn-mag's typed layout "
                     "too), a typed edge-list dir, rmat:SCALE or rmat-hetero:SCALE) into the graph store OUT_DIR, "
-                    "written atomically.",
+                    "written atomically; with --distributed (MPI ranks), edge-list shards into the partition "
+                    "directory OUT_DIR.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("source", help="dataset file/directory, rmat:SCALE or rmat-hetero:SCALE")
-    p.add_argument("out_dir", help="graph store directory to create")
+    p.add_argument("source", help="dataset file/directory, rmat:SCALE or rmat-hetero:SCALE; with --distributed a "
+                                  "glob, file or directory of edge-list shards")
+    p.add_argument("out_dir", help="graph store directory to create (a partition directory with --distributed)")
     p.add_argument("--format", choices=FORMAT_CHOICES, default=None, help="input format; None = detect from SOURCE")
     p.add_argument("--feat-dim", type=int_at_least(0), default=0, help="add seeded synthetic features of this size")
     p.add_argument("--num-classes", type=int_at_least(0), default=0, help="add seeded synthetic labels with this many classes")
@@ -57,6 +59,20 @@ def register(subparsers) -> None:
     p.add_argument("--scale", type=int_at_least(1), default=None, help="rmat: log2 of the node count")
     p.add_argument("--edge-factor", type=int_at_least(1), default=16, help="rmat: generated edges per node")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (drawn only when stderr is a terminal)")
+    p.add_argument("--distributed", action="store_true",
+                   help="run as MPI ranks (mpirun -n R python -m bgl ingest 'DIR/part-*.txt' OUT --distributed "
+                        "--parts P --num-nodes N): SOURCE is a glob, file or directory of edge-list shards (text, "
+                        "gzip, .npy [E, 2], Parquet), each rank reads its share and OUT is written as a partition "
+                        "directory (on a filesystem all ranks see); node data only from --feat/--label, a seeded "
+                        "hash split")
+    p.add_argument("--parts", type=int_at_least(1), default=None, metavar="P",
+                   help="with --distributed: number of parts")
+    p.add_argument("--engine", choices=("ptscotch",), default="ptscotch",
+                   help="with --distributed: the engine (PT-Scotch through its ParMETIS API)")
+    p.add_argument("--feat", default=None, metavar="FILE.npy",
+                   help="with --distributed: node features [N, D] (floats); each rank reads its nodes' rows")
+    p.add_argument("--label", default=None, metavar="FILE.npy",
+                   help="with --distributed: node labels [N] (ints, -1 = unlabelled); each rank reads its nodes' rows")
     from .compress import add_feat_codec_arguments
 
     add_feat_codec_arguments(p)
@@ -69,6 +85,11 @@ def run(args) -> int:
     from ..sources.datasets import ingest
 
     require_parent(args.out_dir)
+    if args.distributed:
+        return run_distributed(args)
+    for flag, value in (("--parts", args.parts), ("--feat", args.feat), ("--label", args.label)):
+        if value is not None:
+            raise ValueError(f"{flag} applies to --distributed (one-machine ingest reads node data from SOURCE)")
     opts = {}
     if args.name is not None:
         opts["name"] = args.name
@@ -106,3 +127,32 @@ def run(args) -> int:
 
     print(format_summary(store_summary(store)))
     return 0
+
+
+#: Options of one-machine ingest that edge-list shards do not take (flag, attribute, values allowed).
+_NOT_DISTRIBUTED = (("--format", "format", (None, "edgelist")), ("--feat-dim", "feat_dim", (0,)),
+                    ("--num-classes", "num_classes", (0,)), ("--add-reverse", "add_reverse", (False,)),
+                    ("--name", "name", (None,)), ("--split", "split", (None,)),
+                    ("--edge-weight-column", "edge_weight_column", (None,)), ("--scale", "scale", (None,)),
+                    ("--feat-codec", "feat_codec", (None,)))
+
+
+def run_distributed(args) -> int:
+    """``--distributed``: every rank ingests and partitions together; rank 0 prints (as
+    ``bgl partition --distributed`` does)."""
+    from ..partition.dist_ingest import ingest_distributed
+    from .partition import on_ranks
+
+    def work():
+        for flag, name, allowed in _NOT_DISTRIBUTED:
+            if getattr(args, name) not in allowed:
+                raise ValueError(f"{flag} does not apply to --distributed (edge-list shards, no node data)")
+        if args.parts is None:
+            raise ValueError("--distributed needs --parts P (it writes a partition directory)")
+        return ingest_distributed(args.source, args.out_dir, args.parts, num_nodes=args.num_nodes,
+                                  symmetrize=args.symmetrize, remove_self_loops=not args.keep_self_loops,
+                                  dedupe=not args.keep_duplicates, engine=args.engine, seed=args.seed,
+                                  overwrite=args.overwrite, feat=args.feat, label=args.label,
+                                  edge_time_column=args.edge_time_column)
+
+    return on_ranks(work)

@@ -103,18 +103,29 @@ def run(args) -> int:
 
 
 def run_distributed(args) -> int:
-    """``--distributed``: every rank partitions together; rank 0 prints, the others stay quiet
-    (a failed check is the same error on every rank, and rank 0 reports it)."""
-    from bgl.partition.distributed import mpi_rank, partition_distributed
+    """``--distributed``: every rank partitions together (see :func:`on_ranks`)."""
+    from bgl.partition.distributed import partition_distributed
 
-    rank = mpi_rank()
-    try:
+    def work():
         if args.memory_budget is not None:
             raise ValueError("--memory-budget applies to the one-machine --method bgl or kaminpar, not --distributed")
         if args.method != "bgl":  # the default; anything else was asked for and would be ignored
             raise ValueError(f"--method {args.method} is the one-machine partitioner; --distributed uses --engine")
-        book = partition_distributed(args.store, args.out, args.parts, engine=args.engine, seed=args.seed,
+        return partition_distributed(args.store, args.out, args.parts, engine=args.engine, seed=args.seed,
                                      overwrite=args.overwrite)
+
+    return on_ranks(work)
+
+
+def on_ranks(work) -> int:
+    """Run ``work()`` (returning the written PartitionBook) on every MPI rank: rank 0 prints the
+    result, the others stay quiet (a failed check is the same error on every rank, and rank 0
+    reports it; the others exit 1 silently)."""
+    from bgl.partition.distributed import mpi_rank
+
+    rank = mpi_rank()
+    try:
+        book = work()
     except Exception:
         if rank != 0:
             return 1

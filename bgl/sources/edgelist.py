@@ -185,12 +185,12 @@ def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = No
             buf = np.frombuffer(block, dtype=np.uint8)
             ne, nl, err, err_line, err_value = P.parse_edge_lines(buf, src, dst, limit, wcol, weight, dst_limit)
             if err != P.OK:
-                _raise_parse_error(path, block, lines_before, err, err_line, err_value, limit, type_limits)
+                raise_parse_error(path, block, lines_before, err, err_line, err_value, limit, type_limits)
             if tcol >= 0 and ne:
                 times = np.empty(ne, np.int64)
                 nt, bad_line = P.parse_int_column(buf, tcol, times)
                 if bad_line >= 0:
-                    _raise_time_error(path, block, lines_before, bad_line, tcol)
+                    raise_time_error(path, block, lines_before, bad_line, tcol)
                 times[:nt].tofile(ft)
             lines_before += nl
             if ne:
@@ -206,7 +206,7 @@ def parse_edge_file(path: Path, scratch_dir: Path, *, num_nodes: int | None = No
     return src_file, dst_file, total, max_id
 
 
-def _raise_parse_error(path: Path, block: bytes, lines_before: int, err: int, err_line: int,
+def raise_parse_error(path: Path, block: bytes, lines_before: int, err: int, err_line: int,
                        err_value: int, limit: int, type_limits=None) -> None:
     lineno = lines_before + err_line + 1
     lines = block.split(b"\n", err_line + 1)
@@ -226,7 +226,7 @@ def _raise_parse_error(path: Path, block: bytes, lines_before: int, err: int, er
     raise IngestError(f"{path}:{lineno}: {msg}: {text!r}")
 
 
-def _raise_time_error(path: Path, block: bytes, lines_before: int, line: int, col: int) -> None:
+def raise_time_error(path: Path, block: bytes, lines_before: int, line: int, col: int) -> None:
     lines = block.split(b"\n", line + 1)
     text = lines[line].decode("utf-8", "replace").strip()[:80] if line < len(lines) else ""
     raise IngestError(f"{path}:{lines_before + line + 1}: edge time column {col} missing or not an integer: {text!r}")
