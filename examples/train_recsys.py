@@ -46,20 +46,20 @@ REVERSE = {"rates": "rated-by", "rated-by": "rates"}
 def rating_edges(path: Path):
     """(schema, ``rates`` edge ids, their (user, item) type-local endpoints) of a typed store or partition
     dir: the ids are the store's CSC positions or the partition's edge ids, what the loader takes."""
-    from bgl.loader.typed_edge_seeds import _PartitionEdges, _StoreEdges
+    from bgl.loader.typed_edge_ids import PartitionEdges, StoreEdges
 
     if (path / "partition.json").is_file():
         from bgl.partition import open_partition
 
         book = open_partition(path)
-        schema, edges = book.schema, _PartitionEdges(book)
+        schema, edges = book.schema, PartitionEdges(book)
         bounds = book.edge_bounds
         r = schema.etype_id("rates")
         eids = np.concatenate([np.flatnonzero(np.asarray(p.store.etype) == r) + bounds[k]
                                for k, p in enumerate(edges.parts)])
     else:
         store = bgl.GraphStore(path)
-        schema, edges = store.schema, _StoreEdges(store)
+        schema, edges = store.schema, StoreEdges(store)
         eids = np.flatnonzero(np.asarray(store.etype) == schema.etype_id("rates"))
     src, dst = edges.endpoints(eids)
     users, items = schema.node_type("user"), schema.node_type("item")

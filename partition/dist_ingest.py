@@ -63,7 +63,7 @@ class _Meta:
 @dataclass
 class ShardGraph:
     """The whole graph's facts the distributed writer reads of a store (see
-    :func:`.distributed.partition_slice`): sizes, a name, and no node or edge data."""
+    :func:`.distributed.partition_slice`): sizes, a name, and no node arrays or edge data."""
 
     path: str
     num_nodes: int
@@ -75,6 +75,7 @@ class ShardGraph:
     feat_encoded: None = None
     feat_codec: None = None
     edata: dict = field(default_factory=dict)
+    ndata: dict = field(default_factory=dict)  # no node arrays (node times) from shards
 
 
 def hash_splits(lo: int, hi: int, seed: int) -> tuple[list[str], np.ndarray]:
