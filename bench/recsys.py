@@ -99,7 +99,6 @@ def split(u, i, num_users):
 
 def build_graph(graph: str, workdir: Path, sizes):
     import dgl
-    import numpy as np
     import torch
 
     u, i = sasrec_pairs() if graph == "sasrec" else powerlaw_pairs(workdir, *sizes)

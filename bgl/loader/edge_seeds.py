@@ -43,6 +43,19 @@ def negative_seed(sample_seed: int) -> int:
     return layer_seed(sample_seed, MASK64)
 
 
+def negatives_graph(sampler, negative):
+    """What a batch's negatives ask whether an edge exists: the sampler's local store, or, over graph
+    servers, the servers themselves (:class:`~bgl.sampler.edge_check.ServerEdgeCheck`) when the
+    negative sampler needs the graph (``GlobalUniform``); None otherwise.  The sample stage and the
+    ``presample`` cache's presampled epoch ask it alike, so both draw the same negatives."""
+    graph = getattr(sampler, "store", None)
+    if graph is None and getattr(negative, "needs_graph", False):
+        from ..sampler.edge_check import ServerEdgeCheck
+
+        graph = ServerEdgeCheck(sampler)
+    return graph
+
+
 @dataclass
 class EdgeBatch:
     """One batch of seed edges after sampling, in the compacted id space of its node seeds.

@@ -13,6 +13,7 @@ def presample_cache_spec(spec, info, order_stage, sample_stage, max_batches: int
     samples by its relation fanouts and gives each node type's cache its slice of the counts (over
     the type's local ids, as its cache is keyed)."""
     from ..cache import presample_counts
+    from .edge_seeds import negative_seed, negatives_graph
 
     typed = isinstance(spec, TypedCacheSpec)
 
@@ -22,11 +23,9 @@ def presample_cache_spec(spec, info, order_stage, sample_stage, max_batches: int
             for i, mb in enumerate(order_stage.items((epoch, 12345 + epoch))):
                 if i >= max_batches:
                     break
-                if edges is not None and typed:  # GlobalUniform negatives avoid the local graph's edges
-                    yield edges.batch(mb.seeds.numpy(), mb.sample_seed, getattr(sampler, "store", None))[0] \
-                        .node_ids.numpy()
-                elif edges is not None:
-                    yield edges.batch(mb.seeds.numpy(), mb.sample_seed)[0].node_ids.numpy()
+                if edges is not None:  # the sample stage's negatives (GlobalUniform's avoid the graph's edges)
+                    graph = negatives_graph(sampler, edges.negative)
+                    yield edges.batch(mb.seeds.numpy(), negative_seed(mb.sample_seed), graph)[0].node_ids.numpy()
                 else:
                     yield mb.seeds.numpy()
 

@@ -27,8 +27,7 @@ from .remote_rows import RemoteRowsOnly
 from .row_buffers import RowBuffers, cache_outputs
 from .specs import CacheSpec, SamplingSpec, TypedCacheSpec
 from .typed_edge_seeds import typed_pair_graphs
-from ..sampler.edge_check import ServerEdgeCheck
-from .edge_seeds import negative_seed
+from .edge_seeds import negative_seed, negatives_graph
 
 
 @dataclass
@@ -80,9 +79,7 @@ class SampleStage(Stage):
             return self.temporal.sample_batch(self._sampler, mb)
         exclude = None
         if self.edges is not None:
-            graph = getattr(self._sampler, "store", None)
-            if graph is None and getattr(self.edges.negative, "needs_graph", False):
-                graph = ServerEdgeCheck(self._sampler)  # GlobalUniform over servers
+            graph = negatives_graph(self._sampler, self.edges.negative)
             mb.edges, exclude = self.edges.batch(mb.seeds.numpy(), negative_seed(mb.sample_seed), graph=graph)
             mb.seeds = mb.edges.node_ids
         seeds, inverse = mb.seeds, None

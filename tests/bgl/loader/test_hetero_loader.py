@@ -14,7 +14,7 @@ import bgl.nn  # noqa: E402,F401
 from bgl.errors import StoreFormatError  # noqa: E402
 from bgl.sampler.local import LocalSampler  # noqa: E402
 from bgl.schema import GraphSchema  # noqa: E402
-from bgl.sources.hetero import TypedArrays, schema_of, write_typed_store  # noqa: E402
+from bgl.sources.hetero import schema_of, write_typed_store  # noqa: E402
 from bgl.store import GraphStore, write_store  # noqa: E402
 
 

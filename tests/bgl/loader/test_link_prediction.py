@@ -171,6 +171,28 @@ def test_global_uniform_negatives_are_non_edges(symmetric):
     assert not g.has_edges_between(nid[s], nid[d]).any()
 
 
+@pytest.mark.parametrize("policy", ["presample", "static-degree", "lookahead"])
+@pytest.mark.parametrize("graph", ["store", "dglgraph"])
+def test_global_uniform_negatives_with_every_cache_policy(symmetric, policy, graph):
+    """A cache changes where rows come from, never the batch: the ``presample`` policy's presampled
+    epoch draws GlobalUniform's negatives with the graph, as the sample stage does (it once had no
+    graph to give them and refused)."""
+    g, _, store, _ = symmetric
+    source = store if graph == "store" else g
+    sampler = bgl.as_edge_prediction_sampler(bgl.NeighborSampler([3, 3]), negative_sampler=ns.GlobalUniform(K))
+    runs = []
+    for cache in (policy, "none"):
+        torch.manual_seed(5)
+        loader = bgl.DataLoader(source, torch.arange(300), sampler, batch_size=100, shuffle=True, cache=cache,
+                                cache_ratio=0.2)
+        runs.append([(input_nodes, pair.edata["_ID"], neg.edges()[0], neg.edges()[1])
+                     for input_nodes, pair, neg, _ in loader])
+        loader.close()
+    assert len(runs[0]) == 3
+    for a, b in zip(*runs):
+        assert all(torch.equal(x, y) for x, y in zip(a, b))
+
+
 def batches_of(loader):
     out = []
     for input_nodes, pair, neg, blocks in loader:

@@ -1,7 +1,6 @@
 """bgl.pyg.NeighborLoader: weight_attr= samples by an edge attribute; edge_attr / e_id of the sampled edges."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 

@@ -5,7 +5,6 @@ field by field against what PyG's docs and its ``edge_sample`` specify, on a rea
 """
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 
