@@ -181,10 +181,18 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     for name in args.datasets.split(","):
         store = store_for(name, workdir)
+        runs = {"dgl": [], "bgl": []}
+        for seed in range(args.seeds):
+            # interleaved, the first system alternating per seed: load that comes and goes on a shared box
+            # falls on both systems alike rather than on whichever ran second
+            for system in (("dgl", "bgl") if seed % 2 == 0 else ("bgl", "dgl")):
+                runs[system].append(run_child(system, store.path, seed, args.epochs, args.max_batches))
+            pair = runs["bgl"][-1]["epoch_s"] / runs["dgl"][-1]["epoch_s"]
+            print(f"{name} seed {seed}: epoch dgl {runs['dgl'][-1]['epoch_s']:.3f} s, bgl "
+                  f"{runs['bgl'][-1]['epoch_s']:.3f} s ({pair:.2f}x)  load {os.getloadavg()[0]:.1f}", flush=True)
         rows = {}
-        for system in ("dgl", "bgl"):  # DGL first: the anchor
-            runs = [run_child(system, store.path, seed, args.epochs, args.max_batches) for seed in range(args.seeds)]
-            rows[system] = {k: statistics.mean(r[k] for r in runs) for k in ("epoch_s", "peak_rss_mib", "mrr")}
+        for system in ("dgl", "bgl"):
+            rows[system] = {k: statistics.mean(r[k] for r in runs[system]) for k in ("epoch_s", "peak_rss_mib", "mrr")}
             print(f"{name} {system}: epoch {rows[system]['epoch_s']:.3f} s  peak RSS "
                   f"{rows[system]['peak_rss_mib']:.0f} MiB  MRR {rows[system]['mrr']:.4f}  "
                   f"(mean of {args.seeds} seeds)", flush=True)
