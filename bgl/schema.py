@@ -331,14 +331,16 @@ def open_typed_arrays(meta, where, load) -> tuple:
                                f"{meta.num_nodes}")
     etype = load("etype", (meta.num_edges,), schema.etype_dtype())
     feats, labels, splits = {}, {}, {}
+    codecs, encoded = open_type_codecs(meta, schema, where, load)
     for t in schema.node_types:
-        if t.feat_dim > 0 and meta.feat_float32:
+        # feat_float32 false: the types with a codec hold only their encoded rows, the others their float rows
+        if t.feat_dim > 0 and (meta.feat_float32 or t.name not in codecs):
             feats[t.name] = load(f"feat/{t.name}", (t.count, t.feat_dim), np.dtype(t.feat_dtype or "float32"))
         if t.has_label:
             labels[t.name] = load(f"label/{t.name}", (t.count,), np.int64)
         splits[t.name] = {name: load(f"split/{t.name}/{name}_idx", (size,), np.int64)
                           for name, size in t.splits.items()}
-    return (schema, etype, feats, labels, splits, *open_type_codecs(meta, schema, where, load))
+    return schema, etype, feats, labels, splits, codecs, encoded
 
 
 # ------------------------------------------------------------------ edge arrays

@@ -20,6 +20,7 @@ import logging
 import os
 import shutil
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 
@@ -50,13 +51,14 @@ def _link_or_copy(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst)
 
 
-def compress_store(path, codec: str, *, block: int = 0, out=None, keep_float32: bool = True,
+def compress_store(path, codec, *, block: int = 0, out=None, keep_float32: bool = True,
                    overwrite: bool = False, chunk_rows: int = CHUNK_ROWS):
     """Add encoded feature rows to the store at ``path`` (in place, or as a new store at ``out``).
 
     Parameters
     ----------
-    codec : ``"float16"``, ``"bfloat16"`` or ``"int8"`` (:data:`bgl.codec.CODECS`)
+    codec : ``"float16"``, ``"bfloat16"`` or ``"int8"`` (:data:`bgl.codec.CODECS`); on a typed store also
+        ``{ntype: name}``, a codec for each named node type
     block : int8 columns per scale/offset (0: one per row)
     out : write the result here instead of replacing ``path`` (``overwrite`` as for any store)
     keep_float32 : keep ``feat.npy`` beside the encoded rows (False: the store holds only them)
@@ -69,15 +71,20 @@ def compress_store(path, codec: str, *, block: int = 0, out=None, keep_float32: 
         features only in encoded form, NaN/inf in a row (naming it)
     TypeError : the store's features are not floating point
 
-    A typed store gets one codec per node type with features (:mod:`bgl.codec.typed_rows`), each of
-    its type's width, with the same ``codec`` and ``block``.
+    A typed store gets one codec per node type (:mod:`bgl.codec.typed_rows`), each of its type's width:
+    ``codec`` for every type with features, or ``{ntype: name}`` for the named ones (the others keep
+    the codecs they had, or their float rows); ``block`` is shared.
     """
     from ..store import GraphStore
 
     store = GraphStore(path, validate="none")
+    float32 = bool(keep_float32)
     if store.is_typed:
-        jobs, skip, entry = _typed_jobs(store, codec, block, keep_float32)
+        jobs, skip, entry, float32 = _typed_jobs(store, codec, block, keep_float32)
     else:
+        if isinstance(codec, Mapping):
+            raise ValueError(f"{store.path}: a codec per node type ({dict(codec)}) needs a store with node types; "
+                             "this one has none: give one codec name")
         if store.feat is None:
             why = ("holds only encoded rows (no feat.npy) to encode from" if store.feat_codec is not None
                    else "has no features")
@@ -107,7 +114,7 @@ def compress_store(path, codec: str, *, block: int = 0, out=None, keep_float32: 
             encode_rows_into(feat, rc, enc, chunk_rows)
             enc.flush()
             del enc
-        meta = {**store.meta.to_dict(), "feat_codec": entry, "feat_float32": bool(keep_float32),
+        meta = {**store.meta.to_dict(), "feat_codec": entry, "feat_float32": float32,
                 "version": CODEC_FORMAT_VERSION}
         (work.path / "meta.json").write_text(json.dumps(meta, indent=2))
         GraphStore(work.path)  # never swap in an inconsistent store
@@ -121,47 +128,53 @@ def compress_store(path, codec: str, *, block: int = 0, out=None, keep_float32: 
     return GraphStore(target, validate="none")
 
 
-def _typed_jobs(store, codec: str, block: int, keep_float32: bool) -> tuple[list, set, dict]:
-    """``(jobs, files to leave out, meta entry)`` of a typed store: one ``(rows, file, RowCodec)`` job per
-    node type with features; ValueError / TypeError naming the store and the type."""
-    from .typed_rows import by_type_entry, type_codecs
+def _typed_jobs(store, codec, block: int, keep_float32: bool) -> tuple[list, set, dict, bool]:
+    """``(jobs, files to leave out, meta entry, feat_float32)`` of a typed store: one ``(rows, file, RowCodec)``
+    job per node type ``codec`` names (:func:`~bgl.codec.typed_rows.requested_codecs`), the store's other
+    codecs kept; ValueError / TypeError naming the store and the type.  ``feat_float32`` stays true only
+    while every encoded type keeps its float rows (a store that had dropped them keeps that)."""
+    from .typed_rows import by_type_entry, requested_codecs, type_codecs
 
-    featured = [t for t in store.schema.node_types if t.feat_dim > 0]
-    if not featured:
-        raise ValueError(f"{store.path}: has no features (no node type has any)")
-    if not store.meta.feat_float32:
-        raise ValueError(f"{store.path}: holds only encoded rows (no feat/<ntype>.npy) to encode from")
-    old, jobs, skip = type_codecs(store), [], set()
-    for t in featured:
-        feat = store.type_feat[t.name]
+    names = requested_codecs(store, codec)
+    old, codecs, jobs, skip = type_codecs(store), {}, [], set()
+    for nt, name in names.items():
+        feat = store.type_feat.get(nt)
+        if feat is None:
+            raise ValueError(f"{store.path}: node type {nt!r} holds only encoded rows (no feat/{nt}.npy) to encode from")
         if feat.dtype.kind != "f":
-            raise TypeError(f"{store.path}: features of node type {t.name!r} are {feat.dtype}; a feature codec "
+            raise TypeError(f"{store.path}: features of node type {nt!r} are {feat.dtype}; a feature codec "
                             "encodes floating point")
-        rc = RowCodec(codec, t.feat_dim, block)
-        jobs.append((feat, f"feat/{t.name}.{rc.name}.npy", rc))
-        if not keep_float32:
-            skip.add(f"feat/{t.name}.npy")
-        if t.name in old:
-            skip.add(f"feat/{t.name}.{old[t.name].name}.npy")
-    return jobs, skip, by_type_entry({t.name: rc for t, (_, _, rc) in zip(featured, jobs)})
+        codecs[nt] = RowCodec(name, store.schema.node_type(nt).feat_dim, block)
+        jobs.append((feat, f"feat/{nt}.{codecs[nt].name}.npy", codecs[nt]))
+        if nt in old:
+            skip.add(f"feat/{nt}.{old[nt].name}.npy")
+    codecs = {t.name: codecs.get(t.name, old.get(t.name)) for t in store.schema.node_types
+              if t.name in codecs or t.name in old}
+    float32 = bool(keep_float32) and (store.meta.feat_float32 or set(old) <= set(names))
+    if not float32:
+        skip |= {f"feat/{nt}.npy" for nt in codecs}
+    return jobs, skip, by_type_entry(codecs), float32
 
 
-def write_encoded(out, codec: str, write, *, block: int = 0, overwrite: bool = False):
-    """A store at ``out`` whose feature rows are only the encoded ones (``bgl ingest --feat-codec``).
+def write_encoded(out, codec, write, *, block: int = 0, overwrite: bool = False):
+    """A store at ``out`` whose feature rows are only the encoded ones (``bgl ingest --feat-codec``; a
+    typed store's ``{ntype: name}`` encodes the named types, the others keep their float rows).
 
     ``write(path)`` writes the float32 store (e.g. :func:`bgl.ingest`) into a locked scratch dir next to
     ``out``; its rows are then encoded into ``out`` by :func:`compress_store` (float32 dropped) and the
-    scratch removed, so ``out`` never holds a half-done or float32 store.  The codec name and block are
+    scratch removed, so ``out`` never holds a half-done or float32 store.  The codec names and block are
     checked before anything is written.
     """
-    RowCodec(codec, 1, block)  # an unknown name or a bad block fails before the ingest runs
+    for name in (codec.values() if isinstance(codec, Mapping) else [codec]):
+        RowCodec(name, 1, block)  # an unknown name or a bad block fails before the ingest runs
     target = check_output(out, STORE, overwrite)
     remove_stale(target.absolute().parent)
     with WorkDir(target, "scratch") as scratch:
         plain = write(scratch.path / "store")
         from ..store import GraphStore
 
-        if GraphStore(scratch.path / "store", validate="none").feat is None:
+        written = GraphStore(scratch.path / "store", validate="none")
+        if written.feat is None and not written.type_feat:
             raise ValueError(f"{target}: a feature codec ({codec}) needs features and the source has none "
                              f"(give --feat-dim N for synthetic ones)")
         return compress_store(getattr(plain, "path", scratch.path / "store"), codec, block=block, out=target,

@@ -1,13 +1,15 @@
 """Encoded feature rows of a typed store: one :class:`~bgl.codec.rows.RowCodec` per node type with features.
 
 A typed store keeps one feature array per node type (``feat/<ntype>.npy``, its own width and dtype);
-compressed, each such type also (or only) has ``feat/<ntype>.<codec>.npy``, encoded by a codec of its
-own width with the options every type shares (codec name, int8 block).  ``meta.json`` says so as
-``feat_codec = {"by_type": {ntype: codec entry}}`` in a version 3 store that also has a ``schema``,
-so a bgl that reads typed stores but not their codecs refuses it (a version 3 store with a schema is
-neither of the kinds it knows) instead of serving no or wrong rows.  The loader fetches, caches and
-moves each type's rows encoded and decodes them per type once per batch
-(:func:`bgl.codec.decode.decode_features`).
+compressed, each encoded type also (or only) has ``feat/<ntype>.<codec>.npy``, encoded by a codec of
+its own width and choice (``bgl compress --codec user=int8 --codec item=float16``; one ``--codec NAME``
+encodes every type with features; the int8 block is shared).  A type without a codec keeps its float
+rows, also when ``feat_float32`` is false (which then says: the encoded types hold only their encoded
+rows).  ``meta.json`` says so as ``feat_codec = {"by_type": {ntype: codec entry}}`` in a version 3
+store that also has a ``schema``, so a bgl that reads typed stores but not their codecs refuses it (a
+version 3 store with a schema is neither of the kinds it knows) instead of serving no or wrong rows.
+The loader fetches, caches and moves each type's rows encoded and decodes them per type once per
+batch (:func:`bgl.codec.decode.decode_features`; a type without a codec is cast).
 """
 from __future__ import annotations
 
@@ -53,7 +55,8 @@ def entry_codecs(entry, schema) -> dict:
 def open_type_codecs(meta, schema, where, load) -> tuple[dict, dict]:
     """``({ntype: RowCodec}, {ntype: encoded rows memmap})`` of a typed store (empty without codecs);
     StoreFormatError naming ``where`` for an entry of the wrong kind, an unknown or featureless node
-    type, a codec of another width, or (``feat_float32`` false) a featured type without encoded rows."""
+    type or a codec of another width (a featured type without a codec has its float rows:
+    :func:`bgl.schema.open_typed_arrays`)."""
     entry = meta.feat_codec
     if meta.schema is None or entry is None:
         return {}, {}
@@ -72,12 +75,25 @@ def open_type_codecs(meta, schema, where, load) -> tuple[dict, dict]:
                                    f"feat_dim is {t.feat_dim}")
         codecs[nt] = codec
         rows[nt] = load(f"feat/{nt}.{codec.name}", (t.count, codec.row_width), codec.row_dtype)
-    if not meta.feat_float32:
-        bare = [t.name for t in schema.node_types if t.feat_dim > 0 and t.name not in codecs]
-        if bare:
-            raise StoreFormatError(f"{where}: node type {bare[0]!r} has features but neither feat/{bare[0]}.npy "
-                                   "(feat_float32 is false) nor a codec")
     return codecs, rows
+
+
+def requested_codecs(store, codec) -> dict:
+    """``{ntype: codec name}`` that ``bgl compress`` encodes: ``codec`` one name for every node type of
+    ``store`` with features, or ``{ntype: name}`` naming some of them; ValueError naming an unknown node
+    type (listing the graph's) or one without features."""
+    featured = [t.name for t in store.schema.node_types if t.feat_dim > 0]
+    if not featured:
+        raise ValueError(f"{store.path}: has no features (no node type has any)")
+    if not isinstance(codec, Mapping):
+        return {nt: codec for nt in featured}
+    if not codec:
+        raise ValueError(f"{store.path}: no codec given (a name, or {{ntype: name}} for some of {featured})")
+    for nt in codec:
+        store.schema.ntype_id(nt)  # ValueError: unknown node type 'x'; the graph has [...]
+        if nt not in featured:
+            raise ValueError(f"{store.path}: node type {nt!r} has no features to encode (those with some: {featured})")
+    return dict(codec)
 
 
 def type_codecs(store) -> dict:

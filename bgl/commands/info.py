@@ -25,16 +25,19 @@ def store_summary(store) -> dict:
     return {**store.summary(), "symmetrized": extra.get("symmetrize"),
             "symmetrize_from": extra.get("symmetrize_from"), "header_direction": extra.get("header_direction"),
             "schema": store.meta.schema, "csc_build": extra.get("csc_build"),
-            "dropped": extra.get("dropped"), "kept": extra.get("kept")}
+            "dropped": extra.get("dropped"), "kept": extra.get("kept"),
+            "type_codecs": {nt: c.name for nt, c in (getattr(store, "type_feat_codec", None) or {}).items()}}
 
 
-def _typed_lines(schema: dict, build: dict | None) -> list[str]:
-    """One line per node type (count, features, classes, splits) and per edge type (count)."""
-    lines = []
+def _typed_lines(schema: dict, build: dict | None, codecs: dict | None = None) -> list[str]:
+    """One line per node type (count, features and the codec its rows are stored with, classes, splits)
+    and per edge type (count)."""
+    lines, codecs = [], codecs or {}
     for t in schema["node_types"]:
         parts = [f"{t['count']:,}"]
         if t.get("feat_dim"):
-            parts.append(f"feat {t['feat_dim']} ({t['feat_dtype']})")
+            stored = f", stored as {codecs[t['name']]}" if t["name"] in codecs else ""
+            parts.append(f"feat {t['feat_dim']} ({t['feat_dtype']}{stored})")
         if t.get("has_label"):
             parts.append(f"{t['num_classes']} classes")
         if t.get("splits"):
@@ -109,7 +112,7 @@ def format_summary(s: dict) -> str:
         lines.insert(3, direction)
     if s.get("schema"):  # per-type lines replace the untyped features / classes / splits
         lines = [ln for ln in lines if not ln.startswith(("features ", "classes ", "splits "))]
-        lines += _typed_lines(s["schema"], s.get("csc_build"))
+        lines += _typed_lines(s["schema"], s.get("csc_build"), s.get("type_codecs"))
     if s["node_offset"] or s["global_num_nodes"] != s["num_nodes"]:
         lines.append(f"part         owns ids [{s['node_offset']}, {s['node_offset'] + s['num_nodes']}) "
                      f"of {s['global_num_nodes']:,}")

@@ -118,8 +118,10 @@ def run(args) -> int:
 
     if args.feat_codec:  # float32 rows go to a scratch store, the encoded ones to OUT_DIR (bgl/codec)
         from ..codec.store_codec import write_encoded
+        from .compress import codec_choice
 
-        store = write_encoded(args.out_dir, args.feat_codec, lambda path: write(path, False),
+        codec = codec_choice(args.feat_codec, "--feat-codec")
+        store = write_encoded(args.out_dir, codec, lambda path: write(path, False),
                               block=args.feat_codec_block, overwrite=args.overwrite)
     else:
         store = write(args.out_dir)

@@ -20,7 +20,7 @@ EXCLUDES = (None, "self", "reverse_id", "reverse_types")  # reverse_types: typed
 
 
 def _check_exclude_mode(exclude, reverse_eids, reverse_etypes) -> None:
-    """DGL's exclusion modes, or a callable (typed graphs: :mod:`bgl.loader.typed_callables`)."""
+    """DGL's exclusion modes, or a callable (:mod:`bgl.loader.typed_callables`)."""
     if callable(exclude):
         return
     if exclude not in EXCLUDES:
@@ -42,11 +42,12 @@ class EdgePredictionSampler:
         Edges never sampled into a batch's blocks: none, the batch's seed edges, or those
         and their reverses ``reverse_eids[eids]`` (or, on a typed graph, the edges of the same
         ids of the reverse edge types ``reverse_etypes``: :mod:`bgl.loader.typed_edge_seeds`);
-        on a typed graph, DGL's callable ``{etype: eids} -> {etype: eids to exclude}``.
+        or DGL's callable ``eids -> eids to exclude`` (``{etype: eids} -> {etype: eids}`` on a typed graph).
     reverse_eids : int tensor/array [num_edges] (a typed graph's ``{etype: ids}``), for ``"reverse_id"``
     reverse_etypes : ``{etype: reverse etype}``, for ``"reverse_types"``
     negative_sampler : ``bgl.negative_sampler.*`` or ``dgl.dataloading.negative_sampler.*``, optional;
-        on a typed graph also a callable ``(g, {etype: eids}) -> {etype: (src, dst)}`` (DGL's contract)
+        or a callable ``(g, eids) -> (src, dst)`` (``(g, {etype: eids}) -> {etype: (src, dst)}`` on a
+        typed graph; DGL's contract)
     prefetch_labels : accepted for DGL's signature (edge labels are not stored by bgl)
     """
 
@@ -123,7 +124,7 @@ def edge_settings(graph_sampler) -> EdgeSettings:
 def bgl_negative_sampler(sampler):
     """bgl's negative sampler for ``sampler`` (bgl's own, or DGL's ``PerSourceUniform`` /
     ``Uniform`` / ``GlobalUniform`` with the same settings); any other callable is a user's sampler
-    with DGL's contract (:class:`~bgl.loader.typed_callables.UserNegatives`, typed graphs); None stays None."""
+    with DGL's contract (:class:`~bgl.loader.typed_callables.UserNegatives`); None stays None."""
     if sampler is None or hasattr(sampler, "sample_pairs"):  # bgl's own (or a pair sampler of bgl.pyg)
         return sampler
     name = type(sampler).__name__
@@ -162,19 +163,14 @@ def resolve_edge_seeds(graph, indices, info, settings: EdgeSettings):
     the partition dir's part stores (a partition's edge ids: :func:`~bgl.loader.edge_seeds.partition_endpoints`).
 
     ``info`` is the loader's :class:`~bgl.loader.arguments.GraphInfo`; ``graph`` the user's graph
-    (a DGLGraph's endpoints come from DGL's own edge ids).
+    (a DGLGraph's endpoints come from DGL's own edge ids; what a callable negative sampler is called
+    with).  A user's callables are the typed path's with one edge type
+    (:func:`~bgl.loader.typed_callables.checked_callables`): each called once here, its output checked.
     """
     from .arguments import check_ids, is_dgl_object
     from .edge_seeds import EdgeSeeds, partition_endpoints, store_endpoints
 
     book = None
-    if callable(settings.exclude):
-        raise ValueError(f"a callable exclude ({settings.exclude!r}) is taken on graphs with edge types only; on "
-                         "this graph use exclude='self', or 'reverse_id' with reverse_eids (bgl.reverse_edge_ids)")
-    if getattr(settings.negative, "draw", None) is not None:
-        raise TypeError(f"a callable negative_sampler ({settings.negative.fn!r}) is taken on graphs with edge types "
-                        "only; on this graph use bgl.negative_sampler.Uniform / PerSourceUniform / GlobalUniform "
-                        "or DGL's")
     if settings.exclude == "reverse_types":
         raise ValueError("exclude='reverse_types' pairs edge types; this graph has one: use exclude='reverse_id' "
                          "with reverse_eids (bgl.reverse_edge_ids)")
@@ -202,11 +198,18 @@ def resolve_edge_seeds(graph, indices, info, settings: EdgeSettings):
         src, dst = partition_endpoints(book, eids)
     else:
         src, dst = store_endpoints(info.store, eids)
-    reverse = None
-    if settings.exclude == "reverse_id":
+    reverse, exclude, schema = None, settings.exclude, None
+    if exclude == "reverse_id":
         reverse = check_reverse_eids(settings.reverse_eids, num_edges)
-    return EdgeSeeds(eids=eids, src=src, dst=dst, num_nodes=int(info.num_nodes), exclude=settings.exclude,
-                     reverse_eids=reverse, negative=negative)
+    if callable(exclude) or getattr(negative, "draw", None) is not None:  # the typed path's, with one edge type
+        from ..schema import GraphSchema
+        from .typed_callables import checked_callables
+
+        schema = GraphSchema.homogeneous(int(info.num_nodes), num_edges)
+        exclude, negative = checked_callables(schema, eids, np.zeros(eids.shape[0], np.int64), exclude, negative,
+                                              graph, info, typed=False)
+    return EdgeSeeds(eids=eids, src=src, dst=dst, num_nodes=int(info.num_nodes), exclude=exclude,
+                     reverse_eids=reverse, negative=negative, schema=schema)
 
 
 def _pair_seeds(indices, info, settings: EdgeSettings):

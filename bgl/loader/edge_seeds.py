@@ -147,10 +147,14 @@ class EdgeSeeds:
     ----------
     eids, src, dst : int64 [n] seed edge ids and their endpoints (global node ids)
     num_nodes : node count of the graph (range of uniform negatives)
-    exclude : None | ``"self"`` | ``"reverse_id"``
+    exclude : None | ``"self"`` | ``"reverse_id"`` | a user's callable as a
+        :class:`~bgl.loader.typed_callables.UserExclude`
     reverse_eids : int64 [num_edges] or None (checked for ``"reverse_id"``)
-    negative : a ``bgl.negative_sampler`` or None
+    negative : a ``bgl.negative_sampler``, a user's callable as a
+        :class:`~bgl.loader.typed_callables.UserNegatives`, or None
     node_order : ``"first"`` (DGL's ``compact_graphs`` order) or ``"sorted"`` (PyG's ``unique()``)
+    schema : the graph's one-type :class:`~bgl.schema.GraphSchema`, what a user's callables are
+        checked against (set when there is one)
     """
 
     eids: np.ndarray
@@ -161,11 +165,15 @@ class EdgeSeeds:
     reverse_eids: Optional[np.ndarray] = None
     negative: Any = None
     node_order: str = "first"
+    schema: Any = None
 
     def excluded(self, eids: np.ndarray) -> Optional[np.ndarray]:
-        """Sorted unique edge ids the batch's blocks must not contain (None: nothing excluded)."""
+        """Sorted unique edge ids the batch's blocks must not contain (None: nothing excluded); a
+        user's callable is asked with the batch's seed edges."""
         if self.exclude is None:
             return None
+        if not isinstance(self.exclude, str):
+            return self.exclude.positions(self.schema, {0: eids})
         if self.exclude == "reverse_id":
             eids = np.concatenate([eids, self.reverse_eids[eids]])
         return np.unique(eids)
@@ -182,7 +190,10 @@ class EdgeSeeds:
             nodes, (ls, ld) = squash(src, dst)
             neg = (None, None)
         else:
-            ns, nd = self.negative.sample_pairs(src, dst, self.num_nodes, seed, graph=graph)
+            if getattr(self.negative, "draw", None) is not None:  # a user's callable
+                ns, nd = self.negative.draw(self.schema, {0: eids}, seed).get(0, (_NO_IDS, _NO_IDS))
+            else:
+                ns, nd = self.negative.sample_pairs(src, dst, self.num_nodes, seed, graph=graph)
             nodes, (ls, ld, lns, lnd) = squash(src, dst, ns, nd)
             neg = (torch.from_numpy(lns), torch.from_numpy(lnd))
         batch = EdgeBatch(torch.from_numpy(eids), torch.from_numpy(nodes), torch.from_numpy(ls),

@@ -6,6 +6,8 @@ partition's edge ids), so the store and the servers must give the same batches b
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -134,3 +136,45 @@ def test_servers_without_the_partition_dir_are_refused(served, monkeypatch):
 def test_reverse_edge_ids_of_a_partition_are_its_twins(served):
     book, _, twin, _ = served
     assert np.array_equal(bgl.reverse_edge_ids(book), bgl.reverse_edge_ids(twin))
+
+
+def seeds_and_reverses(reverse, eids):
+    """DGL's callable exclude on a homogeneous graph (here as exclude='reverse_id')."""
+    return torch.cat([eids, reverse[eids]])
+
+
+def uniform_pairs(num_nodes, graph, eids):
+    """A user's negative sampler under torch's RNG (``graph``: the store, or the partition dir over servers)."""
+    return torch.randint(0, num_nodes, (len(eids),)), torch.randint(0, num_nodes, (len(eids),))
+
+
+def test_callables_over_servers_give_the_stores_batches(served, monkeypatch):
+    """A callable exclude gets (and returns) the partition's edge ids over servers, the twin store's locally:
+    the same batches, its edges in none of their blocks; a callable sampler's negatives the same too."""
+    book, addresses, twin, reverse = served
+    seeds = torch.arange(0, book.num_edges, 13)
+
+    def batches(graph):
+        sampler = bgl.as_edge_prediction_sampler(
+            bgl.NeighborSampler(FANOUTS), exclude=functools.partial(seeds_and_reverses, reverse),
+            negative_sampler=functools.partial(uniform_pairs, book.num_nodes))
+        torch.manual_seed(3)
+        with bgl.DataLoader(graph, seeds, sampler, batch_size=40, shuffle=True, blocks="bgl") as loader:
+            return [(pair.edata["_ID"], *neg.edges(), neg.ndata["_ID"], blocks) for _, pair, neg, blocks in loader]
+
+    local = batches(twin)
+    monkeypatch.setenv("BGL_SERVERS", ",".join(addresses))
+    remote = batches(str(book.path))
+    assert len(local) == len(remote) > 2
+    indptr, indices = np.asarray(twin.indptr), np.asarray(twin.indices)
+    dst_of = np.repeat(np.arange(twin.num_nodes), np.diff(indptr))
+    for a, b in zip(local, remote):
+        assert all(torch.equal(x, y) for x, y in zip(a[:4], b[:4]))
+        banned = seeds_and_reverses(reverse, b[0]).numpy()
+        banned_pairs = set(zip(indices[banned].tolist(), dst_of[banned].tolist()))
+        for block_a, block_b in zip(a[4], b[4]):
+            for name in ("src_ids", "indptr", "indices"):
+                assert torch.equal(getattr(block_a, name), getattr(block_b, name)), name
+            assert not set(block_a.edge_ids.tolist()) & set(banned.tolist())  # the store's blocks carry edge ids
+            src, ip, idx = (getattr(block_b, name).numpy() for name in ("src_ids", "indptr", "indices"))
+            assert not sampled_pairs(src, ip, idx, ip.shape[0] - 1) & banned_pairs

@@ -145,19 +145,6 @@ def test_a_store_edge_of_another_type_is_named(tmp_path):
         bgl.DataLoader(store, {"rates": rates}, sampler, batch_size=50)
 
 
-def test_callables_on_a_graph_without_edge_types_are_refused_by_name():
-    g = dgl.graph((torch.tensor([0, 1, 2]), torch.tensor([1, 2, 0])))
-    sampler = bgl.as_edge_prediction_sampler(bgl.NeighborSampler([2]), exclude=lambda e: e)
-    with pytest.raises(ValueError, match="a callable exclude .* is taken on graphs with edge types only"):
-        bgl.DataLoader(g, torch.arange(3), sampler, batch_size=2)
-    sampler = bgl.as_edge_prediction_sampler(bgl.NeighborSampler([2]), negative_sampler=shifted_negatives)
-    with pytest.raises(TypeError, match="a callable negative_sampler .* is taken on graphs with edge types only"):
-        bgl.DataLoader(g, torch.arange(3), sampler, batch_size=2)
-    with pytest.raises(TypeError, match="unsupported negative_sampler builtins.int"):
-        bgl.DataLoader(g, torch.arange(3), bgl.as_edge_prediction_sampler(bgl.NeighborSampler([2]), negative_sampler=3),
-                       batch_size=2)
-
-
 def test_a_callable_that_does_not_pickle_is_named_when_stage_processes_start(tmp_path):
     store = bgl.ingest(rating_graph(), tmp_path / "ratings")
     seeds = {"rates": np.flatnonzero(np.asarray(store.etype) == store.schema.etype_id("rates"))}
