@@ -17,8 +17,9 @@ negatives: ``src_index`` / ``dst_pos_index`` / ``dst_neg_index`` / ``seed_time``
 
 Departs from PyG 2.8 where PyG has no value to give: ``seed_time`` is the seeds' times actually
 used also when ``input_time`` is not given (PyG leaves it None); ``disjoint`` is accepted and
-ignored, temporal sampling being always disjoint (PyG forces it too).  Not supported (one line each):
-``replace=True``, ``weight_attr=`` with times, ``HeteroData`` (its typed temporal batches).
+ignored, temporal sampling being always disjoint (PyG forces it too).  ``weight_attr=`` draws among the
+eligible edges by weight (an in-process ``Data`` or store; refused over graph servers and with
+``temporal_strategy="last"``).  Not supported (one line each): ``replace=True``.
 
 Both are one ``bgl.DataLoader``: the node loader's items are its seeds at their times; the link loader's
 are its pairs' positions, each batch's seeds (the pairs' ends and negatives, in PyG's order and at PyG's
@@ -109,22 +110,25 @@ def _server_time_source(data, time_attr: str, timeout: float) -> tuple[Any, str,
     return data, "edge", None
 
 
-def temporal_sampler(num_neighbors: Sequence[int], kind: str, time_attr: str, strategy: str):
-    """The :class:`bgl.TemporalNeighborSampler` of PyG's ``num_neighbors`` (-1: every eligible edge)."""
+def temporal_sampler(num_neighbors: Sequence[int], kind: str, time_attr: str, strategy: str,
+                     weight_attr: Optional[str] = None):
+    """The :class:`bgl.TemporalNeighborSampler` of PyG's ``num_neighbors`` (-1: every eligible edge),
+    drawing by the edge array ``weight_attr`` among the eligible edges when given."""
     from .temporal_sampler import TemporalNeighborSampler
 
     fanouts = list(reversed(list(num_neighbors)))
     names = {f"{kind}_timestamp_attr_name": time_attr}
-    return TemporalNeighborSampler(fanouts, strategy=strategy, layout="disjoint", **names)
+    return TemporalNeighborSampler(fanouts, strategy=strategy, layout="disjoint", prob_name=weight_attr, **names)
 
 
-def _refuse(replace, weight_attr, loader: str) -> None:
+def _refuse(replace, weight_attr, strategy: str, loader: str) -> None:
     if replace:
         raise ValueError(f"bgl.pyg.{loader} with time_attr= does not support replace=True (each eligible edge "
                          "is drawn at most once); drop it")
-    if weight_attr is not None:
-        raise ValueError(f"bgl.pyg.{loader} with time_attr= does not support weight_attr= (weighted temporal "
-                         "sampling is not supported yet); drop one of them")
+    if weight_attr is not None and strategy == "last":
+        raise ValueError(f"bgl.pyg.{loader}: weight_attr={weight_attr!r} weighs the uniform temporal draw; "
+                         "temporal_strategy='last' takes the most recent eligible edges whatever their weight: "
+                         "use temporal_strategy='uniform' or drop weight_attr")
 
 
 class _TemporalBatches(PygLoaderBase):
@@ -162,7 +166,7 @@ class TemporalNeighborLoader(_TemporalBatches):
 
         args = temporal_args(kwargs)
         self.options = pyg_options(kwargs, "NeighborLoader")
-        _refuse(replace, weight_attr, "NeighborLoader")
+        _refuse(replace, weight_attr, args.strategy, "NeighborLoader")
         if edge_attr is not None:
             raise ValueError("edge_attr= with time_attr=: a Data's edge attributes come along at e_id by "
                              "themselves; drop it")
@@ -176,7 +180,7 @@ class TemporalNeighborLoader(_TemporalBatches):
         self._fields = input_fields(data, None)
         self.batch_size = int(batch_size)
         self.dataset = range(int(ids.shape[0]))
-        sampler = temporal_sampler(self.num_neighbors, kind, args.time_attr, args.strategy)
+        sampler = temporal_sampler(self.num_neighbors, kind, args.time_attr, args.strategy, weight_attr)
         self._loader = DataLoader(graph, ids, sampler, seed_time=torch.from_numpy(times), batch_size=batch_size,
                                   shuffle=shuffle, drop_last=drop_last, num_workers=num_workers, blocks="bgl",
                                   **kwargs)
@@ -214,7 +218,8 @@ class TemporalLinkNeighborLoader(_TemporalBatches):
 
         args = temporal_args(kwargs)
         self.options = pyg_options(kwargs, "LinkNeighborLoader")
-        _refuse(replace, kwargs.pop("weight_attr", None), "LinkNeighborLoader")
+        weight_attr = kwargs.pop("weight_attr", None)
+        _refuse(replace, weight_attr, args.strategy, "LinkNeighborLoader")
         if args.edge_label_time is None:
             raise ValueError("bgl.pyg.LinkNeighborLoader: edge_label_time= is required with time_attr= (PyG's "
                              "rule): one int64 time per pair of edge_label_index")
@@ -241,7 +246,7 @@ class TemporalLinkNeighborLoader(_TemporalBatches):
                              "PyG's rule), read from the partition dir's part stores: pass the partition dir "
                              "(BGL_SERVERS set) or set BGL_PARTITION, or drop the negatives")
         self.num_neighbors = list(num_neighbors)
-        sampler = temporal_sampler(self.num_neighbors, kind, args.time_attr, args.strategy)
+        sampler = temporal_sampler(self.num_neighbors, kind, args.time_attr, args.strategy, weight_attr)
         self.batch_size = int(batch_size)
         self.dataset = range(n)
         # One bgl.DataLoader over the pairs' positions; each batch's seeds (its pairs' ends and its

@@ -26,6 +26,7 @@ def resolve_temporal_seeds(graph, indices, seed_time, info, options: Optional[Te
     if options is None:
         raise ValueError("seed_time= is for temporal sampling: give a bgl.TemporalNeighborSampler(fanouts, "
                          "edge_timestamp_attr_name=...) as the graph_sampler, or drop seed_time")
+    _check_weights(info, options.prob_name, schema)
     if schema is not None:
         return _typed_seeds(graph, indices, seed_time, info, options, link, schema)
     edges = None
@@ -48,6 +49,31 @@ def resolve_temporal_seeds(graph, indices, seed_time, info, options: Optional[Te
     if edges is None:
         return TemporalSeeds(nodes, times, options, node_time)
     return TemporalEdgeSeeds(np.zeros(0, np.int64), times, options, node_time, edges=edges)
+
+
+def _check_weights(info, name: Optional[str], schema) -> None:
+    """One line, before anything runs, for weights the temporal sampler cannot draw by: over graph servers
+    (the temporal request carries no weight name), on a typed graph (its layer draws per relation without
+    them), or an edge array the local graph lacks or that is not weights."""
+    if name is None:
+        return
+    if info.spec.kind != "store" or (schema is not None and not schema.is_homogeneous):
+        where = "graph servers" if info.spec.kind != "store" else "a typed graph"
+        raise ValueError(f"prob_name={name!r}: weighted temporal sampling runs on an untyped graph in process (a "
+                         f"DGLGraph, a PyG Data, a store), not on {where}; sample that graph without weights, or "
+                         "use the store in process")
+    from ..sampler import ops
+
+    store = info.spec.arrays
+    if store is None:
+        from ..store import GraphStore
+
+        store = GraphStore(info.spec.path, validate="none")
+    try:
+        values = store.edge_array(name)
+    except KeyError as e:
+        raise ValueError(f"prob_name={name!r}: {e.args[0]}") from None
+    ops.check_weights(values, int(store.num_edges), name)
 
 
 def _check_edge_time(info, name: str) -> None:
@@ -207,6 +233,7 @@ def laid_out_seeds(graph, indices, layout, info, options: Optional[TemporalOptio
     if options is None:
         raise ValueError("seed_layout= lays out temporal seeds: give a bgl.TemporalNeighborSampler")
     items = check_indices(indices, int(layout.num_items))
+    _check_weights(info, options.prob_name, schema)
     if options.edge_time is not None:
         _check_edge_time(info, options.edge_time)
     empty = np.zeros(0, np.int64)
