@@ -64,15 +64,7 @@ def _check_weights(info, name: Optional[str], schema) -> None:
                          "use the store in process")
     from ..sampler import ops
 
-    store = info.spec.arrays
-    if store is None:
-        from ..store import GraphStore
-
-        store = GraphStore(info.spec.path, validate="none")
-    try:
-        values = store.edge_array(name)
-    except KeyError as e:
-        raise ValueError(f"prob_name={name!r}: {e.args[0]}") from None
+    store, values = _local_edge_array(info, "prob_name", name)
     ops.check_weights(values, int(store.num_edges), name)
 
 
@@ -82,16 +74,22 @@ def _check_edge_time(info, name: str) -> None:
         return  # graph servers check the name on the first request (their parts hold the arrays)
     from ..sampler.temporal import check_times
 
+    store, arr = _local_edge_array(info, "edge_timestamp_attr_name", name)
+    check_times(arr, int(store.num_edges), f"edge time array {name!r}")
+
+
+def _local_edge_array(info, what: str, name: str):
+    """``(store, edge array name)`` of a local graph (its arrays, or its store opened by path); ValueError
+    naming the argument ``what`` and the edge arrays there are when it has none of that name."""
     store = info.spec.arrays
     if store is None:
         from ..store import GraphStore
 
         store = GraphStore(info.spec.path, validate="none")
     try:
-        arr = store.edge_array(name)
+        return store, store.edge_array(name)
     except KeyError as e:
-        raise ValueError(f"edge_timestamp_attr_name={name!r}: {e.args[0]}") from None
-    check_times(arr, int(store.num_edges), f"edge time array {name!r}")
+        raise ValueError(f"{what}={name!r}: {e.args[0]}") from None
 
 
 def _node_times(graph, name: str, info) -> Optional[np.ndarray]:

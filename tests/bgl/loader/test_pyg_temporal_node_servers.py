@@ -15,6 +15,7 @@ from bgl.pyg import LinkNeighborLoader, NeighborLoader
 from bgl.store import write_store
 
 from ...sampler.conftest import hub_csc, part_args, slice_store, started_servers
+from .test_pyg_temporal_servers import pyg_batches as edge_time_batches
 
 N = 260
 
@@ -51,23 +52,8 @@ def addresses(node_timed, tmp_path_factory):
 
 
 def pyg_batches(graph, strategy: str, link: bool, given_times: bool = False):
-    rng = np.random.default_rng(9)
-    times = torch.from_numpy(rng.integers(0, 500, 60))
-    torch.manual_seed(6)
-    if link:
-        pairs = torch.from_numpy(rng.integers(0, N, (2, 60)))
-        pairs[1, :6] = 7  # the hub
-        loader = LinkNeighborLoader(graph, [3, 4], edge_label_index=pairs, edge_label_time=times,
-                                    time_attr="timestamp", temporal_strategy=strategy, neg_sampling_ratio=1.0,
-                                    batch_size=20, shuffle=True)
-    else:
-        nodes = torch.from_numpy(rng.integers(0, N, 60))
-        nodes[:6] = 7
-        loader = NeighborLoader(graph, [3, 4], input_nodes=nodes, time_attr="timestamp", temporal_strategy=strategy,
-                                batch_size=20, shuffle=True, **({"input_time": times} if given_times else {}))
-    out = list(loader)
-    loader.close()
-    return out
+    return edge_time_batches(graph, strategy, link, n=N, hub=7, horizon=500, fanouts=(3, 4),
+                             node_times=not given_times)
 
 
 KEYS = ("n_id", "batch", "edge_index", "e_id", "x", "input_id")
