@@ -5,7 +5,8 @@ up to a minute on a loaded 2-core box) its kernels: time a client waiting on its
 must not pay.  So a server answers one request of each kind to itself first: a plain, a LABOR
 and an edge-excluding SAMPLE, a weighted one per 1-D edge array, a typed one (plain,
 edge-excluding, LABOR and weighted per 1-D edge array) on a typed store, a temporal one of each strategy on a store with a ``timestamp``
-edge array (which also builds that array's time order, :mod:`.temporal`, before the first request),
+edge array (which also builds that array's time order, :mod:`.temporal`, before the first request; and a
+weighted one per dtype of edge weights, on an untyped store),
 and the FEATURES/label reads.  numba compiles a variant per dtype and writeable flag: the
 protocol's parser hands every request's ids over as read-only int64 (whatever the frame's
 dtype and alignment), so the seeds here are read-only int64 too.
@@ -45,6 +46,10 @@ def load_request_kernels(store, indptr: np.ndarray, num_relations: int | None, k
             fanout = 2 if num_relations is None else np.full(num_relations, 2, np.int64)
             for strategy in ("uniform", "last"):
                 temporal(seeds, times, fanout, strategy, 0, time_name=time_name, node_time_name=node_time_name)
+            if num_relations is None:  # weighted temporal draws: one edge array of weights per dtype
+                for name in _weight_names(store):
+                    temporal(seeds, times, fanout, "uniform", 0, time_name=time_name, node_time_name=node_time_name,
+                             prob_name=name)
         except (TypeError, ValueError):
             pass  # not int64 times: a request naming it is refused with the reason
     if num_relations is not None:
@@ -64,6 +69,22 @@ def _load_weighted_kernels(store, seeds: np.ndarray) -> None:
     for prob in _weights_of(store):
         ops.sample_neighbors(indptr, store.indices[:1], seeds, store.node_offset, 2, False, 0, parallel=False,
                              prob=prob)
+
+
+def _weight_names(store):
+    """The first 1-D edge array of each dtype usable as weights (times and time orders left out), by name:
+    what a weighted temporal request may name (the layer checks and keeps it once, one O(e) pass)."""
+    seen = set()
+    for name, spec in store.meta.edata.items():
+        dtype = spec.get("dtype")
+        if len(spec.get("shape", ())) != 1 or dtype in seen or name == DEFAULT_TIME_NAME or name.endswith(".order"):
+            continue
+        try:
+            ops.check_weights(store.edge_array(name)[:1], 1, name)
+        except ValueError:
+            continue
+        seen.add(dtype)
+        yield name
 
 
 def _weights_of(store):

@@ -18,7 +18,7 @@ negatives: ``src_index`` / ``dst_pos_index`` / ``dst_neg_index`` / ``seed_time``
 Departs from PyG 2.8 where PyG has no value to give: ``seed_time`` is the seeds' times actually
 used also when ``input_time`` is not given (PyG leaves it None); ``disjoint`` is accepted and
 ignored, temporal sampling being always disjoint (PyG forces it too).  ``weight_attr=`` draws among the
-eligible edges by weight (an in-process ``Data`` or store; refused over graph servers and with
+eligible edges by weight (a ``Data``, a store or its graph servers; refused with
 ``temporal_strategy="last"``).  Not supported (one line each): ``replace=True``.
 
 Both are one ``bgl.DataLoader``: the node loader's items are its seeds at their times; the link loader's

@@ -45,7 +45,7 @@ class TemporalNeighborSampler(NeighborSampler):
     replace : must be False (each eligible edge is drawn at most once)
     prob_name : an edge array of weights (float, integer or a bool mask; a store's ``edata/<name>.npy``, a
         DGLGraph's ``g.edata[name]``): each layer draws among the eligible edges by weight (a zero weight
-        never), as GraphBolt's; ``strategy="uniform"``, an untyped graph in process (not graph servers)
+        never), as GraphBolt's; ``strategy="uniform"``, an untyped graph (in process or its graph servers)
     node_timestamp_attr_name : a node array of int64 times (a store's ``ndata/<name>.npy``, a DGLGraph's
         ``g.ndata[name]``, graph servers' parts'); a node is eligible at ``t`` when its time is <= ``t``
     edge_timestamp_attr_name : an edge array of int64 times (a store's ``edata/<name>.npy``, a

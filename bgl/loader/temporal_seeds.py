@@ -52,16 +52,19 @@ def resolve_temporal_seeds(graph, indices, seed_time, info, options: Optional[Te
 
 
 def _check_weights(info, name: Optional[str], schema) -> None:
-    """One line, before anything runs, for weights the temporal sampler cannot draw by: over graph servers
-    (the temporal request carries no weight name), on a typed graph (its layer draws per relation without
-    them), or an edge array the local graph lacks or that is not weights."""
+    """One line, before anything runs, for weights the temporal sampler cannot draw by: on a typed graph (its
+    layer draws per relation without them), or an edge array the graph lacks (graph servers: one that not
+    every server lists; they check its values on the first request) or that is not weights."""
     if name is None:
         return
-    if info.spec.kind != "store" or (schema is not None and not schema.is_homogeneous):
-        where = "graph servers" if info.spec.kind != "store" else "a typed graph"
-        raise ValueError(f"prob_name={name!r}: weighted temporal sampling runs on an untyped graph in process (a "
-                         f"DGLGraph, a PyG Data, a store), not on {where}; sample that graph without weights, or "
-                         "use the store in process")
+    if schema is not None and not schema.is_homogeneous:
+        raise ValueError(f"prob_name={name!r}: weighted temporal sampling runs on an untyped graph (a DGLGraph, a "
+                         "PyG Data, a store or its graph servers), not on a typed graph; sample it without weights")
+    if info.spec.kind != "store":
+        if info.edge_names is not None and name not in info.edge_names:
+            raise ValueError(f"prob_name={name!r}: the graph servers have no edge array {name!r}; they have "
+                             f"{sorted(info.edge_names) or 'none'}")
+        return
     from ..sampler import ops
 
     store, values = _local_edge_array(info, "prob_name", name)

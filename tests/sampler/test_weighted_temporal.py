@@ -81,3 +81,23 @@ def test_weights_with_last_or_bad_weights_are_one_line(tmp_path):
         layer(np.array([0]), np.array([5]), 2, "last", 0, time_name="ts", prob_name="w")
     with pytest.raises(ValueError, match=r"has no edge data 'nope'; it has \['ts', 'w'\]"):
         layer(np.array([0]), np.array([5]), 2, "uniform", 0, time_name="ts", prob_name="nope")
+
+
+@pytest.mark.parametrize("names", [("ts", None, None), ("ts", "nt", None), (None, "nt", None), ("ts", None, "w"),
+                                   ("ts", "nt", "w"), (None, "nt", "w")])
+def test_the_name_frame_carries_edge_times_node_times_and_weights(names):
+    from bgl.sampler.temporal_frames import parse_temporal_request, temporal_request
+
+    frames = temporal_request(3, np.array([1, 2]), np.array([5, 6]), 4, "uniform", 9, *names)
+    req = parse_temporal_request(frames)
+    assert (req.time_name, req.node_time_name, req.prob_name) == names
+
+
+def test_a_name_frame_with_more_than_three_names_is_refused():
+    from bgl.errors import ProtocolError
+    from bgl.sampler.temporal_frames import parse_temporal_request, temporal_request
+
+    frames = temporal_request(3, np.array([1]), np.array([5]), 4, "uniform", 9, "ts")
+    frames[3] = b"ts\0nt\0w\0x"
+    with pytest.raises(ProtocolError, match=r"bad time array name: 4 NUL-separated names, at most 3"):
+        parse_temporal_request(frames)

@@ -1,6 +1,7 @@
 """Weighted temporal sampling in the loaders: ``bgl.TemporalNeighborSampler(prob_name=)`` (GraphBolt's) and
 ``bgl.pyg.NeighborLoader(time_attr=, weight_attr=)`` (PyG's) never draw a future or zero-weight edge, and a
-store ingested from the DGLGraph gives its batches; what cannot be weighted is one line before any batch."""
+store ingested from the DGLGraph, and its two real graph servers, give its batches; what cannot be weighted
+is one line before any batch."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,6 +10,7 @@ import torch
 
 import bgl
 
+from ...sampler.conftest import slice_store, started_servers
 from .test_temporal_loader_servers import servers, timed_store  # noqa: F401 (module fixtures)
 
 dgl = pytest.importorskip("dgl")
@@ -18,8 +20,8 @@ N = 150
 
 @pytest.fixture(scope="module")
 def weighted_graph():
-    """Unique loop-free edges in CSC order (ingest keeps them as given), edge times ``ts`` and weights
-    ``w`` (a third of them 0), node 2 a hub."""
+    """Unique loop-free edges in CSC order (ingest keeps them as given), edge times ``timestamp`` and
+    weights ``w`` (a third of them 0), node 2 a hub."""
     rng = np.random.default_rng(8)
     src, dst = rng.integers(0, N, 2000), rng.integers(0, N, 2000)
     dst[:400] = 2
@@ -28,7 +30,7 @@ def weighted_graph():
     g = dgl.graph((torch.from_numpy(pairs[:, 1]), torch.from_numpy(pairs[:, 0])), num_nodes=N)
     e = g.num_edges()
     g.ndata["feat"] = torch.randn(N, 3)
-    g.edata["ts"] = torch.from_numpy(rng.integers(0, 1000, e))
+    g.edata["timestamp"] = torch.from_numpy(rng.integers(0, 1000, e))
     w = rng.random(e).astype(np.float32)
     w[rng.random(e) < 0.33] = 0
     g.edata["w"] = torch.from_numpy(w)
@@ -39,7 +41,7 @@ def weighted_batches(graph, layout="tree"):
     rng = np.random.default_rng(1)
     nodes, times = rng.integers(0, N, 60), rng.integers(0, 1000, 60)
     nodes[:6] = 2
-    sampler = bgl.TemporalNeighborSampler([4, 5], edge_timestamp_attr_name="ts", prob_name="w", layout=layout)
+    sampler = bgl.TemporalNeighborSampler([4, 5], edge_timestamp_attr_name="timestamp", prob_name="w", layout=layout)
     torch.manual_seed(3)
     return list(bgl.DataLoader(graph, torch.from_numpy(nodes), sampler, seed_time=torch.from_numpy(times),
                                batch_size=20, blocks="bgl")), times
@@ -50,7 +52,7 @@ def test_weighted_blocks_have_no_future_or_zero_weight_edge_and_the_store_gives_
     local, times = weighted_batches(weighted_graph, layout)
     store = bgl.ingest(weighted_graph, tmp_path / "s")
     stored, _ = weighted_batches(str(store.path), layout)
-    ts, w = weighted_graph.edata["ts"].numpy(), weighted_graph.edata["w"].numpy()
+    ts, w = weighted_graph.edata["timestamp"].numpy(), weighted_graph.edata["w"].numpy()
     sampled = 0
     for k, ((ia, oa, ba), (ib, ob, bb)) in enumerate(zip(local, stored)):
         assert torch.equal(ia, ib) and torch.equal(oa, ob)
@@ -73,8 +75,8 @@ def test_pygs_weight_attr_with_time_attr(weighted_graph):
     from bgl.pyg import NeighborLoader
 
     src, dst = weighted_graph.edges()
-    data = Data(x=weighted_graph.ndata["feat"], edge_index=torch.stack([src, dst]), time=weighted_graph.edata["ts"],
-                w=weighted_graph.edata["w"], num_nodes=N)
+    data = Data(x=weighted_graph.ndata["feat"], edge_index=torch.stack([src, dst]),
+                time=weighted_graph.edata["timestamp"], w=weighted_graph.edata["w"], num_nodes=N)
     rng = np.random.default_rng(2)
     seeds, seed_time = torch.from_numpy(rng.integers(0, N, 40)), torch.from_numpy(rng.integers(0, 1000, 40))
     batches = list(NeighborLoader(data, [5, 5], input_nodes=seeds, input_time=seed_time, time_attr="time",
@@ -91,16 +93,16 @@ def test_pygs_weight_attr_with_time_attr(weighted_graph):
 
 def test_what_cannot_be_weighted_is_one_line_before_any_batch(weighted_graph, servers):  # noqa: F811
     with pytest.raises(ValueError, match=r"prob_name='w' weighs a uniform draw; strategy='last'"):
-        bgl.TemporalNeighborSampler([2], edge_timestamp_attr_name="ts", prob_name="w", strategy="last")
+        bgl.TemporalNeighborSampler([2], edge_timestamp_attr_name="timestamp", prob_name="w", strategy="last")
     one = {"seed_time": torch.tensor([5])}
-    sampler = bgl.TemporalNeighborSampler([2], edge_timestamp_attr_name="timestamp", prob_name="timestamp")
-    with pytest.raises(ValueError, match=r"prob_name='timestamp': weighted temporal sampling runs on an untyped "
-                                         r"graph in process .* not on graph servers") as info:
+    sampler = bgl.TemporalNeighborSampler([2], edge_timestamp_attr_name="timestamp", prob_name="w")
+    with pytest.raises(ValueError, match=r"prob_name='w': the graph servers have no edge array 'w'; they have "
+                                         r"\['timestamp'\]") as info:
         bgl.DataLoader(servers, torch.tensor([1]), sampler, **one)
     assert "\n" not in str(info.value)
     g = dgl.heterograph({("a", "r", "b"): ([0, 1], [1, 0]), ("b", "s", "a"): ([0], [1])})
     g.edges["r"].data["w"] = torch.ones(2)
-    with pytest.raises(ValueError, match=r"not on a typed graph"):
+    with pytest.raises(ValueError, match=r"weighted temporal sampling runs on an untyped graph .* not on a typed"):
         bgl.DataLoader(g, {"a": torch.tensor([0])}, bgl.TemporalNeighborSampler(
             [2], node_timestamp_attr_name="t", prob_name="w"), seed_time={"a": torch.tensor([1])})
     from torch_geometric.data import HeteroData
@@ -115,4 +117,45 @@ def test_what_cannot_be_weighted_is_one_line_before_any_batch(weighted_graph, se
                        weight_attr="w")
     with pytest.raises(ValueError, match=r"prob_name='since': .*has no edge"):
         bgl.DataLoader(weighted_graph, torch.tensor([1]), bgl.TemporalNeighborSampler(
-            [2], edge_timestamp_attr_name="ts", prob_name="since"), **one)
+            [2], edge_timestamp_attr_name="timestamp", prob_name="since"), **one)
+
+
+@pytest.fixture(scope="module")
+def weighted_servers(weighted_graph, tmp_path_factory):
+    """``(store, addresses)``: the graph ingested, and two `bgl serve` processes over its id ranges."""
+    work = tmp_path_factory.mktemp("weighted-servers")
+    store = bgl.ingest(weighted_graph, work / "store")
+    parts = [slice_store(store, lo, hi, work / f"part-{k}") for k, (lo, hi) in enumerate([(0, 70), (70, N)])]
+    with started_servers([["--store", str(p.path)] for p in parts], work) as addresses:
+        yield store, addresses
+
+
+@pytest.mark.parametrize("layout", ["tree", "disjoint"])
+def test_servers_give_the_stores_weighted_batches(weighted_servers, layout):
+    store, addresses = weighted_servers
+    local, _ = weighted_batches(str(store.path), layout)
+    remote, _ = weighted_batches(addresses, layout)
+    assert len(local) == len(remote) == 3
+    for (ia, oa, ba), (ib, ob, bb) in zip(local, remote):
+        assert torch.equal(ia, ib) and torch.equal(oa, ob)
+        for x, y in zip(ba, bb):
+            for name in ("src_ids", "indptr", "indices", "edge_ids"):
+                assert torch.equal(getattr(x, name), getattr(y, name)), name
+            assert (np.asarray(store.edge_array("w"))[x.edge_ids.numpy()] > 0).all()
+
+
+def test_pygs_weighted_temporal_loader_over_servers(weighted_servers):
+    from bgl.pyg import NeighborLoader
+
+    store, addresses = weighted_servers
+    rng = np.random.default_rng(6)
+    seeds, seed_time = torch.from_numpy(rng.integers(0, N, 40)), torch.from_numpy(rng.integers(0, 1000, 40))
+
+    def batches(graph):
+        torch.manual_seed(0)
+        return list(NeighborLoader(graph, [4, 4], input_nodes=seeds, input_time=seed_time, time_attr="timestamp",
+                                   weight_attr="w", batch_size=20, shuffle=True))
+
+    for a, b in zip(batches(str(store.path)), batches(addresses)):
+        for key in ("n_id", "batch", "edge_index", "e_id"):
+            assert torch.equal(a[key], b[key]), key
