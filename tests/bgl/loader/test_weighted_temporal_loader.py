@@ -86,6 +86,13 @@ def test_pygs_weight_attr_with_time_attr(weighted_graph):
         dst_local = b.edge_index[1]
         assert (data.w[b.e_id] > 0).all(), "a zero-weight edge"
         assert (data.time[b.e_id] <= b.seed_time[b.batch[dst_local]]).all(), "an edge from the future"
+    from bgl.pyg import LinkNeighborLoader
+
+    pairs = torch.from_numpy(rng.integers(0, N, (2, 30)))
+    for b in LinkNeighborLoader(data, [5, 5], edge_label_index=pairs, edge_label_time=seed_time[:30],
+                                time_attr="time", weight_attr="w", neg_sampling_ratio=1.0, batch_size=15):
+        assert (data.w[b.e_id] > 0).all(), "a zero-weight edge"
+        assert (data.time[b.e_id] <= b.edge_label_time[b.batch[b.edge_index[1]]]).all(), "an edge from the future"
     with pytest.raises(ValueError, match=r"weight_attr='w' weighs the uniform temporal draw; temporal_strategy='last'"):
         NeighborLoader(data, [5], input_nodes=seeds, input_time=seed_time, time_attr="time", weight_attr="w",
                        temporal_strategy="last")
