@@ -4,9 +4,10 @@ The first request of a new kind loads (or, on a cold cache such as a fresh clone
 up to a minute on a loaded 2-core box) its kernels: time a client waiting on its reply deadline
 must not pay.  So a server answers one request of each kind to itself first: a plain, a LABOR
 and an edge-excluding SAMPLE, a weighted one per 1-D edge array, a typed one (plain,
-edge-excluding, LABOR and weighted per 1-D edge array) on a typed store, a temporal one of each strategy on a store with edge times
-(a ``timestamp`` array, else its first int64 one: :func:`_time_names`) (which also builds that array's time order, :mod:`.temporal`, before the first request; and a
-weighted one per dtype of edge weights, on an untyped store),
+edge-excluding, LABOR and weighted per 1-D edge array) on a typed store, a temporal one of each
+strategy on a store with edge times (a ``timestamp`` array, else its first int64 one:
+:func:`_time_names`; this also builds that array's time order, :mod:`.temporal`, before the first
+request) and a weighted temporal one per dtype of edge weights on an untyped store,
 and the FEATURES/label reads.  numba compiles a variant per dtype and writeable flag: the
 protocol's parser hands every request's ids over as read-only int64 (whatever the frame's
 dtype and alignment), so the seeds here are read-only int64 too.
