@@ -97,16 +97,17 @@ class LocalSampler:
 
     # ---------------------------------------------------------------- temporal
     def temporal_layer(self, dst, times, fanout: int, strategy: str, seed: int, time_name: str | None = "timestamp",
-                       node_time_name: str | None = None):
+                       node_time_name: str | None = None, prob_name: str | None = None):
         """One temporal layer (:class:`bgl.sampler.temporal.TemporalLayer`): ``(counts, nbrs, eids,
         edge_time)``, eids the graph's own edge ids when the store carries ``edge_ids``; ``node_time_name``
-        names the store's node array of times (instead of in-process ``node_time``)."""
+        names the store's node array of times (instead of in-process ``node_time``), ``prob_name`` its edge
+        array of weights (drawn among the eligible edges by weight)."""
         from .temporal import TemporalLayer
 
         if self._temporal is None:
             self._temporal = TemporalLayer(self.store, self._node_time)
         counts, nbrs, eids, etime = self._temporal(dst, times, fanout, strategy, seed, time_name=time_name,
-                                                   node_time_name=node_time_name)
+                                                   node_time_name=node_time_name, prob_name=prob_name)
         if self._edge_ids is not None:
             eids = self._edge_ids[eids].astype(np.int64, copy=False)
         return counts, nbrs, eids, etime

@@ -32,6 +32,7 @@ import numpy as np
 
 from . import _kernels as K
 from . import _temporal_kernels as TK
+from . import _weighted_temporal_kernels as WK
 from . import ops
 
 STRATEGIES = {"uniform": TK.UNIFORM, "last": TK.LAST}
@@ -163,6 +164,7 @@ class TemporalLayer:
             node_time, int(store.global_num_nodes), "node times")
         self.parallel = parallel
         self._index: dict[tuple, TimeIndex] = {}  # by (edge time name, node time name)
+        self._weights: dict[str, np.ndarray] = {}  # edge weights by name, checked once
         self._lock = threading.Lock()  # server worker threads share one layer
 
     def index(self, time_name: str | None, node_time_name: str | None = None) -> TimeIndex:
@@ -202,8 +204,20 @@ class TemporalLayer:
             raise ValueError(e.args[0]) from None
         return check_times(arr, int(self.store.num_edges), f"edge time array {name!r}")
 
+    def weights(self, name: str) -> np.ndarray:
+        """The store's edge array ``name`` checked once as edge weights (:func:`ops.check_weights`)."""
+        with self._lock:
+            if name not in self._weights:
+                try:
+                    values = self.store.edge_array(name)
+                except KeyError as e:
+                    raise ValueError(e.args[0]) from None
+                self._weights[name] = ops.check_weights(values, int(self.store.num_edges), name)
+            return self._weights[name]
+
     def __call__(self, dst, times, fanout: int, strategy: str, seed: int,
-                 time_name: str | None = DEFAULT_TIME_NAME, node_time_name: str | None = None):
+                 time_name: str | None = DEFAULT_TIME_NAME, node_time_name: str | None = None,
+                 prob_name: str | None = None):
         if getattr(self.store, "is_typed", False):
             raise ValueError(f"temporal sampling of a typed store ({getattr(self.store, 'path', 'graph')}) is not "
                              "supported yet: it would mix relations under one fanout")
@@ -219,14 +233,36 @@ class TemporalLayer:
         starts, elig, degs, counts = (np.empty(m, np.int64) for _ in range(4))
         (TK.temporal_spans_par if par else TK.temporal_spans_serial)(
             self._indptr, idx.key, idx.order, dst, times, np.int64(off), np.int64(fanout), starts, elig, degs, counts)
+        prob = None if prob_name is None else self._weighted_counts(prob_name, code, idx, starts, elig, degs,
+                                                                    fanout, counts, par)
         out_indptr, total = ops._sample_offsets(counts, ops.MAX_SAMPLE_EDGES)
         eids = np.empty(total, np.int64)
-        (TK.temporal_positions_par if par else TK.temporal_positions_serial)(
-            starts, elig, degs, idx.order, dst, np.int64(fanout), np.int64(code), np.uint64(int(seed) & ops.MASK64),
-            out_indptr, eids)
+        if prob is not None:
+            (WK.weighted_positions_par if par else WK.weighted_positions_serial)(
+                prob[0], starts, elig, degs, idx.order, dst, prob[1], np.int64(fanout), np.int64(prob[2]),
+                np.uint64(int(seed) & ops.MASK64), out_indptr, eids)
+        else:
+            (TK.temporal_positions_par if par else TK.temporal_positions_serial)(
+                starts, elig, degs, idx.order, dst, np.int64(fanout), np.int64(code),
+                np.uint64(int(seed) & ops.MASK64), out_indptr, eids)
         nbrs = np.empty(total, self._indices.dtype)
         (K.gather_nbrs_par if par else K.gather_nbrs_serial)(self._indices, eids, nbrs)
         return counts, nbrs, eids, idx.key[eids]
+
+
+    def _weighted_counts(self, name: str, code: int, idx: TimeIndex, starts, elig, degs, fanout: int, counts, par):
+        """``(weights, positive counts, scratch width)`` of a weighted layer; ``counts`` become the
+        eligible edges of positive weight, at most ``fanout`` (:mod:`._weighted_temporal_kernels`)."""
+        if code != TK.UNIFORM:
+            raise ValueError(f"prob_name={name!r} weighs a uniform draw; strategy='last' takes the most recent "
+                             "eligible edges whatever their weight: use strategy='uniform' or drop the weights")
+        prob = self.weights(name)
+        positive = np.empty(starts.shape[0], np.int64)
+        (WK.weighted_counts_par if par else WK.weighted_counts_serial)(prob, idx.order, starts, elig,
+                                                                       np.int64(fanout), positive, counts)
+        partial = (elig != degs) & (counts > 0)  # rows drawn from a scratch copy of their eligible weights
+        widest = int(elig[partial].max()) if idx.order.shape[0] and partial.any() else 0
+        return prob, positive, widest
 
 
 LayerFn = Callable[..., tuple]

@@ -8,7 +8,8 @@ Temporal SAMPLE (``FLAG_TEMPORAL``, flag bit 5, alone) is exactly four frames::
     times    int64 [m], each seed's time (the time of the subgraph it belongs to)
     name     UTF-8 name of the server's int64 edge array holding edge times (e.g. ``timestamp``), then,
              with node times, a NUL byte and the name of the store's int64 node array of times (the
-             edge name may then be empty: node times only)
+             edge name may then be empty: node times only), then, with weights, a second NUL byte and
+             the name of the edge array of weights (the node name may then be empty)
 
 A typed store's servers take a fifth frame, ``fanouts`` int64 [R] (one per relation of its schema;
 the header's fanout is then 0), and sample by :class:`~bgl.sampler.temporal_typed.TypedTemporalLayer`;
@@ -18,7 +19,7 @@ The reply is an ordinary SAMPLE reply with edge data (``counts``, ``nbrs``, then
 two row frames): ``eid`` (int64, the drawn edges' CSC positions in the server's store) and
 ``time`` (int64, their times), so a client can number the edges and check them.  A server that
 predates temporal sampling refuses the request ("unknown flag bits 0x20"), one that predates node
-times one naming them ("bad time array name").  Node times are the servers' own data, not sent: a
+times or weights one naming them ("bad time array name").  Node times are the servers' own data, not sent: a
 part filters by its stored copy of each in-edge's source time (``ndata/<name>.source.npy``, written
 by ``bgl partition``), so it needs no other part's nodes, and a sample is the one the whole store's
 node times give in process.
@@ -49,6 +50,7 @@ class TemporalRequest:
     time_name: str | None
     fanouts: np.ndarray | None = None  # a typed request's int64 [R] relation fanouts
     node_time_name: str | None = None  # the store's node array of times
+    prob_name: str | None = None  # the store's edge array of weights (drawn by weight among eligible edges)
 
 
 def is_temporal(frame) -> bool:
@@ -58,15 +60,17 @@ def is_temporal(frame) -> bool:
 
 
 def temporal_request(req_id: int, seeds: np.ndarray, times: np.ndarray, fanout, strategy: str, seed: int,
-                     time_name: str | None, node_time_name: str | None = None) -> list:
+                     time_name: str | None, node_time_name: str | None = None, prob_name: str | None = None) -> list:
     """Frames of a temporal SAMPLE for ``seeds`` (int32/int64 [m]) at ``times`` (int64 [m]); ``fanout``
     an int, or a typed store's int64 [R] relation fanouts (the fifth frame); ``node_time_name`` names
-    the servers' node times (after a NUL in the name frame)."""
+    the servers' node times (after a NUL in the name frame), ``prob_name`` their edge weights (after a
+    second NUL)."""
     seeds = np.ascontiguousarray(seeds)
     typed = isinstance(fanout, np.ndarray)
     h = P.Header(P.Op.SAMPLE, req_id, FLAG_TEMPORAL, STRATEGY_NAMES.index(strategy), P.dtype_code(seeds.dtype),
                  TIMES_CODE, 0 if typed else int(fanout), int(seed) & ((1 << 64) - 1), seeds.shape[0], seeds.shape[0], 1)
-    name = (time_name or "") + ("" if node_time_name is None else "\0" + node_time_name)
+    name = (time_name or "") + ("" if node_time_name is None and prob_name is None else "\0" + (node_time_name or ""))
+    name += "" if prob_name is None else "\0" + prob_name
     frames = [h.pack(), seeds, np.ascontiguousarray(times, dtype="<i8"), name.encode("utf-8")]
     return frames + [np.ascontiguousarray(fanout, dtype="<i8")] if typed else frames
 
@@ -98,9 +102,12 @@ def parse_temporal_request(frames: list) -> TemporalRequest:
     if len(name) > P.MAX_EDGE_NAMES_BYTES:
         raise ProtocolError(f"temporal SAMPLE: time array name of {len(name)} bytes exceeds {P.MAX_EDGE_NAMES_BYTES}")
     try:
-        edge_name, nul, node_name = name.decode("utf-8").partition("\0")
-        time_name = check_edge_name(edge_name) if edge_name or not nul else None
-        node_time_name = check_edge_name(node_name) if nul else None
+        parts = name.decode("utf-8").split("\0")
+        if len(parts) > 3:
+            raise ValueError(f"{len(parts)} NUL-separated names, at most 3 (edge times, node times, weights)")
+        time_name = check_edge_name(parts[0]) if parts[0] or len(parts) == 1 else None
+        node_time_name = check_edge_name(parts[1]) if len(parts) == 3 and parts[1] or len(parts) == 2 else None
+        prob_name = check_edge_name(parts[2]) if len(parts) == 3 else None
     except (UnicodeDecodeError, ValueError) as e:
         raise ProtocolError(f"temporal SAMPLE: bad time array name: {e}") from None
     ids.flags.writeable = False
@@ -112,7 +119,7 @@ def parse_temporal_request(frames: list) -> TemporalRequest:
             raise ProtocolError(f"temporal SAMPLE: a fanouts frame of {raw.nbytes} bytes is not 1..{MAX_RELATIONS} "
                                 "int64 relation fanouts")
         fanouts = np.frombuffer(raw, dtype="<i8").astype(np.int64)
-    return TemporalRequest(h, ids, times, STRATEGY_NAMES[h.field], time_name, fanouts, node_time_name)
+    return TemporalRequest(h, ids, times, STRATEGY_NAMES[h.field], time_name, fanouts, node_time_name, prob_name)
 
 
 def layer_reply(req_id: int, counts, nbrs, eids, times, etypes=None) -> list:
@@ -146,10 +153,11 @@ def serve(layer, frames: list) -> list:
     if typed != (req.fanouts is not None):
         raise ProtocolError("temporal SAMPLE: a typed store takes relation fanouts (5 frames), an untyped one a "
                             "fanout (4 frames)")
+    weights = {} if req.prob_name is None else {"prob_name": req.prob_name}  # a typed layer takes none
     try:
         counts, nbrs, eids, times, *etypes = layer(req.ids, req.times, req.fanouts if typed else h.fanout,
                                                    req.strategy, h.seed, time_name=req.time_name,
-                                                   node_time_name=req.node_time_name)
+                                                   node_time_name=req.node_time_name, **weights)
     except TypeError as e:
         raise ValueError(str(e)) from None
     return layer_reply(h.req_id, counts, nbrs, eids, times, *etypes)

@@ -27,11 +27,13 @@ class TemporalClient:
     ``edge_bounds``, ``_split``, ``_answer``, ``_local`` and ``_ids``)."""
 
     def temporal_layer(self, dst, times, fanout, strategy: str, seed: int,
-                       time_name: str | None = T.DEFAULT_TIME_NAME, node_time_name: str | None = None):
+                       time_name: str | None = T.DEFAULT_TIME_NAME, node_time_name: str | None = None,
+                       prob_name: str | None = None):
         """One temporal layer: ``(counts int64 [m], nbrs int64 [e], eids int64 [e] global edge ids,
         edge_time int64 [e])`` in ``dst`` order, as :class:`~bgl.sampler.temporal.TemporalLayer`;
         ``time_name`` names the servers' int64 edge array of times, ``node_time_name`` their node array
-        of times (each part filters by its copy of its in-edges' source times).
+        of times (each part filters by its copy of its in-edges' source times), ``prob_name`` their edge
+        array of weights (untyped servers: drawn by weight among the eligible edges).
         On typed servers ``fanout`` is an int64 [R] array, one per relation, and ``etypes`` int64 [e]
         follows (:class:`~bgl.sampler.temporal_typed.TypedTemporalLayer`'s result)."""
         from bgl.schema import check_edge_name
@@ -47,12 +49,12 @@ class TemporalClient:
         if time_name is None and node_time_name is None:
             raise ValueError("temporal sampling over graph servers needs an edge time array (time_name=) or a "
                              "node time array (node_time_name=) of theirs")
-        for name in (time_name, node_time_name):
+        for name in (time_name, node_time_name, prob_name):
             if name is not None:
                 check_edge_name(name)
         order, groups = self._split(dst)
         ids, ts = dst[order], times[order]
-        args = (fanout, strategy, seed, time_name, node_time_name)
+        args = (fanout, strategy, seed, time_name, node_time_name, prob_name)
         jobs = [(s, functools.partial(self._temporal_request, ids[a:b], ts[a:b], *args),
                  functools.partial(self._temporal_local, s, ids[a:b], ts[a:b], *args)) for s, a, b in groups]
         replies = self._answer(jobs, P.Op.SAMPLE)
@@ -85,18 +87,21 @@ class TemporalClient:
         K.permute_segments(s_indptr, np.arange(s_nbrs.shape[0], dtype=np.int64), inv, out_indptr, perm)
         return (out_counts, s_nbrs[perm], *(a[perm] for a in sorted_edges))
 
-    def _temporal_request(self, ids, times, fanout, strategy, seed, time_name, node_time_name) -> list:
-        return temporal_request(next(self._ids), ids, times, fanout, strategy, seed, time_name, node_time_name)
+    def _temporal_request(self, ids, times, fanout, strategy, seed, time_name, node_time_name, prob_name) -> list:
+        return temporal_request(next(self._ids), ids, times, fanout, strategy, seed, time_name, node_time_name,
+                                prob_name)
 
-    def _temporal_local(self, srv: int, ids, times, fanout, strategy, seed, time_name, node_time_name) -> list:
+    def _temporal_local(self, srv: int, ids, times, fanout, strategy, seed, time_name, node_time_name,
+                        prob_name) -> list:
         """A co-located part's reply arrays, drawn here by the layer its server runs."""
         from .temporal_frames import layer_for
 
         layers = self.__dict__.setdefault("_temporal_layers", {})
         if srv not in layers:
             layers[srv] = layer_for(self._local.stores[srv], parallel=True)
+        weights = {} if prob_name is None else {"prob_name": prob_name}
         counts, nbrs, eids, etimes, *rel = layers[srv](ids, times, fanout, strategy, seed, time_name=time_name,
-                                                       node_time_name=node_time_name)
+                                                       node_time_name=node_time_name, **weights)
         rows = {"eid": eids, "time": etimes}
         if rel:
             rows["etype"] = rel[0]

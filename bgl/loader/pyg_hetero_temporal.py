@@ -56,6 +56,9 @@ class HeteroTemporalNeighborLoader(DelegatedState):
         if replace:
             raise ValueError("bgl.pyg.NeighborLoader with time_attr= does not support replace=True (each eligible "
                              "edge is drawn at most once); drop it")
+        if kwargs.pop("weight_attr", None) is not None:
+            raise ValueError("bgl.pyg.NeighborLoader on a HeteroData with time_attr= does not take weight_attr= (weighted "
+                             "temporal sampling runs on an untyped graph: a Data or a store); drop it")
         self.data = data
         kind, times = hetero_time_source(data, args.time_attr)
         arrays = hetero_data_arrays(data)

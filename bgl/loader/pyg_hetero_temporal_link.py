@@ -114,6 +114,9 @@ class HeteroTemporalLinkNeighborLoader(DelegatedState):
         self.options = pyg_options(kwargs, "LinkNeighborLoader")
         if replace:
             raise ValueError("bgl.pyg.LinkNeighborLoader with time_attr= does not support replace=True; drop it")
+        if kwargs.pop("weight_attr", None) is not None:
+            raise ValueError("bgl.pyg.LinkNeighborLoader on a HeteroData with time_attr= does not take weight_attr= (weighted "
+                             "temporal sampling runs on an untyped graph: a Data or a store); drop it")
         kind, times = hetero_time_source(data, args.time_attr)
         if kind != "edge":
             raise ValueError(f"time_attr={args.time_attr!r} is node-level: a HeteroData's temporal LinkNeighborLoader "

@@ -81,8 +81,12 @@ def seed_times(input_time, kind: str, node_time: Optional[np.ndarray], seeds: np
     the times are node-level (PyG's default); ValueError when edge-level times have none to use."""
     if input_time is not None:
         return check_times(input_time, seeds.shape[0], what)
+    if kind == "node" and node_time is None:  # graph servers' node times, no partition dir to read them from
+        raise ValueError(f"{what} is required here: time_attr's node times live on the graph servers, and the "
+                         "loader reads a seed's own time from the partition dir's part stores only; give "
+                         f"{what}, or pass the partition dir (BGL_SERVERS set) or set BGL_PARTITION")
     if kind == "node":
-        return np.ascontiguousarray(node_time[seeds])
+        return np.ascontiguousarray(node_time[seeds], dtype=np.int64)
     raise ValueError(f"{what} is required with edge-level time_attr (seeds have no times of their own): "
                      f"give one int64 time per seed")
 

@@ -4,7 +4,9 @@
 "last")`` and ``LinkNeighborLoader(..., time_attr=, edge_label_time=)`` on a homogeneous ``Data`` (node-
 or edge-level times, decided as PyG decides it), a store (``time_attr`` names its int64 node array, from
 ``bgl ingest --node-time``, or else its edge array, e.g. ``--edge-time-column``'s ``timestamp``), a
-partition dir or graph servers (an edge array).  Both go
+partition dir or graph servers (a node array every server lists, else an edge array; node times the loader
+itself needs, a seed's own and the negatives', are read from the partition dir's part stores, so bare
+addresses without ``BGL_PARTITION`` take ``input_time=`` and no negatives).  Both go
 through :class:`bgl.DataLoader` with a :class:`bgl.TemporalNeighborSampler` in its disjoint layout:
 no sampled edge (or, with node times, node) is newer than its subgraph's seed time, at any hop.
 Batches have PyG's disjoint layout (:mod:`bgl.loader.pyg_temporal`): ``n_id``, ``batch``,
@@ -15,8 +17,9 @@ negatives: ``src_index`` / ``dst_pos_index`` / ``dst_neg_index`` / ``seed_time``
 
 Departs from PyG 2.8 where PyG has no value to give: ``seed_time`` is the seeds' times actually
 used also when ``input_time`` is not given (PyG leaves it None); ``disjoint`` is accepted and
-ignored, temporal sampling being always disjoint (PyG forces it too).  Not supported (one line each):
-``replace=True``, ``weight_attr=`` with times, ``HeteroData`` (its typed temporal batches).
+ignored, temporal sampling being always disjoint (PyG forces it too).  ``weight_attr=`` draws among the
+eligible edges by weight (a ``Data``, a store or its graph servers; refused with
+``temporal_strategy="last"``).  Not supported (one line each): ``replace=True``.
 
 Both are one ``bgl.DataLoader``: the node loader's items are its seeds at their times; the link loader's
 are its pairs' positions, each batch's seeds (the pairs' ends and negatives, in PyG's order and at PyG's
@@ -38,12 +41,17 @@ from .pyg_options import pyg_options
 from .pyg_temporal import (PygLinkLayout, TimedSeedPositions, disjoint_fields, node_seed_fields, seed_times,
                            temporal_args, time_source)
 
-def temporal_graph(data, time_attr: Optional[str], loader: str) -> tuple[Any, str, Optional[np.ndarray]]:
+def temporal_graph(data, time_attr: Optional[str], loader: str,
+                   timeout: float = 5.0) -> tuple[Any, str, Optional[np.ndarray]]:
     """``(graph for bgl.DataLoader, "node" | "edge", node times or None)`` of PyG input ``data``.
 
     A ``Data``'s node times ride on its arrays as ``ndata[time_attr]`` (where the temporal sampler reads
     node times); a local store's ``time_attr`` is its node array if it has one of that name, else an edge
-    array (checked here); servers' and partitions' an edge array.
+    array (checked here).  Graph servers (addresses, or a partition dir with ``BGL_SERVERS``) are asked
+    (INFO) whether ``time_attr`` is a node array of every part, node-level first as PyG decides; their node
+    times are then read on this side from the partition dir's part stores when it is known (the ``data``
+    itself or ``BGL_PARTITION``: :class:`~bgl.partition.node_arrays.PartitionNodeArray`), else None (the
+    servers still filter by them; only PyG's defaults that need a seed's own time cannot be had).
     """
     from .pyg_base import data_arrays
 
@@ -63,8 +71,10 @@ def temporal_graph(data, time_attr: Optional[str], loader: str) -> tuple[Any, st
         from ..store import GraphStore
 
         store = GraphStore(data, validate="none")
-    names = getattr(getattr(store, "meta", None), "edata", None)
-    nodes = getattr(getattr(store, "meta", None), "ndata", None) or {}
+    if not hasattr(store, "meta"):  # graph servers: what their INFO lists
+        return _server_time_source(data, time_attr, timeout)
+    names = getattr(store.meta, "edata", None)
+    nodes = getattr(store.meta, "ndata", None) or {}
     if time_attr in nodes:  # node-level first, as PyG decides: the store's node times (bgl ingest --node-time)
         from ..sampler.temporal import check_times
 
@@ -76,22 +86,49 @@ def temporal_graph(data, time_attr: Optional[str], loader: str) -> tuple[Any, st
     return data, "edge", None
 
 
-def temporal_sampler(num_neighbors: Sequence[int], kind: str, time_attr: str, strategy: str):
-    """The :class:`bgl.TemporalNeighborSampler` of PyG's ``num_neighbors`` (-1: every eligible edge)."""
+def _server_time_source(data, time_attr: str, timeout: float) -> tuple[Any, str, Optional[Any]]:
+    """:func:`temporal_graph` of graph servers: node-level when every server lists ``time_attr`` in its
+    ``ndata``, edge-level when in its ``edata``, else one line naming both lists."""
+    from .arguments import resolve_graph
+
+    info = resolve_graph(data, None, None, timeout)
+    nodes, edges = list(getattr(info, "node_names", [])), list(info.edge_names or [])
+    if time_attr in nodes:
+        node_time = None
+        if info.partition_dir is not None:
+            from ..partition.node_arrays import PartitionNodeArray
+
+            node_time = PartitionNodeArray(info.partition_dir, time_attr)
+            if node_time.dtype.kind not in "iu" or node_time.dtype == np.uint64 or len(node_time.shape) != 1:
+                raise TypeError(f"time_attr={time_attr!r}: the partition's node array must be integers [num_nodes], "
+                                f"got {node_time.dtype} {list(node_time.shape)}")
+        return data, "node", node_time
+    if time_attr not in edges:
+        raise ValueError(f"time_attr={time_attr!r} is neither a node nor an edge array of every graph server (they "
+                         f"have node arrays {nodes}, edge arrays {edges}; bgl ingest --node-time / "
+                         "--edge-time-column, then bgl partition)")
+    return data, "edge", None
+
+
+def temporal_sampler(num_neighbors: Sequence[int], kind: str, time_attr: str, strategy: str,
+                     weight_attr: Optional[str] = None):
+    """The :class:`bgl.TemporalNeighborSampler` of PyG's ``num_neighbors`` (-1: every eligible edge),
+    drawing by the edge array ``weight_attr`` among the eligible edges when given."""
     from .temporal_sampler import TemporalNeighborSampler
 
     fanouts = list(reversed(list(num_neighbors)))
     names = {f"{kind}_timestamp_attr_name": time_attr}
-    return TemporalNeighborSampler(fanouts, strategy=strategy, layout="disjoint", **names)
+    return TemporalNeighborSampler(fanouts, strategy=strategy, layout="disjoint", prob_name=weight_attr, **names)
 
 
-def _refuse(replace, weight_attr, loader: str) -> None:
+def _refuse(replace, weight_attr, strategy: str, loader: str) -> None:
     if replace:
         raise ValueError(f"bgl.pyg.{loader} with time_attr= does not support replace=True (each eligible edge "
                          "is drawn at most once); drop it")
-    if weight_attr is not None:
-        raise ValueError(f"bgl.pyg.{loader} with time_attr= does not support weight_attr= (weighted temporal "
-                         "sampling is not supported yet); drop one of them")
+    if weight_attr is not None and strategy == "last":
+        raise ValueError(f"bgl.pyg.{loader}: weight_attr={weight_attr!r} weighs the uniform temporal draw; "
+                         "temporal_strategy='last' takes the most recent eligible edges whatever their weight: "
+                         "use temporal_strategy='uniform' or drop weight_attr")
 
 
 class _TemporalBatches(PygLoaderBase):
@@ -129,11 +166,12 @@ class TemporalNeighborLoader(_TemporalBatches):
 
         args = temporal_args(kwargs)
         self.options = pyg_options(kwargs, "NeighborLoader")
-        _refuse(replace, weight_attr, "NeighborLoader")
+        _refuse(replace, weight_attr, args.strategy, "NeighborLoader")
         if edge_attr is not None:
             raise ValueError("edge_attr= with time_attr=: a Data's edge attributes come along at e_id by "
                              "themselves; drop it")
-        graph, kind, node_time = temporal_graph(data, args.time_attr, "NeighborLoader")
+        graph, kind, node_time = temporal_graph(data, args.time_attr, "NeighborLoader",
+                                                 float(kwargs.get("server_timeout", 5.0)))
         self.data, self.edge_attr = data, None
         ids, by_id = self._input_ids(input_nodes, self._num_nodes(graph))
         times = seed_times(args.input_time, kind, node_time, ids.numpy())
@@ -142,7 +180,7 @@ class TemporalNeighborLoader(_TemporalBatches):
         self._fields = input_fields(data, None)
         self.batch_size = int(batch_size)
         self.dataset = range(int(ids.shape[0]))
-        sampler = temporal_sampler(self.num_neighbors, kind, args.time_attr, args.strategy)
+        sampler = temporal_sampler(self.num_neighbors, kind, args.time_attr, args.strategy, weight_attr)
         self._loader = DataLoader(graph, ids, sampler, seed_time=torch.from_numpy(times), batch_size=batch_size,
                                   shuffle=shuffle, drop_last=drop_last, num_workers=num_workers, blocks="bgl",
                                   **kwargs)
@@ -180,11 +218,13 @@ class TemporalLinkNeighborLoader(_TemporalBatches):
 
         args = temporal_args(kwargs)
         self.options = pyg_options(kwargs, "LinkNeighborLoader")
-        _refuse(replace, kwargs.pop("weight_attr", None), "LinkNeighborLoader")
+        weight_attr = kwargs.pop("weight_attr", None)
+        _refuse(replace, weight_attr, args.strategy, "LinkNeighborLoader")
         if args.edge_label_time is None:
             raise ValueError("bgl.pyg.LinkNeighborLoader: edge_label_time= is required with time_attr= (PyG's "
                              "rule): one int64 time per pair of edge_label_index")
-        graph, kind, self._node_time = temporal_graph(data, args.time_attr, "LinkNeighborLoader")
+        graph, kind, self._node_time = temporal_graph(data, args.time_attr, "LinkNeighborLoader",
+                                                      float(kwargs.get("server_timeout", 5.0)))
         self.data = data
         self._fields = input_fields(data, None)
         if edge_label_index is None:
@@ -200,8 +240,13 @@ class TemporalLinkNeighborLoader(_TemporalBatches):
         self._given_input_id = self._user_input_id(n)
         self.neg_sampling = _negatives(neg_sampling, neg_sampling_ratio)
         self.edge_label = check_edge_label(edge_label, n, self.neg_sampling)
+        if kind == "node" and self._node_time is None and self.neg_sampling is not None:
+            raise ValueError("bgl.pyg.LinkNeighborLoader: negatives with node-level time_attr over graph servers "
+                             "need the node times on the loader's side (a negative newer than its pair is redrawn, "
+                             "PyG's rule), read from the partition dir's part stores: pass the partition dir "
+                             "(BGL_SERVERS set) or set BGL_PARTITION, or drop the negatives")
         self.num_neighbors = list(num_neighbors)
-        sampler = temporal_sampler(self.num_neighbors, kind, args.time_attr, args.strategy)
+        sampler = temporal_sampler(self.num_neighbors, kind, args.time_attr, args.strategy, weight_attr)
         self.batch_size = int(batch_size)
         self.dataset = range(n)
         # One bgl.DataLoader over the pairs' positions; each batch's seeds (its pairs' ends and its

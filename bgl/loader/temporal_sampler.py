@@ -43,7 +43,9 @@ class TemporalNeighborSampler(NeighborSampler):
     fanouts : neighbours per layer, DGL order (``fanouts[-1]`` is applied to the seeds); -1 takes
         every eligible neighbour
     replace : must be False (each eligible edge is drawn at most once)
-    prob_name : must be None (weighted temporal sampling is not there yet)
+    prob_name : an edge array of weights (float, integer or a bool mask; a store's ``edata/<name>.npy``, a
+        DGLGraph's ``g.edata[name]``): each layer draws among the eligible edges by weight (a zero weight
+        never), as GraphBolt's; ``strategy="uniform"``, an untyped graph (in process or its graph servers)
     node_timestamp_attr_name : a node array of int64 times (a store's ``ndata/<name>.npy``, a DGLGraph's
         ``g.ndata[name]``, graph servers' parts'); a node is eligible at ``t`` when its time is <= ``t``
     edge_timestamp_attr_name : an edge array of int64 times (a store's ``edata/<name>.npy``, a
@@ -68,8 +70,11 @@ class TemporalNeighborSampler(NeighborSampler):
                          output_device=output_device)
         if replace:
             raise ValueError("temporal sampling draws each eligible edge at most once: replace=True is not supported")
-        if prob_name is not None:
-            raise ValueError(f"prob_name={prob_name!r}: weighted temporal sampling is not supported yet; drop it")
+        if prob_name is not None and not isinstance(prob_name, str):
+            raise TypeError(f"prob_name must be a str naming the edge array of weights, got {prob_name!r}")
+        if prob_name is not None and strategy == "last":
+            raise ValueError(f"prob_name={prob_name!r} weighs a uniform draw; strategy='last' takes the most recent "
+                             "eligible edges whatever their weight: use strategy='uniform' or drop prob_name")
         for what, name in (("node_timestamp_attr_name", node_timestamp_attr_name),
                            ("edge_timestamp_attr_name", edge_timestamp_attr_name)):
             if name is not None and not isinstance(name, str):
@@ -82,7 +87,7 @@ class TemporalNeighborSampler(NeighborSampler):
             raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
         self.node_timestamp_attr_name = node_timestamp_attr_name
         self.edge_timestamp_attr_name = edge_timestamp_attr_name
-        self.strategy, self.layout = strategy, layout
+        self.strategy, self.layout, self.prob_name = strategy, layout, prob_name
 
     def sample(self, g, seed_nodes, exclude_eids=None):
         raise TypeError("bgl.TemporalNeighborSampler samples in bgl.DataLoader's pipeline (seed times with "
@@ -91,12 +96,13 @@ class TemporalNeighborSampler(NeighborSampler):
     def temporal_options(self) -> "TemporalOptions":
         """What the loader's sample stage reads of this sampler (hop order: the first hop first)."""
         return TemporalOptions(tuple(reversed(self.fanouts)), self.strategy, self.layout,
-                               self.edge_timestamp_attr_name, self.node_timestamp_attr_name)
+                               self.edge_timestamp_attr_name, self.node_timestamp_attr_name, self.prob_name)
 
     def __repr__(self) -> str:
         return (f"bgl.TemporalNeighborSampler(fanouts={self.fanouts}, strategy={self.strategy!r}, "
                 f"layout={self.layout!r}, edge_timestamp_attr_name={self.edge_timestamp_attr_name!r}, "
-                f"node_timestamp_attr_name={self.node_timestamp_attr_name!r})")
+                f"node_timestamp_attr_name={self.node_timestamp_attr_name!r}"
+                + (f", prob_name={self.prob_name!r})" if self.prob_name is not None else ")"))
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,7 @@ class TemporalOptions:
     layout: str
     edge_time: Optional[str]
     node_time_name: Optional[str]
+    prob_name: Optional[str] = None  # an untyped in-process graph's edge array of weights
 
 
 @dataclass
@@ -146,18 +153,20 @@ class TemporalSeeds:
                 else:
                     self._sampler = _ServerTypedLayer(sampler, node_name)
             return self._sampler
-        if self.node_time is None and node_name is None:
+        names = {k: v for k, v in (("node_time_name", node_name), ("prob_name", self.options.prob_name)) if v}
+        if self.node_time is None and not names:
             return sampler
         if self._sampler is None:
-            if node_name is not None:
-                from types import SimpleNamespace
-
-                self._sampler = SimpleNamespace(temporal_layer=functools.partial(sampler.temporal_layer,
-                                                                                 node_time_name=node_name))
-            else:
+            base = sampler
+            if self.node_time is not None:
                 from ..sampler import LocalSampler
 
-                self._sampler = LocalSampler(sampler.store, node_time=self.node_time)
+                base = LocalSampler(sampler.store, node_time=self.node_time)
+            if names:  # the layer reads these arrays by name (a store's memory-mapped, the servers' own)
+                from types import SimpleNamespace
+
+                base = SimpleNamespace(temporal_layer=functools.partial(base.temporal_layer, **names))
+            self._sampler = base
         return self._sampler
 
     def sample_batch(self, sampler, mb):

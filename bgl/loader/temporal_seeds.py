@@ -26,6 +26,7 @@ def resolve_temporal_seeds(graph, indices, seed_time, info, options: Optional[Te
     if options is None:
         raise ValueError("seed_time= is for temporal sampling: give a bgl.TemporalNeighborSampler(fanouts, "
                          "edge_timestamp_attr_name=...) as the graph_sampler, or drop seed_time")
+    _check_weights(info, options.prob_name, schema)
     if schema is not None:
         return _typed_seeds(graph, indices, seed_time, info, options, link, schema)
     edges = None
@@ -50,22 +51,48 @@ def resolve_temporal_seeds(graph, indices, seed_time, info, options: Optional[Te
     return TemporalEdgeSeeds(np.zeros(0, np.int64), times, options, node_time, edges=edges)
 
 
+def _check_weights(info, name: Optional[str], schema) -> None:
+    """One line, before anything runs, for weights the temporal sampler cannot draw by: on a typed graph (its
+    layer draws per relation without them), or an edge array the graph lacks (graph servers: one that not
+    every server lists; they check its values on the first request) or that is not weights."""
+    if name is None:
+        return
+    if schema is not None and not schema.is_homogeneous:
+        raise ValueError(f"prob_name={name!r}: weighted temporal sampling runs on an untyped graph (a DGLGraph, a "
+                         "PyG Data, a store or its graph servers), not on a typed graph; sample it without weights")
+    if info.spec.kind != "store":
+        if info.edge_names is not None and name not in info.edge_names:
+            raise ValueError(f"prob_name={name!r}: the graph servers have no edge array {name!r}; they have "
+                             f"{sorted(info.edge_names) or 'none'}")
+        return
+    from ..sampler import ops
+
+    store, values = _local_edge_array(info, "prob_name", name)
+    ops.check_weights(values, int(store.num_edges), name)
+
+
 def _check_edge_time(info, name: str) -> None:
     """ValueError when a local graph lacks edge array ``name`` or it is not int64 [num_edges] times."""
     if info.spec.kind != "store":
         return  # graph servers check the name on the first request (their parts hold the arrays)
     from ..sampler.temporal import check_times
 
+    store, arr = _local_edge_array(info, "edge_timestamp_attr_name", name)
+    check_times(arr, int(store.num_edges), f"edge time array {name!r}")
+
+
+def _local_edge_array(info, what: str, name: str):
+    """``(store, edge array name)`` of a local graph (its arrays, or its store opened by path); ValueError
+    naming the argument ``what`` and the edge arrays there are when it has none of that name."""
     store = info.spec.arrays
     if store is None:
         from ..store import GraphStore
 
         store = GraphStore(info.spec.path, validate="none")
     try:
-        arr = store.edge_array(name)
+        return store, store.edge_array(name)
     except KeyError as e:
-        raise ValueError(f"edge_timestamp_attr_name={name!r}: {e.args[0]}") from None
-    check_times(arr, int(store.num_edges), f"edge time array {name!r}")
+        raise ValueError(f"{what}={name!r}: {e.args[0]}") from None
 
 
 def _node_times(graph, name: str, info) -> Optional[np.ndarray]:
@@ -207,6 +234,7 @@ def laid_out_seeds(graph, indices, layout, info, options: Optional[TemporalOptio
     if options is None:
         raise ValueError("seed_layout= lays out temporal seeds: give a bgl.TemporalNeighborSampler")
     items = check_indices(indices, int(layout.num_items))
+    _check_weights(info, options.prob_name, schema)
     if options.edge_time is not None:
         _check_edge_time(info, options.edge_time)
     empty = np.zeros(0, np.int64)

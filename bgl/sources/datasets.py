@@ -245,8 +245,10 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
     time_files = parse_node_time_args(opts.pop("node_time", None))
     time_name = opts.pop("node_time_name", DEFAULT_NODE_TIME_NAME)
     if time_files and (not is_path or fmt in ("rmat", "rmat-hetero")):
+        kept = " (its own integer node fields become node arrays by themselves: node_keys=)" \
+            if fmt in ("dgl", "pyg") else ""
         raise IngestError(f"node_time= (--node-time) reads node times for a graph read from files; {fmt!r} "
-                          f"input takes none")
+                          f"input takes none{kept}")
     node_times = read_all(time_files)  # every file parsed before the edges are read
     if fmt == "pyg" and _is_hetero_data(source):
         from .hetero import ingest_hetero_data

@@ -57,11 +57,15 @@ def splits_of_masks(masks: dict, n: int, owner: str, field: str) -> dict | None:
 
 
 def read_dgl_graph(g: Any, *, name: str = "dgl-graph", feat_key: str = "feat",
-                   label_key: str = "label", edge_keys=None) -> GraphSource:
+                   label_key: str = "label", edge_keys=None, node_keys=None) -> GraphSource:
     """Read a homogeneous DGLGraph; edges keep their direction unless symmetrized.
 
     ``edge_keys``: the ``g.edata`` fields stored as edge arrays (default: all but ``dgl.EID``).
+    ``node_keys``: the ``g.ndata`` fields stored as node arrays (default: every 1-D integer one but
+    the label and masks, e.g. node times; :mod:`.graph_node_arrays`).
     """
+    from .graph_node_arrays import node_arrays
+
     if len(getattr(g, "ntypes", ["_N"])) != 1 or len(getattr(g, "etypes", ["_E"])) != 1:
         raise IngestError(f"only homogeneous graphs can be ingested, got ntypes={g.ntypes} etypes={g.etypes}")
     n = int(g.num_nodes())
@@ -82,5 +86,6 @@ def read_dgl_graph(g: Any, *, name: str = "dgl-graph", feat_key: str = "feat",
     return GraphSource(
         name=name, num_nodes=n, edges=array_chunks(src, dst), num_edges_hint=int(src.size),
         feat=feat, label=label, splits=splits, edata=edge_arrays(g, edge_keys) or None, symmetrize_default=False,
+        ndata=node_arrays(ndata, n, node_keys, (feat_key, label_key, *MASKS.values()), "g.ndata[{!r}]"),
         extra={"source": "DGLGraph", "format": "dgl"},
     )

@@ -104,9 +104,10 @@ def write_typed_store(path, schema: GraphSchema, rel_edges: Sequence[tuple[np.nd
                       labels: Optional[Mapping[str, np.ndarray]] = None,
                       splits: Optional[Mapping[str, Mapping[str, np.ndarray]]] = None,
                       name: str = "", extra: Optional[Mapping[str, Any]] = None, overwrite: bool = False,
-                      add_reverse: bool = False, fill_bytes: Optional[int] = None):
+                      add_reverse: bool = False, fill_bytes: Optional[int] = None,
+                      ndata: Optional[Mapping[str, np.ndarray]] = None):
     """Write a typed graph store (format version 2) of in-memory per-relation edges atomically;
-    returns the opened GraphStore.
+    returns the opened GraphStore.  ``ndata``: node arrays over global ids (:mod:`.graph_node_arrays`).
 
     ``rel_edges[r]`` is edge type ``r``'s (src, dst) TYPE-LOCAL ids; ``splits`` maps node type ->
     split name -> TYPE-LOCAL ids (DGL's per-type ids).  The CSC is built by the chunked builder
@@ -119,6 +120,7 @@ def write_typed_store(path, schema: GraphSchema, rel_edges: Sequence[tuple[np.nd
     node_data_schema(schema, {k: np.asarray(v) for k, v in (feats or {}).items()},
                      {k: np.asarray(v) for k, v in (labels or {}).items()}, splits or {})
     src = arrays_source(schema, rel_edges, feats=feats, labels=labels, splits=splits, name=name, extra=extra)
+    src.ndata = dict(ndata or {})
     if add_reverse:
         src = with_reverse(src)
     return write_typed_source(src, path, overwrite=overwrite, fill_bytes=fill_bytes)
@@ -241,15 +243,22 @@ def dglgraph_node_data(g, feat_key: str = "feat", label_key: str = "label"):
 
 def ingest_hetero_dglgraph(g, out_dir, *, overwrite: bool = False, feat_key: str = "feat",
                            label_key: str = "label", name: str = "dgl-heterograph", add_reverse: bool = False,
-                           progress: bool = False):
+                           progress: bool = False, node_keys=None):
     """A heterogeneous DGLGraph as a typed store: every relation's edges as given (DGL's edge
-    order within each row and relation), per-type ``feat``/``label``, splits from ``*_mask``;
-    ``add_reverse`` adds reverse relations as ``dgl.AddReverse()(g)`` does."""
+    order within each row and relation), per-type ``feat``/``label``, splits from ``*_mask``,
+    node fields every type has as node arrays (``node_keys``; default: the 1-D integer ones, e.g.
+    node times: :mod:`.graph_node_arrays`); ``add_reverse`` adds reverse relations as
+    ``dgl.AddReverse()(g)`` does."""
+    from .graph_node_arrays import typed_node_arrays
+
     schema = schema_of({nt: g.num_nodes(nt) for nt in g.ntypes}, g.canonical_etypes)
     rel_edges = [tuple(t.cpu().numpy() for t in g.edges(etype=c, order="eid")) for c in g.canonical_etypes]
     feats, labels, splits = dglgraph_node_data(g, feat_key, label_key)
+    ndata = typed_node_arrays({nt: dict(g.nodes[nt].data) for nt in g.ntypes}, {nt: g.num_nodes(nt) for nt in g.ntypes},
+                              node_keys, (feat_key, label_key, *SPLIT_MASKS.values()),
+                              "g.nodes[{ntype!r}].data[{!r}]")
     return write_typed_store(out_dir, schema, rel_edges, feats=feats, labels=labels, splits=splits, name=name,
-                             extra={"source": "DGLGraph"}, overwrite=overwrite, add_reverse=add_reverse)
+                             extra={"source": "DGLGraph"}, overwrite=overwrite, add_reverse=add_reverse, ndata=ndata)
 
 
 def hetero_data_node_data(data):
@@ -271,10 +280,12 @@ def hetero_data_node_data(data):
 
 
 def ingest_hetero_data(data, out_dir, *, overwrite: bool = False, name: str = "pyg-heterodata",
-                       add_reverse: bool = False):
+                       add_reverse: bool = False, node_keys=None):
     """A PyG ``HeteroData`` as a typed store: node types in ``data.node_types`` order (the global ids
     ``bgl.pyg.NeighborLoader`` gives it in place), every ``edge_index`` as given, per-type ``x``/``y``,
-    splits from ``*_mask``; ``add_reverse`` as :func:`bgl.sources.typed_source.with_reverse`.
+    splits from ``*_mask``, node attributes every type has as node arrays (``node_keys``; default: the
+    1-D integer ones, e.g. a node-level ``time_attr``: :mod:`.graph_node_arrays`); ``add_reverse`` as
+    :func:`bgl.sources.typed_source.with_reverse`.
 
     Raises ValueError naming the edge type for an ``edge_index`` that is not [2, E] or points past
     a type's node count, and the type for ``x`` / ``y`` rows that are not its node count.
@@ -287,5 +298,12 @@ def ingest_hetero_data(data, out_dir, *, overwrite: bool = False, name: str = "p
             raise ValueError(f"data[{et}].edge_index must be an int tensor [2, E]")
         rel_edges.append((ei[0].cpu().numpy(), ei[1].cpu().numpy()))
     feats, labels, splits = hetero_data_node_data(data)
+    from .graph_node_arrays import typed_node_arrays
+    from .pyg_source import pyg_node_fields
+
+    ndata = typed_node_arrays({nt: pyg_node_fields(data[nt]) for nt in data.node_types},
+                              {nt: int(data[nt].num_nodes) for nt in data.node_types}, node_keys,
+                              ("x", "y", *SPLIT_MASKS.values()), "data[{ntype!r}].{}")
     return write_typed_store(out_dir, schema, rel_edges, feats=feats, labels=labels, splits=splits, name=name,
-                             extra={"source": "HeteroData"}, overwrite=overwrite, add_reverse=add_reverse)
+                             extra={"source": "HeteroData"}, overwrite=overwrite, add_reverse=add_reverse,
+                             ndata=ndata)

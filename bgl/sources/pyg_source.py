@@ -47,9 +47,19 @@ def pyg_edge_arrays(data: Any, edge_keys=None) -> dict[str, np.ndarray]:
     return out
 
 
-def read_pyg_data(data: Any, *, name: str = "pyg-data", edge_keys=None) -> GraphSource:
+def pyg_node_fields(data: Any) -> dict[str, Any]:
+    """``{name: tensor}`` of a ``Data``'s node-level attributes (PyG's ``node_attrs()``)."""
+    keys = data.node_attrs() if callable(getattr(data, "node_attrs", None)) else []
+    return {k: getattr(data, k) for k in keys if k != "edge_index" and getattr(data, k, None) is not None}
+
+
+def read_pyg_data(data: Any, *, name: str = "pyg-data", edge_keys=None, node_keys=None) -> GraphSource:
     """Read a homogeneous PyG ``Data``: ``x`` as features, ``y`` as labels, ``train/val/test_mask``
-    as the split, edge-level tensors as edge arrays (``edge_keys``: only those)."""
+    as the split, edge-level tensors as edge arrays (``edge_keys``: only those), and node-level
+    ones as node arrays (``node_keys``; default: every 1-D integer one but ``y`` and the masks, e.g.
+    node times a temporal loader's ``time_attr=`` names; :mod:`.graph_node_arrays`)."""
+    from .graph_node_arrays import node_arrays
+
     ei = getattr(data, "edge_index", None)
     if ei is None or len(ei.shape) != 2 or ei.shape[0] != 2:
         raise IngestError(f"data.edge_index must be an int tensor [2, E], got "
@@ -73,5 +83,6 @@ def read_pyg_data(data: Any, *, name: str = "pyg-data", edge_keys=None) -> Graph
     return GraphSource(
         name=name, num_nodes=n, edges=array_chunks(src, dst), num_edges_hint=int(src.size),
         feat=feat, label=label, splits=splits, edata=pyg_edge_arrays(data, edge_keys) or None,
+        ndata=node_arrays(pyg_node_fields(data), n, node_keys, ("x", "y", *MASKS.values()), "data.{}"),
         symmetrize_default=False, extra={"source": "torch_geometric.data.Data", "format": "pyg"},
     )

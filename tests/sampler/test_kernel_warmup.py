@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from bgl.sources.hetero import schema_of, write_typed_store
 from bgl.store import write_store
@@ -47,6 +48,7 @@ class Watched(GraphServer):
         return reply
 
 store = GraphStore(sys.argv[1])
+time_name = sys.argv[2]  # the edge time array a temporal request names
 server = Watched(store, threads=1)
 ready = os.path.join(tempfile.mkdtemp(), "ready.json")
 thread = threading.Thread(target=server.serve, kwargs={"ready_file": ready}, daemon=True)
@@ -80,9 +82,9 @@ try:
         client.sample_blocks(seeds, [2], seed=6, prob="mask")
         client.fetch_features_and_labels(seeds[::3], seeds[1::3].astype(np.int32))
         requests = 8
-        if "timestamp" in store.meta.edata:
-            client.sample_temporal(seeds, np.full(seeds.shape[0], 50), [3, 2], "uniform", seed=7)
-            client.sample_temporal(seeds[:5], np.arange(5), [-1], "last", seed=8)
+        if time_name in store.meta.edata:
+            client.sample_temporal(seeds, np.full(seeds.shape[0], 50), [3, 2], "uniform", seed=7, time_name=time_name)
+            client.sample_temporal(seeds[:5], np.arange(5), [-1], "last", seed=8, time_name=time_name)
             requests += 3  # the two-hop sample is two requests
 finally:
     client.close()
@@ -92,13 +94,16 @@ print(json.dumps({"late": Watched.late, "requests": requests}))
 '''
 
 
-def probe(store) -> dict:
-    done = subprocess.run([sys.executable, "-c", PROBE, str(store.path)], capture_output=True, text=True, timeout=300)
+def probe(store, time_name: str = "timestamp") -> dict:
+    done = subprocess.run([sys.executable, "-c", PROBE, str(store.path), time_name], capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_no_request_kind_loads_a_kernel_after_ready(tmp_path):
+@pytest.mark.parametrize("time_name", ["timestamp", "ts"])
+def test_no_request_kind_loads_a_kernel_after_ready(tmp_path, time_name):
+    """Times under another name than ``timestamp`` (a store's first int64 edge array) are warmed too."""
     rng = np.random.default_rng(0)
     n, deg = 50, 4
     indptr = np.arange(0, n * deg + 1, deg, dtype=np.int64)
@@ -109,8 +114,8 @@ def test_no_request_kind_loads_a_kernel_after_ready(tmp_path):
                         label=rng.integers(0, 3, n), num_classes=3,
                         edata={"w": rng.random(n * deg) + 0.1, "mask": rng.random(n * deg) < 0.5, "neg": neg,
                                "vec": rng.random((n * deg, 3)).astype(np.float32),
-                               "timestamp": rng.integers(0, 100, n * deg)})  # rows out of time order
-    seen = probe(store)
+                               time_name: rng.integers(0, 100, n * deg)})  # rows out of time order
+    seen = probe(store, time_name)
     assert seen["requests"] == 11 and seen["late"] == {}, seen
 
 

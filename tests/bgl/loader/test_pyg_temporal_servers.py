@@ -11,21 +11,25 @@ from bgl.pyg import LinkNeighborLoader, NeighborLoader
 from .test_temporal_loader_servers import N, servers, timed_store  # noqa: F401 (module fixtures)
 
 
-def pyg_batches(graph, strategy: str, link: bool):
+def pyg_batches(graph, strategy: str, link: bool, *, n: int = N, hub: int = 9, horizon: int = 10_000,
+                fanouts=(3, 5), node_times: bool = False):
+    """Three batches of 20 (60 seeds or pairs, six at the ``hub``) of PyG's temporal loaders over ``graph``
+    with ``time_attr="timestamp"``; ``node_times``: node-level times, the seeds' own (no ``input_time``)."""
     rng = np.random.default_rng(8)
-    times = torch.from_numpy(rng.integers(0, 10_000, 60))
+    times = torch.from_numpy(rng.integers(0, horizon, 60))
     torch.manual_seed(4)
     if link:
-        pairs = torch.from_numpy(rng.integers(0, N, (2, 60)))
-        pairs[1, :6] = 9  # the hub
-        loader = LinkNeighborLoader(graph, [3, 5], edge_label_index=pairs, edge_label_time=times,
+        pairs = torch.from_numpy(rng.integers(0, n, (2, 60)))
+        pairs[1, :6] = hub
+        loader = LinkNeighborLoader(graph, list(fanouts), edge_label_index=pairs, edge_label_time=times,
                                     time_attr="timestamp", temporal_strategy=strategy, neg_sampling_ratio=1.0,
                                     batch_size=20, shuffle=True)
     else:
-        nodes = torch.from_numpy(rng.integers(0, N, 60))
-        nodes[:6] = 9
-        loader = NeighborLoader(graph, [3, 5], input_nodes=nodes, input_time=times, time_attr="timestamp",
-                                temporal_strategy=strategy, batch_size=20, shuffle=True)
+        nodes = torch.from_numpy(rng.integers(0, n, 60))
+        nodes[:6] = hub
+        loader = NeighborLoader(graph, list(fanouts), input_nodes=nodes, time_attr="timestamp",
+                                temporal_strategy=strategy, batch_size=20, shuffle=True,
+                                **({} if node_times else {"input_time": times}))
     out = list(loader)
     loader.close()
     return out
