@@ -15,6 +15,8 @@ With ``--shards K`` it writes the store's edges as K text shards and times ``bgl
 --distributed`` from them instead (the same graph: the rows compare reading shards with reading
 the store).
 
+``--dataset rmat-hetero:SCALE`` partitions a typed R-MAT store (``bgl ingest rmat-hetero:SCALE``).
+
 Prints one markdown row per rank count and writes the raw rows as JSON (--out).
 """
 from __future__ import annotations
@@ -73,6 +75,15 @@ def write_shards(store, work: Path, count: int) -> str:
     return str(root / "part-*.txt")
 
 
+def typed_store(name: str, work: Path):
+    """A typed R-MAT store (``rmat-hetero:SCALE``, as ``bgl ingest`` makes it), ingested once."""
+    from bgl.sources.datasets import ingest
+    from bgl.store import GraphStore
+
+    path = work / "stores" / name.replace(":", "")
+    return GraphStore(path) if (path / "meta.json").exists() else ingest(name, path, overwrite=True)
+
+
 def run(store, ranks: int, parts: int, work: Path, engine: str, timeout: float, shards: int = 0) -> dict:
     out = work / (f"dist-{store.path.name}-r{ranks}-p{parts}" + (f"-s{shards}" if shards else ""))
     if shards:
@@ -114,7 +125,8 @@ def fmt(r: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--share-worker", nargs=3, metavar=("STORE", "OUT", "BATCHES"), help=argparse.SUPPRESS)
-    ap.add_argument("--dataset", default="rmat20", help="a bench/partition.py dataset name")
+    ap.add_argument("--dataset", default="rmat20",
+                    help="a bench/partition.py dataset name, or rmat-hetero:SCALE (a typed store)")
     ap.add_argument("--ranks", default="2", help="comma-separated rank counts")
     ap.add_argument("--parts", type=int, default=4)
     ap.add_argument("--engine", default="ptscotch")
@@ -133,7 +145,8 @@ def main() -> int:
     from partition import build_store  # bench/partition.py: the same stores as the one-machine rows
 
     work = Path(args.work)
-    store = build_store(args.dataset, work)
+    typed = args.dataset.startswith("rmat-hetero:")
+    store = typed_store(args.dataset, work) if typed else build_store(args.dataset, work)
     print(f"load before: {Path('/proc/loadavg').read_text().strip()}", flush=True)
     print(HEADER, flush=True)
     rows = []

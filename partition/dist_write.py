@@ -38,10 +38,16 @@ def writer_of(parts: np.ndarray, num_ranks: int) -> np.ndarray:
 def split_flags(store: GraphStore, lo: int, hi: int) -> tuple[list[str], np.ndarray]:
     """``(names, flags uint8 [hi-lo, S])``: which of this rank's nodes are in each split, from the
     split id lists read in chunks (no assumption that they are sorted)."""
-    names = sorted(store.splits)
+    return membership(store.splits, lo, hi)
+
+
+def membership(id_lists, lo: int, hi: int) -> tuple[list[str], np.ndarray]:
+    """``(names, flags uint8 [hi-lo, S])`` of named id lists (``{name: ids}``, e.g. a store's splits):
+    which ids in ``[lo, hi)`` each holds, read in chunks."""
+    names = sorted(id_lists)
     flags = np.zeros((hi - lo, len(names)), np.uint8)
     for j, name in enumerate(names):
-        ids = store.splits[name]
+        ids = id_lists[name]
         for a in range(0, ids.shape[0], SPLIT_CHUNK):
             chunk = np.asarray(ids[a : a + SPLIT_CHUNK], np.int64)
             mine = chunk[(chunk >= lo) & (chunk < hi)]
@@ -109,11 +115,12 @@ def ship(rows: Rows, bounds: np.ndarray, ex: Exchange) -> Rows:
 
 
 def write_parts(store: GraphStore, got: Rows, rel: Relabel, work: Path, split_names: list[str],
-                ex: Exchange, method: str) -> np.ndarray:
+                ex: Exchange, method: str, typed=None) -> np.ndarray:
     """Write the parts this rank owns from the rows it received; returns int64 [P, 2] with
     (num_edges, num_train) in the rows of the parts written here (zeros elsewhere).
 
-    ``orig_ids.npy`` / ``orig_eids.npy`` must exist in ``work`` (rank 0 creates them)."""
+    ``orig_ids.npy`` / ``orig_eids.npy`` must exist in ``work`` (rank 0 creates them); ``typed``
+    (a typed store's :class:`.dist_typed.TypedRows`) adds each part's typed arrays."""
     num_parts = rel.bounds.size - 1
     n = int(rel.bounds[-1])
     edge_bounds = np.zeros(num_parts + 1, np.int64)
@@ -135,7 +142,8 @@ def write_parts(store: GraphStore, got: Rows, rel: Relabel, work: Path, split_na
         staging = work / f".rank-{ex.comm.Get_rank()}"
         num_train = _write_part_store(store, part, indptr, staging / f"part-{k}", s, n, split_names,
                                       name=f"{store.meta.name or 'graph'}-part{k}",
-                                      extra={"partition_method": method, "part": k, "num_parts": num_parts})
+                                      extra={"partition_method": method, "part": k, "num_parts": num_parts},
+                                      typed=typed)
         os.rename(staging / f"part-{k}", work / f"part-{k}")
         staging.rmdir()
         result[k] = (int(indptr[-1]), num_train)
@@ -166,7 +174,8 @@ def _edges_per_part(got: Rows, bounds: np.ndarray, ex: Exchange) -> np.ndarray:
 
 
 def _write_part_store(store: GraphStore, part: Rows, indptr: np.ndarray, path: Path, node_start: int,
-                      num_nodes_total: int, split_names: list[str], *, name: str, extra: dict) -> int:
+                      num_nodes_total: int, split_names: list[str], *, name: str, extra: dict,
+                      typed=None) -> int:
     """One part store from its rows (new-id order); returns its training-node count."""
     num_train = 0
     with StoreWriter(path, indptr.size - 1, int(indptr[-1]), node_offset=node_start,
@@ -197,4 +206,6 @@ def _write_part_store(store: GraphStore, part: Rows, indptr: np.ndarray, path: P
             if split == "train":
                 num_train = int(ids.size)
             w.save_array(f"{split}_idx", ids)
+        if typed is not None:  # last: its schema and per-type codecs set the store's format version
+            num_train = typed.write_part(w, int(extra["part"]), part)
     return num_train

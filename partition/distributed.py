@@ -12,6 +12,9 @@ Run as ``mpirun -n R python -m bgl partition STORE OUT --parts P --distributed -
    hidden work directory next to OUT (rank 0 creates and locks it); rank 0 writes
    ``partition.json`` and renames the directory into place when every rank has succeeded.
 
+A typed store goes the same way; its relation ids and per-type rows travel too, and each part is the
+typed part store the one-machine writer makes (:mod:`.dist_typed`).
+
 OUT must be on a filesystem all ranks see.  Bad arguments fail on every rank before any work,
 with one line from rank 0.  A rank that fails later prints its error and aborts the job
 (``MPI_Abort``): the other ranks end within seconds and OUT is not created; rank 0's work
@@ -114,8 +117,6 @@ def _check(store_path, out_dir, num_parts: int, engine: str, overwrite: bool, ra
     store = GraphStore(store_path, validate="none")
     if store.node_offset != 0 or store.global_num_nodes != store.num_nodes:
         raise ValueError(f"{store.path} is a part store; partition a whole-graph store")
-    if store.is_typed:
-        raise ValueError(f"{store.path} is a typed store; --distributed partitions untyped stores only (so far)")
     if num_parts > store.num_nodes:
         raise ValueError(f"num_parts={num_parts} exceeds the number of nodes ({store.num_nodes})")
     if ranks > store.num_nodes:
@@ -217,6 +218,7 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
     from .ptscotch import part_kway
 
     comm, rank, size = ex.comm, ex.comm.Get_rank(), ex.size
+    typed = _typed_rows(store, sl)
     xadj, adjncy = G.symmetric_csr(sl, ex, store.num_nodes)
     log.info("rank %d: nodes [%d, %d), %d in-edges, %d undirected entries (%.1f s)", rank, sl.lo, sl.hi,
              sl.src.size, adjncy.size, time.perf_counter() - t0)
@@ -227,8 +229,8 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
     log.info("rank %d: %s assigned %d parts (%.1f s since start)", rank, engine, num_parts, seconds)
     rel = G.relabel(part, num_parts, ex)
     new_src = G.translate(sl.src, sl, rel.new_ids, ex)
-    stats = _stats(sl, part, rel, new_src, flags[:, names.index("train")] if "train" in names else None,
-                   num_parts, ex)
+    train = typed.train_flags() if typed else flags[:, names.index("train")] if "train" in names else None
+    stats = _stats(sl, part, rel, new_src, train, num_parts, ex)
     t1 = time.perf_counter()
     work = watcher = None
     if rank == 0:
@@ -241,18 +243,22 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
     try:
         rows = W.local_rows(store, sl, rel, new_src, flags)
         del new_src
+        if typed:
+            typed.add_etype(rows, sl)
         got = W.ship(rows, rel.bounds, ex)
         del rows
+        if typed:
+            typed.ship(part, rel, ex)
         log.info("rank %d: received %d nodes and %d edges for its parts", rank, got.nodes["deg"].size,
                  got.edges["src"].size)
-        written = ex.allreduce_sum(W.write_parts(store, got, rel, Path(path), names, ex, engine))
+        written = ex.allreduce_sum(W.write_parts(store, got, rel, Path(path), names, ex, engine, typed))
         del got
         write_seconds = time.perf_counter() - t1
         rss = ex.allgather(np.array([M.peak_rss_bytes()], np.int64)).ravel()
         sent = ex.allreduce_sum(np.array([ex.bytes_sent], np.int64))
         if rank == 0:
             _finish(store, work, out, overwrite, rel, written, stats, engine, seed, imbalance, size,
-                    seconds, write_seconds, rss, int(sent[0]))
+                    seconds, write_seconds, rss, int(sent[0]), typed.partition_meta() if typed else {})
         comm.Barrier()
     except BaseException as e:
         _report(e, rank, size, command)  # before the cleanup: the other ranks' aborts may end this one any moment
@@ -264,6 +270,15 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
             watcher.stdin.close()
             watcher.wait(timeout=30)
     return open_partition(out)
+
+
+def _typed_rows(store, sl):
+    """A typed store's :class:`~.dist_typed.TypedRows` of this rank's slice (None for an untyped one)."""
+    if not getattr(store, "is_typed", False):
+        return None
+    from .dist_typed import TypedRows
+
+    return TypedRows(store, sl)
 
 
 def _stats(sl, part: np.ndarray, rel, new_src: np.ndarray, train_flags: np.ndarray | None, num_parts: int,
@@ -285,8 +300,9 @@ def _balance(load: np.ndarray) -> float:
 
 def _finish(store, work: WorkDir, out: Path, overwrite: bool, rel, written: np.ndarray, stats: dict, engine: str,
             seed: int, imbalance: float, size: int, seconds: float, write_seconds: float, rss: np.ndarray,
-            sent: int) -> None:
-    """Rank 0: partition.json, a check that the directory opens, and the rename into place."""
+            sent: int, typed_meta: dict) -> None:
+    """Rank 0: partition.json (``typed_meta`` : what a typed partition adds), a check that the
+    directory opens, and the rename into place."""
     n, e = store.num_nodes, store.num_edges
     bounds = rel.bounds
     parts = [{"part": k, "store": f"part-{k}", "node_start": int(bounds[k]), "node_end": int(bounds[k + 1]),
@@ -302,7 +318,7 @@ def _finish(store, work: WorkDir, out: Path, overwrite: bool, rel, written: np.n
     meta = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "method": engine,
             "params": {"seed": seed, "distributed": True, "ranks": size, "imbalance": imbalance},
             "num_parts": bounds.size - 1, "num_nodes": n, "num_edges": e, "source_store": str(store.path),
-            "parts": parts, "metrics": metrics}
+            "parts": parts, "metrics": metrics, **typed_meta}
     (work.path / META_FILE).write_text(json.dumps(meta, indent=2))
     open_partition(work.path)  # never rename an inconsistent partition into place
     replace_output(work, out, PARTITION, overwrite)

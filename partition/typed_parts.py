@@ -69,7 +69,7 @@ def write_part_types(store, w, rows: np.ndarray, indptr: np.ndarray, new_of: np.
     ``rows`` : sorted original ids of the part; ``indptr`` : the part's CSC row pointers;
     ``new_of`` : int64 [n] original -> new id; ``node_start`` : the part's first new id.
     """
-    from bgl.codec.typed_rows import TypeCodecs, type_codecs
+    from bgl.codec.typed_rows import type_codecs
 
     schema, codecs = store.schema, type_codecs(store)
     src_ptr = np.asarray(store.indptr)
@@ -100,14 +100,23 @@ def write_part_types(store, w, rows: np.ndarray, indptr: np.ndarray, new_of: np.
             sizes[name] = int(mine.size)
             num_train += int(mine.size) if name == "train" else 0
         types.append(dataclasses.replace(t, splits=sizes))
-    counts = np.diff(starts)
+    save_part_schema(w, schema, types, np.diff(starts), etype, rows, codecs, store.meta.feat_float32)
+    return num_train
+
+
+def save_part_schema(w, schema: GraphSchema, types: list, counts: np.ndarray, etype: np.ndarray,
+                     key_ids: np.ndarray, codecs: dict, float32: bool) -> None:
+    """The end of a typed part store: its ``key_ids`` and its schema (``types`` with the part's split
+    sizes, ``counts`` int [T] its nodes per type, relation counts from its ``etype``), and the store's
+    per-type codecs when it has any; shared by the one-machine and the distributed writer."""
+    from bgl.codec.typed_rows import TypeCodecs
+
     edge_counts = np.bincount(etype.astype(np.int64), minlength=len(schema.edge_types))
     part = GraphSchema(tuple(types), schema.edge_types).with_counts(counts, edge_counts)
-    w.save_typed(KEY_IDS, rows.astype(np.int64))  # stream keys: samples as the store's (sampler/typed.py)
+    w.save_typed(KEY_IDS, np.asarray(key_ids, np.int64))  # stream keys: samples as the store's (sampler/typed.py)
     w.set_schema({**part.to_dict(), KEY_IDS: True})
     if codecs:  # each part keeps its types' encoded rows, under the store's codecs (version 3)
-        w.set_feat_codec(TypeCodecs(codecs), float32=store.meta.feat_float32)
-    return num_train
+        w.set_feat_codec(TypeCodecs(codecs), float32=float32)
 
 
 def _take_rows(array, local: np.ndarray) -> np.ndarray:
