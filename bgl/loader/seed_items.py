@@ -37,7 +37,7 @@ class SeedItems:
     repeated: bool = False
     edges: Any = None
     order_nodes: Optional[np.ndarray] = None
-    temporal: Any = None  # temporal node seeds: items are positions (bgl.loader.temporal_sampler.TemporalSeeds)
+    temporal: Any = None  # temporal seeds: items are positions (a bgl.loader.temporal_sampler.TemporalSampling)
 
     @property
     def is_edges(self) -> bool:

@@ -54,7 +54,7 @@ class SampleStage(Stage):
     prob: Optional[str] = None
     edge_feats: tuple[str, ...] = ()
     labor: Any = None
-    temporal: Any = None  # temporal seeds: items are positions (bgl.loader.temporal_sampler.TemporalSeeds)
+    temporal: Any = None  # temporal seeds: items are positions (a bgl.loader.temporal_sampler.TemporalSampling)
 
     def __post_init__(self):
         self._sampler = None

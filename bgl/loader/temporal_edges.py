@@ -20,15 +20,16 @@ import numpy as np
 import torch
 
 from .edge_seeds import EdgeBatch, negative_seed
-from .temporal_sampler import TemporalSeeds
+from .temporal_sampler import TemporalSampling
 
 
-@dataclass
-class TemporalEdgeSeeds(TemporalSeeds):
+@dataclass(kw_only=True)
+class TemporalEdgeSeeds(TemporalSampling):
     """A temporal link-prediction loader's seeds: ``edges`` (:class:`~bgl.loader.edge_seeds.EdgeSeeds`)
-    and ``times`` int64 [num seed edges]; items are positions into both (``nodes`` is unused: empty)."""
+    and ``times`` int64 [num seed edges]; items are positions into both."""
 
-    edges: object = None
+    times: np.ndarray
+    edges: object
 
     def sample_batch(self, sampler, mb):
         """Seed-edge positions -> the batch's endpoint seeds at their edges' times, blocks and ``mb.edges``."""
@@ -64,12 +65,13 @@ def endpoint_seeds(batch: EdgeBatch, times: np.ndarray) -> tuple[np.ndarray, np.
     return nodes, np.concatenate(group_times).astype(np.int64, copy=False), renumbered
 
 
-@dataclass
-class TemporalTypedEdgeSeeds(TemporalSeeds):
+@dataclass(kw_only=True)
+class TemporalTypedEdgeSeeds(TemporalSampling):
     """Typed seed edges with times: ``edges`` a :class:`~bgl.loader.typed_edge_seeds.TypedEdgeSeeds` that
     merges no endpoint (``node_order="disjoint"``), ``times`` int64 [num seed edges] in its order."""
 
-    edges: object = None
+    times: np.ndarray
+    edges: object
 
     def sample_batch(self, sampler, mb):
         """Seed-edge positions -> every endpoint a seed at its edge's time, typed blocks and ``mb.edges``."""
@@ -96,18 +98,18 @@ def typed_endpoint_times(edges, sel: np.ndarray, times: np.ndarray, batch) -> np
     return np.concatenate(out).astype(np.int64, copy=False) if out else np.zeros(0, np.int64)
 
 
-@dataclass
-class LaidOutSeeds(TemporalSeeds):
+@dataclass(kw_only=True)
+class LaidOutSeeds(TemporalSampling):
     """Seed items whose node seeds and times a caller lays out per batch, in the sample stage.
 
     ``layout(positions, seed) -> (nodes int64 [S], times int64 [S], payload)`` (picklable: it runs in
     the sample stage's process): PyG's temporal link loader lays out each batch's pairs and negatives
     as PyG does (:class:`~bgl.loader.pyg_temporal.PygLinkLayout`), where bgl's own temporal link
     prediction follows GraphBolt's order.  ``payload`` (with ``to(device)`` and ``fields``) is the
-    batch's ``mb.edges`` and reaches the caller in place of the pair graphs.  ``nodes`` is unused.
+    batch's ``mb.edges`` and reaches the caller in place of the pair graphs.
     """
 
-    layout: Any = None
+    layout: Any
 
     def sample_batch(self, sampler, mb):
         nodes, times, mb.edges = self.layout(mb.seeds.numpy(), negative_seed(mb.sample_seed))

@@ -118,13 +118,12 @@ class TemporalOptions:
 
 
 @dataclass
-class TemporalSeeds:
-    """A temporal loader's seeds: ``nodes`` int64 [n] and their ``times`` int64 [n] (items are positions
-    into them, so a node may be a seed at many times), the options, and the node times (8 B a node) when
-    the sampler names some.  :meth:`sample` is the sample stage's step for a batch of positions."""
+class TemporalSampling:
+    """What every temporal loader's seeds share: the options, the node times (8 B a node) when the sampler
+    names some, and a typed graph's per-hop fanouts and schema.  :meth:`sample` draws the blocks of seed
+    nodes at times; each seed kind (:class:`TemporalSeeds`, :mod:`.temporal_edges`) lays out its batch's
+    seed nodes and times in its ``sample_batch``, the sample stage's step."""
 
-    nodes: np.ndarray
-    times: np.ndarray
     options: TemporalOptions
     node_time: Optional[np.ndarray] = None
     typed_fanouts: Optional[tuple] = None  # a typed graph's per-hop int64 [R] fanouts, the first hop first
@@ -169,12 +168,6 @@ class TemporalSeeds:
             self._sampler = base
         return self._sampler
 
-    def sample_batch(self, sampler, mb):
-        """The sample stage's step: ``mb.seeds`` (positions) become the seed nodes, ``mb.blocks`` set."""
-        pos = mb.seeds.numpy()
-        mb.seeds, mb.blocks = self.sample(sampler, self.nodes[pos], self.times[pos], mb.sample_seed)
-        return mb
-
     def sample(self, sampler, nodes: np.ndarray, times: np.ndarray, seed: int) -> tuple[torch.Tensor, list]:
         """``(seed node ids, blocks)`` of seed ``nodes`` at ``times``, sampled with RNG ``seed``."""
         from ..sampler.temporal import sample_temporal
@@ -191,6 +184,21 @@ class TemporalSeeds:
         else:
             blocks = tree_blocks(layer, nodes, times, fanouts, opts, seed, self.schema)
         return torch.from_numpy(nodes), blocks
+
+
+@dataclass(kw_only=True)
+class TemporalSeeds(TemporalSampling):
+    """A temporal loader's node seeds: ``nodes`` int64 [n] and their ``times`` int64 [n] (items are
+    positions into them, so a node may be a seed at many times)."""
+
+    nodes: np.ndarray
+    times: np.ndarray
+
+    def sample_batch(self, sampler, mb):
+        """The sample stage's step: ``mb.seeds`` (positions) become the seed nodes, ``mb.blocks`` set."""
+        pos = mb.seeds.numpy()
+        mb.seeds, mb.blocks = self.sample(sampler, self.nodes[pos], self.times[pos], mb.sample_seed)
+        return mb
 
 
 class _ServerTypedLayer:

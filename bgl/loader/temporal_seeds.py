@@ -47,8 +47,8 @@ def resolve_temporal_seeds(graph, indices, seed_time, info, options: Optional[Te
         _check_edge_time(info, options.edge_time)
     node_time = None if options.node_time_name is None else _node_times(graph, options.node_time_name, info)
     if edges is None:
-        return TemporalSeeds(nodes, times, options, node_time)
-    return TemporalEdgeSeeds(np.zeros(0, np.int64), times, options, node_time, edges=edges)
+        return TemporalSeeds(options, node_time, nodes=nodes, times=times)
+    return TemporalEdgeSeeds(options, node_time, times=times, edges=edges)
 
 
 def _check_weights(info, name: Optional[str], schema) -> None:
@@ -164,7 +164,7 @@ def _typed_seeds(graph, indices, seed_time, info, options: TemporalOptions, link
     if options.node_time_name is not None:
         node_time = _typed_node_times(graph, options.node_time_name, schema, info)
     fanouts = typed_fanouts(list(options.hop_fanouts), schema)
-    return TemporalSeeds(nodes, times, options, node_time, typed_fanouts=fanouts, schema=schema)
+    return TemporalSeeds(options, node_time, typed_fanouts=fanouts, schema=schema, nodes=nodes, times=times)
 
 
 def _typed_node_times(graph, name: str, schema, info=None) -> Optional[np.ndarray]:
@@ -219,7 +219,7 @@ def _typed_edge_seeds(graph, indices, seed_time, info, options: TemporalOptions,
         _check_edge_time(info, options.edge_time)
     node_time = None if options.node_time_name is None else _typed_node_times(graph, options.node_time_name, schema,
                                                                               info)
-    return TemporalTypedEdgeSeeds(np.zeros(0, np.int64), times, options, node_time,
+    return TemporalTypedEdgeSeeds(options, node_time, times=times,
                                   typed_fanouts=typed_fanouts(list(options.hop_fanouts), schema), schema=schema,
                                   edges=edges)
 
@@ -237,13 +237,12 @@ def laid_out_seeds(graph, indices, layout, info, options: Optional[TemporalOptio
     _check_weights(info, options.prob_name, schema)
     if options.edge_time is not None:
         _check_edge_time(info, options.edge_time)
-    empty = np.zeros(0, np.int64)
     if schema is not None:  # a typed graph: the layout gives global ids; fanouts per relation
         from .typed import typed_fanouts
 
         node_time = None if options.node_time_name is None else _typed_node_times(graph, options.node_time_name,
                                                                                   schema, info)
-        return items, LaidOutSeeds(empty, empty, options, node_time, layout=layout, schema=schema,
+        return items, LaidOutSeeds(options, node_time, layout=layout, schema=schema,
                                    typed_fanouts=typed_fanouts(list(options.hop_fanouts), schema))
     node_time = None if options.node_time_name is None else _node_times(graph, options.node_time_name, info)
-    return items, LaidOutSeeds(empty, empty, options, node_time, layout=layout)
+    return items, LaidOutSeeds(options, node_time, layout=layout)
