@@ -64,9 +64,10 @@ class TypedEdgeBatch:
 class TypedEdgeSeeds:
     """A typed loader's seed edges (picklable: stage processes).
 
-    ``eids`` the user's ids, ``positions`` their CSC positions, ``rel`` their relation ids, ``src`` /
-    ``dst`` global endpoint ids (int64 [n] each); ``reverse`` int64 [n] each seed's reverse edge's
-    position (-1: none) when reverses are excluded; ``schema`` the graph's
+    ``eids`` the user's ids, ``positions`` their CSC positions, ``src`` / ``dst`` global endpoint ids
+    (int64 [n] each); ``rel`` their relation ids ([n] in the schema's etype dtype, 1 B each);
+    ``reverse`` [n] each seed's reverse edge's position (-1: none; int32 while positions fit) when
+    reverses are excluded; ``schema`` the graph's
     :class:`~bgl.schema.GraphSchema`; ``negative`` a bgl negative sampler drawn per edge type, or a
     user's callable (:class:`~bgl.loader.typed_callables.UserNegatives`); ``exclude`` a DGL mode or
     a :class:`~bgl.loader.typed_callables.UserExclude`.
@@ -230,18 +231,26 @@ def resolve_typed_edge_seeds(indices, info, settings, graph=None) -> TypedEdgeSe
             if wrong.size:
                 raise ValueError(f"seed edge {int(eids[wrong[0]])} is not of edge type {schema.canonical_etypes[r]} "
                                  f"(the edge ids of a typed {edges.kind} are its CSC positions)")
-        parts.append((eids, pos, np.full(eids.shape[0], r, np.int64)))
-    eids, pos, rel = (np.concatenate([p[i] for p in parts]) if parts else np.empty(0, np.int64) for i in range(3))
+        parts.append((eids, pos, np.full(eids.shape[0], r, schema.etype_dtype())))
+    eids, pos = (np.concatenate([p[i] for p in parts]) if parts else np.empty(0, np.int64) for i in range(2))
+    # relation ids in the schema's smallest dtype (1 B a seed edge, not 8: held for the loader's life)
+    rel = np.concatenate([p[2] for p in parts]) if parts else np.empty(0, schema.etype_dtype())
     src, dst = (StoreEdges(info.store) if from_dgl else edges).endpoints(pos)
     reverse, exclude = None, settings.exclude
     if exclude in ("reverse_id", "reverse_types"):
         reverse = _reverse_positions(settings, schema, edges, eids, pos, rel, src, dst, to_position)
+        reverse = reverse.astype(_narrow(int(reverse.max(initial=-1)) + 1), copy=False)  # -1: none
     if callable(exclude) or getattr(negative, "draw", None) is not None:
         from .typed_callables import checked_callables
 
         exclude, negative = checked_callables(schema, eids, rel, exclude, negative, graph, info)
     return TypedEdgeSeeds(eids=eids, positions=pos, rel=rel, src=src, dst=dst, schema=schema,
                           exclude=exclude, reverse=reverse, negative=negative)
+
+
+def _narrow(bound: int):
+    """int32 for signed ids below ``bound`` while they fit, else int64 (4 B a seed edge saved)."""
+    return np.int32 if bound < np.iinfo(np.int32).max else np.int64
 
 
 def _pair_seeds(indices, schema, settings) -> TypedEdgeSeeds:
@@ -252,7 +261,7 @@ def _pair_seeds(indices, schema, settings) -> TypedEdgeSeeds:
     s_t, d_t = (int(a[r]) for a in schema.relation_ends())
     pairs = np.asarray(settings.pairs, dtype=np.int64)
     positions = check_ids(indices, pairs.shape[1], kind="edge")
-    return TypedEdgeSeeds(eids=positions, positions=positions, rel=np.full(positions.shape[0], r, np.int64),
+    return TypedEdgeSeeds(eids=positions, positions=positions, rel=np.full(positions.shape[0], r, schema.etype_dtype()),
                           src=pairs[0][positions] + schema.offsets[s_t], dst=pairs[1][positions] + schema.offsets[d_t],
                           schema=schema, negative=settings.negative, node_order=settings.node_order)
 

@@ -44,7 +44,8 @@ def fused_csc(schema: GraphSchema, rel_edges: Sequence[tuple[np.ndarray, np.ndar
     Returns
     -------
     indptr int64 [N + 1]; indices [E] global source ids (int32 while ids fit); etype [E] relation
-    ids (uint8/uint16); eids int64 [E], each edge's position in its relation's list (DGL's edge id)
+    ids (uint8/uint16); eids [E] (int32 while each relation's ids fit), each edge's position in its
+    relation's list (DGL's edge id)
 
     Raises
     ------
@@ -65,13 +66,16 @@ def fused_csc(schema: GraphSchema, rel_edges: Sequence[tuple[np.ndarray, np.ndar
     del rows
     e = int(indptr[-1])
     indices, etype = np.empty(e, id_dtype_for(n)), np.empty(e, schema.etype_dtype())
-    eids = np.empty(e, np.int64)
+    # an edge's id within its relation: int32 while every relation's ids fit (4 B an edge held by the
+    # loader for a DGLGraph's life; readers widen what they gather)
+    eid_dtype = id_dtype_for(max((s.shape[0] for s, _ in checked), default=0))
+    eids = np.empty(e, eid_dtype)
     cursor = indptr[:-1].copy()
     # Relations in ascending id, each in edge-id order: every row ends grouped by relation with each
     # relation's own order kept (a stable sort by (destination, relation)); an edge's id rides along.
     for r, (s, d) in enumerate(checked):
         K.scatter_typed_rows(s, d, offsets[src_t[r]], offsets[dst_t[r]], r, indptr, cursor, indices, etype,
-                             0, n, np.arange(s.shape[0], dtype=np.int64), eids)
+                             0, n, np.arange(s.shape[0], dtype=eid_dtype), eids)
     return indptr, indices, etype, eids
 
 
