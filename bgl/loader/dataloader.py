@@ -109,6 +109,9 @@ class DataLoader(Closes):
     blocks : ``"dgl"`` | ``"bgl"`` | None (dgl when the graph or sampler came from DGL)
     server_timeout : seconds to wait for a graph server (default 5)
     num_sequences : BFS sequences for proximity order (default 8)
+    order_dir : directory where each epoch's proximity order is saved (8 bytes per seed, the newest
+        3 kept) and read back by a loader built the same way, e.g. beside the training checkpoints:
+        a restarted trainer then resumes its epoch without the BFS (:mod:`bgl.cache.ordering.saved_orders`)
     queue_size : minibatches in flight between two stages (default 4)
     feat_dtype : torch float dtype of the input features (default: the graph's; encoded rows: float32)
 
@@ -190,7 +193,8 @@ class DataLoader(Closes):
         self._order_stage = OrderStage(ids=ids, batch_size=self.batch_size, drop_last=self.drop_last,
                                        shuffle=self.shuffle, order=opts.order, graph=info.spec,
                                        num_sequences=opts.num_sequences, pad=pad,
-                                       partition_dir=order_partition, order_nodes=seeds.order_nodes)
+                                       partition_dir=order_partition, order_nodes=seeds.order_nodes,
+                                       order_dir=opts.order_dir)
         self._sample_stage = SampleStage(source=info.spec, fanouts=() if typed else sampler.fanouts,
                                          replace=sampler.replace, repeated_seeds=seeds.repeated, edges=self._edges,
                                          typed_fanouts=typed_fanouts(sampler.fanouts, schema) if typed else None,
