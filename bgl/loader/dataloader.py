@@ -217,6 +217,9 @@ class DataLoader(Closes):
             quiet_numba_threads()  # sampler kernels share this process with the model's torch ops
             if info.spec.kind == "store":
                 self._load_kernels(ids)
+        else:  # stage processes start now, in the background (Pipeline.start_in_background says why)
+            self._pipeline = self._build_pipeline()
+            self._pipeline.start_in_background()
 
     def _make_fetch(self, info, feat_keys: tuple[str, ...], label_keys: tuple[str, ...]) -> FetchStage:
         """The fetch stage over ``info``'s graph, with the cache the loader's arguments ask for."""
