@@ -121,3 +121,26 @@ def test_bad_order_dir_is_refused(random_store, tmp_path):
     (tmp_path / "f").write_text("x")
     with pytest.raises(NotADirectoryError, match="is not a directory"):
         _loader(random_store, tmp_path / "f")
+
+
+def test_edge_seeds_in_stage_processes_save_and_read_back(random_store, tmp_path):
+    d = tmp_path / "orders"
+
+    def edges(order_dir):
+        torch.manual_seed(8)
+        sampler = bgl.as_edge_prediction_sampler(bgl.NeighborSampler([3]), negative_sampler=bgl.negative_sampler.Uniform(1))
+        return bgl.DataLoader(random_store, torch.arange(0, 1200, 2), sampler, batch_size=64, shuffle=True,
+                              order="proximity", order_dir=order_dir, pipeline="processes",
+                              stage_cores={"sample": [0], "fetch": [0]})
+
+    def pairs(loader):
+        try:
+            # a batch's seeds' endpoints and its sampled input nodes
+            return [(b[-1][-1].dst_ids.tolist(), b[-1][0].src_ids.tolist()) for b in loader]
+        finally:
+            loader.close()
+
+    plain = pairs(edges(None))
+    assert pairs(edges(d)) == plain
+    assert len(_files(d)) == 1  # written by the order stage's process (processes do not prefetch the next epoch)
+    assert pairs(edges(d)) == plain
