@@ -104,7 +104,8 @@ class DataLoader(Closes):
         servers from the partition dir, part by part: see :mod:`bgl.cache.ordering.partition_order`)
     pipeline : ``"inline"`` | ``"thread"`` | ``"processes"``; default ``"processes"`` with
         ``num_workers > 0``, else ``"thread"`` with graph servers (their round trips overlap the
-        model step; :mod:`bgl.loader.background`) and ``"inline"`` with a local graph
+        model step; :mod:`bgl.loader.background`) and ``"inline"`` with a local graph; stage
+        processes start at construction, in the background (``Pipeline.start_in_background``)
     stage_cores : {"sample": [0], "fetch": [1]} or counts; default from profiling
     blocks : ``"dgl"`` | ``"bgl"`` | None (dgl when the graph or sampler came from DGL)
     server_timeout : seconds to wait for a graph server (default 5)
