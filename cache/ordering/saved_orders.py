@@ -45,17 +45,18 @@ def array_crc32(values: Optional[np.ndarray]) -> Optional[int]:
 
 
 def graph_identity(partition_dir: Optional[str], store_path: Optional[str]) -> Optional[dict]:
-    """What names the graph an order was computed on: the directory and the CRC-32 of its description
-    file (``partition.json`` or a store's ``meta.json``); None when neither can be read (an in-memory
-    graph), which turns saving off."""
+    """What names the graph an order was computed on: the directory, and the CRC-32 and modification
+    time of its description file (``partition.json`` or a store's ``meta.json``, rewritten whenever the
+    graph is written again); None when neither can be read (an in-memory graph), which turns saving off."""
     for root, name in ((partition_dir, "partition.json"), (store_path, "meta.json")):
         if root is None:
             continue
         try:
-            text = (Path(root) / name).read_bytes()
+            path = Path(root) / name
+            text, mtime = path.read_bytes(), path.stat().st_mtime_ns
         except OSError:
             return None
-        return {"dir": os.path.realpath(root), "file": name, "crc32": int(zlib.crc32(text))}
+        return {"dir": os.path.realpath(root), "file": name, "crc32": int(zlib.crc32(text)), "mtime_ns": int(mtime)}
     return None
 
 

@@ -144,3 +144,13 @@ def test_edge_seeds_in_stage_processes_save_and_read_back(random_store, tmp_path
     assert pairs(edges(d)) == plain
     assert len(_files(d)) == 1  # written by the order stage's process (processes do not prefetch the next epoch)
     assert pairs(edges(d)) == plain
+
+
+def test_a_graph_written_again_is_another_graph(tmp_path):
+    from bgl.cache.ordering.saved_orders import graph_identity
+
+    (tmp_path / "meta.json").write_text("{}")
+    before = graph_identity(None, str(tmp_path))
+    os.utime(tmp_path / "meta.json", ns=(1, 1))  # same bytes, written again
+    assert graph_identity(None, str(tmp_path)) != before
+    assert graph_identity(None, str(tmp_path / "missing")) is None
