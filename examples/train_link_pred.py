@@ -236,7 +236,9 @@ def main() -> None:
     loader = bgl.DataLoader(path, train_eids, sampler, batch_size=args.batch_size, shuffle=True,
                             use_ddp=distributed, ddp_seed=args.seed, cache=args.cache,
                             cache_ratio=args.cache_ratio, order=args.order, pipeline=args.pipeline,
-                            blocks="dgl" if dglnn is not None else "bgl")
+                            blocks="dgl" if dglnn is not None else "bgl",
+                            # a restarted trainer reads its epoch's proximity order instead of redoing the BFS
+                            order_dir=Path(args.checkpoint_dir) / "orders" if args.checkpoint_dir else None)
     if rank == 0:
         print(f"link prediction: {train_eids.shape[0]} train / {test_eids.shape[0]} test edges, "
               f"cache {loader.cache_policy or 'off'}, order {args.order}, {world} trainer(s)", flush=True)

@@ -22,6 +22,8 @@ torch's RNG, then rank 0 marks that step complete once every rank has saved it. 
 script resumes from the last complete step, so under ``bgl launch --max-restarts N`` a killed
 trainer costs the batches since the last checkpoint, and every seed is still trained once an
 epoch (``--record-seeds`` keeps each batch's seeds in the checkpoints, which the restart test reads).
+The loader also keeps each epoch's proximity order in ``CHECKPOINT_DIR/orders`` (``order_dir=``), so a
+restarted trainer reads the order of the epoch it resumes instead of running the BFS again.
 """
 from __future__ import annotations
 
@@ -183,7 +185,9 @@ def main() -> None:
     loader = bgl.DataLoader(graph, info["splits"]["train"], make_sampler(fanouts),
                             batch_size=args.batch_size, shuffle=True, use_ddp=distributed,
                             ddp_seed=args.seed, cache=args.cache, cache_ratio=args.cache_ratio,
-                            order=args.order, pipeline=args.pipeline)
+                            order=args.order, pipeline=args.pipeline,
+                            # a restarted trainer reads its epoch's proximity order instead of redoing the BFS
+                            order_dir=Path(args.checkpoint_dir) / "orders" if args.checkpoint_dir else None)
     if rank == 0:
         print(f"feature cache: {loader.cache_policy or 'off'} ({args.cache_ratio:.0%} of nodes), "
               f"order {args.order}", flush=True)

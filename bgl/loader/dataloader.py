@@ -104,11 +104,15 @@ class DataLoader(Closes):
         servers from the partition dir, part by part: see :mod:`bgl.cache.ordering.partition_order`)
     pipeline : ``"inline"`` | ``"thread"`` | ``"processes"``; default ``"processes"`` with
         ``num_workers > 0``, else ``"thread"`` with graph servers (their round trips overlap the
-        model step; :mod:`bgl.loader.background`) and ``"inline"`` with a local graph
+        model step; :mod:`bgl.loader.background`) and ``"inline"`` with a local graph; stage
+        processes start at construction, in the background (``Pipeline.start_in_background``)
     stage_cores : {"sample": [0], "fetch": [1]} or counts; default from profiling
     blocks : ``"dgl"`` | ``"bgl"`` | None (dgl when the graph or sampler came from DGL)
     server_timeout : seconds to wait for a graph server (default 5)
     num_sequences : BFS sequences for proximity order (default 8)
+    order_dir : directory where each epoch's proximity order is saved (8 bytes per seed, the newest
+        3 kept) and read back by a loader built the same way, e.g. beside the training checkpoints:
+        a restarted trainer then resumes its epoch without the BFS (:mod:`bgl.cache.ordering.saved_orders`)
     queue_size : minibatches in flight between two stages (default 4)
     feat_dtype : torch float dtype of the input features (default: the graph's; encoded rows: float32)
 
@@ -190,7 +194,8 @@ class DataLoader(Closes):
         self._order_stage = OrderStage(ids=ids, batch_size=self.batch_size, drop_last=self.drop_last,
                                        shuffle=self.shuffle, order=opts.order, graph=info.spec,
                                        num_sequences=opts.num_sequences, pad=pad,
-                                       partition_dir=order_partition, order_nodes=seeds.order_nodes)
+                                       partition_dir=order_partition, order_nodes=seeds.order_nodes,
+                                       order_dir=opts.order_dir)
         self._sample_stage = SampleStage(source=info.spec, fanouts=() if typed else sampler.fanouts,
                                          replace=sampler.replace, repeated_seeds=seeds.repeated, edges=self._edges,
                                          typed_fanouts=typed_fanouts(sampler.fanouts, schema) if typed else None,
@@ -213,6 +218,9 @@ class DataLoader(Closes):
             quiet_numba_threads()  # sampler kernels share this process with the model's torch ops
             if info.spec.kind == "store":
                 self._load_kernels(ids)
+        else:  # stage processes start now, in the background (Pipeline.start_in_background says why)
+            self._pipeline = self._build_pipeline()
+            self._pipeline.start_in_background()
 
     def _make_fetch(self, info, feat_keys: tuple[str, ...], label_keys: tuple[str, ...]) -> FetchStage:
         """The fetch stage over ``info``'s graph, with the cache the loader's arguments ask for."""

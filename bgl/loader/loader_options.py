@@ -9,6 +9,7 @@ line before anything is built, and the loader never looks at ``kwargs`` again.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -49,6 +50,7 @@ class LoaderOptions:
     feat_dtype: Any = None  # checked by TransferStage
     seed_time: Any = None  # a temporal sampler's time per seed (bgl.loader.temporal_sampler)
     seed_layout: Any = None  # a caller's per-batch seed layout over item positions (temporal_edges.LaidOutSeeds)
+    order_dir: Optional[str] = None  # where proximity orders are saved and read back (saved_orders.py)
 
     @property
     def cache_args(self) -> tuple:
@@ -60,13 +62,23 @@ def _is_count(value, least: int) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= least
 
 
+def _order_dir(value) -> str:
+    """``order_dir`` as a path string; TypeError for a non-path, NotADirectoryError for a file."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"order_dir must be a directory path (str or os.PathLike), got {type(value).__name__}")
+    path = os.fspath(value)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise NotADirectoryError(f"order_dir {path!r} exists and is not a directory")
+    return path
+
+
 def resolve_loader_options(batch_size, num_workers, kwargs: dict) -> LoaderOptions:
     """The :class:`LoaderOptions` of ``batch_size``, ``num_workers`` and the loader's other keyword
     arguments; TypeError naming unknown keywords, ValueError naming a bad value."""
     kwargs = dict(kwargs)
     named = {k: kwargs.pop(k) for k in ("cache", "cache_ratio", "cache_bytes", "cache_lookahead", "order",
                                          "pipeline", "stage_cores", "blocks", "feat_dtype", "seed_time",
-                                         "seed_layout")
+                                         "seed_layout", "order_dir")
              if k in kwargs}
     numbers = {k: kwargs.pop(k) for k in ("server_timeout", "num_sequences", "queue_size") if k in kwargs}
     ignored = sorted(set(kwargs) & DGL_TUNING_KWARGS)
@@ -90,6 +102,8 @@ def resolve_loader_options(batch_size, num_workers, kwargs: dict) -> LoaderOptio
     if named.get("blocks") not in (None, "dgl", "bgl"):
         raise ValueError(f"blocks must be 'dgl', 'bgl' or None, got {named['blocks']!r}")
     named.update(order=order, pipeline=pipeline)
+    if named.get("order_dir") is not None:
+        named["order_dir"] = _order_dir(named["order_dir"])
     return LoaderOptions(batch_size=int(batch_size), num_workers=int(num_workers), **named,
                          server_timeout=float(numbers.get("server_timeout", 5.0)),
                          num_sequences=int(numbers.get("num_sequences", 8)),

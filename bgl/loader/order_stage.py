@@ -61,6 +61,10 @@ class OrderStage(SourceStage):
     order_nodes : int64 [num items] or None
         For edge seeds (``ids`` are positions into the seed-edge list): the node whose BFS
         position orders each edge in a proximity order (its destination); None for node seeds.
+    order_dir : str, optional
+        Directory where each epoch's proximity order is saved once computed and read back by a
+        loader built the same way (:mod:`bgl.cache.ordering.saved_orders`): a restarted trainer
+        resumes its epoch without the BFS.
 
     ``items((epoch, epoch_seed))`` yields :class:`MiniBatch` es whose
     ``sample_seed`` derives from ``epoch_seed`` and the batch index.
@@ -76,6 +80,7 @@ class OrderStage(SourceStage):
     pad: int = 0
     partition_dir: Optional[str] = None
     order_nodes: Optional[np.ndarray] = None
+    order_dir: Optional[str] = None
     name: str = "order"
 
     def __post_init__(self):
@@ -84,6 +89,7 @@ class OrderStage(SourceStage):
         self._store = None
         self._part_order = None
         self._prefetched: Optional[_OrderPrefetch] = None
+        self._saved = None  # SavedOrders of order_dir, made on first use
 
     def open(self) -> None:
         """Open what proximity ordering needs (the local store or the partition's views); no-op for
@@ -152,7 +158,28 @@ class OrderStage(SourceStage):
             pending.wait()
         return self._order_now(epoch_seed)
 
+    def _saved_orders(self):
+        """The :class:`~bgl.cache.ordering.saved_orders.SavedOrders` of ``order_dir``, or None (no
+        directory, not a proximity order, or a graph without files to name it by)."""
+        if self._saved is None and self.order_dir is not None and self.order == "proximity":
+            from ..cache.ordering.saved_orders import SavedOrders, graph_identity, order_key
+
+            store_path = self.graph.path if self.graph is not None and self.graph.kind == "store" else None
+            graph = graph_identity(self.partition_dir, store_path)
+            key = None if graph is None else order_key(graph, self.ids, self.order_nodes, self.num_sequences)
+            self._saved = False if key is None else SavedOrders(self.order_dir, key)
+        return self._saved or None
+
     def _order_now(self, epoch_seed: int) -> np.ndarray:
+        saved = self._saved_orders()
+        order = None if saved is None else saved.load(epoch_seed, int(np.asarray(self.ids).shape[0]))
+        if order is None:
+            order = self._compute_order(epoch_seed)
+            if saved is not None:
+                saved.save(epoch_seed, order)
+        return order
+
+    def _compute_order(self, epoch_seed: int) -> np.ndarray:
         ids = np.asarray(self.ids, dtype=np.int64)
         if self.order == "proximity":
             from ..cache.ordering.store_order import proximity_order

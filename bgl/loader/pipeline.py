@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import threading
 import time
 import weakref
 from dataclasses import dataclass
@@ -118,6 +119,7 @@ class Pipeline:
         self._inline_open = False
         self._trainer_open = False
         self._finalizer = None
+        self._starter: _Starter | None = None  # start_in_background's thread, until joined
 
     # ------------------------------------------------------------ lifecycle
     @property
@@ -128,6 +130,26 @@ class Pipeline:
     def stage_pids(self) -> dict[str, int]:
         """{stage name: pid} of the live stage processes (empty inline or when stopped)."""
         return {p.name: p.process.pid for p in self._procs if p.process.pid is not None}
+
+    def start_in_background(self) -> None:
+        """Start the stage processes now, from a thread (``processes`` mode; otherwise a no-op).
+
+        What a stage process costs before its first batch -- the zygote importing torch, each
+        stage opening its store or graph-server clients and loading its kernels (~2-2.6 s on the
+        2-core box, bench/results/launch.md) -- then overlaps what the trainer does between
+        building its loader and its first ``iter()`` (the model, DDP, a checkpoint's load)
+        instead of delaying the first batch.  The thread mostly waits on the zygote (forking from
+        it is thread-safe); the first epoch and :meth:`close` join it, and an error it met is
+        raised by the first epoch.
+        """
+        if self.mode == "processes" and not self.running and self._starter is None:
+            self._starter = _Starter(self._start)
+
+    def _join_starter(self) -> None:
+        """Wait for :meth:`start_in_background`'s thread; re-raise what it raised."""
+        starter, self._starter = self._starter, None
+        if starter is not None:
+            starter.join()
 
     def _open_trainer_stages(self) -> None:
         if not self._trainer_open:
@@ -204,6 +226,7 @@ class Pipeline:
             yield from run_chain(source_items(self.source, epoch), (*self.stages, *self.trainer_stages))
 
     def _process_epoch(self, epoch: Any) -> Iterator[Any]:
+        self._join_starter()
         if not self.running:
             self._start()
         self._open_trainer_stages()
@@ -240,6 +263,10 @@ class Pipeline:
         The queues and events go too: each holds named semaphores (``/dev/shm/sem.mp-*``)
         that are unlinked only when the object is collected.
         """
+        try:
+            self._join_starter()
+        except Exception as e:  # closing: what started is stopped below, the error has no one to go to
+            log.debug("stage processes failed to start before close: %s", e)
         if self._finalizer is not None:
             self._finalizer()
             self._finalizer = None
@@ -320,6 +347,26 @@ class Pipeline:
         if text:
             message += f"\n--- traceback from stage {name!r} ---\n{text.rstrip()}"
         raise PipelineError(message)
+
+
+class _Starter:
+    """One call of ``start`` in a daemon thread; :meth:`join` waits and re-raises its error."""
+
+    def __init__(self, start):
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(start,), name="bgl-pipeline-start", daemon=True)
+        self._thread.start()
+
+    def _run(self, start) -> None:
+        try:
+            start()
+        except BaseException as e:  # raised again by join(), in the trainer's thread
+            self._error = e
+
+    def join(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
 
 
 def _shutdown(procs: Sequence[_StageProc], stop, queues, err_q) -> None:
