@@ -76,7 +76,7 @@ class TemporalTypedEdgeSeeds(TemporalSampling):
     def sample_batch(self, sampler, mb):
         """Seed-edge positions -> every endpoint a seed at its edge's time, typed blocks and ``mb.edges``."""
         sel = mb.seeds.numpy()
-        batch, _ = self.edges.batch(sel, negative_seed(mb.sample_seed))
+        batch, _ = self.edges.batch(sel, negative_seed(mb.sample_seed), getattr(sampler, "store", None))
         mb.edges = batch
         nodes = batch.node_ids.numpy()
         mb.seeds, mb.blocks = self.sample(sampler, nodes, typed_endpoint_times(self.edges, sel, self.times[sel], batch),

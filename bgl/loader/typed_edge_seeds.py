@@ -65,7 +65,7 @@ class TypedEdgeSeeds:
     """A typed loader's seed edges (picklable: stage processes).
 
     ``eids`` the user's ids, ``positions`` their CSC positions, ``src`` / ``dst`` global endpoint ids
-    (int64 [n] each); ``rel`` their relation ids ([n] in the schema's etype dtype, 1 B each);
+    (int64 [n] each; ``src`` None on a local graph, read from its CSC per batch); ``rel`` their relation ids ([n] in the schema's etype dtype, 1 B each);
     ``reverse`` [n] each seed's reverse edge's position (-1: none; int32 while positions fit) when
     reverses are excluded; ``schema`` the graph's
     :class:`~bgl.schema.GraphSchema`; ``negative`` a bgl negative sampler drawn per edge type, or a
@@ -102,6 +102,14 @@ class TypedEdgeSeeds:
             pos = np.concatenate([pos, rev[rev >= 0]])
         return np.unique(pos)
 
+    def _sources(self, sel: np.ndarray, graph) -> np.ndarray:
+        """Global source ids of a local graph's seed edges ``sel``: its fused CSC's ``indices`` at their
+        positions (``graph``: the sampler's typed CSC, what the sample stage passes)."""
+        if graph is None or not hasattr(graph, "indices"):
+            raise RuntimeError("seed edges of a local typed graph read their sources from its CSC; "
+                               "TypedEdgeSeeds.batch needs graph=")
+        return np.asarray(graph.indices[self.positions[sel]], np.int64)
+
     def _negatives(self, r: int, src: np.ndarray, dst: np.ndarray, seed: int,
                    graph=None) -> tuple[np.ndarray, np.ndarray]:
         """Negative (src, dst) global ids of relation ``r``'s positives, drawn over its end types' ids from
@@ -130,7 +138,8 @@ class TypedEdgeSeeds:
         uniform over its edge type's destination node type (DGL's per-type ``Uniform``), or both ends
         uniform over the pairs of its end types that are not edges of ``r`` in ``graph`` (``GlobalUniform``:
         a typed CSC, or servers as a :class:`~bgl.sampler.edge_check.ServerEdgeCheck`)."""
-        src, dst, rel = self.src[sel], self.dst[sel], self.rel[sel]
+        src = self.src[sel] if self.src is not None else self._sources(sel, graph)
+        dst, rel = self.dst[sel], self.rel[sel]
         rels = np.unique(rel)
         by_rel = [np.flatnonzero(rel == r) for r in rels]
         arrays = [a for idx in by_rel for a in (src[idx], dst[idx])]
@@ -235,6 +244,7 @@ def resolve_typed_edge_seeds(indices, info, settings, graph=None) -> TypedEdgeSe
     eids, pos = (np.concatenate([p[i] for p in parts]) if parts else np.empty(0, np.int64) for i in range(2))
     # relation ids in the schema's smallest dtype (1 B a seed edge, not 8: held for the loader's life)
     rel = np.concatenate([p[2] for p in parts]) if parts else np.empty(0, schema.etype_dtype())
+    local = from_dgl or isinstance(edges, StoreEdges)
     src, dst = (StoreEdges(info.store) if from_dgl else edges).endpoints(pos)
     reverse, exclude = None, settings.exclude
     if exclude in ("reverse_id", "reverse_types"):
@@ -244,7 +254,8 @@ def resolve_typed_edge_seeds(indices, info, settings, graph=None) -> TypedEdgeSe
         from .typed_callables import checked_callables
 
         exclude, negative = checked_callables(schema, eids, rel, exclude, negative, graph, info)
-    return TypedEdgeSeeds(eids=eids, positions=pos, rel=rel, src=src, dst=dst, schema=schema,
+    # a local graph's sources are read from its CSC per batch rather than held (8 B a seed edge)
+    return TypedEdgeSeeds(eids=eids, positions=pos, rel=rel, src=None if local else src, dst=dst, schema=schema,
                           exclude=exclude, reverse=reverse, negative=negative)
 
 
