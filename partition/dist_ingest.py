@@ -98,8 +98,8 @@ def hash_splits(lo: int, hi: int, seed: int) -> tuple[list[str], np.ndarray]:
 
 def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symmetrize: bool | None = None,
                        remove_self_loops: bool = True, dedupe: bool = True, engine: str = "ptscotch",
-                       engine_mode: str | None = None, seed: int = 0, overwrite: bool = False, imbalance: float = 0.03, feat=None, label=None,
-                       edge_time_column: int | None = None, chunk_bytes: int = CHUNK_BYTES, comm=None):
+                       engine_mode: str | None = None, seed: int = 0, overwrite: bool = False, imbalance: float = 0.03,
+                       feat=None, label=None, edge_time_column: int | None = None, chunk_bytes: int = CHUNK_BYTES, comm=None):
     """Partition the edge-list shards ``source`` (glob, file or directory) into ``num_parts`` parts
     over the ranks of ``comm`` (default: all) and write the partition directory ``out_dir``.
 

@@ -143,9 +143,9 @@ def partition_distributed(store_path, out_dir, num_parts: int, *, engine: str = 
     """Partition ``store_path`` into ``num_parts`` parts over the ranks of ``comm`` (default: all).
 
     ``engine`` : one of :data:`.engines.ENGINES`; ``engine_mode`` : one of its modes, None = its
-    default (ParHIP: ``fastsocial``).  Returns the opened :class:`~.format.PartitionBook` on every rank.  Raises ValueError /
-    FileExistsError / :class:`~.engines.EngineMissing` (the same on every rank) for bad arguments;
-    a rank failing after the checks aborts the MPI job.
+    default (ParHIP: ``fastsocial``).  Returns the opened :class:`~.format.PartitionBook` on every
+    rank.  Raises ValueError / FileExistsError / :class:`~.engines.EngineMissing` (the same on every
+    rank) for bad arguments; a rank failing after the checks aborts the MPI job.
     """
     MPI = _mpi()
     comm = comm if comm is not None else MPI.COMM_WORLD
@@ -282,7 +282,8 @@ def _balance(load: np.ndarray) -> float:
 
 
 def _finish(store, work: WorkDir, out: Path, overwrite: bool, rel, written: np.ndarray, stats: dict, engine: str,
-            mode: str | None, seed: int, imbalance: float, size: int, seconds: float, write_seconds: float, rss: np.ndarray,
+            mode: str | None, seed: int, imbalance: float, size: int, seconds: float, write_seconds: float,
+            rss: np.ndarray,
             sent: int) -> None:
     """Rank 0: partition.json, a check that the directory opens, and the rename into place."""
     n, e = store.num_nodes, store.num_edges
@@ -295,7 +296,8 @@ def _finish(store, work: WorkDir, out: Path, overwrite: bool, rel, written: np.n
                "balance_nodes": _balance(loads[0]), "balance_edges": _balance(loads[1]),
                "balance_train": _balance(loads[2]), "seconds": seconds, "write_seconds": write_seconds,
                "peak_rss_bytes": int(rss.max()), "sampler": "", "remote_sample_share_note": SHARE_NOTE,
-               "distributed": {"ranks": size, "engine": engine, "engine_mode": mode, "peak_rss_bytes_per_rank": rss.tolist(),
+               "distributed": {"ranks": size, "engine": engine, "engine_mode": mode,
+                               "peak_rss_bytes_per_rank": rss.tolist(),
                                "bytes_exchanged": sent}}
     meta = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "method": engine,
             "params": {"seed": seed, "distributed": True, "ranks": size, "imbalance": imbalance, "engine_mode": mode},
