@@ -1,7 +1,7 @@
 """``bgl partition --distributed`` on R ranks of this machine: wall time, memory per rank, traffic,
 and the remote-sample share of its answer, next to the one-machine methods' rows.
 
-Runs ``mpirun -n R python -m bgl partition STORE OUT --parts P --distributed`` once per rank count,
+Runs ``mpirun -n R python -m bgl partition STORE OUT --parts P --distributed --engine E`` once per rank count,
 reads ``partition.json`` (edge cut, balances, each rank's peak RSS, bytes exchanged), then measures
 the remote-sample share of the written assignment in a separate process with the one-machine
 metric (``bgl.partition.metrics.remote_sample_share``, same seeds and batch counts as
@@ -84,15 +84,18 @@ def typed_store(name: str, work: Path):
     return GraphStore(path) if (path / "meta.json").exists() else ingest(name, path, overwrite=True)
 
 
-def run(store, ranks: int, parts: int, work: Path, engine: str, timeout: float, shards: int = 0) -> dict:
-    out = work / (f"dist-{store.path.name}-r{ranks}-p{parts}" + (f"-s{shards}" if shards else ""))
+def run(store, ranks: int, parts: int, work: Path, engine: str, timeout: float, shards: int = 0,
+        mode: str | None = None) -> dict:
+    out = work / (f"dist-{store.path.name}-{engine}{'-' + mode if mode else ''}-r{ranks}-p{parts}"
+                  + (f"-s{shards}" if shards else ""))
+    engine_args = ["--engine", engine, *(["--engine-mode", mode] if mode else [])]
     if shards:
         cmd = ["mpirun", "--oversubscribe", "-n", str(ranks), sys.executable, "-m", "bgl", "ingest",
                write_shards(store, work, shards), str(out), "--parts", str(parts), "--num-nodes", str(store.num_nodes),
-               "--no-symmetrize", "--distributed", "--engine", engine, "--overwrite"]
+               "--no-symmetrize", "--distributed", *engine_args, "--overwrite"]
     else:
         cmd = ["mpirun", "--oversubscribe", "-n", str(ranks), sys.executable, "-m", "bgl", "partition",
-               str(store.path), str(out), "--parts", str(parts), "--distributed", "--engine", engine, "--overwrite"]
+               str(store.path), str(out), "--parts", str(parts), "--distributed", *engine_args, "--overwrite"]
     t0 = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **MPI_ENV})
     wall = time.perf_counter() - t0
@@ -105,6 +108,7 @@ def run(store, ranks: int, parts: int, work: Path, engine: str, timeout: float, 
     if worker.returncode != 0:
         return {"ranks": ranks, "parts": parts, "error": worker.stderr.strip()[-1000:]}
     m = meta["metrics"]
+    engine = engine + (f" {m['distributed']['engine_mode']}" if m["distributed"].get("engine_mode") else "")
     return {"dataset": store.path.name + (f" ({shards} text shards)" if shards else ""), "engine": engine,
             "ranks": ranks, "parts": parts, "wall_seconds": wall,
             "num_nodes": meta["num_nodes"], "num_edges": meta["num_edges"], **m,
@@ -129,7 +133,8 @@ def main() -> int:
                     help="a bench/partition.py dataset name, or rmat-hetero:SCALE (a typed store)")
     ap.add_argument("--ranks", default="2", help="comma-separated rank counts")
     ap.add_argument("--parts", type=int, default=4)
-    ap.add_argument("--engine", default="ptscotch")
+    ap.add_argument("--engine", default="ptscotch", help="ptscotch | parhip (bgl.partition.engines)")
+    ap.add_argument("--engine-mode", default=None, help="the engine's preset (parhip: fastsocial, ...)")
     ap.add_argument("--work", default="/tmp/bgl-bench-partition")
     ap.add_argument("--timeout", type=float, default=3600)
     ap.add_argument("--shards", type=int, default=0,
@@ -151,7 +156,7 @@ def main() -> int:
     print(HEADER, flush=True)
     rows = []
     for ranks in (int(r) for r in args.ranks.split(",")):
-        rows.append(run(store, ranks, args.parts, work, args.engine, args.timeout, args.shards))
+        rows.append(run(store, ranks, args.parts, work, args.engine, args.timeout, args.shards, args.engine_mode))
         print(fmt(rows[-1]), flush=True)
     print(f"load after: {Path('/proc/loadavg').read_text().strip()}", flush=True)
     Path(args.out or work / "distributed.json").write_text(json.dumps(rows, indent=2))

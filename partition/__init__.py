@@ -7,6 +7,7 @@ measures it (:mod:`.metrics`) and writes a partition directory
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import time
@@ -18,9 +19,6 @@ import numpy as np
 from bgl.output_dir import WorkDir, remove_stale
 from bgl.store import GraphStore
 
-from .format import PartitionBook, check_out_dir, open_partition, write_partition
-from .graph_input import GraphInput
-
 log = logging.getLogger(__name__)
 
 METHODS = ("bgl", "kaminpar", "metis", "random")
@@ -28,6 +26,17 @@ METHODS = ("bgl", "kaminpar", "metis", "random")
 ENGINE_METHODS = ("bgl", "kaminpar")
 
 __all__ = ["METHODS", "PartitionBook", "compute_assignment", "open_partition", "partition_graph"]
+
+# The directory format and the graph input load numba kernels, so they load on first use (PEP 562):
+# `bgl partition --help` reads the distributed engines' table (.engines) without them.
+_LAZY = {"PartitionBook": "format", "check_out_dir": "format", "open_partition": "format",
+         "write_partition": "format", "GraphInput": "graph_input"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _as_store(store: GraphStore | str | os.PathLike) -> GraphStore:
@@ -93,6 +102,8 @@ def partition_graph(store: GraphStore | str | os.PathLike, method: str, num_part
     ValueError for a bad method / part count; FileExistsError for an existing out_dir.
     """
     from . import metrics as M
+    from .format import check_out_dir, open_partition, write_partition
+    from .graph_input import GraphInput
 
     store = _as_store(store)
     check_out_dir(out_dir, overwrite, inputs=[store.path])  # fail before the expensive part

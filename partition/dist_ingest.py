@@ -46,6 +46,7 @@ from bgl.sources.edgelist import CHUNK_BYTES, TIME_NAME, header_direction
 from . import dist_graph as G
 from . import dist_shards as S
 from . import distributed as D
+from . import engines
 from .format import check_out_dir
 
 log = logging.getLogger(__name__)
@@ -97,8 +98,8 @@ def hash_splits(lo: int, hi: int, seed: int) -> tuple[list[str], np.ndarray]:
 
 def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symmetrize: bool | None = None,
                        remove_self_loops: bool = True, dedupe: bool = True, engine: str = "ptscotch",
-                       seed: int = 0, overwrite: bool = False, imbalance: float = 0.03, feat=None, label=None,
-                       edge_time_column: int | None = None, chunk_bytes: int = CHUNK_BYTES, comm=None):
+                       engine_mode: str | None = None, seed: int = 0, overwrite: bool = False, imbalance: float = 0.03,
+                       feat=None, label=None, edge_time_column: int | None = None, chunk_bytes: int = CHUNK_BYTES, comm=None):
     """Partition the edge-list shards ``source`` (glob, file or directory) into ``num_parts`` parts
     over the ranks of ``comm`` (default: all) and write the partition directory ``out_dir``.
 
@@ -106,7 +107,8 @@ def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symme
     does for one file.  ``feat`` / ``label``: ``.npy`` paths of node features [N, D] (floating) and
     labels [N] (integers, -1 = unlabelled), or None.  ``edge_time_column`` (0-based, >= 2): that
     column's integers become the parts' int64 ``timestamp`` edge array, as one machine's
-    ``--edge-time-column`` (text shards only).  Returns the opened
+    ``--edge-time-column`` (text shards only).  ``engine, engine_mode`` : as
+    :func:`.distributed.partition_distributed`.  Returns the opened
     :class:`~.format.PartitionBook` on every rank.  Bad arguments or shards raise the same error
     on every rank (ValueError, FileExistsError, IngestError, EngineMissing) with nothing written;
     a rank failing otherwise aborts the job.
@@ -114,10 +116,12 @@ def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symme
     MPI = D._mpi()
     comm = comm if comm is not None else MPI.COMM_WORLD
     try:
-        shards = _check(source, out_dir, num_parts, num_nodes, engine, overwrite, comm.Get_size(), edge_time_column)
+        shards, mode = _check(source, out_dir, num_parts, num_nodes, engine, engine_mode, overwrite, comm.Get_size(),
+                              edge_time_column)
         node_data, error = _node_data(feat, label, num_nodes), None
     except Exception as e:  # noqa: BLE001 - every rank must learn of any rank's failed check
-        shards, error = None, e
+        shards = mode = None
+        error = e
     D.agree(comm, error)
     sym = bool(symmetrize) if symmetrize is not None else header_direction(shards[0].path) == "undirected"
 
@@ -141,17 +145,17 @@ def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symme
                     if low.size else None)
             flags[labels < 0] = 0
             graph.num_classes = int(ex.allgather(np.array([labels.max(initial=-1)], np.int64)).max()) + 1
-        return D.partition_slice(graph, sl, names, flags, Path(out_dir), int(num_parts), engine=engine, seed=seed,
-                                 overwrite=overwrite, imbalance=imbalance, ex=ex, t0=t0, command="ingest")
+        return D.partition_slice(graph, sl, names, flags, Path(out_dir), int(num_parts), engine=engine, mode=mode,
+                                 seed=seed, overwrite=overwrite, imbalance=imbalance, ex=ex, t0=t0, command="ingest")
 
     return D.run_guarded(comm, "ingest", work)
 
 
-def _check(source, out_dir, num_parts, num_nodes, engine: str, overwrite: bool, ranks: int,
-           time_column) -> list[S.Shard]:
-    """Every rank's own checks (cheap: file headers only; nothing is written)."""
-    if engine not in D.ENGINES:
-        raise ValueError(f"unknown distributed engine {engine!r}; choose one of {', '.join(D.ENGINES)}")
+def _check(source, out_dir, num_parts, num_nodes, engine: str, mode: str | None, overwrite: bool, ranks: int,
+           time_column) -> tuple[list[S.Shard], str | None]:
+    """Every rank's own checks (cheap: file headers only; nothing is written): the shards and the
+    engine's mode."""
+    mode = engines.check(engine, mode)
     if not isinstance(num_parts, (int, np.integer)) or num_parts < 1:
         raise ValueError(f"num_parts must be an int >= 1, got {num_parts!r}")
     if num_nodes is None or not isinstance(num_nodes, (int, np.integer)) or num_nodes < 1:
@@ -169,10 +173,7 @@ def _check(source, out_dir, num_parts, num_nodes, engine: str, overwrite: bool, 
     if time_column is not None and npy:
         raise IngestError(f"{npy[0]}: a .npy shard has no edge time column (--edge-time-column)")
     check_out_dir(out_dir, overwrite, inputs=[s.path for s in shards])
-    from .ptscotch import load
-
-    load()
-    return shards
+    return shards, mode
 
 
 def _node_data(feat, label, num_nodes: int) -> dict:

@@ -1,11 +1,11 @@
 """``bgl partition --distributed``: partition a store as MPI ranks on a distributed engine.
 
-Run as ``mpirun -n R python -m bgl partition STORE OUT --parts P --distributed --engine ptscotch``
-(or ``srun``); every rank runs this module.  No rank holds the whole graph:
+Run as ``mpirun -n R python -m bgl partition STORE OUT --parts P --distributed --engine parhip``
+(or ``srun``; ``--engine ptscotch``); every rank runs this module.  No rank holds the whole graph:
 
 1. each rank reads its node range's rows of the store (:func:`.dist_graph.read_slice`) and builds
    its slice of the symmetric distributed CSR (:func:`.dist_graph.symmetric_csr`);
-2. the engine (PT-Scotch's ``ParMETIS_V3_PartKway``, :mod:`.ptscotch`) assigns parts;
+2. the engine (:mod:`.engines`: ParHIP or PT-Scotch, on ParMETIS's distributed CSR) assigns parts;
 3. new ids are numbered as the one-machine writer numbers them (stable by part, then original id:
    the same partition directory for the same assignment) and the in-neighbours translated;
 4. each node's rows go to the rank writing its part (:mod:`.dist_write`), which writes it into one
@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import socket
 import subprocess
 import sys
@@ -44,13 +43,14 @@ from bgl.errors import IngestError
 from bgl.output_dir import PARTITION, WorkDir, remove_stale, replace_output
 from bgl.store import GraphStore
 
+from . import engines
 from . import metrics as M
+from .engines import EngineMissing
 from .format import FORMAT_NAME, FORMAT_VERSION, META_FILE, ORIG_EIDS_FILE, ORIG_IDS_FILE, check_out_dir, open_partition
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-ENGINES = ("ptscotch",)
 SHARE_NOTE = ("not measured by --distributed: the share samples multi-hop neighbourhoods of the whole "
               "graph, which no rank holds")
 
@@ -59,8 +59,6 @@ def _mpi():
     try:
         from mpi4py import MPI
     except ImportError:
-        from .ptscotch import EngineMissing
-
         raise EngineMissing("--distributed needs mpi4py and MPI: pip install 'bgl[distributed]' with Open MPI "
                             "installed (apt-get install openmpi-bin libopenmpi-dev), or run .ci/setup-mpi.sh") from None
     return MPI
@@ -99,8 +97,6 @@ def agree(comm, error: BaseException | None) -> None:
     body = _bcast_text(comm, str(error) if error is not None else "", first)
     body = body if first == 0 else f"rank {first}: {body}"
     if kind == "EngineMissing":
-        from .ptscotch import EngineMissing
-
         agreed = EngineMissing(body)
     else:
         agreed = (_CHECK_ERRORS.get(kind) or RuntimeError)(body)
@@ -108,10 +104,11 @@ def agree(comm, error: BaseException | None) -> None:
     raise agreed
 
 
-def _check(store_path, out_dir, num_parts: int, engine: str, overwrite: bool, ranks: int) -> GraphStore:
-    """Every rank's own checks of the arguments (cheap; nothing is written)."""
-    if engine not in ENGINES:
-        raise ValueError(f"unknown distributed engine {engine!r}; choose one of {', '.join(ENGINES)}")
+def _check(store_path, out_dir, num_parts: int, engine: str, mode: str | None, overwrite: bool,
+           ranks: int) -> tuple[GraphStore, str | None]:
+    """Every rank's own checks of the arguments (cheap; nothing is written): the store and the
+    engine's mode."""
+    mode = engines.check(engine, mode)
     if not isinstance(num_parts, (int, np.integer)) or num_parts < 1:
         raise ValueError(f"num_parts must be an int >= 1, got {num_parts!r}")
     store = GraphStore(store_path, validate="none")
@@ -122,10 +119,7 @@ def _check(store_path, out_dir, num_parts: int, engine: str, overwrite: bool, ra
     if ranks > store.num_nodes:
         raise ValueError(f"{ranks} ranks for {store.num_nodes} nodes: run at most one rank per node")
     check_out_dir(out_dir, overwrite, inputs=[store.path])
-    from .ptscotch import load
-
-    load()
-    return store
+    return store, mode
 
 
 def _watch(work: WorkDir) -> subprocess.Popen:
@@ -143,24 +137,27 @@ def _watch(work: WorkDir) -> subprocess.Popen:
                             start_new_session=True, close_fds=True)  # holds none of the job's output pipes
 
 
-def partition_distributed(store_path, out_dir, num_parts: int, *, engine: str = "ptscotch", seed: int = 0,
-                          overwrite: bool = False, imbalance: float = 0.03, comm=None):
+def partition_distributed(store_path, out_dir, num_parts: int, *, engine: str = "ptscotch",
+                          engine_mode: str | None = None, seed: int = 0, overwrite: bool = False,
+                          imbalance: float = 0.03, comm=None):
     """Partition ``store_path`` into ``num_parts`` parts over the ranks of ``comm`` (default: all).
 
-    Returns the opened :class:`~.format.PartitionBook` on every rank.  Raises ValueError /
-    FileExistsError / :class:`~.ptscotch.EngineMissing` (the same on every rank) for bad arguments;
-    a rank failing after the checks aborts the MPI job.
+    ``engine`` : one of :data:`.engines.ENGINES`; ``engine_mode`` : one of its modes, None = its
+    default (ParHIP: ``fastsocial``).  Returns the opened :class:`~.format.PartitionBook` on every
+    rank.  Raises ValueError / FileExistsError / :class:`~.engines.EngineMissing` (the same on every
+    rank) for bad arguments; a rank failing after the checks aborts the MPI job.
     """
     MPI = _mpi()
     comm = comm if comm is not None else MPI.COMM_WORLD
     size = comm.Get_size()
     try:
-        store, error = _check(store_path, out_dir, num_parts, engine, overwrite, size), None
+        (store, mode), error = _check(store_path, out_dir, num_parts, engine, engine_mode, overwrite, size), None
     except Exception as e:  # noqa: BLE001 - every rank must learn of any rank's failed check
-        store, error = None, e
+        store = mode = None
+        error = e
     agree(comm, error)
     out = Path(out_dir)
-    return run_guarded(comm, "partition", lambda: _run(store, out, int(num_parts), engine, seed, overwrite,
+    return run_guarded(comm, "partition", lambda: _run(store, out, int(num_parts), engine, mode, seed, overwrite,
                                                         imbalance, comm))
 
 
@@ -187,8 +184,8 @@ def _report(e: BaseException, rank: int, size: int, command: str = "partition") 
             e._bgl_reported = True
 
 
-def _run(store: GraphStore, out: Path, num_parts: int, engine: str, seed: int, overwrite: bool,
-         imbalance: float, comm):
+def _run(store: GraphStore, out: Path, num_parts: int, engine: str, mode: str | None, seed: int,
+         overwrite: bool, imbalance: float, comm):
     from . import dist_graph as G
     from . import dist_write as W
     from .dist_exchange import Exchange
@@ -197,12 +194,13 @@ def _run(store: GraphStore, out: Path, num_parts: int, engine: str, seed: int, o
     t0 = time.perf_counter()
     sl = G.read_slice(store, comm.Get_rank(), comm.Get_size())
     names, flags = W.split_flags(store, sl.lo, sl.hi)
-    return partition_slice(store, sl, names, flags, out, num_parts, engine=engine, seed=seed, overwrite=overwrite,
-                           imbalance=imbalance, ex=ex, t0=t0)
+    return partition_slice(store, sl, names, flags, out, num_parts, engine=engine, mode=mode, seed=seed,
+                           overwrite=overwrite, imbalance=imbalance, ex=ex, t0=t0)
 
 
 def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, num_parts: int, *, engine: str,
-                    seed: int, overwrite: bool, imbalance: float, ex, t0: float, command: str = "partition"):
+                    mode: str | None, seed: int, overwrite: bool, imbalance: float, ex, t0: float,
+                    command: str = "partition"):
     """Partition and write from every rank's :class:`~.dist_graph.Slice` (collective): the steps
     after reading, shared by a store's slices and edge-list shards (:mod:`.dist_ingest`).
 
@@ -210,20 +208,19 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
     of it the writer reads (``num_nodes``, ``num_edges``, ``path``, ``meta.name``, ``label``,
     ``feat``, ``feat_encoded``, ``feat_codec``, ``num_classes``, ``edata``: arrays over the whole
     graph's ids, of which each rank reads its own rows); ``names, flags`` : this rank's split
-    membership (:func:`.dist_write.split_flags`); ``t0`` : when reading began (``metrics["seconds"]``);
+    membership (:func:`.dist_write.split_flags`); ``engine, mode`` : as :func:`.engines.check`
+    returned them; ``t0`` : when reading began (``metrics["seconds"]``);
     ``command`` : the ``bgl`` command a failing rank's line names.
     """
     from . import dist_graph as G
     from . import dist_write as W
-    from .ptscotch import part_kway
-
     comm, rank, size = ex.comm, ex.comm.Get_rank(), ex.size
     typed = _typed_rows(store, sl)
     xadj, adjncy = G.symmetric_csr(sl, ex, store.num_nodes)
     log.info("rank %d: nodes [%d, %d), %d in-edges, %d undirected entries (%.1f s)", rank, sl.lo, sl.hi,
              sl.src.size, adjncy.size, time.perf_counter() - t0)
-    part = np.zeros(sl.num_nodes, np.int64) if num_parts == 1 else part_kway(comm, sl.vtxdist, xadj, adjncy,
-                                                                             num_parts, imbalance=imbalance)
+    part = np.zeros(sl.num_nodes, np.int64) if num_parts == 1 else engines.part_kway(
+        engine, comm, sl.vtxdist, xadj, adjncy, num_parts, imbalance=imbalance, seed=seed, mode=mode)
     del xadj, adjncy
     seconds = time.perf_counter() - t0
     log.info("rank %d: %s assigned %d parts (%.1f s since start)", rank, engine, num_parts, seconds)
@@ -257,7 +254,7 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
         rss = ex.allgather(np.array([M.peak_rss_bytes()], np.int64)).ravel()
         sent = ex.allreduce_sum(np.array([ex.bytes_sent], np.int64))
         if rank == 0:
-            _finish(store, work, out, overwrite, rel, written, stats, engine, seed, imbalance, size,
+            _finish(store, work, out, overwrite, rel, written, stats, engine, mode, seed, imbalance, size,
                     seconds, write_seconds, rss, int(sent[0]), typed.partition_meta() if typed else {})
         comm.Barrier()
     except BaseException as e:
@@ -299,8 +296,8 @@ def _balance(load: np.ndarray) -> float:
 
 
 def _finish(store, work: WorkDir, out: Path, overwrite: bool, rel, written: np.ndarray, stats: dict, engine: str,
-            seed: int, imbalance: float, size: int, seconds: float, write_seconds: float, rss: np.ndarray,
-            sent: int, typed_meta: dict) -> None:
+            mode: str | None, seed: int, imbalance: float, size: int, seconds: float, write_seconds: float,
+            rss: np.ndarray, sent: int, typed_meta: dict) -> None:
     """Rank 0: partition.json (``typed_meta`` : what a typed partition adds), a check that the
     directory opens, and the rename into place."""
     n, e = store.num_nodes, store.num_edges
@@ -313,10 +310,11 @@ def _finish(store, work: WorkDir, out: Path, overwrite: bool, rel, written: np.n
                "balance_nodes": _balance(loads[0]), "balance_edges": _balance(loads[1]),
                "balance_train": _balance(loads[2]), "seconds": seconds, "write_seconds": write_seconds,
                "peak_rss_bytes": int(rss.max()), "sampler": "", "remote_sample_share_note": SHARE_NOTE,
-               "distributed": {"ranks": size, "engine": engine, "peak_rss_bytes_per_rank": rss.tolist(),
+               "distributed": {"ranks": size, "engine": engine, "engine_mode": mode,
+                               "peak_rss_bytes_per_rank": rss.tolist(),
                                "bytes_exchanged": sent}}
     meta = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "method": engine,
-            "params": {"seed": seed, "distributed": True, "ranks": size, "imbalance": imbalance},
+            "params": {"seed": seed, "distributed": True, "ranks": size, "imbalance": imbalance, "engine_mode": mode},
             "num_parts": bounds.size - 1, "num_nodes": n, "num_edges": e, "source_store": str(store.path),
             "parts": parts, "metrics": metrics, **typed_meta}
     (work.path / META_FILE).write_text(json.dumps(meta, indent=2))

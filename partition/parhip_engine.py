@@ -21,21 +21,27 @@ from pathlib import Path
 
 import numpy as np
 
-from .ptscotch import EngineMissing
+from .engines import _TABLE, EngineMissing
 
 #: The kahip release .ci/setup-parhip.sh builds (its directory name carries it).
 VERSION = "3.25"
 LIBRARY = "libparhip_interface.so"
-#: ParHIP's presets (parhip_interface.h), by name.
-MODES = {"ultrafastmesh": 0, "fastmesh": 1, "ecomesh": 2, "ultrafastsocial": 3, "fastsocial": 4, "ecosocial": 5}
-DEFAULT_MODE = "fastsocial"
+#: ParHIP's presets bgl offers (:mod:`.engines`), by name: their ``int mode`` constants in
+#: parhip_interface.h (ECOMESH = 2 and ECOSOCIAL = 5 are not offered).
+MODES = {"ultrafastmesh": 0, "fastmesh": 1, "ultrafastsocial": 3, "fastsocial": 4}
+DEFAULT_MODE = _TABLE["parhip"].modes[0]
 _lib = None
 
 
+def library_dir() -> Path:
+    """Where the library is looked for: $BGL_PARHIP_DIR, else ~/.cache/bgl/parhip-VERSION (where
+    .ci/setup-parhip.sh puts it, with the same variable)."""
+    return Path(os.environ.get("BGL_PARHIP_DIR") or Path.home() / ".cache" / "bgl" / f"parhip-{VERSION}")
+
+
 def library_path() -> Path | None:
-    """The built ``libparhip_interface.so`` ($BGL_PARHIP_DIR, else ~/.cache/bgl/parhip-VERSION), or None."""
-    d = os.environ.get("BGL_PARHIP_DIR") or str(Path.home() / ".cache" / "bgl" / f"parhip-{VERSION}")
-    path = Path(d) / LIBRARY
+    """The built ``libparhip_interface.so`` in :func:`library_dir`, or None."""
+    path = library_dir() / LIBRARY
     return path if path.is_file() else None
 
 
@@ -46,9 +52,9 @@ def load() -> ctypes.CDLL:
         return _lib
     path = library_path()
     if path is None:
-        raise EngineMissing(f"--engine parhip needs ParHIP's library ({LIBRARY}): run .ci/setup-parhip.sh (it builds "
-                            f"it from PyPI's kahip {VERSION} source with cmake and MPI), or set $BGL_PARHIP_DIR to "
-                            "the directory holding one")
+        raise EngineMissing(f"--engine parhip needs ParHIP's library: no {LIBRARY} in {library_dir()} "
+                            f"($BGL_PARHIP_DIR, default ~/.cache/bgl/parhip-{VERSION}); run .ci/setup-parhip.sh "
+                            f"(it builds it there from PyPI's kahip {VERSION} source with cmake and MPI)")
     lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
     lib.ParHIPPartitionKWay.restype = None
     _lib = lib
@@ -60,27 +66,29 @@ def _ptr(a: np.ndarray) -> ctypes.c_void_p:
 
 
 def part_kway(comm, vtxdist: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray, num_parts: int, *,
-              imbalance: float = 0.03, seed: int = 0, mode: str = DEFAULT_MODE,
+              imbalance: float = 0.03, seed: int = 0, mode: str | None = None,
               vwgt: np.ndarray | None = None) -> np.ndarray:
     """Each own vertex's part, int64 [vtxdist[rank+1] - vtxdist[rank]]; collective over ``comm``.
 
     The arguments are :func:`bgl.partition.ptscotch.part_kway`'s, plus ``seed`` and ``mode`` (a key
-    of :data:`MODES`).  ParHIP needs every rank to own at least one vertex (the caller's node
-    ranges do).
+    of :data:`MODES`, None = :data:`DEFAULT_MODE`).  ParHIP needs every rank to own at least one
+    vertex (the caller's node ranges do).  The int64 arrays go in as uint64 views, not copies: the
+    adjacency is the largest array a rank holds.  ParHIP's own ``edgecut`` is a C ``int`` (it wraps
+    past 2^31) and is not used; bgl counts the cut itself.
     """
     from mpi4py import MPI
 
+    mode = DEFAULT_MODE if mode is None else mode
     if mode not in MODES:
         raise ValueError(f"ParHIP mode must be one of {', '.join(MODES)}, got {mode!r}")
     lib = load()
     rank = comm.Get_rank()
     n_local = int(vtxdist[rank + 1] - vtxdist[rank])
-    u64 = np.uint64
-    vtxdist = np.ascontiguousarray(vtxdist, u64)
-    xadj = np.ascontiguousarray(xadj, u64)
-    adjncy = np.ascontiguousarray(adjncy if len(adjncy) else np.zeros(1), u64)  # a valid pointer without edges
-    vw = None if vwgt is None else np.ascontiguousarray(vwgt, u64)
-    part = np.zeros(max(n_local, 1), u64)
+    u64 = lambda a: np.ascontiguousarray(a, np.int64).view(np.uint64)  # noqa: E731 - ids are >= 0
+    vtxdist, xadj = u64(vtxdist), u64(xadj)
+    adjncy = u64(adjncy if len(adjncy) else np.zeros(1))  # a valid pointer without edges
+    vw = None if vwgt is None else u64(vwgt)
+    part = np.zeros(max(n_local, 1), np.uint64)
     nparts, eps, edgecut = ctypes.c_int(int(num_parts)), ctypes.c_double(float(imbalance)), ctypes.c_int(0)
     lib.ParHIPPartitionKWay(_ptr(vtxdist), _ptr(xadj), _ptr(adjncy), None if vw is None else _ptr(vw), None,
                             ctypes.byref(nparts), ctypes.byref(eps), ctypes.c_bool(True), ctypes.c_int(int(seed)),

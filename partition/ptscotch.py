@@ -22,15 +22,13 @@ import os
 
 import numpy as np
 
+from .engines import EngineMissing
+
 #: Where to look for the 64-bit build (``$BGL_PTSCOTCH_DIR`` first).
 LIB_DIRS = ("/usr/lib/x86_64-linux-gnu/scotch-int64", "/usr/lib/aarch64-linux-gnu/scotch-int64",
             "/usr/lib64/scotch-int64", "/usr/lib/scotch-int64")
 METIS_OK = 1
 _lib = None
-
-
-class EngineMissing(RuntimeError):
-    """A distributed partitioning engine (or MPI) is not installed; the message says how to get it."""
 
 
 def library_dir() -> str | None:
@@ -66,7 +64,8 @@ def _ptr(a: np.ndarray) -> ctypes.c_void_p:
 
 
 def part_kway(comm, vtxdist: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray, num_parts: int, *,
-              imbalance: float = 0.03, vwgt: np.ndarray | None = None) -> np.ndarray:
+              imbalance: float = 0.03, seed: int = 0, mode: str | None = None,
+              vwgt: np.ndarray | None = None) -> np.ndarray:
     """Each own vertex's part, int64 [vtxdist[rank+1] - vtxdist[rank]]; collective over ``comm``.
 
     Parameters
@@ -76,6 +75,9 @@ def part_kway(comm, vtxdist: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray, n
         symmetric over all ranks and without self-loops
     num_parts : P >= 1 (any P, not tied to R)
     imbalance : allowed max/average part weight minus 1 (ParMETIS ``ubvec``)
+    seed, mode : the engine table's common arguments (:mod:`.engines`); PT-Scotch takes neither
+        here: bgl passes the library's default options (``options[0] = 0``), so its answer depends
+        only on the graph and the ranks
     vwgt : int64 [local n] vertex weights >= 1, or None (all 1)
     """
     from mpi4py import MPI

@@ -67,8 +67,9 @@ def register(subparsers) -> None:
                         "hash split")
     p.add_argument("--parts", type=int_at_least(1), default=None, metavar="P",
                    help="with --distributed: number of parts")
-    p.add_argument("--engine", choices=("ptscotch",), default="ptscotch",
-                   help="with --distributed: the engine (PT-Scotch through its ParMETIS API)")
+    from .partition import add_engine_arguments
+
+    add_engine_arguments(p)
     p.add_argument("--feat", default=None, metavar="FILE.npy",
                    help="with --distributed: node features [N, D] (floats); each rank reads its nodes' rows")
     p.add_argument("--label", default=None, metavar="FILE.npy",
@@ -90,6 +91,8 @@ def run(args) -> int:
     for flag, value in (("--parts", args.parts), ("--feat", args.feat), ("--label", args.label)):
         if value is not None:
             raise ValueError(f"{flag} applies to --distributed (one-machine ingest reads node data from SOURCE)")
+    if args.engine_mode is not None:
+        raise ValueError("--engine-mode applies to --distributed (one-machine ingest does not partition)")
     opts = {}
     if args.name is not None:
         opts["name"] = args.name
@@ -153,7 +156,8 @@ def run_distributed(args) -> int:
             raise ValueError("--distributed needs --parts P (it writes a partition directory)")
         return ingest_distributed(args.source, args.out_dir, args.parts, num_nodes=args.num_nodes,
                                   symmetrize=args.symmetrize, remove_self_loops=not args.keep_self_loops,
-                                  dedupe=not args.keep_duplicates, engine=args.engine, seed=args.seed,
+                                  dedupe=not args.keep_duplicates, engine=args.engine,
+                                  engine_mode=args.engine_mode, seed=args.seed,
                                   overwrite=args.overwrite, feat=args.feat, label=args.label,
                                   edge_time_column=args.edge_time_column)
 

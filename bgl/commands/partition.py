@@ -32,12 +32,23 @@ def register(subparsers) -> None:
                    help="run as MPI ranks (mpirun -n R python -m bgl partition ... --distributed): each rank "
                         "reads its share of STORE and the --engine partitions (--method does not apply); OUT must "
                         "be on a shared filesystem")
-    p.add_argument("--engine", choices=("ptscotch",), default="ptscotch",
-                   help="distributed engine (with --distributed): PT-Scotch through its ParMETIS API")
+    add_engine_arguments(p)
     p.set_defaults(func=run)
     from .import_distdgl import install  # `bgl partition import-distdgl ...`
 
     install(p)
+
+
+def add_engine_arguments(p) -> None:
+    """``--engine`` and ``--engine-mode`` (with --distributed; ``bgl ingest`` has them too), from the
+    engines' table (a stdlib-only module: no MPI or engine library loads at ``--help``)."""
+    from bgl.partition.engines import ALL_MODES, ENGINES, help_text, mode_help
+
+    p.add_argument("--engine", choices=ENGINES, default="ptscotch",
+                   help=f"with --distributed: the partitioning engine ({help_text()})")
+    p.add_argument("--engine-mode", choices=ALL_MODES, default=None, metavar="MODE",
+                   help=f"with --distributed: the engine's preset ({mode_help()}); the social ones are made for "
+                        "power-law graphs")
 
 
 def parse_bytes(text: str) -> int:
@@ -88,6 +99,8 @@ def run(args) -> int:
     require_parent(args.out)
     if args.distributed:
         return run_distributed(args)
+    if args.engine_mode is not None:
+        raise ValueError("--engine-mode applies to --distributed (the one-machine path has --method)")
     params = {}
     if args.memory_budget is not None:
         if args.method not in ("bgl", "kaminpar"):
@@ -111,8 +124,8 @@ def run_distributed(args) -> int:
             raise ValueError("--memory-budget applies to the one-machine --method bgl or kaminpar, not --distributed")
         if args.method != "bgl":  # the default; anything else was asked for and would be ignored
             raise ValueError(f"--method {args.method} is the one-machine partitioner; --distributed uses --engine")
-        return partition_distributed(args.store, args.out, args.parts, engine=args.engine, seed=args.seed,
-                                     overwrite=args.overwrite)
+        return partition_distributed(args.store, args.out, args.parts, engine=args.engine,
+                                     engine_mode=args.engine_mode, seed=args.seed, overwrite=args.overwrite)
 
     return on_ranks(work)
 

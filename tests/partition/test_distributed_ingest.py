@@ -22,7 +22,7 @@ from bgl.partition.format import open_partition, write_partition
 from bgl.sources.datasets import ingest
 
 from ..bgl.conftest import _serve_partition
-from .test_distributed_partition import MPI_ENV, mpi, part_of  # noqa: F401 - mpi is a fixture
+from .test_distributed_partition import MPI_ENV, engine, mpi, parhip_lib, part_of  # noqa: F401 - fixtures
 
 N = 900
 
@@ -75,9 +75,11 @@ def _arrays(path):
     return {p.name: np.load(p) for p in sorted(path.glob("*.npy")) if not p.name.endswith("_idx.npy")}
 
 
-@pytest.mark.parametrize("ranks, parts, flags", [(2, 2, ["--symmetrize"]),
-                                                 (3, 4, ["--keep-duplicates", "--keep-self-loops"])])
-def test_shards_give_the_one_machine_partition(mpi, tmp_path, ranks, parts, flags):
+# ParHIP on 2 ranks with node data, edge times and serving (the 2-rank branch), parts != ranks
+@pytest.mark.parametrize("engine, ranks, parts, flags", [("ptscotch", 2, 2, ["--symmetrize"]),
+                                                         ("ptscotch", 3, 4, ["--keep-duplicates", "--keep-self-loops"]),
+                                                         ("parhip", 2, 3, ["--symmetrize"])], indirect=["engine"])
+def test_shards_give_the_one_machine_partition(engine, tmp_path, ranks, parts, flags):
     edges = _edges(ranks)
     out = tmp_path / "dist"
     rng = np.random.default_rng(ranks)
@@ -89,7 +91,8 @@ def test_shards_give_the_one_machine_partition(mpi, tmp_path, ranks, parts, flag
                  "--edge-time-column", "2"]
         edges = np.concatenate([edges, rng.integers(0, 10**12, (edges.shape[0], 1))], axis=1)
     pattern = _write_shards(tmp_path, edges)
-    done = mpirun_ingest(ranks, [pattern, str(out), "--parts", str(parts), "--num-nodes", str(N), *flags])
+    done = mpirun_ingest(ranks, [pattern, str(out), "--parts", str(parts), "--num-nodes", str(N), "--engine", engine,
+                                 *flags])
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("wrote ") == 1
     book = open_partition(out)
@@ -100,7 +103,8 @@ def test_shards_give_the_one_machine_partition(mpi, tmp_path, ranks, parts, flag
                    remove_self_loops="--keep-self-loops" not in flags, dedupe="--keep-duplicates" not in flags,
                    **({"edge_time_column": 2} if ranks == 2 else {}))
     assert book.num_edges == store.num_edges
-    one = write_partition(store, part_of(book), parts, tmp_path / "one", method="ptscotch")
+    assert book.meta["method"] == engine
+    one = write_partition(store, part_of(book), parts, tmp_path / "one", method=engine)
     assert np.array_equal(book.orig_ids, one.orig_ids) and np.array_equal(book.orig_eids, one.orig_eids)
     names, in_split = hash_splits(0, N, 0)
     if ranks == 2:

@@ -1,7 +1,9 @@
-"""``bgl partition --distributed --engine ptscotch`` as real MPI ranks (mpirun, 2 and 3 ranks).
+"""``bgl partition --distributed --engine ptscotch|parhip`` as real MPI ranks (mpirun, 2 and 3 ranks).
 
 Needs Open MPI, mpi4py and PT-Scotch's 64-bit ParMETIS library; ``.ci/setup-mpi.sh`` installs
-them (root, network) when missing, else the tests skip saying what is missing.  The distributed
+them (root, network) when missing, else the tests skip saying what is missing.  The ParHIP cases
+also need ``libparhip_interface.so``: ``.ci/setup-parhip.sh`` builds it once (cmake, a few
+minutes) into ~/.cache/bgl/parhip-VERSION, where later runs find it.  The distributed
 partition must be the very directory the one-machine writer makes for the same assignment, hold
 exactly the store's edges, features and edge arrays, and serve; a rank that dies or fails ends the
 job and leaves nothing behind.
@@ -57,6 +59,29 @@ def mpi():
                     f"{(done.stderr or done.stdout).strip()[-500:]}")
 
 
+@pytest.fixture(scope="session")
+def parhip_lib():
+    """ParHIP's library, built by .ci/setup-parhip.sh when missing (cached across runs under
+    ~/.cache/bgl); skip, saying why, when it cannot be built here (no cmake, MPI or network)."""
+    from bgl.partition.parhip_engine import library_dir, library_path
+
+    if library_path() is not None:
+        return
+    setup = REPO / ".ci" / "setup-parhip.sh"
+    done = subprocess.run(["bash", str(setup), sys.prefix], capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0 or library_path() is None:
+        pytest.skip(f"no libparhip_interface.so in {library_dir()} and {setup} could not build it: "
+                    f"{(done.stderr or done.stdout).strip()[-500:]}")
+
+
+@pytest.fixture
+def engine(request, mpi) -> str:
+    """The engine a test is parametrized with (``indirect``), its library made ready first."""
+    if request.param == "parhip":
+        request.getfixturevalue("parhip_lib")
+    return request.param
+
+
 @pytest.fixture(scope="module")
 def edge_store(tmp_path_factory) -> GraphStore:
     """1,500 nodes of 6 loose communities, both edge directions mostly but not always stored, a
@@ -87,11 +112,13 @@ def edge_store(tmp_path_factory) -> GraphStore:
                        ndata={"timestamp": rng.integers(0, 10**6, n)})  # with its per-edge source copy in parts
 
 
-def mpirun(ranks: int, args: list[str], timeout: float = 120, script: list[str] | None = None):
+def mpirun(ranks: int, args: list[str], timeout: float = 120, script: list[str] | None = None,
+           env: dict | None = None):
     """Run ``bgl partition ARGS --distributed`` (or ``script``) on ``ranks`` local ranks."""
     cmd = ["mpirun", "--oversubscribe", "-n", str(ranks), sys.executable,
            *(script or ["-m", "bgl"]), "partition", *args, "--distributed"]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **MPI_ENV})
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **MPI_ENV, **(env or {})})
 
 
 def part_of(book) -> np.ndarray:
@@ -114,16 +141,19 @@ def same_dirs(a: Path, b: Path) -> None:
             assert json.loads((a / f).read_text()) == json.loads((b / f).read_text()), f
 
 
-@pytest.mark.parametrize("ranks, parts", [(2, 2), (3, 4), (3, 2), (2, 1)])
-def test_distributed_partition_is_the_one_machine_directory(mpi, edge_store, tmp_path, ranks, parts):
+# ParHIP on 2 and 3 ranks, parts = and != ranks; --parts 1 runs no engine
+@pytest.mark.parametrize("engine, ranks, parts", [("ptscotch", 2, 2), ("ptscotch", 3, 4), ("ptscotch", 3, 2),
+                                                  ("ptscotch", 2, 1), ("parhip", 2, 2), ("parhip", 3, 4)],
+                         indirect=["engine"])
+def test_distributed_partition_is_the_one_machine_directory(engine, edge_store, tmp_path, ranks, parts):
     out = tmp_path / "dist"
-    done = mpirun(ranks, [str(edge_store.path), str(out), "--parts", str(parts)])
+    done = mpirun(ranks, [str(edge_store.path), str(out), "--parts", str(parts), "--engine", engine])
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("wrote ") == 1  # rank 0 reports, the others stay quiet
     book = open_partition(out)
     assign = part_of(book)
     assert np.bincount(assign, minlength=parts).min() > 0
-    one = write_partition(edge_store, assign, parts, tmp_path / "one", method="ptscotch")
+    one = write_partition(edge_store, assign, parts, tmp_path / "one", method=engine)
     for k in range(parts):
         same_dirs(book.part_path(k), one.part_path(k))
     assert np.array_equal(book.orig_ids, one.orig_ids) and np.array_equal(book.orig_eids, one.orig_eids)
@@ -143,6 +173,11 @@ def test_distributed_partition_is_the_one_machine_directory(mpi, edge_store, tmp
         (bal["nodes"], bal["edges"], bal["train"]))
     assert m["remote_sample_share"] is None and "not measured" in m["remote_sample_share_note"]
     assert m["distributed"]["ranks"] == ranks and len(m["distributed"]["peak_rss_bytes_per_rank"]) == ranks
+    assert book.meta["method"] == m["distributed"]["engine"] == engine
+    assert m["distributed"]["engine_mode"] == book.meta["params"]["engine_mode"] == (
+        "fastsocial" if engine == "parhip" else None)
+    # both engines get the same node balance target (3 %), kept within rounding (PT-Scotch reaches ~1.05)
+    assert book.meta["params"]["imbalance"] == 0.03 and m["balance_nodes"] <= 1.06
     # a community graph: the engine cuts far less than a random split (~5/6 for 6 parts)
     assert m["edge_cut"] < 0.5
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
@@ -172,7 +207,8 @@ FAILING_RANK = """\
 import os, signal, sys
 from mpi4py import MPI
 import bgl.partition.dist_write as W
-write = W._write_part_store
+import bgl.partition.engines as E
+write, part_kway = W._write_part_store, E.part_kway
 def failing(*args, **kwargs):
     result = write(*args, **kwargs)  # the part is in the work dir when rank 1 goes
     if MPI.COMM_WORLD.Get_rank() == 1:
@@ -180,20 +216,27 @@ def failing(*args, **kwargs):
             os.kill(os.getpid(), signal.SIGKILL)
         raise OSError("disk full (injected)")
     return result
+def dying_engine(*args, **kwargs):  # rank 1 dies as the engine starts: the others wait in its collectives
+    if MPI.COMM_WORLD.Get_rank() == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return part_kway(*args, **kwargs)
 W._write_part_store = failing
+E.part_kway = dying_engine if sys.argv[1] == "kill-in-engine" else part_kway
 from bgl.cli import main
 sys.exit(main(sys.argv[2:]))
 """
 
 
-@pytest.mark.parametrize("how", ["kill", "raise"])
-def test_a_failing_rank_ends_the_job_and_leaves_nothing(mpi, edge_store, tmp_path, how):
+@pytest.mark.parametrize("engine, how", [("ptscotch", "kill"), ("ptscotch", "raise"), ("parhip", "kill-in-engine")],
+                         indirect=["engine"])
+def test_a_failing_rank_ends_the_job_and_leaves_nothing(engine, edge_store, tmp_path, how):
     script = tmp_path / "failing.py"
     script.write_text(FAILING_RANK)
     out = tmp_path / "out" / "dist"
     out.parent.mkdir()
     t0 = time.monotonic()
-    done = mpirun(3, [str(edge_store.path), str(out), "--parts", "3"], script=[str(script), how], timeout=60)
+    done = mpirun(3, [str(edge_store.path), str(out), "--parts", "3", "--engine", engine], script=[str(script), how],
+                  timeout=60)
     assert done.returncode != 0
     assert time.monotonic() - t0 < 45
     if how == "raise":
@@ -203,16 +246,26 @@ def test_a_failing_rank_ends_the_job_and_leaves_nothing(mpi, edge_store, tmp_pat
         time.sleep(0.1)
     assert not out.exists()
     assert list(out.parent.iterdir()) == []
+    # no rank outlives the job (mpirun ends them all; a rank stuck in ParHIP would show here)
+    ps = subprocess.run(["pgrep", "-f", str(out)], capture_output=True, text=True)
+    assert ps.stdout.strip() == "", ps.stdout
 
 
 def test_bad_arguments_fail_once_before_any_work(mpi, edge_store, tmp_path):
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "mine.txt").write_text("x")
-    for args, want in (([str(tmp_path / "p"), "--parts", "0"], "num_parts must be an int >= 1, got 0"),
-                       ([str(tmp_path / "p"), "--parts", "99999"], "num_parts=99999 exceeds the number of nodes"),
-                       ([str(tmp_path / "taken"), "--parts", "2"], "already exists"),
-                       ([str(tmp_path / "p"), "--parts", "2", "--method", "metis"], "--distributed uses --engine")):
-        done = mpirun(2, [str(edge_store.path), *args])
+    (tmp_path / "taken" / "no-parhip").mkdir()
+    no_lib = {"BGL_PARHIP_DIR": str(tmp_path / "taken" / "no-parhip")}
+    for args, want, env in (
+            ([str(tmp_path / "p"), "--parts", "0"], "num_parts must be an int >= 1, got 0", None),
+            ([str(tmp_path / "p"), "--parts", "99999"], "num_parts=99999 exceeds the number of nodes", None),
+            ([str(tmp_path / "taken"), "--parts", "2"], "already exists", None),
+            ([str(tmp_path / "p"), "--parts", "2", "--method", "metis"], "--distributed uses --engine", None),
+            ([str(tmp_path / "p"), "--parts", "2", "--engine", "parhip"],
+             f"no libparhip_interface.so in {no_lib['BGL_PARHIP_DIR']} ($BGL_PARHIP_DIR", no_lib),
+            ([str(tmp_path / "p"), "--parts", "2", "--engine-mode", "fastsocial"], "--engine ptscotch has no modes",
+             None)):
+        done = mpirun(2, [str(edge_store.path), *args], env=env)
         assert done.returncode != 0
         errors = [line for line in done.stderr.splitlines() if "error:" in line]
         assert len(errors) == 1 and want in errors[0], done.stderr[-2000:]

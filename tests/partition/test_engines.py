@@ -1,0 +1,60 @@
+"""The distributed engines' table (``bgl.partition.engines``): names, modes, checks, the CLI's choices.
+
+No MPI needed: these are the checks every rank runs before reading data, and ``--help``.  The
+engines themselves run in tests/partition/test_distributed_partition.py.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from bgl.partition import engines
+
+
+def test_table_lists_both_engines_and_parhip_modes():
+    assert engines.ENGINES == ("ptscotch", "parhip")
+    assert engines._TABLE["parhip"].modes[0] == "fastsocial"  # the default: made for power-law graphs
+    from bgl.partition import parhip_engine
+
+    # every offered mode has ParHIP's constant; the eco presets (which did not finish) are not offered
+    assert set(engines._TABLE["parhip"].modes) == set(parhip_engine.MODES)
+    assert "ecosocial" not in engines.ALL_MODES and "ecomesh" not in engines.ALL_MODES
+
+
+@pytest.mark.parametrize("engine, mode, want", [
+    ("metis", None, "unknown distributed engine 'metis'; choose one of ptscotch, parhip"),
+    ("ptscotch", "fastsocial", "--engine ptscotch has no modes; --engine-mode fastsocial applies to parhip"),
+    ("parhip", "ecosocial", "--engine parhip has no mode 'ecosocial'; choose one of fastsocial, ultrafastsocial"),
+])
+def test_check_names_the_bad_engine_or_mode(engine, mode, want):
+    with pytest.raises(ValueError, match="^" + want.replace("(", r"\(")):
+        engines.check(engine, mode)
+
+
+def test_a_missing_parhip_library_names_the_setup_script_and_where_it_looked(tmp_path, monkeypatch):
+    from bgl.partition import parhip_engine
+
+    monkeypatch.setenv("BGL_PARHIP_DIR", str(tmp_path))
+    monkeypatch.setattr(parhip_engine, "_lib", None)  # not loaded yet in this process, as on a fresh rank
+    with pytest.raises(engines.EngineMissing) as err:
+        engines.check("parhip", None)
+    text = str(err.value)
+    assert "\n" not in text and f"no libparhip_interface.so in {tmp_path}" in text
+    assert "$BGL_PARHIP_DIR" in text and ".ci/setup-parhip.sh" in text
+
+
+@pytest.mark.parametrize("command", ["partition", "ingest"])
+def test_help_lists_the_engines_without_loading_them(command):
+    """``--engine`` / ``--engine-mode`` come from the table, and ``--help`` imports no engine, MPI or numba."""
+    code = ("import sys\nfrom bgl.cli import main\n"
+            f"try:\n    main([{command!r}, '--help'])\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('numba', 'mpi4py', 'bgl.partition.ptscotch', 'bgl.partition.parhip_engine', "
+            "'bgl.partition.format') if m in sys.modules]\n"
+            "print('HEAVY', heavy)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    assert "{ptscotch,parhip}" in text and "parhip: fastsocial, ultrafastsocial" in text
+    assert "HEAVY []" in text
