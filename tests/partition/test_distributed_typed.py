@@ -20,15 +20,24 @@ from bgl.sampler.typed import relation_fanouts
 from ..bgl.conftest import _serve_partition
 from ..conftest import HETERO_ETYPES, typed_edges
 from .test_distributed_partition import mpirun, part_of, same_dirs
-from .test_distributed_partition import mpi as _mpi
+from .test_distributed_partition import engine as _engine, mpi as _mpi, parhip_lib as _parhip_lib
 
 mpi = _mpi  # the fixture there: installs MPI and PT-Scotch, or skips saying what is missing
+engine, parhip_lib = _engine, _parhip_lib  # the engine a test names, its library built first
 
 
 @pytest.mark.parametrize("ranks, parts", [(2, 2), (3, 4)])
 def test_distributed_typed_partition_is_the_one_machine_directory(mpi, hetero_store, tmp_path, ranks, parts):
     book = same_as_one_machine(hetero_store, ranks, parts, tmp_path)
     assert sum(p["num_train"] for p in book.meta["parts"]) == hetero_store.type_splits["paper"]["train"].size
+
+
+@pytest.mark.parametrize("engine", ["parhip"], indirect=True)
+def test_a_typed_store_partitions_on_parhip_too(engine, hetero_store, tmp_path):
+    """The typed rows ride the engine-independent pipeline: ParHIP's assignment gives the one-machine
+    typed directory of that assignment as PT-Scotch's does."""
+    book = same_as_one_machine(hetero_store, 2, 3, tmp_path, engine)
+    assert book.meta["method"] == "parhip"
 
 
 def test_encoded_rows_of_each_type_travel_too(mpi, tmp_path):
@@ -49,15 +58,15 @@ def test_encoded_rows_of_each_type_travel_too(mpi, tmp_path):
     assert sorted(book.part_store(0).type_feat_encoded) == ["author", "paper"]
 
 
-def same_as_one_machine(store, ranks: int, parts: int, tmp_path):
-    """Partition ``store`` on ``ranks`` ranks and check it against the one-machine typed partition
-    of the same assignment, file for file; returns the distributed partition's book."""
+def same_as_one_machine(store, ranks: int, parts: int, tmp_path, engine: str = "ptscotch"):
+    """Partition ``store`` on ``ranks`` ranks with ``engine`` and check it against the one-machine typed
+    partition of the same assignment, file for file; returns the distributed partition's book."""
     out = tmp_path / "dist"
-    done = mpirun(ranks, [str(store.path), str(out), "--parts", str(parts)])
+    done = mpirun(ranks, [str(store.path), str(out), "--parts", str(parts), "--engine", engine])
     assert done.returncode == 0, done.stderr[-3000:]
     book = open_partition(out)
     assign = part_of(book)
-    one = write_partition(store, assign, parts, tmp_path / "one", method="ptscotch")
+    one = write_partition(store, assign, parts, tmp_path / "one", method=engine)
     for k in range(parts):  # etype, per-type feat/label/split, key_ids, schema: file for file
         same_dirs(book.part_path(k), one.part_path(k))
     assert np.array_equal(book.orig_ids, one.orig_ids) and np.array_equal(book.orig_eids, one.orig_eids)
