@@ -45,6 +45,7 @@ from .loader_state import LoaderState, ResumePoint, fingerprint, parse_state
 from .minibatch import MiniBatch
 from .order_prefetch import NextOrderGuess, peek_torch_seed
 from .order_stage import OrderStage, num_batches
+from .numba_setup import prepare_numba
 from .pipeline import Pipeline, quiet_numba_threads
 from .presample import presample_cache_spec
 from .resources import CoreSplit, available_cores, profile_stages, resolve_stage_cores, split_cores
@@ -218,6 +219,8 @@ class DataLoader(Closes):
             quiet_numba_threads()  # sampler kernels share this process with the model's torch ops
             if info.spec.kind == "store":
                 self._load_kernels(ids)
+            else:  # no local graph to run a seed on: at least numba's one-time set-up is paid here
+                prepare_numba()
         else:  # stage processes start now, in the background (Pipeline.start_in_background says why)
             self._pipeline = self._build_pipeline()
             self._pipeline.start_in_background()

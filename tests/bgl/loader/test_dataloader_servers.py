@@ -1,6 +1,10 @@
 """bgl.DataLoader against real graph servers (one process per partition part, 127.0.0.1)."""
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 import torch
@@ -136,3 +140,23 @@ def test_co_located_rows_skip_the_cache(served_partition, random_store, monkeypa
     remote = sum(int((i >= int(book.bounds[1])).sum()) for i, _, _ in all_socket)
     assert stats_all["requests"] == inputs
     assert stats_local["requests"] == remote < inputs
+
+
+def test_numba_is_set_up_when_a_loader_over_servers_is_built(served_partition):
+    """numba's one-time set-up (~0.2 s) is paid at construction, not by the first batch: a loader
+    over servers has no local graph to load its kernels on (bgl/loader/numba_setup.py).  In a fresh
+    process, since the set-up imports numba's typed containers and nothing before it does."""
+    _, addresses = served_partition
+    script = textwrap.dedent(f"""
+        import sys
+        import numpy as np
+        import bgl
+        assert "numba.typed.typedset" not in sys.modules, "numba was set up before the loader"
+        loader = bgl.DataLoader({list(addresses)!r}, np.arange(8), bgl.NeighborSampler([2]), batch_size=4)
+        print("set up" if "numba.typed.typedset" in sys.modules else "not set up")
+        assert sum(1 for _ in loader) == 2
+        loader.close()
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "set up"
