@@ -194,6 +194,7 @@ def run_ranks(tmp_path, source: str, module: str, *args) -> dict:
 
     (tmp_path / f"{module}.py").write_text(source)
     sys.path.insert(0, str(tmp_path))
+    procs = []
     try:
         worker = importlib.import_module(module)
         ctx = mp.get_context("spawn")
@@ -206,6 +207,11 @@ def run_ranks(tmp_path, source: str, module: str, *args) -> dict:
             p.join(timeout=30)
             assert p.exitcode == 0
     finally:
+        # a rank that timed out or hangs on its peer must not outlive the test (the next tests count children)
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+            p.join(timeout=10)
         sys.path.remove(str(tmp_path))
         sys.modules.pop(module, None)
     return results
