@@ -56,8 +56,27 @@ def test_a_release_drops_llvms_file_pages_and_kernels_still_run():
     seen = _probe()
     if seen["advised"] == 0:
         pytest.skip("MADV_PAGEOUT refused by this kernel (before Linux 5.4)")
+    if seen["dropped_kb"] <= 8 * 1024 and _other_processes_mapping_llvm():
+        # MADV_PAGEOUT leaves a page that another process also maps: with another numba process alive
+        # (a graph server, a stage process of a concurrent test run) there may be nothing to drop
+        pytest.skip(f"other processes map LLVM's library too, so its pages are shared: {seen}")
     assert seen["dropped_kb"] > 8 * 1024, seen  # ~65 MB here
     assert seen["again"] == 0  # nothing new resident: no second walk
     assert seen["same"]
     kept = _probe(BGL_KEEP_JIT_PAGES="1")
     assert kept["advised"] == 0 and kept["dropped_kb"] < 4 * 1024 and kept["same"], kept
+
+
+def _other_processes_mapping_llvm() -> list[int]:
+    """Pids, other than this test's, whose memory maps LLVM's library (their pages are then shared)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/maps") as f:
+                if llvm_mappings(f.read()):
+                    pids.append(int(entry))
+        except OSError:  # gone, or not ours to read
+            continue
+    return pids
