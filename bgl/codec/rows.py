@@ -132,8 +132,9 @@ class RowCodec:
                 out[:] = x.astype(np.float16)
         elif self.name == "bfloat16":
             row = K.bf16_encode(np.ascontiguousarray(x, dtype=np.float32), out)
-        else:
-            row = K.int8_encode(np.ascontiguousarray(x), self.block or self.dim, out)
+        else:  # numba has no float16 arithmetic: narrower floats are widened (exactly) to float32 first
+            wide = x.dtype if x.dtype.itemsize >= 4 else np.float32
+            row = K.int8_encode(np.ascontiguousarray(x, dtype=wide), self.block or self.dim, out)
         if row >= 0:
             values = x[row]
             bad = values[~np.isfinite(values)]

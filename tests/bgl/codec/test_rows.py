@@ -155,3 +155,12 @@ def test_decode_into_a_requested_dtype(name):
     enc = torch.from_numpy(codec.encode(x))
     assert codec.decode(enc, torch.float16).dtype == torch.float16
     assert torch.equal(codec.decode(enc, torch.float64), codec.decode(enc).double())
+
+
+@pytest.mark.parametrize("name", CODECS)
+def test_float16_features_encode_as_their_float32_values(name):
+    """A store's features may be float16 (a DGLGraph's ``.half()`` ndata): every codec takes them, and
+    encodes them as it encodes the same values in float32 (numba kernels have no float16 arithmetic)."""
+    x = np.random.default_rng(3).normal(size=(9, 12)).astype(np.float16)
+    codec = RowCodec(name, 12, block=4 if name == "int8" else 0)
+    assert np.array_equal(codec.encode(x), codec.encode(x.astype(np.float32)))
