@@ -97,7 +97,7 @@ def hash_splits(lo: int, hi: int, seed: int) -> tuple[list[str], np.ndarray]:
 
 
 def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symmetrize: bool | None = None,
-                       remove_self_loops: bool = True, dedupe: bool = True, engine: str = "ptscotch",
+                       remove_self_loops: bool = True, dedupe: bool = True, engine: str = "auto",
                        engine_mode: str | None = None, seed: int = 0, overwrite: bool = False, imbalance: float = 0.03,
                        feat=None, label=None, edge_time_column: int | None = None, chunk_bytes: int = CHUNK_BYTES, comm=None):
     """Partition the edge-list shards ``source`` (glob, file or directory) into ``num_parts`` parts
@@ -115,6 +115,7 @@ def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symme
     """
     MPI = D._mpi()
     comm = comm if comm is not None else MPI.COMM_WORLD
+    engine = engines.resolve(engine, comm)
     try:
         shards, mode = _check(source, out_dir, num_parts, num_nodes, engine, engine_mode, overwrite, comm.Get_size(),
                               edge_time_column)

@@ -137,19 +137,21 @@ def _watch(work: WorkDir) -> subprocess.Popen:
                             start_new_session=True, close_fds=True)  # holds none of the job's output pipes
 
 
-def partition_distributed(store_path, out_dir, num_parts: int, *, engine: str = "ptscotch",
+def partition_distributed(store_path, out_dir, num_parts: int, *, engine: str = "auto",
                           engine_mode: str | None = None, seed: int = 0, overwrite: bool = False,
                           imbalance: float = 0.03, comm=None):
     """Partition ``store_path`` into ``num_parts`` parts over the ranks of ``comm`` (default: all).
 
-    ``engine`` : one of :data:`.engines.ENGINES`; ``engine_mode`` : one of its modes, None = its
-    default (ParHIP: ``fastsocial``).  Returns the opened :class:`~.format.PartitionBook` on every
+    ``engine`` : one of :data:`.engines.ENGINES`, or ``"auto"`` (:func:`.engines.resolve`: ParHIP where
+    every rank has it, else PT-Scotch); ``engine_mode`` : one of its modes, None = its default
+    (ParHIP: ``fastsocial``).  Returns the opened :class:`~.format.PartitionBook` on every
     rank.  Raises ValueError / FileExistsError / :class:`~.engines.EngineMissing` (the same on every
     rank) for bad arguments; a rank failing after the checks aborts the MPI job.
     """
     MPI = _mpi()
     comm = comm if comm is not None else MPI.COMM_WORLD
     size = comm.Get_size()
+    engine = engines.resolve(engine, comm)
     try:
         (store, mode), error = _check(store_path, out_dir, num_parts, engine, engine_mode, overwrite, size), None
     except Exception as e:  # noqa: BLE001 - every rank must learn of any rank's failed check

@@ -13,6 +13,7 @@ part, int64; collective) over ParMETIS's 64-bit distributed CSR.
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import NamedTuple
 
 
@@ -34,6 +35,11 @@ _TABLE = {
     "parhip": Engine("parhip_engine", ("fastsocial", "ultrafastsocial", "fastmesh", "ultrafastmesh"),
                      "ParHIP, KaHIP's distributed partitioner (built by .ci/setup-parhip.sh)"),
 }
+#: ``--engine auto`` (the default): the first of these whose library loads on every rank.  ParHIP
+#: first: on R-MAT 16-20 its remote-sample share was level with one-machine KaMinPar's in seconds to a
+#: minute, where PT-Scotch's stayed near a random split's after up to 18 min (bench/results/partition.md).
+PREFERENCE = ("parhip", "ptscotch")
+AUTO = "auto"
 ENGINES = tuple(_TABLE)
 #: Every engine's modes, for ``--engine-mode``'s choices (each engine checks its own).
 ALL_MODES = tuple(dict.fromkeys(m for e in _TABLE.values() for m in e.modes))
@@ -41,7 +47,30 @@ ALL_MODES = tuple(dict.fromkeys(m for e in _TABLE.values() for m in e.modes))
 
 def help_text() -> str:
     """``--engine``'s help: each engine's one line."""
-    return "; ".join(f"{name} = {e.summary}" for name, e in _TABLE.items())
+    return "; ".join([f"{AUTO} = the first of {', '.join(PREFERENCE)} installed on every rank (the default)",
+                      *(f"{name} = {e.summary}" for name, e in _TABLE.items())])
+
+
+def resolve(engine: str, comm) -> str:
+    """``engine`` itself, or for ``"auto"`` the first engine of :data:`PREFERENCE` whose library loads
+    on every rank of ``comm`` (collective: ranks on hosts with different installs still agree), else
+    the last one, whose :func:`check` then names what to install.  Every rank calls it, before
+    :func:`check`."""
+    if engine != AUTO:
+        return engine
+    from mpi4py import MPI
+
+    for name in PREFERENCE:
+        try:
+            _module(name).load()
+            here = 1
+        except (EngineMissing, ImportError, OSError):
+            here = 0
+        if comm.allreduce(here, op=MPI.MIN) == 1:
+            if comm.Get_rank() == 0:
+                logging.getLogger(__name__).info("--engine auto: %s (installed on every rank)", name)
+            return name
+    return PREFERENCE[-1]
 
 
 def mode_help() -> str:

@@ -42,9 +42,9 @@ def register(subparsers) -> None:
 def add_engine_arguments(p) -> None:
     """``--engine`` and ``--engine-mode`` (with --distributed; ``bgl ingest`` has them too), from the
     engines' table (a stdlib-only module: no MPI or engine library loads at ``--help``)."""
-    from bgl.partition.engines import ALL_MODES, ENGINES, help_text, mode_help
+    from bgl.partition.engines import ALL_MODES, AUTO, ENGINES, help_text, mode_help
 
-    p.add_argument("--engine", choices=ENGINES, default="ptscotch",
+    p.add_argument("--engine", choices=(AUTO, *ENGINES), default=AUTO,
                    help=f"with --distributed: the partitioning engine ({help_text()})")
     p.add_argument("--engine-mode", choices=ALL_MODES, default=None, metavar="MODE",
                    help=f"with --distributed: the engine's preset ({mode_help()}); the social ones are made for "

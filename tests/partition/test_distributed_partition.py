@@ -251,6 +251,17 @@ def test_a_failing_rank_ends_the_job_and_leaves_nothing(engine, edge_store, tmp_
     assert ps.stdout.strip() == "", ps.stdout
 
 
+def test_the_default_engine_is_parhip_where_every_rank_has_it(mpi, parhip_lib, edge_store, tmp_path):
+    """No ``--engine``: ``auto`` runs ParHIP (built here) and says so in partition.json; the fallback to
+    PT-Scotch when no rank has ParHIP is the last case of the next test."""
+    out = tmp_path / "auto"
+    done = mpirun(2, [str(edge_store.path), str(out), "--parts", "2"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    book = open_partition(out)
+    assert book.meta["method"] == book.metrics["distributed"]["engine"] == "parhip"
+    assert book.metrics["distributed"]["engine_mode"] == "fastsocial"
+
+
 def test_bad_arguments_fail_once_before_any_work(mpi, edge_store, tmp_path):
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "mine.txt").write_text("x")
@@ -263,8 +274,9 @@ def test_bad_arguments_fail_once_before_any_work(mpi, edge_store, tmp_path):
             ([str(tmp_path / "p"), "--parts", "2", "--method", "metis"], "--distributed uses --engine", None),
             ([str(tmp_path / "p"), "--parts", "2", "--engine", "parhip"],
              f"no libparhip_interface.so in {no_lib['BGL_PARHIP_DIR']} ($BGL_PARHIP_DIR", no_lib),
+            # the default --engine auto, with no ParHIP on any rank: PT-Scotch, which has no modes
             ([str(tmp_path / "p"), "--parts", "2", "--engine-mode", "fastsocial"], "--engine ptscotch has no modes",
-             None)):
+             no_lib)):
         done = mpirun(2, [str(edge_store.path), *args], env=env)
         assert done.returncode != 0
         errors = [line for line in done.stderr.splitlines() if "error:" in line]

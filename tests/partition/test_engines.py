@@ -56,5 +56,33 @@ def test_help_lists_the_engines_without_loading_them(command):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     text = " ".join(done.stdout.split())
-    assert "{ptscotch,parhip}" in text and "parhip: fastsocial, ultrafastsocial" in text
+    assert "{auto,ptscotch,parhip}" in text and "parhip: fastsocial, ultrafastsocial" in text
     assert "HEAVY []" in text
+
+
+def test_auto_is_the_default_and_resolves_to_an_engine_every_rank_has(monkeypatch):
+    """``--engine auto`` takes ParHIP where it loads on every rank, else PT-Scotch; a named engine is kept.
+    One MPI rank (mpi4py's COMM_SELF) stands for the job; the libraries are made to load or not."""
+    pytest.importorskip("mpi4py")
+    from mpi4py import MPI
+
+    from bgl.commands.partition import add_engine_arguments
+    from bgl.partition import parhip_engine, ptscotch
+
+    import argparse
+
+    p = argparse.ArgumentParser()
+    add_engine_arguments(p)
+    assert p.parse_args([]).engine == engines.AUTO
+    assert engines.resolve("ptscotch", MPI.COMM_SELF) == "ptscotch"
+
+    def missing():
+        raise engines.EngineMissing("not here")
+
+    monkeypatch.setattr(parhip_engine, "load", lambda: None)
+    assert engines.resolve(engines.AUTO, MPI.COMM_SELF) == "parhip"
+    monkeypatch.setattr(parhip_engine, "load", missing)
+    monkeypatch.setattr(ptscotch, "load", lambda: None)
+    assert engines.resolve(engines.AUTO, MPI.COMM_SELF) == "ptscotch"
+    monkeypatch.setattr(ptscotch, "load", missing)
+    assert engines.resolve(engines.AUTO, MPI.COMM_SELF) == "ptscotch"  # its check then names what to install
