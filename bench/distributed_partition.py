@@ -85,10 +85,11 @@ def typed_store(name: str, work: Path):
 
 
 def run(store, ranks: int, parts: int, work: Path, engine: str, timeout: float, shards: int = 0,
-        mode: str | None = None) -> dict:
+        mode: str | None = None, balance: str | None = None) -> dict:
     out = work / (f"dist-{store.path.name}-{engine}{'-' + mode if mode else ''}-r{ranks}-p{parts}"
-                  + (f"-s{shards}" if shards else ""))
-    engine_args = ["--engine", engine, *(["--engine-mode", mode] if mode else [])]
+                  + (f"-s{shards}" if shards else "") + (f"-{balance}" if balance else ""))
+    engine_args = ["--engine", engine, *(["--engine-mode", mode] if mode else []),
+                   *(["--balance", balance] if balance else [])]
     if shards:
         cmd = ["mpirun", "--oversubscribe", "-n", str(ranks), sys.executable, "-m", "bgl", "ingest",
                write_shards(store, work, shards), str(out), "--parts", str(parts), "--num-nodes", str(store.num_nodes),
@@ -109,6 +110,7 @@ def run(store, ranks: int, parts: int, work: Path, engine: str, timeout: float, 
         return {"ranks": ranks, "parts": parts, "error": worker.stderr.strip()[-1000:]}
     m = meta["metrics"]
     engine = engine + (f" {m['distributed']['engine_mode']}" if m["distributed"].get("engine_mode") else "")
+    engine += f", balance {meta['params'].get('balance', 'nodes')}"
     return {"dataset": store.path.name + (f" ({shards} text shards)" if shards else ""), "engine": engine,
             "ranks": ranks, "parts": parts, "wall_seconds": wall,
             "num_nodes": meta["num_nodes"], "num_edges": meta["num_edges"], **m,
@@ -140,6 +142,7 @@ def main() -> int:
     ap.add_argument("--shards", type=int, default=0,
                     help="> 0: write the store's edges as this many text shards and time `bgl ingest --distributed` "
                          "from them instead of `bgl partition --distributed` from the store")
+    ap.add_argument("--balance", default=None, help="--balance of the distributed path (default: its default)")
     ap.add_argument("--out", default=None, help="JSON file for the raw rows (default: WORK/distributed.json)")
     args = ap.parse_args()
     if args.share_worker:
@@ -156,7 +159,8 @@ def main() -> int:
     print(HEADER, flush=True)
     rows = []
     for ranks in (int(r) for r in args.ranks.split(",")):
-        rows.append(run(store, ranks, args.parts, work, args.engine, args.timeout, args.shards, args.engine_mode))
+        rows.append(run(store, ranks, args.parts, work, args.engine, args.timeout, args.shards, args.engine_mode,
+                        args.balance))
         print(fmt(rows[-1]), flush=True)
     print(f"load after: {Path('/proc/loadavg').read_text().strip()}", flush=True)
     Path(args.out or work / "distributed.json").write_text(json.dumps(rows, indent=2))

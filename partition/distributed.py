@@ -45,6 +45,7 @@ from bgl.store import GraphStore
 
 from . import engines
 from . import metrics as M
+from .dist_weights import DEFAULT_BALANCE, check_balance, vertex_weights
 from .engines import EngineMissing
 from .format import FORMAT_NAME, FORMAT_VERSION, META_FILE, ORIG_EIDS_FILE, ORIG_IDS_FILE, check_out_dir, open_partition
 
@@ -139,12 +140,13 @@ def _watch(work: WorkDir) -> subprocess.Popen:
 
 def partition_distributed(store_path, out_dir, num_parts: int, *, engine: str = "auto",
                           engine_mode: str | None = None, seed: int = 0, overwrite: bool = False,
-                          imbalance: float = 0.03, comm=None):
+                          imbalance: float = 0.03, balance: str = DEFAULT_BALANCE, comm=None):
     """Partition ``store_path`` into ``num_parts`` parts over the ranks of ``comm`` (default: all).
 
     ``engine`` : one of :data:`.engines.ENGINES`, or ``"auto"`` (:func:`.engines.resolve`: ParHIP where
     every rank has it, else PT-Scotch); ``engine_mode`` : one of its modes, None = its default
-    (ParHIP: ``fastsocial``).  Returns the opened :class:`~.format.PartitionBook` on every
+    (ParHIP: ``fastsocial``); ``balance`` : what the parts hold equal shares of
+    (:mod:`.dist_weights`: nodes and in-edges by default).  Returns the opened :class:`~.format.PartitionBook` on every
     rank.  Raises ValueError / FileExistsError / :class:`~.engines.EngineMissing` (the same on every
     rank) for bad arguments; a rank failing after the checks aborts the MPI job.
     """
@@ -153,6 +155,7 @@ def partition_distributed(store_path, out_dir, num_parts: int, *, engine: str = 
     size = comm.Get_size()
     engine = engines.resolve(engine, comm)
     try:
+        check_balance(balance)
         (store, mode), error = _check(store_path, out_dir, num_parts, engine, engine_mode, overwrite, size), None
     except Exception as e:  # noqa: BLE001 - every rank must learn of any rank's failed check
         store = mode = None
@@ -160,7 +163,7 @@ def partition_distributed(store_path, out_dir, num_parts: int, *, engine: str = 
     agree(comm, error)
     out = Path(out_dir)
     return run_guarded(comm, "partition", lambda: _run(store, out, int(num_parts), engine, mode, seed, overwrite,
-                                                        imbalance, comm))
+                                                        imbalance, balance, comm))
 
 
 def run_guarded(comm, command: str, work: Callable[[], T]) -> T:
@@ -187,7 +190,7 @@ def _report(e: BaseException, rank: int, size: int, command: str = "partition") 
 
 
 def _run(store: GraphStore, out: Path, num_parts: int, engine: str, mode: str | None, seed: int,
-         overwrite: bool, imbalance: float, comm):
+         overwrite: bool, imbalance: float, balance: str, comm):
     from . import dist_graph as G
     from . import dist_write as W
     from .dist_exchange import Exchange
@@ -197,12 +200,12 @@ def _run(store: GraphStore, out: Path, num_parts: int, engine: str, mode: str | 
     sl = G.read_slice(store, comm.Get_rank(), comm.Get_size())
     names, flags = W.split_flags(store, sl.lo, sl.hi)
     return partition_slice(store, sl, names, flags, out, num_parts, engine=engine, mode=mode, seed=seed,
-                           overwrite=overwrite, imbalance=imbalance, ex=ex, t0=t0)
+                           overwrite=overwrite, imbalance=imbalance, balance=balance, ex=ex, t0=t0)
 
 
 def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, num_parts: int, *, engine: str,
                     mode: str | None, seed: int, overwrite: bool, imbalance: float, ex, t0: float,
-                    command: str = "partition"):
+                    command: str = "partition", balance: str = DEFAULT_BALANCE):
     """Partition and write from every rank's :class:`~.dist_graph.Slice` (collective): the steps
     after reading, shared by a store's slices and edge-list shards (:mod:`.dist_ingest`).
 
@@ -221,14 +224,15 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
     xadj, adjncy = G.symmetric_csr(sl, ex, store.num_nodes)
     log.info("rank %d: nodes [%d, %d), %d in-edges, %d undirected entries (%.1f s)", rank, sl.lo, sl.hi,
              sl.src.size, adjncy.size, time.perf_counter() - t0)
+    train = typed.train_flags() if typed else flags[:, names.index("train")] if "train" in names else None
+    vwgt = None if num_parts == 1 else vertex_weights(balance, np.diff(sl.indptr), train, ex)
     part = np.zeros(sl.num_nodes, np.int64) if num_parts == 1 else engines.part_kway(
-        engine, comm, sl.vtxdist, xadj, adjncy, num_parts, imbalance=imbalance, seed=seed, mode=mode)
-    del xadj, adjncy
+        engine, comm, sl.vtxdist, xadj, adjncy, num_parts, imbalance=imbalance, seed=seed, mode=mode, vwgt=vwgt)
+    del xadj, adjncy, vwgt
     seconds = time.perf_counter() - t0
     log.info("rank %d: %s assigned %d parts (%.1f s since start)", rank, engine, num_parts, seconds)
     rel = G.relabel(part, num_parts, ex)
     new_src = G.translate(sl.src, sl, rel.new_ids, ex)
-    train = typed.train_flags() if typed else flags[:, names.index("train")] if "train" in names else None
     stats = _stats(sl, part, rel, new_src, train, num_parts, ex)
     t1 = time.perf_counter()
     work = watcher = None
@@ -257,7 +261,7 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
         sent = ex.allreduce_sum(np.array([ex.bytes_sent], np.int64))
         if rank == 0:
             _finish(store, work, out, overwrite, rel, written, stats, engine, mode, seed, imbalance, size,
-                    seconds, write_seconds, rss, int(sent[0]), typed.partition_meta() if typed else {})
+                    seconds, write_seconds, rss, int(sent[0]), typed.partition_meta() if typed else {}, balance)
         comm.Barrier()
     except BaseException as e:
         _report(e, rank, size, command)  # before the cleanup: the other ranks' aborts may end this one any moment
@@ -299,7 +303,7 @@ def _balance(load: np.ndarray) -> float:
 
 def _finish(store, work: WorkDir, out: Path, overwrite: bool, rel, written: np.ndarray, stats: dict, engine: str,
             mode: str | None, seed: int, imbalance: float, size: int, seconds: float, write_seconds: float,
-            rss: np.ndarray, sent: int, typed_meta: dict) -> None:
+            rss: np.ndarray, sent: int, typed_meta: dict, balance: str) -> None:
     """Rank 0: partition.json (``typed_meta`` : what a typed partition adds), a check that the
     directory opens, and the rename into place."""
     n, e = store.num_nodes, store.num_edges
@@ -316,7 +320,8 @@ def _finish(store, work: WorkDir, out: Path, overwrite: bool, rel, written: np.n
                                "peak_rss_bytes_per_rank": rss.tolist(),
                                "bytes_exchanged": sent}}
     meta = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "method": engine,
-            "params": {"seed": seed, "distributed": True, "ranks": size, "imbalance": imbalance, "engine_mode": mode},
+            "params": {"seed": seed, "distributed": True, "ranks": size, "imbalance": imbalance, "engine_mode": mode,
+                       "balance": balance},
             "num_parts": bounds.size - 1, "num_nodes": n, "num_edges": e, "source_store": str(store.path),
             "parts": parts, "metrics": metrics, **typed_meta}
     (work.path / META_FILE).write_text(json.dumps(meta, indent=2))

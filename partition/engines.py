@@ -102,8 +102,9 @@ def check(engine: str, mode: str | None = None) -> str | None:
 
 
 def part_kway(engine: str, comm, vtxdist, xadj, adjncy, num_parts: int, *, imbalance: float, seed: int,
-              mode: str | None):
+              mode: str | None, vwgt=None):
     """Each own vertex's part from ``engine`` (int64 [local n]; collective over ``comm``): the
-    engine module's ``part_kway`` on ParMETIS's distributed CSR (see :func:`.ptscotch.part_kway`)."""
+    engine module's ``part_kway`` on ParMETIS's distributed CSR (see :func:`.ptscotch.part_kway`);
+    ``vwgt`` : int64 [local n] vertex weights or None (:mod:`.dist_weights`)."""
     return _module(engine).part_kway(comm, vtxdist, xadj, adjncy, num_parts, imbalance=imbalance, seed=seed,
-                                     mode=mode)
+                                     mode=mode, vwgt=vwgt)

@@ -49,6 +49,12 @@ def add_engine_arguments(p) -> None:
     p.add_argument("--engine-mode", choices=ALL_MODES, default=None, metavar="MODE",
                    help=f"with --distributed: the engine's preset ({mode_help()}); the social ones are made for "
                         "power-law graphs")
+    from bgl.partition.dist_weights import BALANCES, DEFAULT_BALANCE
+
+    p.add_argument("--balance", choices=BALANCES, default=None,
+                   help=f"with --distributed: what every part holds an equal share of (the engine's vertex "
+                        f"weights): {DEFAULT_BALANCE} by default, also training nodes, or nodes only (the "
+                        "engines' own unit weights, which left one part ~3x the mean in-edges on R-MAT)")
 
 
 def parse_bytes(text: str) -> int:
@@ -101,6 +107,8 @@ def run(args) -> int:
         return run_distributed(args)
     if args.engine_mode is not None:
         raise ValueError("--engine-mode applies to --distributed (the one-machine path has --method)")
+    if args.balance is not None:
+        raise ValueError("--balance applies to --distributed (the one-machine path has --method)")
     params = {}
     if args.memory_budget is not None:
         if args.method not in ("bgl", "kaminpar"):
@@ -117,6 +125,7 @@ def run(args) -> int:
 
 def run_distributed(args) -> int:
     """``--distributed``: every rank partitions together (see :func:`on_ranks`)."""
+    from bgl.partition import dist_weights
     from bgl.partition.distributed import partition_distributed
 
     def work():
@@ -125,7 +134,8 @@ def run_distributed(args) -> int:
         if args.method != "bgl":  # the default; anything else was asked for and would be ignored
             raise ValueError(f"--method {args.method} is the one-machine partitioner; --distributed uses --engine")
         return partition_distributed(args.store, args.out, args.parts, engine=args.engine,
-                                     engine_mode=args.engine_mode, seed=args.seed, overwrite=args.overwrite)
+                                     engine_mode=args.engine_mode, seed=args.seed, overwrite=args.overwrite,
+                                     balance=args.balance or dist_weights.DEFAULT_BALANCE)
 
     return on_ranks(work)
 

@@ -176,8 +176,14 @@ def test_distributed_partition_is_the_one_machine_directory(engine, edge_store, 
     assert book.meta["method"] == m["distributed"]["engine"] == engine
     assert m["distributed"]["engine_mode"] == book.meta["params"]["engine_mode"] == (
         "fastsocial" if engine == "parhip" else None)
-    # both engines get the same node balance target (3 %), kept within rounding (PT-Scotch reaches ~1.05)
-    assert book.meta["params"]["imbalance"] == 0.03 and m["balance_nodes"] <= 1.06
+    # both engines get the same balance target (3 %) on the default weights, a node weighing as many edges
+    # as the mean in-degree (partition/dist_weights.py): every part's d * nodes + in-edges within ~1.06x
+    # of the mean (rounding; PT-Scotch reaches ~1.05)
+    assert book.meta["params"]["imbalance"] == 0.03 and book.meta["params"]["balance"] == "nodes+edges"
+    n, e = edge_store.num_nodes, edge_store.num_edges
+    d = max(1, round(e / n))
+    weights = [d * p["num_nodes"] + p["num_edges"] for p in book.meta["parts"]]
+    assert max(weights) <= 1.06 * (d * n + e) / parts, weights
     # a community graph: the engine cuts far less than a random split (~5/6 for 6 parts)
     assert m["edge_cut"] < 0.5
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
@@ -260,6 +266,15 @@ def test_the_default_engine_is_parhip_where_every_rank_has_it(mpi, parhip_lib, e
     book = open_partition(out)
     assert book.meta["method"] == book.metrics["distributed"]["engine"] == "parhip"
     assert book.metrics["distributed"]["engine_mode"] == "fastsocial"
+
+
+def test_balance_nodes_is_the_engines_unit_weights(mpi, parhip_lib, edge_store, tmp_path):
+    """``--balance nodes``: no vertex weights, node counts within the 3 % target, and the choice recorded."""
+    out = tmp_path / "nodes"
+    done = mpirun(2, [str(edge_store.path), str(out), "--parts", "3", "--engine", "parhip", "--balance", "nodes"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    book = open_partition(out)
+    assert book.meta["params"]["balance"] == "nodes" and book.metrics["balance_nodes"] <= 1.04
 
 
 def test_bad_arguments_fail_once_before_any_work(mpi, edge_store, tmp_path):
