@@ -90,10 +90,32 @@ class MpiHosts:
                "--host", ",".join(self.address(k) for k in self.keys),
                "--mca", "plm_rsh_agent", str(self.agent), "--mca", "plm_rsh_no_tree_spawn", "1",
                "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", subnet,
-               "--mca", "oob_tcp_if_include", subnet, *forward,
+               "--mca", "oob_tcp_if_include", subnet,
+               # the "hosts" share this machine's cores: a rank waiting in MPI must yield them, as
+               # ranks oversubscribing one host do (each daemon thinks its rank has a host alone)
+               "--mca", "mpi_yield_when_idle", "1", *forward,
                sys.executable, *(script or ["-m", "bgl"]), command, *args, "--distributed"]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=self.tmp_path,
-                              env={**os.environ, **MPI_ENV})
+        with subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              cwd=self.tmp_path, env={**os.environ, **MPI_ENV}) as proc:
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                where = self.processes()
+                proc.kill()
+                out, err = proc.communicate()
+                pytest.fail(f"mpirun did not end within {timeout:g} s; in the namespaces:\n{where}\n"
+                            f"--- stdout\n{out[-2000:]}\n--- stderr\n{err[-3000:]}")
+        return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+    def processes(self) -> str:
+        """What runs in each namespace now (pid, state, CPU, wait channel, command)."""
+        lines = []
+        for k in self.keys:
+            for pid in self.nets.pids(k):
+                done = subprocess.run(["ps", "-o", "pid=,stat=,pcpu=,time=,wchan:20=,args=", "-p", str(pid)],
+                                      capture_output=True, text=True)
+                lines.append(f"{k}: {done.stdout.strip()[:300]}")
+        return "\n".join(lines)
 
     def link_bytes(self) -> int:
         """Bytes so far through the other namespaces' veths (every byte between two ranks crosses one)."""
