@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Install iproute2 (`ip`, `ss`) so tests/launch/test_netns_launch.py can make network
+# Install iproute2 (`ip`, `ss`) so tests/launch/test_netns_launch.py and
+# tests/partition/test_distributed_netns.py can make network
 # namespaces. Idempotent; needs root and network to the Debian mirrors (as CI has).
-# The test itself creates and deletes its namespaces; nothing is configured system-wide.
+# The tests themselves create and delete their namespaces; nothing is configured system-wide.
 set -euo pipefail
 if command -v ip >/dev/null && command -v ss >/dev/null; then
   exit 0

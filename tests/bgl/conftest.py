@@ -12,10 +12,10 @@ import pytest
 SERVER_TOKEN = "test-token"
 
 
-def _launch_part_server(book, k: int, root, bind: str) -> tuple:
+def _launch_part_server(book, k: int, root, bind: str, prefix=()) -> tuple:
     ready = root / f"ready-{k}-{time.monotonic_ns()}.json"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bgl", "serve", "--partition", str(book.path), "--part", str(k),
+        [*prefix, sys.executable, "-m", "bgl", "serve", "--partition", str(book.path), "--part", str(k),
          "--bind", bind, "--token", SERVER_TOKEN, "--threads", "1", "--ready-file", str(ready)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     return proc, ready
@@ -34,10 +34,11 @@ def _await_part_server(proc, ready, k: int) -> str:
     return json.loads(ready.read_text())["address"]
 
 
-def start_part_server(book, k: int, root, bind: str = "tcp://127.0.0.1:*") -> tuple:
-    """Start a real ``bgl serve`` of part ``k`` of ``book`` bound to ``bind``; ``(process, address)`` once it
-    is ready (a ready file under ``root`` names the port it picked). The caller stops it (:func:`stop_server`)."""
-    proc, ready = _launch_part_server(book, k, root, bind)
+def start_part_server(book, k: int, root, bind: str = "tcp://127.0.0.1:*", prefix=()) -> tuple:
+    """Start a real ``bgl serve`` of part ``k`` of ``book`` bound to ``bind`` (under the command ``prefix``,
+    e.g. one entering a network namespace); ``(process, address)`` once it is ready (a ready file under
+    ``root`` names the port it picked). The caller stops it (:func:`stop_server`)."""
+    proc, ready = _launch_part_server(book, k, root, bind, prefix)
     return proc, _await_part_server(proc, ready, k)
 
 

@@ -2,6 +2,7 @@
 and an orphan scan.  Every launcher and every process it starts is cleaned up."""
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -334,6 +335,19 @@ def run_in(ns: str | None, argv: list[str], **kwargs) -> subprocess.CompletedPro
                           timeout=kwargs.pop("timeout", 60), **kwargs)
 
 
+def require_namespaces() -> None:
+    """Skip (saying why) without root; install iproute2 through .ci/setup-netns.sh if missing."""
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces need root (ip netns add)")
+    if shutil.which("ip") and shutil.which("ss"):
+        return
+    setup = REPO / ".ci" / "setup-netns.sh"
+    done = subprocess.run(["bash", str(setup)], capture_output=True, text=True, timeout=600)
+    if done.returncode != 0 or not (shutil.which("ip") and shutil.which("ss")):
+        pytest.skip(f"iproute2 (ip, ss) is not installed and {setup} could not install it: "
+                    f"{(done.stderr or done.stdout).strip()[-500:]}")
+
+
 class Namespaces:
     """Network namespaces ``{key: name}`` on one bridge inside the first; each key gets the
     address given.  :meth:`remove` kills whatever runs in them and deletes them."""
@@ -369,6 +383,15 @@ class Namespaces:
         if done.returncode != 0:
             pytest.skip(f"cannot build the namespaces' network (ip -n {ns} {' '.join(args)}): "
                         f"{done.stderr.strip()}")
+
+    def link_bytes(self, key: str) -> int:
+        """Bytes received plus sent so far by namespace ``key``'s end of the network: its ``eth0``
+        (its veth to the bridge), the bridge ``br0`` in the first; loopback is not counted."""
+        hub = next(iter(self.names))
+        done = run_in(None, ["ip", "-n", self.names[key], "-s", "-j", "link", "show", "dev",
+                             "br0" if key == hub else "eth0"])
+        stats = json.loads(done.stdout)[0]["stats64"]
+        return int(stats["rx"]["bytes"]) + int(stats["tx"]["bytes"])
 
     def pids(self, key: str) -> list[int]:
         """Processes in namespace ``key`` now."""

@@ -17,13 +17,14 @@ namespaces, and fails the test if a namespace survives.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+
+from .conftest import require_namespaces
 
 SUBNET = "10.77.0"
 LAUNCHER_IP, HOST_IPS = f"{SUBNET}.1", (f"{SUBNET}.2", f"{SUBNET}.3")
@@ -64,19 +65,6 @@ def listening_ports(ns: str) -> set[int]:
     done = subprocess.run(["ip", "netns", "exec", ns, "ss", "-Htln"], capture_output=True, text=True,
                           timeout=30, check=True)
     return {int(line.split()[3].rsplit(":", 1)[1]) for line in done.stdout.splitlines() if line.strip()}
-
-
-def require_namespaces() -> None:
-    """Skip (saying why) without root; install iproute2 through .ci/setup-netns.sh if missing."""
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root (ip netns add)")
-    if shutil.which("ip") and shutil.which("ss"):
-        return
-    setup = Path(__file__).resolve().parents[2] / ".ci" / "setup-netns.sh"
-    done = subprocess.run(["bash", str(setup)], capture_output=True, text=True, timeout=600)
-    if done.returncode != 0 or not (shutil.which("ip") and shutil.which("ss")):
-        pytest.skip(f"iproute2 (ip, ss) is not installed and {setup} could not install it: "
-                    f"{(done.stderr or done.stdout).strip()[-500:]}")
 
 
 def build_network(names: dict[str, str]) -> None:

@@ -80,19 +80,32 @@ def _arrays(path):
                                                          ("ptscotch", 3, 4, ["--keep-duplicates", "--keep-self-loops"]),
                                                          ("parhip", 2, 3, ["--symmetrize"])], indirect=["engine"])
 def test_shards_give_the_one_machine_partition(engine, tmp_path, ranks, parts, flags):
+    node_data = ranks == 2  # the 2-rank cases also read node data and edge times, and serve
+    book, store, feat = shards_give_the_one_machine_partition(mpirun_ingest, tmp_path, engine, ranks, parts, flags,
+                                                              node_data=node_data)
+    if node_data:
+        _serves_the_store(book, store, tmp_path, feat)
+
+
+def shards_give_the_one_machine_partition(run, tmp_path, engine: str, ranks: int, parts: int, flags: list[str], *,
+                                          node_data: bool):
+    """``run(ranks, args)`` (``bgl ingest ARGS --distributed`` on ``ranks`` ranks) of shards of a
+    community graph into ``tmp_path/dist``, checked against a one-machine ``bgl ingest`` of the
+    concatenated shards and the one-machine writer of the same assignment: the same edges, edge ids,
+    node data (``node_data``: features, labels and edge times too) and layout.  Returns ``(partition,
+    one-machine store, features)``."""
     edges = _edges(ranks)
     out = tmp_path / "dist"
     rng = np.random.default_rng(ranks)
     feat, label = rng.standard_normal((N, 3)).astype(np.float32), rng.integers(-1, 5, N)
-    if ranks == 2:  # node data from .npy memmaps, each rank reading its rows; edge times (repeats differ)
+    if node_data:  # node data from .npy memmaps, each rank reading its rows; edge times (repeats differ)
         np.save(tmp_path / "feat.npy", feat)
         np.save(tmp_path / "label.npy", label)
         flags = [*flags, "--feat", str(tmp_path / "feat.npy"), "--label", str(tmp_path / "label.npy"),
                  "--edge-time-column", "2"]
         edges = np.concatenate([edges, rng.integers(0, 10**12, (edges.shape[0], 1))], axis=1)
     pattern = _write_shards(tmp_path, edges)
-    done = mpirun_ingest(ranks, [pattern, str(out), "--parts", str(parts), "--num-nodes", str(N), "--engine", engine,
-                                 *flags])
+    done = run(ranks, [pattern, str(out), "--parts", str(parts), "--num-nodes", str(N), "--engine", engine, *flags])
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("wrote ") == 1
     book = open_partition(out)
@@ -101,24 +114,24 @@ def test_shards_give_the_one_machine_partition(engine, tmp_path, ranks, parts, f
     whole.write_text("".join(" ".join(map(str, row)) + "\n" for row in edges))
     store = ingest(whole, tmp_path / "store", "edgelist", num_nodes=N, symmetrize="--symmetrize" in flags,
                    remove_self_loops="--keep-self-loops" not in flags, dedupe="--keep-duplicates" not in flags,
-                   **({"edge_time_column": 2} if ranks == 2 else {}))
+                   **({"edge_time_column": 2} if node_data else {}))
     assert book.num_edges == store.num_edges
     assert book.meta["method"] == engine
     one = write_partition(store, part_of(book), parts, tmp_path / "one", method=engine)
     assert np.array_equal(book.orig_ids, one.orig_ids) and np.array_equal(book.orig_eids, one.orig_eids)
     names, in_split = hash_splits(0, N, 0)
-    if ranks == 2:
+    if node_data:
         in_split[label < 0] = 0  # as one machine splits: labelled nodes only
     orig = np.asarray(book.orig_ids)
     for k in range(parts):
         got, want = _arrays(book.part_path(k)), _arrays(one.part_path(k))
         lo, hi = book.bounds[k], book.bounds[k + 1]
-        if ranks == 2:
+        if node_data:
             assert np.array_equal(got.pop("feat.npy"), feat[orig[lo:hi]])
             assert np.array_equal(got.pop("label.npy"), label[orig[lo:hi]])
             assert book.part_store(k).num_classes == 5
         assert got.keys() == want.keys() and all(np.array_equal(got[f], want[f]) for f in got), k
-        if ranks == 2:  # the first occurrence's time of a repeated edge, as on one machine
+        if node_data:  # the first occurrence's time of a repeated edge, as on one machine
             times = book.part_store(k).edge_array("timestamp")
             assert times.dtype == np.int64 and np.array_equal(times, one.part_store(k).edge_array("timestamp"))
         for j, split in enumerate(names):  # the split each node's id hashes to, in new ids
@@ -127,8 +140,7 @@ def test_shards_give_the_one_machine_partition(engine, tmp_path, ranks, parts, f
     assert [{**p, "num_train": 0} for p in book.meta["parts"]] == [{**p, "num_train": 0} for p in one.meta["parts"]]
     assert book.metrics["edge_cut"] < 0.5  # the engine saw the communities
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
-    if ranks == 2:
-        _serves_the_store(book, store, tmp_path, feat)
+    return book, store, feat
 
 
 def _serves_the_store(book, store, tmp_path, feat):
@@ -164,11 +176,16 @@ def test_bad_shards_fail_with_one_line_and_leave_nothing(mpi, tmp_path):
     for prepare, source, want, *more in cases:
         prepare()
         done = mpirun_ingest(3, [source, str(out), "--parts", "3", "--num-nodes", str(N), *more])
-        assert done.returncode != 0
-        errors = [line for line in done.stderr.splitlines() if "error:" in line]
-        # the same error raised on every rank (none aborts the job): rank 0 prints it, naming the rank
-        # that found it, not as a failing rank's "rank R of 3 on HOST: IngestError" line before MPI_Abort
-        assert len(errors) == 1 and re.match(rf"bgl ingest: error: (rank [12]: )?{re.escape(want)}", errors[0]), \
-            done.stderr[-2000:]
-        assert "MPI_ABORT" not in done.stderr
+        assert_one_error_line(done, want)
         assert sorted(p.name for p in tmp_path.iterdir()) == ["shards"]
+
+
+def assert_one_error_line(done, want: str) -> None:
+    """``done`` (a ``bgl ingest --distributed`` job of 3 ranks) failed with one error line, ``want``."""
+    assert done.returncode != 0
+    errors = [line for line in done.stderr.splitlines() if "error:" in line]
+    # the same error raised on every rank (none aborts the job): rank 0 prints it, naming the rank
+    # that found it, not as a failing rank's "rank R of 3 on HOST: IngestError" line before MPI_Abort
+    assert len(errors) == 1 and re.match(rf"bgl ingest: error: (rank [12]: )?{re.escape(want)}", errors[0]), \
+        done.stderr[-2000:]
+    assert "MPI_ABORT" not in done.stderr

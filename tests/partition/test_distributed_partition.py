@@ -149,11 +149,19 @@ def test_distributed_partition_is_the_one_machine_directory(engine, edge_store, 
     out = tmp_path / "dist"
     done = mpirun(ranks, [str(edge_store.path), str(out), "--parts", str(parts), "--engine", engine])
     assert done.returncode == 0, done.stderr[-3000:]
+    assert_one_machine_directory(done, edge_store, out, tmp_path, engine, ranks, parts)
+
+
+def assert_one_machine_directory(done, store: GraphStore, out: Path, tmp_path: Path, engine: str, ranks: int,
+                                 parts: int):
+    """The partition ``done`` (a finished ``bgl partition --distributed``) wrote at ``out`` is the directory
+    the one-machine writer makes of ``store`` for the same assignment, with exactly the store's edges and
+    the one-machine metrics; returns it opened."""
     assert done.stdout.count("wrote ") == 1  # rank 0 reports, the others stay quiet
     book = open_partition(out)
     assign = part_of(book)
     assert np.bincount(assign, minlength=parts).min() > 0
-    one = write_partition(edge_store, assign, parts, tmp_path / "one", method=engine)
+    one = write_partition(store, assign, parts, tmp_path / "one", method=engine)
     for k in range(parts):
         same_dirs(book.part_path(k), one.part_path(k))
     assert np.array_equal(book.orig_ids, one.orig_ids) and np.array_equal(book.orig_eids, one.orig_eids)
@@ -162,10 +170,10 @@ def test_distributed_partition_is_the_one_machine_directory(engine, edge_store, 
     got = np.concatenate([book.orig_ids[np.repeat(np.arange(book.bounds[k], book.bounds[k + 1]),
                                                   np.diff(book.part_store(k).indptr))] * book.num_nodes
                           + book.orig_ids[np.asarray(book.part_store(k).indices)] for k in range(parts)])
-    dst = np.repeat(np.arange(edge_store.num_nodes), np.diff(edge_store.indptr))
-    assert np.array_equal(np.sort(got), np.sort(dst * edge_store.num_nodes + np.asarray(edge_store.indices)))
+    dst = np.repeat(np.arange(store.num_nodes), np.diff(store.indptr))
+    assert np.array_equal(np.sort(got), np.sort(dst * store.num_nodes + np.asarray(store.indices)))
     # the metrics the one-machine path computes, from the ranks' sums
-    graph = GraphInput.from_store(edge_store)
+    graph = GraphInput.from_store(store)
     m = book.metrics
     assert m["edge_cut"] == pytest.approx(M.edge_cut(graph, assign))
     bal = M.balance(graph, assign, parts)
@@ -186,7 +194,8 @@ def test_distributed_partition_is_the_one_machine_directory(engine, edge_store, 
     assert max(weights) <= 1.06 * (d * n + e) / parts, weights
     # a community graph: the engine cuts far less than a random split (~5/6 for 6 parts)
     assert m["edge_cut"] < 0.5
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]
+    return book
 
 
 def test_distributed_partition_serves_the_store(mpi, edge_store, tmp_path):
@@ -247,6 +256,12 @@ def test_a_failing_rank_ends_the_job_and_leaves_nothing(engine, edge_store, tmp_
     assert time.monotonic() - t0 < 45
     if how == "raise":
         assert "rank 1 of 3" in done.stderr and "disk full (injected)" in done.stderr
+    assert_left_nothing(out)
+
+
+def assert_left_nothing(out: Path) -> None:
+    """Neither ``out`` nor anything else is in its (otherwise empty) parent once a failed job has
+    ended, and no process mentions it."""
     deadline = time.monotonic() + 15  # rank 0's watcher removes its work dir once rank 0 is gone
     while list(out.parent.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.1)
