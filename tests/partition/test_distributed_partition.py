@@ -188,7 +188,7 @@ def assert_one_machine_directory(done, store: GraphStore, out: Path, tmp_path: P
     # as the mean in-degree (partition/dist_weights.py): every part's d * nodes + in-edges within ~1.06x
     # of the mean (rounding; PT-Scotch reaches ~1.05)
     assert book.meta["params"]["imbalance"] == 0.03 and book.meta["params"]["balance"] == "nodes+edges"
-    n, e = edge_store.num_nodes, edge_store.num_edges
+    n, e = store.num_nodes, store.num_edges
     d = max(1, round(e / n))
     weights = [d * p["num_nodes"] + p["num_edges"] for p in book.meta["parts"]]
     assert max(weights) <= 1.06 * (d * n + e) / parts, weights
