@@ -25,15 +25,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-CHILD = r'''
-import json, sys, time
-t0 = time.perf_counter()
-import numpy as np, torch, bgl
-store_path, pipeline, epochs, setup = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
-store = bgl.GraphStore(store_path)
-t1 = time.perf_counter()
-loader = bgl.DataLoader(store_path, np.asarray(store.train_idx), bgl.NeighborSampler([10, 10]), batch_size=64,
-                        shuffle=True, pipeline=pipeline)
+# What both children run once their loader exists: the script's set-up, the epochs, one JSON line.
+EPOCHS = r'''
 t2 = time.perf_counter()
 if setup:  # the script's own set-up: a model and its optimizer (Adam's first construction imports torch._dynamo)
     model = torch.nn.Linear(store.feat_dim, 16)
@@ -45,9 +38,19 @@ for _ in range(epochs):
     for _ in loader:
         pass
     times.append(time.perf_counter() - t)
-loader.close()
 print(json.dumps({"import": t1 - t0, "construct": t2 - t1, "setup": t3 - t2, "epochs": times}))
 '''
+
+CHILD = r'''
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np, torch, bgl
+store_path, pipeline, epochs, setup = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+store = bgl.GraphStore(store_path)
+t1 = time.perf_counter()
+loader = bgl.DataLoader(store_path, np.asarray(store.train_idx), bgl.NeighborSampler([10, 10]), batch_size=64,
+                        shuffle=True, pipeline=pipeline)
+''' + EPOCHS + "loader.close()\n"
 
 # The anchor: DGL's loader over the store's graph (bench/dataloader.py's DGLGraph), the same batches' shape.
 DGL_CHILD = r'''
@@ -63,19 +66,7 @@ t1 = time.perf_counter()
 loader = dgl.dataloading.DataLoader(g, torch.from_numpy(np.asarray(store.train_idx)),
                                     dgl.dataloading.NeighborSampler([10, 10]), batch_size=64, shuffle=True,
                                     num_workers=workers)
-t2 = time.perf_counter()
-if setup:
-    model = torch.nn.Linear(store.feat_dim, 16)
-    torch.optim.Adam(model.parameters(), lr=0.01)
-t3 = time.perf_counter()
-times = []
-for _ in range(epochs):
-    t = time.perf_counter()
-    for _ in loader:
-        pass
-    times.append(time.perf_counter() - t)
-print(json.dumps({"import": t1 - t0, "construct": t2 - t1, "setup": t3 - t2, "epochs": times}))
-'''
+''' + EPOCHS
 
 
 def main(argv=None) -> int:
