@@ -48,6 +48,7 @@ from . import dist_shards as S
 from . import distributed as D
 from . import engines
 from .format import check_out_dir
+from .phase_memory import PhaseMemory
 
 log = logging.getLogger(__name__)
 
@@ -129,9 +130,11 @@ def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symme
         from .dist_exchange import Exchange
 
         ex = Exchange(comm)
+        mem = PhaseMemory()
         t0 = time.perf_counter()
-        sl, times = read_shards(shards, int(num_nodes), ex, symmetrize=sym, remove_self_loops=remove_self_loops,
-                                dedupe=dedupe, chunk_bytes=chunk_bytes, time_column=edge_time_column)
+        with mem.phase("read"):
+            sl, times = read_shards(shards, int(num_nodes), ex, symmetrize=sym, remove_self_loops=remove_self_loops,
+                                    dedupe=dedupe, chunk_bytes=chunk_bytes, time_column=edge_time_column)
         total = int(ex.allreduce_sum(np.array([sl.src.size], np.int64))[0])
         graph = ShardGraph(str(source), int(num_nodes), total, _Meta(Path(str(source)).parent.name or "graph"),
                            **node_data)
@@ -146,7 +149,8 @@ def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symme
             flags[labels < 0] = 0
             graph.num_classes = int(ex.allgather(np.array([labels.max(initial=-1)], np.int64)).max()) + 1
         return D.partition_slice(graph, sl, names, flags, Path(out_dir), int(num_parts), engine=engine, mode=mode,
-                                 seed=seed, overwrite=overwrite, imbalance=imbalance, ex=ex, t0=t0, command="ingest")
+                                 seed=seed, overwrite=overwrite, imbalance=imbalance, ex=ex, t0=t0, command="ingest",
+                                 mem=mem)
 
     return D.run_guarded(comm, "ingest", work)
 
