@@ -223,7 +223,7 @@ def relabel(part: np.ndarray, num_parts: int, ex: Exchange) -> Relabel:
 
 
 #: Ids looked up per step when :func:`translate` maps ids to answers (bounds its temporaries).
-TRANSLATE_CHUNK = 1 << 24
+TRANSLATE_CHUNK = 1 << 22
 
 
 def translate(ids: np.ndarray, sl: Slice, new_ids: np.ndarray, ex: Exchange, dtype=np.int64) -> np.ndarray:

@@ -88,13 +88,19 @@ for xadj, adj in (keyed, pairs, fallback):
     assert xadj.dtype == np.int64 and adj.dtype == np.int64
     got = [(lo + r, int(adj[j])) for r in range(hi - lo) for j in range(xadj[r], xadj[r + 1])]
     assert got == want, (rank, got[:10], want[:10])
+G.TRANSLATE_CHUNK = 7  # many look-up chunks
+new_of = np.random.default_rng(1).permutation(n)  # a new id for every node, as relabel gives
+for dtype in (np.int64, np.int32):
+    got = G.translate(mine, sl, new_of[lo:hi], ex, dtype)
+    assert got.dtype == dtype and np.array_equal(got, new_of[mine.astype(np.int64)]), rank
 print("ok", rank)
 """
 
 
 @pytest.mark.parametrize("dtype,round_bytes", [("int32", 24), ("int64", 1 << 20)])
-def test_key_csr_equals_the_pair_csr_and_a_brute_force(mpi, tmp_path, dtype, round_bytes):
-    """3 ranks, int32 (a store's memory-mapped rows) or int64 ids, tiny or large exchange rounds."""
+def test_key_csr_equals_the_pair_csr_and_a_brute_force_and_ids_translate(mpi, tmp_path, dtype, round_bytes):
+    """3 ranks, int32 (a store's memory-mapped rows) or int64 ids, tiny or large exchange rounds; and
+    the chunked id translation against a permutation."""
     script = tmp_path / "csr.py"
     script.write_text(CSR)
     cmd = ["mpirun", "--oversubscribe", "-n", "3", sys.executable, str(script), dtype, str(round_bytes)]
