@@ -22,6 +22,13 @@ or v1 ``memory.limit_in_bytes``; needs root), which the rank joins before it sta
 are removed afterwards, and each group's own peak (``memory.peak`` / ``max_usage_in_bytes``, page
 cache included) and limit hits are reported next to the ranks' peak RSS.
 
+``--netns`` puts every rank on a host of its own: one Linux network namespace per rank on a bridge
+(``10.81.0.0/24``), as tests/partition/test_distributed_netns.py runs them: ``mpirun`` in the first,
+an rsh agent entering the namespace of each ``--host`` address, ``--mca btl tcp,self`` and the
+subnet in ``btl_tcp_if_include`` / ``oob_tcp_if_include``, so every exchanged byte crosses a veth
+(the row reports the veths' byte count next to the ranks' own).  Needs root and iproute2; the
+namespaces are deleted afterwards.
+
 Prints one markdown row per rank count, then each rank's peak RSS phase by phase
 (``metrics["distributed"]["phases"]``: reading the slice, the symmetric CSR, the engine, id
 translation, shipping the rows, writing) in MiB and in bytes per local in-edge above the rank's
@@ -146,8 +153,83 @@ class RankGroups:
                     time.sleep(0.1)
 
 
+SUBNET = "10.81.0"  # apart from the tests' 10.77 (launch), 10.78 (Slurm), 10.79 (distributed netns)
+AGENT = """#!/bin/sh
+host=$1
+shift
+case $host in
+{cases}
+  *) echo "rsh agent: no namespace has address $host" >&2; exit 255;;
+esac
+exec nsenter --net=/run/netns/$ns env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$HOME" /bin/sh -c "$*"
+"""
+
+
+class Hosts:
+    """``ranks`` network namespaces on a bridge in the first (addresses ``SUBNET.1`` ...), created
+    on entry, everything in them killed and the namespaces deleted on exit."""
+
+    def __init__(self, ranks: int, work: Path):
+        self.names = [f"bglrm{os.getpid() % 10000}n{r}" for r in range(ranks)]
+        self.addresses = [f"{SUBNET}.{r + 1}" for r in range(ranks)]
+        self.agent = work / "rsh-agent.sh"
+
+    @staticmethod
+    def _ip(*args: str) -> None:
+        subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+    def __enter__(self):
+        for ns in self.names:
+            self._ip("netns", "add", ns)
+            self._ip("-n", ns, "link", "set", "lo", "up")
+        hub = self.names[0]
+        self._ip("-n", hub, "link", "add", "br0", "type", "bridge")
+        self._ip("-n", hub, "addr", "add", f"{self.addresses[0]}/24", "dev", "br0")
+        self._ip("-n", hub, "link", "set", "br0", "up")
+        for i, (ns, addr) in enumerate(zip(self.names[1:], self.addresses[1:])):
+            self._ip("-n", hub, "link", "add", f"veth{i}", "type", "veth", "peer", "name", "eth0", "netns", ns)
+            self._ip("-n", hub, "link", "set", f"veth{i}", "master", "br0", "up")
+            self._ip("-n", ns, "addr", "add", f"{addr}/24", "dev", "eth0")
+            self._ip("-n", ns, "link", "set", "eth0", "up")
+        cases = "\n".join(f"  {a}) ns={n};;" for n, a in zip(self.names, self.addresses))
+        self.agent.write_text(AGENT.format(cases=cases))
+        self.agent.chmod(0o755)
+        return self
+
+    def link_bytes(self) -> int:
+        """Bytes through the other namespaces' veths so far (rx + tx of their eth0)."""
+        total = 0
+        for ns in self.names[1:]:  # /proc/net/dev is the reading process's namespace's (/sys is not)
+            done = subprocess.run(["nsenter", f"--net=/run/netns/{ns}", "cat", "/proc/net/dev"],
+                                  capture_output=True, text=True, check=True)
+            for line in done.stdout.splitlines():
+                name, _, fields = line.partition(":")
+                if name.strip() == "eth0":
+                    total += int(fields.split()[0]) + int(fields.split()[8])
+        return total
+
+    def mpirun_prefix(self) -> list[str]:
+        forward = [a for name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "DGLBACKEND") for a in ("-x", name)]
+        if os.environ.get("BGL_PARHIP_DIR"):
+            forward += ["-x", "BGL_PARHIP_DIR"]
+        subnet = f"{SUBNET}.0/24"
+        return ["nsenter", f"--net=/run/netns/{self.names[0]}", "mpirun", "-n", str(len(self.names)),
+                "--host", ",".join(self.addresses), "--mca", "plm_rsh_agent", str(self.agent),
+                "--mca", "plm_rsh_no_tree_spawn", "1", "--mca", "btl", "tcp,self",
+                "--mca", "btl_tcp_if_include", subnet, "--mca", "oob_tcp_if_include", subnet, *forward]
+
+    def __exit__(self, *exc):
+        for ns in self.names:
+            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, ValueError):
+                    os.kill(int(pid), 9)
+            time.sleep(0.2)
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
 def run(store, ranks: int, parts: int, work: Path, engine: str, timeout: float, shards: int = 0,
-        mode: str | None = None, mem_max: int = 0) -> dict:
+        mode: str | None = None, mem_max: int = 0, netns: bool = False) -> dict:
     out = work / (f"dist-{store.path.name}-{engine}{'-' + mode if mode else ''}-r{ranks}-p{parts}"
                   + (f"-s{shards}" if shards else ""))
     engine_args = ["--engine", engine, *(["--engine-mode", mode] if mode else [])]
@@ -159,17 +241,25 @@ def run(store, ranks: int, parts: int, work: Path, engine: str, timeout: float, 
         cmd = ["mpirun", "--oversubscribe", "-n", str(ranks), sys.executable, "-m", "bgl", "partition",
                str(store.path), str(out), "--parts", str(parts), "--distributed", *engine_args, "--overwrite"]
     load = [Path("/proc/loadavg").read_text().split()[0]]
-    with RankGroups(ranks, mem_max) if mem_max else contextlib.nullcontext() as groups:
+    link = None
+    with contextlib.ExitStack() as stack:
+        groups = stack.enter_context(RankGroups(ranks, mem_max)) if mem_max else None
+        hosts = stack.enter_context(Hosts(ranks, work)) if netns else None
         if groups is not None:
             cmd = cmd[:4] + groups.wrap(cmd[4:])  # after `mpirun --oversubscribe -n R`
+        if hosts is not None:
+            cmd = hosts.mpirun_prefix() + cmd[4:]
+            before = hosts.link_bytes()
         t0 = time.perf_counter()
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **MPI_ENV})
         wall = time.perf_counter() - t0
         cgroup = groups.usage() if groups is not None else None
+        if hosts is not None:
+            link = hosts.link_bytes() - before
     load.append(Path("/proc/loadavg").read_text().split()[0])
     if done.returncode != 0:
         return {"ranks": ranks, "parts": parts, "error": done.stderr.strip()[-1000:], "cgroup": cgroup,
-                "load": load, "wall_seconds": wall}
+                "load": load, "wall_seconds": wall, "netns": netns}
     meta = json.loads((out / "partition.json").read_text())
     batches = 200 if store.num_edges < 5_000_000 else 40
     worker = subprocess.run([sys.executable, __file__, "--share-worker", str(store.path), str(out), str(batches)],
@@ -180,6 +270,7 @@ def run(store, ranks: int, parts: int, work: Path, engine: str, timeout: float, 
     engine = engine + (f" {m['distributed']['engine_mode']}" if m["distributed"].get("engine_mode") else "")
     return {"dataset": store.path.name + (f" ({shards} text shards)" if shards else ""), "engine": engine,
             "ranks": ranks, "parts": parts, "wall_seconds": wall, "load": load, "cgroup": cgroup,
+            "netns": netns, "link_bytes": link,
             "num_nodes": meta["num_nodes"], "num_edges": meta["num_edges"], **m,
             **json.loads(worker.stdout.strip().splitlines()[-1])}
 
@@ -210,6 +301,9 @@ def fmt_phases(r: dict) -> str:
     for p in d["phases"]:
         cells = [f"{pk / 2**20:.0f} | {(pk - b) / max(e, 1):.1f}" for pk, b, e in zip(p["peak_bytes_per_rank"], base, edges)]
         lines.append(f"| {p['name']} | {max(p['seconds_per_rank']):.1f} | " + " | ".join(cells) + " |")
+    if r.get("netns"):
+        lines.append(f"one network namespace per rank; the veths carried {r['link_bytes'] / 2**20:.0f} MiB "
+                     f"(rx + tx; the ranks counted {d['bytes_exchanged'] / 2**20:.0f} MiB sent)")
     if r.get("cgroup"):
         c = r["cgroup"]
         lines.append(f"cgroup limit {c['limit_bytes'] / 2**20:.0f} MiB per rank; group peaks (page cache included) "
@@ -234,6 +328,8 @@ def main() -> int:
                          "from them instead of `bgl partition --distributed` from the store")
     ap.add_argument("--mem-max-mib", type=int, default=0,
                     help="> 0: cap each rank's memory at this many MiB with a memory cgroup per rank (root)")
+    ap.add_argument("--netns", action="store_true",
+                    help="one network namespace per rank on a bridge, MPI over TCP between them (root, iproute2)")
     ap.add_argument("--out", default=None, help="JSON file for the raw rows (default: WORK/distributed.json)")
     args = ap.parse_args()
     if args.share_worker:
@@ -251,7 +347,7 @@ def main() -> int:
     rows = []
     for ranks in (int(r) for r in args.ranks.split(",")):
         rows.append(run(store, ranks, args.parts, work, args.engine, args.timeout, args.shards, args.engine_mode,
-                        args.mem_max_mib * 2**20))
+                        args.mem_max_mib * 2**20, args.netns))
         print(fmt(rows[-1]), flush=True)
     for r in rows:
         print(fmt_phases(r), flush=True)
