@@ -144,10 +144,7 @@ def write_parts(store: GraphStore, got: Rows, rel: Relabel, work: Path, split_na
         if not np.array_equal(part.nodes["new_id"], np.arange(s, e, dtype=np.int64)):
             raise RuntimeError(f"part {k}: received nodes do not cover new ids [{s}, {e})")
         write_slice(work / ORIG_IDS_FILE, s, part.nodes["orig_id"])
-        eids = np.empty(int(indptr[-1]), np.int64)
-        _kernels.row_ranges(part.nodes["eid0"], part.nodes["deg"], eids)
-        write_slice(work / ORIG_EIDS_FILE, int(edge_bounds[k]), eids)
-        del eids
+        _write_edge_ids(work / ORIG_EIDS_FILE, int(edge_bounds[k]), part.nodes["eid0"], part.nodes["deg"], indptr)
         # Each rank's store writers work in a directory of their own: writers sharing one directory
         # clean up after each other's dead runs, and one's scan can catch another's lock file in
         # the instant between its creation and its flock (bgl.output_dir.WorkDir), failing it.
@@ -191,6 +188,21 @@ def _take_lazily(rows: Rows, order: np.ndarray) -> tuple[Rows, np.ndarray]:
     _kernels.row_positions(ptr, order, pos)
     taken = Rows({k: v[order] for k, v in rows.nodes.items()}, _TakenEdges(rows.edges, pos))
     return taken, taken.indptr
+
+
+#: Nodes whose edge ids :func:`_write_edge_ids` expands and writes at a time (bounds its buffer).
+EID_CHUNK_NODES = 1 << 20
+
+
+def _write_edge_ids(path: Path, start: int, eid0: np.ndarray, deg: np.ndarray, indptr: np.ndarray) -> None:
+    """A part's original edge ids (each node's ``deg`` ids from its ``eid0``, nodes in order) into
+    rows ``start + indptr[0] ...`` of ``orig_eids.npy``, a chunk of nodes at a time: 8 B per edge of
+    a chunk, not of the part (the writer of the heaviest part holds most of the graph's edges)."""
+    for a in range(0, deg.size, EID_CHUNK_NODES):
+        b = min(a + EID_CHUNK_NODES, deg.size)
+        ids = np.empty(int(indptr[b] - indptr[a]), np.int64)
+        _kernels.row_ranges(eid0[a:b], deg[a:b], ids)
+        write_slice(path, start + int(indptr[a]), ids)
 
 
 def write_slice(path: Path, start: int, values: np.ndarray) -> None:

@@ -40,6 +40,19 @@ def test_slice_keys_and_unique_sorted_match_a_brute_force():
     assert _kernels.unique_sorted(np.empty(0, np.int64)) == 0
 
 
+def test_edge_ids_are_written_a_chunk_of_nodes_at_a_time(tmp_path, monkeypatch):
+    from bgl.partition import dist_write as W
+
+    monkeypatch.setattr(W, "EID_CHUNK_NODES", 2)  # several chunks, one across an empty row
+    deg = np.array([3, 0, 2, 4, 1], np.int64)
+    eid0 = np.array([10, 99, 40, 0, 7], np.int64)
+    indptr = np.concatenate([[0], np.cumsum(deg)])
+    path = tmp_path / "orig_eids.npy"
+    np.save(path, np.full(14, -1, np.int64))
+    W._write_edge_ids(path, 2, eid0, deg, indptr)
+    assert np.load(path).tolist() == [-1, -1, 10, 11, 12, 40, 41, 0, 1, 2, 3, 7, -1, -1]
+
+
 def test_phase_memory_gives_each_phase_its_own_peak():
     if not reset_high_water():
         pytest.skip("this kernel does not let a process reset its peak RSS (/proc/self/clear_refs)")
