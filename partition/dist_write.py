@@ -16,7 +16,7 @@ expands them.  Arrays go one at a time: :func:`ship` sends each
 column in its destination order without a reordered copy (the exchange gathers each round's rows)
 and releases it once sent; :func:`write_parts` gathers one edge column of a part at a time as the
 part's store takes it.  Per in-edge a rank then holds the columns it sends or received (the new
-source and original edge id, 16 B, plus edge arrays), 8 B of positions, and one column in flight.
+source, 4 B while ids fit int32, plus edge arrays), 8 B of positions, and one column in flight.
 """
 from __future__ import annotations
 
