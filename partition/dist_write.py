@@ -190,16 +190,19 @@ def _take_lazily(rows: Rows, order: np.ndarray) -> tuple[Rows, np.ndarray]:
     return taken, taken.indptr
 
 
-#: Nodes whose edge ids :func:`_write_edge_ids` expands and writes at a time (bounds its buffer).
-EID_CHUNK_NODES = 1 << 20
+#: Edges whose ids :func:`_write_edge_ids` expands and writes at a time (bounds its buffer; a
+#: chunk ends at a node's end, so one with more in-edges than this is a chunk of its own).
+EID_CHUNK_EDGES = 1 << 22
 
 
 def _write_edge_ids(path: Path, start: int, eid0: np.ndarray, deg: np.ndarray, indptr: np.ndarray) -> None:
     """A part's original edge ids (each node's ``deg`` ids from its ``eid0``, nodes in order) into
-    rows ``start + indptr[0] ...`` of ``orig_eids.npy``, a chunk of nodes at a time: 8 B per edge of
+    rows ``start + indptr[0] ...`` of ``orig_eids.npy``, a chunk of edges at a time: 8 B per edge of
     a chunk, not of the part (the writer of the heaviest part holds most of the graph's edges)."""
-    for a in range(0, deg.size, EID_CHUNK_NODES):
-        b = min(a + EID_CHUNK_NODES, deg.size)
+    cuts = np.searchsorted(indptr, np.arange(0, int(indptr[-1]), EID_CHUNK_EDGES), side="right") - 1
+    for a, b in zip(cuts, [*cuts[1:], deg.size]):
+        if b <= a:
+            continue
         ids = np.empty(int(indptr[b] - indptr[a]), np.int64)
         _kernels.row_ranges(eid0[a:b], deg[a:b], ids)
         write_slice(path, start + int(indptr[a]), ids)

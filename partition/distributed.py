@@ -225,6 +225,7 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
     with mem.phase("csr"):
         xadj, adjncy = G.symmetric_csr(sl, ex, store.num_nodes)
         G.drop_mapped_pages(sl.src)  # the store's rows it read: page cache, not the engine's rank memory
+        release_free_heap()  # the exchange's round temporaries (glibc keeps freed blocks under 32 MiB)
     entries = adjncy.size
     log.info("rank %d: nodes [%d, %d), %d in-edges, %d undirected entries (%.1f s)", rank, sl.lo, sl.hi,
              sl.src.size, entries, time.perf_counter() - t0)
@@ -241,6 +242,7 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
         train = typed.train_flags() if typed else flags[:, names.index("train")] if "train" in names else None
         stats = _stats(sl, part, rel, new_src, train, num_parts, ex)
         G.drop_mapped_pages(sl.src)
+        release_free_heap()
     t1 = time.perf_counter()
     work = watcher = None
     if rank == 0:
@@ -260,6 +262,7 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
             del rows
             if typed:
                 typed.ship(part, rel, ex)
+            release_free_heap()
         log.info("rank %d: received %d nodes and %d edges for its parts", rank, got.nodes["deg"].size,
                  got.edges["src"].size)
         with mem.phase("write"):

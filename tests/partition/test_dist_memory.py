@@ -40,10 +40,10 @@ def test_slice_keys_and_unique_sorted_match_a_brute_force():
     assert _kernels.unique_sorted(np.empty(0, np.int64)) == 0
 
 
-def test_edge_ids_are_written_a_chunk_of_nodes_at_a_time(tmp_path, monkeypatch):
+def test_edge_ids_are_written_a_chunk_of_edges_at_a_time(tmp_path, monkeypatch):
     from bgl.partition import dist_write as W
 
-    monkeypatch.setattr(W, "EID_CHUNK_NODES", 2)  # several chunks, one across an empty row
+    monkeypatch.setattr(W, "EID_CHUNK_EDGES", 3)  # several chunks, an empty row, a row longer than one
     deg = np.array([3, 0, 2, 4, 1], np.int64)
     eid0 = np.array([10, 99, 40, 0, 7], np.int64)
     indptr = np.concatenate([[0], np.cumsum(deg)])
