@@ -123,6 +123,51 @@ def row_positions(indptr, rows, out):
     return p
 
 
+@njit(cache=True, nogil=True)
+def slice_keys(indptr, src, lo, n, out, reverse):
+    """One int64 key per in-edge ``u -> v`` (``v = lo + row``) of a rank's slice, self-loops left
+    out, in CSC order into ``out``; returns the count.  ``reverse`` False: ``(v - lo) * n + u``
+    (the pair in ``v``'s row here); True: ``u * n + v`` (the pair in ``u``'s row, global, sorted
+    by owner when sorted).  ``indptr`` int64 from 0, ``src`` int32/int64 global ids; the caller
+    checks that ``n * n`` fits int64."""
+    p = 0
+    for row in range(indptr.shape[0] - 1):
+        v = lo + row
+        for j in range(indptr[row], indptr[row + 1]):
+            u = np.int64(src[j])
+            if u == v:
+                continue
+            out[p] = u * n + v if reverse else row * n + u
+            p += 1
+    return p
+
+
+@njit(cache=True, nogil=True)
+def row_ranges(starts, counts, out):
+    """``starts[i], starts[i] + 1, ..., starts[i] + counts[i] - 1`` for each row back to back in
+    ``out`` (the edge ids of rows whose edges are consecutive, from each row's first); returns the count."""
+    p = 0
+    for i in range(starts.shape[0]):
+        for j in range(counts[i]):
+            out[p] = starts[i] + j
+            p += 1
+    return p
+
+
+@njit(cache=True, nogil=True)
+def unique_sorted(a):
+    """Drop repeats from sorted ``a`` in place: its first k entries become the distinct values
+    (ascending); returns k."""
+    if a.shape[0] == 0:
+        return 0
+    k = 1
+    for i in range(1, a.shape[0]):
+        if a[i] != a[k - 1]:
+            a[k] = a[i]
+            k += 1
+    return k
+
+
 # ------------------------------------------------- engine input (streamed)
 
 

@@ -6,28 +6,33 @@ edges).  :meth:`Exchange.alltoallv` therefore sends bytes in rounds: each round 
 ``round_bytes`` between any two ranks, packed into a fresh buffer whose displacements stay below
 2^31, and the ranks agree on the number of rounds first.  Totals are int64 throughout.
 
-Cost: one packed copy of a round's bytes on each side (at most ``R x round_bytes``) on top of the
-arrays themselves; the caller's send array grouped by destination and the received array.
+Cost: one packed copy of a round's bytes on each side (at most ``R x round_bytes``, 64 MiB by
+default whatever R is) on top of the arrays themselves: the caller's send array and the received
+array.  The send array need not be grouped by destination: with ``order`` each round gathers its
+own rows, so a caller ships a permutation of its rows without a second copy of them.
 """
 from __future__ import annotations
 
 import numpy as np
 
-#: Most bytes one rank sends another in one round (the round's packed buffer is at most R times it).
+#: Most bytes one rank sends all others together in one round (its packed buffer, and the one it
+#: receives into): each pair of ranks gets ``ROUND_BYTES // R`` per round.
 ROUND_BYTES = 1 << 26
 
 
 class Exchange:
     """All-to-all transfers over ``comm`` that count the bytes they send (``bytes_sent``)."""
 
-    def __init__(self, comm, round_bytes: int = ROUND_BYTES):
+    def __init__(self, comm, round_bytes: int | None = None):
         from mpi4py import MPI
 
         self.comm = comm
         self.size = comm.Get_size()
         self._mpi = MPI
-        # a round's packed buffer (R pieces) must keep its displacements inside a C int
-        self.round_bytes = int(max(1, min(round_bytes, (2**31 - 1) // max(self.size, 1))))
+        # ``round_bytes`` per pair of ranks (default: ROUND_BYTES over all R); a round's packed
+        # buffer (R pieces) must keep its displacements inside a C int
+        per_pair = ROUND_BYTES // max(self.size, 1) if round_bytes is None else round_bytes
+        self.round_bytes = int(max(1, min(per_pair, (2**31 - 1) // max(self.size, 1))))
         self.bytes_sent = 0
 
     def counts(self, send_counts: np.ndarray) -> np.ndarray:
@@ -37,11 +42,15 @@ class Exchange:
         self.comm.Alltoall(send, recv)
         return recv
 
-    def alltoallv(self, send: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray) -> np.ndarray:
+    def alltoallv(self, send: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray,
+                  order: np.ndarray | None = None) -> np.ndarray:
         """Rows of ``send`` grouped by destination rank (``send_counts[r]`` rows for rank r, in rank
         order) -> the rows sent here, grouped by source rank in rank order (``recv_counts`` rows each,
-        from :meth:`counts`).  Any dtype and row shape; the same on every rank."""
-        send = np.ascontiguousarray(send)
+        from :meth:`counts`).  Any dtype and row shape; the same on every rank.
+
+        ``order`` : int64 [n] (optional): send ``send[order]`` (then grouped by destination)
+        without building it; each round gathers only its own rows."""
+        send = np.ascontiguousarray(send) if order is None else np.asarray(send)
         row_shape, dtype = send.shape[1:], send.dtype
         row_bytes = dtype.itemsize * int(np.prod(row_shape, dtype=np.int64))
         out = np.empty((int(np.sum(recv_counts)),) + row_shape, dtype)
@@ -51,8 +60,14 @@ class Exchange:
         r_bytes = np.asarray(recv_counts, np.int64) * row_bytes
         s_start = np.concatenate([[0], np.cumsum(s_bytes)[:-1]]).astype(np.int64)
         r_start = np.concatenate([[0], np.cumsum(r_bytes)[:-1]]).astype(np.int64)
-        src = send.reshape(-1).view(np.uint8)
         dst = out.reshape(-1).view(np.uint8)
+
+        def piece(a: int, b: int) -> np.ndarray:
+            """Bytes ``[a, b)`` of the send rows grouped by destination (whole rows gathered)."""
+            r0, r1 = a // row_bytes, -(-b // row_bytes)
+            rows = send[r0:r1] if order is None else send[order[r0:r1]]
+            return np.ascontiguousarray(rows).reshape(-1).view(np.uint8)[a - r0 * row_bytes : b - r0 * row_bytes]
+
         local = int(max(s_bytes.max(initial=0), r_bytes.max(initial=0)))
         rounds = np.array([-(-local // self.round_bytes)], np.int64)
         self.comm.Allreduce(self._mpi.IN_PLACE, rounds, op=self._mpi.MAX)
@@ -61,7 +76,7 @@ class Exchange:
             lo = i * step
             s_piece = np.clip(s_bytes - lo, 0, step)
             r_piece = np.clip(r_bytes - lo, 0, step)
-            s_buf = np.concatenate([src[s_start[r] + lo : s_start[r] + lo + s_piece[r]] for r in range(self.size)])
+            s_buf = np.concatenate([piece(s_start[r] + lo, s_start[r] + lo + s_piece[r]) for r in range(self.size)])
             r_buf = np.empty(int(r_piece.sum()), np.uint8)
             s_disp = np.concatenate([[0], np.cumsum(s_piece)[:-1]])
             r_disp = np.concatenate([[0], np.cumsum(r_piece)[:-1]])
@@ -80,7 +95,7 @@ class Exchange:
         order = np.argsort(dest, kind="stable")
         send_counts = np.bincount(dest, minlength=self.size).astype(np.int64)
         recv_counts = self.counts(send_counts)
-        return [self.alltoallv(np.asarray(a)[order], send_counts, recv_counts) for a in arrays], recv_counts
+        return [self.alltoallv(a, send_counts, recv_counts, order) for a in arrays], recv_counts
 
     def reply(self, values: np.ndarray, recv_counts: np.ndarray) -> np.ndarray:
         """Send back one row per request received (``values`` in the order the requests arrived,

@@ -7,9 +7,14 @@ builds the symmetric adjacency ParMETIS-API engines want: its in-edge ``u -> v``
 ``v``'s list here and ``v`` in ``u``'s list on ``u``'s owner, which gets it through one
 all-to-all; self-loops and repeats (an edge stored both ways) are dropped.
 
-Memory per rank, for ``e`` local in-edges and ``m`` local nodes: the slice (8 B/edge as int64
-ids + 8 B/node of ``indptr``), about 4 x 16 B/edge while the pairs are exchanged and sorted, and
-the CSR (8 B/entry of ``adjncy`` + 8 B/node of ``xadj``).  No array is as long as the whole graph.
+Memory per rank, for ``e`` local in-edges and ``m`` local nodes: the slice (8 B/node of
+``indptr``; the in-neighbours stay the store's memory-mapped rows, 4 B/edge of page cache the kernel
+can drop under pressure, while ids fit int32), one int64 key per pair while they are exchanged and
+sorted (8 B/edge sent + 8 B/edge received, then 8 B per own and received pair together: about
+16-24 B/edge at the peak), and the CSR, which reuses the key array (8 B/entry of ``adjncy`` +
+8 B/node of ``xadj``).  No array is as long as the whole graph.  Past ``MAX_KEY_NODES`` nodes (a
+pair no longer fits one int64 key) the CSR is built from (row, column) pairs instead: 16 B/pair
+and a lexsort, about 4 x 16 B/edge at the peak.
 """
 from __future__ import annotations
 
@@ -19,7 +24,11 @@ import numpy as np
 
 from bgl.store import GraphStore
 
+from . import _kernels
 from .dist_exchange import Exchange
+
+#: Most nodes for which every pair ``(u, v)`` fits one int64 key ``u * n + v`` (floor(sqrt(2^63 - 1))).
+MAX_KEY_NODES = 3_037_000_499
 
 
 @dataclass
@@ -27,7 +36,8 @@ class Slice:
     """One rank's rows of a whole-graph store.
 
     ``lo, hi`` : the original node range ``[lo, hi)``; ``vtxdist`` : int64 [R+1] all ranks' ranges;
-    ``indptr`` : int64 [hi-lo+1] offsets from 0; ``src`` : int64 [e] in-neighbours (original ids);
+    ``indptr`` : int64 [hi-lo+1] offsets from 0; ``src`` : int [e] in-neighbours (original ids:
+    int64, or a store's int32 rows, memory-mapped, while its ids fit);
     ``edge_start`` : the store's CSC position of the first edge (edge ids are positions).
     """
 
@@ -45,6 +55,24 @@ class Slice:
     def owner(self, ids: np.ndarray) -> np.ndarray:
         """The rank owning each original id: int64 like ``ids``."""
         return np.searchsorted(self.vtxdist, ids, side="right").astype(np.int64) - 1
+
+
+def drop_mapped_pages(a: np.ndarray) -> None:
+    """Take ``a``'s pages out of this process's resident set if it is a view of a read-only
+    memory-mapped file (``madvise(MADV_DONTNEED)``; a later read faults them back in from the page
+    cache or the file).  Anything else is left alone."""
+    import mmap
+
+    base = a
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = getattr(base, "base", None)
+    if base is None or not hasattr(base, "madvise") or a.size == 0:
+        return
+    start = a.ctypes.data - np.frombuffer(base, np.uint8).ctypes.data
+    page = mmap.PAGESIZE
+    first, last = -(-start // page) * page, (start + a.nbytes) // page * page  # whole pages inside ``a``
+    if last > first:
+        base.madvise(mmap.MADV_DONTNEED, first, last - first)
 
 
 def split_ranges(indptr: np.ndarray, num_ranks: int) -> np.ndarray:
@@ -79,13 +107,15 @@ def ranges_from_histogram(hist: np.ndarray, width: int, num_nodes: int, num_rank
 
 
 def read_slice(store: GraphStore, rank: int, num_ranks: int) -> Slice:
-    """This rank's rows of ``store``: its node range and their in-edges, read from the memmaps."""
+    """This rank's rows of ``store``: its node range and their in-edges.  The in-neighbours are a
+    view of the store's memory-mapped ``indices`` (its dtype), not a copy: read as they are used,
+    they cost page cache the kernel can drop rather than 8 B/edge of the rank's own memory."""
     ip = store.indptr
     vtxdist = split_ranges(ip, num_ranks)
     lo, hi = int(vtxdist[rank]), int(vtxdist[rank + 1])
     ptr = np.array(ip[lo : hi + 1], np.int64)
     start = int(ptr[0])
-    src = np.array(store.indices[start : int(ptr[-1])], np.int64)
+    src = np.asarray(store.indices[start : int(ptr[-1])])
     return Slice(lo, hi, vtxdist, ptr - start, src, start)
 
 
@@ -111,10 +141,44 @@ def sorted_pairs(rows: np.ndarray, cols: np.ndarray, lo: int, n: int,
 
 def symmetric_csr(sl: Slice, ex: Exchange, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     """``(xadj int64 [m+1], adjncy int64)`` of this rank's rows of the graph made undirected,
-    without self-loops or repeats, neighbour ids global (original); collective over the ranks."""
+    without self-loops or repeats, neighbour ids global (original); collective over the ranks.
+
+    Each pair travels and sorts as one int64 key: in-edge ``u -> v`` is ``u * n + v`` for ``u``'s
+    owner (the keys sorted once are grouped by owner, whose ids are contiguous: no send order) and
+    ``(v - lo) * n + u`` here; the sorted, de-duplicated keys become ``adjncy`` in place (``% n``)
+    and ``xadj`` is where each row's keys begin.  Graphs past :data:`MAX_KEY_NODES` nodes take
+    :func:`symmetric_csr_pairs` (the same result)."""
+    n, m = int(num_nodes), sl.num_nodes
+    if n > MAX_KEY_NODES:
+        return symmetric_csr_pairs(sl, ex, n)
+    src = np.asarray(sl.src)
+    rev = np.empty(src.size, np.int64)
+    rev.resize(_kernels.slice_keys(sl.indptr, src, sl.lo, n, rev, True), refcheck=False)
+    rev.sort()
+    cuts = np.searchsorted(rev, np.asarray(sl.vtxdist, np.int64) * n)
+    send_counts = np.diff(cuts).astype(np.int64)
+    got = ex.alltoallv(rev, send_counts, ex.counts(send_counts))
+    del rev
+    key = np.empty(src.size + got.size, np.int64)
+    own = _kernels.slice_keys(sl.indptr, src, sl.lo, n, key, False)
+    np.subtract(got, sl.lo * n, out=key[own : own + got.size])  # u's row here: (u - lo) * n + v
+    key.resize(own + got.size, refcheck=False)
+    del got
+    key.sort()
+    key.resize(_kernels.unique_sorted(key), refcheck=False)
+    xadj = np.searchsorted(key, np.arange(m + 1, dtype=np.int64) * n).astype(np.int64)
+    np.remainder(key, n, out=key)
+    return xadj, key
+
+
+def symmetric_csr_pairs(sl: Slice, ex: Exchange, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`symmetric_csr` from (row, column) pairs: for graphs whose pairs do not fit one int64
+    key (16 B per pair, sorted with a lexsort)."""
     dst = np.repeat(np.arange(sl.lo, sl.hi, dtype=np.int64), np.diff(sl.indptr))
-    loop = sl.src == dst
-    src, dst = sl.src[~loop], dst[~loop]
+    ids = np.asarray(sl.src, np.int64)
+    loop = ids == dst
+    src, dst = ids[~loop], dst[~loop]
+    del ids
     # u -> v also makes v a neighbour of u, which u's owner lists
     (rev_rows, rev_cols), _ = ex.route([src, dst], sl.owner(src))
     rows = np.concatenate([dst, rev_rows])
@@ -158,10 +222,21 @@ def relabel(part: np.ndarray, num_parts: int, ex: Exchange) -> Relabel:
     return Relabel(bounds, new_ids, counts)
 
 
-def translate(ids: np.ndarray, sl: Slice, new_ids: np.ndarray, ex: Exchange) -> np.ndarray:
-    """New ids of original ``ids`` (any rank's nodes): each distinct id is asked of its owner once."""
-    uniq, inverse = np.unique(ids, return_inverse=True)
+#: Ids looked up per step when :func:`translate` maps ids to answers (bounds its temporaries).
+TRANSLATE_CHUNK = 1 << 22
+
+
+def translate(ids: np.ndarray, sl: Slice, new_ids: np.ndarray, ex: Exchange, dtype=np.int64) -> np.ndarray:
+    """New ids of original ``ids`` (any rank's nodes), as ``dtype`` (int64; int32 when the caller
+    knows the graph's ids fit): each distinct id is asked of its owner once.
+
+    Memory: a sorted copy of ``ids`` (their dtype) to find the distinct ones, the answers, and the
+    result; each id finds its answer by binary search in chunks, not through a per-edge inverse."""
+    uniq = np.unique(ids)
     (asked,), recv_counts = ex.route([uniq], sl.owner(uniq))
-    answers = ex.reply(new_ids[asked - sl.lo], recv_counts)
+    answers = ex.reply(new_ids[asked - sl.lo], recv_counts).astype(dtype, copy=False)
     # uniq is sorted, so grouping it by (monotone) owner kept its order: answers line up with it
-    return answers[inverse]
+    out = np.empty(len(ids), dtype)
+    for a in range(0, len(ids), TRANSLATE_CHUNK):
+        out[a : a + TRANSLATE_CHUNK] = answers[np.searchsorted(uniq, ids[a : a + TRANSLATE_CHUNK])]
+    return out

@@ -49,6 +49,7 @@ from . import distributed as D
 from . import engines
 from .dist_weights import DEFAULT_BALANCE, check_balance
 from .format import check_out_dir
+from .phase_memory import PhaseMemory
 
 log = logging.getLogger(__name__)
 
@@ -133,9 +134,11 @@ def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symme
         from .dist_exchange import Exchange
 
         ex = Exchange(comm)
+        mem = PhaseMemory()
         t0 = time.perf_counter()
-        sl, times = read_shards(shards, int(num_nodes), ex, symmetrize=sym, remove_self_loops=remove_self_loops,
-                                dedupe=dedupe, chunk_bytes=chunk_bytes, time_column=edge_time_column)
+        with mem.phase("read"):
+            sl, times = read_shards(shards, int(num_nodes), ex, symmetrize=sym, remove_self_loops=remove_self_loops,
+                                    dedupe=dedupe, chunk_bytes=chunk_bytes, time_column=edge_time_column)
         total = int(ex.allreduce_sum(np.array([sl.src.size], np.int64))[0])
         graph = ShardGraph(str(source), int(num_nodes), total, _Meta(Path(str(source)).parent.name or "graph"),
                            **node_data)
@@ -151,7 +154,7 @@ def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symme
             graph.num_classes = int(ex.allgather(np.array([labels.max(initial=-1)], np.int64)).max()) + 1
         return D.partition_slice(graph, sl, names, flags, Path(out_dir), int(num_parts), engine=engine, mode=mode,
                                  seed=seed, overwrite=overwrite, imbalance=imbalance, ex=ex, t0=t0, command="ingest",
-                                 balance=balance)
+                                 balance=balance, mem=mem)
 
     return D.run_guarded(comm, "ingest", work)
 

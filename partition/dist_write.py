@@ -2,24 +2,32 @@
 
 After the engine and :func:`.dist_graph.relabel`, each rank knows the new id and part of its own
 nodes and the new ids of their in-neighbours.  Part k is written by rank ``k % R``: each rank
-sends it the rows of its nodes in part k (new id, original id, in-degree, label, feature rows,
-split membership, node-array rows) and their in-edges (new source id, original edge id, edge-array
+sends it the rows of its nodes in part k (new id, original id, in-degree, first in-edge id, label,
+feature rows, split membership, node-array rows) and their in-edges (new source id, edge-array
 rows, each node array's value at the source, read here from the store) in one
 all-to-all per array, and the writer stores the part with :class:`bgl.store.StoreWriter`, the
 same part-store format :func:`.format.write_partition` writes, and its slices of the partition's
 ``orig_ids.npy`` / ``orig_eids.npy`` (created by rank 0, filled in place by each writer).
 
 Memory per writer: the parts it writes (their CSC, feature rows and edge arrays) plus what it
-sends: about a 1/R share of the graph when P = R.
+sends: about a 1/R share of the graph when P = R.  Original edge ids do not travel per edge: a
+node's in-edges are consecutive in the store, so its first edge id does (8 B/node) and the writer
+expands them.  Arrays go one at a time: :func:`ship` sends each
+column in its destination order without a reordered copy (the exchange gathers each round's rows)
+and releases it once sent; :func:`write_parts` gathers one edge column of a part at a time as the
+part's store takes it.  Per in-edge a rank then holds the columns it sends or received (the new
+source, 4 B while ids fit int32, plus edge arrays), 8 B of positions, and one column in flight.
 """
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from bgl.schema import id_dtype_for
 from bgl.store import GraphStore, StoreWriter
 
 from . import _kernels
@@ -71,8 +79,9 @@ class Rows:
 
 def local_rows(store: GraphStore, sl: Slice, rel: Relabel, new_src: np.ndarray, flags: np.ndarray) -> Rows:
     """This rank's nodes as rows to ship (original-id order); ``flags`` from :func:`split_flags`."""
+    # a node's in-edges are consecutive store edge ids: its first one travels, not one per edge
     nodes = {"new_id": rel.new_ids, "orig_id": np.arange(sl.lo, sl.hi, dtype=np.int64),
-             "deg": np.diff(sl.indptr), "splits": flags}
+             "deg": np.diff(sl.indptr), "eid0": sl.edge_start + sl.indptr[:-1], "splits": flags}
     if store.label is not None:
         nodes["label"] = np.asarray(store.label[sl.lo : sl.hi])
     if store.feat is not None:
@@ -80,7 +89,8 @@ def local_rows(store: GraphStore, sl: Slice, rel: Relabel, new_src: np.ndarray, 
     if store.feat_encoded is not None:
         nodes["feat_encoded"] = np.asarray(store.feat_encoded[sl.lo : sl.hi])
     e0, e1 = sl.edge_start, sl.edge_start + sl.src.size
-    edges = {"src": new_src, "eid": np.arange(e0, e1, dtype=np.int64)}
+    # the part stores' dtype for ids (int32 while the graph's ids fit): 4 B/edge less to ship and hold
+    edges = {"src": new_src.astype(id_dtype_for(store.num_nodes), copy=False)}
     for name, values in store.edata.items():
         edges[f"edata/{name}"] = np.asarray(values[e0:e1])
     for name, values in store.ndata.items():  # a node array, and its value at each in-edge's source
@@ -89,29 +99,28 @@ def local_rows(store: GraphStore, sl: Slice, rel: Relabel, new_src: np.ndarray, 
     return Rows(nodes, edges)
 
 
-def _take(rows: Rows, order: np.ndarray) -> tuple[Rows, np.ndarray]:
-    """``rows`` with nodes in ``order`` (their edges follow), and the new node indptr."""
-    ptr = rows.indptr
-    pos = np.empty(int(rows.nodes["deg"][order].sum()), np.int64)
-    _kernels.row_positions(ptr, order, pos)
-    taken = Rows({k: v[order] for k, v in rows.nodes.items()}, {k: v[pos] for k, v in rows.edges.items()})
-    return taken, taken.indptr
-
-
 def ship(rows: Rows, bounds: np.ndarray, ex: Exchange) -> Rows:
-    """Send every node row (and its edges) to the writer of its part; returns the rows received."""
+    """Send every node row (and its edges) to the writer of its part; returns the rows received.
+
+    ``rows`` is emptied as it goes: each column is released once sent (the caller must hold no
+    other reference to its arrays for that to free memory)."""
     part = np.searchsorted(bounds, rows.nodes["new_id"], side="right") - 1
     dest = writer_of(part, ex.size)
-    rows, _ = _take(rows, np.argsort(dest, kind="stable"))
-    dest = np.sort(dest, kind="stable")
+    order = np.argsort(dest, kind="stable")
+    deg = rows.nodes["deg"]
     node_counts = np.bincount(dest, minlength=ex.size).astype(np.int64)
-    edge_dest = np.repeat(dest, rows.nodes["deg"])
-    edge_counts = np.bincount(edge_dest, minlength=ex.size).astype(np.int64)
+    edge_counts = np.zeros(ex.size, np.int64)
+    np.add.at(edge_counts, dest, deg)
+    pos = np.empty(int(deg.sum()), np.int64)
+    _kernels.row_positions(rows.indptr, order, pos)  # each node's edges, nodes in destination order
+    del part, dest
     recv_nodes, recv_edges = ex.counts(node_counts), ex.counts(edge_counts)
     # sources' node and edge blocks arrive in the same source order, so each received node's
     # edges stay back to back after it
-    return Rows({k: ex.alltoallv(v, node_counts, recv_nodes) for k, v in rows.nodes.items()},
-                {k: ex.alltoallv(v, edge_counts, recv_edges) for k, v in rows.edges.items()})
+    edges = {k: ex.alltoallv(rows.edges.pop(k), edge_counts, recv_edges, pos) for k in list(rows.edges)}
+    del pos
+    nodes = {k: ex.alltoallv(rows.nodes.pop(k), node_counts, recv_nodes, order) for k in list(rows.nodes)}
+    return Rows(nodes, edges)
 
 
 def write_parts(store: GraphStore, got: Rows, rel: Relabel, work: Path, split_names: list[str],
@@ -131,11 +140,11 @@ def write_parts(store: GraphStore, got: Rows, rel: Relabel, work: Path, split_na
     for k in range(ex.comm.Get_rank(), num_parts, ex.size):
         s, e = int(rel.bounds[k]), int(rel.bounds[k + 1])
         mine = np.flatnonzero((new_id >= s) & (new_id < e))
-        part, indptr = _take(got, mine[np.argsort(new_id[mine], kind="stable")])
+        part, indptr = _take_lazily(got, mine[np.argsort(new_id[mine], kind="stable")])
         if not np.array_equal(part.nodes["new_id"], np.arange(s, e, dtype=np.int64)):
             raise RuntimeError(f"part {k}: received nodes do not cover new ids [{s}, {e})")
         write_slice(work / ORIG_IDS_FILE, s, part.nodes["orig_id"])
-        write_slice(work / ORIG_EIDS_FILE, int(edge_bounds[k]), part.edges["eid"])
+        _write_edge_ids(work / ORIG_EIDS_FILE, int(edge_bounds[k]), part.nodes["eid0"], part.nodes["deg"], indptr)
         # Each rank's store writers work in a directory of their own: writers sharing one directory
         # clean up after each other's dead runs, and one's scan can catch another's lock file in
         # the instant between its creation and its flock (bgl.output_dir.WorkDir), failing it.
@@ -148,6 +157,55 @@ def write_parts(store: GraphStore, got: Rows, rel: Relabel, work: Path, split_na
         staging.rmdir()
         result[k] = (int(indptr[-1]), num_train)
     return result
+
+
+class _TakenEdges(Mapping):
+    """``{name: column[pos]}`` of a :class:`Rows`' edge columns, each gathered when read and not
+    kept: a part's writer holds one edge column of the part at a time."""
+
+    def __init__(self, edges: dict[str, np.ndarray], pos: np.ndarray):
+        self._edges, self._pos = edges, pos
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self._edges[key][self._pos]
+
+    def __iter__(self):
+        return iter(self._edges)
+
+    def __len__(self) -> int:
+        return len(self._edges)
+
+
+def _take_lazily(rows: Rows, order: np.ndarray) -> tuple[Rows, np.ndarray]:
+    """``rows`` with nodes in ``order`` (their edges follow, gathered only when read:
+    :class:`_TakenEdges`), and the new node indptr.  When ``order`` takes every row as it stands
+    (a writer of one part: what it received is that part, already in new-id order) the columns
+    are the received arrays themselves, not copies."""
+    if order.size == rows.nodes["deg"].size and np.array_equal(order, np.arange(order.size)):
+        return rows, rows.indptr
+    ptr = rows.indptr
+    pos = np.empty(int(rows.nodes["deg"][order].sum()), np.int64)
+    _kernels.row_positions(ptr, order, pos)
+    taken = Rows({k: v[order] for k, v in rows.nodes.items()}, _TakenEdges(rows.edges, pos))
+    return taken, taken.indptr
+
+
+#: Edges whose ids :func:`_write_edge_ids` expands and writes at a time (bounds its buffer; a
+#: chunk ends at a node's end, so one with more in-edges than this is a chunk of its own).
+EID_CHUNK_EDGES = 1 << 22
+
+
+def _write_edge_ids(path: Path, start: int, eid0: np.ndarray, deg: np.ndarray, indptr: np.ndarray) -> None:
+    """A part's original edge ids (each node's ``deg`` ids from its ``eid0``, nodes in order) into
+    rows ``start + indptr[0] ...`` of ``orig_eids.npy``, a chunk of edges at a time: 8 B per edge of
+    a chunk, not of the part (the writer of the heaviest part holds most of the graph's edges)."""
+    cuts = np.searchsorted(indptr, np.arange(0, int(indptr[-1]), EID_CHUNK_EDGES), side="right") - 1
+    for a, b in zip(cuts, [*cuts[1:], deg.size]):
+        if b <= a:
+            continue
+        ids = np.empty(int(indptr[b] - indptr[a]), np.int64)
+        _kernels.row_ranges(eid0[a:b], deg[a:b], ids)
+        write_slice(path, start + int(indptr[a]), ids)
 
 
 def write_slice(path: Path, start: int, values: np.ndarray) -> None:
@@ -188,12 +246,13 @@ def _write_part_store(store: GraphStore, part: Rows, indptr: np.ndarray, path: P
             w.save_array(f"feat.{store.feat_codec.name}", part.nodes["feat_encoded"])
         if store.feat_codec is not None:
             w.set_feat_codec(store.feat_codec, float32=store.feat is not None)
-        for key, values in part.edges.items():
+        for key in part.edges:  # by name: a part's edge columns are gathered when read
             if key.startswith("edata/"):
+                values = part.edges[key]
                 out = w.create_edge_array(key[len("edata/"):], values.shape, values.dtype)
                 out[:] = values
                 out.flush()
-                del out
+                del out, values
         for key, values in part.nodes.items():
             if key.startswith("ndata/"):
                 w.save_node_array(key[len("ndata/"):], values, part.edges[key])

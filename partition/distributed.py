@@ -41,13 +41,14 @@ import numpy as np
 
 from bgl.errors import IngestError
 from bgl.output_dir import PARTITION, WorkDir, remove_stale, replace_output
+from bgl.schema import id_dtype_for
 from bgl.store import GraphStore
 
 from . import engines
-from . import metrics as M
 from .dist_weights import DEFAULT_BALANCE, check_balance, vertex_weights
 from .engines import EngineMissing
 from .format import FORMAT_NAME, FORMAT_VERSION, META_FILE, ORIG_EIDS_FILE, ORIG_IDS_FILE, check_out_dir, open_partition
+from .phase_memory import PhaseMemory, release_free_heap
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -196,16 +197,18 @@ def _run(store: GraphStore, out: Path, num_parts: int, engine: str, mode: str | 
     from .dist_exchange import Exchange
 
     ex = Exchange(comm)
+    mem = PhaseMemory()
     t0 = time.perf_counter()
-    sl = G.read_slice(store, comm.Get_rank(), comm.Get_size())
-    names, flags = W.split_flags(store, sl.lo, sl.hi)
+    with mem.phase("read"):
+        sl = G.read_slice(store, comm.Get_rank(), comm.Get_size())
+        names, flags = W.split_flags(store, sl.lo, sl.hi)
     return partition_slice(store, sl, names, flags, out, num_parts, engine=engine, mode=mode, seed=seed,
-                           overwrite=overwrite, imbalance=imbalance, balance=balance, ex=ex, t0=t0)
+                           overwrite=overwrite, imbalance=imbalance, balance=balance, ex=ex, t0=t0, mem=mem)
 
 
 def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, num_parts: int, *, engine: str,
                     mode: str | None, seed: int, overwrite: bool, imbalance: float, ex, t0: float,
-                    command: str = "partition", balance: str = DEFAULT_BALANCE):
+                    command: str = "partition", balance: str = DEFAULT_BALANCE, mem: PhaseMemory | None = None):
     """Partition and write from every rank's :class:`~.dist_graph.Slice` (collective): the steps
     after reading, shared by a store's slices and edge-list shards (:mod:`.dist_ingest`).
 
@@ -215,25 +218,37 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
     graph's ids, of which each rank reads its own rows); ``names, flags`` : this rank's split
     membership (:func:`.dist_write.split_flags`); ``engine, mode`` : as :func:`.engines.check`
     returned them; ``t0`` : when reading began (``metrics["seconds"]``);
-    ``command`` : the ``bgl`` command a failing rank's line names.
+    ``command`` : the ``bgl`` command a failing rank's line names; ``mem`` : the phases measured
+    so far (reading), to which this adds its own (``metrics["distributed"]["phases"]``).
     """
     from . import dist_graph as G
     from . import dist_write as W
     comm, rank, size = ex.comm, ex.comm.Get_rank(), ex.size
-    typed = _typed_rows(store, sl)
-    xadj, adjncy = G.symmetric_csr(sl, ex, store.num_nodes)
+    mem = mem if mem is not None else PhaseMemory()
+    with mem.phase("read"):
+        typed = _typed_rows(store, sl)
+    with mem.phase("csr"):
+        xadj, adjncy = G.symmetric_csr(sl, ex, store.num_nodes)
+        G.drop_mapped_pages(sl.src)  # the store's rows it read: page cache, not the engine's rank memory
+        release_free_heap()  # the exchange's round temporaries (glibc keeps freed blocks under 32 MiB)
+    entries = adjncy.size
     log.info("rank %d: nodes [%d, %d), %d in-edges, %d undirected entries (%.1f s)", rank, sl.lo, sl.hi,
-             sl.src.size, adjncy.size, time.perf_counter() - t0)
-    train = typed.train_flags() if typed else flags[:, names.index("train")] if "train" in names else None
-    vwgt = None if num_parts == 1 else vertex_weights(balance, np.diff(sl.indptr), train, ex)
-    part = np.zeros(sl.num_nodes, np.int64) if num_parts == 1 else engines.part_kway(
-        engine, comm, sl.vtxdist, xadj, adjncy, num_parts, imbalance=imbalance, seed=seed, mode=mode, vwgt=vwgt)
-    del xadj, adjncy, vwgt
+             sl.src.size, entries, time.perf_counter() - t0)
+    with mem.phase("engine"):
+        train = typed.train_flags() if typed else flags[:, names.index("train")] if "train" in names else None
+        vwgt = None if num_parts == 1 else vertex_weights(balance, np.diff(sl.indptr), train, ex)
+        part = np.zeros(sl.num_nodes, np.int64) if num_parts == 1 else engines.part_kway(
+            engine, comm, sl.vtxdist, xadj, adjncy, num_parts, imbalance=imbalance, seed=seed, mode=mode, vwgt=vwgt)
+        del xadj, adjncy, vwgt
+        release_free_heap()  # what the engine freed, so the phases after it do not carry it
     seconds = time.perf_counter() - t0
     log.info("rank %d: %s assigned %d parts (%.1f s since start)", rank, engine, num_parts, seconds)
-    rel = G.relabel(part, num_parts, ex)
-    new_src = G.translate(sl.src, sl, rel.new_ids, ex)
-    stats = _stats(sl, part, rel, new_src, train, num_parts, ex)
+    with mem.phase("translate"):
+        rel = G.relabel(part, num_parts, ex)
+        new_src = G.translate(sl.src, sl, rel.new_ids, ex, id_dtype_for(store.num_nodes))
+        stats = _stats(sl, part, rel, new_src, train, num_parts, ex)
+        G.drop_mapped_pages(sl.src)
+        release_free_heap()
     t1 = time.perf_counter()
     work = watcher = None
     if rank == 0:
@@ -244,24 +259,33 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
         np.lib.format.open_memmap(work.path / ORIG_EIDS_FILE, mode="w+", dtype=np.int64, shape=(store.num_edges,))
     path = _bcast_text(comm, str(work.path) if rank == 0 else "", 0)
     try:
-        rows = W.local_rows(store, sl, rel, new_src, flags)
-        del new_src
-        if typed:
-            typed.add_etype(rows, sl)
-        got = W.ship(rows, rel.bounds, ex)
-        del rows
-        if typed:
-            typed.ship(part, rel, ex)
+        with mem.phase("ship"):
+            rows = W.local_rows(store, sl, rel, new_src, flags)
+            del new_src
+            if typed:
+                typed.add_etype(rows, sl)
+            got = W.ship(rows, rel.bounds, ex)
+            del rows
+            if typed:
+                typed.ship(part, rel, ex)
+            release_free_heap()
         log.info("rank %d: received %d nodes and %d edges for its parts", rank, got.nodes["deg"].size,
                  got.edges["src"].size)
-        written = ex.allreduce_sum(W.write_parts(store, got, rel, Path(path), names, ex, engine, typed))
-        del got
+        with mem.phase("write"):
+            written = ex.allreduce_sum(W.write_parts(store, got, rel, Path(path), names, ex, engine, typed))
+            del got
         write_seconds = time.perf_counter() - t1
-        rss = ex.allgather(np.array([M.peak_rss_bytes()], np.int64)).ravel()
+        rss = ex.allgather(np.array([mem.peak_bytes()], np.int64)).ravel()
         sent = ex.allreduce_sum(np.array([ex.bytes_sent], np.int64))
+        sizes = ex.allgather(np.array([sl.num_nodes, sl.src.size, entries], np.int64))
+        phases = _gather_phases(mem, ex)
         if rank == 0:
+            dist = {"peak_rss_bytes_per_rank": rss.tolist(), "bytes_exchanged": int(sent[0]),
+                    "local_nodes_per_rank": sizes[:, 0].tolist(), "local_edges_per_rank": sizes[:, 1].tolist(),
+                    "csr_entries_per_rank": sizes[:, 2].tolist(), "phases": phases,
+                    "phase_peaks_own": bool(mem.resettable)}
             _finish(store, work, out, overwrite, rel, written, stats, engine, mode, seed, imbalance, size,
-                    seconds, write_seconds, rss, int(sent[0]), typed.partition_meta() if typed else {}, balance)
+                    seconds, write_seconds, dist, typed.partition_meta() if typed else {}, balance)
         comm.Barrier()
     except BaseException as e:
         _report(e, rank, size, command)  # before the cleanup: the other ranks' aborts may end this one any moment
@@ -275,6 +299,21 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
     return open_partition(out)
 
 
+def _gather_phases(mem: PhaseMemory, ex) -> list[dict]:
+    """Every rank's phases (the same names in the same order on every rank: the steps are
+    collective), as ``[{name, seconds_per_rank, start_bytes_per_rank, peak_bytes_per_rank}]``; a
+    name measured twice (reading, then a typed store's rows) is merged: summed seconds, the first start,
+    the highest peak."""
+    merged: dict[str, list[float]] = {}
+    for p in mem.phases:
+        s, a, b = merged.get(p.name, (0.0, p.start_bytes, 0))
+        merged[p.name] = [s + p.seconds, a, max(b, p.peak_bytes)]
+    table = ex.allgather(np.array(list(merged.values()), np.float64).reshape(-1, 3))
+    return [{"name": name, "seconds_per_rank": table[:, i, 0].tolist(),
+             "start_bytes_per_rank": table[:, i, 1].astype(np.int64).tolist(),
+             "peak_bytes_per_rank": table[:, i, 2].astype(np.int64).tolist()} for i, name in enumerate(merged)]
+
+
 def _typed_rows(store, sl):
     """A typed store's :class:`~.dist_typed.TypedRows` of this rank's slice (None for an untyped one)."""
     if not getattr(store, "is_typed", False):
@@ -286,10 +325,17 @@ def _typed_rows(store, sl):
 
 def _stats(sl, part: np.ndarray, rel, new_src: np.ndarray, train_flags: np.ndarray | None, num_parts: int,
            ex) -> dict:
-    """Edge cut count and per-part loads, summed over ranks (the one-machine metrics' inputs)."""
-    dst_part = np.repeat(part, np.diff(sl.indptr))
-    src_part = np.searchsorted(rel.bounds, new_src, side="right") - 1
-    cut = ex.allreduce_sum(np.array([np.count_nonzero(src_part != dst_part)], np.int64))[0]
+    """Edge cut count and per-part loads, summed over ranks (the one-machine metrics' inputs); the
+    cut is counted a chunk of rows at a time (no per-edge part arrays of the whole slice)."""
+    from . import dist_graph as G
+
+    cut = 0
+    rows = np.searchsorted(sl.indptr, np.arange(0, int(sl.indptr[-1]), G.TRANSLATE_CHUNK), side="right") - 1
+    for a, b in zip(rows, [*rows[1:], sl.num_nodes]):
+        e0, e1 = int(sl.indptr[a]), int(sl.indptr[b])
+        dst_part = np.repeat(part[a:b], np.diff(sl.indptr[a : b + 1]))
+        cut += np.count_nonzero(np.searchsorted(rel.bounds, new_src[e0:e1], side="right") - 1 != dst_part)
+    cut = ex.allreduce_sum(np.array([cut], np.int64))[0]
     train = np.zeros(sl.num_nodes) if train_flags is None else train_flags.astype(np.float64)
     loads = np.stack([np.bincount(part, minlength=num_parts).astype(np.float64),
                       np.bincount(part, weights=np.diff(sl.indptr).astype(np.float64), minlength=num_parts),
@@ -303,9 +349,10 @@ def _balance(load: np.ndarray) -> float:
 
 def _finish(store, work: WorkDir, out: Path, overwrite: bool, rel, written: np.ndarray, stats: dict, engine: str,
             mode: str | None, seed: int, imbalance: float, size: int, seconds: float, write_seconds: float,
-            rss: np.ndarray, sent: int, typed_meta: dict, balance: str) -> None:
-    """Rank 0: partition.json (``typed_meta`` : what a typed partition adds), a check that the
-    directory opens, and the rename into place."""
+            dist: dict, typed_meta: dict, balance: str) -> None:
+    """Rank 0: partition.json (``dist`` : the per-rank measurements of ``metrics["distributed"]``,
+    ``typed_meta`` : what a typed partition adds), a check that the directory opens, and the rename
+    into place."""
     n, e = store.num_nodes, store.num_edges
     bounds = rel.bounds
     parts = [{"part": k, "store": f"part-{k}", "node_start": int(bounds[k]), "node_end": int(bounds[k + 1]),
@@ -315,10 +362,9 @@ def _finish(store, work: WorkDir, out: Path, overwrite: bool, rel, written: np.n
     metrics = {"edge_cut": stats["cut"] / e if e else 0.0, "remote_sample_share": None,
                "balance_nodes": _balance(loads[0]), "balance_edges": _balance(loads[1]),
                "balance_train": _balance(loads[2]), "seconds": seconds, "write_seconds": write_seconds,
-               "peak_rss_bytes": int(rss.max()), "sampler": "", "remote_sample_share_note": SHARE_NOTE,
-               "distributed": {"ranks": size, "engine": engine, "engine_mode": mode,
-                               "peak_rss_bytes_per_rank": rss.tolist(),
-                               "bytes_exchanged": sent}}
+               "peak_rss_bytes": int(max(dist["peak_rss_bytes_per_rank"])), "sampler": "",
+               "remote_sample_share_note": SHARE_NOTE,
+               "distributed": {"ranks": size, "engine": engine, "engine_mode": mode, **dist}}
     meta = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "method": engine,
             "params": {"seed": seed, "distributed": True, "ranks": size, "imbalance": imbalance, "engine_mode": mode,
                        "balance": balance},
