@@ -95,16 +95,24 @@ class MpiHosts:
                # ranks oversubscribing one host do (each daemon thinks its rank has a host alone)
                "--mca", "mpi_yield_when_idle", "1", *forward,
                sys.executable, *(script or ["-m", "bgl"]), command, *args, "--distributed"]
-        with subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              cwd=self.tmp_path, env={**os.environ, **MPI_ENV}) as proc:
-            try:
-                out, err = proc.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                where = self.processes()
-                proc.kill()
-                out, err = proc.communicate()
-                pytest.fail(f"mpirun did not end within {timeout:g} s; in the namespaces:\n{where}\n"
-                            f"--- stdout\n{out[-2000:]}\n--- stderr\n{err[-3000:]}")
+        for attempt in (1, 2):
+            with subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, cwd=self.tmp_path, env={**os.environ, **MPI_ENV}) as proc:
+                try:
+                    out, err = proc.communicate(timeout=timeout)
+                    break
+                except subprocess.TimeoutExpired:
+                    where = self.processes()
+                    proc.kill()
+                    out, err = proc.communicate()
+                    for k in self.keys:
+                        self.nets.kill_all(k)
+                    # Open MPI's own launch stalled (a daemon never reported, no rank ever started: seen once
+                    # in a full tests/partition run on 2 loaded cores): that is not bgl's code, so once more
+                    if attempt == 1 and sys.executable not in where:
+                        continue
+                    pytest.fail(f"mpirun did not end within {timeout:g} s; in the namespaces:\n{where}\n"
+                                f"--- stdout\n{out[-2000:]}\n--- stderr\n{err[-3000:]}")
         return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
     def processes(self) -> str:
