@@ -30,6 +30,10 @@ Usage::
     python bench/recsys.py --graphs sasrec --repeats 2 --epochs 2 --datapath
     python bench/recsys.py --graphs powerlaw --repeats 2 --epochs 1 --max-batches 200 --datapath
     python bench/recsys.py --graphs sasrec --systems dgl,bgl,bgl-thread   # + pipeline="thread"
+    python bench/recsys.py --graphs powerlaw --systems dgl,model-only --max-batches 200   # the floor
+
+``model-only``: the loop over DGL's batches sampled before the clock starts (no loader cost at all):
+the lowest epoch time any loader could give this loop on this machine.
 
 ``--max-batches``: each epoch stops after that many batches (both systems alike).
 """
@@ -175,6 +179,25 @@ def evaluate(model, g, test, eval_users: int, seed: int, k: int = 20) -> dict:
     return {"recall20": hits / tu.shape[0], "ndcg20": ndcg / tu.shape[0], "eval_users": int(tu.shape[0])}
 
 
+class PresampledBatches:
+    """An epoch's batches of ``loader`` drawn once, before any timing, and handed out again each epoch.
+
+    The ``model-only`` system: the same loop with a loader that costs nothing, so its epoch time is the
+    floor no loader can go below (the model step on batches of the same sizes).  Holds up to
+    ``max_batches`` (0: all) batches in memory; its recall is not a loader's (the batches repeat).
+    """
+
+    def __init__(self, loader, max_batches: int):
+        self.batches = []
+        for step, batch in enumerate(loader):
+            if max_batches and step >= max_batches:
+                break
+            self.batches.append(batch)
+
+    def __iter__(self):
+        return iter(self.batches)
+
+
 def worker(system: str, graph: str, workdir: str, seed: int, epochs: int, max_batches: int, sizes,
            eval_users: int, profile: str = "") -> dict:
     """One training run of the loop with ``system``'s DataLoader (or a data-path-only run)."""
@@ -198,6 +221,9 @@ def worker(system: str, graph: str, workdir: str, seed: int, epochs: int, max_ba
     t0 = time.perf_counter()
     if system == "dgl":
         loader = dgl.dataloading.DataLoader(g, {"rates": train_eids}, sampler, batch_size=1024, shuffle=True)
+    elif system == "model-only":  # the floor: DGL's batches sampled before the clock starts, the loop over them
+        loader = PresampledBatches(dgl.dataloading.DataLoader(g, {"rates": train_eids}, sampler, batch_size=1024,
+                                                              shuffle=True), max_batches)
     elif system in ("bgl", "bgl-thread"):  # bgl-thread: the stages in a background thread, overlapping the model
         extra = {"pipeline": "thread"} if system == "bgl-thread" else {}
         loader = bgl.DataLoader(g, {"rates": train_eids}, sampler, batch_size=1024, shuffle=True, **extra)
@@ -312,7 +338,7 @@ def main() -> None:
     parser.add_argument("--eval-users", type=int, default=0, help="sampled test users (0: all; powerlaw: 5000)")
     parser.add_argument("--datapath", action="store_true", help="also bgl.pyg vs bgl.DataLoader data path")
     parser.add_argument("--skip-train", action="store_true")
-    parser.add_argument("--systems", default="dgl,bgl", help="training runs, the anchor first (also bgl-thread)")
+    parser.add_argument("--systems", default="dgl,bgl", help="training runs, the anchor first (also bgl-thread, model-only)")
     parser.add_argument("--profile", default="", help="cProfile the last bgl epoch into this file")
     parser.add_argument("--worker", nargs=4, metavar=("SYSTEM", "GRAPH", "SEED", "PROFILE"), help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -65,11 +65,25 @@ def exclude_from_spans(starts, degs, counts, row_counts, fanouts, replace, excl,
     """Take the excluded CSC positions ``excl`` (sorted, unique) out of :func:`typed_spans`' spans:
     ``nexcl[i, r]`` = excluded positions inside span ``(i, r)`` (two binary searches of ``excl``:
     a span's excluded positions are one contiguous run of it), and ``counts`` / ``row_counts``
-    redone over the ``degs - nexcl`` remaining edges.  Costs O(log x) per span, nothing per edge."""
+    redone over the ``degs - nexcl`` remaining edges.  Costs O(log x) per row, nothing per edge: one
+    binary search finds whether anything is excluded between the row's first and last drawn-from
+    span (most rows of a layer hold no seed edge), two more per span only where something is."""
     for i in range(starts.shape[0]):
-        total = 0
+        lo = np.int64(-1)
+        hi = np.int64(-1)
         for r in range(starts.shape[1]):
             nexcl[i, r] = 0
+            if counts[i, r] != 0:
+                if lo < 0:
+                    lo = starts[i, r]
+                hi = starts[i, r] + degs[i, r]  # spans ascend within a row (relations ascend)
+        if lo < 0:
+            continue  # nothing drawn from this row: row_counts[i] is already 0
+        j = np.searchsorted(excl, lo)
+        if j == excl.shape[0] or excl[j] >= hi:
+            continue  # no excluded position in the row's spans: counts stand
+        total = 0
+        for r in range(starts.shape[1]):
             if counts[i, r] == 0:  # a span not drawn from (no edges, fanout 0, or another type's)
                 continue
             s = starts[i, r]

@@ -43,16 +43,18 @@ def _block_edges(block, c):
                    block.edges[c].data[dgl.EID][e].tolist()))
 
 
-@pytest.mark.parametrize("exclude", [None, "self", "reverse_types"])
-def test_full_neighbour_batches_equal_dgls_own_loader(exclude):
+@pytest.mark.parametrize("exclude,pipeline", [(None, "inline"), ("self", "inline"), ("reverse_types", "inline"),
+                                              ("reverse_types", "thread")])
+def test_full_neighbour_batches_equal_dgls_own_loader(exclude, pipeline):
     g = rating_graph()
     seeds = {"rates": torch.arange(0, 300, 3), "follows": torch.arange(0, 80, 2)}
     sampler = _edge_prediction(dgl.dataloading.MultiLayerFullNeighborSampler(2), exclude)
-    ours = list(bgl.DataLoader(g, seeds, sampler, batch_size=32))
+    ours = list(bgl.DataLoader(g, seeds, sampler, batch_size=32, pipeline=pipeline))
     theirs = list(dgl.dataloading.DataLoader(g, seeds, sampler, batch_size=32))
     assert len(ours) == len(theirs) == 5
     for (in_a, pair_a, blocks_a), (in_b, pair_b, blocks_b) in zip(ours, theirs):
-        assert pair_a.canonical_etypes == pair_b.canonical_etypes
+        assert pair_a.ntypes == pair_b.ntypes and pair_a.canonical_etypes == pair_b.canonical_etypes
+        assert pair_a.is_unibipartite == pair_b.is_unibipartite
         for nt in g.ntypes:
             assert torch.equal(pair_a.nodes[nt].data[dgl.NID], pair_b.nodes[nt].data[dgl.NID])
             assert torch.equal(blocks_a[-1].dstnodes[nt].data[dgl.NID], pair_b.nodes[nt].data[dgl.NID])
@@ -62,6 +64,25 @@ def test_full_neighbour_batches_equal_dgls_own_loader(exclude):
             assert torch.equal(pair_a.edges[c].data[dgl.EID], pair_b.edges[c].data[dgl.EID])
             for block_a, block_b in zip(blocks_a, blocks_b):
                 assert _block_edges(block_a, c) == _block_edges(block_b, c)
+
+
+def test_a_thread_pipeline_hands_over_blocks_with_their_formats_built():
+    """On the CPU, pipeline="thread" builds the DGL blocks in its producer thread with every sparse
+    format (DGL would build CSR/COO inside the model step); inline leaves them to DGL, as before."""
+    g = rating_graph()
+    sampler = _edge_prediction(dgl.dataloading.NeighborSampler([3, 3]), "reverse_types",
+                               negative=dgl.dataloading.negative_sampler.Uniform(1))
+    seeds = {"rates": torch.arange(0, 300, 3)}
+    made = {}
+    for pipeline in ("inline", "thread"):
+        torch.manual_seed(0)
+        batches = list(bgl.DataLoader(g, seeds, sampler, batch_size=32, pipeline=pipeline))
+        made[pipeline] = [sorted(b.formats()["created"]) for _, _, _, blocks in batches for b in blocks]
+        made[pipeline + " edges"] = [_block_edges(b, c) for _, _, _, blocks in batches for b in blocks
+                                     for c in g.canonical_etypes]
+    assert made["thread"] and all(f == ["coo", "csc", "csr"] for f in made["thread"])
+    assert all(f == ["csc"] for f in made["inline"])
+    assert made["thread edges"] == made["inline edges"]  # the same batches either way
 
 
 def test_negatives_are_drawn_per_edge_type_in_dgls_layout():
