@@ -210,8 +210,9 @@ class Hosts:
 
     def mpirun_prefix(self) -> list[str]:
         forward = [a for name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "DGLBACKEND") for a in ("-x", name)]
-        if os.environ.get("BGL_PARHIP_DIR"):
-            forward += ["-x", "BGL_PARHIP_DIR"]
+        for name in ("BGL_PARHIP_DIR", "PYTHONPATH"):  # the rsh agent starts each host with an empty environment
+            if os.environ.get(name):
+                forward += ["-x", name]
         subnet = f"{SUBNET}.0/24"
         return ["nsenter", f"--net=/run/netns/{self.names[0]}", "mpirun", "-n", str(len(self.names)),
                 "--host", ",".join(self.addresses), "--mca", "plm_rsh_agent", str(self.agent),
@@ -229,11 +230,13 @@ class Hosts:
 
 
 def run(store, ranks: int, parts: int, work: Path, engine: str, timeout: float, shards: int = 0,
-        mode: str | None = None, mem_max: int = 0, netns: bool = False, balance: str | None = None) -> dict:
+        mode: str | None = None, mem_max: int = 0, netns: bool = False, balance: str | None = None,
+        coarsen: str | None = None) -> dict:
     out = work / (f"dist-{store.path.name}-{engine}{'-' + mode if mode else ''}-r{ranks}-p{parts}"
-                  + (f"-s{shards}" if shards else "") + (f"-{balance}" if balance else ""))
+                  + (f"-s{shards}" if shards else "") + (f"-{balance}" if balance else "")
+                  + (f"-coarsen-{coarsen}" if coarsen else ""))
     engine_args = ["--engine", engine, *(["--engine-mode", mode] if mode else []),
-                   *(["--balance", balance] if balance else [])]
+                   *(["--balance", balance] if balance else []), *(["--coarsen", coarsen] if coarsen else [])]
     if shards:
         cmd = ["mpirun", "--oversubscribe", "-n", str(ranks), sys.executable, "-m", "bgl", "ingest",
                write_shards(store, work, shards), str(out), "--parts", str(parts), "--num-nodes", str(store.num_nodes),
@@ -270,6 +273,8 @@ def run(store, ranks: int, parts: int, work: Path, engine: str, timeout: float, 
     m = meta["metrics"]
     engine = engine + (f" {m['distributed']['engine_mode']}" if m["distributed"].get("engine_mode") else "")
     engine += f", balance {meta['params'].get('balance', 'nodes')}"
+    if m["distributed"].get("coarsen"):
+        engine += ", coarsened"
     return {"dataset": store.path.name + (f" ({shards} text shards)" if shards else ""), "engine": engine,
             "ranks": ranks, "parts": parts, "wall_seconds": wall, "load": load, "cgroup": cgroup,
             "netns": netns, "link_bytes": link,
@@ -303,6 +308,11 @@ def fmt_phases(r: dict) -> str:
     for p in d["phases"]:
         cells = [f"{pk / 2**20:.0f} | {(pk - b) / max(e, 1):.1f}" for pk, b, e in zip(p["peak_bytes_per_rank"], base, edges)]
         lines.append(f"| {p['name']} | {max(p['seconds_per_rank']):.1f} | " + " | ".join(cells) + " |")
+    if d.get("coarsen"):
+        c = d["coarsen"]
+        lines.append(f"coarsened (cluster cap {c['cluster_cap']}): nodes "
+                     f"{' / '.join(f'{a} -> {b}' for a, b in zip(c['fine_nodes_per_rank'], c['coarse_nodes_per_rank']))}, "
+                     f"entries {' / '.join(f'{a} -> {b}' for a, b in zip(c['fine_entries_per_rank'], c['coarse_entries_per_rank']))}")
     if r.get("netns"):
         lines.append(f"one network namespace per rank; the veths carried {r['link_bytes'] / 2**20:.0f} MiB "
                      f"(rx + tx; the ranks counted {d['bytes_exchanged'] / 2**20:.0f} MiB sent)")
@@ -329,6 +339,8 @@ def main() -> int:
                     help="> 0: write the store's edges as this many text shards and time `bgl ingest --distributed` "
                          "from them instead of `bgl partition --distributed` from the store")
     ap.add_argument("--balance", default=None, help="--balance of the distributed path (default: its default)")
+    ap.add_argument("--coarsen", default=None, help="--coarsen of the distributed path (auto | on | off; "
+                    "default: its default)")
     ap.add_argument("--mem-max-mib", type=int, default=0,
                     help="> 0: cap each rank's memory at this many MiB with a memory cgroup per rank (root)")
     ap.add_argument("--netns", action="store_true",
@@ -350,7 +362,7 @@ def main() -> int:
     rows = []
     for ranks in (int(r) for r in args.ranks.split(",")):
         rows.append(run(store, ranks, args.parts, work, args.engine, args.timeout, args.shards, args.engine_mode,
-                        args.mem_max_mib * 2**20, args.netns, args.balance))
+                        args.mem_max_mib * 2**20, args.netns, args.balance, args.coarsen))
         print(fmt(rows[-1]), flush=True)
     for r in rows:
         print(fmt_phases(r), flush=True)

@@ -462,3 +462,137 @@ def apply_gain_moves(order, best_to, part_of, is_train, deg, loads, caps):
         _move(loads, part_of, v, src, dst, c)
         moved += 1
     return moved
+
+
+# ------------------------------------------- coarsening (--distributed)
+
+
+@njit(cache=True, nogil=True)
+def local_label_propagation(xadj, adjncy, lo, hi, vwgt, cap, order, rounds, label):
+    """Size-constrained label propagation over a rank's own vertices (:mod:`.dist_coarsen`).
+
+    ``label`` int64 [m] (in/out): each local vertex's cluster, a local vertex index; start with
+    ``label[v] = v``.  Each round visits the vertices in ``order`` and moves each to the
+    neighbouring cluster (neighbours in ``[lo, hi)`` only: clusters never span ranks) with the
+    most edges to it, if that cluster's weight plus the vertex's stays ``<= cap``; ties keep the
+    vertex where it is, else the cluster met first.  ``vwgt`` int64 [m] vertex weights.
+    Afterwards the vertices without any neighbour are packed into clusters of up to ``cap``
+    (they cut nothing wherever they go, and each one the engine need not see saves its per-vertex
+    cost).  Returns the moves of the last round.  Temporaries: 3 int64 [m] (weights, ratings,
+    touched list)."""
+    m = hi - lo
+    weight = vwgt.copy()  # cluster c's weight at index c (its label)
+    for v in range(m):
+        if label[v] != v:
+            weight[v] = 0
+    for v in range(m):
+        if label[v] != v:
+            weight[label[v]] += vwgt[v]
+    rating = np.zeros(m, np.int64)
+    touched = np.empty(m, np.int64)
+    moved = 0
+    for _ in range(rounds):
+        moved = 0
+        for t in range(order.shape[0]):
+            v = order[t]
+            k = 0
+            for j in range(xadj[v], xadj[v + 1]):
+                u = adjncy[j]
+                if u < lo or u >= hi:
+                    continue
+                c = label[u - lo]
+                if rating[c] == 0:
+                    touched[k] = c
+                    k += 1
+                rating[c] += 1
+            if k == 0:
+                continue
+            own = label[v]
+            best, best_rating = own, rating[own]
+            for i in range(k):
+                c = touched[i]
+                if rating[c] > best_rating and weight[c] + vwgt[v] <= cap:
+                    best, best_rating = c, rating[c]
+            for i in range(k):
+                rating[touched[i]] = 0
+            if best != own:
+                weight[own] -= vwgt[v]
+                weight[best] += vwgt[v]
+                label[v] = best
+                moved += 1
+        if moved == 0:
+            break
+    # isolated vertices (no neighbour anywhere) together, up to the cap
+    open_c, open_w = -1, 0
+    for v in range(m):
+        if xadj[v + 1] != xadj[v] or label[v] != v:
+            continue
+        if open_c >= 0 and open_w + vwgt[v] <= cap:
+            label[v] = open_c
+            open_w += vwgt[v]
+        else:
+            open_c, open_w = v, vwgt[v]
+    return moved
+
+
+@njit(cache=True, nogil=True)
+def compact_labels(label, cluster):
+    """Number the distinct labels 0, 1, ... in order of their first vertex: ``cluster[v]`` int64
+    [m] the dense id of ``label[v]``; returns how many there are."""
+    m = label.shape[0]
+    dense = np.full(m, -1, np.int64)
+    k = 0
+    for v in range(m):
+        c = label[v]
+        if dense[c] < 0:
+            dense[c] = k
+            k += 1
+        cluster[v] = dense[c]
+    return k
+
+
+@njit(cache=True, nogil=True)
+def coarse_keys(xadj, adjncy, lo, hi, cluster, base, ghost_ids, ghost_coarse, nc, out):
+    """One int64 key ``c * nc + cu`` per fine entry ``v -> u`` whose endpoints lie in different
+    clusters (``c`` = ``cluster[v]``, local; ``cu`` = ``u``'s global coarse id: ``base +
+    cluster[u - lo]`` for own ``u``, else ``ghost_coarse`` at ``u``'s place in the sorted
+    ``ghost_ids``), into ``out``; returns the count.  The caller checks ``mc * nc`` fits int64."""
+    p = 0
+    for v in range(hi - lo):
+        c = cluster[v]
+        for j in range(xadj[v], xadj[v + 1]):
+            u = adjncy[j]
+            if lo <= u < hi:
+                cu = base + cluster[u - lo]
+            else:
+                cu = ghost_coarse[np.searchsorted(ghost_ids, u)]
+            if cu == base + c:
+                continue
+            out[p] = c * nc + cu
+            p += 1
+    return p
+
+
+@njit(cache=True, nogil=True)
+def count_sorted(a, counts):
+    """Run-length of sorted ``a`` in place: its first k entries become the distinct values and
+    ``counts[:k]`` how often each occurred; returns k."""
+    if a.shape[0] == 0:
+        return 0
+    k = 0
+    counts[0] = 1
+    for i in range(1, a.shape[0]):
+        if a[i] == a[k]:
+            counts[k] += 1
+        else:
+            k += 1
+            a[k] = a[i]
+            counts[k] = 1
+    return k + 1
+
+
+@njit(cache=True, nogil=True)
+def sum_by_cluster(cluster, vwgt, out):
+    """``out[c]`` += ``vwgt[v]`` for each vertex ``v`` of cluster ``c`` (``out`` zeroed by the caller)."""
+    for v in range(cluster.shape[0]):
+        out[cluster[v]] += vwgt[v]

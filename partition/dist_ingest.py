@@ -47,6 +47,7 @@ from . import dist_graph as G
 from . import dist_shards as S
 from . import distributed as D
 from . import engines
+from . import dist_coarsen
 from .dist_weights import DEFAULT_BALANCE, check_balance
 from .format import check_out_dir
 from .phase_memory import PhaseMemory
@@ -101,7 +102,7 @@ def hash_splits(lo: int, hi: int, seed: int) -> tuple[list[str], np.ndarray]:
 def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symmetrize: bool | None = None,
                        remove_self_loops: bool = True, dedupe: bool = True, engine: str = "auto",
                        engine_mode: str | None = None, seed: int = 0, overwrite: bool = False, imbalance: float = 0.03,
-                       balance: str = DEFAULT_BALANCE,
+                       balance: str = DEFAULT_BALANCE, coarsen: str = dist_coarsen.DEFAULT,
                        feat=None, label=None, edge_time_column: int | None = None, chunk_bytes: int = CHUNK_BYTES, comm=None):
     """Partition the edge-list shards ``source`` (glob, file or directory) into ``num_parts`` parts
     over the ranks of ``comm`` (default: all) and write the partition directory ``out_dir``.
@@ -110,7 +111,7 @@ def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symme
     does for one file.  ``feat`` / ``label``: ``.npy`` paths of node features [N, D] (floating) and
     labels [N] (integers, -1 = unlabelled), or None.  ``edge_time_column`` (0-based, >= 2): that
     column's integers become the parts' int64 ``timestamp`` edge array, as one machine's
-    ``--edge-time-column`` (text shards only).  ``engine, engine_mode, balance`` : as
+    ``--edge-time-column`` (text shards only).  ``engine, engine_mode, balance, coarsen`` : as
     :func:`.distributed.partition_distributed`.  Returns the opened
     :class:`~.format.PartitionBook` on every rank.  Bad arguments or shards raise the same error
     on every rank (ValueError, FileExistsError, IngestError, EngineMissing) with nothing written;
@@ -121,6 +122,7 @@ def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symme
     engine = engines.resolve(engine, comm)
     try:
         check_balance(balance)
+        dist_coarsen.check_coarsen(coarsen)
         shards, mode = _check(source, out_dir, num_parts, num_nodes, engine, engine_mode, overwrite, comm.Get_size(),
                               edge_time_column)
         node_data, error = _node_data(feat, label, num_nodes), None
@@ -154,7 +156,7 @@ def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symme
             graph.num_classes = int(ex.allgather(np.array([labels.max(initial=-1)], np.int64)).max()) + 1
         return D.partition_slice(graph, sl, names, flags, Path(out_dir), int(num_parts), engine=engine, mode=mode,
                                  seed=seed, overwrite=overwrite, imbalance=imbalance, ex=ex, t0=t0, command="ingest",
-                                 balance=balance, mem=mem)
+                                 balance=balance, coarsen=coarsen, mem=mem)
 
     return D.run_guarded(comm, "ingest", work)
 

@@ -5,7 +5,11 @@ Run as ``mpirun -n R python -m bgl partition STORE OUT --parts P --distributed -
 
 1. each rank reads its node range's rows of the store (:func:`.dist_graph.read_slice`) and builds
    its slice of the symmetric distributed CSR (:func:`.dist_graph.symmetric_csr`);
-2. the engine (:mod:`.engines`: ParHIP or PT-Scotch, on ParMETIS's distributed CSR) assigns parts;
+2. with ``--coarsen`` (on from :data:`.dist_coarsen.AUTO_MIN_NODES` nodes by default) each rank
+   clusters its own vertices and the ranks contract their slices into a smaller weighted graph
+   (:mod:`.dist_coarsen`), and the fine CSR is freed; the engine (:mod:`.engines`: ParHIP or
+   PT-Scotch, on ParMETIS's distributed CSR) assigns parts, to the clusters when coarsened (each
+   vertex takes its cluster's part);
 3. new ids are numbered as the one-machine writer numbers them (stable by part, then original id:
    the same partition directory for the same assignment) and the in-neighbours translated;
 4. each node's rows go to the rank writing its part (:mod:`.dist_write`), which writes it into one
@@ -44,7 +48,7 @@ from bgl.output_dir import PARTITION, WorkDir, remove_stale, replace_output
 from bgl.schema import id_dtype_for
 from bgl.store import GraphStore
 
-from . import engines
+from . import dist_coarsen, engines
 from .dist_weights import DEFAULT_BALANCE, check_balance, vertex_weights
 from .engines import EngineMissing
 from .format import FORMAT_NAME, FORMAT_VERSION, META_FILE, ORIG_EIDS_FILE, ORIG_IDS_FILE, check_out_dir, open_partition
@@ -141,13 +145,15 @@ def _watch(work: WorkDir) -> subprocess.Popen:
 
 def partition_distributed(store_path, out_dir, num_parts: int, *, engine: str = "auto",
                           engine_mode: str | None = None, seed: int = 0, overwrite: bool = False,
-                          imbalance: float = 0.03, balance: str = DEFAULT_BALANCE, comm=None):
+                          imbalance: float = 0.03, balance: str = DEFAULT_BALANCE,
+                          coarsen: str = dist_coarsen.DEFAULT, comm=None):
     """Partition ``store_path`` into ``num_parts`` parts over the ranks of ``comm`` (default: all).
 
     ``engine`` : one of :data:`.engines.ENGINES`, or ``"auto"`` (:func:`.engines.resolve`: ParHIP where
     every rank has it, else PT-Scotch); ``engine_mode`` : one of its modes, None = its default
     (ParHIP: ``fastsocial``); ``balance`` : what the parts hold equal shares of
-    (:mod:`.dist_weights`: nodes and in-edges by default).  Returns the opened :class:`~.format.PartitionBook` on every
+    (:mod:`.dist_weights`: nodes and in-edges by default); ``coarsen`` : ``auto`` / ``on`` / ``off``,
+    whether the engine partitions a rank-locally clustered graph (:mod:`.dist_coarsen`).  Returns the opened :class:`~.format.PartitionBook` on every
     rank.  Raises ValueError / FileExistsError / :class:`~.engines.EngineMissing` (the same on every
     rank) for bad arguments; a rank failing after the checks aborts the MPI job.
     """
@@ -157,6 +163,7 @@ def partition_distributed(store_path, out_dir, num_parts: int, *, engine: str = 
     engine = engines.resolve(engine, comm)
     try:
         check_balance(balance)
+        dist_coarsen.check_coarsen(coarsen)
         (store, mode), error = _check(store_path, out_dir, num_parts, engine, engine_mode, overwrite, size), None
     except Exception as e:  # noqa: BLE001 - every rank must learn of any rank's failed check
         store = mode = None
@@ -164,7 +171,7 @@ def partition_distributed(store_path, out_dir, num_parts: int, *, engine: str = 
     agree(comm, error)
     out = Path(out_dir)
     return run_guarded(comm, "partition", lambda: _run(store, out, int(num_parts), engine, mode, seed, overwrite,
-                                                        imbalance, balance, comm))
+                                                        imbalance, balance, coarsen, comm))
 
 
 def run_guarded(comm, command: str, work: Callable[[], T]) -> T:
@@ -191,7 +198,7 @@ def _report(e: BaseException, rank: int, size: int, command: str = "partition") 
 
 
 def _run(store: GraphStore, out: Path, num_parts: int, engine: str, mode: str | None, seed: int,
-         overwrite: bool, imbalance: float, balance: str, comm):
+         overwrite: bool, imbalance: float, balance: str, coarsen: str, comm):
     from . import dist_graph as G
     from . import dist_write as W
     from .dist_exchange import Exchange
@@ -203,12 +210,14 @@ def _run(store: GraphStore, out: Path, num_parts: int, engine: str, mode: str | 
         sl = G.read_slice(store, comm.Get_rank(), comm.Get_size())
         names, flags = W.split_flags(store, sl.lo, sl.hi)
     return partition_slice(store, sl, names, flags, out, num_parts, engine=engine, mode=mode, seed=seed,
-                           overwrite=overwrite, imbalance=imbalance, balance=balance, ex=ex, t0=t0, mem=mem)
+                           overwrite=overwrite, imbalance=imbalance, balance=balance, coarsen=coarsen, ex=ex,
+                           t0=t0, mem=mem)
 
 
 def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, num_parts: int, *, engine: str,
                     mode: str | None, seed: int, overwrite: bool, imbalance: float, ex, t0: float,
-                    command: str = "partition", balance: str = DEFAULT_BALANCE, mem: PhaseMemory | None = None):
+                    command: str = "partition", balance: str = DEFAULT_BALANCE, coarsen: str = dist_coarsen.DEFAULT,
+                    mem: PhaseMemory | None = None):
     """Partition and write from every rank's :class:`~.dist_graph.Slice` (collective): the steps
     after reading, shared by a store's slices and edge-list shards (:mod:`.dist_ingest`).
 
@@ -218,7 +227,8 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
     graph's ids, of which each rank reads its own rows); ``names, flags`` : this rank's split
     membership (:func:`.dist_write.split_flags`); ``engine, mode`` : as :func:`.engines.check`
     returned them; ``t0`` : when reading began (``metrics["seconds"]``);
-    ``command`` : the ``bgl`` command a failing rank's line names; ``mem`` : the phases measured
+    ``command`` : the ``bgl`` command a failing rank's line names; ``coarsen`` : as
+    :func:`partition_distributed`; ``mem`` : the phases measured
     so far (reading), to which this adds its own (``metrics["distributed"]["phases"]``).
     """
     from . import dist_graph as G
@@ -234,12 +244,29 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
     entries = adjncy.size
     log.info("rank %d: nodes [%d, %d), %d in-edges, %d undirected entries (%.1f s)", rank, sl.lo, sl.hi,
              sl.src.size, entries, time.perf_counter() - t0)
+    train = typed.train_flags() if typed else flags[:, names.index("train")] if "train" in names else None
+    coarse = coarse_sizes = vwgt = None
+    if dist_coarsen.resolve(coarsen, store.num_nodes, num_parts):
+        with mem.phase("coarsen"):
+            vwgt = vertex_weights(balance, np.diff(sl.indptr), train, ex)
+            coarse = dist_coarsen.coarsen(sl.vtxdist, xadj, adjncy, vwgt, num_parts, ex, seed=seed)
+            xadj = adjncy = vwgt = None  # the engine sees only the coarse graph: free the fine one now
+            release_free_heap()
+        coarse_sizes = dist_coarsen.summary(sl.num_nodes, entries, coarse, ex)
+        log.info("rank %d: coarsened %d nodes / %d entries to %d / %d", rank, sl.num_nodes, entries,
+                 coarse.num_nodes, coarse.adjncy.size)
     with mem.phase("engine"):
-        train = typed.train_flags() if typed else flags[:, names.index("train")] if "train" in names else None
-        vwgt = None if num_parts == 1 else vertex_weights(balance, np.diff(sl.indptr), train, ex)
-        part = np.zeros(sl.num_nodes, np.int64) if num_parts == 1 else engines.part_kway(
-            engine, comm, sl.vtxdist, xadj, adjncy, num_parts, imbalance=imbalance, seed=seed, mode=mode, vwgt=vwgt)
-        del xadj, adjncy, vwgt
+        if num_parts == 1:
+            part = np.zeros(sl.num_nodes, np.int64)
+        elif coarse is not None:
+            part = coarse.project(engines.part_kway(
+                engine, comm, coarse.vtxdist, coarse.xadj, coarse.adjncy, num_parts, imbalance=imbalance, seed=seed,
+                mode=mode, vwgt=coarse.vwgt, adjwgt=coarse.adjwgt))
+        else:  # as before coarsening existed: the same answer bit for bit
+            vwgt = vertex_weights(balance, np.diff(sl.indptr), train, ex)
+            part = engines.part_kway(engine, comm, sl.vtxdist, xadj, adjncy, num_parts, imbalance=imbalance,
+                                     seed=seed, mode=mode, vwgt=vwgt)
+        del xadj, adjncy, vwgt, coarse
         release_free_heap()  # what the engine freed, so the phases after it do not carry it
     seconds = time.perf_counter() - t0
     log.info("rank %d: %s assigned %d parts (%.1f s since start)", rank, engine, num_parts, seconds)
@@ -283,9 +310,9 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
             dist = {"peak_rss_bytes_per_rank": rss.tolist(), "bytes_exchanged": int(sent[0]),
                     "local_nodes_per_rank": sizes[:, 0].tolist(), "local_edges_per_rank": sizes[:, 1].tolist(),
                     "csr_entries_per_rank": sizes[:, 2].tolist(), "phases": phases,
-                    "phase_peaks_own": bool(mem.resettable)}
+                    "phase_peaks_own": bool(mem.resettable), "coarsen": coarse_sizes}
             _finish(store, work, out, overwrite, rel, written, stats, engine, mode, seed, imbalance, size,
-                    seconds, write_seconds, dist, typed.partition_meta() if typed else {}, balance)
+                    seconds, write_seconds, dist, typed.partition_meta() if typed else {}, balance, coarsen)
         comm.Barrier()
     except BaseException as e:
         _report(e, rank, size, command)  # before the cleanup: the other ranks' aborts may end this one any moment
@@ -349,7 +376,7 @@ def _balance(load: np.ndarray) -> float:
 
 def _finish(store, work: WorkDir, out: Path, overwrite: bool, rel, written: np.ndarray, stats: dict, engine: str,
             mode: str | None, seed: int, imbalance: float, size: int, seconds: float, write_seconds: float,
-            dist: dict, typed_meta: dict, balance: str) -> None:
+            dist: dict, typed_meta: dict, balance: str, coarsen: str) -> None:
     """Rank 0: partition.json (``dist`` : the per-rank measurements of ``metrics["distributed"]``,
     ``typed_meta`` : what a typed partition adds), a check that the directory opens, and the rename
     into place."""
@@ -367,7 +394,7 @@ def _finish(store, work: WorkDir, out: Path, overwrite: bool, rel, written: np.n
                "distributed": {"ranks": size, "engine": engine, "engine_mode": mode, **dist}}
     meta = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "method": engine,
             "params": {"seed": seed, "distributed": True, "ranks": size, "imbalance": imbalance, "engine_mode": mode,
-                       "balance": balance},
+                       "balance": balance, "coarsen": coarsen},
             "num_parts": bounds.size - 1, "num_nodes": n, "num_edges": e, "source_store": str(store.path),
             "parts": parts, "metrics": metrics, **typed_meta}
     (work.path / META_FILE).write_text(json.dumps(meta, indent=2))

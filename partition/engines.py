@@ -7,7 +7,7 @@ call that assigns parts all read it.  This module imports nothing but the standa
 engine's module is imported when the checks run (:func:`check`), before any rank reads data.
 
 Every engine module has ``load()`` (the library, once; :class:`EngineMissing` naming the fix) and
-``part_kway(comm, vtxdist, xadj, adjncy, num_parts, *, imbalance, seed, mode)`` (each own vertex's
+``part_kway(comm, vtxdist, xadj, adjncy, num_parts, *, imbalance, seed, mode, vwgt, adjwgt)`` (each own vertex's
 part, int64; collective) over ParMETIS's 64-bit distributed CSR.
 """
 from __future__ import annotations
@@ -102,9 +102,10 @@ def check(engine: str, mode: str | None = None) -> str | None:
 
 
 def part_kway(engine: str, comm, vtxdist, xadj, adjncy, num_parts: int, *, imbalance: float, seed: int,
-              mode: str | None, vwgt=None):
+              mode: str | None, vwgt=None, adjwgt=None):
     """Each own vertex's part from ``engine`` (int64 [local n]; collective over ``comm``): the
     engine module's ``part_kway`` on ParMETIS's distributed CSR (see :func:`.ptscotch.part_kway`);
-    ``vwgt`` : int64 [local n] vertex weights or None (:mod:`.dist_weights`)."""
+    ``vwgt`` : int64 [local n] vertex weights or None (:mod:`.dist_weights`); ``adjwgt`` : int64
+    [xadj[-1]] edge weights or None (a coarsened graph's, :mod:`.dist_coarsen`)."""
     return _module(engine).part_kway(comm, vtxdist, xadj, adjncy, num_parts, imbalance=imbalance, seed=seed,
-                                     mode=mode, vwgt=vwgt)
+                                     mode=mode, vwgt=vwgt, adjwgt=adjwgt)

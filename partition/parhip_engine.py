@@ -67,11 +67,12 @@ def _ptr(a: np.ndarray) -> ctypes.c_void_p:
 
 def part_kway(comm, vtxdist: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray, num_parts: int, *,
               imbalance: float = 0.03, seed: int = 0, mode: str | None = None,
-              vwgt: np.ndarray | None = None) -> np.ndarray:
+              vwgt: np.ndarray | None = None, adjwgt: np.ndarray | None = None) -> np.ndarray:
     """Each own vertex's part, int64 [vtxdist[rank+1] - vtxdist[rank]]; collective over ``comm``.
 
     The arguments are :func:`bgl.partition.ptscotch.part_kway`'s, plus ``seed`` and ``mode`` (a key
-    of :data:`MODES`, None = :data:`DEFAULT_MODE`).  ParHIP needs every rank to own at least one
+    of :data:`MODES`, None = :data:`DEFAULT_MODE`); ``adjwgt`` (int64 [xadj[-1]] edge weights >= 1,
+    symmetric, or None: all 1) is ParHIP's fifth argument (a coarsened graph's, :mod:`.dist_coarsen`).  ParHIP needs every rank to own at least one
     vertex (the caller's node ranges do).  The int64 arrays go in as uint64 views, not copies: the
     adjacency is the largest array a rank holds.  ParHIP's own ``edgecut`` is a C ``int`` (it wraps
     past 2^31) and is not used; bgl counts the cut itself.
@@ -88,10 +89,11 @@ def part_kway(comm, vtxdist: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray, n
     vtxdist, xadj = u64(vtxdist), u64(xadj)
     adjncy = u64(adjncy if len(adjncy) else np.zeros(1))  # a valid pointer without edges
     vw = None if vwgt is None else u64(vwgt)
+    aw = None if adjwgt is None else u64(adjwgt if len(adjwgt) else np.ones(1))
     part = np.zeros(max(n_local, 1), np.uint64)
     nparts, eps, edgecut = ctypes.c_int(int(num_parts)), ctypes.c_double(float(imbalance)), ctypes.c_int(0)
-    lib.ParHIPPartitionKWay(_ptr(vtxdist), _ptr(xadj), _ptr(adjncy), None if vw is None else _ptr(vw), None,
-                            ctypes.byref(nparts), ctypes.byref(eps), ctypes.c_bool(True), ctypes.c_int(int(seed)),
+    lib.ParHIPPartitionKWay(_ptr(vtxdist), _ptr(xadj), _ptr(adjncy), None if vw is None else _ptr(vw),
+                            None if aw is None else _ptr(aw), ctypes.byref(nparts), ctypes.byref(eps), ctypes.c_bool(True), ctypes.c_int(int(seed)),
                             ctypes.c_int(MODES[mode]), ctypes.byref(edgecut), _ptr(part),
                             ctypes.c_void_p(MPI._addressof(comm)))
     part = part[:n_local].astype(np.int64)

@@ -65,7 +65,7 @@ def _ptr(a: np.ndarray) -> ctypes.c_void_p:
 
 def part_kway(comm, vtxdist: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray, num_parts: int, *,
               imbalance: float = 0.03, seed: int = 0, mode: str | None = None,
-              vwgt: np.ndarray | None = None) -> np.ndarray:
+              vwgt: np.ndarray | None = None, adjwgt: np.ndarray | None = None) -> np.ndarray:
     """Each own vertex's part, int64 [vtxdist[rank+1] - vtxdist[rank]]; collective over ``comm``.
 
     Parameters
@@ -79,6 +79,9 @@ def part_kway(comm, vtxdist: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray, n
         here: bgl passes the library's default options (``options[0] = 0``), so its answer depends
         only on the graph and the ranks
     vwgt : int64 [local n] vertex weights >= 1, or None (all 1)
+    adjwgt : int64 [xadj[-1]] edge weights >= 1 (symmetric), or None (all 1): a coarsened graph's
+        (:mod:`.dist_coarsen`); ``wgtflag`` says which weights are given (ParMETIS: 1 edges, 2
+        vertices, 3 both)
     """
     from mpi4py import MPI
 
@@ -91,14 +94,16 @@ def part_kway(comm, vtxdist: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray, n
     adjncy = np.ascontiguousarray(adjncy if len(adjncy) else np.zeros(1), np.int64)
     part = np.zeros(max(n_local, 1), np.int64)
     i64 = ctypes.c_int64
-    wgtflag, numflag, ncon, nparts = i64(0 if vwgt is None else 2), i64(0), i64(1), i64(int(num_parts))
+    flag = (0 if vwgt is None else 2) + (0 if adjwgt is None else 1)
+    wgtflag, numflag, ncon, nparts = i64(flag), i64(0), i64(1), i64(int(num_parts))
     vw = None if vwgt is None else np.ascontiguousarray(vwgt if n_local else np.ones(1), np.int64)
+    aw = None if adjwgt is None else np.ascontiguousarray(adjwgt if len(adjwgt) else np.ones(1), np.int64)
     tpwgts = np.full(int(num_parts), 1.0 / num_parts, np.float32)
     ubvec = np.array([1.0 + imbalance], np.float32)
     options = np.zeros(4, np.int64)  # options[0] = 0: the library's defaults
     edgecut = i64(0)
-    rc = lib.ParMETIS_V3_PartKway(_ptr(vtxdist), _ptr(xadj), _ptr(adjncy), None if vw is None else _ptr(vw), None,
-                                  ctypes.byref(wgtflag), ctypes.byref(numflag), ctypes.byref(ncon),
+    rc = lib.ParMETIS_V3_PartKway(_ptr(vtxdist), _ptr(xadj), _ptr(adjncy), None if vw is None else _ptr(vw),
+                                  None if aw is None else _ptr(aw), ctypes.byref(wgtflag), ctypes.byref(numflag), ctypes.byref(ncon),
                                   ctypes.byref(nparts), _ptr(tpwgts), _ptr(ubvec), _ptr(options),
                                   ctypes.byref(edgecut), _ptr(part), ctypes.c_void_p(MPI._addressof(comm)))
     if rc != METIS_OK:

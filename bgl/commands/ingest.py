@@ -95,6 +95,8 @@ def run(args) -> int:
         raise ValueError("--engine-mode applies to --distributed (one-machine ingest does not partition)")
     if args.balance is not None:
         raise ValueError("--balance applies to --distributed (one-machine ingest does not partition)")
+    if args.coarsen is not None:
+        raise ValueError("--coarsen applies to --distributed (one-machine ingest does not partition)")
     opts = {}
     if args.name is not None:
         opts["name"] = args.name
@@ -147,7 +149,7 @@ _NOT_DISTRIBUTED = (("--format", "format", (None, "edgelist")), ("--feat-dim", "
 def run_distributed(args) -> int:
     """``--distributed``: every rank ingests and partitions together; rank 0 prints (as
     ``bgl partition --distributed`` does)."""
-    from ..partition import dist_weights
+    from ..partition import dist_coarsen, dist_weights
     from ..partition.dist_ingest import ingest_distributed
     from .partition import on_ranks
 
@@ -161,6 +163,7 @@ def run_distributed(args) -> int:
                                   symmetrize=args.symmetrize, remove_self_loops=not args.keep_self_loops,
                                   dedupe=not args.keep_duplicates, engine=args.engine,
                                   engine_mode=args.engine_mode, seed=args.seed, balance=args.balance or dist_weights.DEFAULT_BALANCE,
+                                  coarsen=args.coarsen or dist_coarsen.DEFAULT,
                                   overwrite=args.overwrite, feat=args.feat, label=args.label,
                                   edge_time_column=args.edge_time_column)
 

@@ -55,6 +55,12 @@ def add_engine_arguments(p) -> None:
                    help=f"with --distributed: what every part holds an equal share of (the engine's vertex "
                         f"weights): {DEFAULT_BALANCE} by default, also training nodes, or nodes only (the "
                         "engines' own unit weights, which left one part ~3x the mean in-edges on R-MAT)")
+    from bgl.partition.dist_coarsen import AUTO_MIN_NODES, CHOICES, DEFAULT
+
+    p.add_argument("--coarsen", choices=CHOICES, default=None,
+                   help=f"with --distributed: cluster each rank's own vertices and hand the engine the smaller "
+                        f"weighted graph (its memory grows with its input): {DEFAULT} by default, which "
+                        f"coarsens graphs of at least {AUTO_MIN_NODES} nodes")
 
 
 def parse_bytes(text: str) -> int:
@@ -109,6 +115,8 @@ def run(args) -> int:
         raise ValueError("--engine-mode applies to --distributed (the one-machine path has --method)")
     if args.balance is not None:
         raise ValueError("--balance applies to --distributed (the one-machine path has --method)")
+    if args.coarsen is not None:
+        raise ValueError("--coarsen applies to --distributed (the one-machine path has --method)")
     params = {}
     if args.memory_budget is not None:
         if args.method not in ("bgl", "kaminpar"):
@@ -125,7 +133,7 @@ def run(args) -> int:
 
 def run_distributed(args) -> int:
     """``--distributed``: every rank partitions together (see :func:`on_ranks`)."""
-    from bgl.partition import dist_weights
+    from bgl.partition import dist_coarsen, dist_weights
     from bgl.partition.distributed import partition_distributed
 
     def work():
@@ -135,7 +143,8 @@ def run_distributed(args) -> int:
             raise ValueError(f"--method {args.method} is the one-machine partitioner; --distributed uses --engine")
         return partition_distributed(args.store, args.out, args.parts, engine=args.engine,
                                      engine_mode=args.engine_mode, seed=args.seed, overwrite=args.overwrite,
-                                     balance=args.balance or dist_weights.DEFAULT_BALANCE)
+                                     balance=args.balance or dist_weights.DEFAULT_BALANCE,
+                                     coarsen=args.coarsen or dist_coarsen.DEFAULT)
 
     return on_ranks(work)
 

@@ -78,7 +78,8 @@ def _arrays(path):
 # ParHIP on 2 ranks with node data, edge times and serving (the 2-rank branch), parts != ranks
 @pytest.mark.parametrize("engine, ranks, parts, flags", [("ptscotch", 2, 2, ["--symmetrize"]),
                                                          ("ptscotch", 3, 4, ["--keep-duplicates", "--keep-self-loops"]),
-                                                         ("parhip", 2, 3, ["--symmetrize"])], indirect=["engine"])
+                                                         ("parhip", 2, 3, ["--symmetrize"]),
+                                                         ("parhip", 3, 2, ["--coarsen", "on"])], indirect=["engine"])
 def test_shards_give_the_one_machine_partition(engine, tmp_path, ranks, parts, flags):
     node_data = ranks == 2  # the 2-rank cases also read node data and edge times, and serve
     book, store, feat = shards_give_the_one_machine_partition(mpirun_ingest, tmp_path, engine, ranks, parts, flags,
@@ -109,6 +110,7 @@ def shards_give_the_one_machine_partition(run, tmp_path, engine: str, ranks: int
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("wrote ") == 1
     book = open_partition(out)
+    assert (book.metrics["distributed"]["coarsen"] is not None) == ("--coarsen" in flags)
     # one machine: `bgl ingest` of the concatenated shards, then the same assignment written
     whole = tmp_path / "whole.txt"
     whole.write_text("".join(" ".join(map(str, row)) + "\n" for row in edges))

@@ -292,6 +292,41 @@ def test_balance_nodes_is_the_engines_unit_weights(mpi, parhip_lib, edge_store, 
     assert book.meta["params"]["balance"] == "nodes" and book.metrics["balance_nodes"] <= 1.04
 
 
+# coarsened (partition/dist_coarsen.py): the engine partitions rank-local clusters with edge weights, and the
+# directory still holds exactly the store's edges, balanced within the target (assert_one_machine_directory)
+@pytest.mark.parametrize("engine, ranks, parts", [("ptscotch", 3, 4), ("parhip", 2, 2), ("parhip", 3, 4)],
+                         indirect=["engine"])
+def test_coarsened_partition_is_the_one_machine_directory(engine, edge_store, tmp_path, ranks, parts):
+    out = tmp_path / "dist"
+    done = mpirun(ranks, [str(edge_store.path), str(out), "--parts", str(parts), "--engine", engine, "--coarsen", "on"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    book = assert_one_machine_directory(done, edge_store, out, tmp_path, engine, ranks, parts)
+    d = book.metrics["distributed"]
+    c = d["coarsen"]
+    assert book.meta["params"]["coarsen"] == "on"
+    assert c["fine_nodes_per_rank"] == d["local_nodes_per_rank"] and c["fine_entries_per_rank"] == d["csr_entries_per_rank"]
+    assert sum(c["coarse_nodes_per_rank"]) < sum(c["fine_nodes_per_rank"]) / 3
+    # entries shrink less: clusters are rank-local, and most of this shuffled graph's edges cross ranks
+    assert 0 < sum(c["coarse_entries_per_rank"]) < 0.8 * sum(c["fine_entries_per_rank"])
+    assert "coarsen" in [p["name"] for p in d["phases"]]
+
+
+def test_coarsen_off_is_the_uncoarsened_answer(mpi, parhip_lib, edge_store, tmp_path):
+    """``--coarsen off`` (and ``auto`` on a graph this small) hands the engine the fine graph, as before
+    coarsening existed: the same assignment; ``on`` gives another one."""
+    books = {}
+    for how in ("off", "auto", "on"):
+        done = mpirun(2, [str(edge_store.path), str(tmp_path / how), "--parts", "3", "--engine", "parhip",
+                          "--coarsen", how])
+        assert done.returncode == 0, done.stderr[-3000:]
+        books[how] = open_partition(tmp_path / how)
+    assert np.array_equal(part_of(books["off"]), part_of(books["auto"]))
+    assert not np.array_equal(part_of(books["off"]), part_of(books["on"]))
+    assert books["off"].metrics["distributed"]["coarsen"] is None
+    assert "coarsen" not in [p["name"] for p in books["off"].metrics["distributed"]["phases"]]
+    assert [books[h].meta["params"]["coarsen"] for h in ("off", "auto", "on")] == ["off", "auto", "on"]
+
+
 def test_bad_arguments_fail_once_before_any_work(mpi, edge_store, tmp_path):
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "mine.txt").write_text("x")

@@ -88,13 +88,15 @@ def test_auto_is_the_default_and_resolves_to_an_engine_every_rank_has(monkeypatc
     assert engines.resolve(engines.AUTO, MPI.COMM_SELF) == "ptscotch"  # its check then names what to install
 
 
-@pytest.mark.parametrize("command", ["partition", "ingest"])
-def test_balance_applies_to_distributed_only(command, random_store, tmp_path):
-    """``--balance`` weighs the distributed engines' vertices; the one-machine paths refuse it in one line."""
+@pytest.mark.parametrize("command, flag", [("partition", "--balance"), ("ingest", "--balance"),
+                                           ("partition", "--coarsen"), ("ingest", "--coarsen")])
+def test_balance_applies_to_distributed_only(command, flag, random_store, tmp_path):
+    """``--balance`` weighs the distributed engines' vertices and ``--coarsen`` shrinks their input; the
+    one-machine paths refuse either in one line."""
     args = ([str(random_store.path), str(tmp_path / "out"), "--parts", "2"] if command == "partition"
             else [str(tmp_path / "edges.txt"), str(tmp_path / "out")])
     (tmp_path / "edges.txt").write_text("0 1\n1 2\n")
-    done = subprocess.run([sys.executable, "-m", "bgl", command, *args, "--balance", "nodes"],
+    done = subprocess.run([sys.executable, "-m", "bgl", command, *args, flag, "nodes" if flag == "--balance" else "on"],
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode != 0 and "--balance applies to --distributed" in done.stderr, done.stderr[-2000:]
+    assert done.returncode != 0 and f"{flag} applies to --distributed" in done.stderr, done.stderr[-2000:]
     assert not (tmp_path / "out").exists()
