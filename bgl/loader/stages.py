@@ -335,6 +335,18 @@ class FetchStage(Stage):
         self._row_buffers = None
 
 
+def build_backward_csr(blocks) -> None:
+    """Build every relation's CSR of each DGL block (DGL keeps it in the block).
+
+    A block comes as a CSC (:mod:`bgl.dgl_adapter`), which the forward pass's message passing reads;
+    its backward reads the CSR.  COO is left to DGL, built only by a model that asks for it (16 B per
+    edge a batch would otherwise hold in the thread pipeline's queue).
+    """
+    for b in blocks:
+        for c in b.canonical_etypes:
+            b.adj_tensors("csr", etype=c)
+
+
 @dataclass
 class TransferStage(Stage):
     """Minibatch -> ``(input_nodes, output_nodes, blocks)`` on ``device``; runs in the trainer, or in
@@ -354,10 +366,10 @@ class TransferStage(Stage):
     ``feat_codec`` (:class:`bgl.codec.RowCodec`): the rows under ``feat_keys`` move to ``device``
     encoded and are decoded there once per batch into ``feat_dtype`` (float32 by default).
 
-    ``make_formats``: build every sparse format of each DGL block here.  DGL builds a block's CSR
-    (the transpose its backward pass needs) and COO lazily, inside the model step: ~1.5 ms of a
-    typed user-item batch's forward and backward.  Set when this stage runs off the trainer's
-    thread (``pipeline="thread"`` on a CPU device: :meth:`bgl.DataLoader._build_pipeline`), so
+    ``make_formats``: build each DGL block's CSR here (:func:`build_backward_csr`).  DGL builds it
+    lazily, inside the model step (the transpose of the block's CSC that message passing's backward
+    needs): ~1.5 ms of a typed user-item batch's forward and backward.  Set when this stage runs off
+    the trainer's thread (``pipeline="thread"`` on a CPU device: :meth:`bgl.DataLoader._build_pipeline`), so
     that work overlaps the model step of the batch before instead of lengthening it.
     """
 
@@ -417,8 +429,7 @@ class TransferStage(Stage):
 
                 blocks = [to_dgl_hetero_block(b, self.schema, self.graph) for b in blocks]
                 if self.make_formats:
-                    for b in blocks:
-                        b.create_formats_()
+                    build_backward_csr(blocks)
             if mb.edges is not None:  # typed link prediction (typed_edge_seeds.py), or a caller's layout's payload
                 pairs = (mb.edges,) if hasattr(mb.edges, "fields") else typed_pair_graphs(
                     mb.edges.to(device), self.schema, self.to_dgl)
@@ -431,8 +442,7 @@ class TransferStage(Stage):
 
             blocks = to_dgl_blocks(blocks, self.graph, self.type_names)
             if self.make_formats:
-                for b in blocks:
-                    b.create_formats_()
+                build_backward_csr(blocks)
         if mb.edges is not None:
             pairs = self._pair_graphs(mb.edges.to(device, non_blocking=self.non_blocking), input_data)
             return (input_nodes, *pairs, blocks)
