@@ -371,5 +371,14 @@ def main() -> int:
     return 0 if all("error" not in r for r in rows) else 1
 
 
+def _exit_on_sigterm() -> None:
+    """SIGTERM (``kill``, a job's time limit) unwinds like Ctrl-C, so the ``with`` blocks still delete
+    the namespaces and memory groups this bench made (a plain SIGTERM left both behind)."""
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+
 if __name__ == "__main__":
+    _exit_on_sigterm()
     sys.exit(main())
