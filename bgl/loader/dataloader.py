@@ -320,17 +320,11 @@ class DataLoader(Closes):
             split = self.core_split = self.core_split or self._profile_split()
             log.info("%s", split.describe())
             cores = dict(split.cores)
-            # Ordering is a few permutations per epoch: it shares the sampler's cores.
-            if "sample" in cores and "order" not in cores:
+            if "sample" in cores and "order" not in cores:  # a few permutations an epoch: the sampler's cores
                 cores["order"] = cores["sample"]
-        # A thread pipeline on the CPU builds the user's batch objects (DGL blocks and pair graphs, their
-        # formats) in its producer thread too: on a typed user-item graph that work was ~4 ms of the
-        # trainer's ~70 ms batch (bench/results/recsys.md).  On a GPU the copy stays the trainer's.
-        off_trainer = self.pipeline_mode == "thread" and self.device.type == "cpu"
-        self._transfer.make_formats = off_trainer
-        stages = [self._sample_stage, self._fetch] + ([self._transfer] if off_trainer else [])
-        return Pipeline(self._order_stage, stages, trainer_stages=[] if off_trainer else [self._transfer],
-                        mode=self.pipeline_mode, cores=cores, queue_size=self._queue_size)
+        off = self._transfer.make_formats = self.pipeline_mode == "thread" and self.device.type == "cpu"  # transfer too
+        return Pipeline(self._order_stage, [self._sample_stage, self._fetch] + [self._transfer] * off, cores=cores,
+                        trainer_stages=[self._transfer] * (not off), mode=self.pipeline_mode, queue_size=self._queue_size)
 
     def _profile_split(self) -> CoreSplit:
         import copy

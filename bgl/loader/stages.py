@@ -335,22 +335,9 @@ class FetchStage(Stage):
         self._row_buffers = None
 
 
-def build_backward_csr(blocks) -> None:
-    """Build every relation's CSR of each DGL block (DGL keeps it in the block).
-
-    A block comes as a CSC (:mod:`bgl.dgl_adapter`), which the forward pass's message passing reads;
-    its backward reads the CSR.  COO is left to DGL, built only by a model that asks for it (16 B per
-    edge a batch would otherwise hold in the thread pipeline's queue).
-    """
-    for b in blocks:
-        for c in b.canonical_etypes:
-            b.adj_tensors("csr", etype=c)
-
-
 @dataclass
 class TransferStage(Stage):
-    """Minibatch -> ``(input_nodes, output_nodes, blocks)`` on ``device``; runs in the trainer, or in
-    the producer thread of ``pipeline="thread"`` when ``device`` is the CPU.
+    """Minibatch -> ``(input_nodes, output_nodes, blocks)`` on ``device``, in the trainer's process.
 
     ``to_dgl`` converts to ``dgl.Block`` through :mod:`bgl.dgl_adapter` (the
     only module allowed to import DGL).  Remembers the latest cache counters
@@ -366,11 +353,7 @@ class TransferStage(Stage):
     ``feat_codec`` (:class:`bgl.codec.RowCodec`): the rows under ``feat_keys`` move to ``device``
     encoded and are decoded there once per batch into ``feat_dtype`` (float32 by default).
 
-    ``make_formats``: build each DGL block's CSR here (:func:`build_backward_csr`).  DGL builds it
-    lazily, inside the model step (the transpose of the block's CSC that message passing's backward
-    needs): ~1.5 ms of a typed user-item batch's forward and backward.  Set when this stage runs off
-    the trainer's thread (``pipeline="thread"`` on a CPU device: :meth:`bgl.DataLoader._build_pipeline`), so
-    that work overlaps the model step of the batch before instead of lengthening it.
+    ``make_formats``: build each DGL block's CSR here, off the trainer's thread (``pipeline="thread"``, CPU).
     """
 
     device: str = "cpu"
@@ -425,11 +408,7 @@ class TransferStage(Stage):
             for b in blocks:
                 b.schema = self.schema
             if self.to_dgl:
-                from ..dgl_adapter import to_dgl_hetero_block
-
-                blocks = [to_dgl_hetero_block(b, self.schema, self.graph) for b in blocks]
-                if self.make_formats:
-                    build_backward_csr(blocks)
+                blocks = self._dgl_blocks(blocks)
             if mb.edges is not None:  # typed link prediction (typed_edge_seeds.py), or a caller's layout's payload
                 pairs = (mb.edges,) if hasattr(mb.edges, "fields") else typed_pair_graphs(
                     mb.edges.to(device), self.schema, self.to_dgl)
@@ -438,15 +417,15 @@ class TransferStage(Stage):
         input_nodes = blocks[0].src_ids
         output_nodes = blocks[-1].dst_ids
         if self.to_dgl:
-            from ..dgl_adapter import to_dgl_blocks
-
-            blocks = to_dgl_blocks(blocks, self.graph, self.type_names)
-            if self.make_formats:
-                build_backward_csr(blocks)
+            blocks = self._dgl_blocks(blocks)
         if mb.edges is not None:
             pairs = self._pair_graphs(mb.edges.to(device, non_blocking=self.non_blocking), input_data)
             return (input_nodes, *pairs, blocks)
         return input_nodes, output_nodes, blocks
+
+    def _dgl_blocks(self, blocks) -> list:
+        from .dgl_batch_objects import dgl_blocks
+        return dgl_blocks(blocks, self.schema, self.graph, self.type_names, with_csr=self.make_formats)
 
     def _pair_graphs(self, edges, input_data: dict) -> tuple:
         """``(pair_graph,)`` or ``(pair_graph, neg_pair_graph)``: ``dgl.DGLGraph`` s or bgl's

@@ -359,7 +359,7 @@ def typed_pair_graphs(batch: TypedEdgeBatch, schema, to_dgl: bool) -> tuple:
     eids = {c: batch.eids.get(r, empty) for r, c in enumerate(schema.canonical_etypes)}
     graphs = [(per_etype(batch.pos), eids)] + ([] if batch.neg is None else [(per_etype(batch.neg), None)])
     if to_dgl:
-        from ..dgl_adapter import to_dgl_hetero_pair_graph
+        from .dgl_batch_objects import to_dgl_hetero_pair_graph
 
         return tuple(to_dgl_hetero_pair_graph(edges, node_ids, e) for edges, e in graphs)
     return tuple(TypedPairGraph(schema, edges, node_ids, e) for edges, e in graphs)
