@@ -30,6 +30,7 @@ Usage::
     python bench/recsys.py --graphs sasrec --repeats 2 --epochs 2 --datapath
     python bench/recsys.py --graphs powerlaw --repeats 2 --epochs 1 --max-batches 200 --datapath
     python bench/recsys.py --graphs sasrec --systems dgl,bgl,bgl-thread   # + pipeline="thread"
+    python bench/recsys.py --graphs powerlaw --systems dgl,bgl-thread-q4,bgl-thread-q1   # and queue_size=N
     python bench/recsys.py --graphs powerlaw --systems dgl,model-only --max-batches 200   # the floor
 
 ``model-only``: the loop over DGL's batches sampled before the clock starts (no loader cost at all):
@@ -224,8 +225,10 @@ def worker(system: str, graph: str, workdir: str, seed: int, epochs: int, max_ba
     elif system == "model-only":  # the floor: DGL's batches sampled before the clock starts, the loop over them
         loader = PresampledBatches(dgl.dataloading.DataLoader(g, {"rates": train_eids}, sampler, batch_size=1024,
                                                               shuffle=True), max_batches)
-    elif system in ("bgl", "bgl-thread"):  # bgl-thread: the stages in a background thread, overlapping the model
-        extra = {"pipeline": "thread"} if system == "bgl-thread" else {}
+    elif system == "bgl" or system.startswith("bgl-thread"):  # bgl-thread: the stages in a background thread
+        extra = {"pipeline": "thread"} if system != "bgl" else {}
+        if system.startswith("bgl-thread-q"):  # bgl-thread-qN: with queue_size=N
+            extra["queue_size"] = int(system[len("bgl-thread-q"):])
         loader = bgl.DataLoader(g, {"rates": train_eids}, sampler, batch_size=1024, shuffle=True, **extra)
     elif system in ("path-dgl-api", "path-dgl"):  # bgl.DataLoader / DGL's, data path only
         Loader = bgl.DataLoader if system == "path-dgl-api" else dgl.dataloading.DataLoader

@@ -166,13 +166,10 @@ def _ghost_clusters(adjncy: np.ndarray, lo: int, hi: int, vtxdist: np.ndarray, o
     """``(ghost_ids, their coarse ids)``, both int64 sorted by fine id: every distinct remote
     neighbour in ``adjncy``, asked of its owner once (``own_coarse`` int64 [m]: this rank's answer
     for its own vertices)."""
-    ghosts = adjncy[(adjncy < lo) | (adjncy >= hi)]
-    ghosts = np.unique(ghosts)
-    owner = np.searchsorted(vtxdist, ghosts, side="right").astype(np.int64) - 1
-    (asked,), recv_counts = ex.route([ghosts], owner)
-    # ghosts are sorted and owners' ranges ascending: the answers come back in ghosts' order
-    answers = ex.reply(own_coarse[asked - lo], recv_counts)
-    return ghosts, answers.astype(np.int64, copy=False)
+    from .dist_graph import ask_owners
+
+    ghosts = np.unique(adjncy[(adjncy < lo) | (adjncy >= hi)])
+    return ghosts, ask_owners(ghosts, vtxdist, lo, own_coarse, ex).astype(np.int64, copy=False)
 
 
 def summary(fine_nodes: int, fine_entries: int, coarse: CoarseGraph | None, ex) -> dict | None:

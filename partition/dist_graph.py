@@ -226,6 +226,18 @@ def relabel(part: np.ndarray, num_parts: int, ex: Exchange) -> Relabel:
 TRANSLATE_CHUNK = 1 << 22
 
 
+def ask_owners(uniq: np.ndarray, vtxdist: np.ndarray, lo: int, own_answers: np.ndarray, ex: Exchange) -> np.ndarray:
+    """Each owner's answer for ``uniq`` (distinct original ids, sorted, any rank's), in ``uniq``'s order.
+
+    Collective: every rank asks and answers (``own_answers`` [hi-lo]: this rank's answer per own
+    node).  ``uniq`` sorted and the ranks' ranges ascending, grouping the ids by owner keeps their
+    order, so the answers line up with ``uniq`` without a permutation.
+    """
+    owner = np.searchsorted(vtxdist, uniq, side="right").astype(np.int64) - 1
+    (asked,), recv_counts = ex.route([uniq], owner)
+    return ex.reply(own_answers[asked - lo], recv_counts)
+
+
 def translate(ids: np.ndarray, sl: Slice, new_ids: np.ndarray, ex: Exchange, dtype=np.int64) -> np.ndarray:
     """New ids of original ``ids`` (any rank's nodes), as ``dtype`` (int64; int32 when the caller
     knows the graph's ids fit): each distinct id is asked of its owner once.
@@ -233,9 +245,7 @@ def translate(ids: np.ndarray, sl: Slice, new_ids: np.ndarray, ex: Exchange, dty
     Memory: a sorted copy of ``ids`` (their dtype) to find the distinct ones, the answers, and the
     result; each id finds its answer by binary search in chunks, not through a per-edge inverse."""
     uniq = np.unique(ids)
-    (asked,), recv_counts = ex.route([uniq], sl.owner(uniq))
-    answers = ex.reply(new_ids[asked - sl.lo], recv_counts).astype(dtype, copy=False)
-    # uniq is sorted, so grouping it by (monotone) owner kept its order: answers line up with it
+    answers = ask_owners(uniq, sl.vtxdist, sl.lo, new_ids, ex).astype(dtype, copy=False)
     out = np.empty(len(ids), dtype)
     for a in range(0, len(ids), TRANSLATE_CHUNK):
         out[a : a + TRANSLATE_CHUNK] = answers[np.searchsorted(uniq, ids[a : a + TRANSLATE_CHUNK])]

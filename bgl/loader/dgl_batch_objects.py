@@ -5,14 +5,13 @@ its functions, as that module does, so a loader without DGL never loads it.
 """
 from __future__ import annotations
 
-import copy
 import functools
 from dataclasses import dataclass
 from typing import Optional
 
 import torch
 
-from ..dgl_adapter import _ALL_FORMATS, _dgl, _int64_index
+from ..dgl_adapter import ALL_FORMATS, int64_index, with_index_and_frames
 
 
 def dgl_blocks(blocks, schema, graph, type_names: tuple[str, str], with_csr: bool) -> list:
@@ -55,10 +54,10 @@ def to_dgl_hetero_pair_graph(edges: dict, node_ids: dict, edge_ids: Optional[dic
     1.5 ms of a ~10 ms typed batch on the sasrec user-item graph.  The local ids come from the
     batch's compaction, so they are below the node counts by construction.
     """
+    import dgl
     from dgl import heterograph_index
     from dgl.frame import Frame
 
-    dgl = _dgl()
     skeleton = _pair_skeleton(tuple(node_ids), tuple(edges))
     counts = {nt: int(ids.shape[0]) for nt, ids in node_ids.items()}
     rel_graphs, edge_frames = [], []
@@ -67,17 +66,13 @@ def to_dgl_hetero_pair_graph(edges: dict, node_ids: dict, edge_ids: Optional[dic
         if s.dtype != torch.int64 or d.dtype != torch.int64:
             s, d = s.to(torch.int64), d.to(torch.int64)
         rel_graphs.append(heterograph_index.create_unitgraph_from_coo(
-            1 if c[0] == c[2] else 2, counts[c[0]], counts[c[2]], s.contiguous(), d.contiguous(), _ALL_FORMATS))
+            1 if c[0] == c[2] else 2, counts[c[0]], counts[c[2]], s.contiguous(), d.contiguous(), ALL_FORMATS))
         ids = None if edge_ids is None else edge_ids.get(c)
         edge_frames.append(Frame({} if ids is None else {dgl.EID: ids}, num_rows=int(s.shape[0])))
     node_frames = [Frame({dgl.NID: node_ids[nt]}, num_rows=counts[nt]) for nt in skeleton.ntypes]
     gidx = heterograph_index.create_heterograph_from_relations(
-        skeleton.metagraph, rel_graphs, _int64_index([counts[nt] for nt in skeleton.ntypes]))
-    out = copy.copy(skeleton.template)
-    out._graph = gidx
-    out._node_frames = node_frames
-    out._edge_frames = edge_frames
-    return out
+        skeleton.metagraph, rel_graphs, int64_index([counts[nt] for nt in skeleton.ntypes]))
+    return with_index_and_frames(skeleton.template, gidx, node_frames, edge_frames)
 
 
 @dataclass(frozen=True)
@@ -99,7 +94,7 @@ def _pair_skeleton(ntypes: tuple, canonical_etypes: tuple) -> _PairSkeleton:
     metagraph, names, etypes, relations = heterograph_index.create_metagraph_index(ntypes, canonical_etypes)
     no_edges = torch.zeros(0, dtype=torch.int64)
     empty_rels = [heterograph_index.create_unitgraph_from_coo(1 if c[0] == c[2] else 2, 0, 0, no_edges, no_edges,
-                                                              _ALL_FORMATS) for c in relations]
+                                                              ALL_FORMATS) for c in relations]
     template = DGLGraph(heterograph_index.create_heterograph_from_relations(
-        metagraph, empty_rels, _int64_index([0] * len(names))), names, etypes)
+        metagraph, empty_rels, int64_index([0] * len(names))), names, etypes)
     return _PairSkeleton(names, relations, metagraph, template)

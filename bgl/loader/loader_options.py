@@ -20,6 +20,13 @@ from .order_stage import ORDERS
 log = logging.getLogger(__name__)
 
 PIPELINES = ("inline", "thread", "processes")
+#: Batches in flight between two stages unless ``queue_size`` says otherwise.
+DEFAULT_QUEUE = 4
+#: ... where the queue holds finished batches (``pipeline="thread"`` on a CPU device: DGL blocks with
+#: their CSR): each waiting batch costs its blocks' memory, and with the producer ahead of the model two
+#: hide its jitter as well as four (bench/results/recsys.md, 2026-12-04: powerlaw 0.77x DGL's epoch and
+#: 1.08x its peak RSS with 2, 0.75x and 1.10x with 4, 0.79x and 1.07x with 1).
+FINISHED_BATCHES_QUEUE = 2
 # DGL DataLoader keyword arguments that tune DGL's own machinery; accepted so
 # scripts run unchanged, and ignored because bgl's pipeline replaces them.
 DGL_TUNING_KWARGS = frozenset({
@@ -46,7 +53,7 @@ class LoaderOptions:
     blocks: Optional[str] = None
     server_timeout: float = 5.0
     num_sequences: int = 8
-    queue_size: int = 4
+    queue_size: Optional[int] = None  # None: DEFAULT_QUEUE, or FINISHED_BATCHES_QUEUE (the loader decides)
     feat_dtype: Any = None  # checked by TransferStage
     seed_time: Any = None  # a temporal sampler's time per seed (bgl.loader.temporal_sampler)
     seed_layout: Any = None  # a caller's per-batch seed layout over item positions (temporal_edges.LaidOutSeeds)
@@ -55,7 +62,7 @@ class LoaderOptions:
     @property
     def cache_args(self) -> tuple:
         """The arguments :func:`~bgl.loader.cache_choice.resolve_cache` takes first, in its order."""
-        return (self.cache, self.cache_ratio, self.cache_bytes, self.cache_lookahead, self.queue_size)
+        return (self.cache, self.cache_ratio, self.cache_bytes, self.cache_lookahead, self.queue_size or DEFAULT_QUEUE)
 
 
 def _is_count(value, least: int) -> bool:
@@ -99,6 +106,8 @@ def resolve_loader_options(batch_size, num_workers, kwargs: dict) -> LoaderOptio
         pipeline = "processes"
     if pipeline is not None and pipeline not in PIPELINES:
         raise ValueError(f"pipeline must be one of {PIPELINES}, got {pipeline!r}")
+    if "queue_size" in numbers and not _is_count(numbers["queue_size"], 1):
+        raise ValueError(f"queue_size must be an int >= 1, got {numbers['queue_size']!r}")
     if named.get("blocks") not in (None, "dgl", "bgl"):
         raise ValueError(f"blocks must be 'dgl', 'bgl' or None, got {named['blocks']!r}")
     named.update(order=order, pipeline=pipeline)
@@ -107,4 +116,4 @@ def resolve_loader_options(batch_size, num_workers, kwargs: dict) -> LoaderOptio
     return LoaderOptions(batch_size=int(batch_size), num_workers=int(num_workers), **named,
                          server_timeout=float(numbers.get("server_timeout", 5.0)),
                          num_sequences=int(numbers.get("num_sequences", 8)),
-                         queue_size=int(numbers.get("queue_size", 4)))
+                         queue_size=int(numbers["queue_size"]) if "queue_size" in numbers else None)

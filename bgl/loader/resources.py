@@ -224,3 +224,24 @@ def profile_stages(source, stages: Sequence[Any], epoch: Any, num_batches: int =
     if counted == 0:
         return {name: 0.0 for name in totals}
     return {name: t / counted for name, t in totals.items()}
+
+
+def profile_core_split(order_stage, sample_stage, fetch_stage) -> CoreSplit:
+    """Cores per stage for ``pipeline="processes"``, from a three-batch probe on copies of the stages.
+
+    The probe orders seeds at random: a proximity BFS over the whole graph would cost
+    more than the probe.  A core is kept for the trainer only when there are cores to
+    spare.
+    """
+    import copy
+    import dataclasses
+
+    sample, fetch = copy.deepcopy(sample_stage), copy.deepcopy(fetch_stage)
+    order = dataclasses.replace(order_stage, order="random")
+    try:
+        times = profile_stages(order, [sample, fetch], (0, 0), num_batches=3, warmup=1)
+    finally:
+        sample.close()
+        fetch.close()
+    pool = available_cores()
+    return split_cores(times, pool, reserve=1 if len(pool) >= 4 else 0)

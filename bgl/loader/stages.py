@@ -353,7 +353,7 @@ class TransferStage(Stage):
     ``feat_codec`` (:class:`bgl.codec.RowCodec`): the rows under ``feat_keys`` move to ``device``
     encoded and are decoded there once per batch into ``feat_dtype`` (float32 by default).
 
-    ``make_formats``: build each DGL block's CSR here, off the trainer's thread (``pipeline="thread"``, CPU).
+    ``build_csr``: build each DGL block's CSR here, off the trainer's thread (``pipeline="thread"``, CPU).
     """
 
     device: str = "cpu"
@@ -369,7 +369,7 @@ class TransferStage(Stage):
     feat_codec: Any = None
     feat_dtype: Optional[torch.dtype] = None
     feat_keys: tuple[str, ...] = ()
-    make_formats: bool = False
+    build_csr: bool = False
 
     def __post_init__(self):
         check_feat_dtype(self.feat_dtype)
@@ -425,7 +425,7 @@ class TransferStage(Stage):
 
     def _dgl_blocks(self, blocks) -> list:
         from .dgl_batch_objects import dgl_blocks
-        return dgl_blocks(blocks, self.schema, self.graph, self.type_names, with_csr=self.make_formats)
+        return dgl_blocks(blocks, self.schema, self.graph, self.type_names, with_csr=self.build_csr)
 
     def _pair_graphs(self, edges, input_data: dict) -> tuple:
         """``(pair_graph,)`` or ``(pair_graph, neg_pair_graph)``: ``dgl.DGLGraph`` s or bgl's

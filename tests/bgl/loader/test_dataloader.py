@@ -241,10 +241,26 @@ def test_bad_indices_fail_before_anything_starts(spawned_children, random_store,
     (dict(graph_sampler=bgl.NeighborSampler([2]), cache_ratio=2.0, cache="fifo"), ValueError, "cache_ratio"),
     (dict(graph_sampler=bgl.NeighborSampler([2]), stage_cores={"sampling": [0]}), ValueError, "sampling"),
     (dict(graph_sampler=bgl.NeighborSampler([2]), frobnicate=1), TypeError, "frobnicate"),
+    (dict(graph_sampler=bgl.NeighborSampler([2]), queue_size=0), ValueError, "queue_size"),
+    (dict(graph_sampler=bgl.NeighborSampler([2]), queue_size=True), ValueError, "queue_size"),
 ])
 def test_bad_arguments_name_the_problem(random_store, kwargs, error, match):
     with pytest.raises(error, match=match):
         bgl.DataLoader(random_store, np.arange(10), **kwargs)
+
+
+@pytest.mark.parametrize("pipeline,queue_size,depth", [
+    ("thread", None, 2), ("thread", 3, 3), ("inline", None, 4), ("thread", 1, 1)])
+def test_a_thread_pipeline_on_the_cpu_queues_two_finished_batches_unless_told(random_store, pipeline, queue_size,
+                                                                              depth):
+    """Finished batches (the transfer runs in the producer thread on a CPU device) each hold their blocks:
+    two in the queue by default; other modes keep four; ``queue_size`` always wins."""
+    extra = {} if queue_size is None else {"queue_size": queue_size}
+    loader = bgl.DataLoader(random_store, np.arange(100), bgl.NeighborSampler([2]), batch_size=10,
+                            pipeline=pipeline, **extra)
+    assert len(list(loader)) == 10
+    assert loader._pipeline.queue_size == depth
+    loader.close()
 
 
 @pytest.mark.parametrize("fanouts", [[0], [-2, 3], [], 5, [1.5]])
