@@ -105,7 +105,7 @@ class OrderStage(SourceStage):
                 from ..cache.ordering.partition_order import PartitionOrder
 
                 # Built once per process; its per-part views are reused every epoch.
-                nodes = self.ids if self.order_nodes is None else np.unique(self.order_nodes[self.ids])
+                nodes = self.ids if self.order_nodes is None else np.unique(self.order_nodes[self.ids]).astype(np.int64)
                 self._part_order = PartitionOrder(self.partition_dir, nodes, self.num_sequences)
         else:
             raise ValueError("order='proximity' needs a local graph store or, with graph servers, "
@@ -193,7 +193,7 @@ class OrderStage(SourceStage):
             # edge seeds: ordered by one endpoint's place in the nodes' proximity order
             from .edge_seeds import edge_order
 
-            nodes = self.order_nodes[ids]
+            nodes = self.order_nodes[ids].astype(np.int64, copy=False)  # held narrow (int32) for typed edges
             if self._part_order is not None:
                 node_order = self._part_order.epoch_order(epoch_seed)
             else:

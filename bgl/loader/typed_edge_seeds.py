@@ -13,9 +13,10 @@ Edge ids, as the untyped loader numbers them: a heterogeneous DGLGraph's own per
 typed store's CSC positions (what its blocks' ``EID`` hold), each checked to be of its edge type.
 Exclusion works on CSC positions, since a DGLGraph's ids repeat across relations.
 
-Cost: 40 bytes per seed edge (id, position, relation, endpoints) and 8 more for its reverse's
-position when reverses are excluded, looked up once before anything starts; a DGLGraph's
-id -> position map, 8 bytes per edge of the graph, while the loader is built.
+Cost: 13 bytes per seed edge while ids fit in int32 (id, position and destination 4 B each, relation
+1 B; over graph servers the source too, 8 B) and 4 more for its reverse's position when reverses are
+excluded, looked up once before anything starts; a DGLGraph's id -> position map, 8 bytes per edge of
+the graph, while the loader is built.
 """
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ class TypedEdgeSeeds:
     """A typed loader's seed edges (picklable: stage processes).
 
     ``eids`` the user's ids, ``positions`` their CSC positions, ``src`` / ``dst`` global endpoint ids
-    (int64 [n] each; ``src`` None on a local graph, read from its CSC per batch); ``rel`` their relation ids ([n] in the schema's etype dtype, 1 B each);
+    ([n] each, int64 or int32 while they fit: widened per batch; ``src`` None on a local graph, read
+    from its CSC per batch); ``rel`` their relation ids ([n] in the schema's etype dtype, 1 B each);
     ``reverse`` [n] each seed's reverse edge's position (-1: none; int32 while positions fit) when
     reverses are excluded; ``schema`` the graph's
     :class:`~bgl.schema.GraphSchema`; ``negative`` a bgl negative sampler drawn per edge type, or a
@@ -94,9 +96,9 @@ class TypedEdgeSeeds:
         if self.exclude is None:
             return None
         if not isinstance(self.exclude, str):
-            eids, rel = self.eids[sel], self.rel[sel]
+            eids, rel = _wide(self.eids[sel]), self.rel[sel]
             return self.exclude.positions(self.schema, {int(r): eids[rel == r] for r in np.unique(rel)}, graph)
-        pos = self.positions[sel]
+        pos = _wide(self.positions[sel])
         if self.reverse is not None:
             rev = self.reverse[sel]
             pos = np.concatenate([pos, rev[rev >= 0]])
@@ -138,14 +140,14 @@ class TypedEdgeSeeds:
         uniform over its edge type's destination node type (DGL's per-type ``Uniform``), or both ends
         uniform over the pairs of its end types that are not edges of ``r`` in ``graph`` (``GlobalUniform``:
         a typed CSC, or servers as a :class:`~bgl.sampler.edge_check.ServerEdgeCheck`)."""
-        src = self.src[sel] if self.src is not None else self._sources(sel, graph)
-        dst, rel = self.dst[sel], self.rel[sel]
+        src = _wide(self.src[sel]) if self.src is not None else self._sources(sel, graph)
+        dst, rel, seed_eids = _wide(self.dst[sel]), self.rel[sel], _wide(self.eids[sel])
         rels = np.unique(rel)
         by_rel = [np.flatnonzero(rel == r) for r in rels]
         arrays = [a for idx in by_rel for a in (src[idx], dst[idx])]
         neg_rels = rels.tolist()
         if getattr(self.negative, "draw", None) is not None:  # a user's callable: every edge type at once
-            drawn = self.negative.draw(self.schema, {r: self.eids[sel][idx] for r, idx in zip(neg_rels, by_rel)}, seed)
+            drawn = self.negative.draw(self.schema, {r: seed_eids[idx] for r, idx in zip(neg_rels, by_rel)}, seed)
             neg_rels, offsets, (s_t, d_t) = sorted(drawn), self.schema.offsets, self.schema.relation_ends()
             arrays += [a for r in neg_rels for a in (drawn[r][0] + offsets[s_t[r]], drawn[r][1] + offsets[d_t[r]])]
         elif self.negative is not None:
@@ -159,7 +161,7 @@ class TypedEdgeSeeds:
         pos, eids, neg = {}, {}, ({} if self.negative is not None else None)
         for j, (r, idx) in enumerate(zip(rels.tolist(), by_rel)):
             pos[r] = (torch.from_numpy(type_local[local[2 * j]]), torch.from_numpy(type_local[local[2 * j + 1]]))
-            eids[r] = torch.from_numpy(self.eids[sel][idx])
+            eids[r] = torch.from_numpy(seed_eids[idx])
         for j, r in enumerate(neg_rels if neg is not None else ()):
             k = 2 * len(by_rel) + 2 * j
             neg[r] = (torch.from_numpy(type_local[local[k]]), torch.from_numpy(type_local[local[k + 1]]))
@@ -254,9 +256,16 @@ def resolve_typed_edge_seeds(indices, info, settings, graph=None) -> TypedEdgeSe
         from .typed_callables import checked_callables
 
         exclude, negative = checked_callables(schema, eids, rel, exclude, negative, graph, info)
-    # a local graph's sources are read from its CSC per batch rather than held (8 B a seed edge)
+    # held for the loader's life: ids, positions and destinations in int32 while they fit (12 B a seed edge
+    # saved; widened per batch); a local graph's sources are read from its CSC per batch, not held (8 B)
+    eids, pos, dst = (a.astype(_narrow(int(a.max(initial=0)) + 1), copy=False) for a in (eids, pos, dst))
     return TypedEdgeSeeds(eids=eids, positions=pos, rel=rel, src=None if local else src, dst=dst, schema=schema,
                           exclude=exclude, reverse=reverse, negative=negative)
+
+
+def _wide(a: np.ndarray) -> np.ndarray:
+    """A batch's slice of a held seed array as int64 (what DGL's ``EID`` and the kernels take)."""
+    return a.astype(np.int64, copy=False)
 
 
 def _narrow(bound: int):
