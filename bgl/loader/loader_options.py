@@ -23,9 +23,9 @@ PIPELINES = ("inline", "thread", "processes")
 #: Batches in flight between two stages unless ``queue_size`` says otherwise.
 DEFAULT_QUEUE = 4
 #: ... where the queue holds finished batches (``pipeline="thread"`` on a CPU device: DGL blocks with
-#: their CSR): each waiting batch costs its blocks' memory, and with the producer ahead of the model two
-#: hide its jitter as well as four (bench/results/recsys.md, 2026-12-04: powerlaw 0.77x DGL's epoch and
-#: 1.08x its peak RSS with 2, 0.75x and 1.10x with 4, 0.79x and 1.07x with 1).
+#: their CSR): each waiting batch costs its blocks' memory (~45 MiB on a 10.6M-edge user-item graph), and
+#: the producer runs ahead of the model anyway (bench/results/recsys.md, 2026-12-04, 3 alternating seeds:
+#: 0.80x DGL's epoch and 1.05x its peak RSS with 2, 0.82x and 1.06x with 4).
 FINISHED_BATCHES_QUEUE = 2
 # DGL DataLoader keyword arguments that tune DGL's own machinery; accepted so
 # scripts run unchanged, and ignored because bgl's pipeline replaces them.
