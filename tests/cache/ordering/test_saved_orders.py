@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 
 import numpy as np
 import pytest
@@ -73,7 +74,11 @@ def test_a_killed_writers_temporary_is_removed_and_a_bad_dir_only_warns(tmp_path
 def test_a_loader_built_the_same_way_reads_the_saved_order(random_store, tmp_path):
     d = tmp_path / "orders"
     first = _seeds(_loader(random_store, d))
-    # The next epoch's order is built (and saved) during this one: two files.
+    # The next epoch's order is built (and saved) by a background thread started during this one: two
+    # files once it ends (on a loaded box the 19-batch epoch can finish first; the thread still saves).
+    deadline = time.monotonic() + 60
+    while len(_files(d)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert len(_files(d)) == 2
     assert [b.tolist() for b in _seeds(_loader(random_store, d))] == [b.tolist() for b in first]
     assert [b.tolist() for b in _seeds(_loader(random_store, None))] == [b.tolist() for b in first]
