@@ -211,7 +211,8 @@ class DataLoader(Closes):
         self._transfer = TransferStage(device=str(self.device), to_dgl=want_dgl, schema=schema,
                                        graph=graph if live_graph else self._graph,
                                        node_feats=extra_feats, edge_feats=edge_feats, type_names=type_names,
-                                       feat_codec=info.feat_codec, feat_dtype=opts.feat_dtype, feat_keys=feat_keys)
+                                       feat_codec=info.feat_codec, feat_dtype=opts.feat_dtype, feat_keys=feat_keys,
+                                       build_csr=pipeline == "thread" and self.device.type == "cpu")
         self._stage_cores = opts.stage_cores
         if opts.stage_cores is not None:
             # Validate now, before any process starts.
@@ -328,7 +329,6 @@ class DataLoader(Closes):
             if "sample" in cores and "order" not in cores:  # a few permutations an epoch: the sampler's cores
                 cores["order"] = cores["sample"]
         producer = [self._sample_stage, self._fetch]
-        self._transfer.build_csr = self.pipeline_mode == "thread" and self.device.type == "cpu"
         if self._transfer.build_csr:
             producer, trainer = producer + [self._transfer], []
         else:

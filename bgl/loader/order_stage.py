@@ -105,7 +105,10 @@ class OrderStage(SourceStage):
                 from ..cache.ordering.partition_order import PartitionOrder
 
                 # Built once per process; its per-part views are reused every epoch.
-                nodes = self.ids if self.order_nodes is None else np.unique(self.order_nodes[self.ids]).astype(np.int64)
+                if self.order_nodes is None:
+                    nodes = self.ids
+                else:  # typed edges hold their nodes narrow (int32)
+                    nodes = np.unique(self.order_nodes[self.ids]).astype(np.int64, copy=False)
                 self._part_order = PartitionOrder(self.partition_dir, nodes, self.num_sequences)
         else:
             raise ValueError("order='proximity' needs a local graph store or, with graph servers, "

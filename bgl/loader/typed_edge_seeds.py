@@ -251,14 +251,14 @@ def resolve_typed_edge_seeds(indices, info, settings, graph=None) -> TypedEdgeSe
     reverse, exclude = None, settings.exclude
     if exclude in ("reverse_id", "reverse_types"):
         reverse = _reverse_positions(settings, schema, edges, eids, pos, rel, src, dst, to_position)
-        reverse = reverse.astype(_narrow(int(reverse.max(initial=-1)) + 1), copy=False)  # -1: none
+        reverse = _narrowed(reverse)  # -1: none
     if callable(exclude) or getattr(negative, "draw", None) is not None:
         from .typed_callables import checked_callables
 
         exclude, negative = checked_callables(schema, eids, rel, exclude, negative, graph, info)
     # held for the loader's life: ids, positions and destinations in int32 while they fit (12 B a seed edge
     # saved; widened per batch); a local graph's sources are read from its CSC per batch, not held (8 B)
-    eids, pos, dst = (a.astype(_narrow(int(a.max(initial=0)) + 1), copy=False) for a in (eids, pos, dst))
+    eids, pos, dst = _narrowed(eids), _narrowed(pos), _narrowed(dst)
     return TypedEdgeSeeds(eids=eids, positions=pos, rel=rel, src=None if local else src, dst=dst, schema=schema,
                           exclude=exclude, reverse=reverse, negative=negative)
 
@@ -268,9 +268,9 @@ def _wide(a: np.ndarray) -> np.ndarray:
     return a.astype(np.int64, copy=False)
 
 
-def _narrow(bound: int):
-    """int32 for signed ids below ``bound`` while they fit, else int64 (4 B a seed edge saved)."""
-    return np.int32 if bound < np.iinfo(np.int32).max else np.int64
+def _narrowed(a: np.ndarray) -> np.ndarray:
+    """``a`` (ids >= -1) as int32 while its largest fits, else as it is (4 B a seed edge saved)."""
+    return a.astype(np.int32 if int(a.max(initial=0)) + 1 < np.iinfo(np.int32).max else np.int64, copy=False)
 
 
 def _pair_seeds(indices, schema, settings) -> TypedEdgeSeeds:
