@@ -83,6 +83,51 @@ def thread_limits(threads: int) -> Iterator[None]:
             numba.set_num_threads(numba_before)
 
 
+OPENMP_LIBRARIES = ("libgomp", "libiomp5", "libomp")  # GNU's (torch's wheels, DGL), Intel's, LLVM's
+
+
+def openmp_libraries(maps_text: Optional[str] = None) -> list[str]:
+    """Paths of the OpenMP runtimes mapped into this process (from ``/proc/self/maps``; [] elsewhere)."""
+    if maps_text is None:
+        try:
+            with open("/proc/self/maps") as f:
+                maps_text = f.read()
+        except OSError:
+            return []
+    paths = []
+    for line in maps_text.splitlines():
+        path = line.split(None, 5)[5].strip() if len(line.split(None, 5)) == 6 else ""
+        if os.path.basename(path).startswith(OPENMP_LIBRARIES) and ".so" in path and path not in paths:
+            paths.append(path)
+    return paths
+
+
+def one_openmp_thread_here() -> int:
+    """Make OpenMP loops started from the CALLING thread run on that thread alone; the runtimes set.
+
+    For threads bgl makes (the thread pipeline's producer).  OpenMP's thread count is per thread, and
+    a thread the trainer did not make reads the runtime's default (``OMP_NUM_THREADS``, else every
+    core), not what the trainer set with ``torch.set_num_threads``: DGL's parallel loops in the
+    producer (a block's CSR) ran a team of every core beside the model step, 1.5 s of CPU and ~1 s
+    of a 120-batch epoch on the 2-core box (10.6M-edge user-item graph).  Only this thread's value
+    changes, and it ends with the thread, so the caller's pools stay as they were (the rule above);
+    torch's lazy per-thread setup runs first, so torch's own ops cannot reset it.
+    """
+    import ctypes
+
+    import torch
+
+    torch.get_num_threads()  # torch sets up this thread's count once, on its first parallel call
+    done = 0
+    for path in openmp_libraries():
+        try:
+            ctypes.CDLL(path).omp_set_num_threads(ctypes.c_int(1))
+            done += 1
+        except (OSError, AttributeError):  # not loadable again, or not an OpenMP runtime after all
+            continue
+    return done
+
+
 class Closes:
     """``with`` support and a best-effort ``close()`` at garbage collection, for the classes that own
     stage processes, threads or sockets in the user's process (loaders, server clients): the same

@@ -24,6 +24,8 @@ import queue
 import threading
 from typing import Any, Callable, Iterator
 
+from ..threads import one_openmp_thread_here
+
 # How often a blocked put/get looks at the stop flag and the thread's liveness (s).
 POLL_S = 0.05
 
@@ -53,6 +55,7 @@ def background_items(make_items: Callable[[], Iterator[Any]], queue_size: int,
 
     def produce() -> None:
         try:
+            one_openmp_thread_here()  # beside the trainer's threads, not a team of every core (bgl.threads)
             items = make_items()
             try:
                 for item in items:

@@ -144,7 +144,7 @@ class DataLoader(Closes):
         self._epoch, self._epoch_set = 0, False
         self._current: tuple[int, int] = (0, 0)  # (epoch, seed) of the last epoch started
         self._resume = ResumePoint()  # a loaded state_dict, applied by the next iter()
-        self._next_order = NextOrderGuess()  # build the next epoch's proximity order during this one
+        self._next_order = NextOrderGuess()  # build the next epoch's order (BFS, shuffle) during this one
 
         # The graph, as one of its kinds (GraphInfo), with the first feature / label name it serves.
         self._resolve_args = (sampler.feat_keys[0] if sampler.feat_keys else None,
@@ -357,7 +357,7 @@ class DataLoader(Closes):
         self._epoch_set = False
         self._current = (epoch, seed)
         gen = self._pipeline.run_epoch((epoch, seed, start) if start else (epoch, seed))
-        if self.order == "proximity" and self.pipeline_mode != "processes":
+        if (self.order == "proximity" or self.shuffle) and self.pipeline_mode != "processes":
             gen = self._next_order.prefetching(gen, seed, lambda: self._start_next_order(epoch))
         it = EpochIterator(self, gen, start)
         self._active = weakref.ref(it)

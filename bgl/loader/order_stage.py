@@ -42,8 +42,9 @@ class OrderStage(SourceStage):
 
     Parameters
     ----------
-    ids : int64 [n]
-        This rank's seed ids (already split and padded for DDP).
+    ids : [n]
+        This rank's seed items (already split and padded for DDP): int64 node ids, or positions into
+        the seed edges (:func:`~bgl.loader.seed_items.positions`, int32 while they fit).
     order : ``"random"`` (a permutation when ``shuffle``) or ``"proximity"``
         (BGL's BFS-sequence order via :func:`bgl.cache.ordering.store_order.proximity_order`,
         so consecutive batches share neighbours and the feature cache hits).
@@ -122,16 +123,19 @@ class OrderStage(SourceStage):
         return state
 
     def prefetch(self, epoch_seed: int) -> bool:
-        """Start building the proximity order of ``epoch_seed`` in a background thread.
+        """Start building the order of ``epoch_seed`` in a background thread.
 
         A proximity order is a few BFS passes over the whole graph (~1.4 s on
-        R-MAT 2^20 with 8 sequences), which stalls the first batch of every
-        epoch; built during the previous epoch it overlaps training instead.
-        The BFS kernel releases the GIL.  The result is used only by an epoch
-        with exactly this seed, so a wrong guess costs CPU time, never a
-        different order.  Returns False (nothing started) for random order.
+        R-MAT 2^20 with 8 sequences), and a shuffle a permutation of every seed
+        (0.45 s for 9.5M typed seed edges, nearly all of the first batch's wait
+        and 2.5 % of a 120-batch epoch there); either stalls the first batch of
+        every epoch, while built during the previous epoch it overlaps training.
+        The BFS kernel and NumPy's shuffle release the GIL.  The result is used
+        only by an epoch with exactly this seed, so a wrong guess costs CPU
+        time, never a different order.  Returns False (nothing started) for an
+        unshuffled random order, which costs nothing to build.
         """
-        if self.order != "proximity":
+        if self.order != "proximity" and not self.shuffle:
             return False
         if self._prefetched is not None and self._prefetched.seed == int(epoch_seed):
             return True
@@ -146,7 +150,8 @@ class OrderStage(SourceStage):
         return getattr(self, "_prefetch_hits", 0)
 
     def epoch_order(self, epoch_seed: int) -> np.ndarray:
-        """The seed ids of one epoch in visiting order, int64 [n + pad]."""
+        """The seed ids of one epoch in visiting order, [n + pad] (int64 for a proximity order, else in
+        the ids' dtype: :meth:`items` widens each batch)."""
         order = self._order(epoch_seed)
         return np.concatenate([order, order[: self.pad]]) if self.pad else order
 
@@ -156,7 +161,7 @@ class OrderStage(SourceStage):
             order = pending.result()  # re-raises an error of the background build here
             self._prefetch_hits = self.prefetch_hits + 1
             return order
-        if pending is not None:
+        if pending is not None and self.order == "proximity":
             # A wrong guess: let it finish first, since a partition order reuses its scratch views.
             pending.wait()
         return self._order_now(epoch_seed)
@@ -183,8 +188,8 @@ class OrderStage(SourceStage):
         return order
 
     def _compute_order(self, epoch_seed: int) -> np.ndarray:
-        ids = np.asarray(self.ids, dtype=np.int64)
         if self.order == "proximity":
+            ids = np.asarray(self.ids, dtype=np.int64)
             from ..cache.ordering.store_order import proximity_order
 
             if self._store is None and self._part_order is None:
@@ -202,9 +207,11 @@ class OrderStage(SourceStage):
             else:
                 node_order = proximity_order(self._store, np.unique(nodes), self.num_sequences, epoch_seed)
             return ids[edge_order(np.asarray(node_order, dtype=np.int64), nodes)]
-        if self.shuffle:
-            return ids[np.random.default_rng(epoch_seed).permutation(ids.shape[0])]
-        return ids
+        # A random order keeps the ids' own dtype (seed positions are held int32; items() widens each
+        # batch).  A shuffle is ids[permutation(n)] exactly (one Fisher-Yates over the same draws)
+        # without an int64 index array of every seed.
+        ids = np.asarray(self.ids)
+        return np.random.default_rng(epoch_seed).permutation(ids) if self.shuffle else ids
 
     def __len__(self) -> int:
         return num_batches(int(np.asarray(self.ids).shape[0]) + self.pad, self.batch_size, self.drop_last)
@@ -218,7 +225,7 @@ class OrderStage(SourceStage):
         ids = self.epoch_order(epoch_seed)
         bounds = batch_bounds(ids.shape[0], self.batch_size, self.drop_last)
         for i in range(int(start[0]) if start else 0, bounds.shape[0] - 1):
-            seeds = torch.from_numpy(np.array(ids[bounds[i]:bounds[i + 1]]))
+            seeds = torch.from_numpy(ids[bounds[i]:bounds[i + 1]].astype(np.int64))  # a copy, int64
             # One sampling seed per (epoch, batch): reproducible runs whatever process samples it.
             sample_seed = int((epoch_seed * 1_000_003 + i) % (2**63 - 1))
             yield MiniBatch(epoch=epoch_num, index=i, seeds=seeds, sample_seed=sample_seed)

@@ -24,9 +24,10 @@ NODES, EDGES = "nodes", "edges"
 class SeedItems:
     """One loader's seeds as items.
 
-    ``ids`` : int64 [n], the items the order stage batches: global node ids (``kind == "nodes"``), or
+    ``ids`` : [n], the items the order stage batches: int64 global node ids (``kind == "nodes"``), or
     positions into ``edges`` (``kind == "edges"``, :class:`~bgl.loader.edge_seeds.EdgeSeeds`, or a
-    typed graph's :class:`~bgl.loader.typed_edge_seeds.TypedEdgeSeeds`, ``{etype: eids}`` mixed);
+    typed graph's :class:`~bgl.loader.typed_edge_seeds.TypedEdgeSeeds`, ``{etype: eids}`` mixed),
+    :func:`positions` (int32 while they fit; the order stage widens each batch);
     ``repeated`` : some node id occurs twice (DGL accepts it; proximity order does not);
     ``order_nodes`` : for edge items, the node of each item that proximity order places (its dst).
     """
@@ -42,6 +43,13 @@ class SeedItems:
     @property
     def is_edges(self) -> bool:
         return self.kind == EDGES
+
+
+def positions(n: int) -> np.ndarray:
+    """Items ``0 .. n-1`` that index the seeds (edges, or seeds with times): int32 while ``n`` fits,
+    4 B an item less for the loader's life, and an epoch's shuffled copy as narrow (73 -> 36 MiB
+    each for 9.5M seed edges)."""
+    return np.arange(n, dtype=np.int32 if n < np.iinfo(np.int32).max else np.int64)
 
 
 def resolve_seeds(graph, indices, info, sampler, schema, order: str, seed_time=None, seed_layout=None) -> SeedItems:
@@ -63,22 +71,22 @@ def resolve_seeds(graph, indices, info, sampler, schema, order: str, seed_time=N
         seeds = resolve_temporal_seeds(graph, indices, seed_time, info, sampler.temporal, sampler.link, schema)
         # A node may be a seed at many times: items are positions, placed by their node (proximity).
         if sampler.link is not None:
-            return SeedItems(EDGES, typed, np.arange(seeds.times.shape[0], dtype=np.int64), edges=seeds.edges,
+            return SeedItems(EDGES, typed, positions(seeds.times.shape[0]), edges=seeds.edges,
                              order_nodes=seeds.edges.dst, temporal=seeds)
-        return SeedItems(NODES, typed, np.arange(seeds.nodes.shape[0], dtype=np.int64), temporal=seeds,
+        return SeedItems(NODES, typed, positions(seeds.nodes.shape[0]), temporal=seeds,
                          order_nodes=seeds.nodes)
     if sampler.link is not None:
         if typed:
             from .typed_edge_seeds import resolve_typed_edge_seeds
 
             edges = resolve_typed_edge_seeds(indices, info, sampler.link, graph)
-            return SeedItems(EDGES, typed, np.arange(edges.eids.shape[0], dtype=np.int64), edges=edges,
+            return SeedItems(EDGES, typed, positions(edges.eids.shape[0]), edges=edges,
                              order_nodes=edges.dst)
         from .edge_prediction import resolve_edge_seeds
 
         edges = resolve_edge_seeds(graph, indices, info, sampler.link)
         # Items are positions into the seed-edge list; the sample stage turns them into nodes.
-        return SeedItems(EDGES, typed, np.arange(edges.eids.shape[0], dtype=np.int64), edges=edges,
+        return SeedItems(EDGES, typed, positions(edges.eids.shape[0]), edges=edges,
                          order_nodes=edges.dst)
     if typed:
         from .typed import typed_seed_ids

@@ -353,7 +353,7 @@ class TransferStage(Stage):
     ``feat_codec`` (:class:`bgl.codec.RowCodec`): the rows under ``feat_keys`` move to ``device``
     encoded and are decoded there once per batch into ``feat_dtype`` (float32 by default).
 
-    ``build_csr``: build each DGL block's CSR here, off the trainer's thread (``pipeline="thread"``, CPU).
+    ``build_csr`` (``pipeline="thread"``, CPU): build here, off the trainer's thread, the CSR each block's backward reads.
     """
 
     device: str = "cpu"

@@ -7,12 +7,18 @@ from bgl.sampler import _kernels as K
 from bgl.sampler.typed import MASK64, relation_seed, sample_typed_layer
 
 
-def _typed_csc(rng, num_nodes, num_rel, max_deg):
-    """A random fused CSC: each row's in-edges grouped by relation id, ascending."""
-    degs = rng.integers(0, max_deg + 1, num_nodes)
+def _typed_csc(rng, num_nodes, num_rel, max_deg, type_offsets=None, dst_type_of_rel=None):
+    """A random fused CSC as a store holds it: each row's in-edges grouped by relation id, ascending,
+    and only of relations that end at the row's node type (a type no relation ends at: no in-edges)."""
+    type_offsets = np.array([0, num_nodes]) if type_offsets is None else type_offsets
+    dst_type_of_rel = np.zeros(num_rel, np.int64) if dst_type_of_rel is None else dst_type_of_rel
+    row_type = np.searchsorted(type_offsets, np.arange(num_nodes), side="right") - 1
+    into = [np.flatnonzero(dst_type_of_rel == t) for t in range(len(type_offsets) - 1)]
+    degs = np.array([rng.integers(0, max_deg + 1) if into[t].size else 0 for t in row_type], np.int64)
     indptr = np.zeros(num_nodes + 1, np.int64)
     np.cumsum(degs, out=indptr[1:])
-    etype = np.concatenate([np.sort(rng.integers(0, num_rel, d)) for d in degs]).astype(np.uint8)
+    etype = np.concatenate([np.sort(rng.choice(into[t], d)) if d else np.empty(0, np.int64)
+                            for t, d in zip(row_type, degs)]).astype(np.uint8)
     indices = rng.integers(0, num_nodes, int(indptr[-1])).astype(np.int32)
     return indptr, indices, etype
 
@@ -50,9 +56,10 @@ def test_typed_layer_matches_row_by_row_reference(case, replace):
     rng = np.random.default_rng(100 + case)
     num_rel = int(rng.integers(1, 5))
     num_nodes = 300
-    indptr, indices, etype = _typed_csc(rng, num_nodes, num_rel, max_deg=int(rng.choice([3, 40, 150])))
     type_offsets = np.array([0, 120, 200, num_nodes], np.int64)  # three node types
-    dst_type_of_rel = rng.integers(0, 3, num_rel)
+    dst_type_of_rel = rng.integers(0, 3, num_rel)  # types one relation ends at, several, or none
+    indptr, indices, etype = _typed_csc(rng, num_nodes, num_rel, int(rng.choice([3, 40, 150])), type_offsets,
+                                        dst_type_of_rel)
     fanouts = rng.choice([-1, 0, 1, 5, 70], num_rel).astype(np.int64)  # 70 > FLOYD_MAX_K: the other draws
     off = int(rng.choice([0, 1000]))
     dst = rng.choice(num_nodes, 80, replace=False).astype(np.int64) + off

@@ -69,14 +69,16 @@ def test_torch_seed_makes_epochs_reproducible_and_epochs_differ(random_store):
     assert not torch.equal(a[0][0][1], a[1][0][1])  # a new permutation each epoch
 
 
-def test_next_epoch_order_prefetch_changes_no_batch(random_store):
-    """The proximity order of epoch k+1 is built during epoch k; it must be the order built on demand."""
+@pytest.mark.parametrize("order,pipeline", [("proximity", "inline"), ("random", "inline"), ("random", "thread")])
+def test_next_epoch_order_prefetch_changes_no_batch(random_store, order, pipeline):
+    """The order of epoch k+1 (a BFS, or a shuffle) is built during epoch k; it must be the order built
+    on demand."""
     ids = np.asarray(random_store.train_idx)
 
     def epochs(prefetch: bool, draw_in_loop: bool):
         torch.manual_seed(11)
         loader = bgl.DataLoader(random_store, ids, bgl.NeighborSampler([3]), batch_size=40, shuffle=True,
-                                order="proximity")
+                                order=order, pipeline=pipeline)
         loader._next_order.enabled = prefetch
         seen = []
         for _ in range(4):

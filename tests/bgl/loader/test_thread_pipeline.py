@@ -97,3 +97,38 @@ def test_stage_failure_in_the_producer_names_the_stage(random_store, stages_modu
                 got += 1
         assert got <= 2
     assert not producer_threads()
+
+
+class OpenMPThreads(SourceStage):
+    """Yields the OpenMP thread count torch reads in the thread that produces the items."""
+
+    name = "openmp"
+
+    def items(self, epoch):
+        yield torch.get_num_threads()
+
+
+def test_the_producer_runs_openmp_loops_on_its_own_thread_alone():
+    """OpenMP's count is per thread: a thread the trainer did not make would run DGL's and torch's
+    parallel loops on every core beside the model step.  The producer sets its own count to 1; the
+    trainer's stays what it set."""
+    from bgl.threads import openmp_libraries, thread_limits
+
+    if not openmp_libraries():
+        pytest.skip("no OpenMP runtime mapped into this process")
+    with thread_limits(2):
+        with Pipeline(OpenMPThreads(), [], mode="thread", queue_size=1) as pipe:
+            assert list(pipe.run_epoch(0)) == [1]
+        assert torch.get_num_threads() == 2
+
+
+def test_openmp_runtimes_are_found_in_a_maps_text():
+    from bgl.threads import openmp_libraries
+
+    text = ("7f00-7f10 r-xp 00000000 08:01 12 /venv/torch/lib/libgomp-a34b3233.so.1\n"
+            "7f10-7f20 r--p 00010000 08:01 12 /venv/torch/lib/libgomp-a34b3233.so.1\n"
+            "7f20-7f30 r-xp 00000000 08:01 13 /usr/lib/libiomp5.so\n"
+            "7f30-7f40 rw-p 00000000 00:00 0 \n"
+            "7f40-7f50 r-xp 00000000 08:01 14 /usr/lib/libgompat-notes.txt\n"
+            "7f50-7f60 r-xp 00000000 08:01 15 /usr/lib/libtorch.so\n")
+    assert openmp_libraries(text) == ["/venv/torch/lib/libgomp-a34b3233.so.1", "/usr/lib/libiomp5.so"]

@@ -247,3 +247,23 @@ def test_global_uniform_on_a_typed_store_avoids_only_its_edge_types_edges(tmp_pa
     assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(runs["inline"], runs["processes"]))
     counts = _global_negatives(bgl.DataLoader(store, seeds, sampler, batch_size=50, shuffle=True), g)
     assert all(n == 3 * p for p, n in counts[("user", "rates", "item")])
+
+
+def test_seed_edges_are_held_four_bytes_each_and_batches_come_int64():
+    """A loader holds its seed edges for its whole life, and an epoch's shuffled order beside them (and
+    the next epoch's, prefetched): positions, ids and endpoints are int32 while they fit, widened per batch."""
+    g = rating_graph()
+    sampler = _edge_prediction(dgl.dataloading.NeighborSampler([3, 3]), "reverse_types",
+                               negative=dgl.dataloading.negative_sampler.Uniform(1))
+    loader = bgl.DataLoader(g, {"rates": torch.arange(300)}, sampler, batch_size=64, shuffle=True)
+    stage = loader._order_stage
+    assert stage.ids.dtype == np.int32 and stage.epoch_order(5).dtype == np.int32
+    assert sorted(stage.epoch_order(5).tolist()) == list(range(300))
+    for _ in range(2):  # the second epoch's order comes from the prefetch
+        seen = []
+        for _, pair, _, _ in loader:
+            eids = pair.edges["rates"].data[dgl.EID]
+            assert eids.dtype == torch.int64
+            seen += eids.tolist()
+        assert sorted(seen) == list(range(300))
+    assert stage.prefetch_hits == 1
