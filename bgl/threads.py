@@ -96,7 +96,8 @@ def openmp_libraries(maps_text: Optional[str] = None) -> list[str]:
             return []
     paths = []
     for line in maps_text.splitlines():
-        path = line.split(None, 5)[5].strip() if len(line.split(None, 5)) == 6 else ""
+        fields = line.split(None, 5)  # address, perms, offset, device, inode, path (absent: anonymous)
+        path = fields[5].strip() if len(fields) == 6 else ""
         if os.path.basename(path).startswith(OPENMP_LIBRARIES) and ".so" in path and path not in paths:
             paths.append(path)
     return paths
