@@ -96,7 +96,7 @@ def model_epoch(loader, model, opt) -> tuple[float, float]:
 
 def main() -> None:
     import bgl
-    from bgl.loader.pyg_loader import data_arrays
+    from bgl.pyg.loader import data_arrays
     from bgl.pyg import NeighborLoader
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

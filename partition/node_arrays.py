@@ -2,7 +2,7 @@
 
 A loader over graph servers sometimes needs node values on its own side, not only on the servers: PyG's
 temporal loaders take a seed's own node time when no ``input_time`` is given, and redraw a negative
-newer than its pair's time (:mod:`bgl.loader.pyg_temporal`).  Part ``k``'s store holds
+newer than its pair's time (:mod:`bgl.pyg.temporal`).  Part ``k``'s store holds
 ``ndata/<name>.npy`` for new ids ``[bounds[k], bounds[k+1])`` (``bgl partition``, the distributed
 writer), so a gather by new id is one ``searchsorted`` over the part bounds and one read per part:
 nothing is copied up front, and a sample-stage process gets the path and name (a few bytes), not the

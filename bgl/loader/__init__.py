@@ -24,6 +24,5 @@ from a short profiling run (:mod:`bgl.loader.resources`).
 ``graph_arrays``       ``GraphArrays``: a DGLGraph's own tensors (zero-copy) as the graph
 ``edge_prediction``    ``as_edge_prediction_sampler``: link prediction's settings, checked
 ``edge_seeds``         edge seeds through the same stages: pairs, negatives, exclusion
-``pyg_loader``         ``bgl.pyg.NeighborLoader``; ``pyg_link_loader``: ``LinkNeighborLoader``
 =====================  =====================================================
 """

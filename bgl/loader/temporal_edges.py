@@ -104,7 +104,7 @@ class LaidOutSeeds(TemporalSampling):
 
     ``layout(positions, seed) -> (nodes int64 [S], times int64 [S], payload)`` (picklable: it runs in
     the sample stage's process): PyG's temporal link loader lays out each batch's pairs and negatives
-    as PyG does (:class:`~bgl.loader.pyg_temporal.PygLinkLayout`), where bgl's own temporal link
+    as PyG does (:class:`~bgl.pyg.temporal.PygLinkLayout`), where bgl's own temporal link
     prediction follows GraphBolt's order.  ``payload`` (with ``to(device)`` and ``fields``) is the
     batch's ``mb.edges`` and reaches the caller in place of the pair graphs.
     """

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bgl.loader.pyg_batches import PygDataBuilder
+from bgl.pyg.batches import PygDataBuilder
 
 Data = pytest.importorskip("torch_geometric.data").Data
 

@@ -181,7 +181,7 @@ def test_every_input_applies_transform_and_ignores_worker_tuning(cora_store):
 
 
 def test_link_loader_on_a_heterodata_carries_its_fields():
-    """A HeteroData link loader (bgl/loader/pyg_hetero_link.py) gives the node loader's typed fields too."""
+    """A HeteroData link loader (bgl/pyg/hetero_link.py) gives the node loader's typed fields too."""
     data = toy_hetero()
     loader = LinkNeighborLoader(data, [2], edge_label_index=(("paper", "cites", "paper"), None), batch_size=16,
                                 transform=lambda b: b)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bgl.loader._pyg_kernels import write_hop_edges
+from bgl.pyg._kernels import write_hop_edges
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])

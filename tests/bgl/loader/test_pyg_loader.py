@@ -61,7 +61,7 @@ def test_blocks_to_pyg_layout_and_edge_set(cora_store, num_neighbors):
 def test_numpy_and_torch_layouts_give_the_same_batch(cora_store, with_ids):
     """The CPU path (a numba pass per hop) and the device path (torch ops, run here on CPU
     tensors) of ``blocks_to_pyg`` agree field by field, edge ids and edge rows included."""
-    from bgl.loader.pyg_loader import _pyg_layout_cpu, _pyg_layout_torch
+    from bgl.pyg.loader import _pyg_layout_cpu, _pyg_layout_torch
 
     seeds = np.asarray(cora_store.train_idx)[:64]
     blocks = LocalSampler(cora_store).sample_blocks(seeds, [5, 4, 3], seed=3)
@@ -136,7 +136,7 @@ def test_data_is_read_in_place_and_its_edges_kept(cora_store, spawned_children, 
     inline); the CSC holds edge_index's edges, duplicates and order within a row as given."""
     if Data is None:
         pytest.skip("torch_geometric not installed")
-    from bgl.loader.pyg_loader import data_arrays
+    from bgl.pyg.loader import data_arrays
 
     fields = cora_data(cora_store)
     shuffle = torch.from_numpy(np.random.default_rng(3).permutation(fields["edge_index"].shape[1]))

@@ -1,4 +1,4 @@
-"""PyG's temporal batch layout (bgl.loader.pyg_temporal) from bgl's disjoint temporal sample, checked
+"""PyG's temporal batch layout (bgl.pyg.temporal) from bgl's disjoint temporal sample, checked
 against a PyG ``Data``'s own arrays: no edge newer than its subgraph's seed time, PyG's fields."""
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch_geometric.data import Data
 
-from bgl.loader.pyg_loader import data_arrays
-from bgl.loader.pyg_negatives import PairNegatives
-from bgl.loader.pyg_temporal import disjoint_fields, link_seeds, node_seed_fields, seed_times, time_source
+from bgl.pyg.loader import data_arrays
+from bgl.pyg.negatives import PairNegatives
+from bgl.pyg.temporal import disjoint_fields, link_seeds, node_seed_fields, seed_times, time_source
 from bgl.sampler import LocalSampler
 
 

@@ -1,6 +1,6 @@
 """PyG's batch layout (``n_id``, ``edge_index``, ``e_id``, per-hop counts) from bgl blocks.
 
-Shared by every ``bgl.pyg`` loader (node, link, temporal); split from :mod:`bgl.loader.pyg_loader`.
+Shared by every ``bgl.pyg`` loader (node, link, temporal); split from :mod:`bgl.pyg.loader`.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from ..blocks import Block
-from ._pyg_kernels import write_hop_edges
+from ._kernels import write_hop_edges
 
 _NO_IDS = np.empty(0, np.int64)  # write_hop_edges' "no edge ids"
 

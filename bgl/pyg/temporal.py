@@ -183,10 +183,10 @@ class PygLinkLayout:
 def link_seeds(src, dst, label_time, edge_label: Optional[torch.Tensor], negatives, num_nodes: int, seed: int,
                node_time: Optional[np.ndarray] = None) -> LinkSeeds:
     """The disjoint seeds of B positive pairs ``src -> dst`` at ``label_time`` (int64 [B] each), with
-    ``negatives`` (a :class:`~bgl.loader.pyg_negatives.PairNegatives` or None) drawn from stream ``seed``.
+    ``negatives`` (a :class:`~bgl.pyg.negatives.PairNegatives` or None) drawn from stream ``seed``.
 
     ``edge_label`` [B] (None: ones) is already shifted as PyG shifts it
-    (:func:`~bgl.loader.pyg_negatives.check_edge_label`).
+    (:func:`~bgl.pyg.negatives.check_edge_label`).
     """
     from .. import negative_sampler as ns
     from ..sampler.ops import MASK64, splitmix64

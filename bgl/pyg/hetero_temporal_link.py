@@ -7,7 +7,7 @@ side (positives' sources, then the binary negatives' sources) of the edge type's
 destination side (positives' destinations, then the negatives' destinations) of its destination type,
 every one its own subgraph at its pair's time (a negative ``j`` at positive ``j % B``'s), then sampled
 by the typed temporal sampler in its disjoint layout.  Batches have PyG's heterogeneous layout
-(:func:`bgl.loader.pyg_hetero.hetero_batch`) plus ``batch[t].batch`` per type (the subgraph's pair,
+(:func:`bgl.pyg.hetero.hetero_batch`) plus ``batch[t].batch`` per type (the subgraph's pair,
 modulo B) and on the edge type ``edge_label_index`` (local ids into the end types' ``n_id``),
 ``edge_label``, ``edge_label_time`` and ``input_id``; triplet negatives give ``src_index``,
 ``dst_pos_index`` and ``dst_neg_index`` instead.  Edge-level times only (``data[edge_type][time_attr]``
@@ -22,7 +22,7 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 
-from .loader_state import DelegatedState
+from ..loader.loader_state import DelegatedState
 
 
 @dataclass
@@ -101,14 +101,14 @@ class HeteroTemporalLinkNeighborLoader(DelegatedState):
                  neg_sampling=None, neg_sampling_ratio=None, batch_size: int = 1, shuffle: bool = False,
                  drop_last: bool = False, num_workers: int = 0, **kwargs):
         from ..sampler.temporal import check_times
-        from .dataloader import DataLoader
-        from .pyg_hetero import hetero_data_arrays, hetero_fields, pyg_layer_fanouts
-        from .pyg_hetero_link import checked_pairs
-        from .pyg_hetero_temporal import hetero_time_source
-        from .pyg_negatives import _negatives, check_edge_label
-        from .pyg_options import pyg_options
-        from .pyg_temporal import temporal_args
-        from .temporal_sampler import TemporalNeighborSampler
+        from ..loader.dataloader import DataLoader
+        from .hetero import hetero_data_arrays, hetero_fields, pyg_layer_fanouts
+        from .hetero_link import checked_pairs
+        from .hetero_temporal import hetero_time_source
+        from .negatives import _negatives, check_edge_label
+        from .options import pyg_options
+        from .temporal import temporal_args
+        from ..loader.temporal_sampler import TemporalNeighborSampler
 
         args = temporal_args(kwargs)
         self.options = pyg_options(kwargs, "LinkNeighborLoader")
@@ -147,7 +147,7 @@ class HeteroTemporalLinkNeighborLoader(DelegatedState):
         return len(self._loader)
 
     def __iter__(self) -> Iterator[Any]:
-        from .pyg_hetero import hetero_batch
+        from .hetero import hetero_batch
 
         for _, link, blocks in self._loader:
             batch, layout = hetero_batch(blocks, self.schema, self._fields)

@@ -22,7 +22,7 @@ Each mini-batch is laid out as PyG's:
 * ``input_id`` [batch_size]: the seeds' positions in ``input_nodes`` (their node ids for
   ``input_nodes=None`` or a mask), as PyG numbers them;
 * a ``Data`` input's own attributes, as PyG's ``filter_data`` gives them
-  (:mod:`bgl.loader.pyg_fields`): ``y``, ``train_mask``, ``year`` and every other node-level
+  (:mod:`bgl.pyg.fields`): ``y``, ``train_mask``, ``year`` and every other node-level
   attribute at ``n_id``, every edge-level one at ``e_id``, graph-level ones as they are.  From a
   store or servers, ``y`` holds the labels of the **seeds** only (``[batch_size]``; a loop reads
   ``y[:batch_size]``, which is the same);
@@ -53,11 +53,11 @@ from typing import Any, Iterator, Optional, Sequence
 
 import torch
 
-from .pyg_base import PygLoaderBase
-from .pyg_base import _pyg_data_class, data_arrays, input_fields, is_pyg_data, pyg_graph  # noqa: F401 (re-exported)
-from .pyg_batches import PygDataBuilder
-from .pyg_layout import _pyg_layout_cpu, _pyg_layout_torch, blocks_to_pyg  # noqa: F401 (re-exported)
-from .pyg_options import pyg_options
+from .base import PygLoaderBase
+from .base import _pyg_data_class, data_arrays, input_fields, is_pyg_data, pyg_graph  # noqa: F401 (re-exported)
+from .batches import PygDataBuilder
+from .layout import _pyg_layout_cpu, _pyg_layout_torch, blocks_to_pyg  # noqa: F401 (re-exported)
+from .options import pyg_options
 
 
 @dataclass
@@ -131,25 +131,25 @@ class NeighborLoader(PygLoaderBase):
         ``pipeline``, ``device``, ...).  PyG's options that only tune its own workers
         (``filter_per_worker``, ``is_sorted``, ``persistent_workers``, ...) are accepted and
         ignored; its non-directional options raise ``ValueError`` naming the option
-        (:mod:`bgl.loader.pyg_options`), on every kind of ``data``.  ``time_attr=`` (with
+        (:mod:`bgl.pyg.options`), on every kind of ``data``.  ``time_attr=`` (with
         ``input_time=``, ``temporal_strategy=``) makes PyG's temporal loader
-        (:mod:`bgl.loader.pyg_temporal_loader`).
+        (:mod:`bgl.pyg.temporal_loader`).
     """
 
     def __new__(cls, data=None, *args, **kwargs):
-        from .pyg_hetero import HeteroNeighborLoader, is_hetero_data
+        from .hetero import HeteroNeighborLoader, is_hetero_data
 
         if is_hetero_data(data):  # PyG's one NeighborLoader takes Data and HeteroData alike
             if cls is not NeighborLoader:
                 raise ValueError(f"bgl.pyg.{cls.__name__} does not support a HeteroData yet; pass "
                                  "data.to_homogeneous(), or bgl.DataLoader with bgl.as_edge_prediction_sampler")
-            if kwargs.get("time_attr") is not None:  # bgl/loader/pyg_hetero_temporal.py
-                from .pyg_hetero_temporal import HeteroTemporalNeighborLoader
+            if kwargs.get("time_attr") is not None:  # bgl/pyg/hetero_temporal.py
+                from .hetero_temporal import HeteroTemporalNeighborLoader
 
                 return HeteroTemporalNeighborLoader(data, *args, **kwargs)
             return HeteroNeighborLoader(data, *args, **kwargs)
-        if kwargs.get("time_attr") is not None:  # PyG's temporal loader (bgl/loader/pyg_temporal_loader.py)
-            from .pyg_temporal_loader import TemporalNeighborLoader
+        if kwargs.get("time_attr") is not None:  # PyG's temporal loader (bgl/pyg/temporal_loader.py)
+            from .temporal_loader import TemporalNeighborLoader
 
             return TemporalNeighborLoader(data, *args, **kwargs)
         return super().__new__(cls)
@@ -157,9 +157,9 @@ class NeighborLoader(PygLoaderBase):
     def __init__(self, data, num_neighbors: Sequence[int], input_nodes=None, replace: bool = False,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, num_workers: int = 0,
                  weight_attr: Optional[str] = None, edge_attr: Optional[str] = None, **kwargs):
-        from .sampler_options import NeighborSampler
-        from .dataloader import DataLoader
-        from .pyg_fields import SeedPositions
+        from ..loader.sampler_options import NeighborSampler
+        from ..loader.dataloader import DataLoader
+        from .fields import SeedPositions
 
         self.options = pyg_options(kwargs, "NeighborLoader")
         graph = pyg_graph(data)

@@ -8,7 +8,7 @@ PyG's heterogeneous batch layout:
 
 * per node type ``n_id`` (seeds first: the sorted unique endpoints of the batch's pairs of that type),
   ``x`` where the input has features and its other node attributes; per edge type ``edge_index``,
-  ``e_id`` and its edge attributes (:func:`bgl.loader.pyg_hetero.hetero_batch`, as the node loader's);
+  ``e_id`` and its edge attributes (:func:`bgl.pyg.hetero.hetero_batch`, as the node loader's);
 * binary negatives (or none): ``batch[edge_type].edge_label_index`` [2, B + ceil(B * amount)] local
   ids into the end types' ``n_id``, positives first, then pairs of a random source of the source
   type and a random destination of the destination type; ``edge_label`` the given labels (shifted by
@@ -23,8 +23,8 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 
-from .edge_prediction import EdgePredictionSampler
-from .loader_state import DelegatedState
+from ..loader.edge_prediction import EdgePredictionSampler
+from ..loader.loader_state import DelegatedState
 
 
 class TypedPairNegatives:
@@ -58,7 +58,7 @@ class _TypedPairSeedSampler(EdgePredictionSampler):
 def checked_pairs(edge_label_index, data, schema) -> tuple[tuple, np.ndarray]:
     """``(canonical edge type, int64 [2, N] type-local pairs)`` of PyG's ``(edge_type, pairs | None)``
     (None: the edge type's own edges); ValueError naming a bad form, type or id."""
-    from .pyg_negatives import _check_label_index
+    from .negatives import _check_label_index
 
     if not (isinstance(edge_label_index, tuple) and len(edge_label_index) == 2):
         raise ValueError("edge_label_index of a HeteroData must be (edge_type, pairs [2, N]), got "
@@ -82,11 +82,11 @@ class HeteroLinkNeighborLoader(DelegatedState):
     def __init__(self, data, num_neighbors, edge_label_index=None, edge_label=None, replace: bool = False,
                  neg_sampling=None, neg_sampling_ratio=None, batch_size: int = 1, shuffle: bool = False,
                  drop_last: bool = False, num_workers: int = 0, **kwargs):
-        from .dataloader import DataLoader
-        from .pyg_hetero import hetero_data_arrays, hetero_fields, pyg_layer_fanouts
-        from .pyg_negatives import _negatives, check_edge_label
-        from .pyg_options import pyg_options
-        from .sampler_options import NeighborSampler
+        from ..loader.dataloader import DataLoader
+        from .hetero import hetero_data_arrays, hetero_fields, pyg_layer_fanouts
+        from .negatives import _negatives, check_edge_label
+        from .options import pyg_options
+        from ..loader.sampler_options import NeighborSampler
 
         self.options = pyg_options(kwargs, "LinkNeighborLoader")
         arrays = hetero_data_arrays(data)
@@ -107,7 +107,7 @@ class HeteroLinkNeighborLoader(DelegatedState):
         return len(self._loader)
 
     def __iter__(self) -> Iterator[Any]:
-        from .pyg_hetero import hetero_batch
+        from .hetero import hetero_batch
 
         c = self.edge_type
         for _, pair, *neg, blocks in self._loader:

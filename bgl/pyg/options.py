@@ -7,7 +7,7 @@ the input: honoured (``transform``), accepted and ignored where it only tunes Py
 (``filter_per_worker``, ``is_sorted``, ...), or refused with one ``ValueError`` naming it and what to
 do instead.  The temporal arguments reach here only where they cannot be honoured (a ``HeteroData``, or
 ``input_time`` / ``edge_label_time`` / ``disjoint`` without ``time_attr``): the homogeneous loaders
-with ``time_attr=`` take them out first (:mod:`bgl.loader.pyg_temporal_loader`).  Without this a ``HeteroData`` loader handed PyG's arguments to ``bgl.DataLoader``,
+with ``time_attr=`` take them out first (:mod:`bgl.pyg.temporal_loader`).  Without this a ``HeteroData`` loader handed PyG's arguments to ``bgl.DataLoader``,
 which knew none of them (``TypeError: bgl.DataLoader got unexpected keyword arguments``).
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 # PyG's temporal arguments and their defaults: honoured by the homogeneous loaders with time_attr=
-# (bgl.loader.pyg_temporal_loader, which takes them out first); here only what is left is refused.
+# (bgl.pyg.temporal_loader, which takes them out first); here only what is left is refused.
 TEMPORAL_ARGS = {"time_attr": None, "input_time": None, "edge_label_time": None, "temporal_strategy": "uniform",
                  "disjoint": False}
 _NEEDS_TIME = "it comes with temporal sampling (time_attr=, PyG's rule); give time_attr= too, or drop it"

@@ -5,7 +5,7 @@ A ``HeteroData`` with node times (``data[node_type][time_attr]`` on every node t
 is sampled by ``bgl.DataLoader``'s typed temporal sampler in its disjoint layout
 (:mod:`bgl.loader.temporal_sampler`): no edge or node newer than its subgraph's seed time, each
 relation with its own fanout.  Batches have PyG's heterogeneous layout
-(:func:`bgl.loader.pyg_hetero.hetero_batch`: per type ``n_id``, ``x`` and node fields, per relation
+(:func:`bgl.pyg.hetero.hetero_batch`: per type ``n_id``, ``x`` and node fields, per relation
 ``edge_index``, ``e_id`` and edge fields) plus the disjoint fields: ``batch[t].batch`` (each node's
 subgraph) on every type, ``batch[input_type].seed_time``, ``batch_size`` and ``input_id``.
 
@@ -18,10 +18,10 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from ..sampler.temporal import check_times
-from .loader_state import DelegatedState
-from .pyg_hetero import HeteroNeighborLoader, hetero_batch, hetero_data_arrays, hetero_fields, pyg_layer_fanouts
-from .pyg_options import pyg_options
-from .pyg_temporal import temporal_args
+from ..loader.loader_state import DelegatedState
+from .hetero import HeteroNeighborLoader, hetero_batch, hetero_data_arrays, hetero_fields, pyg_layer_fanouts
+from .options import pyg_options
+from .temporal import temporal_args
 
 
 def hetero_time_source(data, time_attr) -> tuple[str, dict]:
@@ -47,9 +47,9 @@ class HeteroTemporalNeighborLoader(DelegatedState):
 
     def __init__(self, data, num_neighbors, input_nodes=None, replace: bool = False, batch_size: int = 1,
                  shuffle: bool = False, drop_last: bool = False, num_workers: int = 0, **kwargs):
-        from .dataloader import DataLoader
-        from .pyg_temporal import TimedSeedPositions, seed_times
-        from .temporal_sampler import TemporalNeighborSampler
+        from ..loader.dataloader import DataLoader
+        from .temporal import TimedSeedPositions, seed_times
+        from ..loader.temporal_sampler import TemporalNeighborSampler
 
         args = temporal_args(kwargs)
         self.options = pyg_options(kwargs, "NeighborLoader")

@@ -9,7 +9,7 @@ itself needs, a seed's own and the negatives', are read from the partition dir's
 addresses without ``BGL_PARTITION`` take ``input_time=`` and no negatives).  Both go
 through :class:`bgl.DataLoader` with a :class:`bgl.TemporalNeighborSampler` in its disjoint layout:
 no sampled edge (or, with node times, node) is newer than its subgraph's seed time, at any hop.
-Batches have PyG's disjoint layout (:mod:`bgl.loader.pyg_temporal`): ``n_id``, ``batch``,
+Batches have PyG's disjoint layout (:mod:`bgl.pyg.temporal`): ``n_id``, ``batch``,
 ``edge_index``, ``e_id``, ``num_sampled_nodes`` / ``num_sampled_edges``, ``x``, the ``Data``'s own node
 (at ``n_id``) and edge (at ``e_id``) attributes, and ``input_id`` / ``seed_time`` / ``batch_size``
 (node loader) or ``edge_label_index`` / ``edge_label`` / ``edge_label_time`` (link loader; triplet
@@ -23,7 +23,7 @@ eligible edges by weight (a ``Data``, a store or its graph servers; refused with
 
 Both are one ``bgl.DataLoader``: the node loader's items are its seeds at their times; the link loader's
 are its pairs' positions, each batch's seeds (the pairs' ends and negatives, in PyG's order and at PyG's
-times) laid out in the sample stage (:class:`~bgl.loader.pyg_temporal.PygLinkLayout`), so every
+times) laid out in the sample stage (:class:`~bgl.pyg.temporal.PygLinkLayout`), so every
 pipeline, order and ``state_dict`` works as for any loader.  Cost: 24 B a pair (ends, time), plus labels.
 """
 from __future__ import annotations
@@ -34,11 +34,11 @@ from typing import Any, Iterator, Optional, Sequence
 import numpy as np
 import torch
 
-from .pyg_base import PygLoaderBase, _pyg_data_class, input_fields, is_pyg_data
-from .pyg_batches import PygDataBuilder
-from .pyg_layout import blocks_to_pyg
-from .pyg_options import pyg_options
-from .pyg_temporal import (PygLinkLayout, TimedSeedPositions, disjoint_fields, node_seed_fields, seed_times,
+from .base import PygLoaderBase, _pyg_data_class, input_fields, is_pyg_data
+from .batches import PygDataBuilder
+from .layout import blocks_to_pyg
+from .options import pyg_options
+from .temporal import (PygLinkLayout, TimedSeedPositions, disjoint_fields, node_seed_fields, seed_times,
                            temporal_args, time_source)
 
 def temporal_graph(data, time_attr: Optional[str], loader: str,
@@ -53,7 +53,7 @@ def temporal_graph(data, time_attr: Optional[str], loader: str,
     itself or ``BGL_PARTITION``: :class:`~bgl.partition.node_arrays.PartitionNodeArray`), else None (the
     servers still filter by them; only PyG's defaults that need a seed's own time cannot be had).
     """
-    from .pyg_base import data_arrays
+    from .base import data_arrays
 
     if time_attr is None:
         raise ValueError(f"bgl.pyg.{loader}: time_attr= is required for temporal sampling")
@@ -89,7 +89,7 @@ def temporal_graph(data, time_attr: Optional[str], loader: str,
 def _server_time_source(data, time_attr: str, timeout: float) -> tuple[Any, str, Optional[Any]]:
     """:func:`temporal_graph` of graph servers: node-level when every server lists ``time_attr`` in its
     ``ndata``, edge-level when in its ``edata``, else one line naming both lists."""
-    from .arguments import resolve_graph
+    from ..loader.arguments import resolve_graph
 
     info = resolve_graph(data, None, None, timeout)
     nodes, edges = list(getattr(info, "node_names", [])), list(info.edge_names or [])
@@ -114,7 +114,7 @@ def temporal_sampler(num_neighbors: Sequence[int], kind: str, time_attr: str, st
                      weight_attr: Optional[str] = None):
     """The :class:`bgl.TemporalNeighborSampler` of PyG's ``num_neighbors`` (-1: every eligible edge),
     drawing by the edge array ``weight_attr`` among the eligible edges when given."""
-    from .temporal_sampler import TemporalNeighborSampler
+    from ..loader.temporal_sampler import TemporalNeighborSampler
 
     fanouts = list(reversed(list(num_neighbors)))
     names = {f"{kind}_timestamp_attr_name": time_attr}
@@ -154,7 +154,7 @@ class _TemporalBatches(PygLoaderBase):
 class TemporalNeighborLoader(_TemporalBatches):
     """PyG's temporal ``NeighborLoader`` (what ``bgl.pyg.NeighborLoader(..., time_attr=)`` builds).
 
-    Parameters as :class:`~bgl.loader.pyg_loader.NeighborLoader`, plus ``time_attr`` (required),
+    Parameters as :class:`~bgl.pyg.loader.NeighborLoader`, plus ``time_attr`` (required),
     ``input_time`` (int64 [num seeds]; default with node-level times: the seeds' own; required with
     edge-level ones), ``temporal_strategy`` ("uniform" | "last") and ``disjoint`` (ignored: always).
     """
@@ -162,7 +162,7 @@ class TemporalNeighborLoader(_TemporalBatches):
     def __init__(self, data, num_neighbors: Sequence[int], input_nodes=None, replace: bool = False,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, num_workers: int = 0,
                  weight_attr: Optional[str] = None, edge_attr: Optional[str] = None, **kwargs):
-        from .dataloader import DataLoader
+        from ..loader.dataloader import DataLoader
 
         args = temporal_args(kwargs)
         self.options = pyg_options(kwargs, "NeighborLoader")
@@ -202,7 +202,7 @@ class TemporalNeighborLoader(_TemporalBatches):
 class TemporalLinkNeighborLoader(_TemporalBatches):
     """PyG's temporal ``LinkNeighborLoader`` (what ``bgl.pyg.LinkNeighborLoader(..., time_attr=)`` builds).
 
-    Parameters as :class:`~bgl.loader.pyg_link_loader.LinkNeighborLoader`, plus ``time_attr`` and
+    Parameters as :class:`~bgl.pyg.link_loader.LinkNeighborLoader`, plus ``time_attr`` and
     ``edge_label_time`` (int64 [num pairs]; both or neither, PyG's rule) and ``temporal_strategy``.
     Each pair's subgraphs (its two ends, and its negatives') grow at its ``edge_label_time``.
     """
@@ -212,9 +212,9 @@ class TemporalLinkNeighborLoader(_TemporalBatches):
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, num_workers: int = 0,
                  **kwargs):
         from ..sampler.temporal import check_times
-        from .arguments import resolve_graph
-        from .dataloader import DataLoader
-        from .pyg_negatives import _check_label_index, _negatives, check_edge_label
+        from ..loader.arguments import resolve_graph
+        from ..loader.dataloader import DataLoader
+        from .negatives import _check_label_index, _negatives, check_edge_label
 
         args = temporal_args(kwargs)
         self.options = pyg_options(kwargs, "LinkNeighborLoader")

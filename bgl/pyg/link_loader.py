@@ -3,7 +3,7 @@
 Swap the import and a PyG link-prediction loop runs on bgl's pipeline: the supervision
 pairs ``edge_label_index`` are edge seeds of :class:`bgl.DataLoader` (given node pairs,
 no edge-id lookup), their negatives are drawn in the sample stage, and the blocks come
-back in PyG's batch layout (:func:`~bgl.loader.pyg_loader.blocks_to_pyg`).
+back in PyG's batch layout (:func:`~bgl.pyg.loader.blocks_to_pyg`).
 
 Each batch, as PyG 2.x lays it out (homogeneous, non-disjoint):
 
@@ -21,7 +21,7 @@ Each batch, as PyG 2.x lays it out (homogeneous, non-disjoint):
 
 A ``Data`` input's own attributes come along as PyG's: ``y``, masks and every other node-level
 attribute at ``n_id``, edge-level ones (``edge_attr``, ...) at ``e_id``, graph-level ones as they
-are (:mod:`bgl.loader.pyg_fields`); ``transform=`` is applied to each batch.  Randomness is bgl's: negatives come from
+are (:mod:`bgl.pyg.fields`); ``transform=`` is applied to each batch.  Randomness is bgl's: negatives come from
 the batch seed's counter-based stream (:mod:`bgl.negative_sampler`).
 """
 from __future__ import annotations
@@ -31,11 +31,11 @@ from typing import Any, Iterator, Optional, Sequence
 import numpy as np
 import torch
 
-from .edge_prediction import EdgePredictionSampler
-from .pyg_negatives import _check_label_index, _negatives, check_edge_label
-from .pyg_batches import PygDataBuilder
-from .pyg_options import pyg_options
-from .pyg_loader import NeighborLoader, blocks_to_pyg
+from ..loader.edge_prediction import EdgePredictionSampler
+from .negatives import _check_label_index, _negatives, check_edge_label
+from .batches import PygDataBuilder
+from .options import pyg_options
+from .loader import NeighborLoader, blocks_to_pyg
 
 
 class _PairSeedSampler(EdgePredictionSampler):
@@ -54,14 +54,14 @@ class LinkNeighborLoader(NeighborLoader):
     Parameters
     ----------
     data : ``torch_geometric.data.Data`` | GraphStore | store dir | partition dir | server addresses; a
-        ``HeteroData`` with ``edge_label_index=(edge_type, pairs)`` (:mod:`bgl.loader.pyg_hetero_link`)
+        ``HeteroData`` with ``edge_label_index=(edge_type, pairs)`` (:mod:`bgl.pyg.hetero_link`)
     num_neighbors : list of int, PyG order (``num_neighbors[0]`` for the seeds' hop)
     edge_label_index : int [2, N] supervision pairs (default: every edge of a ``Data``'s ``edge_index``)
     edge_label : [N] labels of the pairs (default: ones)
     neg_sampling : ``torch_geometric.sampler.NegativeSampling`` ("binary" | "triplet", ``amount``),
         its mode string, or a dict ``{"mode", "amount"}``
     neg_sampling_ratio : binary negatives per positive (PyG's older argument)
-    **kwargs : as :class:`~bgl.loader.pyg_loader.NeighborLoader` (``cache``, ``order``, ``pipeline``, ...)
+    **kwargs : as :class:`~bgl.pyg.loader.NeighborLoader` (``cache``, ``order``, ``pipeline``, ...)
 
     Raises
     ------
@@ -71,18 +71,18 @@ class LinkNeighborLoader(NeighborLoader):
     """
 
     def __new__(cls, data=None, *args, **kwargs):
-        from .pyg_hetero import is_hetero_data
+        from .hetero import is_hetero_data
 
         if is_hetero_data(data):  # PyG's one LinkNeighborLoader takes Data and HeteroData alike
-            if kwargs.get("time_attr") is not None:  # bgl/loader/pyg_hetero_temporal_link.py
-                from .pyg_hetero_temporal_link import HeteroTemporalLinkNeighborLoader
+            if kwargs.get("time_attr") is not None:  # bgl/pyg/hetero_temporal_link.py
+                from .hetero_temporal_link import HeteroTemporalLinkNeighborLoader
 
                 return HeteroTemporalLinkNeighborLoader(data, *args, **kwargs)
-            from .pyg_hetero_link import HeteroLinkNeighborLoader
+            from .hetero_link import HeteroLinkNeighborLoader
 
             return HeteroLinkNeighborLoader(data, *args, **kwargs)
-        if kwargs.get("time_attr") is not None:  # PyG's temporal loader (bgl/loader/pyg_temporal_loader.py)
-            from .pyg_temporal_loader import TemporalLinkNeighborLoader
+        if kwargs.get("time_attr") is not None:  # PyG's temporal loader (bgl/pyg/temporal_loader.py)
+            from .temporal_loader import TemporalLinkNeighborLoader
 
             return TemporalLinkNeighborLoader(data, *args, **kwargs)
         return object.__new__(cls)
@@ -91,9 +91,9 @@ class LinkNeighborLoader(NeighborLoader):
                  replace: bool = False, neg_sampling=None, neg_sampling_ratio: Optional[float] = None,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, num_workers: int = 0,
                  **kwargs):
-        from .sampler_options import NeighborSampler
-        from .dataloader import DataLoader
-        from .pyg_loader import _pyg_data_class, input_fields, is_pyg_data, pyg_graph
+        from ..loader.sampler_options import NeighborSampler
+        from ..loader.dataloader import DataLoader
+        from .loader import _pyg_data_class, input_fields, is_pyg_data, pyg_graph
 
         self.options = pyg_options(kwargs, "LinkNeighborLoader")
         graph = pyg_graph(data)
@@ -107,7 +107,7 @@ class LinkNeighborLoader(NeighborLoader):
         if isinstance(edge_label_index, tuple):
             raise ValueError("heterogeneous edge_label_index (edge_type, pairs) is not supported")
         if num_nodes is None:
-            from .arguments import resolve_graph
+            from ..loader.arguments import resolve_graph
 
             num_nodes = resolve_graph(graph, None, None, float(kwargs.get("server_timeout", 5.0))).num_nodes
         pairs = _check_label_index(edge_label_index, num_nodes)

@@ -1,6 +1,6 @@
 """Numba kernel that writes one hop's edges of a bgl block into PyG's ``edge_index``.
 
-PyG's layout of a batch (:func:`bgl.loader.pyg_loader.blocks_to_pyg`) takes, per hop,
+PyG's layout of a batch (:func:`bgl.pyg.loader.blocks_to_pyg`) takes, per hop,
 the in-edges of the nodes that hop reached first: a CSC slice of one block.  Done
 with NumPy it was a dozen calls per hop (an ``arange``, a ``diff``, a ``repeat`` and
 three slice copies): 64-78 us a batch on Cora and PubMed measured in the loader (batch

@@ -15,12 +15,12 @@ typed sampler as ``bgl.DataLoader`` (:mod:`bgl.loader.typed`).  Each batch is a
 * ``batch[t].x`` per type with features (from bgl's pipeline and cache); every other node-level
   attribute of ``data[t]`` (``y``, ``train_mask``, ...) at ``batch[t].n_id``, every edge-level one
   at ``e_id``, and graph-level attributes as they are, as PyG's ``filter_hetero_data``
-  (:mod:`bgl.loader.pyg_fields`); ``batch[input_type].input_id``: the seeds' positions in
+  (:mod:`bgl.pyg.fields`); ``batch[input_type].input_id``: the seeds' positions in
   ``input_nodes`` (their ids for ``None`` or a mask), as PyG's.
 
 The ``HeteroData``'s ``x`` and ``y`` are read in place (views); its ``edge_index_dict`` is
 sorted once into the fused CSC (:func:`bgl.sources.hetero.fused_csc`).  PyG's extra arguments
-get the same answers as on a ``Data`` (:mod:`bgl.loader.pyg_options`).
+get the same answers as on a ``Data`` (:mod:`bgl.pyg.options`).
 """
 from __future__ import annotations
 
@@ -31,10 +31,10 @@ import torch
 
 from ..blocks import type_layout
 from ..sources.hetero import TypedArrays, schema_of
-from .arguments import owned_ids
-from .loader_state import DelegatedState
-from .pyg_fields import graph_fields, store_fields
-from .pyg_options import pyg_options
+from ..loader.arguments import owned_ids
+from ..loader.loader_state import DelegatedState
+from .fields import graph_fields, store_fields
+from .options import pyg_options
 
 
 def is_hetero_data(obj: Any) -> bool:
@@ -67,7 +67,7 @@ def hetero_data_arrays(data) -> TypedArrays:
 
 def hetero_fields(data) -> tuple[dict, dict, Any]:
     """({node type: its node fields}, {edge type: its edge fields}, graph-level fields) a batch takes
-    from a ``HeteroData`` (:mod:`~bgl.loader.pyg_fields`); ``x`` comes from the pipeline."""
+    from a ``HeteroData`` (:mod:`~bgl.pyg.fields`); ``x`` comes from the pipeline."""
     nodes = {nt: store_fields(data, data[nt], "node", skip=("x",)) for nt in data.node_types}
     edges = {tuple(et): store_fields(data, data[et], "edge") for et in data.edge_types}
     return nodes, edges, graph_fields(data._global_store, set())
@@ -156,9 +156,9 @@ class HeteroNeighborLoader(DelegatedState):
 
     def __init__(self, data, num_neighbors, input_nodes=None, replace: bool = False, batch_size: int = 1,
                  shuffle: bool = False, drop_last: bool = False, num_workers: int = 0, **kwargs):
-        from .sampler_options import NeighborSampler
-        from .dataloader import DataLoader
-        from .pyg_fields import SeedPositions
+        from ..loader.sampler_options import NeighborSampler
+        from ..loader.dataloader import DataLoader
+        from .fields import SeedPositions
 
         self.options = pyg_options(kwargs, "NeighborLoader")
         self.data = data

@@ -1,7 +1,7 @@
 """What every homogeneous ``bgl.pyg`` loader shares: PyG ``Data`` input as the loader's graph, its own
 attributes per batch, seed-id and input-id checks, and the loader's lifetime (close, state, stats).
 
-Split from :mod:`bgl.loader.pyg_loader` so the temporal loaders (:mod:`bgl.loader.pyg_temporal_loader`),
+Split from :mod:`bgl.pyg.loader` so the temporal loaders (:mod:`bgl.pyg.temporal_loader`),
 which ``bgl.pyg.NeighborLoader`` / ``LinkNeighborLoader`` hand a ``time_attr=`` to, build on it without
 importing the loaders that route to them.
 """
@@ -14,9 +14,9 @@ import numpy as np
 import torch
 
 from ..threads import Closes
-from .arguments import owned_ids
-from .graph_arrays import GraphArrays
-from .loader_state import DelegatedState
+from ..loader.arguments import owned_ids
+from ..loader.graph_arrays import GraphArrays
+from ..loader.loader_state import DelegatedState
 
 
 def _pyg_data_class():
@@ -80,11 +80,11 @@ def pyg_graph(data):
 
 
 def input_fields(data, edge_attr: Optional[str]):
-    """(node fields, edge fields) a batch takes from a PyG ``Data`` input (:mod:`~bgl.loader.pyg_fields`),
+    """(node fields, edge fields) a batch takes from a PyG ``Data`` input (:mod:`~bgl.pyg.fields`),
     or None for a store or servers; ``x`` and ``edge_attr`` come from the pipeline when it delivers them."""
     if not is_pyg_data(data) or not callable(getattr(data, "node_attrs", None)):
         return None  # (a duck-typed Data without PyG's attribute kinds carries x, y and edge_attr only)
-    from .pyg_fields import data_fields
+    from .fields import data_fields
 
     return data_fields(data, skip_node=("x",), skip_edge=() if edge_attr is None else ("edge_attr",))
 
