@@ -69,7 +69,7 @@ def build_stores(workdir: Path, scale: int, feat_dim: int):
 
 
 def to_dglgraph(store):
-    from bgl.dgl_adapter import csc_to_dglgraph
+    from bgl.dgl.real_dgl.graph_reader import csc_to_dglgraph
 
     g = csc_to_dglgraph(np.asarray(store.indptr), np.asarray(store.indices), store.num_nodes)
     g.ndata["feat"] = torch.from_numpy(np.array(store.feat))

@@ -135,7 +135,7 @@ def store_to_dglgraph(store):
     import numpy as np
     import torch
 
-    from bgl.dgl_adapter import csc_to_dglgraph
+    from bgl.dgl.real_dgl.graph_reader import csc_to_dglgraph
 
     g = csc_to_dglgraph(np.asarray(store.indptr), np.asarray(store.indices), store.num_nodes)
     with warnings.catch_warnings():  # read-only memmaps: partition_graph only reads them

@@ -44,7 +44,7 @@ def main() -> None:
     from torch import nn
 
     from bgl.blocks import Block
-    from bgl.dgl_adapter import to_dgl_blocks
+    from bgl.dgl.real_dgl.blocks import to_dgl_blocks
     from bgl.sampler import ops
     from bgl.sampler.client import SamplingClient, traffic
     from train_sage import DGLSAGE, load_graph_info

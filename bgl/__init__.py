@@ -10,9 +10,21 @@ import importlib
 
 from .errors import (BglError, IngestError, PartitionFormatError, PipelineError,
                      ServerError, ServerUnavailable, StoreFormatError)
+from .loader.batch_frontend import install as _install_frontends
 from .store import GraphStore, open_store, write_store
 
 __version__ = "0.1.0"
+
+
+def _edge_frontends():
+    """The frontends the core loader reads and builds DGL's objects through, chosen here at the edge
+    (:mod:`bgl.loader.batch_frontend`); imported on the first loader, not by ``import bgl``."""
+    from .dgl.frontend_choice import EdgeFrontends
+
+    return EdgeFrontends()
+
+
+_install_frontends(_edge_frontends)
 
 # Public names that live in modules with heavy imports: name -> module.
 _LAZY = {

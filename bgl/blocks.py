@@ -2,7 +2,7 @@
 
 Follows DGL's block convention: destination nodes are a prefix of source
 nodes, and the adjacency is CSC over local ids (row ``j`` lists the source
-positions of the in-edges of destination ``j``).  ``bgl.dgl_adapter``
+positions of the in-edges of destination ``j``).  ``bgl.dgl.real_dgl.blocks``
 turns a Block into a ``dgl.Block`` when a model wants one.
 """
 from __future__ import annotations

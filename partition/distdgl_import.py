@@ -26,7 +26,7 @@ as ``orig_ids``; otherwise orig ids are the shuffled ids (identity).
 
 A heterogeneous partition becomes a typed bgl partition (:mod:`.distdgl_typed`).
 Reading the ``.dgl`` files needs DGL; ``dgl`` is imported lazily here (and in
-``bgl/dgl_adapter.py``), so nothing else in bgl needs it.
+``bgl/dgl/real_dgl/``), so nothing else in bgl needs it.
 
 Cost: one part at a time -- DGL's part graph in memory (as a DistDGL server
 holds it) plus its in-edges sorted by (dst, src): 16 bytes per part edge and

@@ -33,8 +33,8 @@ import numpy as np
 import torch
 
 from ..threads import Closes
-from ..dgl_adapter import graph_type_names  # DGL itself is imported on first use, not here
 from .arguments import check_graph_fields, proximity_partition, resolve_graph
+from .batch_frontend import batch_frontend, graph_reader
 from .cache_choice import resolve_cache
 from .ddp import ddp_chunk
 from .edge_options import check_edge_options
@@ -152,7 +152,9 @@ class DataLoader(Closes):
                               opts.server_timeout, opts.pipeline == "processes")
         info = resolve_graph(graph, *self._resolve_args)
         self._info = info
-        want_dgl = _wants_dgl_blocks(opts.blocks, info, sampler)
+        # DGL's objects or bgl's: the edge's choice (bgl/dgl/frontend_choice.py), made once, here
+        frontend = batch_frontend(graph, opts.blocks, info.from_dgl or sampler.from_dgl)
+        want_dgl = frontend is not None
         typed = info.typed or isinstance(indices, dict)
         lazy_rows, live_graph = reads_in_place(info, sampler, want_dgl, opts.cache) if typed else (False, False)
         schema = check_typed_options(info, sampler, opts.cache, lazy_rows) if typed else None
@@ -207,8 +209,8 @@ class DataLoader(Closes):
         self._fetch = self._make_fetch(info, feat_keys, label_keys)
         if typed:
             self._fetch = dataclasses.replace(self._fetch, schema=schema)
-        type_names = graph_type_names(self._graph) if self._graph is not None else ("_N", "_E")
-        self._transfer = TransferStage(device=str(self.device), to_dgl=want_dgl, schema=schema,
+        type_names = graph_reader(self._graph).type_names(self._graph) if self._graph is not None else ("_N", "_E")
+        self._transfer = TransferStage(device=str(self.device), frontend=frontend, schema=schema,
                                        graph=graph if live_graph else self._graph,
                                        node_feats=extra_feats, edge_feats=edge_feats, type_names=type_names,
                                        feat_codec=info.feat_codec, feat_dtype=opts.feat_dtype, feat_keys=feat_keys,
@@ -432,16 +434,3 @@ class DataLoader(Closes):
             self._pipeline.close()
             self._pipeline = None
 
-
-def _wants_dgl_blocks(blocks: Optional[str], info, sampler) -> bool:
-    """True when batches carry ``dgl.Block`` s (``blocks="dgl"``, or by default when the graph or the
-    sampler came from DGL); ImportError naming DGL when it is asked for and missing."""
-    if not (blocks == "dgl" or (blocks is None and (info.from_dgl or sampler.from_dgl))):
-        return False
-    try:
-        from ..dgl_adapter import require_dgl
-
-        require_dgl()  # import check only; dgl is imported in dgl_adapter alone
-    except ImportError as e:
-        raise ImportError(f"blocks='dgl' needs DGL installed: {e}") from None
-    return True

@@ -191,9 +191,9 @@ def resolve_edge_seeds(graph, indices, info, settings: EdgeSettings):
     if negative is not None and info.num_nodes < 2:
         raise ValueError(f"negative sampling needs a graph with at least 2 nodes, got {info.num_nodes}")
     if is_dgl_object(graph):
-        from ..dgl_adapter import find_edges
+        from .batch_frontend import graph_reader
 
-        src, dst = find_edges(graph, eids)
+        src, dst = graph_reader(graph).find_edges(graph, eids)
     elif book is not None:
         src, dst = partition_endpoints(book, eids)
     else:

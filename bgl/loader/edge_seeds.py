@@ -21,7 +21,7 @@ How edges are numbered (an edge id is what the user passes and what ``EID`` hold
 * a graph store: the edge at CSC position ``p`` (``indices[p] -> v`` for ``p`` in row
   ``v``) has id ``p``; a store's CSC is built once and never reordered, so ids are
   stable for the store's life;
-* a DGLGraph: its own edge ids (:func:`bgl.dgl_adapter.find_edges`; the sampler maps
+* a DGLGraph: its own edge ids (:func:`bgl.dgl.real_dgl.graph_reader.find_edges`; the sampler maps
   CSC positions to them through the graph's CSC edge-id view).
 
 Cost: 24 bytes per seed edge (id and both endpoints, looked up once before anything

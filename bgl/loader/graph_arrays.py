@@ -201,9 +201,9 @@ def dglgraph_arrays(g: Any, feat_key: Optional[str], label_key: Optional[str]) -
     ValueError for a feature array that is not 2-D or labels that are not 1-D.
     ``g`` is not modified (DGL caches its CSC format, as its own sampler does).
     """
-    from ..dgl_adapter import dglgraph_csc_tensors
+    from .batch_frontend import graph_reader
 
-    indptr, indices, edge_ids = dglgraph_csc_tensors(g)
+    indptr, indices, edge_ids = graph_reader(g).csc_tensors(g)  # the edge's reader: the core calls no DGL API
     feat = label = None
     num_classes = 0
     if feat_key is not None and feat_key in g.ndata:

@@ -65,8 +65,8 @@ class NeighborSampler:
         and labels are attached as DGL's prefetch does.  ``bgl.DataLoader`` does not call this: it
         reads the settings and samples in its own pipeline.
         """
-        from ..dgl_adapter import to_dgl_blocks
         from ..sampler import LocalSampler
+        from .batch_frontend import batch_frontend
         from .graph_arrays import dglgraph_arrays
 
         blocks = LocalSampler(dglgraph_arrays(g, None, None)).sample_blocks(
@@ -78,7 +78,8 @@ class NeighborSampler:
         for key in prefetch_names(self.prefetch_labels):
             if key in g.ndata:
                 last.dstdata[key] = g.ndata[key][last.dst_ids.to(g.device)]
-        return first.src_ids, last.dst_ids, to_dgl_blocks(blocks)
+        frontend = batch_frontend(g, "dgl", True)  # DGL's DataLoader calls this: its blocks, built at the edge
+        return first.src_ids, last.dst_ids, frontend.blocks(blocks, None, None, ("_N", "_E"), with_csr=False)
 
     def __repr__(self) -> str:
         weights = "" if self.prob is None else f", prob={self.prob!r}"

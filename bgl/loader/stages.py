@@ -339,8 +339,8 @@ class FetchStage(Stage):
 class TransferStage(Stage):
     """Minibatch -> ``(input_nodes, output_nodes, blocks)`` on ``device``, in the trainer's process.
 
-    ``to_dgl`` converts to ``dgl.Block`` through :mod:`bgl.dgl_adapter` (the
-    only module allowed to import DGL).  Remembers the latest cache counters
+    ``frontend`` (:class:`bgl.loader.batch_frontend.BatchFrontend`, the edge's choice) converts the
+    batch to the trainer's objects (``dgl.Block`` s); None keeps bgl's.  Remembers the latest cache counters
     seen, for :meth:`bgl.DataLoader.cache_stats`.
 
     ``graph`` is the user's DGLGraph when the loader samples one in place (this stage
@@ -357,7 +357,7 @@ class TransferStage(Stage):
     """
 
     device: str = "cpu"
-    to_dgl: bool = False
+    frontend: Any = None  # None: bgl's Blocks and pair graphs
     non_blocking: bool = False
     name: str = "transfer"
     last_cache_stats: Optional[dict] = field(default=None, repr=False)
@@ -407,25 +407,24 @@ class TransferStage(Stage):
             output_nodes = by_type(blocks[-1].dst_ids, self.schema, keep_empty=False)
             for b in blocks:
                 b.schema = self.schema
-            if self.to_dgl:
-                blocks = self._dgl_blocks(blocks)
+            if self.frontend is not None:
+                blocks = self._frontend_blocks(blocks)
             if mb.edges is not None:  # typed link prediction (typed_edge_seeds.py), or a caller's layout's payload
                 pairs = (mb.edges,) if hasattr(mb.edges, "fields") else typed_pair_graphs(
-                    mb.edges.to(device), self.schema, self.to_dgl)
+                    mb.edges.to(device), self.schema, self.frontend)
                 return (input_nodes, *pairs, blocks)
             return input_nodes, output_nodes, blocks
         input_nodes = blocks[0].src_ids
         output_nodes = blocks[-1].dst_ids
-        if self.to_dgl:
-            blocks = self._dgl_blocks(blocks)
+        if self.frontend is not None:
+            blocks = self._frontend_blocks(blocks)
         if mb.edges is not None:
             pairs = self._pair_graphs(mb.edges.to(device, non_blocking=self.non_blocking), input_data)
             return (input_nodes, *pairs, blocks)
         return input_nodes, output_nodes, blocks
 
-    def _dgl_blocks(self, blocks) -> list:
-        from .dgl_batch_objects import dgl_blocks
-        return dgl_blocks(blocks, self.schema, self.graph, self.type_names, with_csr=self.build_csr)
+    def _frontend_blocks(self, blocks) -> list:
+        return self.frontend.blocks(blocks, self.schema, self.graph, self.type_names, with_csr=self.build_csr)
 
     def _pair_graphs(self, edges, input_data: dict) -> tuple:
         """``(pair_graph,)`` or ``(pair_graph, neg_pair_graph)``: ``dgl.DGLGraph`` s or bgl's
@@ -443,8 +442,6 @@ class TransferStage(Stage):
         n = pairs[0].num_nodes()
         for key, value in input_data.items():
             pairs[0].ndata[key] = value[:n]
-        if self.to_dgl:
-            from ..dgl_adapter import to_dgl_pair_graph
-
-            return tuple(to_dgl_pair_graph(p) for p in pairs)
+        if self.frontend is not None:
+            return tuple(self.frontend.pair_graph(p) for p in pairs)
         return pairs

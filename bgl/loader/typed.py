@@ -12,7 +12,7 @@ edges of the pipeline change shape:
   that type's own cache when one is asked for (:mod:`bgl.cache.typed`), labels of the
   seeds' types, as ``srcdata[key] = {ntype: rows}``;
 * outputs: ``input_nodes`` / ``output_nodes`` as ``{ntype: type-local ids}`` and
-  heterogeneous DGL blocks (:func:`bgl.dgl_adapter.to_dgl_hetero_block`);
+  heterogeneous DGL blocks (:func:`bgl.dgl.real_dgl.blocks.to_dgl_hetero_block`);
 * edge features (``prefetch_edge_feats``, a list or DGL's ``{etype: [names]}``, whose names apply
   to every relation that has them): a store's or servers' rows come with the sample, each block's
   ``edata[name]`` aligned with its ``etypes`` and split per relation into DGL's
@@ -134,7 +134,7 @@ def reads_in_place(info, sampler, want_dgl: bool, cache) -> tuple[bool, bool]:
     """``(lazy_rows, live_graph)``: :func:`reads_rows_lazily`, and whether the transfer stage reads the
     heterogeneous DGLGraph itself, there or for DGL blocks with ``prefetch_edge_feats``: DGL's blocks
     carry each relation's fields read by its edge ids, on the relations that have them
-    (:func:`bgl.dgl_adapter.to_dgl_hetero_block`), instead of rows gathered with the sample."""
+    (:func:`bgl.dgl.real_dgl.blocks.to_dgl_hetero_block`), instead of rows gathered with the sample."""
     lazy = reads_rows_lazily(info, sampler, want_dgl, cache)
     return lazy, lazy or (info.from_dgl and want_dgl and bool(sampler.edge_keys))
 

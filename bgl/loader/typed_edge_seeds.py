@@ -352,10 +352,11 @@ class TypedPairGraph:
         return int(self.edges(etype)[0].shape[0])
 
 
-def typed_pair_graphs(batch: TypedEdgeBatch, schema, to_dgl: bool) -> tuple:
+def typed_pair_graphs(batch: TypedEdgeBatch, schema, frontend=None) -> tuple:
     """``(pair_graph,)`` or ``(pair_graph, neg_pair_graph)`` of a typed batch, as DGL makes them: every
     edge type of the graph (empty where the batch has none), every node type's compacted nodes
-    (``NID`` type-local ids, shared by both graphs), ``EID`` per edge type on the positive one."""
+    (``NID`` type-local ids, shared by both graphs), ``EID`` per edge type on the positive one.
+    ``frontend`` (:class:`bgl.loader.batch_frontend.BatchFrontend`) builds its own graphs; None: bgl's."""
     from .typed import by_type
 
     node_ids = by_type(batch.node_ids, schema)
@@ -367,8 +368,6 @@ def typed_pair_graphs(batch: TypedEdgeBatch, schema, to_dgl: bool) -> tuple:
 
     eids = {c: batch.eids.get(r, empty) for r, c in enumerate(schema.canonical_etypes)}
     graphs = [(per_etype(batch.pos), eids)] + ([] if batch.neg is None else [(per_etype(batch.neg), None)])
-    if to_dgl:
-        from .dgl_batch_objects import to_dgl_hetero_pair_graph
-
-        return tuple(to_dgl_hetero_pair_graph(edges, node_ids, e) for edges, e in graphs)
+    if frontend is not None:
+        return tuple(frontend.typed_pair_graph(edges, node_ids, e) for edges, e in graphs)
     return tuple(TypedPairGraph(schema, edges, node_ids, e) for edges, e in graphs)

@@ -66,7 +66,7 @@ EDGELIST_SUFFIXES = (".txt", ".tsv", ".csv", ".el", ".edges", ".edgelist", ".gz"
 
 
 def _is_dgl_graph(obj: Any) -> bool:
-    # Duck-typed so library code never imports dgl (only bgl.dgl_adapter may).
+    # Duck-typed so library code never imports dgl (only the DGL face, bgl/dgl/real_dgl/, may).
     return hasattr(obj, "ndata") and hasattr(obj, "edges") and hasattr(obj, "num_nodes")
 
 

@@ -1,7 +1,7 @@
 """An in-memory ``DGLGraph`` as a :class:`GraphSource`.
 
 Duck-typed (``g.edges()``, ``g.num_nodes()``, ``g.ndata``) so that this module
-never imports dgl; only ``bgl.dgl_adapter`` may.  Node data keys follow DGL's
+never imports dgl; only the DGL face (``bgl.dgl.real_dgl``) may.  Node data keys follow DGL's
 builtin datasets: ``feat``, ``label``, ``train_mask``/``val_mask``/``test_mask``.
 """
 from __future__ import annotations

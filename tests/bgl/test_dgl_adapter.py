@@ -1,4 +1,4 @@
-"""bgl/dgl_adapter.py's heterogeneous blocks: built straight from DGL's index, equal to ``dgl.create_block``'s."""
+"""bgl/dgl/real_dgl/blocks.py's heterogeneous blocks: built straight from DGL's index, equal to ``dgl.create_block``'s."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +8,7 @@ import torch
 dgl = pytest.importorskip("dgl")
 
 from bgl.blocks import Block  # noqa: E402
-from bgl.dgl_adapter import to_dgl_hetero_block  # noqa: E402
+from bgl.dgl.real_dgl.blocks import to_dgl_hetero_block  # noqa: E402
 from bgl.schema import EdgeType, GraphSchema, NodeType  # noqa: E402
 
 # Types and relations out of DGL's sorted order; "author" gets no node in the batch (so "writes"

@@ -1,4 +1,4 @@
-"""bgl.dgl_adapter.to_dgl_pair_graph: built from the unit-graph index, the same DGLGraph as dgl.graph().
+"""bgl.dgl.real_dgl.blocks.to_dgl_pair_graph: built from the unit-graph index, the same DGLGraph as dgl.graph().
 
 The adapter skips ``dgl.graph``'s generic path for speed; these tests hold it to the graph that
 path builds (``dgl.graph((src, dst), num_nodes=n)`` with the fields assigned one by one): edges,
@@ -11,7 +11,7 @@ import torch
 
 dgl = pytest.importorskip("dgl")
 
-from bgl.dgl_adapter import to_dgl_pair_graph  # noqa: E402
+from bgl.dgl.real_dgl.blocks import to_dgl_pair_graph  # noqa: E402
 from bgl.loader.edge_seeds import PairGraph  # noqa: E402
 
 

@@ -35,7 +35,7 @@ def store_edges(indptr, indices, offset=0):
 def distdgl_cora(cora_store, tmp_path_factory):
     """Cora partitioned by DGL's partition_graph into 2 parts, with orig_nids saved as .npy."""
     out = tmp_path_factory.mktemp("distdgl")
-    from bgl.dgl_adapter import csc_to_dglgraph
+    from bgl.dgl.real_dgl.graph_reader import csc_to_dglgraph
 
     n = cora_store.num_nodes
     g = csc_to_dglgraph(cora_store.indptr, cora_store.indices)

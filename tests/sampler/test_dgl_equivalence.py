@@ -8,7 +8,8 @@ from scipy.stats import chi2_contingency, chisquare
 
 dgl = pytest.importorskip("dgl", reason="compares bgl's blocks with DGL's: needs DGL (the pinned lane)")
 
-from bgl.dgl_adapter import csc_to_dglgraph, dglgraph_to_csc, to_dgl_blocks  # noqa: E402
+from bgl.dgl.real_dgl.blocks import to_dgl_blocks  # noqa: E402
+from bgl.dgl.real_dgl.graph_reader import csc_to_dglgraph, dglgraph_to_csc  # noqa: E402
 from bgl.sampler import LocalSampler  # noqa: E402
 from bgl.store import write_store  # noqa: E402
 

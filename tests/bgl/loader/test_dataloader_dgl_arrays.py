@@ -11,7 +11,7 @@ import torch
 dgl = pytest.importorskip("dgl")
 
 import bgl  # noqa: E402
-from bgl.dgl_adapter import dglgraph_to_csc  # noqa: E402
+from bgl.dgl.real_dgl.graph_reader import dglgraph_to_csc  # noqa: E402
 from bgl.loader.graph_arrays import GraphArrays, dglgraph_arrays  # noqa: E402
 from bgl.store import write_store  # noqa: E402
 

@@ -14,7 +14,7 @@ def served_distdgl(random_store, tmp_path_factory, serve_partition):
     from bgl.partition.distdgl_import import import_distdgl
 
     root = tmp_path_factory.mktemp("distdgl-served")
-    from bgl.dgl_adapter import csc_to_dglgraph
+    from bgl.dgl.real_dgl.graph_reader import csc_to_dglgraph
 
     st = random_store
     g = csc_to_dglgraph(st.indptr, st.indices)

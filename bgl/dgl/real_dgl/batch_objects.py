@@ -1,6 +1,6 @@
 """The DGL objects a batch hands the trainer besides its blocks: typed pair graphs, and each block's CSR.
 
-Kept beside :mod:`bgl.dgl_adapter` (which builds the blocks themselves) and importing DGL only inside
+Kept beside :mod:`bgl.dgl.real_dgl.blocks` (which builds the blocks themselves) and importing DGL only inside
 its functions, as that module does, so a loader without DGL never loads it.
 """
 from __future__ import annotations
@@ -11,13 +11,14 @@ from typing import Optional
 
 import torch
 
-from ..dgl_adapter import ALL_FORMATS, int64_index, with_index_and_frames
+from .blocks import ALL_FORMATS, int64_index, with_index_and_frames
 
 
 def dgl_blocks(blocks, schema, graph, type_names: tuple[str, str], with_csr: bool) -> list:
-    """``dgl.Block`` s of bgl blocks (typed when ``schema`` is given: :func:`bgl.dgl_adapter.to_dgl_hetero_block`,
-    else :func:`bgl.dgl_adapter.to_dgl_blocks`), with each block's CSR built when ``with_csr``."""
-    from ..dgl_adapter import to_dgl_blocks, to_dgl_hetero_block
+    """``dgl.Block`` s of bgl blocks (typed when ``schema`` is given:
+    :func:`~bgl.dgl.real_dgl.blocks.to_dgl_hetero_block`, else :func:`~bgl.dgl.real_dgl.blocks.to_dgl_blocks`),
+    with each block's CSR built when ``with_csr``."""
+    from .blocks import to_dgl_blocks, to_dgl_hetero_block
 
     if schema is not None:
         out = [to_dgl_hetero_block(b, schema, graph) for b in blocks]
@@ -31,7 +32,7 @@ def dgl_blocks(blocks, schema, graph, type_names: tuple[str, str], with_csr: boo
 def build_backward_csr(blocks) -> None:
     """Build every relation's CSR of each DGL block (DGL keeps it in the block).
 
-    A block comes as a CSC (:mod:`bgl.dgl_adapter`), which the forward pass's message passing reads;
+    A block comes as a CSC (:mod:`bgl.dgl.real_dgl.blocks`), which the forward pass's message passing reads;
     its backward reads the CSR.  COO is left to DGL, built only by a model that asks for it (16 B per
     edge a batch would otherwise hold in the thread pipeline's queue).
     """

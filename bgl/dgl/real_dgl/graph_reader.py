@@ -1,0 +1,82 @@
+"""A DGLGraph read in place, on real DGL: its CSC, edge endpoints and type names, and back.
+
+Part of the DGL face (:mod:`bgl.dgl.real_dgl`).  The core never calls a DGLGraph's structure API itself:
+:class:`DGLGraphReader` is the graph reader the edge (:mod:`bgl.dgl.frontend_choice`) hands the loader
+for a DGLGraph (:class:`bgl.loader.batch_frontend.GraphReader`).  Was part of ``bgl/dgl_adapter.py``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .blocks import _dgl
+
+
+def graph_type_names(g) -> tuple[str, str]:
+    """(node type, edge type) of a one-type DGLGraph, e.g. ``("user", "follows")``."""
+    return str(g.ntypes[0]), str(g.etypes[0])
+
+
+def dglgraph_csc_tensors(g) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """In-edge CSC of a homogeneous DGLGraph as CPU tensors, without copies where DGL allows.
+
+    ``adj_tensors('csc')`` builds the CSC format once and keeps it in the graph
+    (DGL's own NeighborSampler does the same), then hands out views of it.
+    Returns ``indptr`` int64 [num_nodes + 1] (an int32 graph's is widened: the
+    sampler's row spans are int64), ``indices`` int32/int64 [num_edges]
+    source ids in CSC order and ``eids`` [num_edges], the DGL edge id of each
+    CSC position (what a block's ``edata[dgl.EID]`` must hold).
+    """
+    if len(g.ntypes) != 1 or len(g.etypes) != 1:
+        raise ValueError(f"expected a homogeneous graph, got ntypes={g.ntypes} etypes={g.etypes}")
+    indptr, indices, eids = g.adj_tensors("csc")
+    return indptr.cpu().to(torch.int64), indices.cpu(), eids.cpu()
+
+
+def dglgraph_to_csc(g) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """In-edge CSC of a homogeneous DGLGraph.
+
+    Returns
+    -------
+    indptr : int64 [num_nodes + 1]; indices : int64 [num_edges] source node ids
+    (in-neighbours of each node); eids : int64 [num_edges] DGL edge ids in CSC order
+    """
+    if len(g.ntypes) != 1 or len(g.etypes) != 1:
+        raise ValueError(f"expected a homogeneous graph, got ntypes={g.ntypes} etypes={g.etypes}")
+    indptr, indices, eids = g.adj_tensors("csc")
+    return (indptr.cpu().numpy().astype(np.int64, copy=False),
+            indices.cpu().numpy().astype(np.int64, copy=False),
+            eids.cpu().numpy().astype(np.int64, copy=False))
+
+
+def csc_to_dglgraph(indptr: np.ndarray, indices: np.ndarray, num_nodes: int | None = None):
+    """A DGLGraph with edges ``indices[p] -> v`` for p in row v (inverse of :func:`dglgraph_to_csc`)."""
+    dgl = _dgl()
+    indptr = np.asarray(indptr, dtype=np.int64)
+    n = indptr.shape[0] - 1 if num_nodes is None else num_nodes
+    dst = np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))
+    src = np.asarray(indices, dtype=np.int64)
+    return dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)), num_nodes=n)
+
+
+def find_edges(g, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(src, dst)`` int64 of a DGLGraph's edges ``eids`` (its own edge ids)."""
+    src, dst = g.find_edges(torch.from_numpy(np.asarray(eids, dtype=np.int64)).to(g.idtype))
+    return src.cpu().numpy().astype(np.int64), dst.cpu().numpy().astype(np.int64)
+
+
+class DGLGraphReader:
+    """The core's :class:`~bgl.loader.batch_frontend.GraphReader` for a one-type DGLGraph (no state:
+    pickles by name into stage processes)."""
+
+    def csc_tensors(self, graph) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:func:`dglgraph_csc_tensors`."""
+        return dglgraph_csc_tensors(graph)
+
+    def find_edges(self, graph, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`find_edges`."""
+        return find_edges(graph, eids)
+
+    def type_names(self, graph) -> tuple[str, str]:
+        """:func:`graph_type_names`."""
+        return graph_type_names(graph)
