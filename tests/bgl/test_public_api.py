@@ -151,3 +151,50 @@ def test_readme_cli_commands_and_flags_exist():
         assert command in sub.choices, command
         known = set(sub.choices[command]._option_string_actions)
         assert flags <= known, f"bgl {command}: README shows {sorted(flags - known)}, not accepted"
+
+
+# Every public name of bgl's faces as of the frontend move (issue #53): each still resolves where users
+# import it from, whatever module now holds it.
+PUBLIC_NAMES = {
+    "bgl": ("BglError", "IngestError", "PartitionFormatError", "PipelineError", "ServerError", "ServerUnavailable",
+            "StoreFormatError", "GraphStore", "open_store", "write_store", "DataLoader", "NeighborSampler",
+            "MultiLayerFullNeighborSampler", "MultiLayerNeighborSampler", "LaborSampler", "TemporalNeighborSampler",
+            "Block", "as_edge_prediction_sampler", "EdgePredictionSampler", "reverse_edge_ids", "dcp_state",
+            "load_dcp_state", "ingest", "rmat", "negative_sampler"),
+    "bgl.pyg": ("NeighborLoader", "LinkNeighborLoader", "PygBatch", "blocks_to_pyg"),
+    "bgl.nn": ("AGGREGATORS", "edge_dst_index", "in_degrees", "aggregate", "SAGEConv", "SAGE", "HeteroGraphConv"),
+    "bgl.negative_sampler": ("PerSourceUniform", "Uniform", "GlobalUniform"),
+    "bgl.dgl_adapter": ("ALL_FORMATS", "require_dgl", "to_dgl_block", "to_dgl_blocks", "to_dgl_hetero_block",
+                        "to_dgl_pair_graph", "dglgraph_csc_tensors", "dglgraph_to_csc", "csc_to_dglgraph", "find_edges",
+                        "graph_type_names", "int64_index", "with_index_and_frames"),
+}
+CLI_COMMANDS = ("ingest", "compress", "info", "partition", "serve", "launch", "bench-cache", "demo")
+
+
+@pytest.mark.parametrize("module", sorted(PUBLIC_NAMES))
+def test_public_names_resolve(module):
+    """In a fresh interpreter (no test has imported the modules that now hold the names)."""
+    code = (f"import importlib\nm = importlib.import_module({module!r})\n"
+            f"missing = [n for n in {PUBLIC_NAMES[module]!r} if getattr(m, n, None) is None]\n"
+            "assert not missing, missing\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_bgl_dataloader_is_the_loader_class_and_import_bgl_loads_no_frontend():
+    """``bgl.DataLoader`` is the loader class itself (isinstance checks keep working); ``import bgl`` and the
+    loader module load neither face (they load on the first loader that needs one)."""
+    code = ("import sys, bgl, bgl.loader.dataloader as d\n"
+            "assert bgl.DataLoader is d.DataLoader\n"
+            "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('dgl', 'torch_geometric') "
+            "or m.startswith(('bgl.dgl', 'bgl.pyg')))\n"
+            "assert not loaded, loaded\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_cli_commands_exist():
+    from bgl.cli import build_parser
+
+    (sub,) = [a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction"]
+    assert set(CLI_COMMANDS) <= set(sub.choices), sorted(set(CLI_COMMANDS) - set(sub.choices))
