@@ -469,7 +469,7 @@ def apply_gain_moves(order, best_to, part_of, is_train, deg, loads, caps):
 
 @njit(cache=True, nogil=True)
 def local_label_propagation(xadj, adjncy, lo, hi, vwgt, cap, order, rounds, label):
-    """Size-constrained label propagation over a rank's own vertices (:mod:`.dist_coarsen`).
+    """Size-constrained label propagation over a rank's own vertices (:mod:`.distributed.coarsen`).
 
     ``label`` int64 [m] (in/out): each local vertex's cluster, a local vertex index; start with
     ``label[v] = v``.  Each round visits the vertices in ``order`` and moves each to the

@@ -105,7 +105,7 @@ def part_kway(engine: str, comm, vtxdist, xadj, adjncy, num_parts: int, *, imbal
               mode: str | None, vwgt=None, adjwgt=None):
     """Each own vertex's part from ``engine`` (int64 [local n]; collective over ``comm``): the
     engine module's ``part_kway`` on ParMETIS's distributed CSR (see :func:`.ptscotch.part_kway`);
-    ``vwgt`` : int64 [local n] vertex weights or None (:mod:`.dist_weights`); ``adjwgt`` : int64
-    [xadj[-1]] edge weights or None (a coarsened graph's, :mod:`.dist_coarsen`)."""
+    ``vwgt`` : int64 [local n] vertex weights or None (:mod:`.distributed.weights`); ``adjwgt`` : int64
+    [xadj[-1]] edge weights or None (a coarsened graph's, :mod:`.distributed.coarsen`)."""
     return _module(engine).part_kway(comm, vtxdist, xadj, adjncy, num_parts, imbalance=imbalance, seed=seed,
                                      mode=mode, vwgt=vwgt, adjwgt=adjwgt)

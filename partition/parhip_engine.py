@@ -72,7 +72,7 @@ def part_kway(comm, vtxdist: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray, n
 
     The arguments are :func:`bgl.partition.ptscotch.part_kway`'s, plus ``seed`` and ``mode`` (a key
     of :data:`MODES`, None = :data:`DEFAULT_MODE`); ``adjwgt`` (int64 [xadj[-1]] edge weights >= 1,
-    symmetric, or None: all 1) is ParHIP's fifth argument (a coarsened graph's, :mod:`.dist_coarsen`).  ParHIP needs every rank to own at least one
+    symmetric, or None: all 1) is ParHIP's fifth argument (a coarsened graph's, :mod:`.distributed.coarsen`).  ParHIP needs every rank to own at least one
     vertex (the caller's node ranges do).  The int64 arrays go in as uint64 views, not copies: the
     adjacency is the largest array a rank holds.  ParHIP's own ``edgecut`` is a C ``int`` (it wraps
     past 2^31) and is not used; bgl counts the cut itself.

@@ -80,7 +80,7 @@ def part_kway(comm, vtxdist: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray, n
         only on the graph and the ranks
     vwgt : int64 [local n] vertex weights >= 1, or None (all 1)
     adjwgt : int64 [xadj[-1]] edge weights >= 1 (symmetric), or None (all 1): a coarsened graph's
-        (:mod:`.dist_coarsen`); ``wgtflag`` says which weights are given (ParMETIS: 1 edges, 2
+        (:mod:`.distributed.coarsen`); ``wgtflag`` says which weights are given (ParMETIS: 1 edges, 2
         vertices, 3 both)
     """
     from mpi4py import MPI

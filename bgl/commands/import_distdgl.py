@@ -54,7 +54,7 @@ class _PartitionParser(OneLineParser):
 def run(args) -> int:
     """Import the DistDGL partition and print its parts; return the exit code (0 = written)."""
     from bgl.output_dir import require_parent
-    from bgl.partition.distdgl_import import import_distdgl
+    from bgl.partition.distdgl.importer import import_distdgl
 
     require_parent(args.out)
     book = import_distdgl(args.part_config, args.out, orig_ids=args.orig_ids, feat_key=args.feat_key,

@@ -149,8 +149,8 @@ _NOT_DISTRIBUTED = (("--format", "format", (None, "edgelist")), ("--feat-dim", "
 def run_distributed(args) -> int:
     """``--distributed``: every rank ingests and partitions together; rank 0 prints (as
     ``bgl partition --distributed`` does)."""
-    from ..partition import dist_coarsen, dist_weights
-    from ..partition.dist_ingest import ingest_distributed
+    from ..partition.distributed import coarsen as dist_coarsen, weights as dist_weights
+    from ..partition.distributed.ingest import ingest_distributed
     from .partition import on_ranks
 
     def work():

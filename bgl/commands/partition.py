@@ -49,13 +49,13 @@ def add_engine_arguments(p) -> None:
     p.add_argument("--engine-mode", choices=ALL_MODES, default=None, metavar="MODE",
                    help=f"with --distributed: the engine's preset ({mode_help()}); the social ones are made for "
                         "power-law graphs")
-    from bgl.partition.dist_weights import BALANCES, DEFAULT_BALANCE
+    from bgl.partition.distributed.weights import BALANCES, DEFAULT_BALANCE
 
     p.add_argument("--balance", choices=BALANCES, default=None,
                    help=f"with --distributed: what every part holds an equal share of (the engine's vertex "
                         f"weights): {DEFAULT_BALANCE} by default, also training nodes, or nodes only (the "
                         "engines' own unit weights, which left one part ~3x the mean in-edges on R-MAT)")
-    from bgl.partition.dist_coarsen import AUTO_MIN_NODES, CHOICES, DEFAULT
+    from bgl.partition.distributed.coarsen import AUTO_MIN_NODES, CHOICES, DEFAULT
 
     p.add_argument("--coarsen", choices=CHOICES, default=None,
                    help=f"with --distributed: cluster each rank's own vertices and hand the engine the smaller "
@@ -133,7 +133,7 @@ def run(args) -> int:
 
 def run_distributed(args) -> int:
     """``--distributed``: every rank partitions together (see :func:`on_ranks`)."""
-    from bgl.partition import dist_coarsen, dist_weights
+    from bgl.partition.distributed import coarsen as dist_coarsen, weights as dist_weights
     from bgl.partition.distributed import partition_distributed
 
     def work():

@@ -1,4 +1,4 @@
-"""Coarsening before the distributed engine (partition/dist_coarsen.py): the label-propagation kernel
+"""Coarsening before the distributed engine (partition/distributed/coarsen.py): the label-propagation kernel
 on a graph with a known answer, and the coarse distributed graph against a brute-force contraction,
 on one rank (MPI's COMM_SELF) and on three (mpirun)."""
 from __future__ import annotations
@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bgl.partition import _kernels, dist_coarsen
+from bgl.partition import _kernels
+from bgl.partition.distributed import coarsen as dist_coarsen
 
 mpi4py = pytest.importorskip("mpi4py")
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "NUMBA_NUM_THREADS": "1",
@@ -90,7 +91,7 @@ def test_clusters_stay_within_the_cap_and_are_deterministic(seed):
 def test_one_rank_coarse_graph_is_the_brute_force_contraction(weighted):
     from mpi4py import MPI
 
-    from bgl.partition.dist_exchange import Exchange
+    from bgl.partition.distributed.exchange import Exchange
 
     n = 2000
     xadj, adjncy = symmetric_graph(n, 8000, 5)
@@ -113,8 +114,8 @@ import numpy as np
 from mpi4py import MPI
 sys.path.insert(0, sys.argv[1])
 from test_dist_coarsen import brute_force, coarse_edges, symmetric_graph
-from bgl.partition import dist_coarsen
-from bgl.partition.dist_exchange import Exchange
+from bgl.partition.distributed import coarsen as dist_coarsen
+from bgl.partition.distributed.exchange import Exchange
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()

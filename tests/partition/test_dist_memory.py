@@ -41,7 +41,7 @@ def test_slice_keys_and_unique_sorted_match_a_brute_force():
 
 
 def test_edge_ids_are_written_a_chunk_of_edges_at_a_time(tmp_path, monkeypatch):
-    from bgl.partition import dist_write as W
+    from bgl.partition.distributed import write as W
 
     monkeypatch.setattr(W, "EID_CHUNK_EDGES", 3)  # several chunks, an empty row, a row longer than one
     deg = np.array([3, 0, 2, 4, 1], np.int64)
@@ -74,8 +74,8 @@ CSR = """\
 import sys
 import numpy as np
 from mpi4py import MPI
-from bgl.partition import dist_graph as G
-from bgl.partition.dist_exchange import Exchange
+from bgl.partition.distributed import graph as G
+from bgl.partition.distributed.exchange import Exchange
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
 n, e = 300, 2000

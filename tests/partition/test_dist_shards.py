@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from bgl.errors import IngestError
-from bgl.partition import dist_shards as S
+from bgl.partition.distributed import shards as S
 
 
 @pytest.fixture
@@ -80,7 +80,7 @@ def test_shard_listing_refuses_what_it_cannot_read(tmp_path):
 def test_owner_sort_is_the_same_past_one_int64_key(unique):
     """A rank's received (dst, src) pairs sort (and de-duplicate) alike whether they fit one int64
     key or, for node ranges past ~2^31 x 2^31 pairs, fall back to a lexsort."""
-    from bgl.partition.dist_graph import sorted_pairs
+    from bgl.partition.distributed.graph import sorted_pairs
 
     rng = np.random.default_rng(1)
     rows = 5 + rng.integers(0, 1 << 23, 3000)

@@ -1,11 +1,11 @@
-"""The distributed engines' vertex weights (partition/dist_weights.py): nodes and in-edges, and training nodes,
+"""The distributed engines' vertex weights (partition/distributed/weights.py): nodes and in-edges, and training nodes,
 each counting alike in the total; one all-reduce over the ranks (here MPI's one-rank COMM_SELF)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from bgl.partition.dist_weights import BALANCES, DEFAULT_BALANCE, check_balance, vertex_weights
+from bgl.partition.distributed.weights import BALANCES, DEFAULT_BALANCE, check_balance, vertex_weights
 
 mpi4py = pytest.importorskip("mpi4py")
 
@@ -14,7 +14,7 @@ mpi4py = pytest.importorskip("mpi4py")
 def ex():
     from mpi4py import MPI
 
-    from bgl.partition.dist_exchange import Exchange
+    from bgl.partition.distributed.exchange import Exchange
 
     return Exchange(MPI.COMM_SELF)
 

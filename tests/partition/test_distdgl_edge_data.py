@@ -6,7 +6,7 @@ import pytest
 
 dgl = pytest.importorskip("dgl")
 torch = pytest.importorskip("torch")
-from bgl.partition.distdgl_import import import_distdgl  # noqa: E402
+from bgl.partition.distdgl.importer import import_distdgl  # noqa: E402
 
 
 def test_imported_parts_carry_each_edges_features(tmp_path):

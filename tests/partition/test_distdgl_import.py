@@ -14,7 +14,7 @@ from bgl.errors import PartitionFormatError
 dgl = pytest.importorskip("dgl")
 torch = pytest.importorskip("torch")
 sampler = pytest.importorskip("bgl.sampler.local")
-from bgl.partition.distdgl_import import import_distdgl  # noqa: E402
+from bgl.partition.distdgl.importer import import_distdgl  # noqa: E402
 
 
 def neighbour_lists(block, ids_map=None):
@@ -122,7 +122,7 @@ def test_cli_import_without_orig_ids_and_bad_inputs(distdgl_cora, tmp_path):
 
 
 def test_read_config_old_node_map_and_refusals(tmp_path):
-    from bgl.partition.distdgl_import import read_config
+    from bgl.partition.distdgl.importer import read_config
 
     base = {"graph_name": "g", "num_nodes": 10, "num_parts": 2, "part-0": {"part_graph": "p0/graph.dgl"},
             "part-1": {"part_graph": "p1/graph.dgl"}}

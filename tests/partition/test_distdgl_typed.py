@@ -11,7 +11,7 @@ from bgl.errors import PartitionFormatError
 
 dgl = pytest.importorskip("dgl")
 torch = pytest.importorskip("torch")
-from bgl.partition.distdgl_import import import_distdgl  # noqa: E402
+from bgl.partition.distdgl.importer import import_distdgl  # noqa: E402
 from bgl.sampler.local import LocalSampler  # noqa: E402
 
 

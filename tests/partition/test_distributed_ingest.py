@@ -17,7 +17,7 @@ import sys
 import numpy as np
 import pytest
 
-from bgl.partition.dist_ingest import hash_splits
+from bgl.partition.distributed.ingest import hash_splits
 from bgl.partition.format import open_partition, write_partition
 from bgl.sources.datasets import ingest
 

@@ -185,7 +185,7 @@ def assert_one_machine_directory(done, store: GraphStore, out: Path, tmp_path: P
     assert m["distributed"]["engine_mode"] == book.meta["params"]["engine_mode"] == (
         "fastsocial" if engine == "parhip" else None)
     # both engines get the same balance target (3 %) on the default weights, a node weighing as many edges
-    # as the mean in-degree (partition/dist_weights.py): every part's d * nodes + in-edges within ~1.06x
+    # as the mean in-degree (partition/distributed/weights.py): every part's d * nodes + in-edges within ~1.06x
     # of the mean (rounding; PT-Scotch reaches ~1.05)
     assert book.meta["params"]["imbalance"] == 0.03 and book.meta["params"]["balance"] == "nodes+edges"
     n, e = store.num_nodes, store.num_edges
@@ -221,7 +221,7 @@ def test_distributed_partition_serves_the_store(mpi, edge_store, tmp_path):
 FAILING_RANK = """\
 import os, signal, sys
 from mpi4py import MPI
-import bgl.partition.dist_write as W
+import bgl.partition.distributed.write as W
 import bgl.partition.engines as E
 write, part_kway = W._write_part_store, E.part_kway
 def failing(*args, **kwargs):
@@ -292,7 +292,7 @@ def test_balance_nodes_is_the_engines_unit_weights(mpi, parhip_lib, edge_store, 
     assert book.meta["params"]["balance"] == "nodes" and book.metrics["balance_nodes"] <= 1.04
 
 
-# coarsened (partition/dist_coarsen.py): the engine partitions rank-local clusters with edge weights, and the
+# coarsened (partition/distributed/coarsen.py): the engine partitions rank-local clusters with edge weights, and the
 # directory still holds exactly the store's edges, balanced within the target (assert_one_machine_directory)
 @pytest.mark.parametrize("engine, ranks, parts", [("ptscotch", 3, 4), ("parhip", 2, 2), ("parhip", 3, 4)],
                          indirect=["engine"])
@@ -353,7 +353,7 @@ EXCHANGE = """\
 import sys
 import numpy as np
 from mpi4py import MPI
-from bgl.partition.dist_exchange import Exchange
+from bgl.partition.distributed.exchange import Exchange
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
 def rows_of(r):  # what rank r sends: (values [k, 3] int16, destinations)

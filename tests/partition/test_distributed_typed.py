@@ -1,4 +1,4 @@
-"""``bgl partition --distributed`` of a typed store as real MPI ranks (partition/dist_typed.py): the
+"""``bgl partition --distributed`` of a typed store as real MPI ranks (partition/distributed/typed.py): the
 very typed partition the one-machine writer makes for the same assignment, and it serves.
 
 The store (``hetero_store``): 3 node types (paper: float32 features of width 8, labels, train/val

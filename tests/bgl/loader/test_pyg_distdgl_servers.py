@@ -11,7 +11,7 @@ dgl = pytest.importorskip("dgl")
 @pytest.fixture(scope="module")
 def served_distdgl(random_store, tmp_path_factory, serve_partition):
     """``random_store`` partitioned by DGL (2 parts), imported with its orig_nids, served by 2 servers."""
-    from bgl.partition.distdgl_import import import_distdgl
+    from bgl.partition.distdgl.importer import import_distdgl
 
     root = tmp_path_factory.mktemp("distdgl-served")
     from bgl.dgl.real_dgl.graph_reader import csc_to_dglgraph

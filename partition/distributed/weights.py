@@ -37,7 +37,7 @@ def vertex_weights(balance: str, in_degree: np.ndarray, train: Optional[np.ndarr
 
     ``in_degree`` : this rank's nodes' in-edge counts (what their parts will store); ``train`` :
     their training flags (any integer/bool array) or None; ``ex`` : the ranks'
-    :class:`~.dist_exchange.Exchange`.
+    :class:`~.exchange.Exchange`.
     """
     check_balance(balance)
     if balance == "nodes":

@@ -1,5 +1,5 @@
 """Typed stores through ``bgl partition --distributed``: what the ranks add to the untyped path so that
-each part is the typed part store the one-machine writer makes (:mod:`.typed_parts`).
+each part is the typed part store the one-machine writer makes (:mod:`bgl.partition.typed_parts`).
 
 The engine partitions the one graph, all node types together, and new ids are numbered as for an
 untyped store (stable by part, then original id).  A typed store's node types are contiguous
@@ -8,7 +8,7 @@ inside each part the new ids come out grouped by type: the ``P*T + 1`` type boun
 sum of the nodes of each (part, type), counted on each rank and summed over ranks (no per-node
 array is gathered).
 
-Beyond the untyped rows (:mod:`.dist_write`) each rank sends:
+Beyond the untyped rows (:mod:`.write`) each rank sends:
 
 - with each in-edge its relation id (``etype``, 1 byte), which arrives in the part's CSC order with
   the rest of the edge's row (rows travel whole, so each keeps its relation grouping);
@@ -30,12 +30,12 @@ import dataclasses
 
 import numpy as np
 
-from .dist_exchange import Exchange
-from .dist_graph import Slice
-from .dist_write import Rows, membership, writer_of
-from .typed_parts import save_part_schema
+from .exchange import Exchange
+from .graph import Slice
+from .write import Rows, membership, writer_of
+from ..typed_parts import save_part_schema
 
-ETYPE = "typed/etype"  # the edge column of the shipped rows (dist_write ships every column it is given)
+ETYPE = "typed/etype"  # the edge column of the shipped rows (write.py ships every column it is given)
 
 
 class TypedRows:
@@ -68,7 +68,7 @@ class TypedRows:
 
     def train_flags(self) -> np.ndarray:
         """float64 [hi-lo]: 1 for this rank's nodes in some type's ``train`` split (what the training
-        balance counts, as :func:`.typed_parts.train_mask` on one machine)."""
+        balance counts, as :func:`bgl.partition.typed_parts.train_mask` on one machine)."""
         out = np.zeros(self.hi - self.lo, np.float64)
         for t, (names, flags) in self.splits.items():
             if "train" in names:
@@ -81,7 +81,7 @@ class TypedRows:
 
     def ship(self, part: np.ndarray, rel, ex: Exchange) -> None:
         """Compute the type bounds and send each node's typed rows to the writer of its part
-        (collective; ``part`` int64 [hi-lo] this rank's assignment, ``rel`` its :class:`~.dist_graph.Relabel`)."""
+        (collective; ``part`` int64 [hi-lo] this rank's assignment, ``rel`` its :class:`~.graph.Relabel`)."""
         T, P = len(self.schema.node_types), rel.bounds.size - 1
         counts = np.zeros(P * T, np.int64)
         for t in self.pieces:
@@ -112,7 +112,7 @@ class TypedRows:
 
     def write_part(self, w, k: int, part: Rows) -> int:
         """Write part ``k``'s typed arrays and schema into its :class:`~bgl.store.StoreWriter` ``w``
-        (``part`` : its rows in new-id order, as :func:`.dist_write.write_parts` holds them);
+        (``part`` : its rows in new-id order, as :func:`.write.write_parts` holds them);
         returns the part's training-node count."""
         T = len(self.schema.node_types)
         etype = part.edges[ETYPE]
@@ -143,8 +143,8 @@ class TypedRows:
         return num_train
 
     def partition_meta(self) -> dict:
-        """What ``partition.json`` of a typed partition adds (:mod:`.format`, version 2)."""
-        from .format import TYPED_FORMAT_VERSION
+        """What ``partition.json`` of a typed partition adds (:mod:`bgl.partition.format`, version 2)."""
+        from ..format import TYPED_FORMAT_VERSION
 
         return {"version": TYPED_FORMAT_VERSION, "schema": self.schema.to_dict(),
                 "type_bounds": self.type_bounds.tolist()}

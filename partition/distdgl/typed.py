@@ -1,7 +1,7 @@
-"""Import a HETEROGENEOUS DistDGL partition as a typed bgl partition (see :mod:`.distdgl_import`).
+"""Import a HETEROGENEOUS DistDGL partition as a typed bgl partition (see :mod:`.importer`).
 
 DGL's ``partition_graph`` of a heterograph shuffles ids the way a typed bgl
-partition lays them out (:mod:`.typed_parts`): part ``k`` owns a contiguous
+partition lays them out (:mod:`bgl.partition.typed_parts`): part ``k`` owns a contiguous
 homogeneous id range, and inside it each node type owns a contiguous block, in
 node-type-id order.  ``PART_CONFIG.json`` says so:
 
@@ -17,7 +17,7 @@ So the import is again one rewrite per part, no repartitioning: in-edges sorted 
 (destination, relation id, source) so each row groups its relations as a typed store
 does, per-type features/labels/masks as ``feat/<nt>``, ``label/<nt>``,
 ``split/<nt>/...``, and each node's original id in ``key_ids.npy`` (its sampling stream key,
-as :mod:`.typed_parts` writes it).  Type-local ORIGINAL ids are DGL's per-type ids when the
+as :mod:`bgl.partition.typed_parts` writes it).  Type-local ORIGINAL ids are DGL's per-type ids when the
 mapping ``partition_graph(..., return_mapping=True)`` returned is given (a dict, or
 an ``.npz`` with one array per node type); else the per-type shuffled ids.
 
@@ -41,8 +41,8 @@ from bgl.sampler.typed import KEY_IDS
 from bgl.schema import EdgeType, GraphSchema, NodeType
 from bgl.store import StoreWriter
 
-from .distdgl_common import METHOD, SPLIT_MASKS, import_meta, inner_in_edges, load_part_graph, publish
-from .format import ORIG_IDS_FILE, TYPED_FORMAT_VERSION, PartitionBook, check_out_dir, open_partition
+from .common import METHOD, SPLIT_MASKS, import_meta, inner_in_edges, load_part_graph, publish
+from ..format import ORIG_IDS_FILE, TYPED_FORMAT_VERSION, PartitionBook, check_out_dir, open_partition
 
 
 
@@ -120,7 +120,7 @@ def _part_edges(graph, dgl, s: int, e: int, where: str):
 
 def import_typed_distdgl(cfg: dict, cfg_path: Path, out_dir, dgl_modules, *, orig_ids=None, feat_key: str = "feat",
                          label_key: str = "label", overwrite: bool = False) -> PartitionBook:
-    """:func:`~.distdgl_import.import_distdgl` for a heterogeneous config (see the module docstring);
+    """:func:`~.importer.import_distdgl` for a heterogeneous config (see the module docstring);
     ``dgl_modules`` is ``(dgl, load_graphs, load_tensors)``, imported by the caller."""
     out = check_out_dir(out_dir, overwrite, inputs=[cfg_path])
     ntypes, canon, bounds, tb = typed_layout(cfg, cfg_path)

@@ -3,7 +3,7 @@
 DistDGL users already hold partitions on shared storage; repartitioning a
 billion-edge graph to try bgl would cost hours.  DGL's partitioner reshuffles
 node ids so each part owns a contiguous id range -- exactly bgl's layout
-(:mod:`.format`) -- so an import is a per-part rewrite, no repartitioning:
+(:mod:`bgl.partition.format`) -- so an import is a per-part rewrite, no repartitioning:
 
 * ``PART_CONFIG.json``: ``num_nodes``, ``num_parts`` and ``node_map`` (per part
   ``[start, end)`` of shuffled ids; the old "end ids only" form is read too,
@@ -24,7 +24,7 @@ known if ``partition_graph(..., return_mapping=True)`` was called and its
 ``orig_nids`` saved as ``.npy`` (DGL 2.1 does not write them to disk): pass it
 as ``orig_ids``; otherwise orig ids are the shuffled ids (identity).
 
-A heterogeneous partition becomes a typed bgl partition (:mod:`.distdgl_typed`).
+A heterogeneous partition becomes a typed bgl partition (:mod:`.typed`).
 Reading the ``.dgl`` files needs DGL; ``dgl`` is imported lazily here (and in
 ``bgl/dgl/real_dgl/``), so nothing else in bgl needs it.
 
@@ -46,10 +46,10 @@ from bgl.errors import PartitionFormatError
 from bgl.output_dir import WorkDir, remove_stale
 from bgl.store import StoreWriter, read_json
 
-from .format import FORMAT_VERSION, ORIG_IDS_FILE, PartitionBook, check_out_dir, open_partition
+from ..format import FORMAT_VERSION, ORIG_IDS_FILE, PartitionBook, check_out_dir, open_partition
 
-from .distdgl_common import FEAT_CHUNK_ROWS, METHOD, SPLIT_MASKS, import_meta, inner_in_edges, load_part_graph, publish
-from .distdgl_typed import import_typed_distdgl, is_typed_config
+from .common import FEAT_CHUNK_ROWS, METHOD, SPLIT_MASKS, import_meta, inner_in_edges, load_part_graph, publish
+from .typed import import_typed_distdgl, is_typed_config
 def _import_dgl():
     try:
         import dgl  # noqa: F401  (lazy: only this import path needs DGL)

@@ -3,21 +3,21 @@
 Run as ``mpirun -n R python -m bgl partition STORE OUT --parts P --distributed --engine parhip``
 (or ``srun``; ``--engine ptscotch``); every rank runs this module.  No rank holds the whole graph:
 
-1. each rank reads its node range's rows of the store (:func:`.dist_graph.read_slice`) and builds
-   its slice of the symmetric distributed CSR (:func:`.dist_graph.symmetric_csr`);
-2. with ``--coarsen`` (on from :data:`.dist_coarsen.AUTO_MIN_NODES` nodes by default) each rank
+1. each rank reads its node range's rows of the store (:func:`.graph.read_slice`) and builds
+   its slice of the symmetric distributed CSR (:func:`.graph.symmetric_csr`);
+2. with ``--coarsen`` (on from :data:`.coarsen.AUTO_MIN_NODES` nodes by default) each rank
    clusters its own vertices and the ranks contract their slices into a smaller weighted graph
-   (:mod:`.dist_coarsen`), and the fine CSR is freed; the engine (:mod:`.engines`: ParHIP or
+   (:mod:`.coarsen`), and the fine CSR is freed; the engine (:mod:`bgl.partition.engines`: ParHIP or
    PT-Scotch, on ParMETIS's distributed CSR) assigns parts, to the clusters when coarsened (each
    vertex takes its cluster's part);
 3. new ids are numbered as the one-machine writer numbers them (stable by part, then original id:
    the same partition directory for the same assignment) and the in-neighbours translated;
-4. each node's rows go to the rank writing its part (:mod:`.dist_write`), which writes it into one
+4. each node's rows go to the rank writing its part (:mod:`.write`), which writes it into one
    hidden work directory next to OUT (rank 0 creates and locks it); rank 0 writes
    ``partition.json`` and renames the directory into place when every rank has succeeded.
 
 A typed store goes the same way; its relation ids and per-type rows travel too, and each part is the
-typed part store the one-machine writer makes (:mod:`.dist_typed`).
+typed part store the one-machine writer makes (:mod:`.typed`).
 
 OUT must be on a filesystem all ranks see.  Bad arguments fail on every rank before any work,
 with one line from rank 0.  A rank that fails later prints its error and aborts the job
@@ -48,11 +48,12 @@ from bgl.output_dir import PARTITION, WorkDir, remove_stale, replace_output
 from bgl.schema import id_dtype_for
 from bgl.store import GraphStore
 
-from . import dist_coarsen, engines
-from .dist_weights import DEFAULT_BALANCE, check_balance, vertex_weights
-from .engines import EngineMissing
-from .format import FORMAT_NAME, FORMAT_VERSION, META_FILE, ORIG_EIDS_FILE, ORIG_IDS_FILE, check_out_dir, open_partition
-from .phase_memory import PhaseMemory, release_free_heap
+from . import coarsen as dist_coarsen
+from .. import engines
+from .weights import DEFAULT_BALANCE, check_balance, vertex_weights
+from ..engines import EngineMissing
+from ..format import FORMAT_NAME, FORMAT_VERSION, META_FILE, ORIG_EIDS_FILE, ORIG_IDS_FILE, check_out_dir, open_partition
+from ..phase_memory import PhaseMemory, release_free_heap
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -149,12 +150,12 @@ def partition_distributed(store_path, out_dir, num_parts: int, *, engine: str = 
                           coarsen: str = dist_coarsen.DEFAULT, comm=None):
     """Partition ``store_path`` into ``num_parts`` parts over the ranks of ``comm`` (default: all).
 
-    ``engine`` : one of :data:`.engines.ENGINES`, or ``"auto"`` (:func:`.engines.resolve`: ParHIP where
+    ``engine`` : one of :data:`bgl.partition.engines.ENGINES`, or ``"auto"`` (:func:`bgl.partition.engines.resolve`: ParHIP where
     every rank has it, else PT-Scotch); ``engine_mode`` : one of its modes, None = its default
     (ParHIP: ``fastsocial``); ``balance`` : what the parts hold equal shares of
-    (:mod:`.dist_weights`: nodes and in-edges by default); ``coarsen`` : ``auto`` / ``on`` / ``off``,
-    whether the engine partitions a rank-locally clustered graph (:mod:`.dist_coarsen`).  Returns the opened :class:`~.format.PartitionBook` on every
-    rank.  Raises ValueError / FileExistsError / :class:`~.engines.EngineMissing` (the same on every
+    (:mod:`.weights`: nodes and in-edges by default); ``coarsen`` : ``auto`` / ``on`` / ``off``,
+    whether the engine partitions a rank-locally clustered graph (:mod:`.coarsen`).  Returns the opened :class:`~bgl.partition.format.PartitionBook` on every
+    rank.  Raises ValueError / FileExistsError / :class:`~bgl.partition.engines.EngineMissing` (the same on every
     rank) for bad arguments; a rank failing after the checks aborts the MPI job.
     """
     MPI = _mpi()
@@ -199,9 +200,9 @@ def _report(e: BaseException, rank: int, size: int, command: str = "partition") 
 
 def _run(store: GraphStore, out: Path, num_parts: int, engine: str, mode: str | None, seed: int,
          overwrite: bool, imbalance: float, balance: str, coarsen: str, comm):
-    from . import dist_graph as G
-    from . import dist_write as W
-    from .dist_exchange import Exchange
+    from . import graph as G
+    from . import write as W
+    from .exchange import Exchange
 
     ex = Exchange(comm)
     mem = PhaseMemory()
@@ -218,21 +219,21 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
                     mode: str | None, seed: int, overwrite: bool, imbalance: float, ex, t0: float,
                     command: str = "partition", balance: str = DEFAULT_BALANCE, coarsen: str = dist_coarsen.DEFAULT,
                     mem: PhaseMemory | None = None):
-    """Partition and write from every rank's :class:`~.dist_graph.Slice` (collective): the steps
-    after reading, shared by a store's slices and edge-list shards (:mod:`.dist_ingest`).
+    """Partition and write from every rank's :class:`~.graph.Slice` (collective): the steps
+    after reading, shared by a store's slices and edge-list shards (:mod:`.ingest`).
 
     ``store`` : the whole graph's :class:`~bgl.store.GraphStore`, or an object with the attributes
     of it the writer reads (``num_nodes``, ``num_edges``, ``path``, ``meta.name``, ``label``,
     ``feat``, ``feat_encoded``, ``feat_codec``, ``num_classes``, ``edata``: arrays over the whole
     graph's ids, of which each rank reads its own rows); ``names, flags`` : this rank's split
-    membership (:func:`.dist_write.split_flags`); ``engine, mode`` : as :func:`.engines.check`
+    membership (:func:`.write.split_flags`); ``engine, mode`` : as :func:`bgl.partition.engines.check`
     returned them; ``t0`` : when reading began (``metrics["seconds"]``);
     ``command`` : the ``bgl`` command a failing rank's line names; ``coarsen`` : as
     :func:`partition_distributed`; ``mem`` : the phases measured
     so far (reading), to which this adds its own (``metrics["distributed"]["phases"]``).
     """
-    from . import dist_graph as G
-    from . import dist_write as W
+    from . import graph as G
+    from . import write as W
     comm, rank, size = ex.comm, ex.comm.Get_rank(), ex.size
     mem = mem if mem is not None else PhaseMemory()
     with mem.phase("read"):
@@ -342,10 +343,10 @@ def _gather_phases(mem: PhaseMemory, ex) -> list[dict]:
 
 
 def _typed_rows(store, sl):
-    """A typed store's :class:`~.dist_typed.TypedRows` of this rank's slice (None for an untyped one)."""
+    """A typed store's :class:`~.typed.TypedRows` of this rank's slice (None for an untyped one)."""
     if not getattr(store, "is_typed", False):
         return None
-    from .dist_typed import TypedRows
+    from .typed import TypedRows
 
     return TypedRows(store, sl)
 
@@ -354,7 +355,7 @@ def _stats(sl, part: np.ndarray, rel, new_src: np.ndarray, train_flags: np.ndarr
            ex) -> dict:
     """Edge cut count and per-part loads, summed over ranks (the one-machine metrics' inputs); the
     cut is counted a chunk of rows at a time (no per-edge part arrays of the whole slice)."""
-    from . import dist_graph as G
+    from . import graph as G
 
     cut = 0
     rows = np.searchsorted(sl.indptr, np.arange(0, int(sl.indptr[-1]), G.TRANSLATE_CHUNK), side="right") - 1

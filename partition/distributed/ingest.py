@@ -4,24 +4,24 @@ Run as ``mpirun -n R python -m bgl ingest 'DIR/part-*.txt' OUT --distributed --p
 A graph that never existed as one store on one machine is partitioned; no rank reads the whole
 input or holds an array as long as the graph:
 
-1. each rank parses its share of the shards (:mod:`.dist_shards`: by file, by byte range inside a
+1. each rank parses its share of the shards (:mod:`.shards`: by file, by byte range inside a
    text file, by row range inside a ``.npy``) one block at a time;
 2. every block's edges go at once to the rank owning their destination (and, symmetrized, the
-   reversed edge to the source's owner) through :class:`.dist_exchange.Exchange`, so each rank ends
+   reversed edge to the source's owner) through :class:`.exchange.Exchange`, so each rank ends
    with the in-edges of its node range; the ranges are cut on a histogram of the first block every
    rank parsed (a sample: an exact cut would cost a second parse of the input);
 3. the owner sorts its in-edges by (destination, source) and drops repeats as ``bgl ingest`` does
    (self-loops dropped before the exchange unless kept): each rank's rows are then what a
    one-machine ``bgl ingest`` of the concatenated shards would store for that range, edge ids its
    CSC positions;
-4. from there on exactly the store path of :mod:`.distributed` (symmetric CSR, engine, write).
+4. from there on exactly the store path of :mod:`.driver` (symmetric CSR, engine, write).
 
 Memory per rank, for ``e`` in-edges owned: the received ``(dst, src)`` pairs as one int64 key
 each (8 B/edge), up to 24 B/edge while they are joined, sorted and split again, then the slice's
 sources (8 B/edge) and ``indptr`` (8 B/node); parsing and routing add one block of text and its
 ids (about 40 B per edge of the block while it is grouped by owner); edge times add 16 B per
 entry (time and input position) and 8 B more while sorted.  The rest is the store path's
-(:mod:`.dist_graph`, :mod:`.dist_write`).
+(:mod:`.graph`, :mod:`.write`).
 
 Node data: shards carry none.  ``feat`` / ``label`` name ``.npy`` files ([N, D] floats, [N] ints,
 -1 = unlabelled) on the shared filesystem, memory-mapped: each rank reads only its nodes' rows.
@@ -43,14 +43,14 @@ import numpy as np
 from bgl.errors import IngestError
 from bgl.sources.edgelist import CHUNK_BYTES, TIME_NAME, header_direction
 
-from . import dist_graph as G
-from . import dist_shards as S
-from . import distributed as D
-from . import engines
-from . import dist_coarsen
-from .dist_weights import DEFAULT_BALANCE, check_balance
-from .format import check_out_dir
-from .phase_memory import PhaseMemory
+from . import graph as G
+from . import shards as S
+from . import driver as D
+from .. import engines
+from . import coarsen as dist_coarsen
+from .weights import DEFAULT_BALANCE, check_balance
+from ..format import check_out_dir
+from ..phase_memory import PhaseMemory
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class _Meta:
 @dataclass
 class ShardGraph:
     """The whole graph's facts the distributed writer reads of a store (see
-    :func:`.distributed.partition_slice`): sizes, a name, and no node arrays or edge data."""
+    :func:`.driver.partition_slice`): sizes, a name, and no node arrays or edge data."""
 
     path: str
     num_nodes: int
@@ -112,8 +112,8 @@ def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symme
     labels [N] (integers, -1 = unlabelled), or None.  ``edge_time_column`` (0-based, >= 2): that
     column's integers become the parts' int64 ``timestamp`` edge array, as one machine's
     ``--edge-time-column`` (text shards only).  ``engine, engine_mode, balance, coarsen`` : as
-    :func:`.distributed.partition_distributed`.  Returns the opened
-    :class:`~.format.PartitionBook` on every rank.  Bad arguments or shards raise the same error
+    :func:`.driver.partition_distributed`.  Returns the opened
+    :class:`~bgl.partition.format.PartitionBook` on every rank.  Bad arguments or shards raise the same error
     on every rank (ValueError, FileExistsError, IngestError, EngineMissing) with nothing written;
     a rank failing otherwise aborts the job.
     """
@@ -133,7 +133,7 @@ def ingest_distributed(source, out_dir, num_parts: int, *, num_nodes: int, symme
     sym = bool(symmetrize) if symmetrize is not None else header_direction(shards[0].path) == "undirected"
 
     def work():
-        from .dist_exchange import Exchange
+        from .exchange import Exchange
 
         ex = Exchange(comm)
         mem = PhaseMemory()
@@ -207,7 +207,7 @@ def _node_data(feat, label, num_nodes: int) -> dict:
 def read_shards(shards: list[S.Shard], num_nodes: int, ex, *, symmetrize: bool, remove_self_loops: bool,
                 dedupe: bool, chunk_bytes: int = CHUNK_BYTES,
                 time_column: int | None = None) -> tuple[G.Slice, np.ndarray | None]:
-    """This rank's :class:`~.dist_graph.Slice` of the graph in ``shards`` (collective): its node
+    """This rank's :class:`~.graph.Slice` of the graph in ``shards`` (collective): its node
     range and their in-edges, sorted by (destination, source) and de-duplicated as ``bgl ingest``
     stores them; ``edge_start`` numbers the edges in that order over all ranks.  With
     ``time_column``, also the edges' times (int64, slice order): equal pairs stay in input order and

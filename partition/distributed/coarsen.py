@@ -6,7 +6,7 @@ bench/results/partition.md), so the size of the graph it is handed is what bound
 therefore does the first coarsening level itself, as dKaMinPar and ParHIP's own first level do,
 but without the engine's per-entry structures:
 
-1. **rank-local size-constrained label propagation** (:func:`._kernels.local_label_propagation`):
+1. **rank-local size-constrained label propagation** (:func:`bgl.partition._kernels.local_label_propagation`):
    every own vertex starts alone and, a few rounds, joins the neighbouring cluster (neighbours on
    this rank only) it has most edges to, while the cluster's vertex weight stays within
    ``total / (parts * CAP_FACTOR)``: small enough that the engine can still balance parts of
@@ -103,7 +103,7 @@ def local_clusters(xadj: np.ndarray, adjncy: np.ndarray, lo: int, hi: int, vwgt:
     """``(cluster int64 [m], mc)``: each own vertex's cluster (dense local ids ``0..mc-1``, numbered
     by first vertex) from size-constrained label propagation over own neighbours; deterministic for
     ``seed`` (the visiting order is a seeded permutation)."""
-    from . import _kernels  # numba: loaded when a rank coarsens, not for ``--help``
+    from .. import _kernels  # numba: loaded when a rank coarsens, not for ``--help``
 
     m = hi - lo
     label = np.arange(m, dtype=np.int64)
@@ -123,13 +123,13 @@ def coarsen(vtxdist: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray, vwgt: np.
     Parameters
     ----------
     vtxdist : int64 [R+1] fine node ranges; xadj : int64 [m+1]; adjncy : int64 global fine ids
-        (symmetric, no self-loops, no repeats: :func:`.dist_graph.symmetric_csr`)
+        (symmetric, no self-loops, no repeats: :func:`.graph.symmetric_csr`)
     vwgt : int64 [m] vertex weights >= 1, or None (1 each: ``--balance nodes``)
     num_parts : the engine's P (sets the cluster cap with ``cap_factor``)
-    ex : the ranks' :class:`~.dist_exchange.Exchange`
+    ex : the ranks' :class:`~.exchange.Exchange`
     """
-    from . import _kernels
-    from .dist_graph import MAX_KEY_NODES
+    from .. import _kernels
+    from .graph import MAX_KEY_NODES
 
     rank = ex.comm.Get_rank()
     lo, hi = int(vtxdist[rank]), int(vtxdist[rank + 1])
@@ -166,7 +166,7 @@ def _ghost_clusters(adjncy: np.ndarray, lo: int, hi: int, vtxdist: np.ndarray, o
     """``(ghost_ids, their coarse ids)``, both int64 sorted by fine id: every distinct remote
     neighbour in ``adjncy``, asked of its owner once (``own_coarse`` int64 [m]: this rank's answer
     for its own vertices)."""
-    from .dist_graph import ask_owners
+    from .graph import ask_owners
 
     ghosts = np.unique(adjncy[(adjncy < lo) | (adjncy >= hi)])
     return ghosts, ask_owners(ghosts, vtxdist, lo, own_coarse, ex).astype(np.int64, copy=False)

@@ -1,4 +1,4 @@
-"""What the untyped and typed DistDGL importers share (:mod:`.distdgl_import`, :mod:`.distdgl_typed`)."""
+"""What the untyped and typed DistDGL importers share (:mod:`.importer`, :mod:`.typed`)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,7 +36,7 @@ def inner_in_edges(graph, dgl, s: int, e: int, where: str) -> tuple[np.ndarray, 
 def import_meta(cfg: dict, cfg_path: Path, version: int, orig_note: str, parts: list, total_edges: int,
                 cut: int) -> dict:
     """The ``partition.json`` of an imported DistDGL partition (after checking the config's edge count)."""
-    from .format import FORMAT_NAME
+    from ..format import FORMAT_NAME
 
     if "num_edges" in cfg and int(cfg["num_edges"]) != total_edges:
         raise PartitionFormatError(f"{cfg_path}: parts hold {total_edges} in-edges of their inner nodes, "
@@ -55,7 +55,7 @@ def publish(work, out: Path, meta: dict, overwrite: bool) -> None:
 
     from bgl.output_dir import PARTITION, replace_output
 
-    from .format import META_FILE, open_partition
+    from ..format import META_FILE, open_partition
 
     (work.path / META_FILE).write_text(json.dumps(meta, indent=2))
     open_partition(work.path)  # never rename an inconsistent partition into place

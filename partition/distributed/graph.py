@@ -24,8 +24,8 @@ import numpy as np
 
 from bgl.store import GraphStore
 
-from . import _kernels
-from .dist_exchange import Exchange
+from .. import _kernels
+from .exchange import Exchange
 
 #: Most nodes for which every pair ``(u, v)`` fits one int64 key ``u * n + v`` (floor(sqrt(2^63 - 1))).
 MAX_KEY_NODES = 3_037_000_499

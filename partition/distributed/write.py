@@ -1,12 +1,12 @@
 """Writing a distributed partition: every node's row goes to the rank that writes its part.
 
-After the engine and :func:`.dist_graph.relabel`, each rank knows the new id and part of its own
+After the engine and :func:`.graph.relabel`, each rank knows the new id and part of its own
 nodes and the new ids of their in-neighbours.  Part k is written by rank ``k % R``: each rank
 sends it the rows of its nodes in part k (new id, original id, in-degree, first in-edge id, label,
 feature rows, split membership, node-array rows) and their in-edges (new source id, edge-array
 rows, each node array's value at the source, read here from the store) in one
 all-to-all per array, and the writer stores the part with :class:`bgl.store.StoreWriter`, the
-same part-store format :func:`.format.write_partition` writes, and its slices of the partition's
+same part-store format :func:`bgl.partition.format.write_partition` writes, and its slices of the partition's
 ``orig_ids.npy`` / ``orig_eids.npy`` (created by rank 0, filled in place by each writer).
 
 Memory per writer: the parts it writes (their CSC, feature rows and edge arrays) plus what it
@@ -30,10 +30,10 @@ import numpy as np
 from bgl.schema import id_dtype_for
 from bgl.store import GraphStore, StoreWriter
 
-from . import _kernels
-from .dist_exchange import Exchange
-from .dist_graph import Relabel, Slice
-from .format import ORIG_EIDS_FILE, ORIG_IDS_FILE
+from .. import _kernels
+from .exchange import Exchange
+from .graph import Relabel, Slice
+from ..format import ORIG_EIDS_FILE, ORIG_IDS_FILE
 
 SPLIT_CHUNK = 1 << 24
 
@@ -129,7 +129,7 @@ def write_parts(store: GraphStore, got: Rows, rel: Relabel, work: Path, split_na
     (num_edges, num_train) in the rows of the parts written here (zeros elsewhere).
 
     ``orig_ids.npy`` / ``orig_eids.npy`` must exist in ``work`` (rank 0 creates them); ``typed``
-    (a typed store's :class:`.dist_typed.TypedRows`) adds each part's typed arrays."""
+    (a typed store's :class:`.typed.TypedRows`) adds each part's typed arrays."""
     num_parts = rel.bounds.size - 1
     n = int(rel.bounds[-1])
     edge_bounds = np.zeros(num_parts + 1, np.int64)
