@@ -6,8 +6,12 @@ bgl.sampler.server`` never imports torch.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 _LAZY = {"LocalSampler": "bgl.sampler.local", "SamplingClient": "bgl.sampler.client"}
+if TYPE_CHECKING:  # the lazy names, spelled out for type checkers and the API reference (griffe)
+    from .client import SamplingClient
+    from .local import LocalSampler
 
 
 def __getattr__(name: str):
