@@ -120,6 +120,19 @@ def test_layout_table_and_architecture_name_the_same_package_folders():
     assert set(installed) <= {f for f, _ in folders}, f"installed, not in the layout table: {set(installed) - {f for f, _ in folders}}"
 
 
+DRAWN_PATH = re.compile(r"(?<![\w./<-])((?:bgl|sampler|cache|partition|launch|examples|data)/(?:[\w./-]*[\w/])?)")
+
+
+def test_the_architecture_drawings_name_files_that_exist():
+    """ARCHITECTURE.md's drawings (its fenced blocks: the data flow, the layout at run time, the formats)
+    name files and folders that exist, so the layout they draw is the code's."""
+    blocks = re.findall(r"^```[^\n]*\n(.*?)^```", _text(ARCHITECTURE), flags=re.S | re.M)
+    named = {m.group(1) for block in blocks for m in DRAWN_PATH.finditer(block)}
+    assert len(named) >= 10, named
+    missing = sorted(path for path in named if not (REPO / path).exists())
+    assert not missing, f"docs/ARCHITECTURE.md draws paths that do not exist: {missing}"
+
+
 def _cli_flags_in_readme() -> dict[str, set[str]]:
     """{command: flags} for every ``bgl COMMAND ...`` line in the README and the docs pages
     (continuations joined), and the flags docs/ingest.md lists after "Options:"."""
