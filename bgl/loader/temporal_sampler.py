@@ -53,7 +53,9 @@ class TemporalNeighborSampler(NeighborSampler):
     strategy : ``"uniform"`` (each eligible edge equally likely) or ``"last"`` (the most recent
         ones, PyG's ``temporal_strategy``)
     layout : ``"tree"`` (GraphBolt's) or ``"disjoint"`` (PyG's), see the module docstring
-    prefetch_node_feats, prefetch_labels, output_device : as :class:`~bgl.NeighborSampler`
+    prefetch_node_feats : as :class:`~bgl.NeighborSampler`
+    prefetch_labels : as :class:`~bgl.NeighborSampler`
+    output_device : as :class:`~bgl.NeighborSampler`
 
     Notes
     -----
