@@ -8,7 +8,9 @@ fetches nothing) and fast, so both lanes run it.  The API-reference hook lays it
 """
 from __future__ import annotations
 
+import importlib
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -60,3 +62,42 @@ def test_every_page_is_in_the_navigation():
     in_nav = set(pages(config["nav"]))
     on_disk = {p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md")}
     assert on_disk == in_nav, f"not in mkdocs.yml's nav: {sorted(on_disk - in_nav)}; missing: {sorted(in_nav - on_disk)}"
+
+
+# The public packages whose every exported name the API reference shows: their ``__all__``, or for a
+# module without one (``bgl.nn``) the classes it defines.
+PUBLIC = ("bgl", "bgl.pyg", "bgl.nn", "bgl.negative_sampler", "bgl.cache", "bgl.cache.ordering", "bgl.partition",
+          "bgl.sampler", "bgl.codec")
+DIRECTIVE = re.compile(r"^::: ([\w.]+)\n((?:    .*\n)*)", re.M)
+
+
+def _directives() -> dict[str, set[str] | None]:
+    """{identifier: its ``members:`` list, None for all} of every ``:::`` directive under docs/api/."""
+    found = {}
+    for page in (ROOT / "docs" / "api").glob("*.md"):
+        for m in DIRECTIVE.finditer(page.read_text(encoding="utf-8")):
+            members = re.search(r"members: \[([^\]]*)\]", m.group(2))
+            found[m.group(1)] = None if members is None else {name.strip() for name in members.group(1).split(",")}
+    return found
+
+
+def _shown(identifier: str, name: str, directives: dict) -> bool:
+    return identifier in directives and (directives[identifier] is None or name in directives[identifier])
+
+
+def test_every_public_name_is_in_the_api_reference():
+    """A name added to a public package's ``__all__`` needs its ``:::`` line (or its module's) in docs/api/."""
+    directives = _directives()
+    missing = []
+    for package in PUBLIC:
+        module = importlib.import_module(package)
+        names = getattr(module, "__all__", None)
+        if names is None:
+            names = [n for n, v in vars(module).items()
+                     if isinstance(v, type) and v.__module__ == package and not n.startswith("_")]
+        for name in names:
+            home = getattr(getattr(module, name), "__module__", None)
+            if not (f"{package}.{name}" in directives or _shown(package, name, directives)
+                    or (home is not None and _shown(home, name, directives))):
+                missing.append(f"{package}.{name}")
+    assert not missing, f"public, not in the API reference (docs/api/*.md): {missing}"
