@@ -1,4 +1,4 @@
-# The two commands of the README: `make demo` and `make test`.  Each bootstraps .venv.
+# The two commands of the README: `make demo` and `make test`.  Each bootstraps .venv (so does `make docs`).
 # dgl 2.1.0 imports only with torch 2.2.1 / numpy<2, so the `dgl` extra pins them; numba
 # is installed in the same pip command so it cannot pull numpy 2.
 PYTHON ?= python3
@@ -23,7 +23,7 @@ LANE_current := "current stack, no DGL=$(CURRENT_VENV)/bin/python"
 LANE_STAMP_pinned := $(STAMP)
 LANE_STAMP_current := $(CURRENT_STAMP)
 
-.PHONY: demo test test-extended venv bench wheels clean
+.PHONY: demo test test-extended docs venv bench wheels clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -56,6 +56,10 @@ test: $(foreach lane,$(LANES),$(LANE_STAMP_$(lane)))
 test-extended: $(foreach lane,$(LANES),$(LANE_STAMP_$(lane)))
 	$(PYTHON) .ci/lanes.py $(foreach lane,$(LANES),--lane $(LANE_$(lane))) -- -q tests -m extended --durations=25
 
+# The documentation site from docs/ (mkdocs.yml) into site/: offline, every warning an error.
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict --site-dir site
+
 bench: $(STAMP)
 	$(PY) bench/run_all.py
 
@@ -65,4 +69,4 @@ wheels:
 	  --platform manylinux_2_28_x86_64 -d .wheels pyzmq pymetis
 
 clean:
-	rm -rf build dist *.egg-info .pytest_cache
+	rm -rf build dist site *.egg-info .pytest_cache

@@ -180,7 +180,7 @@ def main() -> int:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--workdir", default="/tmp/bgl-bench-cache")
     parser.add_argument("--out", default=str(REPO / "bench" / "out" / "cache"))
-    parser.add_argument("--png", default=str(REPO / "bench" / "cache_hit_rate.png"))
+    parser.add_argument("--png", default=str(REPO / "docs" / "img" / "cache_hit_rate.png"))
     parser.add_argument("--micro-ids", type=int, default=12_000_000,
                         help="ids in the fetch microbenchmark (0 = skip it)")
     args = parser.parse_args()

@@ -7,6 +7,7 @@ is cheap and works on machines without DGL.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from .errors import (BglError, IngestError, PartitionFormatError, PipelineError,
                      ServerError, ServerUnavailable, StoreFormatError)
@@ -42,6 +43,18 @@ _LAZY = {
     "load_dcp_state": "bgl.loader.dcp_state",
     "ingest": "bgl.sources.datasets",  # the ingest entry point; readers live in bgl/sources/
 }
+if TYPE_CHECKING:  # the lazy names above, spelled out for type checkers and the API reference (griffe)
+    from . import negative_sampler, rmat
+    from .blocks import Block
+    from .loader.dataloader import DataLoader
+    from .loader.dcp_state import dcp_state, load_dcp_state
+    from .loader.edge_prediction import EdgePredictionSampler, as_edge_prediction_sampler
+    from .loader.edge_seeds import reverse_edge_ids
+    from .loader.labor import LaborSampler
+    from .loader.sampler_options import MultiLayerFullNeighborSampler, MultiLayerNeighborSampler, NeighborSampler
+    from .loader.temporal_sampler import TemporalNeighborSampler
+    from .sources.datasets import ingest
+
 # Public sub-modules reachable as attributes without an explicit import (``bgl.rmat.generate_rmat_store``).
 _LAZY_MODULES = ("rmat", "negative_sampler")
 

@@ -128,6 +128,8 @@ class GlobalUniform(_NegativeSampler):
     redundancy : candidates drawn per wanted pair (DGL's 1.3 by default); more candidates make
         a short result less likely on dense graphs
 
+    Notes
+    -----
     The result can hold fewer than ``k * b`` pairs (DGL's behaviour): candidates that are
     edges, self loops or repeats are dropped, never redrawn.
     """

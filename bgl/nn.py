@@ -231,6 +231,8 @@ class HeteroGraphConv(nn.Module):
     ----------
     mods : {relation name or canonical (src, rel, dst): module(block, (h_src, h_dst)) -> [num_dst, out]}
 
+    Notes
+    -----
     ``forward(block, inputs)`` takes ``{ntype: [num_src_t, d_t]}`` rows in the block's per-type
     order (``blocks[0].srcdata['feat']`` of a typed loader) and returns ``{ntype: [num_dst_t, out]}``
     for the types some relation reaches.

@@ -6,7 +6,11 @@ lives with the other graph sources.  This module *is* that module: importing
 one set of functions and globals.
 """
 import sys
+from typing import TYPE_CHECKING
 
 from .sources import rmat as _rmat
+
+if TYPE_CHECKING:  # the module's public functions, spelled out for type checkers and the API reference (griffe)
+    from .sources.rmat import generate_rmat_store, rmat_source
 
 sys.modules[__name__] = _rmat

@@ -419,14 +419,17 @@ def write_store(path: str | os.PathLike, indptr: np.ndarray, indices: np.ndarray
 
     Parameters
     ----------
-    indptr : int [num_nodes + 1]; indices : int [num_edges] (global ids)
-    feat : [num_nodes, dim]; label : int [num_nodes], -1 = unlabelled
+    indptr, indices : int [num_nodes + 1] and int [num_edges] (global ids): the CSC
+    feat : [num_nodes, dim]
+    label : int [num_nodes], -1 = unlabelled
     splits : {"train": int64 [n], ...} node ids (global ids)
     edata : {name: [num_edges, ...]} per-edge arrays in CSC edge order
-    ndata : {name: [num_nodes, ...]} per-node arrays; ndata_source : a part's {name: [num_edges, ...]}
-        value of each in-edge's source (bgl.sources.node_arrays)
+    ndata : {name: [num_nodes, ...]} per-node arrays
+    ndata_source : a part's {name: [num_edges, ...]}, each in-edge's source value (bgl.sources.node_arrays)
 
-    Returns the opened :class:`GraphStore`.
+    Returns
+    -------
+    GraphStore
     """
     indptr = np.asarray(indptr)
     n = indptr.shape[0] - 1

@@ -12,7 +12,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +31,9 @@ __all__ = ["METHODS", "PartitionBook", "compute_assignment", "open_partition", "
 # `bgl partition --help` reads the distributed engines' table (.engines) without them.
 _LAZY = {"PartitionBook": "format", "check_out_dir": "format", "open_partition": "format",
          "write_partition": "format", "GraphInput": "graph_input"}
+if TYPE_CHECKING:  # the lazy names, spelled out for type checkers and the API reference (griffe)
+    from .format import PartitionBook, check_out_dir, open_partition, write_partition
+    from .graph_input import GraphInput
 
 
 def __getattr__(name: str):

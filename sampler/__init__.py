@@ -2,12 +2,32 @@
 
 ``LocalSampler`` and ``SamplingClient`` load lazily, so ``python -m
 bgl.sampler.server`` never imports torch.
+
+Module by module:
+
+| file | role |
+|---|---|
+| `sampler/_kernels.py` | numba kernels: uniform sampling with/without replacement, relabel, row gathers |
+| `sampler/_weighted_kernels.py` | numba kernels: weighted / masked sampling (DGL's `prob=` / `mask=`) |
+| `sampler/_labor_kernels.py` | numba kernels: LABOR-0 (DGL's `LaborSampler`), LABOR-i's importance fixed point and pick |
+| `sampler/labor_ops.py` | `labor_importance`: LABOR-i / weighted LABOR over one layer's full neighbourhoods (validated) |
+| `sampler/ops.py` | validated NumPy-level operations over one CSC slice, shared by local sampler, server and client |
+| `sampler/multilayer.py` | multi-layer blocks on top of any one-layer sampling function |
+| `sampler/local.py` | `LocalSampler`: the same API over one store, no sockets |
+| `sampler/jit_pages.py` | `release_jit_pages`: once a stage's or an epoch's first batch has loaded its kernels, `madvise(MADV_PAGEOUT)` on LLVM's library mappings, whose ~65 MB of clean file pages numba's kernel loading faulted in and nothing runs again (the inline chain after each stage's first item, the epoch iterator, each stage process, the zygote and a graph server after its warm-up call it; a call is a `/proc/self/statm` read unless the file-backed resident set grew by 8 MB since the last release); `BGL_KEEP_JIT_PAGES=1` turns it off |
+| `sampler/_edge_kernels.py` | link prediction's kernels: sampling around excluded edges, counter-based uniform draws, edge-existence tests |
+| `sampler/typed.py`, `sampler/_typed_kernels.py` | per-relation sampling over a (part) store's fused CSC, shared by `LocalSampler`, servers and co-located reads |
+| `sampler/typed_frames.py`, `sampler/typed_remote.py` | typed wire frames (a leaf module the protocol imports); the client's typed view and the loader's id maps |
 """
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 _LAZY = {"LocalSampler": "bgl.sampler.local", "SamplingClient": "bgl.sampler.client"}
+if TYPE_CHECKING:  # the lazy names, spelled out for type checkers and the API reference (griffe)
+    from .client import SamplingClient
+    from .local import LocalSampler
 
 
 def __getattr__(name: str):

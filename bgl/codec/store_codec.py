@@ -63,14 +63,21 @@ def compress_store(path, codec, *, block: int = 0, out=None, keep_float32: bool 
     out : write the result here instead of replacing ``path`` (``overwrite`` as for any store)
     keep_float32 : keep ``feat.npy`` beside the encoded rows (False: the store holds only them)
 
-    Returns the opened :class:`~bgl.store.GraphStore`.
+    Returns
+    -------
+    GraphStore
+        the store, opened.
 
     Raises
     ------
-    ValueError : an unknown codec name (listing the known ones), a store without features or with
+    ValueError
+        an unknown codec name (listing the known ones), a store without features or with
         features only in encoded form, NaN/inf in a row (naming it)
-    TypeError : the store's features are not floating point
+    TypeError
+        the store's features are not floating point
 
+    Notes
+    -----
     A typed store gets one codec per node type (:mod:`bgl.codec.typed_rows`), each of its type's width:
     ``codec`` for every type with features, or ``{ntype: name}`` for the named ones (the others keep
     the codecs they had, or their float rows); ``block`` is shared.

@@ -79,11 +79,13 @@ class DataLoader(Closes):
     graph_sampler : bgl.NeighborSampler | dgl.dataloading.NeighborSampler, or either wrapped by
         ``bgl.as_edge_prediction_sampler`` / ``dgl.dataloading.as_edge_prediction_sampler``
     device : output device of blocks and ids (default CPU).
-    batch_size, shuffle, drop_last : as in DGL.
+    batch_size : as in DGL.
+    shuffle : as in DGL.
+    drop_last : as in DGL.
     num_workers : DGL's worker count; > 0 selects ``pipeline="processes"`` unless given.
-    use_ddp, ddp_seed : split seeds across ``torch.distributed`` ranks like DGL
-        (contiguous chunks; without ``drop_last`` short ranks repeat their first
-        seeds so every rank has the same number of batches).
+    use_ddp : split seeds across ``torch.distributed`` ranks like DGL (contiguous chunks; without
+        ``drop_last`` short ranks repeat their first seeds so every rank has the same number of batches).
+    ddp_seed : seeds each rank's shuffle under ``use_ddp`` (with the epoch and the rank), as in DGL.
 
     Other Parameters
     ----------------

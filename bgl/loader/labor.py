@@ -42,7 +42,9 @@ class LaborSampler(NeighborSampler):
     importance_sampling : i > 0: LABOR-i (i rounds of importance updates); < 0: until convergence;
         0: LABOR-0.  Nonzero (or ``prob``): blocks carry ``edata["edge_weights"]``
     prob : edge array name to weigh by (weighted LABOR), as DGL's
-    prefetch_node_feats, prefetch_labels, prefetch_edge_feats : as :class:`bgl.NeighborSampler`
+    prefetch_node_feats : as :class:`bgl.NeighborSampler`
+    prefetch_labels : as :class:`bgl.NeighborSampler`
+    prefetch_edge_feats : as :class:`bgl.NeighborSampler`
     """
 
     def __init__(self, fanouts: Sequence[int], *, layer_dependency: bool = False, batch_dependency: int = 1,

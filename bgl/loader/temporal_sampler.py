@@ -53,8 +53,12 @@ class TemporalNeighborSampler(NeighborSampler):
     strategy : ``"uniform"`` (each eligible edge equally likely) or ``"last"`` (the most recent
         ones, PyG's ``temporal_strategy``)
     layout : ``"tree"`` (GraphBolt's) or ``"disjoint"`` (PyG's), see the module docstring
-    prefetch_node_feats, prefetch_labels, output_device : as :class:`~bgl.NeighborSampler`
+    prefetch_node_feats : as :class:`~bgl.NeighborSampler`
+    prefetch_labels : as :class:`~bgl.NeighborSampler`
+    output_device : as :class:`~bgl.NeighborSampler`
 
+    Notes
+    -----
     Differences from GraphBolt 2.1, on purpose: an edge whose time equals the seed's is eligible
     (``<=``, PyG's rule; GraphBolt's kernel takes ``<``: give ``seed_time - 1`` for that), and each
     block carries its edges' times in ``edata[edge_timestamp_attr_name]``.

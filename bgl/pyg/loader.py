@@ -122,12 +122,14 @@ class NeighborLoader(PygLoaderBase):
     edge_attr : (bgl) the edge array delivered as the batch's ``edge_attr``: any edge array of
         ``data``, the store or the servers' parts; default ``"edge_attr"`` when ``data`` or the
         store has one (servers: only when named, the loader does not ask them before it starts)
-    batch_size, shuffle, drop_last, num_workers : as in PyG (``num_workers > 0`` runs
-        bgl's process pipeline)
-    transform : a callable applied to every batch before it is yielded (PyG's ``transform``)
-    input_id : PyG's numbering of ``input_nodes`` (default: positions in ``input_nodes``; node ids
-        for ``None`` or a mask), read back per batch as ``batch.input_id``
-    **kwargs : bgl.DataLoader options (``cache``, ``cache_ratio``, ``order``,
+    batch_size : as in PyG
+    shuffle : as in PyG
+    drop_last : as in PyG
+    num_workers : as in PyG (``num_workers > 0`` runs bgl's process pipeline)
+    **kwargs : ``transform=`` (a callable applied to every batch before it is yielded, PyG's
+        ``transform``), ``input_id=`` (PyG's numbering of ``input_nodes``; default: positions in
+        ``input_nodes``, node ids for ``None`` or a mask; read back per batch as ``batch.input_id``)
+        and bgl.DataLoader options (``cache``, ``cache_ratio``, ``order``,
         ``pipeline``, ``device``, ...).  PyG's options that only tune its own workers
         (``filter_per_worker``, ``is_sorted``, ``persistent_workers``, ...) are accepted and
         ignored; its non-directional options raise ``ValueError`` naming the option

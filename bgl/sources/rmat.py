@@ -78,11 +78,15 @@ def generate_rmat_store(out_dir: str | os.PathLike, scale: int, edge_factor: int
 
     Parameters
     ----------
-    scale : log2 of the node count.  edge_factor : generated edges per node.
+    scale : log2 of the node count.
+    edge_factor : generated edges per node.
     feat_dim, num_classes : seeded synthetic features / labels (0 = none); the
         store always gets a seeded 60/20/20 split (stratified when labelled).
 
-    Returns the opened :class:`GraphStore`.
+    Returns
+    -------
+    GraphStore
+        the store just written, opened.
     """
     src = rmat_source(scale, edge_factor, seed, abcd=abcd, chunk_edges=chunk_edges)
     return write_source(src, out_dir, feat_dim=feat_dim, num_classes=num_classes, symmetrize=symmetrize,

@@ -150,14 +150,18 @@ class PartitionOrder:
     num_sequences : BFS sequences interleaved inside each part.
     chunk_edges : edges per pass when building the local views.
 
+    Notes
+    -----
     The local views of the parts that own some of ``ids`` are built on the
     first :meth:`epoch_order` and kept for the object's life (one build per
     loader, not per epoch).
 
     Raises
     ------
-    ValueError for ids outside the partition's node range (naming the id);
-    bgl.errors.PartitionFormatError for an invalid partition dir.
+    ValueError
+        for ids outside the partition's node range (naming the id)
+    bgl.errors.PartitionFormatError
+        for an invalid partition dir
     """
 
     def __init__(self, partition_dir: str | os.PathLike, ids, num_sequences: int,

@@ -1,5 +1,5 @@
-"""Every name the README and docs/ARCHITECTURE.md document resolves, every CLI flag they show exists,
-and every repository path they name is there.
+"""Every name the README and the docs pages (docs/**/*.md, ARCHITECTURE.md among them) document
+resolves, every CLI flag they show exists, and every repository path they name is there.
 
 The names are read from the documents themselves, so moving a module or renaming a flag without
 updating the docs (or the other way round) fails here.
@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-DOCS = (REPO / "README.md", REPO / "docs" / "ARCHITECTURE.md")
-# Names bgl promises at the top level (README "Use it from DGL", "Ingest a dataset").
+ARCHITECTURE = REPO / "docs" / "ARCHITECTURE.md"
+DOCS = (REPO / "README.md", ARCHITECTURE, *sorted(set((REPO / "docs").rglob("*.md")) - {ARCHITECTURE}))
+# Names bgl promises at the top level (docs/dgl.md "Use it from DGL", docs/ingest.md "Ingest a dataset").
 TOP_LEVEL = ("DataLoader", "NeighborSampler", "MultiLayerNeighborSampler", "MultiLayerFullNeighborSampler", "ingest", "rmat", "GraphStore", "open_store", "write_store",
              "Block", "BglError", "IngestError", "PartitionFormatError", "PipelineError", "ServerError",
              "ServerUnavailable", "StoreFormatError")
@@ -101,33 +102,52 @@ def test_documented_paths_exist():
     assert not missing, missing
 
 
-def test_readme_and_architecture_name_the_same_package_folders():
-    """Each folder of README's layout table has a section in ARCHITECTURE.md naming its path."""
-    readme, arch = _text(DOCS[0]), _text(DOCS[1])
-    layout = readme.split("## Layout", 1)[1]
-    folders = re.findall(r"^\| `([\w/]+/)` \|", layout, flags=re.M)
-    assert {"bgl/", "bgl/sources/", "bgl/loader/", "sampler/", "cache/", "partition/", "launch/"} <= set(folders)
-    for folder in folders:
+def test_layout_table_and_architecture_name_the_same_package_folders():
+    """Each folder of the API reference's layout table (docs/api/index.md) is a folder pyproject
+    installs, and ARCHITECTURE.md names it; every installed folder is in the table."""
+    import tomllib
+
+    layout = _text(REPO / "docs" / "api" / "index.md").split("## Layout", 1)[1]
+    arch = _text(ARCHITECTURE)
+    folders = re.findall(r"^\| `([\w/]+/)` \| `([\w.]+)` \|", layout, flags=re.M)
+    package_dir = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-dir"]
+    installed = {f"{path.split('/')[0]}/" for path in package_dir.values()}  # every top-level folder
+    assert {"bgl/", "bgl/sources/", "bgl/loader/", "sampler/", "cache/", "partition/", "launch/"} <= {f for f, _ in folders}
+    for folder, name in folders:
         assert (REPO / folder).is_dir(), folder
+        assert package_dir.get(name, "").rstrip("/") + "/" == folder, f"pyproject installs {name} from {package_dir.get(name)}"
         assert f"`{folder}" in arch, f"docs/ARCHITECTURE.md does not name {folder}"
-    named_in_layout = {m.group(1) for m in PATH.finditer(layout)} - {"docs/ARCHITECTURE.md"}
-    assert len(named_in_layout) > 20
-    named_in_arch = {m.group(1) for m in PATH.finditer(arch)}
-    assert named_in_layout <= named_in_arch, f"README names, ARCHITECTURE does not: {named_in_layout - named_in_arch}"
+    assert set(installed) <= {f for f, _ in folders}, f"installed, not in the layout table: {set(installed) - {f for f, _ in folders}}"
+
+
+DRAWN_PATH = re.compile(r"(?<![\w./<-])((?:bgl|sampler|cache|partition|launch|examples|data)/(?:[\w./-]*[\w/])?)")
+
+
+def test_the_architecture_drawings_name_files_that_exist():
+    """ARCHITECTURE.md's drawings (its fenced blocks: the data flow, the layout at run time, the formats)
+    name files and folders that exist, so the layout they draw is the code's."""
+    blocks = re.findall(r"^```[^\n]*\n(.*?)^```", _text(ARCHITECTURE), flags=re.S | re.M)
+    named = {m.group(1) for block in blocks for m in DRAWN_PATH.finditer(block)}
+    assert len(named) >= 10, named
+    missing = sorted(path for path in named if not (REPO / path).exists())
+    assert not missing, f"docs/ARCHITECTURE.md draws paths that do not exist: {missing}"
 
 
 def _cli_flags_in_readme() -> dict[str, set[str]]:
-    """{command: flags} for every ``bgl COMMAND ...`` line in the README (continuations joined)."""
+    """{command: flags} for every ``bgl COMMAND ...`` line in the README and the docs pages
+    (continuations joined), and the flags docs/ingest.md lists after "Options:"."""
     from bgl.cli import COMMAND_MODULES
 
     commands = ["partition import-distdgl"] + [m.replace("_", "-") for m in COMMAND_MODULES]
-    text = _text(DOCS[0]).replace("\\\n", " ")
     found: dict[str, set[str]] = {}
-    for line in text.splitlines():
-        for m in re.finditer(r"\bbgl (%s)\b([^`|#&;]*)" % "|".join(map(re.escape, commands)), line):
-            args = m.group(2).split(" -- ")[0]  # after " -- " come the trainer's own arguments
-            found.setdefault(m.group(1), set()).update(re.findall(r"(?<![\w-])--[a-z][\w-]*", args))
-    ingest = _text(DOCS[0]).split("## Ingest a dataset", 1)[1].split("\n## ", 1)[0]
+    for doc in DOCS:
+        if doc.parent.name == "api":
+            continue  # the CLI reference page is generated from the parsers themselves
+        for line in _text(doc).replace("\\\n", " ").splitlines():
+            for m in re.finditer(r"\bbgl (%s)\b([^`|#&;]*)" % "|".join(map(re.escape, commands)), line):
+                args = m.group(2).split(" -- ")[0]  # after " -- " come the trainer's own arguments
+                found.setdefault(m.group(1), set()).update(re.findall(r"(?<![\w-])--[a-z][\w-]*", args))
+    ingest = _text(REPO / "docs" / "ingest.md")
     options = ingest.split("Options:", 1)[1].split("**", 1)[0]
     found.setdefault("ingest", set()).update(re.findall(r"--[a-z][\w-]*", options))
     return found
@@ -146,11 +166,11 @@ def test_readme_cli_commands_and_flags_exist():
     for command, flags in documented.items():
         if command == "partition import-distdgl":  # a sub-command of partition with its own parser
             known = set(import_parser("bgl partition")._option_string_actions)
-            assert flags <= known, f"bgl {command}: README shows {sorted(flags - known)}, not accepted"
+            assert flags <= known, f"bgl {command}: the docs show {sorted(flags - known)}, not accepted"
             continue
         assert command in sub.choices, command
         known = set(sub.choices[command]._option_string_actions)
-        assert flags <= known, f"bgl {command}: README shows {sorted(flags - known)}, not accepted"
+        assert flags <= known, f"bgl {command}: the docs show {sorted(flags - known)}, not accepted"
 
 
 # Every public name of bgl's faces as of the frontend move (issue #53): each still resolves where users
