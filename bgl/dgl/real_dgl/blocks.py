@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import functools
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -110,9 +110,6 @@ def _csc_block(block: Block, node_frames=None, edge_frames=None, type_names=("_N
 def to_dgl_blocks(blocks: Sequence[Block], graph=None, type_names: tuple[str, str] = ("_N", "_E")) -> list:
     """:func:`to_dgl_block` for every layer."""
     return [to_dgl_block(b, graph, type_names) for b in blocks]
-
-
-
 
 
 def to_dgl_hetero_block(block: Block, schema, graph=None):
@@ -348,7 +345,6 @@ def to_dgl_pair_graph(pair):
     edges = {dgl.EID: pair.edata["_ID"]} if "_ID" in pair.edata else {}
     return DGLGraph(gidx, ["_N"], ["_E"], node_frames=[Frame(nodes, num_rows=n)],
                     edge_frames=[Frame(edges, num_rows=int(src.shape[0]))])
-
 
 
 def _positions(n: int, device) -> torch.Tensor:
