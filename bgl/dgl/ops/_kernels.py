@@ -3,18 +3,20 @@ per-edge head dot of a weighted SpMM's backward, and the segment softmax.
 
 Plain array arguments.  ``indptr`` / ``indices`` are a compressed adjacency (CSC: rows are dst
 nodes, indices src nodes; CSR the other way round); ``eids`` maps positions to edge ids, or is
-empty when positions are edge ids.  Rows run in parallel (``prange``), each row's edges in order,
-so no two threads write one output row and ties go to the first edge of a row, as DGL's kernels.
+empty when positions are edge ids.  Each call covers rows ``lo:hi``, each row's edges in order
+(ties go to the first edge of a row, as in DGL's kernels); :mod:`.cpu_rows` runs disjoint row
+ranges on several threads (``nogil``), so no two threads write one output row.  Not
+``parallel=True``: its compile took ~20 s a kernel on the 2-core box, a plain one ~1 s.
 Nothing is allocated per edge.
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def spmm_weighted(indptr, indices, eids, x, w, out):
+@njit(cache=True, nogil=True)
+def spmm_weighted(lo, hi, indptr, indices, eids, x, w, out):
     """``out[r, f] += sum over row r's edges p of w[eid(p), f // head_dim] * x[indices[p], f]``.
 
     ``x`` [N, F]; ``w`` [E, H] (H divides F: one weight per head block of F / H features), or
@@ -24,7 +26,7 @@ def spmm_weighted(indptr, indices, eids, x, w, out):
     weighted = w.shape[0] > 0
     head_dim = feats // w.shape[1]
     by_position = eids.shape[0] == 0
-    for r in prange(indptr.shape[0] - 1):
+    for r in range(lo, hi):
         for p in range(indptr[r], indptr[r + 1]):
             u = indices[p]
             if weighted:
@@ -36,14 +38,14 @@ def spmm_weighted(indptr, indices, eids, x, w, out):
                     out[r, f] += x[u, f]
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def edge_head_dot(indptr, indices, eids, a, b, out):
+@njit(cache=True, nogil=True)
+def edge_head_dot(lo, hi, indptr, indices, eids, a, b, out):
     """``out[eid(p), h] = sum over head h's features f of a[r, f] * b[indices[p], f]`` for each
     edge p of row r: the gradient of a weighted SpMM's weights (``a`` = output grad, ``b`` = x)."""
     heads = out.shape[1]
     head_dim = a.shape[1] // heads
     by_position = eids.shape[0] == 0
-    for r in prange(indptr.shape[0] - 1):
+    for r in range(lo, hi):
         for p in range(indptr[r], indptr[r + 1]):
             u = indices[p]
             e = p if by_position else eids[p]
@@ -54,31 +56,36 @@ def edge_head_dot(indptr, indices, eids, a, b, out):
                 out[e, h] = acc
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def spmm_extreme(indptr, indices, eids, by_edge, x, take_max, out, arg):
+@njit(cache=True, nogil=True)
+def spmm_extreme(lo, hi, indptr, indices, eids, by_edge, x, take_max, out, arg):
     """Max (``take_max``) or min over row r's edges of ``x[indices[p]]`` (``by_edge``: of
     ``x[eid(p)]``) into ``out`` (prefilled with -inf / inf), and the x row it came from into
     ``arg`` (prefilled with -1); the first edge reaching the extreme wins."""
     feats = x.shape[1]
     by_position = eids.shape[0] == 0
-    for r in prange(indptr.shape[0] - 1):
+    for r in range(lo, hi):
         for p in range(indptr[r], indptr[r + 1]):
             e = p if by_position else eids[p]
             row = e if by_edge else indices[p]
-            for f in range(feats):
-                v = x[row, f]
-                if (take_max and v > out[r, f]) or (not take_max and v < out[r, f]):
-                    out[r, f] = v
-                    arg[r, f] = row
+            if take_max:
+                for f in range(feats):
+                    if x[row, f] > out[r, f]:
+                        out[r, f] = x[row, f]
+                        arg[r, f] = row
+            else:
+                for f in range(feats):
+                    if x[row, f] < out[r, f]:
+                        out[r, f] = x[row, f]
+                        arg[r, f] = row
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def segment_softmax(indptr, eids, logits, out):
+@njit(cache=True, nogil=True)
+def segment_softmax(lo, hi, indptr, eids, logits, out):
     """Softmax of ``logits`` [E, H] over each row's edges (rows: the nodes normalised over),
     written to ``out`` [E, H] at edge-id rows; the row max is subtracted first."""
     heads = logits.shape[1]
     by_position = eids.shape[0] == 0
-    for r in prange(indptr.shape[0] - 1):
+    for r in range(lo, hi):
         lo, hi = indptr[r], indptr[r + 1]
         for h in range(heads):
             peak = -np.inf
@@ -97,12 +104,12 @@ def segment_softmax(indptr, eids, logits, out):
                 out[e, h] = out[e, h] / total
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def segment_softmax_backward(indptr, eids, out, grad, grad_in):
+@njit(cache=True, nogil=True)
+def segment_softmax_backward(lo, hi, indptr, eids, out, grad, grad_in):
     """``grad_in = out * (grad - sum over the row of out * grad)`` per row and head."""
     heads = out.shape[1]
     by_position = eids.shape[0] == 0
-    for r in prange(indptr.shape[0] - 1):
+    for r in range(lo, hi):
         lo, hi = indptr[r], indptr[r + 1]
         for h in range(heads):
             total = 0.0

@@ -11,7 +11,8 @@ import torch
 
 from bgl.dgl.base import DGLError, is_all
 from bgl.dgl.ops._kernels import segment_softmax, segment_softmax_backward
-from bgl.dgl.ops.spmm import adjacency_arrays
+from bgl.dgl.ops import spmm
+from bgl.dgl.ops.cpu_rows import adjacency_arrays, run_rows
 
 
 def _group_sum(values: torch.Tensor, group: torch.Tensor, num_groups: int) -> torch.Tensor:
@@ -45,7 +46,7 @@ class _CpuEdgeSoftmax(torch.autograd.Function):
     def forward(ctx, adj, logits):
         out = torch.empty_like(logits, memory_format=torch.contiguous_format)
         indptr, _, eids = adjacency_arrays(adj)
-        segment_softmax(indptr, eids, logits.detach().contiguous().numpy(), out.numpy())
+        run_rows(segment_softmax, indptr, eids, logits.detach().contiguous().numpy(), out.numpy())
         ctx.adj = adj
         ctx.save_for_backward(out)
         return out
@@ -55,7 +56,7 @@ class _CpuEdgeSoftmax(torch.autograd.Function):
         (out,) = ctx.saved_tensors
         grad_in = torch.empty_like(out)
         indptr, _, eids = adjacency_arrays(ctx.adj)
-        segment_softmax_backward(indptr, eids, out.numpy(), grad.contiguous().numpy(), grad_in.numpy())
+        run_rows(segment_softmax_backward, indptr, eids, out.numpy(), grad.contiguous().numpy(), grad_in.numpy())
         return None, grad_in
 
 
@@ -80,7 +81,7 @@ def edge_softmax(graph, logits, eids=None, norm_by="dst"):
     if isinstance(logits, dict):
         return _typed_edge_softmax(graph, logits, norm_by)
     rel = graph._relation(None)
-    if is_all(eids) and logits.device.type == "cpu" and logits.shape[0] == rel.num_edges:
+    if is_all(eids) and spmm.USE_KERNELS and logits.device.type == "cpu" and logits.shape[0] == rel.num_edges:
         adj = rel.csc() if norm_by == "dst" else rel.csr()
         return _CpuEdgeSoftmax.apply(adj, logits.reshape(rel.num_edges, -1)).view(logits.shape)
     src, dst = rel.coo()

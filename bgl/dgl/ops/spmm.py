@@ -17,11 +17,18 @@ import torch
 
 from bgl.dgl.base import DGLError
 from bgl.dgl.ops._kernels import edge_head_dot, spmm_extreme, spmm_weighted
+from bgl.dgl.ops.cpu_rows import adjacency_arrays, run_rows
 from bgl.dgl.ops.edge_map import EdgeOpCompare, EdgeOpSum
 from bgl.dgl.ops.operands import Operands, check_rows
 from bgl.dgl.relation import Relation
 
 REDUCERS = ("sum", "mean", "max", "min")
+USE_KERNELS = True  # numba kernels for CPU tensors; False: the torch path a GPU takes (tests flip it)
+
+
+def _kernels_for(t: torch.Tensor) -> bool:
+    return USE_KERNELS and t.device.type == "cpu"
+
 SPMM_OPS = ("add", "sub", "mul", "div", "copy_lhs", "copy_rhs")
 
 
@@ -50,16 +57,8 @@ def _torch_spmm(adj, x, w, shape) -> torch.Tensor:
 def _cpu_spmm(adj, x, w, rows) -> torch.Tensor:
     out = torch.zeros((rows, x.shape[1]), dtype=x.dtype)
     wn = np.empty((0, 1), x.numpy().dtype) if w is None else w.detach().contiguous().numpy()
-    spmm_weighted(*adjacency_arrays(adj), x.detach().contiguous().numpy(), wn, out.numpy())
+    run_rows(spmm_weighted, *adjacency_arrays(adj), x.detach().contiguous().numpy(), wn, out.numpy())
     return out
-
-
-def adjacency_arrays(adj) -> tuple:
-    """(indptr, indices, eids or an empty array) of a CPU :class:`~bgl.dgl.relation.Compressed`
-    as NumPy views, what the kernels take."""
-    indices = adj.indices.numpy()
-    eids = np.empty(0, indices.dtype) if adj.eids is None else adj.eids.numpy()
-    return adj.indptr.numpy(), indices, eids
 
 
 class WeightedSpmm(torch.autograd.Function):
@@ -70,7 +69,7 @@ class WeightedSpmm(torch.autograd.Function):
     @staticmethod
     def forward(ctx, rel: Relation, x, w):
         csc = rel.csc()
-        if x.device.type == "cpu":
+        if _kernels_for(x):
             out = _cpu_spmm(csc, x, w, rel.num_dst)
         else:
             out = _torch_spmm(csc, x, w, (rel.num_dst, rel.num_src))
@@ -86,16 +85,16 @@ class WeightedSpmm(torch.autograd.Function):
         grad_x = grad_w = None
         if ctx.needs_input_grad[1]:
             csr = rel.csr()
-            if x.device.type == "cpu":
+            if _kernels_for(x):
                 grad_x = _cpu_spmm(csr, grad, w, rel.num_src)
             else:
                 grad_x = _torch_spmm(csr, grad, w, (rel.num_src, rel.num_dst))
         if w is not None and ctx.needs_input_grad[2]:
             heads = w.shape[1]
-            if x.device.type == "cpu":
+            if _kernels_for(x):
                 grad_w = torch.empty((rel.num_edges, heads), dtype=w.dtype)
-                edge_head_dot(*adjacency_arrays(rel.csc()), grad.numpy(), x.detach().contiguous().numpy(),
-                              grad_w.numpy())
+                run_rows(edge_head_dot, *adjacency_arrays(rel.csc()), grad.numpy(),
+                         x.detach().contiguous().numpy(), grad_w.numpy())
             else:
                 src, dst = rel.coo()
                 grad_w = EdgeOpSum.apply("dot", x.detach().view(x.shape[0], heads, -1),
@@ -113,8 +112,8 @@ class SpmmExtreme(torch.autograd.Function):
         fill = float("-inf") if take_max else float("inf")
         out = torch.full((rel.num_dst, x.shape[1]), fill, dtype=x.dtype)
         arg = torch.full((rel.num_dst, x.shape[1]), -1, dtype=torch.int64)
-        spmm_extreme(*adjacency_arrays(rel.csc()), by_edge, x.detach().contiguous().numpy(), take_max,
-                     out.numpy(), arg.numpy())
+        run_rows(spmm_extreme, *adjacency_arrays(rel.csc()), by_edge, x.detach().contiguous().numpy(), take_max,
+                 out.numpy(), arg.numpy())
         ctx.save_for_backward(arg)
         ctx.rows = x.shape[0]
         return out
@@ -150,7 +149,7 @@ def _fused(rel: Relation, op: str, lhs, rhs) -> Optional[torch.Tensor]:
 def _extreme(rel: Relation, op: str, reduce_op: str, lhs, rhs, lhs_target: str) -> Optional[torch.Tensor]:
     """``copy_u`` / ``copy_e`` with max / min on the CPU through :class:`SpmmExtreme`, else None."""
     data = lhs if op == "copy_lhs" else rhs
-    if op not in ("copy_lhs", "copy_rhs") or (op == "copy_lhs" and lhs_target != "u") or data.device.type != "cpu":
+    if op not in ("copy_lhs", "copy_rhs") or (op == "copy_lhs" and lhs_target != "u") or not _kernels_for(data):
         return None
     n = data.shape[0]
     out = SpmmExtreme.apply(rel, op == "copy_rhs", reduce_op == "max", data.reshape(n, -1))
