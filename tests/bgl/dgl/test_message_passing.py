@@ -222,3 +222,17 @@ def test_float64_matches_dgl(hub_edges):
         outs.append(g.ndata["h"])
     assert outs[0].dtype == torch.float64
     torch.testing.assert_close(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("reducer", ["sum", "mean", "max", "min"])
+def test_segment_operators_match_dgl(reducer):
+    gen = torch.Generator().manual_seed(11)
+    seglen = torch.tensor([3, 0, 5, 1, 0, 4])
+    value = torch.randn(13, 2, generator=gen)
+    torch.testing.assert_close(bdgl.ops.segment_reduce(seglen, value, reducer),
+                               dgl.ops.segment_reduce(seglen, value, reducer), **TOL)
+    torch.testing.assert_close(bdgl.ops.segment_softmax(seglen, value), dgl.ops.segment_softmax(seglen, value), **TOL)
+    b = torch.randn(6, 2, 3, generator=gen)
+    torch.testing.assert_close(bdgl.ops.segment_mm(value, b, seglen), dgl.ops.segment_mm(value, b, seglen), **TOL)
+    idx = torch.randint(0, 6, (13,), generator=gen)
+    torch.testing.assert_close(bdgl.ops.gather_mm(value, b, idx_b=idx), dgl.ops.gather_mm(value, b, idx_b=idx), **TOL)
