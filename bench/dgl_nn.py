@@ -6,8 +6,8 @@ edge factor 10 is ~10M edges).  The parent writes each block once to ``--workdir
 (stack, block, layer) then runs in its own subprocess: bgl in the current-stack venv, DGL in the
 pinned venv (the only one with DGL), so each measures its own peak memory.  Per run: median
 seconds of ``--repeats`` forward+backward passes after one warm-up, and peak memory above the
-process's footprint before the first pass (CUDA: ``max_memory_allocated``; CPU: VmHWM after
-resetting it through /proc/self/clear_refs).
+process's footprint after a warm-up pass (CUDA: ``max_memory_allocated``; CPU: VmHWM after
+resetting it through /proc/self/clear_refs, glibc's mmap threshold fixed so RSS follows live tensors).
 
     python bench/dgl_nn.py                         # full size (the lead's quiet-box run)
     python bench/dgl_nn.py --tiny --out /tmp/x.md  # proof that it runs (seconds)
@@ -129,7 +129,7 @@ def child(args) -> None:
     import numpy as np
     import torch
 
-    if args.stack == "dgl":
+    if args.child == "dgl":
         import dgl
         import dgl.nn as nn
     else:
@@ -155,9 +155,11 @@ def child(args) -> None:
         if device.type == "cuda":
             torch.cuda.synchronize()
 
+    step()  # warm-up: one-time library set-up and the graph's cached formats (a run's first batch)
+    layer.zero_grad(set_to_none=True)
+    x.grad = None
     base = peak_reset(device)
-    step()  # warm-up: builds the graph's cached formats, as the first batch of a run does
-    peak = peak_now(device) - base
+    peak = 0
     times = []
     for _ in range(args.repeats):
         layer.zero_grad(set_to_none=True)
@@ -173,7 +175,9 @@ def child(args) -> None:
 def run_child(python: str, stack: str, block_file: Path, layer: str, args) -> dict:
     cmd = [python, __file__, "--child", stack, "--input", str(block_file), "--layer", layer,
            "--repeats", str(args.repeats), "--device", args.device, "--threads", str(args.threads)]
-    env = dict(os.environ, DGLBACKEND="pytorch", PYTHONPATH=str(ROOT))
+    # glibc hands big freed blocks back to the OS only below its mmap threshold, which it raises
+    # after the first free: fixed at 128 KiB, RSS follows the live tensors and VmHWM is a peak
+    env = dict(os.environ, DGLBACKEND="pytorch", PYTHONPATH=str(ROOT), MALLOC_MMAP_THRESHOLD_="131072")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"{stack} {layer} on {block_file.name} failed: {proc.stderr.strip()[-2000:]}")
@@ -230,7 +234,7 @@ def write_table(path: Path, rows, args, load: str) -> None:
              f"`python bench/dgl_nn.py{' --tiny' if args.tiny else ''}` on {args.device}, {args.threads} torch "
              f"thread(s), median of {args.repeats} passes after a warm-up; bgl on the current stack "
              f"({args.bgl_python}), DGL on the pinned stack ({args.dgl_python}); each run in its own process. "
-             f"Peak = memory above the process's footprint before the first pass. "
+             f"Peak = memory above the process's footprint after the warm-up pass. "
              f"Input width {WIDTH}, output {OUT}, {HEADS} heads, {RELS} relations (basis 2).", "",
              f"Load average at start: {load} on {os.cpu_count()} cores"
              + (" (a loaded box: ratios are indicative only)." if float(load) > 0.5 * (os.cpu_count() or 1) else "."),

@@ -258,3 +258,19 @@ def test_initialisation_matches_dgl_in_distribution(make):
     for name, (mean, std) in stats[dglnn].items():
         ours_mean, ours_std = stats[bglnn][name]
         assert abs(ours_mean - mean) < 0.05 + 0.1 * std and abs(ours_std - std) <= 0.1 * std + 1e-6, name
+
+
+def test_hetero_graphconv_on_a_heterograph(build):
+    """A (non-block) heterograph with one feature dict; GAT outputs stacked per dst type."""
+    sizes = {"user": 30, "item": 20}
+    torch.manual_seed(7)
+    relations = {("user", "follows", "user"): (torch.randint(0, 30, (60,)), torch.randint(0, 28, (60,))),
+                 ("user", "buys", "item"): (torch.randint(0, 30, (40,)), torch.randint(0, 19, (40,))),
+                 ("item", "bought-by", "user"): (torch.randint(0, 20, (40,)), torch.randint(0, 28, (40,)))}
+
+    def make(nn):
+        return nn.HeteroGraphConv({"follows": nn.GATConv(4, 3, 2), "buys": nn.GATConv((4, 5), 3, 2),
+                                   "bought-by": nn.GATConv((5, 4), 3, 2)}, aggregate="stack")
+
+    graphs = (dgl.heterograph(relations, num_nodes_dict=sizes), bgl.dgl.heterograph(relations, num_nodes_dict=sizes))
+    check_same(make, graphs, lambda: (({"user": feat(30, 4), "item": feat(20, 5)},), {}))
