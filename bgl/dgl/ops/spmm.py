@@ -92,9 +92,7 @@ def message_reduce(rel: Relation, op: str, reduce_op: str, lhs: Optional[torch.T
     """
     if reduce_op not in REDUCERS:
         raise DGLError(f"Reduce operator {reduce_op!r} is not supported; use one of {REDUCERS}.")
-    src, dst = rel.coo()
     counts = {"u": rel.num_src, "v": rel.num_dst, "e": rel.num_edges}
-    index = {"u": src, "v": dst, "e": None}
     names = {"u": "source node", "v": "destination node", "e": "edge"}
     for data, target in ((lhs, lhs_target), (rhs, rhs_target)):
         if data is not None:
@@ -103,6 +101,9 @@ def message_reduce(rel: Relation, op: str, reduce_op: str, lhs: Optional[torch.T
     out = None
     if reduce_op in ("sum", "mean") and lhs_target == "u" and (rhs is None or rhs_target == "e"):
         out = _fused(rel, op, ops.lhs, ops.rhs)
+    if out is None:  # the unfused path reads the COO (built now if the relation had only its CSC)
+        src, dst = rel.coo()
+        index = {"u": src, "v": dst, "e": None}
     if out is None and reduce_op in ("sum", "mean"):
         out = EdgeOpSum.apply(op, ops.lhs, ops.rhs, index[lhs_target], index[rhs_target], dst,
                               rel.num_edges, rel.num_dst, ops.out_shape)
