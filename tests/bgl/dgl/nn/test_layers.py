@@ -170,3 +170,14 @@ def test_hetero_graphconv_sums_relations(build):
         mods["bought-by"](block["bought-by"], (x["item"], dst["user"]))
     torch.testing.assert_close(out["user"], expected_user, **TOL)
     assert out["item"].shape == (build.typed_sizes["item"][1], 2)
+
+
+def test_layers_reachable_as_dgl_nn():
+    """``import dgl`` then ``dgl.nn.GraphConv`` is how many DGL scripts name the layers (a fresh
+    interpreter: here bgl.dgl.nn is imported already)."""
+    import subprocess
+    import sys
+
+    code = "import bgl.dgl as dgl; print(dgl.nn.GraphConv.__module__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "bgl.dgl.nn.graphconv"
