@@ -274,3 +274,21 @@ def test_hetero_graphconv_on_a_heterograph(build):
 
     graphs = (dgl.heterograph(relations, num_nodes_dict=sizes), bgl.dgl.heterograph(relations, num_nodes_dict=sizes))
     check_same(make, graphs, lambda: (({"user": feat(30, 4), "item": feat(20, 5)},), {}))
+
+
+EMPTY_GSPMM = pytest.mark.xfail(raises=IndexError, strict=False,
+                                reason="bgl.dgl.ops.gspmm on a 0-edge graph: mul+sum indexes rhs[0], "
+                                       "max's backward indexes an empty tensor (dglcore)")
+
+
+@pytest.mark.parametrize("make", [
+    lambda nn: nn.GraphConv(6, 4, allow_zero_in_degree=True), lambda nn: nn.SAGEConv(6, 6, "mean"),
+    pytest.param(lambda nn: nn.SAGEConv(6, 4, "pool"), marks=EMPTY_GSPMM), lambda nn: nn.SAGEConv(6, 4, "lstm"),
+    lambda nn: nn.SAGEConv(6, 6, "gcn"), pytest.param(lambda nn: nn.GINConv(None, "max"), marks=EMPTY_GSPMM),
+    pytest.param(lambda nn: nn.GATConv(6, 2, 2, allow_zero_in_degree=True), marks=EMPTY_GSPMM),
+    pytest.param(lambda nn: nn.GATv2Conv(6, 2, 2, allow_zero_in_degree=True), marks=EMPTY_GSPMM)])
+def test_block_without_edges(build, make):
+    """No edge at all: every dst row is its self term (or bias) alone, as in DGL."""
+    none = type(build.random_edges(0, 5, 3, 1, True))(torch.zeros(0, dtype=torch.int64),
+                                                       torch.zeros(0, dtype=torch.int64), 5, 3, True)
+    check_same(make, both(build, none), lambda: ((feat(5, 6),), {}))
