@@ -235,3 +235,27 @@ def test_bgl_dgl_never_imports_dgl():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "DGLBACKEND": "pytorch"})
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_cpu_kernels_equal_the_torch_path_a_gpu_takes(hub_edges, monkeypatch):
+    """The numba kernels (CPU) and the torch ops (the GPU path, run here on the CPU) agree."""
+    from bgl.dgl.ops import cpu_rows, spmm
+
+    monkeypatch.setattr(cpu_rows, "SPLIT_EDGES", 8)  # several row ranges on the thread pool
+    results = []
+    for kernels in (True, False):
+        monkeypatch.setattr(spmm, "USE_KERNELS", kernels)
+        src, dst = hub_edges(N, E, seed=6, num_dst=5)
+        b = dgl.create_block((src, dst), num_src_nodes=N, num_dst_nodes=5)
+        x = torch.linspace(-3, 3, N * 6).view(N, 2, 3).requires_grad_(True)
+        a = torch.linspace(0.5, 2, E * 2).view(E, 2, 1).requires_grad_(True)
+        b.srcdata["x"], b.edata["a"] = x, a
+        b.update_all(fn.u_mul_e("x", "a", "m"), fn.sum("m", "s"))
+        b.update_all(fn.copy_u("x", "m"), fn.max("m", "mx"))
+        b.update_all(fn.copy_e("a", "m"), fn.min("m", "mn"))
+        soft = dgl.ops.edge_softmax(b, a * 3)
+        loss = (b.dstdata["s"].pow(2).sum() + b.dstdata["mx"].sum() + b.dstdata["mn"].sum()
+                + (soft * torch.arange(E * 2.0).view(E, 2, 1)).sum())
+        results.append((b.dstdata["s"], b.dstdata["mx"], b.dstdata["mn"], soft, *torch.autograd.grad(loss, (x, a))))
+    for got, want in zip(*results):
+        torch.testing.assert_close(got, want)
