@@ -4,7 +4,7 @@ per-edge head dot of a weighted SpMM's backward, and the segment softmax.
 Plain array arguments.  ``indptr`` / ``indices`` are a compressed adjacency (CSC: rows are dst
 nodes, indices src nodes; CSR the other way round); ``eids`` maps positions to edge ids, or is
 empty when positions are edge ids.  Each call covers rows ``lo:hi``, each row's edges in order
-(ties go to the first edge of a row, as in DGL's kernels); :mod:`.cpu_rows` runs disjoint row
+(of tied edges the last one wins, as in DGL's CPU kernels); :mod:`.cpu_rows` runs disjoint row
 ranges on several threads (``nogil``), so no two threads write one output row.  Not
 ``parallel=True``: its compile took ~20 s a kernel on the 2-core box, a plain one ~1 s.
 Nothing is allocated per edge.
@@ -60,7 +60,7 @@ def edge_head_dot(lo, hi, indptr, indices, eids, a, b, out):
 def spmm_extreme(lo, hi, indptr, indices, eids, by_edge, x, take_max, out, arg):
     """Max (``take_max``) or min over row r's edges of ``x[indices[p]]`` (``by_edge``: of
     ``x[eid(p)]``) into ``out`` (prefilled with -inf / inf), and the x row it came from into
-    ``arg`` (prefilled with -1); the first edge reaching the extreme wins."""
+    ``arg`` (prefilled with -1); of tied edges the last one wins, as in DGL's CPU kernel."""
     feats = x.shape[1]
     by_position = eids.shape[0] == 0
     for r in range(lo, hi):
@@ -69,12 +69,12 @@ def spmm_extreme(lo, hi, indptr, indices, eids, by_edge, x, take_max, out, arg):
             row = e if by_edge else indices[p]
             if take_max:
                 for f in range(feats):
-                    if x[row, f] > out[r, f]:
+                    if x[row, f] >= out[r, f]:
                         out[r, f] = x[row, f]
                         arg[r, f] = row
             else:
                 for f in range(feats):
-                    if x[row, f] < out[r, f]:
+                    if x[row, f] <= out[r, f]:
                         out[r, f] = x[row, f]
                         arg[r, f] = row
 

@@ -81,7 +81,7 @@ def edge_softmax(graph, logits, eids=None, norm_by="dst"):
     if isinstance(logits, dict):
         return _typed_edge_softmax(graph, logits, norm_by)
     rel = graph._relation(None)
-    if is_all(eids) and spmm.USE_KERNELS and logits.device.type == "cpu" and logits.shape[0] == rel.num_edges:
+    if is_all(eids) and spmm._kernels_for(logits) and logits.shape[0] == rel.num_edges:
         adj = rel.csc() if norm_by == "dst" else rel.csr()
         return _CpuEdgeSoftmax.apply(adj, logits.reshape(rel.num_edges, -1)).view(logits.shape)
     src, dst = rel.coo()

@@ -27,7 +27,8 @@ USE_KERNELS = True  # numba kernels for CPU tensors; False: the torch path a GPU
 
 
 def _kernels_for(t: torch.Tensor) -> bool:
-    return USE_KERNELS and t.device.type == "cpu"
+    """Whether the numba kernels take ``t`` (CPU float32 / float64; half types go the torch way)."""
+    return USE_KERNELS and t.device.type == "cpu" and t.dtype in (torch.float32, torch.float64)
 
 SPMM_OPS = ("add", "sub", "mul", "div", "copy_lhs", "copy_rhs")
 
@@ -128,8 +129,8 @@ class SpmmExtreme(torch.autograd.Function):
 
 def _fused(rel: Relation, op: str, lhs, rhs) -> Optional[torch.Tensor]:
     """The SpMM result when the pair maps onto :class:`WeightedSpmm`, else None."""
-    if op not in ("copy_lhs", "mul"):
-        return None
+    if op not in ("copy_lhs", "mul") or (lhs.device.type == "cpu" and not _kernels_for(lhs) and USE_KERNELS):
+        return None  # CPU half types: torch's CSR matmul has no CPU kernel for them
     n = lhs.shape[0]
     if op == "copy_lhs":
         w = None

@@ -259,3 +259,18 @@ def test_cpu_kernels_equal_the_torch_path_a_gpu_takes(hub_edges, monkeypatch):
         results.append((b.dstdata["s"], b.dstdata["mx"], b.dstdata["mn"], soft, *torch.autograd.grad(loss, (x, a))))
     for got, want in zip(*results):
         torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_types_take_the_torch_path(hub_edges, dtype):
+    outs = []
+    for dt in (torch.float32, dtype):
+        g = _graph(hub_edges)
+        g.ndata["x"] = torch.linspace(-1, 1, N * 2).view(N, 2).to(dt)
+        g.edata["w"] = torch.linspace(0, 1, E).to(dt)
+        g.update_all(fn.u_mul_e("x", "w", "m"), fn.sum("m", "s"))
+        g.update_all(fn.copy_u("x", "m"), fn.max("m", "mx"))
+        outs.append((g.ndata["s"], g.ndata["mx"], dgl.ops.edge_softmax(g, g.edata["w"])))
+    for want, got in zip(*outs):
+        assert got.dtype == dtype
+        torch.testing.assert_close(got.float(), want, atol=0.05, rtol=0.05)
