@@ -17,25 +17,33 @@ from numba import njit
 
 @njit(cache=True, nogil=True)
 def spmm_weighted(lo, hi, indptr, indices, eids, x, w, out):
-    """``out[r, f] += sum over row r's edges p of w[eid(p), f // head_dim] * x[indices[p], f]``.
+    """``out[r, f] = sum over row r's edges p of w[eid(p), f // head_dim] * x[indices[p], f]``.
 
     ``x`` [N, F]; ``w`` [E, H] (H divides F: one weight per head block of F / H features), or
-    shape (0, 1) for all-ones weights; ``out`` [rows, F], zeroed by the caller.
+    shape (0, 1) for all-ones weights; ``out`` [rows, F].  A row is summed in a local buffer
+    (which the compiler knows aliases nothing, so the feature loop vectorises), then stored.
     """
     feats = x.shape[1]
     weighted = w.shape[0] > 0
-    head_dim = feats // w.shape[1]
+    heads = w.shape[1]
+    head_dim = feats // heads
     by_position = eids.shape[0] == 0
+    acc = np.empty(feats, out.dtype)
     for r in range(lo, hi):
+        acc[:] = 0
         for p in range(indptr[r], indptr[r + 1]):
             u = indices[p]
             if weighted:
                 e = p if by_position else eids[p]
-                for f in range(feats):
-                    out[r, f] += w[e, f // head_dim] * x[u, f]
+                for h in range(heads):
+                    wv = w[e, h]
+                    for f in range(h * head_dim, (h + 1) * head_dim):
+                        acc[f] += wv * x[u, f]
             else:
                 for f in range(feats):
-                    out[r, f] += x[u, f]
+                    acc[f] += x[u, f]
+        for f in range(feats):
+            out[r, f] = acc[f]
 
 
 @njit(cache=True, nogil=True)
