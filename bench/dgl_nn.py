@@ -230,8 +230,9 @@ def main() -> None:
 
 
 def write_table(path: Path, rows, args, load: str) -> None:
+    command = " ".join(["python bench/dgl_nn.py", *sys.argv[1:]])
     lines = ["# bgl.dgl.nn vs DGL 2.1: one layer's forward + backward on a block", "",
-             f"`python bench/dgl_nn.py{' --tiny' if args.tiny else ''}` on {args.device}, {args.threads} torch "
+             f"`{command}` on {args.device}, {args.threads} torch "
              f"thread(s), median of {args.repeats} passes after a warm-up; bgl on the current stack "
              f"({args.bgl_python}), DGL on the pinned stack ({args.dgl_python}); each run in its own process. "
              f"Peak = memory above the process's footprint after the warm-up pass. "
