@@ -38,7 +38,7 @@ NOT_BUILT = frozenset({
     "SumPooling", "AvgPooling", "MaxPooling", "SortPooling", "GlobalAttentionPooling", "Set2Set",
     "SetTransformerEncoder", "SetTransformerDecoder", "WeightAndSum", "KNNGraph", "SegmentedKNNGraph",
     "RadiusGraph", "NodeEmbedding", "JumpingKnowledge", "LabelPropagation", "Sequential",
-    "WeightBasis", "DeepWalk", "MetaPath2Vec", "LaplacianPosEnc", "BiasedMHA", "GraphormerLayer",
+    "WeightBasis", "DeepWalk", "MetaPath2Vec", "BiasedMHA", "GraphormerLayer",
     "SpatialEncoder", "SpatialEncoder3d", "PathEncoder", "DegreeEncoder", "LapPosEncoder",
     "EGTLayer",
 })
