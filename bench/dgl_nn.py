@@ -177,7 +177,10 @@ def run_child(python: str, stack: str, block_file: Path, layer: str, args) -> di
            "--repeats", str(args.repeats), "--device", args.device, "--threads", str(args.threads)]
     # glibc hands big freed blocks back to the OS only below its mmap threshold, which it raises
     # after the first free: fixed at 128 KiB, RSS follows the live tensors and VmHWM is a peak
-    env = dict(os.environ, DGLBACKEND="pytorch", PYTHONPATH=str(ROOT), MALLOC_MMAP_THRESHOLD_="131072")
+    # and every thread pool (torch's, DGL's OpenMP kernels, numba) gets the same --threads
+    threads = str(args.threads)
+    env = dict(os.environ, DGLBACKEND="pytorch", PYTHONPATH=str(ROOT), MALLOC_MMAP_THRESHOLD_="131072",
+               OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads, NUMBA_NUM_THREADS=threads)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"{stack} {layer} on {block_file.name} failed: {proc.stderr.strip()[-2000:]}")
