@@ -274,3 +274,12 @@ def test_half_types_take_the_torch_path(hub_edges, dtype):
     for want, got in zip(*outs):
         assert got.dtype == dtype
         torch.testing.assert_close(got.float(), want, atol=0.05, rtol=0.05)
+
+
+def test_bgl_ingest_takes_a_bgl_dgl_graph(hub_edges, tmp_path):
+    import bgl
+
+    g = _graph(hub_edges)
+    g.ndata["feat"] = torch.randn(N, 3)
+    store = bgl.ingest(g, tmp_path / "store")
+    assert store.num_nodes == N and 0 < store.num_edges <= E
