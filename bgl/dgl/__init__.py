@@ -66,5 +66,9 @@ _INSTEAD = {
 def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
+    if name == "nn":  # `import dgl; dgl.nn.GraphConv` works in DGL: the layers load on first use
+        import importlib
+
+        return importlib.import_module("bgl.dgl.nn")
     instead = _INSTEAD.get(name, "see docs/from-dgl.md for what bgl.dgl covers")
     raise not_built(f"dgl.{name}", instead)
