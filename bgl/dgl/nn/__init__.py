@@ -1,0 +1,43 @@
+"""DGL's layers (``dgl.nn.pytorch``) in pure PyTorch, on ``bgl.dgl`` graphs and blocks.
+
+A DGL script changes ``import dgl.nn as dglnn`` to ``import bgl.dgl.nn as dglnn``.  Each layer
+keeps DGL's signature, parameter names, shapes and initialisation, so a state dict saved from
+DGL's layer loads here and gives the same outputs.  A DGL layer not built here is refused on
+first use with its name and the layers that exist (no half-working stand-in).
+"""
+from . import functional
+from .gatconv import GATConv, GATv2Conv
+from .ginconv import GINConv
+from .graphconv import EdgeWeightNorm, GraphConv
+from .hetero import HeteroGraphConv
+from .linear import TypedLinear
+from .pyg_bridge import to_pyg
+from .relgraphconv import RelGraphConv
+from .sageconv import SAGEConv
+
+__all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "GINConv",
+           "RelGraphConv", "TypedLinear", "HeteroGraphConv", "functional", "to_pyg"]
+
+# DGL 2.1's dgl.nn.pytorch names that bgl does not provide (yet).
+NOT_BUILT = frozenset({
+    "AGNNConv", "APPNPConv", "AtomicConv", "CFConv", "ChebConv", "CuGraphGATConv",
+    "CuGraphRelGraphConv", "CuGraphSAGEConv", "DenseChebConv", "DenseGraphConv", "DenseSAGEConv",
+    "DGNConv", "DotGatConv", "EdgeConv", "EdgeGATConv", "EGATConv", "EGNNConv", "GatedGCNConv",
+    "GatedGraphConv", "GCN2Conv", "GINEConv", "GMMConv", "GroupRevRes", "HGTConv", "NNConv",
+    "PNAConv", "SGConv", "TAGConv", "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
+    "GNNExplainer", "HeteroGNNExplainer", "SubgraphX", "HeteroSubgraphX", "PGExplainer",
+    "HeteroPGExplainer", "EdgePredictor", "TransE", "TransR", "HeteroLinear", "HeteroEmbedding",
+    "SumPooling", "AvgPooling", "MaxPooling", "SortPooling", "GlobalAttentionPooling", "Set2Set",
+    "SetTransformerEncoder", "SetTransformerDecoder", "WeightAndSum", "KNNGraph", "SegmentedKNNGraph",
+    "RadiusGraph", "NodeEmbedding", "JumpingKnowledge", "LabelPropagation", "Sequential",
+    "WeightBasis", "DeepWalk", "MetaPath2Vec", "LaplacianPosEnc", "BiasedMHA", "GraphormerLayer",
+    "SpatialEncoder", "SpatialEncoder3d", "PathEncoder", "DegreeEncoder", "LapPosEncoder",
+    "EGTLayer",
+})
+
+
+def __getattr__(name: str):
+    if name in NOT_BUILT:
+        raise AttributeError(f"bgl.dgl.nn does not provide DGL's {name}; its layers are "
+                             f"{', '.join(n for n in __all__ if n[0].isupper())}")
+    raise AttributeError(f"module 'bgl.dgl.nn' has no attribute {name!r}")

@@ -1,0 +1,58 @@
+"""What every layer checks about its (graph, features) arguments, phrased as DGL phrases it.
+
+Kept apart from the layers so the zero-in-degree refusal, the block's dst-prefix rule and the
+edge-weight check read the same in each of them.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+from torch import Tensor
+
+from ..base import DGLError
+
+ZERO_IN_DEGREE_MESSAGE = (
+    "There are 0-in-degree nodes in the graph, output for those nodes will be invalid. "
+    "This is harmful for some applications, causing silent performance regression. "
+    "Adding self-loop on the input graph by calling `g = dgl.add_self_loop(g)` will resolve "
+    "the issue. Setting ``allow_zero_in_degree`` to be `True` when constructing this module "
+    "will suppress the check and let the code run.")
+
+
+def refuse_zero_in_degree(graph) -> None:
+    """Raise DGLError when a destination node has no in-edge (its output would be the bias alone).
+
+    DGL's attention and GCN layers refuse such graphs unless built with ``allow_zero_in_degree``;
+    one reduction over the dst nodes' degrees, O(num_dst).
+    """
+    if bool((graph.in_degrees() == 0).any()):
+        raise DGLError(ZERO_IN_DEGREE_MESSAGE)
+
+
+def src_dst_features(feat, graph=None):
+    """(src features, dst features) of ``feat``: a pair is kept, one tensor (or dict of tensors)
+    serves both ends, and on a block the dst features are its first ``num_dst_nodes()`` rows.
+
+    No copy: the dst features of a block are a view of the src tensor.
+    """
+    if isinstance(feat, tuple):
+        return feat
+    if graph is not None and graph.is_block:
+        if isinstance(feat, Mapping):
+            return feat, {nt: value[: graph.num_dst_nodes(nt)] for nt, value in feat.items()}
+        return feat, feat[: graph.num_dst_nodes()]
+    return feat, feat
+
+
+def check_edge_weight(graph, edge_weight: Optional[Tensor]) -> None:
+    """One line naming the mismatch when ``edge_weight`` does not have a row per edge."""
+    if edge_weight is not None and edge_weight.shape[0] != graph.num_edges():
+        raise DGLError(f"edge_weight has {edge_weight.shape[0]} rows but the graph has "
+                       f"{graph.num_edges()} edges")
+
+
+def check_same_feature_shape(src: Tensor, dst: Tensor) -> None:
+    """The "gcn" aggregator adds a node's own feature to its neighbours': both need one shape."""
+    if tuple(src.shape[1:]) != tuple(dst.shape[1:]):
+        raise DGLError(f"The feature shape of source nodes: {tuple(src.shape[1:])} should be equal "
+                       f"to the feature shape of destination nodes: {tuple(dst.shape[1:])}.")
