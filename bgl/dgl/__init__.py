@@ -1,0 +1,63 @@
+"""``bgl.dgl``: DGL's graph object and message passing in plain PyTorch (no DGL needed).
+
+A DGL script changes only its imports::
+
+    import bgl.dgl as dgl
+    import bgl.dgl.function as fn
+
+and keeps ``dgl.graph``, ``g.ndata``, ``g.update_all(fn.copy_u('h', 'm'), fn.sum('m', 'h'))``,
+``dgl.ops.edge_softmax``, blocks, ``local_scope`` and the rest (see docs/from-dgl.md for what
+is covered).  A DGL name that bgl.dgl does not provide raises one line naming it and what to
+use instead.  Never imports the real ``dgl``.
+"""
+from __future__ import annotations
+
+import random as _random
+
+from bgl.dgl import function, ops
+from bgl.dgl.base import ALL, EID, ETYPE, NID, NTYPE, DGLError, not_built
+from bgl.dgl.convert import block_from_bgl, create_block, graph, graph_from_pair, heterograph
+from bgl.dgl.heterograph import DGLGraph
+from bgl.dgl.ops import edge_softmax
+from bgl.dgl.udf import EdgeBatch, NodeBatch
+
+Block = DGLGraph  # DGL's blocks are DGLGraphs whose is_block is True
+
+__all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "Block", "EdgeBatch", "NodeBatch",
+           "block_from_bgl", "create_block", "edge_softmax", "function", "graph", "graph_from_pair",
+           "heterograph", "ops", "seed"]
+
+
+def seed(val: int) -> None:
+    """Seed the random generators bgl.dgl's callers draw from (torch, NumPy, ``random``), as
+    ``dgl.seed`` seeds DGL's."""
+    import numpy as np
+    import torch
+
+    torch.manual_seed(val)
+    np.random.seed(val)
+    _random.seed(val)
+
+
+_INSTEAD = {
+    "to_block": "use bgl.DataLoader, whose blocks convert with bgl.dgl.block_from_bgl",
+    "batch": "build one graph of the union with bgl.dgl.graph / heterograph",
+    "unbatch": "keep the graphs apart before batching",
+    "sampling": "sample with bgl.DataLoader (bgl's numba sampler)",
+    "dataloading": "use bgl.DataLoader",
+    "distributed": "use bgl's servers (bgl serve / bgl.DataLoader over a partition)",
+    "data": "load data with bgl.ingest",
+    "graphbolt": "use bgl.DataLoader",
+    "sparse": "use bgl.dgl.ops (gspmm / gsddmm) or torch.sparse",
+    "from_scipy": "pass (src, dst) from the matrix's COO to bgl.dgl.graph",
+    "from_networkx": "pass (src, dst) from the graph's edge list to bgl.dgl.graph",
+    "load_graphs": "store graphs with bgl.ingest",
+    "save_graphs": "store graphs with bgl.ingest",
+}
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    instead = _INSTEAD.get(name, "see docs/from-dgl.md for what bgl.dgl covers")
+    raise not_built(f"dgl.{name}", instead)

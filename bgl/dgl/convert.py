@@ -1,0 +1,210 @@
+"""Building graphs: DGL's ``graph``, ``heterograph``, ``create_block``, and bgl's own blocks and
+pair graphs as ``bgl.dgl`` graphs (their index tensors shared, not copied).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import torch
+
+from bgl.dgl.base import DEFAULT_ETYPE, DEFAULT_NTYPE, EID, NID, DGLError, not_built
+from bgl.dgl.frames import Frame
+from bgl.dgl.heterograph import DGLGraph
+from bgl.dgl.relation import Compressed, Relation
+
+
+def _id_tensor(data, idtype, device, what: str) -> torch.Tensor:
+    if isinstance(data, torch.Tensor):
+        t = data
+    elif isinstance(data, np.ndarray):
+        t = torch.from_numpy(data)
+    else:
+        t = torch.as_tensor(list(data), dtype=torch.int64)
+    if t.dim() != 1:
+        raise DGLError(f"{what} ids must be a 1-D sequence, got shape {tuple(t.shape)}.")
+    if t.numel() and (t.dtype.is_floating_point or t.dtype == torch.bool):
+        raise DGLError(f"{what} ids must be integers, got dtype {t.dtype}.")
+    return t.to(device=device, dtype=idtype) if (idtype is not None or device is not None) else t
+
+
+def _pair(data, idtype, device, cet) -> tuple[torch.Tensor, torch.Tensor]:
+    """(src, dst) of one relation's input; DGLError for anything but a (src, dst) pair of id lists."""
+    if isinstance(data, tuple) and len(data) == 2 and isinstance(data[0], str):
+        if data[0] != "coo":
+            raise not_built(f"graph data in {data[0]!r} format", "pass (src, dst) id tensors (COO)")
+        data = data[1]
+    if not (isinstance(data, (tuple, list)) and len(data) == 2):
+        raise DGLError(f"Graph data of relation {cet} must be a (src, dst) pair of node id tensors, "
+                       f"got {type(data).__name__}.")
+    src = _id_tensor(data[0], idtype, device, "source node")
+    dst = _id_tensor(data[1], idtype, device, "destination node")
+    if src.shape[0] != dst.shape[0]:
+        raise DGLError(f"Input arrays should have the same length: {src.shape[0]} source and "
+                       f"{dst.shape[0]} destination ids for relation {cet}.")
+    for ids, what in ((src, "source"), (dst, "destination")):
+        if ids.numel() and int(ids.min()) < 0:
+            raise DGLError(f"All {what} node IDs must be non-negative, got {int(ids.min())}.")
+    return src, dst
+
+
+def _count(ids: torch.Tensor) -> int:
+    return int(ids.max()) + 1 if ids.numel() else 0
+
+
+def _check_counts(counts: dict, needed: dict, arg: str) -> None:
+    for nt, need in needed.items():
+        if nt in counts and counts[nt] < need:
+            raise DGLError(f"The {arg} argument must be larger than the max ID in the data, "
+                           f"but got {counts[nt]} and {need - 1}.")
+
+
+def _idtype_of(data_pairs, idtype):
+    if idtype is not None:
+        if idtype not in (torch.int32, torch.int64):
+            raise DGLError(f"idtype must be torch.int32 or torch.int64, got {idtype}.")
+        return idtype
+    for pair in data_pairs:
+        if isinstance(pair, (tuple, list)) and len(pair) == 2 and isinstance(pair[0], torch.Tensor) \
+                and pair[0].dtype in (torch.int32, torch.int64):
+            return pair[0].dtype
+    return torch.int64
+
+
+def graph(data, num_nodes: Optional[int] = None, idtype=None, device=None, row_sorted=False, col_sorted=False):
+    """A homogeneous graph from ``(src, dst)`` node ids (DGL's ``dgl.graph``).
+
+    Parameters
+    ----------
+    data : (src, dst) int tensors / arrays / lists of equal length [E]
+    num_nodes : node count (default: max id + 1); DGLError when smaller than an id needs
+    idtype : torch.int32 / torch.int64 (default: the tensors' own, else int64); device : where
+
+    Returns
+    -------
+    DGLGraph with one node type ``_N`` and one edge type ``_E``
+    """
+    cet = (DEFAULT_NTYPE, DEFAULT_ETYPE, DEFAULT_NTYPE)
+    idtype = _idtype_of([data], idtype)
+    src, dst = _pair(data, idtype, device, cet)
+    need = max(_count(src), _count(dst))
+    n = need if num_nodes is None else int(num_nodes)
+    _check_counts({DEFAULT_NTYPE: n}, {DEFAULT_NTYPE: need}, "num_nodes")
+    return DGLGraph({cet: Relation(n, n, src, dst)}, {DEFAULT_NTYPE: n}, idtype=idtype)
+
+
+def heterograph(data_dict: dict, num_nodes_dict: Optional[dict] = None, idtype=None, device=None):
+    """A graph of several node and edge types (DGL's ``dgl.heterograph``).
+
+    Parameters
+    ----------
+    data_dict : {(src type, relation, dst type): (src, dst)}
+    num_nodes_dict : optional {node type: count} (default: max id + 1 per type over its relations)
+    """
+    idtype = _idtype_of(list(data_dict.values()), idtype)
+    pairs, need = {}, {}
+    for cet, data in data_dict.items():
+        if not (isinstance(cet, tuple) and len(cet) == 3):
+            raise DGLError(f"Edge types must be (src type, relation, dst type) triples, got {cet!r}.")
+        src, dst = _pair(data, idtype, device, cet)
+        pairs[cet] = (src, dst)
+        need[cet[0]] = max(need.get(cet[0], 0), _count(src))
+        need[cet[2]] = max(need.get(cet[2], 0), _count(dst))
+    counts = dict(need)
+    if num_nodes_dict is not None:
+        _check_counts(num_nodes_dict, need, "num_nodes")
+        counts.update({nt: int(c) for nt, c in num_nodes_dict.items()})
+    rels = {cet: Relation(counts[cet[0]], counts[cet[2]], s, d) for cet, (s, d) in pairs.items()}
+    return DGLGraph(rels, counts, idtype=idtype)
+
+
+def create_block(data_dict, num_src_nodes=None, num_dst_nodes=None, idtype=None, device=None):
+    """A block (DGL's ``dgl.create_block``): ``(src, dst)`` for one relation or a
+    ``{canonical etype: (src, dst)}`` dict, with src / dst node counts per type (int or dict)."""
+    if not isinstance(data_dict, dict):
+        data_dict = {(DEFAULT_NTYPE, DEFAULT_ETYPE, DEFAULT_NTYPE): data_dict}
+        num_src_nodes = None if num_src_nodes is None else {DEFAULT_NTYPE: num_src_nodes}
+        num_dst_nodes = None if num_dst_nodes is None else {DEFAULT_NTYPE: num_dst_nodes}
+    idtype = _idtype_of(list(data_dict.values()), idtype)
+    pairs, need_src, need_dst = {}, {}, {}
+    for cet, data in data_dict.items():
+        src, dst = _pair(data, idtype, device, cet)
+        pairs[cet] = (src, dst)
+        need_src[cet[0]] = max(need_src.get(cet[0], 0), _count(src))
+        need_dst[cet[2]] = max(need_dst.get(cet[2], 0), _count(dst))
+    num_src = dict(need_src)
+    num_dst = dict(need_dst)
+    if num_src_nodes is not None:
+        _check_counts(num_src_nodes, need_src, "num_src_nodes")
+        num_src.update({nt: int(c) for nt, c in num_src_nodes.items()})
+    if num_dst_nodes is not None:
+        _check_counts(num_dst_nodes, need_dst, "num_dst_nodes")
+        num_dst.update({nt: int(c) for nt, c in num_dst_nodes.items()})
+    for nt in set(num_src) | set(num_dst):  # DGL gives every node type both sides
+        num_src.setdefault(nt, 0)
+        num_dst.setdefault(nt, 0)
+    rels = {cet: Relation(num_src[cet[0]], num_dst[cet[2]], s, d) for cet, (s, d) in pairs.items()}
+    return DGLGraph(rels, num_src, num_dst, idtype=idtype)
+
+
+def block_from_bgl(block) -> DGLGraph:
+    """A ``bgl.dgl`` block of a core :class:`bgl.blocks.Block` (what ``bgl.DataLoader`` yields).
+
+    Untyped: the block's ``indptr`` / ``indices`` become the relation's CSC as they are (zero
+    copy; COO built only if asked for), ``srcdata[NID]`` = ``src_ids``, ``dstdata[NID]`` =
+    ``dst_ids``, ``edata[EID]`` = ``edge_ids``, and every ``srcdata`` / ``dstdata`` / ``edata``
+    tensor shared.  Typed (``etypes`` + ``schema`` set): one CSC per relation from
+    :func:`bgl.blocks.relation_blocks` (O(edges) tensor work), type-local ``NID`` per type.
+    """
+    if block.etypes is not None:
+        return _typed_block_from_bgl(block)
+    cet = (DEFAULT_NTYPE, DEFAULT_ETYPE, DEFAULT_NTYPE)
+    rel = Relation(block.num_src, block.num_dst, csc=Compressed(block.indptr, block.indices, None))
+    src = Frame(block.num_src, columns={NID: block.src_ids, **block.srcdata})
+    dst = Frame(block.num_dst, columns={NID: block.dst_ids, **block.dstdata})
+    edges = Frame(block.num_edges, "edges", {**block.edata, **({} if block.edge_ids is None else {EID: block.edge_ids})})
+    return DGLGraph({cet: rel}, {DEFAULT_NTYPE: block.num_src}, {DEFAULT_NTYPE: block.num_dst},
+                    src_frames={DEFAULT_NTYPE: src}, dst_frames={DEFAULT_NTYPE: dst}, edge_frames={cet: edges})
+
+
+def _typed_block_from_bgl(block) -> DGLGraph:
+    from bgl.blocks import relation_blocks, type_layout
+
+    schema = block.schema
+    if schema is None:
+        raise DGLError("A typed bgl block (etypes set) needs its schema to become a bgl.dgl block.")
+    local, members, num_dst = type_layout(block)
+    offsets = torch.as_tensor(np.asarray(schema.offsets), device=block.src_ids.device)
+    src_frames, dst_frames, num_src = {}, {}, {}
+    for t, nt in enumerate(schema.ntypes):
+        rows = members[nt]
+        ids = block.src_ids[rows] - offsets[t]
+        num_src[nt] = int(rows.shape[0])
+        src_cols = {NID: ids, **{k: v[nt] for k, v in block.srcdata.items() if nt in v}}
+        dst_cols = {NID: ids[:num_dst[nt]], **{k: v[nt] for k, v in block.dstdata.items() if nt in v}}
+        src_frames[nt] = Frame(num_src[nt], columns=src_cols)
+        dst_frames[nt] = Frame(num_dst[nt], columns=dst_cols)
+    rels, edge_frames = {}, {}
+    for r, (cet, part) in enumerate(relation_blocks(block).items()):
+        cet = tuple(cet)
+        sel = (block.etypes == r).nonzero().view(-1)
+        rels[cet] = Relation(num_src[cet[0]], num_dst[cet[2]], csc=Compressed(part.indptr, part.indices, None))
+        cols = {k: v[sel] for k, v in block.edata.items()}
+        if block.edge_ids is not None:
+            cols[EID] = block.edge_ids[sel]
+        edge_frames[cet] = Frame(int(sel.shape[0]), "edges", cols)
+    return DGLGraph(rels, num_src, dict(num_dst), src_frames=src_frames, dst_frames=dst_frames,
+                    edge_frames=edge_frames)
+
+
+def graph_from_pair(pair) -> DGLGraph:
+    """A ``bgl.dgl`` graph of a bgl :class:`~bgl.loader.edge_seeds.PairGraph` (link prediction's
+    positive or negative pairs over the batch's seed nodes), its tensors shared: score it with
+    ``g.apply_edges(fn.u_dot_v('h', 'h', 'score'))``."""
+    src, dst = pair.edges()
+    n = pair.num_nodes()
+    cet = (DEFAULT_NTYPE, DEFAULT_ETYPE, DEFAULT_NTYPE)
+    nodes = Frame(n, columns=dict(pair.ndata))
+    edges = Frame(int(src.shape[0]), "edges", dict(pair.edata))
+    return DGLGraph({cet: Relation(n, n, src, dst)}, {DEFAULT_NTYPE: n}, src_frames={DEFAULT_NTYPE: nodes},
+                    edge_frames={cet: edges})

@@ -1,0 +1,177 @@
+"""The autograd engine under every builtin: a binary op per edge, kept per edge or reduced per node.
+
+Operands are node or edge tensors plus a per-edge index into them (``None``: the tensor is
+already one row per edge, in edge-id order).  Messages are built a chunk of edges at a time
+(``CHUNK_ELEMENTS`` values), so a reduction never holds an E x F message tensor, and backward
+passes save only the operands and the index arrays, never a gathered copy: memory per edge is
+that of DGL's fused kernels (the index arrays) plus one chunk.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+CHUNK_ELEMENTS = 1 << 22  # values per message chunk: 16 MiB of float32
+
+OPS = ("add", "sub", "mul", "div", "dot", "copy_lhs", "copy_rhs")
+
+
+def _rows(data: Optional[torch.Tensor], index: Optional[torch.Tensor], start: int, stop: int):
+    if data is None:
+        return None
+    if index is None:
+        return data[start:stop]
+    return data.index_select(0, index[start:stop])
+
+
+def apply_op(op: str, a, b):
+    """``a <op> b`` on broadcast-ready rows (``dot``: over the last dimension, kept as size 1)."""
+    if op == "copy_lhs":
+        return a
+    if op == "copy_rhs":
+        return b
+    if op == "add":
+        return a + b
+    if op == "sub":
+        return a - b
+    if op == "mul":
+        return a * b
+    if op == "div":
+        return a / b
+    return (a * b).sum(-1, keepdim=True)
+
+
+def op_grads(op: str, grad, a, b):
+    """(d out / d a, d out / d b) times ``grad``, each still in the broadcast output shape."""
+    if op == "copy_lhs":
+        return grad, None
+    if op == "copy_rhs":
+        return None, grad
+    if op == "add":
+        return grad, grad
+    if op == "sub":
+        return grad, -grad
+    if op == "mul" or op == "dot":
+        return grad * b, grad * a
+    return grad / b, -grad * a / (b * b)
+
+
+def sum_to(grad: torch.Tensor, shape) -> torch.Tensor:
+    """Sum ``grad`` [n, *out] over the feature dims that ``shape`` [n, *in] broadcast (size 1)."""
+    dims = [d for d in range(1, grad.dim()) if shape[d] == 1 and grad.shape[d] != 1]
+    return grad.sum(dims, keepdim=True) if dims else grad
+
+
+def _chunk(feature_shape) -> int:
+    per_row = 1
+    for s in feature_shape:
+        per_row *= max(int(s), 1)
+    return max(1, CHUNK_ELEMENTS // per_row)
+
+
+def _scatter_rows(target, index, start, stop, rows):
+    if index is None:
+        target[start:stop] += rows
+    else:
+        target.index_add_(0, index[start:stop], rows)
+
+
+class EdgeOpSum(torch.autograd.Function):
+    """``out[e] = op(lhs[li[e]], rhs[ri[e]])`` (``dst`` None: one row per edge, DGL's SDDMM) or
+    ``out[v] = sum over e with dst[e] = v`` of it (DGL's SpMM with ``sum``)."""
+
+    @staticmethod
+    def forward(ctx, op, lhs, rhs, li, ri, dst, num_edges, num_out, out_shape):
+        ref = lhs if lhs is not None else rhs
+        rows = num_edges if dst is None else num_out
+        out = (torch.empty if dst is None else torch.zeros)((rows, *out_shape), dtype=ref.dtype, device=ref.device)
+        step = _chunk(out_shape)
+        for start in range(0, num_edges, step):
+            stop = min(start + step, num_edges)
+            msg = apply_op(op, _rows(lhs, li, start, stop), _rows(rhs, ri, start, stop))
+            if dst is None:
+                out[start:stop] = msg
+            else:
+                out.index_add_(0, dst[start:stop], msg.expand(stop - start, *out_shape))
+        ctx.save_for_backward(lhs, rhs, li, ri, dst)
+        ctx.op, ctx.num_edges = op, num_edges
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        lhs, rhs, li, ri, dst = ctx.saved_tensors
+        op, num_edges = ctx.op, ctx.num_edges
+        want_l = lhs is not None and ctx.needs_input_grad[1]
+        want_r = rhs is not None and ctx.needs_input_grad[2]
+        grad_l = torch.zeros_like(lhs) if want_l else None
+        grad_r = torch.zeros_like(rhs) if want_r else None
+        step = _chunk(grad_out.shape[1:])
+        for start in range(0, num_edges if (want_l or want_r) else 0, step):
+            stop = min(start + step, num_edges)
+            g = grad_out[start:stop] if dst is None else grad_out.index_select(0, dst[start:stop])
+            a, b = _rows(lhs, li, start, stop), _rows(rhs, ri, start, stop)
+            ga, gb = op_grads(op, g, a, b)
+            if want_l:
+                _scatter_rows(grad_l, li, start, stop, sum_to(ga, a.shape))
+            if want_r:
+                _scatter_rows(grad_r, ri, start, stop, sum_to(gb, b.shape))
+        return None, grad_l, grad_r, None, None, None, None, None, None
+
+
+class EdgeOpCompare(torch.autograd.Function):
+    """``out[v] = max`` (or ``min``) over the in-edges of ``v`` of ``op(lhs, rhs)``, ``-inf`` /
+    ``inf`` where ``v`` has none (as DGL's ``gspmm``); the gradient goes to the first edge (in
+    edge-id order) reaching the extreme, per feature, as DGL's CPU kernel picks it."""
+
+    @staticmethod
+    def forward(ctx, op, reduce_op, lhs, rhs, li, ri, dst, num_edges, num_out, out_shape):
+        ref = lhs if lhs is not None else rhs
+        fill = float("-inf") if reduce_op == "max" else float("inf")
+        out = torch.full((num_out, *out_shape), fill, dtype=ref.dtype, device=ref.device)
+        how = "amax" if reduce_op == "max" else "amin"
+        step = _chunk(out_shape)
+        view = (-1,) + (1,) * len(out_shape)
+        for start in range(0, num_edges, step):
+            stop = min(start + step, num_edges)
+            msg = apply_op(op, _rows(lhs, li, start, stop), _rows(rhs, ri, start, stop)).expand(stop - start, *out_shape)
+            where = dst[start:stop].long().view(view).expand_as(msg)
+            out.scatter_reduce_(0, where, msg, how, include_self=True)
+        arg = torch.full((num_out, *out_shape), num_edges, dtype=torch.int64, device=ref.device)
+        for start in range(0, num_edges, step):
+            stop = min(start + step, num_edges)
+            msg = apply_op(op, _rows(lhs, li, start, stop), _rows(rhs, ri, start, stop)).expand(stop - start, *out_shape)
+            rows = dst[start:stop].long()
+            hit = msg == out.index_select(0, rows)
+            pos = torch.arange(start, stop, device=ref.device).view(view).expand_as(msg)
+            pos = torch.where(hit, pos, torch.full_like(pos, num_edges))
+            arg.scatter_reduce_(0, rows.view(view).expand_as(msg), pos, "amin", include_self=True)
+        ctx.save_for_backward(lhs, rhs, li, ri, arg)
+        ctx.op, ctx.num_edges = op, num_edges
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        lhs, rhs, li, ri, arg = ctx.saved_tensors
+        op, num_edges = ctx.op, ctx.num_edges
+        reached = arg < num_edges
+        edge = arg.clamp(max=max(num_edges - 1, 0))
+        grad = grad_out * reached
+
+        def at(data, index):
+            if data is None:
+                return None, None
+            rows = edge if index is None else index.long()[edge.flatten()].view(edge.shape)
+            return data.expand(data.shape[0], *edge.shape[1:]).gather(0, rows), rows
+
+        (a, rows_l), (b, rows_r) = at(lhs, li), at(rhs, ri)
+        ga, gb = op_grads(op, grad, a, b)
+        grads = []
+        for data, g, rows, i in ((lhs, ga, rows_l, 2), (rhs, gb, rows_r, 3)):
+            if data is None or not ctx.needs_input_grad[i] or num_edges == 0:
+                grads.append(None if data is None or not ctx.needs_input_grad[i] else torch.zeros_like(data))
+                continue
+            full = torch.zeros((data.shape[0], *edge.shape[1:]), dtype=g.dtype, device=g.device)
+            full.scatter_add_(0, rows, g)
+            grads.append(sum_to(full, data.shape))
+        return None, None, grads[0], grads[1], None, None, None, None, None, None
