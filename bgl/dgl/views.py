@@ -84,7 +84,9 @@ class NodeSpace:
 
     def _frames(self):
         g = self._graph
-        return {"src": g._src_frames, "dst": g._dst_frames, "all": g._node_frames()}[self._side]
+        if self._side == "src":  # (a block has no "all" side: ask for it only when asked for)
+            return g._src_frames
+        return g._dst_frames if self._side == "dst" else g._node_frames()
 
     def __call__(self, ntype=None):
         import torch
