@@ -54,7 +54,9 @@ class _PickledCSR:
 
 _ALLOWED = {
     ("numpy.core.multiarray", "_reconstruct"), ("numpy", "ndarray"), ("numpy", "dtype"),
-    ("numpy.core.multiarray", "scalar"), ("collections", "defaultdict"), ("collections", "OrderedDict"),
+    ("numpy.core.multiarray", "scalar"),
+    ("numpy._core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "scalar"),  # files pickled under numpy 2
+    ("collections", "defaultdict"), ("collections", "OrderedDict"),
     ("__builtin__", "list"), ("builtins", "list"), ("__builtin__", "dict"), ("builtins", "dict"),
     ("__builtin__", "set"), ("builtins", "set"), ("copy_reg", "_reconstructor"), ("copyreg", "_reconstructor"),
     ("__builtin__", "object"), ("builtins", "object"),
