@@ -19,13 +19,17 @@ from bgl.dgl.base import ALL, EID, ETYPE, NID, NTYPE, DGLError, not_built
 from bgl.dgl.convert import block_from_bgl, create_block, graph, graph_from_pair, heterograph
 from bgl.dgl.heterograph import DGLGraph
 from bgl.dgl.ops import edge_softmax
+from bgl.dgl.transforms import (add_reverse_edges, add_self_loop, edge_subgraph, node_subgraph, remove_edges,
+                                remove_self_loop, reverse, to_bidirected, to_heterogeneous, to_homogeneous, to_simple)
 from bgl.dgl.udf import EdgeBatch, NodeBatch
 
 Block = DGLGraph  # DGL's blocks are DGLGraphs whose is_block is True
 
 __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "Block", "EdgeBatch", "NodeBatch",
            "block_from_bgl", "create_block", "edge_softmax", "function", "graph", "graph_from_pair",
-           "heterograph", "ops", "seed"]
+           "heterograph", "ops", "seed", "add_reverse_edges", "add_self_loop", "edge_subgraph", "node_subgraph",
+           "remove_edges", "remove_self_loop", "reverse", "to_bidirected", "to_heterogeneous", "to_homogeneous",
+           "to_simple"]
 
 
 def seed(val: int) -> None:

@@ -87,19 +87,19 @@ class GraphQueries:
         return self._edges_at(u, form, etype, incoming=False)
 
     def _edges_at(self, nodes, form, etype, incoming: bool):
+        """Edges at ``nodes`` as DGL lists them: node after node (in the given order), each
+        node's edges in edge-id order (a range of the cached CSC / CSR per node)."""
         rel = self._relation(etype)
-        src, dst = rel.coo()
-        ends = dst if incoming else src
+        adj = rel.csc() if incoming else rel.csr()
         count = rel.num_dst if incoming else rel.num_src
-        if is_all(nodes):
-            wanted = torch.ones(rel.num_edges, dtype=torch.bool, device=src.device)
-        else:
-            idx, _ = _ids(nodes, src.device)
-            check_node_ids(idx, count)
-            mark = torch.zeros(count, dtype=torch.bool, device=src.device)
-            mark[idx] = True
-            wanted = mark[ends.long()]
-        eid = wanted.nonzero().view(-1)
+        idx = torch.arange(count, device=rel.device) if is_all(nodes) else _ids(nodes, rel.device)[0]
+        check_node_ids(idx, count)
+        indptr = adj.indptr.long()
+        starts, sizes = indptr[idx], indptr[idx + 1] - indptr[idx]
+        offsets = torch.cumsum(sizes, 0) - sizes
+        pos = torch.arange(int(sizes.sum()), device=idx.device) - torch.repeat_interleave(offsets - starts, sizes)
+        eid = pos if adj.eids is None else adj.eids.long()[pos]
+        src, dst = rel.coo()
         return self._form(form, src[eid].to(self.idtype), dst[eid].to(self.idtype), eid.to(self.idtype))
 
     def predecessors(self, v, etype=None):

@@ -157,6 +157,8 @@ class EdgeOpCompare(torch.autograd.Function):
         reached = arg < num_edges
         edge = arg.clamp(max=max(num_edges - 1, 0))
         grad = grad_out * reached
+        if op == "dot":  # the extreme is per output value; the operands' last dim is summed into it
+            edge = edge.expand(*edge.shape[:-1], lhs.shape[-1])
 
         def at(data, index):
             if data is None:

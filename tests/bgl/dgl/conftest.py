@@ -1,0 +1,28 @@
+"""Fixtures of the bgl.dgl tests: random test graphs with the shapes that break message passing: a hub that receives many
+edges, a hub that sends many, parallel edges, self-loops, isolated and zero-in-degree nodes."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+def _hub_edges(num_nodes: int = 40, num_edges: int = 160, seed: int = 0, num_dst=None):
+    """(src, dst) int64 [E]: a third of the edges into node 0, a sixth out of node 1, the last
+    quarter of the nodes isolated (as dst and src) and the dst ids below ``num_dst`` when set."""
+    g = torch.Generator().manual_seed(seed)
+    live = max(2, num_nodes * 3 // 4)
+    dst_hi = live if num_dst is None else min(num_dst, live)
+    src = torch.randint(0, live, (num_edges,), generator=g)
+    dst = torch.randint(0, dst_hi, (num_edges,), generator=g)
+    dst[: num_edges // 3] = 0
+    src[num_edges // 3: num_edges // 2] = 1
+    dst[(dst == 2) | (dst == 3)] = 0  # nodes 2 and 3: no in-edges
+    src[-4:], dst[-4:] = src[0], dst[0]  # parallel edges
+    perm = torch.randperm(num_edges, generator=g)  # edge ids not sorted by dst
+    return src[perm], dst[perm]
+
+
+@pytest.fixture(scope="session")
+def hub_edges():
+    """:func:`_hub_edges`, for tests and their graph builders."""
+    return _hub_edges
