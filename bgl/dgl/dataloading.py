@@ -32,6 +32,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Iterator, Optional
 
+import numpy as np
 import torch
 
 from .. import negative_sampler  # noqa: F401  (dgl.dataloading.negative_sampler)
@@ -133,6 +134,50 @@ class EdgeIdsInCsc:
         return self.eids.to(positions.device)[positions.long()]
 
 
+class TypedEdgeIdsInCsc:
+    """Typed link prediction: the user's per-relation edge ids (DGL's) as the fused CSC positions the core
+    reads seeds of typed in-memory arrays as, and the positive pair graph's ``EID`` back (blocks already
+    carry per-relation ids).  8 B per edge (the core's inverse of its fused CSC)."""
+
+    def __init__(self, arrays):
+        from ..loader.typed_edge_ids import position_map
+
+        self.schema = arrays.schema
+        self.edge_ids = torch.from_numpy(np.asarray(arrays.edge_ids).astype(np.int64))
+        self._to_position = position_map(arrays, len(self.schema.edge_types))
+
+    def seeds(self, indices) -> dict:
+        if not isinstance(indices, dict):
+            raise TypeError("a graph with several edge types takes seed edges as {etype: edge ids}")
+        out = {}
+        for key, ids in indices.items():
+            c = self.schema.canonical_etypes[_relation_index(self.schema, key)]
+            ids = torch.as_tensor(ids)
+            count = self.schema.edge_types[self.schema.canonical_etypes.index(c)].count
+            if ids.dtype == torch.bool or ids.is_floating_point():
+                raise TypeError(f"seed edges of edge type {c} must be integer ids, got dtype {ids.dtype}")
+            if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= count):
+                bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
+                raise ValueError(f"seed edges of edge type {c} contain edge id {bad}, outside [0, {count})")
+            r = self.schema.canonical_etypes.index(c)
+            out[c] = torch.from_numpy(self._to_position(r, ids.long().cpu().numpy()))
+        return out
+
+    def to_ids(self, positions: torch.Tensor) -> torch.Tensor:
+        return self.edge_ids.to(positions.device)[positions.long()]
+
+
+def _relation_index(schema, key) -> int:
+    """Index of edge type ``key`` (a relation name or a canonical triple); ValueError naming it otherwise."""
+    cets = [tuple(c) for c in schema.canonical_etypes]
+    if isinstance(key, tuple) and tuple(key) in cets:
+        return cets.index(tuple(key))
+    found = [i for i, c in enumerate(cets) if c[1] == key]
+    if len(found) != 1:
+        raise ValueError(f"edge type {key!r} is {'ambiguous' if found else 'not'} in the graph's {cets}")
+    return found[0]
+
+
 def _core_graph(g, feat_key: Optional[str], label_key: Optional[str], by_position: bool = False):
     """What the core loader samples for ``g``: arrays of a ``bgl.dgl`` graph, else ``g`` itself."""
     if not is_bgl_dgl_graph(g):
@@ -200,6 +245,9 @@ class DataLoader:
                 core_sampler = self._edge_ids.sampler(core_sampler)
         core_graph = _core_graph(graph, feats[0] if feats else None, labels[0] if labels else None,
                                  by_position=self._edge_ids is not None)
+        if own and not graph.is_homogeneous and is_edge_prediction_sampler(graph_sampler):
+            self._edge_ids = TypedEdgeIdsInCsc(core_graph)
+            indices = self._edge_ids.seeds(indices)
         self.loader = _CoreLoader(core_graph, indices, core_sampler, device=device, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
                                   use_ddp=use_ddp, ddp_seed=ddp_seed, blocks="bgl", **kwargs)
         self.device = self.loader.device
@@ -217,12 +265,17 @@ class DataLoader:
         if len(head) == 2 and not hasattr(head[1], "edges"):  # (input_nodes, output_nodes)
             pairs = []
         else:  # (input_nodes, pair_graph[, neg_pair_graph])
-            pairs = [graph_from_pair(p) for p in head[1:]]
+            pairs = [typed_pair_graph(p) if hasattr(p, "canonical_etypes") else graph_from_pair(p) for p in head[1:]]
             head = head[:1] + pairs
-        if self._edge_ids is not None:  # positions back to the graph's edge ids
+        if isinstance(self._edge_ids, EdgeIdsInCsc):  # positions back to the graph's edge ids
             for g in blocks + pairs[:1]:
                 if EID in g.edata:
                     g.edata[EID] = self._edge_ids.to_ids(g.edata[EID])
+        elif self._edge_ids is not None and pairs:  # typed: the positive pairs' ids only
+            for c in pairs[0].canonical_etypes:
+                data = pairs[0].edges[c].data
+                if EID in data:
+                    data[EID] = self._edge_ids.to_ids(data[EID])
         if self._attach:
             attach_graph_fields(self.graph, blocks, pairs)
         return (*head, blocks)
@@ -234,6 +287,22 @@ class DataLoader:
         if name == "loader":  # not yet set: __init__ failed part-way
             raise AttributeError(name)
         return getattr(self.loader, name)  # set_epoch, state_dict, cache_stats, close, ...
+
+
+def typed_pair_graph(pair):
+    """A ``bgl.dgl`` heterograph of a typed pair graph (:class:`bgl.loader.typed_edge_seeds.TypedPairGraph`):
+    every edge type of the graph, every node type's batch nodes, ``NID`` per node type, ``EID`` per edge
+    type on the positive one, as DGL's ``EdgePredictionSampler`` makes it (its tensors shared)."""
+    from .convert import heterograph
+
+    node_ids = pair.ndata[NID]
+    g = heterograph({c: pair.edges(etype=c) for c in pair.canonical_etypes},
+                    num_nodes_dict={nt: int(ids.shape[0]) for nt, ids in node_ids.items()})
+    for nt, ids in node_ids.items():
+        g.nodes[nt].data[NID] = ids
+    for c, ids in pair.edata.get(EID, {}).items():
+        g.edges[c].data[EID] = ids
+    return g
 
 
 def _gather(column: torch.Tensor, ids: torch.Tensor, device) -> torch.Tensor:

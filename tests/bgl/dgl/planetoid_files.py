@@ -76,3 +76,21 @@ def random_dataset(rng: np.random.Generator, n: int = 600, num_feats: int = 9, n
         adjacency[int(u)] = nbrs
     return {"feat": feat, "label": label, "num_classes": num_classes, "adjacency": adjacency,
             "num_train": min(10, num_labelled), "test_order": rng.permutation(test_ids), "num_labelled": num_labelled}
+
+
+def write_cora_raw(raw_dir: Path) -> Path:
+    """The embedded Cora as raw files where DGL 2.1 looks (``raw_dir/cora_v2_<hash>/``), so DGL and
+    ``bgl.dgl.data`` read the same files; returns ``raw_dir``.  Its features are 0/1 rows scaled by
+    DGL's row normalisation, so the raw rows are the nonzero pattern."""
+    from bgl.dgl.data.embedded_cora import embedded_cora
+
+    cora = embedded_cora()
+    order = np.lexsort((cora.dst, cora.src))
+    adjacency: dict = {}
+    for u, v in zip(cora.src[order].tolist(), cora.dst[order].tolist()):
+        adjacency.setdefault(u, []).append(v)
+    dgl_name, folder = DGL_FOLDERS["cora"]
+    test_ids = np.flatnonzero(cora.test_mask)
+    write_planetoid(Path(raw_dir) / folder, dgl_name, (cora.feat > 0).astype(np.float32), cora.label,
+                    cora.num_classes, adjacency, int(cora.train_mask.sum()), test_ids, int(test_ids.min()))
+    return Path(raw_dir)

@@ -180,6 +180,37 @@ def test_typed_batches():
     assert torch.equal(torch.sort(torch.cat(outputs)).values, seeds["user"])
 
 
+def test_typed_link_prediction_batches():
+    gen = torch.Generator().manual_seed(2)
+    n_user, n_item, k = 30, 20, 120
+    pairs = torch.randperm(n_user * n_item, generator=gen)[:k]  # no repeated pair: one reverse each
+    us, it = pairs // n_item, pairs % n_item
+    g = bdgl.heterograph({("user", "buys", "item"): (us, it), ("item", "bought_by", "user"): (it, us)},
+                         num_nodes_dict={"user": n_user, "item": n_item})
+    g.nodes["user"].data["feat"] = torch.randn(n_user, 3, generator=gen)
+    g.nodes["item"].data["feat"] = torch.randn(n_item, 3, generator=gen)
+    sampler = bdgl.dataloading.as_edge_prediction_sampler(
+        bdgl.dataloading.NeighborSampler([2, 2]), exclude="reverse_types",
+        reverse_etypes={"buys": "bought_by", "bought_by": "buys"},
+        negative_sampler=bdgl.dataloading.negative_sampler.Uniform(1))
+    loader = bdgl.dataloading.DataLoader(g, {"buys": torch.arange(k)}, sampler, batch_size=40)
+    for input_nodes, pair, neg, blocks in loader:
+        assert isinstance(pair, bdgl.DGLGraph) and pair.canonical_etypes == g.canonical_etypes
+        c = ("user", "buys", "item")
+        s, d = pair.edges(etype=c)
+        gs, gd = g.find_edges(pair.edges[c].data[EID], etype=c)
+        assert torch.equal(pair.nodes["user"].data[NID][s.long()], gs.long())
+        assert torch.equal(pair.nodes["item"].data[NID][d.long()], gd.long())
+        assert neg.num_edges(c) == pair.num_edges(c)
+        excluded = set(pair.edges[c].data[EID].tolist())  # and the same ids of the reverse type
+        for b in blocks:
+            for cet in (c, ("item", "bought_by", "user")):
+                assert not excluded & set(b.edges[cet].data[EID].tolist())
+        for nt in ("user", "item"):  # the pair graph's nodes lead the last block's dst nodes
+            assert torch.equal(pair.nodes[nt].data[NID], blocks[-1].dstnodes[nt].data[NID])
+            assert torch.equal(pair.nodes[nt].data["feat"], g.nodes[nt].data["feat"][pair.nodes[nt].data[NID]])
+
+
 def test_dgl_names_are_bgl_samplers():
     dl = bdgl.dataloading
     assert dl.NeighborSampler is bgl.NeighborSampler and dl.as_edge_prediction_sampler is bgl.as_edge_prediction_sampler
