@@ -155,6 +155,20 @@ class GraphQueries:
             raise DGLError(f"Trying to find the edge id of a non-existing edge (pair {i}).")
         return int(eid[0]) if single else eid.to(self.idtype)
 
+    def adj_tensors(self, fmt: str, etype=None):
+        """The relation's adjacency as DGL hands it out: ``"coo"`` -> (src, dst); ``"csr"`` /
+        ``"csc"`` -> (indptr, indices, edge ids), the cached arrays themselves where they already
+        hold the graph's idtype (built on first use; what bgl's loader reads from a graph)."""
+        rel = self._relation(etype)
+        if fmt == "coo":
+            src, dst = rel.coo()
+            return src.to(self.idtype), dst.to(self.idtype)
+        if fmt not in ("csr", "csc"):
+            raise DGLError(f'Invalid format: {fmt!r}. Must be "coo", "csr" or "csc".')
+        adj = rel.csr() if fmt == "csr" else rel.csc()
+        eids = torch.arange(adj.indices.shape[0], device=adj.indices.device) if adj.eids is None else adj.eids
+        return adj.indptr.to(self.idtype), adj.indices.to(self.idtype), eids.to(self.idtype)
+
     def has_nodes(self, vid, ntype=None):
         """Whether each id is a node of ``ntype``."""
         idx, single = _ids(vid, self.device)

@@ -84,9 +84,9 @@ class NodeSpace:
 
     def _frames(self):
         g = self._graph
-        if self._side == "src":  # (a block has no "all" side: ask for it only when asked for)
-            return g._src_frames
-        return g._dst_frames if self._side == "dst" else g._node_frames()
+        if self._side == "all":
+            return g._node_frames()
+        return g._src_frames if self._side == "src" else g._dst_frames
 
     def __call__(self, ntype=None):
         import torch

@@ -2,7 +2,8 @@
 
 Shortcut names follow DGL: SpMM ``copy_u_sum``, ``copy_e_max``, ``u_mul_e_sum``, ... (message
 ``copy_u`` / ``copy_e`` / ``u_{add,sub,mul,div}_e``, reducer ``sum/max/min/mean``) and SDDMM
-``u_add_v``, ``u_dot_v``, ``e_div_v``, ``copy_u``, ``copy_v``, ... (``{u,v,e}_{op}_{u,v,e}``).
+``u_add_v``, ``u_dot_v``, ``e_div_v``, ``copy_u``, ``copy_v``, ... (``{u,v,e}_{op}_{u,v,e}``);
+and the segment operators ``segment_reduce``, ``segment_softmax``, ``segment_mm``, ``gather_mm``.
 """
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import sys
 
 from bgl.dgl.ops.edge_softmax import edge_softmax
 from bgl.dgl.ops.sddmm import edge_message
+from bgl.dgl.ops.segment import gather_mm, segment_mm, segment_reduce, segment_softmax
 from bgl.dgl.ops.spmm import SPMM_OPS, message_reduce
 
-__all__ = ["gspmm", "gsddmm", "edge_softmax", "copy_u", "copy_v"]
+__all__ = ["gspmm", "gsddmm", "edge_softmax", "copy_u", "copy_v", "segment_reduce", "segment_softmax",
+           "segment_mm", "gather_mm"]
 
 
 def gspmm(g, op, reduce_op, lhs_data, rhs_data):

@@ -121,8 +121,8 @@ class EdgeOpSum(torch.autograd.Function):
 
 class EdgeOpCompare(torch.autograd.Function):
     """``out[v] = max`` (or ``min``) over the in-edges of ``v`` of ``op(lhs, rhs)``, ``-inf`` /
-    ``inf`` where ``v`` has none (as DGL's ``gspmm``); the gradient goes to the first edge (in
-    edge-id order) reaching the extreme, per feature, as DGL's CPU kernel picks it."""
+    ``inf`` where ``v`` has none (as DGL's ``gspmm``); the gradient goes to the edge reaching the
+    extreme, per feature, the last in edge-id order among ties, as DGL's CPU kernel picks it."""
 
     @staticmethod
     def forward(ctx, op, reduce_op, lhs, rhs, li, ri, dst, num_edges, num_out, out_shape):
@@ -137,15 +137,15 @@ class EdgeOpCompare(torch.autograd.Function):
             msg = apply_op(op, _rows(lhs, li, start, stop), _rows(rhs, ri, start, stop)).expand(stop - start, *out_shape)
             where = dst[start:stop].long().view(view).expand_as(msg)
             out.scatter_reduce_(0, where, msg, how, include_self=True)
-        arg = torch.full((num_out, *out_shape), num_edges, dtype=torch.int64, device=ref.device)
+        arg = torch.full((num_out, *out_shape), -1, dtype=torch.int64, device=ref.device)
         for start in range(0, num_edges, step):
             stop = min(start + step, num_edges)
             msg = apply_op(op, _rows(lhs, li, start, stop), _rows(rhs, ri, start, stop)).expand(stop - start, *out_shape)
             rows = dst[start:stop].long()
             hit = msg == out.index_select(0, rows)
             pos = torch.arange(start, stop, device=ref.device).view(view).expand_as(msg)
-            pos = torch.where(hit, pos, torch.full_like(pos, num_edges))
-            arg.scatter_reduce_(0, rows.view(view).expand_as(msg), pos, "amin", include_self=True)
+            pos = torch.where(hit, pos, torch.full_like(pos, -1))
+            arg.scatter_reduce_(0, rows.view(view).expand_as(msg), pos, "amax", include_self=True)
         ctx.save_for_backward(lhs, rhs, li, ri, arg)
         ctx.op, ctx.num_edges = op, num_edges
         return out
@@ -154,8 +154,8 @@ class EdgeOpCompare(torch.autograd.Function):
     def backward(ctx, grad_out):
         lhs, rhs, li, ri, arg = ctx.saved_tensors
         op, num_edges = ctx.op, ctx.num_edges
-        reached = arg < num_edges
-        edge = arg.clamp(max=max(num_edges - 1, 0))
+        reached = arg >= 0
+        edge = arg.clamp(min=0)
         grad = grad_out * reached
         if op == "dot":  # the extreme is per output value; the operands' last dim is summed into it
             edge = edge.expand(*edge.shape[:-1], lhs.shape[-1])

@@ -1,23 +1,35 @@
 """DGL's generalized SpMM: a message per edge reduced over each destination's in-edges.
 
 ``copy_u`` and ``u_mul_e`` with one weight per edge (or per edge and head, as GAT's attention)
-reduced by ``sum`` / ``mean`` run as a CSR sparse-dense matmul over the relation's cached CSC
-(backward: the cached CSR), never gathering an E x F tensor.  Every other pair runs through
-:mod:`.edge_map`, a chunk of edges at a time.
+reduced by ``sum`` / ``mean`` are one fused SpMM over the relation's cached CSC (backward: the
+cached CSR), and ``copy_u`` / ``copy_e`` with ``max`` / ``min`` one pass that also records the
+arg edge: numba kernels on the CPU (:mod:`._kernels`), torch's CSR matmul on a GPU.  Neither
+gathers an E x F tensor.  Every other pair runs through :mod:`.edge_map`, a chunk of edges at
+a time.
 """
 from __future__ import annotations
 
 import warnings
 from typing import Optional
 
+import numpy as np
 import torch
 
 from bgl.dgl.base import DGLError
+from bgl.dgl.ops._kernels import edge_head_dot, spmm_extreme, spmm_weighted
+from bgl.dgl.ops.cpu_rows import adjacency_arrays, run_rows
 from bgl.dgl.ops.edge_map import EdgeOpCompare, EdgeOpSum
 from bgl.dgl.ops.operands import Operands, check_rows
 from bgl.dgl.relation import Relation
 
 REDUCERS = ("sum", "mean", "max", "min")
+USE_KERNELS = True  # numba kernels for CPU tensors; False: the torch path a GPU takes (tests flip it)
+
+
+def _kernels_for(t: torch.Tensor) -> bool:
+    """Whether the numba kernels take ``t`` (CPU float32 / float64; half types go the torch way)."""
+    return USE_KERNELS and t.device.type == "cpu" and t.dtype in (torch.float32, torch.float64)
+
 SPMM_OPS = ("add", "sub", "mul", "div", "copy_lhs", "copy_rhs")
 
 
@@ -33,13 +45,35 @@ def _weights(adj, w: Optional[torch.Tensor], like: torch.Tensor) -> torch.Tensor
     return w if adj.eids is None else w.index_select(0, adj.eids)
 
 
+def _torch_spmm(adj, x, w, shape) -> torch.Tensor:
+    """The GPU path: one sparse-dense matmul per weight column (head)."""
+    if w is None or w.shape[1] == 1:
+        return _sparse(adj, _weights(adj, None if w is None else w[:, 0], x), shape) @ x
+    heads = w.shape[1]
+    parts = x.view(x.shape[0], heads, -1)
+    return torch.stack([_sparse(adj, _weights(adj, w[:, h], x), shape) @ parts[:, h] for h in range(heads)],
+                       1).reshape(shape[0], -1)
+
+
+def _cpu_spmm(adj, x, w, rows) -> torch.Tensor:
+    out = torch.zeros((rows, x.shape[1]), dtype=x.dtype)
+    wn = np.empty((0, 1), x.numpy().dtype) if w is None else w.detach().contiguous().numpy()
+    run_rows(spmm_weighted, *adjacency_arrays(adj), x.detach().contiguous().numpy(), wn, out.numpy())
+    return out
+
+
 class WeightedSpmm(torch.autograd.Function):
-    """``out[v] = sum over in-edges e = (u, v) of w[e] * x[u]`` (``w`` None: all ones), x [N, F]."""
+    """``out[v, f] = sum over in-edges e = (u, v) of w[e, head(f)] * x[u, f]``: x [N, F], w [E, H]
+    (H divides F; H = 1: one weight per edge) or None (all ones).  CPU: the numba kernel over the
+    CSC (backward: over the CSR); GPU: torch's CSR matmul."""
 
     @staticmethod
     def forward(ctx, rel: Relation, x, w):
         csc = rel.csc()
-        out = _sparse(csc, _weights(csc, w, x), (rel.num_dst, rel.num_src)) @ x
+        if _kernels_for(x):
+            out = _cpu_spmm(csc, x, w, rel.num_dst)
+        else:
+            out = _torch_spmm(csc, x, w, (rel.num_dst, rel.num_src))
         ctx.rel = rel
         ctx.save_for_backward(x, w)
         return out
@@ -48,32 +82,79 @@ class WeightedSpmm(torch.autograd.Function):
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
         rel = ctx.rel
+        grad = grad.contiguous()
         grad_x = grad_w = None
         if ctx.needs_input_grad[1]:
             csr = rel.csr()
-            grad_x = _sparse(csr, _weights(csr, w, x), (rel.num_src, rel.num_dst)) @ grad.contiguous()
+            if _kernels_for(x):
+                grad_x = _cpu_spmm(csr, grad, w, rel.num_src)
+            else:
+                grad_x = _torch_spmm(csr, grad, w, (rel.num_src, rel.num_dst))
         if w is not None and ctx.needs_input_grad[2]:
-            src, dst = rel.coo()
-            grad_w = EdgeOpSum.apply("dot", x.detach(), grad.detach(), src, dst, None, rel.num_edges, 0,
-                                     (1,)).squeeze(-1)
+            heads = w.shape[1]
+            if _kernels_for(x):
+                grad_w = torch.empty((rel.num_edges, heads), dtype=w.dtype)
+                run_rows(edge_head_dot, *adjacency_arrays(rel.csc()), grad.numpy(),
+                         x.detach().contiguous().numpy(), grad_w.numpy())
+            else:
+                src, dst = rel.coo()
+                grad_w = EdgeOpSum.apply("dot", x.detach().view(x.shape[0], heads, -1),
+                                         grad.view(grad.shape[0], heads, -1), src, dst, None, rel.num_edges, 0,
+                                         (heads, 1)).view(rel.num_edges, heads)
         return None, grad_x, grad_w
+
+
+class SpmmExtreme(torch.autograd.Function):
+    """Max / min of ``x[src]`` (``by_edge``: of ``x[edge]``) over each dst node's in-edges on the
+    CPU, one kernel pass; the gradient goes to the row each extreme came from, as DGL's."""
+
+    @staticmethod
+    def forward(ctx, rel: Relation, by_edge: bool, take_max: bool, x):
+        fill = float("-inf") if take_max else float("inf")
+        out = torch.full((rel.num_dst, x.shape[1]), fill, dtype=x.dtype)
+        arg = torch.full((rel.num_dst, x.shape[1]), -1, dtype=torch.int64)
+        run_rows(spmm_extreme, *adjacency_arrays(rel.csc()), by_edge, x.detach().contiguous().numpy(), take_max,
+                 out.numpy(), arg.numpy())
+        ctx.save_for_backward(arg)
+        ctx.rows = x.shape[0]
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (arg,) = ctx.saved_tensors
+        grad_x = torch.zeros((ctx.rows, grad.shape[1]), dtype=grad.dtype)
+        grad_x.scatter_add_(0, arg.clamp(min=0), grad * (arg >= 0))
+        return None, None, None, grad_x
 
 
 def _fused(rel: Relation, op: str, lhs, rhs) -> Optional[torch.Tensor]:
     """The SpMM result when the pair maps onto :class:`WeightedSpmm`, else None."""
+    if op not in ("copy_lhs", "mul") or (lhs.device.type == "cpu" and not _kernels_for(lhs) and USE_KERNELS):
+        return None  # CPU half types: torch's CSR matmul has no CPU kernel for them
+    n = lhs.shape[0]
     if op == "copy_lhs":
-        n = lhs.shape[0]
-        return WeightedSpmm.apply(rel, lhs.reshape(n, -1), None).view(rel.num_dst, *lhs.shape[1:])
-    if op != "mul" or lhs.shape[1:] == rhs.shape[1:]:
+        w = None
+    elif op == "mul" and rel.num_edges and lhs.shape[1:] != rhs.shape[1:]:
+        e = rhs.shape[0]
+        if rhs[0].numel() == 1:  # one weight per edge
+            w = rhs.reshape(e, 1)
+        elif lhs.dim() >= 3 and rhs.shape[1] == lhs.shape[1] and rhs[0, 0].numel() == 1:  # one per head
+            w = rhs.reshape(e, lhs.shape[1])
+        else:
+            return None
+    else:
         return None
-    n, e = lhs.shape[0], rhs.shape[0]
-    if rhs[0].numel() == 1:  # one weight per edge
-        return WeightedSpmm.apply(rel, lhs.reshape(n, -1), rhs.reshape(e)).view(rel.num_dst, *lhs.shape[1:])
-    if lhs.dim() >= 3 and rhs.shape[1] == lhs.shape[1] and rhs[0, 0].numel() == 1:  # one weight per head
-        heads = [WeightedSpmm.apply(rel, lhs[:, h].reshape(n, -1), rhs[:, h].reshape(e))
-                 for h in range(lhs.shape[1])]
-        return torch.stack(heads, 1).view(rel.num_dst, *lhs.shape[1:])
-    return None
+    return WeightedSpmm.apply(rel, lhs.reshape(n, -1), w).view(rel.num_dst, *lhs.shape[1:])
+
+
+def _extreme(rel: Relation, op: str, reduce_op: str, lhs, rhs, lhs_target: str) -> Optional[torch.Tensor]:
+    """``copy_u`` / ``copy_e`` with max / min on the CPU through :class:`SpmmExtreme`, else None."""
+    data = lhs if op == "copy_lhs" else rhs
+    if op not in ("copy_lhs", "copy_rhs") or (op == "copy_lhs" and lhs_target != "u") or not _kernels_for(data):
+        return None
+    n = data.shape[0]
+    out = SpmmExtreme.apply(rel, op == "copy_rhs", reduce_op == "max", data.reshape(n, -1))
+    return out.view(rel.num_dst, *data.shape[1:])
 
 
 def message_reduce(rel: Relation, op: str, reduce_op: str, lhs: Optional[torch.Tensor],
@@ -92,9 +173,7 @@ def message_reduce(rel: Relation, op: str, reduce_op: str, lhs: Optional[torch.T
     """
     if reduce_op not in REDUCERS:
         raise DGLError(f"Reduce operator {reduce_op!r} is not supported; use one of {REDUCERS}.")
-    src, dst = rel.coo()
     counts = {"u": rel.num_src, "v": rel.num_dst, "e": rel.num_edges}
-    index = {"u": src, "v": dst, "e": None}
     names = {"u": "source node", "v": "destination node", "e": "edge"}
     for data, target in ((lhs, lhs_target), (rhs, rhs_target)):
         if data is not None:
@@ -103,10 +182,15 @@ def message_reduce(rel: Relation, op: str, reduce_op: str, lhs: Optional[torch.T
     out = None
     if reduce_op in ("sum", "mean") and lhs_target == "u" and (rhs is None or rhs_target == "e"):
         out = _fused(rel, op, ops.lhs, ops.rhs)
+    if out is None and reduce_op in ("max", "min"):
+        out = _extreme(rel, op, reduce_op, ops.lhs, ops.rhs, lhs_target)
+    if out is None:  # the unfused path reads the COO (built now if the relation had only its CSC)
+        src, dst = rel.coo()
+        index = {"u": src, "v": dst, "e": None}
     if out is None and reduce_op in ("sum", "mean"):
         out = EdgeOpSum.apply(op, ops.lhs, ops.rhs, index[lhs_target], index[rhs_target], dst,
                               rel.num_edges, rel.num_dst, ops.out_shape)
-    elif out is None:
+    elif out is None and reduce_op in ("max", "min"):
         out = EdgeOpCompare.apply(op, reduce_op, ops.lhs, ops.rhs, index[lhs_target], index[rhs_target], dst,
                                   rel.num_edges, rel.num_dst, ops.out_shape)
     if reduce_op == "mean":

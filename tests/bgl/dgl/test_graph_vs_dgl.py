@@ -160,3 +160,25 @@ def test_bad_input_raises_where_dgl_does(case):
     with pytest.raises(bdgl.DGLError) as info:
         BAD[case](bdgl)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("fmt", ["coo", "csr", "csc"])
+def test_adj_tensors_match_dgl(hub_edges, fmt):
+    _same(_pair(bdgl, hub_edges).adj_tensors(fmt), _pair(dgl, hub_edges).adj_tensors(fmt))
+
+
+def test_bgl_ingest_stores_a_bgl_dgl_graph_as_it_stores_dgls(hub_edges, tmp_path):
+    import numpy as np
+
+    import bgl
+
+    stores = []
+    for lib in (bdgl, dgl):
+        g = _pair(lib, hub_edges)
+        g.ndata["feat"] = torch.arange(N * 2, dtype=torch.float32).view(N, 2)
+        g.ndata["label"] = torch.arange(N) % 3
+        stores.append(bgl.ingest(g, tmp_path / lib.__name__))
+    ours, theirs = stores
+    assert (ours.num_nodes, ours.num_edges) == (theirs.num_nodes, theirs.num_edges)
+    for name in ("indptr", "indices"):
+        assert np.array_equal(np.asarray(getattr(ours, name)), np.asarray(getattr(theirs, name))), name

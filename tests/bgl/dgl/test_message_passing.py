@@ -222,3 +222,34 @@ def test_float64_matches_dgl(hub_edges):
         outs.append(g.ndata["h"])
     assert outs[0].dtype == torch.float64
     torch.testing.assert_close(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("reducer", ["sum", "mean", "max", "min"])
+def test_segment_operators_match_dgl(reducer):
+    gen = torch.Generator().manual_seed(11)
+    seglen = torch.tensor([3, 0, 5, 1, 0, 4])
+    value = torch.randn(13, 2, generator=gen)
+    torch.testing.assert_close(bdgl.ops.segment_reduce(seglen, value, reducer),
+                               dgl.ops.segment_reduce(seglen, value, reducer), **TOL)
+    torch.testing.assert_close(bdgl.ops.segment_softmax(seglen, value), dgl.ops.segment_softmax(seglen, value), **TOL)
+    b = torch.randn(6, 2, 3, generator=gen)
+    torch.testing.assert_close(bdgl.ops.segment_mm(value, b, seglen), dgl.ops.segment_mm(value, b, seglen), **TOL)
+    idx = torch.randint(0, 6, (13,), generator=gen)
+    torch.testing.assert_close(bdgl.ops.gather_mm(value, b, idx_b=idx), dgl.ops.gather_mm(value, b, idx_b=idx), **TOL)
+
+
+@pytest.mark.parametrize("kernels", [True, False], ids=["cpu-kernel", "torch-path"])
+def test_max_gradient_among_tied_edges_goes_where_dgl_sends_it(kernels, monkeypatch):
+    from bgl.dgl.ops import spmm
+
+    monkeypatch.setattr(spmm, "USE_KERNELS", kernels)
+    for src in ([3, 1, 2, 0, 4], [4, 2, 1, 0, 3], [1, 2, 4, 3]):
+        grads = []
+        for lib, fn in ((bdgl, bfn), (dgl, dfn)):
+            g = lib.graph((torch.tensor(src), torch.tensor([0, 0, 0, 1, 0][:len(src)])), num_nodes=5)
+            x = torch.tensor([[1.0], [5.0], [5.0], [2.0], [5.0]], requires_grad=True)
+            g.ndata["x"] = x
+            g.update_all(fn.copy_u("x", "m"), fn.max("m", "h"))
+            g.ndata["h"].sum().backward()
+            grads.append(x.grad)
+        torch.testing.assert_close(*grads, msg=str(src))

@@ -1,0 +1,42 @@
+"""Running a :mod:`._kernels` kernel over a compressed adjacency's rows on the CPU threads.
+
+Rows are split into one range per torch thread with about equal edge counts (a search in
+``indptr``), each range a ``nogil`` kernel call on its own thread; a small adjacency (under
+``SPLIT_EDGES`` edges) runs in the caller's thread.  The pool is made on first use and lives
+with the process, sized by ``torch.get_num_threads()`` at that time.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import torch
+
+SPLIT_EDGES = 1 << 16
+_pool: list = []
+
+
+def adjacency_arrays(adj) -> tuple:
+    """(indptr, indices, eids or an empty array) of a CPU :class:`~bgl.dgl.relation.Compressed`
+    as NumPy views, what the kernels take."""
+    indices = adj.indices.numpy()
+    eids = np.empty(0, indices.dtype) if adj.eids is None else adj.eids.numpy()
+    return adj.indptr.numpy(), indices, eids
+
+
+def run_rows(kernel, indptr: np.ndarray, *args) -> None:
+    """``kernel(lo, hi, indptr, *args)`` over every row, split across the CPU threads."""
+    rows = indptr.shape[0] - 1
+    edges = int(indptr[-1]) if rows >= 0 else 0
+    parts = max(1, min(torch.get_num_threads(), edges // SPLIT_EDGES))
+    if parts == 1 or rows < 2:
+        kernel(0, rows, indptr, *args)
+        return
+    bounds = np.searchsorted(indptr, np.linspace(0, edges, parts + 1)).clip(0, rows)
+    bounds[0], bounds[-1] = 0, rows
+    if not _pool:
+        _pool.append(ThreadPoolExecutor(max(2, torch.get_num_threads()), thread_name_prefix="bgl-dgl-ops"))
+    jobs = [_pool[0].submit(kernel, int(lo), int(hi), indptr, *args)
+            for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
+    for job in jobs:
+        job.result()

@@ -1,0 +1,285 @@
+"""``bgl.dgl`` without DGL (both lanes): message passing against a per-edge brute force, the
+frame and ``local_scope`` semantics, bad input, bgl blocks and pair graphs as ``bgl.dgl``
+graphs (zero copy), and that the package never imports the real ``dgl``."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import bgl.dgl as dgl
+import bgl.dgl.function as fn
+from bgl.blocks import Block
+from bgl.dgl.ops import edge_map
+
+N, E = 12, 40
+
+
+def _graph(hub_edges):
+    src, dst = hub_edges(N, E, seed=4)
+    return dgl.graph((src, dst), num_nodes=N)
+
+
+def _brute_force(src, dst, msgs, reducer, num_dst):
+    """Per-node reduction with a Python loop over nodes (reference only)."""
+    rows = []
+    for v in range(num_dst):
+        mine = msgs[dst == v]
+        if mine.shape[0] == 0:
+            rows.append(torch.zeros(msgs.shape[1:]))
+        elif reducer == "sum":
+            rows.append(mine.sum(0))
+        elif reducer == "mean":
+            rows.append(mine.mean(0))
+        elif reducer == "max":
+            rows.append(mine.max(0).values)
+        else:
+            rows.append(mine.min(0).values)
+    return torch.stack(rows)
+
+
+@pytest.mark.parametrize("reducer", ["sum", "mean", "max", "min"])
+def test_update_all_matches_a_brute_force(hub_edges, reducer):
+    g = _graph(hub_edges)
+    x = torch.randn(N, 2, 3, requires_grad=True)
+    w = torch.randn(E, 2, 1, requires_grad=True)
+    g.ndata["x"], g.edata["w"] = x, w
+    g.update_all(fn.u_mul_e("x", "w", "m"), getattr(fn, reducer)("m", "h"))
+    src, dst = g.edges()
+    want = _brute_force(src, dst, x[src.long()] * w, reducer, N)
+    torch.testing.assert_close(g.ndata["h"], want)
+    if reducer in ("sum", "mean"):
+        gx, gw = torch.autograd.grad(g.ndata["h"].sum(), (x, w))
+        wx, ww = torch.autograd.grad(want.sum(), (x, w))
+        torch.testing.assert_close(gx, wx)
+        torch.testing.assert_close(gw, ww)
+
+
+def test_chunked_messages_equal_one_chunk(hub_edges, monkeypatch):
+    """The edge-chunk loop (16 MiB chunks in use) gives what one chunk gives, values and grads."""
+    results = []
+    for chunk in (edge_map.CHUNK_ELEMENTS, 7):
+        monkeypatch.setattr(edge_map, "CHUNK_ELEMENTS", chunk)
+        g = _graph(hub_edges)
+        x = torch.linspace(-2, 2, N * 4).view(N, 4).requires_grad_(True)
+        y = torch.linspace(1, 3, E * 4).view(E, 4).requires_grad_(True)
+        g.ndata["x"], g.edata["y"] = x, y
+        g.update_all(fn.u_div_e("x", "y", "m"), fn.max("m", "a"))
+        g.update_all(fn.u_add_e("x", "y", "m"), fn.sum("m", "b"))
+        g.apply_edges(fn.u_dot_v("x", "x", "s"))
+        loss = g.ndata["a"].sum() + g.ndata["b"].pow(2).sum() + g.edata["s"].sum()
+        results.append((g.ndata["a"], g.ndata["b"], g.edata["s"], *torch.autograd.grad(loss, (x, y))))
+    for got, want in zip(*results):
+        torch.testing.assert_close(got, want)
+
+
+def test_edge_softmax_matches_a_brute_force(hub_edges):
+    g = _graph(hub_edges)
+    logits = torch.randn(E, 3)
+    got = dgl.ops.edge_softmax(g, logits)
+    _, dst = g.edges()
+    want = torch.empty_like(logits)
+    for v in range(N):
+        sel = dst == v
+        if sel.any():
+            want[sel] = torch.softmax(logits[sel], 0)
+    torch.testing.assert_close(got, want)
+
+
+def test_local_scope_keeps_dgl_semantics(hub_edges):
+    g = _graph(hub_edges)
+    x = torch.zeros(N, 2)
+    g.ndata["x"] = x
+    with g.local_scope():
+        g.ndata["x"] = torch.ones(N, 2)  # replaced inside: restored after
+        g.ndata["tmp"] = torch.ones(N)  # new inside: gone after
+        g.edata["e"] = torch.ones(E)
+        with g.local_scope():
+            del g.ndata["tmp"]
+        assert "tmp" in g.ndata
+    assert g.ndata["x"] is x and "tmp" not in g.ndata and "e" not in g.edata
+    with g.local_scope():
+        g.ndata["x"][0, 0] = 5.0  # an in-place edit stays, as in DGL
+    assert x[0, 0] == 5.0
+
+
+def test_relation_slices_and_views_share_frames():
+    g = dgl.heterograph({("user", "buys", "item"): ([0, 1, 2], [0, 0, 1]),
+                         ("user", "follows", "user"): ([0, 1], [1, 2])})
+    g.nodes["user"].data["h"] = torch.arange(3.0)
+    sub = g["buys"]
+    assert sub.srctypes == ["user"] and sub.dsttypes == ["item"]
+    sub.update_all(fn.copy_u("h", "m"), fn.sum("m", "s"))
+    assert torch.equal(g.nodes["item"].data["s"], torch.tensor([1.0, 2.0]))
+    assert set(g.ndata["h"]) == {"user"}
+    g.ndata["z"] = {"item": torch.ones(2)}
+    assert torch.equal(g.nodes["item"].data["z"], torch.ones(2))
+    with pytest.raises(dgl.DGLError, match="multiple node types"):
+        g.ndata["bad"] = torch.ones(3)
+
+
+def test_rows_write_through_a_node_subset(hub_edges):
+    g = _graph(hub_edges)
+    g.nodes[torch.tensor([1, 3])].data["h"] = torch.ones(2, 2)
+    assert g.ndata["h"].shape == (N, 2) and g.ndata["h"].sum() == 4
+
+
+BAD = {
+    "feature rows": (lambda g: g.ndata.__setitem__("x", torch.ones(N + 1)), "match number of nodes"),
+    "edge rows": (lambda g: g.edata.__setitem__("x", torch.ones(3)), "match number of edges"),
+    "unknown node type": (lambda g: g.nodes["paper"], 'Node type "paper"'),
+    "unknown edge type": (lambda g: g.edges["cites"], 'Edge type "cites"'),
+    "node id range": (lambda g: g.in_degrees(torch.tensor([N])), f"[0, {N})"),
+    "edge id range": (lambda g: g.find_edges(E + 3), f"[0, {E})"),
+    "no such edge": (lambda g: g.edge_ids(N - 1, N - 1), "non-existing edge"),
+    "broadcast": (lambda g: dgl.ops.u_add_v(g, torch.ones(N, 3), torch.ones(N, 4)), "not valid for broadcasting"),
+    "dot": (lambda g: dgl.ops.u_dot_v(g, torch.ones(N, 3), torch.ones(N, 4)), "same size on last dimension"),
+    "operand rows": (lambda g: dgl.ops.copy_u_sum(g, torch.ones(N - 1, 2)), "rows"),
+    "missing field": (lambda g: g.update_all(fn.copy_u("nope", "m"), fn.sum("m", "h")), "'nope'"),
+    "norm_by": (lambda g: dgl.ops.edge_softmax(g, torch.ones(E), norm_by="both"), "norm_by"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_is_one_line_naming_it(hub_edges, case):
+    call, words = BAD[case]
+    with pytest.raises(dgl.DGLError) as info:
+        call(_graph(hub_edges))
+    assert words in str(info.value) and "\n" not in str(info.value)
+
+
+def test_graph_construction_errors():
+    with pytest.raises(dgl.DGLError, match="same length"):
+        dgl.graph(([0, 1], [1]))
+    with pytest.raises(dgl.DGLError, match="larger than the max ID"):
+        dgl.graph(([0, 5], [1, 2]), num_nodes=3)
+    with pytest.raises(dgl.DGLError, match="non-negative"):
+        dgl.graph(([0, -1], [1, 2]))
+    with pytest.raises(dgl.DGLError, match="int32 or torch.int64"):
+        dgl.graph(([0], [1]), idtype=torch.float32)
+
+
+def test_what_bgl_dgl_lacks_is_refused_by_name():
+    with pytest.raises(NotImplementedError, match="dgl.to_block.*bgl.DataLoader"):
+        dgl.to_block
+    with pytest.raises(NotImplementedError, match="send_and_recv"):
+        dgl.graph(([0], [1])).send_and_recv([0], fn.copy_u("x", "m"), fn.sum("m", "h"))
+
+
+def test_old_builtin_aliases_are_the_new_ones(hub_edges):
+    outs = []
+    for msg in (fn.src_mul_edge("x", "w", "m"), fn.u_mul_e("x", "w", "m")):
+        g = _graph(hub_edges)
+        g.ndata["x"], g.edata["w"] = torch.ones(N, 2), torch.arange(E, dtype=torch.float32)
+        g.update_all(msg, fn.sum("m", "h"))
+        outs.append(g.ndata["h"])
+    torch.testing.assert_close(*outs)
+    assert fn.copy_src("x", "m").name == "copy_u" and fn.copy_edge("x", "m").name == "copy_e"
+
+
+def test_a_bgl_block_becomes_a_block_without_copies():
+    indptr, indices = torch.tensor([0, 2, 2, 5]), torch.tensor([3, 4, 0, 1, 4])
+    core = Block(torch.tensor([10, 20, 30, 40, 50]), 3, indptr, indices, edge_ids=torch.tensor([7, 8, 9, 10, 11]),
+                 srcdata={"feat": torch.arange(5.0).unsqueeze(1)}, dstdata={"label": torch.tensor([0, 1, 2])})
+    b = dgl.block_from_bgl(core)
+    assert b.is_block and (b.num_src_nodes(), b.num_dst_nodes(), b.num_edges()) == (5, 3, 5)
+    assert b.srcdata["feat"] is core.srcdata["feat"] and b.dstdata["label"] is core.dstdata["label"]
+    assert torch.equal(b.srcdata[dgl.NID], core.src_ids) and torch.equal(b.edata[dgl.EID], core.edge_ids)
+    csc = b._relation(None).csc()
+    assert csc.indptr.data_ptr() == indptr.data_ptr() and csc.indices.data_ptr() == indices.data_ptr()
+    b.update_all(fn.copy_u("feat", "m"), fn.sum("m", "h"))
+    assert torch.equal(b.dstdata["h"], torch.tensor([[7.0], [0.0], [5.0]]))
+    assert b.formats()["created"] == ["csc"]  # the COO is built only when asked for
+    assert torch.equal(b.edges()[1], torch.tensor([0, 0, 2, 2, 2]))
+
+
+def test_a_typed_bgl_block_becomes_a_typed_block():
+    from bgl.schema import EdgeType, GraphSchema, NodeType
+
+    schema = GraphSchema((NodeType("user", 0, 10), NodeType("item", 10, 5)),
+                         (EdgeType("user", "buys", "item"), EdgeType("user", "follows", "user")))
+    # src: user 0, item 10, user 1, item 11, user 2; dst: user 0, item 10
+    core = Block(torch.tensor([0, 10, 1, 11, 2]), 2, torch.tensor([0, 2, 4]), torch.tensor([2, 4, 0, 4]),
+                 etypes=torch.tensor([1, 1, 0, 0]), schema=schema,
+                 srcdata={"x": {"user": torch.tensor([1.0, 2.0, 4.0]), "item": torch.zeros(2)}})
+    b = dgl.block_from_bgl(core)
+    assert b.srctypes == ["item", "user"] and b.num_src_nodes("user") == 3 and b.num_dst_nodes("item") == 1
+    assert torch.equal(b.srcnodes["item"].data[dgl.NID], torch.tensor([0, 1]))
+    assert torch.equal(b.edges(etype="follows")[0], torch.tensor([1, 2]))
+    assert torch.equal(b.edges(etype="buys")[0], torch.tensor([0, 2]))
+    b.update_all(fn.copy_u("x", "m"), fn.sum("m", "h"))
+    assert torch.equal(b.dstnodes["user"].data["h"], torch.tensor([6.0]))
+    assert torch.equal(b.dstnodes["item"].data["h"], torch.tensor([5.0]))
+
+
+def test_a_pair_graph_scores_with_u_dot_v():
+    from bgl.loader.edge_seeds import PairGraph
+
+    pair = PairGraph(torch.tensor([0, 1]), torch.tensor([2, 2]), torch.tensor([5, 6, 7]), torch.tensor([3, 4]))
+    g = dgl.graph_from_pair(pair)
+    g.ndata["h"] = torch.tensor([[1.0, 0.0], [0.0, 2.0], [3.0, 4.0]])
+    g.apply_edges(fn.u_dot_v("h", "h", "score"))
+    assert torch.equal(g.edata["score"], torch.tensor([[3.0], [8.0]]))
+    assert torch.equal(g.edata[dgl.EID], torch.tensor([3, 4]))
+
+
+def test_bgl_dgl_never_imports_dgl():
+    code = ("import sys; sys.modules['dgl'] = None\n"
+            "import torch, bgl.dgl as dgl, bgl.dgl.function as fn\n"
+            "g = dgl.graph(([0, 1], [1, 2])); g.ndata['x'] = torch.ones(3, 2)\n"
+            "g.update_all(fn.copy_u('x', 'm'), fn.sum('m', 'h'))\n"
+            "assert g.ndata['h'].sum() == 4\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "DGLBACKEND": "pytorch"})
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_cpu_kernels_equal_the_torch_path_a_gpu_takes(hub_edges, monkeypatch):
+    """The numba kernels (CPU) and the torch ops (the GPU path, run here on the CPU) agree."""
+    from bgl.dgl.ops import cpu_rows, spmm
+
+    monkeypatch.setattr(cpu_rows, "SPLIT_EDGES", 8)  # several row ranges on the thread pool
+    results = []
+    for kernels in (True, False):
+        monkeypatch.setattr(spmm, "USE_KERNELS", kernels)
+        src, dst = hub_edges(N, E, seed=6, num_dst=5)
+        b = dgl.create_block((src, dst), num_src_nodes=N, num_dst_nodes=5)
+        x = torch.linspace(-3, 3, N * 6).view(N, 2, 3).requires_grad_(True)
+        a = torch.linspace(0.5, 2, E * 2).view(E, 2, 1).requires_grad_(True)
+        b.srcdata["x"], b.edata["a"] = x, a
+        b.update_all(fn.u_mul_e("x", "a", "m"), fn.sum("m", "s"))
+        b.update_all(fn.copy_u("x", "m"), fn.max("m", "mx"))
+        b.update_all(fn.copy_e("a", "m"), fn.min("m", "mn"))
+        soft = dgl.ops.edge_softmax(b, a * 3)
+        loss = (b.dstdata["s"].pow(2).sum() + b.dstdata["mx"].sum() + b.dstdata["mn"].sum()
+                + (soft * torch.arange(E * 2.0).view(E, 2, 1)).sum())
+        results.append((b.dstdata["s"], b.dstdata["mx"], b.dstdata["mn"], soft, *torch.autograd.grad(loss, (x, a))))
+    for got, want in zip(*results):
+        torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_types_take_the_torch_path(hub_edges, dtype):
+    outs = []
+    for dt in (torch.float32, dtype):
+        g = _graph(hub_edges)
+        g.ndata["x"] = torch.linspace(-1, 1, N * 2).view(N, 2).to(dt)
+        g.edata["w"] = torch.linspace(0, 1, E).to(dt)
+        g.update_all(fn.u_mul_e("x", "w", "m"), fn.sum("m", "s"))
+        g.update_all(fn.copy_u("x", "m"), fn.max("m", "mx"))
+        outs.append((g.ndata["s"], g.ndata["mx"], dgl.ops.edge_softmax(g, g.edata["w"])))
+    for want, got in zip(*outs):
+        assert got.dtype == dtype
+        torch.testing.assert_close(got.float(), want, atol=0.05, rtol=0.05)
+
+
+def test_bgl_ingest_takes_a_bgl_dgl_graph(hub_edges, tmp_path):
+    import bgl
+
+    g = _graph(hub_edges)
+    g.ndata["feat"] = torch.randn(N, 3)
+    store = bgl.ingest(g, tmp_path / "store")
+    assert store.num_nodes == N and 0 < store.num_edges <= E
