@@ -9,6 +9,8 @@ Message passing is one gather (``feat[indices]``) plus one scatter
 (``index_add_``) per layer: O(edges) tensor work, no Python loop over nodes.
 A block is anything with ``num_dst`` (int), ``indptr`` (int64 [num_dst + 1])
 and ``indices`` (int64 [num_edges], local src positions) — bgl's ``Block``.
+DGL's whole layer set (GraphConv, GATConv, RelGraphConv, ...) on ``bgl.dgl`` graphs and
+blocks is :mod:`bgl.dgl.nn`.
 """
 from __future__ import annotations
 

@@ -65,9 +65,11 @@ _LAZY_NAMES = {"load_graphs": "bgl.dgl.data", "save_graphs": "bgl.dgl.data"}
 def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
-    if name in _LAZY_MODULES or name in _LAZY_NAMES:
+    if name in _LAZY_MODULES or name in _LAZY_NAMES or name == "nn":
         import importlib
 
+        if name == "nn":  # `import dgl; dgl.nn.GraphConv` works in DGL: the layers load on first use
+            return importlib.import_module("bgl.dgl.nn")
         if name in _LAZY_MODULES:
             return importlib.import_module(_LAZY_MODULES[name])
         return getattr(importlib.import_module(_LAZY_NAMES[name]), name)

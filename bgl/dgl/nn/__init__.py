@@ -5,7 +5,10 @@ keeps DGL's signature, parameter names, shapes and initialisation, so a state di
 DGL's layer loads here and gives the same outputs.  A DGL layer not built here is refused on
 first use with its name and the layers that exist (no half-working stand-in).
 """
+import sys as _sys
+
 from . import functional
+from .functional import edge_softmax
 from .gatconv import GATConv, GATv2Conv
 from .ginconv import GINConv
 from .graphconv import EdgeWeightNorm, GraphConv
@@ -16,7 +19,12 @@ from .relgraphconv import RelGraphConv
 from .sageconv import SAGEConv
 
 __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "GINConv",
-           "RelGraphConv", "TypedLinear", "HeteroGraphConv", "functional", "to_pyg"]
+           "RelGraphConv", "TypedLinear", "HeteroGraphConv", "functional", "edge_softmax", "to_pyg"]
+
+# DGL scripts also name the layers dgl.nn.pytorch(.conv / .hetero / .linear): the same module here
+for _alias in ("pytorch", "pytorch.conv", "pytorch.hetero", "pytorch.linear", "pytorch.softmax"):
+    _sys.modules[f"{__name__}.{_alias}"] = _sys.modules[__name__]
+pytorch = conv = _sys.modules[__name__]
 
 # DGL 2.1's dgl.nn.pytorch names that bgl does not provide (yet).
 NOT_BUILT = frozenset({
@@ -30,7 +38,7 @@ NOT_BUILT = frozenset({
     "SumPooling", "AvgPooling", "MaxPooling", "SortPooling", "GlobalAttentionPooling", "Set2Set",
     "SetTransformerEncoder", "SetTransformerDecoder", "WeightAndSum", "KNNGraph", "SegmentedKNNGraph",
     "RadiusGraph", "NodeEmbedding", "JumpingKnowledge", "LabelPropagation", "Sequential",
-    "WeightBasis", "DeepWalk", "MetaPath2Vec", "LaplacianPosEnc", "BiasedMHA", "GraphormerLayer",
+    "WeightBasis", "DeepWalk", "MetaPath2Vec", "BiasedMHA", "GraphormerLayer",
     "SpatialEncoder", "SpatialEncoder3d", "PathEncoder", "DegreeEncoder", "LapPosEncoder",
     "EGTLayer",
 })

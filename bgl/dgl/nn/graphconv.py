@@ -35,10 +35,16 @@ def neighbour_sum(graph, src_feat: Tensor, edge_weight: Optional[Tensor] = None,
     float [num_dst, *feat_shape]
     """
     if edge_weight is None:
-        return gspmm(graph, "copy_lhs", reduce, src_feat, None)
-    if edge_weight.dim() == 1:
-        edge_weight = edge_weight.unsqueeze(-1)
-    return gspmm(graph, "mul", reduce, src_feat, edge_weight)
+        out = gspmm(graph, "copy_lhs", reduce, src_feat, None)
+    else:
+        if edge_weight.dim() == 1:
+            edge_weight = edge_weight.unsqueeze(-1)
+        out = gspmm(graph, "mul", reduce, src_feat, edge_weight)
+    if reduce in ("max", "min"):
+        # gspmm leaves -inf / inf where a node has no in-edge; update_all (what DGL's layers
+        # call) turns those into 0, gradient 0
+        out = out.masked_fill(torch.isinf(out), 0)
+    return out
 
 
 def degree_scale(degrees: Tensor, like: Tensor, norm: str) -> Tensor:

@@ -20,23 +20,22 @@ AGGREGATORS = ("mean", "gcn", "pool", "lstm")
 
 
 def in_edge_batches(graph):
-    """Yield (dst ids [B], src ids [B, d]) for each distinct in-degree d > 0.
+    """Yield (dst ids [B], edge ids [B, d]) for each distinct in-degree d > 0.
 
-    Within a dst node the in-edges keep edge-id order (what a DGL reduce UDF's mailbox sees).
+    Within a dst node the edges keep edge-id order (what a DGL reduce UDF's mailbox sees).
     One stable sort of the edges by dst, then one gather per distinct degree: the Python loop
     runs over degrees, not nodes.
     """
-    src, dst = graph.edges()
-    order = torch.sort(dst, stable=True).indices
-    src_by_dst = src.index_select(0, order).long()
-    degrees = graph.in_degrees().to(src.device).long()
+    _, dst = graph.edges()
+    by_dst = torch.sort(dst, stable=True).indices
+    degrees = graph.in_degrees().to(dst.device).long()
     starts = torch.cumsum(degrees, 0) - degrees
     for degree in torch.unique(degrees).tolist():
         if degree == 0:
             continue
         nodes = torch.nonzero(degrees == degree).squeeze(1)
-        positions = starts.index_select(0, nodes).unsqueeze(1) + torch.arange(degree, device=src.device)
-        yield nodes, src_by_dst[positions]
+        positions = starts.index_select(0, nodes).unsqueeze(1) + torch.arange(degree, device=dst.device)
+        yield nodes, by_dst[positions]
 
 
 class SAGEConv(nn.Module):
@@ -149,21 +148,15 @@ class SAGEConv(nn.Module):
 
     def _lstm_aggregate(self, graph, feat_src: Tensor, edge_weight: Optional[Tensor]) -> Tensor:
         """Final LSTM state over each dst node's in-neighbours (edge-id order); 0 without in-edges."""
+        src, _ = graph.edges()
+        src = src.long()
         out = feat_src.new_zeros(graph.num_dst_nodes(), self._in_src_feats)
-        weights = None
-        if edge_weight is not None:
-            src, dst = graph.edges()
-            order = torch.sort(dst, stable=True).indices
-            weights = edge_weight.index_select(0, order.to(edge_weight.device))
-            if weights.dim() == 1:
-                weights = weights.unsqueeze(-1)
-            starts = torch.cumsum(graph.in_degrees().long(), 0) - graph.in_degrees().long()
         parts, rows = [], []
-        for nodes, srcs in in_edge_batches(graph):
-            mailbox = feat_src[srcs]  # [B, d, D]
-            if weights is not None:
-                positions = starts[nodes].unsqueeze(1) + torch.arange(srcs.shape[1], device=srcs.device)
-                mailbox = mailbox * weights[positions]
+        for nodes, eids in in_edge_batches(graph):
+            mailbox = feat_src[src[eids]]  # [B, d, D]
+            if edge_weight is not None:
+                weight = edge_weight[eids.to(edge_weight.device)]
+                mailbox = mailbox * (weight.unsqueeze(-1) if weight.dim() == 2 else weight)
             zeros = mailbox.new_zeros(1, mailbox.shape[0], self._in_src_feats)
             _, (last, _) = self.lstm(mailbox, (zeros, zeros))
             parts.append(last.squeeze(0))

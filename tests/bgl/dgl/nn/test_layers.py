@@ -170,3 +170,24 @@ def test_hetero_graphconv_sums_relations(build):
         mods["bought-by"](block["bought-by"], (x["item"], dst["user"]))
     torch.testing.assert_close(out["user"], expected_user, **TOL)
     assert out["item"].shape == (build.typed_sizes["item"][1], 2)
+
+
+def test_layers_reachable_as_dgl_nn():
+    """``import dgl`` then ``dgl.nn.GraphConv`` is how many DGL scripts name the layers (a fresh
+    interpreter: here bgl.dgl.nn is imported already)."""
+    import subprocess
+    import sys
+
+    code = "import bgl.dgl as dgl; print(dgl.nn.GraphConv.__module__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "bgl.dgl.nn.graphconv"
+
+
+def test_dgl_module_paths_of_the_layers():
+    """``dgl.nn.pytorch``, ``dgl.nn.pytorch.conv`` (and ``.softmax``) paths name the same layers."""
+    import bgl.dgl.nn.pytorch as torch_layers
+    from bgl.dgl.nn.pytorch.conv import GATConv
+    from bgl.dgl.nn.pytorch.softmax import edge_softmax
+
+    assert torch_layers.SAGEConv is dglnn.SAGEConv and GATConv is dglnn.GATConv
+    assert edge_softmax is bgl.dgl.ops.edge_softmax
