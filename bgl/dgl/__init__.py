@@ -51,24 +51,29 @@ _INSTEAD = {
     "batch": "build one graph of the union with bgl.dgl.graph / heterograph",
     "unbatch": "keep the graphs apart before batching",
     "sampling": "sample with bgl.DataLoader (bgl's numba sampler)",
-    "dataloading": "use bgl.DataLoader",
     "distributed": "use bgl's servers (bgl serve / bgl.DataLoader over a partition)",
-    "data": "load data with bgl.ingest",
     "graphbolt": "use bgl.DataLoader",
     "sparse": "use bgl.dgl.ops (gspmm / gsddmm) or torch.sparse",
     "from_scipy": "pass (src, dst) from the matrix's COO to bgl.dgl.graph",
     "from_networkx": "pass (src, dst) from the graph's edge list to bgl.dgl.graph",
-    "load_graphs": "store graphs with bgl.ingest",
-    "save_graphs": "store graphs with bgl.ingest",
 }
+
+
+# Loaded on first use: ``import bgl.dgl`` stays free of the loader (numba, the pipeline).
+_LAZY_MODULES = {"data": "bgl.dgl.data", "dataloading": "bgl.dgl.dataloading"}
+_LAZY_NAMES = {"load_graphs": "bgl.dgl.data", "save_graphs": "bgl.dgl.data"}
 
 
 def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
-    if name == "nn":  # `import dgl; dgl.nn.GraphConv` works in DGL: the layers load on first use
+    if name in _LAZY_MODULES or name in _LAZY_NAMES or name == "nn":
         import importlib
 
-        return importlib.import_module("bgl.dgl.nn")
+        if name == "nn":  # `import dgl; dgl.nn.GraphConv` works in DGL: the layers load on first use
+            return importlib.import_module("bgl.dgl.nn")
+        if name in _LAZY_MODULES:
+            return importlib.import_module(_LAZY_MODULES[name])
+        return getattr(importlib.import_module(_LAZY_NAMES[name]), name)
     instead = _INSTEAD.get(name, "see docs/from-dgl.md for what bgl.dgl covers")
     raise not_built(f"dgl.{name}", instead)

@@ -54,7 +54,9 @@ class _PickledCSR:
 
 _ALLOWED = {
     ("numpy.core.multiarray", "_reconstruct"), ("numpy", "ndarray"), ("numpy", "dtype"),
-    ("numpy.core.multiarray", "scalar"), ("collections", "defaultdict"), ("collections", "OrderedDict"),
+    ("numpy.core.multiarray", "scalar"),
+    ("numpy._core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "scalar"),  # files pickled under numpy 2
+    ("collections", "defaultdict"), ("collections", "OrderedDict"),
     ("__builtin__", "list"), ("builtins", "list"), ("__builtin__", "dict"), ("builtins", "dict"),
     ("__builtin__", "set"), ("builtins", "set"), ("copy_reg", "_reconstructor"), ("copyreg", "_reconstructor"),
     ("__builtin__", "object"), ("builtins", "object"),
@@ -87,6 +89,32 @@ def _load(prefix: Path, part: str):
         raise IngestError(f"{path}: {e}") from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as e:
         raise IngestError(f"{path}: unreadable or truncated pickle: {e}") from None
+
+
+def load_part(prefix: Path, part: str):
+    """One raw file ``<prefix>.<part>`` as its Python object (a scipy CSR stand-in with ``.state``, an array,
+    a dict of lists), unpickled with the admitted classes only; IngestError naming a missing or bad file.
+    For readers that follow another library's conventions on the same files (:mod:`bgl.dgl.data`)."""
+    return _load(Path(prefix), part)
+
+
+def csr_arrays(obj, where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
+    """``(data, indices, indptr, shape)`` of a pickled CSR matrix (dtype as stored); a dense 2-D array
+    is returned in CSR form too.  IngestError for anything else."""
+    if isinstance(obj, _PickledCSR):
+        st = {k.decode() if isinstance(k, bytes) else k: v for k, v in obj.state.items()}
+        try:
+            shape = tuple(int(x) for x in st.get("_shape", st.get("shape")))
+            return np.asarray(st["data"]), np.asarray(st["indices"], np.int64), np.asarray(st["indptr"], np.int64), shape
+        except (KeyError, TypeError) as e:
+            raise IngestError(f"{where}: pickled sparse matrix lacks {e}") from None
+    arr = np.asarray(obj)
+    if arr.ndim != 2:
+        raise IngestError(f"{where}: expected a 2-D matrix, got shape {arr.shape}")
+    rows, cols = np.nonzero(arr)
+    indptr = np.zeros(arr.shape[0] + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=arr.shape[0]), out=indptr[1:])
+    return arr[rows, cols], cols.astype(np.int64), indptr, arr.shape
 
 
 def _dense(obj, where: str) -> np.ndarray:

@@ -1,0 +1,13 @@
+"""``bgl.dgl.data``: DGL's dataset names without DGL (``dgl.data`` after ``import bgl.dgl as dgl``).
+
+* :class:`CoraGraphDataset`, :class:`CiteseerGraphDataset`, :class:`PubmedGraphDataset`
+  (:mod:`bgl.dgl.data.citation`): the graphs DGL 2.1 builds from the raw Planetoid files, read
+  from a local folder; nothing is downloaded, and Cora needs no files at all (embedded copy).
+* :func:`save_graphs`, :func:`load_graphs`, :func:`from_dgl` (:mod:`bgl.dgl.data.graph_files`):
+  any other graph, moved out of an environment that still has DGL as one ``.npz`` file.
+"""
+from .citation import CitationGraphDataset, CiteseerGraphDataset, CoraGraphDataset, PubmedGraphDataset
+from .graph_files import from_dgl, load_graphs, save_graphs
+
+__all__ = ["CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset", "PubmedGraphDataset",
+           "from_dgl", "load_graphs", "save_graphs"]
