@@ -98,7 +98,7 @@ def train_epochs(model, loader, epochs: int, shuffle_batch: bool = False) -> lis
             loss = F.mse_loss(pred, target)
             loss.backward()
             optimizer.step()
-            total, count = total + float(loss) * pred.numel(), count + pred.numel()
+            total, count = total + loss.detach().item() * pred.numel(), count + pred.numel()
         losses.append(total / count)
     return losses
 
