@@ -7,7 +7,7 @@ Module by module:
 
 | file | role |
 |---|---|
-| `launch/hosts.py` | DistDGL `ip_config` hosts files (`IP [PORT]`), errors with file and line |
+| `launch/hosts.py` | DistDGL `ip_config` hosts files (`IP [PORT]`), errors with file and line; `this_machine()`: `--backend local` without `--hosts` (one host, 127.0.0.1, every part served), as `torchrun --standalone` |
 | `launch/spec.py` | `ClusterSpec`: where every server and trainer runs and on which port, validated before anything starts; the torchrun command line (`--monitor-interval=0.1`: torch 2.2's 5 s poll was most of a killed trainer's detection time); `check_training_program`: the training script (or program) exists, for the backends whose trainers run on this machine (local, env) |
 | `launch/backends.py` | `local` and `ssh` backends: start, stop, kill |
 | `launch/agent.py` | per-process agent: reads secrets from stdin, runs the command in its own process group, kills the tree when stdin closes |
@@ -16,7 +16,7 @@ Module by module:
 | `launch/run_keys.py` | `RunKeys`: the launch's fresh CURVE key pairs and what each process is sent; the warm-up request that compiles the servers' kernels before trainers start |
 | `launch/members.py` | `Member` (one supervised process) and `OutputPump`, which re-prints every line as `[host:role:rank] line` and hands a trainer's lifecycle lines to the supervisor's `Timeline` instead |
 | `launch/lifecycle.py` | the trainer's side of the lifecycle channel: `lifecycle.event("start" / "first_batch" / "checkpoint_start" / "checkpoint_end" / "train_end")` prints one marker line on stdout (only with `BGL_LIFECYCLE=1`, which the supervisor sets); stdout because the launcher already reads it on every backend, and it stamps each line on its own clock |
-| `launch/ett.py` | `Timeline` (launch start, each restarted failure, the trainers' events) and `Lifecycle`: the wall time split into first batch, training, checkpointing, each failure (since the last checkpoint + restart + resume) and other, ETT % = training / wall; `bgl launch` prints its `line()` last, failed or not |
+| `launch/ett.py` | `Timeline` (launch start, each restarted failure, the trainers' events) and `Lifecycle`: the wall time split into first batch, training, checkpointing, each failure (since the last checkpoint + restart + resume) and other, ETT % = training / wall; the parts are disjoint and add up to the wall (a crash loop's batchless starts counted once); `bgl launch` prints its `line()` last, failed or not |
 | `launch/slurm_env.py` | our `SLURM_JOB_NODELIST` parser (ranges, several bracket groups, suffixes; agrees with `scontrol show hostnames`), `SlurmAllocation` (node list, `SLURM_NNODES` check, CPU/GPU counts for defaults), node addresses from `scontrol show node`'s `NodeAddr` |
 | `launch/slurm_backend.py` | `slurm` backend: each process one `srun --overlap` step on its node, secrets and EOF over srun's stdin; `NodeWatch` probes every node's slurmd port once a second and names a node silent for `--slurm-node-timeout` s |
 | `launch/env_world.py` | `World`: rank, node and rendezvous read from torchrun/TorchX/Kubeflow (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `GROUP_RANK`, `MASTER_ADDR`/`PORT`) or srun (`SLURM_PROCID`, ...); `RunStore`, the run's keys in torch's TCPStore |

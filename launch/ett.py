@@ -18,8 +18,10 @@ arrive (:mod:`bgl.launch.lifecycle`).  :meth:`Timeline.summary` splits the wall 
   ``start``) and *resume* (to every rank's first batch again: checkpoint load, loader build);
 - **other**: the rest (evaluation after training, shutdown).
 
-ETT % is training over wall.  Events of a start that was replaced carry its restart number, so a
-killed group's late lines never count for its successor.
+The parts are disjoint, so they add up to the wall time (a crash loop's starts that never reach a
+batch count once each: the first in its failure's *since checkpoint*, a restarted one in the previous
+failure's *restart* + *resume*).  ETT % is training over wall.  Events of a start that was replaced
+carry its restart number, so a killed group's late lines never count for its successor.
 """
 from __future__ import annotations
 
@@ -145,11 +147,14 @@ class Timeline:
                 done = [t for t in completes if bounds[g] <= t <= found_at]
             else:
                 done = [b for a, b in checkpoints if b <= found_at and a >= bounds[g]]
-            since = max(done + [firsts[g] if firsts[g] is not None else bounds[g]])
+            # A start that never reached a batch: the first one's time is lost to this failure; a
+            # restarted one's is already the previous failure's restart + resume (counted once).
+            no_batch = bounds[g] if g == 0 else found_at
+            since = max(done + [firsts[g] if firsts[g] is not None else no_batch])
             work_lost = found_at - since if firsts[g] is not None else 0.0
             thrown += work_lost
             started = latest("start", f)
-            back = firsts[f] if firsts[f] is not None else bounds[f + 1]
+            back = firsts[f] if firsts[f] is not None else max(ends[f], found_at)  # never trained: until it ended
             started = min(max(started, found_at), back) if started is not None else back
             failures.append(Failure(found_at - since, started - found_at, back - started))
         training = max(0.0, sum(b - a for a, b in windows) - ck_time - thrown)

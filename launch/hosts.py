@@ -57,6 +57,12 @@ class Host:
         return f"[{self.ip}]" if ":" in self.ip else self.ip
 
 
+def this_machine() -> list[Host]:
+    """The hosts of ``--backend local`` without ``--hosts``: this machine alone, on loopback, as
+    ``torchrun --standalone`` runs (servers bind 127.0.0.1; nothing is reachable from elsewhere)."""
+    return [Host(ip="127.0.0.1")]
+
+
 def parse_port(text: str, where: str) -> int:
     """A TCP port 1..65535 from ``text``; ``where`` prefixes the error message."""
     try:

@@ -67,3 +67,48 @@ def test_shuffle_option_reorders_modules_and_tests_reproducibly(pytester):
     assert sorted(s1) == sorted(fixed) and s1 != fixed and s1 == s1_again and s1 != s2
     files = [n.split("::")[0] for n in s1]
     assert sum(a != b for a, b in zip(files, files[1:])) == 2  # each module's tests stay together
+
+
+STRICT_TESTS = '''
+import os
+import tempfile
+
+import pytest
+
+
+def test_skips_for_a_missing_tool():
+    pytest.skip("openssh-server is not installed")
+
+
+def test_skips_without_a_gpu():
+    pytest.skip("needs a CUDA device")
+
+
+def test_temp_files_go_under_pytests_basetemp(tmp_path_factory):
+    assert tempfile.gettempdir() == os.environ["TMPDIR"] == str(tmp_path_factory.getbasetemp() / "tmp")
+
+
+def test_leaves_a_dir_in_the_system_temp_dir():  # as a hard-coded /tmp path would
+    os.mkdir(os.path.join(os.environ["BGL_PROBE_TEMP"], "bgl-strict-probe"))
+'''
+
+
+def test_strict_suite_fails_on_a_skip_outside_the_allowed_reasons_and_on_temp_leftovers(pytester, monkeypatch):
+    """Issue #56: a fresh machine skipped tests CI therefore never ran, and the suite left directories
+    in /tmp.  ``--strict-suite`` (``make test``) fails the run on both, naming them."""
+    pytester.makeconftest(CONFTEST.read_text())
+    pytester.makepyfile(test_strict=STRICT_TESTS,
+                        test_collection_skip="import pytest\npytest.importorskip('bgl_no_such_module')\n")
+    temp = pytester.mkdir("temp")
+    monkeypatch.setenv("TMPDIR", str(temp))  # the inner run's system temp dir, not /tmp
+    monkeypatch.setenv("BGL_PROBE_TEMP", str(temp))
+    lenient = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert lenient.ret == 0, lenient.stdout.str()
+    (temp / "bgl-strict-probe").rmdir()
+    strict = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--strict-suite")
+    assert strict.ret == 1
+    out = strict.stdout.str()
+    assert "skipped outside the allowed reasons: test_strict.py::test_skips_for_a_missing_tool: openssh-server" in out
+    assert "test_collection_skip.py: could not import 'bgl_no_such_module'" in out
+    assert "test_skips_without_a_gpu" not in out.split("--strict-suite:")[-1]
+    assert f"left in {temp}: bgl-strict-probe" in out

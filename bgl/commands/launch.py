@@ -2,6 +2,7 @@
 
 Examples::
 
+    bgl launch --partition parts/ --num-trainers 2 -- python examples/train_sage.py --epochs 3
     bgl launch --hosts hosts.txt --partition parts/ --num-trainers 2 \\
         -- python examples/train_sage.py --epochs 3
     salloc -N2 bgl launch --backend slurm --partition parts/ -- python examples/train_sage.py
@@ -32,14 +33,16 @@ def register(subparsers) -> None:
     parser.add_argument("--hosts", default=None,
                         help="hosts file: one 'IP [PORT]' per line (DistDGL ip_config format); "
                              "the first host runs the torch.distributed rendezvous (local and ssh "
-                             "backends; slurm reads the allocation, env the torch rendezvous)")
+                             "backends; slurm reads the allocation, env the torch rendezvous); "
+                             "--backend local without it runs on this machine alone (127.0.0.1)")
     parser.add_argument("--partition", required=True, help="partition directory (bgl partition)")
     parser.add_argument("--num-trainers", type=int_at_least(1), default=None,
                         help="trainer processes per host (default 1; under slurm one per GPU Slurm "
                              "gave the node, SLURM_GPUS_ON_NODE, else 1)")
     parser.add_argument("--num-servers-per-host", "--servers-per-node", "--num-servers-per-node",
-                        dest="num_servers_per_host", type=int_at_least(1), default=1,
-                        help="most graph servers (= parts) one host may run")
+                        dest="num_servers_per_host", type=int_at_least(1), default=None,
+                        help="most graph servers (= parts) one host may run (default 1; with --backend "
+                             "local and no --hosts, every part: this machine serves them all)")
     parser.add_argument("--backend", choices=["local", "ssh", "slurm", "env"], default="local",
                         help="local: every process on this machine; ssh: on each host via ssh; "
                              "slurm: one srun step per process inside this Slurm allocation; "
@@ -131,7 +134,7 @@ def read_num_parts(partition_dir: str) -> int:
 def run(args: argparse.Namespace) -> int:
     """Launch the servers and trainers and supervise them; return the exit code (0 = all trainers succeeded)."""
     from bgl.launch.backends import make_backend
-    from bgl.launch.hosts import parse_hosts_file, parse_port
+    from bgl.launch.hosts import parse_hosts_file, parse_port, this_machine
     from bgl.launch.spec import build_cluster_spec, check_plaintext_allowed
     from bgl.errors import LaunchError
     from bgl.launch.supervisor import LaunchAborted, Supervisor
@@ -147,6 +150,9 @@ def run(args: argparse.Namespace) -> int:
     if args.backend == "env" and args.max_restarts:
         raise LaunchError("--max-restarts is for the local, ssh and slurm backends; under --backend env give "
                           "torchrun its own --max-restarts (it restarts the workers there)")
+    if args.num_servers_per_host is None:
+        standalone = args.backend == "local" and args.hosts is None
+        args.num_servers_per_host = read_num_parts(args.partition) if standalone else 1
     if args.backend == "env":
         from bgl.launch.env_mode import run_env_mode
 
@@ -162,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
         num_trainers = num_trainers or alloc.default_trainers()
         if server_threads is None:
             server_threads = alloc.default_server_threads(args.num_servers_per_host, num_trainers)
+    elif args.hosts is None and args.backend == "local":
+        hosts = this_machine()  # one machine, loopback: torchrun --standalone's default
     elif args.hosts is None:
         raise LaunchError(f"--backend {args.backend} needs --hosts (a hosts file)")
     else:

@@ -43,7 +43,7 @@ from .graph_arrays import field_versions
 from .loader_options import DEFAULT_QUEUE, FINISHED_BATCHES_QUEUE, resolve_loader_options
 from .loader_state import LoaderState, ResumePoint, fingerprint, parse_state
 from .minibatch import MiniBatch
-from .order_prefetch import NextOrderGuess, peek_torch_seed
+from .order_prefetch import NextOrderGuess
 from .order_stage import OrderStage, num_batches
 from .numba_setup import prepare_numba
 from .pipeline import Pipeline, quiet_numba_threads
@@ -146,6 +146,9 @@ class DataLoader(Closes):
         self._epoch, self._epoch_set = 0, False
         self._current: tuple[int, int] = (0, 0)  # (epoch, seed) of the last epoch started
         self._resume = ResumePoint()  # a loaded state_dict, applied by the next iter()
+        # The loader's own generator (loader_state.py): drawn once from torch's RNG, so torch.manual_seed
+        # before building decides every epoch's order, and nothing the script draws afterwards does.
+        self._generator_seed = None if self.use_ddp else int(torch.randint(0, 2**62, (1,)).item())
         self._next_order = NextOrderGuess()  # build the next epoch's order (BFS, shuffle) during this one
 
         # The graph, as one of its kinds (GraphInfo), with the first feature / label name it serves.
@@ -312,13 +315,12 @@ class DataLoader(Closes):
         self._epoch = int(epoch)
         self._epoch_set = True
 
-    def _epoch_seed(self) -> int:
-        if self.use_ddp:
-            # Deterministic from ddp_seed so a rank's order does not depend on its torch RNG state.
-            rng = np.random.default_rng([self.ddp_seed, self._epoch, self._rank])
-            return int(rng.integers(0, 2**62))
-        # torch's RNG, so torch.manual_seed makes epochs reproducible as with DGL.
-        return int(torch.randint(0, 2**62, (1,)).item())
+    def _epoch_seed(self, epoch: Optional[int] = None) -> int:
+        """Epoch ``epoch``'s (default: the current one's) seed: a pure function of the epoch and the
+        loader's generator seed, or with DDP of ``ddp_seed`` and the rank, as DGL's are."""
+        epoch = self._epoch if epoch is None else int(epoch)
+        entropy = [self.ddp_seed, epoch, self._rank] if self.use_ddp else [self._generator_seed, epoch]
+        return int(np.random.default_rng(entropy).integers(0, 2**62))
 
     def _build_pipeline(self) -> Pipeline:
         """The stages in the chosen mode.  With ``pipeline="thread"`` on a CPU device the transfer
@@ -381,11 +383,8 @@ class DataLoader(Closes):
         return seed
 
     def _next_epoch_seed(self, epoch: int) -> int:
-        """The seed the epoch after ``epoch`` will most likely draw, without consuming any RNG."""
-        if self.use_ddp:
-            rng = np.random.default_rng([self.ddp_seed, epoch + 1, self._rank])
-            return int(rng.integers(0, 2**62))
-        return peek_torch_seed()
+        """The seed of the epoch after ``epoch`` (unless ``set_epoch`` jumps elsewhere)."""
+        return self._epoch_seed(epoch + 1)
 
     # ------------------------------------------------------------ checkpoints (loader_state.py)
     def state_dict(self) -> dict:
@@ -394,9 +393,10 @@ class DataLoader(Closes):
         this one had not yet yielded.  One state per DDP rank."""
         it = self._active() if self._active is not None else None
         if it is not None and it.running and it.position < len(self):
-            state = LoaderState(self._current[0], self._current[1], it.position, True, self._fingerprint)
+            state = LoaderState(self._current[0], self._current[1], it.position, True, self._fingerprint,
+                                self._generator_seed)
         else:
-            state = LoaderState(self._epoch, 0, 0, False, self._fingerprint)
+            state = LoaderState(self._epoch, 0, 0, False, self._fingerprint, self._generator_seed)
         return state.to_dict()
 
     def load_state_dict(self, state: dict) -> None:
@@ -406,6 +406,8 @@ class DataLoader(Closes):
         parsed = parse_state(state, self._fingerprint)
         self._close_active()
         self._epoch, self._epoch_set = parsed.epoch, False
+        if parsed.generator_seed is not None:  # the saved loader's epoch orders, whatever torch's RNG is now
+            self._generator_seed = parsed.generator_seed
         self._resume = ResumePoint(parsed)
 
     @functools.cached_property

@@ -10,9 +10,12 @@ belongs to another loader.  Resuming starts the epoch's order at that index: bat
 neither sampled nor fetched, whatever the pipeline (inline, thread, processes: batches prepared but
 not yet yielded are simply made again), graph servers or local graph; the cache refills.
 
-The epochs after the resumed one draw their seeds as the loader always does: from ``ddp_seed`` with
-``use_ddp`` (so they equal the first run's), else from torch's RNG (equal when the checkpoint also
-restores ``torch.get_rng_state()``, as training checkpoints do).  The state holds no object, only
+Every epoch's seed is a pure function of the epoch number and one integer: ``ddp_seed`` (and the rank)
+with ``use_ddp``, else the loader's own generator seed, drawn once from torch's RNG when the loader is
+built (so ``torch.manual_seed`` before building decides every epoch, as with DGL) and carried in the
+state.  A resumed loader's later epochs therefore equal the first run's whatever the script does to
+torch's RNG before or after ``load_state_dict`` (torchdata's sampler keeps its generator in the state
+for the same reason).  A version-1 state (no generator seed) keeps the new loader's own.  The state holds no object, only
 ints and strings, so it goes through ``torch.save``, JSON and ``torch.distributed.checkpoint`` alike
 (keep one per rank there: DCP keeps rank 0's copy of a plain object).
 """
@@ -24,19 +27,22 @@ from typing import Optional
 
 import numpy as np
 
-STATE_VERSION = 1
+STATE_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # 1: before the generator seed
 
 
 @dataclass(frozen=True)
 class LoaderState:
     """Where a loader is: ``next_batch`` of ``epoch`` (seed ``epoch_seed``) is the next it yields;
-    ``in_epoch`` False between epochs (then the next ``iter()`` starts epoch ``epoch`` afresh)."""
+    ``in_epoch`` False between epochs (then the next ``iter()`` starts epoch ``epoch`` afresh);
+    ``generator_seed`` the loader's own (None with ``use_ddp``, whose seeds come from ``ddp_seed``)."""
 
     epoch: int
     epoch_seed: int
     next_batch: int
     in_epoch: bool
     fingerprint: dict
+    generator_seed: Optional[int] = None
 
     def to_dict(self) -> dict:
         return {"version": STATE_VERSION, **asdict(self)}
@@ -57,12 +63,14 @@ def parse_state(state, expected: dict) -> LoaderState:
     different from this loader (another graph's seeds, batch size, order, world size ...)."""
     if not isinstance(state, dict):
         raise TypeError(f"a loader state is the dict state_dict() returned, got {type(state).__name__}")
-    if state.get("version") != STATE_VERSION:
-        raise ValueError(f"loader state version {state.get('version')!r} is not {STATE_VERSION}; "
+    if state.get("version") not in READABLE_VERSIONS:
+        raise ValueError(f"loader state version {state.get('version')!r} is not one of {READABLE_VERSIONS}; "
                          "it was saved by another bgl")
     try:
+        generator_seed = state.get("generator_seed")
         parsed = LoaderState(int(state["epoch"]), int(state["epoch_seed"]), int(state["next_batch"]),
-                             bool(state["in_epoch"]), dict(state["fingerprint"]))
+                             bool(state["in_epoch"]), dict(state["fingerprint"]),
+                             None if generator_seed is None else int(generator_seed))
     except (KeyError, TypeError, ValueError) as e:
         raise ValueError(f"loader state is malformed ({type(e).__name__}: {e}); pass what state_dict() returned") from None
     saved = parsed.fingerprint

@@ -73,15 +73,50 @@ def hetero_fields(data) -> tuple[dict, dict, Any]:
     return nodes, edges, graph_fields(data._global_store, set())
 
 
+def canonical_edge_type(etype, edge_types) -> tuple:
+    """The canonical ``(src, rel, dst)`` of ``edge_types`` that one of PyG's edge-type forms names.
+
+    As ``HeteroData`` resolves them: the triple itself, a ``(src, dst)`` pair when exactly one relation
+    joins those node types (PyG's recommender examples write ``('user', 'movie')``), or a relation name
+    used by one edge type.  Where PyG would silently keep an ambiguous form, ValueError names the
+    candidates; an unknown form's ValueError lists the graph's edge types.
+    """
+    edge_types = [tuple(e) for e in edge_types]
+    if isinstance(etype, (tuple, list)) and len(etype) == 3:
+        if tuple(etype) in edge_types:
+            return tuple(etype)
+        raise ValueError(f"unknown edge type {tuple(etype)}; the graph has {edge_types}")
+    if isinstance(etype, (tuple, list)) and len(etype) == 2:
+        matches = [e for e in edge_types if (e[0], e[2]) == tuple(etype)]
+        form = f"(src, dst) edge type {tuple(etype)}"
+    elif isinstance(etype, str):
+        matches = [e for e in edge_types if e[1] == etype]
+        form = f"relation name {etype!r}"
+    else:
+        raise TypeError(f"an edge type is (src, rel, dst), (src, dst) or a relation name, got {etype!r}")
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise ValueError(f"unknown edge type: no edge type has the {form}; the graph has {edge_types}")
+    raise ValueError(f"the {form} is ambiguous: it could be any of {matches}; pass one of them")
+
+
 def pyg_layer_fanouts(num_neighbors, edge_types) -> list:
     """PyG's per-edge-type hop lists as DGL-order layer dicts (``[-1]`` applies to the seeds).
 
-    As PyG: a dict must name every edge type (all lists one length); a list applies to all.
+    As PyG: a dict must name every edge type (all lists one length); a list applies to all.  A key may
+    be any form :func:`canonical_edge_type` resolves.
     """
     if not isinstance(num_neighbors, dict):
         return list(reversed([{et: int(n) for et in edge_types} for n in num_neighbors]))
-    given = {tuple(k): list(v) for k, v in num_neighbors.items()}
-    unknown = [k for k in given if k not in edge_types]
+    given, unknown = {}, []
+    for key, hops in num_neighbors.items():
+        canon = tuple(key) if isinstance(key, tuple) and len(key) == 3 else canonical_edge_type(key, edge_types)
+        if canon in given:
+            raise ValueError(f"num_neighbors names edge type {canon} twice (once as {key!r})")
+        given[canon] = list(hops)
+        if canon not in edge_types:
+            unknown.append(canon)
     if unknown:
         raise ValueError(f"num_neighbors names edge types {unknown}, which the data does not have; it has {edge_types}")
     missing = [et for et in edge_types if et not in given]

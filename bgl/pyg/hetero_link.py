@@ -58,13 +58,14 @@ class _TypedPairSeedSampler(EdgePredictionSampler):
 def checked_pairs(edge_label_index, data, schema) -> tuple[tuple, np.ndarray]:
     """``(canonical edge type, int64 [2, N] type-local pairs)`` of PyG's ``(edge_type, pairs | None)``
     (None: the edge type's own edges); ValueError naming a bad form, type or id."""
+    from .hetero import canonical_edge_type
     from .negatives import _check_label_index
 
     if not (isinstance(edge_label_index, tuple) and len(edge_label_index) == 2):
         raise ValueError("edge_label_index of a HeteroData must be (edge_type, pairs [2, N]), got "
                          f"{type(edge_label_index).__name__}")
     etype, pairs = edge_label_index
-    edge_type = schema.canonical_etypes[schema.etype_id(etype)]  # ValueError naming an unknown edge type
+    edge_type = canonical_edge_type(etype, schema.canonical_etypes)  # (src, dst) as PyG; ValueError if unknown
     src_type, dst_type = edge_type[0], edge_type[2]
     if pairs is None:
         pairs = data[edge_type].edge_index

@@ -200,6 +200,8 @@ TRAINER = textwrap.dedent("""
 
     mode = sys.argv[1]
     lifecycle.event("start")
+    if mode == "crash":  # dies at once, before any batch (a crash loop under --max-restarts)
+        sys.exit(7)
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     with SamplingClient(os.environ["BGL_SERVERS"], timeout=5.0) as client:
@@ -230,7 +232,7 @@ TRAINER = textwrap.dedent("""
 
 @pytest.fixture
 def trainer_script(tmp_path) -> Path:
-    """TRAINER written into this test's tmp dir; run it with argument "finish", "fail" or "loop"."""
+    """TRAINER written into this test's tmp dir; run it with argument "finish", "fail", "crash" or "loop"."""
     path = tmp_path / "trainer.py"
     path.write_text(TRAINER)
     return path

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 
@@ -153,3 +154,57 @@ def test_the_output_pump_hands_marker_lines_over_and_prints_the_rest():
     proc.wait(timeout=30)
     assert events == [{"event": "first_batch", "rank": 1, "restart": 0}]
     assert sink.getvalue().splitlines() == ["[h0:trainer:1] epoch 0 done", "[h0:torchrun:0] bgl-lifecycle not an event"]
+
+
+def _parts_sum(got) -> float:
+    return (got.first_batch or 0.0) + got.training + got.checkpointing + got.lost + got.other
+
+
+def test_a_crash_loop_counts_each_start_once_and_the_shares_add_up_to_the_wall():
+    """Issue #56: trainers that die at once under ``--max-restarts 2`` printed failures of 129.6 % of
+    the wall.  Each start that never reached a batch is counted once: the parts add up to the wall."""
+    clock = Clock()
+    tl = Timeline(clock)
+    tl.start()
+    _at(tl, clock, 1.0, "start")
+    clock.now = 2.0
+    tl.failure()                                   # start 0 died before a batch: 0 .. 2 lost
+    _at(tl, clock, 3.0, "start", restart=1)        # restart 2 .. 3, resume 3 .. 5 (no batch)
+    clock.now = 5.0
+    tl.failure()
+    _at(tl, clock, 6.5, "start", restart=2)        # restart 5 .. 6.5, resume 6.5 .. 7.5 (it exits)
+    clock.now = 7.5
+    tl.stop()
+    clock.now = 8.0                                # teardown: other
+    got = tl.summary()
+    first, second = got.failures
+    assert (first.since_checkpoint, first.restart, first.resume) == pytest.approx((2.0, 1.0, 2.0))
+    assert (second.since_checkpoint, second.restart, second.resume) == pytest.approx((0.0, 1.5, 1.0))
+    assert got.other == pytest.approx(0.5) and got.training == 0.0
+    assert _parts_sum(got) == pytest.approx(got.wall)
+    shares = [float(s) for s in re.findall(r"\(([\d.]+) %\)", got.line())]
+    assert all(0.0 <= s <= 100.0 for s in shares) and sum(shares) == pytest.approx(100.0, abs=0.3)
+
+
+@pytest.mark.parametrize("crash_at", [None, 0, 1])
+def test_the_parts_add_up_to_the_wall_with_training_checkpoints_and_failures(crash_at):
+    """Starts that train and checkpoint, with a start (the first, or a restarted one) that dies before
+    its first batch: first batch + training + checkpointing + failures + other == wall."""
+    clock = Clock()
+    tl = Timeline(clock)
+    tl.start()
+    t = 0.0
+    for g in range(3):
+        _at(tl, clock, t + 0.5, "start", restart=g)
+        if g != crash_at:
+            _at(tl, clock, t + 1.0, "first_batch", restart=g)
+            _at(tl, clock, t + 2.0, "checkpoint_start", restart=g, step=1)
+            _at(tl, clock, t + 2.4, "checkpoint_end", restart=g, step=1)
+        clock.now = t + 4.0
+        if g < 2:
+            tl.failure()
+        t += 4.0
+    _at(tl, clock, 11.5, "train_end", restart=2)
+    clock.now = 13.0
+    got = tl.summary()
+    assert _parts_sum(got) == pytest.approx(got.wall) and got.other >= 0.0

@@ -8,6 +8,7 @@ ssh test runs the trainer script below to completion.
 """
 from __future__ import annotations
 
+import re
 import signal
 import socket
 import time
@@ -40,6 +41,36 @@ def test_failing_trainer_stops_everything(launcher, hosts_file, partition_dir, t
     assert "failed: host 127.0.0.1: trainers on 127.0.0.1 (torchrun node_rank 0) exited with exit status 1" \
         in run.stderr, run.describe()
     assert "[127.0.0.1:trainer:0] rank 0/1 inputs=" in run.stdout, run.describe()
+    assert_clean(base, orphans)
+
+
+def test_local_backend_without_hosts_runs_on_this_machine(launcher, partition_dir, trainer_script,
+                                                         free_port_base, orphans):
+    """``--backend local`` needs no hosts file, as ``torchrun --standalone``: one machine on loopback,
+    serving every part (2 here) without --num-servers-per-host."""
+    base = free_port_base(3)
+    run = launcher(["--backend", "local", "--partition", partition_dir, "--num-trainers", 2, "--port-base", base,
+                    "--server-timeout", 120, "--server-threads", 1, "--grace", 3, "--", "python", trainer_script,
+                    "finish"])
+    assert run.wait() == 0, run.describe()
+    for rank in (0, 1):
+        assert f"rank {rank}/2 inputs=" in run.stdout, run.describe()
+    assert_clean(base, orphans)
+
+
+@pytest.mark.extended
+def test_a_crash_loop_ends_with_a_lifecycle_line_that_adds_up(launcher, hosts_file, partition_dir, trainer_script,
+                                                             free_port_base, orphans):
+    """Trainers that die at once under ``--max-restarts 2`` (issue #56: failures were 129.6 % of the wall):
+    the lifecycle line's shares add up to 100 %, each at most 100 %."""
+    base = free_port_base(3)
+    run = launcher(launch_args(hosts_file, partition_dir, base, 1, trainer_script, "crash",
+                               extra=["--max-restarts", 2]))
+    assert run.wait() != 0, run.describe()
+    last = [line for line in run.stderr.splitlines() if "lifecycle: wall" in line][-1]
+    shares = [float(x) for x in re.findall(r"\(([\d.]+) %\)", last)]
+    assert "failures 2 " in last and "first batch none" in last, last
+    assert all(0.0 <= x <= 100.0 for x in shares) and abs(sum(shares) - 100.0) <= 0.05 * len(shares), last
     assert_clean(base, orphans)
 
 

@@ -14,7 +14,7 @@ import pytest
 from bgl.partition import _kernels
 from bgl.partition.distributed import coarsen as dist_coarsen
 
-mpi4py = pytest.importorskip("mpi4py")
+pytestmark = pytest.mark.usefixtures("mpi")  # mpi4py, installed if missing (conftest)
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "NUMBA_NUM_THREADS": "1",
            "OMP_NUM_THREADS": "1"}
 

@@ -7,7 +7,7 @@ import pytest
 
 from bgl.partition.distributed.weights import BALANCES, DEFAULT_BALANCE, check_balance, vertex_weights
 
-mpi4py = pytest.importorskip("mpi4py")
+pytestmark = pytest.mark.usefixtures("mpi")  # mpi4py, installed if missing (conftest)
 
 
 @pytest.fixture

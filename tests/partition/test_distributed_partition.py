@@ -34,31 +34,6 @@ MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMP_NUM_THREADS": "1"}
 
 
-def _missing() -> str | None:
-    """What the distributed path lacks here, or None."""
-    if not shutil.which("mpirun"):
-        return "mpirun (openmpi-bin)"
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return "mpi4py"
-    from bgl.partition.ptscotch import library_dir
-
-    return None if library_dir() else "scotch-int64/libptscotchparmetisv3.so (libptscotch-dev)"
-
-
-@pytest.fixture(scope="module")
-def mpi():
-    """Install MPI, PT-Scotch and mpi4py through .ci/setup-mpi.sh if needed; skip, saying why, if impossible."""
-    if _missing() is None:
-        return
-    setup = REPO / ".ci" / "setup-mpi.sh"
-    done = subprocess.run(["bash", str(setup), sys.prefix], capture_output=True, text=True, timeout=900)
-    if done.returncode != 0 or _missing() is not None:
-        pytest.skip(f"{_missing()} is not installed and {setup} could not install it: "
-                    f"{(done.stderr or done.stdout).strip()[-500:]}")
-
-
 @pytest.fixture(scope="session")
 def parhip_lib():
     """ParHIP's library, built by .ci/setup-parhip.sh when missing (cached across runs under

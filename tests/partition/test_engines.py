@@ -60,10 +60,9 @@ def test_help_lists_the_engines_without_loading_them(command):
     assert "HEAVY []" in text
 
 
-def test_auto_is_the_default_and_resolves_to_an_engine_every_rank_has(monkeypatch):
+def test_auto_is_the_default_and_resolves_to_an_engine_every_rank_has(monkeypatch, mpi):
     """``--engine auto`` takes ParHIP where it loads on every rank, else PT-Scotch; a named engine is kept.
     One MPI rank (mpi4py's COMM_SELF) stands for the job; the libraries are made to load or not."""
-    pytest.importorskip("mpi4py")
     from mpi4py import MPI
 
     from bgl.commands.partition import add_engine_arguments

@@ -50,19 +50,19 @@ def test_a_reading_ahead_stage_sees_k_items_ahead_in_order_once(mode, stages_mod
 KW = dict(batch_size=40, shuffle=True, order="proximity")
 
 
-def _run(store, mode, epochs=2, break_after=None, skip_seeds=0, **kw):
+def _run(store, mode, epochs=2, break_after=None, skip_epochs=0, **kw):
     """[(epoch batches: (input ids, output ids, features))], cache stats, cache policy, pending.
 
-    ``skip_seeds`` epoch seeds are drawn first, as an abandoned epoch would draw them.
+    ``skip_epochs`` epochs are skipped first, as abandoned epochs would be.
     """
     torch.manual_seed(5)
-    for _ in range(skip_seeds):
-        torch.randint(0, 2**62, (1,))  # what DataLoader._epoch_seed draws
     ids = np.asarray(store.train_idx)
     if mode == "processes":
         cores = sorted(os.sched_getaffinity(0))
         kw["stage_cores"] = {"sample": [cores[0]], "fetch": [cores[-1]]}  # skip the profiling run
     with bgl.DataLoader(store, ids, bgl.NeighborSampler([5, 5]), pipeline=mode, **KW, **kw) as loader:
+        if skip_epochs:
+            loader.load_state_dict({**loader.state_dict(), "epoch": skip_epochs})
         if break_after is not None:
             for i, _ in enumerate(loader):
                 if i + 1 == break_after:
@@ -112,7 +112,7 @@ def test_lookahead_batches_equal_no_cache_bitwise_inline_and_processes(random_st
     assert inline_stats["hits"] > 0
     # the fetch process read the same batches ahead as the inline stage: the same rows moved
     # (its cache is new after the restart: compare with a new inline cache on the same epochs)
-    later, later_stats, _, _ = runs("lookahead-later", "inline", skip_seeds=1, cache="lookahead")
+    later, later_stats, _, _ = runs("lookahead-later", "inline", skip_epochs=1, cache="lookahead")
     _check_epochs(random_store, later, none[1:])
     assert procs_stats == later_stats
     # and reading ahead matters: without it the same cache moves more rows
