@@ -242,7 +242,7 @@ def dglgraph_arrays(g: Any, feat_key: Optional[str], label_key: Optional[str]) -
         if feat.dim() != 2:
             raise ValueError(f"g.ndata[{feat_key!r}] must be 2-D [num_nodes, dim], got shape {tuple(feat.shape)}")
         if not feat.is_contiguous():
-            feat = feat.contiguous()  # rows are gathered with np.take; a strided view would be slower
+            feat = feat.contiguous()  # rows are gathered from a zero-copy view (row_buffers.py); a strided one has none
     if label_key is not None and label_key in g.ndata:
         label = _cpu(g.ndata[label_key])
         if label.dim() != 1:
