@@ -233,6 +233,7 @@ def dglgraph_arrays(g: Any, feat_key: Optional[str], label_key: Optional[str]) -
     ``g`` is not modified (DGL caches its CSC format, as its own sampler does).
     """
     from ..dgl_adapter import dglgraph_csc_tensors
+    from .graph_derivations import derivations_of
 
     indptr, indices, edge_ids = dglgraph_csc_tensors(g)
     feat = label = None
@@ -243,21 +244,35 @@ def dglgraph_arrays(g: Any, feat_key: Optional[str], label_key: Optional[str]) -
             raise ValueError(f"g.ndata[{feat_key!r}] must be 2-D [num_nodes, dim], got shape {tuple(feat.shape)}")
         if not feat.is_contiguous():
             feat = feat.contiguous()  # rows are gathered from a zero-copy view (row_buffers.py); a strided one has none
+    derivations = derivations_of(g)
     if label_key is not None and label_key in g.ndata:
-        label = _cpu(g.ndata[label_key])
-        if label.dim() != 1:
-            raise ValueError(f"g.ndata[{label_key!r}] must be 1-D [num_nodes], got shape {tuple(label.shape)}")
-        if label.dtype != torch.int64 or not label.is_contiguous():
-            label = label.to(torch.int64).contiguous()
-        num_classes = int(label.max()) + 1 if label.numel() else 0
-    from .graph_derivations import derivations_of
-
+        label, num_classes = _labels(g.ndata[label_key], label_key, derivations)
     # the user's tensors themselves (a CPU tensor's detach() is a new object each call): the
     # derivations know a tensor by its identity
     edata = {k: v if v.device.type == "cpu" and not v.requires_grad else _cpu(v)
              for k, v in g.edata.items() if k != "_ID"}  # "_ID" = dgl.EID, not data
     return GraphArrays(indptr, indices, feat, label, num_classes=num_classes, name="DGLGraph", edge_ids=edge_ids,
-                       edata=edata, derivations=derivations_of(g))
+                       edata=edata, derivations=derivations)
+
+
+def _labels(given: torch.Tensor, key: str, derivations) -> tuple[torch.Tensor, int]:
+    """``g.ndata[key]`` as int64 [num_nodes] labels and the class count (``max + 1``); the conversion
+    (when not int64) and the count, each a pass over the nodes, made once per version of the tensor
+    when the graph keeps its ``derivations``."""
+    label = _cpu(given)
+    if label.dim() != 1:
+        raise ValueError(f"g.ndata[{key!r}] must be 1-D [num_nodes], got shape {tuple(label.shape)}")
+
+    def widened():
+        return label.to(torch.int64).contiguous()
+
+    if label.dtype != torch.int64 or not label.is_contiguous():
+        label = widened() if derivations is None else derivations.derived("label", key, given, None, widened)
+
+    def classes():
+        return int(label.max()) + 1 if label.numel() else 0
+
+    return label, classes() if derivations is None else derivations.derived("classes", key, given, None, classes)
 
 
 def field_versions(g: Any, keys) -> tuple:

@@ -76,7 +76,7 @@ class GraphDerivations:
         self.validations = 0
         self.permutations = 0
 
-    def _derived(self, kind: str, name: str, tensor: torch.Tensor, extra: Any, make: Callable[[], Any]) -> Any:
+    def derived(self, kind: str, name: str, tensor: torch.Tensor, extra: Any, make: Callable[[], Any]) -> Any:
         """``make()``'s result for (``kind``, ``name``), made again only when ``tensor`` or ``extra`` differ."""
         with self._lock:
             held = self._results.get((kind, name))
@@ -100,7 +100,7 @@ class GraphDerivations:
                 return e.args  # not the exception: its traceback's frames would hold the tensor
             return None
 
-        bad = self._derived("valid", name, tensor, num_edges, check)
+        bad = self.derived("valid", name, tensor, num_edges, check)
         if bad is not None:
             raise ValueError(*bad)
 
@@ -118,7 +118,7 @@ class GraphDerivations:
             rows.flags.writeable = False
             return rows
 
-        return self._derived("csc", name, tensor, storage_key(edge_ids), permute)
+        return self.derived("csc", name, tensor, storage_key(edge_ids), permute)
 
     def is_identity(self, edge_ids: np.ndarray) -> bool:
         """True when ``edge_ids`` is ``0..E-1`` (one pass, once per CSC)."""

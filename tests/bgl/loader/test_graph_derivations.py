@@ -89,3 +89,15 @@ def test_each_graph_has_its_own_derivations():
     for ld, graph in ((a, g), (b, h)):
         eids = ld._info.store.edge_ids
         assert np.array_equal(ld._info.store.edata["w"], graph.edata["w"].numpy()[eids])
+
+
+def test_labels_that_are_not_int64_are_widened_once_per_version():
+    g = weighted_graph()
+    g.ndata["label"] = g.ndata["label"].to(torch.int32)
+    a, b = loader(g), loader(g)
+    assert b._info.store.tensor("label") is a._info.store.tensor("label")  # one widened copy
+    assert a._info.store.num_classes == int(g.ndata["label"].max()) + 1
+    g.ndata["label"][0] = 9  # in place: a new version, a new copy and class count
+    c = loader(g)
+    assert c._info.store.tensor("label") is not a._info.store.tensor("label")
+    assert c._info.store.num_classes == 10 and int(c._info.store.label[0]) == 9
