@@ -1,4 +1,4 @@
-"""What loaders derive from a DGLGraph's edge data, derived once per graph and tensor version.
+"""What loaders derive from a DGLGraph's tensors, derived once per graph and tensor version.
 
 A loader over a DGLGraph with ``prob=`` / ``mask=`` checks every weight (finite, >= 0: one pass over
 the edges) and permutes the weights into CSC order (the sampling kernels read them by CSC position):
@@ -11,6 +11,7 @@ the graph), and each result is tied to the exact tensor it came from: the same P
 in-place version (``Tensor._version`` counts in-place writes), storage and shape.  ``g.edata['w'] =
 new`` or ``g.edata['w'][i] = x`` derive again at the next loader; nothing else does.  The CSC edge
 ids are recognised by their storage (DGL keeps the graph's CSC once built and hands out views of it).
+Labels that are not int64 are widened, and their class count taken, the same way (one pass each).
 
 Cost: the permuted copies are kept while the graph lives (``itemsize * width`` B/edge per edge
 array used in a permuted CSC), as one loader kept them while it lived; verdicts cost nothing.
