@@ -1,7 +1,7 @@
 """Recycled output buffers for the fetch stage's feature gathers.
 
 A batch's input rows are one gather of the feature rows (``torch.index_select`` over a
-zero-copy tensor of the array or memmap, :meth:`RowBuffers.take`) into a new array:
+zero-copy tensor of the array or memmap: :mod:`bgl.sampler.row_gather`) into a new array:
 PubMed-sized batches (4.4k rows x 500 float32) are 8.8 MB each, above glibc's
 ``mmap`` threshold or at the top of its heap, so a gather often lands on pages the
 allocator has just given back to the kernel and pays a minor fault per 4 kB page
@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import inspect
 import sys
-import warnings
 from typing import Callable, Optional
 
 import numpy as np
 import torch
+
+from ..sampler.row_gather import take_rows, tensor_view
 
 
 def _refs_while_scanned(arrays: list) -> int:
@@ -77,36 +78,14 @@ class RowBuffers:
             bad = ids[(ids < 0) | (ids >= rows.shape[0])][0]
             raise IndexError(f"feature row id {int(bad)} is outside [0, {rows.shape[0]})")
         out = self.empty(n, rows.shape[1:], rows.dtype)
-        source = self._tensor_view(rows)
-        if source is not None and n:
-            torch.index_select(source, 0, torch.from_numpy(ids.astype(np.int64, copy=False)), out=torch.from_numpy(out))
-        else:
-            # mode="clip" writes straight into ``out`` (mode="raise" would gather into a
-            # temporary and copy); the ids were bounds-checked above.
-            np.take(rows, ids, axis=0, out=out, mode="clip")
-        return out
+        return take_rows(rows, ids, out, self._tensor_view(rows))
 
     def _tensor_view(self, rows: np.ndarray) -> Optional[torch.Tensor]:
-        """A zero-copy tensor over ``rows`` (made once per array) for ``torch.index_select``, or
-        None where torch cannot wrap it (a dtype torch lacks, a strided or byte-swapped array).
-
-        ``index_select(..., out=)`` copies whole rows with the calling thread's torch threads (one
-        in the thread pipeline's producer and in a stage process pinned to one core): gathering
-        8,000 rows of 767 float32 took 2.3 ms on one thread against 5.7 ms for
-        ``np.take(..., out=)``, whose per-element loop is the slower copy for rows this wide
-        (issue #57; ``bench/gather.py`` measures each path).  The rows come out bit for bit."""
-        if self._view is not None and self._view[0] is rows:
-            return self._view[1]
-        tensor = None
-        if rows.ndim >= 1 and rows.flags.c_contiguous and rows.dtype.isnative:
-            try:
-                with warnings.catch_warnings():  # a read-only memmap: torch only reads it here
-                    warnings.simplefilter("ignore", UserWarning)
-                    tensor = torch.from_numpy(rows)
-            except TypeError:  # a dtype torch has no tensor for
-                tensor = None
-        self._view = (rows, tensor)
-        return tensor
+        """:func:`~bgl.sampler.row_gather.tensor_view` of ``rows``, made once per array (the fetch
+        stage gathers from the same one every batch); None where torch cannot wrap it."""
+        if self._view is None or self._view[0] is not rows:
+            self._view = (rows, tensor_view(rows))
+        return self._view[1]
 
     def empty(self, n: int, row_shape: tuple, dtype) -> np.ndarray:
         """``n`` rows of ``row_shape`` and ``dtype`` to write into (the cache's output of a batch):

@@ -7,6 +7,7 @@ import pytest
 
 import bgl
 from bgl.loader.row_buffers import RowBuffers
+from bgl.sampler.row_gather import take_rows
 
 # float32/16 feature rows, and the encoded rows of bgl.codec (int8, bfloat16 bits as int16)
 DTYPES = ["float32", "float16", "float64", "int8", "int16", "uint8"]
@@ -37,6 +38,7 @@ def test_the_gather_is_bit_identical_to_np_take(tmp_path, dtype, mapped):
         ids = np.random.default_rng(i).integers(0, 300, 50 + 40 * i)
         got = pool.take(rows, ids)
         assert same_bits(got, np.take(rows, ids, axis=0)), (dtype, i)
+        assert same_bits(take_rows(rows, ids), got)  # the typed fetch's gather, no buffers
 
 
 def test_arrays_torch_cannot_wrap_fall_back_to_np_take():
