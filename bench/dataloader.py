@@ -45,6 +45,7 @@ import torch  # noqa: E402
 
 from bgl.loader.pipeline import quiet_numba_threads  # noqa: E402
 from own_rss import own_peak_rss_mb  # noqa: E402  (bench/ is the script's own directory)
+from side_by_side import TrainerWait  # noqa: E402
 
 quiet_numba_threads()
 
@@ -235,20 +236,20 @@ def dropin_child(system: str, dataset: str, args) -> None:
     wide = dataset == "pubmed-wide"
     epochs = 1 if wide else args.dropin_epochs
     epoch_s, cpu_s, batches = [], [], 0
+    wait = TrainerWait()  # the trainer's time blocked in next(), the same timer for both systems
     for _ in range(epochs):
         t, c = time.perf_counter(), time.process_time()
-        for i, (_, _, blocks) in enumerate(loader):
+        for _, _, blocks in wait.batches_of(loader, args.wide_batches if wide else 0):
             x, y = blocks[0].srcdata["feat"], blocks[-1].dstdata["label"]
             loss = torch.nn.functional.cross_entropy(model(blocks, x), y)
             opt.zero_grad()
             loss.backward()
             opt.step()
             batches += 1
-            if wide and i + 1 >= args.wide_batches:
-                break
         epoch_s.append(time.perf_counter() - t)
         cpu_s.append(time.process_time() - c)  # CPU of all this process's threads: less hostage to the box's load
     print(json.dumps(dict(system=system, dataset=dataset, setup_s=setup_s, epoch_s=epoch_s, cpu_s=cpu_s, batches=batches,
+                          wait_s=wait.wait_s,
                           rss_graph_mb=rss_graph, num_nodes=g.num_nodes(), feat_dim=int(g.ndata["feat"].shape[1]),
                           dgl=dgl.__version__, own_peak_rss_mb=own_peak_rss_mb())), flush=True)
 
@@ -297,7 +298,8 @@ def dropin_table(rows) -> str:
     """Markdown table of medians per dataset and system, with bgl/DGL ratios (time: <= 1 is as fast)."""
     lines = ["| dataset | nodes | feat dim | batches | runs | DGL loop s | bgl loop s | **bgl/DGL time** | bgl/DGL CPU time | "
              "DGL epoch s (median) | bgl epoch s (median) | DGL setup s | bgl setup s | RSS of graph MB | "
-             "DGL peak RSS MB | bgl peak RSS MB | **bgl/DGL peak RSS** |", "|" + "---|" * 17]
+             "DGL peak RSS MB | bgl peak RSS MB | **bgl/DGL peak RSS** | DGL trainer wait | bgl trainer wait |",
+             "|" + "---|" * 19]
     med = statistics.median
     for ds in dict.fromkeys(r["dataset"] for r in rows):
         by = {sys_: [r for r in rows if r["dataset"] == ds and r["system"] == sys_] for sys_ in ("dgl", "bgl")}
@@ -308,13 +310,26 @@ def dropin_table(rows) -> str:
         epoch = {k: med(e for r in v for e in r["epoch_s"]) for k, v in by.items()}
         setup = {k: med(r["setup_s"] for r in v) for k, v in by.items()}
         rss = {k: med(r["peak_rss_mb"] for r in v) for k, v in by.items()}
+        wait = {k: _wait_cell(v) for k, v in by.items()}
         first = by["dgl"][0]
         lines.append(
             f"| {ds} | {first['num_nodes']} | {first['feat_dim']} | {first['batches']} | {len(by['dgl'])} | "
             f"{loop['dgl']:.2f} | {loop['bgl']:.2f} | **{loop['bgl'] / loop['dgl']:.2f}** | {cpu['bgl'] / cpu['dgl']:.2f} | {epoch['dgl']:.3f} | "
             f"{epoch['bgl']:.3f} | {setup['dgl']:.2f} | {setup['bgl']:.2f} | {med(r['rss_graph_mb'] for r in rows if r['dataset'] == ds):.0f} | "
-            f"{rss['dgl']:.0f} | {rss['bgl']:.0f} | **{rss['bgl'] / rss['dgl']:.2f}** |")
+            f"{rss['dgl']:.0f} | {rss['bgl']:.0f} | **{rss['bgl'] / rss['dgl']:.2f}** | {wait['dgl']} | {wait['bgl']} |")
     return "\n".join(lines)
+
+
+def _wait_cell(runs) -> str:
+    """The trainer's wait of a system's runs: median ms per batch and median share of the loop's time
+    (runs recorded before the column existed: blank)."""
+    runs = [r for r in runs if "wait_s" in r]
+    if not runs:
+        return ""
+    med = statistics.median
+    per_batch = med(1000 * sum(r["wait_s"]) / max(r["batches"], 1) for r in runs)
+    share = med(sum(r["wait_s"]) / sum(r["epoch_s"]) for r in runs)
+    return f"{per_batch:.2f} ms ({100 * share:.0f} %)"
 
 
 def print_table(rows) -> str:

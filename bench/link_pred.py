@@ -119,12 +119,13 @@ def worker(system: str, store_dir: str, seed: int, epochs: int, max_batches: int
         reverse_eids=torch.from_numpy(reverse), negative_sampler=dgl.dataloading.negative_sampler.Uniform(1))
     loader = Loader(g, train_eids, sampler, batch_size=512, shuffle=True)
     times = []
+    from side_by_side import TrainerWait
+
+    wait = TrainerWait()  # the trainer's time blocked in next(), the same timer for both systems
     for _ in range(epochs + 1):  # the first epoch warms up (kernels, caches)
         model.train()
         t0 = time.perf_counter()
-        for step, (input_nodes, pair, neg, blocks) in enumerate(loader):
-            if max_batches and step >= max_batches:
-                break
+        for input_nodes, pair, neg, blocks in wait.batches_of(loader, max_batches):
             pos_score, neg_score = model(pair, neg, blocks, blocks[0].srcdata["feat"])
             score = torch.cat([pos_score, neg_score])
             labels = torch.cat([torch.ones_like(pos_score), torch.zeros_like(neg_score)])
@@ -143,7 +144,9 @@ def worker(system: str, store_dir: str, seed: int, epochs: int, max_batches: int
         mrr = float((1.0 / (1 + (negs >= pos.unsqueeze(1)).sum(1))).mean())
     from own_rss import own_peak_rss_mb
 
-    return {"epoch_s": statistics.median(times[1:]), "mrr": mrr, "own_peak_rss_mb": own_peak_rss_mb()}
+    return {"epoch_s": statistics.median(times[1:]), "mrr": mrr, "own_peak_rss_mb": own_peak_rss_mb(),
+            "wait_share": sum(wait.wait_s[1:]) / sum(times[1:]),
+            "wait_ms": 1000 * sum(wait.wait_s[1:]) / max(sum(wait.batches[1:]), 1)}
 
 
 def run_child(system: str, store_dir: Path, seed: int, epochs: int, max_batches: int = 0) -> dict:
@@ -192,9 +195,11 @@ def main() -> None:
                   f"{runs['bgl'][-1]['epoch_s']:.3f} s ({pair:.2f}x)  load {os.getloadavg()[0]:.1f}", flush=True)
         rows = {}
         for system in ("dgl", "bgl"):
-            rows[system] = {k: statistics.mean(r[k] for r in runs[system]) for k in ("epoch_s", "peak_rss_mib", "mrr")}
+            rows[system] = {k: statistics.mean(r[k] for r in runs[system])
+                            for k in ("epoch_s", "peak_rss_mib", "mrr", "wait_share", "wait_ms")}
             print(f"{name} {system}: epoch {rows[system]['epoch_s']:.3f} s  peak RSS "
-                  f"{rows[system]['peak_rss_mib']:.0f} MiB  MRR {rows[system]['mrr']:.4f}  "
+                  f"{rows[system]['peak_rss_mib']:.0f} MiB  MRR {rows[system]['mrr']:.4f}  trainer wait "
+                  f"{rows[system]['wait_ms']:.2f} ms/batch ({100 * rows[system]['wait_share']:.0f} %)  "
                   f"(mean of {args.seeds} seeds)", flush=True)
         d, b = rows["dgl"], rows["bgl"]
         print(f"{name} ratio bgl/dgl: epoch time {b['epoch_s'] / d['epoch_s']:.2f}x  peak RSS "

@@ -274,14 +274,15 @@ def worker(system: str, graph: str, workdir: str, seed: int, epochs: int, max_ba
     dense = torch.optim.Adam(model.layers.parameters(), lr=0.005)
     sparse = torch.optim.SparseAdam(list(model.emb.parameters()), lr=0.01)
     times, batches, losses = [], 0, []
+    from side_by_side import TrainerWait
+
+    wait = TrainerWait()  # the trainer's time blocked in next(), the same timer for every system
     for epoch in range(epochs + 1):  # the first epoch warms up (kernels, caches)
         model.train()
         if prof is not None and epoch == epochs:
             prof.enable()
         t0 = time.perf_counter()
-        for step, (input_nodes, pair, neg, blocks) in enumerate(loader):
-            if max_batches and step >= max_batches:
-                break
+        for input_nodes, pair, neg, blocks in wait.batches_of(loader, max_batches):
             pos, negs = model(input_nodes, pair, neg, blocks)
             loss = -F.logsigmoid(pos - negs).mean()  # BPR: Uniform(1) keeps each positive's source
             dense.zero_grad()
@@ -300,6 +301,8 @@ def worker(system: str, graph: str, workdir: str, seed: int, epochs: int, max_ba
     result = evaluate(model, g, test, eval_users, seed)
     from own_rss import own_peak_rss_mb
 
+    result.update(wait_share=sum(wait.wait_s[1:]) / sum(times[1:]),
+                  wait_ms=1000 * sum(wait.wait_s[1:]) / max(sum(wait.batches[1:]), 1))
     result.update(epoch_s=statistics.median(times[1:]), epochs_s=times, graph_s=graph_s, build_s=build_s,
                   eval_s=time.perf_counter() - t0, batches=batches, last_loss=statistics.mean(losses[-50:]),
                   own_peak_rss_mb=own_peak_rss_mb())
@@ -372,7 +375,8 @@ def main() -> None:
                     r = run_child(args, system, graph, seed, prof)
                     runs[system].append(r)
                     print(f"{graph} {system} seed {seed}: {json.dumps(r)}  loadavg {loadavg()}", flush=True)
-            keys = ("epoch_s", "peak_rss_mib", "recall20", "ndcg20") if what == "train" else ("epoch_s", "peak_rss_mib")
+            keys = ("epoch_s", "peak_rss_mib", "recall20", "ndcg20", "wait_share", "wait_ms") if what == "train" \
+                else ("epoch_s", "peak_rss_mib")
             rows = {s: {k: statistics.mean(r[k] for r in runs[s]) for k in keys} for s in systems}
             for s in systems:
                 print(f"{graph} {s}: " + "  ".join(f"{k} {v:.4f}" for k, v in rows[s].items())

@@ -66,3 +66,37 @@ def alternate(runs: dict, batches: int, repeats: int) -> dict:
 
 def load_average_at_end() -> None:
     print(f"load average at end: {open('/proc/loadavg').read().strip()}", flush=True)
+
+
+class TrainerWait:
+    """The time a training loop is blocked in ``next()`` on a loader's iterator, the same timer for
+    every system (bgl's ``loader.stats()`` counts the same way, inside the loader).
+
+    ``for batch in wait.batches(loader):`` runs one epoch; ``wait_s`` then holds each epoch's total
+    and ``batches`` each epoch's count (the ``next()`` that ends an epoch counts as a wait too).
+    """
+
+    def __init__(self):
+        self.wait_s: list[float] = []
+        self.batches: list[int] = []
+
+    def batches_of(self, loader, limit: int = 0):
+        """Yield ``loader``'s batches (at most ``limit`` when > 0), timing each ``next()``."""
+        import time
+
+        it = iter(loader)
+        waited, n = 0.0, 0
+        try:
+            while not limit or n < limit:
+                start = time.perf_counter()
+                try:
+                    batch = next(it)
+                except StopIteration:
+                    waited += time.perf_counter() - start
+                    break
+                waited += time.perf_counter() - start
+                n += 1
+                yield batch
+        finally:
+            self.wait_s.append(waited)
+            self.batches.append(n)

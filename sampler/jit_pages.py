@@ -11,9 +11,13 @@ the kernel to page those mappings out (``madvise(MADV_PAGEOUT)``, Linux 5.4+).  
 leave the resident set; they stay in the page cache, shared and reclaimable, and a later kernel
 load faults back what it touches.  Dirty or anonymous pages stay where there is no swap, so
 nothing the library wrote is lost.  Anywhere else (another OS, an older kernel, no llvmlite
-loaded) it does nothing.  A call reads ``/proc/self/statm`` (~10 us) and pages out only when the
-process's file-backed resident set grew by :data:`GROWTH` since the last time (a first release
-takes ~20 ms, a repeated one ~3 ms: too much to pay at every epoch of a small graph).
+loaded) it does nothing.  A release (reading ``/proc/self/maps``, then ``madvise``) takes ~20 ms the
+first time and ~3 ms after: too much to pay at every epoch or every loader of a small graph.  So a
+call pages out only when numba compiled or loaded a kernel since the last release: the count of
+symbols numba's JIT engine has defined (:func:`jit_symbols`, a ``len()``) grew.  Only then did
+LLVM's code run, and only then can its pages be back.  Where numba's internals do not expose that
+count, the fallback is the process's file-backed resident set (``/proc/self/statm``, ~10 us) having
+grown by :data:`GROWTH` (which memory-mapped feature pages also do, hence not the first choice).
 ``BGL_KEEP_JIT_PAGES=1`` turns it off (bench/hetero.py measures both).
 """
 from __future__ import annotations
@@ -26,12 +30,35 @@ MADV_PAGEOUT = 21  # linux/mman.h
 LIBRARY = "libllvmlite"
 GROWTH = 8 << 20  # bytes of file-backed resident pages gained that make another release worth it
 _last_shared = [0]  # the file-backed resident bytes after the last release
+_last_symbols = [0]  # jit_symbols() at the last release
 
 
 def _shared_bytes() -> int:
     """Resident file-backed (and shared) bytes of this process (``/proc/self/statm``'s third field)."""
     with open("/proc/self/statm") as f:
         return int(f.read().split()[2]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def jit_symbols() -> int | None:
+    """How many symbols numba's CPU JIT engine has defined in this process: it grows with every kernel
+    compiled or loaded from numba's cache, and only then.  0 before numba's CPU target is set up (not
+    set up here: that would load LLVM); None where numba's internals differ from the ones read here."""
+    registry = sys.modules.get("numba.core.registry")
+    if registry is None:
+        return 0
+    try:
+        context = vars(registry.cpu_target).get("_toplevel_target_context")
+        return 0 if context is None else len(context.codegen()._engine._defined_symbols)
+    except (AttributeError, TypeError):
+        return None
+
+
+def _nothing_new_to_release() -> bool:
+    """True when no kernel was compiled or loaded since the last release (see the module's doc)."""
+    symbols = jit_symbols()
+    if symbols is not None:
+        return symbols == _last_symbols[0]
+    return _shared_bytes() - _last_shared[0] < GROWTH
 
 
 def llvm_mappings(maps_text: str) -> list[tuple[int, int]]:
@@ -51,7 +78,7 @@ def release_jit_pages() -> int:
             or os.environ.get("BGL_KEEP_JIT_PAGES", "") not in ("", "0"):
         return 0
     try:
-        if _shared_bytes() - _last_shared[0] < GROWTH:
+        if _nothing_new_to_release():
             return 0
         with open("/proc/self/maps") as f:
             spans = llvm_mappings(f.read())
@@ -65,4 +92,5 @@ def release_jit_pages() -> int:
             break  # EINVAL before Linux 5.4: nothing to gain from the rest
         done += length
     _last_shared[0] = _shared_bytes()
+    _last_symbols[0] = jit_symbols() or 0
     return done

@@ -12,6 +12,7 @@ from bgl.store import GraphStore
 
 from . import multilayer, ops
 from .exclusion import edge_positions
+from .row_gather import take_rows
 
 
 class LocalSampler:
@@ -168,9 +169,9 @@ class LocalSampler:
         feat = type_feat_rows(self.store, ntype)
         if feat is None:
             raise ValueError(f"node type {ntype!r} of {self.store.path} has no features")
-        # One np.take, as the untyped fetch stage does for a local store: the parallel numba gather
-        # competes with the trainer's torch threads inline (bgl/loader/stages.py _fetch_features).
-        return torch.from_numpy(np.take(np.asarray(feat), _type_local(local_ids, feat.shape[0], ntype), axis=0))
+        # One row gather on this thread's torch threads, as the untyped fetch stage does for a local store:
+        # the parallel numba gather competes with the trainer's torch threads inline (row_gather.py).
+        return torch.from_numpy(take_rows(np.asarray(feat), _type_local(local_ids, feat.shape[0], ntype)))
 
     def fetch_type_labels(self, ntype: str, local_ids) -> torch.Tensor:
         """int64 labels of type-local ``local_ids`` of node type ``ntype``."""

@@ -106,13 +106,9 @@ def check_range(ids: np.ndarray, lo: int, hi: int, name: str = "ids") -> None:
         raise ValueError(f"{name}[{bad}] = {int(ids[bad])} is outside the owned id range [{lo}, {hi})")
 
 
-def check_weights(prob, num_edges: int, name: str = "prob") -> np.ndarray:
-    """Per-edge weights (or a bool mask) as an array the weighted kernels take; ValueError naming
-    ``name`` and the first bad edge otherwise.
-
-    Accepted: float, integer or bool ``[num_edges]`` (a mask is passed as its uint8 view: True = 1),
-    every weight finite and >= 0.  One pass over the array: callers check an array once and keep it.
-    """
+def weights_form(prob, num_edges: int, name: str = "prob") -> np.ndarray:
+    """``prob`` as the array the weighted kernels take (a bool mask as its uint8 view, float16 widened,
+    contiguous), its dtype and shape checked but not its values (:func:`check_weights` does both)."""
     if hasattr(prob, "detach"):
         prob = prob.detach().cpu().numpy()
     prob = np.asarray(prob)
@@ -124,7 +120,17 @@ def check_weights(prob, num_edges: int, name: str = "prob") -> np.ndarray:
         raise ValueError(f"edge weights {name!r} must have shape ({num_edges},) (one per edge), got {prob.shape}")
     if prob.dtype == np.float16:
         prob = prob.astype(np.float32)
-    prob = np.ascontiguousarray(prob)
+    return np.ascontiguousarray(prob)
+
+
+def check_weights(prob, num_edges: int, name: str = "prob") -> np.ndarray:
+    """Per-edge weights (or a bool mask) as an array the weighted kernels take; ValueError naming
+    ``name`` and the first bad edge otherwise.
+
+    Accepted: float, integer or bool ``[num_edges]`` (a mask is passed as its uint8 view: True = 1),
+    every weight finite and >= 0.  One pass over the array: callers check an array once and keep it.
+    """
+    prob = weights_form(prob, num_edges, name)
     bad = int(W.first_bad_weight(prob)) if prob.size else -1
     if bad >= 0:
         raise ValueError(f"edge weights {name!r} must be finite and >= 0; edge {bad} has {prob[bad]}")
@@ -426,11 +432,15 @@ class EdgeWeights:
         if prob is None:
             if not isinstance(name, str):
                 raise ValueError(f"edge weights must be named by a string (an edge array), got {name!r}")
+            # a graph that keeps its verdicts (a DGLGraph's arrays: bgl/loader/graph_derivations.py)
+            checked = getattr(self.graph, "checked_weights", None)
             try:
-                values = self.graph.edge_array(name)
+                values = self.graph.edge_array(name) if checked is None else checked(name)
             except KeyError as e:
                 raise ValueError(e.args[0]) from None
-            prob = check_weights(values, self.graph.num_edges, name)
+            if checked is None:
+                values = check_weights(values, self.graph.num_edges, name)
+            prob = values
             with self._lock:
                 self._checked[name] = prob
         return prob

@@ -81,7 +81,8 @@ class GraphInfo:
             edge_names = list(edata)
         self.edge_names = None if edge_names is None else tuple(edge_names)  # None: not known here
         if edge_dtypes is None and edata is not None:
-            edge_dtypes = {k: np.asarray(edata[k][:0]).dtype.name for k in edata}
+            dtype_of = getattr(edata, "dtype", None)  # a DGLGraph's, without permuting every array
+            edge_dtypes = {k: (dtype_of(k) if dtype_of else np.asarray(edata[k][:0]).dtype).name for k in edata}
         self.edge_dtypes = dict(edge_dtypes or {})
 
     @property

@@ -54,6 +54,7 @@ from .seed_items import resolve_seeds
 from .spawn_start import start_zygote
 from .specs import CacheSpec
 from .stages import FetchStage, SampleStage, TransferStage
+from .trainer_wait import TrainerWait
 from .typed import check_typed_options, reads_in_place, typed_fanouts
 
 log = logging.getLogger(__name__)
@@ -150,6 +151,7 @@ class DataLoader(Closes):
         # before building decides every epoch's order, and nothing the script draws afterwards does.
         self._generator_seed = None if self.use_ddp else int(torch.randint(0, 2**62, (1,)).item())
         self._next_order = NextOrderGuess()  # build the next epoch's order (BFS, shuffle) during this one
+        self._wait = TrainerWait.before_any_epoch()  # the latest epoch's trainer wait (stats())
 
         # The graph, as one of its kinds (GraphInfo), with the first feature / label name it serves.
         self._resolve_args = (sampler.feat_keys[0] if sampler.feat_keys else None,
@@ -365,7 +367,8 @@ class DataLoader(Closes):
         gen = self._pipeline.run_epoch((epoch, seed, start) if start else (epoch, seed))
         if (self.order == "proximity" or self.shuffle) and self.pipeline_mode != "processes":
             gen = self._next_order.prefetching(gen, seed, lambda: self._start_next_order(epoch))
-        it = EpochIterator(self, gen, start)
+        self._wait = TrainerWait(epoch)
+        it = EpochIterator(self, gen, start, self._wait)
         self._active = weakref.ref(it)
         return it
 
@@ -426,6 +429,17 @@ class DataLoader(Closes):
         if self.pipeline_mode != "processes" and self._fetch is not None:
             return self._fetch.cache_stats()
         return None if self._transfer is None else self._transfer.last_cache_stats
+
+    def stats(self) -> dict:
+        """The trainer's wait in the latest epoch (the running one, or the last one that ran).
+
+        How long the training loop was blocked in ``next()`` on the epoch's iterator: ``batches``,
+        ``wait_s`` (total, seconds), ``wait_mean_s``, ``wait_max_s``, ``epoch_s`` (wall time since
+        ``iter()``; up to now while ``running``) and ``wait_share`` (``wait_s / epoch_s``): near 1
+        the loader is the bottleneck, near 0 the model.  Reset by each ``iter()``; zeros before the
+        first.  See docs/trainer-wait.md (:mod:`bgl.loader.trainer_wait`).
+        """
+        return {**self._wait.as_dict(), "pipeline": self.pipeline_mode}
 
     def stage_pids(self) -> dict[str, int]:
         """{stage: pid} of live stage processes (empty inline)."""

@@ -72,6 +72,10 @@ def check_edge_options(options: EdgeOptions, info: Any, labor=None, typed: bool 
     if options.prob and info.store is not None:
         from ..sampler.ops import check_weights
 
+        checked = getattr(info.store, "check_raw_weights", None)  # a DGLGraph's: once per graph (graph_derivations.py)
+        if checked is not None:
+            checked(options.prob)
+            return
         # a DGLGraph's own edge order, so a bad weight is named by its DGL edge id
         raw = getattr(info.store, "raw_edge_array", info.store.edge_array)
         check_weights(raw(options.prob), info.store.num_edges, options.prob)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Optional
 
 from ..sampler.jit_pages import release_jit_pages
+from .trainer_wait import TrainerWait, timed_next
 
 
 class EpochIterator:
@@ -28,11 +29,13 @@ class EpochIterator:
     owner : the loader whose epoch this is (kept alive until the epoch ends)
     items : generator of the epoch's batches (a pipeline epoch); closed exactly once
     start : index of the epoch's first batch ``items`` yields (> 0 for a resumed epoch)
+    wait : where the trainer's time blocked in ``next()`` is counted (:mod:`bgl.loader.trainer_wait`)
     """
 
-    def __init__(self, owner: Any, items: Iterator[Any], start: int = 0):
+    def __init__(self, owner: Any, items: Iterator[Any], start: int = 0, wait: Optional[TrainerWait] = None):
         self._owner: Optional[Any] = owner
         self._items: Optional[Iterator[Any]] = items
+        self.wait = wait if wait is not None else TrainerWait()
         self._first = True
         self.position = int(start)  # index of the next batch of the epoch (loader_state.py)
 
@@ -43,7 +46,7 @@ class EpochIterator:
         if self._items is None:
             raise StopIteration
         try:
-            item = next(self._items)
+            item = timed_next(self._items, self.wait)
         except BaseException:  # end of epoch, a stage error or Ctrl-C: the epoch is over either way
             self.close()
             raise
@@ -62,6 +65,7 @@ class EpochIterator:
         """Stop the epoch's stages (idempotent); the loader may start a new epoch afterwards."""
         items, self._items = self._items, None
         self._owner = None
+        self.wait.end()
         if items is not None and hasattr(items, "close"):
             items.close()
 

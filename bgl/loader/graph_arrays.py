@@ -51,13 +51,16 @@ class CscEdgeData(Mapping):
     array is permuted once, on first access, and kept (read-only).
     """
 
-    def __init__(self, tensors: dict[str, torch.Tensor], edge_ids: Optional[np.ndarray]):
+    def __init__(self, tensors: dict[str, torch.Tensor], edge_ids: Optional[np.ndarray], derivations=None):
         self._tensors = tensors
         self._edge_ids = edge_ids
+        self._derivations = derivations  # the graph's GraphDerivations: permuted once per graph, not per loader
         self._identity: Optional[bool] = None
         self._csc: dict[str, np.ndarray] = {}
 
     def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._csc and self._derivations is not None and self._edge_ids is not None:
+            self._csc[name] = self._derivations.csc_order(name, self._tensors[name], self._edge_ids)
         if name not in self._csc:
             arr = self._tensors[name].numpy()
             if self._edge_ids is not None and not self._is_identity():
@@ -71,6 +74,10 @@ class CscEdgeData(Mapping):
             ids = self._edge_ids
             self._identity = bool(np.array_equal(ids, np.arange(ids.shape[0], dtype=ids.dtype)))
         return self._identity
+
+    def dtype(self, name: str) -> np.dtype:
+        """The NumPy dtype of array ``name``, without permuting it."""
+        return self._tensors[name].numpy().dtype
 
     def __iter__(self):
         return iter(self._tensors)
@@ -94,6 +101,8 @@ class GraphArrays(EdgeArrays):
     name : shown in messages where a store would show its path
     edata : {name: tensor [num_edges, ...]} per-edge data in the graph's edge-id order (the
         order of ``edge_ids``' values; CSC order when ``edge_ids`` is None)
+    derivations : the graph's :class:`~bgl.loader.graph_derivations.GraphDerivations`, so that
+        weight checks and CSC-ordered edge arrays are made once per graph, not once per loader
 
     The tensors are used as they are (numpy views, read-only); nothing is copied.
     Pickling (a spawn process) is allowed only after :meth:`share_memory`, so
@@ -104,7 +113,8 @@ class GraphArrays(EdgeArrays):
 
     def __init__(self, indptr: torch.Tensor, indices: torch.Tensor, feat: Optional[torch.Tensor] = None,
                  label: Optional[torch.Tensor] = None, num_classes: int = 0, name: str = "arrays",
-                 edge_ids: Optional[torch.Tensor] = None, edata: Optional[dict[str, torch.Tensor]] = None):
+                 edge_ids: Optional[torch.Tensor] = None, edata: Optional[dict[str, torch.Tensor]] = None,
+                 derivations=None):
         self._tensors = {"indptr": indptr, "indices": indices, "feat": feat, "label": label, "edge_ids": edge_ids}
         self._edge_tensors = dict(edata or {})
         for key, t in self._edge_tensors.items():
@@ -112,6 +122,7 @@ class GraphArrays(EdgeArrays):
                 raise ValueError(f"edge data {key!r} has {t.shape[0]} rows for {indices.shape[0]} edges")
         self.num_classes = int(num_classes)
         self.path = name
+        self._derivations = derivations
         self._make_views()
 
     def _make_views(self) -> None:
@@ -121,7 +132,7 @@ class GraphArrays(EdgeArrays):
                 arr = t.numpy()
                 arr.flags.writeable = False  # a view's flag: the caller's tensor stays writable
             setattr(self, key, arr)
-        self.edata = CscEdgeData(self._edge_tensors, self.edge_ids)
+        self.edata = CscEdgeData(self._edge_tensors, self.edge_ids, self._derivations)
 
     # ------------------------------------------------------------ GraphStore's read API
     @property
@@ -148,6 +159,25 @@ class GraphArrays(EdgeArrays):
         """Edge array ``name`` in the graph's own edge-id order (as the caller gave it, no copy)."""
         self.edge_array(name)  # KeyError naming the arrays there are
         return self._edge_tensors[name].numpy()
+
+    def check_raw_weights(self, name: str) -> None:
+        """Check edge array ``name`` as sampling weights (finite, >= 0; a bad one named by the graph's
+        own edge id); once per version of the tensor when the graph keeps its derivations."""
+        from ..sampler.ops import check_weights
+
+        self.edge_array(name)  # KeyError naming the arrays there are
+        if self._derivations is None:
+            check_weights(self.raw_edge_array(name), self.num_edges, name)
+        else:
+            self._derivations.check_weights(name, self._edge_tensors[name], self.num_edges)
+
+    def checked_weights(self, name: str) -> np.ndarray:
+        """Edge array ``name`` as the weighted kernels take it, in CSC order, checked
+        (:class:`bgl.sampler.ops.EdgeWeights` asks; the check is :meth:`check_raw_weights`)."""
+        from ..sampler.ops import weights_form
+
+        self.check_raw_weights(name)
+        return weights_form(self.edata[name], self.num_edges, name)
 
     def tensor(self, name: str) -> Optional[torch.Tensor]:
         """The tensor behind array ``name`` (one of :data:`ARRAY_NAMES`)."""
@@ -181,6 +211,7 @@ class GraphArrays(EdgeArrays):
     def __setstate__(self, state: dict) -> None:
         self._tensors, self.num_classes, self.path = state["tensors"], state["num_classes"], state["path"]
         self._edge_tensors = state["edata"]
+        self._derivations = None  # shared-memory copies: this process checks and permutes its own
         self._make_views()
 
     def __deepcopy__(self, memo) -> "GraphArrays":
@@ -202,6 +233,7 @@ def dglgraph_arrays(g: Any, feat_key: Optional[str], label_key: Optional[str]) -
     ``g`` is not modified (DGL caches its CSC format, as its own sampler does).
     """
     from .batch_frontend import graph_reader
+    from .graph_derivations import derivations_of
 
     indptr, indices, edge_ids = graph_reader(g).csc_tensors(g)  # the edge's reader: the core calls no DGL API
     feat = label = None
@@ -211,17 +243,36 @@ def dglgraph_arrays(g: Any, feat_key: Optional[str], label_key: Optional[str]) -
         if feat.dim() != 2:
             raise ValueError(f"g.ndata[{feat_key!r}] must be 2-D [num_nodes, dim], got shape {tuple(feat.shape)}")
         if not feat.is_contiguous():
-            feat = feat.contiguous()  # rows are gathered with np.take; a strided view would be slower
+            feat = feat.contiguous()  # rows are gathered from a zero-copy view (row_buffers.py); a strided one has none
+    derivations = derivations_of(g)
     if label_key is not None and label_key in g.ndata:
-        label = _cpu(g.ndata[label_key])
-        if label.dim() != 1:
-            raise ValueError(f"g.ndata[{label_key!r}] must be 1-D [num_nodes], got shape {tuple(label.shape)}")
-        if label.dtype != torch.int64 or not label.is_contiguous():
-            label = label.to(torch.int64).contiguous()
-        num_classes = int(label.max()) + 1 if label.numel() else 0
-    edata = {k: _cpu(v) for k, v in g.edata.items() if k != "_ID"}  # "_ID" = dgl.EID, not data
+        label, num_classes = _labels(g.ndata[label_key], label_key, derivations)
+    # the user's tensors themselves (a CPU tensor's detach() is a new object each call): the
+    # derivations know a tensor by its identity
+    edata = {k: v if v.device.type == "cpu" and not v.requires_grad else _cpu(v)
+             for k, v in g.edata.items() if k != "_ID"}  # "_ID" = dgl.EID, not data
     return GraphArrays(indptr, indices, feat, label, num_classes=num_classes, name="DGLGraph", edge_ids=edge_ids,
-                       edata=edata)
+                       edata=edata, derivations=derivations)
+
+
+def _labels(given: torch.Tensor, key: str, derivations) -> tuple[torch.Tensor, int]:
+    """``g.ndata[key]`` as int64 [num_nodes] labels and the class count (``max + 1``); the conversion
+    (when not int64) and the count, each a pass over the nodes, made once per version of the tensor
+    when the graph keeps its ``derivations``."""
+    label = _cpu(given)
+    if label.dim() != 1:
+        raise ValueError(f"g.ndata[{key!r}] must be 1-D [num_nodes], got shape {tuple(label.shape)}")
+
+    def widened():
+        return label.to(torch.int64).contiguous()
+
+    if label.dtype != torch.int64 or not label.is_contiguous():
+        label = widened() if derivations is None else derivations.derived("label", key, given, None, widened)
+
+    def classes():
+        return int(label.max()) + 1 if label.numel() else 0
+
+    return label, classes() if derivations is None else derivations.derived("classes", key, given, None, classes)
 
 
 def field_versions(g: Any, keys) -> tuple:

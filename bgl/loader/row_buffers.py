@@ -1,6 +1,7 @@
 """Recycled output buffers for the fetch stage's feature gathers.
 
-A batch's input rows are one ``np.take`` of the feature memmap into a new array:
+A batch's input rows are one gather of the feature rows (``torch.index_select`` over a
+zero-copy tensor of the array or memmap: :mod:`bgl.sampler.row_gather`) into a new array:
 PubMed-sized batches (4.4k rows x 500 float32) are 8.8 MB each, above glibc's
 ``mmap`` threshold or at the top of its heap, so a gather often lands on pages the
 allocator has just given back to the kernel and pays a minor fault per 4 kB page
@@ -28,6 +29,8 @@ from typing import Callable, Optional
 
 import numpy as np
 import torch
+
+from ..sampler.row_gather import take_rows, tensor_view
 
 
 def _refs_while_scanned(arrays: list) -> int:
@@ -60,6 +63,7 @@ class RowBuffers:
         self.keep = int(keep)
         self._arrays: list[np.ndarray] = []
         self._largest = 0  # rows of the largest request so far
+        self._view: Optional[tuple[np.ndarray, Optional[torch.Tensor]]] = None  # (rows, tensor over them)
         self.allocations = 0  # arrays made so far (a test and the bench read it)
 
     def take(self, rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -74,10 +78,14 @@ class RowBuffers:
             bad = ids[(ids < 0) | (ids >= rows.shape[0])][0]
             raise IndexError(f"feature row id {int(bad)} is outside [0, {rows.shape[0]})")
         out = self.empty(n, rows.shape[1:], rows.dtype)
-        # mode="clip" writes straight into ``out`` (mode="raise" would gather into a
-        # temporary and copy); the ids were bounds-checked above.
-        np.take(rows, ids, axis=0, out=out, mode="clip")
-        return out
+        return take_rows(rows, ids, out, self._tensor_view(rows))
+
+    def _tensor_view(self, rows: np.ndarray) -> Optional[torch.Tensor]:
+        """:func:`~bgl.sampler.row_gather.tensor_view` of ``rows``, made once per array (the fetch
+        stage gathers from the same one every batch); None where torch cannot wrap it."""
+        if self._view is None or self._view[0] is not rows:
+            self._view = (rows, tensor_view(rows))
+        return self._view[1]
 
     def empty(self, n: int, row_shape: tuple, dtype) -> np.ndarray:
         """``n`` rows of ``row_shape`` and ``dtype`` to write into (the cache's output of a batch):

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from bgl.sampler.jit_pages import llvm_mappings
@@ -82,3 +83,53 @@ def _other_processes_mapping_llvm() -> list[int]:
         except OSError:  # gone, or not ours to read
             continue
     return pids
+
+
+WALKS = r'''
+import json
+import sys
+import numpy as np
+from bgl.sampler import jit_pages, ops
+
+walks = []
+real = jit_pages.llvm_mappings
+jit_pages.llvm_mappings = lambda text: walks.append(1) or real(text)
+
+def sample(dtype):
+    return ops.sample_neighbors(np.array([0, 2], np.int64), np.array([1, 0], dtype), np.array([0], np.int64),
+                                0, 2, False, 0, parallel=False)
+
+seen = {"symbols_before": jit_pages.jit_symbols()}
+sample(np.int32)
+seen["symbols_loaded"] = jit_pages.jit_symbols()
+jit_pages.release_jit_pages()
+seen["walks_first"] = len(walks)
+features = np.memmap(sys.argv[1], np.uint8, "r")
+for part in np.array_split(np.arange(features.shape[0]), 3):
+    # later epochs, later loaders: the same kernels, nothing compiled, while memory-mapped
+    # feature pages (file-backed, as LLVM's library is) come into the resident set
+    int(features[part[0]:part[-1] + 1].sum())
+    sample(np.int32)
+    jit_pages.release_jit_pages()
+seen["walks_same_kernels"] = len(walks)
+sample(np.int64)  # a new signature: compiled or loaded from numba's cache
+seen["symbols_new"] = jit_pages.jit_symbols()
+jit_pages.release_jit_pages()
+seen["walks_after_new"] = len(walks)
+print(json.dumps(seen))
+'''
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="madvise(MADV_PAGEOUT) is Linux's")
+def test_pages_are_released_only_after_numba_compiled_or_loaded_a_kernel(tmp_path):
+    features = tmp_path / "feat.bin"
+    features.write_bytes(np.random.default_rng(0).integers(0, 255, 48 << 20, np.uint8).tobytes())
+    done = subprocess.run([sys.executable, "-c", WALKS, str(features)], capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != "BGL_KEEP_JIT_PAGES"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["symbols_loaded"] > seen["symbols_before"], seen  # the count this rests on moves
+    assert seen["walks_first"] == 1, seen
+    assert seen["walks_same_kernels"] == 1, seen  # no /proc/self/maps walk per epoch
+    assert seen["symbols_new"] > seen["symbols_loaded"], seen
+    assert seen["walks_after_new"] == 2, seen
