@@ -16,9 +16,8 @@ from bgl.partition.phase_memory import PhaseMemory, reset_high_water
 from bgl.sources.rmat import generate_rmat_store
 
 from .test_distributed_partition import MPI_ENV, mpirun
-from .test_distributed_partition import mpi as _mpi, parhip_lib as _parhip_lib
+from .test_distributed_partition import parhip_lib as _parhip_lib
 
-mpi = _mpi  # the fixture there: installs MPI and PT-Scotch, or skips saying what is missing
 parhip_lib = _parhip_lib
 
 

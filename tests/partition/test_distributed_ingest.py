@@ -22,7 +22,7 @@ from bgl.partition.format import open_partition, write_partition
 from bgl.sources.datasets import ingest
 
 from ..bgl.conftest import _serve_partition
-from .test_distributed_partition import MPI_ENV, engine, mpi, parhip_lib, part_of  # noqa: F401 - fixtures
+from .test_distributed_partition import MPI_ENV, engine, parhip_lib, part_of  # noqa: F401 - fixtures
 
 N = 900
 

@@ -38,7 +38,7 @@ from ..launch.conftest import Namespaces, in_netns, require_namespaces
 from .test_distributed_ingest import (N, _edges, _write_shards, assert_one_error_line,
                                       shards_give_the_one_machine_partition)
 from .test_distributed_partition import (FAILING_RANK, MPI_ENV, assert_left_nothing,  # noqa: F401 - fixtures
-                                         assert_one_machine_directory, edge_store, engine, mpi, parhip_lib)
+                                         assert_one_machine_directory, edge_store, engine, parhip_lib)
 
 REPO = Path(__file__).resolve().parents[2]
 SUBNET = "10.79.0"  # apart from the launch tests' 10.77.0 and the Slurm tests' 10.78.0

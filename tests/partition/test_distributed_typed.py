@@ -20,9 +20,8 @@ from bgl.sampler.typed import relation_fanouts
 from ..bgl.conftest import _serve_partition
 from ..conftest import HETERO_ETYPES, typed_edges
 from .test_distributed_partition import mpirun, part_of, same_dirs
-from .test_distributed_partition import engine as _engine, mpi as _mpi, parhip_lib as _parhip_lib
+from .test_distributed_partition import engine as _engine, parhip_lib as _parhip_lib
 
-mpi = _mpi  # the fixture there: installs MPI and PT-Scotch, or skips saying what is missing
 engine, parhip_lib = _engine, _parhip_lib  # the engine a test names, its library built first
 
 
