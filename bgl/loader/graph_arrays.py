@@ -190,38 +190,13 @@ class GraphArrays(EdgeArrays):
         return f"GraphArrays({self.path!r}, nodes={self.num_nodes}, edges={self.num_edges}, feat_dim={self.feat_dim})"
 
 
-def _cpu(t: torch.Tensor) -> torch.Tensor:
-    return t.detach().cpu()
-
-
 def dglgraph_arrays(g: Any, feat_key: Optional[str], label_key: Optional[str]) -> GraphArrays:
-    """The arrays of a homogeneous DGLGraph as a :class:`GraphArrays`, sharing its memory.
-
-    Keeps the graph's exact edges (duplicates and self-loops too).  Raises
-    ValueError for a feature array that is not 2-D or labels that are not 1-D.
-    ``g`` is not modified (DGL caches its CSC format, as its own sampler does).
-    """
+    """The arrays of a homogeneous DGLGraph as a :class:`GraphArrays`, sharing its memory: what the
+    edge's graph reader makes of it (:meth:`bgl.loader.batch_frontend.GraphReader.arrays`; real DGL's:
+    :func:`bgl.dgl.real_dgl.graph_reader.dglgraph_arrays`), so the core calls no DGL API to read one."""
     from .batch_frontend import graph_reader
 
-    indptr, indices, edge_ids = graph_reader(g).csc_tensors(g)  # the edge's reader: the core calls no DGL API
-    feat = label = None
-    num_classes = 0
-    if feat_key is not None and feat_key in g.ndata:
-        feat = _cpu(g.ndata[feat_key])
-        if feat.dim() != 2:
-            raise ValueError(f"g.ndata[{feat_key!r}] must be 2-D [num_nodes, dim], got shape {tuple(feat.shape)}")
-        if not feat.is_contiguous():
-            feat = feat.contiguous()  # rows are gathered with np.take; a strided view would be slower
-    if label_key is not None and label_key in g.ndata:
-        label = _cpu(g.ndata[label_key])
-        if label.dim() != 1:
-            raise ValueError(f"g.ndata[{label_key!r}] must be 1-D [num_nodes], got shape {tuple(label.shape)}")
-        if label.dtype != torch.int64 or not label.is_contiguous():
-            label = label.to(torch.int64).contiguous()
-        num_classes = int(label.max()) + 1 if label.numel() else 0
-    edata = {k: _cpu(v) for k, v in g.edata.items() if k != "_ID"}  # "_ID" = dgl.EID, not data
-    return GraphArrays(indptr, indices, feat, label, num_classes=num_classes, name="DGLGraph", edge_ids=edge_ids,
-                       edata=edata)
+    return graph_reader(g).arrays(g, feat_key, label_key)
 
 
 def field_versions(g: Any, keys) -> tuple:
