@@ -4,7 +4,8 @@ The core (``bgl.loader``, ``bgl.sampler``, ``bgl.cache``, ``bgl.sources``, ``bgl
 frontend-neutral batches: bgl :class:`~bgl.blocks.Block` s, seed ids, pair graphs.  Two things it cannot
 do by itself belong to a frontend (DGL's face today, :mod:`bgl.dgl`; a second DGL face later):
 
-* read a graph object of the frontend's in place (a DGLGraph's CSC, its edges' endpoints, its type names):
+* read a graph object of the frontend's in place (a DGLGraph's arrays as the core's ``GraphArrays``, its
+  edges' endpoints, its type names):
   a :class:`GraphReader`;
 * hand the trainer the frontend's own objects (``dgl.Block`` s, DGL pair graphs) instead of bgl's:
   a :class:`BatchFrontend`, applied last, in the transfer stage.
@@ -23,9 +24,11 @@ from typing import Any, Callable, Optional, Protocol
 class GraphReader(Protocol):
     """Reads a frontend's graph object in place (a one-type DGLGraph), for :mod:`bgl.loader.graph_arrays`."""
 
-    def csc_tensors(self, graph) -> tuple:
-        """In-edge CSC as CPU tensors: ``indptr`` int64 [num_nodes + 1], ``indices`` int32/int64 [num_edges]
-        (source ids), ``eids`` [num_edges] (the graph's own edge id of each CSC position)."""
+    def arrays(self, graph, feat_key: Optional[str], label_key: Optional[str]) -> Any:
+        """The graph as the core's :class:`~bgl.loader.graph_arrays.GraphArrays`, sharing its memory: in-edge
+        CSC (``indptr`` int64 [num_nodes + 1], ``indices`` [num_edges] source ids, ``edge_ids`` the graph's
+        own id of each CSC position), features ``feat_key`` [num_nodes, dim], labels ``label_key``
+        int64 [num_nodes] (None: not read), every edge array."""
 
     def find_edges(self, graph, eids) -> tuple:
         """``(src, dst)`` int64 NumPy arrays [len(eids)] of the graph's edges ``eids`` (its own edge ids)."""

@@ -226,36 +226,15 @@ def _cpu(t: torch.Tensor) -> torch.Tensor:
 
 
 def dglgraph_arrays(g: Any, feat_key: Optional[str], label_key: Optional[str]) -> GraphArrays:
-    """The arrays of a homogeneous DGLGraph as a :class:`GraphArrays`, sharing its memory.
-
-    Keeps the graph's exact edges (duplicates and self-loops too).  Raises
-    ValueError for a feature array that is not 2-D or labels that are not 1-D.
-    ``g`` is not modified (DGL caches its CSC format, as its own sampler does).
-    """
+    """The arrays of a homogeneous DGLGraph as a :class:`GraphArrays`, sharing its memory: what the
+    edge's graph reader makes of it (:meth:`bgl.loader.batch_frontend.GraphReader.arrays`; real DGL's:
+    :func:`bgl.dgl.real_dgl.graph_reader.dglgraph_arrays`), so the core calls no DGL API to read one."""
     from .batch_frontend import graph_reader
-    from .graph_derivations import derivations_of
 
-    indptr, indices, edge_ids = graph_reader(g).csc_tensors(g)  # the edge's reader: the core calls no DGL API
-    feat = label = None
-    num_classes = 0
-    if feat_key is not None and feat_key in g.ndata:
-        feat = _cpu(g.ndata[feat_key])
-        if feat.dim() != 2:
-            raise ValueError(f"g.ndata[{feat_key!r}] must be 2-D [num_nodes, dim], got shape {tuple(feat.shape)}")
-        if not feat.is_contiguous():
-            feat = feat.contiguous()  # rows are gathered from a zero-copy view (row_buffers.py); a strided one has none
-    derivations = derivations_of(g)
-    if label_key is not None and label_key in g.ndata:
-        label, num_classes = _labels(g.ndata[label_key], label_key, derivations)
-    # the user's tensors themselves (a CPU tensor's detach() is a new object each call): the
-    # derivations know a tensor by its identity
-    edata = {k: v if v.device.type == "cpu" and not v.requires_grad else _cpu(v)
-             for k, v in g.edata.items() if k != "_ID"}  # "_ID" = dgl.EID, not data
-    return GraphArrays(indptr, indices, feat, label, num_classes=num_classes, name="DGLGraph", edge_ids=edge_ids,
-                       edata=edata, derivations=derivations)
+    return graph_reader(g).arrays(g, feat_key, label_key)
 
 
-def _labels(given: torch.Tensor, key: str, derivations) -> tuple[torch.Tensor, int]:
+def int64_labels(given: torch.Tensor, key: str, derivations) -> tuple[torch.Tensor, int]:
     """``g.ndata[key]`` as int64 [num_nodes] labels and the class count (``max + 1``); the conversion
     (when not int64) and the count, each a pass over the nodes, made once per version of the tensor
     when the graph keeps its ``derivations``."""

@@ -8,7 +8,7 @@ modules: it gets a :class:`~bgl.dgl.real_dgl.frontend.DGLBatchFrontend` and a
 ==================  =========================================================
 ``blocks``          bgl blocks -> ``dgl.Block`` (typed: heterogeneous), pair graphs -> ``DGLGraph``
 ``batch_objects``   typed pair graphs, each block's CSR, the block list of a batch
-``graph_reader``    a DGLGraph read in place: CSC tensors, edge endpoints, type names; CSC -> DGLGraph
+``graph_reader``    a DGLGraph read in place (its GraphArrays), edge endpoints, type names; CSC -> DGLGraph
 ``frontend``        ``DGLBatchFrontend``: the batch frontend ``bgl.DataLoader`` hands DGL objects through
 ==================  =========================================================
 """

@@ -1,4 +1,5 @@
-"""A DGLGraph read in place, on real DGL: its CSC, edge endpoints and type names, and back.
+"""A DGLGraph read in place, on real DGL: its arrays (CSC, features, labels, edge data), edge endpoints
+and type names, and back.
 
 Part of the DGL face (:mod:`bgl.dgl.real_dgl`).  The core never calls a DGLGraph's structure API itself:
 :class:`DGLGraphReader` is the graph reader the edge (:mod:`bgl.dgl.frontend_choice`) hands the loader
@@ -6,9 +7,13 @@ for a DGLGraph (:class:`bgl.loader.batch_frontend.GraphReader`).  Was part of ``
 """
 from __future__ import annotations
 
+from typing import Any, Optional
+
 import numpy as np
 import torch
 
+from ...loader.graph_arrays import GraphArrays, int64_labels
+from ...loader.graph_derivations import derivations_of
 from .blocks import _dgl
 
 
@@ -31,6 +36,37 @@ def dglgraph_csc_tensors(g) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         raise ValueError(f"expected a homogeneous graph, got ntypes={g.ntypes} etypes={g.etypes}")
     indptr, indices, eids = g.adj_tensors("csc")
     return indptr.cpu().to(torch.int64), indices.cpu(), eids.cpu()
+
+
+def _cpu(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().cpu()
+
+
+def dglgraph_arrays(g: Any, feat_key: Optional[str], label_key: Optional[str]) -> GraphArrays:
+    """The arrays of a homogeneous DGLGraph as a :class:`GraphArrays`, sharing its memory.
+
+    Keeps the graph's exact edges (duplicates and self-loops too).  Raises
+    ValueError for a feature array that is not 2-D or labels that are not 1-D.
+    ``g`` is not modified (DGL caches its CSC format, as its own sampler does).
+    """
+    indptr, indices, edge_ids = dglgraph_csc_tensors(g)
+    feat = label = None
+    num_classes = 0
+    if feat_key is not None and feat_key in g.ndata:
+        feat = _cpu(g.ndata[feat_key])
+        if feat.dim() != 2:
+            raise ValueError(f"g.ndata[{feat_key!r}] must be 2-D [num_nodes, dim], got shape {tuple(feat.shape)}")
+        if not feat.is_contiguous():
+            feat = feat.contiguous()  # rows are gathered from a zero-copy view (row_buffers.py); a strided one has none
+    derivations = derivations_of(g)
+    if label_key is not None and label_key in g.ndata:
+        label, num_classes = int64_labels(g.ndata[label_key], label_key, derivations)
+    # the user's tensors themselves (a CPU tensor's detach() is a new object each call): the
+    # derivations know a tensor by its identity
+    edata = {k: v if v.device.type == "cpu" and not v.requires_grad else _cpu(v)
+             for k, v in g.edata.items() if k != "_ID"}  # "_ID" = dgl.EID, not data
+    return GraphArrays(indptr, indices, feat, label, num_classes=num_classes, name="DGLGraph", edge_ids=edge_ids,
+                       edata=edata, derivations=derivations)
 
 
 def dglgraph_to_csc(g) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -69,9 +105,9 @@ class DGLGraphReader:
     """The core's :class:`~bgl.loader.batch_frontend.GraphReader` for a one-type DGLGraph (no state:
     pickles by name into stage processes)."""
 
-    def csc_tensors(self, graph) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """:func:`dglgraph_csc_tensors`."""
-        return dglgraph_csc_tensors(graph)
+    def arrays(self, graph, feat_key: Optional[str], label_key: Optional[str]) -> GraphArrays:
+        """:func:`dglgraph_arrays`."""
+        return dglgraph_arrays(graph, feat_key, label_key)
 
     def find_edges(self, graph, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:func:`find_edges`."""
