@@ -127,3 +127,16 @@ def segment_softmax_backward(lo, hi, indptr, eids, out, grad, grad_in):
             for p in range(lo, hi):
                 e = p if by_position else eids[p]
                 grad_in[e, h] = out[e, h] * (grad[e, h] - total)
+
+
+@njit(cache=True, nogil=True)
+def scatter_add_rows(index, rows, out):
+    """``out[index[i]] += rows[i]`` for every i, in order (one thread: rows may share a target).
+
+    What ``torch.index_add_`` does, without its per-row dispatch: ~10x faster for the few
+    features per edge of attention scores."""
+    feats = rows.shape[1]
+    for i in range(index.shape[0]):
+        t = index[i]
+        for f in range(feats):
+            out[t, f] += rows[i, f]

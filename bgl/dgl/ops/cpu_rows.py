@@ -13,7 +13,13 @@ import numpy as np
 import torch
 
 SPLIT_EDGES = 1 << 16
+USE_KERNELS = True  # numba kernels for CPU tensors; False: the torch path a GPU takes (tests flip it)
 _pool: list = []
+
+
+def kernels_for(t: torch.Tensor) -> bool:
+    """Whether the numba kernels take ``t`` (CPU float32 / float64; half types go the torch way)."""
+    return USE_KERNELS and t.device.type == "cpu" and t.dtype in (torch.float32, torch.float64)
 
 
 def adjacency_arrays(adj) -> tuple:

@@ -12,6 +12,9 @@ from typing import Optional
 
 import torch
 
+from bgl.dgl.ops._kernels import scatter_add_rows
+from bgl.dgl.ops.cpu_rows import kernels_for
+
 CHUNK_ELEMENTS = 1 << 22  # values per message chunk: 16 MiB of float32
 
 OPS = ("add", "sub", "mul", "div", "dot", "copy_lhs", "copy_rhs")
@@ -70,11 +73,20 @@ def _chunk(feature_shape) -> int:
     return max(1, CHUNK_ELEMENTS // per_row)
 
 
+def index_add(target: torch.Tensor, index: torch.Tensor, rows: torch.Tensor) -> None:
+    """``target.index_add_(0, index, rows)``; on the CPU (float32 / float64) the numba loop."""
+    if kernels_for(target) and target.is_contiguous() and rows.dtype == target.dtype:
+        scatter_add_rows(index.numpy(), rows.detach().contiguous().reshape(rows.shape[0], -1).numpy(),
+                         target.view(target.shape[0], -1).numpy())
+    else:
+        target.index_add_(0, index, rows)
+
+
 def _scatter_rows(target, index, start, stop, rows):
     if index is None:
         target[start:stop] += rows
     else:
-        target.index_add_(0, index[start:stop], rows)
+        index_add(target, index[start:stop], rows)
 
 
 class EdgeOpSum(torch.autograd.Function):
@@ -93,7 +105,7 @@ class EdgeOpSum(torch.autograd.Function):
             if dst is None:
                 out[start:stop] = msg
             else:
-                out.index_add_(0, dst[start:stop], msg.expand(stop - start, *out_shape))
+                index_add(out, dst[start:stop], msg.expand(stop - start, *out_shape))
         ctx.save_for_backward(lhs, rhs, li, ri, dst)
         ctx.op, ctx.num_edges = op, num_edges
         return out

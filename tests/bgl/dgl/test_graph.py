@@ -239,12 +239,12 @@ def test_bgl_dgl_never_imports_dgl():
 
 def test_cpu_kernels_equal_the_torch_path_a_gpu_takes(hub_edges, monkeypatch):
     """The numba kernels (CPU) and the torch ops (the GPU path, run here on the CPU) agree."""
-    from bgl.dgl.ops import cpu_rows, spmm
+    from bgl.dgl.ops import cpu_rows
 
     monkeypatch.setattr(cpu_rows, "SPLIT_EDGES", 8)  # several row ranges on the thread pool
     results = []
     for kernels in (True, False):
-        monkeypatch.setattr(spmm, "USE_KERNELS", kernels)
+        monkeypatch.setattr(cpu_rows, "USE_KERNELS", kernels)
         src, dst = hub_edges(N, E, seed=6, num_dst=5)
         b = dgl.create_block((src, dst), num_src_nodes=N, num_dst_nodes=5)
         x = torch.linspace(-3, 3, N * 6).view(N, 2, 3).requires_grad_(True)
