@@ -2,11 +2,12 @@
 
 Rows are split into one range per torch thread with about equal edge counts (a search in
 ``indptr``), each range a ``nogil`` kernel call on its own thread; a small adjacency (under
-``SPLIT_EDGES`` edges) runs in the caller's thread.  The pool is made on first use and lives
-with the process, sized by ``torch.get_num_threads()`` at that time.
+``SPLIT_EDGES`` edges) runs in the caller's thread.  The pool is made on first use in each
+process (a forked child gets its own) and lives with it, sized by ``torch.get_num_threads()``.
 """
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -14,7 +15,7 @@ import torch
 
 SPLIT_EDGES = 1 << 16
 USE_KERNELS = True  # numba kernels for CPU tensors; False: the torch path a GPU takes (tests flip it)
-_pool: list = []
+_pools: dict = {}  # {process id: pool}: a forked child makes its own (the parent's threads are not in it)
 
 
 def kernels_for(t: torch.Tensor) -> bool:
@@ -40,9 +41,11 @@ def run_rows(kernel, indptr: np.ndarray, *args) -> None:
         return
     bounds = np.searchsorted(indptr, np.linspace(0, edges, parts + 1)).clip(0, rows)
     bounds[0], bounds[-1] = 0, rows
-    if not _pool:
-        _pool.append(ThreadPoolExecutor(max(2, torch.get_num_threads()), thread_name_prefix="bgl-dgl-ops"))
-    jobs = [_pool[0].submit(kernel, int(lo), int(hi), indptr, *args)
+    pool = _pools.get(os.getpid())
+    if pool is None:
+        pool = _pools[os.getpid()] = ThreadPoolExecutor(max(2, torch.get_num_threads()),
+                                                        thread_name_prefix="bgl-dgl-ops")
+    jobs = [pool.submit(kernel, int(lo), int(hi), indptr, *args)
             for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
     for job in jobs:
         job.result()

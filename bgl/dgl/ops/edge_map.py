@@ -15,7 +15,7 @@ import torch
 from bgl.dgl.ops._kernels import scatter_add_rows
 from bgl.dgl.ops.cpu_rows import kernels_for
 
-CHUNK_ELEMENTS = 1 << 22  # values per message chunk: 16 MiB of float32
+CHUNK_ELEMENTS = 1 << 20  # values per message chunk: 4 MiB of float32
 
 OPS = ("add", "sub", "mul", "div", "dot", "copy_lhs", "copy_rhs")
 
@@ -122,12 +122,15 @@ class EdgeOpSum(torch.autograd.Function):
         for start in range(0, num_edges if (want_l or want_r) else 0, step):
             stop = min(start + step, num_edges)
             g = grad_out[start:stop] if dst is None else grad_out.index_select(0, dst[start:stop])
-            a, b = _rows(lhs, li, start, stop), _rows(rhs, ri, start, stop)
+            # add / sub / copy gradients do not read the operands: gather them only for the others
+            reads = op in ("mul", "div", "dot")
+            a = _rows(lhs, li, start, stop) if reads and lhs is not None else None
+            b = _rows(rhs, ri, start, stop) if (reads or op == "div") and rhs is not None else None
             ga, gb = op_grads(op, g, a, b)
             if want_l:
-                _scatter_rows(grad_l, li, start, stop, sum_to(ga, a.shape))
+                _scatter_rows(grad_l, li, start, stop, sum_to(ga, (0, *lhs.shape[1:])))
             if want_r:
-                _scatter_rows(grad_r, ri, start, stop, sum_to(gb, b.shape))
+                _scatter_rows(grad_r, ri, start, stop, sum_to(gb, (0, *rhs.shape[1:])))
         return None, grad_l, grad_r, None, None, None, None, None, None
 
 

@@ -283,3 +283,27 @@ def test_bgl_ingest_takes_a_bgl_dgl_graph(hub_edges, tmp_path):
     g.ndata["feat"] = torch.randn(N, 3)
     store = bgl.ingest(g, tmp_path / "store")
     assert store.num_nodes == N and 0 < store.num_edges <= E
+
+
+def test_kernels_run_in_a_forked_child_after_the_parent_used_them(hub_edges, monkeypatch):
+    import multiprocessing as mp
+
+    from bgl.dgl.ops import cpu_rows
+
+    monkeypatch.setattr(cpu_rows, "SPLIT_EDGES", 4)  # the parent starts its thread pool
+    g = _graph(hub_edges)
+    g.ndata["x"] = torch.ones(N, 2)
+    g.update_all(fn.copy_u("x", "m"), fn.sum("m", "h"))
+    ctx = mp.get_context("fork")
+    child = ctx.Process(target=_child_update_all, args=(g,))
+    child.start()
+    child.join(60)
+    if child.is_alive():  # a hung kernel pool: do not leave the child behind
+        child.kill()
+        child.join()
+    assert child.exitcode == 0
+
+
+def _child_update_all(g):
+    g.update_all(fn.copy_u("x", "m"), fn.sum("m", "h2"))
+    raise SystemExit(0 if torch.equal(g.ndata["h2"], g.ndata["h"]) else 1)
