@@ -31,6 +31,14 @@ def adjacency_arrays(adj) -> tuple:
     return adj.indptr.numpy(), indices, eids
 
 
+def _pool() -> ThreadPoolExecutor:
+    pool = _pools.get(os.getpid())
+    if pool is None:
+        pool = _pools[os.getpid()] = ThreadPoolExecutor(max(2, torch.get_num_threads()),
+                                                        thread_name_prefix="bgl-dgl-ops")
+    return pool
+
+
 def run_rows(kernel, indptr: np.ndarray, *args) -> None:
     """``kernel(lo, hi, indptr, *args)`` over every row, split across the CPU threads."""
     rows = indptr.shape[0] - 1
@@ -41,11 +49,19 @@ def run_rows(kernel, indptr: np.ndarray, *args) -> None:
         return
     bounds = np.searchsorted(indptr, np.linspace(0, edges, parts + 1)).clip(0, rows)
     bounds[0], bounds[-1] = 0, rows
-    pool = _pools.get(os.getpid())
-    if pool is None:
-        pool = _pools[os.getpid()] = ThreadPoolExecutor(max(2, torch.get_num_threads()),
-                                                        thread_name_prefix="bgl-dgl-ops")
-    jobs = [pool.submit(kernel, int(lo), int(hi), indptr, *args)
+    jobs = [_pool().submit(kernel, int(lo), int(hi), indptr, *args)
             for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
+    for job in jobs:
+        job.result()
+
+
+def run_edges(kernel, num_edges: int, *args) -> None:
+    """``kernel(lo, hi, *args)`` over edges ``0:num_edges`` in equal ranges across the threads."""
+    parts = max(1, min(torch.get_num_threads(), num_edges // SPLIT_EDGES))
+    bounds = np.linspace(0, num_edges, parts + 1).astype(np.int64)
+    if parts == 1:
+        kernel(0, num_edges, *args)
+        return
+    jobs = [_pool().submit(kernel, int(lo), int(hi), *args) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
     for job in jobs:
         job.result()

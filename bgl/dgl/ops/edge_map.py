@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
 import torch
 
-from bgl.dgl.ops._kernels import scatter_add_rows
-from bgl.dgl.ops.cpu_rows import kernels_for
+from bgl.dgl.ops._kernels import edge_binary, scatter_add_rows
+from bgl.dgl.ops.cpu_rows import kernels_for, run_edges
 
 CHUNK_ELEMENTS = 1 << 20  # values per message chunk: 4 MiB of float32
 
@@ -89,6 +90,29 @@ def _scatter_rows(target, index, start, stop, rows):
         index_add(target, index[start:stop], rows)
 
 
+_OP_CODES = {"add": 0, "sub": 1, "mul": 2, "div": 3, "dot": 4}
+_NO_INDEX = {}
+
+
+def _index_array(index):
+    if index is not None:
+        return index.numpy()
+    return _NO_INDEX.setdefault("empty", np.empty(0, np.int64))
+
+
+def _edge_kernel(op, lhs, rhs, li, ri, out) -> bool:
+    """SDDMM of two same-shape CPU operands in one numba pass over the edges (what GAT's
+    ``u_add_v`` and link prediction's ``u_dot_v`` are); False when the pair needs broadcasting."""
+    if op not in _OP_CODES or lhs is None or rhs is None or lhs.shape[1:] != rhs.shape[1:] \
+            or not kernels_for(out) or lhs.dtype != out.dtype or rhs.dtype != out.dtype:
+        return False
+    lhs2 = lhs.detach().contiguous().view(lhs.shape[0], -1)
+    rhs2 = rhs.detach().contiguous().view(rhs.shape[0], -1)
+    run_edges(edge_binary, out.shape[0], _index_array(li), _index_array(ri), lhs2.numpy(), rhs2.numpy(),
+              _OP_CODES[op], out.view(out.shape[0], -1).numpy())
+    return True
+
+
 class EdgeOpSum(torch.autograd.Function):
     """``out[e] = op(lhs[li[e]], rhs[ri[e]])`` (``dst`` None: one row per edge, DGL's SDDMM) or
     ``out[v] = sum over e with dst[e] = v`` of it (DGL's SpMM with ``sum``)."""
@@ -98,6 +122,10 @@ class EdgeOpSum(torch.autograd.Function):
         ref = lhs if lhs is not None else rhs
         rows = num_edges if dst is None else num_out
         out = (torch.empty if dst is None else torch.zeros)((rows, *out_shape), dtype=ref.dtype, device=ref.device)
+        ctx.save_for_backward(lhs, rhs, li, ri, dst)
+        ctx.op, ctx.num_edges = op, num_edges
+        if dst is None and _edge_kernel(op, lhs, rhs, li, ri, out):
+            return out
         step = _chunk(out_shape)
         for start in range(0, num_edges, step):
             stop = min(start + step, num_edges)
@@ -106,8 +134,6 @@ class EdgeOpSum(torch.autograd.Function):
                 out[start:stop] = msg
             else:
                 index_add(out, dst[start:stop], msg.expand(stop - start, *out_shape))
-        ctx.save_for_backward(lhs, rhs, li, ri, dst)
-        ctx.op, ctx.num_edges = op, num_edges
         return out
 
     @staticmethod

@@ -254,9 +254,14 @@ def test_cpu_kernels_equal_the_torch_path_a_gpu_takes(hub_edges, monkeypatch):
         b.update_all(fn.copy_u("x", "m"), fn.max("m", "mx"))
         b.update_all(fn.copy_e("a", "m"), fn.min("m", "mn"))
         soft = dgl.ops.edge_softmax(b, a * 3)
+        y = torch.linspace(-1, 2, 5 * 6).view(5, 2, 3).requires_grad_(True)
+        b.dstdata["y"] = y
+        b.apply_edges(fn.u_add_v("x", "y", "uv"))
+        b.apply_edges(fn.e_dot_v("uv", "y", "d"))
         loss = (b.dstdata["s"].pow(2).sum() + b.dstdata["mx"].sum() + b.dstdata["mn"].sum()
-                + (soft * torch.arange(E * 2.0).view(E, 2, 1)).sum())
-        results.append((b.dstdata["s"], b.dstdata["mx"], b.dstdata["mn"], soft, *torch.autograd.grad(loss, (x, a))))
+                + (soft * torch.arange(E * 2.0).view(E, 2, 1)).sum() + b.edata["d"].pow(2).sum())
+        results.append((b.dstdata["s"], b.dstdata["mx"], b.dstdata["mn"], soft, b.edata["d"],
+                        *torch.autograd.grad(loss, (x, a, y))))
     for got, want in zip(*results):
         torch.testing.assert_close(got, want)
 
