@@ -312,3 +312,18 @@ def test_kernels_run_in_a_forked_child_after_the_parent_used_them(hub_edges, mon
 def _child_update_all(g):
     g.update_all(fn.copy_u("x", "m"), fn.sum("m", "h2"))
     raise SystemExit(0 if torch.equal(g.ndata["h2"], g.ndata["h"]) else 1)
+
+
+def test_to_and_idtype_keep_types_frames_and_sides():
+    g = dgl.heterograph({("user", "buys", "item"): ([0, 1, 2], [0, 0, 1]),
+                         ("user", "follows", "user"): ([0, 1], [1, 2])})
+    g.nodes["user"].data["h"] = torch.arange(3.0)
+    for other in (g.to("cpu"), g.int(), g["buys"].to("cpu")):
+        assert other.nodes["user"].data["h"].tolist() == [0.0, 1.0, 2.0]
+    assert g.int().idtype == torch.int32 and g.int().edges(etype="buys")[0].dtype == torch.int32
+    sliced = g["buys"].int()
+    assert sliced.srctypes == ["user"] and sliced.dsttypes == ["item"]
+    b = dgl.create_block(([0, 1], [0, 0]), num_src_nodes=3, num_dst_nodes=1)
+    b.srcdata["x"] = torch.ones(3)
+    moved = b.to("cpu").long()
+    assert moved.is_block and moved.num_src_nodes() == 3 and torch.equal(moved.srcdata["x"], torch.ones(3))
