@@ -290,6 +290,7 @@ def test_bgl_ingest_takes_a_bgl_dgl_graph(hub_edges, tmp_path):
     assert store.num_nodes == N and 0 < store.num_edges <= E
 
 
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")  # the point
 def test_kernels_run_in_a_forked_child_after_the_parent_used_them(hub_edges, monkeypatch):
     import multiprocessing as mp
 
