@@ -174,3 +174,14 @@ def edge_binary(lo, hi, lidx, ridx, lhs, rhs, op, out):
                 for f in range(g * width, (g + 1) * width):
                     acc += lhs[u, f] * rhs[v, f]
                 out[e, g] = acc
+
+
+@njit(cache=True, nogil=True)
+def scatter_arg_grad(arg, grad, out):
+    """``out[arg[r, f], f] += grad[r, f]`` where ``arg[r, f] >= 0``: a max / min reduction's
+    backward, without the index and mask temporaries of a torch scatter."""
+    for r in range(arg.shape[0]):
+        for f in range(arg.shape[1]):
+            a = arg[r, f]
+            if a >= 0:
+                out[a, f] += grad[r, f]

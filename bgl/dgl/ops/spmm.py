@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from bgl.dgl.base import DGLError
-from bgl.dgl.ops._kernels import edge_head_dot, spmm_extreme, spmm_weighted
+from bgl.dgl.ops._kernels import edge_head_dot, scatter_arg_grad, spmm_extreme, spmm_weighted
 from bgl.dgl.ops import cpu_rows
 from bgl.dgl.ops.cpu_rows import adjacency_arrays, kernels_for, run_rows
 from bgl.dgl.ops.edge_map import EdgeOpCompare, EdgeOpSum
@@ -107,7 +107,8 @@ class SpmmExtreme(torch.autograd.Function):
     def forward(ctx, rel: Relation, by_edge: bool, take_max: bool, x):
         fill = float("-inf") if take_max else float("inf")
         out = torch.full((rel.num_dst, x.shape[1]), fill, dtype=x.dtype)
-        arg = torch.full((rel.num_dst, x.shape[1]), -1, dtype=torch.int64)
+        # the x row of each extreme: int32 while x's rows fit (DGL keeps int64), 4 B per output value
+        arg = torch.full((rel.num_dst, x.shape[1]), -1, dtype=torch.int32 if x.shape[0] < 2**31 else torch.int64)
         run_rows(spmm_extreme, *adjacency_arrays(rel.csc()), by_edge, x.detach().contiguous().numpy(), take_max,
                  out.numpy(), arg.numpy())
         ctx.save_for_backward(arg)
@@ -118,7 +119,7 @@ class SpmmExtreme(torch.autograd.Function):
     def backward(ctx, grad):
         (arg,) = ctx.saved_tensors
         grad_x = torch.zeros((ctx.rows, grad.shape[1]), dtype=grad.dtype)
-        grad_x.scatter_add_(0, arg.clamp(min=0), grad * (arg >= 0))
+        scatter_arg_grad(arg.numpy(), grad.contiguous().numpy(), grad_x.numpy())
         return None, None, None, grad_x
 
 
