@@ -90,26 +90,31 @@ def spmm_extreme(lo, hi, indptr, indices, eids, by_edge, x, take_max, out, arg):
 @njit(cache=True, nogil=True)
 def segment_softmax(lo, hi, indptr, eids, logits, out):
     """Softmax of ``logits`` [E, H] over each row's edges (rows: the nodes normalised over),
-    written to ``out`` [E, H] at edge-id rows; the row max is subtracted first."""
+    written to ``out`` [E, H] at edge-id rows; the row max is subtracted first.  Edges outer,
+    heads inner: each edge's H values are read together."""
     heads = logits.shape[1]
     by_position = eids.shape[0] == 0
+    peak = np.empty(heads, logits.dtype)
+    total = np.empty(heads, np.float64)
     for r in range(lo, hi):
-        lo, hi = indptr[r], indptr[r + 1]
-        for h in range(heads):
-            peak = -np.inf
-            for p in range(lo, hi):
-                e = p if by_position else eids[p]
-                if logits[e, h] > peak:
-                    peak = logits[e, h]
-            total = 0.0
-            for p in range(lo, hi):
-                e = p if by_position else eids[p]
-                v = np.exp(logits[e, h] - peak)
+        first, last = indptr[r], indptr[r + 1]
+        peak[:] = -np.inf
+        total[:] = 0.0
+        for p in range(first, last):
+            e = p if by_position else eids[p]
+            for h in range(heads):
+                if logits[e, h] > peak[h]:
+                    peak[h] = logits[e, h]
+        for p in range(first, last):
+            e = p if by_position else eids[p]
+            for h in range(heads):
+                v = np.exp(logits[e, h] - peak[h])
                 out[e, h] = v
-                total += v
-            for p in range(lo, hi):
-                e = p if by_position else eids[p]
-                out[e, h] = out[e, h] / total
+                total[h] += v
+        for p in range(first, last):
+            e = p if by_position else eids[p]
+            for h in range(heads):
+                out[e, h] = out[e, h] / total[h]
 
 
 @njit(cache=True, nogil=True)
@@ -117,16 +122,18 @@ def segment_softmax_backward(lo, hi, indptr, eids, out, grad, grad_in):
     """``grad_in = out * (grad - sum over the row of out * grad)`` per row and head."""
     heads = out.shape[1]
     by_position = eids.shape[0] == 0
+    total = np.empty(heads, np.float64)
     for r in range(lo, hi):
-        lo, hi = indptr[r], indptr[r + 1]
-        for h in range(heads):
-            total = 0.0
-            for p in range(lo, hi):
-                e = p if by_position else eids[p]
-                total += out[e, h] * grad[e, h]
-            for p in range(lo, hi):
-                e = p if by_position else eids[p]
-                grad_in[e, h] = out[e, h] * (grad[e, h] - total)
+        first, last = indptr[r], indptr[r + 1]
+        total[:] = 0.0
+        for p in range(first, last):
+            e = p if by_position else eids[p]
+            for h in range(heads):
+                total[h] += out[e, h] * grad[e, h]
+        for p in range(first, last):
+            e = p if by_position else eids[p]
+            for h in range(heads):
+                grad_in[e, h] = out[e, h] * (grad[e, h] - total[h])
 
 
 @njit(cache=True, nogil=True)
