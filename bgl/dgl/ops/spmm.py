@@ -31,7 +31,8 @@ SPMM_OPS = ("add", "sub", "mul", "div", "copy_lhs", "copy_rhs")
 def _sparse(adj, values: torch.Tensor, shape) -> torch.Tensor:
     with warnings.catch_warnings():  # torch calls its CSR support "beta" on every construction
         warnings.simplefilter("ignore", UserWarning)
-        return torch.sparse_csr_tensor(adj.indptr, adj.indices, values, shape)
+        # torch wants one index dtype; a bgl block may pair an int64 indptr with int32 indices
+        return torch.sparse_csr_tensor(adj.indptr.to(adj.indices.dtype), adj.indices, values, shape)
 
 
 def _weights(adj, w: Optional[torch.Tensor], like: torch.Tensor) -> torch.Tensor:

@@ -328,3 +328,17 @@ def test_to_and_idtype_keep_types_frames_and_sides():
     b.srcdata["x"] = torch.ones(3)
     moved = b.to("cpu").long()
     assert moved.is_block and moved.num_src_nodes() == 3 and torch.equal(moved.srcdata["x"], torch.ones(3))
+
+
+@pytest.mark.parametrize("kernels", [True, False], ids=["cpu-kernel", "torch-path"])
+def test_a_bgl_block_with_int32_indices(kernels, monkeypatch):
+    from bgl.dgl.ops import cpu_rows
+
+    monkeypatch.setattr(cpu_rows, "USE_KERNELS", kernels)
+    core = Block(torch.tensor([10, 20, 30]), 2, torch.tensor([0, 2, 3]), torch.tensor([1, 2, 0], dtype=torch.int32),
+                 srcdata={"x": torch.tensor([[1.0], [2.0], [4.0]], requires_grad=True)})
+    b = dgl.block_from_bgl(core)
+    b.update_all(fn.copy_u("x", "m"), fn.sum("m", "h"))
+    b.dstdata["h"].sum().backward()
+    assert torch.equal(b.dstdata["h"], torch.tensor([[6.0], [1.0]]))
+    assert torch.equal(core.srcdata["x"].grad, torch.tensor([[1.0], [1.0], [1.0]]))
