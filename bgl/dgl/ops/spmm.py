@@ -52,7 +52,7 @@ def _torch_spmm(adj, x, w, shape) -> torch.Tensor:
 
 
 def _cpu_spmm(adj, x, w, rows) -> torch.Tensor:
-    out = torch.zeros((rows, x.shape[1]), dtype=x.dtype)
+    out = torch.empty((rows, x.shape[1]), dtype=x.dtype)  # the kernel writes every row
     wn = np.empty((0, 1), x.numpy().dtype) if w is None else w.detach().contiguous().numpy()
     run_rows(spmm_weighted, *adjacency_arrays(adj), x.detach().contiguous().numpy(), wn, out.numpy())
     return out
