@@ -66,4 +66,4 @@ def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
     instead = _INSTEAD.get(name, "see docs/from-dgl.md for what bgl.dgl covers")
-    raise not_built(f"dgl.{name}", instead)
+    raise not_built(f"dgl.{name}", instead, attribute=True)

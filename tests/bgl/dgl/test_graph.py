@@ -165,6 +165,8 @@ def test_graph_construction_errors():
 def test_what_bgl_dgl_lacks_is_refused_by_name():
     with pytest.raises(NotImplementedError, match="dgl.to_block.*bgl.DataLoader"):
         dgl.to_block
+    assert not hasattr(dgl, "to_block")  # also an AttributeError: hasattr and from-imports work
+    from bgl.dgl import function  # noqa: F401
     with pytest.raises(NotImplementedError, match="send_and_recv"):
         dgl.graph(([0], [1])).send_and_recv([0], fn.copy_u("x", "m"), fn.sum("m", "h"))
 
