@@ -344,3 +344,34 @@ def test_a_bgl_block_with_int32_indices(kernels, monkeypatch):
     b.dstdata["h"].sum().backward()
     assert torch.equal(b.dstdata["h"], torch.tensor([[6.0], [1.0]]))
     assert torch.equal(core.srcdata["x"].grad, torch.tensor([[1.0], [1.0], [1.0]]))
+
+
+def test_a_random_typed_bgl_block_has_the_relations_of_relation_blocks():
+    """Against the core's own per-relation split (:func:`bgl.blocks.relation_blocks`)."""
+    from bgl.blocks import relation_blocks
+    from bgl.schema import EdgeType, GraphSchema, NodeType
+
+    gen = torch.Generator().manual_seed(5)
+    schema = GraphSchema((NodeType("a", 0, 50), NodeType("b", 50, 30)),
+                         (EdgeType("a", "r0", "a"), EdgeType("b", "r1", "a"), EdgeType("a", "r2", "b")))
+    rest = [i for i in torch.randperm(80, generator=gen).tolist() if i not in (3, 60, 7, 51)][:20]
+    src_ids = torch.tensor([3, 60, 7, 51] + rest)  # dst nodes first, every id once
+    num_dst, ends = 4, torch.tensor([[0, 0], [1, 0], [0, 1]])  # (src type, dst type) of each relation
+    src_type = (src_ids >= 50).long()
+    indptr, indices, etypes = [0], [], []
+    for v in range(num_dst):
+        for r in range(3):
+            if int(ends[r, 1]) != int(src_type[v]):
+                continue
+            cands = (src_type == ends[r, 0]).nonzero().view(-1)
+            picked = cands[torch.randint(0, cands.shape[0], (int(torch.randint(0, 4, (1,), generator=gen)),),
+                                         generator=gen)]
+            indices.extend(picked.tolist())
+            etypes.extend([r] * picked.shape[0])
+        indptr.append(len(indices))
+    core = Block(src_ids, num_dst, torch.tensor(indptr), torch.tensor(indices, dtype=torch.int64),
+                 etypes=torch.tensor(etypes), schema=schema)
+    b = dgl.block_from_bgl(core)
+    for cet, part in relation_blocks(core).items():
+        csc = b._relation(tuple(cet)).csc()
+        assert torch.equal(csc.indptr, part.indptr) and torch.equal(csc.indices, part.indices), cet
