@@ -127,3 +127,50 @@ def segment_softmax_backward(lo, hi, indptr, eids, out, grad, grad_in):
             for p in range(lo, hi):
                 e = p if by_position else eids[p]
                 grad_in[e, h] = out[e, h] * (grad[e, h] - total)
+
+
+@njit(cache=True, nogil=True)
+def scatter_add_rows(index, rows, out):
+    """``out[index[i]] += rows[i]`` for every i, in order (one thread: rows may share a target).
+
+    What ``torch.index_add_`` does, without its per-row dispatch: ~10x faster for the few
+    features per edge of attention scores."""
+    feats = rows.shape[1]
+    for i in range(index.shape[0]):
+        t = index[i]
+        for f in range(feats):
+            out[t, f] += rows[i, f]
+
+
+@njit(cache=True, nogil=True)
+def edge_binary(lo, hi, lidx, ridx, lhs, rhs, op, out):
+    """``out[e] = lhs[lidx[e]] <op> rhs[ridx[e]]`` for edges ``lo:hi`` (an empty index array: the
+    operand's rows are the edges).  ``op``: 0 add, 1 sub, 2 mul, 3 div, 4 dot (``out`` [E, G],
+    each of its G values the dot of a block of ``lhs.shape[1] // G`` features).  ``lhs`` and
+    ``rhs`` have one width (no broadcasting here)."""
+    feats = lhs.shape[1]
+    groups = out.shape[1]
+    width = feats // groups
+    by_edge_l = lidx.shape[0] == 0
+    by_edge_r = ridx.shape[0] == 0
+    for e in range(lo, hi):
+        u = e if by_edge_l else lidx[e]
+        v = e if by_edge_r else ridx[e]
+        if op == 0:
+            for f in range(feats):
+                out[e, f] = lhs[u, f] + rhs[v, f]
+        elif op == 1:
+            for f in range(feats):
+                out[e, f] = lhs[u, f] - rhs[v, f]
+        elif op == 2:
+            for f in range(feats):
+                out[e, f] = lhs[u, f] * rhs[v, f]
+        elif op == 3:
+            for f in range(feats):
+                out[e, f] = lhs[u, f] / rhs[v, f]
+        else:
+            for g in range(groups):
+                acc = 0.0
+                for f in range(g * width, (g + 1) * width):
+                    acc += lhs[u, f] * rhs[v, f]
+                out[e, g] = acc
