@@ -41,12 +41,13 @@ RUNS = {
 #   gcn        DGL seeds 0-4: 0.712 0.789 0.803 0.778 0.778 (spread 0.091); bgl.dgl: the same five, digit for digit
 #   gat        DGL seed 0: 0.826; bgl.dgl 0.826                    (floor: less GCN's spread, 0.09)
 #   rgcn_rel   DGL seed 0: 0.338; bgl.dgl 0.338                    (floor: less GCN's spread, 0.09)
-#   rgcn_hetero  DGL seeds 0-2: 0.702 0.540 0.581 (spread 0.162); bgl.dgl 0.601
+#   rgcn_hetero  DGL seeds 0-2: 0.702 0.540 0.581, and seed 0 again in another run 0.450 (DGL's sampling
+#                is not reproducible run to run; spread 0.252); bgl.dgl 0.601 (twice)
 #   link_prediction  DGL seeds 0-2: AUC 0.806 0.830 0.775 (spread 0.055); bgl.dgl 0.822
 # FLOOR: DGL's lowest less its spread.  TOLERANCE: 1 point where DGL and bgl.dgl run the same arithmetic
 # (full graph: equal above, seed for seed), DGL's seed spread where neighbour samples differ.
-FLOOR = {"graphsage": 0.63, "gcn": 0.62, "gat": 0.73, "rgcn_hetero": 0.37, "rgcn_rel": 0.24, "link_prediction": 0.72}
-TOLERANCE = {"graphsage": 0.074, "gcn": 0.01, "gat": 0.01, "rgcn_hetero": 0.162, "rgcn_rel": 0.01,
+FLOOR = {"graphsage": 0.63, "gcn": 0.62, "gat": 0.73, "rgcn_hetero": 0.2, "rgcn_rel": 0.24, "link_prediction": 0.72}
+TOLERANCE = {"graphsage": 0.074, "gcn": 0.01, "gat": 0.01, "rgcn_hetero": 0.252, "rgcn_rel": 0.01,
              "link_prediction": 0.055}
 
 IMPORT = re.compile(r"^import bgl\.dgl(\S*) as (\w+)", re.M)
