@@ -11,7 +11,7 @@ the two run the same arithmetic on the same initial weights; DGL's own seed spre
 minibatch scripts, whose neighbour samples differ), and DGL itself must reach ``FLOOR``; in the
 current lane bgl.dgl must reach ``FLOOR``.  ``FLOOR`` and the spreads were measured in the
 pinned lane (DGL 2.1, up to five seeds at these epoch counts; listed below and in
-``docs/from-dgl-scripts.md``): the floor is DGL's lowest accuracy there less its seed spread, and the pinned-lane test re-checks DGL
+``docs/from-dgl.md``, "Whole scripts"): the floor is DGL's lowest accuracy there less its seed spread, and the pinned-lane test re-checks DGL
 against it every run, so the numbers cannot rot.
 """
 from __future__ import annotations
