@@ -26,7 +26,8 @@ from bgl.dgl.udf import EdgeBatch, NodeBatch
 Block = DGLGraph  # DGL's blocks are DGLGraphs whose is_block is True
 DGLHeteroGraph = DGLGraph  # DGL's older name of the same class
 
-__all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHeteroGraph", "Block", "EdgeBatch", "NodeBatch",
+__all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHeteroGraph", "Block", "EdgeBatch",
+           "NodeBatch",
            "block_from_bgl", "create_block", "edge_softmax", "function", "graph", "graph_from_pair",
            "heterograph", "ops", "seed", "add_reverse_edges", "add_self_loop", "edge_subgraph", "node_subgraph",
            "remove_edges", "remove_self_loop", "reverse", "to_bidirected", "to_heterogeneous", "to_homogeneous",
@@ -74,4 +75,4 @@ def __getattr__(name: str):
             return importlib.import_module(_LAZY_MODULES[name])
         return getattr(importlib.import_module(_LAZY_NAMES[name]), name)
     instead = _INSTEAD.get(name, "see docs/from-dgl.md for what bgl.dgl covers")
-    raise not_built(f"dgl.{name}", instead)
+    raise not_built(f"dgl.{name}", instead, attribute=True)

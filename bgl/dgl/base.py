@@ -23,6 +23,12 @@ def is_all(arg) -> bool:
     return arg is None or (isinstance(arg, slice) and arg == ALL)
 
 
-def not_built(name: str, instead: str) -> NotImplementedError:
+class NotBuiltAttribute(NotImplementedError, AttributeError):
+    """A DGL module attribute bgl.dgl lacks: also an AttributeError, so ``hasattr`` is False and
+    ``from bgl.dgl import submodule`` still finds submodules not yet imported."""
+
+
+def not_built(name: str, instead: str, attribute: bool = False) -> NotImplementedError:
     """The one-line refusal for a DGL feature bgl.dgl does not have (no silent fallback)."""
-    return NotImplementedError(f"bgl.dgl does not implement {name}; {instead}")
+    kind = NotBuiltAttribute if attribute else NotImplementedError
+    return kind(f"bgl.dgl does not implement {name}; {instead}")

@@ -153,8 +153,9 @@ def block_from_bgl(block) -> DGLGraph:
     Untyped: the block's ``indptr`` / ``indices`` become the relation's CSC as they are (zero
     copy; COO built only if asked for), ``srcdata[NID]`` = ``src_ids``, ``dstdata[NID]`` =
     ``dst_ids``, ``edata[EID]`` = ``edge_ids``, and every ``srcdata`` / ``dstdata`` / ``edata``
-    tensor shared.  Typed (``etypes`` + ``schema`` set): one CSC per relation from
-    :func:`bgl.blocks.relation_blocks` (O(edges) tensor work), type-local ``NID`` per type.
+    tensor shared.  Typed (``etypes`` + ``schema`` set): one CSC per relation (one sort of the
+    edges by relation; the same relations as :func:`bgl.blocks.relation_blocks`), type-local
+    ``NID`` per type.
     """
     if block.etypes is not None:
         return _typed_block_from_bgl(block)
@@ -168,7 +169,10 @@ def block_from_bgl(block) -> DGLGraph:
 
 
 def _typed_block_from_bgl(block) -> DGLGraph:
-    from bgl.blocks import relation_blocks, type_layout
+    """One stable sort of the edges by relation (each relation's edges keep the block's CSC
+    order, so their dst positions never decrease), then one CSC per relation over type-local
+    positions: O(E log E) once, not a pass over every edge per relation."""
+    from bgl.blocks import type_layout
 
     schema = block.schema
     if schema is None:
@@ -184,11 +188,20 @@ def _typed_block_from_bgl(block) -> DGLGraph:
         dst_cols = {NID: ids[:num_dst[nt]], **{k: v[nt] for k, v in block.dstdata.items() if nt in v}}
         src_frames[nt] = Frame(num_src[nt], columns=src_cols)
         dst_frames[nt] = Frame(num_dst[nt], columns=dst_cols)
+    deg = (block.indptr[1:] - block.indptr[:-1]).long()
+    dst_of_edge = torch.repeat_interleave(torch.arange(block.num_dst, device=deg.device), deg)
+    etypes = block.etypes.long()
+    order = torch.sort(etypes, stable=True).indices
+    bounds = [0] + torch.cumsum(torch.bincount(etypes, minlength=len(schema.canonical_etypes)), 0).tolist()
     rels, edge_frames = {}, {}
-    for r, (cet, part) in enumerate(relation_blocks(block).items()):
+    for r, cet in enumerate(schema.canonical_etypes):
         cet = tuple(cet)
-        sel = (block.etypes == r).nonzero().view(-1)
-        rels[cet] = Relation(num_src[cet[0]], num_dst[cet[2]], csc=Compressed(part.indptr, part.indices, None))
+        sel = order[bounds[r]:bounds[r + 1]]
+        rows = local[dst_of_edge[sel]]  # type-local dst positions, non-decreasing
+        indptr = torch.zeros(num_dst[cet[2]] + 1, dtype=torch.int64, device=deg.device)
+        torch.cumsum(torch.bincount(rows, minlength=num_dst[cet[2]]), 0, out=indptr[1:])
+        indices = local[block.indices[sel].long()]
+        rels[cet] = Relation(num_src[cet[0]], num_dst[cet[2]], csc=Compressed(indptr, indices, None))
         cols = {k: v[sel] for k, v in block.edata.items()}
         if block.edge_ids is not None:
             cols[EID] = block.edge_ids[sel]

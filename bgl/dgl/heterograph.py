@@ -292,8 +292,8 @@ class DGLGraph(GraphQueries, MessagePassing):
         return self._with_idtype(torch.int64)
 
     def formats(self, formats=None):
-        """``{"created": [...], "not created": [...]}`` of the first relation (no argument), else
-        this graph restricted to ``formats`` is refused (bgl keeps every format on demand)."""
+        """``{"created": [...], "not created": [...]}`` of the first relation (no argument); with
+        ``formats``, this same graph (DGL restricts the formats; bgl builds each on demand)."""
         if formats is None:
             rel = next(iter(self._rels.values()))
             return rel.formats()

@@ -38,6 +38,12 @@ def _edges_frame(g: DGLGraph, cet, rows: torch.Tensor | None, num: int, fill=Non
     return frame
 
 
+def _edge_copy(g: DGLGraph, cet, copy: bool) -> Frame:
+    """Relation ``cet``'s edge features (``copy``) or an empty frame of its edge count."""
+    num = g._rels[cet].num_edges
+    return _edges_frame(g, cet, None, num) if copy else Frame(num, "edges")
+
+
 def add_self_loop(g: DGLGraph, edge_feat_names=None, fill_data=1.0, etype=None) -> DGLGraph:
     """``g`` with one self-loop per node appended after the existing edges (ids E .. E + N - 1);
     their features are ``fill_data`` (for ``edge_feat_names``, default every feature)."""
@@ -101,8 +107,7 @@ def reverse(g: DGLGraph, copy_ndata=True, copy_edata=False) -> DGLGraph:
     """Every edge turned around; relation (s, r, d) becomes (d, r, s), edge ids kept."""
     _plain(g, "reverse")
     rels = {(d, r, s): rel.reversed() for (s, r, d), rel in g._rels.items()}
-    frames = {(d, r, s): (_edges_frame(g, (s, r, d), None, rel.num_edges) if copy_edata else Frame(rel.num_edges, "edges"))
-              for (s, r, d), rel in g._rels.items()}
+    frames = {(d, r, s): _edge_copy(g, (s, r, d), copy_edata) for (s, r, d) in g._rels}
     return _new_graph(g, rels, _copied_nodes(g) if copy_ndata else None, frames)
 
 
@@ -117,7 +122,7 @@ def add_reverse_edges(g: DGLGraph, readonly=None, copy_ndata=True, copy_edata=Fa
             if not ignore_bipartite:
                 raise DGLError("add_reverse_edges is not well defined for unidirectional bipartite graphs"
                                f" ({cet}); pass ignore_bipartite=True to skip them.")
-            rels[cet], frames[cet] = rel, _edges_frame(g, cet, None, rel.num_edges) if copy_edata else Frame(rel.num_edges, "edges")
+            rels[cet], frames[cet] = rel, _edge_copy(g, cet, copy_edata)
             continue
         src, dst = rel.coo()
         back = (src != dst).nonzero().view(-1) if exclude_self else torch.arange(rel.num_edges, device=src.device)

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
 import torch
 
-CHUNK_ELEMENTS = 1 << 22  # values per message chunk: 16 MiB of float32
+from bgl.dgl.ops._kernels import edge_binary, scatter_add_rows
+from bgl.dgl.ops.cpu_rows import kernels_for, run_edges
+
+CHUNK_ELEMENTS = 1 << 20  # values per message chunk: 4 MiB of float32
 
 OPS = ("add", "sub", "mul", "div", "dot", "copy_lhs", "copy_rhs")
 
@@ -70,11 +74,43 @@ def _chunk(feature_shape) -> int:
     return max(1, CHUNK_ELEMENTS // per_row)
 
 
+def index_add(target: torch.Tensor, index: torch.Tensor, rows: torch.Tensor) -> None:
+    """``target.index_add_(0, index, rows)``; on the CPU (float32 / float64) the numba loop."""
+    if kernels_for(target) and target.is_contiguous() and rows.dtype == target.dtype:
+        scatter_add_rows(index.numpy(), rows.detach().contiguous().reshape(rows.shape[0], -1).numpy(),
+                         target.view(target.shape[0], -1).numpy())
+    else:
+        target.index_add_(0, index, rows)
+
+
 def _scatter_rows(target, index, start, stop, rows):
     if index is None:
         target[start:stop] += rows
     else:
-        target.index_add_(0, index[start:stop], rows)
+        index_add(target, index[start:stop], rows)
+
+
+_OP_CODES = {"add": 0, "sub": 1, "mul": 2, "div": 3, "dot": 4}
+_NO_INDEX = {}
+
+
+def _index_array(index):
+    if index is not None:
+        return index.numpy()
+    return _NO_INDEX.setdefault("empty", np.empty(0, np.int64))
+
+
+def _edge_kernel(op, lhs, rhs, li, ri, out) -> bool:
+    """SDDMM of two same-shape CPU operands in one numba pass over the edges (what GAT's
+    ``u_add_v`` and link prediction's ``u_dot_v`` are); False when the pair needs broadcasting."""
+    if op not in _OP_CODES or lhs is None or rhs is None or lhs.shape[1:] != rhs.shape[1:] \
+            or not kernels_for(out) or lhs.dtype != out.dtype or rhs.dtype != out.dtype:
+        return False
+    lhs2 = lhs.detach().contiguous().view(lhs.shape[0], -1)
+    rhs2 = rhs.detach().contiguous().view(rhs.shape[0], -1)
+    run_edges(edge_binary, out.shape[0], _index_array(li), _index_array(ri), lhs2.numpy(), rhs2.numpy(),
+              _OP_CODES[op], out.view(out.shape[0], -1).numpy())
+    return True
 
 
 class EdgeOpSum(torch.autograd.Function):
@@ -86,6 +122,10 @@ class EdgeOpSum(torch.autograd.Function):
         ref = lhs if lhs is not None else rhs
         rows = num_edges if dst is None else num_out
         out = (torch.empty if dst is None else torch.zeros)((rows, *out_shape), dtype=ref.dtype, device=ref.device)
+        ctx.save_for_backward(lhs, rhs, li, ri, dst)
+        ctx.op, ctx.num_edges = op, num_edges
+        if dst is None and _edge_kernel(op, lhs, rhs, li, ri, out):
+            return out
         step = _chunk(out_shape)
         for start in range(0, num_edges, step):
             stop = min(start + step, num_edges)
@@ -93,9 +133,7 @@ class EdgeOpSum(torch.autograd.Function):
             if dst is None:
                 out[start:stop] = msg
             else:
-                out.index_add_(0, dst[start:stop], msg.expand(stop - start, *out_shape))
-        ctx.save_for_backward(lhs, rhs, li, ri, dst)
-        ctx.op, ctx.num_edges = op, num_edges
+                index_add(out, dst[start:stop], msg.expand(stop - start, *out_shape))
         return out
 
     @staticmethod
@@ -110,12 +148,15 @@ class EdgeOpSum(torch.autograd.Function):
         for start in range(0, num_edges if (want_l or want_r) else 0, step):
             stop = min(start + step, num_edges)
             g = grad_out[start:stop] if dst is None else grad_out.index_select(0, dst[start:stop])
-            a, b = _rows(lhs, li, start, stop), _rows(rhs, ri, start, stop)
+            # add / sub / copy gradients do not read the operands: gather them only for the others
+            reads = op in ("mul", "div", "dot")
+            a = _rows(lhs, li, start, stop) if reads and lhs is not None else None
+            b = _rows(rhs, ri, start, stop) if (reads or op == "div") and rhs is not None else None
             ga, gb = op_grads(op, g, a, b)
             if want_l:
-                _scatter_rows(grad_l, li, start, stop, sum_to(ga, a.shape))
+                _scatter_rows(grad_l, li, start, stop, sum_to(ga, (0, *lhs.shape[1:])))
             if want_r:
-                _scatter_rows(grad_r, ri, start, stop, sum_to(gb, b.shape))
+                _scatter_rows(grad_r, ri, start, stop, sum_to(gb, (0, *rhs.shape[1:])))
         return None, grad_l, grad_r, None, None, None, None, None, None
 
 

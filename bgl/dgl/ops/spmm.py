@@ -16,19 +16,14 @@ import numpy as np
 import torch
 
 from bgl.dgl.base import DGLError
-from bgl.dgl.ops._kernels import edge_head_dot, spmm_extreme, spmm_weighted
-from bgl.dgl.ops.cpu_rows import adjacency_arrays, run_rows
+from bgl.dgl.ops._kernels import edge_head_dot, scatter_arg_grad, spmm_extreme, spmm_weighted
+from bgl.dgl.ops import cpu_rows
+from bgl.dgl.ops.cpu_rows import adjacency_arrays, kernels_for, run_rows
 from bgl.dgl.ops.edge_map import EdgeOpCompare, EdgeOpSum
 from bgl.dgl.ops.operands import Operands, check_rows
 from bgl.dgl.relation import Relation
 
 REDUCERS = ("sum", "mean", "max", "min")
-USE_KERNELS = True  # numba kernels for CPU tensors; False: the torch path a GPU takes (tests flip it)
-
-
-def _kernels_for(t: torch.Tensor) -> bool:
-    """Whether the numba kernels take ``t`` (CPU float32 / float64; half types go the torch way)."""
-    return USE_KERNELS and t.device.type == "cpu" and t.dtype in (torch.float32, torch.float64)
 
 SPMM_OPS = ("add", "sub", "mul", "div", "copy_lhs", "copy_rhs")
 
@@ -36,7 +31,8 @@ SPMM_OPS = ("add", "sub", "mul", "div", "copy_lhs", "copy_rhs")
 def _sparse(adj, values: torch.Tensor, shape) -> torch.Tensor:
     with warnings.catch_warnings():  # torch calls its CSR support "beta" on every construction
         warnings.simplefilter("ignore", UserWarning)
-        return torch.sparse_csr_tensor(adj.indptr, adj.indices, values, shape)
+        # torch wants one index dtype; a bgl block may pair an int64 indptr with int32 indices
+        return torch.sparse_csr_tensor(adj.indptr.to(adj.indices.dtype), adj.indices, values, shape)
 
 
 def _weights(adj, w: Optional[torch.Tensor], like: torch.Tensor) -> torch.Tensor:
@@ -56,7 +52,7 @@ def _torch_spmm(adj, x, w, shape) -> torch.Tensor:
 
 
 def _cpu_spmm(adj, x, w, rows) -> torch.Tensor:
-    out = torch.zeros((rows, x.shape[1]), dtype=x.dtype)
+    out = torch.empty((rows, x.shape[1]), dtype=x.dtype)  # the kernel writes every row
     wn = np.empty((0, 1), x.numpy().dtype) if w is None else w.detach().contiguous().numpy()
     run_rows(spmm_weighted, *adjacency_arrays(adj), x.detach().contiguous().numpy(), wn, out.numpy())
     return out
@@ -70,7 +66,7 @@ class WeightedSpmm(torch.autograd.Function):
     @staticmethod
     def forward(ctx, rel: Relation, x, w):
         csc = rel.csc()
-        if _kernels_for(x):
+        if kernels_for(x):
             out = _cpu_spmm(csc, x, w, rel.num_dst)
         else:
             out = _torch_spmm(csc, x, w, (rel.num_dst, rel.num_src))
@@ -86,13 +82,13 @@ class WeightedSpmm(torch.autograd.Function):
         grad_x = grad_w = None
         if ctx.needs_input_grad[1]:
             csr = rel.csr()
-            if _kernels_for(x):
+            if kernels_for(x):
                 grad_x = _cpu_spmm(csr, grad, w, rel.num_src)
             else:
                 grad_x = _torch_spmm(csr, grad, w, (rel.num_src, rel.num_dst))
         if w is not None and ctx.needs_input_grad[2]:
             heads = w.shape[1]
-            if _kernels_for(x):
+            if kernels_for(x):
                 grad_w = torch.empty((rel.num_edges, heads), dtype=w.dtype)
                 run_rows(edge_head_dot, *adjacency_arrays(rel.csc()), grad.numpy(),
                          x.detach().contiguous().numpy(), grad_w.numpy())
@@ -112,7 +108,8 @@ class SpmmExtreme(torch.autograd.Function):
     def forward(ctx, rel: Relation, by_edge: bool, take_max: bool, x):
         fill = float("-inf") if take_max else float("inf")
         out = torch.full((rel.num_dst, x.shape[1]), fill, dtype=x.dtype)
-        arg = torch.full((rel.num_dst, x.shape[1]), -1, dtype=torch.int64)
+        # the x row of each extreme: int32 while x's rows fit (DGL keeps int64), 4 B per output value
+        arg = torch.full((rel.num_dst, x.shape[1]), -1, dtype=torch.int32 if x.shape[0] < 2**31 else torch.int64)
         run_rows(spmm_extreme, *adjacency_arrays(rel.csc()), by_edge, x.detach().contiguous().numpy(), take_max,
                  out.numpy(), arg.numpy())
         ctx.save_for_backward(arg)
@@ -123,13 +120,15 @@ class SpmmExtreme(torch.autograd.Function):
     def backward(ctx, grad):
         (arg,) = ctx.saved_tensors
         grad_x = torch.zeros((ctx.rows, grad.shape[1]), dtype=grad.dtype)
-        grad_x.scatter_add_(0, arg.clamp(min=0), grad * (arg >= 0))
+        scatter_arg_grad(arg.numpy(), grad.contiguous().numpy(), grad_x.numpy())
         return None, None, None, grad_x
 
 
 def _fused(rel: Relation, op: str, lhs, rhs) -> Optional[torch.Tensor]:
     """The SpMM result when the pair maps onto :class:`WeightedSpmm`, else None."""
-    if op not in ("copy_lhs", "mul") or (lhs.device.type == "cpu" and not _kernels_for(lhs) and USE_KERNELS):
+    if op not in ("copy_lhs", "mul"):
+        return None
+    if lhs.device.type == "cpu" and not kernels_for(lhs) and cpu_rows.USE_KERNELS:
         return None  # CPU half types: torch's CSR matmul has no CPU kernel for them
     n = lhs.shape[0]
     if op == "copy_lhs":
@@ -150,7 +149,7 @@ def _fused(rel: Relation, op: str, lhs, rhs) -> Optional[torch.Tensor]:
 def _extreme(rel: Relation, op: str, reduce_op: str, lhs, rhs, lhs_target: str) -> Optional[torch.Tensor]:
     """``copy_u`` / ``copy_e`` with max / min on the CPU through :class:`SpmmExtreme`, else None."""
     data = lhs if op == "copy_lhs" else rhs
-    if op not in ("copy_lhs", "copy_rhs") or (op == "copy_lhs" and lhs_target != "u") or not _kernels_for(data):
+    if op not in ("copy_lhs", "copy_rhs") or (op == "copy_lhs" and lhs_target != "u") or not kernels_for(data):
         return None
     n = data.shape[0]
     out = SpmmExtreme.apply(rel, op == "copy_rhs", reduce_op == "max", data.reshape(n, -1))

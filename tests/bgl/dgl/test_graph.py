@@ -165,6 +165,8 @@ def test_graph_construction_errors():
 def test_what_bgl_dgl_lacks_is_refused_by_name():
     with pytest.raises(NotImplementedError, match="dgl.to_block.*bgl.DataLoader"):
         dgl.to_block
+    assert not hasattr(dgl, "to_block")  # also an AttributeError: hasattr and from-imports work
+    from bgl.dgl import function  # noqa: F401
     with pytest.raises(NotImplementedError, match="send_and_recv"):
         dgl.graph(([0], [1])).send_and_recv([0], fn.copy_u("x", "m"), fn.sum("m", "h"))
 
@@ -239,12 +241,12 @@ def test_bgl_dgl_never_imports_dgl():
 
 def test_cpu_kernels_equal_the_torch_path_a_gpu_takes(hub_edges, monkeypatch):
     """The numba kernels (CPU) and the torch ops (the GPU path, run here on the CPU) agree."""
-    from bgl.dgl.ops import cpu_rows, spmm
+    from bgl.dgl.ops import cpu_rows
 
     monkeypatch.setattr(cpu_rows, "SPLIT_EDGES", 8)  # several row ranges on the thread pool
     results = []
     for kernels in (True, False):
-        monkeypatch.setattr(spmm, "USE_KERNELS", kernels)
+        monkeypatch.setattr(cpu_rows, "USE_KERNELS", kernels)
         src, dst = hub_edges(N, E, seed=6, num_dst=5)
         b = dgl.create_block((src, dst), num_src_nodes=N, num_dst_nodes=5)
         x = torch.linspace(-3, 3, N * 6).view(N, 2, 3).requires_grad_(True)
@@ -254,9 +256,14 @@ def test_cpu_kernels_equal_the_torch_path_a_gpu_takes(hub_edges, monkeypatch):
         b.update_all(fn.copy_u("x", "m"), fn.max("m", "mx"))
         b.update_all(fn.copy_e("a", "m"), fn.min("m", "mn"))
         soft = dgl.ops.edge_softmax(b, a * 3)
+        y = torch.linspace(-1, 2, 5 * 6).view(5, 2, 3).requires_grad_(True)
+        b.dstdata["y"] = y
+        b.apply_edges(fn.u_add_v("x", "y", "uv"))
+        b.apply_edges(fn.e_dot_v("uv", "y", "d"))
         loss = (b.dstdata["s"].pow(2).sum() + b.dstdata["mx"].sum() + b.dstdata["mn"].sum()
-                + (soft * torch.arange(E * 2.0).view(E, 2, 1)).sum())
-        results.append((b.dstdata["s"], b.dstdata["mx"], b.dstdata["mn"], soft, *torch.autograd.grad(loss, (x, a))))
+                + (soft * torch.arange(E * 2.0).view(E, 2, 1)).sum() + b.edata["d"].pow(2).sum())
+        results.append((b.dstdata["s"], b.dstdata["mx"], b.dstdata["mn"], soft, b.edata["d"],
+                        *torch.autograd.grad(loss, (x, a, y))))
     for got, want in zip(*results):
         torch.testing.assert_close(got, want)
 
@@ -283,3 +290,88 @@ def test_bgl_ingest_takes_a_bgl_dgl_graph(hub_edges, tmp_path):
     g.ndata["feat"] = torch.randn(N, 3)
     store = bgl.ingest(g, tmp_path / "store")
     assert store.num_nodes == N and 0 < store.num_edges <= E
+
+
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")  # the point
+def test_kernels_run_in_a_forked_child_after_the_parent_used_them(hub_edges, monkeypatch):
+    import multiprocessing as mp
+
+    from bgl.dgl.ops import cpu_rows
+
+    monkeypatch.setattr(cpu_rows, "SPLIT_EDGES", 4)  # the parent starts its thread pool
+    g = _graph(hub_edges)
+    g.ndata["x"] = torch.ones(N, 2)
+    g.update_all(fn.copy_u("x", "m"), fn.sum("m", "h"))
+    ctx = mp.get_context("fork")
+    child = ctx.Process(target=_child_update_all, args=(g,))
+    child.start()
+    child.join(60)
+    if child.is_alive():  # a hung kernel pool: do not leave the child behind
+        child.kill()
+        child.join()
+    assert child.exitcode == 0
+
+
+def _child_update_all(g):
+    g.update_all(fn.copy_u("x", "m"), fn.sum("m", "h2"))
+    raise SystemExit(0 if torch.equal(g.ndata["h2"], g.ndata["h"]) else 1)
+
+
+def test_to_and_idtype_keep_types_frames_and_sides():
+    g = dgl.heterograph({("user", "buys", "item"): ([0, 1, 2], [0, 0, 1]),
+                         ("user", "follows", "user"): ([0, 1], [1, 2])})
+    g.nodes["user"].data["h"] = torch.arange(3.0)
+    for other in (g.to("cpu"), g.int(), g["buys"].to("cpu")):
+        assert other.nodes["user"].data["h"].tolist() == [0.0, 1.0, 2.0]
+    assert g.int().idtype == torch.int32 and g.int().edges(etype="buys")[0].dtype == torch.int32
+    sliced = g["buys"].int()
+    assert sliced.srctypes == ["user"] and sliced.dsttypes == ["item"]
+    b = dgl.create_block(([0, 1], [0, 0]), num_src_nodes=3, num_dst_nodes=1)
+    b.srcdata["x"] = torch.ones(3)
+    moved = b.to("cpu").long()
+    assert moved.is_block and moved.num_src_nodes() == 3 and torch.equal(moved.srcdata["x"], torch.ones(3))
+
+
+@pytest.mark.parametrize("kernels", [True, False], ids=["cpu-kernel", "torch-path"])
+def test_a_bgl_block_with_int32_indices(kernels, monkeypatch):
+    from bgl.dgl.ops import cpu_rows
+
+    monkeypatch.setattr(cpu_rows, "USE_KERNELS", kernels)
+    core = Block(torch.tensor([10, 20, 30]), 2, torch.tensor([0, 2, 3]), torch.tensor([1, 2, 0], dtype=torch.int32),
+                 srcdata={"x": torch.tensor([[1.0], [2.0], [4.0]], requires_grad=True)})
+    b = dgl.block_from_bgl(core)
+    b.update_all(fn.copy_u("x", "m"), fn.sum("m", "h"))
+    b.dstdata["h"].sum().backward()
+    assert torch.equal(b.dstdata["h"], torch.tensor([[6.0], [1.0]]))
+    assert torch.equal(core.srcdata["x"].grad, torch.tensor([[1.0], [1.0], [1.0]]))
+
+
+def test_a_random_typed_bgl_block_has_the_relations_of_relation_blocks():
+    """Against the core's own per-relation split (:func:`bgl.blocks.relation_blocks`)."""
+    from bgl.blocks import relation_blocks
+    from bgl.schema import EdgeType, GraphSchema, NodeType
+
+    gen = torch.Generator().manual_seed(5)
+    schema = GraphSchema((NodeType("a", 0, 50), NodeType("b", 50, 30)),
+                         (EdgeType("a", "r0", "a"), EdgeType("b", "r1", "a"), EdgeType("a", "r2", "b")))
+    rest = [i for i in torch.randperm(80, generator=gen).tolist() if i not in (3, 60, 7, 51)][:20]
+    src_ids = torch.tensor([3, 60, 7, 51] + rest)  # dst nodes first, every id once
+    num_dst, ends = 4, torch.tensor([[0, 0], [1, 0], [0, 1]])  # (src type, dst type) of each relation
+    src_type = (src_ids >= 50).long()
+    indptr, indices, etypes = [0], [], []
+    for v in range(num_dst):
+        for r in range(3):
+            if int(ends[r, 1]) != int(src_type[v]):
+                continue
+            cands = (src_type == ends[r, 0]).nonzero().view(-1)
+            picked = cands[torch.randint(0, cands.shape[0], (int(torch.randint(0, 4, (1,), generator=gen)),),
+                                         generator=gen)]
+            indices.extend(picked.tolist())
+            etypes.extend([r] * picked.shape[0])
+        indptr.append(len(indices))
+    core = Block(src_ids, num_dst, torch.tensor(indptr), torch.tensor(indices, dtype=torch.int64),
+                 etypes=torch.tensor(etypes), schema=schema)
+    b = dgl.block_from_bgl(core)
+    for cet, part in relation_blocks(core).items():
+        csc = b._relation(tuple(cet)).csc()
+        assert torch.equal(csc.indptr, part.indptr) and torch.equal(csc.indices, part.indices), cet

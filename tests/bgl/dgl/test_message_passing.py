@@ -240,9 +240,9 @@ def test_segment_operators_match_dgl(reducer):
 
 @pytest.mark.parametrize("kernels", [True, False], ids=["cpu-kernel", "torch-path"])
 def test_max_gradient_among_tied_edges_goes_where_dgl_sends_it(kernels, monkeypatch):
-    from bgl.dgl.ops import spmm
+    from bgl.dgl.ops import cpu_rows
 
-    monkeypatch.setattr(spmm, "USE_KERNELS", kernels)
+    monkeypatch.setattr(cpu_rows, "USE_KERNELS", kernels)
     for src in ([3, 1, 2, 0, 4], [4, 2, 1, 0, 3], [1, 2, 4, 3]):
         grads = []
         for lib, fn in ((bdgl, bfn), (dgl, dfn)):
