@@ -191,3 +191,19 @@ def test_dgl_module_paths_of_the_layers():
 
     assert torch_layers.SAGEConv is dglnn.SAGEConv and GATConv is dglnn.GATConv
     assert edge_softmax is bgl.dgl.ops.edge_softmax
+
+
+def test_hetero_graphconv_passes_mod_args_and_kwargs(build):
+    """``mod_args`` / ``mod_kwargs`` reach the relation's module by relation name."""
+    block = build.typed_block(bgl.dgl, 3)
+    mods = {rel: dglnn.GraphConv(4, 2, weight=False, bias=False) for rel in ("follows", "buys", "bought-by")}
+    layer = dglnn.HeteroGraphConv(mods, aggregate="sum")
+    x = {nt: torch.randn(build.typed_sizes[nt][0], 4) for nt in ("user", "item")}
+    weight = torch.randn(4, 2)
+    edge_weight = torch.rand(block.num_edges("follows"))
+    out = layer(block, x, mod_args={rel: (weight,) for rel in mods},
+                mod_kwargs={"follows": {"edge_weight": edge_weight}})
+    dst = {nt: x[nt][: build.typed_sizes[nt][1]] for nt in x}
+    expected = mods["follows"](block["follows"], (x["user"], dst["user"]), weight, edge_weight=edge_weight) + \
+        mods["bought-by"](block["bought-by"], (x["item"], dst["user"]), weight)
+    torch.testing.assert_close(out["user"], expected, **TOL)

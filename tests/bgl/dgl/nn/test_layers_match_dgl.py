@@ -98,8 +98,9 @@ def test_graphconv_external_weight(build, graph_edges):
 
 
 @pytest.mark.parametrize("norm", ["both", "right", "left", "none"])
-def test_edge_weight_norm(build, block_edges, norm):
-    e = block_edges
+@pytest.mark.parametrize("where", ["block", "graph"])
+def test_edge_weight_norm(build, block_edges, graph_edges, norm, where):
+    e = block_edges if where == "block" else graph_edges
     check_same(lambda nn: nn.EdgeWeightNorm(norm=norm, eps=0.01), both(build, e),
                lambda: ((torch.rand(e.src.shape[0]).add(0.1).requires_grad_(),), {}))
 
