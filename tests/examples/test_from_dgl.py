@@ -10,13 +10,14 @@ with the same seed and must agree within ``TOLERANCE`` (1 point for full-graph t
 the two run the same arithmetic on the same initial weights; DGL's own seed spread for the
 minibatch scripts, whose neighbour samples differ), and DGL itself must reach ``FLOOR``; in the
 current lane bgl.dgl must reach ``FLOOR``.  ``FLOOR`` and the spreads were measured in the
-pinned lane (DGL 2.1, seeds 0-2 at these epoch counts; ``docs/from-dgl-scripts.md``): the floor is
-DGL's lowest accuracy there less its seed spread, and the pinned-lane test re-checks DGL
+pinned lane (DGL 2.1, up to five seeds at these epoch counts; listed below and in
+``docs/from-dgl.md``, "Whole scripts"): the floor is DGL's lowest accuracy there less its seed spread, and the pinned-lane test re-checks DGL
 against it every run, so the numbers cannot rot.
 """
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import types
 from pathlib import Path
@@ -30,14 +31,24 @@ SCRIPTS = ROOT / "examples" / "from_dgl"
 RUNS = {
     "graphsage": ("node_classification", ["--epochs", "5"], "test_acc"),
     "gcn": ("gcn", ["--epochs", "40"], "test_acc"),
-    "gat": ("gat", ["--epochs", "30"], "test_acc"),
-    "rgcn_hetero": ("rgcn", ["--model", "hetero", "--epochs", "4"], "test_acc"),
-    "rgcn_rel": ("rgcn", ["--model", "rel", "--epochs", "15"], "test_acc"),
+    "gat": ("gat", ["--epochs", "20"], "test_acc"),
+    "rgcn_hetero": ("rgcn", ["--model", "hetero", "--epochs", "8"], "test_acc"),
+    "rgcn_rel": ("rgcn", ["--model", "rel", "--epochs", "10"], "test_acc"),
     "link_prediction": ("link_prediction", ["--epochs", "1"], "test_auc"),
 }
-FLOOR = {"graphsage": 0.0, "gcn": 0.0, "gat": 0.0, "rgcn_hetero": 0.0, "rgcn_rel": 0.0, "link_prediction": 0.0}
-TOLERANCE = {"graphsage": 0.01, "gcn": 0.01, "gat": 0.01, "rgcn_hetero": 0.01, "rgcn_rel": 0.01,
-             "link_prediction": 0.01}
+# Measured in the pinned lane, 2026-12-05 (DGL 2.1, torch 2.2.1, CPU; these epoch counts):
+#   graphsage  DGL seeds 0-4: 0.752 0.711 0.708 0.778 0.782 (spread 0.074); bgl.dgl 0.778 0.742 0.782 0.722 0.723
+#   gcn        DGL seeds 0-4: 0.712 0.789 0.803 0.778 0.778 (spread 0.091); bgl.dgl: the same five, digit for digit
+#   gat        DGL seed 0: 0.826; bgl.dgl 0.826                    (floor: less GCN's spread, 0.09)
+#   rgcn_rel   DGL seed 0: 0.338; bgl.dgl 0.338                    (floor: less GCN's spread, 0.09)
+#   rgcn_hetero  DGL seeds 0-2: 0.702 0.540 0.581, and seed 0 again in another run 0.450 (DGL's sampling
+#                is not reproducible run to run; spread 0.252); bgl.dgl 0.601 (twice)
+#   link_prediction  DGL seeds 0-2: AUC 0.806 0.830 0.775 (spread 0.055); bgl.dgl 0.822
+# FLOOR: DGL's lowest less its spread.  TOLERANCE: 1 point where DGL and bgl.dgl run the same arithmetic
+# (full graph: equal above, seed for seed), DGL's seed spread where neighbour samples differ.
+FLOOR = {"graphsage": 0.63, "gcn": 0.62, "gat": 0.73, "rgcn_hetero": 0.2, "rgcn_rel": 0.24, "link_prediction": 0.72}
+TOLERANCE = {"graphsage": 0.074, "gcn": 0.01, "gat": 0.01, "rgcn_hetero": 0.252, "rgcn_rel": 0.01,
+             "link_prediction": 0.055}
 
 IMPORT = re.compile(r"^import bgl\.dgl(\S*) as (\w+)", re.M)
 
@@ -64,8 +75,15 @@ def raw_dir(tmp_path_factory):
 
 
 def run(run_id: str, backend: str, raw_dir: str, seed: int = 0) -> float:
+    """The script's metric; the process's environment as it was (a training step on the newest torch
+    sets ``TORCHINDUCTOR_CACHE_DIR`` for itself, which the suite's process guard would count)."""
     name, args, metric = RUNS[run_id]
-    return script_module(name, backend).main(["--raw-dir", raw_dir, "--seed", str(seed), *args])[metric]
+    before = dict(os.environ)
+    try:
+        return script_module(name, backend).main(["--raw-dir", raw_dir, "--seed", str(seed), *args])[metric]
+    finally:
+        for key in set(os.environ) - set(before):
+            del os.environ[key]
 
 
 @pytest.mark.parametrize("run_id", list(RUNS))
