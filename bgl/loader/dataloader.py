@@ -41,7 +41,7 @@ from .edge_options import check_edge_options
 from .epoch_iterator import EpochIterator
 from .graph_arrays import field_versions
 from .loader_options import DEFAULT_QUEUE, FINISHED_BATCHES_QUEUE, resolve_loader_options
-from .loader_state import LoaderState, ResumePoint, fingerprint, parse_state
+from .loader_state import LoaderState, ResumePoint, fingerprint, generator_seed_from_torch, parse_state
 from .minibatch import MiniBatch
 from .order_prefetch import NextOrderGuess
 from .order_stage import OrderStage, num_batches
@@ -81,7 +81,9 @@ class DataLoader(Closes):
         ``bgl.as_edge_prediction_sampler`` / ``dgl.dataloading.as_edge_prediction_sampler``
     device : output device of blocks and ids (default CPU).
     batch_size : as in DGL.
-    shuffle : as in DGL.
+    shuffle : as in DGL.  Each epoch's order and sampling come from the loader's own generator, seeded
+        from torch's RNG when the loader is built (torch's RNG left as it was) and kept in
+        :meth:`state_dict`: a resumed run's epochs are the first run's.
     drop_last : as in DGL.
     num_workers : DGL's worker count; > 0 selects ``pipeline="processes"`` unless given.
     use_ddp : split seeds across ``torch.distributed`` ranks like DGL (contiguous chunks; without
@@ -147,9 +149,9 @@ class DataLoader(Closes):
         self._epoch, self._epoch_set = 0, False
         self._current: tuple[int, int] = (0, 0)  # (epoch, seed) of the last epoch started
         self._resume = ResumePoint()  # a loaded state_dict, applied by the next iter()
-        # The loader's own generator (loader_state.py): drawn once from torch's RNG, so torch.manual_seed
+        # The loader's own generator (loader_state.py): read once from torch's RNG, so torch.manual_seed
         # before building decides every epoch's order, and nothing the script draws afterwards does.
-        self._generator_seed = None if self.use_ddp else int(torch.randint(0, 2**62, (1,)).item())
+        self._generator_seed = None if self.use_ddp else generator_seed_from_torch()
         self._next_order = NextOrderGuess()  # build the next epoch's order (BFS, shuffle) during this one
         self._wait = TrainerWait.before_any_epoch()  # the latest epoch's trainer wait (stats())
 

@@ -11,9 +11,9 @@ neither sampled nor fetched, whatever the pipeline (inline, thread, processes: b
 not yet yielded are simply made again), graph servers or local graph; the cache refills.
 
 Every epoch's seed is a pure function of the epoch number and one integer: ``ddp_seed`` (and the rank)
-with ``use_ddp``, else the loader's own generator seed, drawn once from torch's RNG when the loader is
-built (so ``torch.manual_seed`` before building decides every epoch, as with DGL) and carried in the
-state.  A resumed loader's later epochs therefore equal the first run's whatever the script does to
+with ``use_ddp``, else the loader's own generator seed, read from torch's RNG when the loader is built
+(:func:`generator_seed_from_torch`: so ``torch.manual_seed`` before building decides every epoch, as
+with DGL, and building draws nothing from the script's stream) and carried in the state.  A resumed loader's later epochs therefore equal the first run's whatever the script does to
 torch's RNG before or after ``load_state_dict`` (torchdata's sampler keeps its generator in the state
 for the same reason).  A version-1 state (no generator seed) keeps the new loader's own.  The state holds no object, only
 ints and strings, so it goes through ``torch.save``, JSON and ``torch.distributed.checkpoint`` alike
@@ -87,6 +87,19 @@ def parse_state(state, expected: dict) -> LoaderState:
         raise ValueError(f"loader state points at batch {parsed.next_batch} of epoch {parsed.epoch}, outside "
                          f"[0, {expected['num_batches']}]")
     return parsed
+
+
+def generator_seed_from_torch() -> int:
+    """The seed ``torch.randint(0, 2**62, (1,))`` would draw next, torch's RNG left as it was: a
+    loader's construction draws no random numbers (as DGL's does not), so a model built after it
+    initialises as it would without bgl."""
+    import torch
+
+    state = torch.get_rng_state()
+    try:
+        return int(torch.randint(0, 2**62, (1,)).item())
+    finally:
+        torch.set_rng_state(state)
 
 
 class ResumePoint:
