@@ -41,7 +41,7 @@ from .edge_options import check_edge_options
 from .epoch_iterator import EpochIterator
 from .graph_arrays import field_versions
 from .loader_options import DEFAULT_QUEUE, FINISHED_BATCHES_QUEUE, resolve_loader_options
-from .loader_state import LoaderState, ResumePoint, fingerprint, generator_seed_from_torch, parse_state
+from .loader_state import epoch_seed, LoaderState, ResumePoint, fingerprint, generator_seed_from_torch, parse_state
 from .minibatch import MiniBatch
 from .order_prefetch import NextOrderGuess
 from .order_stage import OrderStage, num_batches
@@ -194,7 +194,7 @@ class DataLoader(Closes):
         self._rank, self._world = 0, 1
         pad = 0
         if self.use_ddp:
-            ids, pad = self._ddp_split(ids)
+            ids, pad, self._rank, self._world = ddp_chunk(ids, self.drop_last)  # DGL's DDPTensorizedDataset cut
         self._num_real_ids = int(ids.shape[0])
         self._pad = pad
 
@@ -300,11 +300,6 @@ class DataLoader(Closes):
             mb = self._fetch(mb)
             self._transfer(mb)
 
-    def _ddp_split(self, ids: np.ndarray) -> tuple[np.ndarray, int]:
-        """This rank's contiguous chunk, as DGL's DDPTensorizedDataset cuts it; returns (ids, pad)."""
-        local, pad, self._rank, self._world = ddp_chunk(ids, self.drop_last)
-        return local, pad
-
     def _with_presample_counts(self, spec: CacheSpec) -> CacheSpec:
         """GNNLab's presampling: count input-node accesses over a presampled (capped) epoch."""
         return presample_cache_spec(spec, self._info, self._order_stage, self._sample_stage, PRESAMPLE_MAX_BATCHES,
@@ -320,11 +315,9 @@ class DataLoader(Closes):
         self._epoch_set = True
 
     def _epoch_seed(self, epoch: Optional[int] = None) -> int:
-        """Epoch ``epoch``'s (default: the current one's) seed: a pure function of the epoch and the
-        loader's generator seed, or with DDP of ``ddp_seed`` and the rank, as DGL's are."""
-        epoch = self._epoch if epoch is None else int(epoch)
-        entropy = [self.ddp_seed, epoch, self._rank] if self.use_ddp else [self._generator_seed, epoch]
-        return int(np.random.default_rng(entropy).integers(0, 2**62))
+        """Epoch ``epoch``'s (default: the current one's) seed (:func:`~bgl.loader.loader_state.epoch_seed`)."""
+        return epoch_seed(self._epoch if epoch is None else int(epoch), self._generator_seed,
+                          (self.ddp_seed, self._rank) if self.use_ddp else None)
 
     def _build_pipeline(self) -> Pipeline:
         """The stages in the chosen mode.  With ``pipeline="thread"`` on a CPU device the transfer

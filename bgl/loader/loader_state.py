@@ -89,6 +89,13 @@ def parse_state(state, expected: dict) -> LoaderState:
     return parsed
 
 
+def epoch_seed(epoch: int, generator_seed: Optional[int], ddp: Optional[tuple[int, int]] = None) -> int:
+    """Epoch ``epoch``'s seed: a pure function of the epoch and the loader's generator seed, or under DDP
+    of ``ddp = (ddp_seed, rank)``, as DGL's are (so every resumed epoch is the first run's)."""
+    entropy = [ddp[0], epoch, ddp[1]] if ddp is not None else [generator_seed, epoch]
+    return int(np.random.default_rng(entropy).integers(0, 2**62))
+
+
 def generator_seed_from_torch() -> int:
     """The seed ``torch.randint(0, 2**62, (1,))`` would draw next, torch's RNG left as it was: a
     loader's construction draws no random numbers (as DGL's does not), so a model built after it

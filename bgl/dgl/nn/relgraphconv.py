@@ -26,6 +26,8 @@ class RelGraphConv(nn.Module):
     dropout : dropout on the output
     layer_norm : LayerNorm (``layer_norm_weight``) on the aggregated messages
 
+    Notes
+    -----
     Messages are computed over the edges sorted by type (one matmul per type), E x in floats
     gathered and E x out messages, as DGL's gather_mm; summed onto dst rows by one index_add.
     """

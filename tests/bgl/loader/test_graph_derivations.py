@@ -50,8 +50,8 @@ def test_a_second_loader_over_the_same_graph_does_not_check_or_permute_again(wei
     sampled_eids(first)
     checks = [n for n in weight_checks if n == g.num_edges()]
     assert len(checks) == 1  # one full pass, shared by the construction check and the sampler
+    torch.manual_seed(1)  # before building: the loader's own generator is seeded from torch's RNG then
     second = loader(g, prob="w")
-    torch.manual_seed(1)
     a = sampled_eids(second)
     assert [n for n in weight_checks if n == g.num_edges()] == checks
     assert second._info.store.edata["w"] is first._info.store.edata["w"]  # the CSC copy, made once
