@@ -166,6 +166,9 @@ def resolve_graph(graph, feat_key, label_key, timeout: float, shared: bool = Fal
     if isinstance(graph, (list, tuple)) and graph and all(isinstance(a, str) for a in graph):
         env_dir = env_partition_dir()
         return _servers_info(list(graph), timeout, partition_dir=Path(env_dir) if env_dir else None)
+    if type(graph).__module__.startswith("bgl.dgl."):  # by name: the core imports no frontend
+        raise TypeError("a bgl.dgl graph is loaded by bgl.dgl.dataloading.DataLoader (DGL's name, same "
+                        "arguments), which hands its arrays to this loader in place and yields bgl.dgl blocks")
     raise TypeError(f"graph must be a DGLGraph, GraphStore, store/partition dir or list of server "
                     f"addresses, got {type(graph).__name__}")
 
