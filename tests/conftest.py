@@ -42,8 +42,8 @@ def pytest_addoption(parser):
 
 
 # The only reasons a test may skip under --strict-suite (docs/resume-and-first-run.md, "The test suite"):
-# no GPU here; DGL absent (the current-stack lane); another Python version; a README block its author
-# marked not to run.  Each is (what the reason says, whether it holds in this process).
+# no GPU here; DGL absent (the current-stack lane); another Python version; a README or docs block its
+# author marked not to run.  Each is (what the reason says, whether it holds in this process).
 def _dgl_absent() -> bool:
     import importlib.util
 
@@ -55,7 +55,7 @@ ALLOWED_SKIPS = (
     (re.compile(r"\bDGL\b|'dgl'|\bdgl\b", re.I), _dgl_absent),
     (re.compile(r"current-stack lane"), lambda: not _dgl_absent()),  # a lane's own test, in the other lane
     (re.compile(r"Python \d"), lambda: True),
-    (re.compile(r"^README\.md:\d+: not run"), lambda: True),
+    (re.compile(r"^(README\.md|docs/[\w./-]+\.md):\d+: not run"), lambda: True),  # a docs block marked so
 )
 
 
