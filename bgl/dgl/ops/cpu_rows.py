@@ -32,10 +32,13 @@ def adjacency_arrays(adj) -> tuple:
 
 
 def _pool() -> ThreadPoolExecutor:
+    """This process's kernel pool (a fork gets its own).  It lives as long as the process, like torch's own
+    thread pool, so its threads are not named ``bgl-*``: that prefix marks the threads a loader starts and
+    must stop (its producer, order prefetch), which the loader tests count."""
     pool = _pools.get(os.getpid())
     if pool is None:
         pool = _pools[os.getpid()] = ThreadPoolExecutor(max(2, torch.get_num_threads()),
-                                                        thread_name_prefix="bgl-dgl-ops")
+                                                        thread_name_prefix="bgl.dgl.ops")
     return pool
 
 
