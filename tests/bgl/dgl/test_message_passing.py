@@ -61,13 +61,15 @@ MESSAGES = {
 SHAPES = {"same": ((3, 4), (3, 4), (3, 4)), "heads": ((3, 4), (3, 1), (3, 1)), "scalar": ((), (), ())}
 
 
+# u_dot_v needs equal last dims, so it takes no head-broadcast shapes (left out, not skipped: a skip
+# fails make test's --strict-suite)
+PAIRS = [(m, s) for m in MESSAGES for s in SHAPES if not (m == "u_dot_v" and s == "heads")]
+
+
 @pytest.mark.parametrize("make_graph", [_graph, _block], ids=["graph", "block"])
-@pytest.mark.parametrize("shape", list(SHAPES))
-@pytest.mark.parametrize("message", list(MESSAGES))
+@pytest.mark.parametrize(("message", "shape"), PAIRS, ids=[f"{m}-{s}" for m, s in PAIRS])
 def test_builtin_pairs_match_dgl(make_graph, shape, message, hub_edges):
     """The message with each reducer: values and input gradients (max / min: the arg edge's)."""
-    if message == "u_dot_v" and shape == "heads":
-        pytest.skip("dot needs equal last dims")
     g = make_graph(bdgl, hub_edges)
     xs, ys, ws = SHAPES[shape]
     feats = _features(7, {"x": (g.num_src_nodes(), *xs), "y": (g.num_dst_nodes(), *ys), "w": (E, *ws)})
