@@ -23,9 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATASETS = Path(os.environ.get("BGL_DATASETS", ROOT.parent / "shared" / "datasets"))
-if not DATASETS.exists():  # a worktree under /work/wt: the shared folder of the main checkout
-    DATASETS = Path("/work/shared/datasets")
+DATASETS = Path(os.environ.get("BGL_DATASETS", ROOT.parent / "shared" / "datasets"))  # ../shared beside the checkout
 LAYERS = ("GraphConv", "SAGEConv-mean", "SAGEConv-pool", "GATConv", "GATv2Conv", "GINConv", "RelGraphConv")
 WIDTH, OUT, HEADS, RELS = 128, 64, 4, 8
 
