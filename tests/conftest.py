@@ -73,8 +73,13 @@ def _skip_reason(report) -> str:
 _SYSTEM_TEMP = tempfile.gettempdir()  # read before pytest_configure points TMPDIR under pytest's basetemp
 
 
+# DGL's bundled libxsmm keeps lock files at /tmp/.libxsmm.* (seen made there during a lane whose TMPDIR
+# pointed elsewhere; made once a machine, then reused): not the suite's leftovers.
+_NOT_OURS = ("pytest-of-", ".libxsmm.")
+
+
 def _temp_entries() -> set:
-    return {name for name in os.listdir(_SYSTEM_TEMP) if not name.startswith("pytest-of-")}
+    return {name for name in os.listdir(_SYSTEM_TEMP) if not name.startswith(_NOT_OURS)}
 
 
 _strict: dict = {}  # under --strict-suite: the temp dir's entries at the start, the unexpected skips
