@@ -223,7 +223,10 @@ def test_store_across_hosts_gives_the_one_machine_partition(hosts, engine, edge_
 
 
 @pytest.mark.parametrize("hosts, engine, how", [
-    (3, "ptscotch", "kill"),  # rank 1 killed after writing its part into the work dir
+    # rank 1 killed after writing its part into the work dir.  Extended: Open MPI's daemon races the peer's
+    # hang-up here (a segfault in orte_rml_oob_send_buffer_nb, or the job ending after 65 s instead of < 30 s,
+    # seen on a quiet box) until bgl names the killed rank itself (issue #56, item 7)
+    pytest.param(3, "ptscotch", "kill", marks=pytest.mark.extended),
     (3, "parhip", "kill-in-engine")],  # rank 1 killed as the engine starts: the others wait in ParHIP
     indirect=["hosts", "engine"])
 def test_a_rank_killed_on_its_host_ends_the_job_and_leaves_nothing(hosts, engine, edge_store, tmp_path, how):
