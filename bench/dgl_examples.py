@@ -20,11 +20,17 @@ time between its consecutive ``Epoch`` lines (stdout read line by line as it is 
 includes the script's own per-epoch evaluation), and the peak RSS of the process (``wait4``'s
 ``ru_maxrss``).  Results: ``bench/results/dgl_examples.md`` (mean and spread over the seeds).
 
-    python bench/dgl_examples.py --dgl-checkout /path/to/dgl          # full: 3 seeds, default epochs
+    python bench/dgl_examples.py --dgl-checkout /path/to/dgl          # full: 3 seeds, the bench's epochs
     python bench/dgl_examples.py --dgl-checkout D --seeds 0 --epochs-scale 0.05 --out /tmp/x.md  # proof it runs
+    python bench/dgl_examples.py --dgl-checkout D --stacks dgl bgl.dgl bgl.dgl-pinned   # + bgl.dgl on torch 2.2.1
 
-The full run (5 scripts x 3 seeds x 2 stacks, CPU) takes about 8 minutes on a quiet 2-core box; the
-bgl.dgl runs include numba's first compile once per fresh install (cached after).
+``--dgl-checkout`` may be the git dir the session's ``fetch github:dmlc/dgl`` gives (read at
+``v2.1.0``).  The full run is 5 scripts x 3 seeds x 2 stacks, each run a fresh process (imports
+and data load are 5-15 s of each): expected about 10 minutes on a quiet 2-core box, link prediction
+the longest (measured only on a loaded box: 1 seed at a quarter of the epochs took ~25 minutes
+at load 12-20, so the quiet figure is an estimate).  Peak RSS includes the interpreter and torch:
+the imports alone differ by ~160 MiB between torch 2.2.1 and the newest torch, so the report
+gives each stack's imports-only peak too, and ``bgl.dgl-pinned`` runs bgl.dgl on torch 2.2.1.
 """
 from __future__ import annotations
 
@@ -47,6 +53,11 @@ HERE = Path(__file__).resolve().parent
 DATASETS = Path(os.environ.get("BGL_DATASETS", ROOT.parent / "shared" / "datasets"))
 PINNED_PYTHON = ROOT / ".venv" / "bin" / "python"
 CURRENT_PYTHON = ROOT / ".venv-current-3.13" / "bin" / "python"
+# stack: (venv's python, the module the script's `dgl` is, what it is)
+STACKS = {"dgl": (PINNED_PYTHON, "dgl", "DGL 2.1, torch 2.2.1, Python 3.11 (`.venv`)"),
+          "bgl.dgl": (CURRENT_PYTHON, "bgl.dgl", "bgl.dgl on the current stack: newest torch, Python 3.13, no DGL "
+                                                 "(`.venv-current-3.13`)"),
+          "bgl.dgl-pinned": (PINNED_PYTHON, "bgl.dgl", "bgl.dgl on the pinned stack (`.venv`, torch 2.2.1)")}
 CORA_DGL_FOLDER = "cora_v2_d697a464"  # where DGL 2.1 extracts cora_v2.zip (bgl.dgl.data looks there too)
 
 
@@ -246,43 +257,49 @@ def summary(values) -> str:
     return f"{statistics.mean(vals):.3f} ({min(vals):.3f}-{max(vals):.3f})"
 
 
-def write_report(out: Path, rows: list, args, rewrites_shown: dict, note: str) -> None:
-    lines = ["# DGL's example scripts: DGL 2.1 (pinned stack) vs bgl.dgl (current stack)", "",
+def ratio(num, den) -> str:
+    """Median of ``num`` over median of ``den`` (failed runs left out)."""
+    num, den = [v for v in num if v], [v for v in den if v]
+    return f"{statistics.median(num) / statistics.median(den):.2f}x" if num and den else "n/a"
+
+
+def write_report(out: Path, rows: list, args, rewrites_shown: dict, note: str, baselines: dict) -> None:
+    """One table per measure (metric, epoch time, peak RSS): a column per stack, ratios to DGL's."""
+    stacks = list(args.stacks)
+    others = [st for st in stacks if st != "dgl"] if "dgl" in stacks else []
+    lines = ["# DGL's example scripts: DGL 2.1 (pinned stack) vs bgl.dgl", "",
              f"Command: `python bench/dgl_examples.py {' '.join(sys.argv[1:])}`  ",
              f"DGL examples at `{args.rev}`; seeds {list(args.seeds)}; CPU. {note}", "",
-             "| script | epochs (script's) | metric | DGL 2.1 | bgl.dgl | epoch s DGL | epoch s bgl.dgl | ratio |"
-             " peak RSS MiB DGL | peak RSS MiB bgl.dgl | ratio |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        d, b = r["dgl"], r["bgl.dgl"]
-        et_d = [x.epoch_seconds for x in d]
-        et_b = [x.epoch_seconds for x in b]
-        rss_d = [x.peak_rss_mib for x in d]
-        rss_b = [x.peak_rss_mib for x in b]
-
-        def ratio(num, den):
-            num, den = [v for v in num if v], [v for v in den if v]
-            return f"{statistics.median(num) / statistics.median(den):.2f}x" if num and den else "n/a"
-
-        lines.append(f"| {r['name']} | {r['epochs']} ({r['script_epochs']}) | {r['metric_name']} | {summary([x.metric for x in d])} | "
-                     f"{summary([x.metric for x in b])} | {summary(et_d)} | {summary(et_b)} | {ratio(et_b, et_d)} | "
-                     f"{summary(rss_d)} | {summary(rss_b)} | {ratio(rss_b, rss_d)} |")
-    lines += ["", "Metric and time: mean (min-max) over the seeds; ratio: bgl.dgl's median over DGL's.",
-              "Epoch time: median gap between the script's consecutive `Epoch` lines (includes its per-epoch "
-              "evaluation). Peak RSS: the process's `ru_maxrss`.", "", "## Lines changed", ""]
-    for name, changes in rewrites_shown.items():
-        lines.append(f"**{name}**")
+             "Stacks: " + "; ".join(f"`{st}`: {STACKS[st][2]}" for st in stacks) + ".", ""]
+    measures = (("metric (mean, min-max over seeds)", lambda x: x.metric, False),
+                ("epoch time, s (median gap between `Epoch` lines)", lambda x: x.epoch_seconds, True),
+                ("peak RSS, MiB (`ru_maxrss`)", lambda x: x.peak_rss_mib, True))
+    for title, get, with_ratio in measures:
+        head = ["script", "epochs (script's)", *stacks] + ([f"{st} / dgl" for st in others] if with_ratio else [])
+        lines += [f"**{title}**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in rows:
+            cells = [r["name"] + ("" if with_ratio else f" ({r['metric_name']})"), f"{r['epochs']} ({r['script_epochs']})"]
+            cells += [summary([get(x) for x in r[st]]) for st in stacks]
+            if with_ratio:
+                cells += [ratio([get(x) for x in r[st]], [get(x) for x in r["dgl"]]) for st in others]
+            lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
-        lines.append("```diff")
+    if baselines:
+        lines += ["Imports alone (the launcher's `import torch` and the stack, no script): peak RSS MiB "
+                  + "; ".join(f"{st} {baselines[st]:.0f}" for st in stacks if st in baselines)
+                  + ". The difference between two stacks' baselines is there before a script runs.", ""]
+    lines += ["## Lines changed", "", "The same for every stack but the import lines (which only the bgl.dgl "
+              "stacks get):", ""]
+    for name, changes in rewrites_shown.items():
+        lines += [f"**{name}**", "", "```diff"]
         for old, new in changes:
             lines += [f"-{old}", f"+{new}"]
-        lines.append("```")
-        lines.append("")
-    failures = [(r["name"], stack, x) for r in rows for stack in ("dgl", "bgl.dgl") for x in r[stack] if x.rc != 0]
+        lines += ["```", ""]
+    failures = [(r["name"], st, x) for r in rows for st in stacks for x in r[st] if x.rc != 0]
     if failures:
         lines += ["## Failed runs", ""]
-        for name, stack, x in failures:
-            lines += [f"**{name}** on {stack} (rc {x.rc}):", "", "```", x.output_tail[-1500:].rstrip(), "```", ""]
+        for name, st, x in failures:
+            lines += [f"**{name}** on {st} (rc {x.rc}):", "", "```", x.output_tail[-1500:].rstrip(), "```", ""]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
 
@@ -294,30 +311,37 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--epochs-scale", type=float, default=1.0, help="multiply each script's epoch count (min 2)")
     p.add_argument("--only", nargs="*", help="script names (substring match)")
-    p.add_argument("--stacks", nargs="+", default=["dgl", "bgl.dgl"], choices=["dgl", "bgl.dgl"])
+    p.add_argument("--stacks", nargs="+", default=["dgl", "bgl.dgl"], choices=list(STACKS),
+                   help="bgl.dgl-pinned: bgl.dgl on the pinned venv (tells torch's share from bgl's)")
     p.add_argument("--out", type=Path, default=HERE / "results" / "dgl_examples.md")
     p.add_argument("--note", default="", help="said under the command line (e.g. 'loaded box')")
     args = p.parse_args(argv)
-    pythons = {"dgl": PINNED_PYTHON, "bgl.dgl": CURRENT_PYTHON}
     scripts = [s for s in SCRIPTS if not args.only or any(o.lower() in s.name.lower() for o in args.only)]
-    rows, shown = [], {}
+    rows, shown, baselines = [], {}, {}
     with tempfile.TemporaryDirectory(prefix="bgl-dgl-examples-") as tmp:
         scratch = Path(tmp)
         lay_out_cora(scratch / "dgl_data")
+        empty = scratch / "imports_only.py"
+        empty.write_text("")
+        for stack in args.stacks:
+            python, module, _ = STACKS[stack]
+            baselines[stack] = run_script(python, empty, [], 0, module, stack_env(scratch, module), "^$").peak_rss_mib
         for s in scripts:
             epochs = max(2, round(s.epochs * args.epochs_scale))
             original = read_dgl_script(args.dgl_checkout, args.rev, s.path)
             both = apply_rewrites(original, s.rewrites, epochs, s.epoch_loop)
-            texts = {"dgl": both, "bgl.dgl": to_bgl_imports(both)}
-            shown[s.name] = changed_lines(original, texts["bgl.dgl"])
-            row = {"name": s.name, "epochs": epochs, "script_epochs": s.script_epochs, "metric_name": s.metric_name, "dgl": [], "bgl.dgl": []}
+            ported = to_bgl_imports(both)
+            shown[s.name] = changed_lines(original, ported)
+            row = {"name": s.name, "epochs": epochs, "script_epochs": s.script_epochs, "metric_name": s.metric_name}
             for stack in args.stacks:
+                python, module, _ = STACKS[stack]
                 folder = scratch / stack / Path(s.path).parent.name
                 folder.mkdir(parents=True, exist_ok=True)
                 path = folder / Path(s.path).name
-                path.write_text(texts[stack])
+                path.write_text(both if module == "dgl" else ported)
+                row[stack] = []
                 for seed in args.seeds:
-                    r = run_script(pythons[stack], path, s.args, seed, stack, stack_env(scratch, stack), s.metric)
+                    r = run_script(python, path, s.args, seed, module, stack_env(scratch, module), s.metric)
                     print(json.dumps({"script": s.name, "stack": stack, "seed": seed, "rc": r.rc, "metric": r.metric,
                                       "epoch_s": r.epoch_seconds, "rss_mib": round(r.peak_rss_mib, 1),
                                       "wall_s": round(r.wall_seconds, 1)}), flush=True)
@@ -325,7 +349,7 @@ def main(argv=None) -> int:
                         print(r.output_tail[-2000:], file=sys.stderr)
                     row[stack].append(r)
             rows.append(row)
-    write_report(args.out, rows, args, shown, args.note)
+    write_report(args.out, rows, args, shown, args.note, baselines)
     print(f"wrote {args.out}")
     return 0 if all(x.rc == 0 for r in rows for st in args.stacks for x in r[st]) else 1
 

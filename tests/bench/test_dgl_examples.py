@@ -103,3 +103,23 @@ def test_a_run_parses_metric_and_epoch_time_seeds_and_measures_peak_rss(bench, t
     assert big.metric == small.metric  # seeded: unseeded, torch would draw from a random seed
     own = float(re.search(r"own peak MiB ([\d.]+)", big.output_tail).group(1))  # the kernel's VmHWM, read inside
     assert own > 400 and abs(big.peak_rss_mib - own) < 0.05 * own  # wait4's figure is that peak
+
+
+def test_report_puts_each_stack_side_by_side_with_its_ratio_to_dgl(bench, tmp_path):
+    def result(metric, seconds, rss, rc=0):
+        return bench.RunResult(rc=rc, metric=metric, epoch_seconds=seconds, peak_rss_mib=rss, wall_seconds=1.0,
+                               output_tail="boom" if rc else "")
+
+    rows = [{"name": "GCN", "epochs": 5, "script_epochs": 200, "metric_name": "test accuracy",
+             "dgl": [result(0.80, 2.0, 100.0), result(0.70, 4.0, 300.0)],
+             "bgl.dgl": [result(0.75, 1.0, 150.0), result(None, None, 90.0, rc=1)]}]
+    args = type("Args", (), {"stacks": ["dgl", "bgl.dgl"], "rev": "v2.1.0", "seeds": [0, 1]})()
+    out = tmp_path / "report.md"
+    bench.write_report(out, rows, args, {"GCN": [("import dgl", "import bgl.dgl as dgl")]}, "loaded",
+                       {"dgl": 400.0, "bgl.dgl": 560.0})
+    text = out.read_text()
+    assert "| GCN (test accuracy) | 5 (200) | 0.750 (0.700-0.800) | 0.750 |" in text
+    assert "| GCN | 5 (200) | 3.000 (2.000-4.000) | 1.000 | 0.33x |" in text  # failed run left out of the median
+    assert "| GCN | 5 (200) | 200.000 (100.000-300.000) | 120.000 (90.000-150.000) | 0.60x |" in text
+    assert "dgl 400; bgl.dgl 560" in text and "+import bgl.dgl as dgl" in text
+    assert "**GCN** on bgl.dgl (rc 1)" in text and "boom" in text
