@@ -91,11 +91,11 @@ class Script:
 
 # ``import dgl`` -> ``import bgl.dgl as dgl``; ``import dgl.X as Y`` / ``from dgl.X import`` -> bgl.dgl.X
 IMPORT_LINES = (
-    (re.compile(r"^(\s*)import dgl\s*$", re.M), r"\1import bgl.dgl as dgl"),
-    (re.compile(r"^(\s*)import dgl(\.[\w.]+) as (\w+)\s*$", re.M), r"\1import bgl.dgl\2 as \3"),
-    (re.compile(r"^(\s*)from dgl(\.[\w.]+)? import ", re.M), r"\1from bgl.dgl\2 import "),
+    (re.compile(r"^([ \t]*)import dgl[ \t]*$", re.M), r"\1import bgl.dgl as dgl"),
+    (re.compile(r"^([ \t]*)import dgl(\.[\w.]+) as (\w+)[ \t]*$", re.M), r"\1import bgl.dgl\2 as \3"),
+    (re.compile(r"^([ \t]*)from dgl(\.[\w.]+)? import ", re.M), r"\1from bgl.dgl\2 import "),
 )
-IMPORT_DGL_DOTTED = re.compile(r"^\s*import dgl\.[\w.]+\s*$", re.M)  # `import dgl.nn` would bind `dgl`: no bgl form
+IMPORT_DGL_DOTTED = re.compile(r"^[ \t]*import dgl\.[\w.]+[ \t]*$", re.M)  # `import dgl.nn` would bind `dgl`: no bgl form
 
 EPOCH_LINE = re.compile(r"^Epoch\s+\d+", re.M)
 
@@ -150,7 +150,7 @@ def to_bgl_imports(text: str) -> str:
         raise ValueError(f"'{IMPORT_DGL_DOTTED.search(text).group(0).strip()}' has no one-line bgl.dgl form")
     for pattern, replacement in IMPORT_LINES:
         text = pattern.sub(replacement, text)
-    left = re.search(r"^\s*(import|from) dgl\b.*$", text, re.M)
+    left = re.search(r"^[ \t]*(import|from) dgl\b.*$", text, re.M)
     if left:
         raise ValueError(f"import line left unrewritten: {left.group(0).strip()!r}")
     return text
@@ -184,7 +184,7 @@ runpy.run_path(script, run_name="__main__")
 """
 
 
-def run_script(python, script: Path, args, seed: int, stack: str, env: dict, metric: str,
+def run_script(python, script: Path, args, seed: int, stack: str, env: dict, metric: Optional[str],
                timeout: float = 600.0) -> RunResult:
     """Run ``script`` under ``python`` in its own folder; stdout read line by line as printed (epoch
     times), peak RSS from ``wait4``.  ``stack``: ``"dgl"`` or ``"bgl.dgl"`` (whose ``seed`` is called)."""
@@ -207,7 +207,7 @@ def run_script(python, script: Path, args, seed: int, stack: str, env: dict, met
         proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
     out = "".join(lines)
-    found = re.findall(metric, out)
+    found = re.findall(metric, out) if metric else []
     gaps = [b - a for a, b in zip(stamps, stamps[1:])]
     return RunResult(rc=proc.returncode, metric=float(found[-1]) if found else None,
                      epoch_seconds=statistics.median(gaps) if gaps else None,
@@ -325,7 +325,7 @@ def main(argv=None) -> int:
         empty.write_text("")
         for stack in args.stacks:
             python, module, _ = STACKS[stack]
-            baselines[stack] = run_script(python, empty, [], 0, module, stack_env(scratch, module), "^$").peak_rss_mib
+            baselines[stack] = run_script(python, empty, [], 0, module, stack_env(scratch, module), None).peak_rss_mib
         for s in scripts:
             epochs = max(2, round(s.epochs * args.epochs_scale))
             original = read_dgl_script(args.dgl_checkout, args.rev, s.path)

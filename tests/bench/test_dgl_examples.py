@@ -20,6 +20,7 @@ import argparse
 import time
 
 import dgl
+
 import dgl.function as fn
 import torch
 from dgl.data import CoraGraphDataset
