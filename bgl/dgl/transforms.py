@@ -344,8 +344,57 @@ def _method(func):
     return method
 
 
+def clone(g: DGLGraph) -> DGLGraph:
+    """A new graph over the same structure whose feature dicts are copies (the tensors shared), as
+    ``DGLGraph.clone``: writing a feature to the clone leaves ``g`` as it was."""
+    _plain(g, "clone")
+    return _new_graph(g, dict(g._rels), _copied_nodes(g), {cet: _edge_copy(g, cet, True) for cet in g._rels})
+
+
 # DGL offers these as graph methods too (``g.subgraph(nodes)``, ``g.add_self_loop()``, ...)
 DGLGraph.subgraph = _method(node_subgraph)
 DGLGraph.edge_subgraph = _method(edge_subgraph)
-for _func in (add_self_loop, remove_self_loop, add_reverse_edges, to_simple, reverse, remove_edges):
+for _func in (add_self_loop, remove_self_loop, add_reverse_edges, to_simple, reverse, remove_edges, clone):
     setattr(DGLGraph, _func.__name__, _method(_func))
+
+
+def norm_by_dst(g: DGLGraph, etype=None) -> torch.Tensor:
+    """Per edge of ``etype``, one over its destination's in-degree (within that edge type): float32 [E],
+    as ``dgl.norm_by_dst`` (R-GCN's edge norm).  One scatter-count and one gather."""
+    _, dst = g.edges(etype=etype)
+    dst = dst.long()
+    counts = torch.bincount(dst, minlength=int(dst.max()) + 1 if dst.numel() else 0)
+    return 1.0 / counts[dst].to(torch.float32)
+
+
+class AddSelfLoop:
+    """DGL's ``AddSelfLoop`` transform (``dgl.AddSelfLoop``, ``dgl.transforms.AddSelfLoop``): on every edge
+    type whose source and destination node types agree, drop the self-loops already there (unless
+    ``allow_duplicate``) and add one per node (:func:`add_self_loop`).  Passed as ``transform=`` to a
+    dataset, as DGL's GCN and GAT examples do.
+
+    Parameters
+    ----------
+    allow_duplicate : keep existing self-loops (a node may then have two)
+    new_etypes : DGL's extra ``(nt, "self", nt)`` edge types; not provided (ValueError)
+    edge_feat_names, fill_data : as :func:`add_self_loop`
+    """
+
+    def __init__(self, allow_duplicate=False, new_etypes=False, edge_feat_names=None, fill_data=1.0):
+        if new_etypes:
+            raise ValueError("AddSelfLoop(new_etypes=True) is not provided by bgl.dgl; "
+                             "add the self-loop edge types with bgl.dgl.heterograph")
+        self.allow_duplicate, self.new_etypes = bool(allow_duplicate), False
+        self.edge_feat_names, self.fill_data = edge_feat_names, fill_data
+
+    def __call__(self, g: DGLGraph) -> DGLGraph:
+        for cet in g.canonical_etypes:
+            if cet[0] != cet[2]:
+                continue
+            if not self.allow_duplicate:
+                g = remove_self_loop(g, etype=cet)
+            g = add_self_loop(g, edge_feat_names=self.edge_feat_names, fill_data=self.fill_data, etype=cet)
+        return g
+
+    def __repr__(self) -> str:
+        return "AddSelfLoop()"

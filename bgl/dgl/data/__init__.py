@@ -5,9 +5,12 @@
   from a local folder; nothing is downloaded, and Cora needs no files at all (embedded copy).
 * :func:`save_graphs`, :func:`load_graphs`, :func:`from_dgl` (:mod:`bgl.dgl.data.graph_files`):
   any other graph, moved out of an environment that still has DGL as one ``.npz`` file.
+* :class:`AsNodePredDataset` (:mod:`bgl.dgl.data.adapter`): a labelled graph as a node-prediction task
+  (``train_idx`` / ``val_idx`` / ``test_idx``).
 """
+from .adapter import AsNodePredDataset
 from .citation import CitationGraphDataset, CiteseerGraphDataset, CoraGraphDataset, PubmedGraphDataset
 from .graph_files import from_dgl, load_graphs, save_graphs
 
-__all__ = ["CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset", "PubmedGraphDataset",
+__all__ = ["AsNodePredDataset", "CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset", "PubmedGraphDataset",
            "from_dgl", "load_graphs", "save_graphs"]
