@@ -122,7 +122,7 @@ class GATConv(nn.Module):
             attention = attention * edge_weight.tile(1, heads, 1).transpose(0, 2)
         rst = gspmm(graph, "mul", "sum", z_src, attention)
         if self.res_fc is not None:
-            rst = rst + self.res_fc(h_dst).view(*h_dst.shape[:-1], -1, out)
+            rst = rst + self.res_fc(h_dst).view(*h_dst.shape[:-1], heads, out)
         if self.has_explicit_bias:
             rst = rst + self.bias.view(*((1,) * (h_dst.dim() - 1)), heads, out)
         if self.activation:
@@ -222,7 +222,7 @@ class GATv2Conv(nn.Module):
         attention = self.attn_drop(edge_softmax(graph, scores))
         rst = gspmm(graph, "mul", "sum", z_src, attention)
         if self.res_fc is not None:
-            rst = rst + self.res_fc(h_dst).view(h_dst.shape[0], -1, out)
+            rst = rst + self.res_fc(h_dst).view(h_dst.shape[0], heads, out)
         if self.activation:
             rst = self.activation(rst)
         return (rst, attention) if get_attention else rst
