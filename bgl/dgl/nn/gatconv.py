@@ -13,7 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from ..ops import edge_softmax, gsddmm, gspmm
-from .graph_inputs import refuse_zero_in_degree
+from .graph_inputs import refuse_zero_in_degree, split_widths
 
 
 class GATConv(nn.Module):
@@ -38,10 +38,7 @@ class GATConv(nn.Module):
                  bias: bool = True):
         super().__init__()
         self._num_heads = num_heads
-        if isinstance(in_feats, tuple):
-            self._in_src_feats, self._in_dst_feats = in_feats
-        else:
-            self._in_src_feats = self._in_dst_feats = in_feats
+        self._in_src_feats, self._in_dst_feats = split_widths(in_feats)
         self._out_feats = out_feats
         self._allow_zero_in_degree = allow_zero_in_degree
         width = out_feats * num_heads
@@ -149,10 +146,7 @@ class GATv2Conv(nn.Module):
                  bias: bool = True, share_weights: bool = False):
         super().__init__()
         self._num_heads = num_heads
-        if isinstance(in_feats, tuple):
-            self._in_src_feats, self._in_dst_feats = in_feats
-        else:
-            self._in_src_feats = self._in_dst_feats = in_feats
+        self._in_src_feats, self._in_dst_feats = split_widths(in_feats)
         self._out_feats = out_feats
         self._allow_zero_in_degree = allow_zero_in_degree
         width = out_feats * num_heads
