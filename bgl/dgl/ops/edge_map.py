@@ -202,6 +202,10 @@ class EdgeOpCompare(torch.autograd.Function):
     def backward(ctx, grad_out):
         lhs, rhs, li, ri, arg = ctx.saved_tensors
         op, num_edges = ctx.op, ctx.num_edges
+        if num_edges == 0:  # no edge reached an output: nothing to gather the arg edges from
+            zero = [None if t is None or not ctx.needs_input_grad[i] else torch.zeros_like(t)
+                    for t, i in ((lhs, 2), (rhs, 3))]
+            return None, None, zero[0], zero[1], None, None, None, None, None, None
         reached = arg >= 0
         edge = arg.clamp(min=0)
         grad = grad_out * reached
@@ -218,8 +222,8 @@ class EdgeOpCompare(torch.autograd.Function):
         ga, gb = op_grads(op, grad, a, b)
         grads = []
         for data, g, rows, i in ((lhs, ga, rows_l, 2), (rhs, gb, rows_r, 3)):
-            if data is None or not ctx.needs_input_grad[i] or num_edges == 0:
-                grads.append(None if data is None or not ctx.needs_input_grad[i] else torch.zeros_like(data))
+            if data is None or not ctx.needs_input_grad[i]:
+                grads.append(None)
                 continue
             full = torch.zeros((data.shape[0], *edge.shape[1:]), dtype=g.dtype, device=g.device)
             full.scatter_add_(0, rows, g)
