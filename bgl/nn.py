@@ -1,14 +1,13 @@
 """GraphSAGE layers that run directly on bgl :class:`~bgl.blocks.Block` objects.
 
 The GPU machine has no DGL, yet training there should use the same model a
-DGL user writes.  :class:`SAGEConv` reproduces ``dgl.nn.SAGEConv``'s maths and
-parameter names (``fc_self``, ``fc_neigh``, and ``bias`` for ``"gcn"``), so a
-state dict trained with one loads into the other.
+DGL user writes.  :class:`SAGEConv` is :class:`bgl.dgl.nn.SAGEConv` (``dgl.nn.SAGEConv``'s
+maths and parameter names: ``fc_self``, ``fc_neigh``, and ``bias`` for ``"gcn"``) over bgl's
+``Block`` / ``RelationBlock``, so a state dict trained with one loads into the other.
 
-Message passing is one gather (``feat[indices]``) plus one scatter
-(``index_add_``) per layer: O(edges) tensor work, no Python loop over nodes.
-A block is anything with ``num_dst`` (int), ``indptr`` (int64 [num_dst + 1])
-and ``indices`` (int64 [num_edges], local src positions) — bgl's ``Block``.
+:func:`aggregate` is one gather (``feat[indices]``) plus one scatter (``index_add_``): O(edges)
+tensor work, no Python loop over nodes, on anything with ``num_dst`` (int), ``indptr`` (int64
+[num_dst + 1]) and ``indices`` (int64 [num_edges], local src positions).
 DGL's whole layer set (GraphConv, GATConv, RelGraphConv, ...) on ``bgl.dgl`` graphs and
 blocks is :mod:`bgl.dgl.nn`.
 """
@@ -19,6 +18,9 @@ from typing import Callable, Optional, Sequence, Union
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
+
+from bgl.dgl.convert import block_from_bgl
+from bgl.dgl.nn.sageconv import SAGEConv as DglSAGEConv
 
 AGGREGATORS = ("mean", "gcn", "pool")
 
@@ -72,13 +74,14 @@ def aggregate(block, src_feat: Tensor, reduce: str = "mean") -> Tensor:
     return out
 
 
-class SAGEConv(nn.Module):
-    """GraphSAGE layer over a bgl block, numerically equal to ``dgl.nn.SAGEConv``.
+class SAGEConv(DglSAGEConv):
+    """GraphSAGE layer over a bgl block: :class:`bgl.dgl.nn.SAGEConv` (``dgl.nn.SAGEConv``'s maths,
+    parameter names and initialisation) on bgl's own blocks, wrapped zero-copy by
+    :func:`bgl.dgl.block_from_bgl`.
 
-    ``rst = fc_self(h_dst) + fc_neigh(mean_{u in N(v)} h_u)`` for ``"mean"``;
-    ``"gcn"`` and ``"pool"`` follow DGL's definitions too.  Like DGL, the linear
-    map is applied before message passing when it shrinks the width
-    (``in_feats > out_feats``), which moves fewer bytes through the scatter.
+    Kept for code written against bgl's blocks: one class does the maths, so a state dict moves
+    between this layer, ``bgl.dgl.nn.SAGEConv`` and DGL's (``fc_self``, ``fc_neigh``, ``fc_pool``,
+    and ``bias`` for ``"gcn"``).
 
     Parameters
     ----------
@@ -94,86 +97,32 @@ class SAGEConv(nn.Module):
                  aggregator: str = "mean", feat_drop: float = 0.0, bias: bool = True,
                  norm: Optional[Callable[[Tensor], Tensor]] = None,
                  activation: Optional[Callable[[Tensor], Tensor]] = None):
-        super().__init__()
         if aggregator not in AGGREGATORS:
             raise ValueError(f"aggregator must be one of {AGGREGATORS}, got {aggregator!r}")
-        if isinstance(in_feats, (tuple, list)):
-            self._in_src_feats, self._in_dst_feats = int(in_feats[0]), int(in_feats[1])
-        else:
-            self._in_src_feats = self._in_dst_feats = int(in_feats)
-        self._out_feats = int(out_feats)
-        self._aggre_type = aggregator
-        self.norm = norm
-        self.activation = activation
-        self.feat_drop = nn.Dropout(feat_drop)
-        if aggregator == "pool":
-            self.fc_pool = nn.Linear(self._in_src_feats, self._in_src_feats)
-        self.fc_neigh = nn.Linear(self._in_src_feats, out_feats, bias=False)
-        if aggregator != "gcn":
-            self.fc_self = nn.Linear(self._in_dst_feats, out_feats, bias=bias)
-        elif bias:
-            self.bias = nn.Parameter(torch.zeros(out_feats))
-        else:
-            self.register_buffer("bias", None)
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        """Glorot-uniform weights with ReLU gain, as DGL initialises them."""
-        gain = nn.init.calculate_gain("relu")
-        if self._aggre_type == "pool":
-            nn.init.xavier_uniform_(self.fc_pool.weight, gain=gain)
-        if self._aggre_type != "gcn":
-            nn.init.xavier_uniform_(self.fc_self.weight, gain=gain)
-        nn.init.xavier_uniform_(self.fc_neigh.weight, gain=gain)
+        widths = (int(in_feats[0]), int(in_feats[1])) if isinstance(in_feats, (tuple, list)) else int(in_feats)
+        super().__init__(widths, int(out_feats), aggregator, feat_drop=feat_drop, bias=bias, norm=norm,
+                         activation=activation)
 
     def forward(self, block, feat: Union[Tensor, tuple[Tensor, Tensor]]) -> Tensor:
         """
         Parameters
         ----------
-        block : bgl block with ``num_dst`` dst nodes (a prefix of its src nodes)
+        block : bgl :class:`~bgl.blocks.Block` with ``num_dst`` dst nodes (a prefix of its src nodes),
+            or a :class:`~bgl.blocks.RelationBlock` of a typed block (then ``feat`` is a pair)
         feat : float [num_src, in_feats], or a (src [num_src, d_src], dst [num_dst, d_dst]) pair
 
         Returns
         -------
         float tensor [num_dst, out_feats]
         """
-        if isinstance(feat, tuple):
-            feat_src, feat_dst = self.feat_drop(feat[0]), self.feat_drop(feat[1])
-        else:
-            feat_src = self.feat_drop(feat)
-            feat_dst = feat_src[: block.num_dst]
+        feat_src, feat_dst = feat if isinstance(feat, tuple) else (feat, feat[: block.num_dst])
         # A (src, dst) pair may come from two node types (a relation of a typed block): only the
         # dst rows must match then; one tensor must cover the dst prefix of the src nodes.
         short_src = not isinstance(feat, tuple) and feat_src.shape[0] < block.num_dst
         if short_src or feat_dst.shape[0] != block.num_dst:
             raise ValueError(f"block has {block.num_dst} dst nodes but features have "
                              f"{feat_src.shape[0]} src / {feat_dst.shape[0]} dst rows")
-        lin_before_mp = self._in_src_feats > self._out_feats
-        if self._aggre_type == "mean":
-            h = self.fc_neigh(feat_src) if lin_before_mp else feat_src
-            h_neigh = aggregate(block, h, "mean")
-            if not lin_before_mp:
-                h_neigh = self.fc_neigh(h_neigh)
-        elif self._aggre_type == "gcn":
-            h = self.fc_neigh(feat_src) if lin_before_mp else feat_src
-            h_dst = (self.fc_neigh(feat_dst) if lin_before_mp else feat_dst) if isinstance(feat, tuple) \
-                else h[: block.num_dst]
-            deg = in_degrees(block).to(h.device).to(h.dtype).unsqueeze(-1)
-            h_neigh = (aggregate(block, h, "sum") + h_dst) / (deg + 1)
-            if not lin_before_mp:
-                h_neigh = self.fc_neigh(h_neigh)
-        else:  # pool
-            h = F.relu(self.fc_pool(feat_src))
-            h_neigh = self.fc_neigh(aggregate(block, h, "max"))
-        if self._aggre_type == "gcn":
-            rst = h_neigh if self.bias is None else h_neigh + self.bias
-        else:
-            rst = self.fc_self(feat_dst) + h_neigh
-        if self.activation is not None:
-            rst = self.activation(rst)
-        if self.norm is not None:
-            rst = self.norm(rst)
-        return rst
+        return super().forward(block_from_bgl(block, num_src=feat_src.shape[0]), feat)
 
     def extra_repr(self) -> str:
         return f"{self._in_src_feats} -> {self._out_feats}, aggregator={self._aggre_type!r}"

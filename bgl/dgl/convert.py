@@ -147,8 +147,9 @@ def create_block(data_dict, num_src_nodes=None, num_dst_nodes=None, idtype=None,
     return DGLGraph(rels, num_src, num_dst, idtype=idtype)
 
 
-def block_from_bgl(block) -> DGLGraph:
-    """A ``bgl.dgl`` block of a core :class:`bgl.blocks.Block` (what ``bgl.DataLoader`` yields).
+def block_from_bgl(block, num_src: Optional[int] = None) -> DGLGraph:
+    """A ``bgl.dgl`` block of a core :class:`bgl.blocks.Block` (what ``bgl.DataLoader`` yields)
+    or of one relation of a typed block (:class:`bgl.blocks.RelationBlock`).
 
     Untyped: the block's ``indptr`` / ``indices`` become the relation's CSC as they are (zero
     copy; COO built only if asked for), ``srcdata[NID]`` = ``src_ids``, ``dstdata[NID]`` =
@@ -156,16 +157,32 @@ def block_from_bgl(block) -> DGLGraph:
     tensor shared.  Typed (``etypes`` + ``schema`` set): one CSC per relation (one sort of the
     edges by relation; the same relations as :func:`bgl.blocks.relation_blocks`), type-local
     ``NID`` per type.
+
+    Parameters
+    ----------
+    block : ``Block``, or a ``RelationBlock`` (its CSC only: no ids, no data)
+    num_src : the source node count of a ``RelationBlock`` (it does not know it: its src nodes
+        are another type's); a ``Block`` counts its own ``src_ids``
     """
-    if block.etypes is not None:
+    if getattr(block, "etypes", None) is not None:
         return _typed_block_from_bgl(block)
+    if not hasattr(block, "src_ids"):
+        if num_src is None:
+            raise DGLError(f"block_from_bgl needs num_src for a {type(block).__name__} (it carries no src ids).")
+        return _csc_block(int(num_src), block.num_dst, block.indptr, block.indices, {}, {}, {})
+    edge_cols = {**block.edata, **({} if block.edge_ids is None else {EID: block.edge_ids})}
+    return _csc_block(block.num_src, block.num_dst, block.indptr, block.indices,
+                      {NID: block.src_ids, **block.srcdata}, {NID: block.dst_ids, **block.dstdata}, edge_cols)
+
+
+def _csc_block(num_src: int, num_dst: int, indptr, indices, src_cols: dict, dst_cols: dict,
+               edge_cols: dict) -> DGLGraph:
     cet = (DEFAULT_NTYPE, DEFAULT_ETYPE, DEFAULT_NTYPE)
-    rel = Relation(block.num_src, block.num_dst, csc=Compressed(block.indptr, block.indices, None))
-    src = Frame(block.num_src, columns={NID: block.src_ids, **block.srcdata})
-    dst = Frame(block.num_dst, columns={NID: block.dst_ids, **block.dstdata})
-    edges = Frame(block.num_edges, "edges", {**block.edata, **({} if block.edge_ids is None else {EID: block.edge_ids})})
-    return DGLGraph({cet: rel}, {DEFAULT_NTYPE: block.num_src}, {DEFAULT_NTYPE: block.num_dst},
-                    src_frames={DEFAULT_NTYPE: src}, dst_frames={DEFAULT_NTYPE: dst}, edge_frames={cet: edges})
+    rel = Relation(num_src, num_dst, csc=Compressed(indptr, indices, None))
+    frames = dict(src_frames={DEFAULT_NTYPE: Frame(num_src, columns=src_cols)},
+                  dst_frames={DEFAULT_NTYPE: Frame(num_dst, columns=dst_cols)},
+                  edge_frames={cet: Frame(int(indices.shape[0]), "edges", edge_cols)})
+    return DGLGraph({cet: rel}, {DEFAULT_NTYPE: num_src}, {DEFAULT_NTYPE: num_dst}, **frames)
 
 
 def _typed_block_from_bgl(block) -> DGLGraph:

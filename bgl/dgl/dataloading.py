@@ -67,16 +67,13 @@ def csc_tensors(g) -> tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
     return indptr, csc.indices.cpu(), None if csc.eids is None else csc.eids.cpu()
 
 
-def graph_arrays(g, feat_key: Optional[str], label_key: Optional[str], by_position: bool = False) -> GraphArrays:
+def graph_arrays(g, feat_key: Optional[str], label_key: Optional[str]) -> GraphArrays:
     """A homogeneous ``bgl.dgl`` graph as the core loader's graph, sharing its tensors (module doc).
 
     ``ndata[feat_key]`` serves as the features when it is a 2-D float tensor, ``ndata[label_key]``
     as the labels when it is 1-D integer; any other field is attached per batch instead.
-    ``by_position``: edges numbered by CSC position, without edge data (:class:`EdgeIdsInCsc`).
     """
     indptr, indices, eids = csc_tensors(g)
-    if by_position:
-        eids = None
     feat = label = None
     num_classes = 0
     ndata = g.ndata
@@ -89,49 +86,9 @@ def graph_arrays(g, feat_key: Optional[str], label_key: Optional[str], by_positi
         if value.dim() == 1 and not value.is_floating_point() and value.dtype != torch.bool:
             label = value if value.dtype == torch.int64 and value.is_contiguous() else value.to(torch.int64).contiguous()
             num_classes = int(label.max()) + 1 if label.numel() else 0
-    edata = {} if by_position else {k: v.detach().cpu() for k, v in g.edata.items() if k != EID}
+    edata = {k: v.detach().cpu() for k, v in g.edata.items() if k != EID}
     return GraphArrays(indptr, indices, feat, label, num_classes=num_classes, name="bgl.dgl graph",
                        edge_ids=eids, edata=edata)
-
-
-class EdgeIdsInCsc:
-    """Link prediction on a homogeneous graph, numbered by CSC position in the core, by edge id outside.
-
-    The core loader reads the seed edges of in-memory arrays as CSC positions (a store's edge ids),
-    while it names sampled edges, and excludes them, by the arrays' own ``edge_ids``: so for link
-    prediction the graph goes in numbered by position throughout, and this maps the user's edge ids
-    (seeds, ``reverse_eids``) to positions on the way in and the batches' ``EID`` back on the way out.
-    Costs 8 B per edge (the inverse of the CSC's edge-id array), plus 8 B per edge for ``reverse_eids``.
-    """
-
-    def __init__(self, eids: torch.Tensor):
-        self.eids = eids.long()
-        self.position = torch.empty_like(self.eids)
-        self.position[self.eids] = torch.arange(self.eids.shape[0])
-
-    def seeds(self, indices) -> torch.Tensor:
-        ids = torch.as_tensor(indices)
-        if ids.dtype == torch.bool or ids.is_floating_point():
-            raise TypeError(f"indices must be integer edge ids, got dtype {ids.dtype}")
-        n = self.eids.shape[0]
-        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= n):
-            bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
-            raise ValueError(f"indices contain edge id {bad}, outside [0, {n})")
-        return self.position[ids.long().cpu()]
-
-    def sampler(self, graph_sampler):
-        """The edge-prediction sampler with ``reverse_eids`` in positions (a copy; the user's is kept)."""
-        if graph_sampler.exclude != "reverse_id" or graph_sampler.reverse_eids is None:
-            return graph_sampler
-        reverse = torch.as_tensor(graph_sampler.reverse_eids).long().cpu()
-        if reverse.shape[0] != self.eids.shape[0]:
-            return graph_sampler  # the core names the wrong length
-        out = copy.copy(graph_sampler)
-        out.reverse_eids = self.position[reverse[self.eids]]
-        return out
-
-    def to_ids(self, positions: torch.Tensor) -> torch.Tensor:
-        return self.eids.to(positions.device)[positions.long()]
 
 
 class TypedEdgeIdsInCsc:
@@ -178,12 +135,12 @@ def _relation_index(schema, key) -> int:
     return found[0]
 
 
-def _core_graph(g, feat_key: Optional[str], label_key: Optional[str], by_position: bool = False):
+def _core_graph(g, feat_key: Optional[str], label_key: Optional[str]):
     """What the core loader samples for ``g``: arrays of a ``bgl.dgl`` graph, else ``g`` itself."""
     if not is_bgl_dgl_graph(g):
         return g
     if g.is_homogeneous:
-        return graph_arrays(g, feat_key, label_key, by_position)
+        return graph_arrays(g, feat_key, label_key)
     from ..sources.hetero import TypedArrays
 
     return TypedArrays.from_dglgraph(g, feat_key, label_key)
@@ -235,16 +192,9 @@ class DataLoader:
         labels = prefetch_names(getattr(inner, "prefetch_labels", None) or [])
         own = is_bgl_dgl_graph(graph)
         self._attach = own  # a bgl.dgl graph's other fields are attached per batch (module doc)
-        self._edge_ids: Optional[EdgeIdsInCsc] = None
+        self._edge_ids: Optional[TypedEdgeIdsInCsc] = None
         core_sampler = _one_feature_sampler(graph_sampler) if own else graph_sampler
-        if own and graph.is_homogeneous and is_edge_prediction_sampler(graph_sampler):
-            eids = csc_tensors(graph)[2]
-            if eids is not None:  # CSC positions are not the edge ids
-                self._edge_ids = EdgeIdsInCsc(eids)
-                indices = self._edge_ids.seeds(indices)
-                core_sampler = self._edge_ids.sampler(core_sampler)
-        core_graph = _core_graph(graph, feats[0] if feats else None, labels[0] if labels else None,
-                                 by_position=self._edge_ids is not None)
+        core_graph = _core_graph(graph, feats[0] if feats else None, labels[0] if labels else None)
         if own and not graph.is_homogeneous and is_edge_prediction_sampler(graph_sampler):
             self._edge_ids = TypedEdgeIdsInCsc(core_graph)
             indices = self._edge_ids.seeds(indices)
@@ -267,11 +217,7 @@ class DataLoader:
         else:  # (input_nodes, pair_graph[, neg_pair_graph])
             pairs = [typed_pair_graph(p) if hasattr(p, "canonical_etypes") else graph_from_pair(p) for p in head[1:]]
             head = head[:1] + pairs
-        if isinstance(self._edge_ids, EdgeIdsInCsc):  # positions back to the graph's edge ids
-            for g in blocks + pairs[:1]:
-                if EID in g.edata:
-                    g.edata[EID] = self._edge_ids.to_ids(g.edata[EID])
-        elif self._edge_ids is not None and pairs:  # typed: the positive pairs' ids only
+        if self._edge_ids is not None and pairs:  # typed: the positive pairs' ids only
             for c in pairs[0].canonical_etypes:
                 data = pairs[0].edges[c].data
                 if EID in data:

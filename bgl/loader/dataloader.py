@@ -76,7 +76,8 @@ class DataLoader(Closes):
         ``order="proximity"`` reads.
     indices : int tensor/array [n]
         Seed (output) node ids, unique, in ``[0, num_nodes)``; with an edge-prediction sampler,
-        seed edge ids in ``[0, num_edges)`` (a store's CSC positions, a DGLGraph's own ids).
+        seed edge ids in ``[0, num_edges)`` (a store's CSC positions; a DGLGraph's own ids, and
+        in-memory arrays' ``edge_ids`` values).
     graph_sampler : bgl.NeighborSampler | dgl.dataloading.NeighborSampler, or either wrapped by
         ``bgl.as_edge_prediction_sampler`` / ``dgl.dataloading.as_edge_prediction_sampler``
     device : output device of blocks and ids (default CPU).

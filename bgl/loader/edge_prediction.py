@@ -196,6 +196,12 @@ def resolve_edge_seeds(graph, indices, info, settings: EdgeSettings):
         src, dst = graph_reader(graph).find_edges(graph, eids)
     elif book is not None:
         src, dst = partition_endpoints(book, eids)
+    elif getattr(info.store, "edge_ids", None) is not None:
+        # in-memory arrays name each edge by the graph's own id (edge_ids[p] at CSC position p), as the
+        # sampler does when it excludes and reports edges: seeds are ids too, looked up by position
+        from ..sampler.exclusion import edge_positions
+
+        src, dst = store_endpoints(info.store, edge_positions(info.store.edge_ids)[eids])
     else:
         src, dst = store_endpoints(info.store, eids)
     reverse, exclude, schema = None, settings.exclude, None

@@ -18,6 +18,7 @@ test = the test ids.
 from __future__ import annotations
 
 import pickle
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -91,13 +92,6 @@ def _load(prefix: Path, part: str):
         raise IngestError(f"{path}: unreadable or truncated pickle: {e}") from None
 
 
-def load_part(prefix: Path, part: str):
-    """One raw file ``<prefix>.<part>`` as its Python object (a scipy CSR stand-in with ``.state``, an array,
-    a dict of lists), unpickled with the admitted classes only; IngestError naming a missing or bad file.
-    For readers that follow another library's conventions on the same files (:mod:`bgl.dgl.data`)."""
-    return _load(Path(prefix), part)
-
-
 def csr_arrays(obj, where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
     """``(data, indices, indptr, shape)`` of a pickled CSR matrix (dtype as stored); a dense 2-D array
     is returned in CSR form too.  IngestError for anything else."""
@@ -147,9 +141,40 @@ def resolve_prefix(path: Path, name: str | None = None) -> Path:
     return path
 
 
-def read_planetoid(path: Path, *, name: str | None = None) -> GraphSource:
-    """Read a Planetoid dataset into a :class:`GraphSource` that keeps the standard split."""
-    prefix = resolve_prefix(Path(path), name)
+@dataclass(frozen=True)
+class RawPlanetoid:
+    """The eight files of one dataset as stored, before any library's layout of them.
+
+    Attributes
+    ----------
+    where : the ``DIR/ind.NAME`` prefix, for error messages
+    x, y, tx, ty, allx, ally : the unpickled objects (CSR stand-ins or arrays; see :func:`csr_arrays`)
+    test_index : int64 [t], ``test.index`` in file order
+    keys : int64 [k], the adjacency dict's keys in its order; lens : int64 [k], each list's length
+    nbrs : int64 [sum(lens)], the lists concatenated
+    """
+
+    where: str
+    x: object
+    y: object
+    tx: object
+    ty: object
+    allx: object
+    ally: object
+    test_index: np.ndarray
+    keys: np.ndarray
+    lens: np.ndarray
+    nbrs: np.ndarray
+
+
+def read_raw(prefix: Path) -> RawPlanetoid:
+    """Read ``<prefix>.{x,y,tx,ty,allx,ally,graph,test.index}`` (pickles through the restricted
+    unpickler); IngestError naming a missing or unreadable file, or a graph that is not a dict.
+
+    Shared by bgl's own layout (:func:`read_planetoid`) and DGL's (:mod:`bgl.dgl.data`), which
+    differ in what they make of the same files, not in how they read them.
+    """
+    prefix = Path(prefix)
     where = str(prefix)
     x, y, tx, ty, allx, ally, graph = (_load(prefix, p) for p in PARTS)
     index_file = Path(f"{prefix}.test.index")
@@ -159,7 +184,21 @@ def read_planetoid(path: Path, *, name: str | None = None) -> GraphSource:
         raise IngestError(f"{index_file}: missing") from None
     except ValueError as e:
         raise IngestError(f"{index_file}: not a list of integer node ids: {e}") from None
-    allx, tx = _dense(allx, f"{where}.allx"), _dense(tx, f"{where}.tx")
+    if not isinstance(graph, dict):
+        raise IngestError(f"{where}.graph: expected a dict of adjacency lists, got {type(graph).__name__}")
+    # Adjacency lists are Python objects already; flattening them is O(entries) once.
+    keys = np.fromiter(graph.keys(), np.int64, len(graph))
+    lens = np.fromiter((len(v) for v in graph.values()), np.int64, len(graph))
+    nbrs = np.fromiter((int(w) for v in graph.values() for w in v), np.int64, int(lens.sum()))
+    return RawPlanetoid(where, x, y, tx, ty, allx, ally, test_index, keys, lens, nbrs)
+
+
+def read_planetoid(path: Path, *, name: str | None = None) -> GraphSource:
+    """Read a Planetoid dataset into a :class:`GraphSource` that keeps the standard split."""
+    prefix = resolve_prefix(Path(path), name)
+    raw = read_raw(prefix)
+    where, test_index, y, ty = raw.where, raw.test_index, raw.y, raw.ty
+    allx, tx, ally = _dense(raw.allx, f"{where}.allx"), _dense(raw.tx, f"{where}.tx"), raw.ally
     num_classes = int(np.asarray(ally).shape[-1]) if np.asarray(ally).ndim == 2 else 0
     ally, ty, y = _labels(ally, f"{where}.ally"), _labels(ty, f"{where}.ty"), _labels(y, f"{where}.y")
     if allx.shape[0] != ally.shape[0] or tx.shape[0] != ty.shape[0] or tx.shape[0] != test_index.size:
@@ -169,16 +208,10 @@ def read_planetoid(path: Path, *, name: str | None = None) -> GraphSource:
         )
     if allx.shape[1] != tx.shape[1]:
         raise IngestError(f"{where}: allx has {allx.shape[1]} feature columns, tx {tx.shape[1]}")
-    if not isinstance(graph, dict):
-        raise IngestError(f"{where}.graph: expected a dict of adjacency lists, got {type(graph).__name__}")
     if test_index.size and int(test_index.min()) < allx.shape[0]:
-        raise IngestError(f"{index_file}: test id {int(test_index.min())} overlaps allx rows [0, {allx.shape[0]})")
+        raise IngestError(f"{where}.test.index: test id {int(test_index.min())} overlaps allx rows [0, {allx.shape[0]})")
 
-    # Adjacency lists are Python objects already; flattening them is O(entries) once.
-    keys = np.fromiter(graph.keys(), np.int64, len(graph))
-    lens = np.fromiter((len(v) for v in graph.values()), np.int64, len(graph))
-    src = np.repeat(keys, lens)
-    dst = np.fromiter((int(u) for v in graph.values() for u in v), np.int64, int(lens.sum()))
+    keys, src, dst = raw.keys, np.repeat(raw.keys, raw.lens), raw.nbrs
     n = max(allx.shape[0], int(test_index.max()) + 1 if test_index.size else 0,
             int(keys.max()) + 1 if keys.size else 0, int(dst.max()) + 1 if dst.size else 0)
     if dst.size and int(min(dst.min(), keys.min())) < 0:

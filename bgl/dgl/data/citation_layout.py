@@ -31,9 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import IngestError
-from ...sources.planetoid import csr_arrays, load_part
-
-NUM_VAL = 500  # DGL's (and the GCN paper's) validation nodes, after the training ones
+from ...sources.planetoid import NUM_VAL, csr_arrays, read_raw
 
 
 @dataclass(frozen=True)
@@ -145,15 +143,9 @@ def read_citation(prefix: Path, name: str, reverse_edge: bool = True) -> Citatio
     ``name`` is DGL's dataset name; ``"citeseer"`` turns on DGL's CiteSeer fix (test rows spread
     over the whole test-id range).  Raises IngestError naming a missing, unreadable or inconsistent file.
     """
-    where = str(prefix)
-    x, y, tx, ty, allx, ally, graph = (load_part(prefix, p) for p in ("x", "y", "tx", "ty", "allx", "ally", "graph"))
-    index_file = Path(f"{prefix}.test.index")
-    try:
-        test_order = np.loadtxt(index_file, dtype=np.int64, ndmin=1)
-    except FileNotFoundError:
-        raise IngestError(f"{index_file}: missing") from None
-    except ValueError as e:
-        raise IngestError(f"{index_file}: not a list of integer node ids: {e}") from None
+    raw = read_raw(prefix)
+    where, test_order, index_file = raw.where, raw.test_index, f"{prefix}.test.index"
+    y, tx, ty, allx, ally = raw.y, raw.tx, raw.ty, raw.allx, raw.ally
     test_sorted = np.sort(test_order)
     allx, tx = _dense(allx, f"{where}.allx"), _dense(tx, f"{where}.tx")
     ally, ty, y = _onehot(ally, f"{where}.ally"), _onehot(ty, f"{where}.ty"), _onehot(y, f"{where}.y")
@@ -176,12 +168,7 @@ def read_citation(prefix: Path, name: str, reverse_edge: bool = True) -> Citatio
         raise IngestError(f"{index_file}: test id {int(test_order.max())} outside the {n} rows of allx + tx")
     features[test_order] = features[test_sorted]
     onehot[test_order] = onehot[test_sorted]
-    if not isinstance(graph, dict):
-        raise IngestError(f"{where}.graph: expected a dict of adjacency lists, got {type(graph).__name__}")
-    keys = np.fromiter(graph.keys(), np.int64, len(graph))
-    lens = np.fromiter((len(v) for v in graph.values()), np.int64, len(graph))
-    nbrs = np.fromiter((int(w) for v in graph.values() for w in v), np.int64, int(lens.sum()))
-    src, dst, num_nodes = networkx_edges(keys, lens, nbrs, reverse_edge)
+    src, dst, num_nodes = networkx_edges(raw.keys, raw.lens, raw.nbrs, reverse_edge)
     if num_nodes != n:
         raise IngestError(f"{where}.graph: names {num_nodes} nodes, the feature files {n} (DGL cannot pair them)")
     num_train = y.shape[0]

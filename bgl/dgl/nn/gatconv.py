@@ -13,10 +13,29 @@ import torch
 from torch import Tensor, nn
 
 from ..ops import edge_softmax, gsddmm, gspmm
-from .graph_inputs import refuse_zero_in_degree
+from .graph_inputs import refuse_zero_in_degree, split_widths
 
 
-class GATConv(nn.Module):
+class _Attention(nn.Module):
+    """What GATConv and GATv2Conv share: the widths, dropouts, LeakyReLU and DGL's zero-in-degree switch
+    (no parameters here, so each layer registers its own in DGL's order and state-dict names)."""
+
+    def __init__(self, in_feats, out_feats: int, num_heads: int, feat_drop: float, attn_drop: float,
+                 negative_slope: float, allow_zero_in_degree: bool):
+        super().__init__()
+        self._num_heads = num_heads
+        self._in_src_feats, self._in_dst_feats = split_widths(in_feats)
+        self._out_feats = out_feats
+        self._allow_zero_in_degree = allow_zero_in_degree
+        self.feat_drop = nn.Dropout(feat_drop)
+        self.attn_drop = nn.Dropout(attn_drop)
+        self.leaky_relu = nn.LeakyReLU(negative_slope)
+
+    def set_allow_zero_in_degree(self, set_value: bool) -> None:
+        self._allow_zero_in_degree = set_value
+
+
+class GATConv(_Attention):
     """``dgl.nn.GATConv``: multi-head attention over in-edges; output [num_dst, heads, out_feats].
 
     Parameters
@@ -36,14 +55,7 @@ class GATConv(nn.Module):
                  attn_drop: float = 0.0, negative_slope: float = 0.2, residual: bool = False,
                  activation: Optional[Callable] = None, allow_zero_in_degree: bool = False,
                  bias: bool = True):
-        super().__init__()
-        self._num_heads = num_heads
-        if isinstance(in_feats, tuple):
-            self._in_src_feats, self._in_dst_feats = in_feats
-        else:
-            self._in_src_feats = self._in_dst_feats = in_feats
-        self._out_feats = out_feats
-        self._allow_zero_in_degree = allow_zero_in_degree
+        super().__init__(in_feats, out_feats, num_heads, feat_drop, attn_drop, negative_slope, allow_zero_in_degree)
         width = out_feats * num_heads
         if isinstance(in_feats, tuple):
             self.fc_src = nn.Linear(self._in_src_feats, width, bias=False)
@@ -52,9 +64,6 @@ class GATConv(nn.Module):
             self.fc = nn.Linear(self._in_src_feats, width, bias=False)
         self.attn_l = nn.Parameter(torch.empty(1, num_heads, out_feats))
         self.attn_r = nn.Parameter(torch.empty(1, num_heads, out_feats))
-        self.feat_drop = nn.Dropout(feat_drop)
-        self.attn_drop = nn.Dropout(attn_drop)
-        self.leaky_relu = nn.LeakyReLU(negative_slope)
         self.has_linear_res = residual and self._in_dst_feats != width
         if not residual:
             self.register_buffer("res_fc", None)
@@ -83,9 +92,6 @@ class GATConv(nn.Module):
             nn.init.xavier_normal_(self.res_fc.weight, gain=gain)
             if self.res_fc.bias is not None:
                 nn.init.zeros_(self.res_fc.bias)
-
-    def set_allow_zero_in_degree(self, set_value: bool) -> None:
-        self._allow_zero_in_degree = set_value
 
     def forward(self, graph, feat, edge_weight: Optional[Tensor] = None, get_attention: bool = False):
         """
@@ -122,7 +128,7 @@ class GATConv(nn.Module):
             attention = attention * edge_weight.tile(1, heads, 1).transpose(0, 2)
         rst = gspmm(graph, "mul", "sum", z_src, attention)
         if self.res_fc is not None:
-            rst = rst + self.res_fc(h_dst).view(*h_dst.shape[:-1], -1, out)
+            rst = rst + self.res_fc(h_dst).view(*h_dst.shape[:-1], heads, out)
         if self.has_explicit_bias:
             rst = rst + self.bias.view(*((1,) * (h_dst.dim() - 1)), heads, out)
         if self.activation:
@@ -130,7 +136,7 @@ class GATConv(nn.Module):
         return (rst, attention) if get_attention else rst
 
 
-class GATv2Conv(nn.Module):
+class GATv2Conv(_Attention):
     """``dgl.nn.GATv2Conv``: attention ``a . LeakyReLU(W_s h_u + W_d h_v)`` (the dynamic variant).
 
     Parameters
@@ -147,14 +153,7 @@ class GATv2Conv(nn.Module):
                  attn_drop: float = 0.0, negative_slope: float = 0.2, residual: bool = False,
                  activation: Optional[Callable] = None, allow_zero_in_degree: bool = False,
                  bias: bool = True, share_weights: bool = False):
-        super().__init__()
-        self._num_heads = num_heads
-        if isinstance(in_feats, tuple):
-            self._in_src_feats, self._in_dst_feats = in_feats
-        else:
-            self._in_src_feats = self._in_dst_feats = in_feats
-        self._out_feats = out_feats
-        self._allow_zero_in_degree = allow_zero_in_degree
+        super().__init__(in_feats, out_feats, num_heads, feat_drop, attn_drop, negative_slope, allow_zero_in_degree)
         width = out_feats * num_heads
         self.fc_src = nn.Linear(self._in_src_feats, width, bias=bias)
         if share_weights and not isinstance(in_feats, tuple):
@@ -162,9 +161,6 @@ class GATv2Conv(nn.Module):
         else:
             self.fc_dst = nn.Linear(self._in_dst_feats, width, bias=bias)
         self.attn = nn.Parameter(torch.empty(1, num_heads, out_feats))
-        self.feat_drop = nn.Dropout(feat_drop)
-        self.attn_drop = nn.Dropout(attn_drop)
-        self.leaky_relu = nn.LeakyReLU(negative_slope)
         if not residual:
             self.register_buffer("res_fc", None)
         elif self._in_dst_feats != width:
@@ -187,9 +183,6 @@ class GATv2Conv(nn.Module):
             if linear.bias is not None:
                 nn.init.zeros_(linear.bias)
         nn.init.xavier_normal_(self.attn, gain=gain)
-
-    def set_allow_zero_in_degree(self, set_value: bool) -> None:
-        self._allow_zero_in_degree = set_value
 
     def forward(self, graph, feat, get_attention: bool = False):
         """
@@ -222,7 +215,7 @@ class GATv2Conv(nn.Module):
         attention = self.attn_drop(edge_softmax(graph, scores))
         rst = gspmm(graph, "mul", "sum", z_src, attention)
         if self.res_fc is not None:
-            rst = rst + self.res_fc(h_dst).view(h_dst.shape[0], -1, out)
+            rst = rst + self.res_fc(h_dst).view(h_dst.shape[0], heads, out)
         if self.activation:
             rst = self.activation(rst)
         return (rst, attention) if get_attention else rst

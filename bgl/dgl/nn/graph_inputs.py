@@ -29,6 +29,16 @@ def refuse_zero_in_degree(graph) -> None:
         raise DGLError(ZERO_IN_DEGREE_MESSAGE)
 
 
+def split_widths(in_feats) -> tuple:
+    """(src width, dst width) of a layer's ``in_feats``: one int serves both ends, a ``(src, dst)``
+    pair (a bipartite relation, e.g. users -> items) is kept as it is, as DGL's layers read it."""
+    if isinstance(in_feats, tuple):
+        if len(in_feats) != 2:
+            raise DGLError(f"in_feats must be an int or a (src, dst) pair of ints, got {in_feats!r}")
+        return in_feats
+    return in_feats, in_feats
+
+
 def src_dst_features(feat, graph=None):
     """(src features, dst features) of ``feat``: a pair is kept, one tensor (or dict of tensors)
     serves both ends, and on a block the dst features are its first ``num_dst_nodes()`` rows.

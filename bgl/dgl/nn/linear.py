@@ -91,7 +91,8 @@ class TypedLinear(nn.Module):
             if count:
                 parts.append(self._apply_type(rows[start:start + count], weight[t]))
             start += count
-        out = torch.cat(parts) if parts else x.new_zeros(0, self.out_size)
+        # no rows: still one (empty) product, so the weights get zero gradients as DGL's do, not None
+        out = torch.cat(parts) if parts else self._apply_type(rows, weight[0])
         if order is None:
             return out
         return torch.empty_like(out).index_copy_(0, order, out)

@@ -13,7 +13,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from ..base import DGLError
-from .graph_inputs import check_edge_weight, check_same_feature_shape
+from .graph_inputs import check_edge_weight, check_same_feature_shape, split_widths
 from .graphconv import neighbour_sum
 
 AGGREGATORS = ("mean", "gcn", "pool", "lstm")
@@ -58,10 +58,7 @@ class SAGEConv(nn.Module):
         if aggregator_type not in AGGREGATORS:
             raise DGLError(f"Invalid aggregator_type. Must be one of {set(AGGREGATORS)}. "
                            f"But got {aggregator_type!r} instead.")
-        if isinstance(in_feats, tuple):
-            self._in_src_feats, self._in_dst_feats = in_feats
-        else:
-            self._in_src_feats = self._in_dst_feats = in_feats
+        self._in_src_feats, self._in_dst_feats = split_widths(in_feats)
         self._out_feats = out_feats
         self._aggre_type = aggregator_type
         self.norm = norm

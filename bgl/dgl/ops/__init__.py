@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 
+import torch
+
 from bgl.dgl.ops.edge_softmax import edge_softmax
 from bgl.dgl.ops.sddmm import edge_message
 from bgl.dgl.ops.segment import gather_mm, segment_mm, segment_reduce, segment_softmax
@@ -29,13 +31,18 @@ def gspmm(g, op, reduce_op, lhs_data, rhs_data):
     Returns
     -------
     tensor [num_dst, *broadcast shape]; max / min give -inf / inf at nodes without in-edges
-    (as DGL's; ``update_all`` turns those into 0)
+    (as DGL's; ``update_all`` turns those into 0), and 0 everywhere on a graph without edges
+    (DGL's kernel is not run then, so its zero-filled output stays)
     """
     if op not in SPMM_OPS:
         from bgl.dgl.base import DGLError
 
         raise DGLError(f"gspmm does not support op {op!r}; use one of {SPMM_OPS}.")
-    return message_reduce(g._relation(None), op, reduce_op, lhs_data, rhs_data, "u", "e")
+    rel = g._relation(None)
+    out = message_reduce(rel, op, reduce_op, lhs_data, rhs_data, "u", "e")
+    if rel.num_edges == 0 and reduce_op in ("max", "min"):
+        out = out.masked_fill(torch.isinf(out), 0.0)
+    return out
 
 
 def gsddmm(g, op, lhs_data, rhs_data, lhs_target="u", rhs_target="v"):

@@ -8,6 +8,7 @@ that of DGL's fused kernels (the index arrays) plus one chunk.
 """
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import numpy as np
@@ -74,11 +75,17 @@ def _chunk(feature_shape) -> int:
     return max(1, CHUNK_ELEMENTS // per_row)
 
 
+def flat_rows(t: torch.Tensor) -> torch.Tensor:
+    """``t`` [n, *f] as [n, prod(f)], the numba kernels' layout (a view when ``t`` is contiguous).
+    The width is spelled out because ``reshape(n, -1)`` is ambiguous when ``n`` is 0: a graph
+    without edges, or a block without source nodes."""
+    return t.reshape(t.shape[0], math.prod(t.shape[1:]))
+
+
 def index_add(target: torch.Tensor, index: torch.Tensor, rows: torch.Tensor) -> None:
     """``target.index_add_(0, index, rows)``; on the CPU (float32 / float64) the numba loop."""
     if kernels_for(target) and target.is_contiguous() and rows.dtype == target.dtype:
-        scatter_add_rows(index.numpy(), rows.detach().contiguous().reshape(rows.shape[0], -1).numpy(),
-                         target.view(target.shape[0], -1).numpy())
+        scatter_add_rows(index.numpy(), flat_rows(rows.detach().contiguous()).numpy(), flat_rows(target).numpy())
     else:
         target.index_add_(0, index, rows)
 
@@ -106,10 +113,10 @@ def _edge_kernel(op, lhs, rhs, li, ri, out) -> bool:
     if op not in _OP_CODES or lhs is None or rhs is None or lhs.shape[1:] != rhs.shape[1:] \
             or not kernels_for(out) or lhs.dtype != out.dtype or rhs.dtype != out.dtype:
         return False
-    lhs2 = lhs.detach().contiguous().view(lhs.shape[0], -1)
-    rhs2 = rhs.detach().contiguous().view(rhs.shape[0], -1)
+    lhs2 = flat_rows(lhs.detach().contiguous())
+    rhs2 = flat_rows(rhs.detach().contiguous())
     run_edges(edge_binary, out.shape[0], _index_array(li), _index_array(ri), lhs2.numpy(), rhs2.numpy(),
-              _OP_CODES[op], out.view(out.shape[0], -1).numpy())
+              _OP_CODES[op], flat_rows(out).numpy())
     return True
 
 
@@ -195,6 +202,10 @@ class EdgeOpCompare(torch.autograd.Function):
     def backward(ctx, grad_out):
         lhs, rhs, li, ri, arg = ctx.saved_tensors
         op, num_edges = ctx.op, ctx.num_edges
+        if num_edges == 0:  # no edge reached an output: nothing to gather the arg edges from
+            zero = [None if t is None or not ctx.needs_input_grad[i] else torch.zeros_like(t)
+                    for t, i in ((lhs, 2), (rhs, 3))]
+            return None, None, zero[0], zero[1], None, None, None, None, None, None
         reached = arg >= 0
         edge = arg.clamp(min=0)
         grad = grad_out * reached
@@ -211,8 +222,8 @@ class EdgeOpCompare(torch.autograd.Function):
         ga, gb = op_grads(op, grad, a, b)
         grads = []
         for data, g, rows, i in ((lhs, ga, rows_l, 2), (rhs, gb, rows_r, 3)):
-            if data is None or not ctx.needs_input_grad[i] or num_edges == 0:
-                grads.append(None if data is None or not ctx.needs_input_grad[i] else torch.zeros_like(data))
+            if data is None or not ctx.needs_input_grad[i]:
+                grads.append(None)
                 continue
             full = torch.zeros((data.shape[0], *edge.shape[1:]), dtype=g.dtype, device=g.device)
             full.scatter_add_(0, rows, g)

@@ -12,6 +12,7 @@ import torch
 from bgl.dgl.base import DGLError, is_all
 from bgl.dgl.ops._kernels import segment_softmax, segment_softmax_backward
 from bgl.dgl.ops.cpu_rows import adjacency_arrays, kernels_for, run_rows
+from bgl.dgl.ops.edge_map import flat_rows
 
 
 def _group_sum(values: torch.Tensor, group: torch.Tensor, num_groups: int) -> torch.Tensor:
@@ -82,7 +83,7 @@ def edge_softmax(graph, logits, eids=None, norm_by="dst"):
     rel = graph._relation(None)
     if is_all(eids) and kernels_for(logits) and logits.shape[0] == rel.num_edges:
         adj = rel.csc() if norm_by == "dst" else rel.csr()
-        return _CpuEdgeSoftmax.apply(adj, logits.reshape(rel.num_edges, -1)).view(logits.shape)
+        return _CpuEdgeSoftmax.apply(adj, flat_rows(logits.contiguous())).view(logits.shape)
     src, dst = rel.coo()
     group, num_groups = (dst, rel.num_dst) if norm_by == "dst" else (src, rel.num_src)
     if not is_all(eids):

@@ -19,7 +19,7 @@ from bgl.dgl.base import DGLError
 from bgl.dgl.ops._kernels import edge_head_dot, scatter_arg_grad, spmm_extreme, spmm_weighted
 from bgl.dgl.ops import cpu_rows
 from bgl.dgl.ops.cpu_rows import adjacency_arrays, kernels_for, run_rows
-from bgl.dgl.ops.edge_map import EdgeOpCompare, EdgeOpSum
+from bgl.dgl.ops.edge_map import EdgeOpCompare, EdgeOpSum, flat_rows
 from bgl.dgl.ops.operands import Operands, check_rows
 from bgl.dgl.relation import Relation
 
@@ -130,7 +130,6 @@ def _fused(rel: Relation, op: str, lhs, rhs) -> Optional[torch.Tensor]:
         return None
     if lhs.device.type == "cpu" and not kernels_for(lhs) and cpu_rows.USE_KERNELS:
         return None  # CPU half types: torch's CSR matmul has no CPU kernel for them
-    n = lhs.shape[0]
     if op == "copy_lhs":
         w = None
     elif op == "mul" and rel.num_edges and lhs.shape[1:] != rhs.shape[1:]:
@@ -143,7 +142,7 @@ def _fused(rel: Relation, op: str, lhs, rhs) -> Optional[torch.Tensor]:
             return None
     else:
         return None
-    return WeightedSpmm.apply(rel, lhs.reshape(n, -1), w).view(rel.num_dst, *lhs.shape[1:])
+    return WeightedSpmm.apply(rel, flat_rows(lhs), w).view(rel.num_dst, *lhs.shape[1:])
 
 
 def _extreme(rel: Relation, op: str, reduce_op: str, lhs, rhs, lhs_target: str) -> Optional[torch.Tensor]:
@@ -151,8 +150,7 @@ def _extreme(rel: Relation, op: str, reduce_op: str, lhs, rhs, lhs_target: str) 
     data = lhs if op == "copy_lhs" else rhs
     if op not in ("copy_lhs", "copy_rhs") or (op == "copy_lhs" and lhs_target != "u") or not kernels_for(data):
         return None
-    n = data.shape[0]
-    out = SpmmExtreme.apply(rel, op == "copy_rhs", reduce_op == "max", data.reshape(n, -1))
+    out = SpmmExtreme.apply(rel, op == "copy_rhs", reduce_op == "max", flat_rows(data))
     return out.view(rel.num_dst, *data.shape[1:])
 
 

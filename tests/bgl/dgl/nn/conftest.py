@@ -79,7 +79,7 @@ def build():
     from types import SimpleNamespace
 
     return SimpleNamespace(random_edges=random_edges, bgl=bgl_graph, dgl=dgl_graph, typed_block=typed_block,
-                           typed_sizes=TYPED_SIZES)
+                           typed_edges=typed_edges, typed_sizes=TYPED_SIZES)
 
 
 @pytest.fixture
