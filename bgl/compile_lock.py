@@ -31,6 +31,8 @@ import fcntl
 import logging
 import os
 
+from .compile_log import ENV_COMPILE_LOG, timed_compile
+
 log = logging.getLogger(__name__)
 
 PACKAGE = "bgl"
@@ -93,8 +95,17 @@ def install() -> None:
         path = lock_path(self)
         if path is None:
             return original(self, sig)
-        with global_compiler_lock, kernel_lock(path):
-            return original(self, sig)
+        with global_compiler_lock:
+            log_path = os.environ.get(ENV_COMPILE_LOG)
+            if not log_path:
+                with kernel_lock(path):
+                    return original(self, sig)
+
+            def under_lock(on_locked):
+                with kernel_lock(path):
+                    on_locked()
+                    return original(self, sig)
+            return timed_compile(self, sig, under_lock, log_path)
 
     compile._bgl_compile_lock = True
     compile.__doc__ = original.__doc__
