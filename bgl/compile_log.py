@@ -73,6 +73,24 @@ def _append(path: str, line: str) -> None:
         os.close(fd)
 
 
+def tally(path: str, offset: int = 0) -> str:
+    """One phrase for the lines of ``path`` from byte ``offset`` on (what one run appended): how many
+    kernel variants its processes compiled and in how many seconds of compiling, and how many they loaded
+    from numba's cache; ``""`` when no kernel ran (or the log is unreadable)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            records = [json.loads(line) for line in f.read().decode().splitlines() if line.strip()]
+    except (OSError, ValueError):
+        return ""
+    if not records:
+        return ""
+    compiled = [r["own_s"] for r in records if r["outcome"] == "compiled"]
+    loaded = sum(r["outcome"] == "loaded" for r in records)
+    return (f"numba kernels: {len(compiled)} compiled ({sum(compiled):.1f} s of compiling, all processes), "
+            f"{loaded} loaded from the cache")
+
+
 def summarize(lines) -> str:
     """A short report of a log's lines: per process (compiles, loads, compile / load / wait seconds),
     then the ten kernels that took longest to compile, over all processes."""
