@@ -78,3 +78,20 @@ def test_the_compile_log_sums_each_process_and_names_the_costliest_kernels():
     rows = {line.split()[0]: line.split()[2:] for line in report[1:3]}
     assert rows == {"a": ["2", "5.0", "0", "0.00", "0.5"], "b": ["0", "0.0", "1", "0.25", "1.5"]}, report
     assert [line.split()[1] for line in report[-2:]] == ["k2", "k1"], report  # costliest first
+
+
+def test_the_demos_kernel_phrase_counts_only_what_its_run_appended(tmp_path):
+    from bgl.compile_log import tally
+
+    log = tmp_path / "kernels.jsonl"
+    earlier = {"pid": 1, "process": "a", "kernel": "k0", "outcome": "compiled", "wait_s": 0.0, "own_s": 9.0}
+    log.write_text(json.dumps(earlier) + "\n")
+    offset = log.stat().st_size  # what a run finds there when it starts
+    run = [{**earlier, "kernel": "k1", "own_s": 1.25}, {**earlier, "kernel": "k2", "outcome": "loaded", "own_s": 0.01},
+           {**earlier, "kernel": "k3", "outcome": "present", "own_s": 0.0}]
+    with open(log, "a") as f:
+        f.writelines(json.dumps(r) + "\n" for r in run)
+    assert tally(str(log), offset) == ("numba kernels: 1 compiled (1.2 s of compiling, all processes), "
+                                       "1 loaded from the cache")
+    assert tally(str(log), log.stat().st_size) == ""  # a run that ran no kernel says nothing
+    assert tally(str(tmp_path / "absent.jsonl")) == ""
