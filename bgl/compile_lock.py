@@ -21,7 +21,9 @@ file locks against each other; a kernel that calls another takes the callee's lo
 and since calls do not form cycles, neither do the locks.
 
 Installed by numba itself, ahead of any compilation in any process where bgl is installed: the
-``numba_extensions`` entry point ``init`` in ``pyproject.toml`` names :func:`install`.
+``numba_extensions`` entry point ``init`` in ``pyproject.toml`` names :func:`install`.  With
+``$BGL_COMPILE_LOG`` set, the same wrapper times each compile or load and the wait for its lock
+(:mod:`bgl.compile_log`).  Compiling before the first run at all is ``bgl compile``'s job.
 """
 from __future__ import annotations
 
