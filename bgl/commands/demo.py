@@ -134,19 +134,20 @@ def _run_in(root: Path, args: argparse.Namespace, verbose: bool = False) -> int:
 
 @contextlib.contextmanager
 def kernel_log(root: Path):
-    """``(path, offset)`` of the ``$BGL_COMPILE_LOG`` this run's processes append to (the user's, else
-    ``root/kernels.jsonl`` set for the run and unset after), so the demo can say how many kernels the run
+    """``(path, offset)`` of the ``$BGL_COMPILE_LOG`` this run's processes append to (the user's, made
+    absolute, else ``root/kernels.jsonl``; restored after), so the demo can say how many kernels the run
     compiled -- time its first batch paid unless ``bgl compile`` paid it at install."""
     from bgl.compile_log import ENV_COMPILE_LOG
 
-    path = os.environ.get(ENV_COMPILE_LOG)
-    ours = not path
-    if ours:
-        path = os.environ[ENV_COMPILE_LOG] = str((root / "kernels.jsonl").resolve())
+    given = os.environ.get(ENV_COMPILE_LOG)
+    # absolute: the launched processes run in other directories
+    path = os.environ[ENV_COMPILE_LOG] = os.path.abspath(given or root / "kernels.jsonl")
     try:
         yield path, os.path.getsize(path) if os.path.exists(path) else 0
     finally:
-        if ours:
+        if given:
+            os.environ[ENV_COMPILE_LOG] = given
+        else:
             os.environ.pop(ENV_COMPILE_LOG, None)
 
 
@@ -215,7 +216,7 @@ def _run_logged(root: Path, args: argparse.Namespace, verbose: bool, compile_log
     except LaunchAborted as e:
         print(f"bgl demo: launch failed: {e}", file=sys.stderr)
         return e.exit_code
-    kernels = tally(*compile_log) if compile_log else ""
+    kernels = tally(*compile_log)
     print(f"done: servers and trainers {'stopped cleanly' if code == 0 else f'exited with {code}'} "
           f"({time.perf_counter() - start:.1f} s)" + (f"; {kernels}" if kernels else ""), flush=True)
     lifecycle = supervisor.lifecycle()
