@@ -44,7 +44,7 @@ def timed_compile(dispatcher, sig, compile_under_lock, log_path: str):
     ``on_locked()`` once the lock is held) and append the line described above to ``log_path``."""
     start = time.perf_counter()
     locked_at = [start]
-    misses, hits = sum(dispatcher._cache_misses.values()), sum(dispatcher._cache_hits.values())
+    misses, hits = _count(dispatcher, "_cache_misses"), _count(dispatcher, "_cache_hits")
     _nested.append(0.0)
     try:
         return compile_under_lock(lambda: locked_at.__setitem__(0, time.perf_counter()))
@@ -53,13 +53,18 @@ def timed_compile(dispatcher, sig, compile_under_lock, log_path: str):
         total = time.perf_counter() - start
         if _nested:
             _nested[-1] += total
-        outcome = ("compiled" if sum(dispatcher._cache_misses.values()) > misses
-                   else "loaded" if sum(dispatcher._cache_hits.values()) > hits else "present")
+        outcome = ("compiled" if _count(dispatcher, "_cache_misses") > misses
+                   else "loaded" if _count(dispatcher, "_cache_hits") > hits else "present")
         py = dispatcher.py_func
         record = {"pid": os.getpid(), "process": process_name(), "kernel": f"{py.__module__}.{py.__qualname__}",
                   "signature": str(sig), "outcome": outcome, "wait_s": round(locked_at[0] - start, 4),
                   "own_s": round(max(0.0, total - (locked_at[0] - start) - callees), 4)}
         _append(log_path, json.dumps(record) + "\n")
+
+
+def _count(dispatcher, counter: str) -> int:
+    """Total of one of numba's per-signature cache counters (``Dispatcher.stats()``'s), 0 where absent."""
+    return sum(getattr(dispatcher, counter, {}).values())
 
 
 def _append(path: str, line: str) -> None:
