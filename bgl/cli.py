@@ -32,7 +32,7 @@ import traceback
 
 # Order is the order shown in --help.
 COMMAND_MODULES = [
-    "ingest", "compress", "info", "partition", "serve", "launch", "bench_cache", "demo",
+    "ingest", "compress", "info", "partition", "serve", "launch", "bench_cache", "demo", "compile",
 ]
 
 

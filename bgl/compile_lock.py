@@ -21,7 +21,9 @@ file locks against each other; a kernel that calls another takes the callee's lo
 and since calls do not form cycles, neither do the locks.
 
 Installed by numba itself, ahead of any compilation in any process where bgl is installed: the
-``numba_extensions`` entry point ``init`` in ``pyproject.toml`` names :func:`install`.
+``numba_extensions`` entry point ``init`` in ``pyproject.toml`` names :func:`install`.  With
+``$BGL_COMPILE_LOG`` set, the same wrapper times each compile or load and the wait for its lock
+(:mod:`bgl.compile_log`).  Compiling before the first run at all is ``bgl compile``'s job.
 """
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ import errno
 import fcntl
 import logging
 import os
+
+from .compile_log import ENV_COMPILE_LOG, timed_compile
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +97,17 @@ def install() -> None:
         path = lock_path(self)
         if path is None:
             return original(self, sig)
-        with global_compiler_lock, kernel_lock(path):
-            return original(self, sig)
+        with global_compiler_lock:
+            log_path = os.environ.get(ENV_COMPILE_LOG)
+            if not log_path:
+                with kernel_lock(path):
+                    return original(self, sig)
+
+            def under_lock(on_locked):
+                with kernel_lock(path):
+                    on_locked()
+                    return original(self, sig)
+            return timed_compile(self, sig, under_lock, log_path)
 
     compile._bgl_compile_lock = True
     compile.__doc__ = original.__doc__

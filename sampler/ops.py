@@ -168,7 +168,10 @@ def sample_neighbors(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray,
     eids : int64 [sum(counts)] CSC positions of the sampled edges in this slice
     """
     fanout = check_fanout(fanout)
-    seeds = as_ids(seeds, "seeds")
+    # read-only views (no copy): one kernel variant whoever calls -- a graph server (its request's ids
+    # are read-only), a trainer's co-located store or the partitioner's metrics -- instead of one per
+    # writeable flag, each a compile of seconds on a cold install (bench/results/launch.md)
+    seeds, indptr = _read_only(as_ids(seeds, "seeds")), _read_only(indptr)
     n = indptr.shape[0] - 1
     check_range(seeds, node_offset, node_offset + n, "seeds")
     off, fo, rep, sd = np.int64(node_offset), np.int64(fanout), bool(replace), np.uint64(int(seed) & MASK64)
@@ -233,7 +236,7 @@ def sample_labor(indptr: np.ndarray, indices: np.ndarray, seeds, node_offset: in
     mix = float(mix)
     if not (0.0 <= mix < 1.0 or mix == -1.0):
         raise ValueError(f"LABOR mix (batch_dependency position) must be -1 or in [0, 1), got {mix}")
-    seeds = as_ids(seeds, "seeds")
+    seeds, indptr = _read_only(as_ids(seeds, "seeds")), _read_only(indptr)  # one variant (sample_neighbors)
     check_range(seeds, node_offset, node_offset + indptr.shape[0] - 1, "seeds")
     # a LABOR row reads every edge's source variate, as a weighted row reads every weight
     parallel = _use_parallel(parallel, seeds.shape[0], WEIGHTED_PARALLEL_MIN_SEEDS)

@@ -128,6 +128,31 @@ def partition_line(metrics: dict) -> str:
 
 
 def _run_in(root: Path, args: argparse.Namespace, verbose: bool = False) -> int:
+    with kernel_log(root) as compile_log:
+        return _run_logged(root, args, verbose, compile_log)
+
+
+@contextlib.contextmanager
+def kernel_log(root: Path):
+    """``(path, offset)`` of the ``$BGL_COMPILE_LOG`` this run's processes append to (the user's, made
+    absolute, else ``root/kernels.jsonl``; restored after), so the demo can say how many kernels the run
+    compiled -- time its first batch paid unless ``bgl compile`` paid it at install."""
+    from bgl.compile_log import ENV_COMPILE_LOG
+
+    given = os.environ.get(ENV_COMPILE_LOG)
+    # absolute: the launched processes run in other directories
+    path = os.environ[ENV_COMPILE_LOG] = os.path.abspath(given or root / "kernels.jsonl")
+    try:
+        yield path, os.path.getsize(path) if os.path.exists(path) else 0
+    finally:
+        if given:
+            os.environ[ENV_COMPILE_LOG] = given
+        else:
+            os.environ.pop(ENV_COMPILE_LOG, None)
+
+
+def _run_logged(root: Path, args: argparse.Namespace, verbose: bool, compile_log: tuple) -> int:
+    from bgl.compile_log import tally
     from bgl.data import default_dataset_path
     from bgl.sources.datasets import ingest
 
@@ -191,8 +216,9 @@ def _run_in(root: Path, args: argparse.Namespace, verbose: bool = False) -> int:
     except LaunchAborted as e:
         print(f"bgl demo: launch failed: {e}", file=sys.stderr)
         return e.exit_code
+    kernels = tally(*compile_log)
     print(f"done: servers and trainers {'stopped cleanly' if code == 0 else f'exited with {code}'} "
-          f"({time.perf_counter() - start:.1f} s)", flush=True)
+          f"({time.perf_counter() - start:.1f} s)" + (f"; {kernels}" if kernels else ""), flush=True)
     lifecycle = supervisor.lifecycle()
     if lifecycle is not None:  # where the launch's wall time went, as bgl launch ends with it
         print(lifecycle.line(), flush=True)

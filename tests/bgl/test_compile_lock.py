@@ -7,6 +7,7 @@ other, calls the kernel and reports its cache misses (compiles) and hits (loads)
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import subprocess
 import sys
@@ -33,7 +34,8 @@ def test_the_lock_is_installed_by_numbas_extension_entry_point():
 
 
 def test_two_processes_starting_together_compile_a_kernel_once(tmp_path):
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    log = tmp_path / "compiles.jsonl"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache"), "BGL_COMPILE_LOG": str(log)}
     go = tmp_path / "go"
     procs = []
     try:
@@ -58,3 +60,38 @@ def test_two_processes_starting_together_compile_a_kernel_once(tmp_path):
     compiles, loads = sum(s[0] for s in stats), sum(s[1] for s in stats)
     assert (compiles, loads) == (1, 1), stats
     assert list((tmp_path / "numba-cache").rglob("*uniform_below*.nbi.lock"))
+    # $BGL_COMPILE_LOG: each process's line for the kernel says what it did (bgl/compile_log.py)
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    mine = [r for r in lines if r["kernel"].endswith("._edge_kernels.uniform_below")]
+    assert sorted(r["outcome"] for r in mine) == ["compiled", "loaded"], lines
+    assert len({r["pid"] for r in mine}) == 2 and {r["process"] for r in mine} == {"python -c"}, mine
+    assert all(r["wait_s"] >= 0 and r["own_s"] >= 0 for r in mine), mine
+
+
+def test_the_compile_log_sums_each_process_and_names_the_costliest_kernels():
+    from bgl.compile_log import summarize
+
+    records = [{"pid": 1, "process": "a", "kernel": "k1", "outcome": "compiled", "wait_s": 0.0, "own_s": 2.0},
+               {"pid": 1, "process": "a", "kernel": "k2", "outcome": "compiled", "wait_s": 0.5, "own_s": 3.0},
+               {"pid": 2, "process": "b", "kernel": "k1", "outcome": "loaded", "wait_s": 1.5, "own_s": 0.25}]
+    report = summarize(json.dumps(r) for r in records).splitlines()
+    rows = {line.split()[0]: line.split()[2:] for line in report[1:3]}
+    assert rows == {"a": ["2", "5.0", "0", "0.00", "0.5"], "b": ["0", "0.0", "1", "0.25", "1.5"]}, report
+    assert [line.split()[1] for line in report[-2:]] == ["k2", "k1"], report  # costliest first
+
+
+def test_the_demos_kernel_phrase_counts_only_what_its_run_appended(tmp_path):
+    from bgl.compile_log import tally
+
+    log = tmp_path / "kernels.jsonl"
+    earlier = {"pid": 1, "process": "a", "kernel": "k0", "outcome": "compiled", "wait_s": 0.0, "own_s": 9.0}
+    log.write_text(json.dumps(earlier) + "\n")
+    offset = log.stat().st_size  # what a run finds there when it starts
+    run = [{**earlier, "kernel": "k1", "own_s": 1.25}, {**earlier, "kernel": "k2", "outcome": "loaded", "own_s": 0.01},
+           {**earlier, "kernel": "k3", "outcome": "present", "own_s": 0.0}]
+    with open(log, "a") as f:
+        f.writelines(json.dumps(r) + "\n" for r in run)
+    assert tally(str(log), offset) == ("numba kernels: 1 compiled (1.2 s of compiling, all processes), "
+                                       "1 loaded from the cache")
+    assert tally(str(log), log.stat().st_size) == ""  # a run that ran no kernel says nothing
+    assert tally(str(tmp_path / "absent.jsonl")) == ""

@@ -93,3 +93,20 @@ def test_demo_recommender_through_launched_servers(tmp_path, orphans):
     assert float(found.group(1)) > 0.06 and float(found.group(2)) > 0.02, log
     assert "Warning" not in out and "Warning" not in done.stderr, log
     assert orphans() == []
+
+
+def test_the_demos_kernel_log_is_absolute_for_its_processes_and_the_environment_restored(tmp_path, monkeypatch):
+    """``bgl demo`` counts the run's compiles from ``$BGL_COMPILE_LOG``: its own file when unset, the user's
+    (made absolute: servers and trainers run elsewhere) when set; either way the variable is as found after."""
+    from bgl.commands.demo import kernel_log
+
+    monkeypatch.delenv("BGL_COMPILE_LOG", raising=False)
+    with kernel_log(tmp_path) as (path, offset):
+        assert os.environ["BGL_COMPILE_LOG"] == path == str(tmp_path / "kernels.jsonl") and offset == 0
+    assert "BGL_COMPILE_LOG" not in os.environ
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.jsonl").write_text("{}\n")
+    monkeypatch.setenv("BGL_COMPILE_LOG", "mine.jsonl")
+    with kernel_log(tmp_path / "run") as (path, offset):
+        assert os.environ["BGL_COMPILE_LOG"] == path == str(tmp_path / "mine.jsonl") and offset == 3  # its end
+    assert os.environ["BGL_COMPILE_LOG"] == "mine.jsonl"
