@@ -43,7 +43,7 @@ os.environ.setdefault("DGLBACKEND", "pytorch")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from bgl.loader.pipeline import quiet_numba_threads  # noqa: E402
+from bgl.loader.pipeline.chain import quiet_numba_threads  # noqa: E402
 from own_rss import own_peak_rss_mb  # noqa: E402  (bench/ is the script's own directory)
 from side_by_side import TrainerWait  # noqa: E402
 

@@ -141,7 +141,7 @@ def run(name, store, args, lines):
     def gb_multi(seeds, times):
         return gb_sample(graph, seeds, times, fanouts, ts_t)
 
-    from bgl.loader.temporal_blocks import tree_blocks
+    from bgl.loader.stages.temporal_blocks import tree_blocks
     from bgl.loader.temporal_sampler import TemporalOptions
 
     tree_opts = TemporalOptions(tuple(fanouts), args.strategy, "tree", "timestamp", None)

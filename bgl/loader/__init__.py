@@ -1,11 +1,11 @@
 """bgl.loader: ``bgl.DataLoader`` and the pipeline that feeds it.
 
 A batch is made by four stages wired by :class:`~bgl.loader.dataloader.DataLoader`:
-order (:mod:`bgl.loader.order_stage`) -> sample and fetch
-(:mod:`bgl.loader.stages`) -> transfer to the training device.  The
-stages run inline or one pinned process each (:mod:`bgl.loader.pipeline`, the
-process side in :mod:`bgl.loader.stage_process`); the cores of each stage come
-from a short profiling run (:mod:`bgl.loader.resources`).
+order (:mod:`bgl.loader.stages.order`) -> sample and fetch
+(:mod:`bgl.loader.stages.map`) -> transfer to the training device.  The
+stages run inline or one pinned process each (:mod:`bgl.loader.pipeline.chain`, the
+process side in :mod:`bgl.loader.pipeline.stage_process`); the cores of each stage come
+from a short profiling run (:mod:`bgl.loader.pipeline.resources`).
 
 =====================  =====================================================
 ``dataloader``         ``DataLoader``: epochs, seeds, DDP split, iteration

@@ -7,7 +7,7 @@ the sample stage asks :class:`TemporalSeeds` for a batch's blocks instead of the
 Only edges with time <= their subgraph's seed time are drawn, at every hop (and, with node times,
 only nodes with time <= it): the sampler never returns the future.
 
-Two layouts of the same sample (:mod:`bgl.loader.temporal_blocks`):
+Two layouts of the same sample (:mod:`bgl.loader.stages.temporal_blocks`):
 
 * ``"tree"`` (GraphBolt's, the default): no node is merged; each hop's sources are its destinations
   followed by one node per sampled edge, carrying its destination's time.  ``fanouts`` in DGL order.
@@ -175,7 +175,7 @@ class TemporalSampling:
     def sample(self, sampler, nodes: np.ndarray, times: np.ndarray, seed: int) -> tuple[torch.Tensor, list]:
         """``(seed node ids, blocks)`` of seed ``nodes`` at ``times``, sampled with RNG ``seed``."""
         from ..sampler.temporal import sample_temporal
-        from .temporal_blocks import disjoint_blocks, tree_blocks
+        from .stages.temporal_blocks import disjoint_blocks, tree_blocks
 
         opts, source = self.options, self._layer_source(sampler)
         if self.schema is not None:

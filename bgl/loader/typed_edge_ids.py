@@ -1,14 +1,14 @@
 """A typed graph's edges by the loader's edge ids: relations, endpoints and reverses of a typed store's
 CSC positions or a typed partition's edge ids, and a heterogeneous DGLGraph's per-relation ids mapped to
 CSC positions.  Read when typed link prediction's seeds are resolved
-(:mod:`bgl.loader.typed_edge_seeds`) and, for a callable ``exclude``, in the sample stage
-(:mod:`bgl.loader.typed_callables`).
+(:mod:`bgl.loader.seeds.typed_edges`) and, for a callable ``exclude``, in the sample stage
+(:mod:`bgl.loader.seeds.typed_callables`).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .edge_seeds import store_endpoints
+from .seeds.edges import store_endpoints
 
 
 def edge_source(info):
@@ -74,7 +74,7 @@ class PartitionEdges:
         return out
 
     def endpoints(self, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from .edge_seeds import partition_endpoints
+        from .seeds.edges import partition_endpoints
 
         src, dst = partition_endpoints(self.book, eids)  # the partition's (new) node ids
         orig = np.asarray(self.book.orig_ids)

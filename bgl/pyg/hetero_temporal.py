@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from ..sampler.temporal import check_times
-from ..loader.loader_state import DelegatedState
+from ..loader.state.position import DelegatedState
 from .hetero import HeteroNeighborLoader, hetero_batch, hetero_data_arrays, hetero_fields, pyg_layer_fanouts
 from .options import pyg_options
 from .temporal import temporal_args

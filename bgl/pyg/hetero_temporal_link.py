@@ -22,7 +22,7 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 
-from ..loader.loader_state import DelegatedState
+from ..loader.state.position import DelegatedState
 
 
 @dataclass

@@ -153,7 +153,7 @@ class PygLinkBatch:
 
 class PygLinkLayout:
     """The per-batch seed layout of PyG's temporal link loader, run in bgl's sample stage
-    (:class:`~bgl.loader.temporal_edges.LaidOutSeeds`): a batch of pair positions -> :func:`link_seeds`'
+    (:class:`~bgl.loader.seeds.temporal_edges.LaidOutSeeds`): a batch of pair positions -> :func:`link_seeds`'
     ``(seeds, times, PygLinkBatch)``, negatives from the batch's own stream (so a resumed loader draws
     the same).  Holds the pairs, their times and labels (16 B + 8 B a pair, plus the labels): picklable
     into a sample-stage process."""

@@ -1,7 +1,7 @@
 """Link prediction on typed graphs: DGL's heterogeneous edge-prediction loop with only the loader swapped.
 
 Seeds ``{etype: eids}`` flow through the node pipeline as one more item kind
-(:mod:`bgl.loader.typed_edge_seeds`); batches are compared field by field with DGL's own loader
+(:mod:`bgl.loader.seeds.typed_edges`); batches are compared field by field with DGL's own loader
 where sampling is deterministic (every in-neighbour), and checked for excluded edges where it is not.
 """
 from __future__ import annotations

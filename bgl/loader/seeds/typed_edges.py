@@ -3,7 +3,7 @@
 DGL's heterogeneous link-prediction loop passes seed edges as ``{etype: eids}`` and gets
 ``(input_nodes, pair_graph, neg_pair_graph, blocks)`` whose pair graphs carry every edge type of
 the graph (empty where a batch has none).  Here such seeds are one more item kind
-(:mod:`bgl.loader.seed_items`): the order stage cuts positions into the seed list, mixing edge types
+(:mod:`bgl.loader.seeds.items`): the order stage cuts positions into the seed list, mixing edge types
 as DGL shuffles them; :meth:`TypedEdgeSeeds.batch` turns a batch into its node seeds (endpoints of
 positives and of the negatives drawn per edge type, compacted over one node set in DGL's
 ``compact_graphs`` order) and the CSC positions to exclude, and the typed sampler draws around them
@@ -26,10 +26,10 @@ from typing import Any, Mapping, Optional
 import numpy as np
 import torch
 
-from ..sampler.typed import relation_seed
-from ._typed_block_kernels import type_positions
-from .edge_seeds import compact, sorted_compact
-from .typed_edge_ids import StoreEdges, edge_source, position_map
+from ...sampler.typed import relation_seed
+from .._typed_block_kernels import type_positions
+from .edges import compact, sorted_compact
+from ..typed_edge_ids import StoreEdges, edge_source, position_map
 
 TYPED_EXCLUDES = (None, "self", "reverse_id", "reverse_types")
 # GlobalUniform per edge type: rounds of candidates while short, DGL's three trials per candidate (a small
@@ -71,8 +71,8 @@ class TypedEdgeSeeds:
     ``reverse`` [n] each seed's reverse edge's position (-1: none; int32 while positions fit) when
     reverses are excluded; ``schema`` the graph's
     :class:`~bgl.schema.GraphSchema`; ``negative`` a bgl negative sampler drawn per edge type, or a
-    user's callable (:class:`~bgl.loader.typed_callables.UserNegatives`); ``exclude`` a DGL mode or
-    a :class:`~bgl.loader.typed_callables.UserExclude`.
+    user's callable (:class:`~bgl.loader.seeds.typed_callables.UserNegatives`); ``exclude`` a DGL mode or
+    a :class:`~bgl.loader.seeds.typed_callables.UserExclude`.
     """
 
     eids: np.ndarray
@@ -123,7 +123,7 @@ class TypedEdgeSeeds:
         src, dst, stream = src - offsets[s_t], dst - offsets[d_t], relation_seed(seed, r)
         extra = {}
         if getattr(self.negative, "needs_graph", False):
-            from ..sampler.edge_check import RelationEdges
+            from ...sampler.edge_check import RelationEdges
 
             edges = None if graph is None else RelationEdges(graph, r, offsets[s_t], offsets[d_t])
             extra = {"graph": edges, "same_type": s_t == d_t, "trials": GLOBAL_UNIFORM_TRIALS}
@@ -153,7 +153,7 @@ class TypedEdgeSeeds:
         elif self.negative is not None:
             arrays += [a for r, idx in zip(neg_rels, by_rel)
                        for a in self._negatives(r, src[idx], dst[idx], seed, graph)]
-        if self.node_order == "disjoint":  # temporal: every endpoint its own seed (bgl/loader/temporal_edges.py)
+        if self.node_order == "disjoint":  # temporal: every endpoint its own seed (bgl/loader/seeds/temporal_edges.py)
             nodes, local = np.concatenate(arrays), list(_runs(arrays))
         else:
             nodes, local = (compact if self.node_order == "first" else sorted_compact)(*arrays)
@@ -211,7 +211,7 @@ def resolve_typed_edge_seeds(indices, info, settings, graph=None) -> TypedEdgeSe
     DGLGraph read in place, a local typed store, or graph servers with their partition dir), every
     argument checked before anything starts (a user's callables called once: :mod:`.typed_callables`;
     ``graph`` the user's graph, what a callable negative sampler is called with)."""
-    from .arguments import check_ids
+    from ..arguments import check_ids
 
     schema = info.schema
     if not callable(settings.exclude) and settings.exclude not in TYPED_EXCLUDES:
@@ -275,7 +275,7 @@ def _narrowed(a: np.ndarray) -> np.ndarray:
 
 def _pair_seeds(indices, schema, settings) -> TypedEdgeSeeds:
     """TypedEdgeSeeds over PyG's ``edge_label_index=(edge_type, pairs)``: type-local pairs made global."""
-    from .arguments import check_ids
+    from ..arguments import check_ids
 
     r = _relation_of(schema, settings.pair_etype)
     s_t, d_t = (int(a[r]) for a in schema.relation_ends())
@@ -295,7 +295,7 @@ def _reverse_positions(settings, schema, edges, eids, pos, rel, src, dst, to_pos
     each edge type's ids to the same type's reverse ids (``{etype: ids}``; one array when the graph
     has one edge type), or on a store or partition its edge ids to edge ids (int64 [num_edges]).
     """
-    from .arguments import as_int_array
+    from ..arguments import as_int_array
 
     if settings.exclude == "reverse_types":
         rev = check_reverse_etypes(schema, settings.reverse_etypes)[rel]
@@ -308,7 +308,7 @@ def _reverse_positions(settings, schema, edges, eids, pos, rel, src, dst, to_pos
         return out
     reverse_eids = settings.reverse_eids
     if to_position is None:
-        from .edge_prediction import check_reverse_eids
+        from ..edge_prediction import check_reverse_eids
 
         return check_reverse_eids(reverse_eids, edges.num_edges)[pos]
     if not isinstance(reverse_eids, Mapping):
@@ -357,7 +357,7 @@ def typed_pair_graphs(batch: TypedEdgeBatch, schema, frontend=None) -> tuple:
     edge type of the graph (empty where the batch has none), every node type's compacted nodes
     (``NID`` type-local ids, shared by both graphs), ``EID`` per edge type on the positive one.
     ``frontend`` (:class:`bgl.loader.batch_frontend.BatchFrontend`) builds its own graphs; None: bgl's."""
-    from .typed import by_type
+    from ..typed import by_type
 
     node_ids = by_type(batch.node_ids, schema)
     device = batch.node_ids.device

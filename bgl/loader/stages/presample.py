@@ -12,8 +12,8 @@ def presample_cache_spec(spec, info, order_stage, sample_stage, max_batches: int
     seeds, a batch's node seeds are its edges' endpoints).  A typed graph's :class:`TypedCacheSpec`
     samples by its relation fanouts and gives each node type's cache its slice of the counts (over
     the type's local ids, as its cache is keyed)."""
-    from ..cache import presample_counts
-    from .edge_seeds import negative_seed, negatives_graph
+    from ...cache import presample_counts
+    from ..seeds.edges import negative_seed, negatives_graph
 
     typed = isinstance(spec, TypedCacheSpec)
 

@@ -4,7 +4,7 @@ GraphBolt's and PyG's rule, kept: a batch's positive sources, positive destinati
 sources and negative destinations are each one seed node, in that order, each at the time of the
 seed edge it belongs to (a negative at its positive's time), and no seed is merged with another
 (PyG's ``disjoint=True``; GraphBolt's ``compact_temporal_nodes``).  So the batch's
-:class:`~bgl.loader.edge_seeds.EdgeBatch` numbers its endpoints ``0 .. 2b + 2q - 1`` and
+:class:`~bgl.loader.seeds.edges.EdgeBatch` numbers its endpoints ``0 .. 2b + 2q - 1`` and
 ``blocks[-1].dst_ids`` are those endpoints, as the pair graphs expect.
 
 No edge is excluded by id: the time rule excludes instead.  With PyG's ``<=`` an edge at exactly
@@ -19,13 +19,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from .edge_seeds import EdgeBatch, negative_seed
-from .temporal_sampler import TemporalSampling
+from .edges import EdgeBatch, negative_seed
+from ..temporal_sampler import TemporalSampling
 
 
 @dataclass(kw_only=True)
 class TemporalEdgeSeeds(TemporalSampling):
-    """A temporal link-prediction loader's seeds: ``edges`` (:class:`~bgl.loader.edge_seeds.EdgeSeeds`)
+    """A temporal link-prediction loader's seeds: ``edges`` (:class:`~bgl.loader.seeds.edges.EdgeSeeds`)
     and ``times`` int64 [num seed edges]; items are positions into both."""
 
     times: np.ndarray
@@ -67,7 +67,7 @@ def endpoint_seeds(batch: EdgeBatch, times: np.ndarray) -> tuple[np.ndarray, np.
 
 @dataclass(kw_only=True)
 class TemporalTypedEdgeSeeds(TemporalSampling):
-    """Typed seed edges with times: ``edges`` a :class:`~bgl.loader.typed_edge_seeds.TypedEdgeSeeds` that
+    """Typed seed edges with times: ``edges`` a :class:`~bgl.loader.seeds.typed_edges.TypedEdgeSeeds` that
     merges no endpoint (``node_order="disjoint"``), ``times`` int64 [num seed edges] in its order."""
 
     times: np.ndarray
@@ -86,7 +86,7 @@ class TemporalTypedEdgeSeeds(TemporalSampling):
 
 def typed_endpoint_times(edges, sel: np.ndarray, times: np.ndarray, batch) -> np.ndarray:
     """The time of each of ``batch.node_ids`` (a disjoint typed batch): its seed edge's, in the order
-    :meth:`~bgl.loader.typed_edge_seeds.TypedEdgeSeeds.batch` lays the endpoints out (per relation
+    :meth:`~bgl.loader.seeds.typed_edges.TypedEdgeSeeds.batch` lays the endpoints out (per relation
     ascending, sources then destinations; then the negatives likewise, each at its positive's time)."""
     rel = edges.rel[sel]
     by_rel = [(r, times[rel == r]) for r in np.unique(rel).tolist()]

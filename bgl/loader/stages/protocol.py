@@ -1,11 +1,11 @@
-"""The stage protocol: what every stage of a :class:`~bgl.loader.pipeline.Pipeline` implements.
+"""The stage protocol: what every stage of a :class:`~bgl.loader.pipeline.chain.Pipeline` implements.
 
 One contract for every seed kind: the order stage is a :class:`SourceStage`
 (an epoch in, that epoch's batches out) and sample, fetch and transfer are
 :class:`Stage` s (one item in, one item out).  The pipeline's three runners
-import it from here: the trainer side (:mod:`bgl.loader.pipeline`), the
-inline chain (:mod:`bgl.loader.inline_chain`) and the stage process
-(:mod:`bgl.loader.stage_process`), so none of them imports another to learn
+import it from here: the trainer side (:mod:`bgl.loader.pipeline.chain`), the
+inline chain (:mod:`bgl.loader.pipeline.inline`) and the stage process
+(:mod:`bgl.loader.pipeline.stage_process`), so none of them imports another to learn
 what a stage is.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A temporal loader's seeds, checked once: node ids or seed edge ids, a time each, the graph's time arrays.
 
-:func:`resolve_temporal_seeds` is what :func:`~bgl.loader.seed_items.resolve_seeds` calls when the
+:func:`resolve_temporal_seeds` is what :func:`~bgl.loader.seeds.items.resolve_seeds` calls when the
 sampler is a :class:`~bgl.loader.temporal_sampler.TemporalNeighborSampler` (or ``seed_time=`` is
 given): every problem is one ValueError / TypeError naming it, before any process starts.
 """
@@ -11,17 +11,17 @@ from typing import Optional
 import numpy as np
 
 from .temporal_edges import LaidOutSeeds, TemporalEdgeSeeds, TemporalTypedEdgeSeeds
-from .temporal_sampler import TemporalOptions, TemporalSeeds
+from ..temporal_sampler import TemporalOptions, TemporalSeeds
 
 
 def resolve_temporal_seeds(graph, indices, seed_time, info, options: Optional[TemporalOptions], link=None,
                            schema=None):
     """The :class:`TemporalSeeds` of node ids ``indices`` at ``seed_time`` (with ``link``, the
-    edge-prediction settings, a :class:`~bgl.loader.temporal_edges.TemporalEdgeSeeds` of seed edge
+    edge-prediction settings, a :class:`~bgl.loader.seeds.temporal_edges.TemporalEdgeSeeds` of seed edge
     ids); ValueError / TypeError naming what is missing or malformed (a time per seed, int64; the
     graph's time arrays), before anything runs."""
-    from ..sampler.temporal import check_times
-    from .arguments import check_indices
+    from ...sampler.temporal import check_times
+    from ..arguments import check_indices
 
     if options is None:
         raise ValueError("seed_time= is for temporal sampling: give a bgl.TemporalNeighborSampler(fanouts, "
@@ -31,7 +31,7 @@ def resolve_temporal_seeds(graph, indices, seed_time, info, options: Optional[Te
         return _typed_seeds(graph, indices, seed_time, info, options, link, schema)
     edges = None
     if link is not None:
-        from .edge_prediction import resolve_edge_seeds
+        from ..edge_prediction import resolve_edge_seeds
 
         if link.exclude is not None:
             raise ValueError(f"exclude={link.exclude!r}: temporal link prediction excludes by time, not by id (give "
@@ -65,7 +65,7 @@ def _check_weights(info, name: Optional[str], schema) -> None:
             raise ValueError(f"prob_name={name!r}: the graph servers have no edge array {name!r}; they have "
                              f"{sorted(info.edge_names) or 'none'}")
         return
-    from ..sampler import ops
+    from ...sampler import ops
 
     store, values = _local_edge_array(info, "prob_name", name)
     ops.check_weights(values, int(store.num_edges), name)
@@ -75,7 +75,7 @@ def _check_edge_time(info, name: str) -> None:
     """ValueError when a local graph lacks edge array ``name`` or it is not int64 [num_edges] times."""
     if info.spec.kind != "store":
         return  # graph servers check the name on the first request (their parts hold the arrays)
-    from ..sampler.temporal import check_times
+    from ...sampler.temporal import check_times
 
     store, arr = _local_edge_array(info, "edge_timestamp_attr_name", name)
     check_times(arr, int(store.num_edges), f"edge time array {name!r}")
@@ -86,7 +86,7 @@ def _local_edge_array(info, what: str, name: str):
     naming the argument ``what`` and the edge arrays there are when it has none of that name."""
     store = info.spec.arrays
     if store is None:
-        from ..store import GraphStore
+        from ...store import GraphStore
 
         store = GraphStore(info.spec.path, validate="none")
     try:
@@ -98,7 +98,7 @@ def _local_edge_array(info, what: str, name: str):
 def _node_times(graph, name: str, info) -> Optional[np.ndarray]:
     """Node times ``name`` of an in-memory graph (a DGLGraph's ``g.ndata[name]``) as int64 [num_nodes];
     None for a store or graph servers, which sample by the name (checked here, nothing read)."""
-    from ..sampler.temporal import check_times
+    from ...sampler.temporal import check_times
 
     if _names_node_times(info, name):
         return None
@@ -114,7 +114,7 @@ def _names_node_times(info, name: str) -> bool:
     never a copy per loader or stage process; its layer keys each edge by its source's time, 8 B per edge)
     or the servers' (each part's copy of its in-edges' source times); ValueError listing the node arrays
     there are, or naming a non-integer one.  False for an in-memory graph (its ``ndata``)."""
-    from ..sampler.temporal import check_times
+    from ...sampler.temporal import check_times
 
     if info.spec.kind == "servers":
         have = getattr(info, "node_names", None)
@@ -124,7 +124,7 @@ def _names_node_times(info, name: str) -> bool:
         return True
     store = info.spec.arrays
     if store is None:
-        from ..store import GraphStore
+        from ...store import GraphStore
 
         store = GraphStore(info.spec.path, validate="none")
     if not hasattr(store, "node_array"):
@@ -140,8 +140,8 @@ def _names_node_times(info, name: str) -> bool:
 def _typed_seeds(graph, indices, seed_time, info, options: TemporalOptions, link, schema) -> TemporalSeeds:
     """Typed node seeds ``{ntype: ids}`` at ``seed_time`` (``{ntype: times}``, the same types and lengths;
     a tensor for a one-type graph), fanouts per relation for each hop."""
-    from ..sampler.temporal import check_times
-    from .typed import typed_fanouts, typed_seed_ids
+    from ...sampler.temporal import check_times
+    from ..typed import typed_fanouts, typed_seed_ids
 
     if link is not None:
         return _typed_edge_seeds(graph, indices, seed_time, info, options, link, schema)
@@ -171,7 +171,7 @@ def _typed_node_times(graph, name: str, schema, info=None) -> Optional[np.ndarra
     """Node times ``name`` of a heterogeneous DGLGraph (``g.nodes[t].data[name]`` for every type) or typed
     arrays carrying ``type_ndata[name] = {ntype: times}`` (a PyG HeteroData's), as int64 over global ids
     (types in the schema's order); None for a typed store or graph servers (sampled by the name)."""
-    from ..sampler.temporal import check_times
+    from ...sampler.temporal import check_times
 
     if info is not None and _names_node_times(info, name):
         return None
@@ -197,9 +197,9 @@ def _typed_edge_seeds(graph, indices, seed_time, info, options: TemporalOptions,
     a tensor for a one-relation graph): every endpoint its own seed, exclusion by time only."""
     import dataclasses
 
-    from ..sampler.temporal import check_times
-    from .typed import typed_fanouts
-    from .typed_edge_seeds import resolve_typed_edge_seeds
+    from ...sampler.temporal import check_times
+    from ..typed import typed_fanouts
+    from .typed_edges import resolve_typed_edge_seeds
 
     if link.exclude is not None:
         raise ValueError(f"exclude={link.exclude!r}: temporal link prediction excludes by time, not by id (give "
@@ -228,8 +228,8 @@ def laid_out_seeds(graph, indices, layout, info, options: Optional[TemporalOptio
                    schema=None) -> tuple[np.ndarray, LaidOutSeeds]:
     """``(items, seeds)``: the checked item positions ``indices`` into ``layout`` (``layout.num_items``
     items, ``layout.order_nodes`` the node proximity order places each by) and their
-    :class:`~bgl.loader.temporal_edges.LaidOutSeeds`, sampled by ``options``' temporal sampler."""
-    from .arguments import check_indices
+    :class:`~bgl.loader.seeds.temporal_edges.LaidOutSeeds`, sampled by ``options``' temporal sampler."""
+    from ..arguments import check_indices
 
     if options is None:
         raise ValueError("seed_layout= lays out temporal seeds: give a bgl.TemporalNeighborSampler")
@@ -238,7 +238,7 @@ def laid_out_seeds(graph, indices, layout, info, options: Optional[TemporalOptio
     if options.edge_time is not None:
         _check_edge_time(info, options.edge_time)
     if schema is not None:  # a typed graph: the layout gives global ids; fanouts per relation
-        from .typed import typed_fanouts
+        from ..typed import typed_fanouts
 
         node_time = None if options.node_time_name is None else _typed_node_times(graph, options.node_time_name,
                                                                                   schema, info)

@@ -29,7 +29,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 import torch
 
-from ..sampler.ops import MASK64
+from ...sampler.ops import MASK64
 
 
 def picklable(fn, what: str):
@@ -195,7 +195,7 @@ class UserExclude:
             return ids
         if self.ids == "dgl":
             if self._lookup is None:
-                from .typed_edge_ids import position_map
+                from ..typed_edge_ids import position_map
 
                 self._lookup = position_map(graph, len(schema.edge_types))
             return self._lookup(r, ids)
@@ -203,8 +203,8 @@ class UserExclude:
             etype = np.asarray(graph.etype)[ids]
         else:
             if self._lookup is None:
-                from ..partition.format import open_partition
-                from .typed_edge_ids import PartitionEdges
+                from ...partition.format import open_partition
+                from ..typed_edge_ids import PartitionEdges
 
                 self._lookup = PartitionEdges(open_partition(self.partition_dir))
             etype = self._lookup.etype_of(ids)
@@ -221,8 +221,8 @@ class UserExclude:
 
 def checked_callables(schema, eids: np.ndarray, rel: np.ndarray, exclude, negative, graph, info,
                       typed: bool = True) -> tuple:
-    """``(exclude, negative)`` for :class:`~bgl.loader.typed_edge_seeds.TypedEdgeSeeds` (``typed``) or
-    :class:`~bgl.loader.edge_seeds.EdgeSeeds` (``schema`` the homogeneous one, ``rel`` all 0): a callable
+    """``(exclude, negative)`` for :class:`~bgl.loader.seeds.typed_edges.TypedEdgeSeeds` (``typed``) or
+    :class:`~bgl.loader.seeds.edges.EdgeSeeds` (``schema`` the homogeneous one, ``rel`` all 0): a callable
     ``exclude`` as a :class:`UserExclude`, a :class:`UserNegatives` bound to the user's ``graph``; each
     called once on the first seed edge of every edge type, its output checked, so that a wrong output
     is named before any process starts (an excluded edge of another edge type too)."""
@@ -235,7 +235,7 @@ def checked_callables(schema, eids: np.ndarray, rel: np.ndarray, exclude, negati
         elif info.store is not None:
             exclude = UserExclude(exclude, "store", int(info.store.num_edges))
         else:
-            from ..partition.format import open_partition
+            from ...partition.format import open_partition
 
             book = open_partition(info.partition_dir)
             exclude = UserExclude(exclude, "partition", int(book.num_edges), str(info.partition_dir))

@@ -1,14 +1,14 @@
 """The map stages of the bgl loader, each a small picklable spec with one job.
 
 GraphBolt-style: ``OrderStage`` (epoch seed order -> batches of seed ids,
-in :mod:`bgl.loader.order_stage`), then here ``SampleStage`` (seeds ->
+in :mod:`bgl.loader.stages.order`), then here ``SampleStage`` (seeds ->
 blocks), ``FetchStage`` (blocks -> input features through the cache / miss
 source, and labels) and ``TransferStage`` (to the training device, and to
-``dgl.Block`` when asked).  :mod:`bgl.loader.pipeline` runs
+``dgl.Block`` when asked).  :mod:`bgl.loader.pipeline.chain` runs
 them inline or one process each; :mod:`bgl.loader.dataloader` only wires them.
 
-Items flowing between stages are :class:`~bgl.loader.minibatch.MiniBatch`
-objects; the stages hold :mod:`bgl.loader.specs` rather than live objects.
+Items flowing between stages are :class:`~bgl.loader.stages.minibatch.MiniBatch`
+objects; the stages hold :mod:`bgl.loader.stages.specs` rather than live objects.
 """
 from __future__ import annotations
 
@@ -18,16 +18,16 @@ from typing import Any, Iterable, Iterator, Optional
 import numpy as np
 import torch
 
-from ..codec.decode import check_feat_dtype, decode_features
-from .duplicate_seeds import distinct_seeds, expand_to_seeds
+from ...codec.decode import check_feat_dtype, decode_features
+from ..seeds.duplicates import distinct_seeds, expand_to_seeds
 from .minibatch import MiniBatch
 from .prefault import prefault_memmap
-from .stage_protocol import Stage
+from .protocol import Stage
 from .remote_rows import RemoteRowsOnly
 from .row_buffers import RowBuffers, cache_outputs
 from .specs import CacheSpec, SamplingSpec, TypedCacheSpec
-from .typed_edge_seeds import typed_pair_graphs
-from .edge_seeds import negative_seed, negatives_graph
+from ..seeds.typed_edges import typed_pair_graphs
+from ..seeds.edges import negative_seed, negatives_graph
 
 
 @dataclass
@@ -35,7 +35,7 @@ class SampleStage(Stage):
     """Seeds -> blocks (``fanouts`` in DGL order: fanouts[-1] is applied to the seeds).
 
     With ``edges`` (link prediction) a batch's seeds are positions into the seed-edge
-    list: :meth:`~bgl.loader.edge_seeds.EdgeSeeds.batch` turns them into node seeds
+    list: :meth:`~bgl.loader.seeds.edges.EdgeSeeds.batch` turns them into node seeds
     (positive and negative endpoints) and the edges to exclude, which the sampler
     never draws.
 
@@ -139,7 +139,7 @@ class FetchStage(Stage):
     name: str = "fetch"
 
     def __post_init__(self):
-        from ..cache.lookahead_feeder import CacheSizedWindow
+        from ...cache.lookahead_feeder import CacheSizedWindow
 
         if self.lookahead != "auto" and not isinstance(self.lookahead, CacheSizedWindow) and (
                 isinstance(self.lookahead, bool) or not isinstance(self.lookahead, int) or self.lookahead < 0):
@@ -179,7 +179,7 @@ class FetchStage(Stage):
         """Feature rows [n, dim] of global ``ids`` from the source (the cache's miss source too).
 
         From a local store this is one ``np.take`` on the memmap, into a recycled array
-        (:class:`~bgl.loader.row_buffers.RowBuffers`: no page faults a batch): measured on
+        (:class:`~bgl.loader.stages.row_buffers.RowBuffers`: no page faults a batch): measured on
         the 2-core VM, 1.4 ms for 24k rows x 128 float32, steady, while the sampler's
         numba gather took 1.2-7 ms (its parallel kernel waits for threads that the other
         jobs on the box hold).  Out-of-range ids raise IndexError.
@@ -222,7 +222,7 @@ class FetchStage(Stage):
 
         Call after :meth:`open` (a cache spec is built there)."""
         if self.feat_keys and hasattr(self._cache, "announce"):
-            from ..cache.lookahead_feeder import AUTO, DEFAULT_MAX_DEPTH, CacheSizedWindow
+            from ...cache.lookahead_feeder import AUTO, DEFAULT_MAX_DEPTH, CacheSizedWindow
 
             if isinstance(self.lookahead, CacheSizedWindow):
                 return self.lookahead.max_depth
@@ -244,7 +244,7 @@ class FetchStage(Stage):
             for mb in items:
                 yield self(mb)
             return
-        from ..cache.lookahead_feeder import LookaheadFeeder
+        from ...cache.lookahead_feeder import LookaheadFeeder
 
         cache = self._cache
         if self._remote is not None:
@@ -259,7 +259,7 @@ class FetchStage(Stage):
 
     def _cache_ids(self, mb: MiniBatch) -> torch.Tensor:
         """The batch's input ids the cache handles (all, or with co-located parts only the
-        remote ones: :mod:`bgl.loader.remote_rows`), on the cache's device."""
+        remote ones: :mod:`bgl.loader.stages.remote_rows`), on the cache's device."""
         ids = mb.blocks[0].src_ids if self._remote is None else self._remote.cache_ids(mb)
         device = getattr(self._cache, "device", None)  # a user's cache object may not say
         return ids if device is None else ids.to(device)
@@ -315,7 +315,7 @@ class FetchStage(Stage):
 
     def _attach_typed(self, mb: MiniBatch, rows: Optional[dict]) -> MiniBatch:
         """Put a typed batch's per-type input rows (fetched here when ``rows`` is None) and labels on ``mb``."""
-        from .typed import fetch_typed
+        from ..typed import fetch_typed
 
         if self._cache is not None and self.feat_keys:
             mb.cache_stats = dict(self._cache.stats())
@@ -400,7 +400,7 @@ class TransferStage(Stage):
         if self.feat_codec is not None or self.feat_dtype is not None:  # on the batch's device (bgl/codec)
             input_data = decode_features(blocks[0].srcdata, self.feat_keys, self.feat_codec, self.feat_dtype)
         if self.schema is not None:
-            from .typed import by_type
+            from ..typed import by_type
 
             # DGL's output_nodes name the seeds' types only; input_nodes every type.
             input_nodes = by_type(blocks[0].src_ids, self.schema)
@@ -428,15 +428,15 @@ class TransferStage(Stage):
 
     def _pair_graphs(self, edges, input_data: dict) -> tuple:
         """``(pair_graph,)`` or ``(pair_graph, neg_pair_graph)``: ``dgl.DGLGraph`` s or bgl's
-        :class:`~bgl.loader.edge_seeds.PairGraph` s over the batch's node seeds.
+        :class:`~bgl.loader.seeds.edges.PairGraph` s over the batch's node seeds.
 
         The positive pair graph carries the input features of its nodes, as DGL's (an
         ``edge_subgraph`` keeps ``ndata``): they are the first rows of ``blocks[0]``'s input
         features, since a block's dst nodes lead its src nodes layer after layer (a view, no copy).
         """
-        from .edge_seeds import pair_graphs
+        from ..seeds.edges import pair_graphs
 
-        if hasattr(edges, "fields"):  # a caller's own per-batch layout (bgl/loader/temporal_edges.py)
+        if hasattr(edges, "fields"):  # a caller's own per-batch layout (bgl/loader/seeds/temporal_edges.py)
             return (edges,)
         pairs = pair_graphs(edges)
         n = pairs[0].num_nodes()

@@ -35,7 +35,7 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from ..sampler.ops import MASK64, layer_seed, relabel
+from ...sampler.ops import MASK64, layer_seed, relabel
 
 
 def negative_seed(sample_seed: int) -> int:
@@ -50,7 +50,7 @@ def negatives_graph(sampler, negative):
     ``presample`` cache's presampled epoch ask it alike, so both draw the same negatives."""
     graph = getattr(sampler, "store", None)
     if graph is None and getattr(negative, "needs_graph", False):
-        from ..sampler.edge_check import ServerEdgeCheck
+        from ...sampler.edge_check import ServerEdgeCheck
 
         graph = ServerEdgeCheck(sampler)
     return graph
@@ -148,10 +148,10 @@ class EdgeSeeds:
     eids, src, dst : int64 [n] seed edge ids and their endpoints (global node ids)
     num_nodes : node count of the graph (range of uniform negatives)
     exclude : None | ``"self"`` | ``"reverse_id"`` | a user's callable as a
-        :class:`~bgl.loader.typed_callables.UserExclude`
+        :class:`~bgl.loader.seeds.typed_callables.UserExclude`
     reverse_eids : int64 [num_edges] or None (checked for ``"reverse_id"``)
     negative : a ``bgl.negative_sampler``, a user's callable as a
-        :class:`~bgl.loader.typed_callables.UserNegatives`, or None
+        :class:`~bgl.loader.seeds.typed_callables.UserNegatives`, or None
     node_order : ``"first"`` (DGL's ``compact_graphs`` order) or ``"sorted"`` (PyG's ``unique()``)
     schema : the graph's one-type :class:`~bgl.schema.GraphSchema`, what a user's callables are
         checked against (set when there is one)

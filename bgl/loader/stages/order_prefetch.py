@@ -4,7 +4,7 @@ The proximity order is a BFS over the whole graph (~1 s on R-MAT 2^20), and a
 shuffle a permutation of every seed (0.45 s for 9.5M seed edges), so an inline
 or thread loader starts the next epoch's in a background thread once the first
 batch of this one exists.  Its seed is the next epoch number's (epoch seeds come from
-the loader's own generator, :mod:`bgl.loader.loader_state`); the guess is wrong only
+the loader's own generator, :mod:`bgl.loader.state.position`); the guess is wrong only
 when ``set_epoch`` jumps elsewhere.  A wrong guess only wastes CPU (orders are
 keyed by their seed), and after two in a row the loader stops guessing.
 """

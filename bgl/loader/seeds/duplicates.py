@@ -19,7 +19,7 @@ from typing import Sequence
 
 import torch
 
-from ..blocks import Block
+from ...blocks import Block
 
 
 def distinct_seeds(seeds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:

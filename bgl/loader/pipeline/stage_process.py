@@ -1,13 +1,13 @@
-"""What runs inside one stage process of a :class:`~bgl.loader.pipeline.Pipeline`.
+"""What runs inside one stage process of a :class:`~bgl.loader.pipeline.chain.Pipeline`.
 
-A stage process is forked from the trainer's zygote (:mod:`bgl.loader.spawn_start`)
+A stage process is forked from the trainer's zygote (:mod:`bgl.loader.pipeline.spawn`)
 and runs :func:`_stage_main`: it pins itself to its cores, sizes its thread pools,
 opens its stage, then moves items from its input queue to its output queue until
-told to stop, orphaned (the trainer died: :func:`~bgl.loader.spawn_start.trainer_alive`)
+told to stop, orphaned (the trainer died: :func:`~bgl.loader.pipeline.spawn.trainer_alive`)
 or failed, and reports a failure on the error queue with the traceback text.  A stage
 that reads ahead (``reads_ahead() > 0``, the fetch stage with a lookahead cache) gets each
 epoch's items as one iterator over the received messages (:func:`_stream_epoch`).  The trainer-side half (starting,
-supervising and tearing down these processes) is :mod:`bgl.loader.pipeline`.
+supervising and tearing down these processes) is :mod:`bgl.loader.pipeline.chain`.
 """
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ import traceback
 from collections import deque
 from typing import Sequence
 
-from ..sampler.jit_pages import release_jit_pages
-from .spawn_start import trainer_alive
-from .stage_protocol import Stage
+from ...sampler.jit_pages import release_jit_pages
+from .spawn import trainer_alive
+from ..stages.protocol import Stage
 
 log = logging.getLogger(__name__)
 

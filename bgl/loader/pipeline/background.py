@@ -24,7 +24,7 @@ import queue
 import threading
 from typing import Any, Callable, Iterator
 
-from ..threads import one_openmp_thread_here
+from ...threads import one_openmp_thread_here
 
 # How often a blocked put/get looks at the stop flag and the thread's liveness (s).
 POLL_S = 0.05

@@ -31,7 +31,7 @@ import os
 from multiprocessing import context, forkserver, popen_forkserver, reduction, spawn, util
 
 # What the zygote imports before it forks anything: torch (seconds), numba and the stage code.
-ZYGOTE_PRELOAD = ["bgl.loader._zygote_warm"]
+ZYGOTE_PRELOAD = ["bgl.loader.pipeline._zygote_warm"]
 _MAIN_KEYS = ("init_main_from_path", "init_main_from_name")
 
 

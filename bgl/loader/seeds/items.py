@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .arguments import check_indices, has_repeats
+from ..arguments import check_indices, has_repeats
 
 NODES, EDGES = "nodes", "edges"
 
@@ -25,8 +25,8 @@ class SeedItems:
     """One loader's seeds as items.
 
     ``ids`` : [n], the items the order stage batches: int64 global node ids (``kind == "nodes"``), or
-    positions into ``edges`` (``kind == "edges"``, :class:`~bgl.loader.edge_seeds.EdgeSeeds`, or a
-    typed graph's :class:`~bgl.loader.typed_edge_seeds.TypedEdgeSeeds`, ``{etype: eids}`` mixed),
+    positions into ``edges`` (``kind == "edges"``, :class:`~bgl.loader.seeds.edges.EdgeSeeds`, or a
+    typed graph's :class:`~bgl.loader.seeds.typed_edges.TypedEdgeSeeds`, ``{etype: eids}`` mixed),
     :func:`positions` (int32 while they fit; the order stage widens each batch);
     ``repeated`` : some node id occurs twice (DGL accepts it; proximity order does not);
     ``order_nodes`` : for edge items, the node of each item that proximity order places (its dst).
@@ -61,12 +61,12 @@ def resolve_seeds(graph, indices, info, sampler, schema, order: str, seed_time=N
     """
     typed = schema is not None
     if seed_layout is not None:  # items are positions; the caller lays out each batch's seeds (PyG's link loader)
-        from .temporal_seeds import laid_out_seeds
+        from .temporal import laid_out_seeds
 
         items, seeds = laid_out_seeds(graph, indices, seed_layout, info, sampler.temporal, schema)
         return SeedItems(EDGES, typed, items, order_nodes=seed_layout.order_nodes, temporal=seeds)
     if sampler.temporal is not None or seed_time is not None:
-        from .temporal_seeds import resolve_temporal_seeds
+        from .temporal import resolve_temporal_seeds
 
         seeds = resolve_temporal_seeds(graph, indices, seed_time, info, sampler.temporal, sampler.link, schema)
         # A node may be a seed at many times: items are positions, placed by their node (proximity).
@@ -77,19 +77,19 @@ def resolve_seeds(graph, indices, info, sampler, schema, order: str, seed_time=N
                          order_nodes=seeds.nodes)
     if sampler.link is not None:
         if typed:
-            from .typed_edge_seeds import resolve_typed_edge_seeds
+            from .typed_edges import resolve_typed_edge_seeds
 
             edges = resolve_typed_edge_seeds(indices, info, sampler.link, graph)
             return SeedItems(EDGES, typed, positions(edges.eids.shape[0]), edges=edges,
                              order_nodes=edges.dst)
-        from .edge_prediction import resolve_edge_seeds
+        from ..edge_prediction import resolve_edge_seeds
 
         edges = resolve_edge_seeds(graph, indices, info, sampler.link)
         # Items are positions into the seed-edge list; the sample stage turns them into nodes.
         return SeedItems(EDGES, typed, positions(edges.eids.shape[0]), edges=edges,
                          order_nodes=edges.dst)
     if typed:
-        from .typed import typed_seed_ids
+        from ..typed import typed_seed_ids
 
         ids = typed_seed_ids(indices, schema)
     else:

@@ -1,6 +1,6 @@
 """The inline chain: a pipeline's stages as nested generators in the calling thread.
 
-Used by :class:`bgl.loader.pipeline.Pipeline` in ``inline`` mode, and by its
+Used by :class:`bgl.loader.pipeline.chain.Pipeline` in ``inline`` mode, and by its
 ``thread`` mode on both sides of the hand-off (the producer thread runs the
 source and map stages, the trainer the trainer stages).  Every failure is
 re-raised as :class:`~bgl.errors.PipelineError` naming the stage it came from.
@@ -12,11 +12,11 @@ import traceback
 from functools import partial
 from typing import Any, Iterator, Sequence
 
-from ..errors import PipelineError
-from ..sampler.jit_pages import release_jit_pages
-from .stage_protocol import SourceStage, Stage
+from ...errors import PipelineError
+from ...sampler.jit_pages import release_jit_pages
+from ..stages.protocol import SourceStage, Stage
 
-log = logging.getLogger("bgl.loader.pipeline")
+log = logging.getLogger("bgl.loader.pipeline.chain")
 
 
 def stage_failed(name: str, e: BaseException) -> PipelineError:

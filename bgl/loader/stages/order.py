@@ -1,6 +1,6 @@
 """The loader's source stage: one epoch's seed order, cut into batches of seed ids.
 
-``OrderStage`` turns ``(epoch, epoch_seed)`` into :class:`~bgl.loader.minibatch.MiniBatch`
+``OrderStage`` turns ``(epoch, epoch_seed)`` into :class:`~bgl.loader.stages.minibatch.MiniBatch`
 es: DGL's random shuffle, or BGL's proximity order from
 :mod:`bgl.cache.ordering` (over a local store, or part by part over a
 partition dir).  The next epoch's proximity order can be built in a
@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from .minibatch import MiniBatch
-from .stage_protocol import SourceStage
+from .protocol import SourceStage
 from .specs import SamplingSpec
 
 ORDERS = ("random", "proximity")
@@ -44,7 +44,7 @@ class OrderStage(SourceStage):
     ----------
     ids : [n]
         This rank's seed items (already split and padded for DDP): int64 node ids, or positions into
-        the seed edges (:func:`~bgl.loader.seed_items.positions`, int32 while they fit).
+        the seed edges (:func:`~bgl.loader.seeds.items.positions`, int32 while they fit).
     order : ``"random"`` (a permutation when ``shuffle``) or ``"proximity"``
         (BGL's BFS-sequence order via :func:`bgl.cache.ordering.store_order.proximity_order`,
         so consecutive batches share neighbours and the feature cache hits).
@@ -103,7 +103,7 @@ class OrderStage(SourceStage):
                 self._store = self.graph.open_store()
         elif self.partition_dir is not None:
             if self._part_order is None:
-                from ..cache.ordering.partition_order import PartitionOrder
+                from ...cache.ordering.partition_order import PartitionOrder
 
                 # Built once per process; its per-part views are reused every epoch.
                 if self.order_nodes is None:
@@ -170,7 +170,7 @@ class OrderStage(SourceStage):
         """The :class:`~bgl.cache.ordering.saved_orders.SavedOrders` of ``order_dir``, or None (no
         directory, not a proximity order, or a graph without files to name it by)."""
         if self._saved is None and self.order_dir is not None and self.order == "proximity":
-            from ..cache.ordering.saved_orders import SavedOrders, graph_identity, order_key
+            from ...cache.ordering.saved_orders import SavedOrders, graph_identity, order_key
 
             store_path = self.graph.path if self.graph is not None and self.graph.kind == "store" else None
             graph = graph_identity(self.partition_dir, store_path)
@@ -190,7 +190,7 @@ class OrderStage(SourceStage):
     def _compute_order(self, epoch_seed: int) -> np.ndarray:
         if self.order == "proximity":
             ids = np.asarray(self.ids, dtype=np.int64)
-            from ..cache.ordering.store_order import proximity_order
+            from ...cache.ordering.store_order import proximity_order
 
             if self._store is None and self._part_order is None:
                 self.open()
@@ -199,7 +199,7 @@ class OrderStage(SourceStage):
                     return self._part_order.epoch_order(epoch_seed)
                 return np.asarray(proximity_order(self._store, ids, self.num_sequences, epoch_seed), dtype=np.int64)
             # edge seeds: ordered by one endpoint's place in the nodes' proximity order
-            from .edge_seeds import edge_order
+            from ..seeds.edges import edge_order
 
             nodes = self.order_nodes[ids].astype(np.int64, copy=False)  # held narrow (int32) for typed edges
             if self._part_order is not None:

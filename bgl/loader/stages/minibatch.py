@@ -23,7 +23,7 @@ class MiniBatch:
     fetch stage's cumulative cache counters after this batch.  For edge seeds
     (link prediction) the order stage's ``seeds`` are positions into the loader's
     seed-edge list; the sample stage replaces them with the batch's node seeds and
-    sets ``edges`` (:class:`~bgl.loader.edge_seeds.EdgeBatch`).
+    sets ``edges`` (:class:`~bgl.loader.seeds.edges.EdgeBatch`).
     """
 
     epoch: int
@@ -81,7 +81,7 @@ def _pack_blocks(blocks: Sequence[Any]) -> dict:
 
 
 def _unpack_blocks(packed: dict) -> list:
-    from ..blocks import Block
+    from ...blocks import Block
 
     ints, pos, out = packed["ints"], 0, []
 

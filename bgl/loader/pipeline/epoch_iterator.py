@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Optional
 
-from ..sampler.jit_pages import release_jit_pages
-from .trainer_wait import TrainerWait, timed_next
+from ...sampler.jit_pages import release_jit_pages
+from ..trainer_wait import TrainerWait, timed_next
 
 
 class EpochIterator:

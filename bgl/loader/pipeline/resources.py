@@ -204,7 +204,7 @@ def profile_stages(source, stages: Sequence[Any], epoch: Any, num_batches: int =
 
     Returns {stage name: mean seconds per batch}.
     """
-    from ..threads import thread_limits
+    from ...threads import thread_limits
 
     totals = {s.name: 0.0 for s in stages}
     counted = 0

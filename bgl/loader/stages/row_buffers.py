@@ -30,7 +30,7 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from ..sampler.row_gather import take_rows, tensor_view
+from ...sampler.row_gather import take_rows, tensor_view
 
 
 def _refs_while_scanned(arrays: list) -> int:

@@ -15,7 +15,7 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from ..blocks import Block
+from ...blocks import Block
 
 TIME_KEY = "timestamp"  # edata key of the edge times when the sampler names node times only
 
@@ -29,7 +29,7 @@ def tree_blocks(layer: Callable, nodes: np.ndarray, times: np.ndarray, fanouts, 
     int64 [R] arrays and the blocks carry ``etypes``); ``fanouts`` in hop order (the first hop first);
     hop ``h`` draws with ``layer_seed(seed, L - 1 - h)``, the seed the block sampler gives the same layer.
     """
-    from ..sampler.ops import layer_seed
+    from ...sampler.ops import layer_seed
 
     num_layers = len(fanouts)
     dst = np.ascontiguousarray(nodes, np.int64)

@@ -4,7 +4,7 @@ torchdata's ``StatefulDataLoader`` made "where was the loader" part of a checkpo
 the same way and given the state yields exactly the batches the first had not yet yielded, in the
 same order.  bgl's batches are a pure function of ``(epoch seed, batch index)`` -- the order stage
 cuts the epoch's order into batches and each batch's sampling seed is ``epoch seed`` and its index
-(:meth:`~bgl.loader.order_stage.OrderStage.items`) -- so the state is a handful of integers: the
+(:meth:`~bgl.loader.stages.order.OrderStage.items`) -- so the state is a handful of integers: the
 epoch, its seed, the next batch's index, and what the loader was built over, to refuse a state that
 belongs to another loader.  Resuming starts the epoch's order at that index: batches before it are
 neither sampled nor fetched, whatever the pipeline (inline, thread, processes: batches prepared but

@@ -36,20 +36,20 @@ class SamplingSpec:
     def open(self):
         """A live sampler (``sample_blocks`` / ``fetch_features`` / ``fetch_labels``)."""
         if self.kind == "store":
-            from ..sampler import LocalSampler
+            from ...sampler import LocalSampler
 
             if self.arrays is not None:
                 return LocalSampler(self.arrays)
-            from ..store import GraphStore
+            from ...store import GraphStore
 
             return LocalSampler(GraphStore(self.path, validate="none"))
         if self.kind == "servers":
-            from ..sampler import SamplingClient
+            from ...sampler import SamplingClient
 
             client = SamplingClient(list(self.addresses), timeout=self.timeout)
             if client.schema is None:
                 return client
-            from ..sampler.typed_remote import TypedServerSampler
+            from ...sampler.typed_remote import TypedServerSampler
 
             try:
                 return TypedServerSampler(client, self.partition)
@@ -64,7 +64,7 @@ class SamplingSpec:
             return None
         if self.arrays is not None:
             return self.arrays
-        from ..store import GraphStore
+        from ...store import GraphStore
 
         return GraphStore(self.path, validate="none")
 
@@ -88,7 +88,7 @@ class CacheSpec:
 
     def build(self):
         """Build the cache this spec describes with :func:`bgl.cache.make_cache` (in the calling process)."""
-        from ..cache import make_cache
+        from ...cache import make_cache
 
         return make_cache(self.policy, self.capacity, self.num_nodes, self.dim,
                           dtype=getattr(torch, self.dtype), device=self.device,
@@ -114,6 +114,6 @@ class TypedCacheSpec:
 
     def build(self):
         """Build every type's cache and the typed cache over them (in the calling process)."""
-        from ..cache.typed import typed_cache
+        from ...cache.typed import typed_cache
 
         return typed_cache({nt: s.build() for nt, s in self.specs.items()}, self.ntypes, self.offsets)

@@ -10,10 +10,10 @@ where the CUDA context lives).  The same stage objects run two ways:
 ``thread``
     The same generator chain, run by one background thread a few items
     (``queue_size``) ahead of the trainer, which runs the trainer stages
-    (:mod:`bgl.loader.background` says why and how it stops).
+    (:mod:`bgl.loader.pipeline.background` says why and how it stops).
 ``processes``
     Every source/map stage runs in its own process, forked from a zygote that imported
-    torch and bgl once (:mod:`bgl.loader.spawn_start`; no ``__main__`` re-run), and
+    torch and bgl once (:mod:`bgl.loader.pipeline.spawn`; no ``__main__`` re-run), and
     pinned to its cores with ``os.sched_setaffinity``.  Stages are connected by bounded
     ``torch.multiprocessing`` queues: tensors travel as shared-memory handles (the
     storage is moved to shared memory once, never re-pickled element by element), and
@@ -32,7 +32,7 @@ dies ends every stage and surfaces in the trainer as :class:`PipelineError`
 naming the stage, with the original traceback text.
 
 This module is the trainer's side; what runs inside a stage process is
-:mod:`bgl.loader.stage_process`.
+:mod:`bgl.loader.pipeline.stage_process`.
 """
 from __future__ import annotations
 
@@ -44,12 +44,12 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
-from ..errors import PipelineError
+from ...errors import PipelineError
 from .background import background_items
-from .inline_chain import apply_stage, close_quietly, run_chain, source_items
-from .spawn_start import StageProcess
+from .inline import apply_stage, close_quietly, run_chain, source_items
+from .spawn import StageProcess
 # the stage contract; also importable from here, as it was before it had a module of its own
-from .stage_protocol import SourceStage, Stage
+from ..stages.protocol import SourceStage, Stage
 # quiet_numba_threads is re-exported: the DataLoader and test setup call it from here.
 from .stage_process import _END, _EPOCH, POLL_S, _stage_main
 from .stage_process import quiet_numba_threads  # noqa: F401
@@ -170,7 +170,7 @@ class Pipeline:
         try:
             for i, stage in enumerate(proc_stages):
                 cores = self.cores.get(stage.name, ())
-                # Forked from the zygote without re-running the user's script (bgl/loader/spawn_start.py), so a
+                # Forked from the zygote without re-running the user's script (bgl/loader/pipeline/spawn.py), so a
                 # loader built at module level, DGL-example style, works unguarded.
                 p = StageProcess(
                     target=_stage_main, name=f"bgl-{stage.name}", daemon=True,

@@ -4,12 +4,13 @@ process otherwise).  Nothing here starts a thread: a fork of this process is saf
 import numpy as np
 import torch  # noqa: F401  (seconds, once per trainer instead of once per stage)
 
-from . import stage_process, stages  # noqa: F401
-from ..sampler import _kernels as K
+from . import stage_process  # noqa: F401
+from ..stages import map as stages  # noqa: F401
+from ...sampler import _kernels as K
 
 _ids = np.zeros(1, np.int64)
 K.gather_1d(_ids, _ids, np.int64(0), np.empty(1, np.int64))
 
-from ..sampler.jit_pages import release_jit_pages  # noqa: E402
+from ...sampler.jit_pages import release_jit_pages  # noqa: E402
 
 release_jit_pages()  # the forks fault back only the LLVM pages their own kernels need
