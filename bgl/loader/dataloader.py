@@ -149,7 +149,7 @@ class DataLoader(Closes):
         self._epoch, self._epoch_set = 0, False
         self._current: tuple[int, int] = (0, 0)  # (epoch, seed) of the last epoch started
         self._resume = ResumePoint()  # a loaded state_dict, applied by the next iter()
-        # The loader's own generator (loader_state.py): read once from torch's RNG, so torch.manual_seed
+        # The loader's own generator (state/position.py): read once from torch's RNG, so torch.manual_seed
         # before building decides every epoch's order, and nothing the script draws afterwards does.
         self._generator_seed = None if self.use_ddp else generator_seed_from_torch()
         self._next_order = NextOrderGuess()  # build the next epoch's order (BFS, shuffle) during this one
@@ -384,7 +384,7 @@ class DataLoader(Closes):
         """The seed of the epoch after ``epoch`` (unless ``set_epoch`` jumps elsewhere)."""
         return self._epoch_seed(epoch + 1)
 
-    # ------------------------------------------------------------ checkpoints (loader_state.py)
+    # ------------------------------------------------------------ checkpoints (state/position.py)
     def state_dict(self) -> dict:
         """Where the loader is, as plain data (torchdata's ``StatefulDataLoader.state_dict``): a loader
         built the same way resumes from it with :meth:`load_state_dict`, yielding exactly the batches
@@ -410,7 +410,7 @@ class DataLoader(Closes):
 
     @functools.cached_property
     def _fingerprint(self) -> dict:
-        """What a state must agree on (loader_state.py); the seeds never change: one O(n) CRC a loader."""
+        """What a state must agree on (state/position.py); the seeds never change: one O(n) CRC a loader."""
         return fingerprint(self._order_stage.ids, self.batch_size, self.drop_last, self.shuffle, self.order,
                            self._world, self._rank, len(self))
 

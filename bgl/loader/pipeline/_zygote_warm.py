@@ -1,4 +1,4 @@
-"""Imported by the stage zygote (spawn_start.py) before it forks any stage: torch, numba and
+"""Imported by the stage zygote (spawn.py) before it forks any stage: torch, numba and
 bgl's stage code, and numba's JIT set up once by one tiny serial kernel call (~0.7 s per
 process otherwise).  Nothing here starts a thread: a fork of this process is safe."""
 import numpy as np

@@ -37,7 +37,7 @@ class EpochIterator:
         self._items: Optional[Iterator[Any]] = items
         self.wait = wait if wait is not None else TrainerWait()
         self._first = True
-        self.position = int(start)  # index of the next batch of the epoch (loader_state.py)
+        self.position = int(start)  # index of the next batch of the epoch (state/position.py)
 
     def __iter__(self) -> "EpochIterator":
         return self

@@ -409,7 +409,7 @@ class TransferStage(Stage):
                 b.schema = self.schema
             if self.frontend is not None:
                 blocks = self._frontend_blocks(blocks)
-            if mb.edges is not None:  # typed link prediction (typed_edge_seeds.py), or a caller's layout's payload
+            if mb.edges is not None:  # typed link prediction (seeds/typed_edges.py), or a caller's layout's payload
                 pairs = (mb.edges,) if hasattr(mb.edges, "fields") else typed_pair_graphs(
                     mb.edges.to(device), self.schema, self.frontend)
                 return (input_nodes, *pairs, blocks)

@@ -221,7 +221,7 @@ class OrderStage(SourceStage):
         sampling seed derived from the seed and its index.  ``(epoch_num, epoch_seed, k)`` starts at
         batch ``k``: the batches before it are neither cut nor sampled (a resumed epoch).
         """
-        epoch_num, epoch_seed, *start = epoch  # (epoch, seed, first batch): a resumed epoch (loader_state.py)
+        epoch_num, epoch_seed, *start = epoch  # (epoch, seed, first batch): a resumed epoch (state/position.py)
         ids = self.epoch_order(epoch_seed)
         bounds = batch_bounds(ids.shape[0], self.batch_size, self.drop_last)
         for i in range(int(start[0]) if start else 0, bounds.shape[0] - 1):
