@@ -70,7 +70,7 @@ import numpy as np
 
 from bgl.errors import ProtocolError
 
-from .typed_frames import FLAG_TYPED, typed_fanouts
+from .typed.frames import FLAG_TYPED, typed_fanouts
 
 MAGIC = b"BGLW"
 PROTOCOL_VERSION = 1

@@ -108,8 +108,8 @@ def _servers_info(addresses: Sequence[str], timeout: float, partition_dir: Optio
     with SamplingClient(list(addresses), timeout=timeout) as client:
         spec = SamplingSpec("servers", addresses=tuple(addresses), timeout=timeout)
         schema = None
-        if client.schema is not None:  # typed: the loader's ids (bgl/sampler/typed_remote.py)
-            from ..sampler.typed_remote import TypedServerSampler
+        if client.schema is not None:  # typed: the loader's ids (bgl/sampler/typed/remote.py)
+            from ..sampler.typed.remote import TypedServerSampler
 
             spec = SamplingSpec("servers", addresses=tuple(addresses), timeout=timeout,
                                 partition=None if partition_dir is None else str(partition_dir))

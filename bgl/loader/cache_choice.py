@@ -219,7 +219,7 @@ def sized_window(pipeline: str):
 
 def original_degrees(path: Path) -> np.ndarray:
     """In-degrees of all nodes of a typed partition in ORIGINAL ids (what a typed loader over its servers
-    speaks, :class:`~bgl.sampler.typed_remote.TypedServerSampler`): the parts' degrees put back in place."""
+    speaks, :class:`~bgl.sampler.typed.remote.TypedServerSampler`): the parts' degrees put back in place."""
     from ..partition.format import open_partition
 
     new = partition_degrees(path)

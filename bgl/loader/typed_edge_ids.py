@@ -40,7 +40,7 @@ class StoreEdges:
 
     def reverse(self, src: np.ndarray, dst: np.ndarray, rev: np.ndarray) -> np.ndarray:
         """Position of an edge ``dst -> src`` of relation ``rev`` per seed (-1: none; ``rev`` -1: none)."""
-        from ..sampler._typed_kernels import reverse_positions
+        from ..sampler.typed._kernels import reverse_positions
 
         out = np.full(src.shape[0], -1, np.int64)
         has = rev >= 0

@@ -252,7 +252,7 @@ def read_edgelist(path: Path, *, scratch_dir: Path, num_nodes: int | None = None
     ``edge_weight_column`` (0-based; 2 is the column after ``src dst``): that column's
     numbers become the store's ``weight`` edge array (float32, CSC order).  ``edge_time_column``
     likewise: its integers (e.g. unix seconds) become the ``timestamp`` edge array (int64, 8 B per
-    edge), the edge times of temporal sampling (:mod:`bgl.sampler.temporal`).
+    edge), the edge times of temporal sampling (:mod:`bgl.sampler.temporal.sampling`).
 
     ``symmetrize_default`` follows the header (:func:`header_direction`):
     True for "undirected", else False (an edge list keeps its direction);

@@ -20,7 +20,7 @@ def resolve_temporal_seeds(graph, indices, seed_time, info, options: Optional[Te
     edge-prediction settings, a :class:`~bgl.loader.seeds.temporal_edges.TemporalEdgeSeeds` of seed edge
     ids); ValueError / TypeError naming what is missing or malformed (a time per seed, int64; the
     graph's time arrays), before anything runs."""
-    from ...sampler.temporal import check_times
+    from ...sampler.temporal.sampling import check_times
     from ..arguments import check_indices
 
     if options is None:
@@ -75,7 +75,7 @@ def _check_edge_time(info, name: str) -> None:
     """ValueError when a local graph lacks edge array ``name`` or it is not int64 [num_edges] times."""
     if info.spec.kind != "store":
         return  # graph servers check the name on the first request (their parts hold the arrays)
-    from ...sampler.temporal import check_times
+    from ...sampler.temporal.sampling import check_times
 
     store, arr = _local_edge_array(info, "edge_timestamp_attr_name", name)
     check_times(arr, int(store.num_edges), f"edge time array {name!r}")
@@ -98,7 +98,7 @@ def _local_edge_array(info, what: str, name: str):
 def _node_times(graph, name: str, info) -> Optional[np.ndarray]:
     """Node times ``name`` of an in-memory graph (a DGLGraph's ``g.ndata[name]``) as int64 [num_nodes];
     None for a store or graph servers, which sample by the name (checked here, nothing read)."""
-    from ...sampler.temporal import check_times
+    from ...sampler.temporal.sampling import check_times
 
     if _names_node_times(info, name):
         return None
@@ -114,7 +114,7 @@ def _names_node_times(info, name: str) -> bool:
     never a copy per loader or stage process; its layer keys each edge by its source's time, 8 B per edge)
     or the servers' (each part's copy of its in-edges' source times); ValueError listing the node arrays
     there are, or naming a non-integer one.  False for an in-memory graph (its ``ndata``)."""
-    from ...sampler.temporal import check_times
+    from ...sampler.temporal.sampling import check_times
 
     if info.spec.kind == "servers":
         have = getattr(info, "node_names", None)
@@ -140,7 +140,7 @@ def _names_node_times(info, name: str) -> bool:
 def _typed_seeds(graph, indices, seed_time, info, options: TemporalOptions, link, schema) -> TemporalSeeds:
     """Typed node seeds ``{ntype: ids}`` at ``seed_time`` (``{ntype: times}``, the same types and lengths;
     a tensor for a one-type graph), fanouts per relation for each hop."""
-    from ...sampler.temporal import check_times
+    from ...sampler.temporal.sampling import check_times
     from ..typed import typed_fanouts, typed_seed_ids
 
     if link is not None:
@@ -171,7 +171,7 @@ def _typed_node_times(graph, name: str, schema, info=None) -> Optional[np.ndarra
     """Node times ``name`` of a heterogeneous DGLGraph (``g.nodes[t].data[name]`` for every type) or typed
     arrays carrying ``type_ndata[name] = {ntype: times}`` (a PyG HeteroData's), as int64 over global ids
     (types in the schema's order); None for a typed store or graph servers (sampled by the name)."""
-    from ...sampler.temporal import check_times
+    from ...sampler.temporal.sampling import check_times
 
     if info is not None and _names_node_times(info, name):
         return None
@@ -197,7 +197,7 @@ def _typed_edge_seeds(graph, indices, seed_time, info, options: TemporalOptions,
     a tensor for a one-relation graph): every endpoint its own seed, exclusion by time only."""
     import dataclasses
 
-    from ...sampler.temporal import check_times
+    from ...sampler.temporal.sampling import check_times
     from ..typed import typed_fanouts
     from .typed_edges import resolve_typed_edge_seeds
 

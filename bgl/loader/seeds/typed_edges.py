@@ -7,7 +7,7 @@ the graph (empty where a batch has none).  Here such seeds are one more item kin
 as DGL shuffles them; :meth:`TypedEdgeSeeds.batch` turns a batch into its node seeds (endpoints of
 positives and of the negatives drawn per edge type, compacted over one node set in DGL's
 ``compact_graphs`` order) and the CSC positions to exclude, and the typed sampler draws around them
-(:func:`bgl.sampler._typed_kernels.typed_positions`, at the cost of the fanout).
+(:func:`bgl.sampler.typed._kernels.typed_positions`, at the cost of the fanout).
 
 Edge ids, as the untyped loader numbers them: a heterogeneous DGLGraph's own per-relation ids; a
 typed store's CSC positions (what its blocks' ``EID`` hold), each checked to be of its edge type.
@@ -26,7 +26,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 import torch
 
-from ...sampler.typed import relation_seed
+from ...sampler.typed.sampling import relation_seed
 from .._typed_block_kernels import type_positions
 from .edges import compact, sorted_compact
 from ..typed_edge_ids import StoreEdges, edge_source, position_map
@@ -291,7 +291,7 @@ def _reverse_positions(settings, schema, edges, eids, pos, rel, src, dst, to_pos
 
     ``"reverse_types"``: edge ``k`` of type ``A`` reverses edge ``k`` of ``reverse_etypes[A]`` on a
     DGLGraph; on a typed store or partition (ids are positions) the reverse is found by its endpoints
-    (:func:`~bgl.sampler._typed_kernels.reverse_positions`).  ``"reverse_id"``: ``reverse_eids`` maps
+    (:func:`~bgl.sampler.typed._kernels.reverse_positions`).  ``"reverse_id"``: ``reverse_eids`` maps
     each edge type's ids to the same type's reverse ids (``{etype: ids}``; one array when the graph
     has one edge type), or on a store or partition its edge ids to edge ids (int64 [num_edges]).
     """

@@ -100,7 +100,7 @@ class SampleStage(Stage):
             extra["edge_data"] = tuple(self.edge_feats)
         if self.labor is not None:
             seed, extra["labor"] = self.labor.for_batch(seed, index)
-        if self.typed_fanouts is not None:  # per-relation fanouts (bgl/sampler/typed.py)
+        if self.typed_fanouts is not None:  # per-relation fanouts (bgl/sampler/typed/sampling.py)
             return sampler.sample_typed_blocks(seeds, list(self.typed_fanouts), self.replace, seed, **extra)
         return sampler.sample_blocks(seeds, list(self.fanouts), replace=self.replace, seed=seed, **extra)
 

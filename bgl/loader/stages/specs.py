@@ -23,7 +23,7 @@ class SamplingSpec:
     tensors) sampled in-process by :class:`bgl.sampler.LocalSampler`.
     ``kind="servers"``: graph servers reached by :class:`bgl.sampler.SamplingClient`
     (one address per part, in part order); ``partition`` names the partition dir whose
-    original ids a typed graph's loader speaks (:class:`bgl.sampler.typed_remote.TypedServerSampler`).
+    original ids a typed graph's loader speaks (:class:`bgl.sampler.typed.remote.TypedServerSampler`).
     """
 
     kind: str
@@ -49,7 +49,7 @@ class SamplingSpec:
             client = SamplingClient(list(self.addresses), timeout=self.timeout)
             if client.schema is None:
                 return client
-            from ...sampler.typed_remote import TypedServerSampler
+            from ...sampler.typed.remote import TypedServerSampler
 
             try:
                 return TypedServerSampler(client, self.partition)

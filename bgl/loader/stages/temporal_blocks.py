@@ -55,7 +55,7 @@ def tree_blocks(layer: Callable, nodes: np.ndarray, times: np.ndarray, fanouts, 
 
 
 def disjoint_blocks(sample, edge_time: Optional[str], schema=None) -> list[Block]:
-    """PyG's disjoint layout of a :class:`~bgl.sampler.temporal.TemporalSample`: the block of hop ``h``
+    """PyG's disjoint layout of a :class:`~bgl.sampler.temporal.sampling.TemporalSample`: the block of hop ``h``
     has the nodes of hops <= h as destinations and those of hops <= h + 1 as sources, and hop ``h``'s
     edges (older destinations have none there: only new nodes are expanded, as PyG does).
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._kernels import FLOYD_MAX_K, _count_one, _row_positions
-from ._labor_kernels import _keep, _threshold
-from ._weighted_kernels import _count_of, _positive, weighted_span
+from .._kernels import FLOYD_MAX_K, _count_one, _row_positions
+from .._labor_kernels import _keep, _threshold
+from .._weighted_kernels import _count_of, _positive, weighted_span
 
 
 @njit(nogil=True, cache=True, inline="always")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._kernels import FLOYD_MAX_K
-from ._temporal_kernels import _eligible, _positions_one
+from .._kernels import FLOYD_MAX_K
+from ._kernels import _eligible, _positions_one
 
 
 @njit(nogil=True, cache=True)

@@ -4,8 +4,8 @@ DGL's heterogeneous ``NeighborSampler([{etype: n, ...}, ...])`` draws, for each
 destination node and each relation into its type, up to ``n`` in-edges of that
 relation.  Here a layer's fanouts are one int per relation id (``-1`` all, ``0``
 none); each destination row gets the span of every relation into its type
-(:func:`~bgl.sampler._typed_kernels.typed_spans`), the homogeneous sampler's
-per-row draw runs over those spans (:func:`~bgl.sampler._typed_kernels.typed_positions`)
+(:func:`~bgl.sampler.typed._kernels.typed_spans`), the homogeneous sampler's
+per-row draw runs over those spans (:func:`~bgl.sampler.typed._kernels.typed_positions`)
 and one gather pass reads the neighbours.
 
 Randomness: relation ``r`` of a layer draws from the layer seed mixed with
@@ -39,9 +39,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from . import _kernels as K
-from . import ops
-from ._typed_kernels import (exclude_from_spans, labor_span_counts, labor_span_positions, typed_positions,
+from .. import _kernels as K
+from .. import ops
+from ._kernels import (exclude_from_spans, labor_span_counts, labor_span_positions, typed_positions,
                              typed_spans, weighted_span_counts, weighted_span_positions)
 
 MASK64 = (1 << 64) - 1

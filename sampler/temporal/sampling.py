@@ -30,10 +30,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import _kernels as K
-from . import _temporal_kernels as TK
-from . import _weighted_temporal_kernels as WK
-from . import ops
+from .. import _kernels as K
+from . import _kernels as TK
+from . import _weighted_kernels as WK
+from .. import ops
 
 STRATEGIES = {"uniform": TK.UNIFORM, "last": TK.LAST}
 DEFAULT_TIME_NAME = "timestamp"
@@ -302,11 +302,11 @@ def sample_temporal(layer: LayerFn, seeds, seed_times, fanouts: Sequence[int], s
     Only the nodes new to their subgraph at one hop are expanded at the next (as PyG).  Seeds may
     repeat (one subgraph each, e.g. the two ends of link-prediction seed edges at their times).
     ``layer`` is a :class:`TemporalLayer` or anything with its call signature (graph servers:
-    :class:`~bgl.sampler.temporal_remote.TemporalClient`), or a typed one
-    (:class:`~bgl.sampler.temporal_typed.TypedTemporalLayer`: each of ``fanouts`` an int64 [R] array,
+    :class:`~bgl.sampler.temporal.remote.TemporalClient`), or a typed one
+    (:class:`~bgl.sampler.temporal.typed.TypedTemporalLayer`: each of ``fanouts`` an int64 [R] array,
     one per relation; the sample's ``etype`` then holds each edge's relation).
     """
-    from . import multilayer  # torch: not in a graph server, which imports this module
+    from .. import multilayer  # torch: not in a graph server, which imports this module
 
     typed = len(fanouts) > 0 and isinstance(fanouts[0], np.ndarray)
     fanouts = list(fanouts) if typed else multilayer.check_fanouts(fanouts)

@@ -1,7 +1,7 @@
 """Temporal sampling over graph servers: the client side (mixed into :class:`~bgl.sampler.client.SamplingClient`).
 
 A layer sends one temporal SAMPLE (:mod:`.temporal_frames`) per owning server, seeds and their
-times side by side; co-located parts are read here by the same :class:`~bgl.sampler.temporal.TemporalLayer`
+times side by side; co-located parts are read here by the same :class:`~bgl.sampler.temporal.sampling.TemporalLayer`
 the servers run, so a layer equals the local store's edge for edge (a row's draw depends on
 its global id, its time and the seed only).  Edge ids come back as each part's CSC positions
 and are numbered globally by :attr:`SamplingClient.edge_bounds`.
@@ -15,11 +15,11 @@ import numpy as np
 
 from bgl.errors import ProtocolError
 
-from . import _kernels as K
-from . import ops
-from . import protocol as P
-from . import temporal as T
-from .temporal_frames import temporal_request
+from .. import _kernels as K
+from .. import ops
+from .. import protocol as P
+from . import sampling as T
+from .frames import temporal_request
 
 
 class TemporalClient:
@@ -30,12 +30,12 @@ class TemporalClient:
                        time_name: str | None = T.DEFAULT_TIME_NAME, node_time_name: str | None = None,
                        prob_name: str | None = None):
         """One temporal layer: ``(counts int64 [m], nbrs int64 [e], eids int64 [e] global edge ids,
-        edge_time int64 [e])`` in ``dst`` order, as :class:`~bgl.sampler.temporal.TemporalLayer`;
+        edge_time int64 [e])`` in ``dst`` order, as :class:`~bgl.sampler.temporal.sampling.TemporalLayer`;
         ``time_name`` names the servers' int64 edge array of times, ``node_time_name`` their node array
         of times (each part filters by its copy of its in-edges' source times), ``prob_name`` their edge
         array of weights (untyped servers: drawn by weight among the eligible edges).
         On typed servers ``fanout`` is an int64 [R] array, one per relation, and ``etypes`` int64 [e]
-        follows (:class:`~bgl.sampler.temporal_typed.TypedTemporalLayer`'s result)."""
+        follows (:class:`~bgl.sampler.temporal.typed.TypedTemporalLayer`'s result)."""
         from bgl.schema import check_edge_name
 
         typed = isinstance(fanout, np.ndarray)
@@ -94,7 +94,7 @@ class TemporalClient:
     def _temporal_local(self, srv: int, ids, times, fanout, strategy, seed, time_name, node_time_name,
                         prob_name) -> list:
         """A co-located part's reply arrays, drawn here by the layer its server runs."""
-        from .temporal_frames import layer_for
+        from .frames import layer_for
 
         layers = self.__dict__.setdefault("_temporal_layers", {})
         if srv not in layers:
@@ -110,7 +110,7 @@ class TemporalClient:
     def sample_temporal(self, seeds, seed_times, fanouts: Sequence[int], strategy: str = "uniform",
                         seed: int | None = None, time_name: str | None = T.DEFAULT_TIME_NAME,
                         node_time_name: str | None = None) -> T.TemporalSample:
-        """A disjoint multi-hop temporal sample over the servers (:func:`bgl.sampler.temporal.sample_temporal`),
+        """A disjoint multi-hop temporal sample over the servers (:func:`bgl.sampler.temporal.sampling.sample_temporal`),
         with the servers' node times ``node_time_name`` too when given."""
         layer = functools.partial(self.temporal_layer, node_time_name=node_time_name)
         return T.sample_temporal(layer, seeds, seed_times, fanouts, strategy, seed, time_name)

@@ -12,7 +12,7 @@ Temporal SAMPLE (``FLAG_TEMPORAL``, flag bit 5, alone) is exactly four frames::
              the name of the edge array of weights (the node name may then be empty)
 
 A typed store's servers take a fifth frame, ``fanouts`` int64 [R] (one per relation of its schema;
-the header's fanout is then 0), and sample by :class:`~bgl.sampler.temporal_typed.TypedTemporalLayer`;
+the header's fanout is then 0), and sample by :class:`~bgl.sampler.temporal.typed.TypedTemporalLayer`;
 their reply's edge data has a third row frame, ``etype`` (int64 relation ids).
 
 The reply is an ordinary SAMPLE reply with edge data (``counts``, ``nbrs``, then the spec and
@@ -32,7 +32,7 @@ import numpy as np
 
 from bgl.errors import ProtocolError
 
-from . import protocol as P
+from .. import protocol as P
 
 FLAG_TEMPORAL = 32
 TIMES_CODE = 2  # int64
@@ -135,17 +135,17 @@ def layer_for(store, parallel: bool = False):
     """The temporal layer of ``store``, typed or not (time orders built on first use): serial in a
     server's worker threads, ``parallel`` in a client's co-located reads."""
     if getattr(store, "is_typed", False):
-        from .temporal_typed import TypedTemporalLayer
+        from .typed import TypedTemporalLayer
 
         return TypedTemporalLayer(store, parallel=parallel)
-    from .temporal import TemporalLayer
+    from .sampling import TemporalLayer
 
     return TemporalLayer(store, parallel=parallel)
 
 
 def serve(layer, frames: list) -> list:
     """A server's reply frames to a temporal SAMPLE, drawn by ``layer`` (a serial
-    :class:`~bgl.sampler.temporal.TemporalLayer` over its store); ProtocolError / ValueError for a bad
+    :class:`~bgl.sampler.temporal.sampling.TemporalLayer` over its store); ProtocolError / ValueError for a bad
     request (a time array of the wrong dtype too), which the server sends back as an ERROR reply."""
     req = parse_temporal_request(frames)
     h = req.header

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._kernels import _sort_small
-from ._weighted_kernels import CHUNK, weighted_span
+from .._kernels import _sort_small
+from .._weighted_kernels import CHUNK, weighted_span
 
 
 @njit(nogil=True, cache=True, inline="always")

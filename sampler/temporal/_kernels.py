@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._kernels import _GOLDEN, FLOYD_MAX_K, _mix64, _row_positions, _sort_small
+from .._kernels import _GOLDEN, FLOYD_MAX_K, _mix64, _row_positions, _sort_small
 
 UNIFORM, LAST = 0, 1
 ORDER_CHUNK = 1024  # rows per parallel chunk of the order build

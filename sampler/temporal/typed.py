@@ -17,11 +17,11 @@ import threading
 
 import numpy as np
 
-from . import _kernels as K
-from . import _typed_temporal_kernels as TTK
-from . import ops
-from .temporal import DEFAULT_TIME_NAME, TimeIndex, build_index, check_strategy, check_times, source_times
-from .typed import relation_seed
+from .. import _kernels as K
+from . import _typed_kernels as TTK
+from .. import ops
+from .sampling import DEFAULT_TIME_NAME, TimeIndex, build_index, check_strategy, check_times, source_times
+from ..typed.sampling import relation_seed
 
 
 class TypedTemporalLayer:
@@ -42,7 +42,7 @@ class TypedTemporalLayer:
     """
 
     def __init__(self, store, node_time=None, parallel: bool = True):
-        from .typed import stream_keys
+        from ..typed.sampling import stream_keys
 
         etype = getattr(store, "etype", None)
         if etype is None:
@@ -93,7 +93,7 @@ class TypedTemporalLayer:
 
     def __call__(self, dst, times, fanouts, strategy: str, seed: int, time_name: str | None = DEFAULT_TIME_NAME,
                  node_time_name: str | None = None):
-        from ._typed_kernels import typed_spans
+        from ..typed._kernels import typed_spans
 
         code = check_strategy(strategy)
         fanouts = ops.check_relation_fanouts(fanouts, self.schema.canonical_etypes)

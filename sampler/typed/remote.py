@@ -13,7 +13,7 @@ first id).  From the servers' INFO replies the client builds
 A type-local id maps to its global id and back with one ``searchsorted`` each
 (``O(P*T)`` memory, nothing per node).  Typed SAMPLE goes to the owner of each seed
 with the layer's int64 [R] fanouts; co-located parts are read from their files by
-the same function the servers run (:func:`bgl.sampler.typed.sample_typed_store`), so
+the same function the servers run (:func:`bgl.sampler.typed.sampling.sample_typed_store`), so
 the blocks are equal whichever way a part is read.
 """
 from __future__ import annotations
@@ -27,9 +27,9 @@ import torch
 from bgl.errors import ProtocolError
 from bgl.schema import GraphSchema, NodeType
 
-from . import _kernels as K
-from . import multilayer, ops
-from . import protocol as P
+from .. import _kernels as K
+from .. import multilayer, ops
+from .. import protocol as P
 
 
 def typed_sample_request(req_id: int, seeds: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int,
