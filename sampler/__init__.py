@@ -19,6 +19,7 @@ Module by module:
 | `sampler/_edge_kernels.py` | link prediction's kernels: sampling around excluded edges, counter-based uniform draws, edge-existence tests |
 | `sampler/typed/sampling.py`, `sampler/typed/_kernels.py` | per-relation sampling over a (part) store's fused CSC, shared by `LocalSampler`, servers and co-located reads |
 | `sampler/typed/frames.py`, `sampler/typed/remote.py` | typed wire frames (a leaf module the protocol imports); the client's typed view and the loader's id maps |
+| `sampler/temporal/` | temporal sampling (no edge newer than its seed's time): one layer, per relation, its wire frames, the client side, and their kernels |
 """
 from __future__ import annotations
 

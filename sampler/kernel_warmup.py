@@ -6,7 +6,7 @@ must not pay.  So a server answers one request of each kind to itself first: a p
 and an edge-excluding SAMPLE, a weighted one per 1-D edge array, a typed one (plain,
 edge-excluding, LABOR and weighted per 1-D edge array) on a typed store, a temporal one of each
 strategy on a store with edge times (a ``timestamp`` array, else its first int64 one:
-:func:`_time_names`; this also builds that array's time order, :mod:`.temporal`, before the first
+:func:`_time_names`; this also builds that array's time order, :mod:`.temporal.sampling`, before the first
 request) and a weighted temporal one per dtype of edge weights on an untyped store,
 and the FEATURES/label reads.  numba compiles a variant per dtype and writeable flag: the
 protocol's parser hands every request's ids over as read-only int64 (whatever the frame's

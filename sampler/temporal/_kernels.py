@@ -1,4 +1,4 @@
-"""Numba kernels for temporal neighbour sampling on a CSC (plain arrays only; :mod:`.temporal` validates).
+"""Numba kernels for temporal neighbour sampling on a CSC (plain arrays only; :mod:`.sampling` validates).
 
 A row's in-edge at CSC position ``p`` is *eligible* for a destination with time ``t`` when
 ``key[p] <= t``; ``key`` is int64 [e], the edge's time (or, with node times, the later of the

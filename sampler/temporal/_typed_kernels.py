@@ -1,4 +1,4 @@
-"""Numba kernels for temporal sampling of a typed CSC (plain arrays only; :mod:`.temporal_typed` validates).
+"""Numba kernels for temporal sampling of a typed CSC (plain arrays only; :mod:`.typed` validates).
 
 A typed row holds its in-edges grouped by relation, ascending (:mod:`._typed_kernels`).  Each
 (row, relation) run is sampled as the untyped kernels sample a row (:mod:`._temporal_kernels`): its

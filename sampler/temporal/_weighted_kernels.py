@@ -1,4 +1,4 @@
-"""Numba kernels for weighted temporal sampling (plain arrays only; :mod:`.temporal` validates).
+"""Numba kernels for weighted temporal sampling (plain arrays only; :mod:`.sampling` validates).
 
 GraphBolt's ``TemporalNeighborSampler(prob_name=)`` and PyG's ``weight_attr`` with ``time_attr``: a
 destination at time ``t`` draws, without replacement, among its eligible in-edges (key <= ``t``, a

@@ -1,6 +1,6 @@
 """Temporal sampling over graph servers: the client side (mixed into :class:`~bgl.sampler.client.SamplingClient`).
 
-A layer sends one temporal SAMPLE (:mod:`.temporal_frames`) per owning server, seeds and their
+A layer sends one temporal SAMPLE (:mod:`.frames`) per owning server, seeds and their
 times side by side; co-located parts are read here by the same :class:`~bgl.sampler.temporal.sampling.TemporalLayer`
 the servers run, so a layer equals the local store's edge for edge (a row's draw depends on
 its global id, its time and the seed only).  Edge ids come back as each part's CSC positions

@@ -18,7 +18,7 @@ destination (:mod:`._temporal_kernels`).  With node times the sampler also keeps
 ``max(edge time, source node time)`` (8 B per edge).
 
 One layer is a function of (destination ids, their times, fanout, strategy, seed), so a local
-store, its graph servers (:mod:`.temporal_frames`) and co-located reads give the same samples;
+store, its graph servers (:mod:`.frames`) and co-located reads give the same samples;
 :func:`sample_temporal` builds the multi-hop disjoint sample over any of them.
 """
 from __future__ import annotations
@@ -289,7 +289,7 @@ class TemporalSample:
     edge_time: np.ndarray
     num_sampled_nodes: tuple[int, ...]
     num_sampled_edges: tuple[int, ...]
-    etype: np.ndarray | None = None  # int64 [E] relation ids, from a typed layer (temporal_typed.py)
+    etype: np.ndarray | None = None  # int64 [E] relation ids, from a typed layer (typed.py)
 
 
 def sample_temporal(layer: LayerFn, seeds, seed_times, fanouts: Sequence[int], strategy: str = "uniform",

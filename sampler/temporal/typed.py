@@ -1,7 +1,7 @@
 """Temporal sampling of a typed graph: per relation fanouts, no edge newer than its subgraph's seed time.
 
 A typed store's rows hold their in-edges grouped by relation; each (row, relation) run is sampled as
-an untyped row is (:mod:`.temporal`): ``min(fanouts[r], eligible)`` of the run's edges with key <= the
+an untyped row is (:mod:`.sampling`): ``min(fanouts[r], eligible)`` of the run's edges with key <= the
 destination's time, uniformly or the latest (:mod:`._typed_temporal_kernels`).  The time order is
 per run: the run boundaries (8 B per run, one O(e) pass) stand in for ``indptr`` when the order is
 built (8 B per edge, O(e log d) once per store and time array, in memory; with node times the

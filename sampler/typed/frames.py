@@ -5,7 +5,7 @@ Typed SAMPLE (``FLAG_TYPED``, flag bit 4, to a typed store's server): the reques
 server's schema (-1 all, 0 none); :func:`typed_fanouts` checks each is >= -1 and, given
 the server's R, the length; the header's ``fanout`` is 0.  After the fanouts come the frames of an untyped
 SAMPLE, in its order and checked as it checks them: the edge names frame (``FLAG_EDGE_NAMES``;
-line 0 the weights or bool mask every relation draws by, :mod:`.typed`, further lines the edge
+line 0 the weights or bool mask every relation draws by, :mod:`.sampling`, further lines the edge
 arrays whose rows of the sampled edges the reply carries), then the excluded
 edges (sorted unique int64 CSC positions of the server's part; ``dtype1`` / ``len1`` describe
 it): typed link prediction's seed edges and their reverses, never drawn; last the LABOR frame

@@ -35,7 +35,7 @@ from .. import protocol as P
 def typed_sample_request(req_id: int, seeds: np.ndarray, fanouts: np.ndarray, replace: bool, seed: int,
                          exclude: np.ndarray | None = None, prob: str | None = None, edge_data=(),
                          labor: tuple[int, float] | None = None) -> list:
-    """Frames of a typed SAMPLE request (:mod:`.typed_frames`): ``seeds`` int32/int64 [m], ``fanouts`` int64 [R],
+    """Frames of a typed SAMPLE request (:mod:`.frames`): ``seeds`` int32/int64 [m], ``fanouts`` int64 [R],
     the edge names frame when ``prob`` names the edge array to draw by or ``edge_data`` the arrays whose
     rows the reply carries, and ``exclude`` (sorted unique int64 CSC positions of the server's part)
     when it holds any, then the LABOR frame when ``labor`` = ``(seed2, mix)``."""
