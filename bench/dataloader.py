@@ -185,7 +185,7 @@ def load_dglgraph(name: str, wide_dim: int):
     """
     import dgl
 
-    from bgl.sources.npz_formats import read_csr_npz, read_gnn_benchmark
+    from bgl.sources.readers.npz import read_csr_npz, read_gnn_benchmark
     from bgl.sources.splits import stratified_split
 
     base = datasets_dir()

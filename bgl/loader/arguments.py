@@ -192,7 +192,7 @@ def typed_info(graph, feat_key, label_key) -> GraphInfo:
 
 def arrays_typed_info(arrays, from_dgl: bool = False) -> GraphInfo:
     """GraphInfo of in-memory typed arrays (:class:`bgl.sources.hetero.TypedArrays`)."""
-    dtypes = arrays.edge_dtypes()  # per-relation edge data, fused on first use (bgl/sources/typed_edata.py)
+    dtypes = arrays.edge_dtypes()  # per-relation edge data, fused on first use (bgl/sources/typed/edata.py)
     return GraphInfo(SamplingSpec("store", arrays=arrays), arrays.num_nodes, 0, None, bool(arrays.type_label),
                      store=arrays, from_dgl=from_dgl, schema=arrays.schema, edge_names=list(dtypes),
                      edge_dtypes=dtypes)

@@ -93,7 +93,7 @@ class PartitionEdges:
 def position_map(arrays, num_rel: int):
     """``f(r, ids)``: CSC positions of relation ``r``'s edges ``ids`` (a DGLGraph's per-relation ids),
     the fused CSC's inverse in one pass (no sort): 8 bytes per edge."""
-    from ..sources._typed_csc_kernels import positions_by_relation
+    from ..sources.typed._csc_kernels import positions_by_relation
 
     etype = np.asarray(arrays.etype)
     starts = np.zeros(num_rel + 1, np.int64)

@@ -3,7 +3,7 @@
 Every input format has its own reader module that turns the input into a
 :class:`~bgl.sources.graph_source.GraphSource` (a re-iterable stream of edge
 chunks plus node data), or for typed inputs a
-:class:`~bgl.sources.typed_source.TypedSource` (one stream per relation); :mod:`bgl.sources.csc_build` turns the stream into the
+:class:`~bgl.sources.typed.source.TypedSource` (one stream per relation); :mod:`bgl.sources.csc_build` turns the stream into the
 store's CSC in chunked passes.  The public entry point is ``bgl.ingest``
 (:func:`bgl.sources.datasets.ingest`), which detects the format and dispatches.
 

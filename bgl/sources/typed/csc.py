@@ -33,10 +33,10 @@ from typing import BinaryIO, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import IngestError
-from ..schema import GraphSchema
-from . import _typed_csc_kernels as K
-from .csc_build import EdgeChunks, _as_ids, default_fill_bytes, row_buckets
+from ...errors import IngestError
+from ...schema import GraphSchema
+from . import _csc_kernels as K
+from ..csc_build import EdgeChunks, _as_ids, default_fill_bytes, row_buckets
 
 log = logging.getLogger(__name__)
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import IngestError
-from .csc_build import array_chunks
-from .dgl_source import MASKS, _numpy, splits_of_masks
-from .graph_source import GraphSource
+from ...errors import IngestError
+from ..csc_build import array_chunks
+from .dgl_graph import MASKS, _numpy, splits_of_masks
+from ..graph_source import GraphSource
 
 
 def is_pyg_data(obj: Any) -> bool:
@@ -58,7 +58,7 @@ def read_pyg_data(data: Any, *, name: str = "pyg-data", edge_keys=None, node_key
     as the split, edge-level tensors as edge arrays (``edge_keys``: only those), and node-level
     ones as node arrays (``node_keys``; default: every 1-D integer one but ``y`` and the masks, e.g.
     node times a temporal loader's ``time_attr=`` names; :mod:`.graph_node_arrays`)."""
-    from .graph_node_arrays import node_arrays
+    from ..graph_node_arrays import node_arrays
 
     ei = getattr(data, "edge_index", None)
     if ei is None or len(ei.shape) != 2 or ei.shape[0] != 2:

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import IngestError
-from .csc_build import array_chunks
-from .graph_source import GraphSource
+from ...errors import IngestError
+from ..csc_build import array_chunks
+from ..graph_source import GraphSource
 
 
 def open_npz(path: Path) -> dict[str, np.ndarray]:

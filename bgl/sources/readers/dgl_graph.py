@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import IngestError
-from .csc_build import array_chunks
-from .graph_source import GraphSource
-from .splits import mask_to_ids
+from ...errors import IngestError
+from ..csc_build import array_chunks
+from ..graph_source import GraphSource
+from ..splits import mask_to_ids
 
 MASKS = {"train": "train_mask", "val": "val_mask", "test": "test_mask"}
 
@@ -64,7 +64,7 @@ def read_dgl_graph(g: Any, *, name: str = "dgl-graph", feat_key: str = "feat",
     ``node_keys``: the ``g.ndata`` fields stored as node arrays (default: every 1-D integer one but
     the label and masks, e.g. node times; :mod:`.graph_node_arrays`).
     """
-    from .graph_node_arrays import node_arrays
+    from ..graph_node_arrays import node_arrays
 
     if len(getattr(g, "ntypes", ["_N"])) != 1 or len(getattr(g, "etypes", ["_E"])) != 1:
         raise IngestError(f"only homogeneous graphs can be ingested, got ntypes={g.ntypes} etypes={g.etypes}")

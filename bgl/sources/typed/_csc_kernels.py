@@ -1,4 +1,4 @@
-"""numba kernels of the chunked typed CSC builder (``bgl.sources.typed_csc``).
+"""numba kernels of the chunked typed CSC builder (``bgl.sources.typed.csc``).
 
 Plain array arguments only.  Every chunk belongs to one relation, so ids arrive
 TYPE-LOCAL and the kernels add the type offsets themselves (no offset copy of a chunk).

@@ -6,7 +6,7 @@ schema with node counts, one re-iterable stream of TYPE-LOCAL ``(src, dst)`` chu
 relation (and, optionally, one stream of each relation's int64 edge times), and each node
 type's features, labels and splits.  :func:`write_typed_source`
 writes the typed store (format version 2, :mod:`bgl.schema`) with the chunked builder of
-:mod:`bgl.sources.typed_csc`, so no input has to fit in memory, and atomically (a store is
+:mod:`bgl.sources.typed.csc`, so no input has to fit in memory, and atomically (a store is
 complete or absent).  :func:`with_reverse` adds reverse relations as ``dgl.AddReverse()`` does.
 """
 from __future__ import annotations
@@ -18,14 +18,14 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import IngestError
-from ..output_dir import STORE, check_output
-from ..schema import EdgeType, GraphSchema, NodeType
-from ..store import GraphStore, StoreWriter, id_dtype_for
-from .csc_build import EdgeChunks, array_chunks
-from .edgelist import TIME_NAME
-from .graph_source import FeatureFill
-from .typed_csc import TimeChunks, count_typed
+from ...errors import IngestError
+from ...output_dir import STORE, check_output
+from ...schema import EdgeType, GraphSchema, NodeType
+from ...store import GraphStore, StoreWriter, id_dtype_for
+from ..csc_build import EdgeChunks, array_chunks
+from ..readers.edgelist import TIME_NAME
+from ..graph_source import FeatureFill
+from .csc import TimeChunks, count_typed
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class TypedSource:
     splits : node type -> split name -> TYPE-LOCAL ids (kept in the given order).
     origins : where each relation's edges come from (a file), named in errors; or None.
     times : ``times[r]`` streams edge type ``r``'s int64 edge times, chunk for chunk with
-        ``relations[r]`` (:data:`~bgl.sources.typed_csc.TimeChunks`), for every relation or
+        ``relations[r]`` (:data:`~bgl.sources.typed.csc.TimeChunks`), for every relation or
         None; they become the store's ``timestamp`` edge array in CSC order.
     cleanup : callables run after the store is written (scratch files).
     """
@@ -92,7 +92,7 @@ def arrays_source(schema: GraphSchema, rel_edges: Sequence[tuple[np.ndarray, np.
 
 
 def array_times(times: np.ndarray, chunk: int = 1 << 22) -> TimeChunks:
-    """:data:`~bgl.sources.typed_csc.TimeChunks` over an in-memory array, chunked as
+    """:data:`~bgl.sources.typed.csc.TimeChunks` over an in-memory array, chunked as
     :func:`~bgl.sources.csc_build.array_chunks` chunks the edges (same default ``chunk``)."""
     def gen():
         for s in range(0, times.shape[0], chunk):

@@ -13,7 +13,7 @@ Relations, ``edge_factor`` edges per paper in all (Graph500's 16 by default):
 field)`` 1/8.  Each relation is R-MAT with Graph500's a, b, c, d, drawn by the counter-based
 kernel of :mod:`bgl.sources.rmat` (``_rmat_kernels.rmat_typed_edges``) with its own seed, so
 any chunk regenerates identically on every pass of the typed builder and no edge list is ever
-held: memory is the builder's (:mod:`bgl.sources.typed_csc`) plus 8 B per node of per-type id
+held: memory is the builder's (:mod:`bgl.sources.typed.csc`) plus 8 B per node of per-type id
 permutations.  As for every typed input, edges are kept as drawn (repeated edges and
 self-loops stay); ``add_reverse=True`` adds ``rev_writes`` / ``rev_has_topic`` and the
 reversed citations, as ogbn-mag's R-GCN users do.  Paper labels are uniform over
@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import IngestError
-from . import _rmat_kernels as K
-from .graph_source import FeatureFill
-from .rmat import CHUNK_EDGES, GRAPH500_ABCD, MAX_SCALE
-from .splits import stratified_split
-from .synthetic import fill_synthetic_features, synthetic_labels
-from .typed_source import TypedSource, schema_of
+from ...errors import IngestError
+from .. import _rmat_kernels as K
+from ..graph_source import FeatureFill
+from ..rmat import CHUNK_EDGES, GRAPH500_ABCD, MAX_SCALE
+from ..splits import stratified_split
+from ..synthetic import fill_synthetic_features, synthetic_labels
+from .source import TypedSource, schema_of
 
 TARGET = "paper"
 #: node type -> log2 count below the paper count

@@ -26,9 +26,9 @@ from typing import BinaryIO, Iterator
 
 import numpy as np
 
-from ..errors import IngestError
-from . import _parse_kernels as P
-from .graph_source import GraphSource
+from ...errors import IngestError
+from .. import _parse_kernels as P
+from ..graph_source import GraphSource
 
 log = logging.getLogger(__name__)
 

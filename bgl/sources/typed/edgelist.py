@@ -26,7 +26,7 @@ Edge times (``edge_time_column=COL``, ``bgl ingest --edge-time-column COL``) are
 every text file's column COL (an integer, e.g. unix seconds, as for an untyped edge list) and
 every ``.npy`` file's sibling ``.time.npy``, so ids stay in their narrow dtype and a
 ``[2, E]`` array never has to be told from an ``[E, 3]`` one.  They become the store's int64
-``timestamp`` edge array in CSC order (:mod:`bgl.sources.typed_csc`), 8 B per edge on disk, in
+``timestamp`` edge array in CSC order (:mod:`bgl.sources.typed.csc`), 8 B per edge on disk, in
 the parse scratch and in the fill buffer.  A missing column or a non-integer time is named with
 its file and line; a ``.npy`` edge file without its ``.time.npy``, or times of the wrong length
 or dtype, with the file.
@@ -39,11 +39,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import IngestError
-from .csc_build import EdgeChunks
-from .edgelist import CHUNK_BYTES, READ_EDGES, TIME_FILE, _unlink, parse_edge_file, scratch_edge_chunks
-from .typed_csc import TimeChunks
-from .typed_source import TypedSource, schema_of
+from ...errors import IngestError
+from ..csc_build import EdgeChunks
+from ..readers.edgelist import CHUNK_BYTES, READ_EDGES, TIME_FILE, _unlink, parse_edge_file, scratch_edge_chunks
+from .csc import TimeChunks
+from .source import TypedSource, schema_of
 
 log = logging.getLogger(__name__)
 

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import IngestError
+from ...errors import IngestError
 from .edgelist import CHUNK_BYTES, _unlink, iter_line_blocks, open_maybe_gzip, parse_edge_file, scratch_edge_chunks
-from .graph_source import FeatureFill, GraphSource
+from ..graph_source import FeatureFill, GraphSource
 
 SPLIT_FILES = {"train": "train", "val": "valid", "test": "test"}
 HETERO_NODE_COUNTS = "num-node-dict"  # the file that makes a raw directory heterogeneous
@@ -292,10 +292,10 @@ def read_ogb_hetero(root: Path, *, scratch_dir: Path, split: str | None = None, 
 
     Types and edge types are in sorted order (OGB's and DGL's).  Every relation is kept in its
     stored direction (ogbn-mag's models add reverses: ``add_reverse=True``).  Returns a
-    :class:`~bgl.sources.typed_source.TypedSource`; an id past its type's count is reported with
+    :class:`~bgl.sources.typed.source.TypedSource`; an id past its type's count is reported with
     its file and line.
     """
-    from .typed_source import TypedSource, schema_of
+    from ..typed.source import TypedSource, schema_of
 
     raw = root / "raw"
     counts_file = _find(raw, HETERO_NODE_COUNTS)
