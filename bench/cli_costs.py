@@ -52,7 +52,7 @@ def main() -> None:
         ingest = [bgl("ingest", f"rmat-hetero:{args.scale}", tmp / f"h{i}") for i in range(min(args.runs, 3))]
         import numpy as np
 
-        from bgl.sources import _typed_csc_kernels as K
+        from bgl.sources.typed import _csc_kernels as K
         from bgl.store import GraphStore
 
         store = GraphStore(tmp / "h0")

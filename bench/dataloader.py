@@ -43,7 +43,7 @@ os.environ.setdefault("DGLBACKEND", "pytorch")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from bgl.loader.pipeline import quiet_numba_threads  # noqa: E402
+from bgl.loader.pipeline.chain import quiet_numba_threads  # noqa: E402
 from own_rss import own_peak_rss_mb  # noqa: E402  (bench/ is the script's own directory)
 from side_by_side import TrainerWait  # noqa: E402
 
@@ -185,7 +185,7 @@ def load_dglgraph(name: str, wide_dim: int):
     """
     import dgl
 
-    from bgl.sources.npz_formats import read_csr_npz, read_gnn_benchmark
+    from bgl.sources.readers.npz import read_csr_npz, read_gnn_benchmark
     from bgl.sources.splits import stratified_split
 
     base = datasets_dir()

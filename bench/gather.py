@@ -6,7 +6,7 @@
 Paths: rows in memory (float32, float16: a DGLGraph's ``ndata``), a memory-mapped store's rows
 (float32, read from a ``.npy`` written under ``--workdir``, pages resident after a first pass), the
 encoded rows of ``bgl.codec`` (int8, bfloat16 bits as int16), and the loader's own gather
-(:class:`bgl.loader.row_buffers.RowBuffers`: recycled output buffers).  Each line: the median ms of
+(:class:`bgl.loader.stages.row_buffers.RowBuffers`: recycled output buffers).  Each line: the median ms of
 ``--reps`` gathers of ``--rows`` random rows, and every method's output checked bit for bit
 against ``numpy.take``'s.  Run on a quiet box: the figures are wall-clock times.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bgl.loader.row_buffers import RowBuffers
+from bgl.loader.stages.row_buffers import RowBuffers
 from bgl.threads import thread_limits
 
 

@@ -66,7 +66,7 @@ def worker(system: str, store_dir: str, seed: int, epochs: int, max_batches: int
     from torch import nn
 
     import bgl
-    from bgl.loader.pipeline import quiet_numba_threads
+    from bgl.loader.pipeline.chain import quiet_numba_threads
 
     quiet_numba_threads()
     torch.set_num_threads(1)

@@ -1,7 +1,7 @@
 """Node times in partitions and on graph servers: what carrying each in-edge's source time costs.
 
 For one graph with int64 edge and node times (``timestamp`` both), measured in process on exactly what a
-graph server runs (:class:`~bgl.sampler.temporal.TemporalLayer` over a part store, serial kernels):
+graph server runs (:class:`~bgl.sampler.temporal.sampling.TemporalLayer` over a part store, serial kernels):
 
 * ``bgl partition`` (random, 2 parts) of the store with and without its node time array: wall time and
   the bytes the node arrays add to the parts (own rows 8 B a node, source copy 8 B per part edge);
@@ -29,7 +29,7 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import bgl  # noqa: E402
-from bgl.sampler.temporal import TemporalLayer  # noqa: E402
+from bgl.sampler.temporal.sampling import TemporalLayer  # noqa: E402
 from bgl.store import GraphStore, write_store  # noqa: E402
 
 COLLEGE = Path("/work/shared/datasets/CollegeMsg.txt.gz")

@@ -207,7 +207,7 @@ def worker(system: str, graph: str, workdir: str, seed: int, epochs: int, max_ba
     import torch.nn.functional as F
 
     import bgl
-    from bgl.loader.pipeline import quiet_numba_threads
+    from bgl.loader.pipeline.chain import quiet_numba_threads
 
     quiet_numba_threads()
     torch.set_num_threads(1)

@@ -10,7 +10,7 @@ def setup(workdir: str) -> Path:
     """One torch thread, numba's quiet thread layer, ``workdir`` created; prints the load average."""
     import torch
 
-    from bgl.loader.pipeline import quiet_numba_threads
+    from bgl.loader.pipeline.chain import quiet_numba_threads
 
     quiet_numba_threads()
     torch.set_num_threads(1)

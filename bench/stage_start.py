@@ -29,7 +29,7 @@ which = sys.argv[1]
 if which.startswith("bgl"):
     import bgl
 from bgl.data import default_dataset_path
-from bgl.sources.npz_formats import read_gnn_benchmark
+from bgl.sources.readers.npz import read_gnn_benchmark
 import numpy as np
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Same graph, seeds, seed times and fanouts for every sampler:
 
-* ``one hop``: bgl's :class:`~bgl.sampler.temporal.TemporalLayer` and GraphBolt's
+* ``one hop``: bgl's :class:`~bgl.sampler.temporal.sampling.TemporalLayer` and GraphBolt's
   ``FusedCSCSamplingGraph.temporal_sample_neighbors`` (``edge_timestamp_attr_name``) on the same
   seeds and times, fanout ``--fanouts[0]``: time per batch;
 * ``two hops``: bgl's disjoint ``sample_temporal`` (relabelled, PyG's layout), GraphBolt's
@@ -37,7 +37,7 @@ import torch  # noqa: E402
 
 import bgl  # noqa: E402
 from bgl.sampler import LocalSampler  # noqa: E402
-from bgl.sampler.temporal import TemporalLayer, sample_temporal  # noqa: E402
+from bgl.sampler.temporal.sampling import TemporalLayer, sample_temporal  # noqa: E402
 from bgl.store import write_store  # noqa: E402
 
 COLLEGE = Path("/work/shared/datasets/CollegeMsg.txt.gz")
@@ -141,7 +141,7 @@ def run(name, store, args, lines):
     def gb_multi(seeds, times):
         return gb_sample(graph, seeds, times, fanouts, ts_t)
 
-    from bgl.loader.temporal_blocks import tree_blocks
+    from bgl.loader.stages.temporal_blocks import tree_blocks
     from bgl.loader.temporal_sampler import TemporalOptions
 
     tree_opts = TemporalOptions(tuple(fanouts), args.strategy, "tree", "timestamp", None)

@@ -24,7 +24,7 @@ import torch  # noqa: E402
 
 from temporal import college_store, graphbolt_graph, rmat_store, seed_batches, timed  # noqa: E402
 
-from bgl.sampler.temporal import TemporalLayer  # noqa: E402
+from bgl.sampler.temporal.sampling import TemporalLayer  # noqa: E402
 from bgl.store import write_store  # noqa: E402
 
 

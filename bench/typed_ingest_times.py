@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """What keeping edge times costs typed ingest: seconds, peak RSS and build buffer, with and without times.
 
-A generated user-item directory in the typed edge-list layout (``bgl.sources.typed_edgelist``):
+A generated user-item directory in the typed edge-list layout (``bgl.sources.typed.edgelist``):
 ``user__clicks__item.txt`` (``user item time`` per line) and ``item__links__item.npy`` with its
 ``.time.npy``, ingested with ``add_reverse`` (dgl.AddReverse) twice, each in its own subprocess:
 without times, and with ``edge_time_column=2`` (the store's int64 ``timestamp`` edge array).
@@ -44,9 +44,10 @@ def make_dir(root: Path, clicks: int, links: int, seed: int = 0) -> None:
 
 
 def child(src: Path, out: Path, timed: bool, fill_bytes: int) -> dict:
-    from bgl.sources import _parse_kernels, _typed_csc_kernels  # noqa: F401  (imports counted in the base RSS)
-    from bgl.sources.typed_edgelist import read_typed_edgelist
-    from bgl.sources.typed_source import with_reverse, write_typed_source
+    from bgl.sources import _parse_kernels
+    from bgl.sources.typed import _csc_kernels as _typed_csc_kernels  # noqa: F401  (imports counted in the base RSS)
+    from bgl.sources.typed.edgelist import read_typed_edgelist
+    from bgl.sources.typed.source import with_reverse, write_typed_source
 
     base = _rss_kib()
     t0 = time.perf_counter()

@@ -45,7 +45,7 @@ def run(args) -> None:
     import bgl
     from bgl.sampler import LocalSampler
     from bgl.sampler.multilayer import Labor
-    from bgl.sampler.typed import relation_fanouts
+    from bgl.sampler.typed.sampling import relation_fanouts
     from bgl.sources.hetero import TypedArrays
 
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:

@@ -38,18 +38,18 @@ _LAZY = {
     "Block": "bgl.blocks",
     "as_edge_prediction_sampler": "bgl.loader.edge_prediction",
     "EdgePredictionSampler": "bgl.loader.edge_prediction",
-    "reverse_edge_ids": "bgl.loader.edge_seeds",
-    "dcp_state": "bgl.loader.dcp_state",
-    "load_dcp_state": "bgl.loader.dcp_state",
+    "reverse_edge_ids": "bgl.loader.seeds.edges",
+    "dcp_state": "bgl.loader.state.dcp",
+    "load_dcp_state": "bgl.loader.state.dcp",
     "ingest": "bgl.sources.datasets",  # the ingest entry point; readers live in bgl/sources/
 }
 if TYPE_CHECKING:  # the lazy names above, spelled out for type checkers and the API reference (griffe)
     from . import negative_sampler, rmat
     from .blocks import Block
     from .loader.dataloader import DataLoader
-    from .loader.dcp_state import dcp_state, load_dcp_state
+    from .loader.state.dcp import dcp_state, load_dcp_state
     from .loader.edge_prediction import EdgePredictionSampler, as_edge_prediction_sampler
-    from .loader.edge_seeds import reverse_edge_ids
+    from .loader.seeds.edges import reverse_edge_ids
     from .loader.labor import LaborSampler
     from .loader.sampler_options import MultiLayerFullNeighborSampler, MultiLayerNeighborSampler, NeighborSampler
     from .loader.temporal_sampler import TemporalNeighborSampler

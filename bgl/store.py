@@ -343,7 +343,7 @@ class StoreWriter(E.EdgeArrayWriter, NodeArrayWriter):
 
     def save_typed(self, relpath: str, array: np.ndarray) -> None:
         """Write a typed store's array at ``relpath`` (``etype``, ``feat/<type>``, ...), no meta bookkeeping:
-        :func:`bgl.sources.typed_source.write_typed_source` puts the schema in the meta with :meth:`set_schema`."""
+        :func:`bgl.sources.typed.source.write_typed_source` puts the schema in the meta with :meth:`set_schema`."""
         file = self.tmp / f"{relpath}.npy"
         file.parent.mkdir(parents=True, exist_ok=True)
         np.save(file, np.asarray(array), allow_pickle=False)

@@ -72,7 +72,7 @@ READY_MIN_AHEAD = 4
 
 
 # Shared-memory segments one sampled batch holds open in a fetch process: its packed blocks
-# (bgl/loader/minibatch.py) and, for seed edges, the EdgeBatch's up to six tensors; one spare.
+# (bgl/loader/stages/minibatch.py) and, for seed edges, the EdgeBatch's up to six tensors; one spare.
 SEGMENTS_PER_BATCH = 8
 
 
@@ -151,7 +151,7 @@ class LookaheadFeeder:
     max_depth, max_bytes : bounds of the ``"auto"`` window; ``bytes_of(item)`` sizes a queued
         item (default: its blocks' tensors).
     out_for : optional ``f(n) -> tensor or None``: the ``out=`` of a fetch of ``n`` ids (the fetch
-        stage's recycled arrays, :mod:`bgl.loader.row_buffers`); None lets the cache allocate.
+        stage's recycled arrays, :mod:`bgl.loader.stages.row_buffers`); None lets the cache allocate.
 
     Raises
     ------

@@ -167,7 +167,7 @@ def mrr(h, scorer, edges: torch.Tensor, src, dst, num_nodes: int, k: int, seed: 
 
 def endpoints(path: Path, eids: torch.Tensor):
     """(src, dst) of edge ids, from the store or the partition's parts."""
-    from bgl.loader.edge_seeds import partition_endpoints, store_endpoints
+    from bgl.loader.seeds.edges import partition_endpoints, store_endpoints
 
     if (path / "partition.json").is_file():
         from bgl.partition import open_partition

@@ -17,7 +17,7 @@ edge, rows keep their relation grouping since rows are copied whole),
 ``feat/<nt>.npy``, ``label/<nt>.npy`` and ``split/<nt>/<name>_idx.npy`` of the
 owned nodes, with split ids PART-type-local (``new id - type_bounds[k*T + t]``), and
 ``key_ids.npy`` (int64 [part nodes], 8 bytes per node): each owned node's original id, the
-stream key its samples draw from (:func:`bgl.sampler.typed.stream_keys`), so a part samples
+stream key its samples draw from (:func:`bgl.sampler.typed.sampling.stream_keys`), so a part samples
 exactly the store's edges.
 
 Training balance: the training nodes are the ``train`` splits of every type
@@ -32,7 +32,7 @@ import numpy as np
 
 from bgl.schema import GraphSchema
 
-from bgl.sampler.typed import KEY_IDS
+from bgl.sampler.typed.sampling import KEY_IDS
 
 from . import _kernels
 
@@ -113,7 +113,7 @@ def save_part_schema(w, schema: GraphSchema, types: list, counts: np.ndarray, et
 
     edge_counts = np.bincount(etype.astype(np.int64), minlength=len(schema.edge_types))
     part = GraphSchema(tuple(types), schema.edge_types).with_counts(counts, edge_counts)
-    w.save_typed(KEY_IDS, np.asarray(key_ids, np.int64))  # stream keys: samples as the store's (sampler/typed.py)
+    w.save_typed(KEY_IDS, np.asarray(key_ids, np.int64))  # stream keys: samples as the store's (sampler/typed/sampling.py)
     w.set_schema({**part.to_dict(), KEY_IDS: True})
     if codecs:  # each part keeps its types' encoded rows, under the store's codecs (version 3)
         w.set_feat_codec(TypeCodecs(codecs), float32=float32)

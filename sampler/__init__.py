@@ -17,8 +17,9 @@ Module by module:
 | `sampler/row_gather.py` | `take_rows` / `tensor_view`: feature rows gathered by `torch.index_select` over a zero-copy tensor of the array or memmap (whole-row copies, the calling thread's torch threads), `np.take` where torch cannot wrap the array; the fetch stage's `RowBuffers` and the typed local fetch use it |
 | `sampler/jit_pages.py` | `release_jit_pages`: once a stage's or an epoch's first batch has loaded its kernels, `madvise(MADV_PAGEOUT)` on LLVM's library mappings, whose ~65 MB of clean file pages numba's kernel loading faulted in and nothing runs again (the inline chain after each stage's first item, the epoch iterator, each stage process, the zygote and a graph server after its warm-up call it; a call is a `len()` of numba's JIT-engine symbols, and releases only when that grew, i.e. when a kernel was compiled or loaded since the last release: memory-mapped feature pages no longer trigger a `/proc/self/maps` walk every epoch; `/proc/self/statm` growth of 8 MB is the fallback where numba's internals differ); `BGL_KEEP_JIT_PAGES=1` turns it off |
 | `sampler/_edge_kernels.py` | link prediction's kernels: sampling around excluded edges, counter-based uniform draws, edge-existence tests |
-| `sampler/typed.py`, `sampler/_typed_kernels.py` | per-relation sampling over a (part) store's fused CSC, shared by `LocalSampler`, servers and co-located reads |
-| `sampler/typed_frames.py`, `sampler/typed_remote.py` | typed wire frames (a leaf module the protocol imports); the client's typed view and the loader's id maps |
+| `sampler/typed/sampling.py`, `sampler/typed/_kernels.py` | per-relation sampling over a (part) store's fused CSC, shared by `LocalSampler`, servers and co-located reads |
+| `sampler/typed/frames.py`, `sampler/typed/remote.py` | typed wire frames (a leaf module the protocol imports); the client's typed view and the loader's id maps |
+| `sampler/temporal/` | temporal sampling (no edge newer than its seed's time): one layer, per relation, its wire frames, the client side, and their kernels |
 """
 from __future__ import annotations
 

@@ -40,7 +40,9 @@ from bgl.codec.wire import codec_of_info, row_buffer
 from bgl.errors import ProtocolError, ServerError, ServerUnavailable
 
 from . import _kernels as K
-from . import colocated, curve_keys, multilayer, ops, temporal_remote, typed_remote
+from . import colocated, curve_keys, multilayer, ops
+from .temporal import remote as temporal_remote
+from .typed import remote as typed_remote
 from . import protocol as P
 from .reconnect import ENV_RETRY_TIMEOUT  # noqa: F401 (re-exported: the old home of the name)
 from .reconnect import ServerSockets, dealer, retry_timeout_from_env, traffic  # noqa: F401 (traffic: public here)

@@ -138,7 +138,7 @@ class LocalParts:
         """``[counts, nbrs, etypes]`` (plus ``{name: rows}`` when ``edge_data`` names edge arrays) for ``ids``
         of server ``srv``'s typed part, as its typed SAMPLE reply (``exclude``: the part's CSC positions
         never drawn; ``weights``: the edge array to draw by)."""
-        from .typed import sample_typed_store, stream_keys
+        from .typed.sampling import sample_typed_store, stream_keys
 
         store = self.stores[srv]
         if srv not in self._keys:
@@ -151,7 +151,7 @@ class LocalParts:
 
     def gather_typed(self, srv: int, ids: np.ndarray, ntype: int, label: bool) -> tuple:
         """Rows of node type index ``ntype`` for global ``ids`` of server ``srv``'s part, as its typed FEATURES reply."""
-        from .typed import typed_rows
+        from .typed.sampling import typed_rows
 
         return (typed_rows(self.stores[srv], ids, ntype, label),)
 

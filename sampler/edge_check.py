@@ -50,8 +50,8 @@ class RelationEdges:
 
     ``graph`` is a typed CSC with ``indptr`` / ``indices`` / ``etype`` (a typed store, a DGLGraph's
     arrays; the relation's span of a row found by binary search,
-    :func:`~bgl.sampler._typed_kernels.reverse_positions`), or a typed server sampler
-    (:class:`~bgl.sampler.typed_remote.TypedServerSampler`): the candidates' distinct destination
+    :func:`~bgl.sampler.typed._kernels.reverse_positions`), or a typed server sampler
+    (:class:`~bgl.sampler.typed.remote.TypedServerSampler`): the candidates' distinct destination
     rows are asked of their servers with fanout -1 for this relation and 0 for the others, and
     scanned, so the answers (and the negatives) are the store's.
     """
@@ -69,7 +69,7 @@ class RelationEdges:
             return out
         g = self.graph
         if hasattr(g, "indptr"):
-            from ._typed_kernels import reverse_positions
+            from .typed._kernels import reverse_positions
 
             found = np.empty(src.shape[0], np.int64)
             # the position of an edge src -> dst is the "reverse" of dst -> src: the same row scan

@@ -6,7 +6,7 @@ must not pay.  So a server answers one request of each kind to itself first: a p
 and an edge-excluding SAMPLE, a weighted one per 1-D edge array, a typed one (plain,
 edge-excluding, LABOR and weighted per 1-D edge array) on a typed store, a temporal one of each
 strategy on a store with edge times (a ``timestamp`` array, else its first int64 one:
-:func:`_time_names`; this also builds that array's time order, :mod:`.temporal`, before the first
+:func:`_time_names`; this also builds that array's time order, :mod:`.temporal.sampling`, before the first
 request) and a weighted temporal one per dtype of edge weights on an untyped store,
 and the FEATURES/label reads.  numba compiles a variant per dtype and writeable flag: the
 protocol's parser hands every request's ids over as read-only int64 (whatever the frame's
@@ -18,12 +18,12 @@ import numpy as np
 
 from . import ops
 from .ops import _read_only
-from .temporal import DEFAULT_TIME_NAME, ORDER_SUFFIX
+from .temporal.sampling import DEFAULT_TIME_NAME, ORDER_SUFFIX
 
 
 def load_request_kernels(store, indptr: np.ndarray, num_relations: int | None, keys=None, temporal=None) -> None:
     """Run each kind of request the server at ``store`` (CSC ``indptr``) answers, on one seed;
-    ``temporal``: the server's temporal layer (:func:`~bgl.sampler.temporal_frames.layer_for`)."""
+    ``temporal``: the server's temporal layer (:func:`~bgl.sampler.temporal.frames.layer_for`)."""
     if store.num_nodes == 0:
         return
     lo = store.node_offset
@@ -55,7 +55,7 @@ def load_request_kernels(store, indptr: np.ndarray, num_relations: int | None, k
         except (TypeError, ValueError):
             pass  # not int64 times: a request naming it is refused with the reason
     if num_relations is not None:
-        from .typed import sample_typed_store
+        from .typed.sampling import sample_typed_store
 
         sample_typed_store(store, indptr, seeds, np.full(num_relations, 2, np.int64), False, 0, keys)
         sample_typed_store(store, indptr, seeds, np.full(num_relations, 2, np.int64), False, 0, keys, exclude=exclude)
@@ -121,7 +121,7 @@ def _weights_of(store):
 
 def _load_typed_weighted_kernels(store, seeds: np.ndarray, num_relations: int, keys, prob: np.ndarray) -> None:
     """The typed weighted draw's kernels on a one-edge CSC cut from the typed store's own arrays."""
-    from .typed import sample_typed_layer
+    from .typed.sampling import sample_typed_layer
 
     indptr = _read_only(np.array([0, 1], np.int64))
     schema = store.schema

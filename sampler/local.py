@@ -99,11 +99,11 @@ class LocalSampler:
     # ---------------------------------------------------------------- temporal
     def temporal_layer(self, dst, times, fanout: int, strategy: str, seed: int, time_name: str | None = "timestamp",
                        node_time_name: str | None = None, prob_name: str | None = None):
-        """One temporal layer (:class:`bgl.sampler.temporal.TemporalLayer`): ``(counts, nbrs, eids,
+        """One temporal layer (:class:`bgl.sampler.temporal.sampling.TemporalLayer`): ``(counts, nbrs, eids,
         edge_time)``, eids the graph's own edge ids when the store carries ``edge_ids``; ``node_time_name``
         names the store's node array of times (instead of in-process ``node_time``), ``prob_name`` its edge
         array of weights (drawn among the eligible edges by weight)."""
-        from .temporal import TemporalLayer
+        from .temporal.sampling import TemporalLayer
 
         if self._temporal is None:
             self._temporal = TemporalLayer(self.store, self._node_time)
@@ -115,12 +115,12 @@ class LocalSampler:
 
     def sample_temporal(self, seeds, seed_times, fanouts: Sequence[int], strategy: str = "uniform",
                         seed: int | None = None, time_name: str | None = "timestamp", node_time_name: str | None = None):
-        """A disjoint multi-hop temporal sample (:func:`bgl.sampler.temporal.sample_temporal`): no edge
+        """A disjoint multi-hop temporal sample (:func:`bgl.sampler.temporal.sampling.sample_temporal`): no edge
         (and, with ``node_time`` or the store's node array ``node_time_name``, no node) newer than its
         subgraph's seed time; ``time_name`` names the store's int64 edge array of times (None: node times only)."""
         import functools
 
-        from .temporal import sample_temporal
+        from .temporal.sampling import sample_temporal
 
         layer = functools.partial(self.temporal_layer, node_time_name=node_time_name)
         return sample_temporal(layer, seeds, seed_times, fanouts, strategy, seed, time_name)
@@ -138,7 +138,7 @@ class LocalSampler:
         positions never drawn (a typed graph's edges are excluded by position, since a DGLGraph's own
         ids repeat across relations); ``prob``: the edge array (weights or bool mask) each relation draws by;
         ``labor`` = ``(seed2, mix)``: LABOR-0 instead."""
-        from .typed import sample_typed_store, stream_keys
+        from .typed.sampling import sample_typed_store, stream_keys
 
         if not hasattr(self, "_keys"):
             self._keys = stream_keys(self.store)

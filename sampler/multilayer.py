@@ -185,7 +185,7 @@ def sample_typed_blocks(seeds, fanouts: Sequence[np.ndarray], replace: bool, see
     relation, :func:`_typed_labor_importance_layer`).
 
     Blocks are over global ids as untyped ones are, with ``etypes`` per edge; layer
-    seeds are the untyped ones, so the streams differ only by relation (:mod:`bgl.sampler.typed`).
+    seeds are the untyped ones, so the streams differ only by relation (:mod:`bgl.sampler.typed.sampling`).
     """
     dst = ops.as_ids(seeds, "seeds")
     seed = draw_seed() if seed is None else int(seed)

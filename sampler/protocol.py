@@ -38,7 +38,7 @@ LABOR (``FLAG_LABOR``): the request's last frame is 16 bytes, ``<Qd``: a second
 seed and the mix in [0, 1) of its variates (``batch_dependency``; -1 = none); the server
 keeps each edge by its source node's shared variate (:mod:`._labor_kernels`).
 
-Typed SAMPLE (flag bit 4) and FEATURES of one node type (``ntype``): :mod:`.typed_frames`.
+Typed SAMPLE (flag bit 4) and FEATURES of one node type (``ntype``): :mod:`.typed.frames`.
 
 =========  ===========================  ========================================
 op         request frames               reply frames
@@ -70,7 +70,7 @@ import numpy as np
 
 from bgl.errors import ProtocolError
 
-from .typed_frames import FLAG_TYPED, typed_fanouts
+from .typed.frames import FLAG_TYPED, typed_fanouts
 
 MAGIC = b"BGLW"
 PROTOCOL_VERSION = 1

@@ -1,4 +1,4 @@
-"""Array helpers every sampling layer shares (:mod:`.ops`, :mod:`.exclusion`, :mod:`.typed`).
+"""Array helpers every sampling layer shares (:mod:`.ops`, :mod:`.exclusion`, :mod:`.typed.sampling`).
 
 Kept apart from :mod:`.ops` so that the modules ``ops`` dispatches to can use them without
 importing ``ops`` back.

@@ -40,7 +40,8 @@ import zmq
 from bgl.errors import ProtocolError, StoreFormatError
 from bgl.store import GraphStore
 
-from . import curve_keys, temporal, temporal_frames
+from . import curve_keys
+from .temporal import sampling as temporal, frames as temporal_frames
 from . import ops
 from .jit_pages import release_jit_pages
 from .kernel_warmup import load_request_kernels
@@ -153,7 +154,7 @@ class GraphServer:
         self._num_relations = len(store.schema.edge_types) if store.is_typed else None
         self._keys = None
         if self._num_relations is not None:
-            from .typed import stream_keys
+            from .typed.sampling import stream_keys
 
             self._keys = stream_keys(store)  # a typed part's original ids: the store's samples (typed.py)
         self._info = json.dumps(self.info()).encode()
@@ -228,8 +229,8 @@ class GraphServer:
         raise ProtocolError(f"unknown op {h.op}")
 
     def _typed_sample(self, req: P.Request) -> list:
-        """A typed SAMPLE (per-relation fanouts) over this server's fused CSC (bgl/sampler/typed.py)."""
-        from .typed import sample_typed_store
+        """A typed SAMPLE (per-relation fanouts) over this server's fused CSC (bgl/sampler/typed/sampling.py)."""
+        from .typed.sampling import sample_typed_store
 
         if self._num_relations is None:
             raise ValueError(f"store {self.store.meta.name or self.store.path} has no edge types; "
@@ -248,7 +249,7 @@ class GraphServer:
 
     def _typed_features(self, req: P.Request) -> list:
         """A typed FEATURES: rows of one node type, that type's own width and dtype."""
-        from .typed import typed_rows
+        from .typed.sampling import typed_rows
 
         if self._num_relations is None:
             raise ValueError(f"store {self.store.meta.name or self.store.path} has no node types; "

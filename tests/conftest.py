@@ -27,7 +27,7 @@ pytest_plugins = ("pytester",)  # tests/test_process_guard.py runs an inner suit
 os.environ.setdefault("DGLBACKEND", "pytorch")
 
 from bgl.store import GraphStore, write_store  # noqa: E402
-from bgl.loader.pipeline import quiet_numba_threads  # noqa: E402
+from bgl.loader.pipeline.chain import quiet_numba_threads  # noqa: E402
 
 # numba's OpenMP layer spin-waits next to torch's and slows model training ~8x on a
 # 2-core box; choose numba's workqueue layer once, before any test or fixture runs a kernel.

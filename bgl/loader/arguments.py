@@ -3,10 +3,10 @@
 DGL's DataLoader accepts a DGLGraph, a sampler object and an id tensor; bgl
 also accepts a graph store, a partition dir or graph-server addresses, and a
 cache policy.  This module resolves the *graph* argument into one picklable
-:class:`GraphInfo` (with its :class:`~bgl.loader.specs.SamplingSpec`) and checks
+:class:`GraphInfo` (with its :class:`~bgl.loader.stages.specs.SamplingSpec`) and checks
 seed ids, so a bad argument fails here with a clear message, before any process
 starts.  The sampler's options are resolved in :mod:`bgl.loader.sampler_options`,
-the seeds in :mod:`bgl.loader.seed_items`, the loader's own options in
+the seeds in :mod:`bgl.loader.seeds.items`, the loader's own options in
 :mod:`bgl.loader.loader_options`; :mod:`bgl.loader.dataloader` wires the stages
 from those four descriptions.
 """
@@ -22,7 +22,7 @@ import torch
 from ..cache.ordering.partition_order import env_partition_dir
 from ..errors import ServerUnavailable
 from ..store import GraphStore
-from .specs import SamplingSpec
+from .stages.specs import SamplingSpec
 
 
 def is_dgl_object(obj: Any) -> bool:
@@ -108,8 +108,8 @@ def _servers_info(addresses: Sequence[str], timeout: float, partition_dir: Optio
     with SamplingClient(list(addresses), timeout=timeout) as client:
         spec = SamplingSpec("servers", addresses=tuple(addresses), timeout=timeout)
         schema = None
-        if client.schema is not None:  # typed: the loader's ids (bgl/sampler/typed_remote.py)
-            from ..sampler.typed_remote import TypedServerSampler
+        if client.schema is not None:  # typed: the loader's ids (bgl/sampler/typed/remote.py)
+            from ..sampler.typed.remote import TypedServerSampler
 
             spec = SamplingSpec("servers", addresses=tuple(addresses), timeout=timeout,
                                 partition=None if partition_dir is None else str(partition_dir))
@@ -192,7 +192,7 @@ def typed_info(graph, feat_key, label_key) -> GraphInfo:
 
 def arrays_typed_info(arrays, from_dgl: bool = False) -> GraphInfo:
     """GraphInfo of in-memory typed arrays (:class:`bgl.sources.hetero.TypedArrays`)."""
-    dtypes = arrays.edge_dtypes()  # per-relation edge data, fused on first use (bgl/sources/typed_edata.py)
+    dtypes = arrays.edge_dtypes()  # per-relation edge data, fused on first use (bgl/sources/typed/edata.py)
     return GraphInfo(SamplingSpec("store", arrays=arrays), arrays.num_nodes, 0, None, bool(arrays.type_label),
                      store=arrays, from_dgl=from_dgl, schema=arrays.schema, edge_names=list(dtypes),
                      edge_dtypes=dtypes)
@@ -258,7 +258,7 @@ def check_ids(values, count: int, kind: str = "node", name: str = "indices", uni
 
 def check_indices(indices, num_nodes: int) -> np.ndarray:
     """Seed node ids (see :func:`check_ids`); repeated ids are accepted, as DGL accepts them
-    (see :mod:`bgl.loader.duplicate_seeds`)."""
+    (see :mod:`bgl.loader.seeds.duplicates`)."""
     return check_ids(indices, num_nodes, unique=False)
 
 

@@ -48,7 +48,7 @@ class BatchFrontend(Protocol):
         block's backward structure now (the producer thread does it off the trainer's thread)."""
 
     def pair_graph(self, pair) -> Any:
-        """The frontend's graph of one :class:`~bgl.loader.edge_seeds.PairGraph`."""
+        """The frontend's graph of one :class:`~bgl.loader.seeds.edges.PairGraph`."""
 
     def typed_pair_graph(self, edges: dict, node_ids: dict, edge_ids: Optional[dict]) -> Any:
         """The frontend's heterogeneous pair graph: ``edges`` ``{canonical etype: (src, dst)}`` type-local,

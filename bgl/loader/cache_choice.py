@@ -1,6 +1,6 @@
 """Which feature cache ``bgl.DataLoader``'s ``cache=`` / ``cache_ratio=`` / ``cache_bytes=`` arguments ask for.
 
-Resolved before anything starts (a :class:`~bgl.loader.specs.CacheSpec` that the fetch stage
+Resolved before anything starts (a :class:`~bgl.loader.stages.specs.CacheSpec` that the fetch stage
 builds in its own process, or a live cache object for inline pipelines), so a bad size or
 policy fails at construction with the value named.
 """
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 import torch
 
-from .specs import CacheSpec, TypedCacheSpec
+from .stages.specs import CacheSpec, TypedCacheSpec
 
 if TYPE_CHECKING:
     from .arguments import GraphInfo
@@ -127,7 +127,7 @@ def typed_cache_spec(policy: str, cache_ratio, cache_bytes, info: GraphInfo, pip
     ``static-degree``) are each type's slice of the store's in-degrees (over servers, its partition's,
     in the loader's original ids; without the partition dir there are none and ``static-degree`` is
     refused); ``presample`` counts come per type from the loader's presampled epoch
-    (:func:`bgl.loader.presample.presample_cache_spec`)."""
+    (:func:`bgl.loader.stages.presample.presample_cache_spec`)."""
     schema = info.schema
     featured = [t for t in schema.node_types if t.feat_dim > 0]
     if not featured:
@@ -219,7 +219,7 @@ def sized_window(pipeline: str):
 
 def original_degrees(path: Path) -> np.ndarray:
     """In-degrees of all nodes of a typed partition in ORIGINAL ids (what a typed loader over its servers
-    speaks, :class:`~bgl.sampler.typed_remote.TypedServerSampler`): the parts' degrees put back in place."""
+    speaks, :class:`~bgl.sampler.typed.remote.TypedServerSampler`): the parts' degrees put back in place."""
     from ..partition.format import open_partition
 
     new = partition_degrees(path)

@@ -6,19 +6,19 @@ same ``(input_nodes, output_nodes, blocks)`` triples, with input features in
 ``blocks[0].srcdata['feat']`` and labels in ``blocks[-1].dstdata['label']``.
 With an edge-prediction sampler (``as_edge_prediction_sampler``, bgl's or DGL's)
 the indices are seed edge ids and it yields DGL's link-prediction tuples
-``(input_nodes, pair_graph, neg_pair_graph, blocks)`` (:mod:`bgl.loader.edge_seeds`).
+``(input_nodes, pair_graph, neg_pair_graph, blocks)`` (:mod:`bgl.loader.seeds.edges`).
 
-Underneath, four stages (:mod:`bgl.loader.order_stage`, :mod:`bgl.loader.stages`) do
+Underneath, four stages (:mod:`bgl.loader.stages.order`, :mod:`bgl.loader.stages.map`) do
 the work: order (random or BGL's proximity order) -> sample (local store or graph servers) -> fetch
 (feature cache + miss source) -> transfer (to ``device``, to ``dgl.Block``).
 ``pipeline="processes"`` runs order/sample/fetch in pinned processes whose
-cores come from a short profiling run (:mod:`bgl.loader.resources`).
+cores come from a short profiling run (:mod:`bgl.loader.pipeline.resources`).
 
 The constructor resolves its arguments once, into four frozen descriptions the stages
 read, each from one module, before any process starts: the loader's options
 (:mod:`bgl.loader.loader_options`), the sampler's (:mod:`bgl.loader.sampler_options`),
 the graph as one of its kinds (:mod:`bgl.loader.arguments`: graph servers pinged) and
-the seeds as one item kind, nodes or edges, typed or not (:mod:`bgl.loader.seed_items`:
+the seeds as one item kind, nodes or edges, typed or not (:mod:`bgl.loader.seeds.items`:
 dtype, range, duplicates).  A new seed kind or sampling option is a case in one of those.
 """
 from __future__ import annotations
@@ -38,22 +38,22 @@ from .batch_frontend import batch_frontend, graph_reader
 from .cache_choice import resolve_cache
 from .ddp import ddp_chunk
 from .edge_options import check_edge_options
-from .epoch_iterator import EpochIterator
+from .pipeline.epoch_iterator import EpochIterator
 from .graph_arrays import field_versions
 from .loader_options import DEFAULT_QUEUE, FINISHED_BATCHES_QUEUE, resolve_loader_options
-from .loader_state import epoch_seed, LoaderState, ResumePoint, fingerprint, generator_seed_from_torch, parse_state
-from .minibatch import MiniBatch
-from .order_prefetch import NextOrderGuess
-from .order_stage import OrderStage, num_batches
-from .numba_setup import prepare_numba
-from .pipeline import Pipeline, quiet_numba_threads
-from .presample import presample_cache_spec
-from .resources import CoreSplit, profile_core_split, resolve_stage_cores
+from .state.position import epoch_seed, LoaderState, ResumePoint, fingerprint, generator_seed_from_torch, parse_state
+from .stages.minibatch import MiniBatch
+from .stages.order_prefetch import NextOrderGuess
+from .stages.order import OrderStage, num_batches
+from .pipeline.numba_setup import prepare_numba
+from .pipeline.chain import Pipeline, quiet_numba_threads
+from .stages.presample import presample_cache_spec
+from .pipeline.resources import CoreSplit, profile_core_split, resolve_stage_cores
 from .sampler_options import NeighborSampler, resolve_sampler  # noqa: F401  (public as bgl.NeighborSampler too)
-from .seed_items import resolve_seeds
-from .spawn_start import start_zygote
-from .specs import CacheSpec
-from .stages import FetchStage, SampleStage, TransferStage
+from .seeds.items import resolve_seeds
+from .pipeline.spawn import start_zygote
+from .stages.specs import CacheSpec
+from .stages.map import FetchStage, SampleStage, TransferStage
 from .trainer_wait import TrainerWait
 from .typed import check_typed_options, reads_in_place, typed_fanouts
 
@@ -111,7 +111,7 @@ class DataLoader(Closes):
         servers from the partition dir, part by part: see :mod:`bgl.cache.ordering.partition_order`)
     pipeline : ``"inline"`` | ``"thread"`` | ``"processes"``; default ``"processes"`` with
         ``num_workers > 0``, else ``"thread"`` with graph servers (their round trips overlap the
-        model step; :mod:`bgl.loader.background`) and ``"inline"`` with a local graph; stage
+        model step; :mod:`bgl.loader.pipeline.background`) and ``"inline"`` with a local graph; stage
         processes start at construction, in the background (``Pipeline.start_in_background``)
     stage_cores : {"sample": [0], "fetch": [1]} or counts; default from profiling
     blocks : ``"dgl"`` | ``"bgl"`` | None (dgl when the graph or sampler came from DGL)
@@ -150,7 +150,7 @@ class DataLoader(Closes):
         self._epoch, self._epoch_set = 0, False
         self._current: tuple[int, int] = (0, 0)  # (epoch, seed) of the last epoch started
         self._resume = ResumePoint()  # a loaded state_dict, applied by the next iter()
-        # The loader's own generator (loader_state.py): read once from torch's RNG, so torch.manual_seed
+        # The loader's own generator (state/position.py): read once from torch's RNG, so torch.manual_seed
         # before building decides every epoch's order, and nothing the script draws afterwards does.
         self._generator_seed = None if self.use_ddp else generator_seed_from_torch()
         self._next_order = NextOrderGuess()  # build the next epoch's order (BFS, shuffle) during this one
@@ -316,7 +316,7 @@ class DataLoader(Closes):
         self._epoch_set = True
 
     def _epoch_seed(self, epoch: Optional[int] = None) -> int:
-        """Epoch ``epoch``'s (default: the current one's) seed (:func:`~bgl.loader.loader_state.epoch_seed`)."""
+        """Epoch ``epoch``'s (default: the current one's) seed (:func:`~bgl.loader.state.position.epoch_seed`)."""
         return epoch_seed(self._epoch if epoch is None else int(epoch), self._generator_seed,
                           (self.ddp_seed, self._rank) if self.use_ddp else None)
 
@@ -344,7 +344,7 @@ class DataLoader(Closes):
                         mode=self.pipeline_mode, queue_size=queue_size)
 
     def __iter__(self) -> Iterator[tuple]:
-        """This epoch's batches, as an :class:`~bgl.loader.epoch_iterator.EpochIterator`.
+        """This epoch's batches, as an :class:`~bgl.loader.pipeline.epoch_iterator.EpochIterator`.
 
         The iterator keeps the loader alive, so ``for b in DataLoader(...)`` and
         ``next(iter(DataLoader(...)))`` work as with DGL; a new ``iter()`` abandons
@@ -385,7 +385,7 @@ class DataLoader(Closes):
         """The seed of the epoch after ``epoch`` (unless ``set_epoch`` jumps elsewhere)."""
         return self._epoch_seed(epoch + 1)
 
-    # ------------------------------------------------------------ checkpoints (loader_state.py)
+    # ------------------------------------------------------------ checkpoints (state/position.py)
     def state_dict(self) -> dict:
         """Where the loader is, as plain data (torchdata's ``StatefulDataLoader.state_dict``): a loader
         built the same way resumes from it with :meth:`load_state_dict`, yielding exactly the batches
@@ -411,7 +411,7 @@ class DataLoader(Closes):
 
     @functools.cached_property
     def _fingerprint(self) -> dict:
-        """What a state must agree on (loader_state.py); the seeds never change: one O(n) CRC a loader."""
+        """What a state must agree on (state/position.py); the seeds never change: one O(n) CRC a loader."""
         return fingerprint(self._order_stage.ids, self.batch_size, self.drop_last, self.shuffle, self.order,
                            self._world, self._rank, len(self))
 

@@ -54,7 +54,7 @@ def check_edge_options(options: EdgeOptions, info: Any, labor=None, typed: bool 
     local graph), before any stage starts; ValueError naming the array and what there is.
 
     A ``typed`` graph draws each relation by the weights too (one edge array over its fused CSC,
-    :mod:`bgl.sampler.typed`), and by LABOR-0, LABOR-i or weighted LABOR relation by relation
+    :mod:`bgl.sampler.typed.sampling`), and by LABOR-0, LABOR-i or weighted LABOR relation by relation
     (:func:`bgl.sampler.multilayer.sample_typed_blocks`).
     """
     names = ([options.prob] if options.prob else []) + list(options.edge_feats)

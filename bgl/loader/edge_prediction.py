@@ -5,7 +5,7 @@ has DGL 2.1's signature and returns an :class:`EdgePredictionSampler`, a setting
 object like DGL's; ``bgl.DataLoader`` also accepts DGL's own wrapper (around a DGL
 or a bgl ``NeighborSampler``) and DGL's negative samplers, whose settings it reads
 (:func:`edge_settings`).  Nothing here samples: the edges flow through the same
-order -> sample -> fetch -> transfer stages as node seeds (:mod:`bgl.loader.edge_seeds`).
+order -> sample -> fetch -> transfer stages as node seeds (:mod:`bgl.loader.seeds.edges`).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ EXCLUDES = (None, "self", "reverse_id", "reverse_types")  # reverse_types: typed
 
 
 def _check_exclude_mode(exclude, reverse_eids, reverse_etypes) -> None:
-    """DGL's exclusion modes, or a callable (:mod:`bgl.loader.typed_callables`)."""
+    """DGL's exclusion modes, or a callable (:mod:`bgl.loader.seeds.typed_callables`)."""
     if callable(exclude):
         return
     if exclude not in EXCLUDES:
@@ -41,7 +41,7 @@ class EdgePredictionSampler:
     exclude : None | ``"self"`` | ``"reverse_id"`` | ``"reverse_types"`` | callable
         Edges never sampled into a batch's blocks: none, the batch's seed edges, or those
         and their reverses ``reverse_eids[eids]`` (or, on a typed graph, the edges of the same
-        ids of the reverse edge types ``reverse_etypes``: :mod:`bgl.loader.typed_edge_seeds`);
+        ids of the reverse edge types ``reverse_etypes``: :mod:`bgl.loader.seeds.typed_edges`);
         or DGL's callable ``eids -> eids to exclude`` (``{etype: eids} -> {etype: eids}`` on a typed graph).
     reverse_eids : int tensor/array [num_edges] (a typed graph's ``{etype: ids}``), for ``"reverse_id"``
     reverse_etypes : ``{etype: reverse etype}``, for ``"reverse_types"``
@@ -124,7 +124,7 @@ def edge_settings(graph_sampler) -> EdgeSettings:
 def bgl_negative_sampler(sampler):
     """bgl's negative sampler for ``sampler`` (bgl's own, or DGL's ``PerSourceUniform`` /
     ``Uniform`` / ``GlobalUniform`` with the same settings); any other callable is a user's sampler
-    with DGL's contract (:class:`~bgl.loader.typed_callables.UserNegatives`); None stays None."""
+    with DGL's contract (:class:`~bgl.loader.seeds.typed_callables.UserNegatives`); None stays None."""
     if sampler is None or hasattr(sampler, "sample_pairs"):  # bgl's own (or a pair sampler of bgl.pyg)
         return sampler
     name = type(sampler).__name__
@@ -135,7 +135,7 @@ def bgl_negative_sampler(sampler):
             return neg.GlobalUniform(sampler.k, exclude_self_loops=sampler.exclude_self_loops,
                                      replace=sampler.replace)
     if callable(sampler):
-        from .typed_callables import UserNegatives
+        from .seeds.typed_callables import UserNegatives
 
         return UserNegatives(sampler)
     raise TypeError(f"unsupported negative_sampler {type(sampler).__module__}.{name}; use "
@@ -157,18 +157,18 @@ def check_reverse_eids(reverse_eids, num_edges: int) -> np.ndarray:
 
 
 def resolve_edge_seeds(graph, indices, info, settings: EdgeSettings):
-    """The :class:`~bgl.loader.edge_seeds.EdgeSeeds` of a link-prediction loader, every argument
+    """The :class:`~bgl.loader.seeds.edges.EdgeSeeds` of a link-prediction loader, every argument
     checked before anything starts: edge ids (integers, in range, no duplicates), ``reverse_eids``,
     and a graph that negatives can be drawn from.  Over graph servers the endpoints are read from
-    the partition dir's part stores (a partition's edge ids: :func:`~bgl.loader.edge_seeds.partition_endpoints`).
+    the partition dir's part stores (a partition's edge ids: :func:`~bgl.loader.seeds.edges.partition_endpoints`).
 
     ``info`` is the loader's :class:`~bgl.loader.arguments.GraphInfo`; ``graph`` the user's graph
     (a DGLGraph's endpoints come from DGL's own edge ids; what a callable negative sampler is called
     with).  A user's callables are the typed path's with one edge type
-    (:func:`~bgl.loader.typed_callables.checked_callables`): each called once here, its output checked.
+    (:func:`~bgl.loader.seeds.typed_callables.checked_callables`): each called once here, its output checked.
     """
     from .arguments import check_ids, is_dgl_object
-    from .edge_seeds import EdgeSeeds, partition_endpoints, store_endpoints
+    from .seeds.edges import EdgeSeeds, partition_endpoints, store_endpoints
 
     book = None
     if settings.exclude == "reverse_types":
@@ -209,7 +209,7 @@ def resolve_edge_seeds(graph, indices, info, settings: EdgeSettings):
         reverse = check_reverse_eids(settings.reverse_eids, num_edges)
     if callable(exclude) or getattr(negative, "draw", None) is not None:  # the typed path's, with one edge type
         from ..schema import GraphSchema
-        from .typed_callables import checked_callables
+        from .seeds.typed_callables import checked_callables
 
         schema = GraphSchema.homogeneous(int(info.num_nodes), num_edges)
         exclude, negative = checked_callables(schema, eids, np.zeros(eids.shape[0], np.int64), exclude, negative,
@@ -221,7 +221,7 @@ def resolve_edge_seeds(graph, indices, info, settings: EdgeSettings):
 def _pair_seeds(indices, info, settings: EdgeSettings):
     """EdgeSeeds over given node pairs (PyG's ``edge_label_index``): nothing to look up or exclude."""
     from .arguments import check_ids
-    from .edge_seeds import EdgeSeeds
+    from .seeds.edges import EdgeSeeds
 
     src, dst = (np.ascontiguousarray(a, dtype=np.int64) for a in settings.pairs)
     positions = check_ids(indices, src.shape[0], kind="edge")

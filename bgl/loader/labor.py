@@ -19,7 +19,7 @@ store, the servers or co-located parts) and the pick runs where they meet
 DGL's ``edata["edge_weights"]`` for the message passing.
 
 On a typed graph (fanouts per relation, as DGL's heterograph ``LaborSampler``) each relation's span
-of a row is kept by LABOR-0 with one variate per source node (:mod:`bgl.sampler.typed`); LABOR-i and
+of a row is kept by LABOR-0 with one variate per source node (:mod:`bgl.sampler.typed.sampling`); LABOR-i and
 ``prob`` solve one problem per relation over that relation's in-edges of the layer, as DGL samples a
 heterograph (:func:`bgl.sampler.multilayer._typed_labor_importance_layer`).
 """

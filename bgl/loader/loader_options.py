@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .order_stage import ORDERS
+from .stages.order import ORDERS
 
 log = logging.getLogger(__name__)
 

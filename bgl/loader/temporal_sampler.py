@@ -7,7 +7,7 @@ the sample stage asks :class:`TemporalSeeds` for a batch's blocks instead of the
 Only edges with time <= their subgraph's seed time are drawn, at every hop (and, with node times,
 only nodes with time <= it): the sampler never returns the future.
 
-Two layouts of the same sample (:mod:`bgl.loader.temporal_blocks`):
+Two layouts of the same sample (:mod:`bgl.loader.stages.temporal_blocks`):
 
 * ``"tree"`` (GraphBolt's, the default): no node is merged; each hop's sources are its destinations
   followed by one node per sampled edge, carrying its destination's time.  ``fanouts`` in DGL order.
@@ -19,7 +19,7 @@ Costs: the seeds' times, 8 B a seed, travel with the stage; an in-memory graph's
 (``g.ndata[name]``), 8 B a node, too; a store's (``bgl ingest --node-time``) are read where they lie by
 name, memory-mapped, and the servers' stay there: each part filters by its copy of its in-edges'
 source times (8 B per part edge, written by ``bgl partition``), so only their name travels.  A store
-keeps edge times (``bgl ingest --edge-time-column``) with their time order (:mod:`bgl.sampler.temporal`).
+keeps edge times (``bgl ingest --edge-time-column``) with their time order (:mod:`bgl.sampler.temporal.sampling`).
 """
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ class TemporalNeighborSampler(NeighborSampler):
                  node_timestamp_attr_name: Optional[str] = None, edge_timestamp_attr_name: Optional[str] = None,
                  prefetch_node_feats: Sequence[str] = ("feat",), prefetch_labels: Sequence[str] = ("label",),
                  output_device=None, *, strategy: str = "uniform", layout: str = "tree"):
-        from ..sampler.temporal import check_strategy
+        from ..sampler.temporal.sampling import check_strategy
 
         super().__init__(fanouts, prefetch_node_feats=prefetch_node_feats, prefetch_labels=prefetch_labels,
                          output_device=output_device)
@@ -149,7 +149,7 @@ class TemporalSampling:
         if self.schema is not None:
             if self._sampler is None:
                 if hasattr(sampler, "store"):
-                    from ..sampler.temporal_typed import TypedTemporalLayer
+                    from ..sampler.temporal.typed import TypedTemporalLayer
 
                     layer = TypedTemporalLayer(sampler.store, node_time=self.node_time)
                     self._sampler = layer if node_name is None else functools.partial(layer, node_time_name=node_name)
@@ -174,8 +174,8 @@ class TemporalSampling:
 
     def sample(self, sampler, nodes: np.ndarray, times: np.ndarray, seed: int) -> tuple[torch.Tensor, list]:
         """``(seed node ids, blocks)`` of seed ``nodes`` at ``times``, sampled with RNG ``seed``."""
-        from ..sampler.temporal import sample_temporal
-        from .temporal_blocks import disjoint_blocks, tree_blocks
+        from ..sampler.temporal.sampling import sample_temporal
+        from .stages.temporal_blocks import disjoint_blocks, tree_blocks
 
         opts, source = self.options, self._layer_source(sampler)
         if self.schema is not None:
@@ -207,7 +207,7 @@ class TemporalSeeds(TemporalSampling):
 
 class _ServerTypedLayer:
     """A typed temporal layer over graph servers in the loader's id space (a
-    :class:`~bgl.sampler.typed_remote.TypedServerSampler`: ids mapped to the servers' and back; edge
+    :class:`~bgl.sampler.typed.remote.TypedServerSampler`: ids mapped to the servers' and back; edge
     ids are the partition's)."""
 
     def __init__(self, sampler, node_time_name: Optional[str] = None):

@@ -2,7 +2,7 @@
 
 Everything else is the homogeneous pipeline: the order stage cuts global seed ids
 into batches, the sample stage samples over global ids (per relation, see
-:mod:`bgl.sampler.typed`), blocks stay bgl Blocks with ``etypes``; only the
+:mod:`bgl.sampler.typed.sampling`), blocks stay bgl Blocks with ``etypes``; only the
 edges of the pipeline change shape:
 
 * seeds: DGL's ``{ntype: type-local ids}`` become global ids (type offset added);
@@ -25,7 +25,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 import torch
 
-from ..sampler.typed import relation_fanouts
+from ..sampler.typed.sampling import relation_fanouts
 from .arguments import is_dgl_object
 
 

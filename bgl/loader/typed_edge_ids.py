@@ -1,14 +1,14 @@
 """A typed graph's edges by the loader's edge ids: relations, endpoints and reverses of a typed store's
 CSC positions or a typed partition's edge ids, and a heterogeneous DGLGraph's per-relation ids mapped to
 CSC positions.  Read when typed link prediction's seeds are resolved
-(:mod:`bgl.loader.typed_edge_seeds`) and, for a callable ``exclude``, in the sample stage
-(:mod:`bgl.loader.typed_callables`).
+(:mod:`bgl.loader.seeds.typed_edges`) and, for a callable ``exclude``, in the sample stage
+(:mod:`bgl.loader.seeds.typed_callables`).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .edge_seeds import store_endpoints
+from .seeds.edges import store_endpoints
 
 
 def edge_source(info):
@@ -40,7 +40,7 @@ class StoreEdges:
 
     def reverse(self, src: np.ndarray, dst: np.ndarray, rev: np.ndarray) -> np.ndarray:
         """Position of an edge ``dst -> src`` of relation ``rev`` per seed (-1: none; ``rev`` -1: none)."""
-        from ..sampler._typed_kernels import reverse_positions
+        from ..sampler.typed._kernels import reverse_positions
 
         out = np.full(src.shape[0], -1, np.int64)
         has = rev >= 0
@@ -74,7 +74,7 @@ class PartitionEdges:
         return out
 
     def endpoints(self, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from .edge_seeds import partition_endpoints
+        from .seeds.edges import partition_endpoints
 
         src, dst = partition_endpoints(self.book, eids)  # the partition's (new) node ids
         orig = np.asarray(self.book.orig_ids)
@@ -93,7 +93,7 @@ class PartitionEdges:
 def position_map(arrays, num_rel: int):
     """``f(r, ids)``: CSC positions of relation ``r``'s edges ``ids`` (a DGLGraph's per-relation ids),
     the fused CSC's inverse in one pass (no sort): 8 bytes per edge."""
-    from ..sources._typed_csc_kernels import positions_by_relation
+    from ..sources.typed._csc_kernels import positions_by_relation
 
     etype = np.asarray(arrays.etype)
     starts = np.zeros(num_rel + 1, np.int64)

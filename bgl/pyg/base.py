@@ -16,7 +16,7 @@ import torch
 from ..threads import Closes
 from ..loader.arguments import owned_ids
 from ..loader.graph_arrays import GraphArrays
-from ..loader.loader_state import DelegatedState
+from ..loader.state.position import DelegatedState
 
 
 def _pyg_data_class():

@@ -32,7 +32,7 @@ import torch
 from ..blocks import type_layout
 from ..sources.hetero import TypedArrays, schema_of
 from ..loader.arguments import owned_ids
-from ..loader.loader_state import DelegatedState
+from ..loader.state.position import DelegatedState
 from .fields import graph_fields, store_fields
 from .options import pyg_options
 

@@ -3,7 +3,7 @@
 ``LinkNeighborLoader(data, num_neighbors, edge_label_index=(edge_type, pairs), edge_label=,
 neg_sampling=)`` on a ``HeteroData`` (PyG's ``examples/hetero/recommender_system.py`` shape): the
 pairs of one edge type are typed edge seeds of :class:`bgl.DataLoader`
-(:mod:`bgl.loader.typed_edge_seeds`, PyG's sorted-unique node order), the typed blocks come back in
+(:mod:`bgl.loader.seeds.typed_edges`, PyG's sorted-unique node order), the typed blocks come back in
 PyG's heterogeneous batch layout:
 
 * per node type ``n_id`` (seeds first: the sorted unique endpoints of the batch's pairs of that type),
@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from ..loader.edge_prediction import EdgePredictionSampler
-from ..loader.loader_state import DelegatedState
+from ..loader.state.position import DelegatedState
 
 
 class TypedPairNegatives:

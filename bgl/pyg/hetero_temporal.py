@@ -11,14 +11,14 @@ subgraph) on every type, ``batch[input_type].seed_time``, ``batch_size`` and ``i
 
 ``input_time`` defaults to the seeds' own times with node-level times (PyG's rule) and is required
 with edge-level ones.  Costs beyond the untimed loader: 8 B per node (node times) or per edge (the
-edge times, fused into CSC order once), and the per-run time order (:mod:`bgl.sampler.temporal_typed`).
+edge times, fused into CSC order once), and the per-run time order (:mod:`bgl.sampler.temporal.typed`).
 """
 from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ..sampler.temporal import check_times
-from ..loader.loader_state import DelegatedState
+from ..sampler.temporal.sampling import check_times
+from ..loader.state.position import DelegatedState
 from .hetero import HeteroNeighborLoader, hetero_batch, hetero_data_arrays, hetero_fields, pyg_layer_fanouts
 from .options import pyg_options
 from .temporal import temporal_args

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 
-from ..loader.loader_state import DelegatedState
+from ..loader.state.position import DelegatedState
 
 
 @dataclass
@@ -100,7 +100,7 @@ class HeteroTemporalLinkNeighborLoader(DelegatedState):
     def __init__(self, data, num_neighbors, edge_label_index=None, edge_label=None, replace: bool = False,
                  neg_sampling=None, neg_sampling_ratio=None, batch_size: int = 1, shuffle: bool = False,
                  drop_last: bool = False, num_workers: int = 0, **kwargs):
-        from ..sampler.temporal import check_times
+        from ..sampler.temporal.sampling import check_times
         from ..loader.dataloader import DataLoader
         from .hetero import hetero_data_arrays, hetero_fields, pyg_layer_fanouts
         from .hetero_link import checked_pairs

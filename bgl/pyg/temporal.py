@@ -4,7 +4,7 @@ PyG 2.8's ``NeighborLoader`` / ``LinkNeighborLoader`` with ``time_attr=`` always
 subgraphs (``NeighborSampler.disjoint`` is ``disjoint or is_temporal``): one subgraph per seed, grown at
 that seed's time, a node reached from two seeds being two nodes.  This module holds what a bgl loader
 needs to hand such a sample over exactly as PyG lays it out, with plain arrays in and out, so it reads a
-:class:`~bgl.sampler.temporal.TemporalSample` and the MFG-shaped blocks of ``bgl.DataLoader`` alike:
+:class:`~bgl.sampler.temporal.sampling.TemporalSample` and the MFG-shaped blocks of ``bgl.DataLoader`` alike:
 
 * ``time_attr`` (:func:`time_source`): a node-level attribute of the ``Data`` makes node-temporal
   sampling (a neighbour is a candidate when its node time is <= the seed time), an edge-level one
@@ -36,7 +36,7 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from ..sampler.temporal import check_times
+from ..sampler.temporal.sampling import check_times
 
 #: PyG redraws a negative newer than its seed time this many times, then takes the oldest node.
 REDRAW_ROUNDS = 5
@@ -153,7 +153,7 @@ class PygLinkBatch:
 
 class PygLinkLayout:
     """The per-batch seed layout of PyG's temporal link loader, run in bgl's sample stage
-    (:class:`~bgl.loader.temporal_edges.LaidOutSeeds`): a batch of pair positions -> :func:`link_seeds`'
+    (:class:`~bgl.loader.seeds.temporal_edges.LaidOutSeeds`): a batch of pair positions -> :func:`link_seeds`'
     ``(seeds, times, PygLinkBatch)``, negatives from the batch's own stream (so a resumed loader draws
     the same).  Holds the pairs, their times and labels (16 B + 8 B a pair, plus the labels): picklable
     into a sample-stage process."""
@@ -252,7 +252,7 @@ class TemporalArgs:
 def temporal_args(kwargs: dict) -> TemporalArgs:
     """Pop ``time_attr``, ``input_time``, ``edge_label_time``, ``temporal_strategy`` and ``disjoint`` from
     ``kwargs``; ``disjoint`` may be anything (temporal sampling is always disjoint, as in PyG)."""
-    from ..sampler.temporal import check_strategy
+    from ..sampler.temporal.sampling import check_strategy
 
     strategy = kwargs.pop("temporal_strategy", "uniform")
     check_strategy(strategy)

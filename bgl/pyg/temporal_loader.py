@@ -76,7 +76,7 @@ def temporal_graph(data, time_attr: Optional[str], loader: str,
     names = getattr(store.meta, "edata", None)
     nodes = getattr(store.meta, "ndata", None) or {}
     if time_attr in nodes:  # node-level first, as PyG decides: the store's node times (bgl ingest --node-time)
-        from ..sampler.temporal import check_times
+        from ..sampler.temporal.sampling import check_times
 
         return data, "node", check_times(store.node_array(time_attr), int(store.num_nodes), f"time_attr={time_attr!r}")
     if names is not None and time_attr not in names:
@@ -211,7 +211,7 @@ class TemporalLinkNeighborLoader(_TemporalBatches):
                  replace: bool = False, neg_sampling=None, neg_sampling_ratio: Optional[float] = None,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, num_workers: int = 0,
                  **kwargs):
-        from ..sampler.temporal import check_times
+        from ..sampler.temporal.sampling import check_times
         from ..loader.arguments import resolve_graph
         from ..loader.dataloader import DataLoader
         from .negatives import _check_label_index, _negatives, check_edge_label

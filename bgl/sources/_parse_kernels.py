@@ -1,6 +1,6 @@
 """numba kernel that parses edge-list text (``src dst`` per line) from a byte buffer.
 
-Plain array arguments only; ``bgl.sources.edgelist`` does the I/O and error messages.
+Plain array arguments only; ``bgl.sources.readers.edgelist`` does the I/O and error messages.
 """
 from __future__ import annotations
 

@@ -22,14 +22,14 @@ ogb              OGB node-property raw layout: ``raw/edge.csv.gz``,
                  ``raw/relations/<src>___<rel>___<dst>/edge.csv.gz``, ...): a typed store
 typed-edgelist   ``DIR/edges/<src>__<rel>__<dst>.{txt,csv,npy}`` + ``feat/<type>.npy``,
                  ``label/<type>.npy``, ``split/<type>/<name>_idx.npy``, ``nodes.json``
-                 (``bgl.sources.typed_edgelist``): a typed store
+                 (``bgl.sources.typed.edgelist``): a typed store
 dgl              an in-memory ``DGLGraph`` (ndata feat/label/*_mask); a heterogeneous
                  one becomes a typed store
 pyg              an in-memory PyG ``Data`` (x, y, *_mask; edge-level tensors as edge arrays), or a
                  ``HeteroData`` (per type x / y / *_mask): a typed store
 rmat             ``"rmat:SCALE"``: Graph500 R-MAT generator (``bgl.sources.rmat``)
 rmat-hetero      ``"rmat-hetero:SCALE"``: typed R-MAT, papers/authors/fields
-                 (``bgl.sources.rmat_hetero``): a typed store
+                 (``bgl.sources.typed.rmat``): a typed store
 ===============  ==============================================================
 
 Typed inputs keep every edge as given (DGL's heterograph semantics: no symmetrizing,
@@ -49,7 +49,7 @@ from ..errors import IngestError
 from ..output_dir import STORE, WorkDir, check_output, remove_stale
 from ..store import GraphStore
 from .graph_source import GraphSource, write_source
-from .typed_source import TypedSource
+from .typed.source import TypedSource
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def detect_format(source: Any) -> str:
     """
     if _is_dgl_graph(source):
         return "dgl"
-    from .pyg_source import is_pyg_data
+    from .readers.pyg_data import is_pyg_data
 
     if _is_hetero_data(source) or is_pyg_data(source):
         return "pyg"
@@ -97,8 +97,8 @@ def detect_format(source: Any) -> str:
         return generator
     path = Path(source)
     if path.is_dir():
-        from .ogb import looks_ogb
-        from .typed_edgelist import looks_typed_edgelist
+        from .readers.ogb import looks_ogb
+        from .typed.edgelist import looks_typed_edgelist
 
         if looks_ogb(path):
             return "ogb"
@@ -113,7 +113,7 @@ def detect_format(source: Any) -> str:
             return "planetoid"
         raise IngestError(f"{path}: no such file or directory")
     if path.suffix == ".npz":
-        from .npz_formats import npz_kind, open_npz
+        from .readers.npz import npz_kind, open_npz
 
         kind = npz_kind(open_npz(path))
         if kind is None:
@@ -164,14 +164,14 @@ def read_source(source: Any, format: str | None = None, *, scratch_dir: Path | N
 
 # format -> (module, reader function); each reader returns a GraphSource.
 _READERS = {
-    "gnn-benchmark": (".npz_formats", "read_gnn_benchmark"),
-    "csr-npz": (".npz_formats", "read_csr_npz"),
+    "gnn-benchmark": (".readers.npz", "read_gnn_benchmark"),
+    "csr-npz": (".readers.npz", "read_csr_npz"),
     "planetoid": (".planetoid", "read_planetoid"),
-    "edgelist": (".edgelist", "read_edgelist"),
-    "ogb": (".ogb", "read_ogb"),
-    "typed-edgelist": (".typed_edgelist", "read_typed_edgelist"),
-    "dgl": (".dgl_source", "read_dgl_graph"),
-    "pyg": (".pyg_source", "read_pyg_data"),
+    "edgelist": (".readers.edgelist", "read_edgelist"),
+    "ogb": (".readers.ogb", "read_ogb"),
+    "typed-edgelist": (".typed.edgelist", "read_typed_edgelist"),
+    "dgl": (".readers.dgl_graph", "read_dgl_graph"),
+    "pyg": (".readers.pyg_data", "read_pyg_data"),
 }
 
 
@@ -262,7 +262,7 @@ def ingest(source: Any, out_dir: str | os.PathLike, format: str | None = None, *
         return ingest_hetero_dglgraph(source, out_dir, overwrite=overwrite, add_reverse=add_reverse, **opts)
     if fmt == "rmat-hetero":
         from .rmat import parse_rmat_source
-        from .rmat_hetero import rmat_hetero_source
+        from .typed.rmat import rmat_hetero_source
 
         if _generator_of(source) == "rmat-hetero" and ":" in str(source):
             opts.setdefault("scale", parse_rmat_source(str(source), "rmat-hetero"))
@@ -343,7 +343,7 @@ def _check_typed_options(symmetrize: bool | None, feat_dim: int, num_classes: in
 
 
 def _write_typed(src, out: Path, add_reverse: bool, overwrite: bool, progress: bool) -> GraphStore:
-    from .typed_source import with_reverse, write_typed_source
+    from .typed.source import with_reverse, write_typed_source
 
     return write_typed_source(with_reverse(src) if add_reverse else src, out, overwrite=overwrite, progress=progress)
 

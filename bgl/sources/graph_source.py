@@ -240,9 +240,9 @@ def _write_edge_data(w: StoreWriter, src: GraphSource, csc) -> None:
 
 def _write_time_order(w: StoreWriter, src: GraphSource) -> None:
     """An integer ``timestamp`` edge array gets its rows' time order beside it, ``timestamp.order``
-    (:func:`bgl.sampler.temporal.time_order`: 4 B per edge, nothing when every row is already in
+    (:func:`bgl.sampler.temporal.sampling.time_order`: 4 B per edge, nothing when every row is already in
     time order), so temporal samplers read it in place instead of sorting every row at start."""
-    from ..sampler.temporal import DEFAULT_TIME_NAME, ORDER_SUFFIX, time_order
+    from ..sampler.temporal.sampling import DEFAULT_TIME_NAME, ORDER_SUFFIX, time_order
 
     if DEFAULT_TIME_NAME not in (src.edata or {}):
         return

@@ -15,7 +15,7 @@ of ``etype``, 8 B per edge of ``eids`` and, while it runs, 8 B per node of
 cursors and 8 B per edge of the largest relation (its edge ids): no sort keys, no
 concatenated copy of the edges.  It serves :class:`TypedArrays` (a graph already in memory, whose
 per-relation edge ids the loader needs).  Stores are written by the chunked
-builder instead (:mod:`bgl.sources.typed_source`, ~5 B per edge of working memory
+builder instead (:mod:`bgl.sources.typed.source`, ~5 B per edge of working memory
 beyond a bounded buffer), which gives the same bytes.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ import torch
 
 from ..schema import GraphSchema
 from ..store import id_dtype_for
-from .typed_source import schema_of  # noqa: F401  (re-exported: per-relation arrays start here)
+from .typed.source import schema_of  # noqa: F401  (re-exported: per-relation arrays start here)
 
 SPLIT_MASKS = {"train": "train_mask", "val": "val_mask", "test": "test_mask"}
 
@@ -51,7 +51,7 @@ def fused_csc(schema: GraphSchema, rel_edges: Sequence[tuple[np.ndarray, np.ndar
     ------
     ValueError naming the relation and the id when an edge points past its type's node count.
     """
-    from . import _typed_csc_kernels as K
+    from .typed import _csc_kernels as K
 
     checked = check_relation_ids(schema, rel_edges)  # ValueError naming a bad id; no kernel sees one
     offsets = np.asarray(schema.offsets, np.int64)
@@ -115,10 +115,10 @@ def write_typed_store(path, schema: GraphSchema, rel_edges: Sequence[tuple[np.nd
 
     ``rel_edges[r]`` is edge type ``r``'s (src, dst) TYPE-LOCAL ids; ``splits`` maps node type ->
     split name -> TYPE-LOCAL ids (DGL's per-type ids).  The CSC is built by the chunked builder
-    (:func:`bgl.sources.typed_source.write_typed_source`), the bytes :func:`fused_csc` gives.
+    (:func:`bgl.sources.typed.source.write_typed_source`), the bytes :func:`fused_csc` gives.
     ``add_reverse``: reverse relations as ``dgl.AddReverse()`` adds them (:func:`with_reverse`).
     """
-    from .typed_source import arrays_source, node_data_schema, with_reverse, write_typed_source
+    from .typed.source import arrays_source, node_data_schema, with_reverse, write_typed_source
 
     rel_edges = check_relation_ids(schema, rel_edges)  # ValueError before anything is written
     node_data_schema(schema, {k: np.asarray(v) for k, v in (feats or {}).items()},
@@ -138,7 +138,7 @@ class TypedArrays:
     read-only numpy views of the caller's own tensors; ``edge_ids`` are each CSC position's
     id within its relation (DGL's per-relation edge ids, PyG's edge positions).  ``rel_edata``
     ``{name: [per-relation rows or None]}`` are the graph's edge arrays, fused into CSC order on
-    first use by :meth:`edge_array` (:mod:`bgl.sources.typed_edata`).
+    first use by :meth:`edge_array` (:mod:`bgl.sources.typed.edata`).
     """
 
     node_offset = 0
@@ -155,7 +155,7 @@ class TypedArrays:
         self._fused: dict[str, np.ndarray] = {}
         self.type_feat = {nt: _view(t) for nt, t in feats.items()}
         self.type_label = {nt: _view(t.to(torch.int64)) for nt, t in labels.items()}
-        from .typed_source import node_data_schema
+        from .typed.source import node_data_schema
 
         self.schema = node_data_schema(schema.with_counts(
             edge_counts=np.bincount(self.etype.astype(np.int64), minlength=len(schema.edge_types))),
@@ -172,13 +172,13 @@ class TypedArrays:
                  if feat_key is not None and feat_key in g.nodes[nt].data}
         labels = {nt: g.nodes[nt].data[label_key] for nt in g.ntypes
                   if label_key is not None and label_key in g.nodes[nt].data}
-        from .typed_edata import relation_edge_data
+        from .typed.edata import relation_edge_data
 
         return cls(schema, rel_edges, feats, labels, name="DGLGraph", rel_edata=relation_edge_data(g))
 
     def edge_dtypes(self) -> dict[str, str]:
         """``{name: dtype name}`` of the graph's edge arrays as :meth:`edge_array` gives them."""
-        from .typed_edata import edge_specs
+        from .typed.edata import edge_specs
 
         return edge_specs(self.rel_edata)
 
@@ -191,7 +191,7 @@ class TypedArrays:
                 from ..schema import missing_edge_array
 
                 raise missing_edge_array(f"graph {self.path}", name, self.rel_edata)
-            from .typed_edata import fuse_edge_array
+            from .typed.edata import fuse_edge_array
 
             fused = fuse_edge_array(name, self.rel_edata[name], self.etype, self.edge_ids,
                                     self.schema.canonical_etypes)
@@ -289,7 +289,7 @@ def ingest_hetero_data(data, out_dir, *, overwrite: bool = False, name: str = "p
     ``bgl.pyg.NeighborLoader`` gives it in place), every ``edge_index`` as given, per-type ``x``/``y``,
     splits from ``*_mask``, node attributes every type has as node arrays (``node_keys``; default: the
     1-D integer ones, e.g. a node-level ``time_attr``: :mod:`.graph_node_arrays`); ``add_reverse`` as
-    :func:`bgl.sources.typed_source.with_reverse`.
+    :func:`bgl.sources.typed.source.with_reverse`.
 
     Raises ValueError naming the edge type for an ``edge_index`` that is not [2, E] or points past
     a type's node count, and the type for ``x`` / ``y`` rows that are not its node count.
@@ -303,7 +303,7 @@ def ingest_hetero_data(data, out_dir, *, overwrite: bool = False, name: str = "p
         rel_edges.append((ei[0].cpu().numpy(), ei[1].cpu().numpy()))
     feats, labels, splits = hetero_data_node_data(data)
     from .graph_node_arrays import typed_node_arrays
-    from .pyg_source import pyg_node_fields
+    from .readers.pyg_data import pyg_node_fields
 
     ndata = typed_node_arrays({nt: pyg_node_fields(data[nt]) for nt in data.node_types},
                               {nt: int(data[nt].num_nodes) for nt in data.node_types}, node_keys,

@@ -71,7 +71,7 @@ def read_node_times(path: str | Path) -> np.ndarray:
 
 def _read_text_times(path: Path) -> np.ndarray:
     from . import _parse_kernels as P
-    from .edgelist import iter_line_blocks, open_maybe_gzip
+    from .readers.edgelist import iter_line_blocks, open_maybe_gzip
 
     parts, lines_before = [], 0
     with open_maybe_gzip(path) as f:

@@ -64,7 +64,7 @@ def write_ratings_store(out_dir, overwrite: bool = False, **kwargs):
     """Generate (:func:`generate_ratings`) and write the typed store at ``out_dir``, with the test pairs
     in ``out_dir``'s sibling ``<name>_test_pairs.npy``; returns ``(store, test pairs path)``."""
     from .hetero import write_typed_store
-    from .typed_source import schema_of
+    from .typed.source import schema_of
 
     train, test, feat = generate_ratings(**kwargs)
     num_users = int(kwargs.get("num_users", 2000))

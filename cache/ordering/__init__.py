@@ -11,7 +11,7 @@ interleaved, seen through two views:
 
 It lives in the cache package because the order exists for the cache: a
 FIFO cache hits when neighbouring batches need the same features.  The
-DataLoader's order stage (:mod:`bgl.loader.order_stage`) uses both views.
+DataLoader's order stage (:mod:`bgl.loader.stages.order`) uses both views.
 """
 from .partition_order import PartitionOrder, env_partition_dir, local_csc
 from .store_order import proximity_order, random_order

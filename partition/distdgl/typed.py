@@ -37,7 +37,7 @@ import numpy as np
 
 from bgl.errors import PartitionFormatError
 from bgl.output_dir import WorkDir, remove_stale
-from bgl.sampler.typed import KEY_IDS
+from bgl.sampler.typed.sampling import KEY_IDS
 from bgl.schema import EdgeType, GraphSchema, NodeType
 from bgl.store import StoreWriter
 
@@ -168,7 +168,7 @@ def import_typed_distdgl(cfg: dict, cfg_path: Path, out_dir, dgl_modules, *, ori
                 edge_counts = np.bincount(etype, minlength=len(canon))
                 part_schema = GraphSchema(tuple(nts), tuple(EdgeType(*c, int(edge_counts[r]))
                                                             for r, c in enumerate(canon)))
-                w.save_typed(KEY_IDS, orig[s:e])  # stream keys: the original ids (sampler/typed.py)
+                w.save_typed(KEY_IDS, orig[s:e])  # stream keys: the original ids (sampler/typed/sampling.py)
                 w.set_schema({**part_schema.to_dict(), KEY_IDS: True})
             schemas.append(part_schema)
             cut += int(np.count_nonzero((indices < s) | (indices >= e)))

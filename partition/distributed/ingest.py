@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from bgl.errors import IngestError
-from bgl.sources.edgelist import CHUNK_BYTES, TIME_NAME, header_direction
+from bgl.sources.readers.edgelist import CHUNK_BYTES, TIME_NAME, header_direction
 
 from . import graph as G
 from . import shards as S

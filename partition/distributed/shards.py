@@ -29,7 +29,7 @@ import numpy as np
 
 from bgl.errors import IngestError
 from bgl.sources import _parse_kernels as P
-from bgl.sources.edgelist import (CHUNK_BYTES, header_row, iter_line_blocks, open_maybe_gzip, raise_parse_error,
+from bgl.sources.readers.edgelist import (CHUNK_BYTES, header_row, iter_line_blocks, open_maybe_gzip, raise_parse_error,
                                   raise_time_error)
 
 TEXT, GZIP, NPY, PARQUET = "text", "gzip", "npy", "parquet"

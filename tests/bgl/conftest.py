@@ -98,11 +98,11 @@ def part_server():
 
 
 def _spawned_children() -> list:
-    """Live stage processes of this process: forks of its zygote (bgl/loader/spawn_start.py) and any
+    """Live stage processes of this process: forks of its zygote (bgl/loader/pipeline/spawn.py) and any
     child started through multiprocessing's spawn; not the zygote itself, nor the resource tracker."""
     import psutil
 
-    from bgl.loader.spawn_start import zygote_pid
+    from bgl.loader.pipeline.spawn import zygote_pid
 
     zygote = zygote_pid()
     out = []

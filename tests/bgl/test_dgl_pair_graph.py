@@ -12,7 +12,7 @@ import torch
 dgl = pytest.importorskip("dgl")
 
 from bgl.dgl.real_dgl.blocks import to_dgl_pair_graph  # noqa: E402
-from bgl.loader.edge_seeds import PairGraph  # noqa: E402
+from bgl.loader.seeds.edges import PairGraph  # noqa: E402
 
 
 def reference(pair):

@@ -4,7 +4,8 @@ Guards the layout docs/ARCHITECTURE.md describes: at most a dozen modules at
 bgl/'s top level, no readers or loader modules drifting back there, and no
 module of any installed package (bgl/, sampler/, cache/, partition/, launch/, data/, examples/
 and their sub-packages) over ~450 lines outside ``_kernels`` files (split by
-responsibility instead), and that the installed modules import each other without cycles and
+responsibility instead), no folder of them holding more than 25 modules (a family of files
+becomes a sub-package instead), and that the installed modules import each other without cycles and
 without reaching up a layer (cache/ and sampler/ never import the loader or the commands).
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ BGL = REPO / "bgl"
 PACKAGES = ("bgl", "sampler", "cache", "partition", "launch", "data", "examples")
 MAX_TOP_LEVEL_MODULES = 12
 MAX_MODULE_LINES = 450
+MAX_FOLDER_MODULES = 25
 SOURCES = ("datasets", "npz_formats", "planetoid", "ogb", "edgelist", "dgl_source", "graph_source",
            "csc_build", "_csc_kernels", "_parse_kernels", "_rmat_kernels", "splits", "synthetic")
 LOADER = ("dataloader", "stages", "pipeline", "resources", "gpu_gather", "partition_order")
@@ -51,6 +53,15 @@ def test_no_module_over_the_size_limit():
         if lines > MAX_MODULE_LINES:
             long.append(f"{path.relative_to(REPO)}: {lines}")
     assert not long, f"split these by responsibility: {long}"
+
+
+def test_no_folder_over_the_module_limit():
+    crowded = []
+    for folder in sorted({p.parent for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}):
+        modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+        if len(modules) > MAX_FOLDER_MODULES:
+            crowded.append(f"{folder.relative_to(REPO)}: {len(modules)}")
+    assert not crowded, f"group these folders' families into sub-packages: {crowded}"
 
 
 def _module_names() -> dict[str, Path]:

@@ -16,7 +16,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SUBPACKAGES = ("bgl", "bgl.sampler", "bgl.cache", "bgl.cache.ordering", "bgl.partition", "bgl.launch",
-               "bgl.commands", "bgl.sources", "bgl.loader", "bgl.data", "bgl.examples")
+               "bgl.commands", "bgl.sources", "bgl.loader", "bgl.data", "bgl.examples",
+               # sub-packages of a mapped folder (sampler/typed/ installs as bgl.sampler.typed)
+               "bgl.sampler.typed", "bgl.sampler.temporal", "bgl.sources.readers", "bgl.loader.seeds")
 TIMEOUT = 300
 
 

@@ -15,7 +15,7 @@ from bgl.partition.format import TYPED_FORMAT_VERSION, open_partition, write_par
 from bgl.partition.graph_input import GraphInput
 from bgl.sampler import SamplingClient
 from bgl.sampler.local import LocalSampler
-from bgl.sampler.typed import relation_fanouts
+from bgl.sampler.typed.sampling import relation_fanouts
 
 from ..bgl.conftest import _serve_partition
 from ..conftest import HETERO_ETYPES, typed_edges

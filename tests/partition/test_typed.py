@@ -11,7 +11,7 @@ from bgl.errors import PartitionFormatError
 from bgl.partition import format as pformat
 from bgl.partition import open_partition, partition_graph
 from bgl.sampler.local import LocalSampler
-from bgl.sampler.typed import relation_fanouts
+from bgl.sampler.typed.sampling import relation_fanouts
 
 from ..conftest import typed_edges
 

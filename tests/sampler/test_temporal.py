@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from bgl.sampler import LocalSampler, ops
-from bgl.sampler.temporal import TemporalLayer, build_index, sample_temporal
+from bgl.sampler.temporal.sampling import TemporalLayer, build_index, sample_temporal
 from bgl.store import write_store
 
 
@@ -85,7 +85,7 @@ def test_unsorted_rows_get_a_time_order_sorted_ones_none():
 
 
 def test_a_stored_order_is_checked_before_it_is_read():
-    from bgl.sampler._temporal_kernels import order_valid
+    from bgl.sampler.temporal._kernels import order_valid
 
     indptr = np.array([0, 3, 5], np.int64)
     key = np.array([4, 1, 4, 2, 2], np.int64)

@@ -11,7 +11,7 @@ from bgl.cli import main
 from bgl.errors import ProtocolError, ServerError
 from bgl.partition import open_partition
 from bgl.sampler import LocalSampler, SamplingClient
-from bgl.sampler.temporal_frames import parse_temporal_request, temporal_request
+from bgl.sampler.temporal.frames import parse_temporal_request, temporal_request
 from bgl.store import GraphStore, write_store
 
 from .conftest import hub_csc, part_args, slice_store, started_servers

@@ -10,8 +10,8 @@ from bgl.errors import ProtocolError, ServerError
 from bgl.sampler import LocalSampler, SamplingClient
 from bgl.sampler import protocol as P
 from bgl.sampler.client import _request
-from bgl.sampler.temporal import source_time_keys
-from bgl.sampler.temporal_frames import parse_temporal_request, temporal_request
+from bgl.sampler.temporal.sampling import source_time_keys
+from bgl.sampler.temporal.frames import parse_temporal_request, temporal_request
 from bgl.store import write_store
 
 from .conftest import ServerProcess, slice_store

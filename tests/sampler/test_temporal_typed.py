@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bgl.sampler.temporal_typed import TypedTemporalLayer
-from bgl.sampler.typed import sample_typed_store
+from bgl.sampler.temporal.typed import TypedTemporalLayer
+from bgl.sampler.typed.sampling import sample_typed_store
 
 from .conftest import with_edge_arrays
 
@@ -88,7 +88,7 @@ def test_bad_fanouts_and_names_are_one_line(timed_hetero):
 
 def test_typed_temporal_requests_on_the_wire(timed_hetero):
     from bgl.errors import ProtocolError
-    from bgl.sampler.temporal_frames import layer_for, parse_temporal_request, serve, temporal_request
+    from bgl.sampler.temporal.frames import layer_for, parse_temporal_request, serve, temporal_request
 
     typed = layer_for(timed_hetero)
     seeds, times = np.array([1, 5, 9]), np.array([100, 500, 900])

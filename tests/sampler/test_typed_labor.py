@@ -1,4 +1,4 @@
-"""LABOR on typed graphs (bgl/sampler/typed.py, ``labor=``): each relation keeps ``fanout`` edges in
+"""LABOR on typed graphs (bgl/sampler/typed/sampling.py, ``labor=``): each relation keeps ``fanout`` edges in
 expectation, one variate per source node shared by every relation, the same blocks from a store and
 its server, from a partition's servers and co-located reads; LABOR-i relation by relation; the loader's
 LaborSampler on a heterograph."""
@@ -15,7 +15,7 @@ from bgl.partition import partition_graph  # noqa: E402
 from bgl.sampler.client import SamplingClient  # noqa: E402
 from bgl.sampler.local import LocalSampler  # noqa: E402
 from bgl.sampler.multilayer import Labor  # noqa: E402
-from bgl.sampler.typed import relation_fanouts  # noqa: E402
+from bgl.sampler.typed.sampling import relation_fanouts  # noqa: E402
 from bgl.sources.hetero import TypedArrays  # noqa: E402
 
 from .conftest import part_args, started_servers  # noqa: E402
@@ -141,7 +141,7 @@ def test_labor_i_is_each_relations_own_problem():
 def test_typed_labor_frames():
     from bgl.errors import ProtocolError
     from bgl.sampler import protocol as P
-    from bgl.sampler.typed_remote import typed_sample_request
+    from bgl.sampler.typed.remote import typed_sample_request
 
     frames = typed_sample_request(1, np.array([0, 5]), np.array([1, -1]), False, 3, exclude=np.array([2]),
                                   labor=(9, 0.25))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from bgl.sampler import _kernels as K
-from bgl.sampler.typed import MASK64, relation_seed, sample_typed_layer
+from bgl.sampler.typed.sampling import MASK64, relation_seed, sample_typed_layer
 
 
 def _typed_csc(rng, num_nodes, num_rel, max_deg, type_offsets=None, dst_type_of_rel=None):

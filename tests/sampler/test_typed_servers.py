@@ -12,8 +12,8 @@ from bgl.partition import partition_graph
 from bgl.sampler import protocol as P
 from bgl.sampler.client import SamplingClient, _request
 from bgl.sampler.local import LocalSampler
-from bgl.sampler.typed import relation_fanouts
-from bgl.sampler.typed_remote import merged_schema, typed_sample_request
+from bgl.sampler.typed.sampling import relation_fanouts
+from bgl.sampler.typed.remote import merged_schema, typed_sample_request
 
 from ..conftest import typed_edges
 from .conftest import part_args, started_servers

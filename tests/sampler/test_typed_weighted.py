@@ -1,4 +1,4 @@
-"""Weighted and masked typed sampling (bgl/sampler/typed.py, ``prob=``): each relation draws by weight
+"""Weighted and masked typed sampling (bgl/sampler/typed/sampling.py, ``prob=``): each relation draws by weight
 (frequencies on a hub row), never a zero weight, DGL's eligibility and counts, store == servers."""
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from bgl.partition import partition_graph  # noqa: E402
 from bgl.sampler import protocol as P  # noqa: E402
 from bgl.sampler.client import SamplingClient  # noqa: E402
 from bgl.sampler.local import LocalSampler  # noqa: E402
-from bgl.sampler.typed import relation_fanouts  # noqa: E402
-from bgl.sampler.typed_remote import TypedServerSampler, typed_sample_request  # noqa: E402
+from bgl.sampler.typed.sampling import relation_fanouts  # noqa: E402
+from bgl.sampler.typed.remote import TypedServerSampler, typed_sample_request  # noqa: E402
 from bgl.sources.hetero import TypedArrays  # noqa: E402
 
 from .conftest import part_args, started_servers, with_edge_arrays  # noqa: E402

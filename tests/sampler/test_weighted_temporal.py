@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from bgl.sampler import LocalSampler
-from bgl.sampler.temporal import TemporalLayer
+from bgl.sampler.temporal.sampling import TemporalLayer
 from bgl.store import write_store
 
 
@@ -86,7 +86,7 @@ def test_weights_with_last_or_bad_weights_are_one_line(tmp_path):
 @pytest.mark.parametrize("names", [("ts", None, None), ("ts", "nt", None), (None, "nt", None), ("ts", None, "w"),
                                    ("ts", "nt", "w"), (None, "nt", "w")])
 def test_the_name_frame_carries_edge_times_node_times_and_weights(names):
-    from bgl.sampler.temporal_frames import parse_temporal_request, temporal_request
+    from bgl.sampler.temporal.frames import parse_temporal_request, temporal_request
 
     frames = temporal_request(3, np.array([1, 2]), np.array([5, 6]), 4, "uniform", 9, *names)
     req = parse_temporal_request(frames)
@@ -95,7 +95,7 @@ def test_the_name_frame_carries_edge_times_node_times_and_weights(names):
 
 def test_a_name_frame_with_more_than_three_names_is_refused():
     from bgl.errors import ProtocolError
-    from bgl.sampler.temporal_frames import parse_temporal_request, temporal_request
+    from bgl.sampler.temporal.frames import parse_temporal_request, temporal_request
 
     frames = temporal_request(3, np.array([1]), np.array([5]), 4, "uniform", 9, "ts")
     frames[3] = b"ts\0nt\0w\0x"

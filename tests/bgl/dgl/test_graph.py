@@ -218,7 +218,7 @@ def test_a_typed_bgl_block_becomes_a_typed_block():
 
 
 def test_a_pair_graph_scores_with_u_dot_v():
-    from bgl.loader.edge_seeds import PairGraph
+    from bgl.loader.seeds.edges import PairGraph
 
     pair = PairGraph(torch.tensor([0, 1]), torch.tensor([2, 2]), torch.tensor([5, 6, 7]), torch.tensor([3, 4]))
     g = dgl.graph_from_pair(pair)

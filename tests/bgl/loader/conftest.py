@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
-from bgl.loader.stage_protocol import SourceStage, Stage
-from bgl.loader.stages import FetchStage, SampleStage
+from bgl.loader.stages.protocol import SourceStage, Stage
+from bgl.loader.stages.map import FetchStage, SampleStage
 
 
 class Numbers(SourceStage):

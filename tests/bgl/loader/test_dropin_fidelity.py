@@ -18,7 +18,7 @@ import torch
 dgl = pytest.importorskip("dgl")
 
 import bgl  # noqa: E402
-from bgl.loader.duplicate_seeds import distinct_seeds, expand_to_seeds  # noqa: E402
+from bgl.loader.seeds.duplicates import distinct_seeds, expand_to_seeds  # noqa: E402
 
 
 def _graph(num_nodes=60, num_edges=500, seed=0, ntype="_N", etype="_E"):

@@ -14,7 +14,7 @@ dgl = pytest.importorskip("dgl")
 
 import bgl  # noqa: E402
 from bgl import negative_sampler as ns  # noqa: E402
-from bgl.loader.edge_seeds import PairGraph  # noqa: E402
+from bgl.loader.seeds.edges import PairGraph  # noqa: E402
 from bgl.store import write_store  # noqa: E402
 
 FANOUTS = [4, 3]

@@ -113,7 +113,7 @@ def test_partition_edge_ids_map_back_to_the_store(served, random_store):
     """orig_eids: a partition's edge e is the store's edge orig_eids[e], endpoints relabelled."""
     book, _, twin, _ = served
     eids = np.arange(0, book.num_edges, 3)
-    from bgl.loader.edge_seeds import partition_endpoints, store_endpoints
+    from bgl.loader.seeds.edges import partition_endpoints, store_endpoints
 
     src, dst = partition_endpoints(book, eids)
     osrc, odst = store_endpoints(random_store, np.asarray(book.orig_eids)[eids])

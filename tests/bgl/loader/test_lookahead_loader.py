@@ -19,10 +19,10 @@ import bgl
 from bgl.cache.lookahead_feeder import DEFAULT_MAX_DEPTH, CacheSizedWindow, process_window
 from bgl.errors import PipelineError
 from bgl.loader.cache_choice import sized_window
-from bgl.loader.order_stage import OrderStage
-from bgl.loader.pipeline import Pipeline
-from bgl.loader.specs import CacheSpec, SamplingSpec
-from bgl.loader.stages import TransferStage
+from bgl.loader.stages.order import OrderStage
+from bgl.loader.pipeline.chain import Pipeline
+from bgl.loader.stages.specs import CacheSpec, SamplingSpec
+from bgl.loader.stages.map import TransferStage
 
 
 # -------------------------------------------------------------- stream protocol

@@ -1,4 +1,4 @@
-"""bgl.loader.pipeline: inline vs processes, failures, early exit, Ctrl-C, no orphan processes."""
+"""bgl.loader.pipeline.chain: inline vs processes, failures, early exit, Ctrl-C, no orphan processes."""
 from __future__ import annotations
 
 import gc
@@ -15,10 +15,10 @@ import pytest
 import torch
 
 from bgl.errors import PipelineError
-from bgl.loader.order_stage import OrderStage
-from bgl.loader.pipeline import Pipeline
-from bgl.loader.specs import SamplingSpec
-from bgl.loader.stages import FetchStage, TransferStage
+from bgl.loader.stages.order import OrderStage
+from bgl.loader.pipeline.chain import Pipeline
+from bgl.loader.stages.specs import SamplingSpec
+from bgl.loader.stages.map import FetchStage, TransferStage
 
 def assert_gone(pids, within: float = 5.0) -> None:
     deadline = time.monotonic() + within
@@ -97,7 +97,7 @@ def test_inline_stage_exception_names_the_stage(random_store, stages_module):
 
 
 def test_killed_stage_process_is_reported(spawned_children, random_store, stages_module):
-    from bgl.loader.stages import SampleStage
+    from bgl.loader.stages.map import SampleStage
 
     pipe = real_pipeline(random_store, lambda spec: SampleStage(source=spec, fanouts=(5, 5)))
     try:
@@ -119,7 +119,7 @@ def test_killed_stage_process_is_reported(spawned_children, random_store, stages
 
 
 def test_break_close_and_gc_stop_the_processes(spawned_children, random_store, stages_module):
-    from bgl.loader.stages import SampleStage
+    from bgl.loader.stages.map import SampleStage
 
     pipe = real_pipeline(random_store, lambda spec: SampleStage(source=spec, fanouts=(5, 5)))
     try:
@@ -195,7 +195,7 @@ def test_minibatch_round_trips_through_pickle_as_one_int_segment():
     import pickle
 
     from bgl.blocks import Block
-    from bgl.loader.minibatch import MiniBatch, _pack_blocks
+    from bgl.loader.stages.minibatch import MiniBatch, _pack_blocks
 
     inner = Block(torch.tensor([5, 6, 7, 8]), 2, torch.tensor([0, 2, 3]), torch.tensor([2, 3, 1]),
                   edge_ids=torch.tensor([10, 11, 12]), srcdata={"feat": torch.randn(4, 3)})

@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 
-from bgl.loader.resources import core_counts, resolve_stage_cores, split_cores
+from bgl.loader.pipeline.resources import core_counts, resolve_stage_cores, split_cores
 
 
 def brute_force_best(times: dict[str, float], num_cores: int) -> float:

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import bgl
-from bgl.loader.row_buffers import RowBuffers
+from bgl.loader.stages.row_buffers import RowBuffers
 
 
 def test_gathers_equal_np_take_and_reuse_only_released_arrays():
@@ -82,7 +82,7 @@ def test_cache_outputs_only_for_cpu_caches_that_take_out():
     from bgl.cache.fifo import FeatureCache
     from bgl.cache.lookahead import LookaheadCache
     from bgl.cache.sharded import ShardedFeatureCache
-    from bgl.loader.row_buffers import cache_outputs
+    from bgl.loader.stages.row_buffers import cache_outputs
 
     rows = torch.arange(40 * 3, dtype=torch.float32).reshape(40, 3)
     for cache in (LookaheadCache(8, 40, 3), FeatureCache(8, 40, 3)):

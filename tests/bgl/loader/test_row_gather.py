@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import bgl
-from bgl.loader.row_buffers import RowBuffers
+from bgl.loader.stages.row_buffers import RowBuffers
 from bgl.sampler.row_gather import take_rows
 
 # float32/16 feature rows, and the encoded rows of bgl.codec (int8, bfloat16 bits as int16)

@@ -1,4 +1,4 @@
-"""Stage processes forked from the trainer's zygote (bgl/loader/spawn_start.py): one zygote, the
+"""Stage processes forked from the trainer's zygote (bgl/loader/pipeline/spawn.py): one zygote, the
 trainer's environment at each start, and nothing left behind when the trainer is SIGKILLed."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 
 import psutil
 
-from bgl.loader.spawn_start import StageProcess, zygote_pid
+from bgl.loader.pipeline.spawn import StageProcess, zygote_pid
 
 REPORT = "import os; open({path!r}, 'w').write(os.environ.get('BGL_ZYGOTE_TEST', '-') + ' ' + str(os.getppid()))"
 
@@ -42,7 +42,7 @@ def test_stages_fork_from_one_zygote_and_see_the_environment_of_their_start(tmp_
 KILLED_TRAINER = '''
 import json, os, sys
 import bgl
-from bgl.loader.spawn_start import zygote_pid
+from bgl.loader.pipeline.spawn import zygote_pid
 from bgl.store import GraphStore
 
 if __name__ == "__main__":

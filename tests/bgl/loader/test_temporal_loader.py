@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import bgl
-from bgl.loader.temporal_blocks import TIME_KEY
+from bgl.loader.stages.temporal_blocks import TIME_KEY
 
 N, E = 300, 4000
 

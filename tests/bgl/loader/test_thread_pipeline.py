@@ -1,4 +1,4 @@
-"""bgl.loader.pipeline's ``thread`` mode: same items as inline, bounded read-ahead, clean stops."""
+"""bgl.loader.pipeline.chain's ``thread`` mode: same items as inline, bounded read-ahead, clean stops."""
 from __future__ import annotations
 
 import threading
@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from bgl.errors import PipelineError
-from bgl.loader.order_stage import OrderStage
-from bgl.loader.pipeline import Pipeline
-from bgl.loader.stage_protocol import SourceStage, Stage
-from bgl.loader.specs import SamplingSpec
-from bgl.loader.stages import FetchStage, SampleStage, TransferStage
+from bgl.loader.stages.order import OrderStage
+from bgl.loader.pipeline.chain import Pipeline
+from bgl.loader.stages.protocol import SourceStage, Stage
+from bgl.loader.stages.specs import SamplingSpec
+from bgl.loader.stages.map import FetchStage, SampleStage, TransferStage
 
 
 def real_pipeline(store, mode, sample_stage=None):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import bgl
-from bgl.loader.stages import SampleStage
+from bgl.loader.stages.map import SampleStage
 
 SAMPLE_S = 0.02  # a slowed sampler: what one batch's data path costs in these tests
 STEP_S = 0.04    # a slow model step, twice the data path

@@ -1,7 +1,7 @@
 """Link prediction on typed graphs: DGL's heterogeneous edge-prediction loop with only the loader swapped.
 
 Seeds ``{etype: eids}`` flow through the node pipeline as one more item kind
-(:mod:`bgl.loader.typed_edge_seeds`); batches are compared field by field with DGL's own loader
+(:mod:`bgl.loader.seeds.typed_edges`); batches are compared field by field with DGL's own loader
 where sampling is deterministic (every in-neighbour), and checked for excluded edges where it is not.
 """
 from __future__ import annotations
@@ -138,7 +138,7 @@ def test_no_excluded_edge_is_ever_sampled_from_a_dglgraph_or_a_typed_store(tmp_p
 
 
 def test_typed_exclusion_draws_uniformly_among_the_remaining_edges():
-    from bgl.sampler.typed import sample_typed_layer
+    from bgl.sampler.typed.sampling import sample_typed_layer
 
     # one hub row of 40 in-edges of relation 0, 6 of them excluded: fanout 5 over the 34 left
     deg, excluded = 40, np.array([0, 3, 4, 17, 30, 39], np.int64)

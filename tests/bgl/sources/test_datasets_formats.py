@@ -274,7 +274,7 @@ def test_ogb_blank_line_in_split_is_an_error_not_node_minus_one(ogb_dir, tmp_pat
 @pytest.mark.parametrize("block", [b"", b"\n", b"1\n\n2\n", b" \n\t\r\n3", b"1,2\n \n\x0b\n4 \n", b"\n\n5",
                                    b"a\r\n\r\nb\r\n", b"  x  "])
 def test_count_nonblank_lines_matches_bytes_strip(block):
-    from bgl.sources.ogb import _count_nonblank_lines
+    from bgl.sources.readers.ogb import _count_nonblank_lines
 
     assert _count_nonblank_lines(block) == sum(1 for ln in block.split(b"\n") if ln.strip())
 

@@ -113,7 +113,7 @@ def test_weight_column_must_follow_the_ids(tmp_path):
 
 @needs_dgl
 def test_missing_dgl_edge_key(tmp_path):
-    from bgl.sources.dgl_source import read_dgl_graph
+    from bgl.sources.readers.dgl_graph import read_dgl_graph
 
     g = dgl.graph((torch.tensor([0]), torch.tensor([1])))
     with pytest.raises(IngestError, match=r"no edge data \['w'\]"):

@@ -12,7 +12,7 @@ import bgl
 from bgl.errors import IngestError
 from bgl.partition.format import write_partition
 from bgl.sampler import LocalSampler, SamplingClient
-from bgl.sampler.temporal import TemporalLayer, build_index
+from bgl.sampler.temporal.sampling import TemporalLayer, build_index
 from bgl.store import write_store
 
 BIG = 2**53 + 1  # a float64 column would round it

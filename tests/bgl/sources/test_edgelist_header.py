@@ -11,7 +11,7 @@ import pytest
 
 from bgl.sources.datasets import ingest
 from bgl.errors import IngestError
-from bgl.sources.edgelist import header_direction, header_row
+from bgl.sources.readers.edgelist import header_direction, header_row
 from bgl.store import GraphStore
 
 EDGES = "0\t1\n1\t2\n2\t0\n"  # 3 edges, one direction each

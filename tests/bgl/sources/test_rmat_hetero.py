@@ -9,7 +9,7 @@ import bgl
 from bgl.cli import main
 from bgl.errors import IngestError
 from bgl.sources import _rmat_kernels as K
-from bgl.sources.rmat_hetero import RELATION_EIGHTHS, rmat_hetero_source
+from bgl.sources.typed.rmat import RELATION_EIGHTHS, rmat_hetero_source
 
 A, B, C, _ = (0.57, 0.19, 0.19, 0.05)
 
@@ -51,7 +51,7 @@ def test_the_store_is_the_store_of_the_same_dgl_heterograph(tmp_path, assert_sam
 
 
 def test_chunks_and_buckets_do_not_change_the_store_but_the_seed_does(tmp_path, assert_same_typed_store):
-    from bgl.sources.typed_source import with_reverse, write_typed_source
+    from bgl.sources.typed.source import with_reverse, write_typed_source
 
     a = bgl.ingest("rmat-hetero:7", tmp_path / "a", add_reverse=True)
     b = write_typed_source(with_reverse(rmat_hetero_source(7, chunk_edges=333)), tmp_path / "b", fill_bytes=4000)

@@ -9,8 +9,8 @@ import pytest
 from bgl.errors import IngestError
 from bgl.sources.csc_build import array_chunks
 from bgl.sources.hetero import fused_csc, schema_of, write_typed_store
-from bgl.sources.typed_csc import count_typed
-from bgl.sources.typed_source import TypedSource, write_typed_source
+from bgl.sources.typed.csc import count_typed
+from bgl.sources.typed.source import TypedSource, write_typed_source
 from bgl.store import GraphStore
 
 COUNTS = {"a": 7, "b": 5, "c": 3}
@@ -132,7 +132,7 @@ def test_a_graph_without_edges_is_a_valid_store(tmp_path):
 
 
 def test_node_counts_too_big_for_memory_are_refused_naming_the_type(tmp_path):
-    from bgl.sources.typed_source import check_typed_node_memory
+    from bgl.sources.typed.source import check_typed_node_memory
 
     schema = schema_of({"user": 10, "item": 5_000_000_000}, [("user", "buys", "item")])
     src = streamed(schema, [(np.array([0]), np.array([4_999_999_999]))])
@@ -144,7 +144,7 @@ def test_node_counts_too_big_for_memory_are_refused_naming_the_type(tmp_path):
 def test_counting_kernel_matches_brute_force_on_short_and_long_runs():
     """``count_loops_and_repeats`` compares short runs pairwise and sorts a copy of long ones
     (``SMALL_RUN``); both agree with a set-based count, and the bucket is left as it was."""
-    from bgl.sources import _typed_csc_kernels as K
+    from bgl.sources.typed import _csc_kernels as K
 
     rng = np.random.default_rng(5)
     for _ in range(200):
@@ -164,7 +164,7 @@ def test_counting_kernel_matches_brute_force_on_short_and_long_runs():
 def test_scatter_kernel_puts_each_time_at_its_edges_position():
     """``scatter_typed_rows`` with times: an edge's time goes through its id's cursor (times = the edge's
     input index, so each output slot names the edge it holds); without times nothing is written to them."""
-    from bgl.sources import _typed_csc_kernels as K
+    from bgl.sources.typed import _csc_kernels as K
 
     rng = np.random.default_rng(8)
     for _ in range(50):

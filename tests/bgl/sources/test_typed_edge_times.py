@@ -13,7 +13,7 @@ import bgl
 from bgl.cli import main
 from bgl.errors import IngestError
 from bgl.sources.hetero import fused_csc
-from bgl.sources.typed_source import arrays_source, schema_of, write_typed_source
+from bgl.sources.typed.source import arrays_source, schema_of, write_typed_source
 
 USERS, ITEMS = 40, 25
 
@@ -184,7 +184,7 @@ def test_missing_or_bad_times_are_one_line_naming_the_file(tmp_path):
 
 def test_without_the_option_a_time_file_is_left_out_with_a_warning(tmp_path, caplog):
     src = write_dir(tmp_path / "in", clicks_and_links())
-    with caplog.at_level("WARNING", logger="bgl.sources.typed_edgelist"):
+    with caplog.at_level("WARNING", logger="bgl.sources.typed.edgelist"):
         store = bgl.ingest(src, tmp_path / "s")
     assert store.edata == {} and "1 .time.npy file(s) ignored" in caplog.text
     assert [e.count for e in store.schema.edge_types] == [90, 400]

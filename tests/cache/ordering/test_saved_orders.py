@@ -12,7 +12,7 @@ import torch
 
 import bgl
 from bgl.cache.ordering.saved_orders import KEEP, SavedOrders, array_crc32
-from bgl.loader.order_stage import OrderStage
+from bgl.loader.stages.order import OrderStage
 
 
 def _seeds(loader, limit=None) -> list[np.ndarray]:

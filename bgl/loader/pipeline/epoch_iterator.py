@@ -1,0 +1,76 @@
+"""One epoch's batches as an iterator that owns the epoch (and keeps its loader alive).
+
+DGL's loops rely on two idioms that hold no reference to the loader itself:
+
+* ``for batch in DataLoader(g, ids, sampler):`` -- the loader is a temporary;
+* ``next(iter(DataLoader(...)))`` -- the notebook idiom.
+
+When the epoch was a bare generator, nothing referenced the loader while it
+ran, so CPython collected it at once and its ``__del__`` closed the running
+epoch: the loop saw zero batches and no error.  An :class:`EpochIterator`
+holds its loader until the epoch ends or the iterator is closed or collected,
+and the loader holds only a weak reference back, so an abandoned iterator is
+collected (and its stages stopped: processes joined, the background thread
+joined, queues closed) as soon as the caller drops it.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator, Optional
+
+from ...sampler.jit_pages import release_jit_pages
+from ..trainer_wait import TrainerWait, timed_next
+
+
+class EpochIterator:
+    """The batches of one epoch; closing it (or dropping it) stops the epoch's stages.
+
+    Parameters
+    ----------
+    owner : the loader whose epoch this is (kept alive until the epoch ends)
+    items : generator of the epoch's batches (a pipeline epoch); closed exactly once
+    start : index of the epoch's first batch ``items`` yields (> 0 for a resumed epoch)
+    wait : where the trainer's time blocked in ``next()`` is counted (:mod:`bgl.loader.trainer_wait`)
+    """
+
+    def __init__(self, owner: Any, items: Iterator[Any], start: int = 0, wait: Optional[TrainerWait] = None):
+        self._owner: Optional[Any] = owner
+        self._items: Optional[Iterator[Any]] = items
+        self.wait = wait if wait is not None else TrainerWait()
+        self._first = True
+        self.position = int(start)  # index of the next batch of the epoch (state/position.py)
+
+    def __iter__(self) -> "EpochIterator":
+        return self
+
+    def __next__(self) -> Any:
+        if self._items is None:
+            raise StopIteration
+        try:
+            item = timed_next(self._items, self.wait)
+        except BaseException:  # end of epoch, a stage error or Ctrl-C: the epoch is over either way
+            self.close()
+            raise
+        if self._first:  # every stage's kernels are loaded now: LLVM's pages can go (jit_pages.py)
+            self._first = False
+            release_jit_pages()
+        self.position += 1
+        return item
+
+    @property
+    def running(self) -> bool:
+        """True until the epoch has ended or been closed."""
+        return self._items is not None
+
+    def close(self) -> None:
+        """Stop the epoch's stages (idempotent); the loader may start a new epoch afterwards."""
+        items, self._items = self._items, None
+        self._owner = None
+        self.wait.end()
+        if items is not None and hasattr(items, "close"):
+            items.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the pipeline's own finalizer still reaps processes
+            pass

@@ -1,0 +1,7 @@
+"""The loader's seeds: what one epoch iterates over, resolved once into one item kind.
+
+``items`` picks the kind (nodes or edges, typed or not, temporal or not); ``edges`` and
+``typed_edges`` carry link prediction's seed edges, negatives and exclusion through the node
+pipeline's stages; ``temporal`` and ``temporal_edges`` add a time to each seed;
+``duplicates`` and ``typed_callables`` serve the edge kinds.
+"""
