@@ -228,7 +228,7 @@ def _typed_block_from_bgl(block) -> DGLGraph:
 
 
 def graph_from_pair(pair) -> DGLGraph:
-    """A ``bgl.dgl`` graph of a bgl :class:`~bgl.loader.edge_seeds.PairGraph` (link prediction's
+    """A ``bgl.dgl`` graph of a bgl :class:`~bgl.loader.seeds.edges.PairGraph` (link prediction's
     positive or negative pairs over the batch's seed nodes), its tensors shared: score it with
     ``g.apply_edges(fn.u_dot_v('h', 'h', 'score'))``."""
     src, dst = pair.edges()

@@ -236,7 +236,7 @@ class DataLoader:
 
 
 def typed_pair_graph(pair):
-    """A ``bgl.dgl`` heterograph of a typed pair graph (:class:`bgl.loader.typed_edge_seeds.TypedPairGraph`):
+    """A ``bgl.dgl`` heterograph of a typed pair graph (:class:`bgl.loader.seeds.typed_edges.TypedPairGraph`):
     every edge type of the graph, every node type's batch nodes, ``NID`` per node type, ``EID`` per edge
     type on the positive one, as DGL's ``EdgePredictionSampler`` makes it (its tensors shared)."""
     from .convert import heterograph

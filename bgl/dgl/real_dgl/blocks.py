@@ -319,7 +319,7 @@ def _hetero_skeleton(ntypes: tuple, canonical_etypes: tuple) -> _HeteroSkeleton:
 
 
 def to_dgl_pair_graph(pair):
-    """A ``dgl.DGLGraph`` of a bgl :class:`~bgl.loader.edge_seeds.PairGraph`: the same edges over
+    """A ``dgl.DGLGraph`` of a bgl :class:`~bgl.loader.seeds.edges.PairGraph`: the same edges over
     ``num_nodes()`` nodes, its ``ndata`` (``dgl.NID`` and input features) and (positive pairs)
     ``edata[dgl.EID]``, as DGL's ``EdgePredictionSampler`` builds them with ``compact_graphs``.
 
