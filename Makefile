@@ -53,7 +53,7 @@ $(CURRENT_STAMP): pyproject.toml
 # install and again when a kernel source changes, so the first `make demo` loads its kernels instead of
 # compiling them in its first batch (issue #56; docs/resume-and-first-run.md says what it costs).
 KERNELS := $(VENV)/.bgl-kernels
-KERNEL_SOURCES := $(wildcard bgl/*.py bgl/*/*.py sampler/*.py cache/*.py partition/*.py)
+KERNEL_SOURCES := $(shell find bgl sampler cache partition -name '*.py' -not -path '*/__pycache__/*')
 # A failed warm-up costs only the speed-up: the demo then compiles on first use (and make retries next time).
 $(KERNELS): $(STAMP) $(KERNEL_SOURCES)
 	$(VENV)/bin/bgl compile && touch $@ || echo "bgl compile failed (above): the first run compiles its kernels" >&2
