@@ -10,7 +10,7 @@ of the kernel sources -- and the demo after it loads every kernel (2-8 ms each).
 The demo is the warm-up on purpose: it is the run whose kernels are wanted, with the same dtypes
 and array flags (numba compiles one variant per combination), so nothing is missed or guessed.
 Kernels a run only uses with other settings (another dtype, a weighted or temporal request) are
-still compiled on their first use, once per install (:mod:`bgl.compile_lock`).
+still compiled on their first use, once per install (:mod:`bgl.kernel_cache.lock`).
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 def compile_task(task: str) -> int:
     """Run the demo's ``task`` for one epoch with ``$BGL_COMPILE_LOG`` set, print one line saying what
     was compiled, and return its exit code (its output's tail on stderr when it failed)."""
-    from bgl.compile_log import ENV_COMPILE_LOG
+    from bgl.kernel_cache.log import ENV_COMPILE_LOG
 
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bgl-compile-") as tmp:

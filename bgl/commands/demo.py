@@ -137,7 +137,7 @@ def kernel_log(root: Path):
     """``(path, offset)`` of the ``$BGL_COMPILE_LOG`` this run's processes append to (the user's, made
     absolute, else ``root/kernels.jsonl``; restored after), so the demo can say how many kernels the run
     compiled -- time its first batch paid unless ``bgl compile`` paid it at install."""
-    from bgl.compile_log import ENV_COMPILE_LOG
+    from bgl.kernel_cache.log import ENV_COMPILE_LOG
 
     given = os.environ.get(ENV_COMPILE_LOG)
     # absolute: the launched processes run in other directories
@@ -152,7 +152,7 @@ def kernel_log(root: Path):
 
 
 def _run_logged(root: Path, args: argparse.Namespace, verbose: bool, compile_log: tuple) -> int:
-    from bgl.compile_log import tally
+    from bgl.kernel_cache.log import tally
     from bgl.data import default_dataset_path
     from bgl.sources.datasets import ingest
 

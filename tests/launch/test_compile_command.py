@@ -2,7 +2,7 @@
 processes -- the partitioner, two graph servers, two trainers -- compile nothing; each kernel they run is
 a numba cache hit (issue #56: a first run spent 85 % of its wall compiling).
 
-What each process compiled or loaded is read from ``$BGL_COMPILE_LOG`` (bgl/compile_log.py), whose
+What each process compiled or loaded is read from ``$BGL_COMPILE_LOG`` (bgl/kernel_cache/log.py), whose
 outcome comes from the dispatchers' own cache-hit / cache-miss counters.
 """
 from __future__ import annotations

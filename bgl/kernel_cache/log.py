@@ -2,7 +2,7 @@
 
 A first run's cost is spread over processes (graph servers, trainers, the partitioner) that each
 compile or load dozens of kernels, some while waiting on another process's compile
-(:mod:`bgl.compile_lock`).  With ``BGL_COMPILE_LOG=FILE`` set, every process appends one line per
+(:mod:`bgl.kernel_cache.lock`).  With ``BGL_COMPILE_LOG=FILE`` set, every process appends one line per
 kernel signature it compiles or loads::
 
     {"pid": 4711, "process": "bgl serve", "kernel": "bgl.sampler._kernels.sample_positions_serial",
@@ -13,7 +13,7 @@ thread of the process got there first); ``wait_s`` is the time spent waiting for
 lock (another process compiling it); ``own_s`` is the compile or load itself, less the kernels it
 called that compiled inside it (they have their own lines), so the lines add up.  Each line is one
 ``write`` on an ``O_APPEND`` file, so processes writing at once do not interleave.  Unset: nothing is
-timed (the compile path is numba's own plus the lock).  ``python -m bgl.compile_log FILE`` sums a log
+timed (the compile path is numba's own plus the lock).  ``python -m bgl.kernel_cache.log FILE`` sums a log
 per process and lists the costliest kernels.
 """
 from __future__ import annotations

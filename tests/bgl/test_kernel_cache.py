@@ -30,7 +30,7 @@ print("STATS", sum(K.uniform_below._cache_misses.values()), sum(K.uniform_below.
 
 def test_the_lock_is_installed_by_numbas_extension_entry_point():
     names = [e.value for e in importlib.metadata.entry_points(group="numba_extensions")]
-    assert "bgl.compile_lock:install" in names, f"{names}: reinstall bgl (pip install -e .) to register it"
+    assert "bgl.kernel_cache.lock:install" in names, f"{names}: reinstall bgl (pip install -e .) to register it"
 
 
 def test_two_processes_starting_together_compile_a_kernel_once(tmp_path):
@@ -60,7 +60,7 @@ def test_two_processes_starting_together_compile_a_kernel_once(tmp_path):
     compiles, loads = sum(s[0] for s in stats), sum(s[1] for s in stats)
     assert (compiles, loads) == (1, 1), stats
     assert list((tmp_path / "numba-cache").rglob("*uniform_below*.nbi.lock"))
-    # $BGL_COMPILE_LOG: each process's line for the kernel says what it did (bgl/compile_log.py)
+    # $BGL_COMPILE_LOG: each process's line for the kernel says what it did (bgl/kernel_cache/log.py)
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     mine = [r for r in lines if r["kernel"].endswith("._edge_kernels.uniform_below")]
     assert sorted(r["outcome"] for r in mine) == ["compiled", "loaded"], lines
@@ -69,7 +69,7 @@ def test_two_processes_starting_together_compile_a_kernel_once(tmp_path):
 
 
 def test_the_compile_log_sums_each_process_and_names_the_costliest_kernels():
-    from bgl.compile_log import summarize
+    from bgl.kernel_cache.log import summarize
 
     records = [{"pid": 1, "process": "a", "kernel": "k1", "outcome": "compiled", "wait_s": 0.0, "own_s": 2.0},
                {"pid": 1, "process": "a", "kernel": "k2", "outcome": "compiled", "wait_s": 0.5, "own_s": 3.0},
@@ -81,7 +81,7 @@ def test_the_compile_log_sums_each_process_and_names_the_costliest_kernels():
 
 
 def test_the_demos_kernel_phrase_counts_only_what_its_run_appended(tmp_path):
-    from bgl.compile_log import tally
+    from bgl.kernel_cache.log import tally
 
     log = tmp_path / "kernels.jsonl"
     earlier = {"pid": 1, "process": "a", "kernel": "k0", "outcome": "compiled", "wait_s": 0.0, "own_s": 9.0}

@@ -23,7 +23,7 @@ and since calls do not form cycles, neither do the locks.
 Installed by numba itself, ahead of any compilation in any process where bgl is installed: the
 ``numba_extensions`` entry point ``init`` in ``pyproject.toml`` names :func:`install`.  With
 ``$BGL_COMPILE_LOG`` set, the same wrapper times each compile or load and the wait for its lock
-(:mod:`bgl.compile_log`).  Compiling before the first run at all is ``bgl compile``'s job.
+(:mod:`bgl.kernel_cache.log`).  Compiling before the first run at all is ``bgl compile``'s job.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ import fcntl
 import logging
 import os
 
-from .compile_log import ENV_COMPILE_LOG, timed_compile
+from .log import ENV_COMPILE_LOG, timed_compile
 
 log = logging.getLogger(__name__)
 

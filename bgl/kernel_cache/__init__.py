@@ -1,0 +1,3 @@
+"""numba's kernel cache, shared by the processes of one install: each kernel compiled by one process
+while the others wait and load it (:mod:`.lock`, installed through numba's ``numba_extensions`` entry
+point), and what each process compiled, loaded or waited for (:mod:`.log`, ``$BGL_COMPILE_LOG``)."""
