@@ -236,6 +236,7 @@ def main() -> None:
             loss_sum += torch.tensor([loss.item(), 1.0])
             seeds += int(labels.numel())
         seconds = torch.tensor([time.perf_counter() - start])
+        lifecycle.loader_wait(loader)  # under bgl launch: the launch line's trainer-wait share
         if checkpoints:
             checkpoint(epoch + 1)  # the loader's state is "between epochs": the next epoch starts afresh
         if args.stats_json:
