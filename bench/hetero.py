@@ -10,7 +10,8 @@ import swap), both over the same DGLGraph.
     python bench/hetero.py --workdir /tmp/bgl-hetero [--epochs 5] [--seeds 3]
 
 Prints one JSON row per run and a summary: epoch time and peak RSS as bgl/DGL ratios,
-test accuracy of each (mean over seeds).
+test accuracy and trainer wait (``wait_ms`` a batch, ``wait_share`` of the epoch: time blocked in
+``next()``, bench/side_by_side.py's timer for both loaders) of each (mean over seeds).
 """
 from __future__ import annotations
 
@@ -103,11 +104,14 @@ def worker(store_dir: str, loader_kind: str, seed: int, epochs: int, batch_size:
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     train_loader = Loader(g, {"paper": train}, sampler, batch_size=batch_size, shuffle=True)
     test_loader = Loader(g, {"paper": test}, sampler, batch_size=batch_size)
+    from side_by_side import TrainerWait
+
+    wait = TrainerWait()  # the trainer's time blocked in next(), the same timer for both systems
     times = []
     for _ in range(epochs + 1):
         model.train()
         t = time.perf_counter()
-        for _, _, blocks in train_loader:
+        for _, _, blocks in wait.batches_of(train_loader):
             y = blocks[-1].dstnodes["paper"].data["label"]
             loss = F.cross_entropy(model(blocks), y)
             opt.zero_grad()
@@ -124,7 +128,7 @@ def worker(store_dir: str, loader_kind: str, seed: int, epochs: int, batch_size:
     from own_rss import own_peak_rss_mb
 
     return {"epoch_s": statistics.median(times[1:]), "first_epoch_s": times[0], "acc": correct / total,
-            "own_peak_rss_mb": own_peak_rss_mb()}
+            "own_peak_rss_mb": own_peak_rss_mb(), **wait.figures(times)}
 
 
 def run_child(store: Path, kind: str, seed: int, epochs: int, batch_size: int) -> dict:
@@ -175,7 +179,7 @@ def main() -> None:
                 row = run_child(store, kind, seed, args.epochs, args.batch_size)
                 rows[kind].append(row)
                 print(json.dumps({"dataset": name, "loader": kind, "seed": seed, **row}))
-        mean = {k: {f: statistics.mean(r[f] for r in v) for f in ("epoch_s", "acc", "peak_rss_mb")}
+        mean = {k: {f: statistics.mean(r[f] for r in v) for f in ("epoch_s", "acc", "peak_rss_mb", "wait_share", "wait_ms")}
                 for k, v in rows.items()}
         print(json.dumps({"dataset": name, "summary": mean,
                           "epoch_ratio_bgl_over_dgl": mean["bgl"]["epoch_s"] / mean["dgl"]["epoch_s"],

@@ -145,8 +145,7 @@ def worker(system: str, store_dir: str, seed: int, epochs: int, max_batches: int
     from own_rss import own_peak_rss_mb
 
     return {"epoch_s": statistics.median(times[1:]), "mrr": mrr, "own_peak_rss_mb": own_peak_rss_mb(),
-            "wait_share": sum(wait.wait_s[1:]) / sum(times[1:]),
-            "wait_ms": 1000 * sum(wait.wait_s[1:]) / max(sum(wait.batches[1:]), 1)}
+            **wait.figures(times)}
 
 
 def run_child(system: str, store_dir: Path, seed: int, epochs: int, max_batches: int = 0) -> dict:

@@ -301,8 +301,7 @@ def worker(system: str, graph: str, workdir: str, seed: int, epochs: int, max_ba
     result = evaluate(model, g, test, eval_users, seed)
     from own_rss import own_peak_rss_mb
 
-    result.update(wait_share=sum(wait.wait_s[1:]) / sum(times[1:]),
-                  wait_ms=1000 * sum(wait.wait_s[1:]) / max(sum(wait.batches[1:]), 1))
+    result.update(wait.figures(times))
     result.update(epoch_s=statistics.median(times[1:]), epochs_s=times, graph_s=graph_s, build_s=build_s,
                   eval_s=time.perf_counter() - t0, batches=batches, last_loss=statistics.mean(losses[-50:]),
                   own_peak_rss_mb=own_peak_rss_mb())
