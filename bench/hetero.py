@@ -16,6 +16,7 @@ test accuracy and trainer wait (``wait_ms`` a batch, ``wait_share`` of the epoch
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -27,7 +28,8 @@ from pathlib import Path
 os.environ.setdefault("DGLBACKEND", "pytorch")
 
 DATASETS = {"cora": "cora.npz", "citeseer": "citeseer.npz"}
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+# shared/ beside the checkout; $BGL_SHARED_DATASETS where it is elsewhere (a worktree's checkout)
+SHARED = Path(os.environ.get("BGL_SHARED_DATASETS", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
 
 
 def build(workdir: Path, name: str) -> Path:
@@ -80,7 +82,11 @@ def worker(store_dir: str, loader_kind: str, seed: int, epochs: int, batch_size:
     g = to_dglgraph(store)
     train = torch.from_numpy(store.type_splits["paper"]["train"].copy())
     test = torch.from_numpy(store.type_splits["paper"]["test"].copy())
-    Loader = dgl.dataloading.DataLoader if loader_kind == "dgl" else bgl.DataLoader  # "bgl-keep": bgl too
+    from side_by_side import bgl_loader_options
+
+    # "bgl-keep": bgl with LLVM's pages kept; "bgl-<pipeline>": that pipeline (bench/default_pipeline.py)
+    Loader = (dgl.dataloading.DataLoader if loader_kind == "dgl" else bgl.DataLoader if loader_kind == "bgl-keep"
+              else functools.partial(bgl.DataLoader, **bgl_loader_options(loader_kind)))
     sampler = dgl.dataloading.NeighborSampler([10, 10])
     rels = [c[1] for c in g.canonical_etypes]
 

@@ -40,6 +40,23 @@ def dgl_graph(store, labels: int = 0):
     return g
 
 
+PIPELINES = ("inline", "thread", "processes")
+
+
+def bgl_loader_options(system: str) -> dict:
+    """``bgl.DataLoader``'s extra arguments for a benchmark's system name: ``"bgl"`` its defaults,
+    ``"bgl-<pipeline>"`` that pipeline (inline, thread, processes), a ``-qN`` suffix ``queue_size=N``
+    (``"bgl-thread-q4"``).  ValueError naming a name it does not know."""
+    parts = system.split("-")
+    if parts[0] != "bgl" or len(parts) > 3 or (len(parts) > 1 and parts[1] not in PIPELINES) \
+            or (len(parts) == 3 and not (parts[2].startswith("q") and parts[2][1:].isdigit())):
+        raise ValueError(f"unknown bgl system {system!r}: bgl, bgl-<{'|'.join(PIPELINES)}>[-qN]")
+    options = {"pipeline": parts[1]} if len(parts) > 1 else {}
+    if len(parts) == 3:
+        options["queue_size"] = int(parts[2][1:])
+    return options
+
+
 def batches_of(loader, count: int):
     """``count`` batches of ``loader``, running as many epochs as that takes (small graphs)."""
     left = count
