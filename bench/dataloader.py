@@ -28,6 +28,7 @@ own child process so its peak RSS is its own (``os.wait4``)::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -225,8 +226,11 @@ def dropin_child(system: str, dataset: str, args) -> None:
     rss_graph = _rss_mb()
     if system == "dgl":
         from dgl.dataloading import DataLoader, NeighborSampler
-    else:
+    else:  # "bgl" or "bgl-<pipeline>" (bench/default_pipeline.py)
         from bgl import DataLoader, NeighborSampler
+        from side_by_side import bgl_loader_options
+
+        DataLoader = functools.partial(DataLoader, **bgl_loader_options(system))
     train_ids = torch.nonzero(g.ndata["train_mask"], as_tuple=False).squeeze(1)
     t = time.perf_counter()
     loader = DataLoader(g, train_ids, NeighborSampler([10, 10]), batch_size=256, shuffle=True)

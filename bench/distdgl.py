@@ -331,6 +331,9 @@ def summarize(stats: dict) -> dict:
     out = {"time": t, "best_time": min(e["time"] for e in eps), "seeds_per_s": med("seeds") / t,
            "lo_bytes": med("loopback_bytes"),
            "acc": stats["test_accuracy"], "epoch_times": [round(e["time"], 2) for e in stats["epochs"]]}
+    if "wait_s" in eps[0]:  # rank 0's time blocked in next(), the same timer for both systems
+        out["wait_share"] = med("wait_s") / t
+        out["wait_ms"] = 1e3 * med("wait_s") / max(med("batches"), 1)
     if "client_bytes" in eps[0]:
         out["client_bytes"] = med("client_bytes")
         out["hit"] = eps[-1].get("cache_hit_rate", 0.0)
@@ -340,19 +343,22 @@ def summarize(stats: dict) -> dict:
 def report(graph: str, rows: dict[str, dict]) -> str:
     """Markdown table of one graph's rows and the bgl/DistDGL ratios."""
     lines = [f"### {graph}", "",
-             "| system | epoch s (median) | best epoch s | seeds/s | loopback MB/epoch | bgl client MB/epoch | "
+             "| system | epoch s (median) | best epoch s | trainer wait ms / batch (share) | seeds/s | "
+             "loopback MB/epoch | bgl client MB/epoch | "
              "test acc | time / DistDGL (median, best) | loopback bytes / DistDGL | acc - DistDGL (points) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     base = rows.get("distdgl")
     for name, r in rows.items():
         if r is None:
-            lines.append(f"| {name} | failed | | | | | | | | |")
+            lines.append(f"| {name} | failed | | | | | | | | | |")
             continue
         cb = f"{r['client_bytes'] / 1e6:.1f}" if "client_bytes" in r else "-"
         ratio = (f"{r['time'] / base['time']:.2f}, {r['best_time'] / base['best_time']:.2f}",
                  f"{r['lo_bytes'] / base['lo_bytes']:.2f}",
                  f"{100 * (r['acc'] - base['acc']):+.1f}") if base else ("-", "-", "-")
-        lines.append(f"| {name} | {r['time']:.2f} | {r['best_time']:.2f} | {r['seeds_per_s']:.0f} | {r['lo_bytes'] / 1e6:.1f} | {cb} | "
+        wait = f"{r['wait_ms']:.2f} ({100 * r['wait_share']:.0f} %)" if "wait_share" in r else "-"
+        lines.append(f"| {name} | {r['time']:.2f} | {r['best_time']:.2f} | {wait} | {r['seeds_per_s']:.0f} | "
+                     f"{r['lo_bytes'] / 1e6:.1f} | {cb} | "
                      f"{r['acc']:.4f} | {ratio[0]} | {ratio[1]} | {ratio[2]} |")
     return "\n".join(lines)
 

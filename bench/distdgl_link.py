@@ -89,16 +89,19 @@ def run_bgl(parts: Path, work: Path, args, cache: str, order: str) -> dict | Non
 
 
 def report(graph: str, rows: dict) -> str:
-    lines = [f"### {graph}", "", "| system | epoch s (median / best) | seed edges/s | loopback MB/epoch | "
-             "bgl client MB/epoch | time / DistDGL (median) | loopback bytes / DistDGL |", "|---|---|---|---|---|---|---|"]
+    lines = [f"### {graph}", "", "| system | epoch s (median / best) | trainer wait ms / batch (share) | "
+             "seed edges/s | loopback MB/epoch | "
+             "bgl client MB/epoch | time / DistDGL (median) | loopback bytes / DistDGL |",
+             "|---|---|---|---|---|---|---|---|"]
     base = rows.get("distdgl")
     for name, r in rows.items():
         if r is None:
-            lines.append(f"| {name} | failed | | | | | |")
+            lines.append(f"| {name} | failed | | | | | | |")
             continue
         cb = f"{r['client_bytes'] / 1e6:.1f}" if "client_bytes" in r else "-"
         t, b = (f"{r['time'] / base['time']:.2f}", f"{r['lo_bytes'] / base['lo_bytes']:.2f}") if base else ("-", "-")
-        lines.append(f"| {name} | {r['time']:.2f} / {r['best_time']:.2f} | {r['seeds_per_s']:.0f} | "
+        wait = f"{r['wait_ms']:.2f} ({100 * r['wait_share']:.0f} %)" if "wait_share" in r else "-"
+        lines.append(f"| {name} | {r['time']:.2f} / {r['best_time']:.2f} | {wait} | {r['seeds_per_s']:.0f} | "
                      f"{r['lo_bytes'] / 1e6:.1f} | {cb} | {t} | {b} |")
     return "\n".join(lines)
 

@@ -71,6 +71,9 @@ def main() -> None:
     model = nn.parallel.DistributedDataParallel(Step())
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
 
+    from side_by_side import TrainerWait
+
+    wait = TrainerWait()  # the trainer's time blocked in next(): bgl's loader.stats() counts the same way
     epochs = []
     for epoch in range(args.epochs):
         dist.barrier()
@@ -78,7 +81,7 @@ def main() -> None:
         start = time.perf_counter()
         seeds = batches = 0
         with model.join():
-            for input_nodes, pair, neg, blocks in loader:
+            for input_nodes, pair, neg, blocks in wait.batches_of(loader):
                 x = g.ndata["feat"][input_nodes]
                 if not args.loader_only:
                     pos, negs = model(blocks, x, pair, neg)
@@ -97,7 +100,8 @@ def main() -> None:
         total = torch.tensor([seeds], dtype=torch.float64)
         dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
         dist.all_reduce(total)
-        epochs.append({"epoch": epoch, "time": float(seconds), "seeds": int(total), "loopback_bytes": lo})
+        epochs.append({"epoch": epoch, "time": float(seconds), "seeds": int(total), "loopback_bytes": lo,
+                       "wait_s": wait.wait_s[-1], "batches": wait.batches[-1]})
         if rank == 0:
             print(f"distdgl link epoch {epoch}: time {float(seconds):.2f} s", flush=True)
     if rank == 0 and args.stats_json:

@@ -94,6 +94,9 @@ def main() -> None:
         dist.barrier()
         return
 
+    from side_by_side import TrainerWait
+
+    wait = TrainerWait()  # the trainer's time blocked in next(): bgl's loader.stats() counts the same way
     epochs = []
     for epoch in range(args.epochs):
         model.train()
@@ -103,7 +106,7 @@ def main() -> None:
         seeds = 0
         loss = torch.zeros(())
         with model.join():  # ranks may differ by one batch (the split is even to one node)
-            for input_nodes, out_nodes, blocks in loader:
+            for input_nodes, out_nodes, blocks in wait.batches_of(loader):
                 x = g.ndata["feat"][input_nodes]
                 y = g.ndata["label"][out_nodes].long()
                 if not args.loader_only:
@@ -119,7 +122,7 @@ def main() -> None:
         dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
         dist.all_reduce(total)
         epochs.append({"epoch": epoch, "time": float(seconds), "seeds": int(total), "loopback_bytes": lo,
-                       "loss": loss.item()})
+                       "loss": loss.item(), "wait_s": wait.wait_s[-1], "batches": wait.batches[-1]})
         if rank == 0:
             print(f"distdgl epoch {epoch}: time {float(seconds):.2f} s", flush=True)
 

@@ -19,7 +19,10 @@ GraphBolt (as DGL) drops excluded edges after the draw, bgl draws around them (s
 
 Passes alternate GraphBolt, bgl, GraphBolt, bgl, ... (``--repeats`` timed each after one warm-up
 pass each, ``--batches`` batches a pass), so load drifts hit both alike; reported: median and
-best pass per system and bgl/GraphBolt of the medians.
+best pass per system, its trainer wait (time blocked in ``next()``, the same timer for both systems:
+per batch of the median pass and share of all passes' time; with no model step it is most of a pass;
+GraphBolt builds ``mb.blocks`` when the loop reads them, after ``next()``, so that part is not its wait)
+and bgl/GraphBolt of the medians.
 
 ``--task typed``: node classification of the papers of the paper-word typed graphs of Cora and
 CiteSeer (bench/hetero.py's graphs: paper-cites-paper, paper-has-word, word-in-paper; paper
@@ -45,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hetero import build, to_dglgraph  # noqa: E402
 from link_pred import store_for  # noqa: E402
-from side_by_side import alternate, batches_of, dgl_graph, load_average_at_end, setup  # noqa: E402
+from side_by_side import alternate, batches_of, dgl_graph, load_average_at_end, setup, wait_column  # noqa: E402
 
 
 def graphbolt_loader(g, seeds, fanouts, batch_size):
@@ -149,7 +152,7 @@ def bgl_typed_pass(loader, batches: int) -> float:
     return time.perf_counter() - t0
 
 
-def compare_typed(g, fanouts, batch_size: int, batches: int, repeats: int) -> dict:
+def compare_typed(g, fanouts, batch_size: int, batches: int, repeats: int, waits=None) -> dict:
     """{system: [pass seconds]} for the papers of a typed ``g``: GraphBolt's pipeline and bgl's loader."""
     import dgl
     import torch
@@ -161,10 +164,10 @@ def compare_typed(g, fanouts, batch_size: int, batches: int, repeats: int) -> di
     seeds = {"paper": torch.arange(g.num_nodes("paper"))}
     return alternate({"graphbolt": (graphbolt_typed_loader(g, fanouts, batch_size), graphbolt_typed_pass),
                       "bgl": (bgl.DataLoader(g, seeds, sampler, batch_size=batch_size, shuffle=True),
-                              bgl_typed_pass)}, batches, repeats)
+                              bgl_typed_pass)}, batches, repeats, waits)
 
 
-def compare(g, fanouts, batch_size: int, batches: int, repeats: int, reverse=None) -> dict:
+def compare(g, fanouts, batch_size: int, batches: int, repeats: int, reverse=None, waits=None) -> dict:
     """{system: [pass seconds]} for GraphBolt's pipeline and bgl's loader on the same inputs: link
     prediction when ``reverse`` (each edge's reverse id) is given, else node classification."""
     import dgl
@@ -180,12 +183,12 @@ def compare(g, fanouts, batch_size: int, batches: int, repeats: int, reverse=Non
         seeds = torch.arange(g.num_edges())
         return alternate({"graphbolt": (graphbolt_link_loader(g, fanouts, batch_size), graphbolt_link_pass),
                           "bgl": (bgl.DataLoader(g, seeds, sampler, batch_size=batch_size, shuffle=True),
-                                  bgl_link_pass)}, batches, repeats)
+                                  bgl_link_pass)}, batches, repeats, waits)
     seeds = torch.arange(g.num_nodes())
     sampler = bgl.NeighborSampler(fanouts, prefetch_node_feats=["feat"], prefetch_labels=["label"])
     return alternate({"graphbolt": (graphbolt_loader(g, seeds, fanouts, batch_size), graphbolt_pass),
                       "bgl": (bgl.DataLoader(g, seeds, sampler, batch_size=batch_size, shuffle=True), bgl_pass)},
-                     batches, repeats)
+                     batches, repeats, waits)
 
 
 def main() -> None:
@@ -216,11 +219,14 @@ def main() -> None:
               flush=True)
         for fo in args.fanouts:
             fanouts = [int(x) for x in fo.split(",")]
-            times = (compare_typed(g, fanouts, args.batch_size, args.batches, args.repeats) if args.task == "typed"
-                     else compare(g, fanouts, args.batch_size, args.batches, args.repeats, reverse))
+            waits = {}  # each pass's trainer wait (side_by_side.TrainerWait), the same timer for both
+            times = (compare_typed(g, fanouts, args.batch_size, args.batches, args.repeats, waits)
+                     if args.task == "typed"
+                     else compare(g, fanouts, args.batch_size, args.batches, args.repeats, reverse, waits))
             med = {k: statistics.median(v) for k, v in times.items()}
             print(f"{name} {args.task} fanouts {fo} batch {args.batch_size}: " + "  ".join(
-                f"{k} median {med[k]:.3f} s best {min(v):.3f} s" for k, v in times.items())
+                f"{k} median {med[k]:.3f} s best {min(v):.3f} s trainer wait "
+                f"{wait_column(waits[k], v, args.batches)}" for k, v in times.items())
                 + f"  bgl/graphbolt {med['bgl'] / med['graphbolt']:.2f}x", flush=True)
     load_average_at_end()
 

@@ -10,11 +10,13 @@ import swap), both over the same DGLGraph.
     python bench/hetero.py --workdir /tmp/bgl-hetero [--epochs 5] [--seeds 3]
 
 Prints one JSON row per run and a summary: epoch time and peak RSS as bgl/DGL ratios,
-test accuracy of each (mean over seeds).
+test accuracy and trainer wait (``wait_ms`` a batch, ``wait_share`` of the epoch: time blocked in
+``next()``, bench/side_by_side.py's timer for both loaders) of each (mean over seeds).
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -26,7 +28,8 @@ from pathlib import Path
 os.environ.setdefault("DGLBACKEND", "pytorch")
 
 DATASETS = {"cora": "cora.npz", "citeseer": "citeseer.npz"}
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+# shared/ beside the checkout; $BGL_SHARED_DATASETS where it is elsewhere (a worktree's checkout)
+SHARED = Path(os.environ.get("BGL_SHARED_DATASETS", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
 
 
 def build(workdir: Path, name: str) -> Path:
@@ -79,7 +82,11 @@ def worker(store_dir: str, loader_kind: str, seed: int, epochs: int, batch_size:
     g = to_dglgraph(store)
     train = torch.from_numpy(store.type_splits["paper"]["train"].copy())
     test = torch.from_numpy(store.type_splits["paper"]["test"].copy())
-    Loader = dgl.dataloading.DataLoader if loader_kind == "dgl" else bgl.DataLoader  # "bgl-keep": bgl too
+    from side_by_side import bgl_loader_options
+
+    # "bgl-keep": bgl with LLVM's pages kept; "bgl-<pipeline>": that pipeline (bench/default_pipeline.py)
+    Loader = (dgl.dataloading.DataLoader if loader_kind == "dgl" else bgl.DataLoader if loader_kind == "bgl-keep"
+              else functools.partial(bgl.DataLoader, **bgl_loader_options(loader_kind)))
     sampler = dgl.dataloading.NeighborSampler([10, 10])
     rels = [c[1] for c in g.canonical_etypes]
 
@@ -103,11 +110,14 @@ def worker(store_dir: str, loader_kind: str, seed: int, epochs: int, batch_size:
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     train_loader = Loader(g, {"paper": train}, sampler, batch_size=batch_size, shuffle=True)
     test_loader = Loader(g, {"paper": test}, sampler, batch_size=batch_size)
+    from side_by_side import TrainerWait
+
+    wait = TrainerWait()  # the trainer's time blocked in next(), the same timer for both systems
     times = []
     for _ in range(epochs + 1):
         model.train()
         t = time.perf_counter()
-        for _, _, blocks in train_loader:
+        for _, _, blocks in wait.batches_of(train_loader):
             y = blocks[-1].dstnodes["paper"].data["label"]
             loss = F.cross_entropy(model(blocks), y)
             opt.zero_grad()
@@ -124,7 +134,7 @@ def worker(store_dir: str, loader_kind: str, seed: int, epochs: int, batch_size:
     from own_rss import own_peak_rss_mb
 
     return {"epoch_s": statistics.median(times[1:]), "first_epoch_s": times[0], "acc": correct / total,
-            "own_peak_rss_mb": own_peak_rss_mb()}
+            "own_peak_rss_mb": own_peak_rss_mb(), **wait.figures(times)}
 
 
 def run_child(store: Path, kind: str, seed: int, epochs: int, batch_size: int) -> dict:
@@ -175,7 +185,7 @@ def main() -> None:
                 row = run_child(store, kind, seed, args.epochs, args.batch_size)
                 rows[kind].append(row)
                 print(json.dumps({"dataset": name, "loader": kind, "seed": seed, **row}))
-        mean = {k: {f: statistics.mean(r[f] for r in v) for f in ("epoch_s", "acc", "peak_rss_mb")}
+        mean = {k: {f: statistics.mean(r[f] for r in v) for f in ("epoch_s", "acc", "peak_rss_mb", "wait_share", "wait_ms")}
                 for k, v in rows.items()}
         print(json.dumps({"dataset": name, "summary": mean,
                           "epoch_ratio_bgl_over_dgl": mean["bgl"]["epoch_s"] / mean["dgl"]["epoch_s"],

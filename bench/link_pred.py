@@ -22,6 +22,7 @@ whose full epoch would take too long on the bench box; MRR then reflects that mu
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -82,7 +83,11 @@ def worker(system: str, store_dir: str, seed: int, epochs: int, max_batches: int
     test[rng.choice(g.num_edges(), g.num_edges() // 20, replace=False)] = True
     test |= test[reverse]
     train_eids, test_eids = torch.from_numpy(np.flatnonzero(~test)), torch.from_numpy(np.flatnonzero(test))
-    Loader = bgl.DataLoader if system == "bgl" else dgl.dataloading.DataLoader
+    from side_by_side import bgl_loader_options
+
+    # "bgl" / "bgl-<pipeline>" (bench/default_pipeline.py): only the loader differs between systems
+    Loader = (functools.partial(bgl.DataLoader, **bgl_loader_options(system)) if system.startswith("bgl")
+              else dgl.dataloading.DataLoader)
 
     class SAGE(nn.Module):  # DGL's examples/pytorch/graphsage/link_pred.py model, 2 layers
         def __init__(self, in_size, hid):
@@ -145,8 +150,7 @@ def worker(system: str, store_dir: str, seed: int, epochs: int, max_batches: int
     from own_rss import own_peak_rss_mb
 
     return {"epoch_s": statistics.median(times[1:]), "mrr": mrr, "own_peak_rss_mb": own_peak_rss_mb(),
-            "wait_share": sum(wait.wait_s[1:]) / sum(times[1:]),
-            "wait_ms": 1000 * sum(wait.wait_s[1:]) / max(sum(wait.batches[1:]), 1)}
+            **wait.figures(times)}
 
 
 def run_child(system: str, store_dir: Path, seed: int, epochs: int, max_batches: int = 0) -> dict:

@@ -6,7 +6,8 @@ id = CSC position), every edge a seed edge, ``as_edge_prediction_sampler(Neighbo
 shuffled; each pass iterates ``--batches`` batches and touches the input features.  Passes
 alternate DGL, bgl, DGL, bgl, ... (``--repeats`` each, after one warm-up pass each), once with
 ``exclude="reverse_id"`` and once without, so load drifts hit both loaders alike.  Reported: the
-median and best pass per loader and bgl/DGL of the medians.
+median and best pass per loader, its trainer wait (time blocked in ``next()``, the same timer for
+both: per batch of the median pass and share of the passes' time) and bgl/DGL of the medians.
 
 Graphs: ``slashdot`` (SNAP soc-Slashdot0902 symmetrized, 128-dim synthetic features, as in
 bench/link_pred.py) and ``rmat`` (Graph500 R-MAT, ``--rmat-scale``, edge factor 16, 128-dim
@@ -28,7 +29,7 @@ from pathlib import Path
 os.environ.setdefault("DGLBACKEND", "pytorch")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from side_by_side import alternate, dgl_graph, load_average_at_end, setup  # noqa: E402
+from side_by_side import alternate, dgl_graph, load_average_at_end, setup, wait_column  # noqa: E402
 
 
 def graph_store(name: str, workdir: Path, rmat_scale: int):
@@ -56,7 +57,7 @@ def one_pass(loader, batches: int) -> float:
     return time.perf_counter() - t0
 
 
-def compare(g, reverse, exclude, batches: int, repeats: int) -> dict:
+def compare(g, reverse, exclude, batches: int, repeats: int, waits=None) -> dict:
     """{system: [pass seconds]} for DGL's and bgl's loader over the same graph and sampler settings."""
     import dgl
     import torch
@@ -70,7 +71,7 @@ def compare(g, reverse, exclude, batches: int, repeats: int) -> dict:
     seeds = torch.arange(g.num_edges())
     return alternate({"dgl": (dgl.dataloading.DataLoader(g, seeds, sampler, batch_size=512, shuffle=True), one_pass),
                       "bgl": (bgl.DataLoader(g, seeds, sampler, batch_size=512, shuffle=True), one_pass)},
-                     batches, repeats)
+                     batches, repeats, waits)
 
 
 def main() -> None:
@@ -95,11 +96,12 @@ def main() -> None:
         print(f"{name}: {g.num_nodes():,} nodes, {g.num_edges():,} edges, max in-degree {int(degs.max()):,}, "
               f"mean {float(degs.float().mean()):.1f}", flush=True)
         for exclude in ("reverse_id", None):
-            times = compare(g, reverse, exclude, args.batches, args.repeats)
+            waits = {}  # each pass's trainer wait (side_by_side.TrainerWait), the same timer for both
+            times = compare(g, reverse, exclude, args.batches, args.repeats, waits)
             med = {k: statistics.median(v) for k, v in times.items()}
             print(f"{name} exclude={exclude}: " + "  ".join(
-                f"{k} median {med[k]:.3f} s best {min(v):.3f} s ({1000 * med[k] / args.batches:.1f} ms/batch)"
-                for k, v in times.items()) + f"  bgl/dgl {med['bgl'] / med['dgl']:.2f}x", flush=True)
+                f"{k} median {med[k]:.3f} s best {min(v):.3f} s ({1000 * med[k] / args.batches:.1f} ms/batch) "
+                f"trainer wait {wait_column(waits[k], v, args.batches)}" for k, v in times.items()) + f"  bgl/dgl {med['bgl'] / med['dgl']:.2f}x", flush=True)
     load_average_at_end()
 
 

@@ -67,7 +67,7 @@ def run(store, mode: str, policy: str, args, lookahead=None) -> dict:
         for _ in loader:  # processes start, kernels compile, caches warm
             pass
         before = loader.cache_stats()
-        times, firsts = [], []
+        times, firsts, waits = [], [], []
         for _ in range(args.epochs):
             t = time.perf_counter()
             for i, _ in enumerate(loader):
@@ -76,6 +76,7 @@ def run(store, mode: str, policy: str, args, lookahead=None) -> dict:
                 if args.train_ms:
                     _busy(args.train_ms / 1e3)  # the trainer's step, as a fixed CPU-free wait
             times.append(time.perf_counter() - t)
+            waits.append(loader.stats())  # the trainer's time blocked in next() this epoch
         after = loader.cache_stats()
     finally:
         loader.close()
@@ -83,6 +84,8 @@ def run(store, mode: str, policy: str, args, lookahead=None) -> dict:
     moved = after["bytes_from_source"] - before["bytes_from_source"]
     return {"s_per_epoch": float(np.mean(times)), "s_min": float(np.min(times)), "rows": moved // row_bytes,
             "first_ms": 1e3 * float(np.mean(firsts)),
+            "wait_ms": 1e3 * float(np.mean([w["wait_mean_s"] for w in waits])),
+            "wait_share": sum(w["wait_s"] for w in waits) / sum(times),
             "mib": moved / 2**20, "hit_rate": (after["hits"] - before["hits"]) /
             max(1, after["requests"] - before["requests"]), "policy": loader.cache_policy}
 
@@ -117,9 +120,9 @@ def main() -> None:
           f"{store.feat.dtype}, {len(store.train_idx)} train ids")
     print(f"# batch {args.batch_size}, fanouts {args.fanouts}, order {args.order}, cache "
           f"{args.cache_ratio:.0%} of nodes, {args.epochs} timed epochs after 1 untimed, model step {args.train_ms} ms")
-    print("\n| mode | policy | s/epoch (mean, min) | first batch ms | rows from source | MiB from source | hit rate "
-          "| rows vs fifo | time vs fifo |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n| mode | policy | s/epoch (mean, min) | first batch ms | trainer wait ms / batch (share) "
+          "| rows from source | MiB from source | hit rate | rows vs fifo | time vs fifo |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     windows = [w if w == "auto" else int(w) for w in args.lookaheads.split(",") if w] or [None]
     for mode in args.modes.split(","):
         results = {}
@@ -130,7 +133,8 @@ def main() -> None:
         for pol, r in results.items():
             rows_ratio = f"{r['rows'] / fifo['rows']:.2f}x" if fifo and fifo["rows"] else "-"
             time_ratio = f"{r['s_per_epoch'] / fifo['s_per_epoch']:.2f}x" if fifo else "-"
-            print(f"| {mode} | {pol} | {r['s_per_epoch']:.2f}, {r['s_min']:.2f} | {r['first_ms']:.1f} | {r['rows']:,} | "
+            print(f"| {mode} | {pol} | {r['s_per_epoch']:.2f}, {r['s_min']:.2f} | {r['first_ms']:.1f} | "
+                  f"{r['wait_ms']:.2f} ({100 * r['wait_share']:.0f} %) | {r['rows']:,} | "
                   f"{r['mib']:.1f} | {r['hit_rate']:.3f} | {rows_ratio} | {time_ratio} |", flush=True)
 
 

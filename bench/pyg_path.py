@@ -4,7 +4,8 @@ Both iterate the same seeds over the same in-memory graph (a PyG ``Data`` read i
 fanouts 10,10, batch 256, reading the features and labels of every batch and nothing
 else: ``bgl.pyg.NeighborLoader`` (PyG-shaped ``Data`` batches) vs ``bgl.DataLoader`` with
 bgl blocks.  Rounds alternate the two; the median epoch of each is reported with the
-ratio pyg/DataLoader (target <= 1.1).  ``--model`` also times PyG's own loop (a 2-layer
+ratio pyg/DataLoader (target <= 1.1), and each loader's trainer wait (``loader.stats()``: ms a batch,
+share of the epochs' time; with no model step it is most of an epoch).  ``--model`` also times PyG's own loop (a 2-layer
 ``torch_geometric.nn.SAGEConv`` model) with the loader and the model step apart.  ``--cache``
 gives both loaders bgl's default feature cache (``cache=True``: lookahead, 10 %), and the
 rows reports each loader's minor page faults per epoch (``getrusage``).  ``--masks`` gives the
@@ -118,13 +119,17 @@ def main() -> None:
                             shuffle=True, blocks="bgl", **cache)
         epoch_pyg(pyg), epoch_dl(dl)  # warm-up: kernels loaded, pages touched
         times, faults = {"pyg": [], "dataloader": []}, {"pyg": 0, "dataloader": 0}
+        waits = {"pyg": [], "dataloader": []}  # each epoch's loader.stats(): the trainer's wait, both timed alike
         for r in range(args.rounds):
             for kind in (("pyg", "dataloader") if r % 2 == 0 else ("dataloader", "pyg")):
                 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
                 times[kind].append(epoch_pyg(pyg) if kind == "pyg" else epoch_dl(dl))
                 faults[kind] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+                waits[kind].append((pyg if kind == "pyg" else dl).stats())
         med = {k: statistics.median(v) for k, v in times.items()}
         row = {"dataset": name, "cache": args.cache, "masks": args.masks, "median_epoch_s": med,
+               "trainer_wait_ms": {k: statistics.median(1000 * w["wait_mean_s"] for w in v) for k, v in waits.items()},
+               "trainer_wait_share": {k: sum(w["wait_s"] for w in v) / sum(times[k]) for k, v in waits.items()},
                "ratio_pyg_over_dataloader": med["pyg"] / med["dataloader"],
                "minor_faults_per_epoch": {k: v // args.rounds for k, v in faults.items()}}
         if args.model:
@@ -134,7 +139,9 @@ def main() -> None:
             opt = torch.optim.Adam(model.parameters(), lr=0.01)
             model_epoch(pyg, model, opt)
             loader_s, model_s = model_epoch(pyg, model, opt)
-            row["pyg_loop_epoch"] = {"loader_s": loader_s, "model_s": model_s}
+            # the loader's seconds are the trainer's wait (time blocked in next())
+            row["pyg_loop_epoch"] = {"loader_s": loader_s, "model_s": model_s,
+                                     "wait_share": loader_s / (loader_s + model_s)}
         print(json.dumps(row))
     print(json.dumps({"load_average_end": os.getloadavg()}))
 

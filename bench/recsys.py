@@ -225,10 +225,10 @@ def worker(system: str, graph: str, workdir: str, seed: int, epochs: int, max_ba
     elif system == "model-only":  # the floor: DGL's batches sampled before the clock starts, the loop over them
         loader = PresampledBatches(dgl.dataloading.DataLoader(g, {"rates": train_eids}, sampler, batch_size=1024,
                                                               shuffle=True), max_batches)
-    elif system == "bgl" or system.startswith("bgl-thread"):  # bgl-thread: the stages in a background thread
-        extra = {"pipeline": "thread"} if system != "bgl" else {}
-        if system.startswith("bgl-thread-q"):  # bgl-thread-qN: with queue_size=N
-            extra["queue_size"] = int(system[len("bgl-thread-q"):])
+    elif system == "bgl" or system.startswith("bgl-"):  # bgl-thread: the stages in a background thread
+        from side_by_side import bgl_loader_options
+
+        extra = bgl_loader_options(system)  # bgl-<pipeline>[-qN]: that pipeline, queue_size=N
         loader = bgl.DataLoader(g, {"rates": train_eids}, sampler, batch_size=1024, shuffle=True, **extra)
     elif system in ("path-dgl-api", "path-dgl"):  # bgl.DataLoader / DGL's, data path only
         Loader = bgl.DataLoader if system == "path-dgl-api" else dgl.dataloading.DataLoader
@@ -301,8 +301,7 @@ def worker(system: str, graph: str, workdir: str, seed: int, epochs: int, max_ba
     result = evaluate(model, g, test, eval_users, seed)
     from own_rss import own_peak_rss_mb
 
-    result.update(wait_share=sum(wait.wait_s[1:]) / sum(times[1:]),
-                  wait_ms=1000 * sum(wait.wait_s[1:]) / max(sum(wait.batches[1:]), 1))
+    result.update(wait.figures(times))
     result.update(epoch_s=statistics.median(times[1:]), epochs_s=times, graph_s=graph_s, build_s=build_s,
                   eval_s=time.perf_counter() - t0, batches=batches, last_loss=statistics.mean(losses[-50:]),
                   own_peak_rss_mb=own_peak_rss_mb())

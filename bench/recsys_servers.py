@@ -77,7 +77,7 @@ def run(book_path: str, seeds, policy: str, epochs: int, seed: int, max_batches:
         for step, _ in enumerate(loader):  # warm-up epoch (the cache fills)
             if max_batches and step + 1 >= max_batches:
                 break
-        before, batches, times = loader.cache_stats(), 0, []
+        before, batches, times, waited = loader.cache_stats(), 0, [], 0.0
         for _ in range(epochs):
             t0 = time.perf_counter()
             for step, (_input_nodes, _pair, _neg, blocks) in enumerate(loader):
@@ -86,13 +86,15 @@ def run(book_path: str, seeds, policy: str, epochs: int, seed: int, max_batches:
                 if max_batches and step + 1 >= max_batches:
                     break
             times.append(time.perf_counter() - t0)
+            waited += loader.stats()["wait_s"]  # the trainer's time blocked in next() this epoch
         after = loader.cache_stats()
     finally:
         loader.close()
     moved = after["bytes_from_source"] - before["bytes_from_source"]
     requests = max(1, after["requests"] - before["requests"])
     return {"policy": policy, "seed": seed, "batches": batches, "bytes_per_batch": moved / batches,
-            "hit_rate": (after["hits"] - before["hits"]) / requests, "s_per_epoch": sum(times) / len(times)}
+            "hit_rate": (after["hits"] - before["hits"]) / requests, "s_per_epoch": sum(times) / len(times),
+            "wait_ms": 1e3 * waited / batches, "wait_share": waited / sum(times)}
 
 
 def main() -> None:

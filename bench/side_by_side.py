@@ -1,9 +1,11 @@
 """Shared by the benchmarks that time two loaders side by side in one process
-(bench/link_pred_loader.py, bench/graphbolt.py): setup, the DGLGraph of a store, alternating passes."""
+(bench/link_pred_loader.py, bench/graphbolt.py): setup, the DGLGraph of a store, alternating passes,
+and the trainer-wait timer every loader benchmark uses for bgl and its anchor alike."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Optional
 
 
 def setup(workdir: str) -> Path:
@@ -38,6 +40,23 @@ def dgl_graph(store, labels: int = 0):
     return g
 
 
+PIPELINES = ("inline", "thread", "processes")
+
+
+def bgl_loader_options(system: str) -> dict:
+    """``bgl.DataLoader``'s extra arguments for a benchmark's system name: ``"bgl"`` its defaults,
+    ``"bgl-<pipeline>"`` that pipeline (inline, thread, processes), a ``-qN`` suffix ``queue_size=N``
+    (``"bgl-thread-q4"``).  ValueError naming a name it does not know."""
+    parts = system.split("-")
+    if parts[0] != "bgl" or len(parts) > 3 or (len(parts) > 1 and parts[1] not in PIPELINES) \
+            or (len(parts) == 3 and not (parts[2].startswith("q") and parts[2][1:].isdigit())):
+        raise ValueError(f"unknown bgl system {system!r}: bgl, bgl-<{'|'.join(PIPELINES)}>[-qN]")
+    options = {"pipeline": parts[1]} if len(parts) > 1 else {}
+    if len(parts) == 3:
+        options["queue_size"] = int(parts[2][1:])
+    return options
+
+
 def batches_of(loader, count: int):
     """``count`` batches of ``loader``, running as many epochs as that takes (small graphs)."""
     left = count
@@ -49,19 +68,35 @@ def batches_of(loader, count: int):
                 return
 
 
-def alternate(runs: dict, batches: int, repeats: int) -> dict:
+def alternate(runs: dict, batches: int, repeats: int, waits: Optional[dict] = None) -> dict:
     """``{name: [seconds]}``: ``runs`` maps a name to ``(loader, one_pass)``; passes alternate between
-    the loaders (torch seeded per round) so load drifts hit each alike; the first round warms up."""
+    the loaders (torch seeded per round) so load drifts hit each alike; the first round warms up.
+
+    With ``waits`` (a dict), ``waits[name]`` gets each timed pass's trainer wait (seconds blocked in
+    ``next()``, :class:`TrainerWait`'s timer, the same for every system): ``one_pass`` is handed the
+    loader behind a :class:`TimedLoader`."""
     import torch
 
     times = {name: [] for name in runs}
+    timers = {name: TrainerWait() for name in runs}
     for rep in range(repeats + 1):
         for name, (loader, one_pass) in runs.items():
             torch.manual_seed(rep)
-            t = one_pass(loader, batches)
+            timer = timers[name]
+            before = len(timer.wait_s)
+            t = one_pass(loader if waits is None else TimedLoader(loader, timer), batches)
             if rep:
                 times[name].append(t)
+                if waits is not None:
+                    waits.setdefault(name, []).append(sum(timer.wait_s[before:]))
     return times
+
+
+def wait_column(waits: list, times: list, batches: int) -> str:
+    """``"W ms/batch (S %)"``: the median pass's wait per batch and the waits' share of the passes' time."""
+    import statistics
+
+    return f"{1000 * statistics.median(waits) / batches:.2f} ms/batch ({100 * sum(waits) / sum(times):.0f} %)"
 
 
 def load_average_at_end() -> None:
@@ -100,3 +135,24 @@ class TrainerWait:
         finally:
             self.wait_s.append(waited)
             self.batches.append(n)
+
+    def figures(self, epoch_times: list, skip: int = 1) -> dict:
+        """``{"wait_share", "wait_ms"}`` over the epochs after the first ``skip`` (warm-up): the waits'
+        share of ``epoch_times`` (each epoch's loop seconds) and the mean wait per batch in ms."""
+        waited, times = sum(self.wait_s[skip:]), sum(epoch_times[skip:])
+        return {"wait_share": waited / times if times > 0 else 0.0,
+                "wait_ms": 1000 * waited / max(sum(self.batches[skip:]), 1)}
+
+
+class TimedLoader:
+    """``loader`` whose every ``iter()`` runs through ``wait.batches_of`` (one epoch each), so a
+    benchmark's pass function times the trainer's wait without changing its loop."""
+
+    def __init__(self, loader, wait: TrainerWait):
+        self.loader, self.wait = loader, wait
+
+    def __iter__(self):
+        return self.wait.batches_of(self.loader)
+
+    def __len__(self) -> int:
+        return len(self.loader)

@@ -10,7 +10,8 @@ Same graph, seeds, seed times and fanouts for every sampler:
   each sampled source, carrying its edge's seed time, are the next hop's seeds; no de-duplication),
   bgl's tree layout (the same layout: ``bgl.TemporalNeighborSampler``'s default), and bgl's
   non-temporal ``sample_blocks`` on the same seeds and fanouts for reference;
-* the whole ``bgl.DataLoader`` with ``bgl.TemporalNeighborSampler`` over the same seeds and times;
+* the whole ``bgl.DataLoader`` with ``bgl.TemporalNeighborSampler`` over the same seeds and times, with
+  its trainer wait (``loader.stats()``; the sampler rows are plain calls, no loader: "-");
 * every sampled edge of both temporal samplers is checked against its seed time (no future edge).
 
 GraphBolt keeps edges strictly older than the seed time (``<``; bgl and PyG keep ``<=``), so it is
@@ -172,17 +173,18 @@ def run(name, store, args, lines):
         ms, outs = timed(fn, batches)
         edges = np.mean([o[0] for o in outs])
         future = sum(o[1] for o in outs)
-        rows.append(f"| {name} | {label} | {ms:.2f} | {edges:,.0f} | {future} |")
+        rows.append(f"| {name} | {label} | {ms:.2f} | - | {edges:,.0f} | {future} |")
     rows.append(loader_row(name, store, batches, args))
     lines.append(f"\n{name}: {store.num_nodes:,} nodes, {store.num_edges:,} edges; time index built in "
                  f"{index_s:.2f} s, order array {order_bytes:,} bytes ({order_bytes / max(store.num_edges, 1):.0f} B/edge)\n")
-    lines.append("| graph | sampler | ms / batch | sampled edges / batch | future edges (all batches) |")
-    lines.append("|---|---|---|---|---|")
+    lines.append("| graph | sampler | ms / batch | trainer wait ms / batch (share) | sampled edges / batch "
+                 "| future edges (all batches) |")
+    lines.append("|---|---|---|---|---|---|")
     lines.extend(rows)
 
 
 def loader_row(name, store, batches, args) -> str:
-    """The whole loader: bgl.DataLoader with bgl.TemporalNeighborSampler (tree layout, inline) over the
+    """The whole loader: bgl.DataLoader with bgl.TemporalNeighborSampler (tree layout, default pipeline) over the
     same seeds and times, one epoch after a warm one; ms per batch, edges per batch, future edges."""
     seeds = np.concatenate([b[0] for b in batches[1:]])
     times = np.concatenate([b[1] for b in batches[1:]])
@@ -204,9 +206,13 @@ def loader_row(name, store, batches, args) -> str:
                 future += int((ts_np[b.edge_ids.numpy()] > node_time[dst]).sum())
             n += 1
         ms = (time.perf_counter() - t0) / n * 1e3
+        stats = loader.stats()  # the trainer's time blocked in next(); the check above is the "model step"
+        mode = loader.pipeline_mode
     finally:
         loader.close()
-    return f"| {name} | bgl.DataLoader + TemporalNeighborSampler (tree, inline, checked) | {ms:.2f} | {edges / n:,.0f} | {future} |"
+    wait = f"{1e3 * stats['wait_mean_s']:.2f} ({100 * stats['wait_share']:.0f} %)"
+    return (f"| {name} | bgl.DataLoader + TemporalNeighborSampler (tree, {mode}, checked) | {ms:.2f} | {wait} "
+            f"| {edges / n:,.0f} | {future} |")
 
 
 def main(argv=None) -> int:

@@ -273,6 +273,8 @@ def main() -> None:
             if args.max_batches and loss_sum[1] >= args.max_batches:
                 break
         seconds = torch.tensor([time.perf_counter() - start])
+        waited = loader.stats()  # this rank's time blocked in next() (bench/distdgl_link.py's wait column)
+        lifecycle.loader_wait(loader)  # under bgl launch: the launch line's trainer-wait share
         if checkpoints:  # the loader is between epochs: a resume starts the next one afresh
             checkpoints.save_training(step_count, epoch + 1, predictor, optimizer, loader)
         moved = torch.tensor([client_bytes() - client_before], dtype=torch.float64)
@@ -284,7 +286,8 @@ def main() -> None:
             dist.all_reduce(loss_sum)
             dist.all_reduce(moved)
         epochs.append({"epoch": epoch, "time": float(seconds), "loss": float(loss_sum[0] / loss_sum[1]),
-                       "seeds": int(loss_sum[2]), "loopback_bytes": lo, "client_bytes": float(moved)})
+                       "seeds": int(loss_sum[2]), "loopback_bytes": lo, "client_bytes": float(moved),
+                       "wait_s": waited["wait_s"], "batches": waited["batches"]})
         if rank == 0:
             print(f"epoch {epoch}: time {float(seconds):.2f} s  loss {epochs[-1]['loss']:.4f}", flush=True)
     if checkpoints:

@@ -144,6 +144,7 @@ def main() -> None:
             optimizer.step()
             loss_sum += torch.tensor([loss.item(), 1.0])
         seconds = torch.tensor([time.perf_counter() - start])
+        lifecycle.loader_wait(loader)  # under bgl launch: the launch line's trainer-wait share
         if distributed:
             dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
             dist.all_reduce(loss_sum)

@@ -236,6 +236,7 @@ def main() -> None:
             loss_sum += torch.tensor([loss.item(), 1.0])
             seeds += int(labels.numel())
         seconds = torch.tensor([time.perf_counter() - start])
+        lifecycle.loader_wait(loader)  # under bgl launch: the launch line's trainer-wait share
         if checkpoints:
             checkpoint(epoch + 1)  # the loader's state is "between epochs": the next epoch starts afresh
         if args.stats_json:
@@ -252,7 +253,9 @@ def main() -> None:
             dist.all_reduce(loss_sum)
             dist.all_reduce(counts)
         if epochs_stats:
+            waited = loader.stats()  # this rank's time blocked in next() (bench/distdgl.py's wait column)
             epochs_stats[-1].update(time=float(seconds), loss=float(loss_sum[0] / loss_sum[1]),
+                                    wait_s=waited["wait_s"], batches=waited["batches"],
                                     cache_hit_rate=float(counts[0] / counts[1]) if counts[1] > 0 else 0.0)
         if rank == 0:
             hit = float(counts[0] / counts[1]) if counts[1] > 0 else 0.0

@@ -18,6 +18,10 @@ arrive (:mod:`bgl.launch.lifecycle`).  :meth:`Timeline.summary` splits the wall 
   ``start``) and *resume* (to every rank's first batch again: checkpoint load, loader build);
 - **other**: the rest (evaluation after training, shutdown).
 
+When the script reports its loader's wait (``lifecycle.loader_wait(loader)`` after an epoch), the line
+also says what share of the trainers' reported epochs went to waiting for the next batch (all ranks'
+waits over all their epochs' wall time): the part of *training* the loader still owns.
+
 The parts are disjoint, so they add up to the wall time (a crash loop's starts that never reach a
 batch count once each: the first in its failure's *since checkpoint*, a restarted one in the previous
 failure's *restart* + *resume*).  ETT % is training over wall.  Events of a start that was replaced
@@ -53,6 +57,8 @@ class Lifecycle:
     training: float
     checkpointing: float
     failures: tuple = field(default_factory=tuple)
+    loader_wait: Optional[float] = None  # waits / epoch times of the reported epochs, in [0, 1]; None: none
+    loader_epochs: int = 0  # epochs reported (all ranks)
 
     @property
     def lost(self) -> float:
@@ -81,9 +87,11 @@ class Lifecycle:
         each = ", ".join(f"{f.total:.1f} s [since checkpoint {f.since_checkpoint:.1f} + restart {f.restart:.1f} "
                          f"+ resume {f.resume:.1f}]" for f in self.failures)
         lost = part(f"failures {len(self.failures)}", self.lost) + (f": {each}" if each else "")
+        waited = "" if self.loader_wait is None else \
+            f"; trainer wait {100.0 * self.loader_wait:.1f} % of {self.loader_epochs} epoch(s)"
         return (f"lifecycle: wall {self.wall:.1f} s; {first}; {part('training', self.training)}; "
                 f"{part('checkpointing', self.checkpointing)}; {lost}; {part('other', self.other)}; "
-                f"ETT {self.ett:.1f} %")
+                f"ETT {self.ett:.1f} %{waited}")
 
 
 class Timeline:
@@ -159,7 +167,11 @@ class Timeline:
             failures.append(Failure(found_at - since, started - found_at, back - started))
         training = max(0.0, sum(b - a for a, b in windows) - ck_time - thrown)
         first_batch = firsts[0] - self.begin if firsts[0] is not None else None
-        return Lifecycle(end - self.begin, first_batch, training, ck_time, tuple(failures))
+        waits = [(e["wait_us"], e["epoch_us"]) for _, e in events if e["event"] == "loader_wait"
+                 and isinstance(e.get("wait_us"), int) and isinstance(e.get("epoch_us"), int)]
+        epoch_us = sum(b for _, b in waits)
+        loader_wait = sum(a for a, _ in waits) / epoch_us if epoch_us > 0 else None
+        return Lifecycle(end - self.begin, first_batch, training, ck_time, tuple(failures), loader_wait, len(waits))
 
 
 def _checkpoint_intervals(events: list[tuple[float, dict]]) -> list[tuple[float, float]]:

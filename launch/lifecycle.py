@@ -14,9 +14,12 @@ it says so::
     lifecycle.event("checkpoint_start", step=s) ... lifecycle.event("checkpoint_end", step=s)
     lifecycle.event("checkpoint_complete", step=s)  # the step is on disk for every rank (rank 0 says)
     lifecycle.event("train_end")          # before evaluation and exit
+    lifecycle.loader_wait(loader)         # after each epoch (optional): the trainer's wait for batches
 
 ``checkpoint_start`` .. ``checkpoint_end`` is the time training waited; ``checkpoint_complete`` is when
-a restart could resume from the step.  A synchronous save says both at once; an asynchronous one
+a restart could resume from the step.  ``loader_wait`` passes on a loader's ``stats()`` (the time the loop
+was blocked in ``next()`` in the epoch just run, :mod:`bgl.loader.trainer_wait`): the launch line then says
+what share of the trainers' epochs went to waiting for batches.  A synchronous save says both at once; an asynchronous one
 (written in the background while training goes on) says ``checkpoint_end`` after its snapshot and
 ``checkpoint_complete`` when the files are whole, so a failure in between counts from the step before.
 
@@ -35,7 +38,8 @@ import sys
 from .spec import ENV_LIFECYCLE, ENV_RESTART_COUNT
 
 MARKER = "bgl-lifecycle "
-EVENTS = ("start", "first_batch", "checkpoint_start", "checkpoint_end", "checkpoint_complete", "train_end")
+EVENTS = ("start", "first_batch", "checkpoint_start", "checkpoint_end", "checkpoint_complete", "train_end",
+          "loader_wait")
 
 _first_batch_sent = False
 
@@ -58,6 +62,14 @@ def event(name: str, **fields: int) -> None:
                "restart": int(os.environ.get(ENV_RESTART_COUNT, "0")), **fields}
     sys.stdout.write(MARKER + json.dumps(payload) + "\n")
     sys.stdout.flush()
+
+
+def loader_wait(loader) -> None:
+    """Report the trainer's wait in ``loader``'s latest epoch (its ``stats()``: ``bgl.DataLoader`` or a
+    ``bgl.pyg`` loader) to the launcher, in whole microseconds; call it after each epoch."""
+    stats = loader.stats()
+    event("loader_wait", wait_us=round(1e6 * stats["wait_s"]), epoch_us=round(1e6 * stats["epoch_s"]),
+          batches=int(stats["batches"]))
 
 
 def parse(line: str) -> dict | None:

@@ -16,6 +16,7 @@ import torch
 from ..threads import Closes
 from ..loader.arguments import owned_ids
 from ..loader.graph_arrays import GraphArrays
+from ..loader.pipeline.epoch_iterator import TimedEpochs
 from ..loader.state.position import DelegatedState
 
 
@@ -89,7 +90,7 @@ def input_fields(data, edge_attr: Optional[str]):
     return data_fields(data, skip_node=("x",), skip_edge=() if edge_attr is None else ("edge_attr",))
 
 
-class PygLoaderBase(DelegatedState, Closes):
+class PygLoaderBase(TimedEpochs, DelegatedState, Closes):
     """The parts of a homogeneous PyG loader over ``self._loader`` (a ``bgl.DataLoader``) that do not
     depend on its seed kind; subclasses set ``self.options``, ``self._fields`` and ``self._loader``."""
 

@@ -32,6 +32,7 @@ import torch
 from ..blocks import type_layout
 from ..sources.hetero import TypedArrays, schema_of
 from ..loader.arguments import owned_ids
+from ..loader.pipeline.epoch_iterator import TimedEpochs
 from ..loader.state.position import DelegatedState
 from .fields import graph_fields, store_fields
 from .options import pyg_options
@@ -186,7 +187,7 @@ def hetero_batch(blocks, schema, fields) -> tuple[Any, dict]:
     return batch, layout
 
 
-class HeteroNeighborLoader(DelegatedState):
+class HeteroNeighborLoader(TimedEpochs, DelegatedState):
     """PyG's ``NeighborLoader`` over a ``HeteroData`` (see the module docstring)."""
 
     def __init__(self, data, num_neighbors, input_nodes=None, replace: bool = False, batch_size: int = 1,
@@ -230,7 +231,7 @@ class HeteroNeighborLoader(DelegatedState):
     def __len__(self) -> int:
         return len(self._loader)
 
-    def __iter__(self) -> Iterator[Any]:
+    def _epoch_batches(self) -> Iterator[Any]:
         for _, _, blocks in self._loader:
             batch, layout = hetero_batch(blocks, self.schema, self._fields)
             bs = int(blocks[-1].num_dst)

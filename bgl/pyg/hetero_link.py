@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from ..loader.edge_prediction import EdgePredictionSampler
+from ..loader.pipeline.epoch_iterator import TimedEpochs
 from ..loader.state.position import DelegatedState
 
 
@@ -77,7 +78,7 @@ def checked_pairs(edge_label_index, data, schema) -> tuple[tuple, np.ndarray]:
     return edge_type, pairs
 
 
-class HeteroLinkNeighborLoader(DelegatedState):
+class HeteroLinkNeighborLoader(TimedEpochs, DelegatedState):
     """PyG's ``LinkNeighborLoader`` over a ``HeteroData`` (see the module docstring)."""
 
     def __init__(self, data, num_neighbors, edge_label_index=None, edge_label=None, replace: bool = False,
@@ -107,7 +108,7 @@ class HeteroLinkNeighborLoader(DelegatedState):
     def __len__(self) -> int:
         return len(self._loader)
 
-    def __iter__(self) -> Iterator[Any]:
+    def _epoch_batches(self) -> Iterator[Any]:
         from .hetero import hetero_batch
 
         c = self.edge_type

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from ..sampler.temporal import check_times
+from ..loader.pipeline.epoch_iterator import TimedEpochs
 from ..sampler.temporal.sampling import check_times
 from ..loader.state.position import DelegatedState
 from .hetero import HeteroNeighborLoader, hetero_batch, hetero_data_arrays, hetero_fields, pyg_layer_fanouts
@@ -42,7 +44,7 @@ def hetero_time_source(data, time_attr) -> tuple[str, dict]:
     raise ValueError(f"time_attr={time_attr!r} is on no node type and no edge type of the HeteroData")
 
 
-class HeteroTemporalNeighborLoader(DelegatedState):
+class HeteroTemporalNeighborLoader(TimedEpochs, DelegatedState):
     """PyG's temporal ``NeighborLoader`` over a ``HeteroData`` (see the module docstring)."""
 
     def __init__(self, data, num_neighbors, input_nodes=None, replace: bool = False, batch_size: int = 1,
@@ -85,7 +87,7 @@ class HeteroTemporalNeighborLoader(DelegatedState):
     def __len__(self) -> int:
         return len(self._loader)
 
-    def __iter__(self) -> Iterator[Any]:
+    def _epoch_batches(self) -> Iterator[Any]:
         for _, _, blocks in self._loader:
             batch, layout = hetero_batch(blocks, self.schema, self._fields)
             first = blocks[0]

@@ -22,6 +22,7 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 
+from ..loader.pipeline.epoch_iterator import TimedEpochs
 from ..loader.state.position import DelegatedState
 
 
@@ -94,7 +95,7 @@ class HeteroLinkLayout:
         return nodes, times, HeteroLinkBatch(torch.from_numpy(positions.copy()), b, fields)
 
 
-class HeteroTemporalLinkNeighborLoader(DelegatedState):
+class HeteroTemporalLinkNeighborLoader(TimedEpochs, DelegatedState):
     """PyG's temporal ``LinkNeighborLoader`` over a ``HeteroData`` (see the module docstring)."""
 
     def __init__(self, data, num_neighbors, edge_label_index=None, edge_label=None, replace: bool = False,
@@ -146,7 +147,7 @@ class HeteroTemporalLinkNeighborLoader(DelegatedState):
     def __len__(self) -> int:
         return len(self._loader)
 
-    def __iter__(self) -> Iterator[Any]:
+    def _epoch_batches(self) -> Iterator[Any]:
         from .hetero import hetero_batch
 
         for _, link, blocks in self._loader:

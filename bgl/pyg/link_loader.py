@@ -124,7 +124,7 @@ class LinkNeighborLoader(NeighborLoader):
         self._data_class = _pyg_data_class()
         self._build_data = None if self._data_class is None else PygDataBuilder(self._data_class)
 
-    def __iter__(self) -> Iterator[Any]:
+    def _epoch_batches(self) -> Iterator[Any]:
         for input_nodes, pair, *neg, blocks in self._loader:
             fields = blocks_to_pyg(blocks)
             fields.pop("batch_size")

@@ -184,7 +184,7 @@ class NeighborLoader(PygLoaderBase):
         self._data_class = _pyg_data_class()
         self._build_data = None if self._data_class is None else PygDataBuilder(self._data_class)
 
-    def __iter__(self) -> Iterator[Any]:
+    def _epoch_batches(self) -> Iterator[Any]:
         for _, _, blocks in self._loader:
             fields = blocks_to_pyg(blocks)
             if self.edge_attr is not None:

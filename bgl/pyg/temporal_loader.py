@@ -187,7 +187,7 @@ class TemporalNeighborLoader(_TemporalBatches):
         self._data_class = _pyg_data_class()
         self._build_data = None if self._data_class is None else PygDataBuilder(self._data_class)
 
-    def __iter__(self) -> Iterator[Any]:
+    def _epoch_batches(self) -> Iterator[Any]:
         for _, seeds, blocks in self._loader:
             fields = self._layout(blocks)
             b = int(seeds.shape[0])
@@ -259,7 +259,7 @@ class TemporalLinkNeighborLoader(_TemporalBatches):
         self._data_class = _pyg_data_class()
         self._build_data = None if self._data_class is None else PygDataBuilder(self._data_class)
 
-    def __iter__(self) -> Iterator[Any]:
+    def _epoch_batches(self) -> Iterator[Any]:
         for _, link, blocks in self._loader:
             fields = self._layout(blocks, link.subgraph(blocks[0].srcdata["batch"]))
             fields.update(link.fields)

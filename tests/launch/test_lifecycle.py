@@ -208,3 +208,34 @@ def test_the_parts_add_up_to_the_wall_with_training_checkpoints_and_failures(cra
     clock.now = 13.0
     got = tl.summary()
     assert _parts_sum(got) == pytest.approx(got.wall) and got.other >= 0.0
+
+
+def test_reported_loader_waits_add_up_over_ranks_and_epochs_in_the_line():
+    clock = Clock()
+    tl = Timeline(clock)
+    tl.start()
+    _at(tl, clock, 1.0, "first_batch")
+    assert tl.summary().loader_wait is None and "trainer wait" not in tl.summary().line()
+    # rank 0: two epochs of 4 s, waiting 0.2 s and 0.6 s; rank 1: one of 8 s, waiting 0.4 s
+    _at(tl, clock, 5.0, "loader_wait", wait_us=200_000, epoch_us=4_000_000, batches=10)
+    _at(tl, clock, 9.0, "loader_wait", wait_us=600_000, epoch_us=4_000_000, batches=10)
+    _at(tl, clock, 9.0, "loader_wait", rank=1, wait_us=400_000, epoch_us=8_000_000, batches=20)
+    clock.now = 10.0
+    got = tl.summary()
+    assert got.loader_wait == pytest.approx(1.2 / 16.0) and got.loader_epochs == 3
+    assert got.line().endswith("ETT 90.0 %; trainer wait 7.5 % of 3 epoch(s)")
+    assert got.training == pytest.approx(9.0)  # the reports are not lifecycle boundaries
+
+
+def test_loader_wait_sends_the_loaders_stats_as_a_marker_line(monkeypatch, capsys):
+    class Loader:
+        def stats(self):
+            return {"wait_s": 0.25, "epoch_s": 2.0000004, "batches": 7}
+
+    monkeypatch.setenv("BGL_LIFECYCLE", "1")
+    monkeypatch.setenv("BGL_RESTART_COUNT", "0")
+    monkeypatch.setenv("RANK", "1")
+    lifecycle.loader_wait(Loader())
+    (line,) = capsys.readouterr().out.splitlines()
+    assert lifecycle.parse(line) == {"event": "loader_wait", "rank": 1, "restart": 0, "wait_us": 250_000,
+                                     "epoch_us": 2_000_000, "batches": 7}

@@ -74,3 +74,31 @@ class EpochIterator:
             self.close()
         except Exception:  # interpreter shutdown: the pipeline's own finalizer still reaps processes
             pass
+
+
+class TimedEpochs:
+    """``__iter__`` and ``stats()`` for a loader that reshapes the batches of a ``bgl.DataLoader``
+    (``self._loader``) in a generator of its own, ``self._epoch_batches()`` (the PyG loaders).
+
+    The reshaping (bgl blocks to PyG's ``Data``) runs inside the trainer's ``next()``, so the wait is
+    timed around the outer iterator, by the same :class:`~bgl.loader.trainer_wait.TrainerWait` the
+    inner loader uses; the epoch number and pipeline are the inner loader's.  The outer iterator is an
+    :class:`EpochIterator` too: dropping or closing it closes the generator, and so the inner epoch.
+    """
+
+    _outer_wait: Optional[TrainerWait] = None
+
+    def _epoch_batches(self) -> Iterator[Any]:
+        raise NotImplementedError
+
+    def __iter__(self) -> EpochIterator:
+        self._outer_wait = TrainerWait()
+        return EpochIterator(self, self._epoch_batches(), 0, self._outer_wait)
+
+    def stats(self) -> dict:
+        """The trainer's wait in the latest epoch, conversion included (see :meth:`bgl.DataLoader.stats`;
+        ``epoch`` is the inner loader's, which starts at the epoch's first ``next()``)."""
+        inner = self._loader.stats()
+        if self._outer_wait is None:
+            return inner
+        return {**inner, **self._outer_wait.as_dict(), "epoch": inner["epoch"]}

@@ -113,3 +113,4 @@ def test_processes_count_the_same_way(spawned_children, random_store):
         stats = loader.stats()
     assert stats["batches"] == n == len(loader)
     assert stats["wait_s"] <= mine and stats["pipeline"] == "processes"
+
