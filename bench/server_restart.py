@@ -128,7 +128,7 @@ def main() -> None:
     ap.add_argument("--port-base", type=int, default=31750)
     args = ap.parse_args()
     from bgl.data import default_dataset_path
-    from bgl.datasets import ingest
+    from bgl import ingest
     from bgl.partition import partition_graph
 
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load average "

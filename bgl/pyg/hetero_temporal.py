@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ..sampler.temporal import check_times
 from ..loader.pipeline.epoch_iterator import TimedEpochs
 from ..sampler.temporal.sampling import check_times
 from ..loader.state.position import DelegatedState
