@@ -14,24 +14,34 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from bgl.dgl.ops._prefetch import prefetch_row
+
+AHEAD = 8  # edges between a row's prefetch and its use: ~8-16 measured best at 64 features
+
 
 @njit(cache=True, nogil=True)
-def spmm_weighted(lo, hi, indptr, indices, eids, x, w, out):
-    """``out[r, f] = sum over row r's edges p of w[eid(p), f // head_dim] * x[indices[p], f]``.
+def spmm_weighted(lo, hi, indptr, indices, eids, x, w, scale, out):
+    """``out[r, f] = scale[r] * sum over row r's edges p of w[eid(p), f // head_dim] * x[indices[p], f]``.
 
     ``x`` [N, F]; ``w`` [E, H] (H divides F: one weight per head block of F / H features), or
-    shape (0, 1) for all-ones weights; ``out`` [rows, F].  A row is summed in a local buffer
-    (which the compiler knows aliases nothing, so the feature loop vectorises), then stored.
+    shape (0, 1) for all-ones weights; ``scale`` [rows] (mean's 1 / in-degree), or empty for
+    none; ``out`` [rows, F].  A row is summed in a local buffer (which the compiler knows aliases
+    nothing, so the feature loop vectorises), then stored once.  The x row ``AHEAD`` edges on is
+    prefetched: the gathers are cache misses, and overlapping them is most of the speed.
     """
     feats = x.shape[1]
     weighted = w.shape[0] > 0
+    scaled = scale.shape[0] > 0
     heads = w.shape[1]
     head_dim = feats // heads
     by_position = eids.shape[0] == 0
+    last = indptr[hi] - AHEAD  # no prefetch past the range's own edges
     acc = np.empty(feats, out.dtype)
     for r in range(lo, hi):
         acc[:] = 0
         for p in range(indptr[r], indptr[r + 1]):
+            if p < last:
+                prefetch_row(x, indices[p + AHEAD])
             u = indices[p]
             if weighted:
                 e = p if by_position else eids[p]
@@ -42,8 +52,22 @@ def spmm_weighted(lo, hi, indptr, indices, eids, x, w, out):
             else:
                 for f in range(feats):
                     acc[f] += x[u, f]
-        for f in range(feats):
-            out[r, f] = acc[f]
+        if scaled:
+            c = scale[r]
+            for f in range(feats):
+                out[r, f] = acc[f] * c
+        else:
+            for f in range(feats):
+                out[r, f] = acc[f]
+
+
+@njit(cache=True, nogil=True)
+def block_dot(a, i, b, j, first, stop):
+    """``sum over f in first:stop of a[i, f] * b[j, f]``, accumulated in float64."""
+    acc = 0.0
+    for f in range(first, stop):
+        acc += a[i, f] * b[j, f]
+    return acc
 
 
 @njit(cache=True, nogil=True)
@@ -53,15 +77,15 @@ def edge_head_dot(lo, hi, indptr, indices, eids, a, b, out):
     heads = out.shape[1]
     head_dim = a.shape[1] // heads
     by_position = eids.shape[0] == 0
+    last = indptr[hi] - AHEAD
     for r in range(lo, hi):
         for p in range(indptr[r], indptr[r + 1]):
+            if p < last:
+                prefetch_row(b, indices[p + AHEAD])
             u = indices[p]
             e = p if by_position else eids[p]
             for h in range(heads):
-                acc = 0.0
-                for f in range(h * head_dim, (h + 1) * head_dim):
-                    acc += a[r, f] * b[u, f]
-                out[e, h] = acc
+                out[e, h] = block_dot(a, r, b, u, h * head_dim, (h + 1) * head_dim)
 
 
 @njit(cache=True, nogil=True)
@@ -177,10 +201,7 @@ def edge_binary(lo, hi, lidx, ridx, lhs, rhs, op, out):
                 out[e, f] = lhs[u, f] / rhs[v, f]
         else:
             for g in range(groups):
-                acc = 0.0
-                for f in range(g * width, (g + 1) * width):
-                    acc += lhs[u, f] * rhs[v, f]
-                out[e, g] = acc
+                out[e, g] = block_dot(lhs, u, rhs, v, g * width, (g + 1) * width)
 
 
 @njit(cache=True, nogil=True)
