@@ -26,33 +26,47 @@ def spmm_weighted(lo, hi, indptr, indices, eids, x, w, scale, out):
     ``x`` [N, F]; ``w`` [E, H] (H divides F: one weight per head block of F / H features), or
     shape (0, 1) for all-ones weights; ``scale`` [rows] (mean's 1 / in-degree), or empty for
     none; ``out`` [rows, F].  A row is summed in a local buffer (which the compiler knows aliases
-    nothing, so the feature loop vectorises), then stored once.  The x row ``AHEAD`` edges on is
-    prefetched: the gathers are cache misses, and overlapping them is most of the speed.
+    nothing, so the feature loop vectorises), then stored once.  Why it is fast: the x rows are
+    cache misses, so the row ``AHEAD`` edges on is prefetched, and edges are taken two at a time
+    (their sum added to the buffer: half its loads and stores; measured ~20% at 64 features).
     """
     feats = x.shape[1]
     weighted = w.shape[0] > 0
-    scaled = scale.shape[0] > 0
     heads = w.shape[1]
     head_dim = feats // heads
     by_position = eids.shape[0] == 0
-    last = indptr[hi] - AHEAD  # no prefetch past the range's own edges
+    last = indptr[hi] - AHEAD - 1  # no prefetch past the range's own edges
     acc = np.empty(feats, out.dtype)
     for r in range(lo, hi):
         acc[:] = 0
-        for p in range(indptr[r], indptr[r + 1]):
+        p, stop = indptr[r], indptr[r + 1]
+        while p < stop:
             if p < last:
                 prefetch_row(x, indices[p + AHEAD])
-            u = indices[p]
-            if weighted:
-                e = p if by_position else eids[p]
-                for h in range(heads):
-                    wv = w[e, h]
-                    for f in range(h * head_dim, (h + 1) * head_dim):
-                        acc[f] += wv * x[u, f]
+                prefetch_row(x, indices[p + AHEAD + 1])
+            pair = p + 1 < stop
+            q = p + 1 if pair else p  # a row's odd last edge: its own step, the second term left out
+            u, v = indices[p], indices[q]
+            if not weighted:
+                if pair:
+                    for f in range(feats):
+                        acc[f] += x[u, f] + x[v, f]
+                else:
+                    for f in range(feats):
+                        acc[f] += x[u, f]
             else:
-                for f in range(feats):
-                    acc[f] += x[u, f]
-        if scaled:
+                e = p if by_position else eids[p]
+                e2 = q if by_position else eids[q]
+                for h in range(heads):
+                    wu, wv = w[e, h], w[e2, h]
+                    if pair:
+                        for f in range(h * head_dim, (h + 1) * head_dim):
+                            acc[f] += wu * x[u, f] + wv * x[v, f]
+                    else:
+                        for f in range(h * head_dim, (h + 1) * head_dim):
+                            acc[f] += wu * x[u, f]
+            p += 2
+        if scale.shape[0] > 0:
             c = scale[r]
             for f in range(feats):
                 out[r, f] = acc[f] * c

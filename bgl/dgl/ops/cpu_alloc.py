@@ -47,16 +47,16 @@ def advise_huge_pages(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-def empty(shape, dtype: torch.dtype) -> torch.Tensor:
-    """``torch.empty(shape, dtype=dtype)`` on the CPU, huge pages advised."""
-    return advise_huge_pages(torch.empty(shape, dtype=dtype))
+def empty(shape, dtype: torch.dtype, device="cpu") -> torch.Tensor:
+    """``torch.empty(shape, dtype=dtype, device=device)``, huge pages advised on the CPU."""
+    return advise_huge_pages(torch.empty(shape, dtype=dtype, device=device))
 
 
-def full(shape, value, dtype: torch.dtype) -> torch.Tensor:
-    """``torch.full(shape, value, dtype=dtype)`` on the CPU, huge pages advised before the fill."""
-    return empty(shape, dtype).fill_(value)
+def full(shape, value, dtype: torch.dtype, device="cpu") -> torch.Tensor:
+    """``torch.full(shape, value, ...)``, huge pages advised before the fill."""
+    return empty(shape, dtype, device).fill_(value)
 
 
-def zeros(shape, dtype: torch.dtype) -> torch.Tensor:
-    """``torch.zeros(shape, dtype=dtype)`` on the CPU, huge pages advised before the fill."""
-    return empty(shape, dtype).zero_()
+def zeros(shape, dtype: torch.dtype, device="cpu") -> torch.Tensor:
+    """``torch.zeros(shape, ...)``, huge pages advised before the fill."""
+    return empty(shape, dtype, device).zero_()
