@@ -1,6 +1,7 @@
-"""The fused CPU SpMM (``copy_u`` / ``u_mul_e`` with ``sum`` / ``mean``) against real DGL 2.1 with its
-rows split over threads: each range's last edges skip the prefetch, mean's 1 / degree is applied in
-the kernel's store (zero-in-degree rows stay 0), float32 and float64, one weight per edge or per head."""
+"""The fused CPU SpMM (``copy_u`` / ``u_mul_e`` with ``sum`` / ``mean``; ``copy_u`` with ``max`` /
+``min``) against real DGL 2.1 with its rows split over threads: each range's last edges skip the
+prefetch, mean's 1 / degree is applied in the kernel's store (zero-in-degree rows stay 0), float32
+and float64, one weight per edge or per head, odd and even row lengths (edges go two at a time)."""
 from __future__ import annotations
 
 import pytest
@@ -35,7 +36,7 @@ def _run(lib, fn, src, dst, x, w, reducer):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("reducer", ["sum", "mean"])
+@pytest.mark.parametrize("reducer", ["sum", "mean", "max", "min"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_split_rows_match_dgl(case, reducer, dtype, hub_edges, monkeypatch):
     monkeypatch.setattr(cpu_rows, "SPLIT_EDGES", 16)  # many row ranges, each ending short of AHEAD
