@@ -109,34 +109,49 @@ def spmm_extreme(lo, hi, indptr, indices, eids, by_edge, x, take_max, out, arg):
     ``arg`` (prefilled with -1); of tied edges the last one wins, as in DGL's CPU kernel.
 
     A row is reduced in local buffers with selects, not branches (the compiler vectorises the
-    feature loop), and stored once; the next x row is prefetched as in :func:`spmm_weighted`."""
+    feature loop), two edges per step, and stored once; x rows are prefetched as in
+    :func:`spmm_weighted`."""
     feats = x.shape[1]
     by_position = eids.shape[0] == 0
-    last = indptr[hi] - AHEAD
+    last = indptr[hi] - AHEAD - 1
     best = np.empty(feats, out.dtype)
     best_row = np.empty(feats, arg.dtype)
     for r in range(lo, hi):
         for f in range(feats):
             best[f] = out[r, f]
             best_row[f] = arg[r, f]
-        for p in range(indptr[r], indptr[r + 1]):
+        p, stop = indptr[r], indptr[r + 1]
+        while p < stop:
             if p < last:
-                ahead = p + AHEAD if by_position else eids[p + AHEAD]
-                prefetch_row(x, ahead if by_edge else indices[p + AHEAD])
+                for k in range(p + AHEAD, p + AHEAD + 2):
+                    ahead = k if by_position else eids[k]
+                    prefetch_row(x, ahead if by_edge else indices[k])
+            q = p + 1 if p + 1 < stop else p  # a row's odd last edge: paired with itself
             e = p if by_position else eids[p]
+            e2 = q if by_position else eids[q]
             row = e if by_edge else indices[p]
+            row2 = e2 if by_edge else indices[q]
+            # the pair's winner first (the later edge on a tie; never a NaN over a number, as one edge
+            # at a time would skip the NaN), then against the row's best so far
             if take_max:
                 for f in range(feats):
-                    v = x[row, f]
+                    a, b = x[row, f], x[row2, f]
+                    second = b >= a or a != a
+                    v = b if second else a
+                    vr = row2 if second else row
                     wins = v >= best[f]
                     best[f] = v if wins else best[f]
-                    best_row[f] = row if wins else best_row[f]
+                    best_row[f] = vr if wins else best_row[f]
             else:
                 for f in range(feats):
-                    v = x[row, f]
+                    a, b = x[row, f], x[row2, f]
+                    second = b <= a or a != a
+                    v = b if second else a
+                    vr = row2 if second else row
                     wins = v <= best[f]
                     best[f] = v if wins else best[f]
-                    best_row[f] = row if wins else best_row[f]
+                    best_row[f] = vr if wins else best_row[f]
+            p += 2
         for f in range(feats):
             out[r, f] = best[f]
             arg[r, f] = best_row[f]
