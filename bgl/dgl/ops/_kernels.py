@@ -14,36 +14,74 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from bgl.dgl.ops._prefetch import prefetch_row
+
+AHEAD = 8  # edges between a row's prefetch and its use: ~8-16 measured best at 64 features
+
 
 @njit(cache=True, nogil=True)
-def spmm_weighted(lo, hi, indptr, indices, eids, x, w, out):
-    """``out[r, f] = sum over row r's edges p of w[eid(p), f // head_dim] * x[indices[p], f]``.
+def spmm_weighted(lo, hi, indptr, indices, eids, x, w, scale, out):
+    """``out[r, f] = scale[r] * sum over row r's edges p of w[eid(p), f // head_dim] * x[indices[p], f]``.
 
     ``x`` [N, F]; ``w`` [E, H] (H divides F: one weight per head block of F / H features), or
-    shape (0, 1) for all-ones weights; ``out`` [rows, F].  A row is summed in a local buffer
-    (which the compiler knows aliases nothing, so the feature loop vectorises), then stored.
+    shape (0, 1) for all-ones weights; ``scale`` [rows] (mean's 1 / in-degree), or empty for
+    none; ``out`` [rows, F].  A row is summed in a local buffer (which the compiler knows aliases
+    nothing, so the feature loop vectorises), then stored once.  Why it is fast: the x rows are
+    cache misses, so the row ``AHEAD`` edges on is prefetched, and edges are taken two at a time
+    (their sum added to the buffer: half its loads and stores; measured ~20% at 64 features).
     """
     feats = x.shape[1]
     weighted = w.shape[0] > 0
     heads = w.shape[1]
     head_dim = feats // heads
     by_position = eids.shape[0] == 0
+    last = indptr[hi] - AHEAD - 1  # no prefetch past the range's own edges
     acc = np.empty(feats, out.dtype)
     for r in range(lo, hi):
         acc[:] = 0
-        for p in range(indptr[r], indptr[r + 1]):
-            u = indices[p]
-            if weighted:
-                e = p if by_position else eids[p]
-                for h in range(heads):
-                    wv = w[e, h]
-                    for f in range(h * head_dim, (h + 1) * head_dim):
-                        acc[f] += wv * x[u, f]
+        p, stop = indptr[r], indptr[r + 1]
+        while p < stop:
+            if p < last:
+                prefetch_row(x, indices[p + AHEAD])
+                prefetch_row(x, indices[p + AHEAD + 1])
+            pair = p + 1 < stop
+            q = p + 1 if pair else p  # a row's odd last edge: its own step, the second term left out
+            u, v = indices[p], indices[q]
+            if not weighted:
+                if pair:
+                    for f in range(feats):
+                        acc[f] += x[u, f] + x[v, f]
+                else:
+                    for f in range(feats):
+                        acc[f] += x[u, f]
             else:
-                for f in range(feats):
-                    acc[f] += x[u, f]
-        for f in range(feats):
-            out[r, f] = acc[f]
+                e = p if by_position else eids[p]
+                e2 = q if by_position else eids[q]
+                for h in range(heads):
+                    wu, wv = w[e, h], w[e2, h]
+                    if pair:
+                        for f in range(h * head_dim, (h + 1) * head_dim):
+                            acc[f] += wu * x[u, f] + wv * x[v, f]
+                    else:
+                        for f in range(h * head_dim, (h + 1) * head_dim):
+                            acc[f] += wu * x[u, f]
+            p += 2
+        if scale.shape[0] > 0:
+            c = scale[r]
+            for f in range(feats):
+                out[r, f] = acc[f] * c
+        else:
+            for f in range(feats):
+                out[r, f] = acc[f]
+
+
+@njit(cache=True, nogil=True)
+def block_dot(a, i, b, j, first, stop):
+    """``sum over f in first:stop of a[i, f] * b[j, f]``, accumulated in float64."""
+    acc = 0.0
+    for f in range(first, stop):
+        acc += a[i, f] * b[j, f]
+    return acc
 
 
 @njit(cache=True, nogil=True)
@@ -53,38 +91,70 @@ def edge_head_dot(lo, hi, indptr, indices, eids, a, b, out):
     heads = out.shape[1]
     head_dim = a.shape[1] // heads
     by_position = eids.shape[0] == 0
+    last = indptr[hi] - AHEAD
     for r in range(lo, hi):
         for p in range(indptr[r], indptr[r + 1]):
+            if p < last:
+                prefetch_row(b, indices[p + AHEAD])
             u = indices[p]
             e = p if by_position else eids[p]
             for h in range(heads):
-                acc = 0.0
-                for f in range(h * head_dim, (h + 1) * head_dim):
-                    acc += a[r, f] * b[u, f]
-                out[e, h] = acc
+                out[e, h] = block_dot(a, r, b, u, h * head_dim, (h + 1) * head_dim)
 
 
 @njit(cache=True, nogil=True)
 def spmm_extreme(lo, hi, indptr, indices, eids, by_edge, x, take_max, out, arg):
     """Max (``take_max``) or min over row r's edges of ``x[indices[p]]`` (``by_edge``: of
     ``x[eid(p)]``) into ``out`` (prefilled with -inf / inf), and the x row it came from into
-    ``arg`` (prefilled with -1); of tied edges the last one wins, as in DGL's CPU kernel."""
+    ``arg`` (prefilled with -1); of tied edges the last one wins, as in DGL's CPU kernel.
+
+    A row is reduced in local buffers with selects, not branches (the compiler vectorises the
+    feature loop), two edges per step, and stored once; x rows are prefetched as in
+    :func:`spmm_weighted`."""
     feats = x.shape[1]
     by_position = eids.shape[0] == 0
+    last = indptr[hi] - AHEAD - 1
+    best = np.empty(feats, out.dtype)
+    best_row = np.empty(feats, arg.dtype)
     for r in range(lo, hi):
-        for p in range(indptr[r], indptr[r + 1]):
+        for f in range(feats):
+            best[f] = out[r, f]
+            best_row[f] = arg[r, f]
+        p, stop = indptr[r], indptr[r + 1]
+        while p < stop:
+            if p < last:
+                for k in range(p + AHEAD, p + AHEAD + 2):
+                    ahead = k if by_position else eids[k]
+                    prefetch_row(x, ahead if by_edge else indices[k])
+            q = p + 1 if p + 1 < stop else p  # a row's odd last edge: paired with itself
             e = p if by_position else eids[p]
+            e2 = q if by_position else eids[q]
             row = e if by_edge else indices[p]
+            row2 = e2 if by_edge else indices[q]
+            # the pair's winner first (the later edge on a tie; never a NaN over a number, as one edge
+            # at a time would skip the NaN), then against the row's best so far
             if take_max:
                 for f in range(feats):
-                    if x[row, f] >= out[r, f]:
-                        out[r, f] = x[row, f]
-                        arg[r, f] = row
+                    a, b = x[row, f], x[row2, f]
+                    second = b >= a or a != a
+                    v = b if second else a
+                    vr = row2 if second else row
+                    wins = v >= best[f]
+                    best[f] = v if wins else best[f]
+                    best_row[f] = vr if wins else best_row[f]
             else:
                 for f in range(feats):
-                    if x[row, f] <= out[r, f]:
-                        out[r, f] = x[row, f]
-                        arg[r, f] = row
+                    a, b = x[row, f], x[row2, f]
+                    second = b <= a or a != a
+                    v = b if second else a
+                    vr = row2 if second else row
+                    wins = v <= best[f]
+                    best[f] = v if wins else best[f]
+                    best_row[f] = vr if wins else best_row[f]
+            p += 2
+        for f in range(feats):
+            out[r, f] = best[f]
+            arg[r, f] = best_row[f]
 
 
 @njit(cache=True, nogil=True)
@@ -177,10 +247,7 @@ def edge_binary(lo, hi, lidx, ridx, lhs, rhs, op, out):
                 out[e, f] = lhs[u, f] / rhs[v, f]
         else:
             for g in range(groups):
-                acc = 0.0
-                for f in range(g * width, (g + 1) * width):
-                    acc += lhs[u, f] * rhs[v, f]
-                out[e, g] = acc
+                out[e, g] = block_dot(lhs, u, rhs, v, g * width, (g + 1) * width)
 
 
 @njit(cache=True, nogil=True)

@@ -14,6 +14,7 @@ from typing import Optional
 import numpy as np
 import torch
 
+from bgl.dgl.ops import cpu_alloc
 from bgl.dgl.ops._kernels import edge_binary, scatter_add_rows
 from bgl.dgl.ops.cpu_rows import kernels_for, run_edges
 
@@ -128,7 +129,7 @@ class EdgeOpSum(torch.autograd.Function):
     def forward(ctx, op, lhs, rhs, li, ri, dst, num_edges, num_out, out_shape):
         ref = lhs if lhs is not None else rhs
         rows = num_edges if dst is None else num_out
-        out = (torch.empty if dst is None else torch.zeros)((rows, *out_shape), dtype=ref.dtype, device=ref.device)
+        out = (cpu_alloc.empty if dst is None else cpu_alloc.zeros)((rows, *out_shape), ref.dtype, ref.device)
         ctx.save_for_backward(lhs, rhs, li, ri, dst)
         ctx.op, ctx.num_edges = op, num_edges
         if dst is None and _edge_kernel(op, lhs, rhs, li, ri, out):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from bgl.dgl.base import DGLError, is_all
+from bgl.dgl.ops import cpu_alloc
 from bgl.dgl.ops._kernels import segment_softmax, segment_softmax_backward
 from bgl.dgl.ops.cpu_rows import adjacency_arrays, kernels_for, run_rows
 from bgl.dgl.ops.edge_map import flat_rows
@@ -44,7 +45,7 @@ class _CpuEdgeSoftmax(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, adj, logits):
-        out = torch.empty_like(logits, memory_format=torch.contiguous_format)
+        out = cpu_alloc.empty(logits.shape, logits.dtype)
         indptr, _, eids = adjacency_arrays(adj)
         run_rows(segment_softmax, indptr, eids, logits.detach().contiguous().numpy(), out.numpy())
         ctx.adj = adj
@@ -54,7 +55,7 @@ class _CpuEdgeSoftmax(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
-        grad_in = torch.empty_like(out)
+        grad_in = cpu_alloc.empty(out.shape, out.dtype)
         indptr, _, eids = adjacency_arrays(ctx.adj)
         run_rows(segment_softmax_backward, indptr, eids, out.numpy(), grad.contiguous().numpy(), grad_in.numpy())
         return None, grad_in

@@ -17,7 +17,7 @@ import torch
 
 from bgl.dgl.base import DGLError
 from bgl.dgl.ops._kernels import edge_head_dot, scatter_arg_grad, spmm_extreme, spmm_weighted
-from bgl.dgl.ops import cpu_rows
+from bgl.dgl.ops import cpu_alloc, cpu_rows
 from bgl.dgl.ops.cpu_rows import adjacency_arrays, kernels_for, run_rows
 from bgl.dgl.ops.edge_map import EdgeOpCompare, EdgeOpSum, flat_rows
 from bgl.dgl.ops.operands import Operands, check_rows
@@ -51,34 +51,46 @@ def _torch_spmm(adj, x, w, shape) -> torch.Tensor:
                        1).reshape(shape[0], -1)
 
 
-def _cpu_spmm(adj, x, w, rows) -> torch.Tensor:
-    out = torch.empty((rows, x.shape[1]), dtype=x.dtype)  # the kernel writes every row
-    wn = np.empty((0, 1), x.numpy().dtype) if w is None else w.detach().contiguous().numpy()
-    run_rows(spmm_weighted, *adjacency_arrays(adj), x.detach().contiguous().numpy(), wn, out.numpy())
+def _cpu_spmm(adj, x, w, rows, scale: Optional[torch.Tensor] = None) -> torch.Tensor:
+    out = cpu_alloc.empty((rows, x.shape[1]), x.dtype)  # the kernel writes every row
+    xn = x.detach().contiguous().numpy()
+    wn = np.empty((0, 1), xn.dtype) if w is None else w.detach().contiguous().numpy()
+    sn = np.empty(0, xn.dtype) if scale is None else scale.numpy()
+    run_rows(spmm_weighted, *adjacency_arrays(adj), xn, wn, sn, out.numpy())
     return out
+
+
+def _mean_scale(rel: Relation, like: torch.Tensor) -> torch.Tensor:
+    """1 / in-degree per dst node (1 where a node has none: its mean is 0), [num_dst] of ``like``'s dtype."""
+    return rel.in_degrees().clamp(min=1).to(device=like.device, dtype=like.dtype).reciprocal_()
 
 
 class WeightedSpmm(torch.autograd.Function):
     """``out[v, f] = sum over in-edges e = (u, v) of w[e, head(f)] * x[u, f]``: x [N, F], w [E, H]
-    (H divides F; H = 1: one weight per edge) or None (all ones).  CPU: the numba kernel over the
-    CSC (backward: over the CSR); GPU: torch's CSR matmul."""
+    (H divides F; H = 1: one weight per edge) or None (all ones); ``mean``: divided by v's
+    in-degree (in the kernel's store, not a pass of its own).  CPU: the numba kernel over the CSC
+    (backward: over the CSR); GPU: torch's CSR matmul."""
 
     @staticmethod
-    def forward(ctx, rel: Relation, x, w):
+    def forward(ctx, rel: Relation, x, w, mean: bool = False):
         csc = rel.csc()
+        scale = _mean_scale(rel, x) if mean else None
         if kernels_for(x):
-            out = _cpu_spmm(csc, x, w, rel.num_dst)
+            out = _cpu_spmm(csc, x, w, rel.num_dst, scale)
         else:
             out = _torch_spmm(csc, x, w, (rel.num_dst, rel.num_src))
+            if scale is not None:
+                out.mul_(scale.view(-1, 1))
         ctx.rel = rel
-        ctx.save_for_backward(x, w)
+        ctx.save_for_backward(x, w, scale)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        x, w = ctx.saved_tensors
+        x, w, scale = ctx.saved_tensors
         rel = ctx.rel
-        grad = grad.contiguous()
+        # mean: out = scale * spmm, so both gradients read grad * scale (a [num_dst, F] pass)
+        grad = grad.contiguous() if scale is None else grad * scale.view(-1, 1)
         grad_x = grad_w = None
         if ctx.needs_input_grad[1]:
             csr = rel.csr()
@@ -89,7 +101,7 @@ class WeightedSpmm(torch.autograd.Function):
         if w is not None and ctx.needs_input_grad[2]:
             heads = w.shape[1]
             if kernels_for(x):
-                grad_w = torch.empty((rel.num_edges, heads), dtype=w.dtype)
+                grad_w = cpu_alloc.empty((rel.num_edges, heads), w.dtype)
                 run_rows(edge_head_dot, *adjacency_arrays(rel.csc()), grad.numpy(),
                          x.detach().contiguous().numpy(), grad_w.numpy())
             else:
@@ -97,7 +109,7 @@ class WeightedSpmm(torch.autograd.Function):
                 grad_w = EdgeOpSum.apply("dot", x.detach().view(x.shape[0], heads, -1),
                                          grad.view(grad.shape[0], heads, -1), src, dst, None, rel.num_edges, 0,
                                          (heads, 1)).view(rel.num_edges, heads)
-        return None, grad_x, grad_w
+        return None, grad_x, grad_w, None
 
 
 class SpmmExtreme(torch.autograd.Function):
@@ -107,9 +119,9 @@ class SpmmExtreme(torch.autograd.Function):
     @staticmethod
     def forward(ctx, rel: Relation, by_edge: bool, take_max: bool, x):
         fill = float("-inf") if take_max else float("inf")
-        out = torch.full((rel.num_dst, x.shape[1]), fill, dtype=x.dtype)
+        out = cpu_alloc.full((rel.num_dst, x.shape[1]), fill, x.dtype)
         # the x row of each extreme: int32 while x's rows fit (DGL keeps int64), 4 B per output value
-        arg = torch.full((rel.num_dst, x.shape[1]), -1, dtype=torch.int32 if x.shape[0] < 2**31 else torch.int64)
+        arg = cpu_alloc.full((rel.num_dst, x.shape[1]), -1, torch.int32 if x.shape[0] < 2**31 else torch.int64)
         run_rows(spmm_extreme, *adjacency_arrays(rel.csc()), by_edge, x.detach().contiguous().numpy(), take_max,
                  out.numpy(), arg.numpy())
         ctx.save_for_backward(arg)
@@ -119,13 +131,14 @@ class SpmmExtreme(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (arg,) = ctx.saved_tensors
-        grad_x = torch.zeros((ctx.rows, grad.shape[1]), dtype=grad.dtype)
+        grad_x = cpu_alloc.zeros((ctx.rows, grad.shape[1]), grad.dtype)
         scatter_arg_grad(arg.numpy(), grad.contiguous().numpy(), grad_x.numpy())
         return None, None, None, grad_x
 
 
-def _fused(rel: Relation, op: str, lhs, rhs) -> Optional[torch.Tensor]:
-    """The SpMM result when the pair maps onto :class:`WeightedSpmm`, else None."""
+def _fused(rel: Relation, op: str, lhs, rhs, mean: bool) -> Optional[torch.Tensor]:
+    """The SpMM result (``mean``: divided by in-degrees) when the pair maps onto :class:`WeightedSpmm`,
+    else None."""
     if op not in ("copy_lhs", "mul"):
         return None
     if lhs.device.type == "cpu" and not kernels_for(lhs) and cpu_rows.USE_KERNELS:
@@ -142,7 +155,7 @@ def _fused(rel: Relation, op: str, lhs, rhs) -> Optional[torch.Tensor]:
             return None
     else:
         return None
-    return WeightedSpmm.apply(rel, flat_rows(lhs), w).view(rel.num_dst, *lhs.shape[1:])
+    return WeightedSpmm.apply(rel, flat_rows(lhs), w, mean).view(rel.num_dst, *lhs.shape[1:])
 
 
 def _extreme(rel: Relation, op: str, reduce_op: str, lhs, rhs, lhs_target: str) -> Optional[torch.Tensor]:
@@ -178,7 +191,9 @@ def message_reduce(rel: Relation, op: str, reduce_op: str, lhs: Optional[torch.T
     ops = Operands(op, lhs, rhs)
     out = None
     if reduce_op in ("sum", "mean") and lhs_target == "u" and (rhs is None or rhs_target == "e"):
-        out = _fused(rel, op, ops.lhs, ops.rhs)
+        out = _fused(rel, op, ops.lhs, ops.rhs, reduce_op == "mean")
+        if out is not None:
+            return ops.finish(out)
     if out is None and reduce_op in ("max", "min"):
         out = _extreme(rel, op, reduce_op, ops.lhs, ops.rhs, lhs_target)
     if out is None:  # the unfused path reads the COO (built now if the relation had only its CSC)

@@ -253,6 +253,7 @@ def test_cpu_kernels_equal_the_torch_path_a_gpu_takes(hub_edges, monkeypatch):
         a = torch.linspace(0.5, 2, E * 2).view(E, 2, 1).requires_grad_(True)
         b.srcdata["x"], b.edata["a"] = x, a
         b.update_all(fn.u_mul_e("x", "a", "m"), fn.sum("m", "s"))
+        b.update_all(fn.u_mul_e("x", "a", "m"), fn.mean("m", "me"))
         b.update_all(fn.copy_u("x", "m"), fn.max("m", "mx"))
         b.update_all(fn.copy_e("a", "m"), fn.min("m", "mn"))
         soft = dgl.ops.edge_softmax(b, a * 3)
@@ -260,9 +261,9 @@ def test_cpu_kernels_equal_the_torch_path_a_gpu_takes(hub_edges, monkeypatch):
         b.dstdata["y"] = y
         b.apply_edges(fn.u_add_v("x", "y", "uv"))
         b.apply_edges(fn.e_dot_v("uv", "y", "d"))
-        loss = (b.dstdata["s"].pow(2).sum() + b.dstdata["mx"].sum() + b.dstdata["mn"].sum()
+        loss = (b.dstdata["s"].pow(2).sum() + b.dstdata["me"].pow(2).sum() + b.dstdata["mx"].sum() + b.dstdata["mn"].sum()
                 + (soft * torch.arange(E * 2.0).view(E, 2, 1)).sum() + b.edata["d"].pow(2).sum())
-        results.append((b.dstdata["s"], b.dstdata["mx"], b.dstdata["mn"], soft, b.edata["d"],
+        results.append((b.dstdata["s"], b.dstdata["me"], b.dstdata["mx"], b.dstdata["mn"], soft, b.edata["d"],
                         *torch.autograd.grad(loss, (x, a, y))))
     for got, want in zip(*results):
         torch.testing.assert_close(got, want)
