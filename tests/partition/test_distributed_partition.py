@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -231,7 +232,19 @@ def test_a_failing_rank_ends_the_job_and_leaves_nothing(engine, edge_store, tmp_
     assert time.monotonic() - t0 < 45
     if how == "raise":
         assert "rank 1 of 3" in done.stderr and "disk full (injected)" in done.stderr
+        assert "died" not in done.stderr, done.stderr[-3000:]  # its own line only, not also a death
+    else:
+        assert_bgl_names_the_dead_rank(done.stderr, 1, 3)
     assert_left_nothing(out)
+
+
+def assert_bgl_names_the_dead_rank(stderr: str, rank: int, size: int, address: str | None = None) -> None:
+    """bgl's own line (partition/distributed/rank_watch.py), not MPI's runtime's, names the killed rank,
+    its pid and host (and the address it reached rank 0 from, when given); once."""
+    where = re.escape(address) if address else r"[\d.]+"
+    found = re.findall(rf"^bgl partition: error: rank {rank} of {size} \(pid \d+ on host \S+, address {where}\) "
+                       r"died before the job finished; bgl ends every rank$", stderr, re.M)
+    assert len(found) == 1, stderr[-3000:]
 
 
 def assert_left_nothing(out: Path) -> None:
