@@ -207,7 +207,9 @@ def test_shards_across_hosts_give_the_one_machine_partition(hosts, engine, tmp_p
                                                        node_data=True)
     exchanged_over_links(hosts, book, before)
     hosts.assert_idle()
-    if engine == "ptscotch":  # on 2 and 3 hosts (the engine makes no difference to serving)
+    # served and trained once: 4 parts on 3 hosts, one host serving two (neither the engine nor the
+    # 2-host case adds anything to serving; the docstring's served-and-trained promise stays covered)
+    if len(hosts.keys) == 3 and engine == "ptscotch":
         serves_and_trains(hosts, book, tmp_path)
         hosts.assert_idle()
 
