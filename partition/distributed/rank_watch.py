@@ -43,9 +43,9 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 TOKEN_BYTES = 16
-HELLO = struct.Struct("<iiH")  # rank, pid, length of the UTF-8 host name that follows
+HELLO = struct.Struct("<iiqH")  # rank, pid, connection nonce, length of the UTF-8 host name that follows
 CONNECT_SECONDS = 2.0  # per address of rank 0's a rank tries
-HELLO_SECONDS = 10.0  # a connection must say who it is within this
+HELLO_SECONDS = 30.0  # a connection must say who it is, and rank 0 answer, within this (loaded hosts)
 DONE, FAILED, END = b"D", b"F", b"E"
 
 
@@ -67,14 +67,14 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return buf
 
 
-def _hello(rank: int) -> bytes:
+def _hello(rank: int, nonce: int) -> bytes:
     host = socket.gethostname().encode()
-    return HELLO.pack(rank, os.getpid(), len(host)) + host
+    return HELLO.pack(rank, os.getpid(), nonce, len(host)) + host
 
 
-def _read_hello(sock: socket.socket) -> tuple[int, int, str]:
-    rank, pid, n = HELLO.unpack(_recv_exact(sock, HELLO.size))
-    return rank, pid, _recv_exact(sock, n).decode(errors="replace")
+def _read_hello(sock: socket.socket) -> tuple[int, int, int, str]:
+    rank, pid, nonce, n = HELLO.unpack(_recv_exact(sock, HELLO.size))
+    return rank, pid, nonce, _recv_exact(sock, n).decode(errors="replace")
 
 
 def _send(sock: socket.socket, byte: bytes) -> None:
@@ -104,9 +104,12 @@ class RankWatch:
         self.rank, self.size, self.command = comm.Get_rank(), comm.Get_size(), command
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
-        self._peers: dict[socket.socket, tuple[int, int, str, str]] = {}  # rank 0: conn -> rank, pid, host, address
+        # rank 0: conn -> (rank, pid, host, address, nonce), and what each conn said
+        self._peers: dict[socket.socket, tuple[int, int, str, str, int]] = {}
         self._said: dict[socket.socket, bytes] = {}
+        self._watched: dict[int, int] | None = None  # rank 0, once armed: rank -> the nonce of its connection
         self._conn: socket.socket | None = None  # other ranks: the connection to rank 0
+        self._nonce = secrets.randbits(62) + 1
         self._root = (0, 0, "?", "?")  # other ranks: rank 0's pid, host, address
 
     @classmethod
@@ -134,10 +137,14 @@ class RankWatch:
         token_hex, port, *addresses = _bcast_text(comm, offer, 0).split()
         if self.rank != 0:
             self._connect(bytes.fromhex(token_hex), addresses, int(port))
-        joined = np.empty(self.size, np.int64)
-        comm.Allgather(np.array([self.rank == 0 or self._conn is not None], np.int64), joined)
+        nonces = np.empty(self.size, np.int64)
+        comm.Allgather(np.array([self._nonce if self._conn is not None else 0], np.int64), nonces)
         if self.rank == 0:
-            missing = np.flatnonzero(joined == 0).tolist()
+            # armed: from here on the closing of the one connection each rank says it holds is a death.
+            # A rank that gave up a greeting (rank 0 answered too late) and tried another address
+            # leaves a connection rank 0 may still take: its nonce is not the rank's, so it is no death
+            self._watched = {r: int(n) for r, n in enumerate(nonces) if r > 0 and n != 0}
+            missing = [r for r in range(1, self.size) if nonces[r] == 0]
             if missing:
                 log.warning("rank watch: ranks %s could not reach rank 0 over TCP; only MPI watches them", missing)
         elif self._conn is not None:
@@ -153,10 +160,10 @@ class RankWatch:
                 continue
             try:
                 sock.settimeout(HELLO_SECONDS)
-                sock.sendall(token + _hello(self.rank))
+                sock.sendall(token + _hello(self.rank, self._nonce))
                 if _recv_exact(sock, TOKEN_BYTES) != token:
                     raise ConnectionError("not rank 0")
-                _, pid, host = _read_hello(sock)
+                _, pid, _, host = _read_hello(sock)
                 sock.settimeout(None)
             except (OSError, ValueError, struct.error):
                 sock.close()
@@ -187,13 +194,13 @@ class RankWatch:
             conn.settimeout(HELLO_SECONDS)
             if _recv_exact(conn, TOKEN_BYTES) != token:
                 raise ConnectionError("wrong token")
-            rank, pid, host = _read_hello(conn)
-            conn.sendall(token + _hello(0))
+            rank, pid, nonce, host = _read_hello(conn)
+            conn.sendall(token + _hello(0, 0))
             conn.settimeout(None)
         except (OSError, ValueError, struct.error):
             conn.close()
             return
-        self._peers[conn] = (rank, pid, host, address)
+        self._peers[conn] = (rank, pid, host, address, nonce)
         sel.register(conn, selectors.EVENT_READ)
 
     def _heard(self, conn: socket.socket, sel) -> None:
@@ -203,16 +210,24 @@ class RankWatch:
             data = b""
         if data:
             self._said[conn] = self._said.get(conn, b"") + data
-            if FAILED in data and not self._stopping.is_set():  # it printed its own error: end the job now
+            if FAILED in data and not self._stopping.is_set() and self._is_watched(conn):  # its own line is out
                 self._end_all(None)
             return
         sel.unregister(conn)
         conn.close()
-        if self._stopping.is_set() or DONE in self._said.get(conn, b""):
+        watched, said = self._is_watched(conn), self._said.pop(conn, b"")
+        rank, pid, host, address, _ = self._peers.pop(conn)
+        if self._stopping.is_set() or DONE in said or not watched:
             return
-        rank, pid, host, address = self._peers[conn]
+        if FAILED in said:
+            self._end_all(None)
         self._end_all(f"bgl {self.command}: error: rank {rank} of {self.size} (pid {pid} on host {host}, "
                       f"address {address}) died before the job finished; bgl ends every rank")
+
+    def _is_watched(self, conn: socket.socket) -> bool:
+        watched = self._watched
+        rank, *_, nonce = self._peers[conn]
+        return watched is not None and watched.get(rank) == nonce
 
     def _end_all(self, line: str | None) -> None:
         for conn in self._peers:

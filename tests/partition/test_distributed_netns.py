@@ -39,8 +39,8 @@ from ..launch.conftest import Namespaces, in_netns, require_namespaces
 from .test_distributed_ingest import (N, _edges, _write_shards, assert_one_error_line,
                                       shards_give_the_one_machine_partition)
 from .test_distributed_partition import (FAILING_RANK, MPI_ENV, assert_bgl_names_the_dead_rank,  # noqa: F401 - fixtures
-                                         assert_left_nothing, assert_one_machine_directory, edge_store, engine,
-                                         parhip_lib)
+                                         assert_ended_soon_after_the_death, assert_left_nothing,
+                                         assert_one_machine_directory, edge_store, engine, parhip_lib)
 
 REPO = Path(__file__).resolve().parents[2]
 SUBNET = "10.79.0"  # apart from the launch tests' 10.77.0 and the Slurm tests' 10.78.0
@@ -238,13 +238,13 @@ def test_a_rank_killed_on_its_host_ends_the_job_and_leaves_nothing(hosts, engine
     script.write_text(FAILING_RANK)
     out = tmp_path / "out" / "dist"
     out.parent.mkdir()
-    t0 = time.monotonic()
     done = hosts.mpirun("partition", [str(edge_store.path), str(out), "--parts", "3", "--engine", engine],
-                        script=[str(script), how], timeout=60)
-    elapsed = time.monotonic() - t0
+                        script=[str(script), how], timeout=120)
     assert done.returncode != 0
-    assert elapsed < 30, f"{elapsed:.1f} s\n{done.stderr[-3000:]}"
     assert_bgl_names_the_dead_rank(done.stderr, 1, 3, hosts.address("B"))
+    # timed from the death: the whole job's time was read before (< 30 s) and failed on a loaded box
+    # for its start alone, not for the end this promises
+    assert_ended_soon_after_the_death(script.parent / "killed-at", done.stderr)
     assert_left_nothing(out)
     hosts.assert_idle()
 
