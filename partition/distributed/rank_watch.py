@@ -127,11 +127,12 @@ class RankWatch:
         listener = None
         if self.rank == 0:
             listener = socket.create_server(("0.0.0.0", 0), backlog=min(self.size, socket.SOMAXCONN))
-            token = secrets.token_bytes(TOKEN_BYTES)
+            token = self._token = secrets.token_bytes(TOKEN_BYTES)
+            self._port = listener.getsockname()[1]
             self._thread = threading.Thread(target=self._serve, args=(listener, token), daemon=True,
                                             name="bgl-rank-watch")
             self._thread.start()
-            offer = " ".join([token.hex(), str(listener.getsockname()[1]), *_addresses()])
+            offer = " ".join([token.hex(), str(self._port), *_addresses()])
         else:
             offer = ""
         token_hex, port, *addresses = _bcast_text(comm, offer, 0).split()
