@@ -86,7 +86,8 @@ def _leave(line: str | None) -> None:
     """End this rank now (from the watch thread): the line first, if any, then status 1."""
     if line:
         with contextlib.suppress(Exception):
-            print(line, file=sys.stderr, flush=True)
+            sys.stderr.flush()
+            os.write(2, (line + "\n").encode())  # one write: mpirun's own text cannot land inside the line
     os._exit(1)
 
 
