@@ -228,6 +228,12 @@ def test_docs_block_runs(block, request):
         assert status == 0, f"{where}: exit status {status}\n{block.code}\n--- output ---\n{out[-4000:]}"
         return
     namespace = dict(request.getfixturevalue("names"))
+    # in a scratch directory of its own (data/ and examples/ linked in, as for sh blocks): a block that
+    # writes a relative path (docs/resume-and-first-run.md's "resume-demo-store") left it in the checkout
+    work = request.getfixturevalue("tmp_path")
+    for name in ("data", "examples"):
+        (work / name).symlink_to(ROOT / name)
+    request.getfixturevalue("monkeypatch").chdir(work)
     try:
         exec(compile(block.code, where, "exec"), namespace)
     finally:

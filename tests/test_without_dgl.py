@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 HIDE_DGL_AND_COLLECT = (
@@ -23,6 +25,10 @@ HIDE_DGL_AND_COLLECT = (
 )
 
 
+# Extended: a second collection of the whole tree (162 s on a loaded 2-core box).  make test's
+# current-stack lane collects and runs the whole suite without DGL under --strict-suite, which fails a
+# skip whose reason does not name DGL: the same promise, in the lane where it matters, at no extra cost.
+@pytest.mark.extended
 def test_the_suite_collects_without_dgl_and_names_why_dgl_tests_skip():
     done = subprocess.run([sys.executable, "-c", HIDE_DGL_AND_COLLECT], capture_output=True, text=True,
                           timeout=300, cwd=REPO, env={**os.environ, "DGLBACKEND": "pytorch"})

@@ -20,8 +20,9 @@ A typed store goes the same way; its relation ids and per-type rows travel too, 
 typed part store the one-machine writer makes (:mod:`.typed`).
 
 OUT must be on a filesystem all ranks see.  Bad arguments fail on every rank before any work,
-with one line from rank 0.  A rank that fails later prints its error and aborts the job
-(``MPI_Abort``): the other ranks end within seconds and OUT is not created; rank 0's work
+with one line from rank 0.  A rank that fails later prints its error and the job ends (rank 0 ends
+every rank, :mod:`.rank_watch`; ``MPI_Abort`` after it); a rank that dies (killed) is named by rank 0's
+line and the job ends the same way: the other ranks end within a second and OUT is not created; rank 0's work
 directory is removed by a small watcher process it starts (when rank 0 dies without finishing)
 or by the next writer there, as for a killed one-machine run.
 
@@ -176,17 +177,25 @@ def partition_distributed(store_path, out_dir, num_parts: int, *, engine: str = 
 
 
 def run_guarded(comm, command: str, work: Callable[[], T]) -> T:
-    """``work()`` on every rank; a failure that is not one :func:`agree` raised on every rank
-    prints its one line and aborts the MPI job (one rank's failure must end the job, not hang it)."""
+    """``work()`` on every rank, watched by rank 0 (:mod:`.rank_watch`: a rank that dies ends every
+    rank at once, with bgl's line naming it); a failure that is not one :func:`agree` raised on every
+    rank prints its one line and ends the job (one rank's failure must end the job, not hang it)."""
+    from .rank_watch import RankWatch
+
+    watch = RankWatch.start(comm, command)
     try:
-        return work()
+        result = work()
     except BaseException as e:  # noqa: BLE001
         rank, size = comm.Get_rank(), comm.Get_size()
         if size == 1 or getattr(e, "_bgl_agreed", False):
+            watch.close()
             raise
         _report(e, rank, size, command)
+        watch.failed()
         comm.Abort(1)
         raise
+    watch.close()
+    return result
 
 
 def _report(e: BaseException, rank: int, size: int, command: str = "partition") -> None:

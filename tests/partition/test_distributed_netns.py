@@ -15,7 +15,8 @@ Checked, as the local tests check them (their helpers): the partition written fr
 is what one machine writes for the same assignment (edges, edge ids, features, labels); it serves
 (a graph server per part in the namespaces, bound to their addresses) and trains (the GraphSAGE
 example in the first namespace, sampling over the bridge); a rank SIGKILLed in its namespace ends
-every rank within seconds, mpirun naming its rank and host, and leaves no output and no process;
+every rank within seconds, bgl's own line naming its rank and host (not mpirun's), and leaves no output
+and no process;
 a bad shard fails with one line.  Needs root, iproute2 and what the local distributed tests need;
 skips saying why otherwise.  Every namespace, veth and process is removed after each test, and a
 namespace that survives fails it.
@@ -37,7 +38,8 @@ from ..bgl.conftest import _await_part_server, _launch_part_server, stop_server
 from ..launch.conftest import Namespaces, in_netns, require_namespaces
 from .test_distributed_ingest import (N, _edges, _write_shards, assert_one_error_line,
                                       shards_give_the_one_machine_partition)
-from .test_distributed_partition import (FAILING_RANK, MPI_ENV, assert_left_nothing,  # noqa: F401 - fixtures
+from .test_distributed_partition import (FAILING_RANK, MPI_ENV, assert_bgl_names_the_dead_rank,  # noqa: F401 - fixtures
+                                         assert_ended_soon_after_the_death, assert_left_nothing,
                                          assert_one_machine_directory, edge_store, engine, parhip_lib)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -205,7 +207,9 @@ def test_shards_across_hosts_give_the_one_machine_partition(hosts, engine, tmp_p
                                                        node_data=True)
     exchanged_over_links(hosts, book, before)
     hosts.assert_idle()
-    if engine == "ptscotch":  # on 2 and 3 hosts (the engine makes no difference to serving)
+    # served and trained once: 4 parts on 3 hosts, one host serving two (neither the engine nor the
+    # 2-host case adds anything to serving; the docstring's served-and-trained promise stays covered)
+    if len(hosts.keys) == 3 and engine == "ptscotch":
         serves_and_trains(hosts, book, tmp_path)
         hosts.assert_idle()
 
@@ -223,26 +227,24 @@ def test_store_across_hosts_gives_the_one_machine_partition(hosts, engine, edge_
 
 
 @pytest.mark.parametrize("hosts, engine, how", [
-    # rank 1 killed after writing its part into the work dir.  Extended: Open MPI's daemon races the peer's
-    # hang-up here (a segfault in orte_rml_oob_send_buffer_nb, or the job ending after 65 s instead of < 30 s,
-    # seen on a quiet box) until bgl names the killed rank itself (issue #56, item 7)
-    pytest.param(3, "ptscotch", "kill", marks=pytest.mark.extended),
+    (3, "ptscotch", "kill"),  # rank 1 killed after writing its part into the work dir
     (3, "parhip", "kill-in-engine")],  # rank 1 killed as the engine starts: the others wait in ParHIP
     indirect=["hosts", "engine"])
 def test_a_rank_killed_on_its_host_ends_the_job_and_leaves_nothing(hosts, engine, edge_store, tmp_path, how):
+    """bgl's own line names the killed rank and its host (the address it reached rank 0 from), and bgl
+    ends every rank: read from bgl's output, not from mpirun's report, whose wording and timing race
+    Open MPI's daemons (issue #56: a segfault in orte_rml_oob_send_buffer_nb, a job that lingered 65 s)."""
     script = tmp_path / "failing.py"
     script.write_text(FAILING_RANK)
     out = tmp_path / "out" / "dist"
     out.parent.mkdir()
-    t0 = time.monotonic()
     done = hosts.mpirun("partition", [str(edge_store.path), str(out), "--parts", "3", "--engine", engine],
-                        script=[str(script), how], timeout=60)
-    elapsed = time.monotonic() - t0
+                        script=[str(script), how], timeout=120)
     assert done.returncode != 0
-    assert elapsed < 30, f"{elapsed:.1f} s\n{done.stderr[-3000:]}"
-    # mpirun names the rank, its host and the signal
-    assert re.search(rf"rank 1 with PID \d+ on node {re.escape(hosts.address('B'))} exited on signal 9",
-                     done.stderr), done.stderr[-3000:]
+    assert_bgl_names_the_dead_rank(done.stderr, 1, 3, hosts.address("B"))
+    # timed from the death: the whole job's time was read before (< 30 s) and failed on a loaded box
+    # for its start alone, not for the end this promises
+    assert_ended_soon_after_the_death(script.parent / "killed-at", done.stderr)
     assert_left_nothing(out)
     hosts.assert_idle()
 
