@@ -49,6 +49,7 @@ from bgl.output_dir import PARTITION, WorkDir, remove_stale, replace_output
 from bgl.schema import id_dtype_for
 from bgl.store import GraphStore
 
+from .exchange import bcast_text
 from . import coarsen as dist_coarsen
 from .. import engines
 from .weights import DEFAULT_BALANCE, check_balance, vertex_weights
@@ -77,16 +78,6 @@ def mpi_rank() -> int:
     return _mpi().COMM_WORLD.Get_rank()
 
 
-def _bcast_text(comm, text: str, root: int) -> str:
-    """``text`` of rank ``root`` on every rank (as bytes: nothing is pickled)."""
-    raw = np.frombuffer(text.encode(), np.uint8) if comm.Get_rank() == root else None
-    size = np.array([0 if raw is None else raw.size], np.int64)
-    comm.Bcast(size, root=root)
-    buf = raw.copy() if raw is not None else np.empty(int(size[0]), np.uint8)
-    comm.Bcast(buf, root=root)
-    return buf.tobytes().decode(errors="replace")
-
-
 #: Exceptions a failed check is raised as on every rank (by type name); anything else is a RuntimeError.
 _CHECK_ERRORS = {"ValueError": ValueError, "FileExistsError": FileExistsError, "OutputError": RuntimeError,
                  "StoreFormatError": ValueError, "EngineMissing": None, "IngestError": IngestError}
@@ -101,8 +92,8 @@ def agree(comm, error: BaseException | None) -> None:
     if not flags.any():
         return
     first = int(np.flatnonzero(flags)[0])
-    kind = _bcast_text(comm, type(error).__name__ if error is not None else "", first)
-    body = _bcast_text(comm, str(error) if error is not None else "", first)
+    kind = bcast_text(comm, type(error).__name__ if error is not None else "", first)
+    body = bcast_text(comm, str(error) if error is not None else "", first)
     body = body if first == 0 else f"rank {first}: {body}"
     if kind == "EngineMissing":
         agreed = EngineMissing(body)
@@ -294,7 +285,7 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
         watcher = _watch(work)
         np.lib.format.open_memmap(work.path / ORIG_IDS_FILE, mode="w+", dtype=np.int64, shape=(store.num_nodes,))
         np.lib.format.open_memmap(work.path / ORIG_EIDS_FILE, mode="w+", dtype=np.int64, shape=(store.num_edges,))
-    path = _bcast_text(comm, str(work.path) if rank == 0 else "", 0)
+    path = bcast_text(comm, str(work.path) if rank == 0 else "", 0)
     try:
         with mem.phase("ship"):
             rows = W.local_rows(store, sl, rel, new_src, flags)

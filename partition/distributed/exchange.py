@@ -115,3 +115,13 @@ class Exchange:
         out = np.empty((self.size,) + values.shape, values.dtype)
         self.comm.Allgather(values, out)
         return out
+
+
+def bcast_text(comm, text: str, root: int) -> str:
+    """``text`` of rank ``root`` on every rank (as bytes: nothing is pickled)."""
+    raw = np.frombuffer(text.encode(), np.uint8) if comm.Get_rank() == root else None
+    size = np.array([0 if raw is None else raw.size], np.int64)
+    comm.Bcast(size, root=root)
+    buf = raw.copy() if raw is not None else np.empty(int(size[0]), np.uint8)
+    comm.Bcast(buf, root=root)
+    return buf.tobytes().decode(errors="replace")

@@ -40,6 +40,8 @@ import time
 
 import numpy as np
 
+from .exchange import bcast_text
+
 log = logging.getLogger(__name__)
 
 TOKEN_BYTES = 16
@@ -123,8 +125,6 @@ class RankWatch:
 
     # -- setting up ---------------------------------------------------------------------------
     def _start(self, comm) -> None:
-        from .driver import _bcast_text
-
         listener = None
         if self.rank == 0:
             listener = socket.create_server(("0.0.0.0", 0), backlog=min(self.size, socket.SOMAXCONN))
@@ -136,7 +136,7 @@ class RankWatch:
             offer = " ".join([token.hex(), str(self._port), *_addresses()])
         else:
             offer = ""
-        token_hex, port, *addresses = _bcast_text(comm, offer, 0).split()
+        token_hex, port, *addresses = bcast_text(comm, offer, 0).split()
         if self.rank != 0:
             self._connect(bytes.fromhex(token_hex), addresses, int(port))
         nonces = np.empty(self.size, np.int64)

@@ -107,5 +107,5 @@ def _check_lifecycle_line(stderr: str, failures: int) -> None:
     assert len(each) == failures, last
     for total, *split in each:
         assert abs(float(total) - sum(map(float, split))) <= 0.2, last
-    ett = float(re.search(r"ETT ([\d.]+) %$", last).group(1))
+    ett = float(re.search(r"ETT ([\d.]+) %(?:; trainer wait [\d.]+ % of \d+ epoch\(s\))?$", last).group(1))
     assert ett == parts["training"][1], last

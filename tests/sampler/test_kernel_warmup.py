@@ -24,7 +24,9 @@ import json, os, sys, tempfile, threading, time
 import numba
 import numpy as np
 from bgl.store import GraphStore
-from bgl.sampler import _edge_kernels, _kernels, _labor_kernels, _temporal_kernels, _typed_kernels, _weighted_kernels
+from bgl.sampler import _edge_kernels, _kernels, _labor_kernels, _weighted_kernels
+from bgl.sampler.temporal import _kernels as _temporal_kernels
+from bgl.sampler.typed import _kernels as _typed_kernels
 from bgl.sampler.client import SamplingClient
 from bgl.sampler.multilayer import Labor
 from bgl.sampler.server import GraphServer
