@@ -20,6 +20,12 @@ compiler lock (a re-entrant lock every compile takes first), so threads of one p
 file locks against each other; a kernel that calls another takes the callee's lock inside its own,
 and since calls do not form cycles, neither do the locks.
 
+A holder that cannot finish does not hold the others up: the lock file names its holder's pid, and a
+waiter stops waiting when that process is stopped (``SIGSTOP``, a debugger) or a zombie, or after
+:data:`WAIT_LIMIT_S`, and compiles on its own (numba replaces cache files whole, so two writers cost
+only time).  Seen in the suite: an ingest frozen mid-compile by ``SIGSTOP`` left the next ingest
+waiting on its kernel until the test's timeout.
+
 Installed by numba itself, ahead of any compilation in any process where bgl is installed: the
 ``numba_extensions`` entry point ``init`` in ``pyproject.toml`` names :func:`install`.  With
 ``$BGL_COMPILE_LOG`` set, the same wrapper times each compile or load and the wait for its lock
@@ -32,12 +38,14 @@ import errno
 import fcntl
 import logging
 import os
+import time
 
 from .log import ENV_COMPILE_LOG, timed_compile
 
 log = logging.getLogger(__name__)
 
 PACKAGE = "bgl"
+WAIT_LIMIT_S = 300.0  # the longest a process waits for another's compile of one kernel (one takes 0.1-30 s)
 _held: dict[str, int] = {}  # lock path -> its fd, while this process holds it (a kernel compiling itself again)
 
 
@@ -72,7 +80,9 @@ def kernel_lock(path: str | None):
         yield
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        if not _acquire(fd, path):
+            yield  # the holder is stopped or stuck: compile on our own
+            return
         _held[path] = fd
         try:
             yield
@@ -81,6 +91,37 @@ def kernel_lock(path: str | None):
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _acquire(fd: int, path: str) -> bool:
+    """Take the exclusive lock on ``fd`` and write this pid into it; False (not held) when the holder is
+    stopped or a zombie, or after :data:`WAIT_LIMIT_S`.  Polls (5-100 ms) so that the holder can be watched."""
+    deadline, delay = time.monotonic() + WAIT_LIMIT_S, 0.005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if _holder_cannot_finish(fd) or time.monotonic() > deadline:
+                log.warning("the compile lock %s is held by a stopped or stuck process: compiling here", path)
+                return False
+            time.sleep(delay)
+            delay = min(2 * delay, 0.1)
+            continue
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        return True
+
+
+def _holder_cannot_finish(fd: int) -> bool:
+    """Whether the pid written in the lock file is a stopped (``T``, ``t``) or zombie process (Linux's
+    ``/proc``; elsewhere, or with no pid written yet, False: keep waiting)."""
+    try:
+        pid = int(os.pread(fd, 32, 0).split()[0])
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (ValueError, IndexError, OSError):
+        return False
+    return state in ("T", "t", "Z")
 
 
 def install() -> None:

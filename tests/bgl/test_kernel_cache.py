@@ -95,3 +95,43 @@ def test_the_demos_kernel_phrase_counts_only_what_its_run_appended(tmp_path):
                                        "1 loaded from the cache")
     assert tally(str(log), log.stat().st_size) == ""  # a run that ran no kernel says nothing
     assert tally(str(tmp_path / "absent.jsonl")) == ""
+
+
+HOLD = """
+import sys, time
+from bgl.kernel_cache.lock import kernel_lock
+with kernel_lock(sys.argv[1]):
+    print("held", flush=True)
+    time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_a_stopped_holder_does_not_hold_up_the_next_compile(tmp_path, frozen):
+    """A process frozen (SIGSTOP) while it holds a kernel's lock: the next one compiles on its own at once;
+    a running holder is waited for."""
+    import signal
+
+    from bgl.kernel_cache import lock
+
+    path = str(tmp_path / "kernel.nbi.lock")
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, path], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        if frozen:
+            holder.send_signal(signal.SIGSTOP)
+        limit, lock.WAIT_LIMIT_S = lock.WAIT_LIMIT_S, 2.0
+        try:
+            start = time.monotonic()
+            with lock.kernel_lock(path):
+                waited = time.monotonic() - start
+                held_here = path in lock._held
+        finally:
+            lock.WAIT_LIMIT_S = limit
+        if frozen:
+            assert waited < 1.0 and not held_here, waited  # not waited out to the limit
+        else:
+            assert waited >= 2.0 and not held_here, waited  # a live holder: waited up to the limit
+    finally:
+        holder.kill()
+        holder.wait()
