@@ -6,12 +6,13 @@ else (and in both lanes) with its imports made bgl.dgl's.  No DGL example code i
 """
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from pathlib import Path
 
 import pytest
+
+from .conftest import load_bench_script
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "dgl_examples.py"
 
@@ -44,12 +45,7 @@ print("own peak MiB", int(hwm.split()[1]) / 1024.0)
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_dgl_examples", BENCH)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    yield mod
-    sys.modules.pop(spec.name, None)
+    yield from load_bench_script(BENCH, "bench_dgl_examples")
 
 
 def rewrites(bench):

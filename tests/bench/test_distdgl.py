@@ -1,25 +1,20 @@
 """bench/distdgl.py helpers: DistDGL's ip_config and DGL_* environment, the store -> DGLGraph bridge, report."""
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from .conftest import load_bench_script
 
 DISTDGL = Path(__file__).resolve().parents[2] / "bench" / "distdgl.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_distdgl", DISTDGL)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    yield mod
-    sys.modules.pop(spec.name, None)
+    yield from load_bench_script(DISTDGL, "bench_distdgl")
 
 
 def test_ip_config_has_one_ip_port_line_per_machine(bench):
