@@ -3,7 +3,9 @@
 ``make test`` runs two lanes: the pinned DGL stack (.venv) and the current stack without DGL
 (.venv-current-3.1x).  Each lane's pytest output streams through as it runs; at the end this prints
 each lane's stack and pytest summary line, then a last line in pytest's own form that adds them up,
-so CI, which reads the closing line, sees both.  Exits non-zero when any lane failed or ran no test
+so CI, which reads the closing line, sees both.  Above those lines it repeats why a lane failed (its
+``FAILED``/``ERROR`` lines and ``--strict-suite``'s problems) and its slowest tests, which a CI log's
+tail would otherwise cut off with the lane's own output.  Exits non-zero when any lane failed or ran no test
 (pytest's exit 5).  Standard library only: it runs before any venv exists.
 
     python .ci/lanes.py --lane "pinned DGL=.venv/bin/python" --lane "current=.venv-current-3.12/bin/python" \\
@@ -21,6 +23,12 @@ import time
 SUMMARY = re.compile(r"^=*\s*((?:\d+ [a-z]+(?:, )?)+) in ([\d.]+)s")
 COUNT = re.compile(r"(\d+) ([a-z]+)")
 # pytest's order of the words in its closing line
+# what says why a lane failed: pytest's short summary lines and --strict-suite's block (tests/conftest.py)
+WHY = re.compile(r"^(FAILED |ERROR |--strict-suite:|skipped outside the allowed reasons: |left in /)")
+WHY_KEPT = 20  # lines a lane repeats at the end at most
+# --durations' lines ("123.45s call     tests/x.py::test_y"): a lane repeats its slowest few at the end too
+DURATION = re.compile(r"^\d+\.\d+s (call|setup|teardown) ")
+SLOWEST_KEPT = 5
 ORDER = ("failed", "passed", "skipped", "deselected", "xfailed", "xpassed", "warning", "warnings", "error", "errors")
 STACK = ("import sys, importlib.metadata as m\n"
          "def v(name):\n"
@@ -38,18 +46,23 @@ def stack_of(python: str) -> str:
     return done.stdout.strip() if done.returncode == 0 else f"({python}: {done.stderr.strip()[-200:]})"
 
 
-def run_lane(python: str, pytest_args: list[str]) -> tuple[int, str, float]:
-    """Run pytest under ``python``, streaming its output; (exit code, closing summary line, seconds)."""
+def run_lane(python: str, pytest_args: list[str]) -> tuple[int, str, float, list[str]]:
+    """Run pytest under ``python``, streaming its output; (exit code, closing summary line, seconds,
+    the lines saying why it failed)."""
     start = time.monotonic()
     last = ""
+    why: list[str] = []
+    slowest: list[str] = []
     with subprocess.Popen([python, "-m", "pytest", *pytest_args], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, bufsize=1) as proc:
         for line in proc.stdout:
             sys.stdout.write(line)
             if SUMMARY.match(line.strip()):
                 last = line.strip().strip("= ")
+            elif WHY.match(line) or (DURATION.match(line) and len(slowest) < SLOWEST_KEPT):
+                (why if WHY.match(line) else slowest).append(line.rstrip()[:400])
     sys.stdout.flush()
-    return proc.returncode, last, time.monotonic() - start
+    return proc.returncode, last, time.monotonic() - start, [*why, *(f"slow: {d}" for d in slowest)]
 
 
 def add_up(summaries: list[str], seconds: float) -> str:
@@ -77,13 +90,19 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--lane takes NAME=PYTHON, got {spec!r}")
         lanes.append((name, python))
     pytest_args = args.pytest_args or ["tests"]
-    results = []
+    results, reasons = [], []
     for i, (name, python) in enumerate(lanes, 1):
         stack = stack_of(python)
         print(f"\n=== lane {i}/{len(lanes)}: {name}: {stack}", flush=True)
-        code, summary, seconds = run_lane(python, pytest_args)
+        code, summary, seconds, why = run_lane(python, pytest_args)
         results.append((name, stack, code, summary, seconds))
+        reasons.append(why)
     print("\n=== lanes")
+    for i, why in enumerate(reasons, 1):
+        for line in why[:WHY_KEPT]:
+            print(f"lane {i}: {line}")
+        if len(why) > WHY_KEPT:
+            print(f"lane {i}: ... and {len(why) - WHY_KEPT} more such lines above")
     for i, (name, stack, code, summary, seconds) in enumerate(results, 1):
         outcome = "ok" if code == 0 else f"FAILED (pytest exit {code})"
         print(f"lane {i} {name} ({stack}): {summary or 'no summary line'}; wall {seconds:.0f} s; {outcome}")

@@ -38,3 +38,20 @@ def test_a_failure_or_no_test_in_a_lane_fails_the_run(tmp_path):
     assert "FAILED (pytest exit 1)" in done.stdout
     done = run_lanes(tmp_path, "test_inner.py", "-k", "nothing_matches")
     assert done.returncode == 1 and "FAILED (pytest exit 5)" in done.stdout, done.stdout
+
+
+def test_why_a_lane_failed_is_repeated_above_the_closing_lines(tmp_path):
+    """A CI log shows its tail: the failing tests' names and --strict-suite's problems come again there,
+    once each lane's own output has scrolled them away."""
+    (tmp_path / "conftest.py").write_text(
+        "def pytest_sessionfinish(session, exitstatus):\n"
+        "    print('\\n--strict-suite:')\n"
+        "    print('left in /tmp: ompi.host.0')\n")
+    (tmp_path / "test_inner.py").write_text("def test_a(): pass\ndef test_b(): assert False\n")
+    done = run_lanes(tmp_path, "test_inner.py")
+    assert done.returncode == 1, done.stdout
+    closing = done.stdout.split("=== lanes")[-1].strip().splitlines()
+    for lane in (1, 2):
+        assert f"lane {lane}: FAILED test_inner.py::test_b - assert False" in closing, closing
+        assert f"lane {lane}: --strict-suite:" in closing and f"lane {lane}: left in /tmp: ompi.host.0" in closing
+    assert closing[-1].startswith("2 failed, 2 passed in "), closing
