@@ -48,7 +48,9 @@ KEYS = "ABC"
 
 # Open MPI's rsh agent: `AGENT HOST COMMAND...` -> COMMAND (one shell line, as ssh passes it on) in
 # the namespace owning HOST's address, with a login-like environment: nothing of mpirun's leaks
-# through, as nothing would over ssh.
+# through, as nothing would over ssh, but TMPDIR: these "hosts" share this machine's /tmp, where
+# Open MPI's daemon would keep its session directory (ompi.HOST.UID) after a killed job, so each
+# host's temp dir is the suite's own (tests/conftest.py points TMPDIR under pytest's basetemp).
 AGENT = """\
 #!/bin/sh
 host=$1
@@ -57,7 +59,7 @@ case $host in
 {cases}
   *) echo "rsh agent: no namespace has address $host" >&2; exit 255;;
 esac
-exec $enter env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$HOME" /bin/sh -c "$*"
+exec $enter env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$HOME" TMPDIR="${{TMPDIR:-/tmp}}" /bin/sh -c "$*"
 """
 
 
