@@ -3,11 +3,11 @@ against another commit's, interleaved in one process, on recorded R-MAT 20 strea
 
     git archive REV cache | tar -x -C /tmp/old        # the other commit's cache/ as /tmp/old/cache (a fresh copy:
                                                       # numba's cache files there name the package they were built under)
-    python bench/cache_bookkeeping.py /tmp/old/cache --workdir /tmp/bgl-bookkeeping [--reps 3]
+    python bench/cache/bookkeeping.py /tmp/old/cache --workdir /tmp/bgl-bookkeeping [--reps 3]
 
 Streams: proximity order, 2,000 batches of 32 seeds (fanouts 10,5) and 200 of 256 (10,10); a 10 %
 lookahead cache of 4-wide float32 rows, in-degree scores, 4 batches announced ahead.  The anchor is a
-memmap gather of each batch's rows, 4 wide (the cache's) and 32 wide (bench/cache.py's R-MAT 20).
+memmap gather of each batch's rows, 4 wide (the cache's) and 32 wide (bench/cache/policies.py's R-MAT 20).
 """
 from __future__ import annotations
 

@@ -15,8 +15,8 @@ of the float32 feature bytes, so int8's cache holds ~3-4x the rows). Reported pe
 
 Usage::
 
-    python bench/codec.py [--datasets cora,citeseer,pubmed] [--seeds 3] [--epochs 6]
-    python bench/codec.py --datasets pubmed8k,rmat22 --max-batches 40   # PubMed 8k-dim, a 134M-edge R-MAT
+    python bench/cache/codec.py [--datasets cora,citeseer,pubmed] [--seeds 3] [--epochs 6]
+    python bench/cache/codec.py --datasets pubmed8k,rmat22 --max-batches 40   # PubMed 8k-dim, a 134M-edge R-MAT
 """
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ os.environ.setdefault("DGLBACKEND", "pytorch")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dataloader import SAGE, datasets_dir  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
+from bench.loader.node_classification import SAGE, datasets_dir  # noqa: E402
 
 CODECS = ("float32", "float16", "bfloat16", "int8")
 SOURCES = {"cora": "cora.npz", "citeseer": "citeseer.npz", "pubmed": "pubmed_adj_labels.npz",

@@ -1,6 +1,6 @@
 """bgl.DataLoader epochs with the lookahead cache vs BGL's FIFO vs no cache, inline and in processes.
 
-The cache benchmark (bench/cache.py) replays recorded batch streams; this one runs the
+The cache benchmark (bench/cache/policies.py) replays recorded batch streams; this one runs the
 real loader, so the fetch stage's lookahead (``cache_lookahead``: by default the window sized
 to the cache; ``--lookaheads auto,4`` adds a row per window) is what the pipeline actually
 gives it.  For each pipeline mode and policy, side by side in one run on one store: seconds
@@ -12,7 +12,7 @@ seeds and samples for all.
 
 Usage::
 
-    python bench/loader_cache.py [--dataset pubmed | --store DIR] [--epochs 3] [--batch-size 256] [--lookaheads auto,4]
+    python bench/cache/in_loader.py [--dataset pubmed | --store DIR] [--epochs 3] [--batch-size 256] [--lookaheads auto,4]
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ os.environ.setdefault("DGLBACKEND", "pytorch")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("BGL_DATASETS", REPO.parent / "shared" / "datasets"))
 if not DATA.exists():
     DATA = Path("/work/shared/datasets")

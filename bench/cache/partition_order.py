@@ -20,7 +20,7 @@ Batches are sampled with ``bgl.sampler.LocalSampler`` on the original store
 
 Usage::
 
-    python bench/partition_order.py [--datasets cora,citeseer,pubmed] [--parts 2] [--batch-size 32]
+    python bench/cache/partition_order.py [--datasets cora,citeseer,pubmed] [--parts 2] [--batch-size 32]
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ import torch
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("BGL_DATASETS", "/work/shared/datasets"))
 DATASETS = {
     "cora": (DATA / "cora.npz", {}),

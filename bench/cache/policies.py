@@ -19,9 +19,9 @@ CiteSeer and a smaller microbenchmark.
 
 Usage::
 
-    python bench/cache.py                      # all datasets (R-MAT 20 last, several minutes)
-    python bench/cache.py --quick
-    python bench/cache.py --datasets cora,slashdot --regimes b32
+    python bench/cache/policies.py                      # all datasets (R-MAT 20 last, several minutes)
+    python bench/cache/policies.py --quick
+    python bench/cache/policies.py --datasets cora,slashdot --regimes b32
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ from pathlib import Path
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("BGL_DATASETS", REPO.parent / "shared" / "datasets"))
 if not DATA.exists():
     DATA = Path("/work/shared/datasets")

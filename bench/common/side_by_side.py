@@ -1,5 +1,5 @@
 """Shared by the benchmarks that time two loaders side by side in one process
-(bench/link_pred_loader.py, bench/graphbolt.py): setup, the DGLGraph of a store, alternating passes,
+(bench/link_pred/loader_only.py, bench/graphbolt/data_path.py): setup, the DGLGraph of a store, alternating passes,
 and the trainer-wait timer every loader benchmark uses for bgl and its anchor alike."""
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ gives an isomorphism because twins are interchangeable.  The script then checks,
 that ``embedded_cora()`` equals :func:`bgl.dgl.data.citation_layout.read_citation` of the raw files
 (edges in DGL's order, features, labels, masks), and exits non-zero otherwise.
 
-    python bench/cora_planetoid_map.py /work/shared/datasets/planetoid [--write]
+    python bench/dgl/cora_planetoid_map.py /work/shared/datasets/planetoid [--write]
 
 One-off tool over a 2,708-node graph: the refinement loops over nodes in Python.
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _neighbours(src: np.ndarray, dst: np.ndarray, n: int) -> list[np.ndarray]:

@@ -1,6 +1,6 @@
 """Stand-ins for the datasets DGL's example scripts download, built from Cora on either stack.
 
-``bench/dgl_examples.py`` rewrites a script's dataset line to one of these where the script would
+``bench/dgl/examples.py`` rewrites a script's dataset line to one of these where the script would
 download (OGB, RDF).  Each is built with the stack the script runs on (``$BGL_EXAMPLES_DGL``:
 ``dgl`` or ``bgl.dgl``) from that stack's ``CoraGraphDataset`` (the same arrays on both), with a
 fixed generator, so both stacks train on the same graph and split whatever the run's seed.

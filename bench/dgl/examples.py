@@ -20,9 +20,9 @@ time between its consecutive ``Epoch`` lines (stdout read line by line as it is 
 includes the script's own per-epoch evaluation), and the peak RSS of the process (``wait4``'s
 ``ru_maxrss``).  Results: ``bench/results/dgl_examples.md`` (mean and spread over the seeds).
 
-    python bench/dgl_examples.py --dgl-checkout /path/to/dgl          # full: 3 seeds, the bench's epochs
-    python bench/dgl_examples.py --dgl-checkout D --seeds 0 --epochs-scale 0.05 --out /tmp/x.md  # proof it runs
-    python bench/dgl_examples.py --dgl-checkout D --stacks dgl bgl.dgl bgl.dgl-pinned   # + bgl.dgl on torch 2.2.1
+    python bench/dgl/examples.py --dgl-checkout /path/to/dgl          # full: 3 seeds, the bench's epochs
+    python bench/dgl/examples.py --dgl-checkout D --seeds 0 --epochs-scale 0.05 --out /tmp/x.md  # proof it runs
+    python bench/dgl/examples.py --dgl-checkout D --stacks dgl bgl.dgl bgl.dgl-pinned   # + bgl.dgl on torch 2.2.1
 
 ``--dgl-checkout`` may be the git dir the session's ``fetch github:dmlc/dgl`` gives (read at
 ``v2.1.0``).  The full run is 5 scripts x 3 seeds x 2 stacks, each run a fresh process (imports
@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 DATASETS = Path(os.environ.get("BGL_DATASETS", ROOT.parent / "shared" / "datasets"))
 PINNED_PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -268,7 +268,7 @@ def write_report(out: Path, rows: list, args, rewrites_shown: dict, note: str, b
     stacks = list(args.stacks)
     others = [st for st in stacks if st != "dgl"] if "dgl" in stacks else []
     lines = ["# DGL's example scripts: DGL 2.1 (pinned stack) vs bgl.dgl", "",
-             f"Command: `python bench/dgl_examples.py {' '.join(sys.argv[1:])}`  ",
+             f"Command: `python bench/dgl/examples.py {' '.join(sys.argv[1:])}`  ",
              f"DGL examples at `{args.rev}`; seeds {list(args.seeds)}; CPU. {note}", "",
              "Stacks: " + "; ".join(f"`{st}`: {STACKS[st][2]}" for st in stacks) + ".", ""]
     measures = (("metric (mean, min-max over seeds)", lambda x: x.metric, False),
@@ -313,7 +313,7 @@ def main(argv=None) -> int:
     p.add_argument("--only", nargs="*", help="script names (substring match)")
     p.add_argument("--stacks", nargs="+", default=["dgl", "bgl.dgl"], choices=list(STACKS),
                    help="bgl.dgl-pinned: bgl.dgl on the pinned venv (tells torch's share from bgl's)")
-    p.add_argument("--out", type=Path, default=HERE / "results" / "dgl_examples.md")
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "dgl_examples.md")
     p.add_argument("--note", default="", help="said under the command line (e.g. 'loaded box')")
     args = p.parse_args(argv)
     scripts = [s for s in SCRIPTS if not args.only or any(o.lower() in s.name.lower() for o in args.only)]

@@ -6,7 +6,7 @@ their time in: GraphSAGE / GCN (``copy_u`` + ``sum`` / ``mean``), pooling (``cop
 GAT (``u_add_v`` logits, ``edge_softmax``, ``u_mul_e`` + ``sum`` with per-head weights), each
 forward + backward.
 
-    .venv/bin/python bench/dgl_message_passing.py --edges 10000000 --feats 64
+    .venv/bin/python bench/dgl/message_passing.py --edges 10000000 --feats 64
 
 Needs the pinned lane (DGL 2.1) for the DGL side; prints one JSON line per case.
 """

@@ -1,4 +1,5 @@
-"""Where a bgl training batch's time goes, on graph servers started by ``bgl launch`` (bench/distdgl.py --profile).
+"""Where a bgl training batch's time goes, on graph servers started by ``bgl launch``
+(bench/distdgl/node_classification.py --profile).
 
 Run as the training command of ``bgl launch`` (it reads ``BGL_SERVERS``), one
 process per trainer under torch DDP like examples/train_sage.py.  Each batch
@@ -12,7 +13,7 @@ repeats what the inline DataLoader does, with a timer around every step:
 * conversion to ``dgl.Block`` and the model step (same DGLSAGE, DDP).
 
 No cache, random seed order: the feature-cache and ordering effects show in
-the epoch rows of bench/distdgl.py.  Rank 0 prints seconds per batch
+the epoch rows of bench/distdgl/node_classification.py.  Rank 0 prints seconds per batch
 (the first batch, which warms up, is not counted) and the bytes moved.
 """
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
 
 def main() -> None:

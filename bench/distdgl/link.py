@@ -1,10 +1,10 @@
 """Link prediction, bgl vs DistDGL over 2 loopback "machines": time and bytes per epoch (issue #24).
 
-The node-classification comparison's setup (bench/distdgl.py, imported, not copied): one bgl store
+The node-classification comparison's setup (bench/distdgl/node_classification.py, imported, not copied): one bgl store
 per graph (``bgl ingest``, 128-dim synthetic features where there are none); DistDGL partitions it
 with METIS into 2 parts (``return_mapping=True``: the reverse edge ids are mapped into its edge
 numbering) and runs 2 servers + 2 trainers in private ``/dev/shm`` namespaces
-(bench/distdgl_link_worker.py: ``DistEdgeDataLoader``); bgl partitions it into 2 parts and runs
+(bench/distdgl/link_worker.py: ``DistEdgeDataLoader``); bgl partitions it into 2 parts and runs
 ``bgl launch --backend local`` on 127.0.0.1 and 127.0.0.2, one server and one trainer each
 (examples/train_link_pred.py: ``bgl.DataLoader`` over the servers, co-located reads).  Both:
 ``as_edge_prediction_sampler(NeighborSampler(fanouts), exclude="reverse_id", Uniform(1))``,
@@ -17,7 +17,7 @@ ratios to DistDGL.
 
 Usage::
 
-    nice -n 10 .venv/bin/python bench/distdgl_link.py --graphs pubmed --epochs 3 [--loader-only]
+    nice -n 10 .venv/bin/python bench/distdgl/link.py --graphs pubmed --epochs 3 [--loader-only]
 """
 from __future__ import annotations
 
@@ -30,10 +30,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import distdgl as D  # noqa: E402  (bench/distdgl.py: ingest, partitions, launch, /dev/shm namespaces)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
+from bench.distdgl import node_classification as D  # noqa: E402  (ingest, partitions, launch, /dev/shm namespaces)
 
-WORKER = D.REPO / "bench" / "distdgl_link_worker.py"
+WORKER = D.REPO / "bench" / "distdgl" / "link_worker.py"
 TRAIN_SCRIPT = D.REPO / "examples" / "train_link_pred.py"
 
 
@@ -65,8 +65,7 @@ def run_distdgl(conf: Path, work: Path, args) -> dict | None:
                             "--stats-json", str(stats), *(["--loader-only"] if args.loader_only else [])]}
     spec_path = work / "distdgl-link-spec.json"
     spec_path.write_text(json.dumps(spec))
-    cmd = [*D.private_shm_prefix(), sys.executable, str(D.REPO / "bench" / "distdgl.py"), "--distdgl-machine",
-           str(spec_path)]
+    cmd = [*D.private_shm_prefix(), sys.executable, D.__file__, "--distdgl-machine", str(spec_path)]
     print("$ " + " ".join(cmd), flush=True)
     code = subprocess.run(cmd, timeout=args.timeout + 120).returncode
     return json.loads(stats.read_text()) if code == 0 and stats.is_file() else None
@@ -84,7 +83,7 @@ def run_bgl(parts: Path, work: Path, args, cache: str, order: str) -> dict | Non
     if code != 0 or not stats.is_file():
         return None
     out = json.loads(stats.read_text())
-    out["test_accuracy"] = float("nan")  # link prediction: no accuracy here (MRR in bench/link_pred.py)
+    out["test_accuracy"] = float("nan")  # link prediction: no accuracy here (MRR in bench/link_pred/training.py)
     return out
 
 

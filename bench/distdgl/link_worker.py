@@ -1,6 +1,6 @@
-"""One DistDGL process for bench/distdgl_link.py: a graph server or a link-prediction trainer (``DGL_ROLE``).
+"""One DistDGL process for bench/distdgl/link.py: a graph server or a link-prediction trainer (``DGL_ROLE``).
 
-As bench/distdgl_worker.py for nodes: ``dgl.distributed.initialize`` serves (servers) or connects
+As bench/distdgl/worker.py for nodes: ``dgl.distributed.initialize`` serves (servers) or connects
 (trainers); a trainer follows DGL's distributed link-prediction examples: gloo DDP, ``DistGraph``,
 ``DistEdgeDataLoader(g, eids, NeighborSampler(fanouts), exclude="reverse_id", reverse_eids=...,
 negative_sampler=Uniform(k))`` (DGL 2.1's distributed form of ``as_edge_prediction_sampler``), input features read from the
@@ -21,11 +21,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))  # train_sage's model
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    from distdgl_worker import common_parser  # bench/, this script's own directory
+    from bench.distdgl.worker import common_parser
 
     p = common_parser(__doc__.split("\n\n")[0], batch_size=512, hidden=64, lr=0.005)
     p.add_argument("--reverse-eids", required=True, help=".npy: each edge's reverse, in the partition's edge ids")
@@ -35,7 +36,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main() -> None:
-    from distdgl_worker import connect
+    from bench.distdgl.worker import connect
 
     args = parse_args()
     g, rank, world = connect(args)
@@ -71,7 +72,7 @@ def main() -> None:
     model = nn.parallel.DistributedDataParallel(Step())
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
 
-    from side_by_side import TrainerWait
+    from bench.common.side_by_side import TrainerWait
 
     wait = TrainerWait()  # the trainer's time blocked in next(): bgl's loader.stats() counts the same way
     epochs = []

@@ -8,7 +8,7 @@ For each graph, one run:
 2. DistDGL: a DGLGraph built from the store's arrays, ``dgl.distributed.
    partition_graph`` (METIS, 2 parts, balance_train, balance_edges); an
    ip_config of two ``127.0.0.1 PORT`` lines (= two "machines"); two graph
-   servers and two trainers (bench/distdgl_worker.py) started with the
+   servers and two trainers (bench/distdgl/worker.py) started with the
    ``DGL_*`` environment DGL's ``tools/launch.py`` sets.
 3. bgl: ``bgl partition --method bgl --parts 2``, then ``bgl launch --backend
    local`` on two "machines" (127.0.0.1 and 127.0.0.2), each with the graph
@@ -35,8 +35,8 @@ payload bytes its clients exchanged with the servers.  Then the test accuracy.
 
 Usage::
 
-    nice -n 15 .venv/bin/python bench/distdgl.py --graphs pubmed,slashdot --epochs 3
-    nice -n 15 .venv/bin/python bench/distdgl.py --graphs cora --epochs 1 --profile
+    nice -n 15 .venv/bin/python bench/distdgl/node_classification.py --graphs pubmed,slashdot --epochs 3
+    nice -n 15 .venv/bin/python bench/distdgl/node_classification.py --graphs cora --epochs 1 --profile
 """
 from __future__ import annotations
 
@@ -52,8 +52,8 @@ import time
 import warnings
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-WORKER = REPO / "bench" / "distdgl_worker.py"
+REPO = Path(__file__).resolve().parents[2]
+WORKER = REPO / "bench" / "distdgl" / "worker.py"
 TRAIN_SCRIPT = REPO / "examples" / "train_sage.py"
 DATASETS = Path(os.environ.get("BGL_DATASETS", REPO.parent / "shared" / "datasets"))
 if not DATASETS.exists():
@@ -115,7 +115,7 @@ def free_ports(count: int, start: int = 31000) -> list[int]:
 def private_shm_prefix() -> list[str]:
     """Command prefix that runs the rest in a mount namespace with its own empty /dev/shm."""
     if shutil.which("unshare") is None:
-        raise RuntimeError("bench/distdgl.py needs `unshare` (util-linux) and root: two DistDGL "
+        raise RuntimeError("bench/distdgl/node_classification.py needs `unshare` (util-linux) and root: two DistDGL "
                            "servers on one host share /dev/shm names and would overwrite each other")
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
             'mount -t tmpfs -o size=16g tmpfs /dev/shm && exec "$@"', "sh"]
@@ -199,8 +199,8 @@ def kill_group(proc: subprocess.Popen, grace: float = 3.0) -> None:
 def distdgl_machine(spec: dict) -> int:
     """Inside the private /dev/shm: start 2 servers + 2 trainers, wait for the trainers, stop all.
 
-    ``spec["worker"]``: the script both roles run (default bench/distdgl_worker.py; the link
-    prediction comparison, bench/distdgl_link.py, passes its own)."""
+    ``spec["worker"]``: the script both roles run (default bench/distdgl/worker.py; the link
+    prediction comparison, bench/distdgl/link.py, passes its own)."""
     work = Path(spec["workdir"])
     ports = free_ports(3)
     ip_config = work / "ip_config.txt"
@@ -277,8 +277,8 @@ def bgl_launch_prefix(parts: Path, work: Path, local_reads: bool = True) -> list
 
 
 def run_bgl_profile(parts: Path, work: Path, args) -> None:
-    """bench/distdgl_bgl_profile.py under the same launch: seconds per batch by phase (printed)."""
-    cmd = [*bgl_launch_prefix(parts, work), sys.executable, str(REPO / "bench" / "distdgl_bgl_profile.py"),
+    """bench/distdgl/bgl_profile.py under the same launch: seconds per batch by phase (printed)."""
+    cmd = [*bgl_launch_prefix(parts, work), sys.executable, str(REPO / "bench" / "distdgl" / "bgl_profile.py"),
            "--graph", str(parts), "--batch-size", str(args.batch_size), "--fanouts", args.fanouts,
            "--hidden", str(args.hidden)]
     print("$ " + " ".join(cmd), flush=True)

@@ -1,4 +1,4 @@
-"""One DistDGL process for bench/distdgl.py: a graph server or a trainer, chosen by ``DGL_ROLE``.
+"""One DistDGL process for bench/distdgl/node_classification.py: a graph server or a trainer, chosen by ``DGL_ROLE``.
 
 As with DGL's ``tools/launch.py``, servers and trainers run the same script:
 ``dgl.distributed.initialize`` serves forever (then exits) when ``DGL_ROLE=server``
@@ -26,11 +26,12 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))  # train_sage's model
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
 
 
 def common_parser(description: str, batch_size: int, hidden: int, lr: float) -> argparse.ArgumentParser:
-    """The options every DistDGL bench worker takes (this one, bench/distdgl_link_worker.py)."""
+    """The options every DistDGL bench worker takes (this one, bench/distdgl/link_worker.py)."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--ip-config", required=True)
     p.add_argument("--part-config", required=True)
@@ -94,7 +95,7 @@ def main() -> None:
         dist.barrier()
         return
 
-    from side_by_side import TrainerWait
+    from bench.common.side_by_side import TrainerWait
 
     wait = TrainerWait()  # the trainer's time blocked in next(): bgl's loader.stats() counts the same way
     epochs = []

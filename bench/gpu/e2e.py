@@ -643,12 +643,12 @@ def main(argv=None) -> int:
         return 2
     else:
         device = torch.device("cuda", torch.cuda.current_device())
-    out_dir = Path(args.out or os.environ.get("OUT") or Path(__file__).resolve().parent / "out")
+    out_dir = Path(args.out or os.environ.get("OUT") or Path(__file__).resolve().parents[1] / "out")
     if args.data_dir is None:
         args.data_dir = str(out_dir / "data") if args.cpu else "/tmp/bgl_gpu_e2e"
     deadline = time.monotonic() + args.budget
     args.deadline = deadline
-    cmd = shlex.join(["python", "bench/gpu_e2e.py", *(argv if argv is not None else sys.argv[1:])])
+    cmd = shlex.join(["python", "bench/gpu/e2e.py", *(argv if argv is not None else sys.argv[1:])])
     report = Report(out_dir / "gpu_e2e.md", [
         "# bgl GPU check" + (" — CPU DRY RUN (numbers are not GPU results)" if args.cpu else ""), "",
         f"- date: {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M UTC}",

@@ -25,14 +25,14 @@ GraphBolt builds ``mb.blocks`` when the loop reads them, after ``next()``, so th
 and bgl/GraphBolt of the medians.
 
 ``--task typed``: node classification of the papers of the paper-word typed graphs of Cora and
-CiteSeer (bench/hetero.py's graphs: paper-cites-paper, paper-has-word, word-in-paper; paper
+CiteSeer (bench/typed/rgcn.py's graphs: paper-cites-paper, paper-has-word, word-in-paper; paper
 features), both fanouts per relation: GraphBolt over ``gb.from_dglgraph(g, is_homogeneous=False)``
 with an ``ItemSetDict`` of papers, bgl with DGL's ``NeighborSampler(prefetch_node_feats={"paper":
 ["feat"]}, prefetch_labels={"paper": ["label"]})``.
 
 Usage::
 
-    nice -n 10 python bench/graphbolt.py [--datasets cora,pubmed,slashdot] [--fanouts 10,10 15,10,5] [--task link]
+    nice -n 10 python bench/graphbolt/data_path.py [--datasets cora,pubmed,slashdot] [--fanouts 10,10 15,10,5] [--task link]
 """
 from __future__ import annotations
 
@@ -44,11 +44,12 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
 
-from hetero import build, to_dglgraph  # noqa: E402
-from link_pred import store_for  # noqa: E402
-from side_by_side import alternate, batches_of, dgl_graph, load_average_at_end, setup, wait_column  # noqa: E402
+from bench.typed.rgcn import build, to_dglgraph  # noqa: E402
+from bench.link_pred.training import store_for  # noqa: E402
+from bench.common.side_by_side import (alternate, batches_of, dgl_graph, load_average_at_end, setup,  # noqa: E402
+                                       wait_column)
 
 
 def graphbolt_loader(g, seeds, fanouts, batch_size):
@@ -210,7 +211,7 @@ def main() -> None:
 
     for name in args.datasets.split(","):
         store = store_for(name, workdir)
-        if args.task == "typed":  # the paper-word graph built from the store (bench/hetero.py)
+        if args.task == "typed":  # the paper-word graph built from the store (bench/typed/rgcn.py)
             g = to_dglgraph(bgl.GraphStore(build(workdir, name)))
         else:
             g = dgl_graph(store, labels=8)

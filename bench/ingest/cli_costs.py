@@ -8,7 +8,7 @@ typed ingest keeps.
    (``_typed_csc_kernels.count_loops_and_repeats``) over the written store's whole CSC in one
    bucket: the share of a typed ingest that reporting its kept self-loops and repeats adds.
 
-    python bench/cli_costs.py [--runs 5] [--scale 18]
+    python bench/ingest/cli_costs.py [--runs 5] [--scale 18]
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def bgl(*args) -> float:

@@ -15,9 +15,9 @@ be told apart from what the ingest itself needed.
 
 Usage::
 
-    python bench/ingest.py                         # scales 20 and 23, DGL at 20
-    python bench/ingest.py --scales 20 23 24 --dgl-scales 20 22
-    python bench/ingest.py --quick                 # scale 18, for bench/run_all.py
+    python bench/ingest/store_build.py                         # scales 20 and 23, DGL at 20
+    python bench/ingest/store_build.py --scales 20 23 24 --dgl-scales 20 22
+    python bench/ingest/store_build.py --quick                 # scale 18, for bench/run_all.py
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SLASHDOT = Path("/work/shared/datasets/soc-Slashdot0902.txt.gz")
 
 

@@ -12,7 +12,7 @@ The trainer notes the wall time of its first sampled batch (2 hops, fanouts 10,1
 features read); submission is the moment the launch command is started.  Prints one line
 per run and the median ratio slurm / local.  Needs root (namespaces, daemons)::
 
-    nice -n 10 .venv/bin/python bench/launch_first_batch.py --runs 2
+    nice -n 10 .venv/bin/python bench/launch/first_batch.py --runs 2
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import textwrap
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 TRAINER = textwrap.dedent("""
     import os, time

@@ -7,7 +7,7 @@ store; ``cold`` points ``NUMBA_CACHE_DIR`` at an empty directory, ``warm 1`` / `
 cold run compiled (a second and third run on the same machine).  Prints one markdown row per (pipeline,
 run): construction, epoch 1, the mean of later epochs, and epoch 1 (with construction) / later.
 
-    python bench/first_epoch.py --workdir /tmp/first-epoch [--dataset data/cora.npz] [--epochs 4] [--dgl]
+    python bench/launch/first_epoch.py --workdir /tmp/first-epoch [--dataset data/cora.npz] [--epochs 4] [--dgl]
 
 ``--dgl`` adds the anchor: DGL's own ``DataLoader`` over the same graph as a DGLGraph, with
 ``num_workers=0`` and ``2`` (DGL's default ``persistent_workers=False``: its worker processes start
@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # What both children run once their loader exists: the script's set-up, the epochs, one JSON line.
 EPOCHS = r'''
@@ -52,13 +52,14 @@ loader = bgl.DataLoader(store_path, np.asarray(store.train_idx), bgl.NeighborSam
                         shuffle=True, pipeline=pipeline)
 ''' + EPOCHS + "loader.close()\n"
 
-# The anchor: DGL's loader over the store's graph (bench/dataloader.py's DGLGraph), the same batches' shape.
+# The anchor: DGL's loader over the store's graph (bench/loader/node_classification.py's DGLGraph), the same
+# batches' shape.
 DGL_CHILD = r'''
 import json, sys, time
 t0 = time.perf_counter()
 import numpy as np, torch, dgl, bgl
 sys.path.insert(0, sys.argv[5])
-from dataloader import to_dglgraph
+from bench.loader.node_classification import to_dglgraph
 store_path, workers, epochs, setup = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 store = bgl.GraphStore(store_path)
 g = to_dglgraph(store)
@@ -100,7 +101,7 @@ def main(argv=None) -> int:
         for workers in (0, 2):
             for run in ("warm 1", "warm 2"):
                 _row(f"DGL num_workers={workers}", run, [sys.executable, "-c", DGL_CHILD, str(store), str(workers),
-                                                         str(args.epochs), setup, str(REPO / "bench")], env)
+                                                         str(args.epochs), setup, str(REPO)], env)
     print(f"# loadavg after {Path('/proc/loadavg').read_text().split()[:3]}")
     return 0
 

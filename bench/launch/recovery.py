@@ -13,8 +13,8 @@ Each launch's own lifecycle line (``bgl launch``'s last line, :mod:`bgl.launch.e
 time to first batch, training, checkpointing, the failure's cost (since checkpoint + restart +
 resume) and ETT %.  Prints each run's line and the median failure cost and ETT of each kind::
 
-    nice -n 10 .venv/bin/python bench/launch_recovery.py --runs 2
-    nice -n 10 .venv/bin/python bench/launch_recovery.py --runs 1 --graph rmat:22 --batch-size 1024 \
+    nice -n 10 .venv/bin/python bench/launch/recovery.py --runs 2
+    nice -n 10 .venv/bin/python bench/launch/recovery.py --runs 1 --graph rmat:22 --batch-size 1024 \
         --max-batches 60 --epochs 2 --checkpoint-every 10 --kill-at-step 3
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def complete_step(ck: Path) -> int:

@@ -16,7 +16,7 @@ both runs and their ratio, and whether every batch equals the anchor's.
 
 Usage::
 
-    python bench/server_restart.py             # 3 kills, 150 batches of 64
+    python bench/launch/server_restart.py             # 3 kills, 150 batches of 64
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Link prediction, the loaders alone: DGL's DataLoader vs bgl's, side by side in one process.
 
-The data path of bench/link_pred.py without the model: the same DGLGraph (a store's edges, edge
+The data path of bench/link_pred/training.py without the model: the same DGLGraph (a store's edges, edge
 id = CSC position), every edge a seed edge, ``as_edge_prediction_sampler(NeighborSampler([10,
 10], prefetch_node_feats=["feat"]), exclude=..., negative_sampler=Uniform(1))``, batch 512,
 shuffled; each pass iterates ``--batches`` batches and touches the input features.  Passes
@@ -10,12 +10,12 @@ median and best pass per loader, its trainer wait (time blocked in ``next()``, t
 both: per batch of the median pass and share of the passes' time) and bgl/DGL of the medians.
 
 Graphs: ``slashdot`` (SNAP soc-Slashdot0902 symmetrized, 128-dim synthetic features, as in
-bench/link_pred.py) and ``rmat`` (Graph500 R-MAT, ``--rmat-scale``, edge factor 16, 128-dim
+bench/link_pred/training.py) and ``rmat`` (Graph500 R-MAT, ``--rmat-scale``, edge factor 16, 128-dim
 synthetic features): both hub-heavy, where a row holding excluded edges is often a hub.
 
 Usage::
 
-    nice -n 10 python bench/link_pred_loader.py [--datasets slashdot,rmat] [--batches 150] [--repeats 3]
+    nice -n 10 python bench/link_pred/loader_only.py [--datasets slashdot,rmat] [--batches 150] [--repeats 3]
 """
 from __future__ import annotations
 
@@ -27,9 +27,9 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
 
-from side_by_side import alternate, dgl_graph, load_average_at_end, setup, wait_column  # noqa: E402
+from bench.common.side_by_side import alternate, dgl_graph, load_average_at_end, setup, wait_column  # noqa: E402
 
 
 def graph_store(name: str, workdir: Path, rmat_scale: int):
@@ -38,7 +38,7 @@ def graph_store(name: str, workdir: Path, rmat_scale: int):
     from bgl.store import GraphStore
 
     if name != "rmat":
-        from link_pred import store_for
+        from bench.link_pred.training import store_for
 
         return store_for(name, workdir)
     out = workdir / f"rmat{rmat_scale}"

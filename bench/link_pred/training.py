@@ -13,8 +13,8 @@ means over ``--seeds`` seeds, and bgl/DGL ratios.
 
 Usage::
 
-    python bench/link_pred.py [--datasets cora,citeseer] [--seeds 3] [--epochs 3]
-    python bench/link_pred.py --datasets slashdot --seeds 3 --epochs 2 --max-batches 200
+    python bench/link_pred/training.py [--datasets cora,citeseer] [--seeds 3] [--epochs 3]
+    python bench/link_pred/training.py --datasets slashdot --seeds 3 --epochs 2 --max-batches 200
 
 ``--max-batches``: each epoch stops after that many batches (both systems alike), for graphs
 whose full epoch would take too long on the bench box; MRR then reflects that much training.
@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
 
 # name -> (file under SHARED, ingest options)
 DATASETS = {"cora": ("cora.npz", {}), "citeseer": ("citeseer.npz", {}),
@@ -83,9 +84,9 @@ def worker(system: str, store_dir: str, seed: int, epochs: int, max_batches: int
     test[rng.choice(g.num_edges(), g.num_edges() // 20, replace=False)] = True
     test |= test[reverse]
     train_eids, test_eids = torch.from_numpy(np.flatnonzero(~test)), torch.from_numpy(np.flatnonzero(test))
-    from side_by_side import bgl_loader_options
+    from bench.common.side_by_side import bgl_loader_options
 
-    # "bgl" / "bgl-<pipeline>" (bench/default_pipeline.py): only the loader differs between systems
+    # "bgl" / "bgl-<pipeline>" (bench/loader/pipeline_modes.py): only the loader differs between systems
     Loader = (functools.partial(bgl.DataLoader, **bgl_loader_options(system)) if system.startswith("bgl")
               else dgl.dataloading.DataLoader)
 
@@ -124,7 +125,7 @@ def worker(system: str, store_dir: str, seed: int, epochs: int, max_batches: int
         reverse_eids=torch.from_numpy(reverse), negative_sampler=dgl.dataloading.negative_sampler.Uniform(1))
     loader = Loader(g, train_eids, sampler, batch_size=512, shuffle=True)
     times = []
-    from side_by_side import TrainerWait
+    from bench.common.side_by_side import TrainerWait
 
     wait = TrainerWait()  # the trainer's time blocked in next(), the same timer for both systems
     for _ in range(epochs + 1):  # the first epoch warms up (kernels, caches)
@@ -147,7 +148,7 @@ def worker(system: str, store_dir: str, seed: int, epochs: int, max_batches: int
         pos = model.predictor(h[u] * h[v]).squeeze(-1)
         negs = model.predictor(h[u].unsqueeze(1) * h[neg_v]).squeeze(-1)
         mrr = float((1.0 / (1 + (negs >= pos.unsqueeze(1)).sum(1))).mean())
-    from own_rss import own_peak_rss_mb
+    from bench.common.own_rss import own_peak_rss_mb
 
     return {"epoch_s": statistics.median(times[1:]), "mrr": mrr, "own_peak_rss_mb": own_peak_rss_mb(),
             **wait.figures(times)}

@@ -1,7 +1,7 @@
 """Feature-row gathers, per path of the fetch stage: ``numpy.take(..., out=)`` against
 ``torch.index_select(..., out=)`` and plain tensor indexing, each on the thread counts asked.
 
-    python bench/gather.py [--nodes 200000] [--rows 8000] [--dims 128,767] [--threads 1,2] [--reps 20]
+    python bench/loader/gather.py [--nodes 200000] [--rows 8000] [--dims 128,767] [--threads 1,2] [--reps 20]
 
 Paths: rows in memory (float32, float16: a DGLGraph's ``ndata``), a memory-mapped store's rows
 (float32, read from a ``.npy`` written under ``--workdir``, pages resident after a first pass), the

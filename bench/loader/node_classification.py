@@ -15,7 +15,7 @@ epochs normally).  Ratios are against ``dgl-w0``.
 
 Usage::
 
-    python bench/dataloader.py --workdir /tmp/bgl-bench-dl [--scale 20] [--max-batches 20]
+    python bench/loader/node_classification.py --workdir /tmp/bgl-bench-dl [--scale 20] [--max-batches 20]
 
 ``--suite dropin`` measures the drop-in instead (see :func:`run_dropin`): DGL's own
 node-classification loop on a DGLGraph (Cora, CiteSeer, PubMed, and PubMed with
@@ -23,7 +23,7 @@ node-classification loop on a DGLGraph (Cora, CiteSeer, PubMed, and PubMed with
 with only the import swapped to ``bgl.DataLoader`` (bgl defaults), each run in its
 own child process so its peak RSS is its own (``os.wait4``)::
 
-    python bench/dataloader.py --suite dropin [--rounds 3] [--epochs 10]
+    python bench/loader/node_classification.py --suite dropin [--rounds 3] [--epochs 10]
 """
 from __future__ import annotations
 
@@ -40,13 +40,14 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from bgl.loader.pipeline.chain import quiet_numba_threads  # noqa: E402
-from own_rss import own_peak_rss_mb  # noqa: E402  (bench/ is the script's own directory)
-from side_by_side import TrainerWait  # noqa: E402
+from bench.common.own_rss import own_peak_rss_mb  # noqa: E402
+from bench.common.side_by_side import TrainerWait  # noqa: E402
 
 quiet_numba_threads()
 
@@ -170,7 +171,7 @@ def datasets_dir() -> Path:
     env = os.environ.get("BGL_DATASETS")
     if env:
         return Path(env)
-    here = Path(__file__).resolve().parents[1]
+    here = Path(__file__).resolve().parents[2]
     for cand in (here / "shared" / "datasets", here.parent / "shared" / "datasets",
                  here.parent.parent / "shared" / "datasets"):
         if cand.is_dir():
@@ -226,9 +227,9 @@ def dropin_child(system: str, dataset: str, args) -> None:
     rss_graph = _rss_mb()
     if system == "dgl":
         from dgl.dataloading import DataLoader, NeighborSampler
-    else:  # "bgl" or "bgl-<pipeline>" (bench/default_pipeline.py)
+    else:  # "bgl" or "bgl-<pipeline>" (bench/loader/pipeline_modes.py)
         from bgl import DataLoader, NeighborSampler
-        from side_by_side import bgl_loader_options
+        from bench.common.side_by_side import bgl_loader_options
 
         DataLoader = functools.partial(DataLoader, **bgl_loader_options(system))
     train_ids = torch.nonzero(g.ndata["train_mask"], as_tuple=False).squeeze(1)

@@ -3,18 +3,18 @@
 One run times, on each workload, DGL's loader and ``bgl.DataLoader`` with ``pipeline="inline"`` (the
 default on a local graph until issue #57), ``"thread"`` and ``"processes"``, and prints per mode:
 the epoch time (median over the timed epochs and repeats), its ratio to inline's and to DGL's, the
-trainer's wait (time blocked in ``next()``, ``bench/side_by_side.TrainerWait``, the same timer for
+trainer's wait (time blocked in ``next()``, ``bench/common/side_by_side.TrainerWait``, the same timer for
 every system: per batch and share of the epoch) and the peak RSS (each run in its own child process,
-its own ``VmHWM``: ``bench/own_rss.py``) against DGL's.  The model step is in every loop; only the
+its own ``VmHWM``: ``bench/common/own_rss.py``) against DGL's.  The model step is in every loop; only the
 loader differs.  The workloads are the existing benchmarks' own children, with a ``bgl-<pipeline>``
 system name (``side_by_side.bgl_loader_options``):
 
-* ``node``: DGL's GraphSAGE node-classification example (``bench/dataloader.py --suite dropin``'s
+* ``node``: DGL's GraphSAGE node-classification example (``bench/loader/node_classification.py --suite dropin``'s
   child) on PubMed, 500-dim features;
-* ``link``: DGL's GraphSAGE link-prediction example (``bench/link_pred.py``'s worker) on Cora
+* ``link``: DGL's GraphSAGE link-prediction example (``bench/link_pred/training.py``'s worker) on Cora
   (the embedded copy) or ``--link-graph``;
-* ``typed``: DGL's R-GCN on the paper-word graph of Cora (``bench/hetero.py``'s worker);
-* ``recsys``: the typed user-item recommendation loop, BPR loss (``bench/recsys.py``'s worker) on
+* ``typed``: DGL's R-GCN on the paper-word graph of Cora (``bench/typed/rgcn.py``'s worker);
+* ``recsys``: the typed user-item recommendation loop, BPR loss (``bench/recsys/training.py``'s worker) on
   the SASRec video ratings.
 
 Runs alternate the modes (the order reversed each repeat) so load drifts hit each alike.  Expected
@@ -24,7 +24,7 @@ loaded one, where ``--small`` took 17 minutes at a load average of 20); ``--smal
 workload tiny (Cora, a small power-law recommendation graph, one repeat, 4 batches a link or
 recommendation epoch), a few minutes on a quiet box, to check that it works.
 
-    nice -n 10 python bench/default_pipeline.py [--small] [--workloads node,link,typed,recsys]
+    nice -n 10 python bench/loader/pipeline_modes.py [--small] [--workloads node,link,typed,recsys]
         [--modes dgl,inline,thread,processes] [--repeats 2]
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
 
 WORKLOADS = ("node", "link", "typed", "recsys")
 MODES = ("dgl", "inline", "thread", "processes")
@@ -50,11 +50,11 @@ def system_of(mode: str) -> str:
 
 
 def node_run(mode: str, args, seed: int) -> dict:
-    """bench/dataloader.py's drop-in child: DGL's GraphSAGE example loop with ``mode``'s loader."""
-    import dataloader
+    """bench/loader/node_classification.py's drop-in child: DGL's GraphSAGE example loop with ``mode``'s loader."""
+    from bench.loader import node_classification
 
     opts = SimpleNamespace(torch_threads=1, dropin_epochs=args.epochs + 1, wide_dim=0, wide_batches=0)
-    row = dataloader._run_child(Path(dataloader.__file__), system_of(mode), args.node_graph, opts)
+    row = node_classification._run_child(Path(node_classification.__file__), system_of(mode), args.node_graph, opts)
     epochs, waits = row["epoch_s"][1:], row["wait_s"][1:]  # the first epoch warms up
     batches = row["batches"] * len(epochs) / len(row["epoch_s"])
     return {"epoch_s": statistics.median(epochs), "wait_share": sum(waits) / sum(epochs),
@@ -62,32 +62,32 @@ def node_run(mode: str, args, seed: int) -> dict:
 
 
 def link_run(mode: str, args, seed: int) -> dict:
-    """bench/link_pred.py's worker: DGL's GraphSAGE link-prediction loop with ``mode``'s loader."""
-    import link_pred
+    """bench/link_pred/training.py's worker: DGL's GraphSAGE link-prediction loop with ``mode``'s loader."""
+    from bench.link_pred import training
 
-    store = link_pred.store_for(args.link_graph, args.workdir)
-    row = link_pred.run_child(system_of(mode), store.path, seed, args.epochs, args.max_batches)
+    store = training.store_for(args.link_graph, args.workdir)
+    row = training.run_child(system_of(mode), store.path, seed, args.epochs, args.max_batches)
     return {**row, "peak_rss_mb": row["peak_rss_mib"]}
 
 
 def typed_run(mode: str, args, seed: int) -> dict:
-    """bench/hetero.py's worker: DGL's R-GCN on the paper-word graph with ``mode``'s loader."""
-    import hetero
+    """bench/typed/rgcn.py's worker: DGL's R-GCN on the paper-word graph with ``mode``'s loader."""
+    from bench.typed import rgcn
 
-    if args.typed_store is None:  # built in a child, as hetero.py does (this process stays free of numba)
-        out = subprocess.run([sys.executable, hetero.__file__, "--workdir", str(args.workdir), "--build",
+    if args.typed_store is None:  # built in a child, as rgcn.py does (this process stays free of numba)
+        out = subprocess.run([sys.executable, rgcn.__file__, "--workdir", str(args.workdir), "--build",
                               args.typed_graph], check=True, capture_output=True, text=True).stdout
         args.typed_store = Path(out.strip().splitlines()[-1])
-    return hetero.run_child(args.typed_store, system_of(mode), seed, args.epochs, args.typed_batch_size)
+    return rgcn.run_child(args.typed_store, system_of(mode), seed, args.epochs, args.typed_batch_size)
 
 
 def recsys_run(mode: str, args, seed: int) -> dict:
-    """bench/recsys.py's worker: the user-item BPR loop with ``mode``'s loader."""
-    import recsys
+    """bench/recsys/training.py's worker: the user-item BPR loop with ``mode``'s loader."""
+    from bench.recsys import training
 
     opts = SimpleNamespace(workdir=str(args.workdir), epochs=args.epochs, max_batches=args.max_batches,
                            users=args.users, items=args.items, edges=args.edges, eval_users=args.eval_users)
-    row = recsys.run_child(opts, system_of(mode), args.recsys_graph, seed)
+    row = training.run_child(opts, system_of(mode), args.recsys_graph, seed)
     return {**row, "peak_rss_mb": row["peak_rss_mib"]}
 
 
@@ -119,11 +119,12 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=2, help="runs per mode and workload, alternating")
     p.add_argument("--epochs", type=int, default=2, help="timed epochs per run, after one warm-up epoch")
     p.add_argument("--max-batches", type=int, default=40, help="link, recsys: batches per epoch (0: all)")
-    p.add_argument("--node-graph", default="pubmed", help="cora, citeseer, pubmed (bench/dataloader.py)")
-    p.add_argument("--link-graph", default="cora", help="a bench/link_pred.py graph (cora, slashdot, ...)")
-    p.add_argument("--typed-graph", default="cora", help="cora or citeseer (bench/hetero.py)")
+    p.add_argument("--node-graph", default="pubmed",
+                   help="cora, citeseer, pubmed (bench/loader/node_classification.py)")
+    p.add_argument("--link-graph", default="cora", help="a bench/link_pred/training.py graph (cora, slashdot, ...)")
+    p.add_argument("--typed-graph", default="cora", help="cora or citeseer (bench/typed/rgcn.py)")
     p.add_argument("--typed-batch-size", type=int, default=256)
-    p.add_argument("--recsys-graph", default="sasrec", help="sasrec or powerlaw (bench/recsys.py)")
+    p.add_argument("--recsys-graph", default="sasrec", help="sasrec or powerlaw (bench/recsys/training.py)")
     p.add_argument("--users", type=int, default=1_000_000, help="recsys powerlaw graph's size")
     p.add_argument("--items", type=int, default=200_000)
     p.add_argument("--edges", type=int, default=11_000_000)

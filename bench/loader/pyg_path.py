@@ -13,7 +13,7 @@ rows reports each loader's minor page faults per epoch (``getrusage``).  ``--mas
 ``val_mask``, ``test_mask``), which the PyG batches carry; ``--datasets-dir`` where the
 datasets are (default ``../shared/datasets`` beside the checkout).
 
-    python bench/pyg_path.py [--datasets cora citeseer pubmed] [--rounds 5] [--model] [--cache] [--masks]
+    python bench/loader/pyg_path.py [--datasets cora citeseer pubmed] [--rounds 5] [--model] [--cache] [--masks]
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 # shared/ beside the checkout; $BGL_SHARED_DATASETS where it is elsewhere (a worktree's checkout)
-SHARED = Path(os.environ.get("BGL_SHARED_DATASETS", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
+SHARED = Path(os.environ.get("BGL_SHARED_DATASETS", Path(__file__).resolve().parents[3] / "shared" / "datasets"))
 SOURCES = {"cora": SHARED / "cora.npz", "citeseer": SHARED / "citeseer.npz",
            "pubmed": SHARED / "pubmed_adj_labels.npz"}
 

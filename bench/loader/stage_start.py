@@ -6,7 +6,7 @@ as a DGLGraph, fanouts 10,10, batch 256.  Each run is a fresh interpreter (so th
 every start-up cost) that times two loaders one after the other: ``first`` (bgl: starts the zygote
 too) and ``second`` (bgl: forks from the running zygote).  Runs alternate between the two loaders.
 
-    python bench/stage_start.py [--runs 3]
+    python bench/loader/stage_start.py [--runs 3]
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 CHILD = r'''
 import json, os, sys, time

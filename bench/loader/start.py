@@ -1,6 +1,6 @@
 """A loader's fixed costs: construction + first batch of ``bgl.DataLoader`` against DGL's on a DGLGraph.
 
-    python bench/loader_start.py [--graphs small,10m] [--variants plain,prob,mask] [--rounds 10] [--batches 10]
+    python bench/loader/start.py [--graphs small,10m] [--variants plain,prob,mask] [--rounds 10] [--batches 10]
 
 What a script that builds a loader per repetition (or a notebook re-running a cell) pays per loader:
 on the same DGLGraph, with DGL's own ``NeighborSampler`` (only the loader swapped, as the drop-in
@@ -20,15 +20,18 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 import warnings
+from pathlib import Path
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from side_by_side import setup  # noqa: E402  (bench/ is the script's own directory)
+from bench.common.side_by_side import setup  # noqa: E402
 
 GRAPHS = {"small": (15, 8), "10m": (20, 10)}  # R-MAT (scale, edges per node)
 VARIANTS = {"plain": {}, "prob": {"prob": "w"}, "mask": {"mask": "m"}}

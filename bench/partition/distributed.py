@@ -5,10 +5,10 @@ Runs ``mpirun -n R python -m bgl partition STORE OUT --parts P --distributed --e
 reads ``partition.json`` (edge cut, balances, each rank's peak RSS, bytes exchanged), then measures
 the remote-sample share of the written assignment in a separate process with the one-machine
 metric (``bgl.partition.metrics.remote_sample_share``, same seeds and batch counts as
-``bench/partition.py``: the graph still fits one machine here, which is what makes the comparison
-possible).  Stores are built as ``bench/partition.py`` builds them (R-MAT: edge factor 16, seed 0).
+``bench/partition/methods.py``: the graph still fits one machine here, which is what makes the comparison
+possible).  Stores are built as ``bench/partition/methods.py`` builds them (R-MAT: edge factor 16, seed 0).
 
-    .venv/bin/python bench/distributed_partition.py --dataset rmat20 --ranks 2 --parts 4 \\
+    .venv/bin/python bench/partition/distributed.py --dataset rmat20 --ranks 2 --parts 4 \\
         --work /tmp/bgl-bench-partition
 
 With ``--shards K`` it writes the store's edges as K text shards and times ``bgl ingest
@@ -46,7 +46,7 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "NUMBA_NUM_THREADS": "1",
            "OMP_NUM_THREADS": "1", "DGLBACKEND": "pytorch"}
 HEADER = ("| dataset | engine | ranks | parts | wall s | engine s | write s | peak RSS per rank MiB | "
@@ -328,7 +328,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--share-worker", nargs=3, metavar=("STORE", "OUT", "BATCHES"), help=argparse.SUPPRESS)
     ap.add_argument("--dataset", default="rmat20",
-                    help="a bench/partition.py dataset name, or rmat-hetero:SCALE (a typed store)")
+                    help="a bench/partition/methods.py dataset name, or rmat-hetero:SCALE (a typed store)")
     ap.add_argument("--ranks", default="2", help="comma-separated rank counts")
     ap.add_argument("--parts", type=int, default=4)
     ap.add_argument("--engine", default="ptscotch", help="ptscotch | parhip (bgl.partition.engines)")
@@ -351,8 +351,7 @@ def main() -> int:
         store, out, batches = args.share_worker
         print(json.dumps(share_worker(store, out, int(batches))))
         return 0
-    sys.path.insert(0, str(HERE))
-    from partition import build_store  # bench/partition.py: the same stores as the one-machine rows
+    from bench.partition.methods import build_store  # the same stores as the one-machine rows
 
     work = Path(args.work)
     typed = args.dataset.startswith("rmat-hetero:")

@@ -11,12 +11,12 @@ assignment and its metrics, so its peak RSS (``getrusage``) belongs to that
 partitioning alone.  Kernels are JIT-warmed on a tiny graph inside the worker
 before the clock starts, so numba compilation is not billed to BGL.
 
-    .venv/bin/python bench/partition.py                     # everything (long)
-    .venv/bin/python bench/partition.py --datasets cora,pubmed --parts 2,4,8
-    .venv/bin/python bench/partition.py --largest-scale 23  # + BGL alone on R-MAT 23
+    .venv/bin/python bench/partition/methods.py                     # everything (long)
+    .venv/bin/python bench/partition/methods.py --datasets cora,pubmed --parts 2,4,8
+    .venv/bin/python bench/partition/methods.py --largest-scale 23  # + BGL alone on R-MAT 23
 
 Prints a table, writes bench/results/partition.json (raw rows), and plots
-bench/partition.png.  Stores are built under --work (default /tmp/bgl-bench-partition).
+bench/partition/methods.png.  Stores are built under --work (default /tmp/bgl-bench-partition).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 DATASETS = Path(os.environ.get("BGL_DATASETS", "/work/shared/datasets"))
 # bgl-eqbal: bgl allowed plain KaMinPar's own balance on that graph (where looser than bgl's caps)
 METHODS = ("random", "metis", "kaminpar", "bgl", "bgl-eqbal")
@@ -219,7 +219,7 @@ def main() -> int:
     ap.add_argument("--largest-scale", type=int, default=0, help="then BGL alone on R-MAT of this scale")
     ap.add_argument("--work", default="/tmp/bgl-bench-partition")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per partitioning")
-    ap.add_argument("--out", default=str(HERE / "results" / "partition.json"))
+    ap.add_argument("--out", default=str(RESULTS / "partition.json"))
     ap.add_argument("--append", action="store_true", help="keep the rows already in --out (table + plot)")
     args = ap.parse_args()
     if args.worker:
@@ -256,7 +256,7 @@ def main() -> int:
     print("\n".join(ratios(rows)))
     print()
     print("\n".join(never_behind(rows)))
-    plot(rows, HERE / "partition.png")
+    plot(rows, RESULTS / "partition.png")
     return 0
 
 

@@ -1,6 +1,6 @@
 """Typed link prediction over 2 graph servers: bytes per batch with and without the lookahead cache.
 
-The sasrec user–item training graph of ``bench/recsys.py`` (leave-one-out split), with small random
+The sasrec user–item training graph of ``bench/recsys/training.py`` (leave-one-out split), with small random
 node features (``--feat-dim`` float32 per user and per item: the graph has none, and the cache holds
 feature rows), ingested into a typed store, partitioned ``random`` into 2 parts, each part served by
 a real ``bgl serve`` process on 127.0.0.1.  ``bgl.DataLoader`` over the partition with seeds
@@ -12,7 +12,7 @@ stage's ``bytes_from_source``), the hit rate and seconds per epoch.
 
 Usage::
 
-    python bench/recsys_servers.py [--repeats 2] [--epochs 1] [--feat-dim 32]
+    python bench/recsys/servers.py [--repeats 2] [--epochs 1] [--feat-dim 32]
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
 TOKEN = "bench-recsys"
 
 
@@ -33,7 +34,7 @@ TOKEN = "bench-recsys"
 def servers(book, root: Path):
     """One ``bgl serve`` per part; their addresses; shut down (token, then kill) whatever happens."""
     from bgl.sampler.client import shutdown
-    from sampling import stop_servers
+    from bench.sampling.throughput import stop_servers
 
     procs, addresses = [], []
     try:
@@ -104,7 +105,7 @@ def main() -> None:
     parser.add_argument("--feat-dim", type=int, default=32)
     parser.add_argument("--workdir", default="/tmp/bgl-bench-recsys-servers")
     parser.add_argument("--graph", default="sasrec", choices=("sasrec", "powerlaw"),
-                        help="recsys.py's real graph or its 10.6M-edge power-law one")
+                        help="bench/recsys/training.py's real graph or its 10.6M-edge power-law one")
     parser.add_argument("--max-batches", type=int, default=0, help="batches per epoch (0: all)")
     args = parser.parse_args()
     import numpy as np
@@ -112,7 +113,7 @@ def main() -> None:
 
     import bgl
     from bgl.partition import partition_graph
-    from recsys import build_graph
+    from bench.recsys.training import build_graph
 
     root = Path(args.workdir)
     root.mkdir(parents=True, exist_ok=True)

@@ -27,11 +27,11 @@ Each (system, graph, repeat) runs in its own child process so its peak RSS is it
 
 Usage::
 
-    python bench/recsys.py --graphs sasrec --repeats 2 --epochs 2 --datapath
-    python bench/recsys.py --graphs powerlaw --repeats 2 --epochs 1 --max-batches 200 --datapath
-    python bench/recsys.py --graphs sasrec --systems dgl,bgl,bgl-thread   # + pipeline="thread"
-    python bench/recsys.py --graphs powerlaw --systems dgl,bgl-thread-q4,bgl-thread-q1   # and queue_size=N
-    python bench/recsys.py --graphs powerlaw --systems dgl,model-only --max-batches 200   # the floor
+    python bench/recsys/training.py --graphs sasrec --repeats 2 --epochs 2 --datapath
+    python bench/recsys/training.py --graphs powerlaw --repeats 2 --epochs 1 --max-batches 200 --datapath
+    python bench/recsys/training.py --graphs sasrec --systems dgl,bgl,bgl-thread   # + pipeline="thread"
+    python bench/recsys/training.py --graphs powerlaw --systems dgl,bgl-thread-q4,bgl-thread-q1   # and queue_size=N
+    python bench/recsys/training.py --graphs powerlaw --systems dgl,model-only --max-batches 200   # the floor
 
 ``model-only``: the loop over DGL's batches sampled before the clock starts (no loader cost at all):
 the lowest epoch time any loader could give this loop on this machine.
@@ -51,6 +51,7 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
 
 SASREC = Path("/work/shared/datasets/sasrec-video.txt.gz")
 REVERSE = {"rates": "rated-by", "rated-by": "rates"}
@@ -226,7 +227,7 @@ def worker(system: str, graph: str, workdir: str, seed: int, epochs: int, max_ba
         loader = PresampledBatches(dgl.dataloading.DataLoader(g, {"rates": train_eids}, sampler, batch_size=1024,
                                                               shuffle=True), max_batches)
     elif system == "bgl" or system.startswith("bgl-"):  # bgl-thread: the stages in a background thread
-        from side_by_side import bgl_loader_options
+        from bench.common.side_by_side import bgl_loader_options
 
         extra = bgl_loader_options(system)  # bgl-<pipeline>[-qN]: that pipeline, queue_size=N
         loader = bgl.DataLoader(g, {"rates": train_eids}, sampler, batch_size=1024, shuffle=True, **extra)
@@ -266,7 +267,7 @@ def worker(system: str, graph: str, workdir: str, seed: int, epochs: int, max_ba
                     touched += sum(int(batch[nt].n_id.sum()) for nt in ("user", "item"))
                     touched += batch["user", "rates", "item"].edge_label_index.shape[1]
             times.append(time.perf_counter() - t0)
-        from own_rss import own_peak_rss_mb
+        from bench.common.own_rss import own_peak_rss_mb
 
         return {"epoch_s": statistics.median(times[1:]), "build_s": build_s, "touched": touched,
                 "own_peak_rss_mb": own_peak_rss_mb()}
@@ -274,7 +275,7 @@ def worker(system: str, graph: str, workdir: str, seed: int, epochs: int, max_ba
     dense = torch.optim.Adam(model.layers.parameters(), lr=0.005)
     sparse = torch.optim.SparseAdam(list(model.emb.parameters()), lr=0.01)
     times, batches, losses = [], 0, []
-    from side_by_side import TrainerWait
+    from bench.common.side_by_side import TrainerWait
 
     wait = TrainerWait()  # the trainer's time blocked in next(), the same timer for every system
     for epoch in range(epochs + 1):  # the first epoch warms up (kernels, caches)
@@ -299,7 +300,7 @@ def worker(system: str, graph: str, workdir: str, seed: int, epochs: int, max_ba
     model.eval()
     t0 = time.perf_counter()
     result = evaluate(model, g, test, eval_users, seed)
-    from own_rss import own_peak_rss_mb
+    from bench.common.own_rss import own_peak_rss_mb
 
     result.update(wait.figures(times))
     result.update(epoch_s=statistics.median(times[1:]), epochs_s=times, graph_s=graph_s, build_s=build_s,

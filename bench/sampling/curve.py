@@ -15,8 +15,8 @@ It prints seeds/s, reply MB/s and the CURVE / plaintext ratio per round.
 
 Usage::
 
-    python bench/curve.py                # R-MAT scale 20, feat_dim 32
-    python bench/curve.py --quick        # R-MAT scale 16
+    python bench/sampling/curve.py                # R-MAT scale 20, feat_dim 32
+    python bench/sampling/curve.py --quick        # R-MAT scale 16
 """
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ import numpy as np  # noqa: E402
 import psutil  # noqa: E402
 import torch  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sampling import REPO, start_servers, stop_servers  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
+from bench.sampling.throughput import REPO, start_servers, stop_servers  # noqa: E402
 
 
 def main(argv=None) -> int:

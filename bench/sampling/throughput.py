@@ -19,8 +19,8 @@ printed too, so equal work is visible.
 
 Usage::
 
-    python bench/sampling.py                 # R-MAT scale 20 + Cora
-    python bench/sampling.py --quick         # R-MAT scale 16, fewer batches
+    python bench/sampling/throughput.py                 # R-MAT scale 20 + Cora
+    python bench/sampling/throughput.py --quick         # R-MAT scale 16, fewer batches
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def slice_store(store, lo: int, hi: int, path: Path):

@@ -17,8 +17,8 @@ nodes, 4 batches ahead): rows and bytes it had to read from the source.
 
 Usage::
 
-    python bench/sampling_weighted.py             # scale 18
-    python bench/sampling_weighted.py --quick     # scale 16, fewer batches
+    python bench/sampling/weighted.py             # scale 18
+    python bench/sampling/weighted.py --quick     # scale 16, fewer batches
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Billion-edge measurement: partition one big store, serve its parts, sample from them.
 
     nice .venv/bin/bgl ingest rmat:25 --edge-factor 16 /work/scratch/rmat25      # once (~15+ min)
-    DGLBACKEND=pytorch .venv/bin/python bench/billion.py /work/scratch/rmat25 /work/scratch/rmat25-bgl \\
+    DGLBACKEND=pytorch .venv/bin/python bench/scaling/billion.py /work/scratch/rmat25 /work/scratch/rmat25-bgl \\
         --parts 4 --batches 20 --memory-budget 14G
 
 Steps, each measured in its own child process (peak RSS from ``os.wait4``, so it is that
@@ -19,13 +19,12 @@ proximity order) instead of the sampling client.  Each phase's wall time and pea
 launch's is its largest process, from ``os.wait4``), the page cache the run took
 (``/proc/meminfo`` Cached, before and after) and the bytes to and from the graph servers per batch::
 
-    nice python bench/billion.py /work/scratch/rmat25 /work/scratch/rmat25-parts --train \
+    nice python bench/scaling/billion.py /work/scratch/rmat25 /work/scratch/rmat25-parts --train \
         --ingest-scale 25 --parts 4 --trainers 2 --train-batches 100 --memory-budget 14G
 """
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import shutil
 import sys
@@ -35,18 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from proc_watch import ProcWatch  # noqa: E402  (bench/ is not a package)
-
-
-def _scaling():
-    """bench/scaling.py as a module (its ``run_child`` and ``Servers``)."""
-    spec = importlib.util.spec_from_file_location("bgl_bench_scaling", HERE / "scaling.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))  # the checkout: bench.<area>.<script> imports
+from bench.scaling.proc_watch import ProcWatch  # noqa: E402
 
 
 def page_cache_bytes() -> int:
@@ -78,7 +68,7 @@ def train_step(args, part_dir: Path, res: dict, sc) -> int:
         cmd = ["launch", "--backend", "local", "--hosts", str(work / "hosts"), "--partition", str(part_dir),
                "--num-trainers", str(args.trainers), "--num-servers-per-host", str(args.parts),
                "--server-timeout", "600", "--workdir", str(work), "--",
-               sys.executable, str(HERE.parent / "examples" / "train_sage.py"), "--graph", str(part_dir),
+               sys.executable, str(REPO / "examples" / "train_sage.py"), "--graph", str(part_dir),
                "--epochs", "1", "--max-batches", str(args.train_batches), "--batch-size", str(args.batch_size),
                "--fanouts", args.fanouts, "--cache", "lookahead", "--order", "proximity", "--stats-json", str(stats)]
         cached = page_cache_bytes()
@@ -118,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trainers", type=int, default=2)
     ap.add_argument("--train-batches", type=int, default=100, help="batches per trainer")
     args = ap.parse_args(argv)
-    sc = _scaling()
+    from bench.scaling import rmat_growth as sc  # its run_child and Servers
     from bgl.partition.format import open_partition
     from bgl.sampler import SamplingClient
 

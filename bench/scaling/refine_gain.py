@@ -1,6 +1,6 @@
 """What one sampler-aware refinement round buys on a big store, and what it costs.
 
-    DGLBACKEND=pytorch .venv/bin/python bench/refine_gain.py /work/scratch/rmat22 --parts 4
+    DGLBACKEND=pytorch .venv/bin/python bench/scaling/refine_gain.py /work/scratch/rmat22 --parts 4
 
 Runs ``--method bgl`` without refinement (engine + rebalance), then the sampler model's
 expected remote share, one refinement round, and the share again; prints each step's

@@ -22,8 +22,8 @@ comes from ``os.wait4`` (that child only); server RSS from psutil.
 
 Usage::
 
-    python bench/scaling.py --quick                  # 4 sizes, 2^16 .. 2^19, a few minutes
-    python bench/scaling.py --write-results             # 2^16 .. 2^21 within a 9-minute budget
+    python bench/scaling/rmat_growth.py --quick                  # 4 sizes, 2^16 .. 2^19, a few minutes
+    python bench/scaling/rmat_growth.py --write-results             # 2^16 .. 2^21 within a 9-minute budget
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ import numpy as np
 
 from bgl.threads import THREAD_ENV_VARS, thread_env, thread_limits
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MACHINE = "2-core x86_64 VM, 24 GiB, shared with other jobs"
 
 
@@ -500,8 +500,8 @@ def parse_args(argv=None):
 
 
 #: bench/results/scaling.md from this line on holds the hand-run billion-edge rows
-#: (bench/billion.py); ``--write-results`` rewrites what is above it and keeps the rest.
-KEEP_MARKER = "<!-- kept by bench/scaling.py --write-results: hand-run rows below -->"
+#: (bench/scaling/billion.py); ``--write-results`` rewrites what is above it and keeps the rest.
+KEEP_MARKER = "<!-- kept by bench/scaling/rmat_growth.py --write-results: hand-run rows below -->"
 
 
 def kept_tail(path: Path) -> str:
@@ -526,7 +526,7 @@ def main(argv=None) -> int:
 
 
 def _run(args, argv) -> int:
-    command = shlex.join(["python", "bench/scaling.py", *(argv if argv is not None else sys.argv[1:])])
+    command = shlex.join(["python", "bench/scaling/rmat_growth.py", *(argv if argv is not None else sys.argv[1:])])
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="bgl_scaling_"))
     workdir.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ graph server runs (:class:`~bgl.sampler.temporal.sampling.TemporalLayer` over a 
 Graphs: CollegeMsg (``/work/shared/datasets``: its real message times; node times synthetic: each node's
 first message time) and an R-MAT with uniform random edge and node times.
 
-    NUMBA_NUM_THREADS=1 python bench/node_times.py --workdir /tmp/ntbench [--rmat-scale 18] [--batches 30]
+    NUMBA_NUM_THREADS=1 python bench/temporal/node_times.py --workdir /tmp/ntbench [--rmat-scale 18] [--batches 30]
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ The trainer wait is each loader's ``stats()`` (time blocked in ``next()``); the 
 besides the check, so it is most of the time.
 One warm-up epoch, then ``--epochs`` timed ones; one thread (the box is shared), inline pipeline.
 
-    python bench/pyg_temporal.py [--seeds 10240] [--batch-size 1024] [--epochs 3]
+    python bench/temporal/pyg_loaders.py [--seeds 10240] [--batch-size 1024] [--epochs 3]
 """
 from __future__ import annotations
 

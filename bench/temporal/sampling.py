@@ -21,7 +21,7 @@ Graphs: CollegeMsg (``/work/shared/datasets/CollegeMsg.txt.gz``, its unix times;
 destinations of random messages at their message times) and an R-MAT with uniform random times.
 One thread each (``NUMBA_NUM_THREADS=1``, ``torch.set_num_threads(1)``): the box is shared.
 
-    python bench/temporal.py --workdir /tmp/tbench [--rmat-scale 18] [--batches 30]
+    python bench/temporal/sampling.py --workdir /tmp/tbench [--rmat-scale 18] [--batches 30]
 """
 from __future__ import annotations
 
@@ -226,7 +226,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
-    lines = [f"command: python bench/temporal.py {' '.join(argv or __import__('sys').argv[1:])}",
+    lines = [f"command: python bench/temporal/sampling.py {' '.join(argv or __import__('sys').argv[1:])}",
              f"loadavg before: {Path('/proc/loadavg').read_text().strip()}"]
     run("CollegeMsg", college_store(work), args, lines)
     run(f"R-MAT {args.rmat_scale}", rmat_store(work, args.rmat_scale), args, lines)

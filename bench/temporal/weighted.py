@@ -1,13 +1,13 @@
 """Weighted temporal sampling, one hop: bgl's ``TemporalLayer(prob_name=)`` against its uniform temporal draw
 and GraphBolt's ``temporal_sample_neighbors(probs_name=)`` on the same graph, seeds, times and weights.
 
-Graph: CollegeMsg with its unix times (as ``bench/temporal.py`` builds it) or an R-MAT with uniform random
+Graph: CollegeMsg with its unix times (as ``bench/temporal/sampling.py`` builds it) or an R-MAT with uniform random
 times; weights uniform in [0, 1) with a fifth of them 0.  Seeds are the destinations of random messages at
-their times (``bench/temporal.seed_batches``); GraphBolt keeps edges strictly older than the seed time, so it
+their times (``bench/temporal/sampling.seed_batches``); GraphBolt keeps edges strictly older than the seed time, so it
 is given ``t + 1``.  Every sampled edge of both is checked: not newer than its seed time, weight > 0.
 One thread (``NUMBA_NUM_THREADS=1``, ``torch.set_num_threads(1)``): the box is shared.
 
-    python bench/temporal_weighted.py --workdir /tmp/twbench [--graph college|rmat] [--batches 30]
+    python bench/temporal/weighted.py --workdir /tmp/twbench [--graph college|rmat] [--batches 30]
 """
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ import sys
 from pathlib import Path
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from temporal import college_store, graphbolt_graph, rmat_store, seed_batches, timed  # noqa: E402
+from bench.temporal.sampling import college_store, graphbolt_graph, rmat_store, seed_batches, timed  # noqa: E402
 
 from bgl.sampler.temporal.sampling import TemporalLayer  # noqa: E402
 from bgl.store import write_store  # noqa: E402

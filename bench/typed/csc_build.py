@@ -3,7 +3,7 @@ counting-sort build against the stable sort it replaced (``np.lexsort`` by desti
 relation, kept here as the anchor), time and peak bytes above the input (tracemalloc sees NumPy's
 allocations), on a user-item graph with power-law item degrees and its reverse relation.
 
-    python bench/typed_build.py --edges 10000000     # edges per relation
+    python bench/typed/csc_build.py --edges 10000000     # edges per relation
 """
 from __future__ import annotations
 

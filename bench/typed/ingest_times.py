@@ -10,8 +10,8 @@ buckets (8 B more per entry: 13 B instead of 5 B while ids fit int32).
 
 Usage::
 
-    python bench/typed_ingest_times.py                       # 2M clicks, 1M links, 64 MiB fill budget
-    python bench/typed_ingest_times.py --clicks 200000 --links 100000
+    python bench/typed/ingest_times.py                       # 2M clicks, 1M links, 64 MiB fill budget
+    python bench/typed/ingest_times.py --clicks 200000 --links 100000
 """
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ingest import _dir_bytes, _rss_kib  # noqa: E402  (the ingest benchmark's RSS and size helpers)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
+from bench.ingest.store_build import _dir_bytes, _rss_kib  # noqa: E402  (the ingest benchmark's RSS and size helpers)
 
 USERS, ITEMS = 500_000, 200_000
 

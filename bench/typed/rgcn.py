@@ -3,15 +3,15 @@
 The graphs are the paper-word graphs of Cora and CiteSeer (bgl/sources/paper_word.py:
 paper-cites-paper, paper-has-word, word-in-paper; paper bag-of-words features, words
 get a learned embedding).  Each (graph, loader, seed) runs in its own child process
-(peak RSS: the child's own ``VmHWM``, bench/own_rss.py), loaders alternating; the loop is the same code for both,
+(peak RSS: the child's own ``VmHWM``, bench/common/own_rss.py), loaders alternating; the loop is the same code for both,
 only the loader class differs (``dgl.dataloading.DataLoader`` vs ``bgl.DataLoader``, the
 import swap), both over the same DGLGraph.
 
-    python bench/hetero.py --workdir /tmp/bgl-hetero [--epochs 5] [--seeds 3]
+    python bench/typed/rgcn.py --workdir /tmp/bgl-hetero [--epochs 5] [--seeds 3]
 
 Prints one JSON row per run and a summary: epoch time and peak RSS as bgl/DGL ratios,
 test accuracy and trainer wait (``wait_ms`` a batch, ``wait_share`` of the epoch: time blocked in
-``next()``, bench/side_by_side.py's timer for both loaders) of each (mean over seeds).
+``next()``, bench/common/side_by_side.py's timer for both loaders) of each (mean over seeds).
 """
 from __future__ import annotations
 
@@ -26,10 +26,11 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
 
 DATASETS = {"cora": "cora.npz", "citeseer": "citeseer.npz"}
 # shared/ beside the checkout; $BGL_SHARED_DATASETS where it is elsewhere (a worktree's checkout)
-SHARED = Path(os.environ.get("BGL_SHARED_DATASETS", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
+SHARED = Path(os.environ.get("BGL_SHARED_DATASETS", Path(__file__).resolve().parents[3] / "shared" / "datasets"))
 
 
 def build(workdir: Path, name: str) -> Path:
@@ -82,9 +83,9 @@ def worker(store_dir: str, loader_kind: str, seed: int, epochs: int, batch_size:
     g = to_dglgraph(store)
     train = torch.from_numpy(store.type_splits["paper"]["train"].copy())
     test = torch.from_numpy(store.type_splits["paper"]["test"].copy())
-    from side_by_side import bgl_loader_options
+    from bench.common.side_by_side import bgl_loader_options
 
-    # "bgl-keep": bgl with LLVM's pages kept; "bgl-<pipeline>": that pipeline (bench/default_pipeline.py)
+    # "bgl-keep": bgl with LLVM's pages kept; "bgl-<pipeline>": that pipeline (bench/loader/pipeline_modes.py)
     Loader = (dgl.dataloading.DataLoader if loader_kind == "dgl" else bgl.DataLoader if loader_kind == "bgl-keep"
               else functools.partial(bgl.DataLoader, **bgl_loader_options(loader_kind)))
     sampler = dgl.dataloading.NeighborSampler([10, 10])
@@ -110,7 +111,7 @@ def worker(store_dir: str, loader_kind: str, seed: int, epochs: int, batch_size:
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     train_loader = Loader(g, {"paper": train}, sampler, batch_size=batch_size, shuffle=True)
     test_loader = Loader(g, {"paper": test}, sampler, batch_size=batch_size)
-    from side_by_side import TrainerWait
+    from bench.common.side_by_side import TrainerWait
 
     wait = TrainerWait()  # the trainer's time blocked in next(), the same timer for both systems
     times = []
@@ -131,7 +132,7 @@ def worker(store_dir: str, loader_kind: str, seed: int, epochs: int, batch_size:
             y = blocks[-1].dstnodes["paper"].data["label"]
             correct += int((model(blocks).argmax(1) == y).sum())
             total += int(y.shape[0])
-    from own_rss import own_peak_rss_mb
+    from bench.common.own_rss import own_peak_rss_mb
 
     return {"epoch_s": statistics.median(times[1:]), "first_epoch_s": times[0], "acc": correct / total,
             "own_peak_rss_mb": own_peak_rss_mb(), **wait.figures(times)}
@@ -175,7 +176,7 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()}")
     for name in args.datasets:
         # built in a child: this process stays free of bgl's imports (numba, LLVM), whose mapped
-        # library pages would change what the children's own peak RSS counts (bench/own_rss.py)
+        # library pages would change what the children's own peak RSS counts (bench/common/own_rss.py)
         store = Path(subprocess.run([sys.executable, __file__, "--workdir", str(args.workdir), "--build", name],
                                     check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
         kinds = ("dgl", "bgl", "bgl-keep") if args.also_keep_jit_pages else ("dgl", "bgl")

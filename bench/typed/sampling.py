@@ -2,7 +2,7 @@
 """Typed (heterograph) sampling: uniform, weighted (``prob=``) and LABOR-0, bgl beside DGL.
 
 One typed R-MAT store (``rmat-hetero:SCALE``, default 16: papers, authors, fields, three
-relations), read as a DGL heterograph (``bench/hetero.py::to_dglgraph``) with weights ``w`` on
+relations), read as a DGL heterograph (``bench/typed/rgcn.py::to_dglgraph``) with weights ``w`` on
 every relation (uniform in [0, 1), a quarter of them 0); bgl samples that heterograph in place
 (``TypedArrays``, the loader's path for a heterograph).  2 layers of 10, 5 per relation (DGL
 order), batches of 1024 paper seeds; the methods take turns batch by batch (order rotating) so
@@ -17,7 +17,7 @@ Prints seeds/s per method, bgl / DGL, and the mean distinct input nodes per batc
 
 Usage::
 
-    python bench/typed_sampling.py [--scale 16] [--batches 20]
+    python bench/typed/sampling.py [--scale 16] [--batches 20]
 """
 from __future__ import annotations
 
@@ -34,13 +34,13 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
 
 
 def run(args) -> None:
     import dgl
-    from hetero import to_dglgraph
-    from sampling_weighted import timed_turns
+    from bench.typed.rgcn import to_dglgraph
+    from bench.sampling.weighted import timed_turns
 
     import bgl
     from bgl.sampler import LocalSampler

@@ -1,6 +1,6 @@
 """Serve a typed partition with one ``bgl serve`` process per part and sample typed batches from it.
 
-    python bench/hetero_scale_serve.py PARTITION_DIR [--batches 20]
+    python bench/typed/scale_serve.py PARTITION_DIR [--batches 20]
 
 Seeds: ``--batches`` x 1024 training papers (original per-type ids), ``bgl.NeighborSampler([10, 10])``
 for every relation, through ``bgl.DataLoader(PARTITION_DIR, {"paper": seeds})`` with ``BGL_SERVERS``
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
 
 
 def main() -> None:
@@ -41,11 +41,10 @@ def main() -> None:
     book = open_partition(part)
     train = np.sort(book.to_orig(book.type_split(args.target, "train"))[1])
     seeds = torch.from_numpy(np.sort(np.random.default_rng(0).choice(train, args.batches * 1024, replace=False)))
-    sys.path.insert(0, str(HERE))  # bench/scaling.py's Servers (bench/ is not a package)
-    import scaling
+    from bench.scaling import rmat_growth  # its Servers
 
     t0 = time.perf_counter()
-    with scaling.Servers(part, book.num_parts, Path(tempfile.mkdtemp(prefix="bgl-hetero-serve-")),
+    with rmat_growth.Servers(part, book.num_parts, Path(tempfile.mkdtemp(prefix="bgl-hetero-serve-")),
                          threads=1) as servers:
         res = {"servers_ready_s": time.perf_counter() - t0, "server_rss_idle": servers.rss()}
         os.environ["BGL_SERVERS"] = ",".join(servers.addresses)

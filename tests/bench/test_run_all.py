@@ -42,13 +42,14 @@ def test_flag_discovery(run_all):
 
 
 def test_render_results_has_sections_numbers_and_failures(run_all, tmp_path):
-    ok = run_all.RunResult("sampling", ["python", "bench/sampling.py", "--quick"], 0, 12.34, SAMPLING_OUT)
+    ok = run_all.RunResult("sampling", ["python", "bench/sampling/throughput.py", "--quick"], 0, 12.34, SAMPLING_OUT)
     ok.highlights = run_all.highlights(ok.stdout)
-    bad = run_all.RunResult("partition", ["python", "bench/partition.py"], 2, 1.5, "",
+    bad = run_all.RunResult("partition", ["python", "bench/partition/methods.py"], 2, 1.5, "",
                             stderr="Traceback ...\nValueError: parts must be >= 1, got 0\n")
-    slow = run_all.RunResult("scaling", ["python", "bench/scaling.py", "--quick"], None, 330.0,
+    slow = run_all.RunResult("scaling", ["python", "bench/scaling/rmat_growth.py", "--quick"], None, 330.0,
                              "scale 16: 1048576 edges\n", note="timed out after 330 s")
-    missing = run_all.RunResult("ingest", ["bench/ingest.py"], None, 0.0, "", note="ingest.py does not exist yet")
+    missing = run_all.RunResult("ingest", ["bench/ingest/store_build.py"], None, 0.0, "",
+                                note="store_build.py does not exist yet")
     machine = {"cpu": "Test CPU, 2 cores (x86_64)", "memory": "24 GiB"}
     text = run_all.render_results([ok, bad, slow, missing], machine, "python bench/run_all.py",
                                   "2026-11-30 06:00 UTC", "abc1234")
@@ -63,7 +64,7 @@ def test_render_results_has_sections_numbers_and_failures(run_all, tmp_path):
     assert "| sampling | ok | 12.3 |" in text
     assert "| partition | failed (exit 2) |" in text and "parts must be >= 1, got 0" in text
     assert "| scaling | timed out |" in text and "1048576 edges" in text
-    assert "| ingest | not run |" in text and "ingest.py does not exist yet" in text
+    assert "| ingest | not run |" in text and "store_build.py does not exist yet" in text
 
     out = tmp_path / "RESULTS.md"
     out.write_text("old contents\n")
