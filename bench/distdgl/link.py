@@ -21,7 +21,6 @@ Usage::
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -106,18 +105,9 @@ def report(graph: str, rows: dict) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--graphs", default="pubmed", help=f"comma list of {sorted(D.GRAPHS)}")
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--batch-size", type=int, default=512)
-    p.add_argument("--fanouts", default="10,10")
-    p.add_argument("--hidden", type=int, default=64)
+    p = D.comparison_parser(__doc__, graphs="pubmed", batch_size=512, hidden=64)
     p.add_argument("--max-batches", type=int, default=0, help="per trainer per epoch (0: all)")
     p.add_argument("--systems", default="distdgl,bgl,bgl-cache-proximity")
-    p.add_argument("--loader-only", action="store_true")
-    p.add_argument("--workdir", default=None)
-    p.add_argument("--timeout", type=float, default=1800.0)
     args = p.parse_args(argv)
     os.environ.setdefault("DGLBACKEND", "pytorch")
     systems = args.systems.split(",")

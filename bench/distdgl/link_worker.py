@@ -36,7 +36,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main() -> None:
-    from bench.distdgl.worker import connect
+    from bench.distdgl.worker import connect, epoch_row
 
     args = parse_args()
     g, rank, world = connect(args)
@@ -95,16 +95,9 @@ def main() -> None:
                 batches += 1
                 if args.max_batches and batches >= args.max_batches:
                     break
-        seconds = torch.tensor([time.perf_counter() - start])
-        dist.barrier()
-        lo = loopback_rx_bytes() - lo_before
-        total = torch.tensor([seeds], dtype=torch.float64)
-        dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
-        dist.all_reduce(total)
-        epochs.append({"epoch": epoch, "time": float(seconds), "seeds": int(total), "loopback_bytes": lo,
-                       "wait_s": wait.wait_s[-1], "batches": wait.batches[-1]})
+        epochs.append(epoch_row(epoch, start, seeds, lo_before, wait))
         if rank == 0:
-            print(f"distdgl link epoch {epoch}: time {float(seconds):.2f} s", flush=True)
+            print(f"distdgl link epoch {epoch}: time {epochs[-1]['time']:.2f} s", flush=True)
     if rank == 0 and args.stats_json:
         Path(args.stats_json).write_text(json.dumps(
             {"system": "distdgl", "trainers": world, "epochs": epochs, "test_accuracy": float("nan")}, indent=1))

@@ -363,24 +363,30 @@ def report(graph: str, rows: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+def comparison_parser(doc: str, graphs: str, batch_size: int, hidden: int) -> argparse.ArgumentParser:
+    """The options of both DistDGL comparisons (nodes here, edges in bench/distdgl/link.py)."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--graphs", default="pubmed,slashdot", help=f"comma list of {sorted(GRAPHS)}")
+    p.add_argument("--graphs", default=graphs, help=f"comma list of {sorted(GRAPHS)}")
     p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--batch-size", type=int, default=batch_size)
     p.add_argument("--fanouts", default="10,10")
-    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--hidden", type=int, default=hidden)
+    p.add_argument("--loader-only", action="store_true",
+                   help="both systems iterate their loaders (input features, and labels where the task has "
+                        "them, read) without the model step: the data path alone, what a GPU would wait on")
+    p.add_argument("--workdir", default=None, help="keep stores and partitions here (default: temp dir)")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds per system run")
+    return p
+
+
+def main(argv=None) -> int:
+    p = comparison_parser(__doc__, graphs="pubmed,slashdot", batch_size=1024, hidden=128)
     p.add_argument("--systems", default="distdgl,bgl,bgl-cache-proximity,bgl-sockets",
                    help="which rows: distdgl, bgl (no cache, random order), bgl-cache-proximity "
                         "(lookahead cache + proximity order), bgl-sockets (the same without co-located reads)")
-    p.add_argument("--loader-only", action="store_true",
-                   help="both systems iterate their loaders (features and labels read) without the model "
-                        "step: the data path alone, what a GPU would wait on")
     p.add_argument("--profile", action="store_true", help="also time the phases of a few batches per system")
     p.add_argument("--profile-only", action="store_true", help="only the per-batch profiles, no epoch rows")
-    p.add_argument("--workdir", default=None, help="keep stores and partitions here (default: temp dir)")
-    p.add_argument("--timeout", type=float, default=1800.0, help="seconds per system run")
     p.add_argument("--distdgl-machine", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.distdgl_machine:

@@ -68,6 +68,24 @@ def connect(args):
             dist.get_world_size())
 
 
+def epoch_row(epoch: int, start: float, seeds: int, lo_before: int, wait) -> dict:
+    """One epoch's row, the same on every trainer: the slowest trainer's seconds and all trainers' seeds
+    (a collective: every rank calls it at its epoch's end), the loopback bytes received since
+    ``lo_before`` once all trainers are done, and the trainer's wait in ``next()`` (``wait``: a
+    :class:`bench.common.side_by_side.TrainerWait`)."""
+    import torch.distributed as dist
+    from train_sage import loopback_rx_bytes
+
+    seconds = torch.tensor([time.perf_counter() - start])
+    dist.barrier()
+    loopback_bytes = loopback_rx_bytes() - lo_before
+    total = torch.tensor([seeds], dtype=torch.float64)
+    dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
+    dist.all_reduce(total)
+    return {"epoch": epoch, "time": float(seconds), "seeds": int(total), "loopback_bytes": loopback_bytes,
+            "wait_s": wait.wait_s[-1], "batches": wait.batches[-1]}
+
+
 def main() -> None:
     args = parse_args()
     g, rank, world = connect(args)
@@ -116,16 +134,9 @@ def main() -> None:
                     loss.backward()
                     optimizer.step()
                 seeds += int(out_nodes.numel())
-        seconds = torch.tensor([time.perf_counter() - start])
-        dist.barrier()
-        lo = loopback_rx_bytes() - lo_before
-        total = torch.tensor([seeds], dtype=torch.float64)
-        dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
-        dist.all_reduce(total)
-        epochs.append({"epoch": epoch, "time": float(seconds), "seeds": int(total), "loopback_bytes": lo,
-                       "loss": loss.item(), "wait_s": wait.wait_s[-1], "batches": wait.batches[-1]})
+        epochs.append({**epoch_row(epoch, start, seeds, lo_before, wait), "loss": loss.item()})
         if rank == 0:
-            print(f"distdgl epoch {epoch}: time {float(seconds):.2f} s", flush=True)
+            print(f"distdgl epoch {epoch}: time {epochs[-1]['time']:.2f} s", flush=True)
 
     net = model.module
     net.eval()
