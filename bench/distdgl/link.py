@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
@@ -87,21 +85,16 @@ def run_bgl(parts: Path, work: Path, args, cache: str, order: str) -> dict | Non
 
 
 def report(graph: str, rows: dict) -> str:
-    lines = [f"### {graph}", "", "| system | epoch s (median / best) | trainer wait ms / batch (share) | "
-             "seed edges/s | loopback MB/epoch | "
-             "bgl client MB/epoch | time / DistDGL (median) | loopback bytes / DistDGL |",
-             "|---|---|---|---|---|---|---|---|"]
-    base = rows.get("distdgl")
-    for name, r in rows.items():
-        if r is None:
-            lines.append(f"| {name} | failed | | | | | | |")
-            continue
-        cb = f"{r['client_bytes'] / 1e6:.1f}" if "client_bytes" in r else "-"
+    """Markdown table of one graph's rows and the bgl/DistDGL ratios."""
+    def cells(r, base):
+        wait, client = D.wait_and_client_cells(r)
         t, b = (f"{r['time'] / base['time']:.2f}", f"{r['lo_bytes'] / base['lo_bytes']:.2f}") if base else ("-", "-")
-        wait = f"{r['wait_ms']:.2f} ({100 * r['wait_share']:.0f} %)" if "wait_share" in r else "-"
-        lines.append(f"| {name} | {r['time']:.2f} / {r['best_time']:.2f} | {wait} | {r['seeds_per_s']:.0f} | "
-                     f"{r['lo_bytes'] / 1e6:.1f} | {cb} | {t} | {b} |")
-    return "\n".join(lines)
+        return [f"{r['time']:.2f} / {r['best_time']:.2f}", wait, f"{r['seeds_per_s']:.0f}", f"{r['lo_bytes'] / 1e6:.1f}",
+                client, t, b]
+
+    return D.system_table(graph, ["epoch s (median / best)", "trainer wait ms / batch (share)", "seed edges/s",
+                                  "loopback MB/epoch", "bgl client MB/epoch", "time / DistDGL (median)",
+                                  "loopback bytes / DistDGL"], rows, cells)
 
 
 def main(argv=None) -> int:
@@ -111,38 +104,27 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     os.environ.setdefault("DGLBACKEND", "pytorch")
     systems = args.systems.split(",")
-    root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="bgl-distdgl-link-"))
-    root.mkdir(parents=True, exist_ok=True)
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     tables = []
-    try:
-        for graph in args.graphs.split(","):
-            work = root / graph
-            work.mkdir(exist_ok=True)
-            store_dir = work / "store"
-            if not (store_dir / "meta.json").exists():
-                D.ingest(graph, store_dir)
-            rows = {}
-            if "distdgl" in systems:
-                conf = work / "dgl-link-parts" / f"{D.GRAPH_NAME}.json"
-                if not conf.exists():
-                    conf = partition_distdgl_with_reverse(store_dir, work / "dgl-link-parts")
-                stats = run_distdgl(conf, work, args)
-                rows["distdgl"] = D.summarize(stats) if stats else None
-            parts = work / "bgl-parts"
-            if any(s.startswith("bgl") for s in systems) and not (parts / "partition.json").exists():
-                D.partition_bgl(store_dir, parts)
-            for name, cache, order in (("bgl", "none", "random"), ("bgl-cache-proximity", "lookahead", "proximity")):
-                if name in systems:
-                    stats = run_bgl(parts, work, args, cache, order)
-                    rows[name] = D.summarize(stats) if stats else None
-            table = report(graph + (" (loader only)" if args.loader_only else ""), rows)
-            print(json.dumps({"graph": graph, "rows": rows}), flush=True)
-            print(table, flush=True)
-            tables.append(table)
-    finally:
-        if not args.workdir:
-            shutil.rmtree(root, ignore_errors=True)
+    for graph, work, store_dir in D.graph_stores(args, "bgl-distdgl-link-"):
+        rows = {}
+        if "distdgl" in systems:
+            conf = work / "dgl-link-parts" / f"{D.GRAPH_NAME}.json"
+            if not conf.exists():
+                conf = partition_distdgl_with_reverse(store_dir, work / "dgl-link-parts")
+            stats = run_distdgl(conf, work, args)
+            rows["distdgl"] = D.summarize(stats) if stats else None
+        parts = work / "bgl-parts"
+        if any(s.startswith("bgl") for s in systems) and not (parts / "partition.json").exists():
+            D.partition_bgl(store_dir, parts)
+        for name, cache, order in (("bgl", "none", "random"), ("bgl-cache-proximity", "lookahead", "proximity")):
+            if name in systems:
+                stats = run_bgl(parts, work, args, cache, order)
+                rows[name] = D.summarize(stats) if stats else None
+        table = report(graph + (" (loader only)" if args.loader_only else ""), rows)
+        print(json.dumps({"graph": graph, "rows": rows}), flush=True)
+        print(table, flush=True)
+        tables.append(table)
     print(f"load average at end: {os.getloadavg()[0]:.1f}", flush=True)
     print("\n\n".join(tables))
     return 0

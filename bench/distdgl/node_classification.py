@@ -340,27 +340,56 @@ def summarize(stats: dict) -> dict:
     return out
 
 
-def report(graph: str, rows: dict[str, dict]) -> str:
-    """Markdown table of one graph's rows and the bgl/DistDGL ratios."""
-    lines = [f"### {graph}", "",
-             "| system | epoch s (median) | best epoch s | trainer wait ms / batch (share) | seeds/s | "
-             "loopback MB/epoch | bgl client MB/epoch | "
-             "test acc | time / DistDGL (median, best) | loopback bytes / DistDGL | acc - DistDGL (points) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+def system_table(graph: str, columns: list[str], rows: dict, cells) -> str:
+    """Markdown table of one graph, a row per system: ``cells(r, base)`` gives a row's cells after the
+    system's name (``base``: DistDGL's row, None when it failed); a failed system's row says so."""
+    lines = [f"### {graph}", "", "| " + " | ".join(["system", *columns]) + " |", "|---" * (len(columns) + 1) + "|"]
     base = rows.get("distdgl")
     for name, r in rows.items():
-        if r is None:
-            lines.append(f"| {name} | failed | | | | | | | | | |")
-            continue
-        cb = f"{r['client_bytes'] / 1e6:.1f}" if "client_bytes" in r else "-"
+        lines.append(f"| {name} | failed |" + " |" * (len(columns) - 1) if r is None else
+                     "| " + " | ".join([name, *cells(r, base)]) + " |")
+    return "\n".join(lines)
+
+
+def wait_and_client_cells(r: dict) -> list[str]:
+    """A row's trainer wait per batch (its share of the epoch) and bgl's client MB per epoch, "-" where
+    the system does not measure them."""
+    return [f"{r['wait_ms']:.2f} ({100 * r['wait_share']:.0f} %)" if "wait_share" in r else "-",
+            f"{r['client_bytes'] / 1e6:.1f}" if "client_bytes" in r else "-"]
+
+
+def report(graph: str, rows: dict[str, dict]) -> str:
+    """Markdown table of one graph's rows and the bgl/DistDGL ratios."""
+    def cells(r, base):
+        wait, client = wait_and_client_cells(r)
         ratio = (f"{r['time'] / base['time']:.2f}, {r['best_time'] / base['best_time']:.2f}",
                  f"{r['lo_bytes'] / base['lo_bytes']:.2f}",
                  f"{100 * (r['acc'] - base['acc']):+.1f}") if base else ("-", "-", "-")
-        wait = f"{r['wait_ms']:.2f} ({100 * r['wait_share']:.0f} %)" if "wait_share" in r else "-"
-        lines.append(f"| {name} | {r['time']:.2f} | {r['best_time']:.2f} | {wait} | {r['seeds_per_s']:.0f} | "
-                     f"{r['lo_bytes'] / 1e6:.1f} | {cb} | "
-                     f"{r['acc']:.4f} | {ratio[0]} | {ratio[1]} | {ratio[2]} |")
-    return "\n".join(lines)
+        return [f"{r['time']:.2f}", f"{r['best_time']:.2f}", wait, f"{r['seeds_per_s']:.0f}",
+                f"{r['lo_bytes'] / 1e6:.1f}", client, f"{r['acc']:.4f}", *ratio]
+
+    return system_table(graph, ["epoch s (median)", "best epoch s", "trainer wait ms / batch (share)", "seeds/s",
+                                "loopback MB/epoch", "bgl client MB/epoch", "test acc",
+                                "time / DistDGL (median, best)", "loopback bytes / DistDGL",
+                                "acc - DistDGL (points)"], rows, cells)
+
+
+def graph_stores(args, prefix: str):
+    """``(graph, work dir, store dir)`` per graph of ``args.graphs``, each store ingested once: kept under
+    ``args.workdir``, else under a temporary root removed when the iteration ends (or is abandoned)."""
+    root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix=prefix))
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        for graph in args.graphs.split(","):
+            work = root / graph
+            work.mkdir(exist_ok=True)
+            store_dir = work / "store"
+            if not (store_dir / "meta.json").exists():
+                ingest(graph, store_dir)
+            yield graph, work, store_dir
+    finally:
+        if not args.workdir:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def comparison_parser(doc: str, graphs: str, batch_size: int, hidden: int) -> argparse.ArgumentParser:
@@ -394,54 +423,43 @@ def main(argv=None) -> int:
     os.environ.setdefault("DGLBACKEND", "pytorch")
     systems = args.systems.split(",")
     args.profile = args.profile or args.profile_only
-    root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="bgl-distdgl-"))
-    root.mkdir(parents=True, exist_ok=True)
     tables = []
-    try:
-        for graph in args.graphs.split(","):
-            work = root / graph
-            work.mkdir(exist_ok=True)
-            store_dir = work / "store"
-            if not (store_dir / "meta.json").exists():
-                ingest(graph, store_dir)
-            import bgl
+    for graph, work, store_dir in graph_stores(args, "bgl-distdgl-"):
+        import bgl
 
-            store = bgl.GraphStore(store_dir)
-            print(json.dumps(store.summary()), flush=True)
-            rows: dict[str, dict | None] = {}
-            if "distdgl" in systems:
-                conf = work / "dgl-parts" / f"{GRAPH_NAME}.json"
-                if not conf.exists():
-                    conf, secs = partition_distdgl(store_dir, work / "dgl-parts")
-                    print(f"DistDGL partition_graph (METIS): {secs:.1f} s", flush=True)
-                if not args.profile_only:
-                    stats = run_distdgl(conf, work, store.num_classes, args,
-                                        ["--loader-only"] if args.loader_only else [])
-                    rows["distdgl"] = summarize(stats) if stats else None
-                if args.profile:
-                    run_distdgl(conf, work, store.num_classes, args, ["--profile-batches", "5"])
-            if any(s.startswith("bgl") for s in systems):
-                parts = work / "bgl-parts"
-                if not (parts / "partition.json").exists():
-                    print(f"bgl partition: {partition_bgl(store_dir, parts):.1f} s", flush=True)
-                for name, cache, order, local in (("bgl", "none", "random", True),
-                                                  ("bgl-cache-proximity", "lookahead", "proximity", True),
-                                                  ("bgl-sockets", "lookahead", "proximity", False)):
-                    if name in systems and not args.profile_only:
-                        stats = run_bgl(parts, work, args, cache, order, local)
-                        rows[name] = summarize(stats) if stats else None
-                if args.profile:
-                    run_bgl_profile(parts, work, args)
-            if not rows:
-                continue
-            table = report(graph + (" (loader only: no model step; accuracy not meaningful)"
-                                    if args.loader_only else ""), rows)
-            print(json.dumps({"graph": graph, "rows": rows}), flush=True)
-            print(table, flush=True)
-            tables.append(table)
-    finally:
-        if not args.workdir:
-            shutil.rmtree(root, ignore_errors=True)
+        store = bgl.GraphStore(store_dir)
+        print(json.dumps(store.summary()), flush=True)
+        rows: dict[str, dict | None] = {}
+        if "distdgl" in systems:
+            conf = work / "dgl-parts" / f"{GRAPH_NAME}.json"
+            if not conf.exists():
+                conf, secs = partition_distdgl(store_dir, work / "dgl-parts")
+                print(f"DistDGL partition_graph (METIS): {secs:.1f} s", flush=True)
+            if not args.profile_only:
+                stats = run_distdgl(conf, work, store.num_classes, args,
+                                    ["--loader-only"] if args.loader_only else [])
+                rows["distdgl"] = summarize(stats) if stats else None
+            if args.profile:
+                run_distdgl(conf, work, store.num_classes, args, ["--profile-batches", "5"])
+        if any(s.startswith("bgl") for s in systems):
+            parts = work / "bgl-parts"
+            if not (parts / "partition.json").exists():
+                print(f"bgl partition: {partition_bgl(store_dir, parts):.1f} s", flush=True)
+            for name, cache, order, local in (("bgl", "none", "random", True),
+                                              ("bgl-cache-proximity", "lookahead", "proximity", True),
+                                              ("bgl-sockets", "lookahead", "proximity", False)):
+                if name in systems and not args.profile_only:
+                    stats = run_bgl(parts, work, args, cache, order, local)
+                    rows[name] = summarize(stats) if stats else None
+            if args.profile:
+                run_bgl_profile(parts, work, args)
+        if not rows:
+            continue
+        table = report(graph + (" (loader only: no model step; accuracy not meaningful)"
+                                if args.loader_only else ""), rows)
+        print(json.dumps({"graph": graph, "rows": rows}), flush=True)
+        print(table, flush=True)
+        tables.append(table)
     print("\n\n".join(tables))
     return 0
 
