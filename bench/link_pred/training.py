@@ -26,7 +26,6 @@ import functools
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -155,18 +154,11 @@ def worker(system: str, store_dir: str, seed: int, epochs: int, max_batches: int
 
 
 def run_child(system: str, store_dir: Path, seed: int, epochs: int, max_batches: int = 0) -> dict:
-    """A worker in its own process: its result and its own peak RSS (MiB)."""
-    proc = subprocess.Popen([sys.executable, __file__, "--worker", system, str(store_dir), str(seed), str(epochs),
-                             str(max_batches)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
-    out, err = proc.stdout.read(), proc.stderr.read()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{system} worker failed:\n{err[-3000:]}")
-    result = json.loads(out.strip().splitlines()[-1])
-    result["wait4_maxrss_mib"] = usage.ru_maxrss / 1024  # at least this parent's own peak: see own_rss.py
-    result["peak_rss_mib"] = result.pop("own_peak_rss_mb")
-    return result
+    """A worker in its own process: its result and its own peak RSS (``peak_rss_mib``)."""
+    from bench.common.own_rss import run_child as run
+
+    return run([sys.executable, __file__, "--worker", system, str(store_dir), str(seed), str(epochs),
+                str(max_batches)], f"{system} worker", unit="mib")
 
 
 def main() -> None:

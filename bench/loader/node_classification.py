@@ -33,9 +33,7 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -46,7 +44,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from bgl.loader.pipeline.chain import quiet_numba_threads  # noqa: E402
-from bench.common.own_rss import own_peak_rss_mb  # noqa: E402
+from bench.common.own_rss import own_peak_rss_mb, run_child  # noqa: E402
 from bench.common.side_by_side import TrainerWait  # noqa: E402
 
 quiet_numba_threads()
@@ -263,20 +261,7 @@ def _run_child(script: Path, system: str, dataset: str, args) -> dict:
     cmd = [sys.executable, str(script), "--child", system, dataset, "--torch-threads", str(args.torch_threads),
            "--dropin-epochs", str(args.dropin_epochs), "--wide-dim", str(args.wide_dim),
            "--wide-batches", str(args.wide_batches)]
-    with tempfile.TemporaryFile(mode="w+") as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
-                                env={**os.environ, "DGLBACKEND": "pytorch"})
-        out = proc.stdout.read()
-        proc.stdout.close()
-        # wait4's ru_maxrss is at least this parent's own peak (see own_rss.py): kept for the record only
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != 0:
-            err.seek(0)
-            raise RuntimeError(f"{system} {dataset} failed (exit {proc.returncode}):\n{err.read()[-3000:]}")
-    row = json.loads(out.strip().splitlines()[-1])
-    row["wait4_maxrss_mb"] = usage.ru_maxrss / 1024  # Linux: KiB
-    row["peak_rss_mb"] = row.pop("own_peak_rss_mb")  # the child's own VmHWM
+    row = run_child(cmd, f"{system} {dataset}", env={**os.environ, "DGLBACKEND": "pytorch"})
     print(json.dumps(row), flush=True)
     return row
 

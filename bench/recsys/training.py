@@ -45,7 +45,6 @@ import gzip
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -315,13 +314,9 @@ def run_child(args, system: str, graph: str, seed: int, profile: str = "") -> di
            "--workdir", args.workdir, "--epochs", str(args.epochs), "--max-batches", str(args.max_batches),
            "--users", str(args.users), "--items", str(args.items), "--edges", str(args.edges),
            "--eval-users", str(args.eval_users)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out, err = proc.communicate()
-    if proc.returncode != 0:
-        raise SystemExit(f"{system} worker on {graph} failed:\n{err[-3000:]}")
-    result = json.loads(out.strip().splitlines()[-1])
-    result["peak_rss_mib"] = result.pop("own_peak_rss_mb")
-    return result
+    from bench.common.own_rss import run_child as run
+
+    return run(cmd, f"{system} worker on {graph}", unit="mib")
 
 
 def loadavg() -> str:

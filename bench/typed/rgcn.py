@@ -142,15 +142,9 @@ def run_child(store: Path, kind: str, seed: int, epochs: int, batch_size: int) -
     cmd = [sys.executable, __file__, "--worker", str(store), kind, str(seed), str(epochs), str(batch_size)]
     # "bgl-keep": bgl with LLVM's library pages left resident (sampler/jit_pages.py), for comparison
     env = {**os.environ, "BGL_KEEP_JIT_PAGES": "1"} if kind == "bgl-keep" else None
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    out, err = proc.stdout.read(), proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{kind} run failed:\n{err[-3000:]}")
-    row = json.loads(out.strip().splitlines()[-1])
-    row["wait4_maxrss_mb"] = usage.ru_maxrss / 1024  # at least this parent's own peak: see own_rss.py
-    row["peak_rss_mb"] = row.pop("own_peak_rss_mb")
-    return row
+    from bench.common.own_rss import run_child as run
+
+    return run(cmd, f"{kind} run", env=env)
 
 
 def main() -> None:
