@@ -20,7 +20,6 @@ Usage::
 """
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import sys
@@ -36,17 +35,12 @@ import psutil  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
-from bench.sampling.throughput import REPO, start_servers, stop_servers  # noqa: E402
+from bench.sampling.throughput import REPO, rmat_parser, start_servers, stop_servers  # noqa: E402
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--scale", type=int, default=20, help="R-MAT scale (log2 nodes)")
-    ap.add_argument("--edge-factor", type=int, default=16)
+    ap = rmat_parser(__doc__)
     ap.add_argument("--feat-dim", type=int, default=32)
-    ap.add_argument("--fanouts", type=int, nargs="+", default=[15, 10, 5])
-    ap.add_argument("--batch-size", type=int, default=1024)
     ap.add_argument("--batches", type=int, default=10, help="timed batches per round")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)

@@ -255,13 +255,20 @@ def phase_breakdown(g, store, batches, fanouts, args) -> dict[str, tuple[float, 
     return {k: (v[0] / args.batches * 1e3, v[1] / args.batches * 1e3) for k, v in sorted(acc.items())}
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+def rmat_parser(doc: str) -> argparse.ArgumentParser:
+    """The options of both server-side sampling benchmarks (this one, bench/sampling/curve.py): the R-MAT
+    graph and the batches sampled from it."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--scale", type=int, default=20, help="R-MAT scale (log2 nodes)")
     ap.add_argument("--edge-factor", type=int, default=16)
     ap.add_argument("--fanouts", type=int, nargs="+", default=[15, 10, 5])
     ap.add_argument("--batch-size", type=int, default=1024)
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = rmat_parser(__doc__)
     ap.add_argument("--batches", type=int, default=20, help="timed batches per method")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3, help="timed rounds over the same batches (ratios per round)")
