@@ -35,22 +35,13 @@ import psutil  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
-from bench.sampling.throughput import REPO, rmat_parser, start_servers, stop_servers  # noqa: E402
+from bench.sampling.throughput import parse_rmat_args, rmat_parser, start_servers, stop_servers  # noqa: E402
 
 
 def main(argv=None) -> int:
-    ap = rmat_parser(__doc__)
+    ap = rmat_parser(__doc__, batches=10, out="curve")
     ap.add_argument("--feat-dim", type=int, default=32)
-    ap.add_argument("--batches", type=int, default=10, help="timed batches per round")
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--server-threads", type=int, default=2)
-    ap.add_argument("--workdir", type=Path, default=REPO / "bench" / "out" / "curve")
-    ap.add_argument("--quick", action="store_true", help="scale 16, 5 timed batches")
-    args = ap.parse_args(argv)
-    if args.quick:
-        args.scale, args.batches = 16, 5
-    args.workdir.mkdir(parents=True, exist_ok=True)
+    args = parse_rmat_args(ap, argv, quick_batches=5)
 
     from bgl.rmat import generate_rmat_store
     from bgl.sampler import SamplingClient

@@ -255,35 +255,43 @@ def phase_breakdown(g, store, batches, fanouts, args) -> dict[str, tuple[float, 
     return {k: (v[0] / args.batches * 1e3, v[1] / args.batches * 1e3) for k, v in sorted(acc.items())}
 
 
-def rmat_parser(doc: str) -> argparse.ArgumentParser:
+def rmat_parser(doc: str, batches: int, out: str) -> argparse.ArgumentParser:
     """The options of both server-side sampling benchmarks (this one, bench/sampling/curve.py): the R-MAT
-    graph and the batches sampled from it."""
+    graph, the batches sampled from it (``batches`` timed per round by default), the rounds, the servers'
+    threads and the work dir (``bench/out/<out>``).  Read them with :func:`parse_rmat_args`."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--scale", type=int, default=20, help="R-MAT scale (log2 nodes)")
     ap.add_argument("--edge-factor", type=int, default=16)
     ap.add_argument("--fanouts", type=int, nargs="+", default=[15, 10, 5])
     ap.add_argument("--batch-size", type=int, default=1024)
+    ap.add_argument("--batches", type=int, default=batches, help="timed batches per round")
+    ap.add_argument("--warmup", type=int, default=2, help="untimed batches first")
+    ap.add_argument("--rounds", type=int, default=3, help="timed rounds over the same batches (ratios per round)")
+    ap.add_argument("--server-threads", type=int, default=2)
+    ap.add_argument("--workdir", type=Path, default=REPO / "bench" / "out" / out)
     return ap
 
 
+def parse_rmat_args(ap: argparse.ArgumentParser, argv, quick_batches: int) -> argparse.Namespace:
+    """``ap``'s arguments (``--quick`` among them: R-MAT scale 16, ``quick_batches`` timed batches), the
+    work dir created."""
+    ap.add_argument("--quick", action="store_true", help=f"scale 16, {quick_batches} timed batches")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.scale, args.batches = 16, quick_batches
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    return args
+
+
 def main(argv=None) -> int:
-    ap = rmat_parser(__doc__)
-    ap.add_argument("--batches", type=int, default=20, help="timed batches per method")
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=3, help="timed rounds over the same batches (ratios per round)")
+    ap = rmat_parser(__doc__, batches=20, out="sampling")
     ap.add_argument("--parallel-min-seeds", type=int, default=4096,
                     help="also run LocalSampler with numba-parallel layers from this many seeds (0 = skip)")
     ap.add_argument("--phases", action="store_true", help="also time bgl's and DGL's sampling steps")
     ap.add_argument("--servers", type=int, nargs="+", default=[1, 2, 4])
-    ap.add_argument("--server-threads", type=int, default=2)
-    ap.add_argument("--workdir", type=Path, default=REPO / "bench" / "out" / "sampling")
     ap.add_argument("--skip-cora", action="store_true")
-    ap.add_argument("--quick", action="store_true", help="scale 16, 8 timed batches")
-    args = ap.parse_args(argv)
-    if args.quick:
-        args.scale, args.batches = 16, 8
-    args.workdir.mkdir(parents=True, exist_ok=True)
+    args = parse_rmat_args(ap, argv, quick_batches=8)
 
     from bgl.sources.rmat import generate_rmat_store
     from bgl.store import GraphStore
