@@ -4,11 +4,11 @@
 #   bench/gpu_check.sh            # full check on the GPU (needs `make wheels` run beforehand
 #                                 # on a networked machine, for pyzmq/pymetis)
 #   bench/gpu_check.sh --cpu      # dry run: tiny graph on the CPU, < 60 s (run by the test suite)
-#   PYTHON=/path/python OUT=/dir bench/gpu_check.sh [extra gpu_e2e.py args]
+#   PYTHON=/path/python OUT=/dir bench/gpu_check.sh [extra bench/gpu/e2e.py args]
 #
 # Steps: make `bgl` importable (installed already / offline wheels + editable install /
 # a symlinked package tree on PYTHONPATH), run the GPU unit tests when pytest is present,
-# then bench/gpu_e2e.py, which writes $OUT/gpu_e2e.md (default bench/out/).
+# then bench/gpu/e2e.py, which writes $OUT/gpu_e2e.md (default bench/out/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -63,7 +63,7 @@ else
   LIMIT=110
 fi
 set +e
-timeout "$LIMIT" "$PYTHON" bench/gpu_e2e.py --out "$OUT_DIR" "$@"
+timeout "$LIMIT" "$PYTHON" bench/gpu/e2e.py --out "$OUT_DIR" "$@"
 rc=$?
-[ "$rc" = 124 ] && echo "[gpu_check] gpu_e2e.py hit the ${LIMIT}s limit; sections finished so far are in $OUT_DIR/gpu_e2e.md"
+[ "$rc" = 124 ] && echo "[gpu_check] bench/gpu/e2e.py hit the ${LIMIT}s limit; sections finished so far are in $OUT_DIR/gpu_e2e.md"
 exit "$rc"

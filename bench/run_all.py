@@ -6,8 +6,8 @@ that flag is passed, otherwise the small-size arguments listed below.  Output
 is captured verbatim: RESULTS.md holds only numbers this run printed, with
 the machine, date and exact command.  The scripts run in a sandbox copy of
 ``bench/`` (the rest of the repo symlinked), so the plots and per-area result
-files they write (``bench/*.png``, ``bench/results/*``, which hold full-size
-runs) are left alone; ``--update-artifacts`` runs them in place instead.
+files they write (``bench/results/*``, which hold full-size runs) are left alone;
+``--update-artifacts`` runs them in place instead.
 
 Usage::
 
@@ -38,13 +38,13 @@ REPO = BENCH_DIR.parent
 # Order: cheap and foundational first, so a timeout late in the list loses least.
 BENCHMARKS: list[tuple[str, str, list[str], int]] = [
 # The timeouts add up to 19.5 min, the budget for `make bench` on a 2-core machine.
-    ("ingest", "ingest.py", [], 120),
-    ("sampling", "sampling.py", [], 150),
-    ("partition", "partition.py", ["--datasets", "cora,citeseer,pubmed", "--parts", "2,4"], 210),
-    ("cache", "cache.py", [], 150),
-    ("dataloader", "dataloader.py", ["--datasets", "cora,rmat", "--scale", "16", "--max-batches", "8",
-                                     "--epochs", "1"], 210),
-    ("scaling", "scaling.py", [], 330),
+    ("ingest", "ingest/store_build.py", [], 120),
+    ("sampling", "sampling/throughput.py", [], 150),
+    ("partition", "partition/methods.py", ["--datasets", "cora,citeseer,pubmed", "--parts", "2,4"], 210),
+    ("cache", "cache/policies.py", [], 150),
+    ("dataloader", "loader/node_classification.py", ["--datasets", "cora,rmat", "--scale", "16",
+                                                     "--max-batches", "8", "--epochs", "1"], 210),
+    ("scaling", "scaling/rmat_growth.py", [], 330),
 ]
 
 # Lines worth lifting into the summary: ratios and speedups against a baseline.
@@ -237,7 +237,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--results", type=Path, default=BENCH_DIR / "RESULTS.md", help="file to rewrite")
     p.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every per-script timeout")
     p.add_argument("--update-artifacts", action="store_true",
-                   help="run in the repo itself, letting the quick runs rewrite bench/*.png and bench/results/* "
+                   help="run in the repo itself, letting the quick runs rewrite bench/results/* "
                         "(default: a sandbox copy of bench/)")
     args = p.parse_args(argv)
     command = shlex.join(["python", "bench/run_all.py", *(argv if argv is not None else sys.argv[1:])])

@@ -17,7 +17,7 @@ Module by module:
 | `cache/gpu_gather.py` | `HostFeatureSource`: cache misses from host memory by UVA or pinned CPU gather (a miss source the cache package owns, so the benchmark needs nothing from the loader) |
 | `cache/bench_config.py` | `BenchConfig`, what the hit-rate benchmark replays; imported by both `benchmark.py` and `replay.py`, which do not import each other's way |
 | `cache/benchmark.py` | replay real sampled batches through every policy × order × size (`bgl bench-cache`, `bgl/commands/bench_cache.py`; its default batch, `bench_config.auto_batch_size`, cuts the training nodes into ~25 batches within 32..1024, so a small graph's epoch has batches enough for a cache to reuse rows across) |
-| `cache/replay.py` | record each batch's sampled input ids once and replay the stream through a cache, announcing ahead for lookahead and the whole stream for Belady's bound (the benchmark's and `bench/partition_order.py`'s measuring loop) |
+| `cache/replay.py` | record each batch's sampled input ids once and replay the stream through a cache, announcing ahead for lookahead and the whole stream for Belady's bound (the benchmark's and `bench/cache/partition_order.py`'s measuring loop) |
 | `cache/ordering/store_order.py` | `random_order`, `proximity_order` over a whole store |
 | `cache/ordering/partition_order.py` | `PartitionOrder`: the same proximity order over a partition dir, part by part |
 | `cache/ordering/saved_orders.py` | `SavedOrders`: each epoch's proximity order as a `.npy` in the loader's `order_dir` (named by a hash of graph, seed items, sequences and the epoch seed, plus the array's CRC-32, checked on read; written through a temporary name; newest 3 kept), read back by a loader built the same way |

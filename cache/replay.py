@@ -1,6 +1,6 @@
 """Record sampled batches once, then replay them through a cache.
 
-The hit-rate benchmark (:mod:`bgl.cache.benchmark`), ``bench/partition_order.py``
+The hit-rate benchmark (:mod:`bgl.cache.benchmark`), ``bench/cache/partition_order.py``
 and the lookahead tests all measure a cache this way: each training batch is
 sampled once and its input node ids recorded, and the same recorded stream is
 fed to every cache, so caches differ only in what they keep.

@@ -273,7 +273,7 @@ def main() -> None:
             if args.max_batches and loss_sum[1] >= args.max_batches:
                 break
         seconds = torch.tensor([time.perf_counter() - start])
-        waited = loader.stats()  # this rank's time blocked in next() (bench/distdgl_link.py's wait column)
+        waited = loader.stats()  # this rank's time blocked in next() (bench/distdgl/link.py's wait column)
         lifecycle.loader_wait(loader)  # under bgl launch: the launch line's trainer-wait share
         if checkpoints:  # the loader is between epochs: a resume starts the next one afresh
             checkpoints.save_training(step_count, epoch + 1, predictor, optimizer, loader)

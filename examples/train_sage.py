@@ -154,7 +154,7 @@ def main() -> None:
                              "worth of test nodes (a bounded run on a graph too big for whole epochs)")
     parser.add_argument("--stats-json", default=None, metavar="PATH",
                         help="rank 0 writes per-epoch time, seeds, bytes to/from the graph servers "
-                             "and the test accuracy here (read by bench/distdgl.py)")
+                             "and the test accuracy here (read by bench/distdgl/node_classification.py)")
     args = parser.parse_args()
     lifecycle.event("start")  # under bgl launch: a restart's clock stops here (bgl.launch.ett)
 
@@ -253,7 +253,8 @@ def main() -> None:
             dist.all_reduce(loss_sum)
             dist.all_reduce(counts)
         if epochs_stats:
-            waited = loader.stats()  # this rank's time blocked in next() (bench/distdgl.py's wait column)
+            # this rank's time blocked in next() (bench/distdgl/node_classification.py's wait column)
+            waited = loader.stats()
             epochs_stats[-1].update(time=float(seconds), loss=float(loss_sum[0] / loss_sum[1]),
                                     wait_s=waited["wait_s"], batches=waited["batches"],
                                     cache_hit_rate=float(counts[0] / counts[1]) if counts[1] > 0 else 0.0)

@@ -40,7 +40,7 @@ servers (edges) carry even loads.  On top of the engine:
    whole-graph pass; ~0.1 s on Cora, seconds at R-MAT 20) whose peak is one sampled batch's
    blocks (+370 MiB peak RSS at R-MAT 20 and on Slashdot, batch 1024, fanouts 15,10,5); one more
    int64 [n] (8 B/node).  On by default below ``REFINE_MAX_EDGES`` edges (300M; every graph of
-   bench/partition.py), off above, where the extra engine run would cost ~12 minutes.
+   bench/partition/methods.py), off above, where the extra engine run would cost ~12 minutes.
 5. **Memory budget.**  :func:`.kaminpar_part.choose_preset` picks KaMinPar's
    default or TeraPart (memory-lean) preset and drops the edge weights before
    refusing when the graph does not fit the budget.
@@ -76,7 +76,7 @@ REFINE_SMALL_EDGES = 50_000_000
 REFINE_MAX_EDGES = 300_000_000
 TRIALS_SMALL_EDGES = 5_000_000
 # The never-behind check samples batch seeds this far from the caller's, so the batches that choose
-# an assignment are not the ones a report (partition_graph, bench/partition.py) measures it with.
+# an assignment are not the ones a report (partition_graph, bench/partition/methods.py) measures it with.
 SELECT_SEED_OFFSET = 1 << 20
 
 

@@ -8,7 +8,7 @@
   ``bgl.sampler.LocalSampler``, the same sampler training uses.
 * ``balance_*``: max over parts / average, for nodes, owned in-edges, training nodes.
 * ``peak_rss_bytes``: the process's peak resident set so far (``getrusage``), so run
-  each partitioning in a fresh process to compare methods (``bench/partition.py`` does).
+  each partitioning in a fresh process to compare methods (``bench/partition/methods.py`` does).
 """
 from __future__ import annotations
 

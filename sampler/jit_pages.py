@@ -18,7 +18,7 @@ symbols numba's JIT engine has defined (:func:`jit_symbols`, a ``len()``) grew. 
 LLVM's code run, and only then can its pages be back.  Where numba's internals do not expose that
 count, the fallback is the process's file-backed resident set (``/proc/self/statm``, ~10 us) having
 grown by :data:`GROWTH` (which memory-mapped feature pages also do, hence not the first choice).
-``BGL_KEEP_JIT_PAGES=1`` turns it off (bench/hetero.py measures both).
+``BGL_KEEP_JIT_PAGES=1`` turns it off (bench/typed/rgcn.py measures both).
 """
 from __future__ import annotations
 

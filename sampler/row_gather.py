@@ -3,7 +3,7 @@
 ``np.take(rows, ids, axis=0)`` copies element by element; ``torch.index_select`` copies whole rows.
 The wider the rows, the more that counts: 8,000 rows of 767 float32 took 5.7 ms with
 ``np.take(..., out=)`` and 2.3 ms with ``index_select(..., out=)`` on one thread (issue #57;
-``bench/gather.py`` measures every path: in-memory and memory-mapped rows, float16, bgl.codec's
+``bench/loader/gather.py`` measures every path: in-memory and memory-mapped rows, float16, bgl.codec's
 encoded rows).  Both give the rows bit for bit.  ``index_select`` runs on the calling thread's
 torch threads: one in the thread pipeline's producer and in a stage process pinned to one core.
 

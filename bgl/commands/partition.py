@@ -77,7 +77,7 @@ def parse_bytes(text: str) -> int:
 
 
 def format_metrics(book) -> str:
-    """The metrics table printed after partitioning (also used by bench/partition.py)."""
+    """The metrics table printed after partitioning (also used by bench/partition/methods.py)."""
     m = book.meta["metrics"]
     share = m.get("remote_sample_share")
     no_share = "n/a (not measured by --distributed)" if m.get("remote_sample_share_note") else "n/a (no training nodes)"

@@ -9,7 +9,7 @@ dropped (``num_edges`` is therefore below ``2 * edge_factor * 2**scale``).
 Edges are never materialised: the counter-based kernel regenerates the same
 chunk stream for the counting and the fill pass of ``bgl.sources.csc_build``, so
 peak memory is the CSC being built plus a few ``num_nodes`` arrays (measured
-in ``bench/ingest.py``).  Graph500's per-level noise is not applied.
+in ``bench/ingest/store_build.py``).  Graph500's per-level noise is not applied.
 """
 from __future__ import annotations
 

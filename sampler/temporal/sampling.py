@@ -63,6 +63,18 @@ def check_times(times, length: int, what: str) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
+def checked_seeds(layer, dst, times, time_name: str | None, node_time_name: str | None):
+    """A temporal layer call's ``(seeds, seed times, node offset, TimeIndex)``: the seeds as int64 ids
+    in the layer's part (``layer.store``'s node range, ``layer._indptr``'s rows), one time each, and the
+    index of the edge times asked for, the same checks (ValueError/TypeError) for the plain and the
+    typed layer."""
+    dst = ops.as_ids(dst, "seeds")
+    times = check_times(times, dst.shape[0], "seed times")
+    off = int(layer.store.node_offset)
+    ops.check_range(dst, off, off + layer._indptr.shape[0] - 1, "seeds")
+    return dst, times, off, layer.index(time_name, node_time_name)
+
+
 @dataclass(frozen=True)
 class TimeIndex:
     """What a layer reads: ``key`` int64 [e] (eligible when ``key <= t``) and ``order`` int64 [e],
@@ -223,11 +235,7 @@ class TemporalLayer:
                              "supported yet: it would mix relations under one fanout")
         fanout = ops.check_fanout(fanout)
         code = check_strategy(strategy)
-        dst = ops.as_ids(dst, "seeds")
-        times = check_times(times, dst.shape[0], "seed times")
-        off = int(self.store.node_offset)
-        ops.check_range(dst, off, off + self._indptr.shape[0] - 1, "seeds")
-        idx = self.index(time_name, node_time_name)
+        dst, times, off, idx = checked_seeds(self, dst, times, time_name, node_time_name)
         m = dst.shape[0]
         par = ops._use_parallel(self.parallel, m, ops.PARALLEL_MIN_SEEDS)
         starts, elig, degs, counts = (np.empty(m, np.int64) for _ in range(4))

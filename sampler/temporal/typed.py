@@ -20,7 +20,8 @@ import numpy as np
 from .. import _kernels as K
 from . import _typed_kernels as TTK
 from .. import ops
-from .sampling import DEFAULT_TIME_NAME, TimeIndex, build_index, check_strategy, check_times, source_times
+from .sampling import (DEFAULT_TIME_NAME, TimeIndex, build_index, check_strategy, check_times, checked_seeds,
+                       source_times)
 from ..typed.sampling import relation_seed
 
 
@@ -98,11 +99,7 @@ class TypedTemporalLayer:
         code = check_strategy(strategy)
         fanouts = ops.check_relation_fanouts(fanouts, self.schema.canonical_etypes)
         num_rel = fanouts.shape[0]
-        dst = ops.as_ids(dst, "seeds")
-        times = check_times(times, dst.shape[0], "seed times")
-        off = int(self.store.node_offset)
-        ops.check_range(dst, off, off + self._indptr.shape[0] - 1, "seeds")
-        idx = self.index(time_name, node_time_name)
+        dst, times, off, idx = checked_seeds(self, dst, times, time_name, node_time_name)
         m = dst.shape[0]
         starts, degs, active = (np.zeros((m, num_rel), np.int64) for _ in range(3))
         typed_spans(self._indptr, self._etype, dst, np.int64(off),

@@ -1,4 +1,4 @@
-"""bench/dgl_examples.py's harness on a tiny DGL-style script written here: its line rewrites, the
+"""bench/dgl/examples.py's harness on a tiny DGL-style script written here: its line rewrites, the
 import rewrite to bgl.dgl, the metric and epoch-time parse, seeding and the peak-RSS measure.
 
 The script runs in a subprocess of this interpreter: on real DGL where it imports (pinned lane),
@@ -14,7 +14,7 @@ import pytest
 
 from .conftest import load_bench_script
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "dgl_examples.py"
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "dgl" / "examples.py"
 
 TINY_SCRIPT = '''\
 import argparse

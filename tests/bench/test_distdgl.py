@@ -1,4 +1,5 @@
-"""bench/distdgl.py helpers: DistDGL's ip_config and DGL_* environment, the store -> DGLGraph bridge, report."""
+"""bench/distdgl/node_classification.py helpers: DistDGL's ip_config and DGL_* environment, the
+store -> DGLGraph bridge, report."""
 from __future__ import annotations
 
 import re
@@ -9,7 +10,7 @@ import pytest
 
 from .conftest import load_bench_script
 
-DISTDGL = Path(__file__).resolve().parents[2] / "bench" / "distdgl.py"
+DISTDGL = Path(__file__).resolve().parents[2] / "bench" / "distdgl" / "node_classification.py"
 
 
 @pytest.fixture(scope="module")

@@ -47,6 +47,6 @@ def test_gpu_e2e_refuses_without_cuda_unless_dry_run(tmp_path):
 
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is present")
-    proc = subprocess.run([sys.executable, str(REPO / "bench" / "gpu_e2e.py"), "--out", str(tmp_path)],
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "gpu" / "e2e.py"), "--out", str(tmp_path)],
                           cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--cpu" in proc.stderr

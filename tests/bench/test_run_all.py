@@ -1,22 +1,25 @@
 """bench/run_all.py: flag discovery and RESULTS.md rendering on captured sample output."""
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+
+from .conftest import load_bench_script
 
 RUN_ALL = Path(__file__).resolve().parents[2] / "bench" / "run_all.py"
 
 
 @pytest.fixture(scope="module")
 def run_all():
-    spec = importlib.util.spec_from_file_location("bench_run_all", RUN_ALL)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up by name
-    spec.loader.exec_module(mod)
-    return mod
+    yield from load_bench_script(RUN_ALL, "bench_run_all")
+
+
+def test_every_listed_benchmark_exists(run_all):
+    """A script moved or renamed without its entry here fails now, not as a "does not exist" row of
+    `make bench`."""
+    missing = [script for _, script, _, _ in run_all.BENCHMARKS if not (run_all.BENCH_DIR / script).is_file()]
+    assert not missing, missing
 
 
 HELP = """usage: sampling.py [-h] [--quick] [--scale SCALE] [--fanouts FANOUTS]
@@ -42,13 +45,14 @@ def test_flag_discovery(run_all):
 
 
 def test_render_results_has_sections_numbers_and_failures(run_all, tmp_path):
-    ok = run_all.RunResult("sampling", ["python", "bench/sampling.py", "--quick"], 0, 12.34, SAMPLING_OUT)
+    ok = run_all.RunResult("sampling", ["python", "bench/sampling/throughput.py", "--quick"], 0, 12.34, SAMPLING_OUT)
     ok.highlights = run_all.highlights(ok.stdout)
-    bad = run_all.RunResult("partition", ["python", "bench/partition.py"], 2, 1.5, "",
+    bad = run_all.RunResult("partition", ["python", "bench/partition/methods.py"], 2, 1.5, "",
                             stderr="Traceback ...\nValueError: parts must be >= 1, got 0\n")
-    slow = run_all.RunResult("scaling", ["python", "bench/scaling.py", "--quick"], None, 330.0,
+    slow = run_all.RunResult("scaling", ["python", "bench/scaling/rmat_growth.py", "--quick"], None, 330.0,
                              "scale 16: 1048576 edges\n", note="timed out after 330 s")
-    missing = run_all.RunResult("ingest", ["bench/ingest.py"], None, 0.0, "", note="ingest.py does not exist yet")
+    missing = run_all.RunResult("ingest", ["bench/ingest/store_build.py"], None, 0.0, "",
+                                note="store_build.py does not exist yet")
     machine = {"cpu": "Test CPU, 2 cores (x86_64)", "memory": "24 GiB"}
     text = run_all.render_results([ok, bad, slow, missing], machine, "python bench/run_all.py",
                                   "2026-11-30 06:00 UTC", "abc1234")
@@ -63,7 +67,7 @@ def test_render_results_has_sections_numbers_and_failures(run_all, tmp_path):
     assert "| sampling | ok | 12.3 |" in text
     assert "| partition | failed (exit 2) |" in text and "parts must be >= 1, got 0" in text
     assert "| scaling | timed out |" in text and "1048576 edges" in text
-    assert "| ingest | not run |" in text and "ingest.py does not exist yet" in text
+    assert "| ingest | not run |" in text and "store_build.py does not exist yet" in text
 
     out = tmp_path / "RESULTS.md"
     out.write_text("old contents\n")

@@ -1,4 +1,4 @@
-"""bench/scaling.py: least-squares fits, projections, report rendering, and one tiny real run."""
+"""bench/scaling/rmat_growth.py: least-squares fits, projections, report rendering, and one tiny real run."""
 from __future__ import annotations
 
 import importlib.util
@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SCALING = Path(__file__).resolve().parents[2] / "bench" / "scaling.py"
+SCALING = Path(__file__).resolve().parents[2] / "bench" / "scaling" / "rmat_growth.py"
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_render_marks_measured_and_projected(scaling):
                                cache_hit_rate=0.25, seconds=10.0)
         results.append(r)
     results[-1].errors.append("servers: RuntimeError: boom 42")
-    text = scaling.render(results, args, "python bench/scaling.py --quick", "2026-11-30 06:00 UTC")
+    text = scaling.render(results, args, "python bench/scaling/rmat_growth.py --quick", "2026-11-30 06:00 UTC")
     assert "2026-11-30 06:00 UTC" in text and "2-core x86_64 VM" in text
     assert text.count("| measured |") == 3
     assert "| 1,000,000,000 | *projected* |" in text and "| 10,000,000,000 | *projected* |" in text

@@ -6,7 +6,9 @@ module of any installed package (bgl/, sampler/, cache/, partition/, launch/, da
 and their sub-packages) over ~450 lines outside ``_kernels`` files (split by
 responsibility instead), no folder of them holding more than 25 modules (a family of files
 becomes a sub-package instead), and that the installed modules import each other without cycles and
-without reaching up a layer (cache/ and sampler/ never import the loader or the commands).
+without reaching up a layer (cache/ and sampler/ never import the loader or the commands).  bench/ obeys
+the same folder limit: its scripts live in one folder per area of results (bench/loader/, bench/cache/, ...),
+named without their folder's prefix, with only the runner at its top.
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 BGL = REPO / "bgl"
+BENCH = REPO / "bench"
+BENCH_TOP = ("run_all.py",)  # the runner of every area's quick benchmark
 # every folder pyproject installs as a bgl package (bgl, bgl.sampler, bgl.cache, ...)
 PACKAGES = ("bgl", "sampler", "cache", "partition", "launch", "data", "examples")
 MAX_TOP_LEVEL_MODULES = 12
@@ -56,12 +60,30 @@ def test_no_module_over_the_size_limit():
 
 
 def test_no_folder_over_the_module_limit():
+    crowded = _crowded_folders({p.parent for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")})
+    assert not crowded, f"group these folders' families into sub-packages: {crowded}"
+
+
+def _crowded_folders(folders) -> list[str]:
+    """The folders of ``folders`` holding more than MAX_FOLDER_MODULES modules, with their counts."""
     crowded = []
-    for folder in sorted({p.parent for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}):
+    for folder in sorted(folders):
         modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
         if len(modules) > MAX_FOLDER_MODULES:
             crowded.append(f"{folder.relative_to(REPO)}: {len(modules)}")
-    assert not crowded, f"group these folders' families into sub-packages: {crowded}"
+    return crowded
+
+
+def test_bench_is_grouped_by_area():
+    """bench/'s scripts sit in area folders (the runner alone at the top), none over the module limit,
+    none repeating its folder's name as a prefix (bench/loader/loader_start.py reads bench/loader/start.py)."""
+    strays = sorted(p.name for p in BENCH.glob("*.py") if p.name not in BENCH_TOP)
+    assert not strays, f"move into a bench/<area>/ folder: {strays}"
+    scripts = [p for p in BENCH.rglob("*.py") if p.parent != BENCH]
+    crowded = _crowded_folders({p.parent for p in scripts})
+    assert not crowded, f"split these bench folders by area: {crowded}"
+    prefixed = sorted(str(p.relative_to(REPO)) for p in scripts if p.stem.startswith(p.parent.name + "_"))
+    assert not prefixed, f"drop the folder's prefix from these names: {prefixed}"
 
 
 def _module_names() -> dict[str, Path]:
