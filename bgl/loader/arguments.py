@@ -60,7 +60,16 @@ def check_graph_fields(info: "GraphInfo", graph, feat_keys: Sequence[str], edge_
 
 class GraphInfo:
     """What the loader learned about its graph before starting anything (``schema``: its node
-    and edge types, :class:`bgl.schema.GraphSchema`; None = homogeneous)."""
+    and edge types, :class:`bgl.schema.GraphSchema`; None = homogeneous).
+
+    A frontend's graph read in place (``from_dgl``: a DGLGraph or a ``bgl.dgl`` graph, DGL's API) keeps
+    ``graph``, the user's object, and ``reader``, the edge's
+    :class:`~bgl.loader.batch_frontend.GraphReader` of it; both None otherwise.  ``graph`` stays in the
+    trainer's process (a pickled GraphInfo drops it).
+    """
+
+    reader = None
+    graph = None
 
     def __init__(self, spec: SamplingSpec, num_nodes: int, feat_dim: int, feat_dtype, has_label: bool,
                  store: Optional[GraphStore] = None, partition_dir: Optional[Path] = None,
@@ -89,6 +98,9 @@ class GraphInfo:
     def typed(self) -> bool:
         """True for a graph with several node or edge types."""
         return self.schema is not None and not self.schema.is_homogeneous
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "graph"}
 
 
 def _ping_all(addresses: Sequence[str], timeout: float) -> None:
@@ -133,14 +145,19 @@ def resolve_graph(graph, feat_key, label_key, timeout: float, shared: bool = Fal
     (:mod:`bgl.loader.graph_arrays`); ``shared`` (stage processes) copies them
     once into shared memory.
     """
-    from .graph_arrays import GraphArrays, dglgraph_arrays
+    from .batch_frontend import frontend_reader
+    from .graph_arrays import GraphArrays
 
-    if is_dgl_object(graph):
+    reader = frontend_reader(graph)
+    if reader is not None or is_dgl_object(graph):  # a frontend's graph (a DGLGraph, a bgl.dgl graph), in place
         if not hasattr(graph, "ndata") or not hasattr(graph, "canonical_etypes"):
             raise TypeError(f"graph must be a DGLGraph, got {type(graph).__name__}")
         if len(graph.ntypes) != 1 or len(graph.canonical_etypes) != 1:
-            return typed_info(graph, feat_key, label_key)
-        return arrays_info(dglgraph_arrays(graph, feat_key, label_key), shared, from_dgl=True)
+            info = typed_info(graph, feat_key, label_key)
+        else:
+            info = arrays_info(reader.arrays(graph, feat_key, label_key), shared, from_dgl=True)
+        info.reader, info.graph = reader, graph
+        return info
     if isinstance(graph, GraphArrays):  # e.g. a PyG Data's arrays (bgl.pyg.NeighborLoader)
         return arrays_info(graph, shared)
     from ..sources.hetero import TypedArrays
@@ -166,9 +183,6 @@ def resolve_graph(graph, feat_key, label_key, timeout: float, shared: bool = Fal
     if isinstance(graph, (list, tuple)) and graph and all(isinstance(a, str) for a in graph):
         env_dir = env_partition_dir()
         return _servers_info(list(graph), timeout, partition_dir=Path(env_dir) if env_dir else None)
-    if type(graph).__module__.startswith("bgl.dgl."):  # by name: the core imports no frontend
-        raise TypeError("a bgl.dgl graph is loaded by bgl.dgl.dataloading.DataLoader (DGL's name, same "
-                        "arguments), which hands its arrays to this loader in place and yields bgl.dgl blocks")
     raise TypeError(f"graph must be a DGLGraph, GraphStore, store/partition dir or list of server "
                     f"addresses, got {type(graph).__name__}")
 

@@ -34,7 +34,7 @@ import torch
 
 from ..threads import Closes
 from .arguments import check_graph_fields, proximity_partition, resolve_graph
-from .batch_frontend import batch_frontend, graph_reader
+from .batch_frontend import batch_frontend
 from .cache_choice import resolve_cache
 from .ddp import ddp_chunk
 from .edge_options import check_edge_options
@@ -219,7 +219,7 @@ class DataLoader(Closes):
         self._fetch = self._make_fetch(info, feat_keys, label_keys)
         if typed:
             self._fetch = dataclasses.replace(self._fetch, schema=schema)
-        type_names = graph_reader(self._graph).type_names(self._graph) if self._graph is not None else ("_N", "_E")
+        type_names = info.reader.type_names(self._graph) if self._graph is not None else ("_N", "_E")
         self._transfer = TransferStage(device=str(self.device), frontend=frontend, schema=schema,
                                        graph=graph if live_graph else self._graph,
                                        node_feats=extra_feats, edge_feats=edge_feats, type_names=type_names,

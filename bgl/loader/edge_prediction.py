@@ -167,7 +167,7 @@ def resolve_edge_seeds(graph, indices, info, settings: EdgeSettings):
     with).  A user's callables are the typed path's with one edge type
     (:func:`~bgl.loader.seeds.typed_callables.checked_callables`): each called once here, its output checked.
     """
-    from .arguments import check_ids, is_dgl_object
+    from .arguments import check_ids
     from .seeds.edges import EdgeSeeds, partition_endpoints, store_endpoints
 
     book = None
@@ -190,10 +190,8 @@ def resolve_edge_seeds(graph, indices, info, settings: EdgeSettings):
     negative = settings.negative
     if negative is not None and info.num_nodes < 2:
         raise ValueError(f"negative sampling needs a graph with at least 2 nodes, got {info.num_nodes}")
-    if is_dgl_object(graph):
-        from .batch_frontend import graph_reader
-
-        src, dst = graph_reader(graph).find_edges(graph, eids)
+    if info.reader is not None:  # a frontend's graph: its own edge ids
+        src, dst = info.reader.find_edges(info.graph, eids)
     elif book is not None:
         src, dst = partition_endpoints(book, eids)
     elif getattr(info.store, "edge_ids", None) is not None:
