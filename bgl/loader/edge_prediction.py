@@ -163,7 +163,8 @@ def resolve_edge_seeds(indices, info, settings: EdgeSettings):
     the partition dir's part stores (a partition's edge ids: :func:`~bgl.loader.seeds.edges.partition_endpoints`).
 
     ``info`` is the loader's :class:`~bgl.loader.graph_info.GraphInfo` (a frontend graph's endpoints come
-    from its own edge ids, through ``info.reader``; a callable negative sampler is called with ``info.graph``).  A user's callables are the typed path's with one edge type
+    from its own edge ids, through ``info.reader``; a callable negative sampler is called with
+    ``info.graph``).  A user's callables are the typed path's with one edge type
     (:func:`~bgl.loader.seeds.typed_callables.checked_callables`): each called once here, its output checked.
     """
     from .arguments import check_ids
