@@ -10,7 +10,8 @@ each stage come from a short profiling run (:mod:`bgl.loader.pipeline.resources`
 ``dataloader``         ``DataLoader``: epochs, seeds, DDP split, iteration
 ``loader_options``     ``LoaderOptions``: cache, order, pipeline, queues, resolved once
 ``sampler_options``    ``NeighborSampler``; ``SamplerOptions``: any sampler's settings, resolved once
-``arguments``          ``GraphInfo``: the graph as one of its kinds; seed id checks
+``graph_info``         ``GraphInfo``: the graph, resolved once into the description every step reads
+``arguments``          seed id checks
 ``graph_arrays``       ``GraphArrays``: a DGLGraph's own tensors (zero-copy) as the graph
 ``edge_prediction``    ``as_edge_prediction_sampler``: link prediction's settings, checked
 ``seeds/``             the seeds as one item kind (nodes or edges, typed, temporal)

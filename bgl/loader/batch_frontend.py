@@ -22,7 +22,9 @@ from typing import Any, Callable, Optional, Protocol
 
 
 class GraphReader(Protocol):
-    """Reads a frontend's graph object in place (a one-type DGLGraph), for :mod:`bgl.loader.graph_arrays`."""
+    """Reads a frontend's graph object in place (a DGLGraph, a ``bgl.dgl`` graph), for
+    :mod:`bgl.loader.graph_arrays`.  The object has DGL's graph API (``ndata``, ``edata``, ``ntypes``,
+    ``canonical_etypes``, ``nodes[nt].data``), which the core reads by duck type."""
 
     def arrays(self, graph, feat_key: Optional[str], label_key: Optional[str]) -> Any:
         """The graph as the core's :class:`~bgl.loader.graph_arrays.GraphArrays`, sharing its memory: in-edge
@@ -87,9 +89,14 @@ def _frontends() -> Frontends:
     return _installed
 
 
+def frontend_reader(graph) -> Optional[GraphReader]:
+    """The installed reader of ``graph``, or None when it is no frontend's graph object."""
+    return _frontends().reader(graph)
+
+
 def graph_reader(graph) -> GraphReader:
     """The installed reader of ``graph``; TypeError naming its type when no frontend reads it."""
-    reader = _frontends().reader(graph)
+    reader = frontend_reader(graph)
     if reader is None:
         raise TypeError(f"no frontend reads a {type(graph).__module__}.{type(graph).__name__} in place")
     return reader

@@ -16,7 +16,7 @@ import torch
 from .stages.specs import CacheSpec, TypedCacheSpec
 
 if TYPE_CHECKING:
-    from .arguments import GraphInfo
+    from .graph_info import GraphInfo
 
 DEFAULT_CACHE_RATIO = 0.1
 # The policy of ``cache=True`` / a cache size without a policy name: keep what the

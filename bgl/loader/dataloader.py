@@ -17,7 +17,8 @@ cores come from a short profiling run (:mod:`bgl.loader.pipeline.resources`).
 The constructor resolves its arguments once, into four frozen descriptions the stages
 read, each from one module, before any process starts: the loader's options
 (:mod:`bgl.loader.loader_options`), the sampler's (:mod:`bgl.loader.sampler_options`),
-the graph as one of its kinds (:mod:`bgl.loader.arguments`: graph servers pinged) and
+the graph as one description of its kind, counts, types, fields and reader (:mod:`bgl.loader.graph_info`:
+graph servers pinged; no later step reads the graph argument again) and
 the seeds as one item kind, nodes or edges, typed or not (:mod:`bgl.loader.seeds.items`:
 dtype, range, duplicates).  A new seed kind or sampling option is a case in one of those.
 """
@@ -33,13 +34,12 @@ import numpy as np
 import torch
 
 from ..threads import Closes
-from .arguments import check_graph_fields, proximity_partition, resolve_graph
-from .batch_frontend import batch_frontend, graph_reader
+from .graph_info import check_graph_fields, proximity_partition, resolve_graph
+from .batch_frontend import batch_frontend
 from .cache_choice import resolve_cache
 from .ddp import ddp_chunk
 from .edge_options import check_edge_options
 from .pipeline.epoch_iterator import EpochIterator
-from .graph_arrays import field_versions
 from .loader_options import DEFAULT_QUEUE, FINISHED_BATCHES_QUEUE, resolve_loader_options
 from .state.position import epoch_seed, LoaderState, ResumePoint, fingerprint, generator_seed_from_torch, parse_state
 from .stages.minibatch import MiniBatch
@@ -67,10 +67,11 @@ class DataLoader(Closes):
 
     Parameters
     ----------
-    graph : DGLGraph | GraphStore | str/Path (store dir or partition dir) | list of server addresses
+    graph : DGLGraph | bgl.dgl graph | GraphStore | str/Path (store dir or partition dir) | list of server addresses
         A DGLGraph is read in place, zero-copy (its exact edges, CSC as DGL
         caches it, ``ndata['feat']``/``ndata['label']``; see
-        :mod:`bgl.loader.graph_arrays`).  A partition dir needs the
+        :mod:`bgl.loader.graph_arrays`); so is a ``bgl.dgl`` graph, whose batches are then
+        ``bgl.dgl`` blocks and graphs (:mod:`bgl.dgl.in_place`).  A partition dir needs the
         graph servers in env ``BGL_SERVERS`` (set by ``bgl launch``); with a
         list of addresses, env ``BGL_PARTITION`` names the partition dir that
         ``order="proximity"`` reads.
@@ -156,14 +157,16 @@ class DataLoader(Closes):
         self._next_order = NextOrderGuess()  # build the next epoch's order (BFS, shuffle) during this one
         self._wait = TrainerWait.before_any_epoch()  # the latest epoch's trainer wait (stats())
 
-        # The graph, as one of its kinds (GraphInfo), with the first feature / label name it serves.
+        # The graph, resolved once into its description (GraphInfo), with the first feature / label name it
+        # serves; nothing below reads the graph argument again.
         self._resolve_args = (sampler.feat_keys[0] if sampler.feat_keys else None,
                               sampler.label_keys[0] if sampler.label_keys else None,
                               opts.server_timeout, opts.pipeline == "processes")
         info = resolve_graph(graph, *self._resolve_args)
+        del graph
         self._info = info
         # DGL's objects or bgl's: the edge's choice (bgl/dgl/frontend_choice.py), made once, here
-        frontend = batch_frontend(graph, opts.blocks, info.from_dgl or sampler.from_dgl)
+        frontend = batch_frontend(info.graph, opts.blocks, info.from_dgl or sampler.from_dgl)
         want_dgl = frontend is not None
         typed = info.typed or isinstance(indices, dict)
         lazy_rows, live_graph = reads_in_place(info, sampler, want_dgl, opts.cache) if typed else (False, False)
@@ -171,18 +174,16 @@ class DataLoader(Closes):
         if schema is None and any(isinstance(f, dict) for f in sampler.fanouts):
             raise ValueError("per-relation fanout dicts need a graph with edge types; this graph has one")
         check_edge_options(sampler.edge, info, sampler.labor, typed)
-        extra_feats, edge_feats = ((), ()) if typed else check_graph_fields(info, graph, sampler.feat_keys,
-                                                                            sampler.edge_keys)
+        extra_feats, edge_feats = ((), ()) if typed else check_graph_fields(info, sampler.feat_keys, sampler.edge_keys)
         # Edge features: a DGLGraph's are read in place by edge id (typed: into DGL blocks), a store's come with the sample.
         store_edge_feats = () if info.from_dgl and (live_graph or not typed) else tuple(sampler.edge_keys)
         # A DGLGraph is read in place: the loader watches its fields for changes between epochs.
-        self._graph = graph if info.from_dgl and not typed else None
-        self._graph_fields = self._field_versions()
+        self._watches_graph = info.from_dgl and not typed
         pipeline = opts.pipeline or ("thread" if info.spec.kind == "servers" else "inline")
         self.pipeline_mode = pipeline
 
         # The seeds, as one item kind (SeedItems): node ids, or positions into the seed edges.
-        seeds = resolve_seeds(graph, indices, info, sampler, schema, opts.order, opts.seed_time, opts.seed_layout)
+        seeds = resolve_seeds(indices, info, sampler, schema, opts.order, opts.seed_time, opts.seed_layout)
         self._edges = seeds.edges
         ids = seeds.ids
         order_partition = None
@@ -219,10 +220,10 @@ class DataLoader(Closes):
         self._fetch = self._make_fetch(info, feat_keys, label_keys)
         if typed:
             self._fetch = dataclasses.replace(self._fetch, schema=schema)
-        type_names = graph_reader(self._graph).type_names(self._graph) if self._graph is not None else ("_N", "_E")
         self._transfer = TransferStage(device=str(self.device), frontend=frontend, schema=schema,
-                                       graph=graph if live_graph else self._graph,
-                                       node_feats=extra_feats, edge_feats=edge_feats, type_names=type_names,
+                                       graph=info.graph if live_graph or self._watches_graph else None,
+                                       node_feats=extra_feats, edge_feats=edge_feats,
+                                       type_names=info.type_names if self._watches_graph else ("_N", "_E"),
                                        feat_codec=info.feat_codec, feat_dtype=opts.feat_dtype, feat_keys=feat_keys,
                                        build_csr=pipeline == "thread" and self.device.type == "cpu")
         self._stage_cores = opts.stage_cores
@@ -252,10 +253,6 @@ class DataLoader(Closes):
                           lookahead=cache_choice.lookahead)
 
     # ------------------------------------------------------------ a DGLGraph read in place
-    def _field_versions(self) -> Optional[tuple]:
-        """What :func:`~bgl.loader.graph_arrays.field_versions` says of the watched DGLGraph tensors."""
-        return None if self._graph is None else field_versions(self._graph, self._resolve_args[:2])
-
     def _refresh_graph_fields(self) -> None:
         """Re-read the DGLGraph's feature/label tensors when they changed since the last epoch.
 
@@ -265,15 +262,14 @@ class DataLoader(Closes):
         cache are rebuilt when, and only when, a tensor changed.  A change in the middle of
         an epoch is seen from the next epoch on.
         """
-        if self._graph is None or self._field_versions() == self._graph_fields:
+        if not self._watches_graph or not self._info.changed():
             return
-        info = resolve_graph(self._graph, *self._resolve_args)
+        info = resolve_graph(self._info.graph, *self._resolve_args)
         if info.num_nodes != self._info.num_nodes:
             raise ValueError(f"the DGLGraph now has {info.num_nodes} nodes, the loader was built for "
                              f"{self._info.num_nodes}; build a new loader")
         self.close()  # stage processes hold the old copies; inline stages the old views and cache
         self._info = info
-        self._graph_fields = self._field_versions()
         want_feats, want_labels = self._wanted_keys
         feat_keys = want_feats if info.feat_dim > 0 else ()
         label_keys = want_labels if info.has_label else ()

@@ -111,7 +111,7 @@ def edge_settings(graph_sampler) -> EdgeSettings:
     ValueError, TypeError
         an unknown ``exclude``, ``reverse_id`` without reverse ids, or an unsupported negative sampler.
     """
-    from .arguments import is_dgl_object
+    from .graph_info import is_dgl_object
 
     exclude = graph_sampler.exclude
     _check_exclude_mode(exclude, graph_sampler.reverse_eids, getattr(graph_sampler, "reverse_etypes", None))
@@ -156,18 +156,18 @@ def check_reverse_eids(reverse_eids, num_edges: int) -> np.ndarray:
     return rev
 
 
-def resolve_edge_seeds(graph, indices, info, settings: EdgeSettings):
+def resolve_edge_seeds(indices, info, settings: EdgeSettings):
     """The :class:`~bgl.loader.seeds.edges.EdgeSeeds` of a link-prediction loader, every argument
     checked before anything starts: edge ids (integers, in range, no duplicates), ``reverse_eids``,
     and a graph that negatives can be drawn from.  Over graph servers the endpoints are read from
     the partition dir's part stores (a partition's edge ids: :func:`~bgl.loader.seeds.edges.partition_endpoints`).
 
-    ``info`` is the loader's :class:`~bgl.loader.arguments.GraphInfo`; ``graph`` the user's graph
-    (a DGLGraph's endpoints come from DGL's own edge ids; what a callable negative sampler is called
-    with).  A user's callables are the typed path's with one edge type
+    ``info`` is the loader's :class:`~bgl.loader.graph_info.GraphInfo` (a frontend graph's endpoints come
+    from its own edge ids, through ``info.reader``; a callable negative sampler is called with
+    ``info.graph``).  A user's callables are the typed path's with one edge type
     (:func:`~bgl.loader.seeds.typed_callables.checked_callables`): each called once here, its output checked.
     """
-    from .arguments import check_ids, is_dgl_object
+    from .arguments import check_ids
     from .seeds.edges import EdgeSeeds, partition_endpoints, store_endpoints
 
     book = None
@@ -190,10 +190,8 @@ def resolve_edge_seeds(graph, indices, info, settings: EdgeSettings):
     negative = settings.negative
     if negative is not None and info.num_nodes < 2:
         raise ValueError(f"negative sampling needs a graph with at least 2 nodes, got {info.num_nodes}")
-    if is_dgl_object(graph):
-        from .batch_frontend import graph_reader
-
-        src, dst = graph_reader(graph).find_edges(graph, eids)
+    if info.reader is not None:  # a frontend's graph: its own edge ids
+        src, dst = info.reader.find_edges(info.graph, eids)
     elif book is not None:
         src, dst = partition_endpoints(book, eids)
     elif getattr(info.store, "edge_ids", None) is not None:
@@ -213,7 +211,7 @@ def resolve_edge_seeds(graph, indices, info, settings: EdgeSettings):
 
         schema = GraphSchema.homogeneous(int(info.num_nodes), num_edges)
         exclude, negative = checked_callables(schema, eids, np.zeros(eids.shape[0], np.int64), exclude, negative,
-                                              graph, info, typed=False)
+                                              info, typed=False)
     return EdgeSeeds(eids=eids, src=src, dst=dst, num_nodes=int(info.num_nodes), exclude=exclude,
                      reverse_eids=reverse, negative=negative, schema=schema)
 

@@ -252,17 +252,3 @@ def int64_labels(given: torch.Tensor, key: str, derivations) -> tuple[torch.Tens
         return int(label.max()) + 1 if label.numel() else 0
 
     return label, classes() if derivations is None else derivations.derived("classes", key, given, None, classes)
-
-
-def field_versions(g: Any, keys) -> tuple:
-    """Identity and in-place version of ``g.ndata[key]`` for each key (None where absent).
-
-    ``torch.Tensor._version`` counts in-place writes, so both ``g.ndata['feat'] = new`` and
-    ``g.ndata['feat'][ids] = rows`` change this, at no cost per batch: the loader compares it
-    at each epoch's start and re-reads the graph only when it changed.
-    """
-    out = []
-    for key in keys:
-        t = g.ndata[key] if key is not None and key in g.ndata else None
-        out.append((key, None if t is None else (id(t), t._version, tuple(t.shape), t.dtype)))
-    return tuple(out)

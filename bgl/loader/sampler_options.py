@@ -17,7 +17,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .arguments import is_dgl_object
+from .graph_info import is_dgl_object
 from .edge_options import EdgeOptions, edge_names_of, edge_option
 
 

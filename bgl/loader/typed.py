@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from ..sampler.typed.sampling import relation_fanouts
-from .arguments import is_dgl_object
+from .graph_info import is_dgl_object
 
 
 def check_typed_options(info, sampler, cache, lazy_rows: bool = False):

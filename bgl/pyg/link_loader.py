@@ -107,7 +107,7 @@ class LinkNeighborLoader(NeighborLoader):
         if isinstance(edge_label_index, tuple):
             raise ValueError("heterogeneous edge_label_index (edge_type, pairs) is not supported")
         if num_nodes is None:
-            from ..loader.arguments import resolve_graph
+            from ..loader.graph_info import resolve_graph
 
             num_nodes = resolve_graph(graph, None, None, float(kwargs.get("server_timeout", 5.0))).num_nodes
         pairs = _check_label_index(edge_label_index, num_nodes)

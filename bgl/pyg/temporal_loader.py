@@ -89,7 +89,7 @@ def temporal_graph(data, time_attr: Optional[str], loader: str,
 def _server_time_source(data, time_attr: str, timeout: float) -> tuple[Any, str, Optional[Any]]:
     """:func:`temporal_graph` of graph servers: node-level when every server lists ``time_attr`` in its
     ``ndata``, edge-level when in its ``edata``, else one line naming both lists."""
-    from ..loader.arguments import resolve_graph
+    from ..loader.graph_info import resolve_graph
 
     info = resolve_graph(data, None, None, timeout)
     nodes, edges = list(getattr(info, "node_names", [])), list(info.edge_names or [])
@@ -212,7 +212,7 @@ class TemporalLinkNeighborLoader(_TemporalBatches):
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, num_workers: int = 0,
                  **kwargs):
         from ..sampler.temporal.sampling import check_times
-        from ..loader.arguments import resolve_graph
+        from ..loader.graph_info import resolve_graph
         from ..loader.dataloader import DataLoader
         from .negatives import _check_label_index, _negatives, check_edge_label
 

@@ -52,9 +52,9 @@ def positions(n: int) -> np.ndarray:
     return np.arange(n, dtype=np.int32 if n < np.iinfo(np.int32).max else np.int64)
 
 
-def resolve_seeds(graph, indices, info, sampler, schema, order: str, seed_time=None, seed_layout=None) -> SeedItems:
+def resolve_seeds(indices, info, sampler, schema, order: str, seed_time=None, seed_layout=None) -> SeedItems:
     """The :class:`SeedItems` of ``indices`` over the resolved graph ``info``
-    (:class:`~bgl.loader.arguments.GraphInfo`) for ``sampler``
+    (:class:`~bgl.loader.graph_info.GraphInfo`) for ``sampler``
     (:class:`~bgl.loader.sampler_options.SamplerOptions`); ``schema`` is the typed graph's, or None.
 
     Raises ValueError / TypeError naming the bad id, type or combination, before anything starts.
@@ -63,12 +63,12 @@ def resolve_seeds(graph, indices, info, sampler, schema, order: str, seed_time=N
     if seed_layout is not None:  # items are positions; the caller lays out each batch's seeds (PyG's link loader)
         from .temporal import laid_out_seeds
 
-        items, seeds = laid_out_seeds(graph, indices, seed_layout, info, sampler.temporal, schema)
+        items, seeds = laid_out_seeds(indices, seed_layout, info, sampler.temporal, schema)
         return SeedItems(EDGES, typed, items, order_nodes=seed_layout.order_nodes, temporal=seeds)
     if sampler.temporal is not None or seed_time is not None:
         from .temporal import resolve_temporal_seeds
 
-        seeds = resolve_temporal_seeds(graph, indices, seed_time, info, sampler.temporal, sampler.link, schema)
+        seeds = resolve_temporal_seeds(indices, seed_time, info, sampler.temporal, sampler.link, schema)
         # A node may be a seed at many times: items are positions, placed by their node (proximity).
         if sampler.link is not None:
             return SeedItems(EDGES, typed, positions(seeds.times.shape[0]), edges=seeds.edges,
@@ -79,12 +79,12 @@ def resolve_seeds(graph, indices, info, sampler, schema, order: str, seed_time=N
         if typed:
             from .typed_edges import resolve_typed_edge_seeds
 
-            edges = resolve_typed_edge_seeds(indices, info, sampler.link, graph)
+            edges = resolve_typed_edge_seeds(indices, info, sampler.link)
             return SeedItems(EDGES, typed, positions(edges.eids.shape[0]), edges=edges,
                              order_nodes=edges.dst)
         from ..edge_prediction import resolve_edge_seeds
 
-        edges = resolve_edge_seeds(graph, indices, info, sampler.link)
+        edges = resolve_edge_seeds(indices, info, sampler.link)
         # Items are positions into the seed-edge list; the sample stage turns them into nodes.
         return SeedItems(EDGES, typed, positions(edges.eids.shape[0]), edges=edges,
                          order_nodes=edges.dst)

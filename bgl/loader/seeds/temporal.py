@@ -14,7 +14,7 @@ from .temporal_edges import LaidOutSeeds, TemporalEdgeSeeds, TemporalTypedEdgeSe
 from ..temporal_sampler import TemporalOptions, TemporalSeeds
 
 
-def resolve_temporal_seeds(graph, indices, seed_time, info, options: Optional[TemporalOptions], link=None,
+def resolve_temporal_seeds(indices, seed_time, info, options: Optional[TemporalOptions], link=None,
                            schema=None):
     """The :class:`TemporalSeeds` of node ids ``indices`` at ``seed_time`` (with ``link``, the
     edge-prediction settings, a :class:`~bgl.loader.seeds.temporal_edges.TemporalEdgeSeeds` of seed edge
@@ -28,7 +28,7 @@ def resolve_temporal_seeds(graph, indices, seed_time, info, options: Optional[Te
                          "edge_timestamp_attr_name=...) as the graph_sampler, or drop seed_time")
     _check_weights(info, options.prob_name, schema)
     if schema is not None:
-        return _typed_seeds(graph, indices, seed_time, info, options, link, schema)
+        return _typed_seeds(indices, seed_time, info, options, link, schema)
     edges = None
     if link is not None:
         from ..edge_prediction import resolve_edge_seeds
@@ -36,7 +36,7 @@ def resolve_temporal_seeds(graph, indices, seed_time, info, options: Optional[Te
         if link.exclude is not None:
             raise ValueError(f"exclude={link.exclude!r}: temporal link prediction excludes by time, not by id (give "
                              "each seed edge a seed_time before its own time, e.g. time - 1); pass exclude=None")
-        edges = resolve_edge_seeds(graph, indices, info, link)
+        edges = resolve_edge_seeds(indices, info, link)
         nodes = edges.dst
     else:
         nodes = check_indices(indices, info.num_nodes)
@@ -45,7 +45,7 @@ def resolve_temporal_seeds(graph, indices, seed_time, info, options: Optional[Te
     times = check_times(seed_time, int(nodes.shape[0]), "seed_time")
     if options.edge_time is not None:
         _check_edge_time(info, options.edge_time)
-    node_time = None if options.node_time_name is None else _node_times(graph, options.node_time_name, info)
+    node_time = None if options.node_time_name is None else _node_times(options.node_time_name, info)
     if edges is None:
         return TemporalSeeds(options, node_time, nodes=nodes, times=times)
     return TemporalEdgeSeeds(options, node_time, times=times, edges=edges)
@@ -84,25 +84,21 @@ def _check_edge_time(info, name: str) -> None:
 def _local_edge_array(info, what: str, name: str):
     """``(store, edge array name)`` of a local graph (its arrays, or its store opened by path); ValueError
     naming the argument ``what`` and the edge arrays there are when it has none of that name."""
-    store = info.spec.arrays
-    if store is None:
-        from ...store import GraphStore
-
-        store = GraphStore(info.spec.path, validate="none")
+    store = info.store  # the arrays, or the store the graph was resolved from (opened once)
     try:
         return store, store.edge_array(name)
     except KeyError as e:
         raise ValueError(f"{what}={name!r}: {e.args[0]}") from None
 
 
-def _node_times(graph, name: str, info) -> Optional[np.ndarray]:
+def _node_times(name: str, info) -> Optional[np.ndarray]:
     """Node times ``name`` of an in-memory graph (a DGLGraph's ``g.ndata[name]``) as int64 [num_nodes];
     None for a store or graph servers, which sample by the name (checked here, nothing read)."""
     from ...sampler.temporal.sampling import check_times
 
     if _names_node_times(info, name):
         return None
-    ndata = getattr(graph, "ndata", None)
+    ndata = getattr(info.graph, "ndata", None)
     if ndata is None or name not in ndata:
         raise ValueError(f"node_timestamp_attr_name={name!r}: the graph has no node array {name!r} (node times "
                          f"come from g.ndata, or a store's node array: bgl ingest --node-time)")
@@ -122,11 +118,7 @@ def _names_node_times(info, name: str) -> bool:
             raise ValueError(f"node_timestamp_attr_name={name!r}: the graph servers have no node array {name!r} "
                              f"(with its source copy, written by bgl partition); they have {sorted(have) or 'none'}")
         return True
-    store = info.spec.arrays
-    if store is None:
-        from ...store import GraphStore
-
-        store = GraphStore(info.spec.path, validate="none")
+    store = info.store
     if not hasattr(store, "node_array"):
         return False  # a DGLGraph's arrays: its g.ndata
     try:
@@ -137,14 +129,14 @@ def _names_node_times(info, name: str) -> bool:
     return True
 
 
-def _typed_seeds(graph, indices, seed_time, info, options: TemporalOptions, link, schema) -> TemporalSeeds:
+def _typed_seeds(indices, seed_time, info, options: TemporalOptions, link, schema) -> TemporalSeeds:
     """Typed node seeds ``{ntype: ids}`` at ``seed_time`` (``{ntype: times}``, the same types and lengths;
     a tensor for a one-type graph), fanouts per relation for each hop."""
     from ...sampler.temporal.sampling import check_times
     from ..typed import typed_fanouts, typed_seed_ids
 
     if link is not None:
-        return _typed_edge_seeds(graph, indices, seed_time, info, options, link, schema)
+        return _typed_edge_seeds(indices, seed_time, info, options, link, schema)
     nodes = typed_seed_ids(indices, schema)
     if seed_time is None:
         raise ValueError("a TemporalNeighborSampler needs a time for every seed: seed_time={ntype: times}")
@@ -162,20 +154,20 @@ def _typed_seeds(graph, indices, seed_time, info, options: TemporalOptions, link
         _check_edge_time(info, options.edge_time)
     node_time = None
     if options.node_time_name is not None:
-        node_time = _typed_node_times(graph, options.node_time_name, schema, info)
+        node_time = _typed_node_times(options.node_time_name, schema, info)
     fanouts = typed_fanouts(list(options.hop_fanouts), schema)
     return TemporalSeeds(options, node_time, typed_fanouts=fanouts, schema=schema, nodes=nodes, times=times)
 
 
-def _typed_node_times(graph, name: str, schema, info=None) -> Optional[np.ndarray]:
+def _typed_node_times(name: str, schema, info) -> Optional[np.ndarray]:
     """Node times ``name`` of a heterogeneous DGLGraph (``g.nodes[t].data[name]`` for every type) or typed
     arrays carrying ``type_ndata[name] = {ntype: times}`` (a PyG HeteroData's), as int64 over global ids
     (types in the schema's order); None for a typed store or graph servers (sampled by the name)."""
     from ...sampler.temporal.sampling import check_times
 
-    if info is not None and _names_node_times(info, name):
+    if _names_node_times(info, name):
         return None
-
+    graph = info.graph
     nodes = getattr(graph, "nodes", None)
     given = getattr(graph, "type_ndata", {}).get(name)  # typed arrays' {ntype: times} (a PyG HeteroData's)
     parts = []
@@ -192,7 +184,7 @@ def _typed_node_times(graph, name: str, schema, info=None) -> Optional[np.ndarra
     return np.concatenate(parts)
 
 
-def _typed_edge_seeds(graph, indices, seed_time, info, options: TemporalOptions, link, schema):
+def _typed_edge_seeds(indices, seed_time, info, options: TemporalOptions, link, schema):
     """Typed seed edges ``{etype: eids}`` at ``seed_time`` (``{etype: times}``, the same keys in order;
     a tensor for a one-relation graph): every endpoint its own seed, exclusion by time only."""
     import dataclasses
@@ -204,7 +196,7 @@ def _typed_edge_seeds(graph, indices, seed_time, info, options: TemporalOptions,
     if link.exclude is not None:
         raise ValueError(f"exclude={link.exclude!r}: temporal link prediction excludes by time, not by id (give "
                          "each seed edge a seed_time before its own time, e.g. time - 1); pass exclude=None")
-    edges = dataclasses.replace(resolve_typed_edge_seeds(indices, info, link, graph), node_order="disjoint")
+    edges = dataclasses.replace(resolve_typed_edge_seeds(indices, info, link), node_order="disjoint")
     if seed_time is None:
         raise ValueError("a TemporalNeighborSampler needs a time for every seed edge: seed_time={etype: times}")
     if isinstance(indices, dict):
@@ -217,14 +209,14 @@ def _typed_edge_seeds(graph, indices, seed_time, info, options: TemporalOptions,
         times = check_times(seed_time, int(edges.eids.shape[0]), "seed_time")
     if options.edge_time is not None:
         _check_edge_time(info, options.edge_time)
-    node_time = None if options.node_time_name is None else _typed_node_times(graph, options.node_time_name, schema,
+    node_time = None if options.node_time_name is None else _typed_node_times(options.node_time_name, schema,
                                                                               info)
     return TemporalTypedEdgeSeeds(options, node_time, times=times,
                                   typed_fanouts=typed_fanouts(list(options.hop_fanouts), schema), schema=schema,
                                   edges=edges)
 
 
-def laid_out_seeds(graph, indices, layout, info, options: Optional[TemporalOptions],
+def laid_out_seeds(indices, layout, info, options: Optional[TemporalOptions],
                    schema=None) -> tuple[np.ndarray, LaidOutSeeds]:
     """``(items, seeds)``: the checked item positions ``indices`` into ``layout`` (``layout.num_items``
     items, ``layout.order_nodes`` the node proximity order places each by) and their
@@ -240,9 +232,9 @@ def laid_out_seeds(graph, indices, layout, info, options: Optional[TemporalOptio
     if schema is not None:  # a typed graph: the layout gives global ids; fanouts per relation
         from ..typed import typed_fanouts
 
-        node_time = None if options.node_time_name is None else _typed_node_times(graph, options.node_time_name,
+        node_time = None if options.node_time_name is None else _typed_node_times(options.node_time_name,
                                                                                   schema, info)
         return items, LaidOutSeeds(options, node_time, layout=layout, schema=schema,
                                    typed_fanouts=typed_fanouts(list(options.hop_fanouts), schema))
-    node_time = None if options.node_time_name is None else _node_times(graph, options.node_time_name, info)
+    node_time = None if options.node_time_name is None else _node_times(options.node_time_name, info)
     return items, LaidOutSeeds(options, node_time, layout=layout)

@@ -219,11 +219,11 @@ class UserExclude:
         return f"UserExclude({self.fn!r})"
 
 
-def checked_callables(schema, eids: np.ndarray, rel: np.ndarray, exclude, negative, graph, info,
+def checked_callables(schema, eids: np.ndarray, rel: np.ndarray, exclude, negative, info,
                       typed: bool = True) -> tuple:
     """``(exclude, negative)`` for :class:`~bgl.loader.seeds.typed_edges.TypedEdgeSeeds` (``typed``) or
     :class:`~bgl.loader.seeds.edges.EdgeSeeds` (``schema`` the homogeneous one, ``rel`` all 0): a callable
-    ``exclude`` as a :class:`UserExclude`, a :class:`UserNegatives` bound to the user's ``graph``; each
+    ``exclude`` as a :class:`UserExclude`, a :class:`UserNegatives` bound to the user's graph (``info.graph``); each
     called once on the first seed edge of every edge type, its output checked, so that a wrong output
     is named before any process starts (an excluded edge of another edge type too)."""
     probe = {int(r): eids[np.flatnonzero(rel == r)[:1]] for r in np.unique(rel)}
@@ -241,6 +241,6 @@ def checked_callables(schema, eids: np.ndarray, rel: np.ndarray, exclude, negati
             exclude = UserExclude(exclude, "partition", int(book.num_edges), str(info.partition_dir))
         exclude.positions(schema, probe, info.store)  # the store's (a DGLGraph's arrays') CSC; None: servers
     if isinstance(negative, UserNegatives):
-        negative = UserNegatives(negative.fn, graph, typed)
+        negative = UserNegatives(negative.fn, info.graph, typed)
         negative.draw(schema, probe, 0)
     return exclude, negative

@@ -206,11 +206,11 @@ def check_reverse_etypes(schema, reverse_etypes) -> np.ndarray:
     return rev
 
 
-def resolve_typed_edge_seeds(indices, info, settings, graph=None) -> TypedEdgeSeeds:
+def resolve_typed_edge_seeds(indices, info, settings) -> TypedEdgeSeeds:
     """The :class:`TypedEdgeSeeds` of ``{etype: eids}`` over a typed graph ``info`` (a heterogeneous
     DGLGraph read in place, a local typed store, or graph servers with their partition dir), every
     argument checked before anything starts (a user's callables called once: :mod:`.typed_callables`;
-    ``graph`` the user's graph, what a callable negative sampler is called with)."""
+    a callable negative sampler is called with ``info.graph``, the graph as the user gave it)."""
     from ..arguments import check_ids
 
     schema = info.schema
@@ -255,7 +255,7 @@ def resolve_typed_edge_seeds(indices, info, settings, graph=None) -> TypedEdgeSe
     if callable(exclude) or getattr(negative, "draw", None) is not None:
         from .typed_callables import checked_callables
 
-        exclude, negative = checked_callables(schema, eids, rel, exclude, negative, graph, info)
+        exclude, negative = checked_callables(schema, eids, rel, exclude, negative, info)
     # held for the loader's life: ids, positions and destinations in int32 while they fit (12 B a seed edge
     # saved; widened per batch); a local graph's sources are read from its CSC per batch, not held (8 B)
     eids, pos, dst = _narrowed(eids), _narrowed(pos), _narrowed(dst)

@@ -223,13 +223,6 @@ def test_other_block_kinds_refused(g):
         bdgl.dataloading.DataLoader(g, torch.arange(4), bdgl.dataloading.NeighborSampler([2]), blocks="dgl")
 
 
-def test_bgl_dataloader_names_the_bgl_dgl_loader_for_a_bgl_dgl_graph():
-    """``bgl.DataLoader`` (the core loader) does not read a ``bgl.dgl`` graph itself; it says which loader does."""
-    g = bdgl.graph((torch.tensor([0, 1]), torch.tensor([1, 2])))
-    with pytest.raises(TypeError, match="bgl.dgl.dataloading.DataLoader"):
-        bgl.DataLoader(g, torch.tensor([0, 1]), bgl.NeighborSampler([2]), batch_size=2)
-
-
 def _edge_prediction_batches(lib, graph, seeds, exclude="self"):
     sampler = lib.dataloading.as_edge_prediction_sampler(lib.dataloading.MultiLayerFullNeighborSampler(1),
                                                          exclude=exclude)

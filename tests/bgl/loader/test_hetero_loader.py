@@ -314,7 +314,7 @@ def test_each_node_type_has_its_own_cache_and_batches_are_unchanged(typed_store,
 
 def test_a_typed_cache_splits_its_bytes_over_the_types_by_their_rows(typed_store):
     from bgl.cache import make_cache
-    from bgl.loader.arguments import resolve_graph
+    from bgl.loader.graph_info import resolve_graph
     from bgl.loader.cache_choice import resolve_cache_spec
 
     info = resolve_graph(typed_store, "feat", "label", 30.0, False)
