@@ -19,7 +19,7 @@ from bgl.dgl.base import DGLError
 from bgl.dgl.ops._kernels import edge_head_dot, scatter_arg_grad, spmm_extreme, spmm_weighted
 from bgl.dgl.ops import cpu_alloc, cpu_rows
 from bgl.dgl.ops.cpu_rows import adjacency_arrays, kernels_for, run_rows
-from bgl.dgl.ops.edge_map import EdgeOpCompare, EdgeOpSum, flat_rows
+from bgl.dgl.ops.edge_map import EdgeOpCompare, EdgeOpSum, flat_rows, reshaped
 from bgl.dgl.ops.operands import Operands, check_rows
 from bgl.dgl.relation import Relation
 
@@ -148,14 +148,14 @@ def _fused(rel: Relation, op: str, lhs, rhs, mean: bool) -> Optional[torch.Tenso
     elif op == "mul" and rel.num_edges and lhs.shape[1:] != rhs.shape[1:]:
         e = rhs.shape[0]
         if rhs[0].numel() == 1:  # one weight per edge
-            w = rhs.reshape(e, 1)
+            w = reshaped(rhs, (e, 1))
         elif lhs.dim() >= 3 and rhs.shape[1] == lhs.shape[1] and rhs[0, 0].numel() == 1:  # one per head
-            w = rhs.reshape(e, lhs.shape[1])
+            w = reshaped(rhs, (e, lhs.shape[1]))
         else:
             return None
     else:
         return None
-    return WeightedSpmm.apply(rel, flat_rows(lhs), w, mean).view(rel.num_dst, *lhs.shape[1:])
+    return reshaped(WeightedSpmm.apply(rel, flat_rows(lhs), w, mean), (rel.num_dst, *lhs.shape[1:]))
 
 
 def _extreme(rel: Relation, op: str, reduce_op: str, lhs, rhs, lhs_target: str) -> Optional[torch.Tensor]:
@@ -164,7 +164,7 @@ def _extreme(rel: Relation, op: str, reduce_op: str, lhs, rhs, lhs_target: str) 
     if op not in ("copy_lhs", "copy_rhs") or (op == "copy_lhs" and lhs_target != "u") or not kernels_for(data):
         return None
     out = SpmmExtreme.apply(rel, op == "copy_rhs", reduce_op == "max", flat_rows(data))
-    return out.view(rel.num_dst, *data.shape[1:])
+    return reshaped(out, (rel.num_dst, *data.shape[1:]))
 
 
 def message_reduce(rel: Relation, op: str, reduce_op: str, lhs: Optional[torch.Tensor],
