@@ -79,9 +79,9 @@ def _chunk(feature_shape) -> int:
 def reshaped(t: torch.Tensor, shape) -> torch.Tensor:
     """``t.reshape(shape)``, but ``t`` itself when it has that shape already.
 
-    Not a no-op for memory: a gradient that flows back through a view keeps the view's base alive,
-    so autograd cannot add a second gradient into it in place and allocates a third tensor (on a
-    block, ``feat`` gets one from the SpMM and one from the dst slice: +1 x feat at the peak)."""
+    Not a no-op for memory: with a same-shape view around the SpMM, autograd summed a block's two
+    ``feat`` gradients (the SpMM's and the dst slice's) into a third tensor, +1 x feat at the peak
+    (GINConv on a PubMed block: 1.29x DGL's peak; 1.0x without the views)."""
     return t if tuple(t.shape) == tuple(shape) else t.reshape(shape)
 
 
@@ -117,7 +117,7 @@ def _index_array(index):
     return _NO_INDEX.setdefault("empty", np.empty(0, np.int64))
 
 
-def _edge_kernel(op, lhs, rhs, li, ri, out) -> bool:
+def edge_kernel(op, lhs, rhs, li, ri, out) -> bool:
     """SDDMM of two same-shape CPU operands in one numba pass over the edges (what GAT's
     ``u_add_v`` and link prediction's ``u_dot_v`` are); False when the pair needs broadcasting."""
     if op not in _OP_CODES or lhs is None or rhs is None or lhs.shape[1:] != rhs.shape[1:] \
@@ -153,7 +153,7 @@ class EdgeOpSum(torch.autograd.Function):
         ctx.save_for_backward(lhs if reads else None, rhs if reads else None, li, ri, dst)
         ctx.shapes = [None if t is None else (t.shape, t.dtype, t.device) for t in (lhs, rhs)]
         ctx.op, ctx.num_edges = op, num_edges
-        if dst is None and _edge_kernel(op, lhs, rhs, li, ri, out):
+        if dst is None and edge_kernel(op, lhs, rhs, li, ri, out):
             return out
         step = _chunk(out_shape)
         for start in range(0, num_edges, step):

@@ -70,3 +70,71 @@ def test_u_mul_v_still_keeps_its_operands():
     (out * weights).sum().backward()
     torch.testing.assert_close(a.grad, torch.zeros(5, 3).index_add_(0, SRC, weights * b[DST].detach()))
     torch.testing.assert_close(b.grad, torch.zeros(3, 3).index_add_(0, DST, weights * a[SRC].detach()))
+
+
+@pytest.mark.parametrize("op", ["add", "sub"])
+@pytest.mark.parametrize("targets", [("u", "v"), ("v", "u"), ("u", "u"), ("v", "v")])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_node_add_sub_backward_sums_edge_rows_per_node(op, targets, threads, monkeypatch):
+    """GATv2's ``u_add_v``: the gradient of each operand is its nodes' sums of edge-gradient rows
+    (the SpMM kernel over the CSR / CSC, rows split over threads), equal to a scatter-add; on a
+    graph whose CSC order is not its edge-id order (so the kernel reads edge ids)."""
+    from bgl.dgl.ops import cpu_rows
+
+    monkeypatch.setattr(cpu_rows, "SPLIT_EDGES", 8)  # several row ranges even on this small graph
+    gen = torch.Generator().manual_seed(4)
+    src, dst = torch.randint(0, 9, (60,), generator=gen), torch.randint(0, 9, (60,), generator=gen)
+    graph = bdgl.graph((src, dst), num_nodes=9)
+    a, b = torch.randn(9, 2, 3, generator=gen), torch.randn(9, 2, 3, generator=gen)
+    weights = torch.randn(60, 2, 3, generator=gen)
+    ends = {"u": src, "v": dst}
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        leaves = [a.clone().requires_grad_(), b.clone().requires_grad_()]
+        out = gsddmm(graph, op, *leaves, *targets)
+        (out * weights).sum().backward()
+    finally:
+        torch.set_num_threads(previous)
+    sign = 1.0 if op == "add" else -1.0
+    torch.testing.assert_close(out, a[ends[targets[0]]] + sign * b[ends[targets[1]]])
+    torch.testing.assert_close(leaves[0].grad, torch.zeros(9, 2, 3).index_add_(0, ends[targets[0]], weights))
+    torch.testing.assert_close(leaves[1].grad, torch.zeros(9, 2, 3).index_add_(0, ends[targets[1]], sign * weights))
+    assert leaves[0].grad._base is None and leaves[1].grad._base is None
+
+
+@pytest.mark.parametrize("kernels", [True, False])
+@pytest.mark.parametrize("reduce_op", ["sum", "mean"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_dst_scale_rides_in_the_spmm(kernels, reduce_op, weighted, monkeypatch):
+    """``message_reduce(..., dst_scale=s)`` (GraphConv's right / both norm) equals the reduction
+    times ``s`` per dst row, in values and gradients, on the numba kernel and the torch CSR path."""
+    from bgl.dgl.ops import cpu_rows
+    from bgl.dgl.ops.spmm import message_reduce
+
+    monkeypatch.setattr(cpu_rows, "USE_KERNELS", kernels)
+    gen = torch.Generator().manual_seed(6)
+    x = torch.randn(5, 4, generator=gen)
+    w = torch.rand(7, 1, generator=gen) if weighted else None
+    scale = torch.rand(3, generator=gen) + 0.5
+    upstream = torch.randn(3, 4, generator=gen)
+    results = []
+    for fused in (True, False):
+        leaves = [x.clone().requires_grad_()] + ([w.clone().requires_grad_()] if weighted else [])
+        rel = block()._relation(None)
+        op = "mul" if weighted else "copy_lhs"
+        if fused:
+            out = message_reduce(rel, op, reduce_op, leaves[0], leaves[1] if weighted else None, dst_scale=scale)
+        else:
+            out = gspmm(block(), op, reduce_op, leaves[0], leaves[1] if weighted else None) * scale.unsqueeze(1)
+        (out * upstream).sum().backward()
+        results.append([out.detach(), *(t.grad for t in leaves)])
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b)
+
+
+def test_dst_scale_refused_for_max():
+    from bgl.dgl.ops.spmm import message_reduce
+
+    with pytest.raises(bdgl.DGLError, match="dst_scale scales a sum or mean, not 'max'"):
+        message_reduce(block()._relation(None), "copy_lhs", "max", torch.randn(5, 2), None, dst_scale=torch.ones(3))
