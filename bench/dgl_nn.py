@@ -197,8 +197,10 @@ def run_child(python: str, stack: str, block_file: Path, layer: str, args) -> di
                 if over:  # the row says so; the other layers still run
                     return {"over_rss_bytes": limit}
                 raise RuntimeError(f"{stack} {layer} on {block_file.name} ran over {args.timeout} s")
-    if proc.returncode != 0:
-        raise RuntimeError(f"{stack} {layer} on {block_file.name} failed: {err.strip()[-2000:]}")
+    if proc.returncode != 0:  # e.g. DGL's "bdd" asking for E x in x out / B floats at 10M edges: a row, not the end
+        last = (err.strip().splitlines() or ["no output"])[-1]
+        print(f"{stack} {layer} on {block_file.name} failed: {err.strip()[-2000:]}", file=sys.stderr)
+        return {"failed": last[:160]}
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -212,14 +214,19 @@ def _rss_of(pid: int) -> int:
 
 
 def ratio(ours: dict, theirs: dict, key: str) -> str:
-    """``ours / theirs`` of one measure as "1.23x", or why there is none (a run stopped over the RSS cap)."""
+    """``ours / theirs`` of one measure as "1.23x", or why there is none (a run stopped over the RSS cap,
+    or failed)."""
     for name, result in (("bgl", ours), ("DGL", theirs)):
         if "over_rss_bytes" in result:
             return f"{name} over {result['over_rss_bytes'] / (1 << 30):.0f} GiB"
+        if "failed" in result:
+            return f"{name} failed"
     return f"{ours[key] / max(theirs[key], 1e-12):.2f}x"
 
 
 def cell(result: dict, key: str, scale: float) -> str:
+    if "failed" in result:
+        return f"failed: {result['failed'].replace('|', '/')}" if key == "peak_bytes" else "-"
     if "over_rss_bytes" in result:
         return f"> {result['over_rss_bytes'] / (1 << 20):.0f} MiB RSS, stopped" if key == "peak_bytes" else "-"
     return f"{result[key] * scale:.{1 if key == 'peak_bytes' else 2}f}"
