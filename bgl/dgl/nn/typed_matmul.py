@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Optional, Sequence, Tuple
 
 import torch
+from torch.autograd.function import once_differentiable
 from torch import Tensor
 
 from bgl.dgl.ops.edge_map import CHUNK_ELEMENTS, index_add
@@ -119,6 +120,7 @@ class TypedMatmul(torch.autograd.Function):
         return out
 
     @staticmethod
+    @once_differentiable  # the backward runs numba / no-grad kernels: a second derivative is refused, not wrong
     def backward(ctx, grad_out):
         x, weight, gather, scatter, norm = ctx.saved_tensors
         layout, step = ctx.layout, ctx.step

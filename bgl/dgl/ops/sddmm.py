@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 import torch
+from torch.autograd.function import once_differentiable
 
 import numpy as np
 
@@ -105,6 +106,7 @@ class NodeAddSub(torch.autograd.Function):
         return out
 
     @staticmethod
+    @once_differentiable  # the backward runs numba / no-grad kernels: a second derivative is refused, not wrong
     def backward(ctx, grad):
         rel = ctx.rel
         rows = flat_rows(grad.contiguous())

@@ -83,3 +83,13 @@ def test_norm_of_the_wrong_shape_is_named(build, block_edges):
     with pytest.raises(bgl.dgl.DGLError, match=r"norm must be a float tensor \[num_edges, 1\].*got \(3, 1\)"):
         layer(build.bgl(e), torch.randn(e.num_src, 4), torch.zeros(e.src.shape[0], dtype=torch.long),
               torch.ones(3, 1))
+
+
+def test_second_derivative_is_refused_not_wrong(build, block_edges):
+    e = block_edges
+    layer = dglnn.RelGraphConv(4, 6, 3, regularizer="basis", num_bases=2)
+    x = torch.randn(e.num_src, 4, requires_grad=True)
+    out = layer(build.bgl(e), x, torch.randint(0, 3, (e.src.shape[0],)))
+    (grad,) = torch.autograd.grad((out ** 2).sum(), x, create_graph=True)  # grad_out depends on x
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        grad.sum().backward()
