@@ -24,8 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = Path(os.environ.get("BGL_DATASETS", ROOT.parent / "shared" / "datasets"))  # ../shared beside the checkout
-LAYERS = ("GraphConv", "SAGEConv-mean", "SAGEConv-pool", "GATConv", "GATv2Conv", "GINConv", "RelGraphConv")
-WIDTH, OUT, HEADS, RELS = 128, 64, 4, 8
+LAYERS = ("GraphConv", "SAGEConv-mean", "SAGEConv-pool", "GATConv", "GATv2Conv", "GINConv", "RelGraphConv",
+          "RelGraphConv-bdd")
+WIDTH, OUT, HEADS, RELS, BASES, BDD_BLOCKS = 128, 64, 4, 8, 2, 4
 
 
 # ----------------------------------------------------------------------------- parent: the inputs
@@ -92,7 +93,9 @@ def make_layer(nn, name: str):
         import torch
 
         return nn.GINConv(torch.nn.Linear(WIDTH, OUT), "sum")
-    return nn.RelGraphConv(WIDTH, OUT, RELS, regularizer="basis", num_bases=2)
+    if name == "RelGraphConv-bdd":
+        return nn.RelGraphConv(WIDTH, OUT, RELS, regularizer="bdd", num_bases=BDD_BLOCKS)
+    return nn.RelGraphConv(WIDTH, OUT, RELS, regularizer="basis", num_bases=BASES)
 
 
 def peak_reset(device) -> int:
@@ -142,7 +145,7 @@ def child(args) -> None:
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(int(data["num_src"]), WIDTH, generator=gen).to(device).requires_grad_()
     extra = ()
-    if args.layer == "RelGraphConv":
+    if args.layer.startswith("RelGraphConv"):
         extra = (torch.randint(0, RELS, (src.shape[0],), generator=gen).to(device),)
     torch.manual_seed(0)
     layer = make_layer(nn, args.layer).to(device)
@@ -179,10 +182,54 @@ def run_child(python: str, stack: str, block_file: Path, layer: str, args) -> di
     threads = str(args.threads)
     env = dict(os.environ, DGLBACKEND="pytorch", PYTHONPATH=str(ROOT), MALLOC_MMAP_THRESHOLD_="131072",
                OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads, NUMBA_NUM_THREADS=threads)
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{stack} {layer} on {block_file.name} failed: {proc.stderr.strip()[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    limit = int(args.max_rss_gib * (1 << 30)) if args.max_rss_gib else None
+    deadline = time.monotonic() + args.timeout
+    while True:
+        try:
+            out, err = proc.communicate(timeout=0.2)  # a retry after the timeout loses no output
+            break
+        except subprocess.TimeoutExpired:
+            over = limit is not None and _rss_of(proc.pid) > limit
+            if over or time.monotonic() > deadline:
+                proc.kill()
+                proc.communicate()
+                if over:  # the row says so; the other layers still run
+                    return {"over_rss_bytes": limit}
+                raise RuntimeError(f"{stack} {layer} on {block_file.name} ran over {args.timeout} s")
+    if proc.returncode != 0:  # e.g. DGL's "bdd" asking for E x in x out / B floats at 10M edges: a row, not the end
+        last = (err.strip().splitlines() or ["no output"])[-1]
+        print(f"{stack} {layer} on {block_file.name} failed: {err.strip()[-2000:]}", file=sys.stderr)
+        return {"failed": last[:160]}
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _rss_of(pid: int) -> int:
+    """Resident bytes of process ``pid`` (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:")), 0)
+    except OSError:
+        return 0
+
+
+def ratio(ours: dict, theirs: dict, key: str) -> str:
+    """``ours / theirs`` of one measure as "1.23x", or why there is none (a run stopped over the RSS cap,
+    or failed)."""
+    for name, result in (("bgl", ours), ("DGL", theirs)):
+        if "over_rss_bytes" in result:
+            return f"{name} over {result['over_rss_bytes'] / (1 << 30):.0f} GiB"
+        if "failed" in result:
+            return f"{name} failed"
+    return f"{ours[key] / max(theirs[key], 1e-12):.2f}x"
+
+
+def cell(result: dict, key: str, scale: float) -> str:
+    if "failed" in result:
+        return f"failed: {result['failed'].replace('|', '/')}" if key == "peak_bytes" else "-"
+    if "over_rss_bytes" in result:
+        return f"> {result['over_rss_bytes'] / (1 << 20):.0f} MiB RSS, stopped" if key == "peak_bytes" else "-"
+    return f"{result[key] * scale:.{1 if key == 'peak_bytes' else 2}f}"
 
 
 def main() -> None:
@@ -203,6 +250,8 @@ def main() -> None:
     parser.add_argument("--workdir", default=str(ROOT / "bench" / "out" / "dgl_nn"))
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "dgl_nn.md"))
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per measured process")
+    parser.add_argument("--max-rss-gib", type=float, default=None,
+                        help="stop a measured process whose RSS passes this (its row says so)")
     args = parser.parse_args()
     if args.child:
         child(args)
@@ -225,8 +274,8 @@ def main() -> None:
             theirs = run_child(args.dgl_python, "dgl", block_file, layer, args)
             row = (title, layer, ours, theirs)
             rows.append(row)
-            print(f"{layer:14s} time {ours['seconds'] / theirs['seconds']:.2f}x DGL  "
-                  f"peak {ours['peak_bytes'] / max(theirs['peak_bytes'], 1):.2f}x DGL  ({title})", flush=True)
+            print(f"{layer:16s} time {ratio(ours, theirs, 'seconds')} DGL  "
+                  f"peak {ratio(ours, theirs, 'peak_bytes')} DGL  ({title})", flush=True)
     write_table(Path(args.out), rows, args, load)
 
 
@@ -237,7 +286,8 @@ def write_table(path: Path, rows, args, load: str) -> None:
              f"thread(s), median of {args.repeats} passes after a warm-up; bgl on the current stack "
              f"({args.bgl_python}), DGL on the pinned stack ({args.dgl_python}); each run in its own process. "
              f"Peak = memory above the process's footprint after the warm-up pass. "
-             f"Input width {WIDTH}, output {OUT}, {HEADS} heads, {RELS} relations (basis 2).", "",
+             f"Input width {WIDTH}, output {OUT}, {HEADS} heads, {RELS} relations (RelGraphConv: basis "
+             f"{BASES}; -bdd: {BDD_BLOCKS} diagonal blocks).", "",
              f"Load average at start: {load} on {os.cpu_count()} cores"
              + (" (a loaded box: ratios are indicative only)." if float(load) > 0.5 * (os.cpu_count() or 1) else "."),
              ""]
@@ -249,9 +299,9 @@ def write_table(path: Path, rows, args, load: str) -> None:
                       "|---|---:|---:|---:|---:|---:|---:|"]
             current = title
         mib = 1 << 20
-        lines.append(f"| {layer} | {ours['seconds'] * 1e3:.2f} | {theirs['seconds'] * 1e3:.2f} | "
-                     f"{ours['seconds'] / theirs['seconds']:.2f}x | {ours['peak_bytes'] / mib:.1f} | "
-                     f"{theirs['peak_bytes'] / mib:.1f} | {ours['peak_bytes'] / max(theirs['peak_bytes'], 1):.2f}x |")
+        lines.append(f"| {layer} | {cell(ours, 'seconds', 1e3)} | {cell(theirs, 'seconds', 1e3)} | "
+                     f"{ratio(ours, theirs, 'seconds')} | {cell(ours, 'peak_bytes', 1 / mib)} | "
+                     f"{cell(theirs, 'peak_bytes', 1 / mib)} | {ratio(ours, theirs, 'peak_bytes')} |")
     tmp = path.with_suffix(".tmp")
     tmp.write_text("\n".join(lines) + "\n")
     os.replace(tmp, path)

@@ -14,14 +14,15 @@ from torch import Tensor, nn
 
 from ..base import DGLError
 from ..ops import gspmm
+from ..ops.spmm import message_reduce
 from .graph_inputs import check_edge_weight, refuse_zero_in_degree, src_dst_features
 
 NORMS = ("none", "both", "right", "left")
 
 
 def neighbour_sum(graph, src_feat: Tensor, edge_weight: Optional[Tensor] = None,
-                  reduce: str = "sum") -> Tensor:
-    """Reduce (optionally edge-weighted) src features onto each dst node: one gspmm.
+                  reduce: str = "sum", dst_scale: Optional[Tensor] = None) -> Tensor:
+    """Reduce (optionally edge-weighted) src features onto each dst node: one SpMM.
 
     Parameters
     ----------
@@ -29,17 +30,20 @@ def neighbour_sum(graph, src_feat: Tensor, edge_weight: Optional[Tensor] = None,
     src_feat : float [num_src, *feat_shape]
     edge_weight : float [num_edges] or [num_edges, *broadcastable], or None
     reduce : "sum" | "mean" | "max" | "min" (zero-in-degree nodes get 0, as in DGL)
+    dst_scale : float [num_dst] constant multiplying each dst row of a sum / mean, applied in the
+        SpMM kernel's store (no [num_dst, F] pass and tensor of its own), or None
 
     Returns
     -------
     float [num_dst, *feat_shape]
     """
-    if edge_weight is None:
-        out = gspmm(graph, "copy_lhs", reduce, src_feat, None)
+    if edge_weight is not None and edge_weight.dim() == 1:
+        edge_weight = edge_weight.unsqueeze(-1)
+    op = "copy_lhs" if edge_weight is None else "mul"
+    if dst_scale is None:
+        out = gspmm(graph, op, reduce, src_feat, edge_weight)
     else:
-        if edge_weight.dim() == 1:
-            edge_weight = edge_weight.unsqueeze(-1)
-        out = gspmm(graph, "mul", reduce, src_feat, edge_weight)
+        out = message_reduce(graph._relation(None), op, reduce, src_feat, edge_weight, dst_scale=dst_scale)
     if reduce in ("max", "min"):
         # gspmm leaves -inf / inf where a node has no in-edge; update_all (what DGL's layers
         # call) turns those into 0, gradient 0
@@ -121,11 +125,13 @@ class GraphConv(nn.Module):
         transform_first = weight is not None and self._in_feats > self._out_feats
         if transform_first:
             feat_src = torch.matmul(feat_src, weight)
-        rst = neighbour_sum(graph, feat_src, edge_weight)
+        # "right" / "both": the dst degree scale rides in the SpMM's store (a row scale commutes with W)
+        in_scale = None
+        if self._norm in ("right", "both"):
+            in_scale = degree_scale(graph.in_degrees(), feat_dst, self._norm).reshape(-1)
+        rst = neighbour_sum(graph, feat_src, edge_weight, dst_scale=in_scale)
         if weight is not None and not transform_first:
             rst = torch.matmul(rst, weight)
-        if self._norm in ("right", "both"):
-            rst = rst * degree_scale(graph.in_degrees(), feat_dst, self._norm)
         if self.bias is not None:
             rst = rst + self.bias
         if self._activation is not None:

@@ -10,6 +10,8 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
+from .typed_matmul import BlockDiagonal, Dense, TypedMatmul, type_segments
+
 REGULARIZERS = (None, "basis", "bdd")
 
 
@@ -23,8 +25,9 @@ class TypedLinear(nn.Module):
         "bdd" (W_t block-diagonal with ``num_bases`` blocks of [in/num_bases, out/num_bases])
     num_bases : int, required for "basis" and "bdd"
 
-    Rows are multiplied per type over the rows sorted by type (one matmul per type present);
-    "bdd" batches the blocks of a type in one bmm.  Nothing of size rows x in x out is built.
+    Rows are multiplied per type over the rows sorted by type, a chunk at a time inside one autograd
+    Function (:class:`~.typed_matmul.TypedMatmul`); "bdd" batches the blocks of a type in one bmm.
+    Nothing of size rows x in x out is built, nor a per-type copy of the rows.
     """
 
     def __init__(self, in_size: int, out_size: int, num_types: int, regularizer: Optional[str] = None,
@@ -49,6 +52,8 @@ class TypedLinear(nn.Module):
             self.submat_in, self.submat_out = in_size // num_bases, out_size // num_bases
             self.W = nn.Parameter(torch.empty(num_types, num_bases * self.submat_in * self.submat_out))
             self.num_bases = num_bases
+        self._layout = Dense() if regularizer != "bdd" else \
+            BlockDiagonal(num_bases, self.submat_in, self.submat_out)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -78,31 +83,42 @@ class TypedLinear(nn.Module):
         -------
         float [N, out_size]
         """
-        x_type = x_type.to(x.device)
-        if x_type.numel() and (int(x_type.min()) < 0 or int(x_type.max()) >= self.num_types):
-            raise ValueError(f"types must lie in [0, {self.num_types}), got "
-                             f"[{int(x_type.min())}, {int(x_type.max())}]")
-        order = None if sorted_by_type else torch.sort(x_type, stable=True).indices
-        rows = x if order is None else x.index_select(0, order)
-        counts = torch.bincount(x_type, minlength=self.num_types).tolist()
-        weight = self.get_weight()
-        parts, start = [], 0
-        for t, count in enumerate(counts):
-            if count:
-                parts.append(self._apply_type(rows[start:start + count], weight[t]))
-            start += count
-        # no rows: still one (empty) product, so the weights get zero gradients as DGL's do, not None
-        out = torch.cat(parts) if parts else self._apply_type(rows, weight[0])
-        if order is None:
-            return out
-        return torch.empty_like(out).index_copy_(0, order, out)
+        return self.typed_sum(x, x_type, num_out=x.shape[0], sorted_by_type=sorted_by_type)
 
-    def _apply_type(self, rows: Tensor, weight: Tensor) -> Tensor:
-        if self.regularizer != "bdd":
-            return rows @ weight
-        blocks = weight.view(self.num_bases, self.submat_in, self.submat_out)
-        per_block = rows.view(-1, self.num_bases, self.submat_in).transpose(0, 1)  # [B, n, si]
-        return torch.bmm(per_block, blocks).transpose(0, 1).reshape(-1, self.out_size)
+    def typed_sum(self, x: Tensor, row_type: Tensor, gather: Optional[Tensor] = None,
+                  scatter: Optional[Tensor] = None, norm: Optional[Tensor] = None, num_out: int = 0,
+                  sorted_by_type: bool = False) -> Tensor:
+        """``out[scatter[i]] += norm[i] * x[gather[i]] @ W[row_type[i]]`` over every row i: R-GCN's
+        gather, transform and sum without an [n, in] or [n, out] tensor (see :mod:`.typed_matmul`).
+
+        Parameters
+        ----------
+        x : float [num_x, in_size]
+        row_type : int [n], each in [0, num_types)
+        gather : int [n] row of ``x`` per row, or None (row i reads ``x[i]``; then n = num_x)
+        scatter : int [n] output row per row, or None (row i writes ``out[i]``)
+        norm : float [n, 1] or [n, out_size] scaling each row's product, or None
+        num_out : rows of the output
+        sorted_by_type : ``row_type`` is already non-decreasing (saves a sort)
+
+        Returns
+        -------
+        float [num_out, out_size]
+        """
+        row_type = row_type.to(x.device)
+        if row_type.numel() and (int(row_type.min()) < 0 or int(row_type.max()) >= self.num_types):
+            raise ValueError(f"types must lie in [0, {self.num_types}), got "
+                             f"[{int(row_type.min())}, {int(row_type.max())}]")
+        if not sorted_by_type:
+            order = torch.sort(row_type, stable=True).indices
+            gather = order if gather is None else gather.index_select(0, order)
+            scatter = order if scatter is None else scatter.index_select(0, order)
+            norm = None if norm is None else norm.index_select(0, order)
+        segments = type_segments(torch.bincount(row_type, minlength=self.num_types).tolist())
+        gather = None if gather is None else gather.long()
+        scatter = None if scatter is None else scatter.long()
+        return TypedMatmul.apply(x, self.get_weight(), self._layout, segments, gather, scatter, norm,
+                                 num_out, self.out_size)
 
     def __repr__(self) -> str:
         extra = "" if self.regularizer is None else \

@@ -28,8 +28,9 @@ class RelGraphConv(nn.Module):
 
     Notes
     -----
-    Messages are computed over the edges sorted by type (one matmul per type), E x in floats
-    gathered and E x out messages, as DGL's gather_mm; summed onto dst rows by one index_add.
+    Messages are computed over the edges sorted by type, a chunk of edges at a time, and added onto
+    their dst rows in the same pass (:meth:`TypedLinear.typed_sum`): neither DGL's E x in gathered
+    source rows nor its E x out messages exist, in forward or backward.
     """
 
     def __init__(self, in_feat: int, out_feat: int, num_rels: int, regularizer: Optional[str] = None,
@@ -72,15 +73,14 @@ class RelGraphConv(nn.Module):
             got = tuple(etypes.shape) if torch.is_tensor(etypes) else type(etypes).__name__
             raise DGLError(f"etypes must be an integer tensor with one type per edge "
                            f"({g.num_edges()}), got {got}")
+        out_feat = self.linear_r.out_size
+        if norm is not None and (norm.dim() != 2 or norm.shape[0] != g.num_edges()
+                                 or norm.shape[1] not in (1, out_feat)):
+            raise DGLError(f"norm must be a float tensor [num_edges, 1] (or [num_edges, {out_feat}]), "
+                           f"got {tuple(norm.shape)}")
         src, dst = g.edges()
-        etypes = etypes.to(feat.device)
-        order = None if presorted else torch.sort(etypes, stable=True).indices
-        if order is not None:
-            src, dst, etypes = src.index_select(0, order), dst.index_select(0, order), etypes[order]
-        messages = self.linear_r(feat.index_select(0, src.long()), etypes, sorted_by_type=True)
-        if norm is not None:
-            messages = messages * (norm if order is None else norm.index_select(0, order))
-        h = messages.new_zeros(g.num_dst_nodes(), messages.shape[1]).index_add_(0, dst.long(), messages)
+        h = self.linear_r.typed_sum(feat, etypes.to(feat.device), gather=src, scatter=dst, norm=norm,
+                                    num_out=g.num_dst_nodes(), sorted_by_type=presorted)
         if self.layer_norm:
             h = self.layer_norm_weight(h)
         if self.bias:

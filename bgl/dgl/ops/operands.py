@@ -32,8 +32,9 @@ class Operands:
         rhs = None if rhs is None else (rhs.unsqueeze(-1) if rhs.dim() == 1 else rhs)
         if lhs is not None and rhs is not None:
             rank = max(lhs.dim(), rhs.dim())
-            lhs = lhs.reshape(lhs.shape[0], *(1,) * (rank - lhs.dim()), *lhs.shape[1:])
-            rhs = rhs.reshape(rhs.shape[0], *(1,) * (rank - rhs.dim()), *rhs.shape[1:])
+            # only the lower-rank one is reshaped: a same-shape view would keep its gradient's base alive
+            lhs = lhs if lhs.dim() == rank else lhs.reshape(lhs.shape[0], *(1,) * (rank - lhs.dim()), *lhs.shape[1:])
+            rhs = rhs if rhs.dim() == rank else rhs.reshape(rhs.shape[0], *(1,) * (rank - rhs.dim()), *rhs.shape[1:])
         self.lhs, self.rhs = lhs, rhs
         self.out_shape = broadcast_shape(op, None if lhs is None else tuple(lhs.shape[1:]),
                                          None if rhs is None else tuple(rhs.shape[1:]))

@@ -19,7 +19,7 @@ from bgl.dgl.base import DGLError
 from bgl.dgl.ops._kernels import edge_head_dot, scatter_arg_grad, spmm_extreme, spmm_weighted
 from bgl.dgl.ops import cpu_alloc, cpu_rows
 from bgl.dgl.ops.cpu_rows import adjacency_arrays, kernels_for, run_rows
-from bgl.dgl.ops.edge_map import EdgeOpCompare, EdgeOpSum, flat_rows
+from bgl.dgl.ops.edge_map import EdgeOpCompare, EdgeOpSum, flat_rows, reshaped
 from bgl.dgl.ops.operands import Operands, check_rows
 from bgl.dgl.relation import Relation
 
@@ -67,14 +67,16 @@ def _mean_scale(rel: Relation, like: torch.Tensor) -> torch.Tensor:
 
 class WeightedSpmm(torch.autograd.Function):
     """``out[v, f] = sum over in-edges e = (u, v) of w[e, head(f)] * x[u, f]``: x [N, F], w [E, H]
-    (H divides F; H = 1: one weight per edge) or None (all ones); ``mean``: divided by v's
-    in-degree (in the kernel's store, not a pass of its own).  CPU: the numba kernel over the CSC
+    (H divides F; H = 1: one weight per edge) or None (all ones); ``scale`` [num_dst] or None:
+    row v multiplied by ``scale[v]`` (mean's 1 / in-degree, GraphConv's degree norm) in the
+    kernel's store, not a pass of its own.  CPU: the numba kernel over the CSC
     (backward: over the CSR); GPU: torch's CSR matmul."""
 
     @staticmethod
-    def forward(ctx, rel: Relation, x, w, mean: bool = False):
+    def forward(ctx, rel: Relation, x, w, scale: Optional[torch.Tensor] = None):
         csc = rel.csc()
-        scale = _mean_scale(rel, x) if mean else None
+        if scale is not None:
+            scale = scale.detach().to(dtype=x.dtype).contiguous()  # a constant: no gradient flows into it
         if kernels_for(x):
             out = _cpu_spmm(csc, x, w, rel.num_dst, scale)
         else:
@@ -89,7 +91,7 @@ class WeightedSpmm(torch.autograd.Function):
     def backward(ctx, grad):
         x, w, scale = ctx.saved_tensors
         rel = ctx.rel
-        # mean: out = scale * spmm, so both gradients read grad * scale (a [num_dst, F] pass)
+        # scaled: out = scale * spmm, so both gradients read grad * scale (a [num_dst, F] pass)
         grad = grad.contiguous() if scale is None else grad * scale.view(-1, 1)
         grad_x = grad_w = None
         if ctx.needs_input_grad[1]:
@@ -136,9 +138,9 @@ class SpmmExtreme(torch.autograd.Function):
         return None, None, None, grad_x
 
 
-def _fused(rel: Relation, op: str, lhs, rhs, mean: bool) -> Optional[torch.Tensor]:
-    """The SpMM result (``mean``: divided by in-degrees) when the pair maps onto :class:`WeightedSpmm`,
-    else None."""
+def _fused(rel: Relation, op: str, lhs, rhs, scale: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    """The SpMM result (rows times ``scale`` [num_dst] when given) when the pair maps onto
+    :class:`WeightedSpmm`, else None."""
     if op not in ("copy_lhs", "mul"):
         return None
     if lhs.device.type == "cpu" and not kernels_for(lhs) and cpu_rows.USE_KERNELS:
@@ -148,14 +150,14 @@ def _fused(rel: Relation, op: str, lhs, rhs, mean: bool) -> Optional[torch.Tenso
     elif op == "mul" and rel.num_edges and lhs.shape[1:] != rhs.shape[1:]:
         e = rhs.shape[0]
         if rhs[0].numel() == 1:  # one weight per edge
-            w = rhs.reshape(e, 1)
+            w = reshaped(rhs, (e, 1))
         elif lhs.dim() >= 3 and rhs.shape[1] == lhs.shape[1] and rhs[0, 0].numel() == 1:  # one per head
-            w = rhs.reshape(e, lhs.shape[1])
+            w = reshaped(rhs, (e, lhs.shape[1]))
         else:
             return None
     else:
         return None
-    return WeightedSpmm.apply(rel, flat_rows(lhs), w, mean).view(rel.num_dst, *lhs.shape[1:])
+    return reshaped(WeightedSpmm.apply(rel, flat_rows(lhs), w, scale), (rel.num_dst, *lhs.shape[1:]))
 
 
 def _extreme(rel: Relation, op: str, reduce_op: str, lhs, rhs, lhs_target: str) -> Optional[torch.Tensor]:
@@ -164,11 +166,12 @@ def _extreme(rel: Relation, op: str, reduce_op: str, lhs, rhs, lhs_target: str) 
     if op not in ("copy_lhs", "copy_rhs") or (op == "copy_lhs" and lhs_target != "u") or not kernels_for(data):
         return None
     out = SpmmExtreme.apply(rel, op == "copy_rhs", reduce_op == "max", flat_rows(data))
-    return out.view(rel.num_dst, *data.shape[1:])
+    return reshaped(out, (rel.num_dst, *data.shape[1:]))
 
 
 def message_reduce(rel: Relation, op: str, reduce_op: str, lhs: Optional[torch.Tensor],
-                   rhs: Optional[torch.Tensor], lhs_target: str = "u", rhs_target: str = "e") -> torch.Tensor:
+                   rhs: Optional[torch.Tensor], lhs_target: str = "u", rhs_target: str = "e",
+                   dst_scale: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Reduce ``op(lhs, rhs)`` over the in-edges of every destination node.
 
     Parameters
@@ -177,6 +180,8 @@ def message_reduce(rel: Relation, op: str, reduce_op: str, lhs: Optional[torch.T
     reduce_op : sum / mean / max / min (max / min give -inf / inf where a node has no in-edge)
     lhs, rhs : float tensors [rows, *feature] read per edge from its source (``"u"``), destination
         (``"v"``) or the edge itself (``"e"``, rows in edge-id order); None when the op skips it
+    dst_scale : float [num_dst] constant multiplying each destination's ``sum`` / ``mean`` (no
+        gradient; GraphConv's degree norm), fused into the SpMM's store where the pair is fused
     Returns
     -------
     tensor [num_dst, *broadcast feature shape]
@@ -189,9 +194,15 @@ def message_reduce(rel: Relation, op: str, reduce_op: str, lhs: Optional[torch.T
         if data is not None:
             check_rows(data, counts[target], names[target])
     ops = Operands(op, lhs, rhs)
+    if dst_scale is not None and reduce_op not in ("sum", "mean"):
+        raise DGLError(f"dst_scale scales a sum or mean, not {reduce_op!r}")
     out = None
     if reduce_op in ("sum", "mean") and lhs_target == "u" and (rhs is None or rhs_target == "e"):
-        out = _fused(rel, op, ops.lhs, ops.rhs, reduce_op == "mean")
+        scale = dst_scale
+        if reduce_op == "mean":
+            mean = _mean_scale(rel, ops.lhs if ops.lhs is not None else ops.rhs)
+            scale = mean if scale is None else mean * scale.to(mean)
+        out = _fused(rel, op, ops.lhs, ops.rhs, scale)
         if out is not None:
             return ops.finish(out)
     if out is None and reduce_op in ("max", "min"):
@@ -208,4 +219,6 @@ def message_reduce(rel: Relation, op: str, reduce_op: str, lhs: Optional[torch.T
     if reduce_op == "mean":
         deg = rel.in_degrees().clamp(min=1).to(out.dtype)
         out = out / deg.view(-1, *(1,) * (out.dim() - 1))
+    if dst_scale is not None:
+        out = out * dst_scale.detach().to(out.dtype).view(-1, *(1,) * (out.dim() - 1))
     return ops.finish(out)

@@ -190,6 +190,54 @@ def test_relgraphconv_presorted(build, graph_edges):
                lambda: ((feat(e.num_src, 5), etypes), {"presorted": True}))
 
 
+@pytest.mark.parametrize("regularizer,num_bases", [(None, None), ("basis", 2), ("bdd", 2)])
+@pytest.mark.parametrize("presorted", [False, True])
+def test_relgraphconv_in_chunks(build, block_edges, monkeypatch, regularizer, num_bases, presorted):
+    """Chunks of 3 rows (so a type's edges span several, and chunks end inside a type): still DGL's
+    outputs and gradients, the norm's included."""
+    from bgl.dgl.nn import typed_matmul
+
+    monkeypatch.setattr(typed_matmul, "CHUNK_ELEMENTS", 3 * 6)
+    e = block_edges
+    etypes = torch.randint(0, 3, (e.src.shape[0],), generator=torch.Generator().manual_seed(5))
+    if presorted:
+        etypes = etypes.sort().values
+    check_same(lambda nn: nn.RelGraphConv(6, 4, 3, regularizer=regularizer, num_bases=num_bases),
+               both(build, e), lambda: ((feat(e.num_src, 6), etypes),
+                                        {"norm": torch.rand(e.src.shape[0], 1).requires_grad_(),
+                                         "presorted": presorted}))
+
+
+@pytest.mark.parametrize("regularizer,num_bases", [(None, None), ("basis", 2), ("bdd", 3)])
+@pytest.mark.parametrize("sorted_by_type", [False, True])
+def test_typed_linear(monkeypatch, regularizer, num_bases, sorted_by_type):
+    """``TypedLinear`` alone (DGL's gather_mm / segment_mm / per-row bmm), in chunks of 4 rows."""
+    from bgl.dgl.nn import typed_matmul
+
+    monkeypatch.setattr(typed_matmul, "CHUNK_ELEMENTS", 4 * 6)
+    types = torch.randint(0, 4, (23,), generator=torch.Generator().manual_seed(3))
+    if sorted_by_type:
+        types = types.sort().values
+    layers = []
+    for nn in (dglnn, bglnn):
+        torch.manual_seed(0)
+        layers.append(nn.TypedLinear(6, 6, 4, regularizer=regularizer, num_bases=num_bases))
+    layers[1].load_state_dict(layers[0].state_dict(), strict=True)
+    x = torch.randn(23, 6)
+    weights = torch.randn(23, 6)
+    results = []
+    for layer in layers:
+        leaf = x.clone().requires_grad_()
+        out = layer(leaf, types, sorted_by_type)
+        (out * weights).sum().backward()
+        results.append((out, leaf.grad, {n: p.grad for n, p in layer.named_parameters()}))
+    (out_d, grad_d, params_d), (out_b, grad_b, params_b) = results
+    torch.testing.assert_close(out_b, out_d, **TOL)
+    torch.testing.assert_close(grad_b, grad_d, **TOL)
+    for name in params_d:
+        torch.testing.assert_close(params_b[name], params_d[name], **TOL, msg=name)
+
+
 @pytest.mark.parametrize("aggregate", ["sum", "mean", "max", "stack"])
 def test_hetero_graphconv_typed_block(build, aggregate):
     sizes = build.typed_sizes
