@@ -9,8 +9,8 @@ seconds of ``--repeats`` forward+backward passes after one warm-up, and peak mem
 process's footprint after a warm-up pass (CUDA: ``max_memory_allocated``; CPU: VmHWM after
 resetting it through /proc/self/clear_refs, glibc's mmap threshold fixed so RSS follows live tensors).
 
-    python bench/dgl_nn.py                         # full size (the lead's quiet-box run)
-    python bench/dgl_nn.py --tiny --out /tmp/x.md  # proof that it runs (seconds)
+    python bench/dgl/nn.py                         # full size (the lead's quiet-box run)
+    python bench/dgl/nn.py --tiny --out /tmp/x.md  # proof that it runs (seconds)
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATASETS = Path(os.environ.get("BGL_DATASETS", ROOT.parent / "shared" / "datasets"))  # ../shared beside the checkout
 LAYERS = ("GraphConv", "SAGEConv-mean", "SAGEConv-pool", "GATConv", "GATv2Conv", "GINConv", "RelGraphConv",
           "RelGraphConv-bdd")
@@ -280,7 +280,7 @@ def main() -> None:
 
 
 def write_table(path: Path, rows, args, load: str) -> None:
-    command = " ".join(["python bench/dgl_nn.py", *sys.argv[1:]])
+    command = " ".join(["python bench/dgl/nn.py", *sys.argv[1:]])
     lines = ["# bgl.dgl.nn vs DGL 2.1: one layer's forward + backward on a block", "",
              f"`{command}` on {args.device}, {args.threads} torch "
              f"thread(s), median of {args.repeats} passes after a warm-up; bgl on the current stack "

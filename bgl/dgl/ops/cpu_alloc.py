@@ -8,7 +8,7 @@ per 4 KiB, which measured ~0.1 s per 256 MiB on the 2-core box: as much as the k
 where the kernel refuses the advice, nothing changes.
 
 Off unless ``BGL_HUGE_PAGES=1`` (read at import): on the quiet 2-core box (THP ``defrag=madvise``, so an
-advised fault compacts memory synchronously) ``bench/dgl_message_passing.py`` at 10M edges measured
+advised fault compacts memory synchronously) ``bench/dgl/message_passing.py`` at 10M edges measured
 ``copy_u`` + ``sum`` forward+backward 0.68 s with the advice against 0.41 s without (DGL 0.33-0.35 s);
 only a kernel configuration whose THP defrag does not stall should turn it on.
 """

@@ -5,7 +5,7 @@ zero-copy tensor of the array or memmap: :mod:`bgl.sampler.row_gather`) into a n
 PubMed-sized batches (4.4k rows x 500 float32) are 8.8 MB each, above glibc's
 ``mmap`` threshold or at the top of its heap, so a gather often lands on pages the
 allocator has just given back to the kernel and pays a minor fault per 4 kB page
-(measured on the 2-core VM, ``bench/pyg_path.py --datasets pubmed``: 18-22k minor
+(measured on the 2-core VM, ``bench/loader/pyg_path.py --datasets pubmed``: 18-22k minor
 faults an epoch of 47 batches, 5-10 ms of a 55-65 ms epoch; under 200 with the
 buffers recycled).  Which batches fault depends on what else the process allocated
 in between (the PyG drop-in allocates a few more arrays a batch), so the cost also

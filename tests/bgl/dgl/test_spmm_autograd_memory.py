@@ -3,7 +3,7 @@
 - For 2-D features the fused SpMM's autograd node sits right on its input and output, with no
   same-shape view node between: a gradient that leaves through such a view keeps the view's base
   alive, and GINConv's peak on a PubMed block read 1.29x DGL's (1.00x without the views, measured
-  with bench/dgl_nn.py).
+  with bench/dgl/nn.py).
 - ``u_add_v`` never reads its operands in backward; saving them kept GATv2's ``fc_dst`` output
   alive until backward (1.36x DGL's peak).  ``u_mul_v`` does read them.
 Runs in both lanes."""
