@@ -13,6 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from ..ops import edge_softmax, gsddmm, gspmm
+from .dropout import Dropout
 from .graph_inputs import refuse_zero_in_degree, split_widths
 
 
@@ -27,8 +28,8 @@ class _Attention(nn.Module):
         self._in_src_feats, self._in_dst_feats = split_widths(in_feats)
         self._out_feats = out_feats
         self._allow_zero_in_degree = allow_zero_in_degree
-        self.feat_drop = nn.Dropout(feat_drop)
-        self.attn_drop = nn.Dropout(attn_drop)
+        self.feat_drop = Dropout(feat_drop)
+        self.attn_drop = Dropout(attn_drop)
         self.leaky_relu = nn.LeakyReLU(negative_slope)
 
     def set_allow_zero_in_degree(self, set_value: bool) -> None:

@@ -7,6 +7,7 @@ import torch
 from torch import Tensor, nn
 
 from ..base import DGLError
+from .dropout import Dropout
 from .linear import TypedLinear
 
 
@@ -52,7 +53,7 @@ class RelGraphConv(nn.Module):
         if self_loop:
             self.loop_weight = nn.Parameter(torch.empty(in_feat, out_feat))
             nn.init.xavier_uniform_(self.loop_weight, gain=nn.init.calculate_gain("relu"))
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, g, feat: Tensor, etypes: Tensor, norm: Optional[Tensor] = None, *,
                 presorted: bool = False) -> Tensor:

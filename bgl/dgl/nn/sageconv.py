@@ -13,6 +13,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from ..base import DGLError
+from .dropout import Dropout
 from .graph_inputs import check_edge_weight, check_same_feature_shape, split_widths
 from .graphconv import neighbour_sum
 
@@ -62,7 +63,7 @@ class SAGEConv(nn.Module):
         self._out_feats = out_feats
         self._aggre_type = aggregator_type
         self.norm = norm
-        self.feat_drop = nn.Dropout(feat_drop)
+        self.feat_drop = Dropout(feat_drop)
         self.activation = activation
         width = self._in_src_feats
         if aggregator_type == "pool":
