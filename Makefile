@@ -60,6 +60,13 @@ $(KERNELS): $(STAMP) $(KERNEL_SOURCES)
 
 venv: $(STAMP) $(KERNELS)
 
+# The suite's kernel variants (.ci/suite-kernels.txt) compiled into numba's cache once per lane's venv
+# (the cache is per Python version), a few processes side by side: each lane then loads them instead of
+# compiling each in whichever test touches it first (.ci/warm_kernels.py; docs/testing.md says what it
+# saves).  A failure costs only the speed-up: the lane compiles what is missing (and make retries).
+%/.bgl-test-kernels: %/.bgl-installed .ci/warm_kernels.py .ci/suite-kernels.txt $(KERNEL_SOURCES)
+	$*/bin/python .ci/warm_kernels.py && touch $@ || echo "warm_kernels failed (above): the lane compiles its kernels" >&2
+
 $(TOOLS_pinned): $(STAMP) .ci/setup-mpi.sh
 	bash .ci/setup-mpi.sh $(VENV)
 	touch $@
@@ -74,11 +81,11 @@ demo: $(STAMP) $(KERNELS)
 # Each lane's summary, then their sum as pytest's closing line; a failure in either fails.
 # --strict-suite: a skip outside the allowed reasons (no GPU, DGL absent in the current lane, Python
 # version), or an entry left in /tmp, fails the lane.
-test: $(foreach lane,$(LANES),$(LANE_STAMP_$(lane)) $(TOOLS_$(lane)))
+test: $(foreach lane,$(LANES),$(LANE_STAMP_$(lane)) $(TOOLS_$(lane)) $(dir $(LANE_STAMP_$(lane))).bgl-test-kernels)
 	$(PYTHON) .ci/lanes.py $(foreach lane,$(LANES),--lane $(LANE_$(lane))) -- -q tests -m "not extended" --strict-suite --durations=25
 
 # The long failure-injection and soak tests `make test` leaves out (see pyproject's markers), in both lanes.
-test-extended: $(foreach lane,$(LANES),$(LANE_STAMP_$(lane)) $(TOOLS_$(lane)))
+test-extended: $(foreach lane,$(LANES),$(LANE_STAMP_$(lane)) $(TOOLS_$(lane)) $(dir $(LANE_STAMP_$(lane))).bgl-test-kernels)
 	$(PYTHON) .ci/lanes.py $(foreach lane,$(LANES),--lane $(LANE_$(lane))) -- -q tests -m extended --durations=25
 
 # The documentation site from docs/ (mkdocs.yml) into site/: offline, every warning an error.

@@ -56,8 +56,12 @@ def test_a_background_save_keeps_the_state_of_its_step_and_completes_on_wait(tmp
     assert sorted(p.name for p in (tmp_path / "ck").iterdir()) == ["complete", "rank0-2.pt"]  # no half file
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("mode", [pytest.param("sync", marks=pytest.mark.extended), "async"])
 def test_a_killed_link_prediction_run_resumes_to_the_same_model(random_store, tmp_path, mode):
+    """A run SIGKILLed mid-epoch and started again ends with the uninterrupted run's model.
+
+    ``make test`` runs it with ``--checkpoint-async`` (the kill can land during a background save);
+    ``make test-extended`` adds the synchronous save."""
     extra = ("--checkpoint-async",) if mode == "async" else ()
     whole = subprocess.run(_command(random_store, tmp_path / "whole", *extra), env=_env(), capture_output=True,
                            text=True, timeout=300)

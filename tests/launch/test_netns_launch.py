@@ -203,9 +203,14 @@ def _kill_trainers_in(ns: str, tmp_path: Path) -> int:
     return len(victims)
 
 
+@pytest.mark.extended
 def test_trainers_restart_across_hosts_and_train_each_seed_once(cluster, launcher, tmp_path, orphans):
     """``--max-restarts 2`` over ssh: host B's trainer killed mid-epoch, then every trainer of host A; the
-    run restarts its DDP world twice, resumes from the checkpoints and trains each seed once an epoch."""
+    run restarts its DDP world twice, resumes from the checkpoints and trains each seed once an epoch.
+
+    Extended (~31 s): ``make test`` keeps the same two restarts, resume and each-seed-once check on one
+    host (tests/launch/test_trainer_restarts.py) and a launch across these namespaces
+    (``test_launch_across_namespaces``); this adds the restarts over ssh and a whole host's trainers."""
     import torch
 
     import bgl
