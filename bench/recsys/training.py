@@ -29,7 +29,7 @@ Usage::
 
     python bench/recsys/training.py --graphs sasrec --repeats 2 --epochs 2 --datapath
     python bench/recsys/training.py --graphs powerlaw --repeats 2 --epochs 1 --max-batches 200 --datapath
-    python bench/recsys/training.py --graphs sasrec --systems dgl,bgl,bgl-thread   # + pipeline="thread"
+    python bench/recsys/training.py --graphs sasrec --systems dgl,bgl,bgl-inline   # bgl: the default pipeline; + inline
     python bench/recsys/training.py --graphs powerlaw --systems dgl,bgl-thread-q4,bgl-thread-q1   # and queue_size=N
     python bench/recsys/training.py --graphs powerlaw --systems dgl,model-only --max-batches 200   # the floor
 

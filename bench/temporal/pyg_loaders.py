@@ -10,7 +10,8 @@ Seeds are the destinations (pairs: the messages) of ``--seeds`` random messages,
 Every temporal batch is checked for edges newer than its subgraph's time (the count is reported).
 The trainer wait is each loader's ``stats()`` (time blocked in ``next()``); the loop here does little
 besides the check, so it is most of the time.
-One warm-up epoch, then ``--epochs`` timed ones; one thread (the box is shared), inline pipeline.
+One warm-up epoch, then ``--epochs`` timed ones; one torch thread (the box is shared), the loaders'
+default pipeline (``thread`` on a CPU with >= 2 cores; ``inline`` before issue #57).
 
     python bench/temporal/pyg_loaders.py [--seeds 10240] [--batch-size 1024] [--epochs 3]
 """

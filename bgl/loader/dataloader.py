@@ -40,7 +40,7 @@ from .cache_choice import resolve_cache
 from .ddp import ddp_chunk
 from .edge_options import check_edge_options
 from .pipeline.epoch_iterator import EpochIterator
-from .loader_options import DEFAULT_QUEUE, FINISHED_BATCHES_QUEUE, resolve_loader_options
+from .loader_options import DEFAULT_QUEUE, FINISHED_BATCHES_QUEUE, default_pipeline, resolve_loader_options
 from .state.position import epoch_seed, LoaderState, ResumePoint, fingerprint, generator_seed_from_torch, parse_state
 from .stages.minibatch import MiniBatch
 from .stages.order_prefetch import NextOrderGuess
@@ -111,8 +111,10 @@ class DataLoader(Closes):
     order : ``"random"`` | ``"proximity"`` (BGL's BFS order; from a local store, or with graph
         servers from the partition dir, part by part: see :mod:`bgl.cache.ordering.partition_order`)
     pipeline : ``"inline"`` | ``"thread"`` | ``"processes"``; default ``"processes"`` with
-        ``num_workers > 0``, else ``"thread"`` with graph servers (their round trips overlap the
-        model step; :mod:`bgl.loader.pipeline.background`) and ``"inline"`` with a local graph; stage
+        ``num_workers > 0``, else ``"thread"`` with graph servers, or with a local graph on a CPU
+        device and >= 2 usable cores (the next batches are built while the model runs;
+        :mod:`bgl.loader.pipeline.background`), and ``"inline"`` otherwise
+        (:func:`~bgl.loader.loader_options.default_pipeline`); stage
         processes start at construction, in the background (``Pipeline.start_in_background``)
     stage_cores : {"sample": [0], "fetch": [1]} or counts; default from profiling
     blocks : ``"dgl"`` | ``"bgl"`` | None (dgl when the graph or sampler came from DGL)
@@ -179,7 +181,7 @@ class DataLoader(Closes):
         store_edge_feats = () if info.from_dgl and (live_graph or not typed) else tuple(sampler.edge_keys)
         # A DGLGraph is read in place: the loader watches its fields for changes between epochs.
         self._watches_graph = info.from_dgl and not typed
-        pipeline = opts.pipeline or ("thread" if info.spec.kind == "servers" else "inline")
+        pipeline = opts.pipeline or default_pipeline(info.spec.kind, self.device.type)
         self.pipeline_mode = pipeline
 
         # The seeds, as one item kind (SeedItems): node ids, or positions into the seed edges.

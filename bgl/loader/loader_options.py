@@ -36,10 +36,28 @@ DGL_TUNING_KWARGS = frozenset({
 })
 
 
+def default_pipeline(graph_kind: str, device_type: str, cores: Optional[int] = None) -> str:
+    """The pipeline a loader runs when none is named and ``num_workers == 0`` (docs/trainer-wait.md).
+
+    ``"thread"`` overlaps the next batches with the model step: with graph servers (their round
+    trips), and with a local graph on a CPU device when the process may run on >= 2 cores (the
+    producer thread needs a core of its own besides the trainer's).  ``"inline"`` otherwise: one core
+    (the producer would only take turns with the model) or a GPU device, where the trainer's thread
+    mostly queues kernels.  ``cores``: the usable cores (default: this process's CPU affinity).
+    A batch in flight costs memory: the thread pipeline holds at most ``FINISHED_BATCHES_QUEUE``
+    finished batches plus the one the producer is building, beside the one the model is using.
+    """
+    if graph_kind == "servers":
+        return "thread"
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return "thread" if device_type == "cpu" and cores >= 2 else "inline"
+
+
 @dataclass(frozen=True)
 class LoaderOptions:
     """bgl's loader options (see ``bgl.DataLoader``'s "Other Parameters"); ``pipeline`` None until the
-    graph is known (thread with graph servers, inline with a local graph)."""
+    graph and device are known (:func:`default_pipeline`)."""
 
     batch_size: int
     num_workers: int

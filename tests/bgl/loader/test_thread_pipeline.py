@@ -132,3 +132,33 @@ def test_openmp_runtimes_are_found_in_a_maps_text():
             "7f40-7f50 r-xp 00000000 08:01 14 /usr/lib/libgompat-notes.txt\n"
             "7f50-7f60 r-xp 00000000 08:01 15 /usr/lib/libtorch.so\n")
     assert openmp_libraries(text) == ["/venv/torch/lib/libgomp-a34b3233.so.1", "/usr/lib/libiomp5.so"]
+
+
+# ------------------------------------------------------------ the default pipeline (loader_options.default_pipeline)
+@pytest.mark.parametrize("kind, device, cores, expected", [
+    ("store", "cpu", 2, "thread"), ("store", "cpu", 16, "thread"), ("dgl", "cpu", 2, "thread"),
+    ("store", "cpu", 1, "inline"),   # one core: a producer thread would only take turns with the model
+    ("store", "cuda", 8, "inline"),  # a GPU device: the trainer's thread mostly queues kernels
+    ("servers", "cpu", 1, "thread"), ("servers", "cuda", 1, "thread"),  # round trips overlap anyway
+])
+def test_the_default_pipeline_rule(kind, device, cores, expected):
+    from bgl.loader.loader_options import default_pipeline
+
+    assert default_pipeline(kind, device, cores) == expected
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "sched_getaffinity"), reason="CPU affinity is Linux's")
+@pytest.mark.parametrize("cores, expected", [({0}, "inline"), ({0, 1}, "thread")])
+def test_a_loader_without_pipeline_follows_the_rule_and_named_ones_win(random_store, monkeypatch, cores, expected):
+    import os
+
+    import bgl
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(cores))
+    ids = np.asarray(random_store.train_idx)[:64]
+    with bgl.DataLoader(random_store, ids, bgl.NeighborSampler([3]), batch_size=32) as loader:
+        assert loader.pipeline_mode == expected
+        assert sum(1 for _ in loader) == 2
+    with bgl.DataLoader(random_store, ids, bgl.NeighborSampler([3]), batch_size=32, pipeline="inline") as loader:
+        assert loader.pipeline_mode == "inline"
+    assert not producer_threads()
