@@ -16,6 +16,12 @@ element).  The seed is drawn from torch's default generator, so ``torch.manual_s
 masks; only the stream differs from ``nn.Dropout``'s (other elements dropped, same distribution).
 Elsewhere (a GPU or half tensor, evaluation, ``p`` 0 or 1, ``inplace=True``) it is ``nn.Dropout``'s
 own forward.
+
+Only where no DGL runs: on a torch that a DGL release supports (DGL 2.4, the last, supports torch up
+to 2.4; PyPI's DGL 2.1 wheels need torch 2.2.1) the layers draw exactly ``nn.Dropout``'s masks, so a
+DGL script and its bgl.dgl copy, seeded alike, run the same arithmetic side by side (the pinned
+lane's example tests compare them to the digit).  From torch 2.5 on (:data:`HASHED`) there is no DGL
+to agree with, and the faster draw is taken.
 """
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ from torch import Tensor, nn
 from ..ops.cpu_rows import kernels_for, run_spans
 
 SPLIT = 1 << 16  # elements a thread takes at least
+HASHED = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 5)  # no DGL runs there
 BITS = 24  # uniform bits compared with p (float32's mantissa, as torch.rand)
 
 
@@ -77,7 +84,7 @@ class Dropout(nn.Dropout):
     """``nn.Dropout`` (same ``p``, ``inplace``, ``repr`` and expectation) with a cheaper CPU training mask."""
 
     def forward(self, x: Tensor) -> Tensor:
-        if not self.training or self.p in (0.0, 1.0) or self.inplace or not kernels_for(x):
+        if not HASHED or not self.training or self.p in (0.0, 1.0) or self.inplace or not kernels_for(x):
             return super().forward(x)
         seed = int(torch.randint(0, 2**62, (1,), dtype=torch.int64))
         return _HashedDropout.apply(x, seed, self.p)

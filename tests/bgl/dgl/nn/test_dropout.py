@@ -9,12 +9,18 @@ import pytest
 import torch
 from torch import nn
 
-from bgl.dgl.nn import GATConv, RelGraphConv, SAGEConv
+from bgl.dgl.nn import GATConv, RelGraphConv, SAGEConv, dropout
 from bgl.dgl.nn.dropout import Dropout
 
 
+@pytest.fixture
+def hashed(monkeypatch):
+    """The hashed draw, whatever this torch (it is the default from torch 2.5, where no DGL runs)."""
+    monkeypatch.setattr(dropout, "HASHED", True)
+
+
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.6, 0.9])
-def test_kept_share_and_scale_are_nn_dropouts(p):
+def test_kept_share_and_scale_are_nn_dropouts(p, hashed):
     torch.manual_seed(0)
     x = torch.rand(300_001) + 1.0  # odd length: the last element's hash is half used
     y = Dropout(p).train()(x)
@@ -28,7 +34,7 @@ def test_kept_share_and_scale_are_nn_dropouts(p):
     assert abs(both - (1 - p) ** 2) < 6 * ((1 - p) ** 2 / (n / 2)) ** 0.5
 
 
-def test_backward_passes_the_gradient_through_the_kept_elements_and_differentiates_again():
+def test_backward_passes_the_gradient_through_the_kept_elements_and_differentiates_again(hashed):
     torch.manual_seed(1)
     x = torch.randn(257, 130, dtype=torch.float64, requires_grad=True)
     drop = Dropout(0.4).train()
@@ -48,7 +54,7 @@ def _seeded(drop, t):
     return drop(t)
 
 
-def test_masks_follow_torch_manual_seed_not_the_thread_count():
+def test_masks_follow_torch_manual_seed_not_the_thread_count(hashed):
     x = torch.randn(400_000)
     before = torch.get_num_threads()
     try:
@@ -65,7 +71,7 @@ def test_masks_follow_torch_manual_seed_not_the_thread_count():
     assert not torch.equal(outs[0], other)
 
 
-def test_evaluation_zero_p_and_other_dtypes_are_nn_dropouts_own():
+def test_evaluation_zero_p_and_other_dtypes_are_nn_dropouts_own(hashed):
     x = torch.randn(50, 8)
     assert torch.equal(Dropout(0.5).eval()(x), x)
     assert torch.equal(Dropout(0.0).train()(x), x)
@@ -86,3 +92,17 @@ def test_the_layers_hold_it_under_dgls_names_and_no_state_dict_entry():
         assert isinstance(module, Dropout) and module.p == 0.5
     for layer in (gat, sage, rel):
         assert not any("drop" in key for key in layer.state_dict())
+
+
+def test_where_a_dgl_release_runs_the_masks_are_nn_dropouts_own():
+    """On torch < 2.5 (DGL's stacks) a seeded bgl.dgl layer drops what DGL's nn.Dropout drops; from 2.5
+    the hashed draw is the default."""
+    version = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
+    assert dropout.HASHED == (version >= (2, 5))
+    if dropout.HASHED:
+        return
+    x = torch.randn(1000, 16)
+    torch.manual_seed(11)
+    ours = Dropout(0.6).train()(x)
+    torch.manual_seed(11)
+    assert torch.equal(ours, nn.Dropout(0.6).train()(x))
