@@ -10,7 +10,7 @@ dir read at ``--rev``, default ``v2.1.0``), copied into a scratch dir and run tw
 Both runs get the same few documented line rewrites (``Rewrite``; a rewrite that no longer matches
 stops the bench, so a changed script is never measured half-rewritten): the epoch loop's count
 (``--epochs``) and, where the script downloads OGB or RDF data, the dataset line pointed at a
-graph built from Cora's raw Planetoid files (:mod:`dgl_example_data`, beside this file).  The Cora
+graph built from Cora's raw Planetoid files (:mod:`example_data`, beside this file).  The Cora
 files come from ``$BGL_DATASETS/planetoid`` (default ``../shared/datasets``) into a scratch
 ``DGL_DOWNLOAD_DIR`` laid out as DGL 2.1 extracts its download, so neither stack downloads.  A
 seed is set before the script runs (``random``, NumPy, torch, and the stack's own ``dgl.seed``).
@@ -53,11 +53,15 @@ HERE = Path(__file__).resolve().parent
 DATASETS = Path(os.environ.get("BGL_DATASETS", ROOT.parent / "shared" / "datasets"))
 PINNED_PYTHON = ROOT / ".venv" / "bin" / "python"
 CURRENT_PYTHON = ROOT / ".venv-current-3.13" / "bin" / "python"
+CPU_TORCH_PYTHON = Path(os.environ.get("BGL_CPU_TORCH_PYTHON", ROOT / ".venv-cpu-torch" / "bin" / "python"))
 # stack: (venv's python, the module the script's `dgl` is, what it is)
 STACKS = {"dgl": (PINNED_PYTHON, "dgl", "DGL 2.1, torch 2.2.1, Python 3.11 (`.venv`)"),
           "bgl.dgl": (CURRENT_PYTHON, "bgl.dgl", "bgl.dgl on the current stack: newest torch, Python 3.13, no DGL "
                                                  "(`.venv-current-3.13`)"),
-          "bgl.dgl-pinned": (PINNED_PYTHON, "bgl.dgl", "bgl.dgl on the pinned stack (`.venv`, torch 2.2.1)")}
+          "bgl.dgl-pinned": (PINNED_PYTHON, "bgl.dgl", "bgl.dgl on the pinned stack (`.venv`, torch 2.2.1)"),
+          # torch's CPU-only wheel: the CUDA builds above map ~160 MiB more at `import torch` on a CPU box
+          "bgl.dgl-cpu-torch": (CPU_TORCH_PYTHON, "bgl.dgl", "bgl.dgl on a CPU-only torch build "
+                                                             "(`$BGL_CPU_TORCH_PYTHON`, e.g. torch 2.13.0+cpu)")}
 CORA_DGL_FOLDER = "cora_v2_d697a464"  # where DGL 2.1 extracts cora_v2.zip (bgl.dgl.data looks there too)
 
 
@@ -108,7 +112,7 @@ SCRIPTS = (
            r"Test Accuracy ([\d.]+)", "test accuracy", epochs=10, script_epochs=10),
     Script("GraphSAGE link prediction", "examples/pytorch/graphsage/link_pred.py", ("--mode", "cpu"),
            (Rewrite(r"^from ogb\.linkproppred import DglLinkPropPredDataset, Evaluator$",
-                    "from dgl_example_data import CoraLinkSplit, MRREvaluator as Evaluator",
+                    "from example_data import CoraLinkSplit, MRREvaluator as Evaluator",
                     "ogbl-citation2 -> Cora's citations split as citation2 is (no download, no ogb)"),
             Rewrite(r'DglLinkPropPredDataset\("ogbl-citation2"\)', "CoraLinkSplit()",
                     "ogbl-citation2 -> Cora's citations split as citation2 is")),
@@ -118,7 +122,7 @@ SCRIPTS = (
     Script("GAT", "examples/pytorch/gat/train.py", ("--dataset", "cora"), (),
            r"Test accuracy ([\d.]+)", "test accuracy", epochs=100, script_epochs=200),
     Script("R-GCN (typed, minibatch)", "examples/pytorch/rgcn/entity_sample.py", ("--dataset", "aifb"),
-           (Rewrite(r"^from dgl\.data\.rdf import .*$", "from dgl_example_data import CoraTermsDataset",
+           (Rewrite(r"^from dgl\.data\.rdf import .*$", "from example_data import CoraTermsDataset",
                     "AIFB (RDF download) -> Cora as a typed graph: papers, terms, cites / has-term"),
             Rewrite(r"data = AIFBDataset\(\)", "data = CoraTermsDataset()",
                     "AIFB -> Cora papers + terms")),
@@ -237,7 +241,7 @@ def lay_out_cora(download_dir: Path) -> None:
 
 def stack_env(scratch: Path, stack: str) -> dict:
     """The child's environment: HOME and DGL's download dir inside ``scratch`` (nothing written
-    elsewhere), no progress bars, one stack named for :mod:`dgl_example_data`."""
+    elsewhere), no progress bars, one stack named for :mod:`example_data`."""
     env = dict(os.environ)
     env.update(HOME=str(scratch / "home"), DGL_DOWNLOAD_DIR=str(scratch / "dgl_data"), TQDM_DISABLE="1",
                BGL_EXAMPLES_DGL=stack, DGLBACKEND="pytorch", PYTHONPATH=str(HERE), TMPDIR=str(scratch / "tmp"),
