@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .pipeline.resources import available_cores
 from .stages.order import ORDERS
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ def default_pipeline(graph_kind: str, device_type: str, cores: Optional[int] = N
     if graph_kind == "servers":
         return "thread"
     if cores is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        cores = len(available_cores())
     return "thread" if device_type == "cpu" and cores >= 2 else "inline"
 
 

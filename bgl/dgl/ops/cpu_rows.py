@@ -69,16 +69,3 @@ def run_edges(kernel, num_edges: int, *args) -> None:
     for job in jobs:
         job.result()
 
-
-def run_spans(kernel, n: int, *args, split: int = SPLIT_EDGES) -> None:
-    """``kernel(lo, hi, *args)`` over ``0:n`` (elements, not rows), in one equal span per CPU thread when
-    ``n`` is at least ``split`` a thread; every span but the last starts and ends at an even index."""
-    parts = max(1, min(torch.get_num_threads(), n // split))
-    if parts == 1:
-        kernel(0, n, *args)
-        return
-    bounds = np.linspace(0, n, parts + 1).astype(np.int64) & ~1
-    bounds[-1] = n
-    jobs = [_pool().submit(kernel, int(lo), int(hi), *args) for lo, hi in zip(bounds[:-1], bounds[1:])]
-    for job in jobs:
-        job.result()
