@@ -40,6 +40,7 @@ from torch import nn
 import bgl
 from bgl import negative_sampler
 from bgl.examples.checkpoints import Checkpoints
+from bgl.examples.data_parallel import end_data_parallel
 from bgl.launch import lifecycle
 
 try:
@@ -299,7 +300,8 @@ def main() -> None:
             Path(args.stats_json).write_text(json.dumps({"system": "bgl", "trainers": world, "epochs": epochs,
                                                          "mrr": None}, indent=1))
         if distributed:
-            dist.destroy_process_group()
+            del wrapped  # the DDP wrapper, before the group ends (bgl.examples.data_parallel)
+            end_data_parallel()
         return
 
     model.eval()
@@ -317,7 +319,8 @@ def main() -> None:
             Path(args.stats_json).write_text(json.dumps({"system": "bgl", "trainers": world, "epochs": epochs,
                                                          "mrr": value}, indent=1))
     if distributed:
-        dist.destroy_process_group()
+        del wrapped  # the DDP wrapper, before the group ends (bgl.examples.data_parallel)
+        end_data_parallel()
 
 
 if __name__ == "__main__":

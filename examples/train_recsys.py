@@ -38,6 +38,7 @@ import bgl
 import bgl.nn
 from bgl import negative_sampler
 from bgl.blocks import type_layout
+from bgl.examples.data_parallel import end_data_parallel
 from bgl.launch import lifecycle
 
 REVERSE = {"rates": "rated-by", "rated-by": "rates"}
@@ -202,7 +203,8 @@ def main() -> None:
         print(f"test recall@20 {recall:.4f}  NDCG@20 {ndcg:.4f} ({np.load(args.test).shape[1]} users, all items "
               f"ranked, training items masked)", flush=True)
     if distributed:
-        dist.destroy_process_group()
+        del wrapped  # the DDP wrapper, before the group ends (bgl.examples.data_parallel)
+        end_data_parallel()
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 import bgl
 import bgl.nn
 from bgl.blocks import type_layout
+from bgl.examples.data_parallel import end_data_parallel
 from bgl.launch import lifecycle
 
 
@@ -170,7 +171,8 @@ def main() -> None:
         print(f"{scored} accuracy {float(result[0] / max(result[1], 1)):.4f} ({int(result[0])}/{int(result[1])} "
               f"{scored} nodes of {target})", flush=True)
     if distributed:
-        dist.destroy_process_group()
+        del model  # the DDP wrapper, before the group ends (bgl.examples.data_parallel)
+        end_data_parallel()
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ restarted trainer reads the order of the epoch it resumes instead of running the
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import time
@@ -41,6 +40,7 @@ from torch import nn
 
 import bgl
 from bgl.examples.checkpoints import Checkpoints
+from bgl.examples.data_parallel import end_data_parallel
 from bgl.launch import lifecycle
 
 try:
@@ -283,12 +283,8 @@ def main() -> None:
                 {"system": "bgl", "trainers": world, "epochs": epochs_stats,
                  "test_accuracy": float(result[0] / result[1])}, indent=1))
     if distributed:
-        # DDP's reducer holds the process group: dropped here, not at interpreter exit, where gloo's
-        # thread can wait for the GIL that the exiting main thread holds (seen after restarts)
-        del model, net
-        gc.collect()
-        dist.barrier()
-        dist.destroy_process_group()
+        del model  # the DDP wrapper, before the group ends (bgl.examples.data_parallel)
+        end_data_parallel()
 
 
 if __name__ == "__main__":
