@@ -46,6 +46,7 @@ from .stages.minibatch import MiniBatch
 from .stages.order_prefetch import NextOrderGuess
 from .stages.order import OrderStage, num_batches
 from .pipeline.numba_setup import prepare_numba
+from .pipeline.kernel_warmup import forget, needs_warmup, warm_key
 from .pipeline.chain import Pipeline, quiet_numba_threads
 from .stages.presample import presample_cache_spec
 from .pipeline.resources import CoreSplit, profile_core_split, resolve_stage_cores
@@ -293,11 +294,18 @@ class DataLoader(Closes):
         """
         if ids.shape[0] == 0:
             return
-        mb = MiniBatch(epoch=-1, index=-1, seeds=torch.from_numpy(ids[:1].copy()), sample_seed=0)
-        mb = self._sample_stage(mb)
-        if self._fetch.cache is None:
-            mb = self._fetch(mb)
-            self._transfer(mb)
+        key = warm_key(self._info.graph, self._info, (self._sample_stage, self._fetch, self._transfer))
+        if not needs_warmup(key):  # this process ran the same kernels already (pipeline/kernel_warmup.py)
+            return
+        try:
+            mb = MiniBatch(epoch=-1, index=-1, seeds=torch.from_numpy(ids[:1].copy()), sample_seed=0)
+            mb = self._sample_stage(mb)
+            if self._fetch.cache is None:
+                mb = self._fetch(mb)
+                self._transfer(mb)
+        except BaseException:
+            forget(key)
+            raise
 
     def _with_presample_counts(self, spec: CacheSpec) -> CacheSpec:
         """GNNLab's presampling: count input-node accesses over a presampled (capped) epoch."""
@@ -358,9 +366,11 @@ class DataLoader(Closes):
             self._epoch += 1
         self._epoch_set = False
         self._current = (epoch, seed)
-        gen = self._pipeline.run_epoch((epoch, seed, start) if start else (epoch, seed))
+        after_first = None
         if (self.order == "proximity" or self.shuffle) and self.pipeline_mode != "processes":
-            gen = self._next_order.prefetching(gen, seed, lambda: self._start_next_order(epoch))
+            self._next_order.begin(seed)
+            after_first = self._next_order.after_first(lambda: self._start_next_order(epoch))
+        gen = self._pipeline.run_epoch((epoch, seed, start) if start else (epoch, seed), after_first=after_first)
         self._wait = TrainerWait(epoch)
         it = EpochIterator(self, gen, start, self._wait)
         self._active = weakref.ref(it)

@@ -42,7 +42,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 from ...errors import PipelineError
 from .background import background_items
@@ -206,13 +206,18 @@ class Pipeline:
         self.close()
 
     # ---------------------------------------------------------------- epochs
-    def run_epoch(self, epoch: Any) -> Iterator[Any]:
-        """Items of one epoch, after every stage.  See the module docstring for teardown rules."""
+    def run_epoch(self, epoch: Any, after_first: Optional[Callable[[], None]] = None) -> Iterator[Any]:
+        """Items of one epoch, after every stage.  See the module docstring for teardown rules.
+
+        ``after_first``: called in the caller's thread once the first item is made, before it is
+        yielded (and, with ``mode="thread"``, before the producer thread starts); the loader starts
+        the next epoch's order there.  Not called with ``mode="processes"``.
+        """
         if self.mode == "processes":
             return self._process_epoch(epoch)
-        return self._inline_epoch(epoch)
+        return self._inline_epoch(epoch, after_first)
 
-    def _inline_epoch(self, epoch: Any) -> Iterator[Any]:
+    def _inline_epoch(self, epoch: Any, after_first: Optional[Callable[[], None]]) -> Iterator[Any]:
         if not self._inline_open:
             for s in (self.source, *self.stages):
                 s.open()
@@ -220,10 +225,24 @@ class Pipeline:
         self._open_trainer_stages()
         if self.mode == "thread":
             produced = background_items(lambda: run_chain(source_items(self.source, epoch), self.stages),
-                                        self.queue_size, name=f"bgl-{self.source.name}")
+                                        self.queue_size, name=f"bgl-{self.source.name}", after_first=after_first)
             yield from run_chain(produced, self.trainer_stages)
         else:
-            yield from run_chain(source_items(self.source, epoch), (*self.stages, *self.trainer_stages))
+            items = run_chain(source_items(self.source, epoch), (*self.stages, *self.trainer_stages))
+            if after_first is None:
+                yield from items
+                return
+            held: list = []  # the item being yielded, popped as it goes: a suspended frame keeps no batch
+            try:
+                for item in items:
+                    held.append(item)
+                    del item
+                    if after_first is not None:
+                        after_first()
+                        after_first = None
+                    yield held.pop()
+            finally:
+                items.close()
 
     def _process_epoch(self, epoch: Any) -> Iterator[Any]:
         self._join_starter()

@@ -8,13 +8,13 @@ background thread during the current epoch (:meth:`OrderStage.prefetch`).
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
 import numpy as np
 import torch
 
+from ...threads import start_daemon_thread
 from .minibatch import MiniBatch
 from .protocol import SourceStage
 from .specs import SamplingSpec
@@ -238,8 +238,8 @@ class _OrderPrefetch:
         self.seed = seed
         self._order: Optional[np.ndarray] = None
         self._error: Optional[BaseException] = None
-        self._thread = threading.Thread(target=self._run, args=(build,), name="bgl-order-prefetch", daemon=True)
-        self._thread.start()
+        # started so that the trainer, on its way to a batch, does not wait for the thread (bgl.threads)
+        self._thread = start_daemon_thread(self._run, (build,), "bgl-order-prefetch")
 
     def _run(self, build) -> None:
         try:

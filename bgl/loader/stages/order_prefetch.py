@@ -11,24 +11,21 @@ keyed by their seed), and after two in a row the loader stops guessing.
 from __future__ import annotations
 
 import logging
-from typing import Callable, Iterator, Optional
+from typing import Callable, Optional
 
 log = logging.getLogger(__name__)
 
 
 class NextOrderGuess:
-    """Tracks the guesses; ``prefetching`` wraps an epoch's items."""
+    """Tracks the guesses: :meth:`begin` at each epoch, :meth:`after_first` for its pipeline."""
 
     def __init__(self):
         self.enabled = True
         self._guessed: Optional[int] = None
         self._misses = 0
 
-    def prefetching(self, items: Iterator, seed: int, start_next: Callable[[], int]) -> Iterator:
-        """``items``; after the first one, ``start_next()`` starts the next order and returns its seed.
-
-        ``seed`` is the seed this epoch actually drew, compared with the last guess.
-        """
+    def begin(self, seed: int) -> None:
+        """An epoch starts with ``seed``, the seed it actually drew: compared with the last guess."""
         if self._guessed is not None:
             # One miss happens when set_epoch jumps once (a warm-up epoch); only repeated
             # misses mean the loop keeps choosing epochs out of order.
@@ -38,10 +35,11 @@ class NextOrderGuess:
                 log.info("next-epoch order guessed wrong twice in a row (set_epoch jumps); "
                          "orders are built on demand from now on")
         self._guessed = None
-        try:
-            for i, item in enumerate(items):
-                if i == 0 and self.enabled:
-                    self._guessed = start_next()
-                yield item
-        finally:
-            items.close()
+
+    def after_first(self, start_next: Callable[[], int]) -> Callable[[], None]:
+        """What the pipeline calls once the epoch's first item exists (its order is built by then):
+        ``start_next()`` starts the next order and returns the seed it guessed."""
+        def start() -> None:
+            if self.enabled:
+                self._guessed = start_next()
+        return start

@@ -66,15 +66,18 @@ def test_thread_mode_yields_what_inline_yields(random_store):
 
 
 def test_producer_runs_in_its_thread_and_at_most_queue_size_ahead():
+    """The first item is made in the trainer's thread (it could only wait for it); the rest in the
+    producer's, at most ``queue_size`` ahead."""
     source = Counting(50)
     with Pipeline(source, [], trainer_stages=[Thread()], mode="thread", queue_size=3) as pipe:
         it = pipe.run_epoch(0)
         item, consumer = next(it)
+        assert source.threads == {consumer} == {threading.get_ident()}
         time.sleep(0.3)  # let the producer fill the queue
         # one handed over, 3 queued, one produced and waiting to be put
         assert item == 0 and source.produced <= 1 + 3 + 1
-        assert consumer == threading.get_ident() and consumer not in source.threads
         assert [i for i, _ in it] == list(range(1, 50))
+        assert len(source.threads - {consumer}) == 1  # items 1..49: the producer thread
     assert not producer_threads()
 
 
@@ -105,7 +108,8 @@ class OpenMPThreads(SourceStage):
     name = "openmp"
 
     def items(self, epoch):
-        yield torch.get_num_threads()
+        for _ in range(3):
+            yield torch.get_num_threads()
 
 
 def test_the_producer_runs_openmp_loops_on_its_own_thread_alone():
@@ -118,7 +122,8 @@ def test_the_producer_runs_openmp_loops_on_its_own_thread_alone():
         pytest.skip("no OpenMP runtime mapped into this process")
     with thread_limits(2):
         with Pipeline(OpenMPThreads(), [], mode="thread", queue_size=1) as pipe:
-            assert list(pipe.run_epoch(0)) == [1]
+            # the first in the trainer's thread (idle until it comes), the others in the producer's
+            assert list(pipe.run_epoch(0)) == [2, 1, 1]
         assert torch.get_num_threads() == 2
 
 
