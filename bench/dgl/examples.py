@@ -26,9 +26,8 @@ includes the script's own per-epoch evaluation), and the peak RSS of the process
 
 ``--dgl-checkout`` may be the git dir the session's ``fetch github:dmlc/dgl`` gives (read at
 ``v2.1.0``).  The full run is 5 scripts x 3 seeds x 2 stacks, each run a fresh process (imports
-and data load are 5-15 s of each): expected about 10 minutes on a quiet 2-core box, link prediction
-the longest (measured only on a loaded box: 1 seed at a quarter of the epochs took ~25 minutes
-at load 12-20, so the quiet figure is an estimate).  Peak RSS includes the interpreter and torch:
+and data load are 5-15 s of each): about 10 minutes on a quiet 2-core box (link prediction: ~8 s a
+seed and stack there, 2026-12-05; ~25 minutes for one seed at load 12-20).  Peak RSS includes the interpreter and torch:
 the imports alone differ by ~160 MiB between torch 2.2.1 and the newest torch, so the report
 gives each stack's imports-only peak too, and ``bgl.dgl-pinned`` runs bgl.dgl on torch 2.2.1.
 """
