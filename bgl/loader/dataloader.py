@@ -42,11 +42,10 @@ from .edge_options import check_edge_options
 from .pipeline.epoch_iterator import EpochIterator
 from .loader_options import DEFAULT_QUEUE, FINISHED_BATCHES_QUEUE, default_pipeline, resolve_loader_options
 from .state.position import epoch_seed, LoaderState, ResumePoint, fingerprint, generator_seed_from_torch, parse_state
-from .stages.minibatch import MiniBatch
 from .stages.order_prefetch import NextOrderGuess
 from .stages.order import OrderStage, num_batches
 from .pipeline.numba_setup import prepare_numba
-from .pipeline.kernel_warmup import forget, needs_warmup, warm_key
+from .pipeline.kernel_warmup import load_kernels
 from .pipeline.chain import Pipeline, quiet_numba_threads
 from .stages.presample import presample_cache_spec
 from .pipeline.resources import CoreSplit, profile_core_split, resolve_stage_cores
@@ -282,30 +281,10 @@ class DataLoader(Closes):
         log.info("the DGLGraph's features or labels changed; the loader re-read them for this epoch")
 
     def _load_kernels(self, ids: np.ndarray) -> None:
-        """Run one seed through sample, fetch and transfer now, so numba's kernels load here.
-
-        Loading the sampler's kernels from numba's on-disk cache costs 1-1.6 s in a
-        fresh process (minutes' worth of compiling when there is no cache yet).
-        Paid by the first batch, it made the first epoch of DGL's example on Cora
-        take 1.2-1.8 s against 0.02-0.06 s for the next ones, and bgl slower than
-        DGL's loader over a few epochs although each batch is faster.  Here it is
-        paid at construction, like the rest of the setup.  No RNG is drawn (the
-        seed is fixed) and a configured cache is not touched.
-        """
-        if ids.shape[0] == 0:
-            return
-        key = warm_key(self._info.graph, self._info, (self._sample_stage, self._fetch, self._transfer))
-        if not needs_warmup(key):  # this process ran the same kernels already (pipeline/kernel_warmup.py)
-            return
-        try:
-            mb = MiniBatch(epoch=-1, index=-1, seeds=torch.from_numpy(ids[:1].copy()), sample_seed=0)
-            mb = self._sample_stage(mb)
-            if self._fetch.cache is None:
-                mb = self._fetch(mb)
-                self._transfer(mb)
-        except BaseException:
-            forget(key)
-            raise
+        """Run one seed through sample, fetch and transfer now, so numba's kernels load here
+        (:func:`~bgl.loader.pipeline.kernel_warmup.load_kernels` says why; skipped when this process ran
+        the same ones already)."""
+        load_kernels(ids, self._info, self._sample_stage, self._fetch, self._transfer)
 
     def _with_presample_counts(self, spec: CacheSpec) -> CacheSpec:
         """GNNLab's presampling: count input-node accesses over a presampled (capped) epoch."""

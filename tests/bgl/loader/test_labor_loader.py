@@ -20,16 +20,21 @@ def graph():
     return g
 
 
-def mean_inputs(loader):
-    return float(np.mean([inp.numel() for inp, _, _ in loader]))
+def mean_inputs(loader, epochs: int = 1):
+    return float(np.mean([inp.numel() for _ in range(epochs) for inp, _, _ in loader]))
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"layer_dependency": True}, {"batch_dependency": 4}])
 def test_distinct_inputs_match_dgls_labor_and_beat_neighbour_sampling(graph, kwargs):
-    ids = torch.arange(1000)
+    """Means over 30 shuffled batches a side, each loader seeded: over 5 unseeded batches the two
+    means were 0.96-1.035x each other across seeds and the 5 % bound failed once in CI when the
+    tests before it drew torch's RNG differently; over 30 they stay within 1.1 % (8 seeds)."""
+    ids = torch.arange(2000)
     labor = dgl.dataloading.LaborSampler([5, 5], **kwargs)
-    ours = mean_inputs(bgl.DataLoader(graph, ids, labor, batch_size=200))
-    theirs = mean_inputs(dgl.dataloading.DataLoader(graph, ids, labor, batch_size=200))
+    torch.manual_seed(0)
+    ours = mean_inputs(bgl.DataLoader(graph, ids, labor, batch_size=200, shuffle=True), epochs=3)
+    torch.manual_seed(0)
+    theirs = mean_inputs(dgl.dataloading.DataLoader(graph, ids, labor, batch_size=200, shuffle=True), epochs=3)
     neighbour = mean_inputs(bgl.DataLoader(graph, ids, dgl.dataloading.NeighborSampler([5, 5]), batch_size=200))
     assert abs(ours - theirs) < 0.05 * theirs
     assert ours < 0.75 * neighbour
