@@ -99,11 +99,11 @@ def openmp_libraries(maps_text: Optional[str] = None) -> list[str]:
     against 2.2 ms inline on a 262k-edge graph.  So the scan is kept while this process imports no
     new module: a runtime comes with an import (torch's, DGL's, numba's OpenMP threading layer, an
     extension module) far more often than through a bare ``ctypes.CDLL``, which this would miss
-    until the next import.  Only the lines that name a runtime are split.
+    until the next import.
     """
     global _last_scan
     if maps_text is None:
-        key, paths = (os.getpid(), len(sys.modules)), None
+        key = (os.getpid(), len(sys.modules))
         last_key, last_paths = _last_scan  # one read of the pair: another thread may replace it
         if last_key == key:
             return list(last_paths)
@@ -114,21 +114,11 @@ def openmp_libraries(maps_text: Optional[str] = None) -> list[str]:
             return []
         _last_scan = (key, paths)
         return list(paths)
-    found = []  # (where the line starts, path): the runtimes in the order the maps list them
-    for name in OPENMP_LIBRARIES:
-        at = maps_text.find("/" + name)
-        while at != -1:
-            line_start = maps_text.rfind("\n", 0, at) + 1
-            line_end = maps_text.find("\n", at)
-            line_end = len(maps_text) if line_end == -1 else line_end
-            fields = maps_text[line_start:line_end].split(None, 5)  # address, perms, offset, device, inode, path
-            path = fields[5].strip() if len(fields) == 6 else ""
-            if os.path.basename(path).startswith(name) and ".so" in path:
-                found.append((line_start, path))
-            at = maps_text.find("/" + name, line_end)
-    paths: list[str] = []
-    for _, path in sorted(found):
-        if path not in paths:
+    paths = []
+    for line in maps_text.splitlines():
+        fields = line.split(None, 5)  # address, perms, offset, device, inode, path (absent: anonymous)
+        path = fields[5].strip() if len(fields) == 6 else ""
+        if os.path.basename(path).startswith(OPENMP_LIBRARIES) and ".so" in path and path not in paths:
             paths.append(path)
     return paths
 
