@@ -367,16 +367,45 @@ def replace_output(work: WorkDir, out: str | os.PathLike, kind: OutputKind, over
             aside.remove()
 
 
+# Python functions that C code calls through ctypes callbacks (llvmlite's object cache, which numba
+# uses to load and store cached kernels).  An exception raised inside one cannot propagate: ctypes
+# prints "Exception ignored on calling ctypes callback", the C caller goes on with a result never
+# filled in, and the process died of SIGSEGV instead of exiting 128 + 15 (seen in the suite).
+FOREIGN_CALLBACKS = frozenset({"_raw_object_cache_notify", "_raw_object_cache_getbuffer"})
+REDELIVER_S = 0.02  # a SIGTERM that lands inside such a callback is sent again this much later
+
+
+def _inside_foreign_callback(frame) -> bool:
+    """Whether ``frame`` or one of its callers is a :data:`FOREIGN_CALLBACKS` function."""
+    while frame is not None:
+        if frame.f_code.co_name in FOREIGN_CALLBACKS:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _redeliver(signum: int) -> None:
+    """Send ``signum`` to this process again after :data:`REDELIVER_S` (from a daemon timer thread)."""
+    timer = threading.Timer(REDELIVER_S, os.kill, (os.getpid(), signum))
+    timer.daemon = True
+    timer.start()
+
+
 @contextlib.contextmanager
 def sigterm_raises() -> Iterator[None]:
     """Within the block, SIGTERM raises :class:`Terminated` in the main thread; the previous
     handler is restored after.  Outside the main thread this does nothing (Python only
-    delivers signals there)."""
+    delivers signals there).  A SIGTERM that arrives inside a C library's callback into Python
+    (:data:`FOREIGN_CALLBACKS`) is deferred: sent again :data:`REDELIVER_S` later, until it lands
+    in code an exception can leave."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum, frame):
+        if _inside_foreign_callback(frame):
+            _redeliver(signum)
+            return
         raise Terminated(f"terminated by signal {signum}")
 
     previous = signal.signal(signal.SIGTERM, handler)

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -176,6 +177,28 @@ def test_sigterm_raises_restores_the_handler():
             for _ in range(10**6):  # the handler runs between bytecodes
                 pass
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def _raw_object_cache_getbuffer(seen: list) -> None:
+    """Named as llvmlite's ctypes callback, so the handler treats a SIGTERM in here as one in a callback."""
+    os.kill(os.getpid(), signal.SIGTERM)
+    for _ in range(10**6):  # the handler runs between these bytecodes: it must not raise here
+        pass
+    seen.append("callback returned")
+
+
+def test_sigterm_inside_a_foreign_callback_is_raised_after_it_returns():
+    from bgl.output_dir import Terminated
+
+    seen = []
+    with pytest.raises(Terminated):
+        with sigterm_raises():
+            _raw_object_cache_getbuffer(seen)
+            seen.append("after")
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:  # the signal comes again REDELIVER_S later
+                time.sleep(0.001)
+    assert seen == ["callback returned", "after"]
 
 
 def test_an_output_that_appears_during_the_run_is_not_replaced(tmp_path):
