@@ -5,8 +5,8 @@ Two blocks: a fanout-10 sampled block of PubMed (../shared/datasets/pubmed_adj_l
 edge factor 10 is ~10M edges).  The parent writes each block once to ``--workdir``; every
 (stack, block, layer) then runs in its own subprocess: bgl in the current-stack venv, DGL in the
 pinned venv (the only one with DGL), so each measures its own peak memory.  Per run: median
-seconds of ``--small-repeats`` (PubMed) / ``--repeats`` (R-MAT) forward+backward passes after one warm-up, and peak memory above the
-process's footprint after a warm-up pass (CUDA: ``max_memory_allocated``; CPU: VmHWM after
+seconds of ``--small-repeats`` (PubMed) / ``--repeats`` (R-MAT) forward+backward passes after one
+warm-up, and peak memory above the process's footprint after a warm-up pass (CUDA: ``max_memory_allocated``; CPU: VmHWM after
 resetting it through /proc/self/clear_refs, glibc's mmap threshold fixed so RSS follows live tensors;
 the PubMed block is timed in a second run under glibc's own settings, see ``measure``).
 
@@ -264,7 +264,8 @@ def main() -> None:
     parser.add_argument("--pubmed-seeds", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=5, help="measured passes on the R-MAT block (median)")
     parser.add_argument("--small-repeats", type=int, default=50,
-                        help="measured passes on the PubMed block, a few ms each: 5 medians spread 0.86-1.06x run to run")
+                        help="measured passes on the PubMed block, a few ms each "
+                             "(5-pass medians spread 0.86-1.06x run to run)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=1, help="torch threads in each measured process")
     parser.add_argument("--layers", default=",".join(LAYERS), help="comma-separated subset of " + ",".join(LAYERS))

@@ -39,6 +39,17 @@ class GINConv(nn.Module):
         else:
             self.register_buffer("eps", eps)
 
+    def _self_plus(self, feat_dst: Tensor, neighbours: Tensor) -> Tensor:
+        """``(1 + eps) * feat_dst + neighbours``.  With a fixed ``eps`` and one dtype throughout, one
+        ``torch.add(..., alpha=)`` pass: no [num_dst, F] product of its own (at 1M dst x 128 that product
+        was 0.23 s of a 3.6 s GINConv pass).  A learnable ``eps`` (its gradient) or a dtype that the
+        [1]-shaped ``eps`` would promote keeps DGL's two ops."""
+        eps = self.eps
+        if eps.requires_grad or not (feat_dst.dtype == neighbours.dtype == torch.promote_types(eps.dtype,
+                                                                                            feat_dst.dtype)):
+            return (1 + eps) * feat_dst + neighbours
+        return torch.add(neighbours, feat_dst, alpha=float(1 + eps))  # 1 + eps rounded in eps's dtype, as DGL's
+
     def forward(self, graph, feat, edge_weight: Optional[Tensor] = None) -> Tensor:
         """
         Parameters
@@ -54,7 +65,7 @@ class GINConv(nn.Module):
         check_edge_weight(graph, edge_weight)
         feat_src, feat_dst = src_dst_features(feat, graph)
         neighbours = neighbour_sum(graph, feat_src, edge_weight, self._aggregator_type)
-        rst = (1 + self.eps) * feat_dst + neighbours
+        rst = self._self_plus(feat_dst, neighbours)
         if self.apply_func is not None:
             rst = self.apply_func(rst)
         if self.activation is not None:

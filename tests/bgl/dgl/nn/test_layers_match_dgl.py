@@ -160,11 +160,12 @@ def test_gatv2conv_pair(build, graph_edges):
                both(build, e), lambda: (((feat(e.num_src, 5), feat(e.num_dst, 6)),), {}))
 
 
+@pytest.mark.parametrize("learn_eps", [True, False])  # False: bgl's one-pass (1 + eps) * x + h
 @pytest.mark.parametrize("aggregator", ["sum", "max", "mean"])
 @pytest.mark.parametrize("where", ["block", "graph"])
-def test_ginconv(build, block_edges, graph_edges, aggregator, where):
+def test_ginconv(build, block_edges, graph_edges, aggregator, where, learn_eps):
     e = block_edges if where == "block" else graph_edges
-    check_same(lambda nn: nn.GINConv(torch.nn.Linear(4, 3), aggregator, init_eps=0.1, learn_eps=True),
+    check_same(lambda nn: nn.GINConv(torch.nn.Linear(4, 3), aggregator, init_eps=0.1, learn_eps=learn_eps),
                both(build, e), lambda: ((feat(e.num_src, 4),),
                                         {"edge_weight": torch.rand(e.src.shape[0]).requires_grad_()}))
 
