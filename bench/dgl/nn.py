@@ -8,7 +8,8 @@ pinned venv (the only one with DGL), so each measures its own peak memory.  Per 
 seconds of ``--small-repeats`` (PubMed) / ``--repeats`` (R-MAT) forward+backward passes after one
 warm-up, and peak memory above the process's footprint after a warm-up pass (CUDA:
 ``max_memory_allocated``; CPU: VmHWM after resetting it through /proc/self/clear_refs, glibc's mmap
-threshold fixed so RSS follows live tensors; the PubMed block is timed in a second run under glibc's own settings, see ``measure``).
+threshold fixed so RSS follows live tensors; the PubMed block is timed in a second run under glibc's
+own settings, see ``measure``).
 
     python bench/dgl/nn.py                         # full size (the lead's quiet-box run)
     python bench/dgl/nn.py --tiny --out /tmp/x.md  # proof that it runs (seconds)
