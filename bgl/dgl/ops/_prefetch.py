@@ -44,7 +44,7 @@ def prefetch_row(typingctx, x, row):
         with cgutils.for_range_slice(builder, ir.Constant(intp, 0), span, ir.Constant(intp, _LINE_BYTES),
                                      intp) as (offset, _):
             address = builder.inttoptr(builder.add(first_line, offset), i8p)
-            builder.call(hint, [address, i32(0), i32(2), i32(1)])  # read, into L2 (not L1: see the module docstring), data
+            builder.call(hint, [address, i32(0), i32(2), i32(1)])  # read, into L2 (module docstring), data
         return context.get_dummy_value()
 
     return types.void(x, row), codegen
