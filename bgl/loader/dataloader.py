@@ -235,8 +235,8 @@ class DataLoader(Closes):
         self._queue_size = opts.queue_size
         if pipeline != "processes":
             quiet_numba_threads()  # sampler kernels share this process with the model's torch ops
-            if info.spec.kind == "store":
-                self._load_kernels(ids)
+            if info.spec.kind == "store":  # numba's kernels load now, not in the first batch (kernel_warmup says why)
+                load_kernels(ids, self._info, self._sample_stage, self._fetch, self._transfer)
             else:  # no local graph to run a seed on: at least numba's one-time set-up is paid here
                 prepare_numba()
         else:  # stage processes start now, in the background (Pipeline.start_in_background says why)
@@ -279,12 +279,6 @@ class DataLoader(Closes):
         self._sample_stage = dataclasses.replace(self._sample_stage, source=info.spec)
         self._fetch = self._make_fetch(info, feat_keys, label_keys)
         log.info("the DGLGraph's features or labels changed; the loader re-read them for this epoch")
-
-    def _load_kernels(self, ids: np.ndarray) -> None:
-        """Run one seed through sample, fetch and transfer now, so numba's kernels load here
-        (:func:`~bgl.loader.pipeline.kernel_warmup.load_kernels` says why; skipped when this process ran
-        the same ones already)."""
-        load_kernels(ids, self._info, self._sample_stage, self._fetch, self._transfer)
 
     def _with_presample_counts(self, spec: CacheSpec) -> CacheSpec:
         """GNNLab's presampling: count input-node accesses over a presampled (capped) epoch."""

@@ -3,7 +3,7 @@
 The first numba kernel a process runs -- compiled, or loaded from numba's on-disk cache --
 first refreshes numba's typing and target contexts: it imports numba's typed containers and
 registers their extensions (~0.2 s on the 2-core dev box, whatever the kernel).  A loader over
-a local store pays it at construction already (``DataLoader._load_kernels`` runs one seed
+a local store pays it at construction already (:func:`.kernel_warmup.load_kernels` runs one seed
 through the stages).  A loader over graph servers has no local graph to run a seed on, so its
 first batch paid it: the demo's first epoch took 0.74 s against 0.23-0.24 s for the next ones
 (2026-12-04, ``bench/results/launch.md``), 0.29 s of it loading the first kernel.  Each later
