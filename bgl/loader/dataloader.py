@@ -343,7 +343,8 @@ class DataLoader(Closes):
         if (self.order == "proximity" or self.shuffle) and self.pipeline_mode != "processes":
             self._next_order.begin(seed)
             after_first = self._next_order.after_first(lambda: self._start_next_order(epoch))
-        gen = self._pipeline.run_epoch((epoch, seed, start) if start else (epoch, seed), after_first=after_first)
+        gen = self._pipeline.run_epoch((epoch, seed, start) if start else (epoch, seed), after_first=after_first,
+                                       num_items=len(self) - start)
         self._wait = TrainerWait(epoch)
         it = EpochIterator(self, gen, start, self._wait)
         self._active = weakref.ref(it)

@@ -167,3 +167,52 @@ def test_a_loader_without_pipeline_follows_the_rule_and_named_ones_win(random_st
     with bgl.DataLoader(random_store, ids, bgl.NeighborSampler([3]), batch_size=32, pipeline="inline") as loader:
         assert loader.pipeline_mode == "inline"
     assert not producer_threads()
+
+
+# ------------------------------------------------------------ epochs of one item (chain.Pipeline.run_epoch num_items=)
+class ThreadsStarted:
+    """Names of the threads started (by ``threading``) inside the block; the profile hook that
+    ``threading.setprofile`` hands each new thread notes it, and is removed on exit."""
+
+    def __enter__(self) -> list:
+        self.names: list = []
+        threading.setprofile(lambda frame, event, arg: self.names.append(threading.current_thread().name))
+        return self.names
+
+    def __exit__(self, *exc) -> None:
+        threading.setprofile(None)
+
+
+def test_an_epoch_of_one_item_runs_in_the_callers_thread():
+    """A producer thread would start only to find the epoch over (the first item is made in the
+    trainer's thread): with ``num_items=1`` none starts; a longer or unknown epoch still gets one."""
+    for n, num_items, expect_thread in ((1, 1, False), (1, None, True), (3, 3, True)):
+        source = Counting(n)
+        with Pipeline(source, [], trainer_stages=[Thread()], mode="thread", queue_size=2) as pipe:
+            with ThreadsStarted() as started:
+                got = list(pipe.run_epoch(0, num_items=num_items))
+        assert [i for i, _ in got] == list(range(n))
+        assert any(name.startswith("bgl-") for name in started) == expect_thread, (n, num_items, started)
+    assert not producer_threads()
+
+
+def test_a_one_batch_loader_starts_no_thread_and_keeps_its_orders(random_store):
+    """Cora's 140 training nodes in one 1024-seed batch, or an evaluation loader: every epoch is one
+    batch.  The thread pipeline then makes it in the trainer's thread and shuffles the next epoch's
+    few seeds there too; the epochs' orders are the inline loader's, seed for seed."""
+    import bgl
+
+    ids = np.asarray(random_store.train_idx)[:40]
+    orders = {}
+    for mode in ("inline", "thread"):
+        with bgl.DataLoader(random_store, ids, bgl.NeighborSampler([3]), batch_size=64, shuffle=True,
+                            pipeline=mode) as loader:
+            assert len(loader) == 1
+            with ThreadsStarted() as started:
+                orders[mode] = [[out.clone() for _, out, _ in loader] for _ in range(3)]
+            assert not [name for name in started if name.startswith("bgl-")], started
+            assert loader._order_stage.prefetch_hits == 2  # epochs 1 and 2 used the order built ahead
+    for a, b in zip(orders["inline"], orders["thread"]):
+        assert len(a) == len(b) == 1 and torch.equal(a[0], b[0])
+    assert not torch.equal(orders["thread"][0][0], orders["thread"][1][0])  # shuffled anew each epoch
+    assert not producer_threads()
