@@ -215,6 +215,19 @@ def test_relabeler_errors_name_the_id(max_nodes):
     assert src.tolist() == [4, 2, 7] and local.tolist() == [2, 0, 2]
 
 
+def test_relabeler_allocates_its_markers_at_the_first_dense_call():
+    """A sampler that only fetches rows (the loader's fetch stage opens one) never relabels: its
+    Relabeler must not pay for num_nodes markers (an 8 MiB memset per loader at 1M nodes)."""
+    relabeler = ops.Relabeler(1 << 20)
+    assert relabeler.dense and relabeler._mark is None
+    with relabeler._lock:  # busy: the hash path answers and allocates nothing
+        relabeler(np.array([3]), np.array([5]))
+    assert relabeler._mark is None
+    src, local = relabeler(np.array([3, 9]), np.array([9, 11]))
+    assert src.tolist() == [3, 9, 11] and local.tolist() == [1, 2]
+    assert relabeler._mark.shape == (1 << 20,) and relabeler._mark.dtype == np.int64
+
+
 def test_relabeler_stamp_wrap_and_busy_fallback():
     relabeler = ops.Relabeler(50)
     dst, nbrs = np.array([3, 9]), np.array([9, 11, 3, 11, 40])
