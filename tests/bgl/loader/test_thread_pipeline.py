@@ -1,6 +1,7 @@
 """bgl.loader.pipeline.chain's ``thread`` mode: same items as inline, bounded read-ahead, clean stops."""
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -171,12 +172,19 @@ def test_a_loader_without_pipeline_follows_the_rule_and_named_ones_win(random_st
 
 # ------------------------------------------------------------ epochs of one item (chain.Pipeline.run_epoch num_items=)
 class ThreadsStarted:
-    """Names of the threads started (by ``threading``) inside the block; the profile hook that
-    ``threading.setprofile`` hands each new thread notes it, and is removed on exit."""
+    """Names of the threads started (by ``threading``) inside the block: ``threading.setprofile`` hands
+    each new thread a profile hook, which notes the thread's name at its first event (the thread's
+    ``run``) and takes itself off that thread (called at the thread's end, ``current_thread()`` would
+    make a dummy thread that Python 3.13 fails to delete at exit)."""
 
     def __enter__(self) -> list:
         self.names: list = []
-        threading.setprofile(lambda frame, event, arg: self.names.append(threading.current_thread().name))
+
+        def note(frame, event, arg):
+            sys.setprofile(None)
+            self.names.append(threading.current_thread().name)
+
+        threading.setprofile(note)
         return self.names
 
     def __exit__(self, *exc) -> None:
