@@ -20,8 +20,7 @@ from . import exclusion
 from .sample_arrays import read_only as _read_only, sample_offsets as _sample_offsets  # noqa: F401
 
 MASK64 = (1 << 64) - 1
-# Largest fanout a request may ask for (besides -1 = all); guards with-replacement
-# requests against asking a server for an absurd amount of memory.
+# Largest fanout a request may ask for (besides -1 = all): with replacement, a guard against absurd memory.
 MAX_FANOUT = 1 << 20
 # Largest number of sampled edges one request may return.
 MAX_SAMPLE_EDGES = 1 << 28
@@ -369,11 +368,11 @@ _MAX_STAMP = (1 << 31) - 1
 class Relabeler:
     """Reusable relabel for one global id space ``[0, num_nodes)``; same results as :func:`relabel`.
 
-    Keeps an int64 marker array of ``num_nodes`` entries across calls, tagged
-    with a per-call stamp, so relabelling is one array load per edge with no
-    hashing and nothing to clear.  Falls back to :func:`relabel` (hash table)
-    when the id space exceeds ``max_nodes``, when the output could not fit the
-    32-bit local-id field, or while another thread holds the markers.
+    Keeps an int64 marker array of ``num_nodes`` entries across calls (made at the first one: each
+    loader's fetch stage opens a sampler that never relabels, and 8 MiB at 1M nodes cost a 0.3 ms memset),
+    tagged with a per-call stamp, so relabelling is one array load per edge with no hashing and nothing to
+    clear.  Falls back to :func:`relabel` (hash table) when the id space exceeds ``max_nodes``, when the
+    output could not fit the 32-bit local-id field, or while another thread holds the markers.
 
     Parameters
     ----------
@@ -384,9 +383,7 @@ class Relabeler:
     def __init__(self, num_nodes: int, max_nodes: int = DENSE_RELABEL_MAX_NODES):
         self.num_nodes = int(num_nodes)
         self.dense = 0 < self.num_nodes <= max_nodes
-        # made at the first dense call: a sampler that only fetches rows never pays for it (a calloc
-        # of 8 MiB that glibc serves from freed heap memory is a 0.3 ms memset, per loader at 1M nodes)
-        self._mark: np.ndarray | None = None
+        self._mark: np.ndarray | None = None  # made at the first dense call
         self._stamp = 0
         self._lock = threading.Lock()
 
