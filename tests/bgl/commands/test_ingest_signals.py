@@ -23,11 +23,20 @@ def wait_for_scratch(proc, parent, name, kind="scratch"):
     deadline = time.monotonic() + TIMEOUT
     while time.monotonic() < deadline:
         assert proc.poll() is None, f"ingest ended before it could be signalled: {proc.stderr.read()}"
-        found = [p for p in os.listdir(parent) if p.startswith(f".{name}.{kind}-") and not p.endswith(".lock")]
-        if found and any(os.scandir(parent / found[0])):
-            return parent / found[0]
+        for entry in os.scandir(parent):
+            if entry.name.startswith(f".{name}.{kind}-") and _holds_data(entry):
+                return parent / entry.name
         time.sleep(0.05)
     raise AssertionError("no scratch dir appeared")
+
+
+def _holds_data(entry):
+    """A directory with something in it; the run's lock file (and the ``.lock.new`` it is renamed from, which
+    can vanish between listing and looking) is not one."""
+    try:
+        return entry.is_dir(follow_symlinks=False) and any(os.scandir(entry.path))
+    except FileNotFoundError:
+        return False
 
 
 def leftovers(parent):
