@@ -17,8 +17,8 @@ seed is set before the script runs (``random``, NumPy, torch, and the stack's ow
 
 Per run: the metric the script prints last (test accuracy; link prediction: test MRR), the median
 time between its consecutive ``Epoch`` lines (stdout read line by line as it is printed; an epoch
-includes the script's own per-epoch evaluation), and the peak RSS of the process (``wait4``'s
-``ru_maxrss``).  Results: ``bench/results/dgl_examples.md`` (mean and spread over the seeds).
+includes the script's own per-epoch evaluation), and the peak RSS of the process (its own ``VmHWM``,
+printed at exit by the launcher; ``wait4``'s ``ru_maxrss`` only where the script died first).  Results: ``bench/results/dgl_examples.md`` (mean and spread over the seeds).
 
     python bench/dgl/examples.py --dgl-checkout /path/to/dgl          # full: 3 seeds, the bench's epochs
     python bench/dgl/examples.py --dgl-checkout D --seeds 0 --epochs-scale 0.05 --out /tmp/x.md  # proof it runs
@@ -175,23 +175,35 @@ class RunResult:
     output_tail: str = field(repr=False, default="")
 
 
-# Seeds every generator a script draws from, then runs it as __main__ (argv as the script sees it).
+# Seeds every generator a script draws from, then runs it as __main__ (argv as the script sees it); at
+# exit prints the process's own peak RSS (VmHWM): wait4's ru_maxrss of a child is at least its parent's
+# peak (the address space it was started from, bench/common/own_rss.py), so a large parent (a test
+# process) would be reported instead of the script.
 LAUNCHER = """
-import importlib, random, runpy, sys
+import atexit, importlib, os, random, runpy, sys
 import numpy, torch
+def _own_peak():
+    with open("/proc/self/status") as f:
+        kib = next((line.split()[1] for line in f if line.startswith("VmHWM:")), None)
+    if kib is not None:
+        os.write(1, ("\\n%s %s\\n" % (PEAK_MARK, kib)).encode())
+atexit.register(_own_peak)
 seed, stack, script = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 random.seed(seed); numpy.random.seed(seed); torch.manual_seed(seed)
 importlib.import_module(stack).seed(seed)
 sys.argv = sys.argv[3:]
 runpy.run_path(script, run_name="__main__")
 """
+PEAK_MARK = "bgl-bench-own-peak-kib"
+PEAK_LINE = re.compile(rf"^{PEAK_MARK} (\d+)$", re.M)
 
 
 def run_script(python, script: Path, args, seed: int, stack: str, env: dict, metric: Optional[str],
                timeout: float = 600.0) -> RunResult:
     """Run ``script`` under ``python`` in its own folder; stdout read line by line as printed (epoch
-    times), peak RSS from ``wait4``.  ``stack``: ``"dgl"`` or ``"bgl.dgl"`` (whose ``seed`` is called)."""
-    cmd = [str(python), "-u", "-c", LAUNCHER, str(seed), stack, str(script), *map(str, args)]
+    times), peak RSS its own ``VmHWM`` (``LAUNCHER``).  ``stack``: ``"dgl"`` or ``"bgl.dgl"`` (whose ``seed`` is called)."""
+    launcher = LAUNCHER.replace("PEAK_MARK", repr(PEAK_MARK))
+    cmd = [str(python), "-u", "-c", launcher, str(seed), stack, str(script), *map(str, args)]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=script.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, bufsize=1)
@@ -212,9 +224,11 @@ def run_script(python, script: Path, args, seed: int, stack: str, env: dict, met
     out = "".join(lines)
     found = re.findall(metric, out) if metric else []
     gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+    own_peak = PEAK_LINE.findall(out)  # the script's own VmHWM; wait4's where it died before printing it
     return RunResult(rc=proc.returncode, metric=float(found[-1]) if found else None,
                      epoch_seconds=statistics.median(gaps) if gaps else None,
-                     peak_rss_mib=usage.ru_maxrss / 1024.0, wall_seconds=wall, output_tail=out[-3000:])
+                     peak_rss_mib=int(own_peak[-1]) / 1024.0 if own_peak else usage.ru_maxrss / 1024.0,
+                     wall_seconds=wall, output_tail=out[-3000:])
 
 
 # ----------------------------------------------------------------------------- inputs

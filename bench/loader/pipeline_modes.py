@@ -115,7 +115,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--workloads", default=",".join(WORKLOADS), help=f"comma list of {WORKLOADS}")
-    p.add_argument("--modes", default=",".join(MODES), help=f"comma list of {MODES}")
+    p.add_argument("--modes", default=",".join(MODES),
+                   help=f"comma list of {MODES}, a bgl one optionally with its queue depth (thread-q1)")
     p.add_argument("--repeats", type=int, default=2, help="runs per mode and workload, alternating")
     p.add_argument("--epochs", type=int, default=2, help="timed epochs per run, after one warm-up epoch")
     p.add_argument("--max-batches", type=int, default=40, help="link, recsys: batches per epoch (0: all)")
@@ -139,7 +140,8 @@ def main(argv=None) -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     args.typed_store = None
     modes = args.modes.split(",")
-    unknown = [m for m in modes if m not in MODES] + [w for w in args.workloads.split(",") if w not in RUNS]
+    # a mode may name its queue depth: thread-q1 is bgl.DataLoader(pipeline="thread", queue_size=1)
+    unknown = [m for m in modes if m.split("-q")[0] not in MODES] + [w for w in args.workloads.split(",") if w not in RUNS]
     if unknown:
         raise SystemExit(f"unknown mode or workload: {', '.join(unknown)} (modes {MODES}, workloads {WORKLOADS})")
     print(f"load average at start: {open('/proc/loadavg').read().strip()} ({os.cpu_count()} cores)", flush=True)

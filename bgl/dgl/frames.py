@@ -3,6 +3,11 @@
 A frame holds references only (no copy of a tensor set into it); ``local_scope`` swaps its
 column dict for a shallow copy and puts the original back, which is DGL's semantics: a new
 or replaced column inside the scope is gone after it, an in-place edit of a tensor stays.
+
+A column may also be rows of another tensor read when first used (:class:`RowsOnRead`, DGL's
+lazy ``Column``): a loader's batch gets every field of the graph it samples this way, so a field
+the model never reads (or one the script indexes itself, as layer-wise inference does with
+``h[input_nodes]``) costs no gather and no batch-sized array in flight.
 """
 from __future__ import annotations
 
@@ -12,6 +17,18 @@ from typing import Iterator
 import torch
 
 from bgl.dgl.base import DGLError, is_all
+
+
+class RowsOnRead:
+    """Rows ``ids`` of ``storage`` on ``device``, gathered at the first read of the column."""
+
+    __slots__ = ("storage", "ids", "device")
+
+    def __init__(self, storage: torch.Tensor, ids: torch.Tensor, device):
+        self.storage, self.ids, self.device = storage, ids, device
+
+    def read(self) -> torch.Tensor:
+        return self.storage[self.ids.to(self.storage.device).long()].to(self.device)
 
 
 class Frame(MutableMapping):
@@ -24,7 +41,10 @@ class Frame(MutableMapping):
             self[key] = value
 
     def __getitem__(self, key: str) -> torch.Tensor:
-        return self._columns[key]
+        value = self._columns[key]
+        if type(value) is RowsOnRead:  # read once, then kept as a plain column
+            value = self._columns[key] = value.read()
+        return value
 
     def __setitem__(self, key: str, value) -> None:
         if not isinstance(value, torch.Tensor):
@@ -34,6 +54,13 @@ class Frame(MutableMapping):
             raise DGLError(f"Expect number of features to match number of {self.kind} (len(u)). "
                            f"Got {got} and {self.num_rows} instead.")
         self._columns[key] = value
+
+    def set_rows_on_read(self, key: str, storage: torch.Tensor, ids: torch.Tensor) -> None:
+        """Column ``key`` = ``storage[ids]`` on ``ids``' device, gathered when first read (module doc)."""
+        if ids.shape[0] != self.num_rows:
+            raise DGLError(f"Expect number of features to match number of {self.kind} (len(u)). "
+                           f"Got {ids.shape[0]} and {self.num_rows} instead.")
+        self._columns[key] = RowsOnRead(storage, ids, ids.device)
 
     def __delitem__(self, key: str) -> None:
         del self._columns[key]
@@ -66,7 +93,12 @@ class Frame(MutableMapping):
         self._columns = columns
 
     def to(self, device, **kwargs) -> "Frame":
-        return Frame(self.num_rows, self.kind, {k: v.to(device, **kwargs) for k, v in self._columns.items()})
+        """The frame on ``device``; a column not read yet stays unread (it will be read onto ``device``)."""
+        out = Frame(self.num_rows, self.kind)
+        for k, v in self._columns.items():
+            out._columns[k] = RowsOnRead(v.storage, v.ids, torch.device(device)) if type(v) is RowsOnRead \
+                else v.to(device, **kwargs)
+        return out
 
     def subset(self, ids: torch.Tensor) -> "Frame":
         """A frame of rows ``ids`` (a gather per column, as DGL's subgraph features)."""

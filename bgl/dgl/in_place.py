@@ -13,8 +13,8 @@ objects, the second DGL face beside real DGL's (:mod:`bgl.dgl.real_dgl`):
   blocks (:func:`bgl.dgl.block_from_bgl`, index tensors shared) and pair graphs into ``bgl.dgl``
   graphs, and gives them the graph's fields as DGL's loader does: every ``ndata`` field into
   ``blocks[0].srcdata``, ``blocks[-1].dstdata`` and the pair graphs' ``ndata``, every ``edata``
-  field into each block's ``edata`` (gathered by ``NID`` / ``EID`` per batch; DGL gathers them
-  lazily, on every block).
+  field into each block's ``edata``, each as rows ``NID`` / ``EID`` gathered when first read
+  (:class:`bgl.dgl.frames.RowsOnRead`, as DGL's lazy columns).
 
 ``bgl.DataLoader(g, ...)`` and ``bgl.dgl.dataloading.DataLoader(g, ...)`` are then one code path.
 """
@@ -112,8 +112,9 @@ class BglBatchFrontend:
             attach_block_fields(self.graph, out)
         return out
 
-    def pair_graph(self, pair) -> Any:
-        """A ``bgl.dgl`` graph of a bgl pair graph, with the graph's node fields."""
+    def pair_graph(self, pair, graph=None) -> Any:
+        """A ``bgl.dgl`` graph of a bgl pair graph, with this frontend's graph's node fields (``graph``
+        is the same graph, or None for a negative pair graph: both get the fields, read on use)."""
         from .convert import graph_from_pair
 
         out = graph_from_pair(pair)
@@ -148,8 +149,8 @@ class BglBatchFrontend:
 
 
 def attach_block_fields(g, blocks: list) -> None:
-    """Every ``ndata`` / ``edata`` field of ``g`` the ``bgl.dgl`` blocks do not carry yet, gathered by
-    ``NID`` / ``EID`` (module doc: which sides get them)."""
+    """Every ``ndata`` / ``edata`` field of ``g`` the ``bgl.dgl`` blocks do not carry yet, as rows
+    ``NID`` / ``EID`` read on first use (module doc: which sides get them)."""
     first, last = blocks[0], blocks[-1]
     for nt in first.srctypes:
         _fill(first.srcnodes[nt].data, g.nodes[nt].data)
@@ -163,10 +164,13 @@ def attach_block_fields(g, blocks: list) -> None:
 
 
 def _fill(target, source) -> None:
+    """Each field of ``source`` (a graph's one-type data view) that ``target`` (a batch's) lacks, as
+    rows ``target[NID]`` read when first used (:class:`bgl.dgl.frames.RowsOnRead`, as DGL's loader
+    gives its blocks the graph's fields): a field the model never reads is never gathered."""
     ids = target[NID] if NID in target else None
     if ids is None:
         return
-    device = ids.device
+    frame = target.single_frame()
     for key, column in source.items():
         if key not in target:
-            target[key] = column[ids.to(column.device).long()].to(device)
+            frame.set_rows_on_read(key, column, ids)

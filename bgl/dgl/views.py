@@ -21,6 +21,13 @@ class DataView(MutableMapping):
     def _single(self):
         return next(iter(self._frames.values())) if len(self._frames) == 1 else None
 
+    def single_frame(self):
+        """The one frame under a one-type view of whole frames (a loader fills it: ``in_place``)."""
+        frame = self._single()
+        if frame is None or not is_all(self._ids):
+            raise DGLError("expected a view of one whole frame")
+        return frame
+
     def __getitem__(self, key):
         frame = self._single()
         if frame is not None:

@@ -49,8 +49,9 @@ class BatchFrontend(Protocol):
         frontend graph read in place (its other fields may be attached) or None; ``with_csr`` builds each
         block's backward structure now (the producer thread does it off the trainer's thread)."""
 
-    def pair_graph(self, pair) -> Any:
-        """The frontend's graph of one :class:`~bgl.loader.seeds.edges.PairGraph`."""
+    def pair_graph(self, pair, graph=None) -> Any:
+        """The frontend's graph of one :class:`~bgl.loader.seeds.edges.PairGraph`; ``graph``, the graph
+        read in place (positive pairs only), whose other fields it carries, as DGL's pair graph does."""
 
     def typed_pair_graph(self, edges: dict, node_ids: dict, edge_ids: Optional[dict]) -> Any:
         """The frontend's heterogeneous pair graph: ``edges`` ``{canonical etype: (src, dst)}`` type-local,

@@ -48,6 +48,11 @@ def cache_policy_name(cache, cache_ratio, cache_bytes) -> Optional[str]:
     return cache if isinstance(cache, str) else None
 
 
+def asks_for_cache(cache, cache_ratio, cache_bytes) -> bool:
+    """True when the ``cache*`` arguments ask for a cache (a policy, a size, or a live cache object)."""
+    return cache_policy_name(cache, cache_ratio, cache_bytes) is not None or (cache is not None and cache is not False)
+
+
 def resolve_cache_spec(cache, cache_ratio, cache_bytes, info: GraphInfo, pipeline: str,
                        device: torch.device) -> Optional[CacheSpec]:
     """The CacheSpec of a ``cache=`` argument (None for no cache or a live cache object, which is checked).

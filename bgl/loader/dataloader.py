@@ -36,7 +36,7 @@ import torch
 from ..threads import Closes
 from .graph_info import check_graph_fields, proximity_partition, resolve_graph
 from .batch_frontend import batch_frontend
-from .cache_choice import resolve_cache
+from .cache_choice import asks_for_cache, resolve_cache
 from .ddp import ddp_chunk
 from .edge_options import check_edge_options
 from .pipeline.epoch_iterator import EpochIterator
@@ -123,9 +123,9 @@ class DataLoader(Closes):
     order_dir : directory where each epoch's proximity order is saved (8 bytes per seed, the newest
         3 kept) and read back by a loader built the same way, e.g. beside the training checkpoints:
         a restarted trainer then resumes its epoch without the BFS (:mod:`bgl.cache.ordering.saved_orders`)
-    queue_size : minibatches in flight between two stages (default 4; 2 with ``pipeline="thread"`` on a
-        CPU device, where each waiting batch holds its finished DGL blocks: ~45 MiB a batch on a 10.6M-edge
-        user-item graph, where 2 ran as fast as 4 with 1.05x DGL's peak RSS against 1.06x)
+    queue_size : minibatches in flight between two stages (default 4; 1 with ``pipeline="thread"`` on a
+        CPU device, where each waiting batch holds its finished DGL blocks and rows: ~45 MiB a batch on a
+        10.6M-edge user-item graph; the producer keeps one ready, so a deeper queue only holds more memory)
     feat_dtype : torch float dtype of the input features (default: the graph's; encoded rows: float32)
 
     Raises
@@ -202,9 +202,12 @@ class DataLoader(Closes):
         self._num_real_ids = int(ids.shape[0])
         self._pad = pad
 
-        # The first feature name is served by the fetch stage (and its cache), under that name;
-        # a pair graph's nodes carry no node-classification labels.
-        self._wanted_keys = (sampler.feat_keys[:1], () if seeds.is_edges else sampler.label_keys)
+        # The first feature name is served by the fetch stage (and its cache), under that name; names the
+        # sampler left to their defaults only where a cache or a dtype asks for the rows (a DGL graph's
+        # blocks read its other fields on use); a pair graph's nodes carry no node-classification labels.
+        feats, labels = sampler.gathered_keys(self._watches_graph and opts.feat_dtype is None
+                                              and not asks_for_cache(*opts.cache_args[:3]))
+        self._wanted_keys = (feats, () if seeds.is_edges else labels)
         has_feat = info.feat_dim > 0 or (typed and any(t.feat_dim > 0 for t in schema.node_types))
         feat_keys = self._wanted_keys[0] if has_feat and not lazy_rows else ()
         label_keys = self._wanted_keys[1] if info.has_label else ()

@@ -48,8 +48,8 @@ class LaborSampler(NeighborSampler):
     """
 
     def __init__(self, fanouts: Sequence[int], *, layer_dependency: bool = False, batch_dependency: int = 1,
-                 importance_sampling: int = 0, prefetch_node_feats: Sequence[str] = ("feat",),
-                 prefetch_labels: Sequence[str] = ("label",), prefetch_edge_feats: Sequence[str] = (),
+                 importance_sampling: int = 0, prefetch_node_feats: Optional[Sequence[str]] = None,
+                 prefetch_labels: Optional[Sequence[str]] = None, prefetch_edge_feats: Sequence[str] = (),
                  output_device=None, prob: Optional[str] = None):
         super().__init__(fanouts, False, prefetch_node_feats, prefetch_labels, prefetch_edge_feats, output_device)
         self.options = labor_options(self.fanouts, importance_sampling, layer_dependency, batch_dependency, prob)

@@ -33,8 +33,11 @@ class NeighborSampler:
         Sample with replacement.
     prefetch_node_feats : names under which ``blocks[0].srcdata`` receives
         the input features (the store has one feature array per node type), as DGL takes them:
-        a list of names, or on a typed graph ``{ntype: [names]}``.
-    prefetch_labels : names under which ``blocks[-1].dstdata`` receives labels (list or dict, likewise).
+        a list of names, or on a typed graph ``{ntype: [names]}``.  Default ``["feat"]``; over a DGL
+        graph read in place the default is gathered only when the model reads it, as DGL's loader
+        reads a field its sampler did not name.
+    prefetch_labels : names under which ``blocks[-1].dstdata`` receives labels (list or dict, likewise;
+        default ``["label"]``, read as the default features are).
     prob : name of an edge array (weights): each neighbour is drawn with probability
         proportional to its edge's weight, never through a zero-weight edge (DGL's ``prob=``).
     mask : name of a bool edge array: only edges marked True may be drawn (DGL's ``mask=``;
@@ -44,13 +47,17 @@ class NeighborSampler:
     """
 
     def __init__(self, fanouts: Sequence[int], replace: bool = False,
-                 prefetch_node_feats: Sequence[str] = ("feat",), prefetch_labels: Sequence[str] = ("label",),
+                 prefetch_node_feats: Optional[Sequence[str]] = None, prefetch_labels: Optional[Sequence[str]] = None,
                  prefetch_edge_feats: Sequence[str] = (), output_device=None, *, prob: Optional[str] = None,
                  mask: Optional[str] = None):
         self.fanouts = _check_fanouts(fanouts)
         self.replace = bool(replace)
-        self.prefetch_node_feats = prefetch_form(prefetch_node_feats, "prefetch_node_feats")
-        self.prefetch_labels = prefetch_form(prefetch_labels, "prefetch_labels")
+        # (features named, labels named): a name left to its default is read on use from a DGL graph
+        self.rows_named = (prefetch_node_feats is not None, prefetch_labels is not None)
+        self.prefetch_node_feats = prefetch_form(("feat",) if prefetch_node_feats is None else prefetch_node_feats,
+                                                 "prefetch_node_feats")
+        self.prefetch_labels = prefetch_form(("label",) if prefetch_labels is None else prefetch_labels,
+                                             "prefetch_labels")
         self.output_device = output_device
         self.prob = edge_option(prob, mask)
         self.mask = mask
@@ -122,11 +129,12 @@ def _check_fanouts(fanouts) -> list:
     return out
 
 
-def _node_sampler_settings(graph_sampler) -> tuple[list[int], bool, list[str], list[str], bool]:
-    """(fanouts, replace, feature keys, label keys, came from DGL) of a supported sampler."""
+def _node_sampler_settings(graph_sampler) -> tuple[list[int], bool, list[str], list[str], bool, tuple[bool, bool]]:
+    """(fanouts, replace, feature keys, label keys, came from DGL, (features named, labels named)) of a
+    supported sampler."""
     if isinstance(graph_sampler, NeighborSampler):  # bgl.LaborSampler is one too
         return (graph_sampler.fanouts, graph_sampler.replace, prefetch_names(graph_sampler.prefetch_node_feats),
-                prefetch_names(graph_sampler.prefetch_labels), False)
+                prefetch_names(graph_sampler.prefetch_labels), False, getattr(graph_sampler, "rows_named", (True, True)))
     name = type(graph_sampler).__name__
     if is_dgl_object(graph_sampler) and hasattr(graph_sampler, "fanouts") and name in (
             "NeighborSampler", "MultiLayerFullNeighborSampler", "LaborSampler"):
@@ -144,7 +152,7 @@ def _node_sampler_settings(graph_sampler) -> tuple[list[int], bool, list[str], l
         # DGLGraph: TransferStage); a store has one feature and one label array, offered
         # under the usual names.
         return (_check_fanouts(list(graph_sampler.fanouts)), bool(getattr(graph_sampler, "replace", False)),
-                list(feats) or ["feat"], list(labels) or ["label"], True)
+                list(feats) or ["feat"], list(labels) or ["label"], True, (bool(feats), bool(labels)))
     raise TypeError(
         f"unsupported graph_sampler {type(graph_sampler).__module__}.{name}; use bgl.NeighborSampler, "
         f"bgl.LaborSampler or dgl.dataloading.NeighborSampler / MultiLayerFullNeighborSampler / LaborSampler")
@@ -203,7 +211,8 @@ class SamplerOptions:
 
     ``fanouts`` in DGL order (the last applies to the seeds): ints, or a typed graph's per-layer
     ``{etype: int}``; ``feat_keys`` / ``label_keys`` the names under which rows and labels are
-    attached; ``named_types`` the node types a dict form of ``prefetch_*`` named; ``link`` the
+    attached; ``rows_named`` whether the sampler named them (else they are the defaults, which a DGL
+    graph read in place serves on use: :meth:`gathered_keys`); ``named_types`` the node types a dict form of ``prefetch_*`` named; ``link`` the
     edge-prediction settings (:class:`~bgl.loader.edge_prediction.EdgeSettings`), None for node seeds.
     """
 
@@ -218,11 +227,23 @@ class SamplerOptions:
     link: Any  # bgl.loader.edge_prediction.EdgeSettings | None
     from_dgl: bool
     temporal: Any = None  # bgl.loader.temporal_sampler.TemporalOptions | None
+    rows_named: tuple[bool, bool] = (True, True)
 
     @property
     def edge_keys(self) -> list[str]:
         """Edge arrays each block carries (``prefetch_edge_feats``)."""
         return list(self.edge.edge_feats)
+
+    def gathered_keys(self, served_on_use: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(feature names, label names) the pipeline gathers: the first feature name and the label names,
+        or, where the graph serves its fields on use (a DGL graph read in place), only those the sampler
+        named.  DGL's loader gathers no field its sampler did not name; bgl gathering its default names
+        there would hold a batch of rows per batch in flight that a script indexing the features itself
+        (layer-wise inference: ``h[input_nodes]``) never reads."""
+        feats, labels = self.feat_keys[:1], self.label_keys
+        if served_on_use:
+            feats, labels = (feats if self.rows_named[0] else ()), (labels if self.rows_named[1] else ())
+        return feats, labels
 
     @property
     def dict_prefetch(self) -> bool:
@@ -238,7 +259,7 @@ def resolve_sampler(graph_sampler) -> SamplerOptions:
 
     link = edge_settings(graph_sampler) if is_edge_prediction_sampler(graph_sampler) else None
     node_sampler = graph_sampler if link is None else link.sampler
-    fanouts, replace, feat_keys, label_keys, from_dgl = _node_sampler_settings(node_sampler)
+    fanouts, replace, feat_keys, label_keys, from_dgl, rows_named = _node_sampler_settings(node_sampler)
     options, labor = _edge_options(node_sampler), labor_of(node_sampler)
     if labor is not None and labor.prob is not None:  # checked against the graph as prob= is
         options = dataclasses.replace(options, prob=labor.prob)
@@ -253,4 +274,4 @@ def resolve_sampler(graph_sampler) -> SamplerOptions:
     return SamplerOptions(node_sampler=node_sampler, fanouts=tuple(fanouts), replace=replace,
                           feat_keys=tuple(feat_keys), label_keys=tuple(label_keys), named_types=tuple(sorted(named)),
                           edge=options, labor=labor, link=link, from_dgl=from_dgl or (link is not None and link.from_dgl),
-                          temporal=temporal)
+                          temporal=temporal, rows_named=rows_named)

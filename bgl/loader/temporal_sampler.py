@@ -66,7 +66,7 @@ class TemporalNeighborSampler(NeighborSampler):
 
     def __init__(self, fanouts: Sequence[int], replace: bool = False, prob_name: Optional[str] = None,
                  node_timestamp_attr_name: Optional[str] = None, edge_timestamp_attr_name: Optional[str] = None,
-                 prefetch_node_feats: Sequence[str] = ("feat",), prefetch_labels: Sequence[str] = ("label",),
+                 prefetch_node_feats: Optional[Sequence[str]] = None, prefetch_labels: Optional[Sequence[str]] = None,
                  output_device=None, *, strategy: str = "uniform", layout: str = "tree"):
         from ..sampler.temporal.sampling import check_strategy
 

@@ -318,10 +318,12 @@ def _hetero_skeleton(ntypes: tuple, canonical_etypes: tuple) -> _HeteroSkeleton:
     return _HeteroSkeleton(names, etypes, type_order, rel_order, rel_src, rel_dst, metagraph, template)
 
 
-def to_dgl_pair_graph(pair):
+def to_dgl_pair_graph(pair, graph=None):
     """A ``dgl.DGLGraph`` of a bgl :class:`~bgl.loader.seeds.edges.PairGraph`: the same edges over
     ``num_nodes()`` nodes, its ``ndata`` (``dgl.NID`` and input features) and (positive pairs)
-    ``edata[dgl.EID]``, as DGL's ``EdgePredictionSampler`` builds them with ``compact_graphs``.
+    ``edata[dgl.EID]``, as DGL's ``EdgePredictionSampler`` builds them with ``compact_graphs``;
+    ``graph`` (the DGLGraph sampled in place, for the positive pairs) adds its other ``ndata`` /
+    ``edata`` fields as lazy columns, as DGL's positive pair graph (an edge subgraph) has them.
 
     The same graph as ``dgl.graph((src, dst), num_nodes=n)`` with those fields assigned (one node
     type ``_N``, one edge type ``_E``, COO built, every format allowed), made straight from the
@@ -343,6 +345,10 @@ def to_dgl_pair_graph(pair):
     gidx = heterograph_index.create_unitgraph_from_coo(1, n, n, src.contiguous(), dst.contiguous(), ALL_FORMATS)
     nodes = {dgl.NID if key == "_ID" else key: value for key, value in pair.ndata.items()}
     edges = {dgl.EID: pair.edata["_ID"]} if "_ID" in pair.edata else {}
+    if graph is not None:
+        _add_lazy_fields(nodes, graph.ndata, nodes[dgl.NID])
+        if dgl.EID in edges:
+            _add_lazy_fields(edges, graph.edata, edges[dgl.EID])
     return DGLGraph(gidx, ["_N"], ["_E"], node_frames=[Frame(nodes, num_rows=n)],
                     edge_frames=[Frame(edges, num_rows=int(src.shape[0]))])
 

@@ -22,11 +22,11 @@ class DGLBatchFrontend:
 
         return dgl_blocks(blocks, schema, graph, type_names, with_csr=with_csr)
 
-    def pair_graph(self, pair) -> Any:
+    def pair_graph(self, pair, graph=None) -> Any:
         """A ``DGLGraph`` of a bgl pair graph (:func:`~bgl.dgl.real_dgl.blocks.to_dgl_pair_graph`)."""
         from .blocks import to_dgl_pair_graph
 
-        return to_dgl_pair_graph(pair)
+        return to_dgl_pair_graph(pair, graph)
 
     def typed_pair_graph(self, edges: dict, node_ids: dict, edge_ids: Optional[dict]) -> Any:
         """A heterogeneous ``DGLGraph`` of a typed batch's pairs

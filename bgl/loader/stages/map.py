@@ -442,6 +442,6 @@ class TransferStage(Stage):
         n = pairs[0].num_nodes()
         for key, value in input_data.items():
             pairs[0].ndata[key] = value[:n]
-        if self.frontend is not None:
-            return tuple(self.frontend.pair_graph(p) for p in pairs)
+        if self.frontend is not None:  # the positive pairs carry the graph's fields, as DGL's
+            return tuple(self.frontend.pair_graph(p, self.graph if i == 0 else None) for i, p in enumerate(pairs))
         return pairs
