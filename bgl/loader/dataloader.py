@@ -349,9 +349,14 @@ class DataLoader(Closes):
         gen = self._pipeline.run_epoch((epoch, seed, start) if start else (epoch, seed), after_first=after_first,
                                        num_items=len(self) - start)
         self._wait = TrainerWait(epoch)
-        it = EpochIterator(self, gen, start, self._wait)
+        it = EpochIterator(self, gen, start, self._wait, on_end=self._end_epoch)
         self._active = weakref.ref(it)
         return it
+
+    def _end_epoch(self) -> None:
+        """The epoch's stages have stopped: the fetch stage gives its largest row buffers back (row_buffers)."""
+        if self._fetch is not None:
+            self._fetch.end_epoch()
 
     def _close_active(self) -> None:
         """Close the running epoch, if any (its iterator may already be gone)."""

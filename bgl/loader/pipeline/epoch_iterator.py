@@ -15,7 +15,7 @@ joined, queues closed) as soon as the caller drops it.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from ...sampler.jit_pages import release_jit_pages
 from ..trainer_wait import TrainerWait, timed_next
@@ -30,11 +30,14 @@ class EpochIterator:
     items : generator of the epoch's batches (a pipeline epoch); closed exactly once
     start : index of the epoch's first batch ``items`` yields (> 0 for a resumed epoch)
     wait : where the trainer's time blocked in ``next()`` is counted (:mod:`bgl.loader.trainer_wait`)
+    on_end : called once the epoch's stages have stopped (the loader releases per-epoch memory there)
     """
 
-    def __init__(self, owner: Any, items: Iterator[Any], start: int = 0, wait: Optional[TrainerWait] = None):
+    def __init__(self, owner: Any, items: Iterator[Any], start: int = 0, wait: Optional[TrainerWait] = None,
+                 on_end: Optional[Callable[[], None]] = None):
         self._owner: Optional[Any] = owner
         self._items: Optional[Iterator[Any]] = items
+        self._on_end = on_end
         self.wait = wait if wait is not None else TrainerWait()
         self._first = True
         self.position = int(start)  # index of the next batch of the epoch (state/position.py)
@@ -68,6 +71,9 @@ class EpochIterator:
         self.wait.end()
         if items is not None and hasattr(items, "close"):
             items.close()
+        on_end, self._on_end = self._on_end, None
+        if items is not None and on_end is not None:
+            on_end()
 
     def __del__(self):
         try:

@@ -326,13 +326,16 @@ class FetchStage(Stage):
         """The cache's :meth:`stats` dict, or None without a cache."""
         return dict(self._cache.stats()) if self._cache is not None else None
 
+    def end_epoch(self) -> None:
+        """Between epochs, the row buffers a plain allocation would have unmapped go (``release_large``)."""
+        if self._row_buffers is not None:
+            self._row_buffers.release_large()
+
     def close(self) -> None:
         """Close the feature/label source (releases server sockets)."""
         if self._sampler is not None and hasattr(self._sampler, "close"):
             self._sampler.close()
-        self._sampler = None
-        self._feat_rows = None
-        self._row_buffers = None
+        self._sampler = self._feat_rows = self._row_buffers = None
 
 
 @dataclass

@@ -113,3 +113,27 @@ def test_arrays_stay_sized_by_the_largest_request_when_all_are_kept():
     pool = RowBuffers(keep=2)
     kept = [pool.take(rows, np.arange(40)) for _ in range(30)]  # every array in use: a new one each time
     assert pool.allocations == 30 and max(k.base.shape[0] for k in kept) == 40 + 40 // 8
+
+
+def test_buffers_a_plain_allocation_would_unmap_go_at_each_epochs_end(random_store_factory):
+    """Row buffers of RELEASE_BYTES or more are dropped when an epoch ends (as DGL's per-batch allocations,
+    unmapped by glibc when freed, are gone between epochs); smaller ones are kept for the next epoch."""
+    from bgl.loader.stages import row_buffers
+
+    def loader_of(feat_dim: int):
+        store = random_store_factory(num_nodes=600, feat_dim=feat_dim)
+        return bgl.DataLoader(store, np.arange(600), bgl.NeighborSampler([-1]), batch_size=600, pipeline="inline")
+
+    def sizes(loader) -> list:
+        return [a.nbytes for a in loader._fetch._row_buffers._arrays]
+
+    wide = loader_of(16 * 1024)  # a whole-graph batch: 600 rows of 64 KiB = 37.5 MiB >= RELEASE_BYTES
+    narrow = loader_of(16)
+    for _ in wide:
+        assert max(sizes(wide)) >= row_buffers.RELEASE_BYTES  # while the epoch runs
+    for _ in narrow:
+        during = sizes(narrow)
+    assert max(sizes(wide), default=0) < row_buffers.RELEASE_BYTES  # the big one went; small ones stay
+    assert sizes(narrow) == during
+    for loader in (wide, narrow):
+        loader.close()
