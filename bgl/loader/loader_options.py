@@ -25,11 +25,11 @@ PIPELINES = ("inline", "thread", "processes")
 DEFAULT_QUEUE = 4
 #: ... where the queue holds finished batches (``pipeline="thread"`` on a CPU device: DGL blocks with
 #: their CSR and input rows): each waiting batch costs its memory (~45 MiB on a 10.6M-edge user-item
-#: graph, ~35 MiB of rows on CiteSeer link prediction), and the producer, faster than the model, keeps
-#: one waiting anyway.  One: the trainer finds the next batch ready (wait 0.4-0.6 % of the epoch, as with
-#: 2) and one batch fewer is in flight (CiteSeer link prediction's peak 967 -> 929 MiB, DGL's 867;
-#: bench/results/dataloader.md, 2026-12-06; 2 and 4 read 0.80x / 0.82x DGL's recommendation epoch, 12-04).
-FINISHED_BATCHES_QUEUE = 1
+#: graph), and the producer runs ahead of the model anyway (bench/results/recsys.md, 2026-12-04, 3
+#: alternating seeds: 0.80x DGL's epoch and 1.05x its peak RSS with 2, 0.82x and 1.06x with 4).  One
+#: held a batch less (Cora link prediction 852 against 870 MiB) but let the typed R-GCN's trainer wait
+#: 6.7 % of its epoch against 4.8 % (bench/results/dataloader.md, 2026-12-06).
+FINISHED_BATCHES_QUEUE = 2
 # DGL DataLoader keyword arguments that tune DGL's own machinery; accepted so
 # scripts run unchanged, and ignored because bgl's pipeline replaces them.
 DGL_TUNING_KWARGS = frozenset({
