@@ -18,7 +18,8 @@ seed is set before the script runs (``random``, NumPy, torch, and the stack's ow
 Per run: the metric the script prints last (test accuracy; link prediction: test MRR), the median
 time between its consecutive ``Epoch`` lines (stdout read line by line as it is printed; an epoch
 includes the script's own per-epoch evaluation), and the peak RSS of the process (its own ``VmHWM``,
-printed at exit by the launcher; ``wait4``'s ``ru_maxrss`` only where the script died first).  Results: ``bench/results/dgl_examples.md`` (mean and spread over the seeds).
+printed at exit by the launcher; ``wait4``'s ``ru_maxrss`` only where the script died first).
+Results: ``bench/results/dgl_examples.md`` (mean and spread over the seeds).
 
     python bench/dgl/examples.py --dgl-checkout /path/to/dgl          # full: 3 seeds, the bench's epochs
     python bench/dgl/examples.py --dgl-checkout D --seeds 0 --epochs-scale 0.05 --out /tmp/x.md  # proof it runs
@@ -201,7 +202,8 @@ PEAK_LINE = re.compile(rf"^{PEAK_MARK} (\d+)$", re.M)
 def run_script(python, script: Path, args, seed: int, stack: str, env: dict, metric: Optional[str],
                timeout: float = 600.0) -> RunResult:
     """Run ``script`` under ``python`` in its own folder; stdout read line by line as printed (epoch
-    times), peak RSS its own ``VmHWM`` (``LAUNCHER``).  ``stack``: ``"dgl"`` or ``"bgl.dgl"`` (whose ``seed`` is called)."""
+    times), peak RSS its own ``VmHWM`` (``LAUNCHER``).  ``stack``: ``"dgl"`` or ``"bgl.dgl"`` (whose ``seed``
+    is called)."""
     launcher = LAUNCHER.replace("PEAK_MARK", repr(PEAK_MARK))
     cmd = [str(python), "-u", "-c", launcher, str(seed), stack, str(script), *map(str, args)]
     start = time.perf_counter()
