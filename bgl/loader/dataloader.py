@@ -203,9 +203,10 @@ class DataLoader(Closes):
         self._pad = pad
 
         # The first feature name is served by the fetch stage (and its cache), under that name; names the
-        # sampler left to their defaults only where a cache or a dtype asks for the rows (a DGL graph's
-        # blocks read its other fields on use); a pair graph's nodes carry no node-classification labels.
-        feats, labels = sampler.gathered_keys(self._watches_graph and opts.feat_dtype is None
+        # sampler left to their defaults only where a cache or a dtype asks for the rows, or the batches are
+        # bgl's own Blocks (a frontend's blocks of a graph read in place carry its other fields, read on use);
+        # a pair graph's nodes carry no node-classification labels.
+        feats, labels = sampler.gathered_keys(self._watches_graph and want_dgl and opts.feat_dtype is None
                                               and not asks_for_cache(*opts.cache_args[:3]))
         self._wanted_keys = (feats, () if seeds.is_edges else labels)
         has_feat = info.feat_dim > 0 or (typed and any(t.feat_dim > 0 for t in schema.node_types))

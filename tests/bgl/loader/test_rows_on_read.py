@@ -104,3 +104,13 @@ def test_reads_match_dgls_loader(named):
         expected_label = label0[outputs] if named else label0[outputs] + 10
         assert torch.equal(feat, expected_feat), loader_class
         assert torch.equal(label, expected_label), loader_class
+
+
+def test_bgl_blocks_of_a_dgl_graph_still_carry_the_default_features():
+    """``blocks="bgl"``: bgl's own Blocks carry no lazy fields of the graph, so the defaults are gathered."""
+    g = _with_fields(bdgl.graph(_edges(), num_nodes=N))
+    inputs, outputs, blocks = next(iter(bgl.DataLoader(g, torch.arange(64), bgl.NeighborSampler([3]), batch_size=64,
+                                                       blocks="bgl")))
+    assert isinstance(blocks[0], bgl.Block)
+    assert torch.equal(blocks[0].srcdata["feat"], g.ndata["feat"][inputs])
+    assert torch.equal(blocks[-1].dstdata["label"], g.ndata["label"][outputs])
