@@ -34,8 +34,8 @@ class NeighborSampler:
     prefetch_node_feats : names under which ``blocks[0].srcdata`` receives
         the input features (the store has one feature array per node type), as DGL takes them:
         a list of names, or on a typed graph ``{ntype: [names]}``.  Default ``["feat"]``; over a DGL
-        graph read in place the default is gathered only when the model reads it, as DGL's loader
-        reads a field its sampler did not name.
+        graph read in place, batched as DGL's or ``bgl.dgl``'s blocks, the default is gathered only when
+        the model reads it, as DGL's loader reads a field its sampler did not name.
     prefetch_labels : names under which ``blocks[-1].dstdata`` receives labels (list or dict, likewise;
         default ``["label"]``, read as the default features are).
     prob : name of an edge array (weights): each neighbour is drawn with probability
