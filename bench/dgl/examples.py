@@ -180,14 +180,16 @@ class RunResult:
 # exit prints the process's own peak RSS (VmHWM): wait4's ru_maxrss of a child is at least its parent's
 # peak (the address space it was started from, bench/common/own_rss.py), so a large parent (a test
 # process) would be reported instead of the script.
-LAUNCHER = """
+PEAK_MARK = "bgl-bench-own-peak-kib"
+PEAK_LINE = re.compile(rf"^{PEAK_MARK} (\d+)$", re.M)
+LAUNCHER = f"""
 import atexit, importlib, os, random, runpy, sys
 import numpy, torch
 def _own_peak():
     with open("/proc/self/status") as f:
         kib = next((line.split()[1] for line in f if line.startswith("VmHWM:")), None)
     if kib is not None:
-        os.write(1, ("\\n%s %s\\n" % (PEAK_MARK, kib)).encode())
+        os.write(1, ("\\n%s %s\\n" % ({PEAK_MARK!r}, kib)).encode())
 atexit.register(_own_peak)
 seed, stack, script = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 random.seed(seed); numpy.random.seed(seed); torch.manual_seed(seed)
@@ -195,8 +197,6 @@ importlib.import_module(stack).seed(seed)
 sys.argv = sys.argv[3:]
 runpy.run_path(script, run_name="__main__")
 """
-PEAK_MARK = "bgl-bench-own-peak-kib"
-PEAK_LINE = re.compile(rf"^{PEAK_MARK} (\d+)$", re.M)
 
 
 def run_script(python, script: Path, args, seed: int, stack: str, env: dict, metric: Optional[str],
@@ -204,8 +204,7 @@ def run_script(python, script: Path, args, seed: int, stack: str, env: dict, met
     """Run ``script`` under ``python`` in its own folder; stdout read line by line as printed (epoch
     times), peak RSS its own ``VmHWM`` (``LAUNCHER``).  ``stack``: ``"dgl"`` or ``"bgl.dgl"`` (whose ``seed``
     is called)."""
-    launcher = LAUNCHER.replace("PEAK_MARK", repr(PEAK_MARK))
-    cmd = [str(python), "-u", "-c", launcher, str(seed), stack, str(script), *map(str, args)]
+    cmd = [str(python), "-u", "-c", LAUNCHER, str(seed), stack, str(script), *map(str, args)]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=script.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, bufsize=1)

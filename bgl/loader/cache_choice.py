@@ -48,9 +48,15 @@ def cache_policy_name(cache, cache_ratio, cache_bytes) -> Optional[str]:
     return cache if isinstance(cache, str) else None
 
 
+def is_live_cache(cache, cache_ratio, cache_bytes) -> bool:
+    """True when ``cache=`` is a cache object of the caller's (no policy name, no size, not None/False)."""
+    return cache_policy_name(cache, cache_ratio, cache_bytes) is None and cache not in (None, False)
+
+
 def asks_for_cache(cache, cache_ratio, cache_bytes) -> bool:
     """True when the ``cache*`` arguments ask for a cache (a policy, a size, or a live cache object)."""
-    return cache_policy_name(cache, cache_ratio, cache_bytes) is not None or (cache is not None and cache is not False)
+    sizes = (cache_ratio, cache_bytes)
+    return cache_policy_name(cache, *sizes) is not None or is_live_cache(cache, *sizes)
 
 
 def resolve_cache_spec(cache, cache_ratio, cache_bytes, info: GraphInfo, pipeline: str,
@@ -189,7 +195,7 @@ def resolve_cache(cache, cache_ratio, cache_bytes, cache_lookahead, queue_size: 
     """
     spec = resolve_cache_spec(cache, cache_ratio, cache_bytes, info, pipeline, device)
     live = None
-    if spec is None and cache_policy_name(cache, cache_ratio, cache_bytes) is None and cache not in (None, False):
+    if spec is None and is_live_cache(cache, cache_ratio, cache_bytes):
         live = cache
     policy = spec.policy if spec is not None else getattr(live, "policy", None)
     announces = policy == "lookahead" or hasattr(live, "announce")
