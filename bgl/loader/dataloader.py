@@ -39,8 +39,9 @@ from .batch_frontend import batch_frontend
 from .cache_choice import asks_for_cache, resolve_cache
 from .ddp import ddp_chunk
 from .edge_options import check_edge_options
+from .edge_prediction import torch_rng_user
 from .pipeline.epoch_iterator import EpochIterator
-from .loader_options import DEFAULT_QUEUE, FINISHED_BATCHES_QUEUE, default_pipeline, resolve_loader_options
+from .loader_options import DEFAULT_QUEUE, FINISHED_BATCHES_QUEUE, choose_pipeline, resolve_loader_options
 from .state.position import epoch_seed, LoaderState, ResumePoint, fingerprint, generator_seed_from_torch, parse_state
 from .stages.order_prefetch import NextOrderGuess
 from .stages.order import OrderStage, num_batches
@@ -113,8 +114,8 @@ class DataLoader(Closes):
     pipeline : ``"inline"`` | ``"thread"`` | ``"processes"``; default ``"processes"`` with
         ``num_workers > 0``, else ``"thread"`` with graph servers, or with a local graph on a CPU
         device and >= 2 usable cores (the next batches are built while the model runs;
-        :mod:`bgl.loader.pipeline.background`), and ``"inline"`` otherwise
-        (:func:`~bgl.loader.loader_options.default_pipeline`); stage
+        :mod:`bgl.loader.pipeline.background`), and ``"inline"`` otherwise or with a callable negative
+        sampler (:func:`~bgl.loader.loader_options.choose_pipeline`); stage
         processes start at construction, in the background (``Pipeline.start_in_background``)
     stage_cores : {"sample": [0], "fetch": [1]} or counts; default from profiling
     blocks : ``"dgl"`` | ``"bgl"`` | None (dgl when the graph or sampler came from DGL)
@@ -181,7 +182,7 @@ class DataLoader(Closes):
         store_edge_feats = () if info.from_dgl and (live_graph or not typed) else tuple(sampler.edge_keys)
         # A DGLGraph is read in place: the loader watches its fields for changes between epochs.
         self._watches_graph = info.from_dgl and not typed
-        pipeline = opts.pipeline or default_pipeline(info.spec.kind, self.device.type)
+        pipeline = choose_pipeline(opts.pipeline, info.spec.kind, self.device.type, torch_rng_user(sampler.link))
         self.pipeline_mode = pipeline
 
         # The seeds, as one item kind (SeedItems): node ids, or positions into the seed edges.

@@ -142,6 +142,18 @@ def bgl_negative_sampler(sampler):
                     "bgl.negative_sampler.Uniform / PerSourceUniform / GlobalUniform or DGL's")
 
 
+def torch_rng_user(link: Optional[EdgeSettings]) -> Optional[str]:
+    """The name of the user's callable negative sampler of ``link`` (drawn under torch's global RNG:
+    :func:`bgl.loader.loader_options.choose_pipeline` says why that matters), or None."""
+    from .seeds.typed_callables import UserNegatives
+
+    negative = None if link is None else link.negative
+    if not isinstance(negative, UserNegatives):
+        return None
+    fn = getattr(negative.fn, "func", negative.fn)  # a functools.partial's function
+    return getattr(fn, "__name__", type(fn).__name__)
+
+
 def check_reverse_eids(reverse_eids, num_edges: int) -> np.ndarray:
     """``reverse_eids`` as int64 [num_edges] with every id in ``[0, num_edges)``."""
     from .arguments import as_int_array

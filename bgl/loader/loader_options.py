@@ -39,6 +39,25 @@ DGL_TUNING_KWARGS = frozenset({
 })
 
 
+def choose_pipeline(named: Optional[str], graph_kind: str, device_type: str, rng_user: Optional[str] = None) -> str:
+    """The loader's pipeline: ``named`` (its ``pipeline=``, or "processes" from ``num_workers``), else
+    :func:`default_pipeline`.  ``rng_user``: the name of a user's callable that the sample stage calls
+    under torch's global RNG (a callable negative sampler, reseeded per batch inside ``fork_rng``), or None.
+
+    torch's CPU generator is one per process: in a producer thread, the callable's reseed-draw-restore
+    interleaves with the training loop's own draws (dropout), so its negatives stop being a function
+    of the batch and the loop's stream is rewound (seen: 1 of 62 batches' negatives as inline's, and
+    repeated draws in the loop).  Such a loader runs inline by default; ``pipeline="thread"`` named
+    with it is a ValueError."""
+    if named == "thread" and rng_user is not None:
+        raise ValueError(f"pipeline='thread' would call the negative sampler {rng_user} in a background thread, "
+                         "where its draws from torch's global RNG and the training loop's race (neither "
+                         "reproducible); use pipeline='inline' (the default with it) or 'processes'")
+    if named is not None:
+        return named
+    return "inline" if rng_user is not None else default_pipeline(graph_kind, device_type)
+
+
 def default_pipeline(graph_kind: str, device_type: str, cores: Optional[int] = None) -> str:
     """The pipeline a loader runs when none is named and ``num_workers == 0`` (docs/trainer-wait.md).
 
