@@ -17,7 +17,9 @@ untyped loader's (a DGLGraph's own, a store's CSC positions, a partition's edge 
 Both run in the sample stage (a stage process with ``pipeline="processes"``), once per batch.  A
 callable sampler draws under ``torch``'s RNG reseeded from the batch's seed inside
 ``torch.random.fork_rng``, so its negatives are a function of the batch (the same in every pipeline
-mode and reproducible under ``torch.manual_seed``) and the caller's RNG state is left alone.  Each
+mode and reproducible under ``torch.manual_seed``) and the caller's RNG state is left alone; that needs
+no other thread drawing meanwhile, so such a loader never runs it in a thread beside the training loop
+(:func:`bgl.loader.loader_options.choose_pipeline`).  Each
 callable is also called once when the loader is built, on the first seed edge of each edge type, so
 that an output of the wrong kind is named before any process starts; every batch's output is checked
 again (types, shapes, edge types, id ranges), each problem one error line.
