@@ -213,7 +213,8 @@ class SamplerOptions:
     ``{etype: int}``; ``feat_keys`` / ``label_keys`` the names under which rows and labels are
     attached; ``rows_named`` whether the sampler named them (else they are the defaults, which a DGL
     graph read in place serves on use: :meth:`gathered_keys`); ``named_types`` the node types a dict
-    form of ``prefetch_*`` named; ``link`` the edge-prediction settings (:class:`~bgl.loader.edge_prediction.EdgeSettings`), None for node seeds.
+    form of ``prefetch_*`` named; ``link`` the edge-prediction settings
+    (:class:`~bgl.loader.edge_prediction.EdgeSettings`), None for node seeds.
     """
 
     node_sampler: Any
