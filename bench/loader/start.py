@@ -1,6 +1,6 @@
 """A loader's fixed costs: construction + first batch of ``bgl.DataLoader`` against DGL's on a DGLGraph.
 
-    python bench/loader/start.py [--graphs small,10m] [--variants plain,prob,mask] [--rounds 10] [--batches 10]
+    python bench/loader/start.py [--graphs small,10m,typed] [--variants plain,prob,mask] [--rounds 10] [--batches 10]
 
 What a script that builds a loader per repetition (or a notebook re-running a cell) pays per loader:
 on the same DGLGraph, with DGL's own ``NeighborSampler`` (only the loader swapped, as the drop-in
@@ -13,6 +13,10 @@ gathers ``feat`` and ``label``, the names it fetches by default.  Graphs: ``smal
 8 edges a node: 32,768 nodes, 262,144 edges) and ``10m`` (R-MAT scale 20, 10 edges a node: 1,048,576
 nodes, 10,485,760 edges), 128-dim float32 features and labels.
 The graph's CSC is built before any timing (both loaders read it; DGL keeps it in the graph).
+``typed`` is the recommendation loop's loader (``bench/recsys/training.py``): a user-item heterograph of
+the 10m R-MAT edges (source -> user, destination mod 2^18 -> item; ``rates`` and its reverse ``rated-by``),
+seeds every ``rates`` edge, DGL's ``as_edge_prediction_sampler(NeighborSampler, exclude="reverse_types",
+negative_sampler=Uniform(1))``; its only variant is ``link``.
 
 Printed: per graph, variant and system the first round (cold: numba's kernels loading, DGL's
 first sampler call) and the median of the others (warm: what every later loader costs), in ms, and
@@ -36,8 +40,25 @@ import torch  # noqa: E402
 
 from bench.common.side_by_side import setup  # noqa: E402
 
-GRAPHS = {"small": (15, 8), "10m": (20, 10)}  # R-MAT (scale, edges per node)
+GRAPHS = {"small": (15, 8), "10m": (20, 10), "typed": (20, 10)}  # R-MAT (scale, edges per node)
 VARIANTS = {"plain": {}, "prob": {"prob": "w"}, "mask": {"mask": "m"}}
+ITEM_BITS = 18  # the typed graph's items: an R-MAT destination mod 2^18
+REVERSE = {"rates": "rated-by", "rated-by": "rates"}
+
+
+def user_item_dglgraph(scale: int, edge_factor: int):
+    """The ``typed`` graph: R-MAT edges as user -> item ``rates`` and item -> user ``rated-by``, both formats built."""
+    import dgl
+
+    from bgl.sources.rmat import rmat_source
+
+    src = rmat_source(scale, edge_factor, seed=0)
+    s, d = (np.concatenate(parts) for parts in zip(*((a.copy(), b.copy()) for a, b in src.edges())))
+    u, i = torch.from_numpy(s), torch.from_numpy(d % (1 << min(ITEM_BITS, scale)))
+    g = dgl.heterograph({("user", "rates", "item"): (u, i), ("item", "rated-by", "user"): (i, u)},
+                        num_nodes_dict={"user": src.num_nodes, "item": 1 << min(ITEM_BITS, scale)})
+    g.create_formats_()
+    return g
 
 
 def rmat_dglgraph(scale: int, edge_factor: int, feat_dim: int):
@@ -82,12 +103,20 @@ def measure(g, variant: str, args) -> dict:
     import bgl
 
     makers = {"dgl": dgl.dataloading.DataLoader, "bgl": bgl.DataLoader}
-    seeds = torch.randperm(g.num_nodes(), generator=torch.Generator().manual_seed(1))[: args.batch_size * args.batches]
+    if variant == "link":  # the typed graph: every rates edge a seed (the loop's epoch)
+        seeds = {"rates": torch.arange(g.num_edges("rates"))}
+    else:
+        seeds = torch.randperm(g.num_nodes(), generator=torch.Generator().manual_seed(1))[: args.batch_size * args.batches]
     times = {name: [] for name in makers}
     prefetch = {"prefetch_node_feats": ["feat"], "prefetch_labels": ["label"]} if args.prefetch else {}
     for r in range(args.rounds):
         for name in (("dgl", "bgl") if r % 2 == 0 else ("bgl", "dgl")):
-            sampler = dgl.dataloading.NeighborSampler(args.fanouts, **VARIANTS[variant], **prefetch)
+            if variant == "link":
+                sampler = dgl.dataloading.as_edge_prediction_sampler(
+                    dgl.dataloading.NeighborSampler(args.fanouts), exclude="reverse_types", reverse_etypes=REVERSE,
+                    negative_sampler=dgl.dataloading.negative_sampler.Uniform(1))
+            else:
+                sampler = dgl.dataloading.NeighborSampler(args.fanouts, **VARIANTS[variant], **prefetch)
             torch.manual_seed(r)
             times[name].append(one_loader(makers[name], g, seeds, sampler, args.batch_size, args.batches))
     return times
@@ -108,7 +137,7 @@ def report(graph: str, variant: str, times: dict) -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--graphs", default="small,10m", help=f"comma list of {','.join(GRAPHS)}")
+    ap.add_argument("--graphs", default="small,10m,typed", help=f"comma list of {','.join(GRAPHS)}")
     ap.add_argument("--variants", default="plain,prob,mask", help=f"comma list of {','.join(VARIANTS)}")
     ap.add_argument("--rounds", type=int, default=10, help="loaders built per system (the first is the cold one)")
     ap.add_argument("--batches", type=int, default=10, help="batches taken from each loader")
@@ -127,9 +156,11 @@ def main(argv=None) -> None:
     setup(args.workdir)
     for graph in args.graphs.split(","):
         scale, edge_factor = GRAPHS[graph]
-        g = rmat_dglgraph(args.scale or scale, edge_factor, args.feat_dim)
+        typed = graph == "typed"
+        g = (user_item_dglgraph if typed else rmat_dglgraph)(args.scale or scale, edge_factor,
+                                                             *(() if typed else (args.feat_dim,)))
         print(f"{graph}: {g.num_nodes()} nodes, {g.num_edges()} edges", flush=True)
-        for variant in args.variants.split(","):
+        for variant in ["link"] if typed else args.variants.split(","):
             report(graph, variant, measure(g, variant, args))
         del g
 

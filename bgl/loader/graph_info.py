@@ -235,9 +235,28 @@ def frontend_graph_info(graph, reader, feat_key, label_key, shared: bool) -> Gra
     if len(graph.ntypes) != 1 or len(graph.canonical_etypes) != 1:
         from ..sources.hetero import TypedArrays
 
-        return arrays_typed_info(TypedArrays.from_dglgraph(graph, feat_key, label_key), **in_place)
+        return arrays_typed_info(TypedArrays.from_dglgraph(graph, feat_key, label_key, fuse=_kept_fused_csc(graph)),
+                                 **in_place)
     return arrays_info(reader.arrays(graph, feat_key, label_key), shared, node_names=tuple(graph.ndata.keys()),
                        type_names=reader.type_names(graph), watched=(feat_key, label_key), **in_place)
+
+
+def _kept_fused_csc(graph):
+    """:func:`~bgl.sources.hetero.fused_csc`, its result kept per graph while the graph's edge arrays are the
+    same ones (:mod:`bgl.loader.graph_derivations`): the next loader over the graph does not build it again."""
+    from ..sources.hetero import fused_csc
+    from .graph_derivations import derivations_of, storage_key
+
+    derivations = derivations_of(graph)
+    if derivations is None:
+        return fused_csc
+
+    def fuse(schema, rel_edges):
+        key = (tuple(t.count for t in schema.node_types),
+               tuple(storage_key(np.asarray(a)) for edges in rel_edges for a in edges))
+        return derivations.kept("fused_csc", key, lambda: fused_csc(schema, rel_edges))
+
+    return fuse
 
 
 def arrays_info(arrays, shared: bool, **described) -> GraphInfo:

@@ -91,13 +91,36 @@ class PartitionEdges:
 
 
 def position_map(arrays, num_rel: int):
-    """``f(r, ids)``: CSC positions of relation ``r``'s edges ``ids`` (a DGLGraph's per-relation ids),
-    the fused CSC's inverse in one pass (no sort): 8 bytes per edge."""
-    from ..sources.typed._csc_kernels import positions_by_relation
+    """``f(r, ids, dtype=np.int64)``: CSC positions of relation ``r``'s edges ``ids`` (a DGLGraph's
+    per-relation ids), from the fused CSC's inverse made in one pass (no sort): 4 bytes per edge while
+    positions fit in int32, else 8."""
+    from ..sources.typed._csc_kernels import gather_shifted, positions_by_relation
+    from ..store import id_dtype_for
 
     etype = np.asarray(arrays.etype)
     starts = np.zeros(num_rel + 1, np.int64)
     np.cumsum(np.bincount(etype, minlength=num_rel), out=starts[1:])
-    order = np.empty(etype.shape[0], np.int64)
+    order = np.empty(etype.shape[0], id_dtype_for(etype.shape[0]))
     positions_by_relation(etype, np.asarray(arrays.edge_ids), starts, order)
-    return lambda r, ids: order[starts[r] + ids]
+
+    def to_position(r: int, ids: np.ndarray, dtype=np.int64) -> np.ndarray:
+        out = np.empty(ids.shape[0], dtype)
+        gather_shifted(order, starts[r], ids, 0, out)
+        return out
+
+    return to_position
+
+
+def relation_destinations(graph, schema, r: int, eids: np.ndarray, dtype=np.int64) -> np.ndarray:
+    """Global destination ids of a frontend graph's (a DGLGraph's, a ``bgl.dgl`` graph's) relation ``r``
+    edges ``eids``: a gather from its COO in edge-id order, the arrays the fused CSC was built from
+    (a binary search of the CSC's ``indptr`` per edge took 1.4 s for 9.5M seed edges)."""
+    import torch
+
+    from ..sources.typed._csc_kernels import gather_shifted
+
+    _, dst = graph.edges(etype=schema.canonical_etypes[r], order="eid")
+    dst = dst.cpu().numpy() if torch.is_tensor(dst) else np.asarray(dst)
+    out = np.empty(eids.shape[0], dtype)
+    gather_shifted(dst, 0, eids, int(schema.offsets[int(schema.relation_ends()[1][r])]), out)
+    return out

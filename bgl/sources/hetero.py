@@ -149,23 +149,26 @@ class TypedArrays:
 
     def __init__(self, schema: GraphSchema, rel_edges: Sequence[tuple[np.ndarray, np.ndarray]],
                  feats: Mapping[str, torch.Tensor], labels: Mapping[str, torch.Tensor], name: str = "arrays",
-                 rel_edata: Optional[Mapping[str, Sequence[Optional[np.ndarray]]]] = None):
-        self.indptr, self.indices, self.etype, self.edge_ids = fused_csc(schema, rel_edges)
+                 rel_edata: Optional[Mapping[str, Sequence[Optional[np.ndarray]]]] = None, fuse=None):
+        # ``fuse``: fused_csc or a caller's keeper of its result (one per DGLGraph: bgl/loader/graph_info.py)
+        self.indptr, self.indices, self.etype, self.edge_ids = (fuse or fused_csc)(schema, rel_edges)
         self.rel_edata = dict(rel_edata or {})
         self._fused: dict[str, np.ndarray] = {}
         self.type_feat = {nt: _view(t) for nt, t in feats.items()}
         self.type_label = {nt: _view(t.to(torch.int64)) for nt, t in labels.items()}
         from .typed.source import node_data_schema
 
-        self.schema = node_data_schema(schema.with_counts(
-            edge_counts=np.bincount(self.etype.astype(np.int64), minlength=len(schema.edge_types))),
+        # each relation's count is its edge list's length (a bincount of etype widened 21M uint8 to int64)
+        self.schema = node_data_schema(schema.with_counts(edge_counts=[int(s.shape[0]) for s, _ in rel_edges]),
             self.type_feat, self.type_label, {})
         self.type_splits: dict[str, dict[str, np.ndarray]] = {nt: {} for nt in schema.ntypes}
         self.path = name
 
     @classmethod
-    def from_dglgraph(cls, g, feat_key: Optional[str] = "feat", label_key: Optional[str] = "label") -> "TypedArrays":
-        """A heterogeneous DGLGraph's arrays (``g.nodes[t].data[feat_key / label_key]`` per type)."""
+    def from_dglgraph(cls, g, feat_key: Optional[str] = "feat", label_key: Optional[str] = "label",
+                      fuse=None) -> "TypedArrays":
+        """A heterogeneous DGLGraph's arrays (``g.nodes[t].data[feat_key / label_key]`` per type); ``fuse``
+        as in the constructor."""
         schema = schema_of({nt: g.num_nodes(nt) for nt in g.ntypes}, g.canonical_etypes)
         rel_edges = [tuple(t.cpu().numpy() for t in g.edges(etype=c, order="eid")) for c in g.canonical_etypes]
         feats = {nt: g.nodes[nt].data[feat_key] for nt in g.ntypes
@@ -174,7 +177,7 @@ class TypedArrays:
                   if label_key is not None and label_key in g.nodes[nt].data}
         from .typed.edata import relation_edge_data
 
-        return cls(schema, rel_edges, feats, labels, name="DGLGraph", rel_edata=relation_edge_data(g))
+        return cls(schema, rel_edges, feats, labels, name="DGLGraph", rel_edata=relation_edge_data(g), fuse=fuse)
 
     def edge_dtypes(self) -> dict[str, str]:
         """``{name: dtype name}`` of the graph's edge arrays as :meth:`edge_array` gives them."""

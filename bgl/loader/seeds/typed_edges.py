@@ -15,8 +15,11 @@ Exclusion works on CSC positions, since a DGLGraph's ids repeat across relations
 
 Cost: 13 bytes per seed edge while ids fit in int32 (id, position and destination 4 B each, relation
 1 B; over graph servers the source too, 8 B) and 4 more for its reverse's position when reverses are
-excluded, looked up once before anything starts; a DGLGraph's id -> position map, 8 bytes per edge of
-the graph, while the loader is built.
+excluded, looked up once before anything starts; a DGLGraph's id -> position map, 4 bytes per edge of
+the graph while positions fit in int32, while the loader is built.  On a DGLGraph each relation's seeds
+are gathered into those widths directly (positions through the map, destinations from the graph's COO):
+9.5M seed edges of a 21M-edge user-item graph resolved in 0.3 s, against 4.3 s with a binary search of
+``indptr`` per seed, a sort for uniqueness and masks over every seed.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ import torch
 from ...sampler.typed.sampling import relation_seed
 from .._typed_block_kernels import type_positions
 from .edges import compact, sorted_compact
-from ..typed_edge_ids import StoreEdges, edge_source, position_map
+from ..typed_edge_ids import StoreEdges, edge_source, position_map, relation_destinations
 
 TYPED_EXCLUDES = (None, "self", "reverse_id", "reverse_types")
 # GlobalUniform per edge type: rounds of candidates while short, DGL's three trials per candidate (a small
@@ -227,6 +230,12 @@ def resolve_typed_edge_seeds(indices, info, settings) -> TypedEdgeSeeds:
     from_dgl = info.from_dgl
     edges = None if from_dgl else edge_source(info)
     to_position = position_map(info.store, len(schema.edge_types)) if from_dgl else None
+    reverse_types = None
+    if settings.exclude == "reverse_types":
+        reverse_types = check_reverse_etypes(schema, settings.reverse_etypes)
+    pos_dtype, node_dtype = None, None
+    if from_dgl:
+        pos_dtype, node_dtype = _held_dtype(int(info.store.num_edges)), _held_dtype(schema.num_nodes)
     parts = []
     for key, ids in indices.items():
         r = _relation_of(schema, key)
@@ -235,22 +244,32 @@ def resolve_typed_edge_seeds(indices, info, settings) -> TypedEdgeSeeds:
             eids = check_ids(ids, count, kind="edge")
         except ValueError as e:
             raise ValueError(f"seed edges of edge type {schema.canonical_etypes[r]}: {e}") from None
-        if from_dgl:
-            pos = to_position(r, eids)
+        if from_dgl:  # one relation's ids at a time: gathers into held widths, no search, no mask of every seed
+            part = (eids, to_position(r, eids, pos_dtype), np.full(eids.shape[0], r, schema.etype_dtype()),
+                    relation_destinations(info.graph, schema, r, eids, node_dtype),
+                    None if reverse_types is None else
+                    _dgl_reverse_types(reverse_types[r], eids, to_position, pos_dtype))
         else:
-            pos, wrong = eids, np.flatnonzero(edges.etype_of(eids) != r)
+            wrong = np.flatnonzero(edges.etype_of(eids) != r)
             if wrong.size:
                 raise ValueError(f"seed edge {int(eids[wrong[0]])} is not of edge type {schema.canonical_etypes[r]} "
                                  f"(the edge ids of a typed {edges.kind} are its CSC positions)")
-        parts.append((eids, pos, np.full(eids.shape[0], r, schema.etype_dtype())))
-    eids, pos = (np.concatenate([p[i] for p in parts]) if parts else np.empty(0, np.int64) for i in range(2))
+            part = (eids, eids, np.full(eids.shape[0], r, schema.etype_dtype()))
+        parts.append(part)
+    eids, pos = (_joined([p[i] for p in parts], np.int64) for i in range(2))
     # relation ids in the schema's smallest dtype (1 B a seed edge, not 8: held for the loader's life)
-    rel = np.concatenate([p[2] for p in parts]) if parts else np.empty(0, schema.etype_dtype())
+    rel = _joined([p[2] for p in parts], schema.etype_dtype())
     local = from_dgl or isinstance(edges, StoreEdges)
-    src, dst = (StoreEdges(info.store) if from_dgl else edges).endpoints(pos)
     reverse, exclude = None, settings.exclude
-    if exclude in ("reverse_id", "reverse_types"):
+    if from_dgl:  # a local graph's sources are read from its CSC per batch
+        src, dst = None, _joined([p[3] for p in parts], node_dtype)
+        if reverse_types is not None:
+            reverse = _joined([p[4] for p in parts], pos_dtype)
+    else:
+        src, dst = edges.endpoints(pos)
+    if exclude in ("reverse_id", "reverse_types") and reverse is None:
         reverse = _reverse_positions(settings, schema, edges, eids, pos, rel, src, dst, to_position)
+    if reverse is not None:
         reverse = _narrowed(reverse)  # -1: none
     if callable(exclude) or getattr(negative, "draw", None) is not None:
         from .typed_callables import checked_callables
@@ -259,8 +278,30 @@ def resolve_typed_edge_seeds(indices, info, settings) -> TypedEdgeSeeds:
     # held for the loader's life: ids, positions and destinations in int32 while they fit (12 B a seed edge
     # saved; widened per batch); a local graph's sources are read from its CSC per batch, not held (8 B)
     eids, pos, dst = _narrowed(eids), _narrowed(pos), _narrowed(dst)
+    if not eids.flags.owndata:  # one part left wide: still the caller's tensor's memory
+        eids = eids.copy()
     return TypedEdgeSeeds(eids=eids, positions=pos, rel=rel, src=None if local else src, dst=dst, schema=schema,
                           exclude=exclude, reverse=reverse, negative=negative)
+
+
+def _joined(arrays: list, dtype) -> np.ndarray:
+    """The parts' arrays end to end (the one part itself, uncopied, when there is one)."""
+    if not arrays:
+        return np.empty(0, dtype)
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+
+def _dgl_reverse_types(reverse_relation: int, eids: np.ndarray, to_position, dtype) -> np.ndarray:
+    """``exclude="reverse_types"`` on a DGLGraph: edge ``k`` of a relation reverses edge ``k`` of its
+    ``reverse_etypes`` partner; the partner's CSC positions (-1 for every edge of a relation without one)."""
+    if reverse_relation < 0:
+        return np.full(eids.shape[0], -1, dtype)
+    return to_position(int(reverse_relation), eids, dtype)
+
+
+def _held_dtype(count: int):
+    """int32 for ids (and -1) below ``count`` while they fit, as :func:`_narrowed` would leave them."""
+    return np.int32 if count < np.iinfo(np.int32).max else np.int64
 
 
 def _wide(a: np.ndarray) -> np.ndarray:

@@ -120,3 +120,11 @@ def positions_by_relation(etype, edge_ids, starts, out):
     One pass, no sort: 8 B per edge, the output."""
     for p in range(etype.shape[0]):
         out[starts[etype[p]] + edge_ids[p]] = p
+
+
+@njit(cache=True, nogil=True)
+def gather_shifted(table, start, ids, shift, out):
+    """``out[i] = table[start + ids[i]] + shift``, in ``out``'s dtype: one relation's slice of a per-edge
+    table (the inverse above, a COO column) read for a seed list without an int64 temporary per step."""
+    for i in range(ids.shape[0]):
+        out[i] = table[start + ids[i]] + shift

@@ -101,3 +101,40 @@ def test_labels_that_are_not_int64_are_widened_once_per_version():
     c = loader(g)
     assert c._info.store.tensor("label") is not a._info.store.tensor("label")
     assert c._info.store.num_classes == 10 and int(c._info.store.label[0]) == 9
+
+
+def user_item_graph(seed: int = 0, extra: int = 0):
+    torch.manual_seed(seed)
+    u, i = torch.randint(0, 50, (400 + extra,)), torch.randint(0, 30, (400 + extra,))
+    return dgl.heterograph({("user", "rates", "item"): (u, i), ("item", "rated-by", "user"): (i, u)})
+
+
+def typed_batches(g) -> list:
+    """Every batch's (seed edges, sampled edges) of a seeded typed link-prediction loader over ``g``."""
+    sampler = dgl.dataloading.as_edge_prediction_sampler(
+        dgl.dataloading.NeighborSampler([3, 3]), exclude="reverse_types",
+        reverse_etypes={"rates": "rated-by", "rated-by": "rates"},
+        negative_sampler=dgl.dataloading.negative_sampler.Uniform(1))
+    torch.manual_seed(7)
+    ld = bgl.DataLoader(g, {"rates": torch.arange(g.num_edges("rates"))}, sampler, batch_size=64, shuffle=True)
+    return ld, [(pair.edges["rates"].data[dgl.EID], [b.edata[dgl.EID] for b in blocks])
+                for _, pair, _, blocks in ld]
+
+
+def test_a_typed_graphs_fused_csc_is_built_once_and_again_after_add_edges():
+    g = user_item_graph()
+    first, a = typed_batches(g)
+    second, b = typed_batches(g)
+    assert second._info.store.indptr is first._info.store.indptr  # kept with the graph, not rebuilt
+    _, fresh = typed_batches(user_item_graph())  # the same edges in a new graph object: built anew
+    for (ea, ba), (eb, bb), (ef, bf) in zip(a, b, fresh):
+        assert torch.equal(ea, eb) and torch.equal(ea, ef)
+        assert all(torch.equal(x[k], y[k]) and torch.equal(x[k], z[k])
+                   for x, y, z in zip(ba, bb, bf) for k in x)
+    g.add_edges(torch.tensor([49]), torch.tensor([29]), etype="rates")  # in place: new edge arrays
+    g.add_edges(torch.tensor([29]), torch.tensor([49]), etype="rated-by")
+    third, c = typed_batches(g)
+    assert third._info.store.indptr is not first._info.store.indptr
+    assert third._info.store.num_edges == first._info.store.num_edges + 2
+    seen = torch.cat([eids for eids, _ in c])
+    assert sorted(seen.tolist()) == list(range(g.num_edges("rates")))  # the new edge is a seed too
