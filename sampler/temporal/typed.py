@@ -120,5 +120,5 @@ class TypedTemporalLayer:
         K.gather_nbrs_serial(self._indices, eids, nbrs)
         etime = idx.key[eids]
         if self._edge_ids is not None:  # a heterograph's arrays: each relation's own edge ids, as DGL's
-            eids = self._edge_ids[eids].astype(np.int64, copy=False)
+            eids = ops.ids_at(self._edge_ids, eids)
         return row_counts, nbrs, eids, etime, etypes

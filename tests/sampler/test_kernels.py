@@ -165,6 +165,18 @@ def test_gather_rows_and_labels(random_store):
                           np.asarray(random_store.feat)[part_ids])
 
 
+@pytest.mark.parametrize("table_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("pos_dtype", [np.int32, np.int64])
+def test_ids_at_is_a_gather_widened_to_int64(table_dtype, pos_dtype):
+    rng = np.random.default_rng(0)
+    table = rng.permutation(10_000).astype(table_dtype)
+    table.flags.writeable = False  # a DGLGraph's CSC edge ids come read-only
+    positions = rng.integers(0, 10_000, 3_000).astype(pos_dtype)
+    out = ops.ids_at(table, positions)
+    assert out.dtype == np.int64 and np.array_equal(out, table[positions])
+    assert ops.ids_at(table, positions[:0]).shape == (0,)
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.integers(0, 40), st.integers(0, 200), st.integers(0, 2**32 - 1))
 def test_relabel_matches_reference(m, e, s):
