@@ -11,6 +11,7 @@ from bgl.blocks import Block
 from bgl.store import GraphStore
 
 from . import multilayer, ops
+from .edge_ids import ids_at
 from .exclusion import edge_positions
 from .row_gather import take_rows
 
@@ -75,7 +76,7 @@ class LocalSampler:
                                                       edge_ids=self._edge_ids, edge_pos=self._edge_pos)
         rows = {name: np.take(arr, eids, axis=0) for name, arr in zip(edge_data, arrays)}
         if self._edge_ids is not None:
-            eids = ops.ids_at(self._edge_ids, eids)
+            eids = ids_at(self._edge_ids, eids)
         return (counts, nbrs, eids, rows) if edge_data else (counts, nbrs, eids)
 
     def _edge_array(self, name: str) -> np.ndarray:
@@ -110,7 +111,7 @@ class LocalSampler:
         counts, nbrs, eids, etime = self._temporal(dst, times, fanout, strategy, seed, time_name=time_name,
                                                    node_time_name=node_time_name, prob_name=prob_name)
         if self._edge_ids is not None:
-            eids = ops.ids_at(self._edge_ids, eids)
+            eids = ids_at(self._edge_ids, eids)
         return counts, nbrs, eids, etime
 
     def sample_temporal(self, seeds, seed_times, fanouts: Sequence[int], strategy: str = "uniform",
@@ -146,7 +147,7 @@ class LocalSampler:
                                                                self._keys, exclude=exclude, prob=self._weights(prob),
                                                                edge_data=edge_data, labor=labor)
         if self._edge_ids is not None:
-            eids = ops.ids_at(self._edge_ids, eids)
+            eids = ids_at(self._edge_ids, eids)
         return (counts, nbrs, eids, etypes, *rows)
 
     def sample_typed_blocks(self, seeds, fanouts: Sequence[np.ndarray], replace: bool = False,

@@ -317,16 +317,6 @@ def gather(array: np.ndarray, ids: np.ndarray, node_offset: int, *, parallel: bo
     return out
 
 
-def ids_at(table: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """``table[positions]`` as int64 (a graph's own edge ids at sampled CSC positions), gathered without the
-    GIL: numpy's fancy index holds it through a cache-missing read of every position (1.2 ms a typed layer
-    on a 21M-edge graph), so a producer thread doing it stalled the trainer's next op that long.
-    ``positions`` come from the sampling kernels (in range), so they are not checked again."""
-    out = np.empty(positions.shape[0], np.int64)
-    K.gather_1d(table, positions, np.int64(0), out)
-    return out
-
-
 def gather_into(array: np.ndarray, ids: np.ndarray, node_offset: int, out: np.ndarray, pos: np.ndarray) -> None:
     """``out[pos[i]] = array[ids[i] - node_offset]`` for a 2-D array: one copy, no temporary.
 

@@ -15,8 +15,8 @@ Labels that are not int64 are widened, and their class count taken, the same way
 
 A heterogeneous graph's fused CSC (:func:`bgl.sources.hetero.fused_csc`, ~1 s for 21M edges) is kept
 the same way, tied to where its per-relation edge arrays live and their shapes (:meth:`GraphDerivations.kept`;
-``add_edges`` and the like give new arrays): 9-13 B an edge and 8 B a node while the graph lives, as
-DGL keeps the CSC it builds (16-24 B an edge).
+``add_edges`` and the like give new arrays): 9 B an edge (17 where ids need int64) and 8 B a node while the
+graph lives, as DGL keeps the CSC it builds (16-24 B an edge).
 
 Cost: the permuted copies are kept while the graph lives (``itemsize * width`` B/edge per edge
 array used in a permuted CSC), as one loader kept them while it lived; verdicts cost nothing.

@@ -20,6 +20,7 @@ import numpy as np
 from .. import _kernels as K
 from . import _typed_kernels as TTK
 from .. import ops
+from ..edge_ids import ids_at
 from .sampling import (DEFAULT_TIME_NAME, TimeIndex, build_index, check_strategy, check_times, checked_seeds,
                        source_times)
 from ..typed.sampling import relation_seed
@@ -120,5 +121,5 @@ class TypedTemporalLayer:
         K.gather_nbrs_serial(self._indices, eids, nbrs)
         etime = idx.key[eids]
         if self._edge_ids is not None:  # a heterograph's arrays: each relation's own edge ids, as DGL's
-            eids = ops.ids_at(self._edge_ids, eids)
+            eids = ids_at(self._edge_ids, eids)
         return row_counts, nbrs, eids, etime, etypes

@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bgl.sampler import ops
+from bgl.sampler.edge_ids import ids_at
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -172,9 +173,9 @@ def test_ids_at_is_a_gather_widened_to_int64(table_dtype, pos_dtype):
     table = rng.permutation(10_000).astype(table_dtype)
     table.flags.writeable = False  # a DGLGraph's CSC edge ids come read-only
     positions = rng.integers(0, 10_000, 3_000).astype(pos_dtype)
-    out = ops.ids_at(table, positions)
+    out = ids_at(table, positions)
     assert out.dtype == np.int64 and np.array_equal(out, table[positions])
-    assert ops.ids_at(table, positions[:0]).shape == (0,)
+    assert ids_at(table, positions[:0]).shape == (0,)
 
 
 @settings(max_examples=100, deadline=None)
