@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from ...sampler.typed.sampling import relation_seed
+from ...schema import id_dtype_for
 from .._typed_block_kernels import type_positions
 from .edges import compact, sorted_compact
 from ..typed_edge_ids import StoreEdges, edge_source, position_map, relation_destinations
@@ -234,8 +235,8 @@ def resolve_typed_edge_seeds(indices, info, settings) -> TypedEdgeSeeds:
     if settings.exclude == "reverse_types":
         reverse_types = check_reverse_etypes(schema, settings.reverse_etypes)
     pos_dtype, node_dtype = None, None
-    if from_dgl:
-        pos_dtype, node_dtype = _held_dtype(int(info.store.num_edges)), _held_dtype(schema.num_nodes)
+    if from_dgl:  # the widths _narrowed would leave them in
+        pos_dtype, node_dtype = id_dtype_for(int(info.store.num_edges)), id_dtype_for(schema.num_nodes)
     parts = []
     for key, ids in indices.items():
         r = _relation_of(schema, key)
@@ -268,7 +269,7 @@ def resolve_typed_edge_seeds(indices, info, settings) -> TypedEdgeSeeds:
     else:
         src, dst = edges.endpoints(pos)
     if exclude in ("reverse_id", "reverse_types") and reverse is None:
-        reverse = _reverse_positions(settings, schema, edges, eids, pos, rel, src, dst, to_position)
+        reverse = _reverse_positions(settings, schema, edges, eids, pos, rel, src, dst, to_position, reverse_types)
     if reverse is not None:
         reverse = _narrowed(reverse)  # -1: none
     if callable(exclude) or getattr(negative, "draw", None) is not None:
@@ -299,11 +300,6 @@ def _dgl_reverse_types(reverse_relation: int, eids: np.ndarray, to_position, dty
     return to_position(int(reverse_relation), eids, dtype)
 
 
-def _held_dtype(count: int):
-    """int32 for ids (and -1) below ``count`` while they fit, as :func:`_narrowed` would leave them."""
-    return np.int32 if count < np.iinfo(np.int32).max else np.int64
-
-
 def _wide(a: np.ndarray) -> np.ndarray:
     """A batch's slice of a held seed array as int64 (what DGL's ``EID`` and the kernels take)."""
     return a.astype(np.int64, copy=False)
@@ -327,26 +323,20 @@ def _pair_seeds(indices, schema, settings) -> TypedEdgeSeeds:
                           schema=schema, negative=settings.negative, node_order=settings.node_order)
 
 
-def _reverse_positions(settings, schema, edges, eids, pos, rel, src, dst, to_position) -> np.ndarray:
+def _reverse_positions(settings, schema, edges, eids, pos, rel, src, dst, to_position, reverse_types) -> np.ndarray:
     """int64 [n]: the position (edge id) of each seed edge's reverse (-1: none), DGL's two ways.
 
-    ``"reverse_types"``: edge ``k`` of type ``A`` reverses edge ``k`` of ``reverse_etypes[A]`` on a
-    DGLGraph; on a typed store or partition (ids are positions) the reverse is found by its endpoints
-    (:func:`~bgl.sampler.typed._kernels.reverse_positions`).  ``"reverse_id"``: ``reverse_eids`` maps
+    ``"reverse_types"`` (``reverse_types``: :func:`check_reverse_etypes`' array) on a typed store or partition
+    (ids are positions): the reverse is found by its endpoints
+    (:func:`~bgl.sampler.typed._kernels.reverse_positions`); a DGLGraph's are resolved per relation in
+    :func:`resolve_typed_edge_seeds` (:func:`_dgl_reverse_types`).  ``"reverse_id"``: ``reverse_eids`` maps
     each edge type's ids to the same type's reverse ids (``{etype: ids}``; one array when the graph
     has one edge type), or on a store or partition its edge ids to edge ids (int64 [num_edges]).
     """
     from ..arguments import as_int_array
 
     if settings.exclude == "reverse_types":
-        rev = check_reverse_etypes(schema, settings.reverse_etypes)[rel]
-        if to_position is None:
-            return edges.reverse(src, dst, rev)
-        out = np.full(eids.shape[0], -1, np.int64)
-        for r in np.unique(rev[rev >= 0]):
-            sel = rev == r
-            out[sel] = to_position(int(r), eids[sel])
-        return out
+        return edges.reverse(src, dst, reverse_types[rel])
     reverse_eids = settings.reverse_eids
     if to_position is None:
         from ..edge_prediction import check_reverse_eids

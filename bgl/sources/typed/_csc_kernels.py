@@ -117,14 +117,6 @@ def positions_by_relation(etype, edge_ids, starts, out):
 
     ``etype[p]`` / ``edge_ids[p]``: relation and per-relation edge id at CSC position ``p`` (each
     relation's ids a permutation of ``[0, count_r)``); ``starts`` int64 [R + 1] the running counts.
-    One pass, no sort: 8 B per edge, the output."""
+    One pass, no sort: the output, 4 B per edge while positions fit in int32 (8 B beyond)."""
     for p in range(etype.shape[0]):
         out[starts[etype[p]] + edge_ids[p]] = p
-
-
-@njit(cache=True, nogil=True)
-def gather_shifted(table, start, ids, shift, out):
-    """``out[i] = table[start + ids[i]] + shift``, in ``out``'s dtype: one relation's slice of a per-edge
-    table (the inverse above, a COO column) read for a seed list without an int64 temporary per step."""
-    for i in range(ids.shape[0]):
-        out[i] = table[start + ids[i]] + shift
