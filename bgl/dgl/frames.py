@@ -81,7 +81,7 @@ class Frame(MutableMapping):
         if value.shape[0] != ids.shape[0]:
             raise DGLError(f"Expect number of features to match number of {self.kind} (len(u)). "
                            f"Got {value.shape[0]} and {ids.shape[0]} instead.")
-        old = self._columns.get(key)
+        old = self[key] if key in self._columns else None  # a column not read yet is read first
         if old is None:
             old = torch.zeros((self.num_rows, *value.shape[1:]), dtype=value.dtype, device=value.device)
         self._columns[key] = old.index_copy(0, ids, value.to(old.dtype))
@@ -101,9 +101,14 @@ class Frame(MutableMapping):
         return out
 
     def subset(self, ids: torch.Tensor) -> "Frame":
-        """A frame of rows ``ids`` (a gather per column, as DGL's subgraph features)."""
+        """A frame of rows ``ids`` (a gather per column, as DGL's subgraph features); a column not read yet
+        stays unread, its rows composed (``storage[ids_read[ids]]`` when read), as DGL's lazy columns do."""
         ids = ids.long()
-        return Frame(int(ids.shape[0]), self.kind, {k: v[ids.to(v.device)] for k, v in self._columns.items()})
+        out = Frame(int(ids.shape[0]), self.kind)
+        for k, v in self._columns.items():
+            out._columns[k] = RowsOnRead(v.storage, v.ids[ids.to(v.ids.device)], v.device) \
+                if type(v) is RowsOnRead else v[ids.to(v.device)]
+        return out
 
     def __repr__(self) -> str:
         return f"Frame({self.num_rows} {self.kind}, columns={list(self._columns)})"

@@ -113,19 +113,23 @@ class BglBatchFrontend:
         return out
 
     def pair_graph(self, pair, graph=None) -> Any:
-        """A ``bgl.dgl`` graph of a bgl pair graph, with this frontend's graph's node fields (``graph``
-        is the same graph, or None for a negative pair graph: both get the fields, read on use)."""
+        """A ``bgl.dgl`` graph of a bgl pair graph; ``graph`` (the graph read in place, given for the positive
+        pair graph only) adds its node fields and, by ``EID``, its edge fields, read on use: DGL's positive pair
+        graph is an edge subgraph of the graph, its negative one carries only ``NID``."""
         from .convert import graph_from_pair
 
         out = graph_from_pair(pair)
-        if self.graph is not None:
-            _fill(out.ndata, self.graph.ndata)
+        if graph is not None:
+            _fill(out.ndata, graph.ndata)
+            _fill(out.edata, graph.edata)  # nothing without EID (_fill reads the ids under "_ID")
         return out
 
-    def typed_pair_graph(self, edges: dict, node_ids: dict, edge_ids: Optional[dict]) -> Any:
+    def typed_pair_graph(self, edges: dict, node_ids: dict, edge_ids: Optional[dict], graph=None) -> Any:
         """A ``bgl.dgl`` heterograph of a typed batch's pairs: every edge type of the graph, every node type's
         batch nodes, ``NID`` per node type, ``EID`` per edge type on the positive one, as DGL's
-        ``EdgePredictionSampler`` makes it (its tensors shared)."""
+        ``EdgePredictionSampler`` makes it (its tensors shared); the positive one (``edge_ids`` given) with
+        this frontend's graph's other node and edge fields, read on use, as DGL's positive pair graph (an
+        edge subgraph) has them (``graph``: the same graph, where the caller has it)."""
         from .convert import heterograph
 
         g = heterograph(dict(edges), num_nodes_dict={nt: int(ids.shape[0]) for nt, ids in node_ids.items()})
@@ -133,9 +137,12 @@ class BglBatchFrontend:
             g.nodes[nt].data[NID] = ids
         for c, ids in (edge_ids or {}).items():
             g.edges[c].data[EID] = ids
-        if self.graph is not None:
+        source = graph if graph is not None else self.graph
+        if source is not None and edge_ids is not None:
             for nt in g.ntypes:
-                _fill(g.nodes[nt].data, self.graph.nodes[nt].data)
+                _fill(g.nodes[nt].data, source.nodes[nt].data)
+            for c in g.canonical_etypes:
+                _fill(g.edges[c].data, source.edges[c].data)  # nothing where the type has no EID
         return g
 
     def __getstate__(self) -> dict:

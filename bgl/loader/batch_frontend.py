@@ -53,9 +53,10 @@ class BatchFrontend(Protocol):
         """The frontend's graph of one :class:`~bgl.loader.seeds.edges.PairGraph`; ``graph``, the graph
         read in place (positive pairs only), whose other fields it carries, as DGL's pair graph does."""
 
-    def typed_pair_graph(self, edges: dict, node_ids: dict, edge_ids: Optional[dict]) -> Any:
+    def typed_pair_graph(self, edges: dict, node_ids: dict, edge_ids: Optional[dict], graph=None) -> Any:
         """The frontend's heterogeneous pair graph: ``edges`` ``{canonical etype: (src, dst)}`` type-local,
-        ``node_ids`` ``{ntype: ids}``, ``edge_ids`` ``{canonical etype: ids}`` or None."""
+        ``node_ids`` ``{ntype: ids}``, ``edge_ids`` ``{canonical etype: ids}`` (the positive pairs) or None;
+        ``graph``, the graph read in place, whose other fields the positive pairs carry, as DGL's do."""
 
 
 class Frontends(Protocol):

@@ -11,7 +11,7 @@ from typing import Optional
 
 import torch
 
-from .blocks import ALL_FORMATS, int64_index, with_index_and_frames
+from .blocks import ALL_FORMATS, _add_lazy_fields, int64_index, with_index_and_frames
 
 
 def dgl_blocks(blocks, schema, graph, type_names: tuple[str, str], with_csr: bool) -> list:
@@ -41,11 +41,13 @@ def build_backward_csr(blocks) -> None:
             b.adj_tensors("csr", etype=c)
 
 
-def to_dgl_hetero_pair_graph(edges: dict, node_ids: dict, edge_ids: Optional[dict] = None):
+def to_dgl_hetero_pair_graph(edges: dict, node_ids: dict, edge_ids: Optional[dict] = None, graph=None):
     """A heterogeneous ``dgl.DGLGraph`` of a typed batch's pairs, as DGL's ``EdgePredictionSampler``
     makes it: ``edges`` ``{canonical etype: (src, dst)}`` per-type local ids for EVERY edge type of the
     graph (empty where unused), ``node_ids`` ``{ntype: type-local ids}`` as ``ndata[dgl.NID]``,
-    ``edge_ids`` ``{canonical etype: ids}`` as ``edata[dgl.EID]`` (positive pairs).
+    ``edge_ids`` ``{canonical etype: ids}`` as ``edata[dgl.EID]`` (positive pairs).  ``graph`` (the
+    heterogeneous DGLGraph sampled in place; positive pairs) adds its other node fields by ``NID`` and
+    edge fields by ``EID`` as lazy columns, as DGL's positive pair graph (an edge subgraph) carries them.
 
     The same graph as ``dgl.heterograph(edges, num_nodes_dict=...)`` with those fields assigned (DGL's
     sorted types and relations, COO built, every format allowed), made straight from the heterograph
@@ -69,8 +71,16 @@ def to_dgl_hetero_pair_graph(edges: dict, node_ids: dict, edge_ids: Optional[dic
         rel_graphs.append(heterograph_index.create_unitgraph_from_coo(
             1 if c[0] == c[2] else 2, counts[c[0]], counts[c[2]], s.contiguous(), d.contiguous(), ALL_FORMATS))
         ids = None if edge_ids is None else edge_ids.get(c)
-        edge_frames.append(Frame({} if ids is None else {dgl.EID: ids}, num_rows=int(s.shape[0])))
-    node_frames = [Frame({dgl.NID: node_ids[nt]}, num_rows=counts[nt]) for nt in skeleton.ntypes]
+        fields = {} if ids is None else {dgl.EID: ids}
+        if graph is not None and ids is not None:
+            _add_lazy_fields(fields, graph.edges[c].data, ids)
+        edge_frames.append(Frame(fields, num_rows=int(s.shape[0])))
+    node_frames = []
+    for nt in skeleton.ntypes:
+        fields = {dgl.NID: node_ids[nt]}
+        if graph is not None:
+            _add_lazy_fields(fields, graph.nodes[nt].data, node_ids[nt])
+        node_frames.append(Frame(fields, num_rows=counts[nt]))
     gidx = heterograph_index.create_heterograph_from_relations(
         skeleton.metagraph, rel_graphs, int64_index([counts[nt] for nt in skeleton.ntypes]))
     return with_index_and_frames(skeleton.template, gidx, node_frames, edge_frames)

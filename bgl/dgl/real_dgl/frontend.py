@@ -28,12 +28,12 @@ class DGLBatchFrontend:
 
         return to_dgl_pair_graph(pair, graph)
 
-    def typed_pair_graph(self, edges: dict, node_ids: dict, edge_ids: Optional[dict]) -> Any:
+    def typed_pair_graph(self, edges: dict, node_ids: dict, edge_ids: Optional[dict], graph=None) -> Any:
         """A heterogeneous ``DGLGraph`` of a typed batch's pairs
         (:func:`~bgl.dgl.real_dgl.batch_objects.to_dgl_hetero_pair_graph`)."""
         from .batch_objects import to_dgl_hetero_pair_graph
 
-        return to_dgl_hetero_pair_graph(edges, node_ids, edge_ids)
+        return to_dgl_hetero_pair_graph(edges, node_ids, edge_ids, graph)
 
     def __eq__(self, other) -> bool:  # stateless: any two are the same (the stage dataclasses holding one compare equal)
         return type(other) is type(self)

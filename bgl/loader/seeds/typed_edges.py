@@ -383,11 +383,12 @@ class TypedPairGraph:
         return int(self.edges(etype)[0].shape[0])
 
 
-def typed_pair_graphs(batch: TypedEdgeBatch, schema, frontend=None) -> tuple:
+def typed_pair_graphs(batch: TypedEdgeBatch, schema, frontend=None, graph=None) -> tuple:
     """``(pair_graph,)`` or ``(pair_graph, neg_pair_graph)`` of a typed batch, as DGL makes them: every
     edge type of the graph (empty where the batch has none), every node type's compacted nodes
     (``NID`` type-local ids, shared by both graphs), ``EID`` per edge type on the positive one.
-    ``frontend`` (:class:`bgl.loader.batch_frontend.BatchFrontend`) builds its own graphs; None: bgl's."""
+    ``frontend`` (:class:`bgl.loader.batch_frontend.BatchFrontend`) builds its own graphs, the positive
+    one with ``graph``'s other fields (the graph read in place, or None); None: bgl's."""
     from ..typed import by_type
 
     node_ids = by_type(batch.node_ids, schema)
@@ -400,5 +401,6 @@ def typed_pair_graphs(batch: TypedEdgeBatch, schema, frontend=None) -> tuple:
     eids = {c: batch.eids.get(r, empty) for r, c in enumerate(schema.canonical_etypes)}
     graphs = [(per_etype(batch.pos), eids)] + ([] if batch.neg is None else [(per_etype(batch.neg), None)])
     if frontend is not None:
-        return tuple(frontend.typed_pair_graph(edges, node_ids, e) for edges, e in graphs)
+        return tuple(frontend.typed_pair_graph(edges, node_ids, e, graph if e is not None else None)
+                     for edges, e in graphs)
     return tuple(TypedPairGraph(schema, edges, node_ids, e) for edges, e in graphs)

@@ -414,7 +414,7 @@ class TransferStage(Stage):
                 blocks = self._frontend_blocks(blocks)
             if mb.edges is not None:  # typed link prediction (seeds/typed_edges.py), or a caller's layout's payload
                 pairs = (mb.edges,) if hasattr(mb.edges, "fields") else typed_pair_graphs(
-                    mb.edges.to(device), self.schema, self.frontend)
+                    mb.edges.to(device), self.schema, self.frontend, self.graph)
                 return (input_nodes, *pairs, blocks)
             return input_nodes, output_nodes, blocks
         input_nodes = blocks[0].src_ids
