@@ -354,8 +354,9 @@ def clone(g: DGLGraph) -> DGLGraph:
 # DGL offers these as graph methods too (``g.subgraph(nodes)``, ``g.add_self_loop()``, ...)
 DGLGraph.subgraph = _method(node_subgraph)
 DGLGraph.edge_subgraph = _method(edge_subgraph)
-for _func in (add_self_loop, remove_self_loop, add_reverse_edges, to_simple, reverse, remove_edges, clone):
+for _func in (add_self_loop, remove_self_loop, add_reverse_edges, to_simple, reverse, clone):
     setattr(DGLGraph, _func.__name__, _method(_func))
+# g.remove_edges / add_edges / add_nodes / remove_nodes edit g itself, as DGL's do: bgl/dgl/mutation.py
 
 
 def norm_by_dst(g: DGLGraph, etype=None) -> torch.Tensor:

@@ -376,3 +376,24 @@ def test_a_random_typed_bgl_block_has_the_relations_of_relation_blocks():
     for cet, part in relation_blocks(core).items():
         csc = b._relation(tuple(cet)).csc()
         assert torch.equal(csc.indptr, part.indptr) and torch.equal(csc.indices, part.indices), cet
+
+
+def test_graph_edits_change_the_graph_itself_and_module_functions_a_copy(hub_edges):
+    """DGL's ``g.remove_edges(eids)`` / ``add_edges`` / ``add_nodes`` / ``remove_nodes`` edit ``g`` and return
+    None (a script goes on with ``g``); ``dgl.remove_edges(g, ...)`` and the like return an edited copy."""
+    g = _graph(hub_edges)
+    g.edata["w"] = torch.arange(E, dtype=torch.float32)
+    src, dst = g.edges()
+    copy = dgl.remove_edges(g, torch.tensor([0, 1]))
+    assert copy.num_edges() == E - 2 and g.num_edges() == E
+    assert g.remove_edges(torch.tensor([0, 1])) is None
+    assert g.num_edges() == E - 2
+    assert torch.equal(g.edges()[0], src[2:]) and torch.equal(g.edata["w"], torch.arange(2, E, dtype=torch.float32))
+    assert g.add_edges(torch.tensor([0]), torch.tensor([N + 1])) is None  # its end node is added too
+    assert g.num_nodes() == N + 2 and g.num_edges() == E - 1 and float(g.edata["w"][-1]) == 0.0
+    assert g.add_nodes(3) is None and g.num_nodes() == N + 5
+    assert g.remove_nodes(torch.tensor([0])) is None
+    assert g.num_nodes() == N + 4 and int((g.edges()[0] == -1).sum()) == 0
+    assert g.num_edges() == int(((src[2:] != 0) & (dst[2:] != 0)).sum())
+    with pytest.raises(dgl.DGLError, match="edge IDs"):
+        g.remove_edges(torch.tensor([10_000]))
