@@ -22,6 +22,7 @@ from bgl.dgl.convert import block_from_bgl, create_block, graph, graph_from_pair
 from bgl.dgl.heterograph import DGLGraph
 from bgl.dgl.mutation import add_edges, add_nodes, remove_nodes
 from bgl.dgl.ops import edge_softmax
+from bgl.dgl.selections import edge_type_subgraph, node_type_subgraph
 from bgl.dgl.transforms import (AddSelfLoop, add_reverse_edges, add_self_loop, edge_subgraph, node_subgraph,
                                 norm_by_dst, remove_edges, remove_self_loop, reverse, to_bidirected, to_heterogeneous,
                                 to_homogeneous, to_simple)
@@ -34,7 +35,7 @@ __all__ = ["AddSelfLoop", "ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DG
            "EdgeBatch", "NodeBatch",
            "block_from_bgl", "create_block", "edge_softmax", "function", "graph", "graph_from_pair",
            "heterograph", "norm_by_dst", "ops", "seed", "add_edges", "add_nodes", "add_reverse_edges", "add_self_loop",
-           "edge_subgraph", "node_subgraph", "remove_edges", "remove_nodes", "remove_self_loop", "reverse", "to_bidirected", "to_heterogeneous", "to_homogeneous",
+           "edge_subgraph", "edge_type_subgraph", "node_subgraph", "node_type_subgraph", "remove_edges", "remove_nodes", "remove_self_loop", "reverse", "to_bidirected", "to_heterogeneous", "to_homogeneous",
            "to_simple"]
 
 

@@ -38,6 +38,18 @@ class GraphQueries:
         rel = self._relation(etype)
         return self._pick(rel.out_degrees(), u, rel.num_src)
 
+    @property
+    def is_multigraph(self) -> bool:
+        """True when some relation has two edges with the same end nodes (one sort of each relation's
+        ``src * num_dst + dst`` keys)."""
+        for rel in self._rels.values():
+            if rel.num_edges > 1:
+                src, dst = rel.coo()
+                keys = torch.sort(src.long() * max(rel.num_dst, 1) + dst.long()).values
+                if bool((keys[1:] == keys[:-1]).any()):
+                    return True
+        return False
+
     def _pick(self, values: torch.Tensor, ids, count: int):
         if is_all(ids):
             return values.to(self.idtype)

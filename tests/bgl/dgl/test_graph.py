@@ -397,3 +397,26 @@ def test_graph_edits_change_the_graph_itself_and_module_functions_a_copy(hub_edg
     assert g.num_edges() == int(((src[2:] != 0) & (dst[2:] != 0)).sum())
     with pytest.raises(dgl.DGLError, match="edge IDs"):
         g.remove_edges(torch.tensor([10_000]))
+
+
+def test_filters_type_subgraphs_and_local_var(hub_edges):
+    """Without DGL (current lane): ``filter_nodes`` / ``filter_edges`` pick by a predicate, a type subgraph
+    shares its parent's frames, ``local_var`` does not (the pinned lane checks these against DGL)."""
+    g = _graph(hub_edges)
+    g.ndata["x"] = torch.arange(N, dtype=torch.float32)
+    src, dst = g.edges()
+    assert torch.equal(g.filter_nodes(lambda n: n.data["x"] >= 5), torch.arange(5, N))
+    assert torch.equal(g.filter_edges(lambda e: e.src["x"] < e.dst["x"]), (src < dst).nonzero().view(-1))
+    with pytest.raises(dgl.DGLError, match="1-D tensor"):
+        g.filter_nodes(lambda n: True)
+    local = g.local_var()
+    local.ndata["y"] = torch.ones(N)
+    assert "y" not in g.ndata and local.num_edges() == g.num_edges()
+    h = dgl.heterograph({("a", "r", "b"): (torch.tensor([0, 1]), torch.tensor([1, 0])),
+                         ("b", "s", "c"): (torch.tensor([0]), torch.tensor([0]))})
+    sub = dgl.edge_type_subgraph(h, ["r"])
+    assert sub.ntypes == ["a", "b"] and sub.canonical_etypes == [("a", "r", "b")]
+    sub.nodes["b"].data["z"] = torch.ones(2)
+    assert "z" in h.nodes["b"].data
+    assert h.node_type_subgraph(["b", "c"]).canonical_etypes == [("b", "s", "c")]
+    assert g.is_multigraph == bool(torch.unique(src * N + dst).shape[0] < src.shape[0])
