@@ -8,6 +8,7 @@ first use with its name and the layers that exist (no half-working stand-in).
 import sys as _sys
 
 from . import functional
+from .combine import EdgePredictor, JumpingKnowledge
 from .functional import edge_softmax
 from .gatconv import GATConv, GATv2Conv
 from .ginconv import GINConv
@@ -17,9 +18,11 @@ from .linear import TypedLinear
 from .pyg_bridge import to_pyg
 from .relgraphconv import RelGraphConv
 from .sageconv import SAGEConv
+from .typed_modules import HeteroEmbedding, HeteroLinear
 
 __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "GINConv",
-           "RelGraphConv", "TypedLinear", "HeteroGraphConv", "functional", "edge_softmax", "to_pyg"]
+           "RelGraphConv", "TypedLinear", "HeteroGraphConv", "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge",
+           "EdgePredictor", "functional", "edge_softmax", "to_pyg"]
 
 # DGL scripts also name the layers dgl.nn.pytorch(.conv / .hetero / .linear): the same module here
 for _alias in ("pytorch", "pytorch.conv", "pytorch.hetero", "pytorch.linear", "pytorch.softmax"):
@@ -34,10 +37,10 @@ NOT_BUILT = frozenset({
     "GatedGraphConv", "GCN2Conv", "GINEConv", "GMMConv", "GroupRevRes", "HGTConv", "NNConv",
     "PNAConv", "SGConv", "TAGConv", "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
     "GNNExplainer", "HeteroGNNExplainer", "SubgraphX", "HeteroSubgraphX", "PGExplainer",
-    "HeteroPGExplainer", "EdgePredictor", "TransE", "TransR", "HeteroLinear", "HeteroEmbedding",
+    "HeteroPGExplainer", "TransE", "TransR",
     "SumPooling", "AvgPooling", "MaxPooling", "SortPooling", "GlobalAttentionPooling", "Set2Set",
     "SetTransformerEncoder", "SetTransformerDecoder", "WeightAndSum", "KNNGraph", "SegmentedKNNGraph",
-    "RadiusGraph", "NodeEmbedding", "JumpingKnowledge", "LabelPropagation", "Sequential",
+    "RadiusGraph", "NodeEmbedding", "LabelPropagation", "Sequential",
     "WeightBasis", "DeepWalk", "MetaPath2Vec", "BiasedMHA", "GraphormerLayer",
     "SpatialEncoder", "SpatialEncoder3d", "PathEncoder", "DegreeEncoder", "LapPosEncoder",
     "EGTLayer",

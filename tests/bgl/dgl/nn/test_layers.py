@@ -207,3 +207,19 @@ def test_hetero_graphconv_passes_mod_args_and_kwargs(build):
     expected = mods["follows"](block["follows"], (x["user"], dst["user"]), weight, edge_weight=edge_weight) + \
         mods["bought-by"](block["bought-by"], (x["item"], dst["user"]), weight)
     torch.testing.assert_close(out["user"], expected, **TOL)
+
+
+def test_dense_modules_run_without_dgl():
+    """Current lane: the graph-free modules give DGL's shapes (the pinned lane compares their values)."""
+    import bgl.dgl.nn as nn
+
+    h = {"user": torch.randn(4, 3), "item": torch.randn(2, 5)}
+    out = nn.HeteroLinear({"user": 3, "item": 5}, 6)(h)
+    assert {k: tuple(v.shape) for k, v in out.items()} == {"user": (4, 6), "item": (2, 6)}
+    emb = nn.HeteroEmbedding({"user": 4}, 2)({"user": torch.tensor([0, 3])})
+    assert emb["user"].shape == (2, 2)
+    layers = [torch.randn(5, 4) for _ in range(3)]
+    assert nn.JumpingKnowledge("cat")(layers).shape == (5, 12)
+    assert nn.JumpingKnowledge("lstm", 4, 3)(layers).shape == (5, 4)
+    assert nn.EdgePredictor("dot")(layers[0], layers[1]).shape == (5, 1)
+    assert nn.EdgePredictor("cat", 4, 2)(layers[0], layers[1]).shape == (5, 2)
