@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import random as _random
 
-from bgl.dgl import function, ops
+from bgl.dgl import function, ops, transforms
 from bgl.dgl.base import ALL, EID, ETYPE, NID, NTYPE, DGLError, not_built
 from bgl.dgl.convert import block_from_bgl, create_block, graph, graph_from_pair, heterograph
 from bgl.dgl.heterograph import DGLGraph
 from bgl.dgl.mutation import add_edges, add_nodes, remove_nodes
 from bgl.dgl.ops import edge_softmax
 from bgl.dgl.selections import edge_type_subgraph, node_type_subgraph
+from bgl.dgl.transform_modules import (AddReverse, BaseTransform, Compose, DropEdge, GCNNorm, RemoveSelfLoop,
+                                       RowFeatNormalizer, ToSimple)
 from bgl.dgl.transforms import (AddSelfLoop, add_reverse_edges, add_self_loop, edge_subgraph, node_subgraph,
                                 norm_by_dst, remove_edges, remove_self_loop, reverse, to_bidirected, to_heterogeneous,
                                 to_homogeneous, to_simple)
@@ -31,7 +33,13 @@ from bgl.dgl.udf import EdgeBatch, NodeBatch
 Block = DGLGraph  # DGL's blocks are DGLGraphs whose is_block is True
 DGLHeteroGraph = DGLGraph  # DGL's older name of the same class
 
-__all__ = ["AddSelfLoop", "ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHeteroGraph", "Block",
+# dgl.transforms.<Name> / `import dgl.transforms as T; T.Compose(...)`: the objects under DGL's module name too
+for _name in ("AddReverse", "BaseTransform", "Compose", "DropEdge", "GCNNorm", "RemoveSelfLoop", "RowFeatNormalizer",
+              "ToSimple"):
+    setattr(transforms, _name, globals()[_name])
+
+__all__ = ["AddReverse", "AddSelfLoop", "BaseTransform", "Compose", "DropEdge", "GCNNorm", "RemoveSelfLoop",
+           "RowFeatNormalizer", "ToSimple", "ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHeteroGraph", "Block",
            "EdgeBatch", "NodeBatch",
            "block_from_bgl", "create_block", "edge_softmax", "function", "graph", "graph_from_pair",
            "heterograph", "norm_by_dst", "ops", "seed", "add_edges", "add_nodes", "add_reverse_edges", "add_self_loop",

@@ -26,3 +26,21 @@ def _hub_edges(num_nodes: int = 40, num_edges: int = 160, seed: int = 0, num_dst
 def hub_edges():
     """:func:`_hub_edges`, for tests and their graph builders."""
     return _hub_edges
+
+
+def _graph_state(g) -> dict:
+    """Everything a DGL graph (real or bgl.dgl) says of itself, as plain lists: node counts and edge types,
+    each type's edges in id order, each type's node and edge fields (compare two with ``==``)."""
+    out = {"nodes": {nt: g.num_nodes(nt) for nt in g.ntypes}, "etypes": sorted(g.canonical_etypes)}
+    for c in g.canonical_etypes:
+        out[c] = tuple(t.tolist() for t in g.edges(etype=c, order="eid"))
+        out[(c, "data")] = {k: v.tolist() for k, v in sorted(g.edges[c].data.items())}
+    for nt in g.ntypes:
+        out[(nt, "data")] = {k: v.tolist() for k, v in sorted(g.nodes[nt].data.items())}
+    return out
+
+
+@pytest.fixture(scope="session")
+def graph_state():
+    """:func:`_graph_state`, for the tests that compare bgl.dgl's graphs with DGL's."""
+    return _graph_state

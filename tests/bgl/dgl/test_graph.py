@@ -420,3 +420,19 @@ def test_filters_type_subgraphs_and_local_var(hub_edges):
     assert "z" in h.nodes["b"].data
     assert h.node_type_subgraph(["b", "c"]).canonical_etypes == [("b", "s", "c")]
     assert g.is_multigraph == bool(torch.unique(src * N + dst).shape[0] < src.shape[0])
+
+
+def test_transform_objects_without_dgl():
+    """Current lane: DGL's transform objects under both names; AddReverse adds ``rev_`` types, DropEdge edits
+    a copy (the pinned lane compares them with DGL's)."""
+    import bgl.dgl.transforms as T
+
+    g = dgl.heterograph({("u", "r", "i"): (torch.tensor([0, 1, 1]), torch.tensor([1, 0, 1])),
+                         ("u", "f", "u"): (torch.tensor([0, 1]), torch.tensor([1, 1]))})
+    g.edges["r"].data["w"] = torch.ones(3)
+    out = T.Compose([dgl.AddReverse(copy_edata=True), T.RemoveSelfLoop()])(g)
+    assert ("i", "rev_r", "u") in out.canonical_etypes and out.num_edges(("u", "f", "u")) == 2
+    assert torch.equal(out.edges[("i", "rev_r", "u")].data["w"], torch.ones(3))
+    torch.manual_seed(0)
+    dropped = dgl.DropEdge(1.0)(g)
+    assert dropped.num_edges("r") == 0 and g.num_edges("r") == 3

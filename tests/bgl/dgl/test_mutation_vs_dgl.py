@@ -32,16 +32,6 @@ def _typed(lib):
     return g
 
 
-def _state(g) -> dict:
-    out = {"nodes": {nt: g.num_nodes(nt) for nt in g.ntypes}}
-    for c in g.canonical_etypes:
-        out[c] = tuple(t.tolist() for t in g.edges(etype=c, order="eid"))
-        out[(c, "data")] = {k: v.tolist() for k, v in sorted(g.edges[c].data.items())}
-    for nt in g.ntypes:
-        out[(nt, "data")] = {k: v.tolist() for k, v in sorted(g.nodes[nt].data.items())}
-    return out
-
-
 def _t(g, ids):
     """Ids as DGL takes them: a tensor of the graph's id type."""
     return torch.tensor(ids, dtype=g.idtype)
@@ -62,10 +52,10 @@ EDITS = {
 
 @pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
 @pytest.mark.parametrize("edit", sorted(EDITS))
-def test_in_place_edits_match_dgl(edit, idtype):
+def test_in_place_edits_match_dgl(edit, idtype, graph_state):
     ours, theirs = _graph(bdgl, idtype), _graph(dgl, idtype)
     assert EDITS[edit](ours) is None and EDITS[edit](theirs) is None
-    assert _state(ours) == _state(theirs)
+    assert graph_state(ours) == graph_state(theirs)
     assert ours.idtype == theirs.idtype
 
 
@@ -78,11 +68,11 @@ TYPED_EDITS = {
 
 
 @pytest.mark.parametrize("edit", sorted(TYPED_EDITS))
-def test_typed_in_place_edits_match_dgl(edit):
+def test_typed_in_place_edits_match_dgl(edit, graph_state):
     ours, theirs = _typed(bdgl), _typed(dgl)
     TYPED_EDITS[edit](ours)
     TYPED_EDITS[edit](theirs)
-    assert _state(ours) == _state(theirs)
+    assert graph_state(ours) == graph_state(theirs)
 
 
 @pytest.mark.parametrize("call", [
@@ -91,11 +81,11 @@ def test_typed_in_place_edits_match_dgl(edit):
     lambda lib, g: lib.remove_edges(g, torch.tensor([1, 2])),
     lambda lib, g: lib.remove_nodes(g, torch.tensor([5])),
 ])
-def test_module_functions_return_an_edited_copy(call):
+def test_module_functions_return_an_edited_copy(call, graph_state):
     ours, theirs = _graph(bdgl, torch.int64), _graph(dgl, torch.int64)
-    before = _state(ours)
-    assert _state(call(bdgl, ours)) == _state(call(dgl, theirs))
-    assert _state(ours) == before
+    before = graph_state(ours)
+    assert graph_state(call(bdgl, ours)) == graph_state(call(dgl, theirs))
+    assert graph_state(ours) == before
 
 
 @pytest.mark.parametrize("call", [
@@ -103,11 +93,11 @@ def test_module_functions_return_an_edited_copy(call):
     lambda g: g.remove_edges(torch.tensor([E])),
     lambda g: g.remove_nodes(torch.tensor([N])),
 ])
-def test_bad_edits_are_refused_as_dgl_refuses_them(call):
+def test_bad_edits_are_refused_as_dgl_refuses_them(call, graph_state):
     ours, theirs = _graph(bdgl, torch.int64), _graph(dgl, torch.int64)
     with pytest.raises(Exception):
         call(theirs)
-    before = _state(ours)
+    before = graph_state(ours)
     with pytest.raises(bdgl.DGLError):
         call(ours)
-    assert _state(ours) == before  # nothing half-done
+    assert graph_state(ours) == before  # nothing half-done
