@@ -38,13 +38,16 @@ for _name in ("AddReverse", "BaseTransform", "Compose", "DropEdge", "GCNNorm", "
               "ToSimple"):
     setattr(transforms, _name, globals()[_name])
 
-__all__ = ["AddReverse", "AddSelfLoop", "BaseTransform", "Compose", "DropEdge", "GCNNorm", "RemoveSelfLoop",
-           "RowFeatNormalizer", "ToSimple", "ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHeteroGraph", "Block",
-           "EdgeBatch", "NodeBatch",
-           "block_from_bgl", "create_block", "edge_softmax", "function", "graph", "graph_from_pair",
-           "heterograph", "norm_by_dst", "ops", "seed", "add_edges", "add_nodes", "add_reverse_edges", "add_self_loop",
-           "edge_subgraph", "edge_type_subgraph", "node_subgraph", "node_type_subgraph", "remove_edges", "remove_nodes", "remove_self_loop", "reverse", "to_bidirected", "to_heterogeneous", "to_homogeneous",
-           "to_simple"]
+__all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHeteroGraph", "Block",
+           "EdgeBatch", "NodeBatch", "block_from_bgl", "create_block", "edge_softmax", "function", "graph",
+           "graph_from_pair", "heterograph", "norm_by_dst", "ops", "random", "seed", "transforms",
+           # graph edits and transforms
+           "add_edges", "add_nodes", "add_reverse_edges", "add_self_loop", "edge_subgraph", "edge_type_subgraph",
+           "node_subgraph", "node_type_subgraph", "remove_edges", "remove_nodes", "remove_self_loop", "reverse",
+           "to_bidirected", "to_heterogeneous", "to_homogeneous", "to_simple",
+           # transform objects
+           "AddReverse", "AddSelfLoop", "BaseTransform", "Compose", "DropEdge", "GCNNorm", "RemoveSelfLoop",
+           "RowFeatNormalizer", "ToSimple"]
 
 
 def seed(val: int) -> None:
@@ -56,6 +59,15 @@ def seed(val: int) -> None:
     torch.manual_seed(val)
     np.random.seed(val)
     _random.seed(val)
+
+
+class _RandomModule:
+    """``dgl.random``: ``dgl.random.seed(val)`` is :func:`seed`, as DGL's two names are one."""
+
+    seed = staticmethod(seed)
+
+
+random = _RandomModule()
 
 
 _INSTEAD = {

@@ -436,3 +436,21 @@ def test_transform_objects_without_dgl():
     torch.manual_seed(0)
     dropped = dgl.DropEdge(1.0)(g)
     assert dropped.num_edges("r") == 0 and g.num_edges("r") == 3
+
+
+def test_dgl_random_seed_is_dgl_seed():
+    """``dgl.random.seed(val)`` (DGL's other name of ``dgl.seed``) seeds torch's generator the same way."""
+    import random
+
+    import numpy as np
+
+    states = torch.get_rng_state(), np.random.get_state(), random.getstate()
+    try:
+        dgl.random.seed(11)
+        first = torch.rand(3), np.random.rand(), random.random()
+        dgl.seed(11)
+        assert torch.equal(first[0], torch.rand(3)) and first[1:] == (np.random.rand(), random.random())
+    finally:
+        torch.set_rng_state(states[0])
+        np.random.set_state(states[1])
+        random.setstate(states[2])
