@@ -15,6 +15,7 @@ from .ginconv import GINConv
 from .graphconv import EdgeWeightNorm, GraphConv
 from .hetero import HeteroGraphConv
 from .linear import TypedLinear
+from .propagation import APPNPConv, SGConv
 from .pyg_bridge import to_pyg
 from .relgraphconv import RelGraphConv
 from .sageconv import SAGEConv
@@ -22,7 +23,7 @@ from .typed_modules import HeteroEmbedding, HeteroLinear
 
 __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "GINConv",
            "RelGraphConv", "TypedLinear", "HeteroGraphConv", "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge",
-           "EdgePredictor", "functional", "edge_softmax", "to_pyg"]
+           "EdgePredictor", "SGConv", "APPNPConv", "functional", "edge_softmax", "to_pyg"]
 
 # DGL scripts also name the layers dgl.nn.pytorch(.conv / .hetero / .linear): the same module here
 for _alias in ("pytorch", "pytorch.conv", "pytorch.hetero", "pytorch.linear", "pytorch.softmax"):
@@ -31,11 +32,11 @@ pytorch = conv = _sys.modules[__name__]
 
 # DGL 2.1's dgl.nn.pytorch names that bgl does not provide (yet).
 NOT_BUILT = frozenset({
-    "AGNNConv", "APPNPConv", "AtomicConv", "CFConv", "ChebConv", "CuGraphGATConv",
+    "AGNNConv", "AtomicConv", "CFConv", "ChebConv", "CuGraphGATConv",
     "CuGraphRelGraphConv", "CuGraphSAGEConv", "DenseChebConv", "DenseGraphConv", "DenseSAGEConv",
     "DGNConv", "DotGatConv", "EdgeConv", "EdgeGATConv", "EGATConv", "EGNNConv", "GatedGCNConv",
     "GatedGraphConv", "GCN2Conv", "GINEConv", "GMMConv", "GroupRevRes", "HGTConv", "NNConv",
-    "PNAConv", "SGConv", "TAGConv", "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
+    "PNAConv", "TAGConv", "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
     "GNNExplainer", "HeteroGNNExplainer", "SubgraphX", "HeteroSubgraphX", "PGExplainer",
     "HeteroPGExplainer", "TransE", "TransR",
     "SumPooling", "AvgPooling", "MaxPooling", "SortPooling", "GlobalAttentionPooling", "Set2Set",

@@ -223,3 +223,16 @@ def test_dense_modules_run_without_dgl():
     assert nn.JumpingKnowledge("lstm", 4, 3)(layers).shape == (5, 4)
     assert nn.EdgePredictor("dot")(layers[0], layers[1]).shape == (5, 1)
     assert nn.EdgePredictor("cat", 4, 2)(layers[0], layers[1]).shape == (5, 2)
+
+
+def test_propagation_layers_run_without_dgl():
+    """Current lane: SGConv and APPNPConv on a bgl.dgl graph; APPNP with alpha=1 returns its input, one SGConv
+    hop of a graph of self-loops only is the linear map (the pinned lane compares values with DGL's)."""
+    import bgl.dgl as dgl
+    import bgl.dgl.nn as nn
+
+    g = dgl.graph((torch.arange(6), torch.arange(6)), num_nodes=6)
+    x = torch.randn(6, 4)
+    assert torch.equal(nn.APPNPConv(k=2, alpha=1.0)(g, x), x)
+    layer = nn.SGConv(4, 3, k=1)
+    torch.testing.assert_close(layer(g, x), layer.fc(x))

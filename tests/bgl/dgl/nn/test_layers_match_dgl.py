@@ -430,3 +430,43 @@ def test_every_dgl_layer_is_built_or_refused_by_name():
     built = {name for name in bglnn.__all__ if name[0].isupper()}
     assert public - built - bglnn.NOT_BUILT == set()
     assert built <= public and bglnn.NOT_BUILT <= public
+
+
+# ---- fixed propagation (SGConv, APPNPConv): cached propagation, edge dropout's draws, the refusal
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_sgconv(build, graph_edges, k, weighted):
+    e = graph_edges
+    kwargs = (lambda: {"edge_weight": torch.rand(e.src.shape[0]).add(0.1).requires_grad_()}) if weighted else dict
+    check_same(lambda nn: nn.SGConv(5, 3, k=k, allow_zero_in_degree=True, norm=torch.nn.LayerNorm(5)),
+               both(build, e), lambda: ((feat(e.num_src, 5),), kwargs()))
+
+
+def test_sgconv_cached_keeps_the_first_propagation(build, graph_edges):
+    e = graph_edges
+    graphs = both(build, e)
+    torch.manual_seed(0)
+    theirs = dglnn.SGConv(4, 2, k=2, cached=True, allow_zero_in_degree=True)
+    ours = bglnn.SGConv(4, 2, k=2, cached=True, allow_zero_in_degree=True)
+    ours.load_state_dict(theirs.state_dict())
+    x, y = torch.randn(e.num_src, 4), torch.randn(e.num_src, 4)
+    for layer, g in ((theirs, graphs[0]), (ours, graphs[1])):
+        first = layer(g, x)
+        assert torch.equal(layer(g, y), first)  # the second input is not propagated
+    torch.testing.assert_close(ours(graphs[1], y), theirs(graphs[0], y), atol=1e-5, rtol=1e-5)
+
+
+def test_sgconv_refuses_zero_in_degree_as_dgl(build, graph_edges):
+    graphs = both(build, graph_edges)
+    for nn, g in ((dglnn, graphs[0]), (bglnn, graphs[1])):
+        with pytest.raises(Exception, match="0-in-degree"):
+            nn.SGConv(4, 2)(g, torch.randn(graph_edges.num_src, 4))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("edge_drop", [0.0, 0.3])
+def test_appnpconv(build, graph_edges, weighted, edge_drop):
+    e = graph_edges
+    kwargs = (lambda: {"edge_weight": torch.rand(e.src.shape[0]).add(0.1).requires_grad_()}) if weighted else dict
+    check_same(lambda nn: nn.APPNPConv(k=3, alpha=0.1, edge_drop=edge_drop), both(build, e),
+               lambda: ((feat(e.num_src, 5),), kwargs()))

@@ -1,0 +1,90 @@
+"""Fixed-propagation layers of full-graph scripts: ``SGConv`` (Wu et al., 2019: ``k`` hops of the
+symmetric-normalised adjacency, then one linear map) and ``APPNPConv`` (Klicpera et al., 2019:
+``k`` steps of personalised-PageRank propagation, no parameters).
+
+Each hop is one SpMM (:func:`~bgl.dgl.nn.graphconv.neighbour_sum`) on the graph's CSC: no per-edge
+feature tensor; the degree scalings are one ``[N, 1]`` vector each.  Parameter names, shapes and
+initialisation are DGL's (``fc.weight`` / ``fc.bias``), so DGL's state dicts load.  As DGL's, both take
+a graph (not a block), refuse nothing but what DGL refuses, and with ``edge_weight`` normalise it
+as ``EdgeWeightNorm("both")`` does instead of the degrees.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+
+from .graph_inputs import check_edge_weight, refuse_zero_in_degree
+from .graphconv import EdgeWeightNorm, degree_scale, neighbour_sum
+
+
+class SGConv(nn.Module):
+    """``fc(norm(S^k X))`` with ``S = D^-1/2 A D^-1/2`` (in-degrees clamped to 1); ``cached`` keeps
+    ``S^k X`` after the first call (transductive training over one graph), as DGL's does."""
+
+    def __init__(self, in_feats: int, out_feats: int, k: int = 1, cached: bool = False, bias: bool = True,
+                 norm=None, allow_zero_in_degree: bool = False):
+        super().__init__()
+        self.fc = nn.Linear(in_feats, out_feats, bias=bias)
+        self._cached, self._cached_h, self._k = cached, None, k
+        self.norm = norm
+        self._allow_zero_in_degree = allow_zero_in_degree
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        nn.init.xavier_uniform_(self.fc.weight)
+        if self.fc.bias is not None:
+            nn.init.zeros_(self.fc.bias)
+
+    def set_allow_zero_in_degree(self, set_value: bool) -> None:
+        self._allow_zero_in_degree = set_value
+
+    def forward(self, graph, feat: Tensor, edge_weight: Optional[Tensor] = None) -> Tensor:
+        if not self._allow_zero_in_degree:
+            refuse_zero_in_degree(graph)
+        check_edge_weight(graph, edge_weight)
+        if self._cached_h is not None:
+            return self.fc(self._cached_h)
+        weight = None if edge_weight is None else EdgeWeightNorm("both")(graph, edge_weight)
+        scale = None if weight is not None else degree_scale(graph.in_degrees(), feat, "both")
+        for _ in range(self._k):
+            if scale is not None:
+                feat = feat * scale
+            feat = neighbour_sum(graph, feat, weight)
+            if scale is not None:
+                feat = feat * scale
+        if self.norm is not None:
+            feat = self.norm(feat)
+        if self._cached:
+            self._cached_h = feat
+        return self.fc(feat)
+
+
+class APPNPConv(nn.Module):
+    """``k`` steps of ``H <- (1 - alpha) D_in^-1/2 A D_out^-1/2 H + alpha H0`` (degrees clamped to 1),
+    each step's edge weights passed through ``Dropout(edge_drop)`` as DGL's are."""
+
+    def __init__(self, k: int, alpha: float, edge_drop: float = 0.0):
+        super().__init__()
+        self._k, self._alpha = k, alpha
+        self.edge_drop = nn.Dropout(edge_drop)
+
+    def forward(self, graph, feat: Tensor, edge_weight: Optional[Tensor] = None) -> Tensor:
+        check_edge_weight(graph, edge_weight)
+        if edge_weight is None:
+            src_scale = degree_scale(graph.out_degrees(), feat, "both")
+            dst_scale = degree_scale(graph.in_degrees(), feat, "both")
+        else:
+            edge_weight = EdgeWeightNorm("both")(graph, edge_weight)
+        feat_0 = feat
+        for _ in range(self._k):
+            if edge_weight is None:
+                feat = feat * src_scale
+            weight = torch.ones(graph.num_edges(), 1) if edge_weight is None else edge_weight
+            weight = self.edge_drop(weight).to(feat.device)  # the same draw as DGL's, step by step
+            feat = neighbour_sum(graph, feat, weight)
+            if edge_weight is None:
+                feat = feat * dst_scale
+            feat = (1 - self._alpha) * feat + self._alpha * feat_0
+        return feat
