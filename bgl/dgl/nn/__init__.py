@@ -11,11 +11,11 @@ from . import functional
 from .combine import EdgePredictor, JumpingKnowledge
 from .functional import edge_softmax
 from .gatconv import GATConv, GATv2Conv
-from .ginconv import GINConv
+from .ginconv import GINConv, GINEConv
 from .graphconv import EdgeWeightNorm, GraphConv
 from .hetero import HeteroGraphConv
 from .linear import TypedLinear
-from .propagation import APPNPConv, SGConv
+from .propagation import APPNPConv, SGConv, TAGConv
 from .pyg_bridge import to_pyg
 from .relgraphconv import RelGraphConv
 from .sageconv import SAGEConv
@@ -23,7 +23,7 @@ from .typed_modules import HeteroEmbedding, HeteroLinear
 
 __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "GINConv",
            "RelGraphConv", "TypedLinear", "HeteroGraphConv", "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge",
-           "EdgePredictor", "SGConv", "APPNPConv", "functional", "edge_softmax", "to_pyg"]
+           "EdgePredictor", "SGConv", "APPNPConv", "TAGConv", "GINEConv", "functional", "edge_softmax", "to_pyg"]
 
 # DGL scripts also name the layers dgl.nn.pytorch(.conv / .hetero / .linear): the same module here
 for _alias in ("pytorch", "pytorch.conv", "pytorch.hetero", "pytorch.linear", "pytorch.softmax"):
@@ -35,8 +35,8 @@ NOT_BUILT = frozenset({
     "AGNNConv", "AtomicConv", "CFConv", "ChebConv", "CuGraphGATConv",
     "CuGraphRelGraphConv", "CuGraphSAGEConv", "DenseChebConv", "DenseGraphConv", "DenseSAGEConv",
     "DGNConv", "DotGatConv", "EdgeConv", "EdgeGATConv", "EGATConv", "EGNNConv", "GatedGCNConv",
-    "GatedGraphConv", "GCN2Conv", "GINEConv", "GMMConv", "GroupRevRes", "HGTConv", "NNConv",
-    "PNAConv", "TAGConv", "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
+    "GatedGraphConv", "GCN2Conv", "GMMConv", "GroupRevRes", "HGTConv", "NNConv",
+    "PNAConv", "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
     "GNNExplainer", "HeteroGNNExplainer", "SubgraphX", "HeteroSubgraphX", "PGExplainer",
     "HeteroPGExplainer", "TransE", "TransR",
     "SumPooling", "AvgPooling", "MaxPooling", "SortPooling", "GlobalAttentionPooling", "Set2Set",

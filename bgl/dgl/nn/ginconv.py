@@ -1,4 +1,4 @@
-"""Graph isomorphism layer (``dgl.nn.GINConv``) for ``bgl.dgl`` graphs."""
+"""Graph isomorphism layers (``dgl.nn.GINConv``, and ``GINEConv`` with edge features) for ``bgl.dgl`` graphs."""
 from __future__ import annotations
 
 from typing import Callable, Optional
@@ -6,10 +6,20 @@ from typing import Callable, Optional
 import torch
 from torch import Tensor, nn
 
+from ..base import DGLError
 from .graph_inputs import check_edge_weight, src_dst_features
 from .graphconv import neighbour_sum
 
 AGGREGATORS = ("sum", "max", "mean")
+
+
+def register_eps(module: nn.Module, init_eps: float, learn_eps: bool) -> None:
+    """``module.eps`` ([1], DGL's name): a parameter with ``learn_eps``, else a buffer, so DGL's state dicts load."""
+    eps = torch.tensor([float(init_eps)])
+    if learn_eps:
+        module.eps = nn.Parameter(eps)
+    else:
+        module.register_buffer("eps", eps)
 
 
 class GINConv(nn.Module):
@@ -33,11 +43,7 @@ class GINConv(nn.Module):
         self.apply_func = apply_func
         self._aggregator_type = aggregator_type
         self.activation = activation
-        eps = torch.tensor([float(init_eps)])
-        if learn_eps:
-            self.eps = nn.Parameter(eps)
-        else:
-            self.register_buffer("eps", eps)
+        register_eps(self, init_eps, learn_eps)
 
     def _self_plus(self, feat_dst: Tensor, neighbours: Tensor) -> Tensor:
         """``(1 + eps) * feat_dst + neighbours``.  With a fixed ``eps`` and one dtype throughout, one
@@ -71,3 +77,24 @@ class GINConv(nn.Module):
         if self.activation is not None:
             rst = self.activation(rst)
         return rst
+
+
+class GINEConv(nn.Module):
+    """Hu et al.'s GIN with edge features (``dgl.nn.GINEConv``): ``h_v = apply_func((1 + eps) h_v +
+    sum_{u -> v} relu(h_u + e_uv))``; ``eps`` a buffer or, with ``learn_eps``, a parameter (DGL's name).
+    One edge-wise add (``[E, D]``, the messages themselves) and one sum into the destinations."""
+
+    def __init__(self, apply_func: Optional[Callable] = None, init_eps: float = 0, learn_eps: bool = False):
+        super().__init__()
+        self.apply_func = apply_func
+        register_eps(self, init_eps, learn_eps)
+
+    def forward(self, graph, node_feat, edge_feat: Tensor) -> Tensor:
+        from ..ops import copy_e_sum, u_add_e
+
+        if edge_feat.shape[0] != graph.num_edges():
+            raise DGLError(f"edge_feat has {edge_feat.shape[0]} rows but the graph has {graph.num_edges()} edges")
+        feat_src, feat_dst = src_dst_features(node_feat, graph)
+        messages = torch.relu(u_add_e(graph, feat_src, edge_feat))
+        rst = (1 + self.eps) * feat_dst + copy_e_sum(graph, messages)
+        return rst if self.apply_func is None else self.apply_func(rst)

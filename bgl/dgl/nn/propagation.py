@@ -1,10 +1,11 @@
 """Fixed-propagation layers of full-graph scripts: ``SGConv`` (Wu et al., 2019: ``k`` hops of the
-symmetric-normalised adjacency, then one linear map) and ``APPNPConv`` (Klicpera et al., 2019:
-``k`` steps of personalised-PageRank propagation, no parameters).
+symmetric-normalised adjacency, then one linear map), ``APPNPConv`` (Klicpera et al., 2019: ``k`` steps
+of personalised-PageRank propagation, no parameters) and ``TAGConv`` (Du et al., 2017: one linear map
+of every hop's features side by side).
 
 Each hop is one SpMM (:func:`~bgl.dgl.nn.graphconv.neighbour_sum`) on the graph's CSC: no per-edge
 feature tensor; the degree scalings are one ``[N, 1]`` vector each.  Parameter names, shapes and
-initialisation are DGL's (``fc.weight`` / ``fc.bias``), so DGL's state dicts load.  As DGL's, both take
+initialisation are DGL's (``fc.*`` / ``lin.*``), so DGL's state dicts load.  As DGL's, both take
 a graph (not a block), refuse nothing but what DGL refuses, and with ``edge_weight`` normalise it
 as ``EdgeWeightNorm("both")`` does instead of the degrees.
 """
@@ -88,3 +89,30 @@ class APPNPConv(nn.Module):
                 feat = feat * dst_scale
             feat = (1 - self._alpha) * feat + self._alpha * feat_0
         return feat
+
+
+class TAGConv(nn.Module):
+    """Du et al.'s topology-adaptive convolution: ``lin([X, S X, ..., S^k X])`` with ``S = D^-1/2 A D^-1/2``
+    (in-degrees clamped to 1; with ``edge_weight`` the weights normalised as ``EdgeWeightNorm("both")``)."""
+
+    def __init__(self, in_feats: int, out_feats: int, k: int = 2, bias: bool = True, activation=None):
+        super().__init__()
+        self._in_feats, self._out_feats, self._k = in_feats, out_feats, k
+        self._activation = activation
+        self.lin = nn.Linear(in_feats * (k + 1), out_feats, bias=bias)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        nn.init.xavier_normal_(self.lin.weight, gain=nn.init.calculate_gain("relu"))
+
+    def forward(self, graph, feat: Tensor, edge_weight: Optional[Tensor] = None) -> Tensor:
+        check_edge_weight(graph, edge_weight)
+        weight = None if edge_weight is None else EdgeWeightNorm("both")(graph, edge_weight)
+        scale = None if weight is not None else degree_scale(graph.in_degrees(), feat, "both")
+        hops = [feat]
+        for _ in range(self._k):
+            h = hops[-1] if scale is None else hops[-1] * scale
+            h = neighbour_sum(graph, h, weight)
+            hops.append(h if scale is None else h * scale)
+        out = self.lin(torch.cat(hops, dim=-1))
+        return out if self._activation is None else self._activation(out)

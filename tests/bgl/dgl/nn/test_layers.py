@@ -236,3 +236,16 @@ def test_propagation_layers_run_without_dgl():
     assert torch.equal(nn.APPNPConv(k=2, alpha=1.0)(g, x), x)
     layer = nn.SGConv(4, 3, k=1)
     torch.testing.assert_close(layer(g, x), layer.fc(x))
+
+
+def test_tagconv_and_gineconv_run_without_dgl():
+    """Current lane: TAGConv's and GINEConv's shapes and GINEConv's edge-feature check."""
+    import bgl.dgl as dgl
+    import bgl.dgl.nn as nn
+
+    g = dgl.graph((torch.tensor([0, 1, 2, 2]), torch.tensor([1, 2, 0, 1])), num_nodes=3)
+    assert nn.TAGConv(4, 2, k=3)(g, torch.randn(3, 4)).shape == (3, 2)
+    layer = nn.GINEConv(learn_eps=True)
+    assert layer(g, torch.randn(3, 5), torch.randn(4, 5)).shape == (3, 5)
+    with pytest.raises(dgl.DGLError, match="edge_feat has 3 rows"):
+        layer(g, torch.randn(3, 5), torch.randn(3, 5))

@@ -470,3 +470,19 @@ def test_appnpconv(build, graph_edges, weighted, edge_drop):
     kwargs = (lambda: {"edge_weight": torch.rand(e.src.shape[0]).add(0.1).requires_grad_()}) if weighted else dict
     check_same(lambda nn: nn.APPNPConv(k=3, alpha=0.1, edge_drop=edge_drop), both(build, e),
                lambda: ((feat(e.num_src, 5),), kwargs()))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_tagconv(build, graph_edges, weighted):
+    e = graph_edges  # a graph: DGL's TAGConv propagates over graph.ndata, several hops
+    kwargs = (lambda: {"edge_weight": torch.rand(e.src.shape[0]).add(0.1).requires_grad_()}) if weighted else dict
+    check_same(lambda nn: nn.TAGConv(5, 3, k=2, activation=torch.tanh), both(build, e),
+               lambda: ((feat(e.num_src, 5),), kwargs()))
+
+
+@pytest.mark.parametrize("learn_eps", [False, True])
+@pytest.mark.parametrize("where", ["graph", "block"])
+def test_gineconv(build, graph_edges, block_edges, learn_eps, where):
+    e = graph_edges if where == "graph" else block_edges
+    check_same(lambda nn: nn.GINEConv(torch.nn.Linear(4, 3), init_eps=0.2, learn_eps=learn_eps), both(build, e),
+               lambda: ((feat(e.num_src, 4), feat(e.src.shape[0], 4)), {}))
