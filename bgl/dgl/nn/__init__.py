@@ -14,6 +14,7 @@ from .gatconv import GATConv, GATv2Conv
 from .ginconv import GINConv, GINEConv
 from .graphconv import EdgeWeightNorm, GraphConv
 from .hetero import HeteroGraphConv
+from .hgtconv import HGTConv
 from .linear import TypedLinear
 from .propagation import APPNPConv, SGConv, TAGConv
 from .pyg_bridge import to_pyg
@@ -23,7 +24,8 @@ from .typed_modules import HeteroEmbedding, HeteroLinear
 
 __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "GINConv",
            "RelGraphConv", "TypedLinear", "HeteroGraphConv", "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge",
-           "EdgePredictor", "SGConv", "APPNPConv", "TAGConv", "GINEConv", "functional", "edge_softmax", "to_pyg"]
+           "EdgePredictor", "SGConv", "APPNPConv", "TAGConv", "GINEConv", "HGTConv", "functional", "edge_softmax",
+           "to_pyg"]
 
 # DGL scripts also name the layers dgl.nn.pytorch(.conv / .hetero / .linear): the same module here
 for _alias in ("pytorch", "pytorch.conv", "pytorch.hetero", "pytorch.linear", "pytorch.softmax"):
@@ -35,7 +37,7 @@ NOT_BUILT = frozenset({
     "AGNNConv", "AtomicConv", "CFConv", "ChebConv", "CuGraphGATConv",
     "CuGraphRelGraphConv", "CuGraphSAGEConv", "DenseChebConv", "DenseGraphConv", "DenseSAGEConv",
     "DGNConv", "DotGatConv", "EdgeConv", "EdgeGATConv", "EGATConv", "EGNNConv", "GatedGCNConv",
-    "GatedGraphConv", "GCN2Conv", "GMMConv", "GroupRevRes", "HGTConv", "NNConv",
+    "GatedGraphConv", "GCN2Conv", "GMMConv", "GroupRevRes", "NNConv",
     "PNAConv", "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
     "GNNExplainer", "HeteroGNNExplainer", "SubgraphX", "HeteroSubgraphX", "PGExplainer",
     "HeteroPGExplainer", "TransE", "TransR",

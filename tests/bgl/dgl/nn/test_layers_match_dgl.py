@@ -486,3 +486,18 @@ def test_gineconv(build, graph_edges, block_edges, learn_eps, where):
     e = graph_edges if where == "graph" else block_edges
     check_same(lambda nn: nn.GINEConv(torch.nn.Linear(4, 3), init_eps=0.2, learn_eps=learn_eps), both(build, e),
                lambda: ((feat(e.num_src, 4), feat(e.src.shape[0], 4)), {}))
+
+
+@pytest.mark.parametrize("where", ["graph", "block"])
+@pytest.mark.parametrize("in_size,use_norm,dropout", [(6, False, 0.0), (8, True, 0.2)])
+def test_hgtconv(build, graph_edges, block_edges, where, in_size, use_norm, dropout):
+    """Node and edge type ids as dgl.to_homogeneous gives them; in_size 6 != 2 x 4 takes the residual map."""
+    e = graph_edges if where == "graph" else block_edges
+    num_edges = e.src.shape[0]
+
+    def inputs():
+        ntype = torch.randint(0, 3, (e.num_src,))
+        return (feat(e.num_src, in_size), ntype, torch.randint(0, 4, (num_edges,))), {}
+
+    check_same(lambda nn: nn.HGTConv(in_size, 4, 2, num_ntypes=3, num_etypes=4, dropout=dropout, use_norm=use_norm),
+               both(build, e), inputs)
