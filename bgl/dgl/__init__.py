@@ -18,6 +18,8 @@ import random as _random
 
 from bgl.dgl import function, ops, transforms
 from bgl.dgl.base import ALL, EID, ETYPE, NID, NTYPE, DGLError, not_built
+from bgl.dgl.batching import (batch, broadcast_edges, broadcast_nodes, max_edges, max_nodes, mean_edges, mean_nodes,
+                              readout_edges, readout_nodes, softmax_edges, softmax_nodes, sum_edges, sum_nodes, unbatch)
 from bgl.dgl.convert import block_from_bgl, create_block, graph, graph_from_pair, heterograph
 from bgl.dgl.heterograph import DGLGraph
 from bgl.dgl.mutation import add_edges, add_nodes, remove_nodes
@@ -45,6 +47,9 @@ __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHe
            "add_edges", "add_nodes", "add_reverse_edges", "add_self_loop", "edge_subgraph", "edge_type_subgraph",
            "node_subgraph", "node_type_subgraph", "remove_edges", "remove_nodes", "remove_self_loop", "reverse",
            "to_bidirected", "to_heterogeneous", "to_homogeneous", "to_simple",
+           # batches of graphs and their readouts
+           "batch", "unbatch", "readout_nodes", "readout_edges", "sum_nodes", "mean_nodes", "max_nodes", "sum_edges",
+           "mean_edges", "max_edges", "softmax_nodes", "softmax_edges", "broadcast_nodes", "broadcast_edges",
            # transform objects
            "AddReverse", "AddSelfLoop", "BaseTransform", "Compose", "DropEdge", "GCNNorm", "RemoveSelfLoop",
            "RowFeatNormalizer", "ToSimple"]
@@ -72,8 +77,6 @@ random = _RandomModule()
 
 _INSTEAD = {
     "to_block": "use bgl.DataLoader, whose blocks convert with bgl.dgl.block_from_bgl",
-    "batch": "build one graph of the union with bgl.dgl.graph / heterograph",
-    "unbatch": "keep the graphs apart before batching",
     "sampling": "sample with bgl.DataLoader (bgl's numba sampler)",
     "distributed": "use bgl's servers (bgl serve / bgl.DataLoader over a partition)",
     "graphbolt": "use bgl.DataLoader",

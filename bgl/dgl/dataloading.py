@@ -23,10 +23,12 @@ from ..loader.dataloader import DataLoader as _CoreLoader
 from ..loader.edge_prediction import EdgePredictionSampler, as_edge_prediction_sampler
 from ..loader.labor import LaborSampler
 from ..loader.sampler_options import MultiLayerFullNeighborSampler, MultiLayerNeighborSampler, NeighborSampler
+from .graph_dataloader import GraphDataLoader  # noqa: F401  (whole small graphs: not the sampling pipeline)
 from .in_place import BglBatchFrontend, graph_arrays, is_bgl_dgl_graph  # noqa: F401  (graph_arrays: the reader's)
 
 __all__ = ["DataLoader", "NeighborSampler", "MultiLayerNeighborSampler", "MultiLayerFullNeighborSampler",
-           "LaborSampler", "as_edge_prediction_sampler", "EdgePredictionSampler", "negative_sampler"]
+           "LaborSampler", "as_edge_prediction_sampler", "EdgePredictionSampler", "negative_sampler",
+           "GraphDataLoader"]
 
 
 class DataLoader:

@@ -61,6 +61,9 @@ class DGLGraph(GraphQueries, MessagePassing):
                 {nt: Frame(self._num_dst[nt]) for nt in self._dsttypes}
         self._edge_frames = edge_frames if edge_frames is not None else \
             {cet: Frame(rel.num_edges, "edges") for cet, rel in self._rels.items()}
+        # a batch of graphs (bgl.dgl.batching): {ntype: nodes per graph}, {canonical etype: edges per graph}
+        self._batch_num_nodes: Optional[dict] = None
+        self._batch_num_edges: Optional[dict] = None
 
     # ----------------------------------------------------------------- types
     @property
@@ -266,10 +269,43 @@ class DGLGraph(GraphQueries, MessagePassing):
     def _rebuild(self, rels, src_frames, dst_frames, edge_frames, idtype=None) -> "DGLGraph":
         plain = not self._is_block and self._srctypes == self._dsttypes and self._src_frames is self._dst_frames
         num_src = self._num_src if plain else {**self._num_src, **({} if self._is_block else self._num_dst)}
-        return DGLGraph(rels, num_src, self._num_dst if self._is_block else None, idtype or self._idtype,
-                        src_frames, None if plain else dst_frames, edge_frames,
-                        None if plain or self._is_block else self._srctypes,
-                        None if plain or self._is_block else self._dsttypes)
+        out = DGLGraph(rels, num_src, self._num_dst if self._is_block else None, idtype or self._idtype,
+                       src_frames, None if plain else dst_frames, edge_frames,
+                       None if plain or self._is_block else self._srctypes,
+                       None if plain or self._is_block else self._dsttypes)
+        out._batch_num_nodes, out._batch_num_edges = self._batch_num_nodes, self._batch_num_edges  # same structure
+        return out
+
+    # ----------------------------------------------------------------- a batch of graphs (bgl/dgl/batching.py)
+    @property
+    def batch_size(self) -> int:
+        """How many graphs ``dgl.batch`` joined into this one (1 for a graph never batched)."""
+        return 1 if self._batch_num_nodes is None else int(next(iter(self._batch_num_nodes.values())).shape[0])
+
+    def batch_num_nodes(self, ntype=None) -> torch.Tensor:
+        """Nodes of ``ntype`` in each graph of the batch (int64 [batch_size])."""
+        nt = self.ntypes[self.get_ntype_id(ntype)]
+        if self._batch_num_nodes is None:
+            return torch.tensor([self.num_nodes(nt)], dtype=torch.int64, device=self.device)
+        return self._batch_num_nodes[nt]
+
+    def batch_num_edges(self, etype=None) -> torch.Tensor:
+        """Edges of ``etype`` in each graph of the batch (int64 [batch_size])."""
+        cet = self.to_canonical_etype(etype)
+        if self._batch_num_edges is None:
+            return torch.tensor([self.num_edges(cet)], dtype=torch.int64, device=self.device)
+        return self._batch_num_edges[cet]
+
+    def set_batch_num_nodes(self, val) -> None:
+        """Mark the graph as a batch with ``val`` nodes per graph (a tensor, or ``{ntype: tensor}``)."""
+        counts = val if isinstance(val, dict) else {self.ntypes[self.get_ntype_id(None)]: val}
+        self._batch_num_nodes = {nt: torch.as_tensor(counts[nt], dtype=torch.int64) for nt in self.ntypes}
+
+    def set_batch_num_edges(self, val) -> None:
+        """Mark the graph as a batch with ``val`` edges per graph (a tensor, or ``{etype: tensor}``)."""
+        counts = val if isinstance(val, dict) else {self.to_canonical_etype(None): val}
+        self._batch_num_edges = {self.to_canonical_etype(c): torch.as_tensor(n, dtype=torch.int64)
+                                 for c, n in counts.items()}
 
     def cpu(self) -> "DGLGraph":
         return self.to("cpu")

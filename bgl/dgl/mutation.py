@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from bgl.dgl.base import DGLError
+from bgl.dgl.batching import batch_after_removal
 from bgl.dgl.frames import Frame
 from bgl.dgl.graph_queries import check_node_ids
 from bgl.dgl.heterograph import DGLGraph
@@ -121,7 +122,12 @@ def remove_nodes_in_place(g: DGLGraph, nids, ntype=None, store_ids=False) -> Non
     keep = torch.ones(g.num_nodes(nt), dtype=torch.bool, device=g.device)
     keep[ids.long()] = False
     nodes = {t: keep if t == nt else torch.ones(g.num_nodes(t), dtype=torch.bool, device=g.device) for t in g.ntypes}
-    _take_over(g, node_subgraph(g, nodes, store_ids=store_ids))
+    edge_keep = {}  # a batch stays one (as DGL's remove_nodes keeps it): each graph less what it lost
+    for c, rel in g._rels.items():
+        if nt in (c[0], c[2]):
+            src, dst = (t.long() for t in rel.coo())
+            edge_keep[c] = nodes[c[0]][src] & nodes[c[2]][dst]
+    _take_over(g, batch_after_removal(g, node_subgraph(g, nodes, store_ids=store_ids), {nt: keep}, edge_keep))
 
 
 def add_nodes(g: DGLGraph, num: int, data: dict | None = None, ntype=None) -> DGLGraph:

@@ -77,7 +77,9 @@ def _keep_edges(g: DGLGraph, cet, keep: torch.Tensor) -> DGLGraph:
     eids = keep.nonzero().view(-1)
     rels[cet] = Relation(rel.num_src, rel.num_dst, src[eids], dst[eids])
     frames[cet] = _edges_frame(g, cet, eids, int(eids.shape[0]))
-    return _new_graph(g, rels, _copied_nodes(g), frames)
+    from bgl.dgl.batching import batch_after_removal  # a batch stays one, each graph less its removed edges
+
+    return batch_after_removal(g, _new_graph(g, rels, _copied_nodes(g), frames), {}, {cet: keep})
 
 
 def remove_self_loop(g: DGLGraph, etype=None) -> DGLGraph:
@@ -348,7 +350,9 @@ def clone(g: DGLGraph) -> DGLGraph:
     """A new graph over the same structure whose feature dicts are copies (the tensors shared), as
     ``DGLGraph.clone``: writing a feature to the clone leaves ``g`` as it was."""
     _plain(g, "clone")
-    return _new_graph(g, dict(g._rels), _copied_nodes(g), {cet: _edge_copy(g, cet, True) for cet in g._rels})
+    out = _new_graph(g, dict(g._rels), _copied_nodes(g), {cet: _edge_copy(g, cet, True) for cet in g._rels})
+    out._batch_num_nodes, out._batch_num_edges = g._batch_num_nodes, g._batch_num_edges  # a batch's clone is one
+    return out
 
 
 # DGL offers these as graph methods too (``g.subgraph(nodes)``, ``g.add_self_loop()``, ...)

@@ -16,19 +16,22 @@ from .graphconv import EdgeWeightNorm, GraphConv
 from .hetero import HeteroGraphConv
 from .hgtconv import HGTConv
 from .linear import TypedLinear
+from .pooling import AvgPooling, GlobalAttentionPooling, MaxPooling, SumPooling, WeightAndSum
 from .propagation import APPNPConv, SGConv, TAGConv
 from .pyg_bridge import to_pyg
 from .relgraphconv import RelGraphConv
 from .sageconv import SAGEConv
 from .typed_modules import HeteroEmbedding, HeteroLinear
 
-__all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "GINConv",
-           "RelGraphConv", "TypedLinear", "HeteroGraphConv", "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge",
-           "EdgePredictor", "SGConv", "APPNPConv", "TAGConv", "GINEConv", "HGTConv", "functional", "edge_softmax",
-           "to_pyg"]
+__all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "GINConv", "GINEConv", "RelGraphConv",
+           "TypedLinear", "HeteroGraphConv", "HGTConv", "SGConv", "APPNPConv", "TAGConv",
+           "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge", "EdgePredictor",
+           "SumPooling", "AvgPooling", "MaxPooling", "GlobalAttentionPooling", "WeightAndSum",
+           "functional", "edge_softmax", "to_pyg"]
 
 # DGL scripts also name the layers dgl.nn.pytorch(.conv / .hetero / .linear): the same module here
-for _alias in ("pytorch", "pytorch.conv", "pytorch.hetero", "pytorch.linear", "pytorch.softmax"):
+for _alias in ("pytorch", "pytorch.conv", "pytorch.hetero", "pytorch.linear", "pytorch.softmax", "pytorch.glob",
+               "pytorch.utils", "pytorch.link"):
     _sys.modules[f"{__name__}.{_alias}"] = _sys.modules[__name__]
 pytorch = conv = _sys.modules[__name__]
 
@@ -41,8 +44,8 @@ NOT_BUILT = frozenset({
     "PNAConv", "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
     "GNNExplainer", "HeteroGNNExplainer", "SubgraphX", "HeteroSubgraphX", "PGExplainer",
     "HeteroPGExplainer", "TransE", "TransR",
-    "SumPooling", "AvgPooling", "MaxPooling", "SortPooling", "GlobalAttentionPooling", "Set2Set",
-    "SetTransformerEncoder", "SetTransformerDecoder", "WeightAndSum", "KNNGraph", "SegmentedKNNGraph",
+    "SortPooling", "Set2Set",
+    "SetTransformerEncoder", "SetTransformerDecoder", "KNNGraph", "SegmentedKNNGraph",
     "RadiusGraph", "NodeEmbedding", "LabelPropagation", "Sequential",
     "WeightBasis", "DeepWalk", "MetaPath2Vec", "BiasedMHA", "GraphormerLayer",
     "SpatialEncoder", "SpatialEncoder3d", "PathEncoder", "DegreeEncoder", "LapPosEncoder",

@@ -454,3 +454,24 @@ def test_dgl_random_seed_is_dgl_seed():
         torch.set_rng_state(states[0])
         np.random.set_state(states[1])
         random.setstate(states[2])
+
+
+def test_batches_of_graphs_without_dgl():
+    """Current lane: dgl.batch / unbatch round trip, a readout per graph, the pooling layers and
+    GraphDataLoader's batches (the pinned lane compares all of it with DGL's)."""
+    import bgl.dgl.nn as nn
+
+    graphs = [dgl.graph((torch.tensor([0, 1]), torch.tensor([1, 2])), num_nodes=3),
+              dgl.graph((torch.tensor([], dtype=torch.int64), torch.tensor([], dtype=torch.int64)), num_nodes=2)]
+    for i, g in enumerate(graphs):
+        g.ndata["x"] = torch.full((g.num_nodes(), 2), float(i + 1))
+    bg = dgl.batch(graphs)
+    assert bg.batch_size == 2 and bg.batch_num_nodes().tolist() == [3, 2] and bg.batch_num_edges().tolist() == [2, 0]
+    assert torch.equal(dgl.sum_nodes(bg, "x"), torch.tensor([[3.0, 3.0], [4.0, 4.0]]))
+    assert torch.equal(nn.AvgPooling()(bg, bg.ndata["x"]), torch.tensor([[1.0, 1.0], [2.0, 2.0]]))
+    back = dgl.unbatch(bg)
+    assert [g.num_edges() for g in back] == [2, 0] and torch.equal(back[1].ndata["x"], graphs[1].ndata["x"])
+    loaded = next(iter(dgl.dataloading.GraphDataLoader(list(zip(graphs, [0, 1])), batch_size=2)))
+    assert loaded[0].batch_size == 2 and loaded[1].tolist() == [0, 1]
+    assert dgl.add_self_loop(bg).batch_size == 1  # as DGL's: adding edges drops the batch
+    assert dgl.remove_edges(bg, torch.tensor([0])).batch_num_edges().tolist() == [1, 0]
