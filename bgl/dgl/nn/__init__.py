@@ -9,6 +9,7 @@ import sys as _sys
 
 from . import functional
 from .combine import EdgePredictor, JumpingKnowledge
+from .dotgatconv import DotGatConv
 from .functional import edge_softmax
 from .gatconv import GATConv, GATv2Conv
 from .ginconv import GINConv, GINEConv
@@ -17,14 +18,14 @@ from .hetero import HeteroGraphConv
 from .hgtconv import HGTConv
 from .linear import TypedLinear
 from .pooling import AvgPooling, GlobalAttentionPooling, MaxPooling, SumPooling, WeightAndSum
-from .propagation import APPNPConv, SGConv, TAGConv
+from .propagation import APPNPConv, GCN2Conv, SGConv, TAGConv
 from .pyg_bridge import to_pyg
 from .relgraphconv import RelGraphConv
 from .sageconv import SAGEConv
 from .typed_modules import HeteroEmbedding, HeteroLinear
 
 __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "GINConv", "GINEConv", "RelGraphConv",
-           "TypedLinear", "HeteroGraphConv", "HGTConv", "SGConv", "APPNPConv", "TAGConv",
+           "TypedLinear", "HeteroGraphConv", "HGTConv", "SGConv", "APPNPConv", "TAGConv", "GCN2Conv", "DotGatConv",
            "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge", "EdgePredictor",
            "SumPooling", "AvgPooling", "MaxPooling", "GlobalAttentionPooling", "WeightAndSum",
            "functional", "edge_softmax", "to_pyg"]
@@ -39,8 +40,8 @@ pytorch = conv = _sys.modules[__name__]
 NOT_BUILT = frozenset({
     "AGNNConv", "AtomicConv", "CFConv", "ChebConv", "CuGraphGATConv",
     "CuGraphRelGraphConv", "CuGraphSAGEConv", "DenseChebConv", "DenseGraphConv", "DenseSAGEConv",
-    "DGNConv", "DotGatConv", "EdgeConv", "EdgeGATConv", "EGATConv", "EGNNConv", "GatedGCNConv",
-    "GatedGraphConv", "GCN2Conv", "GMMConv", "GroupRevRes", "NNConv",
+    "DGNConv", "EdgeConv", "EdgeGATConv", "EGATConv", "EGNNConv", "GatedGCNConv",
+    "GatedGraphConv", "GMMConv", "GroupRevRes", "NNConv",
     "PNAConv", "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
     "GNNExplainer", "HeteroGNNExplainer", "SubgraphX", "HeteroSubgraphX", "PGExplainer",
     "HeteroPGExplainer", "TransE", "TransR",

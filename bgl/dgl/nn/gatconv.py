@@ -14,7 +14,7 @@ from torch import Tensor, nn
 
 from ..ops import edge_softmax, gsddmm, gspmm
 from .dropout import Dropout
-from .graph_inputs import refuse_zero_in_degree, split_widths
+from .graph_inputs import add_head_projections, refuse_zero_in_degree, split_widths
 
 
 class _Attention(nn.Module):
@@ -58,11 +58,7 @@ class GATConv(_Attention):
                  bias: bool = True):
         super().__init__(in_feats, out_feats, num_heads, feat_drop, attn_drop, negative_slope, allow_zero_in_degree)
         width = out_feats * num_heads
-        if isinstance(in_feats, tuple):
-            self.fc_src = nn.Linear(self._in_src_feats, width, bias=False)
-            self.fc_dst = nn.Linear(self._in_dst_feats, width, bias=False)
-        else:
-            self.fc = nn.Linear(self._in_src_feats, width, bias=False)
+        add_head_projections(self, in_feats, width)
         self.attn_l = nn.Parameter(torch.empty(1, num_heads, out_feats))
         self.attn_r = nn.Parameter(torch.empty(1, num_heads, out_feats))
         self.has_linear_res = residual and self._in_dst_feats != width

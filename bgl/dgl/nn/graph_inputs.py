@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
-from torch import Tensor
+from torch import Tensor, nn
 
 from ..base import DGLError
 
@@ -37,6 +37,16 @@ def split_widths(in_feats) -> tuple:
             raise DGLError(f"in_feats must be an int or a (src, dst) pair of ints, got {in_feats!r}")
         return in_feats
     return in_feats, in_feats
+
+
+def add_head_projections(module: nn.Module, in_feats, width: int) -> None:
+    """The attention layers' input maps, DGL's names: ``fc`` for one width, ``fc_src`` / ``fc_dst`` for a
+    ``(src, dst)`` pair (``module._in_src_feats`` / ``_in_dst_feats`` already set), no bias."""
+    if isinstance(in_feats, tuple):
+        module.fc_src = nn.Linear(module._in_src_feats, width, bias=False)
+        module.fc_dst = nn.Linear(module._in_dst_feats, width, bias=False)
+    else:
+        module.fc = nn.Linear(module._in_src_feats, width, bias=False)
 
 
 def src_dst_features(feat, graph=None):

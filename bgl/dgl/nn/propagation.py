@@ -1,16 +1,18 @@
 """Fixed-propagation layers of full-graph scripts: ``SGConv`` (Wu et al., 2019: ``k`` hops of the
 symmetric-normalised adjacency, then one linear map), ``APPNPConv`` (Klicpera et al., 2019: ``k`` steps
-of personalised-PageRank propagation, no parameters) and ``TAGConv`` (Du et al., 2017: one linear map
-of every hop's features side by side).
+of personalised-PageRank propagation, no parameters), ``TAGConv`` (Du et al., 2017: one linear map
+of every hop's features side by side) and ``GCN2Conv`` (Chen et al., 2020: one hop mixed with the
+initial features and an identity-mapped weight).
 
 Each hop is one SpMM (:func:`~bgl.dgl.nn.graphconv.neighbour_sum`) on the graph's CSC: no per-edge
 feature tensor; the degree scalings are one ``[N, 1]`` vector each.  Parameter names, shapes and
-initialisation are DGL's (``fc.*`` / ``lin.*``), so DGL's state dicts load.  As DGL's, both take
+initialisation are DGL's (``fc.*`` / ``lin.*`` / ``weight1``, ...), so DGL's state dicts load.  As DGL's, both take
 a graph (not a block), refuse nothing but what DGL refuses, and with ``edge_weight`` normalise it
 as ``EdgeWeightNorm("both")`` does instead of the degrees.
 """
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import torch
@@ -116,3 +118,57 @@ class TAGConv(nn.Module):
             hops.append(h if scale is None else h * scale)
         out = self.lin(torch.cat(hops, dim=-1))
         return out if self._activation is None else self._activation(out)
+
+
+class GCN2Conv(nn.Module):
+    """Chen et al.'s GCNII layer: ``h = (1 - a) S X + a X0``, then ``(1 - b) h + b h W1`` (``project_initial_features``;
+    otherwise ``(1 - b) h + b ((1 - a) S X W1 + a X0 W2)``), ``b = log(lambda_ / layer + 1)``; ``S`` as in SGConv."""
+
+    def __init__(self, in_feats: int, layer: int, alpha: float = 0.1, lambda_: float = 1,
+                 project_initial_features: bool = True, allow_zero_in_degree: bool = False, bias: bool = True,
+                 activation=None):
+        super().__init__()
+        self._in_feats, self._project_initial_features = in_feats, project_initial_features
+        self.alpha, self.beta = alpha, math.log(lambda_ / layer + 1)
+        self._bias, self._activation, self._allow_zero_in_degree = bias, activation, allow_zero_in_degree
+        self.weight1 = nn.Parameter(torch.empty(in_feats, in_feats))
+        if project_initial_features:
+            self.register_parameter("weight2", None)
+        else:
+            self.weight2 = nn.Parameter(torch.empty(in_feats, in_feats))
+        if bias:
+            self.bias = nn.Parameter(torch.empty(in_feats))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        nn.init.normal_(self.weight1)
+        if self.weight2 is not None:
+            nn.init.normal_(self.weight2)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+
+    def set_allow_zero_in_degree(self, set_value: bool) -> None:
+        self._allow_zero_in_degree = set_value
+
+    def forward(self, graph, feat: Tensor, feat_0: Tensor, edge_weight: Optional[Tensor] = None) -> Tensor:
+        if not self._allow_zero_in_degree:
+            refuse_zero_in_degree(graph)
+        check_edge_weight(graph, edge_weight)
+        if edge_weight is None:
+            scale = degree_scale(graph.in_degrees(), feat, "both")
+            feat = neighbour_sum(graph, feat * scale) * scale
+        else:
+            feat = neighbour_sum(graph, feat, EdgeWeightNorm("both")(graph, edge_weight))
+        feat = feat * (1 - self.alpha)
+        feat_0 = feat_0[: feat.size(0)] * self.alpha
+        feat_sum = feat + feat_0
+        if self._project_initial_features:
+            projected = feat_sum @ self.weight1
+        else:
+            projected = feat @ self.weight1 + feat_0 @ self.weight2
+        rst = (1 - self.beta) * feat_sum + self.beta * projected
+        if self.bias is not None:
+            rst = rst + self.bias
+        return rst if self._activation is None else self._activation(rst)

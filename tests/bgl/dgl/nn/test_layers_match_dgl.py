@@ -501,3 +501,22 @@ def test_hgtconv(build, graph_edges, block_edges, where, in_size, use_norm, drop
 
     check_same(lambda nn: nn.HGTConv(in_size, 4, 2, num_ntypes=3, num_etypes=4, dropout=dropout, use_norm=use_norm),
                both(build, e), inputs)
+
+
+@pytest.mark.parametrize("project,weighted", [(True, False), (False, True)])
+def test_gcn2conv(build, graph_edges, project, weighted):
+    e = graph_edges
+    kwargs = (lambda: {"edge_weight": torch.rand(e.src.shape[0]).add(0.1).requires_grad_()}) if weighted else dict
+    check_same(lambda nn: nn.GCN2Conv(5, layer=2, alpha=0.2, lambda_=0.5, project_initial_features=project,
+                                      allow_zero_in_degree=True, activation=torch.tanh),
+               both(build, e), lambda: ((feat(e.num_src, 5), feat(e.num_src, 5)), kwargs()))
+
+
+@pytest.mark.parametrize("where", ["graph", "block"])
+@pytest.mark.parametrize("pair", [False, True])
+def test_dotgatconv(build, graph_edges, block_edges, where, pair):
+    e = graph_edges if where == "graph" else block_edges
+    widths = (5, 3) if pair else 5
+    inputs = (lambda: (((feat(e.num_src, 5), feat(e.num_dst, 3)),), {"get_attention": True})) if pair else \
+        (lambda: ((feat(e.num_src, 5),), {"get_attention": True}))
+    check_same(lambda nn: nn.DotGatConv(widths, 4, num_heads=2, allow_zero_in_degree=True), both(build, e), inputs)
