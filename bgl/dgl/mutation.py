@@ -86,6 +86,7 @@ def add_edges_in_place(g: DGLGraph, u, v, data: dict | None = None, etype=None) 
                        f"destination nodes ({v.shape[0]}).")
     if u.numel() and int(torch.minimum(u.min(), v.min())) < 0:
         raise DGLError("Expect all node IDs to be non-negative.")
+    new_edge_frame = _grown(g._edge_frames[cet], int(u.shape[0]), data, "edges")  # checked before any change
     for nt, ids in ((cet[0], u), (cet[2], v)):
         needed = int(ids.max()) + 1 - g.num_nodes(nt) if ids.numel() else 0
         if needed > 0:
@@ -95,7 +96,7 @@ def add_edges_in_place(g: DGLGraph, u, v, data: dict | None = None, etype=None) 
     rels = dict(g._rels)
     rels[cet] = Relation(rel.num_src, rel.num_dst, torch.cat([src, u.to(src.dtype)]), torch.cat([dst, v.to(dst.dtype)]))
     edge_frames = dict(g._edge_frames)
-    edge_frames[cet] = _grown(edge_frames[cet], int(u.shape[0]), data, "edges")
+    edge_frames[cet] = new_edge_frame
     counts = {t: g.num_nodes(t) for t in g.ntypes}
     _take_over(g, DGLGraph(rels, counts, idtype=g.idtype, src_frames=dict(g._node_frames()), edge_frames=edge_frames))
 
@@ -106,8 +107,9 @@ def remove_edges_in_place(g: DGLGraph, eids, etype=None, store_ids=False) -> Non
     ids = torch.as_tensor(eids, device=g.device).view(-1)
     if ids.numel() == 0:
         return
-    check_node_ids(ids.long(), g.num_edges(etype), "edge")
-    _take_over(g, _without_edges(g, ids, etype=etype, store_ids=store_ids))
+    cet = g.to_canonical_etype(etype)  # DGL's error first where the edge type is ambiguous
+    check_node_ids(ids.long(), g.num_edges(cet), "edge")
+    _take_over(g, _without_edges(g, ids, etype=cet, store_ids=store_ids))
 
 
 def remove_nodes_in_place(g: DGLGraph, nids, ntype=None, store_ids=False) -> None:

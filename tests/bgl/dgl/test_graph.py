@@ -475,3 +475,17 @@ def test_batches_of_graphs_without_dgl():
     assert loaded[0].batch_size == 2 and loaded[1].tolist() == [0, 1]
     assert dgl.add_self_loop(bg).batch_size == 1  # as DGL's: adding edges drops the batch
     assert dgl.remove_edges(bg, torch.tensor([0])).batch_num_edges().tolist() == [1, 0]
+
+
+def test_a_refused_edit_changes_nothing(hub_edges):
+    """add_edges with a feature of the wrong length adds no node either; remove_edges on a graph of several
+    edge types without ``etype`` names the problem (the edges given would be any type's)."""
+    g = _graph(hub_edges)
+    with pytest.raises(dgl.DGLError, match="number of features"):
+        g.add_edges(torch.tensor([0]), torch.tensor([N + 3]), {"w": torch.ones(2)})
+    assert g.num_nodes() == N and g.num_edges() == E
+    h = dgl.heterograph({("a", "r", "b"): (torch.tensor([0]), torch.tensor([0])),
+                         ("b", "s", "a"): (torch.tensor([0]), torch.tensor([0]))})
+    with pytest.raises(dgl.DGLError):
+        h.remove_edges(torch.tensor([0]))
+    assert h.num_edges("r") == 1 and h.num_edges("s") == 1
