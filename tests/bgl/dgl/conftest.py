@@ -44,3 +44,21 @@ def _graph_state(g) -> dict:
 def graph_state():
     """:func:`_graph_state`, for the tests that compare bgl.dgl's graphs with DGL's."""
     return _graph_state
+
+
+def _user_item(lib, seed: int, users: int, items: int, edges: int, edge_field: str = "w"):
+    """A user-item graph of ``lib`` (DGL or bgl.dgl): ``rates`` and its reverse ``rated-by``, user features
+    ``x`` [users, 2] and ``rates`` edge field ``edge_field``, all drawn from ``seed``."""
+    gen = torch.Generator().manual_seed(seed)
+    u, i = torch.randint(0, users, (edges,), generator=gen), torch.randint(0, items, (edges,), generator=gen)
+    g = lib.heterograph({("user", "rates", "item"): (u, i), ("item", "rated-by", "user"): (i, u)},
+                        num_nodes_dict={"user": users, "item": items})
+    g.nodes["user"].data["x"] = torch.randn(users, 2, generator=gen)
+    g.edges["rates"].data[edge_field] = torch.rand(edges, generator=gen)
+    return g
+
+
+@pytest.fixture(scope="session")
+def user_item():
+    """:func:`_user_item`, for the tests that compare typed bgl.dgl graphs with DGL's."""
+    return _user_item

@@ -22,16 +22,6 @@ def _graph(lib, idtype):
     return g
 
 
-def _typed(lib):
-    gen = torch.Generator().manual_seed(1)
-    u, i = torch.randint(0, 8, (30,), generator=gen), torch.randint(0, 6, (30,), generator=gen)
-    g = lib.heterograph({("user", "rates", "item"): (u, i), ("item", "rated-by", "user"): (i, u)},
-                        num_nodes_dict={"user": 8, "item": 6})
-    g.nodes["user"].data["x"] = torch.randn(8, 2, generator=gen)
-    g.edges["rates"].data["w"] = torch.rand(30, generator=gen)
-    return g
-
-
 def _t(g, ids):
     """Ids as DGL takes them: a tensor of the graph's id type."""
     return torch.tensor(ids, dtype=g.idtype)
@@ -68,8 +58,8 @@ TYPED_EDITS = {
 
 
 @pytest.mark.parametrize("edit", sorted(TYPED_EDITS))
-def test_typed_in_place_edits_match_dgl(edit, graph_state):
-    ours, theirs = _typed(bdgl), _typed(dgl)
+def test_typed_in_place_edits_match_dgl(edit, graph_state, user_item):
+    ours, theirs = user_item(bdgl, 1, 8, 6, 30), user_item(dgl, 1, 8, 6, 30)
     TYPED_EDITS[edit](ours)
     TYPED_EDITS[edit](theirs)
     assert graph_state(ours) == graph_state(theirs)
