@@ -45,14 +45,13 @@ def filter_edges(g: DGLGraph, predicate, edges=None, etype=None) -> torch.Tensor
     rel = g._rels[cet]
     src, dst = rel.coo()
     if is_all(edges):
-        ids = torch.arange(rel.num_edges, device=src.device)
-        batch = EdgeBatch(g, None, cet, src.long(), dst.long(), g._src_frames[cet[0]], g._dst_frames[cet[2]],
-                          g._edge_frames[cet])
+        ids, picked = torch.arange(rel.num_edges, device=src.device), None  # the batch reads whole columns
     else:
-        ids = torch.as_tensor(edges, device=src.device).long().view(-1)
+        ids = picked = torch.as_tensor(edges, device=src.device).long().view(-1)
         check_node_ids(ids, rel.num_edges, "edge")
-        batch = EdgeBatch(g, ids, cet, src[ids].long(), dst[ids].long(), g._src_frames[cet[0]],
-                          g._dst_frames[cet[2]], g._edge_frames[cet])
+        src, dst = src[ids], dst[ids]
+    batch = EdgeBatch(g, picked, cet, src.long(), dst.long(), g._src_frames[cet[0]], g._dst_frames[cet[2]],
+                      g._edge_frames[cet])
     return ids[_mask(predicate(batch), int(ids.shape[0]), "filter_edges")].to(g.idtype)
 
 

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import torch
 
-from bgl.dgl.base import DGLError
 from bgl.dgl.convert import heterograph
 from bgl.dgl.heterograph import DGLGraph
 from bgl.dgl.mutation import remove_edges_in_place
-from bgl.dgl.transforms import clone, remove_self_loop, to_simple
+from bgl.dgl.transforms import _plain, clone, remove_self_loop, to_simple
 
 
 class BaseTransform:
@@ -53,8 +52,7 @@ class AddReverse(BaseTransform):
         self.copy_edata, self.sym_new_etype = copy_edata, sym_new_etype
 
     def __call__(self, g: DGLGraph) -> DGLGraph:
-        if g.is_block:
-            raise DGLError("AddReverse is not supported on a block.")
+        _plain(g, "AddReverse")
         data = {}
         for c in g.canonical_etypes:
             src, dst = g.edges(etype=c)

@@ -64,10 +64,10 @@ def src_dst_features(feat, graph=None):
     return feat, feat
 
 
-def check_edge_weight(graph, edge_weight: Optional[Tensor]) -> None:
-    """One line naming the mismatch when ``edge_weight`` does not have a row per edge."""
+def check_edge_weight(graph, edge_weight: Optional[Tensor], name: str = "edge_weight") -> None:
+    """One line naming the mismatch when ``edge_weight`` (an edge input called ``name``) does not have a row per edge."""
     if edge_weight is not None and edge_weight.shape[0] != graph.num_edges():
-        raise DGLError(f"edge_weight has {edge_weight.shape[0]} rows but the graph has "
+        raise DGLError(f"{name} has {edge_weight.shape[0]} rows but the graph has "
                        f"{graph.num_edges()} edges")
 
 
