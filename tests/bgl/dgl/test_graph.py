@@ -163,9 +163,11 @@ def test_graph_construction_errors():
 
 
 def test_what_bgl_dgl_lacks_is_refused_by_name():
-    with pytest.raises(NotImplementedError, match="dgl.to_block.*bgl.DataLoader"):
-        dgl.to_block
-    assert not hasattr(dgl, "to_block")  # also an AttributeError: hasattr and from-imports work
+    with pytest.raises(NotImplementedError, match="dgl.sparse.*torch.sparse"):
+        dgl.sparse
+    assert not hasattr(dgl, "sparse")  # also an AttributeError: hasattr and from-imports work
+    with pytest.raises(NotImplementedError, match="dgl.sampling.random_walk"):
+        dgl.sampling.random_walk
     from bgl.dgl import function  # noqa: F401
     with pytest.raises(NotImplementedError, match="send_and_recv"):
         dgl.graph(([0], [1])).send_and_recv([0], fn.copy_u("x", "m"), fn.sum("m", "h"))
@@ -489,3 +491,19 @@ def test_a_refused_edit_changes_nothing(hub_edges):
     with pytest.raises(dgl.DGLError):
         h.remove_edges(torch.tensor([0]))
     assert h.num_edges("r") == 1 and h.num_edges("s") == 1
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+def test_counting_sort_csc_is_the_sorted_one(monkeypatch, dtype):
+    """A CPU relation of >= COUNTING_MIN_EDGES edges is grouped by numba's counting sort: the same CSC
+    (offsets, other ends, edge ids in edge-id order within a row) as the sort it replaces."""
+    from bgl.dgl import relation
+
+    gen = torch.Generator().manual_seed(3)
+    n = relation.COUNTING_MIN_EDGES + 123
+    rows, cols = torch.randint(0, 700, (n,), generator=gen).to(dtype), torch.randint(0, 900, (n,), generator=gen).to(dtype)
+    counted = relation.compress(rows, cols, 700, 900)
+    monkeypatch.setattr(relation, "COUNTING_MIN_EDGES", n + 1)
+    sorted_ = relation.compress(rows, cols, 700, 900)
+    for a, b in ((counted.indptr, sorted_.indptr), (counted.indices, sorted_.indices), (counted.eids, sorted_.eids)):
+        assert a.dtype == b.dtype and torch.equal(a, b)
