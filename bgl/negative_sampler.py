@@ -72,10 +72,15 @@ class _NegativeSampler:
         raise NotImplementedError
 
     def __call__(self, g, eids):
-        """DGL's call form over a DGLGraph: ``(src, dst)`` int64 tensors of the negative pairs.
+        """DGL's call form over a DGLGraph (or a ``bgl.dgl`` graph): ``(src, dst)`` int64 tensors of the
+        negative pairs; on a typed graph ``{etype: eids} -> {canonical etype: (src, dst)}``, each relation's
+        pairs drawn among its own end types' nodes.
 
         Seeded from torch's RNG, so ``torch.manual_seed`` makes it reproducible as in DGL.
         """
+        if isinstance(eids, dict):
+            return {g.to_canonical_etype(k): self._relation_pairs(g, g.to_canonical_etype(k), v)
+                    for k, v in eids.items()}
         src, dst = g.find_edges(eids)
         seed = int(torch.randint(0, 2**62, (1,)).item())
         graph = None
@@ -84,6 +89,17 @@ class _NegativeSampler:
 
             graph = dglgraph_arrays(g, None, None)
         s, d = self.sample_pairs(src.numpy(), dst.numpy(), g.num_nodes(), seed, graph=graph)
+        return torch.from_numpy(s), torch.from_numpy(d)
+
+
+    def _relation_pairs(self, g, cet, eids):
+        """The negative pairs of one relation of a typed graph (:meth:`__call__`)."""
+        if self.needs_graph:
+            raise ValueError(f"{type(self).__name__} called on a typed graph is not built (it must avoid each "
+                             "relation's edges); use Uniform, or bgl.DataLoader's own link prediction")
+        src, dst = g.find_edges(eids, etype=cet)
+        seed = int(torch.randint(0, 2**62, (1,)).item())
+        s, d = self.sample_pairs(src.numpy(), dst.numpy(), g.num_nodes(cet[2]), seed)
         return torch.from_numpy(s), torch.from_numpy(d)
 
 

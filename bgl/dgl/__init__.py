@@ -25,6 +25,7 @@ from bgl.dgl.heterograph import DGLGraph
 from bgl.dgl.mutation import add_edges, add_nodes, remove_nodes
 from bgl.dgl.ops import edge_softmax
 from bgl.dgl.selections import edge_type_subgraph, node_type_subgraph
+from bgl.dgl.to_block import compact_graphs, to_block
 from bgl.dgl.transform_modules import (AddReverse, BaseTransform, Compose, DropEdge, GCNNorm, RemoveSelfLoop,
                                        RowFeatNormalizer, ToSimple)
 from bgl.dgl.transforms import (AddSelfLoop, add_reverse_edges, add_self_loop, edge_subgraph, node_subgraph,
@@ -46,7 +47,7 @@ __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHe
            # graph edits and transforms
            "add_edges", "add_nodes", "add_reverse_edges", "add_self_loop", "edge_subgraph", "edge_type_subgraph",
            "node_subgraph", "node_type_subgraph", "remove_edges", "remove_nodes", "remove_self_loop", "reverse",
-           "to_bidirected", "to_heterogeneous", "to_homogeneous", "to_simple",
+           "to_bidirected", "to_heterogeneous", "to_homogeneous", "to_simple", "to_block", "compact_graphs", "sampling",
            # batches of graphs and their readouts
            "batch", "unbatch", "readout_nodes", "readout_edges", "sum_nodes", "mean_nodes", "max_nodes", "sum_edges",
            "mean_edges", "max_edges", "softmax_nodes", "softmax_edges", "broadcast_nodes", "broadcast_edges",
@@ -75,9 +76,18 @@ class _RandomModule:
 random = _RandomModule()
 
 
+def _sample_neighbors(self, nodes, fanout, **kwargs) -> DGLGraph:
+    """``g.sample_neighbors(...)``: :func:`bgl.dgl.sampling.sample_neighbors` of ``g`` (DGL's method alias;
+    the sampler loads on first use, as ``dgl.sampling`` does)."""
+    import importlib
+
+    return importlib.import_module("bgl.dgl.sampling").sample_neighbors(self, nodes, fanout, **kwargs)
+
+
+DGLGraph.sample_neighbors = _sample_neighbors
+
+
 _INSTEAD = {
-    "to_block": "use bgl.DataLoader, whose blocks convert with bgl.dgl.block_from_bgl",
-    "sampling": "sample with bgl.DataLoader (bgl's numba sampler)",
     "distributed": "use bgl's servers (bgl serve / bgl.DataLoader over a partition)",
     "graphbolt": "use bgl.DataLoader",
     "sparse": "use bgl.dgl.ops (gspmm / gsddmm) or torch.sparse",
@@ -87,7 +97,7 @@ _INSTEAD = {
 
 
 # Loaded on first use: ``import bgl.dgl`` stays free of the loader (numba, the pipeline).
-_LAZY_MODULES = {"data": "bgl.dgl.data", "dataloading": "bgl.dgl.dataloading"}
+_LAZY_MODULES = {"data": "bgl.dgl.data", "dataloading": "bgl.dgl.dataloading", "sampling": "bgl.dgl.sampling"}
 _LAZY_NAMES = {"load_graphs": "bgl.dgl.data", "save_graphs": "bgl.dgl.data"}
 
 

@@ -25,10 +25,64 @@ from ..loader.labor import LaborSampler
 from ..loader.sampler_options import MultiLayerFullNeighborSampler, MultiLayerNeighborSampler, NeighborSampler
 from .graph_dataloader import GraphDataLoader  # noqa: F401  (whole small graphs: not the sampling pipeline)
 from .in_place import BglBatchFrontend, graph_arrays, is_bgl_dgl_graph  # noqa: F401  (graph_arrays: the reader's)
+from .base import EID, NID
 
 __all__ = ["DataLoader", "NeighborSampler", "MultiLayerNeighborSampler", "MultiLayerFullNeighborSampler",
            "LaborSampler", "as_edge_prediction_sampler", "EdgePredictionSampler", "negative_sampler",
-           "GraphDataLoader"]
+           "GraphDataLoader", "Sampler", "BlockSampler"]
+
+
+class Sampler:
+    """DGL's base class of a user's own sampler: ``sample(g, indices)`` makes one batch, anything the
+    training loop takes; :class:`DataLoader` calls it for each batch of seeds (:mod:`bgl.dgl.own_sampler`)."""
+
+    def sample(self, g, indices):
+        raise NotImplementedError
+
+
+class BlockSampler(Sampler):
+    """DGL's base class of a user's own block sampler: a subclass writes ``sample_blocks(g, seed_nodes,
+    exclude_eids=None)`` returning ``(input_nodes, output_nodes, blocks)`` (usually with
+    ``dgl.sampling.sample_neighbors`` and ``dgl.to_block``); ``sample`` adds the named fields as DGL's
+    prefetch does: ``prefetch_node_feats`` to the first block's ``srcdata``, ``prefetch_labels`` to the last
+    block's ``dstdata``, ``prefetch_edge_feats`` to every block's ``edata`` (``{type: names}`` on a typed
+    graph), each the graph's rows at the block's ``dgl.NID`` / ``dgl.EID``, read on first use; then moves
+    the batch to ``output_device``."""
+
+    def __init__(self, prefetch_node_feats=None, prefetch_labels=None, prefetch_edge_feats=None,
+                 output_device=None):
+        super().__init__()
+        self.prefetch_node_feats = prefetch_node_feats or []
+        self.prefetch_labels = prefetch_labels or []
+        self.prefetch_edge_feats = prefetch_edge_feats or []
+        self.output_device = output_device
+
+    def sample_blocks(self, g, seed_nodes, exclude_eids=None):
+        raise NotImplementedError
+
+    def sample(self, g, seed_nodes, exclude_eids=None):
+        input_nodes, output_nodes, blocks = self.sample_blocks(g, seed_nodes, exclude_eids=exclude_eids)
+        if blocks:
+            _prefetch(blocks[0]._src_frames, g, g._node_frames(), self.prefetch_node_feats, NID)
+            _prefetch(blocks[-1]._dst_frames, g, g._node_frames(), self.prefetch_labels, NID)
+            for block in blocks:
+                _prefetch(block._edge_frames, g, g._edge_frames, self.prefetch_edge_feats, EID)
+        result = (input_nodes, output_nodes, blocks)
+        if self.output_device is None:
+            return result
+        from .own_sampler import _to_device
+
+        return _to_device(result, self.output_device)
+
+
+def _prefetch(frames: dict, g, sources: dict, names, id_key: str) -> None:
+    """Each named field missing from a block's ``frames`` (per type) as the graph's rows at the block's
+    ``id_key`` column, read on first use."""
+    for key, frame in frames.items():
+        for name in _names_for(names, key):
+            if name in frame or name not in sources[key]:
+                continue
+            frame.set_rows_on_read(name, sources[key][name], frame[id_key].long())
 
 
 class DataLoader:
@@ -40,7 +94,8 @@ class DataLoader:
     indices : int tensor [n] of seed node ids (seed edge ids with an edge-prediction sampler);
         ``{ntype: ids}`` on a typed graph
     graph_sampler : ``NeighborSampler`` / ``MultiLayerFullNeighborSampler`` / ``LaborSampler``,
-        optionally wrapped by ``as_edge_prediction_sampler`` (bgl's; DGL's own are read too)
+        optionally wrapped by ``as_edge_prediction_sampler`` (bgl's; DGL's own are read too), or your
+        own :class:`Sampler` / :class:`BlockSampler` subclass (its ``sample`` is called per batch of seeds)
     device, use_ddp, ddp_seed, batch_size, drop_last, shuffle : as DGL's
     **kwargs : DGL's tuning arguments (``num_workers``, ``use_uva``, ...) and ``bgl.DataLoader``'s own
         (``cache=``, ``order=``, ``pipeline=``); see :class:`bgl.DataLoader`
@@ -56,13 +111,27 @@ class DataLoader:
                              "asks for another kind: use bgl.DataLoader for that")
         kwargs.pop("blocks", None)
         self.graph, self.graph_sampler = graph, graph_sampler
+        self.batch_size, self.shuffle, self.drop_last = batch_size, shuffle, drop_last
+        own = graph_sampler if isinstance(graph_sampler, Sampler) else None
+        if isinstance(graph_sampler, EdgePredictionSampler) and isinstance(graph_sampler.sampler, Sampler):
+            from .own_sampler import OwnEdgePrediction
+
+            own = OwnEdgePrediction(graph_sampler)
+        if own is not None:  # the user's own sampler: bgl's order, their sample (own_sampler.py)
+            from .own_sampler import OwnSamplerLoader
+
+            graph_sampler = own
+            self._convert_with = None
+            self.loader = OwnSamplerLoader(graph, indices, graph_sampler, device, use_ddp, ddp_seed, batch_size,
+                                           drop_last, shuffle, **kwargs)
+            self.device = self.loader.device
+            return
         own = is_bgl_dgl_graph(graph)  # the core builds its bgl.dgl blocks; other graphs' bgl ones are converted here
         self._convert_with = None if own else BglBatchFrontend()
         self.loader = _CoreLoader(graph, indices, graph_sampler, device=device, batch_size=batch_size, shuffle=shuffle,
                                   drop_last=drop_last, use_ddp=use_ddp, ddp_seed=ddp_seed,
                                   blocks=None if own else "bgl", **kwargs)
         self.device = self.loader.device
-        self.batch_size, self.shuffle, self.drop_last = batch_size, shuffle, drop_last
 
     def __iter__(self) -> Iterator[tuple]:
         if self._convert_with is None:
@@ -97,3 +166,13 @@ def _pair_of(frontend: BglBatchFrontend, pair):
     edge_ids = pair.edata.get("_ID")
     return frontend.typed_pair_graph({c: pair.edges(etype=c) for c in pair.canonical_etypes}, pair.ndata["_ID"],
                                      edge_ids or None)
+
+
+def _names_for(names, key) -> list:
+    """The prefetch names of one node type or relation: a list names them for every type; a dict by
+    type (a relation by its canonical triple or its name)."""
+    if not isinstance(names, dict):
+        return names
+    if key in names:
+        return names[key]
+    return names.get(key[1], ()) if isinstance(key, tuple) else ()

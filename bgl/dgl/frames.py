@@ -110,5 +110,17 @@ class Frame(MutableMapping):
                 if type(v) is RowsOnRead else v[ids.to(v.device)]
         return out
 
+    def rows_on_read(self, ids: torch.Tensor) -> "Frame":
+        """A frame of rows ``ids`` whose every column is gathered at its first read (DGL's lazy subframe:
+        what ``to_block`` gives each block, so a layer's features cost nothing until the model reads them)."""
+        ids = ids.long()
+        out = Frame(int(ids.shape[0]), self.kind)
+        for k, v in self._columns.items():
+            if type(v) is RowsOnRead:
+                out._columns[k] = RowsOnRead(v.storage, v.ids[ids.to(v.ids.device)], v.device)
+            else:
+                out._columns[k] = RowsOnRead(v, ids.to(v.device), v.device)
+        return out
+
     def __repr__(self) -> str:
         return f"Frame({self.num_rows} {self.kind}, columns={list(self._columns)})"
