@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import torch
+
 from .. import negative_sampler  # noqa: F401  (dgl.dataloading.negative_sampler)
 from ..loader.dataloader import DataLoader as _CoreLoader
 from ..loader.edge_prediction import EdgePredictionSampler, as_edge_prediction_sampler
@@ -29,7 +31,7 @@ from .base import EID, NID
 
 __all__ = ["DataLoader", "NeighborSampler", "MultiLayerNeighborSampler", "MultiLayerFullNeighborSampler",
            "LaborSampler", "as_edge_prediction_sampler", "EdgePredictionSampler", "negative_sampler",
-           "GraphDataLoader", "Sampler", "BlockSampler"]
+           "GraphDataLoader", "Sampler", "BlockSampler", "ShaDowKHopSampler"]
 
 
 class Sampler:
@@ -73,6 +75,41 @@ class BlockSampler(Sampler):
         from .own_sampler import _to_device
 
         return _to_device(result, self.output_device)
+
+
+class ShaDowKHopSampler(Sampler):
+    """DGL's ``ShaDowKHopSampler`` (Zeng et al., shallow subgraphs): ``fanouts[i]`` neighbours drawn hop by hop
+    from the seeds (``sample_neighbors`` + ``to_block``, as DGL's), then the subgraph the reached nodes induce,
+    every edge among them, less ``exclude_eids``.  A batch is ``(input_nodes, output_nodes, subgraph)``: the
+    seeds lead ``input_nodes``, the subgraph's ``ndata`` / ``edata`` are the graph's rows, ``dgl.NID`` /
+    ``dgl.EID`` its ids."""
+
+    def __init__(self, fanouts, replace=False, prob=None, prefetch_node_feats=None, prefetch_edge_feats=None,
+                 output_device=None):
+        super().__init__()
+        self.fanouts, self.replace, self.prob = fanouts, replace, prob
+        self.prefetch_node_feats, self.prefetch_edge_feats = prefetch_node_feats, prefetch_edge_feats
+        self.output_device = output_device
+
+    def sample(self, g, seed_nodes, exclude_eids=None):
+        from .sampling import sample_neighbors
+        from .to_block import to_block
+        from .transforms import node_subgraph, remove_edges
+
+        output_nodes = seed_nodes
+        for fanout in reversed(self.fanouts):
+            frontier = sample_neighbors(g, seed_nodes, fanout, replace=self.replace, prob=self.prob,
+                                        exclude_edges=exclude_eids)
+            seed_nodes = to_block(frontier, seed_nodes).srcdata[NID]
+        subg = node_subgraph(g, seed_nodes, output_device=self.output_device)
+        if exclude_eids is not None:  # DGL's EidExcluder: the excluded edges out of the induced subgraph
+            excluded = exclude_eids if isinstance(exclude_eids, dict) else {subg.canonical_etypes[0]: exclude_eids}
+            for etype, ids in excluded.items():
+                cet = subg.to_canonical_etype(etype)
+                parent = subg.edges[cet].data[EID]
+                drop = torch.isin(parent, torch.as_tensor(ids, device=parent.device).to(parent.dtype))
+                subg = remove_edges(subg, drop.nonzero().view(-1), etype=cet)
+        return seed_nodes, output_nodes, subg
 
 
 def _prefetch(frames: dict, g, sources: dict, names, id_key: str) -> None:
@@ -176,3 +213,23 @@ def _names_for(names, key) -> list:
     if key in names:
         return names[key]
     return names.get(key[1], ()) if isinstance(key, tuple) else ()
+
+
+# DGL 2.1 names under dgl.dataloading that bgl.dgl does not build, and what to use instead
+_INSTEAD = {
+    "ClusterGCNSampler": "partition with bgl partition and sample with NeighborSampler, or write a Sampler",
+    "SAINTSampler": "ShaDowKHopSampler or NeighborSampler, or write a Sampler",
+    "SpotTarget": "as_edge_prediction_sampler(..., exclude='self') or a callable exclude",
+    "DistDataLoader": "bgl.DataLoader over a partition with graph servers (bgl launch)",
+    "DistNodeDataLoader": "bgl.DataLoader over a partition with graph servers (bgl launch)",
+    "DistEdgeDataLoader": "bgl.DataLoader over a partition with graph servers (bgl launch)",
+    "GPUCache": "bgl.DataLoader(cache=...)",
+}
+
+
+def __getattr__(name: str):
+    if name.startswith("__") or name not in _INSTEAD:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .base import not_built
+
+    raise not_built(f"dgl.dataloading.{name}", _INSTEAD[name], attribute=True)

@@ -172,3 +172,17 @@ def test_negative_samplers_call_form_on_a_typed_graph(user_item):
     assert d.shape == (6,) and int(d.max()) < 4  # destinations among the items
     with pytest.raises(ValueError, match="GlobalUniform called on a typed graph"):
         dgl.dataloading.negative_sampler.GlobalUniform(1)(g, {"rates": torch.tensor([0])})
+
+
+def test_shadow_khop_batches_train_a_layer_and_missing_samplers_are_named(hub_edges):
+    g = _graph(hub_edges)
+    loader = dgl.dataloading.DataLoader(g, torch.arange(12), dgl.dataloading.ShaDowKHopSampler([4, 3]), batch_size=4)
+    conv = dgl.nn.GraphConv(3, 2, allow_zero_in_degree=True)
+    for input_nodes, output_nodes, subg in loader:
+        h = conv(subg, subg.ndata["x"])[: output_nodes.shape[0]]  # the seeds lead the subgraph's nodes
+        assert h.shape == (4, 2) and torch.equal(subg.ndata[dgl.NID][:4], output_nodes)
+        h.sum().backward()
+    assert conv.weight.grad is not None
+    with pytest.raises(NotImplementedError, match="dgl.dataloading.ClusterGCNSampler"):
+        dgl.dataloading.ClusterGCNSampler
+    assert not hasattr(dgl.dataloading, "SAINTSampler")

@@ -290,3 +290,29 @@ def test_link_prediction_over_an_own_sampler_matches_dgls(exclude):
         assert not set(ba[0].edata[dgl.EID].tolist()) & set(torch.as_tensor(banned).tolist())
         kept = set(bb[0].edata[dgl.EID].tolist())  # DGL's exclude the same edges (full neighbourhoods)
         assert not kept & set(torch.as_tensor(banned).tolist())
+
+
+@pytest.mark.parametrize("fanouts", [[-1, -1], [3, 2]])
+def test_shadow_khop_sampler_matches_dgls(hub_edges, fanouts):
+    ours, theirs = _homo(bdgl, hub_edges), _homo(dgl, hub_edges)
+    seeds = torch.tensor([0, 5, 11])
+    excluded = torch.arange(0, 160, 4)
+    a = bdgl.dataloading.ShaDowKHopSampler(fanouts).sample(ours, seeds, excluded)
+    b = dgl.dataloading.ShaDowKHopSampler(fanouts).sample(theirs, seeds, excluded)
+    for (inp, out, sub), g in ((a, ours), (b, theirs)):
+        assert torch.equal(out, seeds) and torch.equal(inp[:3], seeds)
+        assert torch.equal(sub.ndata[dgl.NID], inp) and torch.equal(sub.ndata["x"], g.ndata["x"][inp])
+        eids = sub.edata[dgl.EID]
+        assert not set(eids.tolist()) & set(excluded.tolist())
+        s, d = sub.edges()
+        gs, gd = g.find_edges(eids)
+        assert torch.equal(inp[s.long()], gs) and torch.equal(inp[d.long()], gd)
+        assert torch.equal(sub.edata["w"], g.edata["w"][eids])
+        # every edge among the reached nodes, less the excluded: the induced subgraph
+        gs_all, gd_all = g.edges()
+        inside = torch.isin(gs_all, inp) & torch.isin(gd_all, inp)
+        inside[excluded] = False
+        assert sorted(eids.tolist()) == inside.nonzero().view(-1).tolist()
+    if fanouts == [-1, -1]:  # full neighbourhoods: the same nodes and edges as DGL's
+        assert sorted(a[0].tolist()) == sorted(b[0].tolist())
+        assert sorted(a[2].edata[dgl.EID].tolist()) == sorted(b[2].edata[dgl.EID].tolist())
