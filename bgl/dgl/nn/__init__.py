@@ -8,16 +8,20 @@ first use with its name and the layers that exist (no half-working stand-in).
 import sys as _sys
 
 from . import functional
-from .combine import EdgePredictor, JumpingKnowledge
+from .agnnconv import AGNNConv
+from .chebconv import ChebConv
+from .combine import EdgePredictor, JumpingKnowledge, Sequential
 from .dotgatconv import DotGatConv
+from .edge_networks import EdgeConv, NNConv
 from .functional import edge_softmax
 from .gatconv import GATConv, GATv2Conv
+from .gatedgraphconv import GatedGraphConv
 from .ginconv import GINConv, GINEConv
 from .graphconv import EdgeWeightNorm, GraphConv
 from .hetero import HeteroGraphConv
 from .hgtconv import HGTConv
 from .linear import TypedLinear
-from .pooling import AvgPooling, GlobalAttentionPooling, MaxPooling, SumPooling, WeightAndSum
+from .pooling import AvgPooling, GlobalAttentionPooling, MaxPooling, Set2Set, SortPooling, SumPooling, WeightAndSum
 from .propagation import APPNPConv, GCN2Conv, SGConv, TAGConv
 from .pyg_bridge import to_pyg
 from .relgraphconv import RelGraphConv
@@ -26,8 +30,9 @@ from .typed_modules import HeteroEmbedding, HeteroLinear
 
 __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "GINConv", "GINEConv", "RelGraphConv",
            "TypedLinear", "HeteroGraphConv", "HGTConv", "SGConv", "APPNPConv", "TAGConv", "GCN2Conv", "DotGatConv",
-           "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge", "EdgePredictor",
-           "SumPooling", "AvgPooling", "MaxPooling", "GlobalAttentionPooling", "WeightAndSum",
+           "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge", "EdgePredictor", "Sequential",
+           "ChebConv", "NNConv", "EdgeConv", "GatedGraphConv", "AGNNConv",
+           "SumPooling", "AvgPooling", "MaxPooling", "GlobalAttentionPooling", "WeightAndSum", "SortPooling", "Set2Set",
            "functional", "edge_softmax", "to_pyg"]
 
 # DGL scripts also name the layers dgl.nn.pytorch(.conv / .hetero / .linear): the same module here
@@ -38,16 +43,13 @@ pytorch = conv = _sys.modules[__name__]
 
 # DGL 2.1's dgl.nn.pytorch names that bgl does not provide (yet).
 NOT_BUILT = frozenset({
-    "AGNNConv", "AtomicConv", "CFConv", "ChebConv", "CuGraphGATConv",
-    "CuGraphRelGraphConv", "CuGraphSAGEConv", "DenseChebConv", "DenseGraphConv", "DenseSAGEConv",
-    "DGNConv", "EdgeConv", "EdgeGATConv", "EGATConv", "EGNNConv", "GatedGCNConv",
-    "GatedGraphConv", "GMMConv", "GroupRevRes", "NNConv",
-    "PNAConv", "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
+    "AtomicConv", "CFConv", "CuGraphGATConv", "CuGraphRelGraphConv", "CuGraphSAGEConv", "DenseChebConv",
+    "DenseGraphConv", "DenseSAGEConv", "DGNConv", "EdgeGATConv", "EGATConv", "EGNNConv", "GatedGCNConv",
+    "GMMConv", "GroupRevRes", "PNAConv", "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
     "GNNExplainer", "HeteroGNNExplainer", "SubgraphX", "HeteroSubgraphX", "PGExplainer",
     "HeteroPGExplainer", "TransE", "TransR",
-    "SortPooling", "Set2Set",
     "SetTransformerEncoder", "SetTransformerDecoder", "KNNGraph", "SegmentedKNNGraph",
-    "RadiusGraph", "NodeEmbedding", "LabelPropagation", "Sequential",
+    "RadiusGraph", "NodeEmbedding", "LabelPropagation",
     "WeightBasis", "DeepWalk", "MetaPath2Vec", "BiasedMHA", "GraphormerLayer",
     "SpatialEncoder", "SpatialEncoder3d", "PathEncoder", "DegreeEncoder", "LapPosEncoder",
     "EGTLayer",

@@ -1,7 +1,7 @@
 """Combining representations, as DGL's modules do: the layers' outputs of each node
-(``JumpingKnowledge``: concatenation, element-wise max or LSTM attention over the layers) and the two
+(``JumpingKnowledge``: concatenation, element-wise max or LSTM attention over the layers), the two
 ends of each edge (``EdgePredictor``: dot product, cosine, element-wise product or concatenation,
-then an optional linear map).
+then an optional linear map), and layers run one after another on a graph (``Sequential``).
 
 Pure tensor code, no graph op; parameter names and shapes are DGL's (``lstm.*`` / ``att.*``,
 ``linear.*``), so DGL's state dicts load unchanged.
@@ -78,3 +78,24 @@ class EdgePredictor(nn.Module):
         else:
             h = torch.cat([h_src, h_dst], dim=-1)
         return h if self.linear is None else self.linear(h)
+
+
+class Sequential(nn.Sequential):
+    """DGL's ``dgl.nn.Sequential``: ``forward(graph, *feats)`` runs each module on ``graph`` (or, given a list
+    of graphs, module ``i`` on graph ``i``: one block per layer) with the previous module's output; a module
+    that returns a tuple hands every element on."""
+
+    def forward(self, graph, *feats):
+        from ..heterograph import DGLGraph
+
+        if isinstance(graph, list):
+            pairs = zip(graph, self)
+        elif isinstance(graph, DGLGraph):
+            pairs = ((graph, module) for module in self)
+        else:
+            raise TypeError("The first argument of forward must be a DGLGraph or a list of DGLGraph s")
+        for g, module in pairs:
+            if not isinstance(feats, tuple):
+                feats = (feats,)
+            feats = module(g, *feats)
+        return feats

@@ -10,6 +10,7 @@ import torch
 dgl = pytest.importorskip("dgl", reason="DGL is not installed: the modules are compared with DGL's own")
 import dgl.nn as dglnn  # noqa: E402
 
+import bgl.dgl  # noqa: E402
 import bgl.dgl.nn as bglnn  # noqa: E402
 
 TOL = dict(atol=1e-5, rtol=1e-5)
@@ -89,3 +90,32 @@ def test_bad_arguments_are_refused(make):
         make(dglnn)
     with pytest.raises(ValueError, match="Expect|needs"):
         make(bglnn)
+
+
+def _batch_of(lib, sizes):
+    gen = torch.Generator().manual_seed(sum(sizes))
+    graphs = [lib.graph((torch.randint(0, n, (2 * n,), generator=gen), torch.randint(0, n, (2 * n,), generator=gen)),
+                        num_nodes=n) for n in sizes]
+    return lib.batch(graphs)
+
+
+@pytest.mark.parametrize("sizes,k", [((5, 2, 7), 3), ((4, 6), 6), ((3,), 1)])
+def test_sortpooling_and_set2set(sizes, k):
+    """Readouts of a batch of graphs, one of them smaller than ``k`` (its rows padded with zeros)."""
+    graphs = _batch_of(dgl, sizes), _batch_of(bgl.dgl, sizes)
+    num = sum(sizes)
+    for make in (lambda nn: nn.SortPooling(k), lambda nn: nn.Set2Set(4, n_iters=3, n_layers=2)):
+        torch.manual_seed(0)
+        theirs, ours = make(dglnn), make(bglnn)
+        ours.load_state_dict(theirs.state_dict(), strict=True)
+        outs = []
+        for module, g in zip((theirs, ours), graphs):
+            x = torch.randn(num, 4, generator=torch.Generator().manual_seed(7)).requires_grad_()
+            out = module(g, x)
+            (out * torch.randn(out.shape, generator=torch.Generator().manual_seed(8))).sum().backward()
+            outs.append((out, x.grad, [p.grad for p in module.parameters()]))
+        (a, ga, pa), (b, gb, pb) = outs
+        torch.testing.assert_close(b, a, **TOL)
+        torch.testing.assert_close(gb, ga, **TOL)
+        for p, q in zip(pa, pb):
+            torch.testing.assert_close(q, p, **TOL)

@@ -143,7 +143,7 @@ def test_bad_arguments_named(build, block_edges):
         dglnn.RelGraphConv(3, 2, 3)(build.bgl(e), torch.randn(e.num_src, 3), torch.full((e.src.shape[0],), 3))
 
 
-@pytest.mark.parametrize("name", ["ChebConv", "NNConv", "Set2Set"])
+@pytest.mark.parametrize("name", ["PNAConv", "GMMConv", "SetTransformerEncoder"])
 def test_unbuilt_dgl_layers_refused_by_name(name):
     with pytest.raises(AttributeError, match=f"does not provide DGL's {name}; its layers are GraphConv"):
         getattr(dglnn, name)
@@ -272,3 +272,27 @@ def test_gcn2conv_and_dotgatconv_run_without_dgl():
     assert nn.GCN2Conv(4, layer=1)(g, x, x).shape == (3, 4)
     out, attention = nn.DotGatConv(4, 2, num_heads=3)(g, x, get_attention=True)
     assert out.shape == (3, 3, 2) and attention.shape == (g.num_edges(), 3, 1)
+
+
+def test_message_layers_and_readouts_run_without_dgl():
+    """Current lane: ChebConv, NNConv, EdgeConv, GatedGraphConv, AGNNConv, Sequential, SortPooling and
+    Set2Set shapes on bgl.dgl graphs (values: the pinned lane, against DGL); an EdgeConv node with two equal
+    in-neighbours is their message's max, and a batch's graph smaller than SortPooling's k is zero-padded."""
+    import bgl.dgl as dgl
+    import bgl.dgl.nn as nn
+
+    g = dgl.graph((torch.tensor([0, 1, 2, 3, 1]), torch.tensor([1, 2, 3, 0, 0])), num_nodes=4)
+    x = torch.randn(4, 3)
+    assert nn.ChebConv(3, 2, 3)(g, x, lambda_max=[2.0]).shape == (4, 2)
+    assert nn.NNConv(3, 2, torch.nn.Linear(5, 6), "max")(g, x, torch.randn(5, 5)).shape == (4, 2)
+    assert nn.EdgeConv(3, 2)(g, x).shape == (4, 2)
+    assert nn.GatedGraphConv(3, 4, 2, 2)(g, x, torch.tensor([0, 1, 1, 0, 1])).shape == (4, 4)
+    assert nn.AGNNConv()(g, x).shape == (4, 3)
+    seq = nn.Sequential(nn.GraphConv(3, 4), nn.GraphConv(4, 2))
+    assert seq(g, x).shape == (4, 2)
+    batch = dgl.batch([g, dgl.graph((torch.tensor([0]), torch.tensor([1])), num_nodes=2)])
+    pooled = nn.SortPooling(3)(batch, torch.randn(6, 3))
+    assert pooled.shape == (2, 9) and not pooled[1, 6:].any()
+    assert nn.Set2Set(3, 2, 1)(batch, torch.randn(6, 3)).shape == (2, 6)
+    with pytest.raises(TypeError, match="DGLGraph"):
+        seq("not a graph", x)

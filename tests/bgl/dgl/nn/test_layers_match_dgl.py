@@ -520,3 +520,61 @@ def test_dotgatconv(build, graph_edges, block_edges, where, pair):
     inputs = (lambda: (((feat(e.num_src, 5), feat(e.num_dst, 3)),), {"get_attention": True})) if pair else \
         (lambda: ((feat(e.num_src, 5),), {"get_attention": True}))
     check_same(lambda nn: nn.DotGatConv(widths, 4, num_heads=2, allow_zero_in_degree=True), both(build, e), inputs)
+
+
+@pytest.mark.parametrize("k,lambda_max", [(1, None), (2, [1.7]), (4, torch.tensor([2.3]))])
+def test_chebconv(build, graph_edges, k, lambda_max):
+    e = graph_edges
+    with pytest.warns(UserWarning) if lambda_max is None else _no_warning():
+        check_same(lambda nn: nn.ChebConv(5, 3, k), both(build, e),
+                   lambda: ((feat(e.num_src, 5),), {"lambda_max": lambda_max}))
+
+
+def _no_warning():
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
+@pytest.mark.parametrize("aggregator", ["sum", "mean", "max"])
+@pytest.mark.parametrize("where,residual", [("graph", True), ("block", False), ("graph", False)])
+def test_nnconv(build, graph_edges, block_edges, aggregator, where, residual):
+    e = graph_edges if where == "graph" else block_edges
+    check_same(lambda nn: nn.NNConv(4, 3, torch.nn.Linear(2, 12), aggregator, residual=residual), both(build, e),
+               lambda: ((feat(e.num_src, 4), feat(e.src.shape[0], 2)), {}))
+
+
+@pytest.mark.parametrize("batch_norm", [False, True])
+@pytest.mark.parametrize("where", ["graph", "block"])
+def test_edgeconv(build, graph_edges, block_edges, batch_norm, where):
+    e = graph_edges if where == "graph" else block_edges
+    check_same(lambda nn: nn.EdgeConv(4, 3, batch_norm=batch_norm, allow_zero_in_degree=True), both(build, e),
+               lambda: ((feat(e.num_src, 4),), {}))
+
+
+@pytest.mark.parametrize("n_etypes,typed", [(1, False), (1, True), (3, True)])
+def test_gatedgraphconv(build, graph_edges, n_etypes, typed):
+    e = graph_edges
+    kinds = torch.randint(0, n_etypes, (e.src.shape[0],), generator=torch.Generator().manual_seed(4))
+    check_same(lambda nn: nn.GatedGraphConv(3, 5, 2, n_etypes), both(build, e),
+               lambda: ((feat(e.num_src, 3),), {"etypes": kinds} if typed else {}))
+
+
+@pytest.mark.parametrize("learn_beta", [True, False])
+@pytest.mark.parametrize("where", ["graph", "block"])
+def test_agnnconv(build, graph_edges, block_edges, learn_beta, where):
+    e = graph_edges if where == "graph" else block_edges
+    check_same(lambda nn: nn.AGNNConv(0.7, learn_beta=learn_beta, allow_zero_in_degree=True), both(build, e),
+               lambda: ((feat(e.num_src, 4),), {}))
+
+
+def test_sequential_of_layers_on_a_graph_and_on_blocks(build, graph_edges, block_edges):
+    e = graph_edges
+    check_same(lambda nn: nn.Sequential(nn.GraphConv(4, 5, allow_zero_in_degree=True),
+                                        nn.GraphConv(5, 2, allow_zero_in_degree=True)),
+               both(build, e), lambda: ((feat(e.num_src, 4),), {}))
+    b = block_edges
+    inner = build.random_edges(seed=9, num_src=b.num_dst, num_dst=5, num_edges=20, block=True)
+    graphs = [build.dgl(b), build.dgl(inner)], [build.bgl(b), build.bgl(inner)]
+    check_same(lambda nn: nn.Sequential(nn.SAGEConv(4, 5, "mean"), nn.SAGEConv(5, 2, "mean")), graphs,
+               lambda: ((feat(b.num_src, 4),), {}))
