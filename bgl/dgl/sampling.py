@@ -1,4 +1,5 @@
-"""``bgl.dgl.sampling``: DGL's ``dgl.sampling.sample_neighbors`` on ``bgl.dgl`` graphs, by bgl's sampler.
+"""``bgl.dgl.sampling``: DGL's ``dgl.sampling.sample_neighbors`` on ``bgl.dgl`` graphs, by bgl's sampler (and
+the random walks of :mod:`bgl.dgl.random_walks` under their ``dgl.sampling`` names).
 
 What a DGL user's own sampler calls (``dgl.dataloading.BlockSampler`` subclasses: a frontier per layer,
 then :func:`bgl.dgl.to_block`).  Each relation's draw is :func:`bgl.sampler.ops.sample_neighbors`, the
@@ -30,6 +31,7 @@ import torch
 from bgl.dgl.base import EID, DGLError, not_built
 from bgl.dgl.frames import Frame
 from bgl.dgl.heterograph import DGLGraph
+from bgl.dgl.random_walks import PinSAGESampler, RandomWalkNeighborSampler, pack_traces, random_walk  # noqa: F401
 from bgl.dgl.relation import Relation
 from bgl.loader.graph_derivations import derivations_of, storage_key
 from bgl.sampler import ops
@@ -182,4 +184,5 @@ def _edge_positions(eids: np.ndarray) -> np.ndarray:
 def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
-    raise not_built(f"dgl.sampling.{name}", "sample_neighbors is built; see docs/from-dgl.md", attribute=True)
+    raise not_built(f"dgl.sampling.{name}", "sample_neighbors, random_walk, pack_traces, RandomWalkNeighborSampler and "
+                    "PinSAGESampler are built; see docs/from-dgl.md", attribute=True)

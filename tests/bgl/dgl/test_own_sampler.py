@@ -186,3 +186,27 @@ def test_shadow_khop_batches_train_a_layer_and_missing_samplers_are_named(hub_ed
     with pytest.raises(NotImplementedError, match="dgl.dataloading.ClusterGCNSampler"):
         dgl.dataloading.ClusterGCNSampler
     assert not hasattr(dgl.dataloading, "SAINTSampler")
+
+
+def test_random_walks_repeat_with_torchs_seed_and_pinsage_builds_a_neighbour_graph(user_item):
+    g = user_item(dgl, seed=8, users=12, items=7, edges=60)
+    path = ["rated-by", "rates"]
+
+    def walks(seed):
+        torch.manual_seed(seed)
+        return dgl.sampling.random_walk(g, torch.arange(7), metapath=path * 2, restart_prob=0.2, return_eids=True)
+
+    first = walks(1)
+    assert all(torch.equal(x, y) for x, y in zip(first, walks(1)))
+    assert not torch.equal(first[0], walks(2)[0])
+    traces, eids, types = first
+    assert traces.shape == (7, 5) and types.tolist() == [0, 1, 0, 1, 0]  # item, user, ... (ntypes sorted)
+    for i, etype in enumerate(path * 2):
+        moved = traces[:, i + 1] != -1
+        s, d = g.find_edges(eids[moved, i], etype=etype)
+        assert torch.equal(s, traces[moved, i]) and torch.equal(d, traces[moved, i + 1])
+    neighbours = dgl.sampling.PinSAGESampler(g, "item", "user", 2, 0.5, 10, 3)(torch.tensor([0, 4]))
+    s, d = neighbours.edges()
+    assert neighbours.ntypes == ["item"] and neighbours.num_nodes() == 7
+    assert set(d.tolist()) <= {0, 4} and all(int((d == v).sum()) <= 3 for v in (0, 4))
+    assert bool((neighbours.edata["weights"] > 0).all())

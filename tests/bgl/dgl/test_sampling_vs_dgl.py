@@ -316,3 +316,97 @@ def test_shadow_khop_sampler_matches_dgls(hub_edges, fanouts):
     if fanouts == [-1, -1]:  # full neighbourhoods: the same nodes and edges as DGL's
         assert sorted(a[0].tolist()) == sorted(b[0].tolist())
         assert sorted(a[2].edata[dgl.EID].tolist()) == sorted(b[2].edata[dgl.EID].tolist())
+
+
+def _walk_graph(lib):
+    """A node (0) with 4 out-neighbours weighted 0, 1, 1, 2; a dead end (5); a cycle 1 -> 2 -> 3 -> 4 -> 1."""
+    src = torch.tensor([0, 0, 0, 0, 1, 2, 3, 4])
+    dst = torch.tensor([1, 2, 3, 4, 2, 3, 4, 1])
+    g = lib.graph((src, dst), num_nodes=6)
+    g.edata["w"] = torch.tensor([0.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0])
+    return g
+
+
+def _check_traces(g, traces, eids, metapath):
+    for i, c in enumerate(metapath):
+        here, there, e = traces[:, i], traces[:, i + 1], eids[:, i]
+        moved = there != -1
+        assert bool(((there != -1) <= (here != -1)).all())  # an ended walk stays ended
+        s, d = g.find_edges(e[moved], etype=c)
+        assert torch.equal(s, here[moved]) and torch.equal(d, there[moved])
+        assert bool((e[~moved] == -1).all())
+
+
+@pytest.mark.parametrize("prob", [None, "w"])
+def test_random_walks_draw_as_dgls(prob):
+    ours, theirs = _walk_graph(bdgl), _walk_graph(dgl)
+    seeds = torch.cat([torch.zeros(6000, dtype=torch.long), torch.tensor([5, 1])])
+    a = bdgl.sampling.random_walk(ours, seeds, length=3, prob=prob, return_eids=True)
+    b = dgl.sampling.random_walk(theirs, seeds, length=3, prob=prob, return_eids=True)
+    assert a[0].shape == b[0].shape and a[1].shape == b[1].shape and torch.equal(a[2], b[2])
+    _check_traces(ours, a[0], a[1], [ours.canonical_etypes[0]] * 3)
+    assert torch.equal(a[0][-2], b[0][-2]) and torch.equal(a[0][-2], torch.tensor([5, -1, -1, -1]))  # a dead end
+    first_a = torch.bincount(a[0][:6000, 1], minlength=6).float() / 6000
+    first_b = torch.bincount(b[0][:6000, 1], minlength=6).float() / 6000
+    assert float((first_a - first_b).abs().max()) < 0.035  # the same step distribution
+    if prob == "w":
+        assert int(first_a[1]) == 0 and abs(float(first_a[4]) - 0.5) < 0.035  # weight 0 never, 2 of 4 half
+
+
+@pytest.mark.parametrize("restart", [0.3, torch.tensor([0.0, 0.5, 0.0])])
+def test_random_walk_restarts_as_dgls(restart):
+    ours, theirs = _walk_graph(bdgl), _walk_graph(dgl)
+    seeds = torch.full((8000,), 1, dtype=torch.long)  # on the cycle: only restarts end a walk
+    a, _ = bdgl.sampling.random_walk(ours, seeds, length=3, restart_prob=restart)
+    b, _ = dgl.sampling.random_walk(theirs, seeds, length=3, restart_prob=restart)
+    ended_a = (a[:, 1:] == -1).float().mean(0)
+    ended_b = (b[:, 1:] == -1).float().mean(0)
+    assert float((ended_a - ended_b).abs().max()) < 0.03
+
+
+def test_metapath_walks_types_and_refusals(user_item):
+    ours, theirs = _typed(bdgl, user_item), _typed(dgl, user_item)
+    path = ["rated-by", "rates", "rated-by"]
+    a = bdgl.sampling.random_walk(ours, torch.arange(9), metapath=path, return_eids=True)
+    b = dgl.sampling.random_walk(theirs, torch.arange(9), metapath=path, return_eids=True)
+    assert torch.equal(a[2], b[2]) and a[0].shape == b[0].shape
+    _check_traces(ours, a[0], a[1], [ours.to_canonical_etype(e) for e in path])
+    for lib, g in ((bdgl, ours), (dgl, theirs)):
+        with pytest.raises(lib.DGLError, match="metapath not specified"):
+            lib.sampling.random_walk(g, torch.arange(3), length=2)
+        with pytest.raises(TypeError, match="restart_prob"):
+            lib.sampling.random_walk(g, torch.arange(3), metapath=path, restart_prob=1)
+    with pytest.raises(ValueError, match="length"):
+        bdgl.sampling.random_walk(_walk_graph(bdgl), torch.arange(3))
+
+
+def test_pinsage_neighbour_selection_and_pack_traces_equal_dgls():
+    gen = torch.Generator().manual_seed(3)
+    src = torch.randint(-1, 6, (60,), generator=gen)
+    dst = torch.arange(6).repeat_interleave(10)
+    ours = bdgl.random_walks.select_top_neighbours(src.clone(), dst, 10, 3)
+    theirs = dgl.sampling.pinsage._select_pinsage_neighbors(src.clone(), dst, 10, 3)
+    assert all(torch.equal(x, y) for x, y in zip(ours, theirs))
+    traces = torch.tensor([[0, 2, -1, -1], [1, 2, 3, 4], [5, -1, -1, -1]])
+    types = torch.tensor([0, 1, 0, 1])
+    assert all(torch.equal(x, y) for x, y in zip(bdgl.sampling.pack_traces(traces, types),
+                                                 dgl.sampling.pack_traces(traces, types)))
+
+
+def test_pinsage_sampler_finds_dgls_neighbours():
+    """Items 0-3; every user of item 0 also bought item 1, one bought item 2: item 0's top neighbours are
+    itself and item 1, by a wide margin, in both libraries."""
+    users = torch.tensor([0, 1, 2, 3, 0, 1, 2, 3, 3, 4, 4])
+    items = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1, 2, 3, 2])
+    graphs = []
+    for lib in (bdgl, dgl):
+        g = lib.heterograph({("user", "buys", "item"): (users, items), ("item", "bought-by", "user"): (items, users)})
+        graphs.append(lib.sampling.PinSAGESampler(g, "item", "user", 2, 0.5, 200, 2)(torch.tensor([0, 3])))
+    ours, theirs = graphs
+    assert ours.num_nodes() == theirs.num_nodes() == 4
+    for seed in (0, 3):
+        pick = lambda g: sorted(g.edges()[0][g.edges()[1] == seed].tolist())  # noqa: E731
+        assert pick(ours) == pick(theirs)
+    s, d = ours.edges()
+    counts = ours.edata["weights"]
+    assert bool((counts > 0).all()) and all(int((d == v).sum()) <= 2 for v in (0, 3))
