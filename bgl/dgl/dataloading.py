@@ -161,7 +161,7 @@ class DataLoader:
             self._convert_with = None
             self.loader = OwnSamplerLoader(graph, indices, graph_sampler, device, use_ddp, ddp_seed, batch_size,
                                            drop_last, shuffle, **kwargs)
-            self.device = self.loader.device
+            self.device = self.loader.device if self.loader.device is not None else torch.device("cpu")
             return
         own = is_bgl_dgl_graph(graph)  # the core builds its bgl.dgl blocks; other graphs' bgl ones are converted here
         self._convert_with = None if own else BglBatchFrontend()

@@ -86,6 +86,13 @@ class Frame(MutableMapping):
             old = torch.zeros((self.num_rows, *value.shape[1:]), dtype=value.dtype, device=value.device)
         self._columns[key] = old.index_copy(0, ids, value.to(old.dtype))
 
+    def shared_copy(self) -> "Frame":
+        """A new frame of the same columns (the same tensors; a column not read yet stays unread): a graph
+        made from another keeps its fields without reading or copying them."""
+        out = Frame(self.num_rows, self.kind)
+        out._columns = dict(self._columns)
+        return out
+
     def snapshot(self) -> dict:
         return dict(self._columns)
 

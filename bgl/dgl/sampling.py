@@ -86,8 +86,7 @@ def sample_neighbors(g: DGLGraph, nodes, fanout, edge_dir: str = "in", prob=None
         else:
             frame = Frame(int(picked.shape[0]), "edges")
         edge_frames[cet] = frame
-    node_frames = {nt: Frame(f.num_rows, columns=dict(f)) if copy_ndata else Frame(f.num_rows)
-                   for nt, f in g._node_frames().items()}
+    node_frames = {nt: f.shared_copy() if copy_ndata else Frame(f.num_rows) for nt, f in g._node_frames().items()}
     out = DGLGraph(rels, {nt: g.num_nodes(nt) for nt in g.ntypes}, idtype=g.idtype, src_frames=node_frames,
                    edge_frames=edge_frames)
     return out if output_device is None else out.to(output_device)

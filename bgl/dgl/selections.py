@@ -12,7 +12,6 @@ from __future__ import annotations
 import torch
 
 from bgl.dgl.base import DGLError, is_all
-from bgl.dgl.frames import Frame
 from bgl.dgl.graph_queries import check_node_ids
 from bgl.dgl.heterograph import DGLGraph
 from bgl.dgl.transforms import _method, _plain
@@ -89,8 +88,7 @@ def local_var(g: DGLGraph) -> DGLGraph:
         out = {}
         for key, frame in frames.items():
             if id(frame) not in copies:
-                copy = copies[id(frame)] = Frame(frame.num_rows, frame.kind)
-                copy.restore(frame.snapshot())
+                copies[id(frame)] = frame.shared_copy()
             out[key] = copies[id(frame)]
         return out
 

@@ -65,8 +65,7 @@ def to_block(g: DGLGraph, dst_nodes=None, include_dst_in_src: bool = True, src_n
     for cet, rel in g._rels.items():
         rels[cet] = Relation(int(src[cet[0]].shape[0]), int(dst[cet[2]].shape[0]), local_src[cet].to(g.idtype),
                              local_dst[cet].to(g.idtype))
-        frame = Frame(rel.num_edges, "edges")
-        frame.restore(g._edge_frames[cet].snapshot())  # shared columns; one not read yet stays unread
+        frame = g._edge_frames[cet].shared_copy()  # one not read yet stays unread
         frame[EID] = torch.arange(rel.num_edges, dtype=g.idtype, device=g.device)
         edge_frames[cet] = frame
     nodes = g._node_frames()
@@ -163,11 +162,8 @@ def compact_graphs(graphs, always_preserve=None, copy_ndata: bool = True, copy_e
         for nt, frame in g._node_frames().items():
             node_frames[nt] = frame.rows_on_read(nodes[nt]) if copy_ndata else Frame(int(nodes[nt].shape[0]))
             node_frames[nt][NID] = nodes[nt].to(g.idtype)
-        edge_frames = {}
-        for cet, rel in g._rels.items():
-            edge_frames[cet] = Frame(rel.num_edges, "edges")
-            if copy_edata:
-                edge_frames[cet].restore(g._edge_frames[cet].snapshot())
+        edge_frames = {cet: g._edge_frames[cet].shared_copy() if copy_edata else Frame(rel.num_edges, "edges")
+                       for cet, rel in g._rels.items()}
         out.append(DGLGraph(rels, {nt: int(ids.shape[0]) for nt, ids in nodes.items()}, idtype=g.idtype,
                             src_frames=node_frames, edge_frames=edge_frames))
     return out[0] if single else out

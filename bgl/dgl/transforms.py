@@ -23,7 +23,7 @@ def _new_graph(g: DGLGraph, rels: dict, node_frames: dict | None, edge_frames: d
 
 
 def _copied_nodes(g: DGLGraph) -> dict:
-    return {nt: Frame(f.num_rows, columns=dict(f)) for nt, f in g._node_frames().items()}
+    return {nt: f.shared_copy() for nt, f in g._node_frames().items()}
 
 
 def _edges_frame(g: DGLGraph, cet, rows: torch.Tensor | None, num: int, fill=None, extra: int = 0) -> Frame:
