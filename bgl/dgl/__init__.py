@@ -47,7 +47,7 @@ __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHe
            # graph edits and transforms
            "add_edges", "add_nodes", "add_reverse_edges", "add_self_loop", "edge_subgraph", "edge_type_subgraph",
            "node_subgraph", "node_type_subgraph", "remove_edges", "remove_nodes", "remove_self_loop", "reverse",
-           "to_bidirected", "to_heterogeneous", "to_homogeneous", "to_simple", "to_block", "compact_graphs", "sampling",
+           "to_bidirected", "to_heterogeneous", "to_homogeneous", "to_simple", "to_block", "compact_graphs", "sampling", "optim",
            # batches of graphs and their readouts
            "batch", "unbatch", "readout_nodes", "readout_edges", "sum_nodes", "mean_nodes", "max_nodes", "sum_edges",
            "mean_edges", "max_edges", "softmax_nodes", "softmax_edges", "broadcast_nodes", "broadcast_edges",
@@ -97,7 +97,8 @@ _INSTEAD = {
 
 
 # Loaded on first use: ``import bgl.dgl`` stays free of the loader (numba, the pipeline).
-_LAZY_MODULES = {"data": "bgl.dgl.data", "dataloading": "bgl.dgl.dataloading", "sampling": "bgl.dgl.sampling"}
+_LAZY_MODULES = {"data": "bgl.dgl.data", "dataloading": "bgl.dgl.dataloading", "sampling": "bgl.dgl.sampling",
+                 "optim": "bgl.dgl.optim"}
 _LAZY_NAMES = {"load_graphs": "bgl.dgl.data", "save_graphs": "bgl.dgl.data"}
 
 

@@ -21,6 +21,7 @@ from .graphconv import EdgeWeightNorm, GraphConv
 from .hetero import HeteroGraphConv
 from .hgtconv import HGTConv
 from .linear import TypedLinear
+from .node_embedding import NodeEmbedding
 from .pooling import AvgPooling, GlobalAttentionPooling, MaxPooling, Set2Set, SortPooling, SumPooling, WeightAndSum
 from .propagation import APPNPConv, GCN2Conv, SGConv, TAGConv
 from .pyg_bridge import to_pyg
@@ -30,7 +31,7 @@ from .typed_modules import HeteroEmbedding, HeteroLinear
 
 __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "GINConv", "GINEConv", "RelGraphConv",
            "TypedLinear", "HeteroGraphConv", "HGTConv", "SGConv", "APPNPConv", "TAGConv", "GCN2Conv", "DotGatConv",
-           "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge", "EdgePredictor", "Sequential",
+           "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge", "EdgePredictor", "Sequential", "NodeEmbedding",
            "ChebConv", "NNConv", "EdgeConv", "GatedGraphConv", "AGNNConv",
            "SumPooling", "AvgPooling", "MaxPooling", "GlobalAttentionPooling", "WeightAndSum", "SortPooling", "Set2Set",
            "functional", "edge_softmax", "to_pyg"]
@@ -49,7 +50,7 @@ NOT_BUILT = frozenset({
     "GNNExplainer", "HeteroGNNExplainer", "SubgraphX", "HeteroSubgraphX", "PGExplainer",
     "HeteroPGExplainer", "TransE", "TransR",
     "SetTransformerEncoder", "SetTransformerDecoder", "KNNGraph", "SegmentedKNNGraph",
-    "RadiusGraph", "NodeEmbedding", "LabelPropagation",
+    "RadiusGraph", "LabelPropagation",
     "WeightBasis", "DeepWalk", "MetaPath2Vec", "BiasedMHA", "GraphormerLayer",
     "SpatialEncoder", "SpatialEncoder3d", "PathEncoder", "DegreeEncoder", "LapPosEncoder",
     "EGTLayer",

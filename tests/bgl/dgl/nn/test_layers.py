@@ -296,3 +296,27 @@ def test_message_layers_and_readouts_run_without_dgl():
     assert nn.Set2Set(3, 2, 1)(batch, torch.randn(6, 3)).shape == (2, 6)
     with pytest.raises(TypeError, match="DGLGraph"):
         seq("not a graph", x)
+
+
+def test_node_embedding_state_dict_round_trip_and_refusals():
+    """Current lane too: a SparseAdam state saved and loaded into another table's optimizer; what is refused."""
+    import bgl.dgl as bdgl
+    import bgl.dgl.optim  # noqa: F401
+
+    def _init(table):
+        return table.copy_(torch.randn(table.shape, generator=torch.Generator().manual_seed(0)))
+
+    emb = bdgl.nn.NodeEmbedding(5, 2, "table", init_func=_init)
+    opt = bdgl.optim.SparseAdam([emb], lr=0.1)
+    emb(torch.tensor([1, 2])).sum().backward()
+    opt.step()
+    saved = opt.state_dict()
+    other = bdgl.nn.NodeEmbedding(5, 2, "table")
+    reloaded = bdgl.optim.SparseAdam([other], lr=0.5)
+    reloaded.load_state_dict(saved)
+    assert reloaded.param_groups[0]["lr"] == 0.1
+    assert all(torch.equal(x, y) for x, y in zip(other.optm_state, emb.optm_state))
+    with pytest.raises(bdgl.DGLError, match="NodeEmbedding"):
+        bdgl.optim.SparseAdagrad([torch.nn.Embedding(3, 2)], lr=0.1)
+    with pytest.raises(NotImplementedError, match="partition"):
+        bdgl.nn.NodeEmbedding(5, 2, "t", partition=object())
