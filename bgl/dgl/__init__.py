@@ -20,17 +20,17 @@ from bgl.dgl import function, ops, transforms
 from bgl.dgl.base import ALL, EID, ETYPE, NID, NTYPE, DGLError, not_built
 from bgl.dgl.batching import (batch, broadcast_edges, broadcast_nodes, max_edges, max_nodes, mean_edges, mean_nodes,
                               readout_edges, readout_nodes, softmax_edges, softmax_nodes, sum_edges, sum_nodes, unbatch)
-from bgl.dgl.convert import block_from_bgl, create_block, graph, graph_from_pair, heterograph
+from bgl.dgl.convert import block_from_bgl, create_block, graph, graph_from_pair, heterograph, rand_graph
 from bgl.dgl.heterograph import DGLGraph
 from bgl.dgl.mutation import add_edges, add_nodes, remove_nodes
 from bgl.dgl.ops import edge_softmax
-from bgl.dgl.selections import edge_type_subgraph, node_type_subgraph
+from bgl.dgl.selections import edge_type_subgraph, in_subgraph, node_type_subgraph, out_subgraph
 from bgl.dgl.to_block import compact_graphs, to_block
 from bgl.dgl.transform_modules import (AddReverse, BaseTransform, Compose, DropEdge, GCNNorm, RemoveSelfLoop,
                                        RowFeatNormalizer, ToSimple)
 from bgl.dgl.transforms import (AddSelfLoop, add_reverse_edges, add_self_loop, edge_subgraph, node_subgraph,
                                 norm_by_dst, remove_edges, remove_self_loop, reverse, to_bidirected, to_heterogeneous,
-                                to_homogeneous, to_simple)
+                                to_double, to_float, to_half, to_homogeneous, to_simple)
 from bgl.dgl.udf import EdgeBatch, NodeBatch
 
 Block = DGLGraph  # DGL's blocks are DGLGraphs whose is_block is True
@@ -46,6 +46,7 @@ __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHe
            "graph_from_pair", "heterograph", "norm_by_dst", "ops", "random", "seed", "transforms",
            # graph edits and transforms
            "add_edges", "add_nodes", "add_reverse_edges", "add_self_loop", "edge_subgraph", "edge_type_subgraph",
+           "in_subgraph", "out_subgraph", "rand_graph", "to_float", "to_double", "to_half",
            "node_subgraph", "node_type_subgraph", "remove_edges", "remove_nodes", "remove_self_loop", "reverse",
            "to_bidirected", "to_heterogeneous", "to_homogeneous", "to_simple", "to_block", "compact_graphs", "sampling", "optim",
            # batches of graphs and their readouts

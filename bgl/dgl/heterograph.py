@@ -327,6 +327,12 @@ class DGLGraph(GraphQueries, MessagePassing):
         """The graph with int64 ids (features shared)."""
         return self._with_idtype(torch.int64)
 
+    def astype(self, idtype: torch.dtype) -> "DGLGraph":
+        """The graph with ``idtype`` ids (``torch.int32`` / ``torch.int64``; features shared)."""
+        if idtype not in (torch.int32, torch.int64):
+            raise DGLError(f"Expect idtype to be torch.int32 or torch.int64, got {idtype}.")
+        return self._with_idtype(idtype)
+
     def formats(self, formats=None):
         """``{"created": [...], "not created": [...]}`` of the first relation (no argument); with
         ``formats``, this same graph (DGL restricts the formats; bgl builds each on demand)."""

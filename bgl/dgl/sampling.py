@@ -71,7 +71,7 @@ def sample_neighbors(g: DGLGraph, nodes, fanout, edge_dir: str = "in", prob=None
     fanouts = _fanouts(g, fanout)
     excluded = {} if exclude_edges is None else _per_type(g, exclude_edges, "exclude_edges", g.canonical_etypes,
                                                           g.get_etype_id)
-    call_seed = draw_seed()
+    call_seed = draw_seed() if any(f >= 0 for f in fanouts) else 0  # all edges: no draw (torch's RNG untouched)
     rels, edge_frames = {}, {}
     for r, cet in enumerate(g.canonical_etypes):
         rel = g._rels[cet]
@@ -90,6 +90,65 @@ def sample_neighbors(g: DGLGraph, nodes, fanout, edge_dir: str = "in", prob=None
     out = DGLGraph(rels, {nt: g.num_nodes(nt) for nt in g.ntypes}, idtype=g.idtype, src_frames=node_frames,
                    edge_frames=edge_frames)
     return out if output_device is None else out.to(output_device)
+
+
+def select_topk(g: DGLGraph, k, weight: str, nodes=None, edge_dir: str = "in", ascending: bool = False,
+                copy_ndata: bool = True, copy_edata: bool = True, output_device=None) -> DGLGraph:
+    """Each node's ``k`` in-edges (``edge_dir="out"``: out-edges) of largest ``weight`` (``ascending``:
+    smallest), per relation (``k`` an int or ``{etype: int}``; -1 all); ``nodes`` (default: every node) as
+    :func:`sample_neighbors` takes them, and its frontier back: every node, ``edata[EID]``, the fields.  One
+    sort of the nodes' edges by (node, weight), O(their edges x log)."""
+    if g.is_block:
+        raise not_built("select_topk on a block", "select from the graph the block came from")
+    if edge_dir not in EDGE_DIRS:
+        raise DGLError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}.")
+    counts = _fanouts(g, k)
+    ends = {nt: torch.arange(g.num_nodes(nt), device=g.device) for nt in g.ntypes} if nodes is None else \
+        _per_type(g, nodes, "nodes", g.ntypes, g.get_ntype_id)
+    rels, edge_frames = {}, {}
+    for r, cet in enumerate(g.canonical_etypes):
+        rel = g._rels[cet]
+        if weight not in g._edge_frames[cet]:
+            raise DGLError(f"Edge weights {weight!r} do not exist for edge type {cet}.")
+        own = ends.get(cet[2] if edge_dir == "in" else cet[0])
+        picked, owner = _top_edges(rel.csc() if edge_dir == "in" else rel.csr(), g._edge_frames[cet][weight], own,
+                                   counts[r], ascending, g.device)
+        src, dst = rel.coo()
+        other = (src if edge_dir == "in" else dst)[picked].to(g.idtype)
+        owner = owner.to(g.idtype)
+        rels[cet] = Relation(rel.num_src, rel.num_dst, *((other, owner) if edge_dir == "in" else (owner, other)))
+        frame = g._edge_frames[cet].rows_on_read(picked) if copy_edata else Frame(int(picked.shape[0]), "edges")
+        if copy_edata:
+            frame[EID] = picked.to(g.idtype)
+        edge_frames[cet] = frame
+    node_frames = {nt: f.shared_copy() if copy_ndata else Frame(f.num_rows) for nt, f in g._node_frames().items()}
+    out = DGLGraph(rels, {nt: g.num_nodes(nt) for nt in g.ntypes}, idtype=g.idtype, src_frames=node_frames,
+                   edge_frames=edge_frames)
+    return out if output_device is None else out.to(output_device)
+
+
+def _top_edges(comp, weights: torch.Tensor, nodes, k: int, ascending: bool, device):
+    """(edge ids, their node) of each of ``nodes``' ``k`` top-weighted edges in the compressed adjacency ``comp``."""
+    empty = torch.zeros(0, dtype=torch.int64, device=device)
+    if nodes is None or nodes.numel() == 0 or k == 0:
+        return empty, empty
+    indptr = comp.indptr.long()
+    starts, degs = indptr[nodes], indptr[nodes + 1] - indptr[nodes]
+    row = torch.repeat_interleave(torch.arange(nodes.shape[0], device=device), degs)
+    offset = torch.arange(row.shape[0], device=device) - torch.repeat_interleave(torch.cumsum(degs, 0) - degs, degs)
+    positions = starts[row] + offset
+    eids = positions if comp.eids is None else comp.eids[positions].long()
+    order = torch.sort(weights[eids.to(weights.device)].to(device), descending=not ascending, stable=True).indices
+    order = order[torch.sort(row[order], stable=True).indices]
+    if k >= 0:
+        order = order[_rank_in_row(row[order]) < k]
+    return eids[order], nodes[row[order]]
+
+
+def _rank_in_row(rows: torch.Tensor) -> torch.Tensor:
+    """Each entry's position among the entries of its row (``rows`` grouped, ascending)."""
+    first = torch.searchsorted(rows, rows)
+    return torch.arange(rows.shape[0], device=rows.device) - first
 
 
 def _per_type(g: DGLGraph, value, what: str, types, type_id) -> dict:

@@ -1,6 +1,8 @@
 """Picking parts of a graph as DGL does: node or edge ids by a predicate (``g.filter_nodes`` /
 ``g.filter_edges``), the relations of some edge types or among some node types
-(``dgl.edge_type_subgraph`` / ``dgl.node_type_subgraph`` and their methods), and ``g.local_var()``.
+(``dgl.edge_type_subgraph`` / ``dgl.node_type_subgraph`` and their methods), every in- or out-edge of
+some nodes (``dgl.in_subgraph`` / ``dgl.out_subgraph``: :func:`bgl.dgl.sampling.sample_neighbors` with
+fanout -1, then :func:`bgl.dgl.compact_graphs` with ``relabel_nodes``), and ``g.local_var()``.
 
 The type subgraphs share the graph's relations and its frames (no copy: a feature written to one
 shows in the other, as DGL's share theirs); ``local_var`` shares the relations and the tensors but
@@ -95,6 +97,42 @@ def local_var(g: DGLGraph) -> DGLGraph:
     return g._rebuild(dict(g._rels), own(g._src_frames), own(g._dst_frames), own(g._edge_frames))
 
 
+def in_subgraph(graph: DGLGraph, nodes, *, relabel_nodes: bool = False, store_ids: bool = True,
+                output_device=None) -> DGLGraph:
+    """Every in-edge of ``nodes`` (ids, or ``{ntype: ids}``), grouped by node in the given order, each node's in
+    edge-id order; every node of the graph kept, or with ``relabel_nodes`` only the edges' ends (``ndata[NID]``,
+    sources before destinations in order of first appearance, as DGL's); ``edata[EID]`` with ``store_ids``."""
+    return _edges_of(graph, nodes, "in", relabel_nodes, store_ids, output_device)
+
+
+def out_subgraph(graph: DGLGraph, nodes, *, relabel_nodes: bool = False, store_ids: bool = True,
+                 output_device=None) -> DGLGraph:
+    """:func:`in_subgraph` of out-edges."""
+    return _edges_of(graph, nodes, "out", relabel_nodes, store_ids, output_device)
+
+
+def _edges_of(graph: DGLGraph, nodes, edge_dir: str, relabel_nodes: bool, store_ids: bool, output_device):
+    import importlib
+
+    from bgl.dgl.base import EID, NID
+    from bgl.dgl.to_block import compact_graphs
+
+    _plain(graph, f"{edge_dir}_subgraph")
+    # the sampler loads on first use (importing bgl.dgl stays free of it), as dgl.sampling does
+    sampling = importlib.import_module("bgl.dgl.sampling")
+    sub = sampling.sample_neighbors(graph, nodes, -1, edge_dir=edge_dir)
+    if relabel_nodes:
+        sub = compact_graphs(sub)
+    if not store_ids:
+        for frame in list(sub._edge_frames.values()) + (list(sub._node_frames().values()) if relabel_nodes else []):
+            for key in (EID, NID):
+                if key in frame:
+                    del frame[key]
+    return sub if output_device is None else sub.to(output_device)
+
+
+DGLGraph.in_subgraph = _method(in_subgraph)
+DGLGraph.out_subgraph = _method(out_subgraph)
 DGLGraph.filter_nodes = filter_nodes
 DGLGraph.filter_edges = filter_edges
 DGLGraph.edge_type_subgraph = _method(edge_type_subgraph)

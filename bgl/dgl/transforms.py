@@ -403,3 +403,35 @@ class AddSelfLoop:
 
     def __repr__(self) -> str:
         return "AddSelfLoop()"
+
+
+def _cast_features(g: DGLGraph, dtype: torch.dtype) -> DGLGraph:
+    """``g`` with every floating-point node and edge feature cast to ``dtype`` (others shared), as DGL's ``to_*``."""
+    copies: dict = {}
+
+    def cast(frames: dict) -> dict:
+        out = {}
+        for key, frame in frames.items():
+            if id(frame) not in copies:
+                copy = copies[id(frame)] = Frame(frame.num_rows, frame.kind)
+                for name, value in frame.items():
+                    copy[name] = value.to(dtype) if value.is_floating_point() else value
+            out[key] = copies[id(frame)]
+        return out
+
+    return g._rebuild(dict(g._rels), cast(g._src_frames), cast(g._dst_frames), cast(g._edge_frames))
+
+
+def to_float(g: DGLGraph) -> DGLGraph:
+    """``g`` with float32 features (DGL's ``dgl.to_float``)."""
+    return _cast_features(g, torch.float32)
+
+
+def to_double(g: DGLGraph) -> DGLGraph:
+    """``g`` with float64 features (DGL's ``dgl.to_double``)."""
+    return _cast_features(g, torch.float64)
+
+
+def to_half(g: DGLGraph) -> DGLGraph:
+    """``g`` with float16 features (DGL's ``dgl.to_half``)."""
+    return _cast_features(g, torch.float16)

@@ -507,3 +507,23 @@ def test_counting_sort_csc_is_the_sorted_one(monkeypatch, dtype):
     sorted_ = relation.compress(rows, cols, 700, 900)
     for a, b in ((counted.indptr, sorted_.indptr), (counted.indices, sorted_.indices), (counted.eids, sorted_.eids)):
         assert a.dtype == b.dtype and torch.equal(a, b)
+
+
+def test_in_out_subgraphs_topk_casts_and_rand_graph_without_dgl():
+    """Current lane too (values against DGL: test_selections_vs_dgl.py): the edges each picks, and that
+    in_subgraph, which draws nothing, leaves torch's random state as it was."""
+    g = dgl.graph((torch.tensor([5, 0, 2, 3, 4, 1, 0]), torch.tensor([0, 1, 1, 2, 2, 3, 0])), num_nodes=7)
+    g.edata["w"] = torch.tensor([5.0, 1.0, 2.0, 7.0, 3.0, 4.0, 6.0])
+    g.ndata["x"] = torch.arange(7.0)
+    state = torch.get_rng_state()
+    sub = dgl.in_subgraph(g, torch.tensor([2, 0]))
+    assert torch.equal(torch.get_rng_state(), state)
+    assert sub.edges()[1].tolist() == [2, 2, 0, 0] and sub.edata[dgl.EID].tolist() == [3, 4, 0, 6]
+    assert g.out_subgraph(torch.tensor([0]), relabel_nodes=True).ndata[dgl.NID].tolist() == [0, 1]
+    top = dgl.sampling.select_topk(g, 1, "w")
+    assert top.edata[dgl.EID].tolist() == [6, 2, 3, 5]  # each node's heaviest in-edge
+    half = dgl.to_half(g)
+    assert half.ndata["x"].dtype == torch.float16 and g.ndata["x"].dtype == torch.float32
+    assert g.astype(torch.int32).idtype == torch.int32
+    r = dgl.rand_graph(20, 50)
+    assert r.num_edges() == 50 and torch.unique(r.edges()[0] * 20 + r.edges()[1]).shape[0] == 50

@@ -77,3 +77,70 @@ def test_local_var_and_is_multigraph_match_dgl():
         assert float(g.edata["w"].abs().sum()) == 0
     assert _graph(bdgl).is_multigraph == _graph(dgl).is_multigraph
     assert _graph(bdgl, parallel=False).is_multigraph == _graph(dgl, parallel=False).is_multigraph is False
+
+
+def _edges_state(g):
+    out = {"nodes": {nt: g.num_nodes(nt) for nt in g.ntypes}}
+    for c in g.canonical_etypes:
+        out[c] = [t.tolist() for t in g.edges(etype=c)]
+        out[(c, "data")] = {k: v.tolist() for k, v in sorted(g.edges[c].data.items())}
+    for nt in g.ntypes:
+        out[(nt, "data")] = {k: v.tolist() for k, v in sorted(g.nodes[nt].data.items())}
+    return out
+
+
+@pytest.mark.parametrize("pick", [
+    lambda lib, g: lib.in_subgraph(g, torch.tensor([2, 0, 7])),
+    lambda lib, g: lib.in_subgraph(g, torch.tensor([2, 0, 7]), relabel_nodes=True),
+    lambda lib, g: g.out_subgraph(torch.tensor([3, 1]), relabel_nodes=True, store_ids=False),
+    lambda lib, g: lib.out_subgraph(g, torch.tensor([4])),
+    lambda lib, g: lib.sampling.select_topk(g, 2, "w"),
+    lambda lib, g: lib.sampling.select_topk(g, 3, "w", nodes=torch.tensor([5, 1]), ascending=True),
+    lambda lib, g: lib.sampling.select_topk(g, 1, "w", edge_dir="out"),
+])
+def test_edges_of_nodes_match_dgl(pick):
+    """in_subgraph / out_subgraph / select_topk: the same edges in the same order, ids and fields as DGL's."""
+    ours, theirs = _graph(bdgl), _graph(dgl)
+    assert _edges_state(pick(bdgl, ours)) == _edges_state(pick(dgl, theirs))
+
+
+@pytest.mark.parametrize("pick", [
+    lambda lib, g: lib.in_subgraph(g, {"item": torch.tensor([1, 4]), "user": torch.tensor([0])}),
+    lambda lib, g: lib.out_subgraph(g, {"user": torch.tensor([2, 5])}, relabel_nodes=True),
+    lambda lib, g: lib.sampling.select_topk(g, {("user", "rates", "item"): 1, ("item", "rated-by", "user"): 2,
+                                                 ("user", "follows", "user"): 1, ("tag", "on", "item"): 1}, "w",
+                                            nodes={"item": torch.tensor([0, 2, 3])}),
+])
+def test_typed_edges_of_nodes_match_dgl(pick):
+    ours, theirs = _typed(bdgl), _typed(dgl)
+    for g in (ours, theirs):  # a distinct weight on every relation's edges
+        for i, c in enumerate(g.canonical_etypes):
+            g.edges[c].data["w"] = torch.randperm(20, generator=torch.Generator().manual_seed(i)).float()
+    assert _edges_state(pick(bdgl, ours)) == _edges_state(pick(dgl, theirs))
+
+
+def test_feature_casts_and_astype_match_dgl():
+    ours, theirs = _graph(bdgl), _graph(dgl)
+    for g in (ours, theirs):
+        g.ndata["label"] = torch.arange(15)
+    for cast in ("to_half", "to_double", "to_float"):
+        a, b = getattr(bdgl, cast)(ours), getattr(dgl, cast)(theirs)
+        for key in ("x", "label"):
+            assert a.ndata[key].dtype == b.ndata[key].dtype and torch.equal(a.ndata[key], b.ndata[key])
+        assert a.edata["w"].dtype == b.edata["w"].dtype and torch.equal(a.edata["w"], b.edata["w"])
+    assert ours.ndata["x"].dtype == torch.float32  # the graph itself keeps its features
+    a, b = ours.astype(torch.int32), theirs.astype(torch.int32)
+    assert a.idtype == b.idtype == torch.int32 and all(torch.equal(x, y) for x, y in zip(a.edges(), b.edges()))
+
+
+def test_rand_graph_is_a_simple_graph_of_the_size_asked():
+    torch.manual_seed(3)
+    g = bdgl.rand_graph(50, 400)
+    torch.manual_seed(3)
+    again = bdgl.rand_graph(50, 400)
+    assert (g.num_nodes(), g.num_edges()) == (dgl.rand_graph(50, 400).num_nodes(), dgl.rand_graph(50, 400).num_edges())
+    s, d = g.edges()
+    assert torch.unique(s * 50 + d).shape[0] == 400 and all(torch.equal(x, y) for x, y in zip(g.edges(), again.edges()))
+    assert bdgl.rand_graph(4, 16).num_edges() == 16  # every pair
+    with pytest.raises(bdgl.DGLError, match="num_edges"):
+        bdgl.rand_graph(3, 10)
