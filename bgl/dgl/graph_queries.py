@@ -181,6 +181,36 @@ class GraphQueries:
         eids = torch.arange(adj.indices.shape[0], device=adj.indices.device) if adj.eids is None else adj.eids
         return adj.indptr.to(self.idtype), adj.indices.to(self.idtype), eids.to(self.idtype)
 
+    def adj_external(self, transpose: bool = False, ctx=None, scipy_fmt=None, etype=None):
+        """The relation's adjacency, source rows by destination columns (``transpose``: the other way), one
+        entry of 1 per edge in edge-id order: a torch sparse COO tensor, or with ``scipy_fmt`` ("csr" / "coo")
+        a SciPy matrix, as DGL's ``adj_external``."""
+        rel = self._relation(etype)
+        src, dst = rel.coo()
+        rows, cols = (dst, src) if transpose else (src, dst)
+        shape = (rel.num_dst, rel.num_src) if transpose else (rel.num_src, rel.num_dst)
+        if scipy_fmt is None:
+            out = torch.sparse_coo_tensor(torch.stack([rows.long(), cols.long()]),
+                                          torch.ones(rows.shape[0], device=rows.device), shape)
+            return out if ctx is None else out.to(ctx)
+        if scipy_fmt not in ("csr", "coo"):
+            raise DGLError(f"Invalid format: {scipy_fmt!r}. Must be 'csr' or 'coo'.")
+        try:
+            import scipy.sparse as sp
+        except ImportError:
+            raise DGLError("adj_external(scipy_fmt=...) needs SciPy (pip install scipy)") from None
+        import numpy as np
+
+        matrix = sp.coo_matrix((np.ones(rows.shape[0], np.int64), (rows.cpu().numpy(), cols.cpu().numpy())), shape=shape)
+        return matrix.tocsr() if scipy_fmt == "csr" else matrix
+
+    def adj(self, *args, **kwargs):
+        from bgl.dgl.base import not_built
+
+        raise not_built("adj (a dgl.sparse matrix)", "use g.adj_external() (a torch sparse tensor) or g.adj_tensors()")
+
+    adjacency_matrix = adj
+
     def has_nodes(self, vid, ntype=None):
         """Whether each id is a node of ``ntype``."""
         idx, single = _ids(vid, self.device)

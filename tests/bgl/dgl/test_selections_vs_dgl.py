@@ -144,3 +144,16 @@ def test_rand_graph_is_a_simple_graph_of_the_size_asked():
     assert bdgl.rand_graph(4, 16).num_edges() == 16  # every pair
     with pytest.raises(bdgl.DGLError, match="num_edges"):
         bdgl.rand_graph(3, 10)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"transpose": True}, {"scipy_fmt": "csr"}, {"scipy_fmt": "coo", "transpose": True}])
+def test_adj_external_matches_dgl(kwargs):
+    for make, extra in ((_graph, {}), (_typed, {"etype": "rates"})):
+        a, b = make(bdgl).adj_external(**kwargs, **extra), make(dgl).adj_external(**kwargs, **extra)
+        if "scipy_fmt" in kwargs:
+            assert type(a) is type(b) and (a != b).nnz == 0 and a.dtype == b.dtype
+        else:
+            assert torch.equal(a._indices(), b._indices()) and torch.equal(a._values(), b._values())
+            assert a.shape == b.shape
+    with pytest.raises(NotImplementedError, match="adj_external"):
+        _graph(bdgl).adj()
