@@ -7,10 +7,12 @@
   any other graph, moved out of an environment that still has DGL as one ``.npz`` file.
 * :class:`AsNodePredDataset` (:mod:`bgl.dgl.data.adapter`): a labelled graph as a node-prediction task
   (``train_idx`` / ``val_idx`` / ``test_idx``).
+* :class:`TUDataset` (:mod:`bgl.dgl.data.tu`): the TU graph-classification benchmarks from their raw text files.
 """
 from .adapter import AsNodePredDataset
 from .citation import CitationGraphDataset, CiteseerGraphDataset, CoraGraphDataset, PubmedGraphDataset
 from .graph_files import from_dgl, load_graphs, save_graphs
+from .tu import TUDataset
 
 __all__ = ["AsNodePredDataset", "CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset", "PubmedGraphDataset",
-           "from_dgl", "load_graphs", "save_graphs"]
+           "from_dgl", "load_graphs", "save_graphs", "TUDataset"]
