@@ -26,7 +26,7 @@ Results: ``bench/results/dgl_examples.md`` (mean and spread over the seeds).
     python bench/dgl/examples.py --dgl-checkout D --stacks dgl bgl.dgl bgl.dgl-pinned   # + bgl.dgl on torch 2.2.1
 
 ``--dgl-checkout`` may be the git dir the session's ``fetch github:dmlc/dgl`` gives (read at
-``v2.1.0``).  The full run is 5 scripts x 3 seeds x 2 stacks, each run a fresh process (imports
+``v2.1.0``).  The full run is 7 scripts x 3 seeds x 2 stacks, each run a fresh process (imports
 and data load are 5-15 s of each): about 10 minutes on a quiet 2-core box (link prediction: ~8 s a
 seed and stack there, 2026-12-05; ~25 minutes for one seed at load 12-20).  Peak RSS includes the interpreter and torch:
 the imports alone differ by ~160 MiB between torch 2.2.1 and the newest torch, so the report
@@ -91,6 +91,7 @@ class Script:
     epochs: int
     script_epochs: int
     epoch_loop: str = r"^(\s*)for epoch in range\(\d+\):"
+    siblings: tuple = ()  # modules of the example's folder the script imports (their dgl imports ported too)
 
 
 # ``import dgl`` -> ``import bgl.dgl as dgl``; ``import dgl.X as Y`` / ``from dgl.X import`` -> bgl.dgl.X
@@ -127,6 +128,12 @@ SCRIPTS = (
             Rewrite(r"data = AIFBDataset\(\)", "data = CoraTermsDataset()",
                     "AIFB -> Cora papers + terms")),
            r"Test accuracy ([\d.]+)", "test accuracy", epochs=20, script_epochs=50),
+    Script("SGC", "examples/pytorch/sgc/sgc.py", ("--dataset", "cora"), (),
+           r"Test Accuracy ([\d.]+)", "test accuracy", epochs=100, script_epochs=100,
+           epoch_loop=r"^(\s*)for epoch in range\(args\.n_epochs\):"),
+    Script("APPNP", "examples/pytorch/appnp/train.py", ("--dataset", "cora"), (),
+           r"Test Accuracy ([\d.]+)", "test accuracy", epochs=200, script_epochs=200,
+           epoch_loop=r"^(\s*)for epoch in range\(args\.n_epochs\):", siblings=("examples/pytorch/appnp/appnp.py",)),
 )
 
 
@@ -357,6 +364,9 @@ def main(argv=None) -> int:
                 folder.mkdir(parents=True, exist_ok=True)
                 path = folder / Path(s.path).name
                 path.write_text(both if module == "dgl" else ported)
+                for sibling in s.siblings:
+                    text = read_dgl_script(args.dgl_checkout, args.rev, sibling)
+                    (folder / Path(sibling).name).write_text(text if module == "dgl" else to_bgl_imports(text))
                 row[stack] = []
                 for seed in args.seeds:
                     r = run_script(python, path, s.args, seed, module, stack_env(scratch, module), s.metric)

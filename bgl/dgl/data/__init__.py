@@ -15,4 +15,22 @@ from .graph_files import from_dgl, load_graphs, save_graphs
 from .tu import TUDataset
 
 __all__ = ["AsNodePredDataset", "CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset", "PubmedGraphDataset",
-           "from_dgl", "load_graphs", "save_graphs", "TUDataset"]
+           "from_dgl", "load_graphs", "save_graphs", "TUDataset", "register_data_args", "load_data"]
+
+
+def register_data_args(parser) -> None:
+    """DGL's ``register_data_args``: the ``--dataset`` argument its example scripts read."""
+    parser.add_argument("--dataset", type=str, required=False,
+                        help="The input dataset. Can be cora, citeseer, pubmed, syn(synthetic dataset) or reddit")
+
+
+def load_data(args):
+    """DGL's ``load_data``: the citation dataset ``args.dataset`` names (Reddit and the synthetic sets are not built)."""
+    datasets = {"cora": CoraGraphDataset, "citeseer": CiteseerGraphDataset, "pubmed": PubmedGraphDataset}
+    if args.dataset in datasets:
+        return datasets[args.dataset]()
+    if args.dataset is not None and args.dataset.startswith("reddit"):
+        from ..base import not_built
+
+        raise not_built("RedditDataset", "save the graph with bgl.dgl.data.save_graphs and load_graphs it")
+    raise ValueError("Unknown dataset: {}".format(args.dataset))

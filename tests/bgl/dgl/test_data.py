@@ -292,3 +292,19 @@ def test_row_normalisation_is_the_same_in_every_call():
         held = held[-3:]
         results.add(row_normalised(features).tobytes())
     assert len(results) == 1
+
+
+def test_register_data_args_and_load_data_as_dgl_examples_call_them():
+    """DGL's older example scripts: ``register_data_args(parser)`` then ``load_data(args)``."""
+    import argparse
+
+    import bgl.dgl as dgl
+
+    parser = argparse.ArgumentParser()
+    dgl.data.register_data_args(parser)
+    args = parser.parse_args(["--dataset", "cora"])
+    assert dgl.data.load_data(args).num_classes == 7
+    with pytest.raises(ValueError, match="Unknown dataset: nope"):
+        dgl.data.load_data(parser.parse_args(["--dataset", "nope"]))
+    with pytest.raises(NotImplementedError, match="RedditDataset"):
+        dgl.data.load_data(parser.parse_args(["--dataset", "reddit-self-loop"]))
