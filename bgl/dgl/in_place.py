@@ -88,6 +88,11 @@ class BglGraphReader:
         """(node type, edge type) of a one-type graph."""
         return str(graph.ntypes[0]), str(graph.etypes[0])
 
+    def structure(self, graph) -> tuple:
+        """The graph's relation objects (its in-place edits, :mod:`bgl.dgl.mutation`, replace them) and its
+        node and edge counts."""
+        return tuple(id(rel) for rel in graph._rels.values()), graph.num_nodes(), graph.num_edges()
+
 
 class BglBatchFrontend:
     """:class:`bgl.loader.batch_frontend.BatchFrontend` building ``bgl.dgl`` blocks and pair graphs.

@@ -38,6 +38,10 @@ class GraphReader(Protocol):
     def type_names(self, graph) -> tuple[str, str]:
         """(node type, edge type) of a one-type graph, the names its blocks carry."""
 
+    def structure(self, graph) -> Any:
+        """An identity of the graph's nodes and edges now, O(1): it differs after any edit that adds or removes
+        nodes or edges in place (``g.add_edges``, ``g.remove_edges``, ...), so a loader sees the edit."""
+
 
 class BatchFrontend(Protocol):
     """Turns one batch's bgl objects into the frontend's (on the batch's device, in the transfer stage)."""

@@ -261,7 +261,7 @@ class DataLoader(Closes):
 
     # ------------------------------------------------------------ a DGLGraph read in place
     def _refresh_graph_fields(self) -> None:
-        """Re-read the DGLGraph's feature/label tensors when they changed since the last epoch.
+        """Re-read the DGLGraph's feature/label tensors (and its edges) when they changed since the last epoch.
 
         DGL's loader reads ``g.ndata`` as the epoch runs.  bgl's stages hold views of it
         (copies in stage processes) and a cache of its rows, so a replaced or edited
@@ -271,6 +271,9 @@ class DataLoader(Closes):
         """
         if not self._watches_graph or not self._info.changed():
             return
+        if self._edges is not None and self._info.structure_changed():
+            raise ValueError("the graph's edges were edited in place since this loader was built (its seeds are "
+                             "ids of the old edges); build a new loader")
         info = resolve_graph(self._info.graph, *self._resolve_args)
         if info.num_nodes != self._info.num_nodes:
             raise ValueError(f"the DGLGraph now has {info.num_nodes} nodes, the loader was built for "

@@ -114,6 +114,7 @@ class GraphInfo:
         # the in-place fields read here (feature, label names) and their versions now: changed() compares
         self._watched = tuple(watched)
         self._versions = self.field_versions(self._watched) if self._watched else ()
+        self._structure = self._structure_now()
         self._frozen = True
 
     def __setattr__(self, name: str, value) -> None:
@@ -128,9 +129,19 @@ class GraphInfo:
 
     def changed(self) -> bool:
         """True when a field this description read in place (a one-type frontend graph's feature or label
-        tensor) was replaced or written to since: the loader asks at each epoch's start and resolves the
-        graph again only then."""
-        return bool(self._watched) and self.graph is not None and self.field_versions(self._watched) != self._versions
+        tensor) was replaced or written to since, or its nodes or edges were edited in place: the loader asks
+        at each epoch's start and resolves the graph again only then."""
+        if not self._watched or self.graph is None:
+            return False
+        return self.field_versions(self._watched) != self._versions or self.structure_changed()
+
+    def structure_changed(self) -> bool:
+        """True when the in-place graph's nodes or edges were edited since (its reader's ``structure``)."""
+        return self._structure is not None and self._structure_now() != self._structure
+
+    def _structure_now(self):
+        structure = getattr(self.reader, "structure", None)  # a reader from before the protocol had it: None
+        return None if self.graph is None or structure is None else structure(self.graph)
 
     def field_versions(self, keys) -> tuple:
         """Identity and in-place version of the in-place graph's ``ndata[key]`` for each key (None where

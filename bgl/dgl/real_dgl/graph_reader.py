@@ -116,3 +116,7 @@ class DGLGraphReader:
     def type_names(self, graph) -> tuple[str, str]:
         """:func:`graph_type_names`."""
         return graph_type_names(graph)
+
+    def structure(self, graph) -> tuple:
+        """The DGLGraph's graph index (DGL's in-place edits replace it) and its node and edge counts."""
+        return id(getattr(graph, "_graph", None)), graph.num_nodes(), graph.num_edges()

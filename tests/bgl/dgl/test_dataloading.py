@@ -272,3 +272,32 @@ def test_seed_edge_batches_match_dgl(g):
 def _pair_ends(pair, nid) -> set:
     s, d = pair.edges()
     return set(zip(pair.ndata[nid][s.long()].tolist(), pair.ndata[nid][d.long()].tolist()))
+
+
+@pytest.mark.parametrize("lib", ["bgl.dgl", "dgl"])
+def test_a_loader_sees_edges_edited_in_place_from_the_next_epoch(lib):
+    """DGL's loader samples the graph as it is: after ``g.remove_edges`` in place between epochs, bgl's loader
+    samples the edited graph too (node seeds), and refuses, in one line, to go on over edge ids that no
+    longer mean the same edges (edge seeds)."""
+    if lib == "dgl":
+        module = pytest.importorskip("dgl", reason="needs DGL (pinned lane) to compare against")
+    else:
+        module = bdgl
+    gen = torch.Generator().manual_seed(4)
+    src, dst = torch.randint(0, 60, (400,), generator=gen), torch.randint(0, 60, (400,), generator=gen)
+    g = module.graph((src, dst), num_nodes=60)
+    g.ndata["feat"] = torch.randn(60, 4, generator=gen)
+    loader = bgl.DataLoader(g, torch.arange(60), bgl.NeighborSampler([5]), batch_size=20)
+    assert sum(blocks[0].num_edges() for _, _, blocks in loader) > 0
+    g.remove_edges(torch.nonzero(g.edges()[1] < 30).view(-1))  # every in-edge of nodes 0..29
+    for _, output_nodes, blocks in loader:
+        s, d = blocks[0].edges()
+        dst_ids = blocks[0].dstdata[NID][d.long()]
+        assert not bool((dst_ids < 30).any())  # none of the removed edges sampled
+        assert bool(g.has_edges_between(blocks[0].srcdata[NID][s.long()], dst_ids).all())
+    edge_loader = bgl.DataLoader(g, torch.arange(g.num_edges()), bgl.as_edge_prediction_sampler(
+        bgl.NeighborSampler([3])), batch_size=50)
+    next(iter(edge_loader))
+    g.remove_edges(torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match="edited in place since this loader was built"):
+        next(iter(edge_loader))
