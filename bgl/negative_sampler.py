@@ -79,27 +79,23 @@ class _NegativeSampler:
         Seeded from torch's RNG, so ``torch.manual_seed`` makes it reproducible as in DGL.
         """
         if isinstance(eids, dict):
-            return {g.to_canonical_etype(k): self._relation_pairs(g, g.to_canonical_etype(k), v)
-                    for k, v in eids.items()}
-        src, dst = g.find_edges(eids)
-        seed = int(torch.randint(0, 2**62, (1,)).item())
+            return {g.to_canonical_etype(k): self._pairs(g, g.to_canonical_etype(k), v) for k, v in eids.items()}
+        return self._pairs(g, None, eids)
+
+    def _pairs(self, g, cet, eids):
+        """The negative pairs of edges ``eids`` of relation ``cet`` (None: a one-type graph's), :meth:`__call__`."""
         graph = None
         if self.needs_graph:
+            if cet is not None:
+                raise ValueError(f"{type(self).__name__} called on a typed graph is not built (it must avoid each "
+                                 "relation's edges); use Uniform, or bgl.DataLoader's own link prediction")
             from .loader.graph_arrays import dglgraph_arrays
 
             graph = dglgraph_arrays(g, None, None)
-        s, d = self.sample_pairs(src.numpy(), dst.numpy(), g.num_nodes(), seed, graph=graph)
-        return torch.from_numpy(s), torch.from_numpy(d)
-
-
-    def _relation_pairs(self, g, cet, eids):
-        """The negative pairs of one relation of a typed graph (:meth:`__call__`)."""
-        if self.needs_graph:
-            raise ValueError(f"{type(self).__name__} called on a typed graph is not built (it must avoid each "
-                             "relation's edges); use Uniform, or bgl.DataLoader's own link prediction")
         src, dst = g.find_edges(eids, etype=cet)
         seed = int(torch.randint(0, 2**62, (1,)).item())
-        s, d = self.sample_pairs(src.numpy(), dst.numpy(), g.num_nodes(cet[2]), seed)
+        num_nodes = g.num_nodes() if cet is None else g.num_nodes(cet[2])
+        s, d = self.sample_pairs(src.numpy(), dst.numpy(), num_nodes, seed, graph=graph)
         return torch.from_numpy(s), torch.from_numpy(d)
 
 

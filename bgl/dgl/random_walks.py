@@ -14,7 +14,7 @@ RNG draws other walks of the same distribution).
 
 Cost: the traces (8 B per walk and step, twice with the edges), plus once per graph structure each
 relation's CSR (:mod:`bgl.dgl.relation`) and, with ``prob``, its weights in CSR order once per version of
-the weight tensor (:mod:`bgl.loader.graph_derivations`).
+the weight tensor (:func:`bgl.dgl.sampling.ordered_weights`, shared with ``sample_neighbors(edge_dir="out")``).
 """
 from __future__ import annotations
 
@@ -23,8 +23,7 @@ import torch
 
 from bgl.dgl.base import DGLError
 from bgl.dgl.heterograph import DGLGraph
-from bgl.loader.graph_derivations import derivations_of
-from bgl.sampler import ops
+from bgl.dgl.sampling import ordered_weights, rank_in_row
 from bgl.sampler.multilayer import draw_seed
 
 
@@ -62,7 +61,7 @@ def random_walk(g: DGLGraph, nodes, *, metapath=None, length=None, prob=None, re
         csr = g._rels[cet].csr()
         indptr, indices = csr.indptr.cpu().numpy(), csr.indices.cpu().numpy()
         positions = csr.eids.cpu().numpy() if csr.eids is not None else np.empty(0, indices.dtype)
-        weights = _csr_weights(g, cet, prob, csr)
+        weights = ordered_weights(g, cet, "out", prob, positions if csr.eids is not None else None)
         walk_step(indptr, indices, positions, csr.eids is not None, weights if weights is not None else _NO_WEIGHTS,
                   weights is not None, curr, call_seed, np.int64(step), np.float64(restart[step]), traces, eids)
     types = torch.tensor([g.get_ntype_id(start)] + [g.get_ntype_id(c[2]) for c in path], dtype=torch.int64)
@@ -84,22 +83,6 @@ def _restart_per_step(restart_prob, steps: int) -> np.ndarray:
     if isinstance(restart_prob, float):
         return np.full(steps, restart_prob, np.float64)
     raise TypeError("restart_prob should be float or Tensor.")
-
-
-def _csr_weights(g: DGLGraph, cet, prob, csr):
-    """Edge feature ``prob`` of relation ``cet`` as float64 weights in CSR order (None: draw uniformly)."""
-    if prob is None or prob not in g._edge_frames[cet]:
-        return None
-    tensor = g._edge_frames[cet][prob]
-    plain = tensor if tensor.device.type == "cpu" and not tensor.requires_grad else tensor.detach().cpu()
-    tag = f"walk:{cet}:{prob}"
-    keep = derivations_of(g)
-    try:
-        keep.check_weights(tag, plain, g._rels[cet].num_edges)
-    except ValueError as e:
-        raise DGLError(str(e)) from None
-    rows = plain.numpy() if csr.eids is None else keep.csc_order(tag, plain, csr.eids.cpu().numpy())
-    return np.ascontiguousarray(ops.weights_form(rows, g._rels[cet].num_edges, prob), dtype=np.float64)
 
 
 def pack_traces(traces: torch.Tensor, types: torch.Tensor):
@@ -126,8 +109,7 @@ def select_top_neighbours(src: torch.Tensor, dst: torch.Tensor, per_node: int, k
     order = order[torch.sort(counts[order], descending=True, stable=True).indices]
     order = order[torch.sort(group[order], stable=True).indices]
     group, node, counts = group[order], node[order], counts[order]
-    first = torch.searchsorted(group, group, right=False)
-    top = (torch.arange(group.shape[0]) - first) < k
+    top = rank_in_row(group) < k
     return node[top], dst[group[top] * per_node], counts[top]
 
 

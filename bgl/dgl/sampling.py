@@ -30,8 +30,8 @@ import torch
 
 from bgl.dgl.base import EID, DGLError, not_built
 from bgl.dgl.frames import Frame
+from bgl.dgl.graph_queries import check_node_ids
 from bgl.dgl.heterograph import DGLGraph
-from bgl.dgl.random_walks import PinSAGESampler, RandomWalkNeighborSampler, pack_traces, random_walk  # noqa: F401
 from bgl.dgl.relation import Relation
 from bgl.loader.graph_derivations import derivations_of, storage_key
 from bgl.sampler import ops
@@ -72,15 +72,22 @@ def sample_neighbors(g: DGLGraph, nodes, fanout, edge_dir: str = "in", prob=None
     excluded = {} if exclude_edges is None else _per_type(g, exclude_edges, "exclude_edges", g.canonical_etypes,
                                                           g.get_etype_id)
     call_seed = draw_seed() if any(f >= 0 for f in fanouts) else 0  # all edges: no draw (torch's RNG untouched)
+    picks = {cet: _sample_relation(g, cet, g._rels[cet], edge_dir, seeds.get(cet[2] if edge_dir == "in" else cet[0]),
+                                   fanouts[r], replace, relation_seed(call_seed, r) & MASK64, prob, excluded.get(cet))
+             for r, cet in enumerate(g.canonical_etypes)}
+    return _frontier(g, picks, edge_dir, copy_ndata, copy_edata, output_device)
+
+
+def _frontier(g: DGLGraph, picks: dict, edge_dir: str, copy_ndata: bool, copy_edata: bool, output_device) -> DGLGraph:
+    """The graph of every node of ``g`` and the edges ``picks`` names: ``{canonical etype: (edge ids, the node
+    each was picked for, its other end)}``; ``edata[EID]`` and the graph's edge fields at them, gathered when
+    read (as DGL's subframes), with ``copy_edata``; the node fields shared with ``copy_ndata``."""
     rels, edge_frames = {}, {}
-    for r, cet in enumerate(g.canonical_etypes):
+    for cet, (picked, own, other) in picks.items():
         rel = g._rels[cet]
-        ends = seeds.get(cet[2] if edge_dir == "in" else cet[0])
-        picked, own, other = _sample_relation(g, cet, rel, edge_dir, ends, fanouts[r], replace,
-                                              relation_seed(call_seed, r) & MASK64, prob, excluded.get(cet))
         own, other = own.to(g.idtype), other.to(g.idtype)
         rels[cet] = Relation(rel.num_src, rel.num_dst, *((other, own) if edge_dir == "in" else (own, other)))
-        if copy_edata:  # the graph's edge fields at the drawn edges, gathered when read (as DGL's subframes)
+        if copy_edata:
             frame = g._edge_frames[cet].rows_on_read(picked)
             frame[EID] = picked.to(g.idtype)
         else:
@@ -105,7 +112,7 @@ def select_topk(g: DGLGraph, k, weight: str, nodes=None, edge_dir: str = "in", a
     counts = _fanouts(g, k)
     ends = {nt: torch.arange(g.num_nodes(nt), device=g.device) for nt in g.ntypes} if nodes is None else \
         _per_type(g, nodes, "nodes", g.ntypes, g.get_ntype_id)
-    rels, edge_frames = {}, {}
+    picks = {}
     for r, cet in enumerate(g.canonical_etypes):
         rel = g._rels[cet]
         if weight not in g._edge_frames[cet]:
@@ -114,17 +121,8 @@ def select_topk(g: DGLGraph, k, weight: str, nodes=None, edge_dir: str = "in", a
         picked, owner = _top_edges(rel.csc() if edge_dir == "in" else rel.csr(), g._edge_frames[cet][weight], own,
                                    counts[r], ascending, g.device)
         src, dst = rel.coo()
-        other = (src if edge_dir == "in" else dst)[picked].to(g.idtype)
-        owner = owner.to(g.idtype)
-        rels[cet] = Relation(rel.num_src, rel.num_dst, *((other, owner) if edge_dir == "in" else (owner, other)))
-        frame = g._edge_frames[cet].rows_on_read(picked) if copy_edata else Frame(int(picked.shape[0]), "edges")
-        if copy_edata:
-            frame[EID] = picked.to(g.idtype)
-        edge_frames[cet] = frame
-    node_frames = {nt: f.shared_copy() if copy_ndata else Frame(f.num_rows) for nt, f in g._node_frames().items()}
-    out = DGLGraph(rels, {nt: g.num_nodes(nt) for nt in g.ntypes}, idtype=g.idtype, src_frames=node_frames,
-                   edge_frames=edge_frames)
-    return out if output_device is None else out.to(output_device)
+        picks[cet] = picked, owner, (src if edge_dir == "in" else dst)[picked]
+    return _frontier(g, picks, edge_dir, copy_ndata, copy_edata, output_device)
 
 
 def _top_edges(comp, weights: torch.Tensor, nodes, k: int, ascending: bool, device):
@@ -141,12 +139,13 @@ def _top_edges(comp, weights: torch.Tensor, nodes, k: int, ascending: bool, devi
     order = torch.sort(weights[eids.to(weights.device)].to(device), descending=not ascending, stable=True).indices
     order = order[torch.sort(row[order], stable=True).indices]
     if k >= 0:
-        order = order[_rank_in_row(row[order]) < k]
+        order = order[rank_in_row(row[order]) < k]
     return eids[order], nodes[row[order]]
 
 
-def _rank_in_row(rows: torch.Tensor) -> torch.Tensor:
-    """Each entry's position among the entries of its row (``rows`` grouped, ascending)."""
+def rank_in_row(rows: torch.Tensor) -> torch.Tensor:
+    """Each entry's position among the entries of its row (``rows`` grouped, ascending): the top-k cut of
+    select_topk and of PinSAGE's neighbour selection."""
     first = torch.searchsorted(rows, rows)
     return torch.arange(rows.shape[0], device=rows.device) - first
 
@@ -187,20 +186,15 @@ def _sample_relation(g, cet, rel: Relation, edge_dir: str, ends, fanout: int, re
     empty = torch.zeros(0, dtype=torch.int64, device=g.device)
     if ends is None or ends.numel() == 0 or fanout == 0:
         return empty, empty, empty
-    count = rel.num_dst if edge_dir == "in" else rel.num_src
-    if int(ends.min()) < 0 or int(ends.max()) >= count:
-        bad = ends[(ends < 0) | (ends >= count)][0]
-        raise DGLError(f"Expect all node IDs of type {cet[2] if edge_dir == 'in' else cet[0]!r} to be in "
-                       f"[0, {count}), got {int(bad)}.")
+    check_node_ids(ends, rel.num_dst if edge_dir == "in" else rel.num_src,
+                   f"{cet[2] if edge_dir == 'in' else cet[0]!r} node")
     comp = rel.csc() if edge_dir == "in" else rel.csr()
     keep = derivations_of(g)
     tag = f"{cet}:{edge_dir}"
     key = (storage_key(comp.indptr.cpu().numpy()), storage_key(comp.indices.cpu().numpy()))
     indptr = keep.kept(f"indptr64:{tag}", key, lambda: ops._read_only(comp.indptr.cpu().numpy().astype(np.int64)))
     eids = None if comp.eids is None else comp.eids.cpu().numpy()
-    weights = None
-    if prob is not None and prob in g._edge_frames[cet]:
-        weights = _csc_weights(keep, tag, prob, g._edge_frames[cet][prob], eids, rel.num_edges)
+    weights = ordered_weights(g, cet, edge_dir, prob, eids)
     drop, positions = None, None
     if excluded is not None and excluded.numel():
         drop = excluded.cpu().numpy()
@@ -218,17 +212,24 @@ def _sample_relation(g, cet, rel: Relation, edge_dir: str, ends, fanout: int, re
     return picked.to(g.device), owners.to(g.device), torch.from_numpy(other).to(g.device)
 
 
-def _csc_weights(keep, tag: str, name: str, tensor: torch.Tensor, eids, num_edges: int) -> np.ndarray:
-    """Edge feature ``name`` as checked weights in CSC (CSR) order: checked and permuted once per version
-    of the tensor (a bool mask as its uint8 view)."""
+def ordered_weights(g: DGLGraph, cet, edge_dir: str, name, eids) -> np.ndarray | None:
+    """Edge feature ``name`` of relation ``cet`` as checked weights in its CSC (``edge_dir="in"``) or CSR
+    order (``eids``: the edge id at each position, None when positions are ids), read-only, a bool mask as
+    its uint8 view; checked and permuted once per version of the tensor (``graph_derivations``).  None when
+    ``name`` is None or the relation lacks it (draw uniformly, as DGL does).  What sample_neighbors and the
+    random walks draw by."""
+    if name is None or name not in g._edge_frames[cet]:
+        return None
+    tensor = g._edge_frames[cet][name]
     if tensor.dim() != 1:
         raise DGLError(f"prob {name!r} must be a 1-D edge feature, got shape {tuple(tensor.shape)}.")
     plain = tensor if tensor.device.type == "cpu" and not tensor.requires_grad else tensor.detach().cpu()
+    keep, tag, num_edges = derivations_of(g), f"{cet}:{edge_dir}:{name}", g._rels[cet].num_edges
     try:
-        keep.check_weights(f"{tag}:{name}", plain, num_edges)
+        keep.check_weights(tag, plain, num_edges)
     except ValueError as e:
         raise DGLError(str(e)) from None
-    rows = plain.numpy() if eids is None else keep.csc_order(f"{tag}:{name}", plain, eids)
+    rows = plain.numpy() if eids is None else keep.csc_order(tag, plain, eids)
     return ops._read_only(ops.weights_form(rows, num_edges, name))
 
 
@@ -239,8 +240,15 @@ def _edge_positions(eids: np.ndarray) -> np.ndarray:
     return ops._read_only(edge_positions(eids))
 
 
+WALKS = ("random_walk", "pack_traces", "RandomWalkNeighborSampler", "PinSAGESampler")  # in bgl.dgl.random_walks
+
+
 def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
+    if name in WALKS:  # loaded here on use: random_walks imports this module's weight and rank helpers
+        import importlib
+
+        return getattr(importlib.import_module("bgl.dgl.random_walks"), name)
     raise not_built(f"dgl.sampling.{name}", "sample_neighbors, random_walk, pack_traces, RandomWalkNeighborSampler and "
                     "PinSAGESampler are built; see docs/from-dgl.md", attribute=True)

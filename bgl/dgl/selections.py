@@ -14,9 +14,10 @@ from __future__ import annotations
 import torch
 
 from bgl.dgl.base import DGLError, is_all
+from bgl.dgl.frames import Frame
 from bgl.dgl.graph_queries import check_node_ids
 from bgl.dgl.heterograph import DGLGraph
-from bgl.dgl.transforms import _method, _plain
+from bgl.dgl.transforms import _method, _plain, with_remade_frames
 from bgl.dgl.udf import EdgeBatch, NodeBatch, _Rows
 
 
@@ -84,17 +85,7 @@ def node_type_subgraph(graph: DGLGraph, ntypes, output_device=None) -> DGLGraph:
 def local_var(g: DGLGraph) -> DGLGraph:
     """The graph with feature dicts of its own (the tensors and the structure shared): features set on
     it stay off ``g``; in-place edits of a shared tensor show in both, as with DGL's ``local_var``."""
-    copies: dict = {}
-
-    def own(frames: dict) -> dict:
-        out = {}
-        for key, frame in frames.items():
-            if id(frame) not in copies:
-                copies[id(frame)] = frame.shared_copy()
-            out[key] = copies[id(frame)]
-        return out
-
-    return g._rebuild(dict(g._rels), own(g._src_frames), own(g._dst_frames), own(g._edge_frames))
+    return with_remade_frames(g, Frame.shared_copy)
 
 
 def in_subgraph(graph: DGLGraph, nodes, *, relabel_nodes: bool = False, store_ids: bool = True,

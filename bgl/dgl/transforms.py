@@ -405,21 +405,32 @@ class AddSelfLoop:
         return "AddSelfLoop()"
 
 
-def _cast_features(g: DGLGraph, dtype: torch.dtype) -> DGLGraph:
-    """``g`` with every floating-point node and edge feature cast to ``dtype`` (others shared), as DGL's ``to_*``."""
+def with_remade_frames(g: DGLGraph, remake) -> DGLGraph:
+    """``g``'s structure with each of its frames replaced by ``remake(frame)``, once per distinct frame (a
+    graph's node frame serves both its src and dst views: the copy does too)."""
     copies: dict = {}
 
-    def cast(frames: dict) -> dict:
+    def own(frames: dict) -> dict:
         out = {}
         for key, frame in frames.items():
             if id(frame) not in copies:
-                copy = copies[id(frame)] = Frame(frame.num_rows, frame.kind)
-                for name, value in frame.items():
-                    copy[name] = value.to(dtype) if value.is_floating_point() else value
+                copies[id(frame)] = remake(frame)
             out[key] = copies[id(frame)]
         return out
 
-    return g._rebuild(dict(g._rels), cast(g._src_frames), cast(g._dst_frames), cast(g._edge_frames))
+    return g._rebuild(dict(g._rels), own(g._src_frames), own(g._dst_frames), own(g._edge_frames))
+
+
+def _cast_features(g: DGLGraph, dtype: torch.dtype) -> DGLGraph:
+    """``g`` with every floating-point node and edge feature cast to ``dtype`` (others shared), as DGL's ``to_*``."""
+
+    def cast(frame: Frame) -> Frame:
+        copy = Frame(frame.num_rows, frame.kind)
+        for name, value in frame.items():
+            copy[name] = value.to(dtype) if value.is_floating_point() else value
+        return copy
+
+    return with_remade_frames(g, cast)
 
 
 def to_float(g: DGLGraph) -> DGLGraph:
