@@ -19,18 +19,28 @@ LLVM's code run, and only then can its pages be back.  Where numba's internals d
 count, the fallback is the process's file-backed resident set (``/proc/self/statm``, ~10 us) having
 grown by :data:`GROWTH` (which memory-mapped feature pages also do, hence not the first choice).
 ``BGL_KEEP_JIT_PAGES=1`` turns it off (bench/typed/rgcn.py measures both).
+
+A loader's paths (the end of its construction-time kernel loading, an epoch's first batch, the
+inline chain's first item) call :func:`release_jit_pages_soon`: the cheap check in the caller, the
+``/proc/self/maps`` walk and the ``madvise`` calls (~15-19 ms of page-out work in a process's first
+loader, all of it in its first batch before) in a short-lived daemon thread, one at a time, named
+``llvm-pages-release`` (not a ``bgl-`` pipeline thread).  ``madvise`` runs without the GIL, so the
+first batch reaches the trainer while the pages go.  Processes that fork or exit right after (the
+zygote, a stage process's warm-up, a graph server) keep the synchronous call.
 """
 from __future__ import annotations
 
 import ctypes
 import os
 import sys
+import threading
 
 MADV_PAGEOUT = 21  # linux/mman.h
 LIBRARY = "libllvmlite"
 GROWTH = 8 << 20  # bytes of file-backed resident pages gained that make another release worth it
 _last_shared = [0]  # the file-backed resident bytes after the last release
 _last_symbols = [0]  # jit_symbols() at the last release
+_releasing = threading.Lock()  # held while a background release runs (one at a time)
 
 
 def _shared_bytes() -> int:
@@ -72,14 +82,24 @@ def llvm_mappings(maps_text: str) -> list[tuple[int, int]]:
     return out
 
 
-def release_jit_pages() -> int:
-    """Page out LLVM's library mappings in this process; returns the bytes advised (0: nothing done)."""
+def _worth_a_release() -> bool:
+    """True where a release can run (Linux, LLVM loaded, not turned off) and a kernel was loaded since the
+    last one."""
     if not sys.platform.startswith("linux") or "llvmlite.binding" not in sys.modules \
             or os.environ.get("BGL_KEEP_JIT_PAGES", "") not in ("", "0"):
-        return 0
+        return False
     try:
-        if _nothing_new_to_release():
-            return 0
+        return not _nothing_new_to_release()
+    except OSError:
+        return False
+
+
+def release_jit_pages() -> int:
+    """Page out LLVM's library mappings in this process; returns the bytes advised (0: nothing done)."""
+    if not _worth_a_release():
+        return 0
+    symbols = jit_symbols() or 0  # read first: a kernel loaded during the release counts as new next time
+    try:
         with open("/proc/self/maps") as f:
             spans = llvm_mappings(f.read())
         madvise = ctypes.CDLL(None, use_errno=True).madvise
@@ -92,5 +112,25 @@ def release_jit_pages() -> int:
             break  # EINVAL before Linux 5.4: nothing to gain from the rest
         done += length
     _last_shared[0] = _shared_bytes()
-    _last_symbols[0] = jit_symbols() or 0
+    _last_symbols[0] = symbols
     return done
+
+
+def release_jit_pages_soon() -> bool:
+    """:func:`release_jit_pages` in a daemon thread when there is something to release and no release is
+    running; returns whether one was started.  The check (a ``len()``) runs here, in the caller."""
+    if not _worth_a_release() or not _releasing.acquire(blocking=False):
+        return False
+
+    def release() -> None:
+        try:
+            release_jit_pages()
+        finally:
+            _releasing.release()
+
+    try:
+        threading.Thread(target=release, name="llvm-pages-release", daemon=True).start()
+    except RuntimeError:  # no new threads (interpreter shutting down): leave the pages where they are
+        _releasing.release()
+        return False
+    return True

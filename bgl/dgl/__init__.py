@@ -21,6 +21,8 @@ from bgl.dgl.base import ALL, EID, ETYPE, NID, NTYPE, DGLError, not_built
 from bgl.dgl.batching import (batch, broadcast_edges, broadcast_nodes, max_edges, max_nodes, mean_edges, mean_nodes,
                               readout_edges, readout_nodes, softmax_edges, softmax_nodes, sum_edges, sum_nodes, unbatch)
 from bgl.dgl.convert import block_from_bgl, create_block, graph, graph_from_pair, heterograph, rand_graph
+from bgl.dgl.derived_graphs import (block_to_graph, init, khop_adj, khop_graph, laplacian_lambda_max, line_graph,
+                                    metapath_reachable_graph, to_bfloat16, to_simple_graph)
 from bgl.dgl.heterograph import DGLGraph
 from bgl.dgl.mutation import add_edges, add_nodes, remove_nodes
 from bgl.dgl.ops import edge_softmax
@@ -34,6 +36,7 @@ from bgl.dgl.transforms import (AddSelfLoop, add_reverse_edges, add_self_loop, e
 from bgl.dgl.udf import EdgeBatch, NodeBatch
 
 Block = DGLGraph  # DGL's blocks are DGLGraphs whose is_block is True
+__version__ = "2.1.0"  # the DGL release whose API bgl.dgl mirrors (scripts compare dgl.__version__)
 DGLHeteroGraph = DGLGraph  # DGL's older name of the same class
 
 # dgl.transforms.<Name> / `import dgl.transforms as T; T.Compose(...)`: the objects under DGL's module name too
@@ -49,6 +52,8 @@ __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHe
            "in_subgraph", "out_subgraph", "rand_graph", "to_float", "to_double", "to_half",
            "node_subgraph", "node_type_subgraph", "remove_edges", "remove_nodes", "remove_self_loop", "reverse",
            "to_bidirected", "to_heterogeneous", "to_homogeneous", "to_simple", "to_block", "compact_graphs", "sampling", "optim",
+           "line_graph", "khop_adj", "khop_graph", "metapath_reachable_graph", "laplacian_lambda_max", "block_to_graph",
+           "to_bfloat16", "to_simple_graph", "init",
            # batches of graphs and their readouts
            "batch", "unbatch", "readout_nodes", "readout_edges", "sum_nodes", "mean_nodes", "max_nodes", "sum_edges",
            "mean_edges", "max_edges", "softmax_nodes", "softmax_edges", "broadcast_nodes", "broadcast_edges",

@@ -269,7 +269,12 @@ class DataLoader(Closes):
         cache are rebuilt when, and only when, a tensor changed.  A change in the middle of
         an epoch is seen from the next epoch on.
         """
-        if not self._watches_graph or not self._info.changed():
+        if not self._watches_graph:  # a typed graph's structure is read once, at construction
+            if self._info.from_dgl and self._info.structure_changed():
+                raise ValueError("the typed graph's nodes or edges were edited in place since this loader was built; "
+                                 "build a new loader")
+            return
+        if not self._info.changed():
             return
         if self._edges is not None and self._info.structure_changed():
             raise ValueError("the graph's edges were edited in place since this loader was built (its seeds are "

@@ -1,7 +1,7 @@
 """LLVM's library pages leave a process's resident set once its kernels are loaded (sampler/jit_pages.py).
 
-Checked in fresh interpreters: one that loads a kernel, releases, then runs kernels again; one
-with ``BGL_KEEP_JIT_PAGES=1``.
+Checked in fresh interpreters: one that loads a kernel, releases (in the caller, or in the background
+as a loader's first batch does), then runs kernels again; one with ``BGL_KEEP_JIT_PAGES=1``.
 """
 from __future__ import annotations
 
@@ -17,9 +17,11 @@ from bgl.sampler.jit_pages import llvm_mappings
 
 PROBE = r'''
 import json
+import sys
+import threading
 import numpy as np
 from bgl.sampler import ops
-from bgl.sampler.jit_pages import release_jit_pages
+from bgl.sampler.jit_pages import release_jit_pages, release_jit_pages_soon
 
 def file_kb():
     return int(next(l for l in open("/proc/self/status") if l.startswith("RssFile")).split()[1])
@@ -29,15 +31,23 @@ def sample():
                                 0, 2, False, 0, parallel=False)[1].tolist()
 first = sample()
 before = file_kb()
-advised = release_jit_pages()
+if sys.argv[1:] == ["soon"]:
+    advised = release_jit_pages_soon()  # True: a release thread started
+    workers = [t for t in threading.enumerate() if t.name == "llvm-pages-release"]
+    for t in workers:
+        t.join()
+    again = release_jit_pages_soon()
+else:
+    advised, workers = release_jit_pages(), []
+    again = release_jit_pages()
 after = file_kb()
-print(json.dumps({"advised": advised, "dropped_kb": before - after, "again": release_jit_pages(),
-                  "same": sample() == first}))
+print(json.dumps({"advised": advised, "dropped_kb": before - after, "again": again, "same": sample() == first,
+                  "workers": len(workers)}))
 '''
 
 
-def _probe(**env) -> dict:
-    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300,
+def _probe(*args, **env) -> dict:
+    done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=300,
                           env={**os.environ, **env})
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -66,6 +76,24 @@ def test_a_release_drops_llvms_file_pages_and_kernels_still_run():
     assert seen["same"]
     kept = _probe(BGL_KEEP_JIT_PAGES="1")
     assert kept["advised"] == 0 and kept["dropped_kb"] < 4 * 1024 and kept["same"], kept
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="madvise(MADV_PAGEOUT) is Linux's")
+def test_a_background_release_drops_the_same_pages_in_its_own_thread():
+    """What a loader's first batch does (release_jit_pages_soon): the caller only starts a thread."""
+    seen = _probe("soon")
+    if seen["dropped_kb"] <= 8 * 1024 and (_other_processes_mapping_llvm() or not _pageout_works()):
+        pytest.skip(f"MADV_PAGEOUT refused, or LLVM's pages shared with other processes: {seen}")
+    assert seen["advised"] is True and seen["workers"] == 1, seen
+    assert seen["dropped_kb"] > 8 * 1024, seen
+    assert seen["again"] is False, seen  # nothing loaded since: no second thread
+    assert seen["same"]
+    kept = _probe("soon", BGL_KEEP_JIT_PAGES="1")
+    assert kept["advised"] is False and kept["workers"] == 0 and kept["dropped_kb"] < 4 * 1024, kept
+
+
+def _pageout_works() -> bool:
+    return _probe()["advised"] != 0
 
 
 def _other_processes_mapping_llvm() -> list[int]:

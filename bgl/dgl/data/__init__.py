@@ -8,6 +8,8 @@
 * :class:`AsNodePredDataset` (:mod:`bgl.dgl.data.adapter`): a labelled graph as a node-prediction task
   (``train_idx`` / ``val_idx`` / ``test_idx``).
 * :class:`TUDataset` (:mod:`bgl.dgl.data.tu`): the TU graph-classification benchmarks from their raw text files.
+* :mod:`bgl.dgl.data.utils`: DGL's ``dgl.data.utils`` helpers (``split_dataset``, ``save_tensors``, ``download`` of a file
+  already in place, ...), nothing downloaded.
 """
 from .adapter import AsNodePredDataset
 from .citation import CitationGraphDataset, CiteseerGraphDataset, CoraGraphDataset, PubmedGraphDataset
@@ -34,3 +36,5 @@ def load_data(args):
 
         raise not_built("RedditDataset", "save the graph with bgl.dgl.data.save_graphs and load_graphs it")
     raise ValueError("Unknown dataset: {}".format(args.dataset))
+
+from . import utils  # noqa: E402  (``dgl.data.utils.X`` after ``import bgl.dgl as dgl``)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Optional
 
-from ...sampler.jit_pages import release_jit_pages
+from ...sampler.jit_pages import release_jit_pages_soon
 from ..trainer_wait import TrainerWait, timed_next
 
 
@@ -55,7 +55,7 @@ class EpochIterator:
             raise
         if self._first:  # every stage's kernels are loaded now: LLVM's pages can go (jit_pages.py)
             self._first = False
-            release_jit_pages()
+            release_jit_pages_soon()
         self.position += 1
         return item
 

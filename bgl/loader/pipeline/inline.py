@@ -13,7 +13,7 @@ from functools import partial
 from typing import Any, Iterator, Sequence
 
 from ...errors import PipelineError
-from ...sampler.jit_pages import release_jit_pages
+from ...sampler.jit_pages import release_jit_pages_soon
 from ..stages.protocol import SourceStage, Stage
 
 log = logging.getLogger("bgl.loader.pipeline.chain")
@@ -50,15 +50,15 @@ def mapped(stage: Stage, items: Iterator[Any]) -> Iterator[Any]:
     in items: yield stage(item)`` loop holds it while suspended, i.e. while the next batch is
     sampled and gathered, after the trainer has dropped it (one batch of feature rows more
     than DGL's loader at steady state: 45 MB on CiteSeer's paper-word graph).  After the first
-    item the stage's kernels are loaded, so LLVM's library pages go before the next stage
-    allocates its batch (:mod:`bgl.sampler.jit_pages`).
+    item the stage's kernels are loaded, so LLVM's library pages start to go, beside the next stage
+    (:func:`bgl.sampler.jit_pages.release_jit_pages_soon`).
     """
     out = map(partial(apply_stage, stage), items)
     try:
         first = [next(out)]
     except StopIteration:
         return
-    release_jit_pages()
+    release_jit_pages_soon()
     yield first.pop()
     yield from out
 

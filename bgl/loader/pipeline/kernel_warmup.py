@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ...sampler.jit_pages import release_jit_pages_soon
 from ..stages.minibatch import MiniBatch
 
 MAX_KEYS = 256
@@ -35,8 +36,9 @@ def load_kernels(ids: np.ndarray, info: Any, sample, fetch, transfer) -> None:
     (minutes' worth of compiling when there is no cache yet).  Paid by the first batch, it made the
     first epoch of DGL's example on Cora take 1.2-1.8 s against 0.02-0.06 s for the next ones, and
     bgl slower than DGL's loader over a few epochs although each batch is faster.  Here it is paid at
-    construction, like the rest of the setup.  No RNG is drawn (the seed is fixed) and a configured
-    cache is not touched.
+    construction, like the rest of the setup, and LLVM's pages that the loading faulted in start to go
+    in the background right after (:mod:`bgl.sampler.jit_pages`).  No RNG is drawn (the seed is fixed)
+    and a configured cache is not touched.
     """
     if ids.shape[0] == 0:
         return
@@ -51,6 +53,7 @@ def load_kernels(ids: np.ndarray, info: Any, sample, fetch, transfer) -> None:
     except BaseException:
         forget(key)
         raise
+    release_jit_pages_soon()
 
 
 def warm_key(graph: Any, info: Any, stages: tuple) -> tuple:

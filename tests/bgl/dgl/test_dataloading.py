@@ -301,3 +301,19 @@ def test_a_loader_sees_edges_edited_in_place_from_the_next_epoch(lib):
     g.remove_edges(torch.tensor([0, 1]))
     with pytest.raises(ValueError, match="edited in place since this loader was built"):
         next(iter(edge_loader))
+
+
+@pytest.mark.parametrize("lib", ["bgl.dgl", "dgl"])
+def test_a_loader_over_a_typed_graph_refuses_after_its_edges_were_edited(lib, user_item):
+    """A typed graph's structure is read once, at construction: after an in-place edit the next epoch raises one
+    line instead of sampling edges that are gone; a feature written in place is no edit."""
+    module = pytest.importorskip("dgl", reason="needs DGL (pinned lane) to compare against") if lib == "dgl" else bdgl
+    g = user_item(module, 5, 30, 20, 120)
+    loader = bgl.DataLoader(g, {"user": torch.arange(30)}, bgl.NeighborSampler([3, 3]), batch_size=10)
+    assert len(list(loader)) == 3
+    g.nodes["user"].data["x"][0] = 1.0
+    assert len(list(loader)) == 3
+    g.remove_edges(torch.tensor([0, 1]), etype="rates")
+    with pytest.raises(ValueError, match="typed graph's nodes or edges were edited in place") as e:
+        next(iter(loader))
+    assert "\n" not in str(e.value)
