@@ -12,6 +12,7 @@ from .agnnconv import AGNNConv
 from .chebconv import ChebConv
 from .combine import EdgePredictor, JumpingKnowledge, Sequential
 from .dotgatconv import DotGatConv
+from .edge_feature_convs import CFConv, EdgeGATConv, EGATConv, GatedGCNConv, GMMConv, PNAConv
 from .edge_networks import EdgeConv, NNConv
 from .functional import edge_softmax
 from .gatconv import GATConv, GATv2Conv
@@ -33,6 +34,7 @@ __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "G
            "TypedLinear", "HeteroGraphConv", "HGTConv", "SGConv", "APPNPConv", "TAGConv", "GCN2Conv", "DotGatConv",
            "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge", "EdgePredictor", "Sequential", "NodeEmbedding",
            "ChebConv", "NNConv", "EdgeConv", "GatedGraphConv", "AGNNConv",
+           "GMMConv", "PNAConv", "EGATConv", "EdgeGATConv", "GatedGCNConv", "CFConv",
            "SumPooling", "AvgPooling", "MaxPooling", "GlobalAttentionPooling", "WeightAndSum", "SortPooling", "Set2Set",
            "functional", "edge_softmax", "to_pyg"]
 
@@ -44,9 +46,9 @@ pytorch = conv = _sys.modules[__name__]
 
 # DGL 2.1's dgl.nn.pytorch names that bgl does not provide (yet).
 NOT_BUILT = frozenset({
-    "AtomicConv", "CFConv", "CuGraphGATConv", "CuGraphRelGraphConv", "CuGraphSAGEConv", "DenseChebConv",
-    "DenseGraphConv", "DenseSAGEConv", "DGNConv", "EdgeGATConv", "EGATConv", "EGNNConv", "GatedGCNConv",
-    "GMMConv", "GroupRevRes", "PNAConv", "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
+    "AtomicConv", "CuGraphGATConv", "CuGraphRelGraphConv", "CuGraphSAGEConv", "DenseChebConv",
+    "DenseGraphConv", "DenseSAGEConv", "DGNConv", "EGNNConv",
+    "GroupRevRes", "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
     "GNNExplainer", "HeteroGNNExplainer", "SubgraphX", "HeteroSubgraphX", "PGExplainer",
     "HeteroPGExplainer", "TransE", "TransR",
     "SetTransformerEncoder", "SetTransformerDecoder", "KNNGraph", "SegmentedKNNGraph",
