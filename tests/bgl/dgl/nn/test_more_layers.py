@@ -104,3 +104,37 @@ def test_gmmconv_equals_per_node_reference(build, block_edges, aggregator):
         reduced = {"sum": msgs.sum(0), "mean": msgs.mean(0), "max": msgs.max(0).values}[aggregator]
         expected[v] += reduced.sum(0)
     torch.testing.assert_close(layer(build.bgl(e), x, pseudo), expected, **TOL)
+
+
+def dense(e) -> torch.Tensor:
+    """[num_dst, num_src] edge counts (multi-edges add up)."""
+    a = torch.zeros(e.num_dst, e.num_src)
+    a.index_put_((e.dst, e.src), torch.ones(e.src.shape[0]), accumulate=True)
+    return a
+
+
+@pytest.mark.parametrize("norm", ["both", "right", "none"])
+def test_densegraphconv_equals_graphconv_on_the_same_graph(build, graph_edges, norm):
+    e = graph_edges
+    torch.manual_seed(0)
+    sparse = dglnn.GraphConv(5, 3, norm=norm, allow_zero_in_degree=True)
+    layer = dglnn.DenseGraphConv(5, 3, norm=norm)
+    layer.load_state_dict(sparse.state_dict())
+    x = torch.randn(e.num_src, 5)
+    torch.testing.assert_close(layer(dense(e), x), sparse(build.bgl(e), x), **TOL)
+
+
+def test_densechebconv_finds_lambda_max_and_sage_shapes(build, graph_edges):
+    e = graph_edges
+    a = dense(e)
+    a = a + a.T  # symmetric: real spectrum
+    torch.manual_seed(0)
+    cheb = dglnn.DenseChebConv(4, 3, 3)
+    x = torch.randn(e.num_src, 4, requires_grad=True)
+    d = torch.diag(a.sum(1).clamp(min=1).rsqrt())
+    lambda_max = torch.linalg.eigvalsh(torch.eye(e.num_src) - d @ a @ d).max()
+    torch.testing.assert_close(cheb(a, x), cheb(a, x, lambda_max), **TOL)
+    out = dglnn.DenseSAGEConv(4, 6, feat_drop=0.1)(a, x)
+    assert out.shape == (e.num_src, 6)
+    out.sum().backward()
+    assert torch.isfinite(x.grad).all()

@@ -1,5 +1,5 @@
-"""The edge-feature convolutions (GMMConv, CFConv, EGATConv, EdgeGATConv, GatedGCNConv, PNAConv) against
-DGL 2.1's on the same weights (DGL's state dict loaded, strict): outputs, input and parameter gradients
+"""The edge-feature convolutions (GMMConv, CFConv, EGATConv, EdgeGATConv, GatedGCNConv, PNAConv) and the
+dense-adjacency ones (DenseGraphConv, DenseSAGEConv, DenseChebConv) against DGL 2.1's on the same weights (DGL's state dict loaded, strict): outputs, input and parameter gradients
 within 1e-5 on graphs and blocks, DGL's initialisation (distributionally) and DGL's errors.
 Pinned lane only (skipped without DGL)."""
 from __future__ import annotations
@@ -15,6 +15,7 @@ import dgl.nn as dglnn  # noqa: E402
 import bgl.dgl  # noqa: E402
 import bgl.dgl.nn as bglnn  # noqa: E402
 
+from .test_dense_modules_match_dgl import _same as same_dense  # noqa: E402
 from .test_layers_match_dgl import both, check_same, feat  # noqa: E402
 
 
@@ -143,6 +144,35 @@ def test_bad_arguments_raise_dgl_error_types(build, block_edges, graph_edges):
         bglnn.PNAConv(4, 4, ["mean"], ["identity"], 1.0)(build.bgl(e), torch.randn(e.num_src, 4))
 
 
+def adjacency(rows: int, cols: int, seed: int = 3) -> torch.Tensor:
+    """A weighted [rows, cols] adjacency with an all-zero row and column (degrees clamped to 1 there)."""
+    gen = torch.Generator().manual_seed(seed)
+    adj = torch.rand(rows, cols, generator=gen) * (torch.rand(rows, cols, generator=gen) < 0.4)
+    adj[-1], adj[:, -1] = 0, 0
+    return adj.requires_grad_()
+
+
+@pytest.mark.parametrize("norm,widths", [("both", (6, 4)), ("right", (4, 6)), ("none", (4, 6))])
+def test_densegraphconv(norm, widths):
+    same_dense(lambda nn: nn.DenseGraphConv(*widths, norm=norm, activation=torch.tanh),
+               lambda: [adjacency(7, 9), feat(9, widths[0])])
+
+
+def test_densesageconv():
+    same_dense(lambda nn: nn.DenseSAGEConv(5, 3, norm=torch.nn.functional.normalize, activation=torch.relu),
+               lambda: [adjacency(8, 8), feat(8, 5)])
+    same_dense(lambda nn: nn.DenseSAGEConv(5, 3, bias=False), lambda: [adjacency(4, 8), (feat(8, 5), feat(4, 5))])
+    with pytest.raises(dgl.DGLError):
+        dglnn.DenseSAGEConv(5, 3)(adjacency(4, 8), (torch.randn(8, 5), torch.randn(4, 3)))
+    with pytest.raises(bgl.dgl.DGLError, match="should be equal"):
+        bglnn.DenseSAGEConv(5, 3)(adjacency(4, 8), (torch.randn(8, 5), torch.randn(4, 3)))
+
+
+@pytest.mark.parametrize("k,bias", [(1, True), (4, False)])
+def test_densechebconv(k, bias):
+    same_dense(lambda nn: nn.DenseChebConv(5, 3, k, bias=bias), lambda: [adjacency(8, 8), feat(8, 5), 1.7])
+
+
 INIT_CASES = {
     "GMMConv": lambda nn: nn.GMMConv(40, 30, 3, 4, residual=True),
     "CFConv": lambda nn: nn.CFConv(40, 20, 30, 25),
@@ -151,6 +181,9 @@ INIT_CASES = {
     "GatedGCNConv": lambda nn: nn.GatedGCNConv(40, 20, 30),
     "PNAConv": lambda nn: nn.PNAConv(40, 40, ["mean", "max"], ["identity", "amplification"], 1.0, num_towers=2,
                                      edge_feat_size=8),
+    "DenseGraphConv": lambda nn: nn.DenseGraphConv(40, 30),
+    "DenseSAGEConv": lambda nn: nn.DenseSAGEConv(40, 30),
+    "DenseChebConv": lambda nn: nn.DenseChebConv(40, 30, 3),
 }
 
 
