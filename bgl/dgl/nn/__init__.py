@@ -10,7 +10,7 @@ import sys as _sys
 from . import functional
 from .agnnconv import AGNNConv
 from .chebconv import ChebConv
-from .combine import EdgePredictor, JumpingKnowledge, Sequential
+from .combine import EdgePredictor, JumpingKnowledge, Sequential, TransE, TransR
 from .dense_adjacency import DenseChebConv, DenseGraphConv, DenseSAGEConv
 from .dotgatconv import DotGatConv
 from .edge_feature_convs import CFConv, EdgeGATConv, EGATConv, GatedGCNConv, GMMConv, PNAConv
@@ -25,7 +25,7 @@ from .hgtconv import HGTConv
 from .linear import TypedLinear
 from .node_embedding import NodeEmbedding
 from .pooling import AvgPooling, GlobalAttentionPooling, MaxPooling, Set2Set, SortPooling, SumPooling, WeightAndSum
-from .propagation import APPNPConv, GCN2Conv, SGConv, TAGConv
+from .propagation import APPNPConv, GCN2Conv, LabelPropagation, SGConv, TAGConv
 from .pyg_bridge import to_pyg
 from .relgraphconv import RelGraphConv
 from .sageconv import SAGEConv
@@ -36,7 +36,7 @@ __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "G
            "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge", "EdgePredictor", "Sequential", "NodeEmbedding",
            "ChebConv", "NNConv", "EdgeConv", "GatedGraphConv", "AGNNConv",
            "GMMConv", "PNAConv", "EGATConv", "EdgeGATConv", "GatedGCNConv", "CFConv",
-           "DenseGraphConv", "DenseSAGEConv", "DenseChebConv",
+           "DenseGraphConv", "DenseSAGEConv", "DenseChebConv", "LabelPropagation", "TransE", "TransR",
            "SumPooling", "AvgPooling", "MaxPooling", "GlobalAttentionPooling", "WeightAndSum", "SortPooling", "Set2Set",
            "functional", "edge_softmax", "to_pyg"]
 
@@ -52,9 +52,9 @@ NOT_BUILT = frozenset({
     "DGNConv", "EGNNConv",
     "GroupRevRes", "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
     "GNNExplainer", "HeteroGNNExplainer", "SubgraphX", "HeteroSubgraphX", "PGExplainer",
-    "HeteroPGExplainer", "TransE", "TransR",
+    "HeteroPGExplainer",
     "SetTransformerEncoder", "SetTransformerDecoder", "KNNGraph", "SegmentedKNNGraph",
-    "RadiusGraph", "LabelPropagation",
+    "RadiusGraph",
     "WeightBasis", "DeepWalk", "MetaPath2Vec", "BiasedMHA", "GraphormerLayer",
     "SpatialEncoder", "SpatialEncoder3d", "PathEncoder", "DegreeEncoder", "LapPosEncoder",
     "EGTLayer",

@@ -76,3 +76,16 @@ def check_same_feature_shape(src: Tensor, dst: Tensor) -> None:
     if tuple(src.shape[1:]) != tuple(dst.shape[1:]):
         raise DGLError(f"The feature shape of source nodes: {tuple(src.shape[1:])} should be equal "
                        f"to the feature shape of destination nodes: {tuple(dst.shape[1:])}.")
+
+
+class BlockRefused(DGLError, AssertionError):
+    """A whole-graph layer given a block.  DGL's layers fail there storing node data: a DGLError from
+    some (PNAConv), an AssertionError from others (GatedGCNConv, LabelPropagation); this is both, so a
+    script's ``except`` of either still catches it."""
+
+
+def refuse_block(graph, layer: str) -> None:
+    """:class:`BlockRefused` naming ``layer`` when ``graph`` is a block (it has no ``g.ndata`` to store into)."""
+    if graph.is_block:
+        raise BlockRefused(f"{layer} runs on a graph, not a block: DGL's stores node data (g.ndata), "
+                           f"which a block's separate src / dst nodes do not have")

@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 from ...ops import gsddmm, gspmm
 from ..dropout import Dropout
-from .graphs_only import refuse_block
+from ..graph_inputs import refuse_block
 
 
 class GatedGCNConv(nn.Module):

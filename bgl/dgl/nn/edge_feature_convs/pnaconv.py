@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from ...ops import gsddmm, gspmm
 from ..dropout import Dropout
-from .graphs_only import refuse_block
+from ..graph_inputs import refuse_block
 
 MOMENTS = {"moment3": 3, "moment4": 4, "moment5": 5}
 AGGREGATORS = ("mean", "sum", "max", "min", "std", "var") + tuple(MOMENTS)

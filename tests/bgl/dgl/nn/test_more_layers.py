@@ -138,3 +138,26 @@ def test_densechebconv_finds_lambda_max_and_sage_shapes(build, graph_edges):
     assert out.shape == (e.num_src, 6)
     out.sum().backward()
     assert torch.isfinite(x.grad).all()
+
+
+def test_label_propagation_spreads_known_labels(build):
+    """A path 0 -> 1 -> 2 -> 3 with only node 0 labelled: each step moves every node's scores one node on,
+    times alpha (row norm, in-degrees 1), and adds (1 - alpha) of the known labels; two steps miss node 3."""
+    g = bgl.dgl.graph((torch.tensor([0, 1, 2]), torch.tensor([1, 2, 3])))
+    labels, mask = torch.tensor([1, 0, 0, 0]), torch.tensor([True, False, False, False])
+    y = dglnn.LabelPropagation(2, 0.5, norm_type="row", clamp=False)(g, labels, mask)
+    expected = torch.tensor([[0.0, 0.5], [0.0, 0.25], [0.0, 0.25], [0.0, 0.0]])
+    torch.testing.assert_close(y, expected)
+    with pytest.raises(AssertionError, match="not a block"):
+        dglnn.LabelPropagation(2, 0.5)(bgl.dgl.create_block((torch.tensor([0]), torch.tensor([0]))), labels[:1])
+
+
+def test_transe_transr_scores():
+    torch.manual_seed(0)
+    head, tail, rels = torch.randn(4, 3), torch.randn(4, 3), torch.tensor([1, 0, 1, 2])
+    transe = dglnn.TransE(3, 3, p=2)
+    torch.testing.assert_close(transe(head, tail, rels), -(head + transe.rel_emb.weight[rels] - tail).norm(dim=1))
+    transr = dglnn.TransR(3, 2, 3)
+    proj = transr.rel_project.weight.view(3, 3, 2)[rels]
+    diff = torch.einsum("ei,eij->ej", head - tail, proj) + transr.rel_emb.weight[rels]
+    torch.testing.assert_close(transr(head, tail, rels), -diff.abs().sum(1))

@@ -1,5 +1,6 @@
 """The edge-feature convolutions (GMMConv, CFConv, EGATConv, EdgeGATConv, GatedGCNConv, PNAConv) and the
-dense-adjacency ones (DenseGraphConv, DenseSAGEConv, DenseChebConv) against DGL 2.1's on the same weights (DGL's state dict loaded, strict): outputs, input and parameter gradients
+dense-adjacency ones (DenseGraphConv, DenseSAGEConv, DenseChebConv), LabelPropagation and the knowledge-graph
+scorers TransE / TransR against DGL 2.1's on the same weights (DGL's state dict loaded, strict): outputs, input and parameter gradients
 within 1e-5 on graphs and blocks, DGL's initialisation (distributionally) and DGL's errors.
 Pinned lane only (skipped without DGL)."""
 from __future__ import annotations
@@ -142,6 +143,11 @@ def test_bad_arguments_raise_dgl_error_types(build, block_edges, graph_edges):
         dglnn.PNAConv(4, 4, ["mean"], ["identity"], 1.0)(build.dgl(e), torch.randn(e.num_src, 4))
     with pytest.raises(bgl.dgl.DGLError, match="PNAConv runs on a graph, not a block"):
         bglnn.PNAConv(4, 4, ["mean"], ["identity"], 1.0)(build.bgl(e), torch.randn(e.num_src, 4))
+    args = (torch.randn(e.num_src, 4), torch.randn(e.src.shape[0], 2))
+    with pytest.raises(AssertionError):
+        dglnn.GatedGCNConv(4, 2, 4)(build.dgl(e), *args)
+    with pytest.raises(AssertionError, match="GatedGCNConv runs on a graph, not a block"):
+        bglnn.GatedGCNConv(4, 2, 4)(build.bgl(e), *args)
 
 
 def adjacency(rows: int, cols: int, seed: int = 3) -> torch.Tensor:
@@ -173,6 +179,42 @@ def test_densechebconv(k, bias):
     same_dense(lambda nn: nn.DenseChebConv(5, 3, k, bias=bias), lambda: [adjacency(8, 8), feat(8, 5), 1.7])
 
 
+@pytest.mark.parametrize("options,multi_label", [(dict(norm_type="sym"), False),
+                                                 (dict(norm_type="row", clamp=False, normalize=True, reset=True), False),
+                                                 (dict(norm_type="sym", reset=True), True)])
+def test_label_propagation(build, graph_edges, options, multi_label):
+    e = graph_edges
+    gen = torch.Generator().manual_seed(4)
+    labels = torch.randint(0, 4, (e.num_src,), generator=gen)
+    if multi_label:
+        labels = (torch.rand(e.num_src, 3, generator=gen) < 0.5).long()
+    mask = torch.rand(e.num_src, generator=gen) < 0.5
+    theirs = dglnn.LabelPropagation(3, 0.8, **options)(build.dgl(e), labels, mask)
+    ours = bglnn.LabelPropagation(3, 0.8, **options)(build.bgl(e), labels, mask)
+    torch.testing.assert_close(ours, theirs, atol=1e-6, rtol=1e-6)
+
+
+def test_label_propagation_errors(build, graph_edges, block_edges):
+    labels = torch.zeros(graph_edges.num_src, dtype=torch.long)
+    with pytest.raises(ValueError) as theirs:
+        dglnn.LabelPropagation(2, 0.5, norm_type="col")(build.dgl(graph_edges), labels)
+    with pytest.raises(ValueError) as ours:
+        bglnn.LabelPropagation(2, 0.5, norm_type="col")(build.bgl(graph_edges), labels)
+    assert str(ours.value) == str(theirs.value)
+    labels = torch.zeros(block_edges.num_src, dtype=torch.long)
+    with pytest.raises(AssertionError):  # DGL's ndata view of a block asserts
+        dglnn.LabelPropagation(2, 0.5)(build.dgl(block_edges), labels)
+    with pytest.raises(AssertionError, match="LabelPropagation runs on a graph, not a block"):
+        bglnn.LabelPropagation(2, 0.5)(build.bgl(block_edges), labels)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_transe_transr(p):
+    rels = torch.tensor([0, 2, 1, 2, 0])
+    same_dense(lambda nn: nn.TransE(3, 4, p=p), lambda: [feat(5, 4), feat(5, 4), rels])
+    same_dense(lambda nn: nn.TransR(3, 2, 4, p=p), lambda: [feat(5, 4), feat(5, 4), rels])
+
+
 INIT_CASES = {
     "GMMConv": lambda nn: nn.GMMConv(40, 30, 3, 4, residual=True),
     "CFConv": lambda nn: nn.CFConv(40, 20, 30, 25),
@@ -184,6 +226,8 @@ INIT_CASES = {
     "DenseGraphConv": lambda nn: nn.DenseGraphConv(40, 30),
     "DenseSAGEConv": lambda nn: nn.DenseSAGEConv(40, 30),
     "DenseChebConv": lambda nn: nn.DenseChebConv(40, 30, 3),
+    "TransE": lambda nn: nn.TransE(30, 20),
+    "TransR": lambda nn: nn.TransR(30, 20, 10),
 }
 
 
