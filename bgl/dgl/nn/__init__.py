@@ -29,6 +29,7 @@ from .propagation import APPNPConv, GCN2Conv, LabelPropagation, SGConv, TAGConv
 from .pyg_bridge import to_pyg
 from .relgraphconv import RelGraphConv
 from .sageconv import SAGEConv
+from .twirls import TWIRLSConv, TWIRLSUnfoldingAndAttention
 from .typed_modules import HeteroEmbedding, HeteroLinear
 
 __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "GINConv", "GINEConv", "RelGraphConv",
@@ -37,6 +38,7 @@ __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "G
            "ChebConv", "NNConv", "EdgeConv", "GatedGraphConv", "AGNNConv",
            "GMMConv", "PNAConv", "EGATConv", "EdgeGATConv", "GatedGCNConv", "CFConv",
            "DenseGraphConv", "DenseSAGEConv", "DenseChebConv", "LabelPropagation", "TransE", "TransR",
+           "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
            "SumPooling", "AvgPooling", "MaxPooling", "GlobalAttentionPooling", "WeightAndSum", "SortPooling", "Set2Set",
            "functional", "edge_softmax", "to_pyg"]
 
@@ -50,7 +52,7 @@ pytorch = conv = _sys.modules[__name__]
 NOT_BUILT = frozenset({
     "AtomicConv", "CuGraphGATConv", "CuGraphRelGraphConv", "CuGraphSAGEConv",
     "DGNConv", "EGNNConv",
-    "GroupRevRes", "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
+    "GroupRevRes",
     "GNNExplainer", "HeteroGNNExplainer", "SubgraphX", "HeteroSubgraphX", "PGExplainer",
     "HeteroPGExplainer",
     "SetTransformerEncoder", "SetTransformerDecoder", "KNNGraph", "SegmentedKNNGraph",

@@ -161,3 +161,34 @@ def test_transe_transr_scores():
     proj = transr.rel_project.weight.view(3, 3, 2)[rels]
     diff = torch.einsum("ei,eij->ej", head - tail, proj) + transr.rel_emb.weight[rels]
     torch.testing.assert_close(transr(head, tail, rels), -diff.abs().sum(1))
+
+
+@pytest.mark.parametrize("precond", [True, False])
+def test_twirls_unfolding_equals_dense_iteration(build, graph_edges, precond):
+    e = graph_edges
+    loops = torch.arange(e.num_src)
+    e.src, e.dst = torch.cat([e.src, loops]), torch.cat([e.dst, loops])
+    a, x = dense(e), torch.randn(e.num_src, 3)
+    lam, alp = 1.5, 0.2
+    deg = a.sum(1)
+    y = x
+    for _ in range(3):
+        if precond:
+            s = (lam * deg + 1 - lam).rsqrt()[:, None]
+            y = (1 - alp) * y + alp * lam * s * (a @ (s * y)) + alp * x / (lam * deg + 1 - lam)[:, None]
+        else:
+            s = deg.rsqrt()[:, None]
+            y = (1 - alp * lam - alp) * y + alp * lam * s * (a @ (s * y)) + alp * x
+    layer = dglnn.TWIRLSUnfoldingAndAttention(3, alp, lam, 3, precond=precond)
+    torch.testing.assert_close(layer(build.bgl(e), x), y, **TOL)
+
+
+def test_twirlsconv_with_attention_shapes_and_gradients(build, graph_edges):
+    e = graph_edges
+    torch.manual_seed(0)
+    layer = dglnn.TWIRLSConv(4, 2, 5, prop_step=4, attention=True, use_eta=True, norm="layer", T=2.0)
+    x = torch.randn(e.num_src, 4, requires_grad=True)
+    out = layer(build.bgl(e), x)
+    assert out.shape == (e.num_src, 2)
+    out.sum().backward()
+    assert torch.isfinite(x.grad).all() and torch.isfinite(layer.unfolding.etas.grad).all()

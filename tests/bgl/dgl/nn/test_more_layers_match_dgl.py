@@ -1,6 +1,6 @@
 """The edge-feature convolutions (GMMConv, CFConv, EGATConv, EdgeGATConv, GatedGCNConv, PNAConv) and the
-dense-adjacency ones (DenseGraphConv, DenseSAGEConv, DenseChebConv), LabelPropagation and the knowledge-graph
-scorers TransE / TransR against DGL 2.1's on the same weights (DGL's state dict loaded, strict): outputs, input and parameter gradients
+dense-adjacency ones (DenseGraphConv, DenseSAGEConv, DenseChebConv), LabelPropagation, TWIRLSConv /
+TWIRLSUnfoldingAndAttention and the knowledge-graph scorers TransE / TransR against DGL 2.1's on the same weights (DGL's state dict loaded, strict): outputs, input and parameter gradients
 within 1e-5 on graphs and blocks, DGL's initialisation (distributionally) and DGL's errors.
 Pinned lane only (skipped without DGL)."""
 from __future__ import annotations
@@ -215,6 +215,40 @@ def test_transe_transr(p):
     same_dense(lambda nn: nn.TransR(3, 2, 4, p=p), lambda: [feat(5, 4), feat(5, 4), rels])
 
 
+TWIRLS_CASES = {
+    "plain": dict(),
+    "attention": dict(num_mlp_before=2, num_mlp_after=2, norm="batch", precond=False, attention=True, T=3.0,
+                      use_eta=True, attn_bef=True, lam=0.7, alp=0.3),
+    "layer_norm_p2": dict(num_mlp_after=3, norm="layer", attention=True, p=2, tau=0.5),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TWIRLS_CASES))
+def test_twirlsconv(build, graph_edges, case):
+    e = graph_edges
+    check_same(lambda nn: nn.TWIRLSConv(5, 3, 6, prop_step=4, **TWIRLS_CASES[case]), both(build, e),
+               lambda: ((feat(e.num_src, 5),), {}))
+
+
+def test_twirlsconv_caches_a_parameter_free_unfolding(build, graph_edges):
+    """No MLP before the unfolding: the first call's unfolding is reused by the next, whatever it passes."""
+    e = graph_edges
+    x, y = torch.randn(e.num_src, 5), torch.randn(e.num_src, 5)
+    torch.manual_seed(0)
+    theirs = dglnn.TWIRLSConv(5, 3, 6, prop_step=3, num_mlp_before=0)
+    ours = bglnn.TWIRLSConv(5, 3, 6, prop_step=3, num_mlp_before=0)
+    ours.load_state_dict(theirs.state_dict(), strict=True)
+    for layer, g in ((theirs, build.dgl(e)), (ours, build.bgl(e))):
+        layer(g, x)
+    torch.testing.assert_close(ours(build.bgl(e), y), theirs(build.dgl(e), y), atol=1e-5, rtol=1e-5)
+
+
+def test_twirls_unfolding_on_a_graph_with_self_loops(build, graph_edges):
+    e = with_self_loops(graph_edges)
+    check_same(lambda nn: nn.TWIRLSUnfoldingAndAttention(4, 0, 2.0, 5, attn_aft=2, use_eta=True, init_att=True),
+               both(build, e), lambda: ((feat(e.num_src, 4),), {}))
+
+
 INIT_CASES = {
     "GMMConv": lambda nn: nn.GMMConv(40, 30, 3, 4, residual=True),
     "CFConv": lambda nn: nn.CFConv(40, 20, 30, 25),
@@ -226,6 +260,8 @@ INIT_CASES = {
     "DenseGraphConv": lambda nn: nn.DenseGraphConv(40, 30),
     "DenseSAGEConv": lambda nn: nn.DenseSAGEConv(40, 30),
     "DenseChebConv": lambda nn: nn.DenseChebConv(40, 30, 3),
+    "TWIRLSConv": lambda nn: nn.TWIRLSConv(40, 30, 50, 2, num_mlp_before=2, norm="batch", use_eta=True,
+                                           attention=True),
     "TransE": lambda nn: nn.TransE(30, 20),
     "TransR": lambda nn: nn.TransR(30, 20, 10),
 }
