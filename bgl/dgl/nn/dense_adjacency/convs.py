@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from ..dropout import Dropout
-from ..graph_inputs import check_same_feature_shape
+from ..graph_inputs import add_bias, check_same_feature_shape
 
 
 def _per_row(values: Tensor, feat: Tensor) -> Tensor:
@@ -39,10 +39,7 @@ class DenseGraphConv(nn.Module):
         super().__init__()
         self._in_feats, self._out_feats, self._norm = in_feats, out_feats, norm
         self.weight = nn.Parameter(torch.empty(in_feats, out_feats))
-        if bias:
-            self.bias = nn.Parameter(torch.empty(out_feats))
-        else:
-            self.register_buffer("bias", None)
+        add_bias(self, out_feats, bias)
         self.reset_parameters()
         self._activation = activation
 
@@ -141,10 +138,7 @@ class DenseChebConv(nn.Module):
         super().__init__()
         self._in_feats, self._out_feats, self._k = in_feats, out_feats, k
         self.W = nn.Parameter(torch.empty(k, in_feats, out_feats))
-        if bias:
-            self.bias = nn.Parameter(torch.empty(out_feats))
-        else:
-            self.register_buffer("bias", None)
+        add_bias(self, out_feats, bias)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -18,7 +18,7 @@ from torch import Tensor, nn
 from ...base import DGLError
 from ...ops import edge_softmax, gsddmm, gspmm
 from ..dropout import Dropout
-from ..graph_inputs import add_head_projections, refuse_zero_in_degree, split_widths
+from ..graph_inputs import add_bias, add_head_projections, project_heads, refuse_zero_in_degree, split_widths
 
 # EGATConv's own wording: it has no allow_zero_in_degree switch to mention
 EGAT_ZERO_IN_DEGREE_MESSAGE = (
@@ -61,10 +61,7 @@ class EGATConv(nn.Module):
         self.fc_nj = nn.Linear(dst_width, out_edge_feats * num_heads, bias=False)
         self.fc_fij = nn.Linear(in_edge_feats, out_edge_feats * num_heads, bias=False)
         self.attn = nn.Parameter(torch.empty(1, num_heads, out_edge_feats))
-        if bias:
-            self.bias = nn.Parameter(torch.empty(num_heads * out_edge_feats))
-        else:
-            self.register_buffer("bias", None)
+        add_bias(self, num_heads * out_edge_feats, bias)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -139,10 +136,7 @@ class EdgeGATConv(nn.Module):
         self.feat_drop = Dropout(feat_drop)
         self.attn_drop = Dropout(attn_drop)
         self.leaky_relu = nn.LeakyReLU(negative_slope)
-        if bias:
-            self.bias = nn.Parameter(torch.empty(width))
-        else:
-            self.register_buffer("bias", None)
+        add_bias(self, width, bias)
         if residual:
             self.res_fc = nn.Linear(self._in_dst_feats, width, bias=False)
         else:
@@ -180,16 +174,7 @@ class EdgeGATConv(nn.Module):
         if not self._allow_zero_in_degree:
             refuse_zero_in_degree(graph)
         heads, out = self._num_heads, self._out_feats
-        if isinstance(feat, tuple):
-            h_src, h_dst = self.feat_drop(feat[0]), self.feat_drop(feat[1])
-            fc_src, fc_dst = (self.fc, self.fc) if hasattr(self, "fc") else (self.fc_src, self.fc_dst)
-            z_src = fc_src(h_src).view(*h_src.shape[:-1], heads, out)
-            z_dst = fc_dst(h_dst).view(*h_dst.shape[:-1], heads, out)
-        else:
-            h_src = h_dst = self.feat_drop(feat)
-            z_src = z_dst = self.fc(h_src).view(*h_src.shape[:-1], heads, out)
-            if graph.is_block:
-                z_dst, h_dst = z_src[: graph.num_dst_nodes()], h_dst[: graph.num_dst_nodes()]
+        h_src, h_dst, z_src, z_dst = project_heads(self, graph, feat, heads, out)
         z_edge = self.fc_edge(edge_feat).view(*edge_feat.shape[:-1], heads, out)
         score_src = (z_src * self.attn_l).sum(dim=-1, keepdim=True)
         score_dst = (z_dst * self.attn_r).sum(dim=-1, keepdim=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..graph_inputs import refuse_zero_in_degree, split_widths, src_dst_features
+from ..graph_inputs import add_bias, add_residual, refuse_zero_in_degree, split_widths, src_dst_features
 
 GMM_AGGREGATORS = ("sum", "mean", "max")
 
@@ -43,16 +43,8 @@ class GMMConv(nn.Module):
         self.mu = nn.Parameter(torch.empty(n_kernels, dim))
         self.inv_sigma = nn.Parameter(torch.empty(n_kernels, dim))
         self.fc = nn.Linear(self._in_src_feats, n_kernels * out_feats, bias=False)
-        if not residual:
-            self.register_buffer("res_fc", None)
-        elif self._in_dst_feats != out_feats:
-            self.res_fc = nn.Linear(self._in_dst_feats, out_feats, bias=False)
-        else:
-            self.res_fc = nn.Identity()
-        if bias:
-            self.bias = nn.Parameter(torch.empty(out_feats))
-        else:
-            self.register_buffer("bias", None)
+        add_residual(self, self._in_dst_feats, out_feats, residual)
+        add_bias(self, out_feats, bias)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

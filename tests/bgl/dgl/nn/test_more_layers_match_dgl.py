@@ -1,8 +1,8 @@
-"""The edge-feature convolutions (GMMConv, CFConv, EGATConv, EdgeGATConv, GatedGCNConv, PNAConv) and the
-dense-adjacency ones (DenseGraphConv, DenseSAGEConv, DenseChebConv), LabelPropagation, TWIRLSConv /
-TWIRLSUnfoldingAndAttention and the knowledge-graph scorers TransE / TransR against DGL 2.1's on the same weights (DGL's state dict loaded, strict): outputs, input and parameter gradients
-within 1e-5 on graphs and blocks, DGL's initialisation (distributionally) and DGL's errors.
-Pinned lane only (skipped without DGL)."""
+"""More of DGL 2.1's layers against DGL's own on the same weights (DGL's state dict loaded, strict): the
+edge-feature convolutions (GMMConv, CFConv, EGATConv, EdgeGATConv, GatedGCNConv, PNAConv), the dense-adjacency
+ones (DenseGraphConv, DenseSAGEConv, DenseChebConv), LabelPropagation, TWIRLSConv / TWIRLSUnfoldingAndAttention
+and the knowledge-graph scorers TransE / TransR.  Outputs, input and parameter gradients within 1e-5 on graphs
+and blocks, DGL's initialisation (distributionally) and DGL's errors.  Pinned lane only (skipped without DGL)."""
 from __future__ import annotations
 
 import dataclasses
@@ -179,9 +179,9 @@ def test_densechebconv(k, bias):
     same_dense(lambda nn: nn.DenseChebConv(5, 3, k, bias=bias), lambda: [adjacency(8, 8), feat(8, 5), 1.7])
 
 
-@pytest.mark.parametrize("options,multi_label", [(dict(norm_type="sym"), False),
-                                                 (dict(norm_type="row", clamp=False, normalize=True, reset=True), False),
-                                                 (dict(norm_type="sym", reset=True), True)])
+@pytest.mark.parametrize("options,multi_label", [
+    (dict(norm_type="sym"), False), (dict(norm_type="row", clamp=False, normalize=True, reset=True), False),
+    (dict(norm_type="sym", reset=True), True)])
 def test_label_propagation(build, graph_edges, options, multi_label):
     e = graph_edges
     gen = torch.Generator().manual_seed(4)
