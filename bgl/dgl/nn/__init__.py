@@ -10,8 +10,10 @@ import sys as _sys
 from . import functional
 from .agnnconv import AGNNConv
 from .chebconv import ChebConv
-from .combine import EdgePredictor, JumpingKnowledge, Sequential
+from .combine import EdgePredictor, JumpingKnowledge, Sequential, TransE, TransR
+from .dense_adjacency import DenseChebConv, DenseGraphConv, DenseSAGEConv
 from .dotgatconv import DotGatConv
+from .edge_feature_convs import CFConv, EdgeGATConv, EGATConv, GatedGCNConv, GMMConv, PNAConv
 from .edge_networks import EdgeConv, NNConv
 from .functional import edge_softmax
 from .gatconv import GATConv, GATv2Conv
@@ -23,16 +25,20 @@ from .hgtconv import HGTConv
 from .linear import TypedLinear
 from .node_embedding import NodeEmbedding
 from .pooling import AvgPooling, GlobalAttentionPooling, MaxPooling, Set2Set, SortPooling, SumPooling, WeightAndSum
-from .propagation import APPNPConv, GCN2Conv, SGConv, TAGConv
+from .propagation import APPNPConv, GCN2Conv, LabelPropagation, SGConv, TAGConv
 from .pyg_bridge import to_pyg
 from .relgraphconv import RelGraphConv
 from .sageconv import SAGEConv
+from .twirls import TWIRLSConv, TWIRLSUnfoldingAndAttention
 from .typed_modules import HeteroEmbedding, HeteroLinear
 
 __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "GINConv", "GINEConv", "RelGraphConv",
            "TypedLinear", "HeteroGraphConv", "HGTConv", "SGConv", "APPNPConv", "TAGConv", "GCN2Conv", "DotGatConv",
            "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge", "EdgePredictor", "Sequential", "NodeEmbedding",
            "ChebConv", "NNConv", "EdgeConv", "GatedGraphConv", "AGNNConv",
+           "GMMConv", "PNAConv", "EGATConv", "EdgeGATConv", "GatedGCNConv", "CFConv",
+           "DenseGraphConv", "DenseSAGEConv", "DenseChebConv", "LabelPropagation", "TransE", "TransR",
+           "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
            "SumPooling", "AvgPooling", "MaxPooling", "GlobalAttentionPooling", "WeightAndSum", "SortPooling", "Set2Set",
            "functional", "edge_softmax", "to_pyg"]
 
@@ -44,13 +50,13 @@ pytorch = conv = _sys.modules[__name__]
 
 # DGL 2.1's dgl.nn.pytorch names that bgl does not provide (yet).
 NOT_BUILT = frozenset({
-    "AtomicConv", "CFConv", "CuGraphGATConv", "CuGraphRelGraphConv", "CuGraphSAGEConv", "DenseChebConv",
-    "DenseGraphConv", "DenseSAGEConv", "DGNConv", "EdgeGATConv", "EGATConv", "EGNNConv", "GatedGCNConv",
-    "GMMConv", "GroupRevRes", "PNAConv", "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
+    "AtomicConv", "CuGraphGATConv", "CuGraphRelGraphConv", "CuGraphSAGEConv",
+    "DGNConv", "EGNNConv",
+    "GroupRevRes",
     "GNNExplainer", "HeteroGNNExplainer", "SubgraphX", "HeteroSubgraphX", "PGExplainer",
-    "HeteroPGExplainer", "TransE", "TransR",
+    "HeteroPGExplainer",
     "SetTransformerEncoder", "SetTransformerDecoder", "KNNGraph", "SegmentedKNNGraph",
-    "RadiusGraph", "LabelPropagation",
+    "RadiusGraph",
     "WeightBasis", "DeepWalk", "MetaPath2Vec", "BiasedMHA", "GraphormerLayer",
     "SpatialEncoder", "SpatialEncoder3d", "PathEncoder", "DegreeEncoder", "LapPosEncoder",
     "EGTLayer",

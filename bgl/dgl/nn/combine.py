@@ -1,10 +1,12 @@
 """Combining representations, as DGL's modules do: the layers' outputs of each node
 (``JumpingKnowledge``: concatenation, element-wise max or LSTM attention over the layers), the two
 ends of each edge (``EdgePredictor``: dot product, cosine, element-wise product or concatenation,
-then an optional linear map), and layers run one after another on a graph (``Sequential``).
+then an optional linear map; ``TransE`` / ``TransR``: a knowledge graph's translation scores
+``-||h + r - t||_p``, TransR's in a per-relation projected space), and layers run one after another on a
+graph (``Sequential``).
 
 Pure tensor code, no graph op; parameter names and shapes are DGL's (``lstm.*`` / ``att.*``,
-``linear.*``), so DGL's state dicts load unchanged.
+``linear.*``, ``rel_emb`` / ``rel_project``), so DGL's state dicts load unchanged.
 """
 from __future__ import annotations
 
@@ -78,6 +80,59 @@ class EdgePredictor(nn.Module):
         else:
             h = torch.cat([h_src, h_dst], dim=-1)
         return h if self.linear is None else self.linear(h)
+
+
+class TransE(nn.Module):
+    """``dgl.nn.TransE`` (Bordes et al., 2013): score ``-||h_head + r - h_tail||_p`` of each (head, relation, tail).
+
+    Parameters
+    ----------
+    num_rels : int, number of relation types
+    feats : int, embedding width of nodes and relations
+    p : norm order (1 by default)
+    """
+
+    def __init__(self, num_rels: int, feats: int, p=1):
+        super().__init__()
+        self.rel_emb = nn.Embedding(num_rels, feats)
+        self.p = p
+
+    def reset_parameters(self) -> None:
+        self.rel_emb.reset_parameters()
+
+    def forward(self, h_head: torch.Tensor, h_tail: torch.Tensor, rels: torch.Tensor) -> torch.Tensor:
+        """h_head, h_tail : float [E, feats]; rels : int [E] relation ids.  Returns float [E]."""
+        return -torch.norm(h_head + self.rel_emb(rels) - h_tail, p=self.p, dim=-1)
+
+
+class TransR(nn.Module):
+    """``dgl.nn.TransR`` (Lin et al., 2015): TransE's score after projecting both ends by the relation's
+    ``nfeats x rfeats`` matrix (``rel_project`` row ``r``, row-major).
+
+    Parameters
+    ----------
+    num_rels : int
+    rfeats : int, relation-space width
+    nfeats : int, node embedding width
+    p : norm order (1 by default)
+    """
+
+    def __init__(self, num_rels: int, rfeats: int, nfeats: int, p=1):
+        super().__init__()
+        self.rel_emb = nn.Embedding(num_rels, rfeats)
+        self.rel_project = nn.Embedding(num_rels, nfeats * rfeats)
+        self.rfeats, self.nfeats, self.p = rfeats, nfeats, p
+
+    def reset_parameters(self) -> None:
+        self.rel_emb.reset_parameters()
+        self.rel_project.reset_parameters()
+
+    def forward(self, h_head: torch.Tensor, h_tail: torch.Tensor, rels: torch.Tensor) -> torch.Tensor:
+        """h_head, h_tail : float [E, nfeats]; rels : int [E].  Returns float [E]."""
+        projection = self.rel_project(rels).reshape(-1, self.nfeats, self.rfeats)
+        head = (h_head.unsqueeze(1) @ projection).squeeze(1)
+        tail = (h_tail.unsqueeze(1) @ projection).squeeze(1)
+        return -torch.norm(head + self.rel_emb(rels) - tail, p=self.p, dim=-1)
 
 
 class Sequential(nn.Sequential):

@@ -14,7 +14,7 @@ from torch import Tensor, nn
 
 from ..ops import edge_softmax, gsddmm, gspmm
 from .dropout import Dropout
-from .graph_inputs import add_head_projections, refuse_zero_in_degree, split_widths
+from .graph_inputs import add_head_projections, project_heads, refuse_zero_in_degree, split_widths
 
 
 class _Attention(nn.Module):
@@ -106,17 +106,7 @@ class GATConv(_Attention):
         if not self._allow_zero_in_degree:
             refuse_zero_in_degree(graph)
         heads, out = self._num_heads, self._out_feats
-        if isinstance(feat, tuple):
-            h_src, h_dst = self.feat_drop(feat[0]), self.feat_drop(feat[1])
-            fc_src, fc_dst = (self.fc, self.fc) if hasattr(self, "fc") else (self.fc_src, self.fc_dst)
-            z_src = fc_src(h_src).view(*h_src.shape[:-1], heads, out)
-            z_dst = fc_dst(h_dst).view(*h_dst.shape[:-1], heads, out)
-        else:
-            h_src = h_dst = self.feat_drop(feat)
-            z_src = z_dst = self.fc(h_src).view(*h_src.shape[:-1], heads, out)
-            if graph.is_block:
-                z_dst = z_src[: graph.num_dst_nodes()]
-                h_dst = h_dst[: graph.num_dst_nodes()]
+        h_src, h_dst, z_src, z_dst = project_heads(self, graph, feat, heads, out)
         score_src = (z_src * self.attn_l).sum(dim=-1, keepdim=True)
         score_dst = (z_dst * self.attn_r).sum(dim=-1, keepdim=True)
         scores = self.leaky_relu(gsddmm(graph, "add", score_src, score_dst, "u", "v"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
+import torch
 from torch import Tensor, nn
 
 from ..base import DGLError
@@ -49,6 +50,44 @@ def add_head_projections(module: nn.Module, in_feats, width: int) -> None:
         module.fc = nn.Linear(module._in_src_feats, width, bias=False)
 
 
+def project_heads(module: nn.Module, graph, feat, heads: int, out: int) -> tuple:
+    """(h_src, h_dst, z_src, z_dst) of the GAT-style layers: ``feat`` (one tensor or a (src, dst) pair) after
+    ``module.feat_drop``, and its ``[*, heads, out]`` projections by ``fc`` (or ``fc_src`` / ``fc_dst``).
+
+    On a block with one tensor the dst rows are its first ``num_dst_nodes()`` (views, no second projection).
+    """
+    if isinstance(feat, tuple):
+        h_src, h_dst = module.feat_drop(feat[0]), module.feat_drop(feat[1])
+        fc_src, fc_dst = (module.fc, module.fc) if hasattr(module, "fc") else (module.fc_src, module.fc_dst)
+        z_src = fc_src(h_src).view(*h_src.shape[:-1], heads, out)
+        z_dst = fc_dst(h_dst).view(*h_dst.shape[:-1], heads, out)
+        return h_src, h_dst, z_src, z_dst
+    h_src = h_dst = module.feat_drop(feat)
+    z_src = z_dst = module.fc(h_src).view(*h_src.shape[:-1], heads, out)
+    if graph.is_block:
+        z_dst, h_dst = z_src[: graph.num_dst_nodes()], h_dst[: graph.num_dst_nodes()]
+    return h_src, h_dst, z_src, z_dst
+
+
+def add_bias(module: nn.Module, shape, enabled: bool) -> None:
+    """``module.bias``: an uninitialised Parameter of ``shape``, or a None buffer (DGL's layers' two forms,
+    both in the state dict's terms: the key exists only when the bias does)."""
+    if enabled:
+        module.bias = nn.Parameter(torch.empty(shape))
+    else:
+        module.register_buffer("bias", None)
+
+
+def add_residual(module: nn.Module, in_width: int, out_width: int, enabled: bool, bias: bool = False) -> None:
+    """``module.res_fc``: a Linear ``in_width -> out_width`` (the identity when the widths agree), or a None buffer."""
+    if not enabled:
+        module.register_buffer("res_fc", None)
+    elif in_width != out_width:
+        module.res_fc = nn.Linear(in_width, out_width, bias=bias)
+    else:
+        module.res_fc = nn.Identity()
+
+
 def src_dst_features(feat, graph=None):
     """(src features, dst features) of ``feat``: a pair is kept, one tensor (or dict of tensors)
     serves both ends, and on a block the dst features are its first ``num_dst_nodes()`` rows.
@@ -76,3 +115,16 @@ def check_same_feature_shape(src: Tensor, dst: Tensor) -> None:
     if tuple(src.shape[1:]) != tuple(dst.shape[1:]):
         raise DGLError(f"The feature shape of source nodes: {tuple(src.shape[1:])} should be equal "
                        f"to the feature shape of destination nodes: {tuple(dst.shape[1:])}.")
+
+
+class BlockRefused(DGLError, AssertionError):
+    """A whole-graph layer given a block.  DGL's layers fail there storing node data: a DGLError from
+    some (PNAConv), an AssertionError from others (GatedGCNConv, LabelPropagation); this is both, so a
+    script's ``except`` of either still catches it."""
+
+
+def refuse_block(graph, layer: str) -> None:
+    """:class:`BlockRefused` naming ``layer`` when ``graph`` is a block (it has no ``g.ndata`` to store into)."""
+    if graph.is_block:
+        raise BlockRefused(f"{layer} runs on a graph, not a block: DGL's stores node data (g.ndata), "
+                           f"which a block's separate src / dst nodes do not have")

@@ -2,7 +2,8 @@
 symmetric-normalised adjacency, then one linear map), ``APPNPConv`` (Klicpera et al., 2019: ``k`` steps
 of personalised-PageRank propagation, no parameters), ``TAGConv`` (Du et al., 2017: one linear map
 of every hop's features side by side) and ``GCN2Conv`` (Chen et al., 2020: one hop mixed with the
-initial features and an identity-mapped weight).
+initial features and an identity-mapped weight), and ``LabelPropagation`` (Zhu and Ghahramani, 2002:
+``k`` steps spreading known labels, no parameters).
 
 Each hop is one SpMM (:func:`~bgl.dgl.nn.graphconv.neighbour_sum`) on the graph's CSC: no per-edge
 feature tensor; the degree scalings are one ``[N, 1]`` vector each.  Parameter names, shapes and
@@ -16,9 +17,10 @@ import math
 from typing import Optional
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .graph_inputs import check_edge_weight, refuse_zero_in_degree
+from .graph_inputs import check_edge_weight, refuse_block, refuse_zero_in_degree
 from .graphconv import EdgeWeightNorm, degree_scale, neighbour_sum
 
 
@@ -172,3 +174,64 @@ class GCN2Conv(nn.Module):
         if self.bias is not None:
             rst = rst + self.bias
         return rst if self._activation is None else self._activation(rst)
+
+
+class LabelPropagation(nn.Module):
+    """``dgl.nn.LabelPropagation``: ``Y <- (1 - alpha) Y_0 + alpha N(A) Y``, ``k`` times, from the known labels.
+
+    Parameters
+    ----------
+    k : int, propagation steps
+    alpha : float, weight of the propagated labels against the initial ones
+    norm_type : "sym" (``D_in^-1/2 A D_out^-1/2``) or "row" (``D_in^-1 A``); degrees clamped to 1;
+        another name is a ValueError at the first forward, as DGL's
+    clamp : clip the labels to [0, 1] after each step
+    normalize : L1-normalise each node's labels after each step
+    reset : set the masked nodes back to their labels after each step
+    """
+
+    def __init__(self, k: int, alpha: float, norm_type: str = "sym", clamp: bool = True, normalize: bool = False,
+                 reset: bool = False):
+        super().__init__()
+        self.k, self.alpha, self.norm_type = k, alpha, norm_type
+        self.clamp, self.normalize, self.reset = clamp, normalize, reset
+
+    def forward(self, g, labels: Tensor, mask: Optional[Tensor] = None) -> Tensor:
+        """
+        Parameters
+        ----------
+        g : bgl.dgl graph (not a block)
+        labels : int [N] class ids (one-hot encoded, ``max + 1`` classes), or [N, C] label scores
+        mask : bool [N] (or node ids) of the known labels; None: all known
+
+        Returns
+        -------
+        float32 [N, C] propagated label scores
+        """
+        refuse_block(g, "LabelPropagation")
+        if labels.dim() > 1 and labels.shape[1] > 1:
+            labels = labels.to(torch.float32)
+        else:
+            labels = F.one_hot(labels.view(-1)).to(torch.float32)
+        y = labels
+        if mask is not None:
+            y = torch.zeros_like(labels)
+            y[mask] = labels[mask]
+        init = (1 - self.alpha) * y
+        in_degs = g.in_degrees().float().clamp(min=1).to(labels.device).unsqueeze(1)
+        out_degs = g.out_degrees().float().clamp(min=1).to(labels.device).unsqueeze(1)
+        if self.norm_type == "sym":
+            norm_i, norm_j = in_degs.pow(-0.5), out_degs.pow(-0.5)
+        elif self.norm_type == "row":
+            norm_i, norm_j = in_degs.pow(-1.0), None
+        else:
+            raise ValueError(f"Expect norm_type to be 'sym' or 'row', got {self.norm_type}")
+        for _ in range(self.k):
+            y = init + self.alpha * neighbour_sum(g, y * norm_j if norm_j is not None else y) * norm_i
+            if self.clamp:
+                y = y.clamp_(0.0, 1.0)
+            if self.normalize:
+                y = F.normalize(y, p=1)
+            if self.reset:
+                y[mask] = labels[mask]  # mask None: every node (DGL indexes with None too)
+        return y
