@@ -10,7 +10,7 @@ import sys as _sys
 from . import functional
 from .agnnconv import AGNNConv
 from .chebconv import ChebConv
-from .combine import EdgePredictor, JumpingKnowledge, Sequential, TransE, TransR
+from .combine import EdgePredictor, Identity, JumpingKnowledge, Sequential, TransE, TransR
 from .dense_adjacency import DenseChebConv, DenseGraphConv, DenseSAGEConv
 from .dotgatconv import DotGatConv
 from .edge_feature_convs import CFConv, EdgeGATConv, EGATConv, GatedGCNConv, GMMConv, PNAConv
@@ -22,7 +22,7 @@ from .ginconv import GINConv, GINEConv
 from .graphconv import EdgeWeightNorm, GraphConv
 from .hetero import HeteroGraphConv
 from .hgtconv import HGTConv
-from .linear import TypedLinear
+from .linear import TypedLinear, WeightBasis
 from .node_embedding import NodeEmbedding
 from .pooling import AvgPooling, GlobalAttentionPooling, MaxPooling, Set2Set, SortPooling, SumPooling, WeightAndSum
 from .propagation import APPNPConv, GCN2Conv, LabelPropagation, SGConv, TAGConv
@@ -34,7 +34,8 @@ from .typed_modules import HeteroEmbedding, HeteroLinear
 
 __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "GINConv", "GINEConv", "RelGraphConv",
            "TypedLinear", "HeteroGraphConv", "HGTConv", "SGConv", "APPNPConv", "TAGConv", "GCN2Conv", "DotGatConv",
-           "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge", "EdgePredictor", "Sequential", "NodeEmbedding",
+           "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge", "EdgePredictor", "Sequential", "Identity", "WeightBasis",
+           "NodeEmbedding",
            "ChebConv", "NNConv", "EdgeConv", "GatedGraphConv", "AGNNConv",
            "GMMConv", "PNAConv", "EGATConv", "EdgeGATConv", "GatedGCNConv", "CFConv",
            "DenseGraphConv", "DenseSAGEConv", "DenseChebConv", "LabelPropagation", "TransE", "TransR",
@@ -57,7 +58,7 @@ NOT_BUILT = frozenset({
     "HeteroPGExplainer",
     "SetTransformerEncoder", "SetTransformerDecoder", "KNNGraph", "SegmentedKNNGraph",
     "RadiusGraph",
-    "WeightBasis", "DeepWalk", "MetaPath2Vec", "BiasedMHA", "GraphormerLayer",
+    "DeepWalk", "MetaPath2Vec", "BiasedMHA", "GraphormerLayer",
     "SpatialEncoder", "SpatialEncoder3d", "PathEncoder", "DegreeEncoder", "LapPosEncoder",
     "EGTLayer",
 })

@@ -18,6 +18,13 @@ JK_MODES = ("cat", "max", "lstm")
 PAIR_OPS = ("dot", "cos", "ele", "cat")
 
 
+
+class Identity(nn.Module):
+    """The input, unchanged (DGL's ``dgl.nn.pytorch.utils.Identity``, a placeholder layer in its examples)."""
+
+    def forward(self, x):
+        return x
+
 class JumpingKnowledge(nn.Module):
     """A list of ``num_layers`` tensors ``[N, in_feats]`` -> one ``[N, *]`` (Xu et al., 2018):
     ``"cat"`` -> ``[N, sum of widths]``, ``"max"`` -> ``[N, in_feats]``, ``"lstm"`` -> ``[N, in_feats]``

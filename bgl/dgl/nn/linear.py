@@ -125,3 +125,25 @@ class TypedLinear(nn.Module):
             f", regularizer={self.regularizer}, num_bases={self.num_bases}"
         return (f"TypedLinear(in_size={self.in_size}, out_size={self.out_size}, "
                 f"num_types={self.num_types}{extra})")
+
+
+class WeightBasis(nn.Module):
+    """``num_outputs`` weights of ``shape``, each a learned combination of ``num_bases`` shared ones (DGL's
+    ``WeightBasis``, R-GCN's basis decomposition): ``forward()`` returns ``w_comp @ weight`` as
+    ``(num_outputs, *shape)``.  Parameters ``weight`` [num_bases, *shape] and ``w_comp`` [num_outputs,
+    num_bases], Glorot-uniform with ReLU gain, as DGL's (so its state dict loads)."""
+
+    def __init__(self, shape, num_bases: int, num_outputs: int):
+        super().__init__()
+        self.shape, self.num_bases, self.num_outputs = tuple(shape), num_bases, num_outputs
+        if num_outputs <= num_bases:
+            import warnings
+
+            warnings.warn("The number of weight outputs should be larger than the number of bases.")
+        self.weight = nn.Parameter(torch.empty(num_bases, *self.shape))
+        nn.init.xavier_uniform_(self.weight, gain=nn.init.calculate_gain("relu"))
+        self.w_comp = nn.Parameter(torch.empty(num_outputs, num_bases))
+        nn.init.xavier_uniform_(self.w_comp, gain=nn.init.calculate_gain("relu"))
+
+    def forward(self) -> Tensor:
+        return torch.matmul(self.w_comp, self.weight.view(self.num_bases, -1)).view(self.num_outputs, *self.shape)

@@ -192,3 +192,13 @@ def test_twirlsconv_with_attention_shapes_and_gradients(build, graph_edges):
     assert out.shape == (e.num_src, 2)
     out.sum().backward()
     assert torch.isfinite(x.grad).all() and torch.isfinite(layer.unfolding.etas.grad).all()
+
+
+def test_weight_basis_combines_its_bases():
+    wb = dglnn.WeightBasis((3, 4), 2, 5)
+    out = wb()
+    assert out.shape == (5, 3, 4)
+    expected = torch.einsum("ob,bij->oij", wb.w_comp, wb.weight)
+    torch.testing.assert_close(out, expected)
+    x = torch.randn(2, 2)
+    assert dglnn.Identity()(x) is x

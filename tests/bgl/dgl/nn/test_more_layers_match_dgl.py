@@ -283,3 +283,20 @@ def test_initialisation_matches_dgl(name):
         spread = (2 / value.numel()) ** 0.5  # standard error of a difference of two draws' means, in stds
         assert abs(ours[key].mean() - value.mean()) < 5 * spread * value.std(), key
         assert abs(ours[key].std() / value.std() - 1) < 5 * spread, key
+
+
+def test_weight_basis_and_identity_are_dgls():
+    theirs = dglnn.WeightBasis((3, 4), 2, 5)
+    ours = bglnn.WeightBasis((3, 4), 2, 5)
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    ours.load_state_dict(theirs.state_dict(), strict=True)
+    out = ours()
+    assert out.shape == (5, 3, 4)
+    torch.testing.assert_close(out, theirs())
+    out.sum().backward()
+    theirs().sum().backward()
+    torch.testing.assert_close(ours.w_comp.grad, theirs.w_comp.grad)
+    x = torch.randn(3, 2)
+    from dgl.nn.pytorch.utils import Identity
+
+    assert torch.equal(bglnn.Identity()(x), Identity()(x))
