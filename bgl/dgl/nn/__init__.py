@@ -13,6 +13,7 @@ from .chebconv import ChebConv
 from .combine import EdgePredictor, JumpingKnowledge, Sequential
 from .dotgatconv import DotGatConv
 from .edge_networks import EdgeConv, NNConv
+from .embedding_models import DeepWalk, MetaPath2Vec
 from .functional import edge_softmax
 from .gatconv import GATConv, GATv2Conv
 from .gatedgraphconv import GatedGraphConv
@@ -34,11 +35,11 @@ __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "G
            "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge", "EdgePredictor", "Sequential", "NodeEmbedding",
            "ChebConv", "NNConv", "EdgeConv", "GatedGraphConv", "AGNNConv",
            "SumPooling", "AvgPooling", "MaxPooling", "GlobalAttentionPooling", "WeightAndSum", "SortPooling", "Set2Set",
-           "functional", "edge_softmax", "to_pyg"]
+           "DeepWalk", "MetaPath2Vec", "functional", "edge_softmax", "to_pyg"]
 
 # DGL scripts also name the layers dgl.nn.pytorch(.conv / .hetero / .linear): the same module here
 for _alias in ("pytorch", "pytorch.conv", "pytorch.hetero", "pytorch.linear", "pytorch.softmax", "pytorch.glob",
-               "pytorch.utils", "pytorch.link"):
+               "pytorch.utils", "pytorch.link", "pytorch.network_emb"):
     _sys.modules[f"{__name__}.{_alias}"] = _sys.modules[__name__]
 pytorch = conv = _sys.modules[__name__]
 
@@ -51,7 +52,7 @@ NOT_BUILT = frozenset({
     "HeteroPGExplainer", "TransE", "TransR",
     "SetTransformerEncoder", "SetTransformerDecoder", "KNNGraph", "SegmentedKNNGraph",
     "RadiusGraph", "LabelPropagation",
-    "WeightBasis", "DeepWalk", "MetaPath2Vec", "BiasedMHA", "GraphormerLayer",
+    "WeightBasis", "BiasedMHA", "GraphormerLayer",
     "SpatialEncoder", "SpatialEncoder3d", "PathEncoder", "DegreeEncoder", "LapPosEncoder",
     "EGTLayer",
 })

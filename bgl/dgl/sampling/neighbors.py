@@ -1,5 +1,4 @@
-"""``bgl.dgl.sampling``: DGL's ``dgl.sampling.sample_neighbors`` on ``bgl.dgl`` graphs, by bgl's sampler (and
-the random walks of :mod:`bgl.dgl.random_walks` under their ``dgl.sampling`` names).
+"""DGL's ``dgl.sampling.sample_neighbors`` and ``select_topk`` on ``bgl.dgl`` graphs, by bgl's sampler.
 
 What a DGL user's own sampler calls (``dgl.dataloading.BlockSampler`` subclasses: a frontier per layer,
 then :func:`bgl.dgl.to_block`).  Each relation's draw is :func:`bgl.sampler.ops.sample_neighbors`, the
@@ -238,17 +237,3 @@ def _edge_positions(eids: np.ndarray) -> np.ndarray:
     from bgl.sampler.exclusion import edge_positions
 
     return ops._read_only(edge_positions(eids))
-
-
-WALKS = ("random_walk", "pack_traces", "RandomWalkNeighborSampler", "PinSAGESampler")  # in bgl.dgl.random_walks
-
-
-def __getattr__(name: str):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    if name in WALKS:  # loaded here on use: random_walks imports this module's weight and rank helpers
-        import importlib
-
-        return getattr(importlib.import_module("bgl.dgl.random_walks"), name)
-    raise not_built(f"dgl.sampling.{name}", "sample_neighbors, random_walk, pack_traces, RandomWalkNeighborSampler and "
-                    "PinSAGESampler are built; see docs/from-dgl.md", attribute=True)
