@@ -6,6 +6,7 @@ One module per family, each a thin layer over numba kernels of bgl's sampler (:m
 - :mod:`.random_walks`: ``random_walk``, ``pack_traces``, ``RandomWalkNeighborSampler``, ``PinSAGESampler``
 - :mod:`.node2vec`: ``node2vec_random_walk`` (the biased second-order walk)
 - :mod:`.negative`: ``global_uniform_negative_sampling``
+- :mod:`.labors`: ``sample_labors`` (LABOR frontiers)
 
 The subgraph samplers of ``dgl.dataloading`` (``SAINTSampler`` in :mod:`.saint`, ``ClusterGCNSampler`` in
 :mod:`.cluster_gcn`) live here too: they are samplers of whole subgraphs, read by
@@ -16,13 +17,14 @@ from __future__ import annotations
 
 from bgl.dgl.base import not_built
 
+from .labors import sample_labors
 from .negative import global_uniform_negative_sampling
 from .neighbors import sample_neighbors, select_topk
 from .node2vec import node2vec_random_walk
 from .random_walks import PinSAGESampler, RandomWalkNeighborSampler, pack_traces, random_walk
 
 __all__ = ["sample_neighbors", "select_topk", "random_walk", "pack_traces", "RandomWalkNeighborSampler",
-           "PinSAGESampler", "node2vec_random_walk", "global_uniform_negative_sampling"]
+           "PinSAGESampler", "node2vec_random_walk", "global_uniform_negative_sampling", "sample_labors"]
 
 
 def __getattr__(name: str):

@@ -85,10 +85,9 @@ class ClusterGCNSampler(Sampler):
         ids = torch.as_tensor(partition_ids).view(-1).long().cpu()
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.partition_offset.numel() - 1):
             raise DGLError(f"partition ids must be in [0, {self.partition_offset.numel() - 1}), got {ids.tolist()}.")
-        starts, ends = self.partition_offset[ids], self.partition_offset[ids + 1]
-        sizes = ends - starts
-        within = torch.arange(int(sizes.sum())) - torch.repeat_interleave(torch.cumsum(sizes, 0) - sizes, sizes)
-        nodes = self.partition_node_ids[torch.repeat_interleave(starts, sizes) + within]
+        offset = self.partition_offset
+        nodes = torch.cat([self.partition_node_ids[offset[i]:offset[i + 1]] for i in ids.tolist()]) if ids.numel() \
+            else self.partition_node_ids[:0]  # a loop over the batch's clusters, not the graph's nodes
         return node_subgraph(g, nodes.to(g.idtype), output_device=self.output_device)
 
 

@@ -128,3 +128,16 @@ def test_deepwalk_and_metapath2vec_pairs_are_dgls_loops():
              for j in range(len(range(start, min(i + window, length)))) if j != i]
     centre, context = metapath_window_pairs(length, window)
     assert list(zip(centre.tolist(), context.tolist())) == pairs
+
+
+def test_labor_seeds_sharing_neighbours_keep_them_together():
+    g = dgl.graph((torch.tensor([0, 1, 2, 3, 0, 1, 2, 3]), torch.tensor([4, 4, 4, 4, 5, 5, 5, 5])), num_nodes=6)
+    counts = []
+    for seed in range(40):  # one variate per neighbour: seeds of equal neighbourhoods keep the same ones
+        frontier, imp = dgl.sampling.sample_labors(g, torch.tensor([4, 5]), 2, random_seed=seed)
+        s, d = frontier.edges()
+        assert s[d == 4].tolist() == s[d == 5].tolist() and imp[0].numel() == 0
+        counts.append(int((d == 4).sum()))
+    assert abs(sum(counts) / 40 - 2) < 0.5  # fanout / degree each: 2 a seed on average
+    again, _ = dgl.sampling.sample_labors(g, torch.tensor([4, 5]), 2, random_seed=39)
+    assert torch.equal(again.edata[dgl.EID], frontier.edata[dgl.EID])
