@@ -7,6 +7,7 @@ One module per family, each a thin layer over numba kernels of bgl's sampler (:m
 - :mod:`.node2vec`: ``node2vec_random_walk`` (the biased second-order walk)
 - :mod:`.negative`: ``global_uniform_negative_sampling``
 - :mod:`.labors`: ``sample_labors`` (LABOR frontiers)
+- :mod:`.etype_neighbors`: ``sample_etype_neighbors`` (per-type fanouts on a homogenized graph)
 
 The subgraph samplers of ``dgl.dataloading`` (``SAINTSampler`` in :mod:`.saint`, ``ClusterGCNSampler`` in
 :mod:`.cluster_gcn`) live here too: they are samplers of whole subgraphs, read by
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from bgl.dgl.base import not_built
 
+from .etype_neighbors import sample_etype_neighbors
 from .labors import sample_labors
 from .negative import global_uniform_negative_sampling
 from .neighbors import sample_neighbors, select_topk
@@ -24,7 +26,8 @@ from .node2vec import node2vec_random_walk
 from .random_walks import PinSAGESampler, RandomWalkNeighborSampler, pack_traces, random_walk
 
 __all__ = ["sample_neighbors", "select_topk", "random_walk", "pack_traces", "RandomWalkNeighborSampler",
-           "PinSAGESampler", "node2vec_random_walk", "global_uniform_negative_sampling", "sample_labors"]
+           "PinSAGESampler", "node2vec_random_walk", "global_uniform_negative_sampling", "sample_labors",
+           "sample_etype_neighbors"]
 
 
 def __getattr__(name: str):

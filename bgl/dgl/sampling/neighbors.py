@@ -180,8 +180,9 @@ def _fanouts(g: DGLGraph, fanout) -> list[int]:
 
 
 def _sample_relation(g, cet, rel: Relation, edge_dir: str, ends, fanout: int, replace: bool, seed: int, prob,
-                     excluded) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(edge ids drawn int64 [k], the seed each one belongs to int64 [k], its other end [k]) of one relation."""
+                     excluded, weights_of=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(edge ids drawn int64 [k], the seed each one belongs to int64 [k], its other end [k]) of one relation;
+    ``weights_of(eids)``, when given, makes the draw's weights in CSC / CSR order instead of edge feature ``prob``."""
     empty = torch.zeros(0, dtype=torch.int64, device=g.device)
     if ends is None or ends.numel() == 0 or fanout == 0:
         return empty, empty, empty
@@ -193,7 +194,7 @@ def _sample_relation(g, cet, rel: Relation, edge_dir: str, ends, fanout: int, re
     key = (storage_key(comp.indptr.cpu().numpy()), storage_key(comp.indices.cpu().numpy()))
     indptr = keep.kept(f"indptr64:{tag}", key, lambda: ops._read_only(comp.indptr.cpu().numpy().astype(np.int64)))
     eids = None if comp.eids is None else comp.eids.cpu().numpy()
-    weights = ordered_weights(g, cet, edge_dir, prob, eids)
+    weights = ordered_weights(g, cet, edge_dir, prob, eids) if weights_of is None else weights_of(eids)
     drop, positions = None, None
     if excluded is not None and excluded.numel():
         drop = excluded.cpu().numpy()

@@ -141,3 +141,13 @@ def test_labor_seeds_sharing_neighbours_keep_them_together():
     assert abs(sum(counts) / 40 - 2) < 0.5  # fanout / degree each: 2 a seed on average
     again, _ = dgl.sampling.sample_labors(g, torch.tensor([4, 5]), 2, random_seed=39)
     assert torch.equal(again.edata[dgl.EID], frontier.edata[dgl.EID])
+
+
+def test_etype_neighbors_draw_each_types_fanout_among_its_edges():
+    src, dst = torch.tensor([0, 1, 2, 3, 0, 1, 2, 3, 0]), torch.tensor([4, 4, 4, 4, 4, 4, 4, 4, 5])
+    g = dgl.graph((src, dst), num_nodes=6)
+    for _ in range(20):
+        fr = dgl.sampling.sample_etype_neighbors(g, torch.tensor([5, 4]), [0, 4, 9], torch.tensor([1, 3]))
+        eids, (_, d) = fr.edata[dgl.EID], fr.edges()
+        assert d.tolist() == [5, 4, 4, 4, 4] and (eids[1:] >= 4).tolist() == [False, True, True, True]
+        assert eids[2:].unique().numel() == 3
