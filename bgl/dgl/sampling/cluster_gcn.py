@@ -7,7 +7,8 @@ the nodes of those clusters, cluster after cluster in the batch's order, each cl
 graph's fields at them).
 
 The clusters are bgl's partitioner's (``bgl.partition.compute_assignment(..., "bgl", k)``: KaMinPar on the
-symmetrized graph, node counts and edges balanced), where DGL runs METIS: other clusters of the same kind
+symmetrized graph, node counts and edges balanced; its ``"metis"`` method where KaMinPar has no wheel), where
+DGL runs METIS: other clusters of the same kind
 (connected, balanced, few edges between them), so a model trains alike but not on DGL's batches.
 ``balance_ntypes`` (one label per node) and ``balance_edges`` are checked as DGL checks them and not
 otherwise used: bgl's partitioner always balances nodes and edges; ``mode`` ``"k-way"`` or ``"recursive"``
@@ -110,6 +111,8 @@ def cluster_assignment(g, k: int) -> np.ndarray:
     log.addFilter(quiet)
     try:
         return np.asarray(compute_assignment(graph, "bgl", k, seed=0), dtype=np.int64)
+    except ImportError:  # no KaMinPar wheel for this platform: bgl's METIS method (pymetis, a core dependency)
+        return np.asarray(compute_assignment(graph, "metis", k, seed=0), dtype=np.int64)
     finally:
         log.removeFilter(quiet)
 
