@@ -9,6 +9,7 @@ import numpy as np
 from numba import njit
 
 from ._kernels import _GOLDEN, _below, _mix64
+from .typed._kernels import _first_at_least
 
 _UNIT = 1.0 / 9007199254740992.0  # 2^-53: the top 53 bits of a uint64 as a float in [0, 1)
 
@@ -68,15 +69,8 @@ def walk_step(indptr, indices, eids, has_eids, weights, weighted, curr, seed, st
 @njit(nogil=True, cache=True, inline="always")
 def _has_edge(indptr, sorted_indices, u, v):
     """Whether ``u`` has an out-edge to ``v`` (binary search of ``u``'s row, ids ascending within each row)."""
-    lo = indptr[u]
-    hi = indptr[u + 1]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if sorted_indices[mid] < v:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo < indptr[u + 1] and sorted_indices[lo] == v
+    at = _first_at_least(sorted_indices, indptr[u], indptr[u + 1], v)
+    return at < indptr[u + 1] and sorted_indices[at] == v
 
 
 @njit(nogil=True, cache=True, inline="always")

@@ -20,9 +20,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from bgl.dgl.base import DGLError, not_built
+from bgl.dgl.base import DGLError
 from bgl.dgl.heterograph import DGLGraph
-from bgl.dgl.sampling.neighbors import EDGE_DIRS, _fanouts, _frontier, _per_type, ordered_weights
+from bgl.dgl.sampling.neighbors import _frontier, frontier_arguments, ordered_weights
 from bgl.sampler.multilayer import draw_seed
 
 
@@ -49,17 +49,7 @@ def sample_labors(g: DGLGraph, nodes, fanout, edge_dir: str = "in", prob=None, i
     """
     from bgl.sampler.labor_ops import labor_importance
 
-    if g.is_block:
-        raise not_built("sample_labors on a block", "sample from the graph the block came from")
-    if edge_dir not in EDGE_DIRS:
-        raise DGLError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}.")
-    seeds = _per_type(g, nodes, "nodes", g.ntypes, g.get_ntype_id)
-    if not seeds:
-        raise ValueError("Got an empty dictionary in the nodes argument. "
-                         "Please pass in a dictionary with empty tensors as values instead.")
-    fanouts = _fanouts(g, fanout)
-    excluded = {} if exclude_edges is None else _per_type(g, exclude_edges, "exclude_edges", g.canonical_etypes,
-                                                          g.get_etype_id)
+    seeds, fanouts, excluded = frontier_arguments(g, nodes, fanout, edge_dir, exclude_edges, "sample_labors")
     seed, seed2, mix = _variate_seeds(random_seed, seed2_contribution)
     weighted_output = importance_sampling != 0 or prob is not None
     picks, importances = {}, []

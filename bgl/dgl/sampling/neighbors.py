@@ -59,22 +59,28 @@ def sample_neighbors(g: DGLGraph, nodes, fanout, edge_dir: str = "in", prob=None
     -------
     DGLGraph with every node of ``g`` and the sampled edges (module doc).
     """
+    seeds, fanouts, excluded = frontier_arguments(g, nodes, fanout, edge_dir, exclude_edges, "sample_neighbors")
+    call_seed = draw_seed() if any(f >= 0 for f in fanouts) else 0  # all edges: no draw (torch's RNG untouched)
+    picks = {cet: _sample_relation(g, cet, g._rels[cet], edge_dir, seeds.get(cet[2] if edge_dir == "in" else cet[0]),
+                                   fanouts[r], replace, relation_seed(call_seed, r) & MASK64, prob, excluded.get(cet))
+             for r, cet in enumerate(g.canonical_etypes)}
+    return _frontier(g, picks, edge_dir, copy_ndata, copy_edata, output_device)
+
+
+def frontier_arguments(g: DGLGraph, nodes, fanout, edge_dir: str, exclude_edges, what: str):
+    """``(seeds {ntype: int64 ids}, fanouts [one per relation], excluded {canonical etype: ids})`` of a frontier
+    sampler's arguments (sample_neighbors', sample_labors'), with DGL's errors; ``what`` names the caller."""
     if g.is_block:
-        raise not_built("sample_neighbors on a block", "sample from the graph the block came from")
+        raise not_built(f"{what} on a block", "sample from the graph the block came from")
     if edge_dir not in EDGE_DIRS:
         raise DGLError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}.")
     seeds = _per_type(g, nodes, "nodes", g.ntypes, g.get_ntype_id)
     if not seeds:
         raise ValueError("Got an empty dictionary in the nodes argument. "
                          "Please pass in a dictionary with empty tensors as values instead.")
-    fanouts = _fanouts(g, fanout)
     excluded = {} if exclude_edges is None else _per_type(g, exclude_edges, "exclude_edges", g.canonical_etypes,
                                                           g.get_etype_id)
-    call_seed = draw_seed() if any(f >= 0 for f in fanouts) else 0  # all edges: no draw (torch's RNG untouched)
-    picks = {cet: _sample_relation(g, cet, g._rels[cet], edge_dir, seeds.get(cet[2] if edge_dir == "in" else cet[0]),
-                                   fanouts[r], replace, relation_seed(call_seed, r) & MASK64, prob, excluded.get(cet))
-             for r, cet in enumerate(g.canonical_etypes)}
-    return _frontier(g, picks, edge_dir, copy_ndata, copy_edata, output_device)
+    return seeds, _fanouts(g, fanout), excluded
 
 
 def _frontier(g: DGLGraph, picks: dict, edge_dir: str, copy_ndata: bool, copy_edata: bool, output_device) -> DGLGraph:
