@@ -109,6 +109,8 @@ def test_global_negatives_are_never_edges_and_sorted_by_destination():
     pairs = list(zip(u.tolist(), v.tolist()))
     assert len(pairs) == 50 and not set(pairs) & edges and all(a != b for a, b in pairs)
     assert [(b, a) for a, b in pairs] == sorted({(b, a) for a, b in pairs})
+    u, v = dgl.sampling.global_uniform_negative_sampling(g, 50, replace=True, exclude_self_loops=False)
+    assert len(u) == 50 and not set(zip(u.tolist(), v.tolist())) & edges
 
 
 def test_deepwalk_and_metapath2vec_pairs_are_dgls_loops():
