@@ -31,7 +31,7 @@ from .base import EID, NID
 
 __all__ = ["DataLoader", "NeighborSampler", "MultiLayerNeighborSampler", "MultiLayerFullNeighborSampler",
            "LaborSampler", "as_edge_prediction_sampler", "EdgePredictionSampler", "negative_sampler",
-           "GraphDataLoader", "Sampler", "BlockSampler", "ShaDowKHopSampler"]
+           "GraphDataLoader", "Sampler", "BlockSampler", "ShaDowKHopSampler", "SAINTSampler", "ClusterGCNSampler"]
 
 
 class Sampler:
@@ -217,8 +217,6 @@ def _names_for(names, key) -> list:
 
 # DGL 2.1 names under dgl.dataloading that bgl.dgl does not build, and what to use instead
 _INSTEAD = {
-    "ClusterGCNSampler": "partition with bgl partition and sample with NeighborSampler, or write a Sampler",
-    "SAINTSampler": "ShaDowKHopSampler or NeighborSampler, or write a Sampler",
     "SpotTarget": "as_edge_prediction_sampler(..., exclude='self') or a callable exclude",
     "DistDataLoader": "bgl.DataLoader over a partition with graph servers (bgl launch)",
     "DistNodeDataLoader": "bgl.DataLoader over a partition with graph servers (bgl launch)",
@@ -227,7 +225,15 @@ _INSTEAD = {
 }
 
 
+# whole-subgraph samplers (bgl.dgl.sampling), loaded on first use: they subclass Sampler above
+_SUBGRAPH_SAMPLERS = {"SAINTSampler": "bgl.dgl.sampling.saint", "ClusterGCNSampler": "bgl.dgl.sampling.cluster_gcn"}
+
+
 def __getattr__(name: str):
+    if name in _SUBGRAPH_SAMPLERS:
+        import importlib
+
+        return getattr(importlib.import_module(_SUBGRAPH_SAMPLERS[name]), name)
     if name.startswith("__") or name not in _INSTEAD:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from .base import not_built

@@ -384,7 +384,7 @@ def test_pinsage_neighbour_selection_and_pack_traces_equal_dgls():
     gen = torch.Generator().manual_seed(3)
     src = torch.randint(-1, 6, (60,), generator=gen)
     dst = torch.arange(6).repeat_interleave(10)
-    ours = bdgl.random_walks.select_top_neighbours(src.clone(), dst, 10, 3)
+    ours = bdgl.sampling.random_walks.select_top_neighbours(src.clone(), dst, 10, 3)
     theirs = dgl.sampling.pinsage._select_pinsage_neighbors(src.clone(), dst, 10, 3)
     assert all(torch.equal(x, y) for x, y in zip(ours, theirs))
     traces = torch.tensor([[0, 2, -1, -1], [1, 2, 3, 4], [5, -1, -1, -1]])

@@ -14,7 +14,7 @@ RNG draws other walks of the same distribution).
 
 Cost: the traces (8 B per walk and step, twice with the edges), plus once per graph structure each
 relation's CSR (:mod:`bgl.dgl.relation`) and, with ``prob``, its weights in CSR order once per version of
-the weight tensor (:func:`bgl.dgl.sampling.ordered_weights`, shared with ``sample_neighbors(edge_dir="out")``).
+the weight tensor (:func:`bgl.dgl.sampling.neighbors.ordered_weights`, shared with ``sample_neighbors(edge_dir="out")``).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import torch
 
 from bgl.dgl.base import DGLError
 from bgl.dgl.heterograph import DGLGraph
-from bgl.dgl.sampling import ordered_weights, rank_in_row
+from bgl.dgl.sampling.neighbors import ordered_weights, rank_in_row
 from bgl.sampler.multilayer import draw_seed
 
 

@@ -1,5 +1,4 @@
-"""``bgl.dgl.sampling``: DGL's ``dgl.sampling.sample_neighbors`` on ``bgl.dgl`` graphs, by bgl's sampler (and
-the random walks of :mod:`bgl.dgl.random_walks` under their ``dgl.sampling`` names).
+"""DGL's ``dgl.sampling.sample_neighbors`` and ``select_topk`` on ``bgl.dgl`` graphs, by bgl's sampler.
 
 What a DGL user's own sampler calls (``dgl.dataloading.BlockSampler`` subclasses: a frontier per layer,
 then :func:`bgl.dgl.to_block`).  Each relation's draw is :func:`bgl.sampler.ops.sample_neighbors`, the
@@ -60,22 +59,28 @@ def sample_neighbors(g: DGLGraph, nodes, fanout, edge_dir: str = "in", prob=None
     -------
     DGLGraph with every node of ``g`` and the sampled edges (module doc).
     """
+    seeds, fanouts, excluded = frontier_arguments(g, nodes, fanout, edge_dir, exclude_edges, "sample_neighbors")
+    call_seed = draw_seed() if any(f >= 0 for f in fanouts) else 0  # all edges: no draw (torch's RNG untouched)
+    picks = {cet: _sample_relation(g, cet, g._rels[cet], edge_dir, seeds.get(cet[2] if edge_dir == "in" else cet[0]),
+                                   fanouts[r], replace, relation_seed(call_seed, r) & MASK64, prob, excluded.get(cet))
+             for r, cet in enumerate(g.canonical_etypes)}
+    return _frontier(g, picks, edge_dir, copy_ndata, copy_edata, output_device)
+
+
+def frontier_arguments(g: DGLGraph, nodes, fanout, edge_dir: str, exclude_edges, what: str):
+    """``(seeds {ntype: int64 ids}, fanouts [one per relation], excluded {canonical etype: ids})`` of a frontier
+    sampler's arguments (sample_neighbors', sample_labors'), with DGL's errors; ``what`` names the caller."""
     if g.is_block:
-        raise not_built("sample_neighbors on a block", "sample from the graph the block came from")
+        raise not_built(f"{what} on a block", "sample from the graph the block came from")
     if edge_dir not in EDGE_DIRS:
         raise DGLError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}.")
     seeds = _per_type(g, nodes, "nodes", g.ntypes, g.get_ntype_id)
     if not seeds:
         raise ValueError("Got an empty dictionary in the nodes argument. "
                          "Please pass in a dictionary with empty tensors as values instead.")
-    fanouts = _fanouts(g, fanout)
     excluded = {} if exclude_edges is None else _per_type(g, exclude_edges, "exclude_edges", g.canonical_etypes,
                                                           g.get_etype_id)
-    call_seed = draw_seed() if any(f >= 0 for f in fanouts) else 0  # all edges: no draw (torch's RNG untouched)
-    picks = {cet: _sample_relation(g, cet, g._rels[cet], edge_dir, seeds.get(cet[2] if edge_dir == "in" else cet[0]),
-                                   fanouts[r], replace, relation_seed(call_seed, r) & MASK64, prob, excluded.get(cet))
-             for r, cet in enumerate(g.canonical_etypes)}
-    return _frontier(g, picks, edge_dir, copy_ndata, copy_edata, output_device)
+    return seeds, _fanouts(g, fanout), excluded
 
 
 def _frontier(g: DGLGraph, picks: dict, edge_dir: str, copy_ndata: bool, copy_edata: bool, output_device) -> DGLGraph:
@@ -181,8 +186,9 @@ def _fanouts(g: DGLGraph, fanout) -> list[int]:
 
 
 def _sample_relation(g, cet, rel: Relation, edge_dir: str, ends, fanout: int, replace: bool, seed: int, prob,
-                     excluded) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(edge ids drawn int64 [k], the seed each one belongs to int64 [k], its other end [k]) of one relation."""
+                     excluded, weights_of=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(edge ids drawn int64 [k], the seed each one belongs to int64 [k], its other end [k]) of one relation;
+    ``weights_of(eids)``, when given, makes the draw's weights in CSC / CSR order instead of edge feature ``prob``."""
     empty = torch.zeros(0, dtype=torch.int64, device=g.device)
     if ends is None or ends.numel() == 0 or fanout == 0:
         return empty, empty, empty
@@ -194,7 +200,7 @@ def _sample_relation(g, cet, rel: Relation, edge_dir: str, ends, fanout: int, re
     key = (storage_key(comp.indptr.cpu().numpy()), storage_key(comp.indices.cpu().numpy()))
     indptr = keep.kept(f"indptr64:{tag}", key, lambda: ops._read_only(comp.indptr.cpu().numpy().astype(np.int64)))
     eids = None if comp.eids is None else comp.eids.cpu().numpy()
-    weights = ordered_weights(g, cet, edge_dir, prob, eids)
+    weights = ordered_weights(g, cet, edge_dir, prob, eids) if weights_of is None else weights_of(eids)
     drop, positions = None, None
     if excluded is not None and excluded.numel():
         drop = excluded.cpu().numpy()
@@ -208,7 +214,7 @@ def _sample_relation(g, cet, rel: Relation, edge_dir: str, ends, fanout: int, re
     except ValueError as e:
         raise DGLError(str(e)) from None
     picked = torch.from_numpy(pos if eids is None else eids[pos].astype(np.int64))
-    owners = torch.repeat_interleave(ends.cpu(), torch.from_numpy(counts))
+    owners = torch.from_numpy(np.repeat(ends.cpu().numpy(), counts))  # numpy's: torch 2.2's costs ms a call
     return picked.to(g.device), owners.to(g.device), torch.from_numpy(other).to(g.device)
 
 
@@ -238,17 +244,3 @@ def _edge_positions(eids: np.ndarray) -> np.ndarray:
     from bgl.sampler.exclusion import edge_positions
 
     return ops._read_only(edge_positions(eids))
-
-
-WALKS = ("random_walk", "pack_traces", "RandomWalkNeighborSampler", "PinSAGESampler")  # in bgl.dgl.random_walks
-
-
-def __getattr__(name: str):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    if name in WALKS:  # loaded here on use: random_walks imports this module's weight and rank helpers
-        import importlib
-
-        return getattr(importlib.import_module("bgl.dgl.random_walks"), name)
-    raise not_built(f"dgl.sampling.{name}", "sample_neighbors, random_walk, pack_traces, RandomWalkNeighborSampler and "
-                    "PinSAGESampler are built; see docs/from-dgl.md", attribute=True)
