@@ -10,7 +10,8 @@ import sys as _sys
 from . import functional
 from .agnnconv import AGNNConv
 from .chebconv import ChebConv
-from .combine import EdgePredictor, Identity, JumpingKnowledge, Sequential, TransE, TransR
+# Identity is not in __all__: DGL has it in dgl.nn.pytorch.utils only (reached through the alias below)
+from .combine import EdgePredictor, Identity, JumpingKnowledge, Sequential, TransE, TransR  # noqa: F401
 from .dense_adjacency import DenseChebConv, DenseGraphConv, DenseSAGEConv
 from .dotgatconv import DotGatConv
 from .edge_feature_convs import CFConv, EdgeGATConv, EGATConv, GatedGCNConv, GMMConv, PNAConv
@@ -35,7 +36,7 @@ from .typed_modules import HeteroEmbedding, HeteroLinear
 
 __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "GINConv", "GINEConv", "RelGraphConv",
            "TypedLinear", "HeteroGraphConv", "HGTConv", "SGConv", "APPNPConv", "TAGConv", "GCN2Conv", "DotGatConv",
-           "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge", "EdgePredictor", "Sequential", "Identity", "WeightBasis",
+           "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge", "EdgePredictor", "Sequential", "WeightBasis",
            "NodeEmbedding",
            "ChebConv", "NNConv", "EdgeConv", "GatedGraphConv", "AGNNConv",
            "GMMConv", "PNAConv", "EGATConv", "EdgeGATConv", "GatedGCNConv", "CFConv",
