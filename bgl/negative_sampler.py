@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from .sampler import _edge_kernels as EK
+from .sampler.multilayer import thread_generator
 from .sampler.ops import MASK64, splitmix64
 
 __all__ = ["PerSourceUniform", "Uniform", "GlobalUniform"]
@@ -93,7 +94,7 @@ class _NegativeSampler:
 
             graph = dglgraph_arrays(g, None, None)
         src, dst = g.find_edges(eids, etype=cet)
-        seed = int(torch.randint(0, 2**62, (1,)).item())
+        seed = int(torch.randint(0, 2**62, (1,), generator=thread_generator()).item())
         num_nodes = g.num_nodes() if cet is None else g.num_nodes(cet[2])
         s, d = self.sample_pairs(src.numpy(), dst.numpy(), num_nodes, seed, graph=graph)
         return torch.from_numpy(s), torch.from_numpy(d)

@@ -6,8 +6,10 @@ both produce the same blocks for the same seed.
 """
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 import torch
@@ -106,9 +108,31 @@ def _typed_labor_importance_layer(sample_layer, dst: np.ndarray, fanouts: np.nda
     return kept_counts, nbrs[keep], None if eids is None else np.asarray(eids)[keep], etypes[keep], rows
 
 
+_drawing = threading.local()  # .generator: the generator this thread's draws come from (None: torch's default)
+
+
 def draw_seed() -> int:
-    """A fresh 63-bit seed from torch's RNG, so ``torch.manual_seed`` makes runs reproducible."""
-    return int(torch.randint(0, 2**63 - 1, (1,)).item())
+    """A fresh 63-bit seed from torch's RNG, so ``torch.manual_seed`` makes runs reproducible: the default
+    generator, or the one :func:`drawing_from` set for this thread."""
+    return int(torch.randint(0, 2**63 - 1, (1,), generator=thread_generator()).item())
+
+
+def thread_generator() -> Optional[torch.Generator]:
+    """The generator :func:`drawing_from` set for the calling thread; None (torch's default) elsewhere."""
+    return getattr(_drawing, "generator", None)
+
+
+@contextmanager
+def drawing_from(generator: torch.Generator) -> Iterator[None]:
+    """Inside the block, this thread's sampling draws (:func:`draw_seed`, and ``bgl.dgl``'s samplers) come from
+    ``generator``: a sampler run in a producer thread then draws a sequence of its own, the same every run,
+    and leaves the trainer's generator (dropout, shuffles) as it would be without it."""
+    before = thread_generator()
+    _drawing.generator = generator
+    try:
+        yield
+    finally:
+        _drawing.generator = before
 
 
 def check_fanouts(fanouts: Sequence[int]) -> list[int]:

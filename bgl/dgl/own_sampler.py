@@ -10,6 +10,17 @@ trainer's thread as DGL runs it with ``num_workers=0``; the batch goes to ``devi
 does.  Typed seeds (``{ntype: ids}``) are cut as DGL cuts them: one stream over every (type, id) pair
 in the dict's order, each batch split back into ``{ntype: ids}`` of the types it holds.
 
+With ``num_workers > 0`` (DGL: worker processes sample while the model trains) the user's ``sample`` runs in
+one producer thread instead, ``prefetch_factor`` batches (default 2) ahead of the trainer
+(:func:`bgl.loader.pipeline.background.background_items`: the first batch in the trainer's thread, errors
+raised in the trainer, the thread stopped when the loop ends or breaks).  bgl's samplers release the GIL in
+their kernels, so the next batch is sampled beside the model step.  Their draws come from a generator of
+the producer's own, seeded from the epoch's seed (:func:`bgl.sampler.multilayer.drawing_from`): the same
+batches every run, and the trainer's RNG stream (dropout) as without the thread.  As in DGL's workers, the
+sampler should not depend on the trainer's state while the epoch runs; unlike them it shares the process
+(a sampler's own ``torch.rand`` calls still draw from torch's default generator, in whichever order the
+threads reach it).
+
 Link prediction over one's own sampler (``as_edge_prediction_sampler(MySampler(), ...)``) runs DGL's
 ``EdgePredictionSampler.sample`` (:class:`OwnEdgePrediction`): the batch's seed edges as a pair graph, the
 negative sampler's pairs as another, both compacted to the nodes they touch (:func:`bgl.dgl.compact_graphs`),
@@ -29,10 +40,13 @@ import torch
 
 from bgl.dgl.base import EID, NID, DGLError
 from bgl.loader.ddp import ddp_chunk
+from bgl.loader.pipeline.background import background_items
 from bgl.loader.stages.order import OrderStage
 from bgl.loader.state.position import epoch_seed, generator_seed_from_torch
+from bgl.sampler.multilayer import drawing_from
 
-# DGL's DataLoader arguments that tune its worker processes: a user's sampler runs in the trainer's thread here
+# DGL's DataLoader arguments that tune its worker processes: num_workers > 0 runs the user's sampler in one
+# producer thread, prefetch_factor batches ahead; the others have nothing to tune here
 DGL_TUNING = ("num_workers", "use_uva", "use_prefetch_thread", "use_alternate_streams", "pin_prefetcher",
               "persistent_workers", "pin_memory", "prefetch_factor", "worker_init_fn", "timeout",
               "use_cpu_worker_affinity", "cpu_worker_affinity_cores", "gpu_cache")
@@ -47,7 +61,8 @@ class OwnSamplerLoader:
         unknown = sorted(set(kwargs) - set(DGL_TUNING))
         if unknown:
             raise ValueError(f"{', '.join(unknown)}: not taken with your own sampler ({type(sampler).__name__}"
-                             ".sample runs in the trainer's thread); bgl's pipeline options need a bgl sampler")
+                             ".sample runs in the trainer's thread, or one producer thread with num_workers > 0); "
+                             "bgl's pipeline options need a bgl sampler")
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.graph, self.graph_sampler = graph, sampler
@@ -62,6 +77,7 @@ class OwnSamplerLoader:
         self._order = OrderStage(ids=positions, batch_size=self.batch_size, drop_last=self.drop_last,
                                  shuffle=self.shuffle, pad=pad)
         self._generator_seed = None if self.use_ddp else generator_seed_from_torch()
+        self._ahead = max(1, int(kwargs.get("prefetch_factor") or 2)) if int(kwargs.get("num_workers") or 0) > 0 else 0
         self._epoch, self._epoch_set = 0, False
 
     def __len__(self) -> int:
@@ -77,9 +93,21 @@ class OwnSamplerLoader:
         if not self._epoch_set:
             self._epoch += 1
         self._epoch_set = False
-        for batch in self._order.items((epoch, seed)):
-            out = self.graph_sampler.sample(self.graph, self._seeds_of(batch.seeds))
+        if self._ahead:
+            batches = background_items(lambda: self._sampled(epoch, seed), self._ahead, name="bgl-own-sampler")
+        else:
+            batches = (self.graph_sampler.sample(self.graph, self._seeds_of(batch.seeds))
+                       for batch in self._order.items((epoch, seed)))
+        for out in batches:
             yield out if self.device is None else _to_device(out, self.device)
+
+    def _sampled(self, epoch: int, seed) -> Iterator:
+        """The epoch's samples, drawn from a generator seeded from its order's seed (the producer thread's)."""
+        generator = torch.Generator().manual_seed(int(np.random.default_rng([int(seed), 1]).integers(0, 2**62)))
+        for batch in self._order.items((epoch, seed)):
+            with drawing_from(generator):  # per batch: entered and left in the thread that makes it
+                out = self.graph_sampler.sample(self.graph, self._seeds_of(batch.seeds))
+            yield out
 
     def _seeds_of(self, positions: torch.Tensor):
         """The seeds at stream ``positions``: ids, or ``{ntype: ids}`` of the types present (DGL's split)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from bgl.dgl.base import DGLError
+from bgl.sampler.multilayer import thread_generator
 
 
 def choice(prob: torch.Tensor, count: int) -> torch.Tensor:
@@ -18,5 +19,5 @@ def choice(prob: torch.Tensor, count: int) -> torch.Tensor:
     cdf = torch.cumsum(prob.detach().cpu().to(torch.float64).view(-1), 0)
     if cdf.numel() == 0 or not float(cdf[-1]) > 0:
         raise DGLError("cannot draw from an empty or all-zero distribution.")
-    picks = torch.searchsorted(cdf, torch.rand(count, dtype=torch.float64) * cdf[-1], right=True)
+    picks = torch.searchsorted(cdf, torch.rand(count, dtype=torch.float64, generator=thread_generator()) * cdf[-1], right=True)
     return picks.clamp_(max=cdf.numel() - 1)

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from bgl.dgl.heterograph import DGLGraph
+from bgl.sampler.multilayer import thread_generator
 
 TRIALS = 3  # DGL's attempts per candidate
 
@@ -53,8 +54,8 @@ def global_uniform_negative_sampling(g: DGLGraph, num_samples: int, exclude_self
     for _ in range(TRIALS):
         if todo.shape[0] == 0 or num_src == 0 or num_dst == 0:
             break
-        u = torch.randint(0, num_src, (todo.shape[0],)).numpy()
-        v = torch.randint(0, num_dst, (todo.shape[0],)).numpy()
+        u = torch.randint(0, num_src, (todo.shape[0],), generator=thread_generator()).numpy()
+        v = torch.randint(0, num_dst, (todo.shape[0],), generator=thread_generator()).numpy()
         ok = edges_exist(graph, u, v) == 0
         if no_loops:
             ok &= u != v

@@ -21,6 +21,7 @@ from __future__ import annotations
 import torch
 
 from bgl.dgl.base import DGLError
+from bgl.sampler.multilayer import thread_generator
 from bgl.dgl.dataloading import Sampler
 from bgl.dgl.sampling.choice import choice
 
@@ -80,7 +81,7 @@ class SAINTSampler(Sampler):
         from bgl.dgl.sampling.random_walks import pack_traces, random_walk
 
         num_roots, walk_length = self.budget
-        roots = torch.randint(0, g.num_nodes(), (int(num_roots),))
+        roots = torch.randint(0, g.num_nodes(), (int(num_roots),), generator=thread_generator())
         traces, types = random_walk(g, roots, length=int(walk_length))
         return pack_traces(traces, types)[0].unique().to(g.idtype)
 

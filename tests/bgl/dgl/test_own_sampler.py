@@ -210,3 +210,76 @@ def test_random_walks_repeat_with_torchs_seed_and_pinsage_builds_a_neighbour_gra
     assert neighbours.ntypes == ["item"] and neighbours.num_nodes() == 7
     assert set(d.tolist()) <= {0, 4} and all(int((d == v).sum()) <= 3 for v in (0, 4))
     assert bool((neighbours.edata["weights"] > 0).all())
+
+
+class ThreadNoting(LayerSampler):
+    """LayerSampler noting which thread sampled each batch (a list append: safe across threads)."""
+
+    def __init__(self, fanouts, **prefetch):
+        super().__init__(fanouts, **prefetch)
+        self.threads = []
+
+    def sample_blocks(self, g, seed_nodes, exclude_eids=None):
+        import threading
+
+        self.threads.append(threading.current_thread().name)
+        return super().sample_blocks(g, seed_nodes, exclude_eids)
+
+
+def test_num_workers_samples_in_a_producer_thread_the_same_batches_every_run(hub_edges):
+    """``num_workers > 0``: the user's sampler runs in one producer thread ahead of the trainer (the first batch in
+    the trainer's), its draws from a generator of its own: the same batches every run whatever the trainer draws
+    meanwhile, valid blocks, and the trainer's RNG stream as without the loader's draws."""
+    import threading
+
+    g = _graph(hub_edges)
+
+    def run(trainer_draws: bool):
+        torch.manual_seed(11)
+        sampler = ThreadNoting([4, 3], prefetch_node_feats=["x"])
+        loader = dgl.dataloading.DataLoader(g, torch.arange(40), sampler, batch_size=6, shuffle=True, num_workers=2)
+        epochs, trainer = [], []
+        for _ in range(2):
+            batches = []
+            for input_nodes, output_nodes, blocks in loader:
+                _check_blocks(g, input_nodes, output_nodes, blocks)
+                assert torch.equal(blocks[0].srcdata["x"], g.ndata["x"][input_nodes])
+                batches.append([b.edata[dgl.EID].tolist() for b in blocks])
+                if trainer_draws:
+                    trainer.append(torch.rand(3).tolist())  # the model's dropout, say
+            epochs.append(batches)
+        return epochs, trainer, sampler.threads
+
+    first, trainer, threads = run(True)
+    again, _, _ = run(False)
+    assert first == again and first[0] != first[1] and len(first[0]) == 7
+    assert threads[0] == threading.current_thread().name and set(threads[1:7]) == {"bgl-own-sampler"}
+    torch.manual_seed(11)
+    loader = dgl.dataloading.DataLoader(g, torch.arange(40), LayerSampler([4, 3]), batch_size=6, shuffle=True,
+                                        num_workers=2)  # built, as in run(): the trainer's stream starts here
+    assert trainer[:3] == [torch.rand(3).tolist() for _ in range(3)]
+    assert not [t for t in threading.enumerate() if t.name == "bgl-own-sampler" and t.is_alive()]
+
+
+def test_a_producer_threads_error_reaches_the_trainer_and_a_break_stops_it(hub_edges):
+    import threading
+
+    g = _graph(hub_edges)
+
+    class Failing(LayerSampler):
+        def sample_blocks(self, g, seed_nodes, exclude_eids=None):
+            if int(seed_nodes[0]) == 24:
+                raise RuntimeError("bad seed 24")
+            return super().sample_blocks(g, seed_nodes, exclude_eids)
+
+    loader = dgl.dataloading.DataLoader(g, torch.arange(40), Failing([2]), batch_size=6, num_workers=1)
+    with pytest.raises(RuntimeError, match="bad seed 24"):
+        list(loader)
+    loader = dgl.dataloading.DataLoader(g, torch.arange(40), LayerSampler([2]), batch_size=6, num_workers=1)
+    for _ in loader:
+        break
+    loader = None
+    import gc
+
+    gc.collect()
+    assert not [t for t in threading.enumerate() if t.name == "bgl-own-sampler" and t.is_alive()]
