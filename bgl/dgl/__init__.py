@@ -96,7 +96,6 @@ DGLGraph.sample_neighbors = _sample_neighbors
 _INSTEAD = {
     "distributed": "use bgl's servers (bgl serve / bgl.DataLoader over a partition)",
     "graphbolt": "use bgl.DataLoader",
-    "sparse": "use bgl.dgl.ops (gspmm / gsddmm) or torch.sparse",
     "from_scipy": "pass (src, dst) from the matrix's COO to bgl.dgl.graph",
     "from_networkx": "pass (src, dst) from the graph's edge list to bgl.dgl.graph",
 }
@@ -104,7 +103,7 @@ _INSTEAD = {
 
 # Loaded on first use: ``import bgl.dgl`` stays free of the loader (numba, the pipeline).
 _LAZY_MODULES = {"data": "bgl.dgl.data", "dataloading": "bgl.dgl.dataloading", "sampling": "bgl.dgl.sampling",
-                 "optim": "bgl.dgl.optim"}
+                 "optim": "bgl.dgl.optim", "sparse": "bgl.dgl.sparse"}
 _LAZY_NAMES = {"load_graphs": "bgl.dgl.data", "save_graphs": "bgl.dgl.data"}
 
 
