@@ -4,8 +4,8 @@ A sparse ``A`` [L, M] is read as a bgl.dgl relation from M source nodes (its col
 nodes (its rows), one edge per nonzero in ``val``'s order, so ``A @ X`` is bgl.dgl's fused
 ``u_mul_e`` + ``sum`` SpMM over the matrix's CSR (no nnz x N message tensor; backward over a CSC
 the relation builds on first use) and ``sddmm`` its ``u_dot_v`` SDDMM.  ``spspmm`` expands every
-pair of nonzeros that meet (A's column = B's row) and sums them per (row, col): memory of the number
-of such pairs.  Gradients reach ``val`` and the dense operands, as DGL's.
+pair of nonzeros that meet (A's column = B's row) and sums them per (row, col): memory and one sort
+of the number of such pairs.  Gradients reach ``val`` and the dense operands, as DGL's.
 """
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def bspmm(A: SparseMatrix, X: torch.Tensor) -> torch.Tensor:
 
 def spspmm(A: SparseMatrix, B: SparseMatrix) -> SparseMatrix:
     """``A @ B`` of two sparse matrices with scalar values and no duplicate nonzeros: [L, M] @ [M, N] ->
-    [L, N], nonzeros sorted row-major, explicit zeros kept (as DGL's).
+    [L, N], nonzeros row by row in the order their columns are first reached, explicit zeros kept (as DGL's).
 
     Raises
     ------
@@ -91,17 +91,34 @@ def spspmm(A: SparseMatrix, B: SparseMatrix) -> SparseMatrix:
         if mat.has_duplicate():
             raise RuntimeError(f"SpSpMM does not support {name} with duplicate indices. "
                                "Call A = A.coalesce() to dedup first.")
-    a_row, a_col = A.coo()
-    indptr, b_col, b_ids = B.csr()
-    starts = indptr.long()[a_col.long()]
-    counts = indptr.long()[a_col.long() + 1] - starts
-    a_idx = torch.repeat_interleave(torch.arange(A.nnz, device=A.device), counts)
+    if A.is_diag() and A.shape[0] == A.shape[1]:  # a row scaling: B's nonzeros and order, as DGL's
+        return B._derive(A.val.index_select(0, B.row.long()) * B.val)
+    if B.is_diag() and B.shape[0] == B.shape[1]:
+        return A._derive(A.val * B.val.index_select(0, A.col.long()))
+    # Gustavson's order, as DGL's: rows of A in turn, A's nonzeros in CSR order, each meeting B's row in its
+    # CSR order; within a result row, columns in the order they are first reached
+    a_indptr, a_col, a_ids = A.csr()
+    a_row = torch.repeat_interleave(torch.arange(A.shape[0], device=A.device),
+                                    (a_indptr[1:] - a_indptr[:-1]).long())
+    b_indptr, b_col, b_ids = B.csr()
+    starts = b_indptr.long()[a_col.long()]
+    counts = b_indptr.long()[a_col.long() + 1] - starts
+    a_pos = torch.repeat_interleave(torch.arange(A.nnz, device=A.device), counts)
     ends = torch.cumsum(counts, 0)
-    pos = starts[a_idx] + torch.arange(a_idx.shape[0], device=A.device) - (ends - counts)[a_idx]
-    b_idx = pos if b_ids is None else b_ids.long()[pos]
-    val = A.val.index_select(0, a_idx) * B.val.index_select(0, b_idx)
-    pairs = SparseMatrix(val, (A.shape[0], B.shape[1]), coo=(a_row[a_idx], b_col[pos].to(a_row.dtype)))
-    return pairs.coalesce()
+    b_pos = starts[a_pos] + torch.arange(a_pos.shape[0], device=A.device) - (ends - counts)[a_pos]
+    a_val = A.val if a_ids is None else A.val.index_select(0, a_ids.long())
+    b_val = B.val if b_ids is None else B.val.index_select(0, b_ids.long())
+    products = a_val.index_select(0, a_pos) * b_val.index_select(0, b_pos)
+    out_row, out_col = a_row[a_pos], b_col.long()[b_pos]
+    keys, inverse = torch.unique(out_row * B.shape[1] + out_col, return_inverse=True)
+    ordinal = torch.arange(inverse.shape[0], device=A.device)
+    first = torch.full_like(keys, inverse.shape[0]).scatter_reduce(0, inverse, ordinal, "amin")
+    order = torch.argsort(first)  # rows come in ascending order, so the first-reached order is row-major
+    val = torch.zeros(keys.shape[0], dtype=products.dtype, device=A.device).index_add(0, inverse, products)
+    keys = keys[order]
+    index_dtype = A.row.dtype
+    coo = ((keys // B.shape[1]).to(index_dtype), (keys % B.shape[1]).to(index_dtype))
+    return SparseMatrix(val[order], (A.shape[0], B.shape[1]), coo=coo)
 
 
 def matmul(A: Union[torch.Tensor, SparseMatrix], B: Union[torch.Tensor, SparseMatrix]):
