@@ -238,3 +238,37 @@ class SparseMatrix:
         start = 0 if index.start is None else index.start
         stop = self._shape[dim] if index.stop is None else index.stop
         return self.index_select(dim, torch.arange(start, stop, device=self.device))
+
+    def compact(self, dim: int, leading_indices: Optional[torch.Tensor] = None):
+        """Rows (``dim=0``) or columns (``dim=1``) renumbered 0..k-1: ``leading_indices`` first (in their
+        order, with or without nonzeros), then every other one that holds a nonzero, ascending; the
+        rest dropped (``dgl.to_block``'s relabelling).  Nonzeros keep their order.
+
+        Returns
+        -------
+        (SparseMatrix, int tensor [k]): the matrix and the old id of each new row / column
+        """
+        if dim not in (0, 1):
+            raise ValueError("The compaction dimension should be 0 or 1.")
+        row, col = self.coo()
+        ids = (row if dim == 0 else col).long()
+        present = torch.unique(ids)
+        if leading_indices is None:
+            kept = present
+        else:
+            lead = leading_indices.to(ids.device).long()
+            kept = torch.cat([lead, present[~torch.isin(present, lead)]])
+        size = max(self._shape[dim], int(kept.max()) + 1 if kept.numel() else 0)
+        new_id = torch.full((size,), -1, dtype=torch.int64, device=ids.device)
+        new_id[kept.flip(0)] = torch.arange(kept.shape[0] - 1, -1, -1, device=ids.device)  # first place wins
+        relabelled = new_id[ids].to(row.dtype)
+        shape = (kept.shape[0], self._shape[1]) if dim == 0 else (self._shape[0], kept.shape[0])
+        coo = (relabelled, col) if dim == 0 else (row, relabelled)
+        return SparseMatrix(self._val, shape, coo=coo), kept.to(row.dtype)
+
+    def sample(self, dim: int, fanout: int, ids: Optional[torch.Tensor] = None, replace: bool = False,
+               bias: bool = False):
+        """Refused: random row / column sampling of a matrix is not built (one line, no fallback)."""
+        from bgl.dgl.base import not_built
+
+        raise not_built("SparseMatrix.sample", "use bgl.dgl.sampling.sample_neighbors on the graph")
