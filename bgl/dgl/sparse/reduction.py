@@ -4,7 +4,7 @@ and ``softmax``, over the nonzeros only.
 ``dim=0`` reduces each column's nonzeros (a result per column), ``dim=1`` each row's, ``None`` all of
 them; a row or column without nonzeros gets 0.  One torch ``scatter_reduce`` / ``index_add`` over the
 nonzeros (ties of smax / smin share the gradient evenly, as DGL's do); softmax is bgl.dgl's
-``edge_softmax`` kernel grouped by row (``dim=1``) or column (``dim=0``).
+``edge_softmax`` grouped by row (``dim=1``, over the cached CSR) or column (``dim=0``, the CSC).
 """
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ from typing import Optional
 
 import torch
 
-from bgl.dgl.ops.edge_softmax import _EdgeSoftmax
+from bgl.dgl.ops.cpu_rows import kernels_for
+from bgl.dgl.ops.edge_map import flat_rows
+from bgl.dgl.ops.edge_softmax import _CpuEdgeSoftmax, _EdgeSoftmax
+from bgl.dgl.relation import Compressed
 from bgl.dgl.sparse.creation import val_like
 from bgl.dgl.sparse.matrix import SparseMatrix
 
@@ -76,8 +79,12 @@ def softmax(input: SparseMatrix, dim: int = 1) -> SparseMatrix:  # noqa: A002
     values are [nnz, D]; same nonzeros and order as ``input``."""
     if dim not in (0, 1):
         raise ValueError(f"dim must be 0 or 1, got {dim}")
+    val = input.val
+    if kernels_for(val) and input.nnz:  # CPU: one numba pass per row (column) of the cached CSR (CSC)
+        adj = Compressed(*(input.csr() if dim == 1 else input.csc()))
+        return val_like(input, _CpuEdgeSoftmax.apply(adj, flat_rows(val.contiguous())).view(val.shape))
     group = (input.row if dim == 1 else input.col).long()
-    return val_like(input, _EdgeSoftmax.apply(input.val, group, input.shape[0 if dim == 1 else 1]))
+    return val_like(input, _EdgeSoftmax.apply(val, group, input.shape[0 if dim == 1 else 1]))
 
 
 SparseMatrix.reduce = reduce
