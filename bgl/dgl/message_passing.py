@@ -48,8 +48,9 @@ def _replace_inf(t: torch.Tensor) -> torch.Tensor:
 class MessagePassing:
     """Mixin: DGL's message passing entry points."""
 
-    def _reduce_relation(self, cet, mfunc, rfunc, raw: bool = False) -> dict:
-        """{out field: tensor [num dst nodes of cet]} of one relation (max/min keep ±inf if ``raw``)."""
+    def _reduce_relation(self, cet, mfunc, rfunc, raw: bool = False, node_ids=None) -> dict:
+        """{out field: tensor [num dst nodes of cet]} of one relation (max/min keep ±inf if ``raw``;
+        ``node_ids``: the dst ids a reduce UDF's ``nodes.nodes()`` reports)."""
         rel = self._rels[cet]
         msg_builtin, red_builtin = isinstance(mfunc, BuiltinFunction), isinstance(rfunc, BuiltinFunction)
         if red_builtin and not isinstance(rfunc, ReduceFunction):
@@ -65,7 +66,7 @@ class MessagePassing:
                 messages = run_edge_udf(self, rel, cet, mfunc, None, self._src_frames[cet[0]],
                                         self._dst_frames[cet[2]], self._edge_frames[cet])
             if not red_builtin:
-                return run_reduce_udf(self, rel, cet[2], rfunc, messages, self._dst_frames[cet[2]])
+                return run_reduce_udf(self, rel, cet[2], rfunc, messages, self._dst_frames[cet[2]], node_ids)
             if rfunc.msg_field not in messages:
                 raise DGLError(f"The message function produced {list(messages)}, not the reducer's "
                                f"{rfunc.msg_field!r}.")
@@ -221,10 +222,10 @@ class MessagePassing:
                            dst_frames={cet[2]: self._dst_frames[cet[2]].rows_on_read(dsts)},
                            edge_frames={cet: self._edge_frames[cet].rows_on_read(eids)})
         # DGL's reduction on the compute block keeps max / min's -inf / inf, except on a block without edges
-        ndata = block._reduce_relation(cet, mfunc, rfunc, raw=eids.numel() > 0)
+        # (a UDF's nodes.nodes() reports this graph's node ids, as DGL's)
+        ndata = block._reduce_relation(cet, mfunc, rfunc, raw=eids.numel() > 0, node_ids=dsts)
         if afunc is not None:
-            local = torch.arange(dsts.shape[0], device=dsts.device)
-            ndata = run_node_udf(block, cet[2], afunc, local, {**block._dst_frames[cet[2]], **ndata})
+            ndata = run_node_udf(block, cet[2], afunc, dsts, {**block._dst_frames[cet[2]], **ndata})
         frame = self._dst_frames[cet[2]]
         for key, value in ndata.items():
             frame.set_rows(key, dsts, value)

@@ -25,8 +25,12 @@ def _msg(edges):
     return {"m": edges.src["h"] * edges.data["w"]}
 
 
+def _red_ids(nodes):  # nodes.nodes(): the graph's node ids, not the compute block's positions
+    return {"old": nodes.mailbox["m"].sum(1) + nodes.nodes().view(-1, 1) * 1000}
+
+
 def _app(nodes):
-    return {"old": nodes.data["old"] + 0.5}
+    return {"old": nodes.data["old"] + 0.5 + nodes.nodes().view(-1, 1) * 1000}
 
 
 def _cases(fn):
@@ -40,7 +44,7 @@ def _cases(fn):
         "pull_sum": lambda g: g.pull(torch.tensor([0, 3, 2]), fn.copy_u("h", "m"), fn.sum("m", "new")),
         "pull_max": lambda g: g.pull(torch.tensor([0, 3, 2]), fn.copy_u("h", "m"), fn.max("m", "old")),
         "pull_min_no_edges": lambda g: g.pull(torch.tensor([3, 4]), fn.copy_u("h", "m"), fn.min("m", "new")),
-        "pull_udf_apply": lambda g: g.pull(torch.tensor([3, 2, 1, 1]), _msg, _red, _app),
+        "pull_udf_apply": lambda g: g.pull(torch.tensor([3, 2, 1, 1]), _msg, _red_ids, _app),
         "pull_mean_int": lambda g: g.pull(1, fn.copy_e("w", "m"), fn.mean("m", "old")),
         "push": lambda g: g.push(torch.tensor([0, 2]), fn.copy_u("h", "m"), fn.sum("m", "new"), _app),
         "push_isolated": lambda g: g.push(torch.tensor([4]), fn.copy_u("h", "m"), fn.sum("m", "new")),
