@@ -20,7 +20,8 @@ from bgl.dgl import function, ops, transforms
 from bgl.dgl.base import ALL, EID, ETYPE, NID, NTYPE, DGLError, not_built
 from bgl.dgl.batching import (batch, broadcast_edges, broadcast_nodes, max_edges, max_nodes, mean_edges, mean_nodes,
                               readout_edges, readout_nodes, softmax_edges, softmax_nodes, sum_edges, sum_nodes, unbatch)
-from bgl.dgl.convert import block_from_bgl, create_block, graph, graph_from_pair, heterograph, rand_graph
+from bgl.dgl.convert import (block_from_bgl, create_block, from_networkx, from_scipy, graph, graph_from_pair, heterograph,
+                             rand_graph, to_networkx)
 from bgl.dgl.derived_graphs import (block_to_graph, init, khop_adj, khop_graph, laplacian_lambda_max, line_graph,
                                     metapath_reachable_graph, to_bfloat16, to_simple_graph)
 from bgl.dgl.heterograph import DGLGraph
@@ -46,7 +47,8 @@ for _name in ("AddReverse", "BaseTransform", "Compose", "DropEdge", "GCNNorm", "
 
 __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHeteroGraph", "Block",
            "EdgeBatch", "NodeBatch", "block_from_bgl", "create_block", "edge_softmax", "function", "graph",
-           "graph_from_pair", "heterograph", "norm_by_dst", "ops", "random", "seed", "transforms",
+           "graph_from_pair", "heterograph", "from_scipy", "from_networkx", "to_networkx", "norm_by_dst", "ops",
+           "random", "seed", "transforms",
            # graph edits and transforms
            "add_edges", "add_nodes", "add_reverse_edges", "add_self_loop", "edge_subgraph", "edge_type_subgraph",
            "in_subgraph", "out_subgraph", "rand_graph", "to_float", "to_double", "to_half",
@@ -96,15 +98,12 @@ DGLGraph.sample_neighbors = _sample_neighbors
 _INSTEAD = {
     "distributed": "use bgl's servers (bgl serve / bgl.DataLoader over a partition)",
     "graphbolt": "use bgl.DataLoader",
-    "sparse": "use bgl.dgl.ops (gspmm / gsddmm) or torch.sparse",
-    "from_scipy": "pass (src, dst) from the matrix's COO to bgl.dgl.graph",
-    "from_networkx": "pass (src, dst) from the graph's edge list to bgl.dgl.graph",
 }
 
 
 # Loaded on first use: ``import bgl.dgl`` stays free of the loader (numba, the pipeline).
 _LAZY_MODULES = {"data": "bgl.dgl.data", "dataloading": "bgl.dgl.dataloading", "sampling": "bgl.dgl.sampling",
-                 "optim": "bgl.dgl.optim"}
+                 "optim": "bgl.dgl.optim", "sparse": "bgl.dgl.sparse"}
 _LAZY_NAMES = {"load_graphs": "bgl.dgl.data", "save_graphs": "bgl.dgl.data"}
 
 

@@ -258,3 +258,110 @@ def rand_graph(num_nodes: int, num_edges: int, idtype=torch.int64, device=None) 
             first.scatter_reduce_(0, inverse, torch.arange(draw.shape[0]), "amin")
             chosen = draw[torch.sort(first).values][:num_edges]
     return graph((chosen // num_nodes, chosen % num_nodes), num_nodes=num_nodes, idtype=idtype, device=device)
+
+
+def from_scipy(sp_mat, eweight_name=None, idtype=None, device=None) -> DGLGraph:
+    """A homogeneous graph of a square SciPy sparse matrix (DGL's ``dgl.from_scipy``): an edge row -> column
+    per stored entry, edge ids in the matrix's storage order (CSR / CSC: position order; any other format:
+    its COO), explicit zeros and duplicates kept; ``eweight_name``: the entries as that edge field.
+
+    Raises
+    ------
+    DGLError : a matrix that is not square
+    """
+    rows, cols = sp_mat.shape
+    if rows != cols:
+        raise DGLError(f"Expect the number of rows to be the same as the number of columns for sp_mat, "
+                       f"got {rows:d} and {cols:d}.")
+    fmt = getattr(sp_mat, "format", None)
+    if fmt in ("csr", "csc"):
+        counts = torch.from_numpy(np.diff(sp_mat.indptr).astype(np.int64))
+        major = torch.repeat_interleave(torch.arange(rows), counts)
+        minor = torch.from_numpy(sp_mat.indices.astype(np.int64))
+        src, dst = (major, minor) if fmt == "csr" else (minor, major)
+        data = sp_mat.data
+    else:
+        coo = sp_mat.tocoo()
+        src, dst = torch.from_numpy(coo.row.astype(np.int64)), torch.from_numpy(coo.col.astype(np.int64))
+        data = coo.data
+    g = graph((src, dst), num_nodes=rows, idtype=torch.int64 if idtype is None else idtype, device=device)
+    if eweight_name is not None:
+        g.edata[eweight_name] = torch.as_tensor(np.asarray(data), device=g.device)
+    return g
+
+
+def _batch_values(values: list) -> torch.Tensor:
+    """One tensor of per-node / per-edge attribute values, as DGL stacks them."""
+    if isinstance(values[0], torch.Tensor):
+        return torch.stack(values)
+    if isinstance(values[0], np.ndarray):
+        return torch.as_tensor(np.array(values))
+    return torch.as_tensor(values)
+
+
+def from_networkx(nx_graph, node_attrs=None, edge_attrs=None, edge_id_attr_name=None, idtype=None,
+                  device=None) -> DGLGraph:
+    """A homogeneous graph of a NetworkX graph (DGL's ``dgl.from_networkx``): nodes relabelled 0.. in sorted
+    order, an undirected graph made directed (both directions), edges in NetworkX's edge order or by the
+    edge attribute ``edge_id_attr_name``; ``node_attrs`` / ``edge_attrs`` copied into ``ndata`` / ``edata``.
+    Reads NetworkX's Python objects once per node and edge (there is no array form to read).
+
+    Raises
+    ------
+    DGLError : ``edge_id_attr_name`` missing, edge attributes of an undirected graph, an edge id out of
+        range; KeyError : a node or edge without one of the attributes asked for (as DGL's)
+    """
+    import networkx as nx
+
+    first = next(iter(nx_graph.edges(data=True)), (None, None, {}))[-1]
+    if edge_id_attr_name is not None and edge_id_attr_name not in first:
+        raise DGLError(f"Failed to find the pre-specified edge IDs in the edge features of the NetworkX graph "
+                       f"with name {edge_id_attr_name}")
+    if not nx_graph.is_directed() and not (edge_id_attr_name is None and edge_attrs is None):
+        raise DGLError(f"Expect edge_id_attr_name and edge_attrs to be None when nx_graph is undirected, "
+                       f"got {edge_id_attr_name} and {edge_attrs}")
+    nx_graph = nx.convert_node_labels_to_integers(nx_graph, ordering="sorted")
+    if not nx_graph.is_directed():
+        nx_graph = nx_graph.to_directed()
+    edges = list(nx_graph.edges(data=True))
+    order = np.arange(len(edges))
+    if edge_id_attr_name is not None and edges:
+        ids = np.array([int(attrs[edge_id_attr_name]) for _, _, attrs in edges], dtype=np.int64)
+        if ids.min() < 0 or ids.max() >= len(edges):
+            bad = int(ids[(ids < 0) | (ids >= len(edges))][0])
+            raise DGLError(f"Expect edge IDs to be a non-negative integer smaller than {len(edges):d}, got {bad:d}")
+        order = np.empty_like(ids)
+        order[ids] = np.arange(len(edges))
+    edges = [edges[i] for i in order]
+    src = torch.as_tensor([e[0] for e in edges], dtype=torch.int64)
+    dst = torch.as_tensor([e[1] for e in edges], dtype=torch.int64)
+    g = graph((src, dst), num_nodes=nx_graph.number_of_nodes(), idtype=torch.int64 if idtype is None else idtype)
+    for attr in node_attrs or ():
+        g.ndata[attr] = _batch_values([nx_graph.nodes[nid][attr] for nid in range(g.num_nodes())])
+    for attr in edge_attrs or ():
+        g.edata[attr] = _batch_values([attrs[attr] for _, _, attrs in edges])
+    return g if device is None else g.to(device)
+
+
+def to_networkx(g, node_attrs=None, edge_attrs=None, ntype_attr="ntype", etype_attr="etype", eid_attr="id"):
+    """A NetworkX ``MultiDiGraph`` of a homogeneous graph on the CPU (DGL's ``dgl.to_networkx``): nodes
+    0..N-1, one edge per edge with its id as attribute ``"id"``, ``node_attrs`` / ``edge_attrs`` rows as
+    attributes."""
+    import networkx as nx
+
+    if g.device.type != "cpu":
+        raise DGLError("Cannot convert a CUDA graph to networkx. Call g.cpu() first.")
+    if len(g.ntypes) != 1 or len(g.canonical_etypes) != 1:
+        raise not_built("to_networkx of a graph with several node or edge types", "convert g.to_homogeneous()")
+    out = nx.MultiDiGraph()
+    out.add_nodes_from(range(g.num_nodes()))
+    src, dst = g.edges()
+    out.add_edges_from((u, v, {"id": eid}) for eid, (u, v) in enumerate(zip(src.tolist(), dst.tolist())))
+    for nid, attrs in out.nodes(data=True):
+        attrs.update({key: g.ndata[key][nid] for key in node_attrs or ()})
+    for _, _, attrs in out.edges(data=True):
+        attrs.update({key: g.edata[key][attrs["id"]] for key in edge_attrs or ()})
+    return out
+
+
+DGLGraph.to_networkx = to_networkx

@@ -204,12 +204,19 @@ class GraphQueries:
         matrix = sp.coo_matrix((np.ones(rows.shape[0], np.int64), (rows.cpu().numpy(), cols.cpu().numpy())), shape=shape)
         return matrix.tocsr() if scipy_fmt == "csr" else matrix
 
-    def adj(self, *args, **kwargs):
-        from bgl.dgl.base import not_built
+    def adj(self, etype=None, eweight_name=None):
+        """The relation's adjacency as a :class:`bgl.dgl.sparse.SparseMatrix` [num src, num dst], one nonzero
+        per edge in edge-id order (parallel edges kept): value 1.0, or the edge field ``eweight_name``."""
+        from bgl.dgl.sparse import spmatrix
 
-        raise not_built("adj (a dgl.sparse matrix)", "use g.adj_external() (a torch sparse tensor) or g.adj_tensors()")
+        cet = self.to_canonical_etype(etype)
+        src, dst = self.edges(etype=cet, order="eid")
+        val = None if eweight_name is None else self.edges[cet].data[eweight_name]
+        return spmatrix(torch.stack([src, dst]), val=val, shape=(self.num_nodes(cet[0]), self.num_nodes(cet[2])))
 
-    adjacency_matrix = adj
+    def adjacency_matrix(self, etype=None):
+        """``adj(etype)``: DGL 2.1's older name of it."""
+        return self.adj(etype)
 
     def has_nodes(self, vid, ntype=None):
         """Whether each id is a node of ``ntype``."""

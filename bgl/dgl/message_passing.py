@@ -1,5 +1,5 @@
 """Message passing of :class:`~bgl.dgl.heterograph.DGLGraph`: ``update_all``, ``apply_edges``,
-``multi_update_all``, ``apply_nodes``.
+``multi_update_all``, ``apply_nodes``, and on part of the graph ``send_and_recv`` / ``pull`` / ``push``.
 
 A builtin message with a builtin reducer is one fused :func:`bgl.dgl.ops.spmm.message_reduce`
 call (``copy_u`` + ``sum`` is a sparse-dense matmul, no E x F message); a builtin message with
@@ -48,8 +48,9 @@ def _replace_inf(t: torch.Tensor) -> torch.Tensor:
 class MessagePassing:
     """Mixin: DGL's message passing entry points."""
 
-    def _reduce_relation(self, cet, mfunc, rfunc, raw: bool = False) -> dict:
-        """{out field: tensor [num dst nodes of cet]} of one relation (max/min keep ±inf if ``raw``)."""
+    def _reduce_relation(self, cet, mfunc, rfunc, raw: bool = False, node_ids=None) -> dict:
+        """{out field: tensor [num dst nodes of cet]} of one relation (max/min keep ±inf if ``raw``;
+        ``node_ids``: the dst ids a reduce UDF's ``nodes.nodes()`` reports)."""
         rel = self._rels[cet]
         msg_builtin, red_builtin = isinstance(mfunc, BuiltinFunction), isinstance(rfunc, BuiltinFunction)
         if red_builtin and not isinstance(rfunc, ReduceFunction):
@@ -65,7 +66,7 @@ class MessagePassing:
                 messages = run_edge_udf(self, rel, cet, mfunc, None, self._src_frames[cet[0]],
                                         self._dst_frames[cet[2]], self._edge_frames[cet])
             if not red_builtin:
-                return run_reduce_udf(self, rel, cet[2], rfunc, messages, self._dst_frames[cet[2]])
+                return run_reduce_udf(self, rel, cet[2], rfunc, messages, self._dst_frames[cet[2]], node_ids)
             if rfunc.msg_field not in messages:
                 raise DGLError(f"The message function produced {list(messages)}, not the reducer's "
                                f"{rfunc.msg_field!r}.")
@@ -172,11 +173,59 @@ class MessagePassing:
         for key, value in result.items():
             frame.set_rows(key, None if is_all(v) else nodes, value)
 
-    def send_and_recv(self, *args, **kwargs):
-        raise not_built("send_and_recv", "use apply_edges on the edges, then update_all on an edge_subgraph")
+    def send_and_recv(self, edges, message_func, reduce_func, apply_node_func=None, etype=None):
+        """Send messages along ``edges`` only (edge ids, a ``(u, v)`` pair of node ids, or ``ALL``), reduce
+        them at the nodes they reach and apply ``apply_node_func`` there; other nodes keep their data (a new
+        field is 0 there), as DGL's.  Parallel or repeated edges each send a message."""
+        cet = self.to_canonical_etype(etype)
+        eids = torch.arange(self._rels[cet].num_edges, device=self.device) if is_all(edges) else \
+            self._edge_id_arg(edges, cet)
+        if eids.numel() == 0:
+            return
+        src, dst = self._rels[cet].coo()
+        self._recv(cet, src[eids], dst[eids], eids, None, message_func, reduce_func, apply_node_func)
 
-    def pull(self, *args, **kwargs):
-        raise not_built("pull", "use update_all (results for all nodes) and read the rows you need")
+    def pull(self, v, message_func, reduce_func, apply_node_func=None, etype=None):
+        """Reduce the messages of every in-edge of nodes ``v`` into ``v`` (apply ``apply_node_func`` on all of
+        ``v``); a node of ``v`` without in-edges gets 0 from sum / mean / a UDF reducer and -inf / inf from
+        max / min (0 when no node of ``v`` has an in-edge), as DGL's."""
+        from bgl.dgl.graph_queries import _ids, check_node_ids
 
-    def push(self, *args, **kwargs):
-        raise not_built("push", "use update_all on an edge_subgraph of the edges to push")
+        cet = self.to_canonical_etype(etype)
+        nodes, _ = _ids(v, self.device)
+        if nodes.numel() == 0:
+            return
+        check_node_ids(nodes, self._rels[cet].num_dst, "destination node")
+        src, dst, eids = self.in_edges(nodes, form="all", etype=cet)
+        self._recv(cet, src.long(), dst.long(), eids.long(), nodes, message_func, reduce_func, apply_node_func)
+
+    def push(self, u, message_func, reduce_func, apply_node_func=None, etype=None):
+        """:meth:`send_and_recv` over the out-edges of nodes ``u``."""
+        eids = self.out_edges(u, form="eid", etype=etype)
+        self.send_and_recv(eids, message_func, reduce_func, apply_node_func, etype=etype)
+
+    def _recv(self, cet, src, dst, eids, receivers, mfunc, rfunc, afunc) -> None:
+        """Message passing on the compute block of edges ``eids`` (DGL's compute graph: its source nodes
+        the edges' sources, its destinations ``receivers`` or the edges' destinations; fields gathered when
+        read), results written into the receiving rows of this graph's destination frame."""
+        from bgl.dgl.relation import Relation
+
+        srcs, local_src = torch.unique(src, return_inverse=True)
+        if receivers is None:
+            dsts, local_dst = torch.unique(dst, return_inverse=True)
+        else:
+            dsts = torch.unique(receivers)
+            local_dst = torch.searchsorted(dsts, dst)
+        rel = Relation(srcs.shape[0], dsts.shape[0], local_src, local_dst)
+        block = type(self)({cet: rel}, {cet[0]: srcs.shape[0]}, {cet[2]: dsts.shape[0]}, idtype=self.idtype,
+                           src_frames={cet[0]: self._src_frames[cet[0]].rows_on_read(srcs)},
+                           dst_frames={cet[2]: self._dst_frames[cet[2]].rows_on_read(dsts)},
+                           edge_frames={cet: self._edge_frames[cet].rows_on_read(eids)})
+        # DGL's reduction on the compute block keeps max / min's -inf / inf, except on a block without edges
+        # (a UDF's nodes.nodes() reports this graph's node ids, as DGL's)
+        ndata = block._reduce_relation(cet, mfunc, rfunc, raw=eids.numel() > 0, node_ids=dsts)
+        if afunc is not None:
+            ndata = run_node_udf(block, cet[2], afunc, dsts, {**block._dst_frames[cet[2]], **ndata})
+        frame = self._dst_frames[cet[2]]
+        for key, value in ndata.items():
+            frame.set_rows(key, dsts, value)

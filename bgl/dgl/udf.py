@@ -98,8 +98,9 @@ def run_edge_udf(graph, rel, etype, func, eids, src_frame, dst_frame, edge_frame
     return _check_result(func(batch), int(src.shape[0]), "message")
 
 
-def run_reduce_udf(graph, rel, ntype, func, messages: dict, dst_frame) -> dict:
-    """``func(NodeBatch)`` once per distinct in-degree > 0; zero-in-degree nodes get zeros."""
+def run_reduce_udf(graph, rel, ntype, func, messages: dict, dst_frame, node_ids=None) -> dict:
+    """``func(NodeBatch)`` once per distinct in-degree > 0; zero-in-degree nodes get zeros.  ``node_ids``:
+    what ``nodes.nodes()`` reports per dst node (default its position)."""
     csc = rel.csc()
     indptr = csc.indptr.long()
     deg = indptr[1:] - indptr[:-1]
@@ -109,7 +110,8 @@ def run_reduce_udf(graph, rel, ntype, func, messages: dict, dst_frame) -> dict:
         pos = indptr[nodes].unsqueeze(1) + torch.arange(d, device=nodes.device)
         eids = pos if csc.eids is None else csc.eids.long()[pos]
         mailbox = {k: v[eids] for k, v in messages.items()}
-        batch = NodeBatch(graph, nodes, ntype, _Rows(dst_frame, nodes), mailbox)
+        batch = NodeBatch(graph, nodes if node_ids is None else node_ids[nodes], ntype, _Rows(dst_frame, nodes),
+                          mailbox)
         result = _check_result(func(batch), int(nodes.shape[0]), "reduce")
         for key, value in result.items():
             if key not in out:

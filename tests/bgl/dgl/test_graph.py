@@ -163,14 +163,14 @@ def test_graph_construction_errors():
 
 
 def test_what_bgl_dgl_lacks_is_refused_by_name():
-    with pytest.raises(NotImplementedError, match="dgl.sparse.*torch.sparse"):
-        dgl.sparse
-    assert not hasattr(dgl, "sparse")  # also an AttributeError: hasattr and from-imports work
+    with pytest.raises(NotImplementedError, match="dgl.graphbolt.*bgl.DataLoader"):
+        dgl.graphbolt
+    assert not hasattr(dgl, "graphbolt")  # also an AttributeError: hasattr and from-imports work
     with pytest.raises(NotImplementedError, match="dgl.sampling.sample_neighbors_fused"):
         dgl.sampling.sample_neighbors_fused
     from bgl.dgl import function  # noqa: F401
-    with pytest.raises(NotImplementedError, match="send_and_recv"):
-        dgl.graph(([0], [1])).send_and_recv([0], fn.copy_u("x", "m"), fn.sum("m", "h"))
+    with pytest.raises(NotImplementedError, match="return_uv"):
+        dgl.graph(([0], [1])).edge_ids(0, 1, return_uv=True)
 
 
 def test_old_builtin_aliases_are_the_new_ones(hub_edges):

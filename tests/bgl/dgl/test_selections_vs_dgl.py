@@ -155,5 +155,3 @@ def test_adj_external_matches_dgl(kwargs):
         else:
             assert torch.equal(a._indices(), b._indices()) and torch.equal(a._values(), b._values())
             assert a.shape == b.shape
-    with pytest.raises(NotImplementedError, match="adj_external"):
-        _graph(bdgl).adj()
