@@ -8,16 +8,26 @@
 * :class:`AsNodePredDataset` (:mod:`bgl.dgl.data.adapter`): a labelled graph as a node-prediction task
   (``train_idx`` / ``val_idx`` / ``test_idx``).
 * :class:`TUDataset` (:mod:`bgl.dgl.data.tu`): the TU graph-classification benchmarks from their raw text files.
+* :class:`DGLDataset`, :class:`DGLBuiltinDataset` (:mod:`bgl.dgl.data.dgl_dataset`): the base class users
+  subclass, DGL's ``has_cache`` / ``load`` / ``download`` / ``process`` / ``save`` protocol, nothing downloaded.
+* :class:`RedditDataset` (:mod:`bgl.dgl.data.reddit`): GraphSAGE's Reddit graph from DGL's raw files.
+* The RDF datasets (``AIFBDataset``, ``MUTAGDataset``, ``BGSDataset``, ``AMDataset``) are refused in one line.
 * :mod:`bgl.dgl.data.utils`: DGL's ``dgl.data.utils`` helpers (``split_dataset``, ``save_tensors``, ``download`` of a file
   already in place, ...), nothing downloaded.
 """
 from .adapter import AsNodePredDataset
 from .citation import CitationGraphDataset, CiteseerGraphDataset, CoraGraphDataset, PubmedGraphDataset
+from .dgl_dataset import DGLBuiltinDataset, DGLDataset
 from .graph_files import from_dgl, load_graphs, save_graphs
+from .reddit import RedditDataset
 from .tu import TUDataset
 
 __all__ = ["AsNodePredDataset", "CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset", "PubmedGraphDataset",
-           "from_dgl", "load_graphs", "save_graphs", "TUDataset", "register_data_args", "load_data"]
+           "from_dgl", "load_graphs", "save_graphs", "TUDataset", "register_data_args", "load_data",
+           "DGLDataset", "DGLBuiltinDataset", "RedditDataset"]
+
+# DGL's RDF entity-classification datasets parse RDF with rdflib, which bgl does not depend on
+_RDF = ("AIFBDataset", "MUTAGDataset", "BGSDataset", "AMDataset")
 
 
 def register_data_args(parser) -> None:
@@ -27,14 +37,23 @@ def register_data_args(parser) -> None:
 
 
 def load_data(args):
-    """DGL's ``load_data``: the citation dataset ``args.dataset`` names (Reddit and the synthetic sets are not built)."""
+    """DGL's ``load_data``: the citation dataset or the Reddit graph (``reddit``, ``reddit-self-loop``)
+    ``args.dataset`` names."""
     datasets = {"cora": CoraGraphDataset, "citeseer": CiteseerGraphDataset, "pubmed": PubmedGraphDataset}
     if args.dataset in datasets:
         return datasets[args.dataset]()
     if args.dataset is not None and args.dataset.startswith("reddit"):
+        return RedditDataset(self_loop="self-loop" in args.dataset)
+    raise ValueError("Unknown dataset: {}".format(args.dataset))
+
+
+def __getattr__(name: str):
+    if name in _RDF:
         from ..base import not_built
 
-        raise not_built("RedditDataset", "save the graph with bgl.dgl.data.save_graphs and load_graphs it")
-    raise ValueError("Unknown dataset: {}".format(args.dataset))
+        raise not_built(f"dgl.data.{name}", "DGL's RDF datasets need rdflib, which bgl does not use: build the "
+                        "typed graph with bgl.dgl.heterograph (or move it with from_dgl where DGL imports)",
+                        attribute=True)
+    raise AttributeError(f"module 'bgl.dgl.data' has no attribute {name!r}")
 
 from . import utils  # noqa: E402  (``dgl.data.utils.X`` after ``import bgl.dgl as dgl``)

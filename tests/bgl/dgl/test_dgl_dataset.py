@@ -1,0 +1,160 @@
+"""``bgl.dgl.data.DGLDataset`` / ``DGLBuiltinDataset`` (call order, paths, hash, nothing downloaded) and
+``RedditDataset`` from raw files written here.  Pinned lane: the same toy subclass and the same raw files
+under real DGL 2.1, every attribute and array compared (edge order included); both lanes: the behaviour
+without DGL."""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import zipfile
+
+import numpy as np
+import pytest
+import torch
+
+import bgl.dgl as bdgl
+from bgl.dgl.data.dgl_dataset import DGLDataset
+
+
+def toy_class(base):
+    """A user's dataset on ``base`` (bgl's or DGL's ``DGLDataset``) that records the calls DGL makes."""
+
+    class Toy(base):
+        def __init__(self, cached=False, broken_cache=False, **kwargs):
+            self.calls, self.cached, self.broken_cache = [], cached, broken_cache
+            super().__init__("toy", **kwargs)
+
+        def has_cache(self):
+            self.calls.append("has_cache")
+            return self.cached
+
+        def load(self):
+            self.calls.append("load")
+            if self.broken_cache:
+                raise OSError("corrupt cache")
+            self.value = "loaded"
+
+        def download(self):
+            self.calls.append("download")
+
+        def process(self):
+            self.calls.append("process")
+            self.value = "processed"
+
+        def save(self):
+            self.calls.append("save")
+
+        def __getitem__(self, idx):
+            return self.value if self._transform is None else self._transform(self.value)
+
+        def __len__(self):
+            return 1
+
+    return Toy
+
+
+CASES = [dict(), dict(cached=True), dict(cached=True, force_reload=True), dict(cached=True, broken_cache=True),
+         dict(url="https://example.org/toy.zip", hash_key=(3, "a"), transform=str.upper)]
+
+
+def _surface(ds) -> tuple:
+    return (ds.calls, ds[0], len(ds), ds.name, ds.url, ds.hash, ds.verbose, ds.raw_dir, ds.save_dir,
+            ds.raw_path, ds.save_path, repr(ds))
+
+
+def test_subclass_protocol_matches_dgl(tmp_path):
+    dgl = pytest.importorskip("dgl", reason="needs DGL (pinned lane) to compare against")
+    ours, theirs = toy_class(bdgl.data.DGLDataset), toy_class(dgl.data.DGLDataset)
+    for case in CASES:
+        kwargs = dict(case, raw_dir=str(tmp_path), save_dir=str(tmp_path / "save"))
+        assert _surface(ours(**kwargs)) == _surface(theirs(**kwargs)), case
+    os.environ["DGL_DOWNLOAD_DIR"] = str(tmp_path / "default")
+    try:
+        assert _surface(ours()) == _surface(theirs())
+    finally:
+        del os.environ["DGL_DOWNLOAD_DIR"]
+
+
+def test_subclass_protocol_without_dgl(tmp_path):
+    toy = toy_class(DGLDataset)
+    assert toy(raw_dir=str(tmp_path)).calls == ["has_cache", "download", "process", "save"]
+    assert toy(raw_dir=str(tmp_path), cached=True).calls == ["has_cache", "load"]
+    assert toy(raw_dir=str(tmp_path), cached=True, broken_cache=True).calls == [
+        "has_cache", "load", "download", "process", "save"]
+    (tmp_path / "toy").mkdir()  # raw_path present: no download step
+    ds = toy(raw_dir=str(tmp_path), transform=str.upper)
+    assert ds.calls == ["has_cache", "process", "save"] and ds[0] == "PROCESSED" and ds.hash == "f9065fa7"
+    url = "https://example.org/toy.zip"
+    assert toy(raw_dir=str(tmp_path), url=url).raw_path == str(tmp_path / "toy_4a188331")
+    with pytest.raises(NotImplementedError, match="__len__"):
+        len(DGLDataset("bare", raw_dir=str(tmp_path)))
+
+
+def test_builtin_dataset_extracts_a_zip_in_place_and_refuses_to_download(tmp_path):
+    class Builtin(bdgl.data.DGLBuiltinDataset):
+        def process(self):
+            self.text = open(os.path.join(self.raw_path, "a.txt")).read()
+
+    url = "https://example.org/files/thing.zip"
+    with pytest.raises(FileNotFoundError, match="downloads nothing.*thing_") as err:
+        Builtin("thing", url, raw_dir=str(tmp_path))
+    assert "\n" not in str(err.value)
+    with zipfile.ZipFile(tmp_path / "thing.zip", "w") as z:
+        z.writestr("a.txt", "hello")
+    assert Builtin("thing", url, raw_dir=str(tmp_path)).text == "hello"
+
+
+# ------------------------------------------------------------------------------------------------ Reddit
+def write_reddit(root, self_loop=False, fmt="coo", seed=0, n=300, m=2500):
+    """Raw Reddit files under ``root/reddit[_self_loop]_<hash>/`` (where DGL 2.1 extracts its zip): the graph
+    as ``scipy.sparse.save_npz`` writes it (multi-edges and self-loops included), features, labels, node types."""
+    name = "reddit_self_loop" if self_loop else "reddit"
+    rng = np.random.default_rng(seed)
+    url = bdgl.data.utils._get_dgl_url(f"dataset/{name}.zip")
+    folder = root / f"{name}_{hashlib.sha1(url.encode()).hexdigest()[:8]}"
+    folder.mkdir(parents=True)
+    row, col = rng.integers(0, n, m), rng.integers(0, n, m)
+    if fmt == "coo":
+        np.savez(folder / f"{name}_graph.npz", format=np.array(b"coo"), shape=np.array([n, n]), row=row.astype(np.int32),
+                 col=col.astype(np.int32), data=np.ones(m, np.float32))
+    else:  # csr, each row's columns sorted and unique
+        keys = np.unique(row * n + col)
+        np.savez(folder / f"{name}_graph.npz", format=np.array(b"csr"), shape=np.array([n, n]),
+                 indptr=np.concatenate([[0], np.cumsum(np.bincount(keys // n, minlength=n))]).astype(np.int32),
+                 indices=(keys % n).astype(np.int32), data=np.ones(keys.shape[0], np.float32))
+    np.savez(folder / "reddit_data.npz", feature=rng.random((n, 5)).astype(np.float64),
+             label=rng.integers(0, 41, n), node_types=rng.integers(1, 4, n))
+    return root
+
+
+@pytest.mark.parametrize("self_loop,fmt", [(False, "coo"), (True, "csr")])
+def test_reddit_matches_dgl(tmp_path, self_loop, fmt):
+    dgl = pytest.importorskip("dgl", reason="needs DGL (pinned lane) to compare against")
+    theirs = dgl.data.RedditDataset(self_loop=self_loop, raw_dir=str(write_reddit(tmp_path / "dgl", self_loop, fmt)))
+    ours = bdgl.data.RedditDataset(self_loop=self_loop, raw_dir=str(write_reddit(tmp_path / "bgl", self_loop, fmt)))
+    g, h = ours[0], theirs[0]
+    assert (len(ours), ours.num_classes, ours.name) == (len(theirs), theirs.num_classes, theirs.name)
+    assert g.num_nodes() == h.num_nodes() and all(torch.equal(a, b) for a, b in zip(g.edges(), h.edges()))
+    for mine, dgls in ((g.ndata, h.ndata), (g.edata, h.edata)):
+        assert list(mine.keys()) == list(dgls.keys())
+        for key in dgls.keys():
+            assert mine[key].dtype == dgls[key].dtype and torch.equal(mine[key], dgls[key]), key
+
+
+def test_reddit_without_dgl(tmp_path):
+    ours = bdgl.data.RedditDataset(raw_dir=str(write_reddit(tmp_path)))
+    g = ours[0]
+    assert g.num_edges() == 2500 and ours.num_classes == 41 and len(ours) == 1
+    assert bool((g.edges()[1].diff() >= 0).all())  # edges sorted by destination
+    masks = torch.stack([g.ndata[k] for k in ("train_mask", "val_mask", "test_mask")])
+    assert masks.dtype == torch.bool and bool((masks.sum(0) == 1).all())
+    parser = argparse.ArgumentParser()
+    bdgl.data.register_data_args(parser)
+    os.environ["DGL_DOWNLOAD_DIR"] = str(tmp_path)
+    try:
+        assert bdgl.data.load_data(parser.parse_args(["--dataset", "reddit"]))[0].num_edges() == 2500
+        with pytest.raises(FileNotFoundError, match="reddit_self_loop_"):
+            bdgl.data.load_data(parser.parse_args(["--dataset", "reddit-self-loop"]))
+    finally:
+        del os.environ["DGL_DOWNLOAD_DIR"]
