@@ -11,6 +11,8 @@
 * :class:`DGLDataset`, :class:`DGLBuiltinDataset` (:mod:`bgl.dgl.data.dgl_dataset`): the base class users
   subclass, DGL's ``has_cache`` / ``load`` / ``download`` / ``process`` / ``save`` protocol, nothing downloaded.
 * :class:`RedditDataset` (:mod:`bgl.dgl.data.reddit`): GraphSAGE's Reddit graph from DGL's raw files.
+* :class:`GINDataset` (:mod:`bgl.dgl.data.gin`): the GIN paper's graph-classification sets from their text files;
+  :class:`LegacyTUDataset` (:mod:`bgl.dgl.data.legacy_tu`): the TU files as DGL's older examples read them.
 * The RDF datasets (``AIFBDataset``, ``MUTAGDataset``, ``BGSDataset``, ``AMDataset``) are refused in one line.
 * :mod:`bgl.dgl.data.utils`: DGL's ``dgl.data.utils`` helpers (``split_dataset``, ``save_tensors``, ``download`` of a file
   already in place, ...), nothing downloaded.
@@ -18,13 +20,15 @@
 from .adapter import AsNodePredDataset
 from .citation import CitationGraphDataset, CiteseerGraphDataset, CoraGraphDataset, PubmedGraphDataset
 from .dgl_dataset import DGLBuiltinDataset, DGLDataset
+from .gin import GINDataset
 from .graph_files import from_dgl, load_graphs, save_graphs
+from .legacy_tu import LegacyTUDataset
 from .reddit import RedditDataset
 from .tu import TUDataset
 
 __all__ = ["AsNodePredDataset", "CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset", "PubmedGraphDataset",
            "from_dgl", "load_graphs", "save_graphs", "TUDataset", "register_data_args", "load_data",
-           "DGLDataset", "DGLBuiltinDataset", "RedditDataset"]
+           "DGLDataset", "DGLBuiltinDataset", "RedditDataset", "GINDataset", "LegacyTUDataset"]
 
 # DGL's RDF entity-classification datasets parse RDF with rdflib, which bgl does not depend on
 _RDF = ("AIFBDataset", "MUTAGDataset", "BGSDataset", "AMDataset")
