@@ -13,6 +13,9 @@
 * :class:`RedditDataset` (:mod:`bgl.dgl.data.reddit`): GraphSAGE's Reddit graph from DGL's raw files.
 * :class:`GINDataset` (:mod:`bgl.dgl.data.gin`): the GIN paper's graph-classification sets from their text files;
   :class:`LegacyTUDataset` (:mod:`bgl.dgl.data.legacy_tu`): the TU files as DGL's older examples read them.
+* :class:`PPIDataset` (:mod:`bgl.dgl.data.ppi`): GAT's PPI graphs from DGL's JSON and ``.npy`` files.
+* :class:`FB15k237Dataset`, :class:`FB15kDataset`, :class:`WN18Dataset` (:mod:`bgl.dgl.data.knowledge_graph`):
+  R-GCN's link-prediction graphs from the triplet files.
 * The RDF datasets (``AIFBDataset``, ``MUTAGDataset``, ``BGSDataset``, ``AMDataset``) are refused in one line.
 * :mod:`bgl.dgl.data.utils`: DGL's ``dgl.data.utils`` helpers (``split_dataset``, ``save_tensors``, ``download`` of a file
   already in place, ...), nothing downloaded.
@@ -22,13 +25,16 @@ from .citation import CitationGraphDataset, CiteseerGraphDataset, CoraGraphDatas
 from .dgl_dataset import DGLBuiltinDataset, DGLDataset
 from .gin import GINDataset
 from .graph_files import from_dgl, load_graphs, save_graphs
+from .knowledge_graph import FB15k237Dataset, FB15kDataset, KnowledgeGraphDataset, WN18Dataset
 from .legacy_tu import LegacyTUDataset
+from .ppi import PPIDataset
 from .reddit import RedditDataset
 from .tu import TUDataset
 
 __all__ = ["AsNodePredDataset", "CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset", "PubmedGraphDataset",
            "from_dgl", "load_graphs", "save_graphs", "TUDataset", "register_data_args", "load_data",
-           "DGLDataset", "DGLBuiltinDataset", "RedditDataset", "GINDataset", "LegacyTUDataset"]
+           "DGLDataset", "DGLBuiltinDataset", "RedditDataset", "GINDataset", "LegacyTUDataset",
+           "PPIDataset", "KnowledgeGraphDataset", "FB15k237Dataset", "FB15kDataset", "WN18Dataset"]
 
 # DGL's RDF entity-classification datasets parse RDF with rdflib, which bgl does not depend on
 _RDF = ("AIFBDataset", "MUTAGDataset", "BGSDataset", "AMDataset")
