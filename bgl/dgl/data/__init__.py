@@ -6,7 +6,8 @@
 * :func:`save_graphs`, :func:`load_graphs`, :func:`from_dgl` (:mod:`bgl.dgl.data.graph_files`):
   any other graph, moved out of an environment that still has DGL as one ``.npz`` file.
 * :class:`AsNodePredDataset` (:mod:`bgl.dgl.data.adapter`): a labelled graph as a node-prediction task
-  (``train_idx`` / ``val_idx`` / ``test_idx``).
+  (``train_idx`` / ``val_idx`` / ``test_idx``); :class:`AsGraphPredDataset`: graphs and labels as a
+  graph-prediction task.
 * :class:`TUDataset` (:mod:`bgl.dgl.data.tu`): the TU graph-classification benchmarks from their raw text files.
 * :class:`DGLDataset`, :class:`DGLBuiltinDataset` (:mod:`bgl.dgl.data.dgl_dataset`): the base class users
   subclass, DGL's ``has_cache`` / ``load`` / ``download`` / ``process`` / ``save`` protocol, nothing downloaded.
@@ -20,7 +21,7 @@
 * :mod:`bgl.dgl.data.utils`: DGL's ``dgl.data.utils`` helpers (``split_dataset``, ``save_tensors``, ``download`` of a file
   already in place, ...), nothing downloaded.
 """
-from .adapter import AsNodePredDataset
+from .adapter import AsGraphPredDataset, AsNodePredDataset
 from .citation import CitationGraphDataset, CiteseerGraphDataset, CoraGraphDataset, PubmedGraphDataset
 from .dgl_dataset import DGLBuiltinDataset, DGLDataset
 from .gin import GINDataset
@@ -31,7 +32,7 @@ from .ppi import PPIDataset
 from .reddit import RedditDataset
 from .tu import TUDataset
 
-__all__ = ["AsNodePredDataset", "CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset", "PubmedGraphDataset",
+__all__ = ["AsNodePredDataset", "AsGraphPredDataset", "CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset", "PubmedGraphDataset",
            "from_dgl", "load_graphs", "save_graphs", "TUDataset", "register_data_args", "load_data",
            "DGLDataset", "DGLBuiltinDataset", "RedditDataset", "GINDataset", "LegacyTUDataset",
            "PPIDataset", "KnowledgeGraphDataset", "FB15k237Dataset", "FB15kDataset", "WN18Dataset"]

@@ -158,3 +158,57 @@ def test_reddit_without_dgl(tmp_path):
             bdgl.data.load_data(parser.parse_args(["--dataset", "reddit-self-loop"]))
     finally:
         del os.environ["DGL_DOWNLOAD_DIR"]
+
+
+# ------------------------------------------------------------------------------------------ AsGraphPredDataset
+def pairs_dataset(lib, masks=False):
+    """Eight ``(graph, label)`` pairs made with ``lib`` (DGL or bgl.dgl), ``feat`` of width 3 on nodes."""
+
+    class Pairs:
+        name, num_classes = "pairs", 2
+
+        def __init__(self):
+            self.graphs = []
+            for i in range(8):
+                g = lib.graph((torch.tensor([0, 1]), torch.tensor([1, i % 3])), num_nodes=3)
+                g.ndata["feat"] = torch.ones(3, 3)
+                self.graphs.append(g)
+            if masks:
+                self.train_mask = torch.tensor([1, 1, 0, 1, 0, 0, 1, 0], dtype=torch.bool)
+                self.val_mask, self.test_mask = ~self.train_mask, torch.zeros(8, dtype=torch.bool)
+
+        def __getitem__(self, i):
+            return self.graphs[i], torch.tensor(i % 2)
+
+        def __len__(self):
+            return 8
+
+    return Pairs()
+
+
+def _graphpred_surface(ds) -> tuple:
+    return (ds.name, len(ds), ds.num_classes, ds.num_tasks, ds.node_feat_size, ds.edge_feat_size, ds.hash,
+            ds.train_idx.tolist(), ds.val_idx.tolist(), ds.test_idx.tolist())
+
+
+def test_as_graph_pred_dataset_matches_dgl(tmp_path):
+    dgl = pytest.importorskip("dgl", reason="needs DGL (pinned lane) to compare against")
+    for kwargs in (dict(split_ratio=[0.5, 0.25, 0.25]), dict()):
+        surfaces = []
+        for lib, side in ((dgl, "dgl"), (bdgl, "bgl")):
+            np.random.seed(5)
+            ds = lib.data.AsGraphPredDataset(pairs_dataset(lib, masks=not kwargs), raw_dir=str(tmp_path / side),
+                                             **kwargs)
+            surfaces.append(_graphpred_surface(ds))
+        assert surfaces[0] == surfaces[1], kwargs
+
+
+def test_as_graph_pred_dataset_keeps_its_split_on_disk(tmp_path):
+    np.random.seed(0)
+    first = bdgl.data.AsGraphPredDataset(pairs_dataset(bdgl), split_ratio=[0.5, 0.25, 0.25], raw_dir=str(tmp_path))
+    np.random.seed(1)
+    again = bdgl.data.AsGraphPredDataset(pairs_dataset(bdgl), split_ratio=[0.5, 0.25, 0.25], raw_dir=str(tmp_path))
+    assert _graphpred_surface(first) == _graphpred_surface(again) and len(first.train_idx) == 4
+    assert sorted(first.train_idx.tolist() + first.val_idx.tolist() + first.test_idx.tolist()) == list(range(8))
+    with pytest.raises(bdgl.DGLError, match="split_ratio"):
+        bdgl.data.AsGraphPredDataset(pairs_dataset(bdgl), raw_dir=str(tmp_path / "none"))
