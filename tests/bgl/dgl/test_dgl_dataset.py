@@ -63,17 +63,14 @@ def _surface(ds) -> tuple:
             ds.raw_path, ds.save_path, repr(ds))
 
 
-def test_subclass_protocol_matches_dgl(tmp_path):
+def test_subclass_protocol_matches_dgl(tmp_path, monkeypatch):
     dgl = pytest.importorskip("dgl", reason="needs DGL (pinned lane) to compare against")
     ours, theirs = toy_class(bdgl.data.DGLDataset), toy_class(dgl.data.DGLDataset)
     for case in CASES:
         kwargs = dict(case, raw_dir=str(tmp_path), save_dir=str(tmp_path / "save"))
         assert _surface(ours(**kwargs)) == _surface(theirs(**kwargs)), case
-    os.environ["DGL_DOWNLOAD_DIR"] = str(tmp_path / "default")
-    try:
-        assert _surface(ours()) == _surface(theirs())
-    finally:
-        del os.environ["DGL_DOWNLOAD_DIR"]
+    monkeypatch.setenv("DGL_DOWNLOAD_DIR", str(tmp_path / "default"))
+    assert _surface(ours()) == _surface(theirs())
 
 
 def test_subclass_protocol_without_dgl(tmp_path):
@@ -142,7 +139,7 @@ def test_reddit_matches_dgl(tmp_path, self_loop, fmt):
             assert mine[key].dtype == dgls[key].dtype and torch.equal(mine[key], dgls[key]), key
 
 
-def test_reddit_without_dgl(tmp_path):
+def test_reddit_without_dgl(tmp_path, monkeypatch):
     ours = bdgl.data.RedditDataset(raw_dir=str(write_reddit(tmp_path)))
     g = ours[0]
     assert g.num_edges() == 2500 and ours.num_classes == 41 and len(ours) == 1
@@ -151,13 +148,34 @@ def test_reddit_without_dgl(tmp_path):
     assert masks.dtype == torch.bool and bool((masks.sum(0) == 1).all())
     parser = argparse.ArgumentParser()
     bdgl.data.register_data_args(parser)
-    os.environ["DGL_DOWNLOAD_DIR"] = str(tmp_path)
-    try:
-        assert bdgl.data.load_data(parser.parse_args(["--dataset", "reddit"]))[0].num_edges() == 2500
-        with pytest.raises(FileNotFoundError, match="reddit_self_loop_"):
-            bdgl.data.load_data(parser.parse_args(["--dataset", "reddit-self-loop"]))
-    finally:
-        del os.environ["DGL_DOWNLOAD_DIR"]
+    monkeypatch.setenv("DGL_DOWNLOAD_DIR", str(tmp_path))
+    assert bdgl.data.load_data(parser.parse_args(["--dataset", "reddit"]))[0].num_edges() == 2500
+    with pytest.raises(FileNotFoundError, match="reddit_self_loop_"):
+        bdgl.data.load_data(parser.parse_args(["--dataset", "reddit-self-loop"]))
+    with pytest.raises(NotImplementedError, match="rdflib"):
+        bdgl.data.AIFBDataset()
+    assert not hasattr(bdgl.data, "AMDataset")
+
+
+@pytest.mark.parametrize("multi", [False, True])
+def test_rcmk_order_is_scipys(multi):
+    """The node order of Reddit's reordering is SciPy's reverse Cuthill-McKee of DGL's CSR (rows the sources,
+    edge-id order within; repeated edges take SciPy's non-canonical path)."""
+    sparse = pytest.importorskip("scipy.sparse", reason="SciPy (the test extra) is the reference")
+    from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+    from bgl.dgl.data.reorder import rcmk_permutation
+
+    rng = np.random.default_rng(7)
+    n, m = 400, 1500
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    if not multi:
+        keys = np.unique(src * n + dst)
+        src, dst = keys // n, keys % n
+    order = np.argsort(src, kind="stable")
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=n))])
+    adj = sparse.csr_matrix((np.ones(src.shape[0], np.int64), dst[order], indptr), shape=(n, n))
+    assert np.array_equal(rcmk_permutation(src, dst, n), reverse_cuthill_mckee(adj))
 
 
 # ------------------------------------------------------------------------------------------ AsGraphPredDataset
