@@ -32,7 +32,8 @@ from .ppi import PPIDataset
 from .reddit import RedditDataset
 from .tu import TUDataset
 
-__all__ = ["AsNodePredDataset", "AsGraphPredDataset", "CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset", "PubmedGraphDataset",
+__all__ = ["AsNodePredDataset", "AsGraphPredDataset", "CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset",
+           "PubmedGraphDataset",
            "from_dgl", "load_graphs", "save_graphs", "TUDataset", "register_data_args", "load_data",
            "DGLDataset", "DGLBuiltinDataset", "RedditDataset", "GINDataset", "LegacyTUDataset",
            "PPIDataset", "KnowledgeGraphDataset", "FB15k237Dataset", "FB15kDataset", "WN18Dataset"]

@@ -172,7 +172,8 @@ class AsGraphPredDataset(DGLDataset):
     def save(self) -> None:
         os.makedirs(self.save_path, exist_ok=True)
         with open(self._cache_file("info"), "w") as f:
-            json.dump({"split_ratio": self.split_ratio, "num_tasks": self.num_tasks, "num_classes": self.num_classes}, f)
+            json.dump({"split_ratio": self.split_ratio, "num_tasks": self.num_tasks,
+                       "num_classes": self.num_classes}, f)
         np.savez(self._cache_file("split"), train_idx=np.asarray(self.train_idx), val_idx=np.asarray(self.val_idx),
                  test_idx=np.asarray(self.test_idx))
 

@@ -10,7 +10,8 @@ the order relations first appear (file order within), then, with ``reverse`` (de
 reversed with relation ``r + num_rels`` in the same order; ``edata`` ``train_edge_mask`` /
 ``valid_edge_mask`` / ``test_edge_mask`` (the forward triplets of each split), ``train_mask`` / ``val_mask`` /
 ``test_mask`` (both directions), ``etype`` (int64), and ``ndata["ntype"]`` (zeros).  ``num_nodes``,
-``num_rels`` (forward relations) as DGL has them.  The text is split and looked up with NumPy, not a Python loop over the triplets.
+``num_rels`` (forward relations) as DGL has them.  The text is split and looked up with NumPy, not a
+Python loop over the triplets.
 """
 from __future__ import annotations
 
@@ -79,8 +80,8 @@ class KnowledgeGraphDataset(DGLBuiltinDataset):
         splits = []
         for part in ("train.txt", "valid.txt", "test.txt"):
             rows = _fields(path(part), 3)
-            splits.append(np.stack([_lookup(*entities, rows[:, 0], path(part)), _lookup(*relations, rows[:, 1], path(part)),
-                                    _lookup(*entities, rows[:, 2], path(part))], axis=1).reshape(-1, 3))
+            ids = [_lookup(*table, rows[:, k], path(part)) for k, table in enumerate((entities, relations, entities))]
+            splits.append(np.stack(ids, axis=1).reshape(-1, 3))
         self._train, self._valid, self._test = splits
         self._num_nodes, self._num_rels = int(entities[0].shape[0]), int(relations[0].shape[0])
         if self.verbose:

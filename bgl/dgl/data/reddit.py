@@ -36,7 +36,7 @@ def read_scipy_npz(path: str) -> tuple[np.ndarray, np.ndarray, int]:
             major = np.repeat(np.arange(indptr.shape[0] - 1), np.diff(indptr))
             row, col = (major, indices) if fmt == "csr" else (indices, major)
         else:
-            raise ValueError(f"{path}: sparse format {fmt!r} (expected coo, csr or csc as scipy.sparse.save_npz writes)")
+            raise ValueError(f"{path}: sparse format {fmt!r} (expected coo, csr or csc, as save_npz writes)")
     if shape[0] != shape[1]:
         raise ValueError(f"{path}: a {shape[0]} x {shape[1]} matrix is not a graph's adjacency (DGL needs it square)")
     return row, col, shape[0]

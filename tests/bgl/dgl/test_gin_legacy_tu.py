@@ -113,6 +113,9 @@ def test_gin_and_legacy_tu_without_dgl(tmp_path):
     assert bool((src[g.edata.get("_ID", torch.arange(g.num_edges()))] >= 0).all())
     assert bool((g.ndata["attr"].sum(1) == 1).all())  # one-hot node labels
     assert int((src == dst).sum()) >= g.num_nodes()  # every node's self-loop
+    batch, labels = next(iter(bdgl.dataloading.GraphDataLoader(ds, batch_size=3)))  # as DGL's GIN example batches
+    assert batch.batch_size == 3 and torch.equal(labels, ds.labels[:3])
+    assert batch.ndata["attr"].shape == (sum(ds[i][0].num_nodes() for i in range(3)), ds.dim_nfeats)
     with pytest.raises(FileNotFoundError, match="GINDataset"):
         bdgl.data.GINDataset("NOPE", self_loop=False, raw_dir=str(tmp_path))
     legacy = bdgl.data.LegacyTUDataset("TOY", raw_dir=str(write_tu(tmp_path / "tu")))
