@@ -77,6 +77,18 @@ def _is_canonical(indptr, indices):
     return True
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _link_new_columns(indptr, indices, i, nxt, head, length):
+    """Push row ``i``'s columns not yet in the list onto its head (SciPy's general path); the new head and length."""
+    for jj in range(indptr[i], indptr[i + 1]):
+        j = indices[jj]
+        if nxt[j] == -1:
+            nxt[j] = head
+            head = j
+            length += 1
+    return head, length
+
+
 @njit(nogil=True, cache=True)
 def symmetric_adjacency(src, dst, n):
     """``(indptr, indices)`` of SciPy's ``A + A.T`` where ``A`` is DGL's CSR of the edges (rows the sources,
@@ -112,19 +124,8 @@ def symmetric_adjacency(src, dst, n):
         return out_ptr, out_idx[:nnz]
     nxt = np.full(n, -1, np.int64)
     for i in range(n):
-        head, length = -2, 0
-        for jj in range(a_ptr[i], a_ptr[i + 1]):
-            j = a_idx[jj]
-            if nxt[j] == -1:
-                nxt[j] = head
-                head = j
-                length += 1
-        for jj in range(b_ptr[i], b_ptr[i + 1]):
-            j = b_idx[jj]
-            if nxt[j] == -1:
-                nxt[j] = head
-                head = j
-                length += 1
+        head, length = _link_new_columns(a_ptr, a_idx, i, nxt, -2, 0)
+        head, length = _link_new_columns(b_ptr, b_idx, i, nxt, head, length)
         for _ in range(length):
             out_idx[nnz] = head
             nnz += 1
