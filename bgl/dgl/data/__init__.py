@@ -6,18 +6,40 @@
 * :func:`save_graphs`, :func:`load_graphs`, :func:`from_dgl` (:mod:`bgl.dgl.data.graph_files`):
   any other graph, moved out of an environment that still has DGL as one ``.npz`` file.
 * :class:`AsNodePredDataset` (:mod:`bgl.dgl.data.adapter`): a labelled graph as a node-prediction task
-  (``train_idx`` / ``val_idx`` / ``test_idx``).
+  (``train_idx`` / ``val_idx`` / ``test_idx``); :class:`AsGraphPredDataset`: graphs and labels as a
+  graph-prediction task.
 * :class:`TUDataset` (:mod:`bgl.dgl.data.tu`): the TU graph-classification benchmarks from their raw text files.
+* :class:`DGLDataset`, :class:`DGLBuiltinDataset` (:mod:`bgl.dgl.data.dgl_dataset`): the base class users
+  subclass, DGL's ``has_cache`` / ``load`` / ``download`` / ``process`` / ``save`` protocol, nothing downloaded.
+* :class:`RedditDataset` (:mod:`bgl.dgl.data.reddit`): GraphSAGE's Reddit graph from DGL's raw files.
+* :class:`GINDataset` (:mod:`bgl.dgl.data.gin`): the GIN paper's graph-classification sets from their text files;
+  :class:`LegacyTUDataset` (:mod:`bgl.dgl.data.legacy_tu`): the TU files as DGL's older examples read them.
+* :class:`PPIDataset` (:mod:`bgl.dgl.data.ppi`): GAT's PPI graphs from DGL's JSON and ``.npy`` files.
+* :class:`FB15k237Dataset`, :class:`FB15kDataset`, :class:`WN18Dataset` (:mod:`bgl.dgl.data.knowledge_graph`):
+  R-GCN's link-prediction graphs from the triplet files.
+* The RDF datasets (``AIFBDataset``, ``MUTAGDataset``, ``BGSDataset``, ``AMDataset``) are refused in one line.
 * :mod:`bgl.dgl.data.utils`: DGL's ``dgl.data.utils`` helpers (``split_dataset``, ``save_tensors``, ``download`` of a file
   already in place, ...), nothing downloaded.
 """
-from .adapter import AsNodePredDataset
+from .adapter import AsGraphPredDataset, AsNodePredDataset
 from .citation import CitationGraphDataset, CiteseerGraphDataset, CoraGraphDataset, PubmedGraphDataset
+from .dgl_dataset import DGLBuiltinDataset, DGLDataset
+from .gin import GINDataset
 from .graph_files import from_dgl, load_graphs, save_graphs
+from .knowledge_graph import FB15k237Dataset, FB15kDataset, KnowledgeGraphDataset, WN18Dataset
+from .legacy_tu import LegacyTUDataset
+from .ppi import PPIDataset
+from .reddit import RedditDataset
 from .tu import TUDataset
 
-__all__ = ["AsNodePredDataset", "CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset", "PubmedGraphDataset",
-           "from_dgl", "load_graphs", "save_graphs", "TUDataset", "register_data_args", "load_data"]
+__all__ = ["AsNodePredDataset", "AsGraphPredDataset", "CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset",
+           "PubmedGraphDataset",
+           "from_dgl", "load_graphs", "save_graphs", "TUDataset", "register_data_args", "load_data",
+           "DGLDataset", "DGLBuiltinDataset", "RedditDataset", "GINDataset", "LegacyTUDataset",
+           "PPIDataset", "KnowledgeGraphDataset", "FB15k237Dataset", "FB15kDataset", "WN18Dataset"]
+
+# DGL's RDF entity-classification datasets parse RDF with rdflib, which bgl does not depend on
+_RDF = ("AIFBDataset", "MUTAGDataset", "BGSDataset", "AMDataset")
 
 
 def register_data_args(parser) -> None:
@@ -27,14 +49,23 @@ def register_data_args(parser) -> None:
 
 
 def load_data(args):
-    """DGL's ``load_data``: the citation dataset ``args.dataset`` names (Reddit and the synthetic sets are not built)."""
+    """DGL's ``load_data``: the citation dataset or the Reddit graph (``reddit``, ``reddit-self-loop``)
+    ``args.dataset`` names."""
     datasets = {"cora": CoraGraphDataset, "citeseer": CiteseerGraphDataset, "pubmed": PubmedGraphDataset}
     if args.dataset in datasets:
         return datasets[args.dataset]()
     if args.dataset is not None and args.dataset.startswith("reddit"):
+        return RedditDataset(self_loop="self-loop" in args.dataset)
+    raise ValueError("Unknown dataset: {}".format(args.dataset))
+
+
+def __getattr__(name: str):
+    if name in _RDF:
         from ..base import not_built
 
-        raise not_built("RedditDataset", "save the graph with bgl.dgl.data.save_graphs and load_graphs it")
-    raise ValueError("Unknown dataset: {}".format(args.dataset))
+        raise not_built(f"dgl.data.{name}", "DGL's RDF datasets need rdflib, which bgl does not use: build the "
+                        "typed graph with bgl.dgl.heterograph (or move it with from_dgl where DGL imports)",
+                        attribute=True)
+    raise AttributeError(f"module 'bgl.dgl.data' has no attribute {name!r}")
 
 from . import utils  # noqa: E402  (``dgl.data.utils.X`` after ``import bgl.dgl as dgl``)

@@ -1,5 +1,6 @@
 """DGL's ``AsNodePredDataset``: any dataset whose graph has node labels, seen as a node-prediction
-task with ``train_idx`` / ``val_idx`` / ``test_idx`` (DGL's GraphSAGE example reads these).
+task with ``train_idx`` / ``val_idx`` / ``test_idx`` (DGL's GraphSAGE example reads these); and
+``AsGraphPredDataset``: a dataset of ``(graph, label)`` pairs as a graph-prediction task.
 
 The graph is cloned (structure shared, feature dicts copied) so the wrapped dataset is left as it
 was.  Nothing is saved to disk, unlike DGL's (which caches the split under ``save_dir``): the split
@@ -7,8 +8,13 @@ costs one pass over the masks.
 """
 from __future__ import annotations
 
+import json
+import os
+
 import numpy as np
 import torch
+
+from .dgl_dataset import DGLDataset
 
 
 class AsNodePredDataset:
@@ -93,3 +99,96 @@ class AsNodePredDataset:
 
     def __len__(self) -> int:
         return 1
+
+
+class AsGraphPredDataset(DGLDataset):
+    """DGL 2.1's ``dgl.data.AsGraphPredDataset``: a dataset of ``(graph, label)`` pairs as a graph-prediction task.
+
+    Parameters
+    ----------
+    dataset : ``dataset[i] == (graph, label)``; its split is read from ``get_idx_split()`` (OGB) or its
+        ``train_mask`` / ``val_mask`` / ``test_mask`` when ``split_ratio`` is None
+    split_ratio : (train, val, _) fractions: a new split from ``np.random.permutation`` (as DGL's)
+    **kwargs : :class:`DGLDataset`'s (``raw_dir``, ``save_dir``, ``force_reload``, ``verbose``, ``transform``)
+
+    Attributes
+    ----------
+    train_idx, val_idx, test_idx : int64 graph indices
+    num_classes : the dataset's (None without); num_tasks : the dataset's, else 1
+    node_feat_size, edge_feat_size : width of ``ndata`` / ``edata["feat"]`` of the first graph (None without)
+
+    Like DGL's, the split is cached as JSON and ``.npz`` (no pickle) in ``save_path``
+    (``<save_dir>/<name>-as-graphpred``), so a later run with the same ``split_ratio`` gets the same split.
+    """
+
+    def __init__(self, dataset, split_ratio=None, **kwargs):
+        self.dataset, self.split_ratio = dataset, split_ratio
+        super().__init__(dataset.name + "-as-graphpred", hash_key=(split_ratio, dataset.name, "graphpred"), **kwargs)
+
+    def process(self) -> None:
+        from ..base import DGLError
+
+        if self.split_ratio is None:
+            if hasattr(self.dataset, "get_idx_split"):
+                split = self.dataset.get_idx_split()
+                self.train_idx, self.val_idx, self.test_idx = split["train"], split["valid"], split["test"]
+            else:
+                try:
+                    self.train_idx, self.val_idx, self.test_idx = (
+                        torch.nonzero(torch.as_tensor(getattr(self.dataset, m)), as_tuple=True)[0]
+                        for m in ("train_mask", "val_mask", "test_mask"))
+                except AttributeError:
+                    raise DGLError("The input dataset does not have default train/val/test split. Please specify "
+                                   "split_ratio to generate the split.") from None
+        else:
+            if self.verbose:
+                print("Generating train/val/test split...")
+            train_ratio, val_ratio, _ = self.split_ratio
+            num_graphs = len(self.dataset)
+            num_train, num_val = int(num_graphs * train_ratio), int(num_graphs * val_ratio)
+            idx = np.random.permutation(num_graphs)
+            self.train_idx = torch.tensor(idx[:num_train])
+            self.val_idx = torch.tensor(idx[num_train:num_train + num_val])
+            self.test_idx = torch.tensor(idx[num_train + num_val:])
+        self.num_classes = getattr(self.dataset, "num_classes", None)
+        self.num_tasks = getattr(self.dataset, "num_tasks", 1)
+
+    def _cache_file(self, kind: str) -> str:
+        return os.path.join(self.save_path, f"{kind}_{self.hash}.{'json' if kind == 'info' else 'npz'}")
+
+    def has_cache(self) -> bool:
+        return os.path.isfile(self._cache_file("info"))
+
+    def load(self) -> None:
+        with open(self._cache_file("info")) as f:
+            info = json.load(f)
+        if info["split_ratio"] != self.split_ratio:
+            raise ValueError("Provided split ratio is different from the cached file. Re-process the dataset.")
+        self.split_ratio, self.num_tasks, self.num_classes = info["split_ratio"], info["num_tasks"], info["num_classes"]
+        with np.load(self._cache_file("split"), allow_pickle=False) as split:
+            self.train_idx, self.val_idx, self.test_idx = (torch.from_numpy(split[k].copy())
+                                                           for k in ("train_idx", "val_idx", "test_idx"))
+
+    def save(self) -> None:
+        os.makedirs(self.save_path, exist_ok=True)
+        with open(self._cache_file("info"), "w") as f:
+            json.dump({"split_ratio": self.split_ratio, "num_tasks": self.num_tasks,
+                       "num_classes": self.num_classes}, f)
+        np.savez(self._cache_file("split"), train_idx=np.asarray(self.train_idx), val_idx=np.asarray(self.val_idx),
+                 test_idx=np.asarray(self.test_idx))
+
+    def __getitem__(self, idx):
+        return self.dataset[idx]
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    @property
+    def node_feat_size(self):
+        g = self[0][0]
+        return g.ndata["feat"].shape[-1] if "feat" in g.ndata else None
+
+    @property
+    def edge_feat_size(self):
+        g = self[0][0]
+        return g.edata["feat"].shape[-1] if "feat" in g.edata else None
