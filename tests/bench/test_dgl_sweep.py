@@ -13,9 +13,9 @@ from .conftest import load_bench_script
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "dgl" / "sweep.py"
 
 MAIN = """import argparse
+p = argparse.ArgumentParser(); p.add_argument("--k", type=int, default=1); a = p.parse_args()
 import dgl
 from helper import score
-p = argparse.ArgumentParser(); p.add_argument("--k", type=int, default=1); a = p.parse_args()
 g = dgl.graph(([0, 1], [1, 2]))
 print("Test accuracy", score(g) * a.k)
 """

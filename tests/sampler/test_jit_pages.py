@@ -87,9 +87,7 @@ def test_a_background_release_drops_the_same_pages_in_its_own_thread():
     assert seen["advised"] is True and seen["workers"] == 1, seen
     assert seen["dropped_kb"] > 8 * 1024, seen
     assert seen["again"] is False, seen  # nothing loaded since: no second thread
-    assert seen["same"]
-    kept = _probe("soon", BGL_KEEP_JIT_PAGES="1")
-    assert kept["advised"] is False and kept["workers"] == 0 and kept["dropped_kb"] < 4 * 1024, kept
+    assert seen["same"]  # (BGL_KEEP_JIT_PAGES=1 stops both calls alike: the test above)
 
 
 def _pageout_works() -> bool:
