@@ -33,6 +33,10 @@ did not write:
 
 Cost: one lock file and file descriptor per live work directory; the stale
 scan lists OUT's parent directory once per writer.
+
+A single file (a saved graph, tensors, a cache of clusters or splits) is written by
+:func:`write_file_atomically`: a temporary sibling renamed over the target when complete, so a
+reader sees the old file or the new one, never half of one.
 """
 from __future__ import annotations
 
@@ -48,7 +52,7 @@ import signal
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator, Mapping
 
 from .errors import BglError
 
@@ -413,3 +417,34 @@ def sigterm_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def write_file_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], None], *,
+                          durable: bool = False) -> None:
+    """Call ``write(f)`` on a temporary file beside ``path`` and rename it over ``path`` once it returns:
+    an interrupted write (an exception, Ctrl-C, SIGKILL) leaves the old file or none, never half a file
+    (a SIGKILL may leave the hidden ``.NAME.*.tmp`` sibling).  ``durable=True`` also syncs the data to
+    disk before the rename, for a cache another process trusts after a crash."""
+    import tempfile
+
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_npz_atomically(path: str | os.PathLike, arrays: Mapping[str, object], *, durable: bool = False) -> None:
+    """``numpy.savez`` of ``arrays`` to ``path`` through :func:`write_file_atomically` (plain arrays: a
+    reader loads it with ``allow_pickle=False``)."""
+    import numpy as np
+
+    write_file_atomically(path, lambda f: np.savez(f, **arrays), durable=durable)

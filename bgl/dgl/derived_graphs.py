@@ -28,6 +28,20 @@ def _homogeneous(g: DGLGraph, what: str) -> None:
         raise DGLError(f"{what}: only homogeneous graph is supported (one node type and one edge type)")
 
 
+def _join(keys: torch.Tensor, bucket_of: torch.Tensor, num_buckets: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every pair ``(i, j)`` with ``keys[i] == bucket_of[j]``, as two int64 index tensors: ``i`` ascending and,
+    within one ``i``, ``j`` ascending (a stable sort of ``bucket_of``).  The expansion behind both the line graph
+    (an edge meets the out-edges of its destination) and a product of adjacencies (an entry (i, j) meets the
+    entries of row j); 16 B per pair out, 8 B per item of ``bucket_of`` for its sort."""
+    members = torch.sort(bucket_of, stable=True).indices  # each bucket's items, in id order
+    starts = torch.zeros(num_buckets + 1, dtype=torch.int64)
+    starts[1:] = torch.cumsum(torch.bincount(bucket_of, minlength=num_buckets), 0)
+    fan = starts[keys + 1] - starts[keys]
+    left = torch.repeat_interleave(torch.arange(keys.shape[0]), fan)
+    first = torch.repeat_interleave(starts[keys] - (torch.cumsum(fan, 0) - fan), fan)
+    return left, members[first + torch.arange(left.shape[0])]
+
+
 def line_graph(g: DGLGraph, backtracking: bool = True, shared: bool = False) -> DGLGraph:
     """The line graph: a node per edge of ``g``; an edge from ``e1 = (u, v)`` to each ``e2 = (v, w)``, the
     ``e2`` of each ``e1`` in edge-id order (DGL's order), never an edge to itself (a self-loop); without
@@ -35,14 +49,7 @@ def line_graph(g: DGLGraph, backtracking: bool = True, shared: bool = False) -> 
     ``shared``: ``g``'s edge features become its node features (the same tensors)."""
     _homogeneous(g, "line_graph")
     src, dst = (t.to(torch.int64) for t in g.edges(order="eid"))
-    n = g.num_nodes()
-    by_src = torch.sort(src, stable=True).indices  # out-edges of each node, in id order
-    starts = torch.zeros(n + 1, dtype=torch.int64)
-    starts[1:] = torch.cumsum(torch.bincount(src, minlength=n), 0)
-    count = starts[dst + 1] - starts[dst]  # out-edges after each edge
-    e1 = torch.repeat_interleave(torch.arange(src.shape[0]), count)
-    first = torch.repeat_interleave(starts[dst] - (torch.cumsum(count, 0) - count), count)
-    e2 = by_src[first + torch.arange(e1.shape[0])]
+    e1, e2 = _join(dst, src, g.num_nodes())  # each edge, then the out-edges of its destination
     keep = e1 != e2  # a self-loop does not follow itself (DGL's rule, backtracking or not)
     if not backtracking:
         keep &= dst[e2] != src[e1]
@@ -67,12 +74,7 @@ class _Counts:
 
     def __matmul__(self, other: "_Counts") -> "_Counts":
         """The product: every (i, j) x (j, k) pair of entries, expanded and summed per (i, k)."""
-        starts = torch.zeros(other.shape[0] + 1, dtype=torch.int64)
-        starts[1:] = torch.cumsum(torch.bincount(other.row, minlength=other.shape[0]), 0)
-        fan = starts[self.col + 1] - starts[self.col]
-        left = torch.repeat_interleave(torch.arange(self.row.shape[0]), fan)
-        right = torch.repeat_interleave(starts[self.col] - (torch.cumsum(fan, 0) - fan), fan) + \
-            torch.arange(left.shape[0])
+        left, right = _join(self.col, other.row, other.shape[0])
         return _Counts(self.row[left], other.col[right], self.count[left] * other.count[right],
                        (self.shape[0], other.shape[1]))
 

@@ -211,3 +211,23 @@ def test_an_output_that_appears_during_the_run_is_not_replaced(tmp_path):
             w.save_array("indices", np.zeros(0, np.int64))
             _tiny_store(out)  # another run finished first
     assert GraphStore(out).num_edges == 2 and _listing(tmp_path) == ["s"]
+
+
+def test_an_interrupted_single_file_write_leaves_the_old_file_and_no_temporary(tmp_path):
+    from bgl.output_dir import write_file_atomically, write_npz_atomically
+
+    target = tmp_path / "arrays.npz"
+    write_npz_atomically(target, {"a": np.arange(3)}, durable=True)
+
+    class Interrupted(Exception):
+        pass
+
+    def half_then_stop(f):
+        f.write(b"PK\x03\x04 half an archive")
+        raise Interrupted("stopped mid-write")
+
+    with pytest.raises(Interrupted):
+        write_file_atomically(target, half_then_stop)
+    with np.load(target, allow_pickle=False) as kept:
+        assert list(kept) == ["a"] and kept["a"].tolist() == [0, 1, 2]
+    assert _listing(tmp_path) == ["arrays.npz"]

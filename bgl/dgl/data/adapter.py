@@ -14,6 +14,7 @@ import os
 import numpy as np
 import torch
 
+from ...output_dir import write_file_atomically, write_npz_atomically
 from .dgl_dataset import DGLDataset
 
 
@@ -170,12 +171,14 @@ class AsGraphPredDataset(DGLDataset):
                                                            for k in ("train_idx", "val_idx", "test_idx"))
 
     def save(self) -> None:
+        # The split first, the info file (what has_cache looks for) last, each renamed in once complete: an
+        # interrupted save leaves no cache a later run would read half of.
         os.makedirs(self.save_path, exist_ok=True)
-        with open(self._cache_file("info"), "w") as f:
-            json.dump({"split_ratio": self.split_ratio, "num_tasks": self.num_tasks,
-                       "num_classes": self.num_classes}, f)
-        np.savez(self._cache_file("split"), train_idx=np.asarray(self.train_idx), val_idx=np.asarray(self.val_idx),
-                 test_idx=np.asarray(self.test_idx))
+        write_npz_atomically(self._cache_file("split"), {k: np.asarray(getattr(self, k))
+                                                         for k in ("train_idx", "val_idx", "test_idx")})
+        info = json.dumps({"split_ratio": self.split_ratio, "num_tasks": self.num_tasks,
+                           "num_classes": self.num_classes}).encode()
+        write_file_atomically(self._cache_file("info"), lambda f: f.write(info))
 
     def __getitem__(self, idx):
         return self.dataset[idx]

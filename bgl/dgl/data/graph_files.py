@@ -19,13 +19,13 @@ into place, so an interrupted write leaves nothing half-written.  Cost: the arra
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
 import torch
+
+from ...output_dir import write_npz_atomically
 
 FORMAT = "bgl.dgl.graphs"
 VERSION = 1
@@ -89,14 +89,7 @@ def save_graphs(filename, g_list, labels: Optional[dict] = None) -> None:
         meta["labels"].append([key, dtype])
     path = Path(filename)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, meta=np.array(json.dumps(meta)), **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_npz_atomically(path, {"meta": np.array(json.dumps(meta)), **arrays})
 
 
 def from_dgl(g, filename) -> None:

@@ -15,7 +15,6 @@ import errno
 import hashlib
 import json
 import os
-import tempfile
 from itertools import accumulate
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -23,6 +22,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
+from ...output_dir import write_npz_atomically
 from ..base import DGLError
 from .graph_files import DGL_MAGIC, load_graphs, save_graphs
 
@@ -187,16 +187,7 @@ def save_tensors(filename: str, tensor_dict: Mapping[str, torch.Tensor]) -> None
         dtypes.append([str(name), str(t.dtype).removeprefix("torch.")])
         arrays[f"t{i}"] = (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy()
     meta = np.array(json.dumps({"format": TENSORS_FORMAT, "version": 1, "tensors": dtypes}))
-    target = Path(filename)
-    fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=f".{target.name}.",
-                               suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, meta=meta, **arrays)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_npz_atomically(filename, {"meta": meta, **arrays})
 
 
 def load_tensors(filename: str, return_dgl_ndarray: bool = False) -> dict[str, torch.Tensor]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 import zipfile
 
 import numpy as np
@@ -32,6 +31,7 @@ import torch
 
 from bgl.dgl.base import DGLError
 from bgl.dgl.dataloading import Sampler
+from bgl.output_dir import write_npz_atomically
 
 FORMAT, VERSION = "bgl.dgl.ClusterGCNSampler", 1
 MODES = ("k-way", "recursive")
@@ -132,19 +132,8 @@ def clusters_of(assignment: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]
 
 def write_clusters(path, offset: np.ndarray, node_ids: np.ndarray) -> None:
     """Write the clusters to ``path`` atomically (a temporary file in the same folder, then renamed)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".cluster_gcn.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, format=np.array(FORMAT), version=np.array(VERSION, np.int64), partition_offset=offset,
-                     partition_node_ids=node_ids)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_npz_atomically(path, {"format": np.array(FORMAT), "version": np.array(VERSION, np.int64),
+                                "partition_offset": offset, "partition_node_ids": node_ids}, durable=True)
 
 
 def read_clusters(path) -> tuple[np.ndarray, np.ndarray]:
