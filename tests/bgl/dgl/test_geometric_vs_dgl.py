@@ -149,28 +149,20 @@ def test_radius_graph_matches_dgl(monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------- layers
-def _compare(make, run, graphs, inputs, seed=0):
-    """DGL's layer and ours on DGL's weights: outputs, input and parameter gradients within 1e-5."""
-    import dgl.nn as dglnn
+def _compare(make, run, graphs, inputs):
+    """DGL's layer and ours on DGL's weights: outputs, input and parameter gradients within 1e-5 (the layer
+    tests' check, each side given fresh copies of ``inputs``)."""
+    from .nn.test_layers_match_dgl import check_same
 
-    torch.manual_seed(seed)
-    theirs = make(dglnn)
-    ours = make(bglnn)
-    ours.load_state_dict(theirs.state_dict(), strict=True)
-    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
-    results = []
-    for layer, graph in zip((theirs, ours), graphs):
-        args = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
-        out = run(layer, graph, *args)
-        out = out if isinstance(out, tuple) else (out,)
-        gen = torch.Generator().manual_seed(seed + 1)
-        sum((o * torch.randn(o.shape, generator=gen)).sum() for o in out).backward()
-        results.append((out, [a.grad for a in args if a.requires_grad],
-                        [p.grad for p in layer.parameters() if p.requires_grad]))
-    for a, b in zip(*results):
-        assert len(a) == len(b)
-        for t, u in zip(a, b):
-            torch.testing.assert_close(u, t, atol=1e-5, rtol=1e-5)
+    class Call(torch.nn.Module):  # check_same calls layer(graph, *args)
+        def __init__(self, nn):
+            super().__init__()
+            self.layer = make(nn)
+
+        def forward(self, graph, *args):
+            return run(self.layer, graph, *args)
+
+    check_same(Call, graphs, lambda: ([t.clone().requires_grad_(t.is_floating_point()) for t in inputs], {}))
 
 
 def _graphs(src, dst, n):

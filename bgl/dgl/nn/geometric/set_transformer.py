@@ -35,6 +35,15 @@ def _pad(packed: Tensor, lengths: Tensor, longest: int) -> Tensor:
     return out.index_put(_slots(lengths), packed)
 
 
+def _learned_rows(module: nn.Module, name: str, letter: str, count: int, d_model: int) -> None:
+    """``module.<name>``: ``count`` learned query rows (initialised by the module's ``reset_parameters``)."""
+    if count == 1:
+        warnings.warn(f"if {letter} is set to 1, the parameters corresponding to query and key projections would "
+                      "not get updated during training.", DGLWarning, stacklevel=3)
+    module.d_model = d_model
+    setattr(module, name, nn.Parameter(torch.empty(count, d_model)))
+
+
 class MultiHeadAttention(nn.Module):
     """Attention of each graph's rows of ``x`` over its rows of ``mem``, then residual, LayerNorm, feed-forward,
     LayerNorm.  ``dropouta`` is kept as DGL keeps it (built, not applied)."""
@@ -100,11 +109,7 @@ class InducedSetAttentionBlock(nn.Module):
     def __init__(self, m, d_model, num_heads, d_head, d_ff, dropouth=0.0, dropouta=0.0):
         super().__init__()
         self.m = m
-        if m == 1:
-            warnings.warn("if m is set to 1, the parameters corresponding to query and key projections would not "
-                          "get updated during training.", DGLWarning, stacklevel=2)
-        self.d_model = d_model
-        self.inducing_points = nn.Parameter(torch.empty(m, d_model))
+        _learned_rows(self, "inducing_points", "m", m, d_model)
         self.mha = nn.ModuleList([MultiHeadAttention(d_model, num_heads, d_head, d_ff, dropouth=dropouth,
                                                      dropouta=dropouta) for _ in range(2)])
         self.reset_parameters()
@@ -127,11 +132,7 @@ class PMALayer(nn.Module):
     def __init__(self, k, d_model, num_heads, d_head, d_ff, dropouth=0.0, dropouta=0.0):
         super().__init__()
         self.k = k
-        if k == 1:
-            warnings.warn("if k is set to 1, the parameters corresponding to query and key projections would not "
-                          "get updated during training.", DGLWarning, stacklevel=2)
-        self.d_model = d_model
-        self.seed_vectors = nn.Parameter(torch.empty(k, d_model))
+        _learned_rows(self, "seed_vectors", "k", k, d_model)
         self.mha = MultiHeadAttention(d_model, num_heads, d_head, d_ff, dropouth=dropouth, dropouta=dropouta)
         self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropouth), nn.Linear(d_ff, d_model))
         self.reset_parameters()
