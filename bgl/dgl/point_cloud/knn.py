@@ -7,7 +7,8 @@ node's k in-edges from its nearest neighbour to its k-th.  The distances are DGL
 
 Cost: O(n^2 D) time for a set of n points of D dimensions, every pair compared (brute force); memory O(N k) for
 the N points' edges plus one block of at most ``BLOCK_ELEMENTS`` distances at a time (rows of a block times
-the set size), where DGL's ``bruteforce-blas`` holds the whole n x n matrix.
+the set size), where DGL's ``bruteforce-blas`` holds the whole n x n matrix.  Sets of one size are batched into
+one call (DGL's segmented graph runs one per set).
 """
 from __future__ import annotations
 
@@ -49,10 +50,9 @@ def knn_graph(x: Tensor, k: int, algorithm: str = "bruteforce-blas", dist: str =
     DGLError : k <= 0, an empty point set, an unknown algorithm or (kd-tree) distance
     """
     k = _checked_k(x, k, exclude_self)
-    sets = x if x.dim() == 3 else x.unsqueeze(0)
-    sizes = [sets.shape[1]] * sets.shape[0]
+    sizes = [x.shape[1]] * x.shape[0] if x.dim() == 3 else [x.shape[0]]
     cosine = _cosine(algorithm, dist)
-    return _graph([sets], sizes, k, cosine, exclude_self, batched=x.dim() == 3)
+    return _graph(x.reshape(-1, x.shape[-1]), sizes, k, cosine, exclude_self, batched=x.dim() == 3)
 
 
 def segmented_knn_graph(x: Tensor, k: int, segs, algorithm: str = "bruteforce-blas", dist: str = "euclidean",
@@ -72,8 +72,8 @@ def segmented_knn_graph(x: Tensor, k: int, segs, algorithm: str = "bruteforce-bl
     k = _checked_k(x, k, exclude_self)
     sizes = [int(s) for s in segs]
     cosine = _cosine(algorithm, dist)
-    sets = [part.unsqueeze(0) for part in torch.split(x, sizes, 0)]
-    return _graph(sets, sizes, k, cosine, exclude_self, batched=True)
+    torch.split(x, sizes, 0)  # sizes that do not add up to N: torch's RuntimeError, as DGL's
+    return _graph(x, sizes, k, cosine, exclude_self, batched=True)
 
 
 def _checked_k(x: Tensor, k: int, exclude_self: bool) -> int:
@@ -100,7 +100,8 @@ def _cosine(algorithm: str, dist: str) -> bool:
     return dist.lower() == "cosine"
 
 
-def _graph(sets: list, sizes: list, k: int, cosine: bool, exclude_self: bool, batched: bool):
+def _graph(x: Tensor, sizes: list, k: int, cosine: bool, exclude_self: bool, batched: bool):
+    """The graph of the sets of ``sizes`` points stored one after another in ``x`` [N, D]."""
     from bgl.dgl.convert import graph
 
     smallest = min(sizes)
@@ -108,27 +109,26 @@ def _graph(sets: list, sizes: list, k: int, cosine: bool, exclude_self: bool, ba
         warnings.warn("'k' should be less than or equal to the number of points in 'x'"
                       f"expect k <= {smallest}, got k = {k}, use k = {smallest}", DGLWarning, stacklevel=3)
         k = smallest
-    device = sets[0].device
+    device = x.device
+    counts = torch.tensor(sizes, dtype=torch.int64, device=device)
+    starts = torch.cumsum(counts, 0) - counts
+    near = torch.empty(x.shape[0], k, dtype=torch.int64, device=device)  # node i's predecessors, nearest first
     with torch.no_grad():
-        neighbours, offset = [], 0
-        for points in sets:  # one [B, M, D] tensor, or one [1, n_i, D] per segment (as DGL's loop)
-            if cosine:
-                points = points / ((points * points).sum(-1, keepdim=True).sqrt() + 1e-5)
-            count, size = points.shape[0], points.shape[1]
-            base = offset + torch.arange(count, device=device).view(-1, 1, 1) * size
-            neighbours.append((nearest(points, k) + base).reshape(-1, k))
-            offset += count * size
-        near = torch.cat(neighbours)  # [N, k]: node i's predecessors, nearest first
+        if cosine:
+            x = x / ((x * x).sum(-1, keepdim=True).sqrt() + 1e-5)
+        for size in sorted(set(sizes) - {0}):  # the sets of one size together: one batched call per distinct size
+            first = starts[counts == size].view(-1, 1)
+            ids = first + torch.arange(size, device=device)  # [sets, size]
+            near[ids.view(-1)] = (nearest(x[ids], k) + first.unsqueeze(-1)).view(-1, k)
     nodes = torch.arange(near.shape[0], device=device)
     if exclude_self:
         keep = near != nodes.unsqueeze(1)
         # no self among the k + 1 (more than k points coincide): drop the last one.  DGL drops a random in-edge
-        # of such a node (sample_neighbors); both leave k points at distance 0
+        # of such a node (sample_neighbors); either way the k kept are at distance 0
         keep[keep.all(1), -1] = False
         near, k = near[keep].view(near.shape[0], k - 1), k - 1
     g = graph((near.reshape(-1), nodes.repeat_interleave(k)), num_nodes=near.shape[0])
     if batched:
-        counts = torch.tensor(sizes, dtype=torch.int64, device=device)
         g.set_batch_num_nodes(counts)
         g.set_batch_num_edges(counts * k)
     return g

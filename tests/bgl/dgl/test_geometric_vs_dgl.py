@@ -79,7 +79,7 @@ def test_knn_graph_matches_dgl(batched, monkeypatch):
 
 def test_segmented_knn_graph_matches_dgl():
     x = torch.randn(16, 3)
-    cases = [(k, segs, alg, dist, ex) for k in (2, 5) for segs in ([6, 3, 7], [16])
+    cases = [(k, segs, alg, dist, ex) for k in (2, 5) for segs in ([6, 3, 7], [4, 6, 4, 2], [16])
              for alg in ("bruteforce-blas", "kd-tree") for dist in ("euclidean", "cosine") for ex in (False, True)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # k above a set's size (DGL's warning too)
