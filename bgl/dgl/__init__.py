@@ -27,6 +27,7 @@ from bgl.dgl.derived_graphs import (block_to_graph, init, khop_adj, khop_graph, 
 from bgl.dgl.heterograph import DGLGraph
 from bgl.dgl.mutation import add_edges, add_nodes, remove_nodes
 from bgl.dgl.ops import edge_softmax
+from bgl.dgl.point_cloud import knn_graph, radius_graph, segmented_knn_graph
 from bgl.dgl.selections import edge_type_subgraph, in_subgraph, node_type_subgraph, out_subgraph
 from bgl.dgl.to_block import compact_graphs, to_block
 from bgl.dgl.transform_modules import (AddReverse, BaseTransform, Compose, DropEdge, GCNNorm, RemoveSelfLoop,
@@ -42,7 +43,7 @@ DGLHeteroGraph = DGLGraph  # DGL's older name of the same class
 
 # dgl.transforms.<Name> / `import dgl.transforms as T; T.Compose(...)`: the objects under DGL's module name too
 for _name in ("AddReverse", "BaseTransform", "Compose", "DropEdge", "GCNNorm", "RemoveSelfLoop", "RowFeatNormalizer",
-              "ToSimple"):
+              "ToSimple", "knn_graph", "segmented_knn_graph", "radius_graph"):
     setattr(transforms, _name, globals()[_name])
 
 __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHeteroGraph", "Block",
@@ -56,6 +57,8 @@ __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHe
            "to_bidirected", "to_heterogeneous", "to_homogeneous", "to_simple", "to_block", "compact_graphs", "sampling", "optim",
            "line_graph", "khop_adj", "khop_graph", "metapath_reachable_graph", "laplacian_lambda_max", "block_to_graph",
            "to_bfloat16", "to_simple_graph", "init",
+           # graphs of point sets
+           "knn_graph", "segmented_knn_graph", "radius_graph",
            # batches of graphs and their readouts
            "batch", "unbatch", "readout_nodes", "readout_edges", "sum_nodes", "mean_nodes", "max_nodes", "sum_edges",
            "mean_edges", "max_edges", "softmax_nodes", "softmax_edges", "broadcast_nodes", "broadcast_edges",

@@ -23,6 +23,10 @@ def is_all(arg) -> bool:
     return arg is None or (isinstance(arg, slice) and arg == ALL)
 
 
+class DGLWarning(UserWarning):
+    """DGL's warning category (``dgl.base.DGLWarning``): an input DGL accepts after adjusting it."""
+
+
 class NotBuiltAttribute(NotImplementedError, AttributeError):
     """A DGL module attribute bgl.dgl lacks: also an AttributeError, so ``hasattr`` is False and
     ``from bgl.dgl import submodule`` still finds submodules not yet imported."""

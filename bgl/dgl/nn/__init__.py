@@ -20,6 +20,8 @@ from .embedding_models import DeepWalk, MetaPath2Vec
 from .functional import edge_softmax
 from .gatconv import GATConv, GATv2Conv
 from .gatedgraphconv import GatedGraphConv
+from .geometric import (AtomicConv, EGNNConv, KNNGraph, RadiusGraph, SegmentedKNNGraph, SetTransformerDecoder,
+                        SetTransformerEncoder)
 from .ginconv import GINConv, GINEConv
 from .graphconv import EdgeWeightNorm, GraphConv
 from .hetero import HeteroGraphConv
@@ -41,25 +43,25 @@ __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "G
            "ChebConv", "NNConv", "EdgeConv", "GatedGraphConv", "AGNNConv",
            "GMMConv", "PNAConv", "EGATConv", "EdgeGATConv", "GatedGCNConv", "CFConv",
            "DenseGraphConv", "DenseSAGEConv", "DenseChebConv", "LabelPropagation", "TransE", "TransR",
-           "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
+           "TWIRLSConv", "TWIRLSUnfoldingAndAttention", "EGNNConv", "AtomicConv",
+           "KNNGraph", "SegmentedKNNGraph", "RadiusGraph", "SetTransformerEncoder", "SetTransformerDecoder",
            "SumPooling", "AvgPooling", "MaxPooling", "GlobalAttentionPooling", "WeightAndSum", "SortPooling", "Set2Set",
            "DeepWalk", "MetaPath2Vec", "functional", "edge_softmax", "to_pyg"]
 
 # DGL scripts also name the layers dgl.nn.pytorch(.conv / .hetero / .linear): the same module here
 for _alias in ("pytorch", "pytorch.conv", "pytorch.hetero", "pytorch.linear", "pytorch.softmax", "pytorch.glob",
-               "pytorch.utils", "pytorch.link", "pytorch.network_emb"):
+               "pytorch.utils", "pytorch.link", "pytorch.network_emb", "pytorch.factory"):
     _sys.modules[f"{__name__}.{_alias}"] = _sys.modules[__name__]
 pytorch = conv = _sys.modules[__name__]
 
 # DGL 2.1's dgl.nn.pytorch names that bgl does not provide (yet).
 NOT_BUILT = frozenset({
-    "AtomicConv", "CuGraphGATConv", "CuGraphRelGraphConv", "CuGraphSAGEConv",
-    "DGNConv", "EGNNConv",
+    "CuGraphGATConv", "CuGraphRelGraphConv", "CuGraphSAGEConv",
+    "DGNConv",
     "GroupRevRes",
     "GNNExplainer", "HeteroGNNExplainer", "SubgraphX", "HeteroSubgraphX", "PGExplainer",
     "HeteroPGExplainer",
-    "SetTransformerEncoder", "SetTransformerDecoder", "KNNGraph", "SegmentedKNNGraph",
-    "RadiusGraph", "BiasedMHA", "GraphormerLayer",
+    "BiasedMHA", "GraphormerLayer",
     "SpatialEncoder", "SpatialEncoder3d", "PathEncoder", "DegreeEncoder", "LapPosEncoder",
     "EGTLayer",
 })
