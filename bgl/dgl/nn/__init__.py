@@ -21,6 +21,8 @@ from .functional import edge_softmax
 from .gatconv import GATConv, GATv2Conv
 from .gatedgraphconv import GatedGraphConv
 from .ginconv import GINConv, GINEConv
+from .graph_transformer import (BiasedMHA, DegreeEncoder, EGTLayer, GraphormerLayer, LapPosEncoder, PathEncoder,
+                                SpatialEncoder, SpatialEncoder3d)
 from .graphconv import EdgeWeightNorm, GraphConv
 from .hetero import HeteroGraphConv
 from .hgtconv import HGTConv
@@ -43,11 +45,13 @@ __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "G
            "DenseGraphConv", "DenseSAGEConv", "DenseChebConv", "LabelPropagation", "TransE", "TransR",
            "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
            "SumPooling", "AvgPooling", "MaxPooling", "GlobalAttentionPooling", "WeightAndSum", "SortPooling", "Set2Set",
-           "DeepWalk", "MetaPath2Vec", "functional", "edge_softmax", "to_pyg"]
+           "DeepWalk", "MetaPath2Vec",
+           "BiasedMHA", "GraphormerLayer", "EGTLayer", "DegreeEncoder", "PathEncoder", "SpatialEncoder",
+           "SpatialEncoder3d", "LapPosEncoder", "functional", "edge_softmax", "to_pyg"]
 
 # DGL scripts also name the layers dgl.nn.pytorch(.conv / .hetero / .linear): the same module here
 for _alias in ("pytorch", "pytorch.conv", "pytorch.hetero", "pytorch.linear", "pytorch.softmax", "pytorch.glob",
-               "pytorch.utils", "pytorch.link", "pytorch.network_emb"):
+               "pytorch.utils", "pytorch.link", "pytorch.network_emb", "pytorch.gt"):
     _sys.modules[f"{__name__}.{_alias}"] = _sys.modules[__name__]
 pytorch = conv = _sys.modules[__name__]
 
@@ -59,9 +63,7 @@ NOT_BUILT = frozenset({
     "GNNExplainer", "HeteroGNNExplainer", "SubgraphX", "HeteroSubgraphX", "PGExplainer",
     "HeteroPGExplainer",
     "SetTransformerEncoder", "SetTransformerDecoder", "KNNGraph", "SegmentedKNNGraph",
-    "RadiusGraph", "BiasedMHA", "GraphormerLayer",
-    "SpatialEncoder", "SpatialEncoder3d", "PathEncoder", "DegreeEncoder", "LapPosEncoder",
-    "EGTLayer",
+    "RadiusGraph",
 })
 
 
