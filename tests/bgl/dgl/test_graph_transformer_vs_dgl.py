@@ -130,3 +130,99 @@ def test_egt_layer_matches_dgl(edge_update):
     mask = torch.where(torch.rand(B, N, N, generator=gen) < 0.3, -1e4, 0.0)
     ours = bnn.EGTLayer(F, 3, H, num_virtual_nodes=1, edge_update=edge_update)
     _check(ours, lambda d: d.EGTLayer(F, 3, H, num_virtual_nodes=1, edge_update=edge_update), x, e, mask)
+
+
+def _check_paths(src, dst, dist, paths, roots):
+    """Each reachable pair's path is a chain of ``dist`` edges from its root to its node, -1 padded."""
+    for r, row_d, row_p in zip(roots, dist, paths):
+        for j, (d, p) in enumerate(zip(row_d.tolist(), row_p)):
+            hops = p[: max(d, 0)]
+            assert (p[max(d, 0):] == -1).all() and (hops >= 0).all()
+            if d > 0:
+                assert src[hops[0]] == r and dst[hops[-1]] == j and torch.equal(src[hops[1:]], dst[hops[:-1]])
+
+
+# sparse (scipy's Dijkstra in DGL: equal-length ties, parallel edges, unreachable nodes) and dense (its Floyd-Warshall)
+@pytest.mark.parametrize("n, e, seed", [(12, 20, 0), (7, 30, 1)])
+def test_shortest_dist_matches_dgl(hub_edges, n, e, seed):
+    src, dst = hub_edges(n, e, seed)
+    g = bdgl.graph((src, dst), num_nodes=n)
+    dist, paths = bdgl.shortest_dist(g, return_paths=True)
+    reach = torch.eye(n, dtype=torch.bool)  # breadth-first reference by boolean matrix powers
+    adj = torch.zeros(n, n, dtype=torch.bool)
+    adj[src, dst] = True
+    expected = torch.where(reach, 0, -1)
+    for step in range(1, n):
+        nxt = (reach.float() @ adj.float() > 0) | reach
+        expected[nxt & ~reach] = step
+        reach = nxt
+    assert torch.equal(dist, expected) and paths.shape == (n, n, int(dist.max()))
+    _check_paths(src, dst, dist, paths, range(n))
+    d3, p3 = bdgl.shortest_dist(g, root=3, return_paths=True)
+    assert torch.equal(bdgl.shortest_dist(g, root=3), d3) and torch.equal(d3, dist[3])
+    _check_paths(src, dst, d3[None], p3[None], [3])
+    if HAS_DGL:
+        import dgl
+
+        theirs = dgl.graph((src, dst), num_nodes=n)
+        refs = dgl.shortest_dist(theirs, return_paths=True), dgl.shortest_dist(theirs, root=3, return_paths=True)
+        for mine, ref in zip(((dist, paths), (d3, p3)), refs):
+            assert torch.equal(mine[0], ref[0]) and torch.equal(mine[1], ref[1])
+
+
+def _ring_with_chords(n=9, seed=0):
+    """A bidirected ring with two random chords: connected, distinct Laplacian eigenvalues."""
+    gen = torch.Generator().manual_seed(seed)
+    s, d = torch.arange(n), (torch.arange(n) + 1) % n
+    s, d = torch.cat([s, torch.randint(0, n, (2,), generator=gen)]), torch.cat([d, torch.randint(0, n, (2,), generator=gen)])
+    return torch.cat([s, d]), torch.cat([d, s])
+
+
+@pytest.mark.parametrize("k", [3, 12])  # k < N (DGL: ARPACK), k >= N (dense, padded)
+def test_lap_pe_matches_dgl_up_to_sign(k):
+    src, dst = _ring_with_chords()
+    g = bdgl.graph((src, dst))
+    pe, val = bdgl.lap_pe(g, k, padding=True, return_eigval=True)
+    m = min(k, g.num_nodes() - 1)
+    assert pe.shape == (9, k) and pe.dtype == val.dtype == torch.float32 and val[m:].isnan().all()
+    torch.testing.assert_close(pe[:, :m].T @ pe[:, :m], torch.eye(m), atol=1e-5, rtol=0)  # orthonormal
+    with pytest.warns(UserWarning):
+        assert bdgl.laplacian_pe(g, k).shape == (9, k)
+    t = bdgl.transforms.LapPE(k, feat_name="pe", eigval_name="ev")(g)
+    assert t is g and g.ndata["pe"].shape == g.ndata["ev"].shape == (9, k)
+    if HAS_DGL:
+        import dgl
+
+        ref, ref_val = dgl.lap_pe(dgl.graph((src, dst)), k, padding=True, return_eigval=True)
+        torch.testing.assert_close(val, ref_val, atol=1e-5, rtol=0, equal_nan=True)
+        sign = torch.sign((pe * ref).sum(0))
+        torch.testing.assert_close(pe * torch.where(sign == 0, 1.0, sign), ref, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_random_walk_pe_matches_dgl(hub_edges, weighted):
+    src, dst = hub_edges(10, 30, 2)
+    g = bdgl.graph((src, dst), num_nodes=10)
+    g.edata["w"] = torch.rand(30, 1, generator=torch.Generator().manual_seed(3)) + 0.1
+    name = "w" if weighted else None
+    pe = bdgl.random_walk_pe(g, 4, eweight_name=name)
+    adj = torch.zeros(10, 10, dtype=torch.float64).index_put_((src, dst), torch.ones(30, dtype=torch.float64),
+                                                              accumulate=True)
+    if not weighted:  # a step's probabilities, and the return probabilities of its powers
+        step = adj / adj.sum(1, keepdim=True).clamp(min=1e-30)
+        ref = torch.stack([torch.linalg.matrix_power(step, t).diagonal() for t in range(1, 5)], -1).float()
+        torch.testing.assert_close(pe, ref)
+    assert torch.equal(bdgl.RandomWalkPE(4, eweight_name=name)(g).ndata["PE"], pe)
+    if HAS_DGL:
+        import dgl
+
+        theirs = dgl.graph((src, dst), num_nodes=10)
+        theirs.edata["w"] = g.edata["w"]
+        torch.testing.assert_close(pe, dgl.random_walk_pe(theirs, 4, eweight_name=name))
+
+
+def test_encodings_refuse_typed_graphs():
+    g = bdgl.heterograph({("a", "r", "b"): ([0], [1]), ("b", "s", "a"): ([1], [0])})
+    for fn in (bdgl.shortest_dist, lambda g: bdgl.lap_pe(g, 2), lambda g: bdgl.random_walk_pe(g, 2)):
+        with pytest.raises(bdgl.DGLError):
+            fn(g)
