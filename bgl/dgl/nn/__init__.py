@@ -11,10 +11,10 @@ from . import functional
 from .agnnconv import AGNNConv
 from .chebconv import ChebConv
 # Identity is not in __all__: DGL has it in dgl.nn.pytorch.utils only (reached through the alias below)
-from .combine import EdgePredictor, Identity, JumpingKnowledge, Sequential, TransE, TransR  # noqa: F401
+from .combine import EdgePredictor, GroupRevRes, Identity, JumpingKnowledge, Sequential, TransE, TransR  # noqa: F401
 from .dense_adjacency import DenseChebConv, DenseGraphConv, DenseSAGEConv
 from .dotgatconv import DotGatConv
-from .edge_feature_convs import CFConv, EdgeGATConv, EGATConv, GatedGCNConv, GMMConv, PNAConv
+from .edge_feature_convs import CFConv, DGNConv, EdgeGATConv, EGATConv, GatedGCNConv, GMMConv, PNAConv
 from .edge_networks import EdgeConv, NNConv
 from .embedding_models import DeepWalk, MetaPath2Vec
 from .functional import edge_softmax
@@ -39,9 +39,9 @@ from .typed_modules import HeteroEmbedding, HeteroLinear
 __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "GINConv", "GINEConv", "RelGraphConv",
            "TypedLinear", "HeteroGraphConv", "HGTConv", "SGConv", "APPNPConv", "TAGConv", "GCN2Conv", "DotGatConv",
            "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge", "EdgePredictor", "Sequential", "WeightBasis",
-           "NodeEmbedding",
+           "NodeEmbedding", "GroupRevRes",
            "ChebConv", "NNConv", "EdgeConv", "GatedGraphConv", "AGNNConv",
-           "GMMConv", "PNAConv", "EGATConv", "EdgeGATConv", "GatedGCNConv", "CFConv",
+           "GMMConv", "PNAConv", "DGNConv", "EGATConv", "EdgeGATConv", "GatedGCNConv", "CFConv",
            "DenseGraphConv", "DenseSAGEConv", "DenseChebConv", "LabelPropagation", "TransE", "TransR",
            "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
            "SumPooling", "AvgPooling", "MaxPooling", "GlobalAttentionPooling", "WeightAndSum", "SortPooling", "Set2Set",
@@ -58,8 +58,7 @@ pytorch = conv = _sys.modules[__name__]
 # DGL 2.1's dgl.nn.pytorch names that bgl does not provide (yet).
 NOT_BUILT = frozenset({
     "AtomicConv", "CuGraphGATConv", "CuGraphRelGraphConv", "CuGraphSAGEConv",
-    "DGNConv", "EGNNConv",
-    "GroupRevRes",
+    "EGNNConv",
     "GNNExplainer", "HeteroGNNExplainer", "SubgraphX", "HeteroSubgraphX", "PGExplainer",
     "HeteroPGExplainer",
     "SetTransformerEncoder", "SetTransformerDecoder", "KNNGraph", "SegmentedKNNGraph",
