@@ -2,7 +2,7 @@
 from every root at once, or by Floyd-Warshall where DGL's solver (scipy) picks it.
 
 Each BFS level is one pass over the edges for all roots together (a frontier matrix [roots, N] gathered
-at the edges' sources), so the work is O(diameter * roots * E) and the memory O(roots * (N + E)) with
+at the edges' sources; roots in chunks of about 2^26 / E), so the work is O(diameter * roots * E) with
 no Python loop over nodes; all pairs (``root=None``) holds O(N^2) distances and O(N^2 * longest path)
 path entries, as DGL's scipy result does.  Which of several equally short paths is returned is
 scipy's choice, which depends on its method: Dijkstra for one root or fewer than N^2 / 4 edges, else
@@ -16,6 +16,8 @@ import torch
 from bgl.dgl.derived_graphs import _homogeneous
 from bgl.dgl.heterograph import DGLGraph
 from bgl.dgl.transforms import _plain
+
+_CHUNK_ENTRIES = 1 << 26  # (root, edge) pairs gathered at once: 64 MiB of booleans a BFS level
 
 
 def _bfs(src, dst, n: int, roots: torch.Tensor):
@@ -124,8 +126,10 @@ def shortest_dist(g: DGLGraph, root=None, return_paths: bool = False):
     roots = torch.arange(n, device=src.device) if root is None else torch.tensor([int(root)], device=src.device)
     if root is None and src.numel() >= n * n / 4:  # scipy's choice of Floyd-Warshall, DGL's ties
         dist, last_edge = _floyd_warshall(src, dst, n)
-    else:
-        dist, last_edge = _bfs(src, dst, n, roots)
+    else:  # roots in chunks: a level's [roots, E] frontier gather stays near _CHUNK_ENTRIES
+        step = max(1, _CHUNK_ENTRIES // max(1, src.numel()))
+        parts = [_bfs(src, dst, n, roots[i:i + step]) for i in range(0, roots.numel(), step)]
+        dist, last_edge = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
     paths = _paths(src, dist, last_edge) if return_paths else None
     if root is not None:
         dist, paths = dist[0], (paths[0] if return_paths else None)
