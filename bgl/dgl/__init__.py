@@ -24,6 +24,8 @@ from bgl.dgl.convert import (block_from_bgl, create_block, from_networkx, from_s
                              rand_graph, to_networkx)
 from bgl.dgl.derived_graphs import (block_to_graph, init, khop_adj, khop_graph, laplacian_lambda_max, line_graph,
                                     metapath_reachable_graph, to_bfloat16, to_simple_graph)
+from bgl.dgl.graph_encodings import (LapPE, LaplacianPE, RandomWalkPE, lap_pe, laplacian_pe, random_walk_pe,
+                                     shortest_dist)
 from bgl.dgl.heterograph import DGLGraph
 from bgl.dgl.mutation import add_edges, add_nodes, remove_nodes
 from bgl.dgl.ops import edge_softmax
@@ -43,7 +45,8 @@ DGLHeteroGraph = DGLGraph  # DGL's older name of the same class
 
 # dgl.transforms.<Name> / `import dgl.transforms as T; T.Compose(...)`: the objects under DGL's module name too
 for _name in ("AddReverse", "BaseTransform", "Compose", "DropEdge", "GCNNorm", "RemoveSelfLoop", "RowFeatNormalizer",
-              "ToSimple", "knn_graph", "segmented_knn_graph", "radius_graph"):
+              "ToSimple", "knn_graph", "segmented_knn_graph", "radius_graph", "LapPE", "LaplacianPE",
+              "RandomWalkPE", "shortest_dist", "lap_pe", "laplacian_pe", "random_walk_pe"):
     setattr(transforms, _name, globals()[_name])
 
 __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHeteroGraph", "Block",
@@ -59,6 +62,8 @@ __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHe
            "to_bfloat16", "to_simple_graph", "init",
            # graphs of point sets
            "knn_graph", "segmented_knn_graph", "radius_graph",
+           # graph-transformer encodings
+           "shortest_dist", "lap_pe", "laplacian_pe", "random_walk_pe", "LapPE", "LaplacianPE", "RandomWalkPE",
            # batches of graphs and their readouts
            "batch", "unbatch", "readout_nodes", "readout_edges", "sum_nodes", "mean_nodes", "max_nodes", "sum_edges",
            "mean_edges", "max_edges", "softmax_nodes", "softmax_edges", "broadcast_nodes", "broadcast_edges",

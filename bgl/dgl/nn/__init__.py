@@ -11,10 +11,10 @@ from . import functional
 from .agnnconv import AGNNConv
 from .chebconv import ChebConv
 # Identity is not in __all__: DGL has it in dgl.nn.pytorch.utils only (reached through the alias below)
-from .combine import EdgePredictor, Identity, JumpingKnowledge, Sequential, TransE, TransR  # noqa: F401
+from .combine import EdgePredictor, GroupRevRes, Identity, JumpingKnowledge, Sequential, TransE, TransR  # noqa: F401
 from .dense_adjacency import DenseChebConv, DenseGraphConv, DenseSAGEConv
 from .dotgatconv import DotGatConv
-from .edge_feature_convs import CFConv, EdgeGATConv, EGATConv, GatedGCNConv, GMMConv, PNAConv
+from .edge_feature_convs import CFConv, DGNConv, EdgeGATConv, EGATConv, GatedGCNConv, GMMConv, PNAConv
 from .edge_networks import EdgeConv, NNConv
 from .embedding_models import DeepWalk, MetaPath2Vec
 from .functional import edge_softmax
@@ -23,6 +23,8 @@ from .gatedgraphconv import GatedGraphConv
 from .geometric import (AtomicConv, EGNNConv, KNNGraph, RadiusGraph, SegmentedKNNGraph, SetTransformerDecoder,
                         SetTransformerEncoder)
 from .ginconv import GINConv, GINEConv
+from .graph_transformer import (BiasedMHA, DegreeEncoder, EGTLayer, GraphormerLayer, LapPosEncoder, PathEncoder,
+                                SpatialEncoder, SpatialEncoder3d)
 from .graphconv import EdgeWeightNorm, GraphConv
 from .hetero import HeteroGraphConv
 from .hgtconv import HGTConv
@@ -39,31 +41,28 @@ from .typed_modules import HeteroEmbedding, HeteroLinear
 __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "GINConv", "GINEConv", "RelGraphConv",
            "TypedLinear", "HeteroGraphConv", "HGTConv", "SGConv", "APPNPConv", "TAGConv", "GCN2Conv", "DotGatConv",
            "HeteroLinear", "HeteroEmbedding", "JumpingKnowledge", "EdgePredictor", "Sequential", "WeightBasis",
-           "NodeEmbedding",
+           "NodeEmbedding", "GroupRevRes",
            "ChebConv", "NNConv", "EdgeConv", "GatedGraphConv", "AGNNConv",
-           "GMMConv", "PNAConv", "EGATConv", "EdgeGATConv", "GatedGCNConv", "CFConv",
+           "GMMConv", "PNAConv", "DGNConv", "EGATConv", "EdgeGATConv", "GatedGCNConv", "CFConv",
            "DenseGraphConv", "DenseSAGEConv", "DenseChebConv", "LabelPropagation", "TransE", "TransR",
            "TWIRLSConv", "TWIRLSUnfoldingAndAttention", "EGNNConv", "AtomicConv",
            "KNNGraph", "SegmentedKNNGraph", "RadiusGraph", "SetTransformerEncoder", "SetTransformerDecoder",
            "SumPooling", "AvgPooling", "MaxPooling", "GlobalAttentionPooling", "WeightAndSum", "SortPooling", "Set2Set",
-           "DeepWalk", "MetaPath2Vec", "functional", "edge_softmax", "to_pyg"]
+           "DeepWalk", "MetaPath2Vec",
+           "BiasedMHA", "GraphormerLayer", "EGTLayer", "DegreeEncoder", "PathEncoder", "SpatialEncoder",
+           "SpatialEncoder3d", "LapPosEncoder", "functional", "edge_softmax", "to_pyg"]
 
 # DGL scripts also name the layers dgl.nn.pytorch(.conv / .hetero / .linear): the same module here
 for _alias in ("pytorch", "pytorch.conv", "pytorch.hetero", "pytorch.linear", "pytorch.softmax", "pytorch.glob",
-               "pytorch.utils", "pytorch.link", "pytorch.network_emb", "pytorch.factory"):
+               "pytorch.utils", "pytorch.link", "pytorch.network_emb", "pytorch.factory", "pytorch.gt"):
     _sys.modules[f"{__name__}.{_alias}"] = _sys.modules[__name__]
 pytorch = conv = _sys.modules[__name__]
 
 # DGL 2.1's dgl.nn.pytorch names that bgl does not provide (yet).
 NOT_BUILT = frozenset({
     "CuGraphGATConv", "CuGraphRelGraphConv", "CuGraphSAGEConv",
-    "DGNConv",
-    "GroupRevRes",
     "GNNExplainer", "HeteroGNNExplainer", "SubgraphX", "HeteroSubgraphX", "PGExplainer",
     "HeteroPGExplainer",
-    "BiasedMHA", "GraphormerLayer",
-    "SpatialEncoder", "SpatialEncoder3d", "PathEncoder", "DegreeEncoder", "LapPosEncoder",
-    "EGTLayer",
 })
 
 

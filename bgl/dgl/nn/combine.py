@@ -2,13 +2,16 @@
 (``JumpingKnowledge``: concatenation, element-wise max or LSTM attention over the layers), the two
 ends of each edge (``EdgePredictor``: dot product, cosine, element-wise product or concatenation,
 then an optional linear map; ``TransE`` / ``TransR``: a knowledge graph's translation scores
-``-||h + r - t||_p``, TransR's in a per-relation projected space), and layers run one after another on a
-graph (``Sequential``).
+``-||h + r - t||_p``, TransR's in a per-relation projected space), layers run one after another on a
+graph (``Sequential``), and copies of a layer run as a reversible residual chain over feature groups
+(``GroupRevRes``).
 
-Pure tensor code, no graph op; parameter names and shapes are DGL's (``lstm.*`` / ``att.*``,
+Pure tensor code, no graph op of their own; parameter names and shapes are DGL's (``lstm.*`` / ``att.*``,
 ``linear.*``, ``rel_emb`` / ``rel_project``), so DGL's state dicts load unchanged.
 """
 from __future__ import annotations
+
+import copy
 
 import torch
 import torch.nn.functional as F
@@ -161,3 +164,91 @@ class Sequential(nn.Sequential):
                 feats = (feats,)
             feats = module(g, *feats)
         return feats
+
+
+class _ReversibleCheckpoint(torch.autograd.Function):
+    """Runs ``module._forward`` without keeping its activations and frees the input's storage; the
+    backward pass rebuilds the input from the output with ``module._inverse``, puts it back into the
+    input's storage, and runs the forward again with gradients (DGL's InvertibleCheckpoint scheme:
+    one layer's activations alive at a time, whatever the depth)."""
+
+    @staticmethod
+    def forward(ctx, module, graph, x, num_args, *args_and_params):
+        args = args_and_params[:num_args]
+        ctx.module, ctx.graph, ctx.args = module, graph, args
+        ctx.params = args_and_params[num_args:]
+        ctx.x_requires_grad = x.requires_grad
+        with torch.no_grad():
+            y = module._forward(graph, x.detach(), *(a.detach() for a in args)).detach_()
+        # the input is rebuilt in backward, so its memory goes now (when x owns all of it, not a view's)
+        if x.is_contiguous() and x.storage_offset() == 0 and x.untyped_storage().nbytes() == x.numel() * x.element_size():
+            x.untyped_storage().resize_(0)
+        ctx.x, ctx.y = x, [y]
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        if not ctx.y:
+            raise RuntimeError("Trying to perform backward on the InvertibleCheckpoint for more than once.")
+        y, x, module = ctx.y.pop(), ctx.x, ctx.module
+        with torch.no_grad():
+            rebuilt = module._inverse(ctx.graph, y, *ctx.args)
+            y.untyped_storage().resize_(0)
+            if x.untyped_storage().nbytes() == 0:
+                x.untyped_storage().resize_(rebuilt.numel() * rebuilt.element_size())
+                x.copy_(rebuilt)  # in place: every view of the caller's input sees its values again
+        x_in = x.detach().requires_grad_(ctx.x_requires_grad)
+        args = tuple(a.detach().requires_grad_(a.requires_grad) for a in ctx.args)
+        with torch.enable_grad():
+            out = module._forward(ctx.graph, x_in, *args)
+        wanted = [t for t in (x_in, *args) if t.requires_grad] + list(ctx.params)
+        grads = iter(torch.autograd.grad(out, wanted, grad_y, allow_unused=True))
+        x_grad = next(grads) if x_in.requires_grad else None
+        arg_grads = [next(grads) if a.requires_grad else None for a in args]
+        return (None, None, x_grad, None, *arg_grads, *grads)
+
+
+class GroupRevRes(nn.Module):
+    """``dgl.nn.GroupRevRes`` (Li et al., "Training Graph Neural Networks with 1000 Layers"): the features
+    split into ``groups`` slices ``x_1 .. x_G``; with ``y_0 = x_2 + .. + x_G``, ``y_i = x_i + f_i(g, y_{i-1})``
+    and the output the ``y_i`` side by side.  ``f_1`` is ``gnn_module``, the others deep copies of it.
+
+    When gradients are wanted, the input's memory is released after the forward pass and rebuilt from
+    the output in the backward pass (as DGL's: the tensor passed in is empty until backward runs; a
+    view of a larger tensor keeps its memory), and the backward pass releases the output's memory once
+    it has rebuilt the input (as DGL's: read the output before ``backward``), so a stack keeps one
+    layer's activations at a time.  Extra tensor arguments of ``forward`` are split into groups too.
+    The rebuilt input differs from the original by float rounding, as DGL's.
+    """
+
+    def __init__(self, gnn_module, groups=2):
+        super().__init__()
+        self.gnn_modules = nn.ModuleList([gnn_module] + [copy.deepcopy(gnn_module) for _ in range(groups - 1)])
+        self.groups = groups
+
+    def _split(self, args):
+        return list(zip(*(torch.chunk(a, self.groups, dim=-1) for a in args))) if args else [()] * self.groups
+
+    def _forward(self, g, x, *args):
+        xs, arg_groups = torch.chunk(x, self.groups, dim=-1), self._split(args)
+        y, ys = sum(xs[1:]), []
+        for i, f in enumerate(self.gnn_modules):
+            y = xs[i] + f(g, y, *arg_groups[i])
+            ys.append(y)
+        return torch.cat(ys, dim=-1)
+
+    def _inverse(self, g, y, *args):
+        ys, arg_groups = torch.chunk(y, self.groups, dim=-1), self._split(args)
+        xs = []  # x_G first: x_1's input is their sum in that order, DGL's
+        for i in range(self.groups - 1, -1, -1):
+            y_in = ys[i - 1] if i else sum(xs)
+            xs.append(ys[i] - self.gnn_modules[i](g, y_in, *arg_groups[i]))
+        return torch.cat(xs[::-1], dim=-1)
+
+    def forward(self, g, x, *args):
+        """``x`` float [N, in]: in divisible by ``groups`` (each group's slice feeds a copy of the module);
+        returns float [N, out * groups]."""
+        params = [p for p in self.parameters() if p.requires_grad]
+        if not torch.is_grad_enabled() or not (params or any(t.requires_grad for t in (x, *args))):
+            return self._forward(g, x, *args)  # no backward to come: nothing to rebuild, the input is kept
+        return _ReversibleCheckpoint.apply(self, g, x, len(args), *args, *params)

@@ -97,6 +97,10 @@ class PNAConvTower(nn.Module):
             msg = msg + edge_feat @ weight[:, 2 * d:].T
         return msg + self.M.bias
 
+    def aggregate(self, graph, msg: Tensor, degrees: Tensor, node_feat: Tensor) -> Tensor:
+        """Every aggregator over each node's in-edge messages, side by side (DGNConv adds its own)."""
+        return neighbour_statistics(graph, msg, self.aggregators, degrees)
+
     def forward(self, graph, node_feat: Tensor, edge_feat=None) -> Tensor:
         counts = graph.batch_num_nodes().to(node_feat.device)
         snorm_n = torch.repeat_interleave((1.0 / counts.to(node_feat.dtype)).sqrt(), counts).unsqueeze(-1)
@@ -105,7 +109,7 @@ class PNAConvTower(nn.Module):
         msg = self.messages(graph, node_feat, edge_feat)
         in_degrees = graph.in_degrees().to(node_feat.device)
         degrees = in_degrees.clamp(min=1)
-        h = neighbour_statistics(graph, msg, self.aggregators, degrees)
+        h = self.aggregate(graph, msg, degrees, node_feat)
         log_degree = torch.log(degrees.to(torch.float64) + 1)
         factors = {"amplification": log_degree / self.delta, "attenuation": self.delta / log_degree}
         h = torch.cat([h if s == "identity" else h * factors[s].to(h.dtype).unsqueeze(-1) for s in self.scalers],
@@ -130,11 +134,13 @@ class PNAConv(nn.Module):
     residual : add the input (only when ``in_size == out_size``)
     """
 
+    aggregator_names, tower_class = AGGREGATORS, PNAConvTower  # DGNConv's: its directional ones too
+
     def __init__(self, in_size: int, out_size: int, aggregators, scalers, delta: float, dropout: float = 0.0,
                  num_towers: int = 1, edge_feat_size: int = 0, residual: bool = True):
         super().__init__()
         for name in aggregators:
-            if name not in AGGREGATORS:
+            if name not in self.aggregator_names:
                 raise KeyError(name)
         for name in scalers:
             if name not in SCALERS:
@@ -148,7 +154,7 @@ class PNAConv(nn.Module):
         self.edge_feat_size = edge_feat_size
         self.residual = residual and in_size == out_size
         self.towers = nn.ModuleList([
-            PNAConvTower(self.tower_in_size, self.tower_out_size, aggregators, scalers, delta, dropout=dropout,
+            self.tower_class(self.tower_in_size, self.tower_out_size, aggregators, scalers, delta, dropout=dropout,
                          edge_feat_size=edge_feat_size) for _ in range(num_towers)])
         self.mixing_layer = nn.Sequential(nn.Linear(out_size, out_size), nn.LeakyReLU())
 
