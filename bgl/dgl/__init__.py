@@ -104,7 +104,8 @@ _INSTEAD = {
 # Loaded on first use: ``import bgl.dgl`` stays free of the loader (numba, the pipeline).
 _LAZY_MODULES = {"data": "bgl.dgl.data", "dataloading": "bgl.dgl.dataloading", "sampling": "bgl.dgl.sampling",
                  "optim": "bgl.dgl.optim", "sparse": "bgl.dgl.sparse"}
-_LAZY_NAMES = {"load_graphs": "bgl.dgl.data", "save_graphs": "bgl.dgl.data"}
+_LAZY_NAMES = {"load_graphs": "bgl.dgl.data", "save_graphs": "bgl.dgl.data",
+               "sort_csr_by_tag": "bgl.dgl.sampling.biased", "sort_csc_by_tag": "bgl.dgl.sampling.biased"}
 
 
 def __getattr__(name: str):
