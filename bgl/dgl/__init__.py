@@ -20,8 +20,8 @@ from bgl.dgl import function, ops, transforms
 from bgl.dgl.base import ALL, EID, ETYPE, NID, NTYPE, DGLError, not_built
 from bgl.dgl.batching import (batch, broadcast_edges, broadcast_nodes, max_edges, max_nodes, mean_edges, mean_nodes,
                               readout_edges, readout_nodes, softmax_edges, softmax_nodes, sum_edges, sum_nodes, unbatch)
-from bgl.dgl.convert import (block_from_bgl, create_block, from_networkx, from_scipy, graph, graph_from_pair, heterograph,
-                             rand_graph, to_networkx)
+from bgl.dgl.convert import (bipartite_from_networkx, bipartite_from_scipy, block_from_bgl, create_block, from_networkx,
+                             from_scipy, graph, graph_from_pair, heterograph, rand_graph, to_networkx)
 from bgl.dgl.derived_graphs import (block_to_graph, init, khop_adj, khop_graph, laplacian_lambda_max, line_graph,
                                     metapath_reachable_graph, to_bfloat16, to_simple_graph)
 from bgl.dgl.heterograph import DGLGraph
@@ -47,7 +47,8 @@ for _name in ("AddReverse", "BaseTransform", "Compose", "DropEdge", "GCNNorm", "
 
 __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHeteroGraph", "Block",
            "EdgeBatch", "NodeBatch", "block_from_bgl", "create_block", "edge_softmax", "function", "graph",
-           "graph_from_pair", "heterograph", "from_scipy", "from_networkx", "to_networkx", "norm_by_dst", "ops",
+           "graph_from_pair", "heterograph", "from_scipy", "from_networkx", "to_networkx", "bipartite_from_scipy",
+           "bipartite_from_networkx", "norm_by_dst", "ops",
            "random", "seed", "transforms",
            # graph edits and transforms
            "add_edges", "add_nodes", "add_reverse_edges", "add_self_loop", "edge_subgraph", "edge_type_subgraph",
