@@ -17,6 +17,7 @@ from .dotgatconv import DotGatConv
 from .edge_feature_convs import CFConv, EdgeGATConv, EGATConv, GatedGCNConv, GMMConv, PNAConv
 from .edge_networks import EdgeConv, NNConv
 from .embedding_models import DeepWalk, MetaPath2Vec
+from .explain import GNNExplainer, HeteroGNNExplainer
 from .functional import edge_softmax
 from .gatconv import GATConv, GATv2Conv
 from .gatedgraphconv import GatedGraphConv
@@ -43,11 +44,11 @@ __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "G
            "DenseGraphConv", "DenseSAGEConv", "DenseChebConv", "LabelPropagation", "TransE", "TransR",
            "TWIRLSConv", "TWIRLSUnfoldingAndAttention",
            "SumPooling", "AvgPooling", "MaxPooling", "GlobalAttentionPooling", "WeightAndSum", "SortPooling", "Set2Set",
-           "DeepWalk", "MetaPath2Vec", "functional", "edge_softmax", "to_pyg"]
+           "DeepWalk", "MetaPath2Vec", "GNNExplainer", "HeteroGNNExplainer", "functional", "edge_softmax", "to_pyg"]
 
 # DGL scripts also name the layers dgl.nn.pytorch(.conv / .hetero / .linear): the same module here
 for _alias in ("pytorch", "pytorch.conv", "pytorch.hetero", "pytorch.linear", "pytorch.softmax", "pytorch.glob",
-               "pytorch.utils", "pytorch.link", "pytorch.network_emb"):
+               "pytorch.utils", "pytorch.link", "pytorch.network_emb", "pytorch.explain"):
     _sys.modules[f"{__name__}.{_alias}"] = _sys.modules[__name__]
 pytorch = conv = _sys.modules[__name__]
 
@@ -56,7 +57,7 @@ NOT_BUILT = frozenset({
     "AtomicConv", "CuGraphGATConv", "CuGraphRelGraphConv", "CuGraphSAGEConv",
     "DGNConv", "EGNNConv",
     "GroupRevRes",
-    "GNNExplainer", "HeteroGNNExplainer", "SubgraphX", "HeteroSubgraphX", "PGExplainer",
+    "SubgraphX", "HeteroSubgraphX", "PGExplainer",
     "HeteroPGExplainer",
     "SetTransformerEncoder", "SetTransformerDecoder", "KNNGraph", "SegmentedKNNGraph",
     "RadiusGraph", "BiasedMHA", "GraphormerLayer",
