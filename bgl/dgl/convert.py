@@ -322,6 +322,20 @@ def _batch_values(values: list) -> torch.Tensor:
     return torch.as_tensor(values)
 
 
+def _by_edge_id(edges: list, edge_id_attr_name) -> list:
+    """NetworkX's ``(u, v, attrs)`` edges in the order of their ``edge_id_attr_name`` attribute (as given when
+    None); DGLError for an id out of range."""
+    if edge_id_attr_name is None or not edges:
+        return edges
+    ids = np.array([int(attrs[edge_id_attr_name]) for _, _, attrs in edges], dtype=np.int64)
+    if ids.min() < 0 or ids.max() >= len(edges):
+        bad = int(ids[(ids < 0) | (ids >= len(edges))][0])
+        raise DGLError(f"Expect edge IDs to be a non-negative integer smaller than {len(edges):d}, got {bad:d}")
+    order = np.empty_like(ids)
+    order[ids] = np.arange(len(edges))
+    return [edges[i] for i in order]
+
+
 def from_networkx(nx_graph, node_attrs=None, edge_attrs=None, edge_id_attr_name=None, idtype=None,
                   device=None) -> DGLGraph:
     """A homogeneous graph of a NetworkX graph (DGL's ``dgl.from_networkx``): nodes relabelled 0.. in sorted
@@ -346,16 +360,7 @@ def from_networkx(nx_graph, node_attrs=None, edge_attrs=None, edge_id_attr_name=
     nx_graph = nx.convert_node_labels_to_integers(nx_graph, ordering="sorted")
     if not nx_graph.is_directed():
         nx_graph = nx_graph.to_directed()
-    edges = list(nx_graph.edges(data=True))
-    order = np.arange(len(edges))
-    if edge_id_attr_name is not None and edges:
-        ids = np.array([int(attrs[edge_id_attr_name]) for _, _, attrs in edges], dtype=np.int64)
-        if ids.min() < 0 or ids.max() >= len(edges):
-            bad = int(ids[(ids < 0) | (ids >= len(edges))][0])
-            raise DGLError(f"Expect edge IDs to be a non-negative integer smaller than {len(edges):d}, got {bad:d}")
-        order = np.empty_like(ids)
-        order[ids] = np.arange(len(edges))
-    edges = [edges[i] for i in order]
+    edges = _by_edge_id(list(nx_graph.edges(data=True)), edge_id_attr_name)
     src = torch.as_tensor([e[0] for e in edges], dtype=torch.int64)
     dst = torch.as_tensor([e[1] for e in edges], dtype=torch.int64)
     g = graph((src, dst), num_nodes=nx_graph.number_of_nodes(), idtype=torch.int64 if idtype is None else idtype)
@@ -397,14 +402,7 @@ def bipartite_from_networkx(nx_graph, utype, etype, vtype, u_attrs=None, e_attrs
         for node, side, bit in ((u, top, 0), (v, bottom, 1)):
             if node not in side:
                 raise DGLError(f"Expect the node {node} to have attribute bipartite={bit} with edge {(u, v)}")
-    if edge_id_attr_name is not None and edges:
-        ids = np.array([int(attrs[edge_id_attr_name]) for _, _, attrs in edges], dtype=np.int64)
-        if ids.min() < 0 or ids.max() >= len(edges):
-            bad = int(ids[(ids < 0) | (ids >= len(edges))][0])
-            raise DGLError(f"Expect edge IDs to be a non-negative integer smaller than {len(edges):d}, got {bad:d}")
-        order = np.empty_like(ids)
-        order[ids] = np.arange(len(edges))
-        edges = [edges[i] for i in order]
+    edges = _by_edge_id(edges, edge_id_attr_name)
     src = torch.as_tensor([top[u] for u, _, _ in edges], dtype=torch.int64)
     dst = torch.as_tensor([bottom[v] for _, v, _ in edges], dtype=torch.int64)
     g = _bipartite(src, dst, utype, etype, vtype, len(top), len(bottom), idtype)

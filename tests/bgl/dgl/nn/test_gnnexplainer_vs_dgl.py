@@ -49,15 +49,21 @@ class _Model(nn.Module):
             return self.lib.mean_nodes(graph, "h")
 
 
+def _explainer(model, state, kind, num_hops: int):
+    """``(model, explainer)``: the model with DGL's weights ``state`` (when given), its explainer of 10 steps, and
+    torch's generator seeded for the masks."""
+    if state is not None:
+        model.load_state_dict(state)
+    explainer = kind(model, num_hops=num_hops, lr=0.1, num_epochs=10, log=False)
+    torch.manual_seed(1)
+    return model, explainer
+
+
 def _explain(lib, graph_level: bool, state=None):
     g = lib.graph((SRC, DST), num_nodes=8)
     torch.manual_seed(0)
     feat = torch.randn(8, 5)
-    model = _Model(lib, graph_level)
-    if state is not None:
-        model.load_state_dict(state)
-    explainer = lib.nn.GNNExplainer(model, num_hops=2, lr=0.1, num_epochs=10, log=False)
-    torch.manual_seed(1)
+    model, explainer = _explainer(_Model(lib, graph_level), state, lib.nn.GNNExplainer, 2)
     if graph_level:
         return model.state_dict(), explainer.explain_graph(g, feat)
     node, sg, feat_mask, edge_mask = explainer.explain_node(3, g, feat)
@@ -102,11 +108,7 @@ def _hetero_explain(lib, graph_level: bool, state=None):
                          ("item", "bought-by", "user"): (torch.tensor([0, 1, 1, 2]), torch.tensor([0, 1, 3, 2]))})
     torch.manual_seed(0)
     feat = {"user": torch.randn(4, 4), "item": torch.randn(3, 4)}
-    model = _HeteroModel(lib, graph_level)
-    if state is not None:
-        model.load_state_dict(state)
-    explainer = lib.nn.HeteroGNNExplainer(model, num_hops=1, lr=0.1, num_epochs=10, log=False)
-    torch.manual_seed(1)
+    model, explainer = _explainer(_HeteroModel(lib, graph_level), state, lib.nn.HeteroGNNExplainer, 1)
     if graph_level:
         feat_mask, edge_mask = explainer.explain_graph(g, feat)
         return model.state_dict(), [feat_mask[nt] for nt in g.ntypes] + [edge_mask[c] for c in g.canonical_etypes]
