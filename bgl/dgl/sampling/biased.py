@@ -19,7 +19,7 @@ import torch
 
 from bgl.dgl.base import DGLError
 from bgl.dgl.heterograph import DGLGraph
-from bgl.dgl.relation import Compressed, Relation
+from bgl.dgl.relation import _INT32_MAX, Compressed, Relation, _narrow
 
 from .neighbors import _frontier, _per_type, _sample_relation
 from bgl.loader.graph_derivations import derivations_of, storage_key
@@ -76,7 +76,8 @@ def _sorted_by_tag(g: DGLGraph, tag, name: str, tag_type: str, edge_dir: str) ->
     torch.cumsum(counts, 1, out=offsets[:, 1:])
     indptr = torch.zeros(num_rows + 1, dtype=torch.int64, device=g.device)
     torch.cumsum(torch.bincount(own.long(), minlength=num_rows), 0, out=indptr[1:])
-    comp = Compressed(indptr, other[order].to(torch.int64), order)
+    fits = max(rel.num_edges, rel.num_src, rel.num_dst) <= _INT32_MAX  # compress()'s dtypes: no new kernel variant
+    comp = Compressed(_narrow(indptr, fits), _narrow(other[order], fits), _narrow(order, fits))
     new = Relation(rel.num_src, rel.num_dst, src, dst)
     if edge_dir == "out":
         new._csr = comp
@@ -128,7 +129,7 @@ def sample_neighbors_biased(g: DGLGraph, nodes, fanout: int, bias, edge_dir: str
     fanout = ops.check_fanout(int(fanout))
     comp = rel.csc() if edge_dir == "in" else rel.csr()
     tags = _position_tags(g, comp, offsets, edge_dir)
-    weights = ops._read_only(bias.numpy()[tags])
+    weights = ops._read_only(bias.numpy().astype(np.float32)[tags])  # float32: the weighted kernels' usual variant
     call_seed = draw_seed() if fanout >= 0 else 0
     picked, owner, other = _sample_relation(g, cet, rel, edge_dir, seeds, fanout, replace, call_seed, None, None,
                                             weights_of=lambda eids: weights)
