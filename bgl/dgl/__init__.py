@@ -20,8 +20,8 @@ from bgl.dgl import function, ops, transforms
 from bgl.dgl.base import ALL, EID, ETYPE, NID, NTYPE, DGLError, not_built
 from bgl.dgl.batching import (batch, broadcast_edges, broadcast_nodes, max_edges, max_nodes, mean_edges, mean_nodes,
                               readout_edges, readout_nodes, softmax_edges, softmax_nodes, sum_edges, sum_nodes, unbatch)
-from bgl.dgl.convert import (block_from_bgl, create_block, from_networkx, from_scipy, graph, graph_from_pair, heterograph,
-                             rand_graph, to_networkx)
+from bgl.dgl.convert import (bipartite_from_networkx, bipartite_from_scipy, block_from_bgl, create_block, from_networkx,
+                             from_scipy, graph, graph_from_pair, heterograph, rand_graph, to_networkx)
 from bgl.dgl.derived_graphs import (block_to_graph, init, khop_adj, khop_graph, laplacian_lambda_max, line_graph,
                                     metapath_reachable_graph, to_bfloat16, to_simple_graph)
 from bgl.dgl.graph_encodings import (LapPE, LaplacianPE, RandomWalkPE, lap_pe, laplacian_pe, random_walk_pe,
@@ -51,7 +51,8 @@ for _name in ("AddReverse", "BaseTransform", "Compose", "DropEdge", "GCNNorm", "
 
 __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHeteroGraph", "Block",
            "EdgeBatch", "NodeBatch", "block_from_bgl", "create_block", "edge_softmax", "function", "graph",
-           "graph_from_pair", "heterograph", "from_scipy", "from_networkx", "to_networkx", "norm_by_dst", "ops",
+           "graph_from_pair", "heterograph", "from_scipy", "from_networkx", "to_networkx", "bipartite_from_scipy",
+           "bipartite_from_networkx", "norm_by_dst", "ops",
            "random", "seed", "transforms",
            # graph edits and transforms
            "add_edges", "add_nodes", "add_reverse_edges", "add_self_loop", "edge_subgraph", "edge_type_subgraph",
@@ -112,7 +113,8 @@ _INSTEAD = {
 # Loaded on first use: ``import bgl.dgl`` stays free of the loader (numba, the pipeline).
 _LAZY_MODULES = {"data": "bgl.dgl.data", "dataloading": "bgl.dgl.dataloading", "sampling": "bgl.dgl.sampling",
                  "optim": "bgl.dgl.optim", "sparse": "bgl.dgl.sparse"}
-_LAZY_NAMES = {"load_graphs": "bgl.dgl.data", "save_graphs": "bgl.dgl.data"}
+_LAZY_NAMES = {"load_graphs": "bgl.dgl.data", "save_graphs": "bgl.dgl.data",
+               "sort_csr_by_tag": "bgl.dgl.sampling.biased", "sort_csc_by_tag": "bgl.dgl.sampling.biased"}
 
 
 def __getattr__(name: str):

@@ -260,6 +260,20 @@ def rand_graph(num_nodes: int, num_edges: int, idtype=torch.int64, device=None) 
     return graph((chosen // num_nodes, chosen % num_nodes), num_nodes=num_nodes, idtype=idtype, device=device)
 
 
+def _scipy_edges(sp_mat):
+    """(src int64 [E], dst int64 [E], values [E]) of a SciPy matrix's entries in its storage order (CSR / CSC:
+    position order; any other format: its COO), explicit zeros and duplicates kept."""
+    fmt = getattr(sp_mat, "format", None)
+    if fmt in ("csr", "csc"):
+        counts = torch.from_numpy(np.diff(sp_mat.indptr).astype(np.int64))
+        major = torch.repeat_interleave(torch.arange(counts.shape[0]), counts)
+        minor = torch.from_numpy(sp_mat.indices.astype(np.int64))
+        src, dst = (major, minor) if fmt == "csr" else (minor, major)
+        return src, dst, sp_mat.data
+    coo = sp_mat.tocoo()
+    return torch.from_numpy(coo.row.astype(np.int64)), torch.from_numpy(coo.col.astype(np.int64)), coo.data
+
+
 def from_scipy(sp_mat, eweight_name=None, idtype=None, device=None) -> DGLGraph:
     """A homogeneous graph of a square SciPy sparse matrix (DGL's ``dgl.from_scipy``): an edge row -> column
     per stored entry, edge ids in the matrix's storage order (CSR / CSC: position order; any other format:
@@ -273,21 +287,30 @@ def from_scipy(sp_mat, eweight_name=None, idtype=None, device=None) -> DGLGraph:
     if rows != cols:
         raise DGLError(f"Expect the number of rows to be the same as the number of columns for sp_mat, "
                        f"got {rows:d} and {cols:d}.")
-    fmt = getattr(sp_mat, "format", None)
-    if fmt in ("csr", "csc"):
-        counts = torch.from_numpy(np.diff(sp_mat.indptr).astype(np.int64))
-        major = torch.repeat_interleave(torch.arange(rows), counts)
-        minor = torch.from_numpy(sp_mat.indices.astype(np.int64))
-        src, dst = (major, minor) if fmt == "csr" else (minor, major)
-        data = sp_mat.data
-    else:
-        coo = sp_mat.tocoo()
-        src, dst = torch.from_numpy(coo.row.astype(np.int64)), torch.from_numpy(coo.col.astype(np.int64))
-        data = coo.data
+    src, dst, data = _scipy_edges(sp_mat)
     g = graph((src, dst), num_nodes=rows, idtype=torch.int64 if idtype is None else idtype, device=device)
     if eweight_name is not None:
         g.edata[eweight_name] = torch.as_tensor(np.asarray(data), device=g.device)
     return g
+
+
+def _bipartite(src, dst, utype, etype, vtype, num_u: int, num_v: int, idtype) -> DGLGraph:
+    if utype == vtype and num_u != num_v:  # one node type: DGL's unit graph needs as many sources as destinations
+        raise DGLError(f"utype and vtype are both {utype!r}: expect as many source as destination nodes, "
+                       f"got {num_u} and {num_v}.")
+    return heterograph({(utype, etype, vtype): (src, dst)}, {utype: num_u, vtype: num_v},
+                       idtype=torch.int64 if idtype is None else idtype)
+
+
+def bipartite_from_scipy(sp_mat, utype, etype, vtype, eweight_name=None, idtype=None, device=None) -> DGLGraph:
+    """A graph of one relation ``(utype, etype, vtype)`` from an ``N x M`` SciPy sparse matrix (DGL's
+    ``dgl.bipartite_from_scipy``): ``N`` nodes of ``utype``, ``M`` of ``vtype``, an edge per stored entry
+    in :func:`from_scipy`'s order; ``eweight_name``: the entries as that edge field."""
+    src, dst, data = _scipy_edges(sp_mat)
+    g = _bipartite(src, dst, utype, etype, vtype, *sp_mat.shape, idtype)
+    if eweight_name is not None:
+        g.edata[eweight_name] = torch.as_tensor(np.asarray(data))
+    return g if device is None else g.to(device)
 
 
 def _batch_values(values: list) -> torch.Tensor:
@@ -297,6 +320,20 @@ def _batch_values(values: list) -> torch.Tensor:
     if isinstance(values[0], np.ndarray):
         return torch.as_tensor(np.array(values))
     return torch.as_tensor(values)
+
+
+def _by_edge_id(edges: list, edge_id_attr_name) -> list:
+    """NetworkX's ``(u, v, attrs)`` edges in the order of their ``edge_id_attr_name`` attribute (as given when
+    None); DGLError for an id out of range."""
+    if edge_id_attr_name is None or not edges:
+        return edges
+    ids = np.array([int(attrs[edge_id_attr_name]) for _, _, attrs in edges], dtype=np.int64)
+    if ids.min() < 0 or ids.max() >= len(edges):
+        bad = int(ids[(ids < 0) | (ids >= len(edges))][0])
+        raise DGLError(f"Expect edge IDs to be a non-negative integer smaller than {len(edges):d}, got {bad:d}")
+    order = np.empty_like(ids)
+    order[ids] = np.arange(len(edges))
+    return [edges[i] for i in order]
 
 
 def from_networkx(nx_graph, node_attrs=None, edge_attrs=None, edge_id_attr_name=None, idtype=None,
@@ -323,22 +360,56 @@ def from_networkx(nx_graph, node_attrs=None, edge_attrs=None, edge_id_attr_name=
     nx_graph = nx.convert_node_labels_to_integers(nx_graph, ordering="sorted")
     if not nx_graph.is_directed():
         nx_graph = nx_graph.to_directed()
-    edges = list(nx_graph.edges(data=True))
-    order = np.arange(len(edges))
-    if edge_id_attr_name is not None and edges:
-        ids = np.array([int(attrs[edge_id_attr_name]) for _, _, attrs in edges], dtype=np.int64)
-        if ids.min() < 0 or ids.max() >= len(edges):
-            bad = int(ids[(ids < 0) | (ids >= len(edges))][0])
-            raise DGLError(f"Expect edge IDs to be a non-negative integer smaller than {len(edges):d}, got {bad:d}")
-        order = np.empty_like(ids)
-        order[ids] = np.arange(len(edges))
-    edges = [edges[i] for i in order]
+    edges = _by_edge_id(list(nx_graph.edges(data=True)), edge_id_attr_name)
     src = torch.as_tensor([e[0] for e in edges], dtype=torch.int64)
     dst = torch.as_tensor([e[1] for e in edges], dtype=torch.int64)
     g = graph((src, dst), num_nodes=nx_graph.number_of_nodes(), idtype=torch.int64 if idtype is None else idtype)
     for attr in node_attrs or ():
         g.ndata[attr] = _batch_values([nx_graph.nodes[nid][attr] for nid in range(g.num_nodes())])
     for attr in edge_attrs or ():
+        g.edata[attr] = _batch_values([attrs[attr] for _, _, attrs in edges])
+    return g if device is None else g.to(device)
+
+
+def bipartite_from_networkx(nx_graph, utype, etype, vtype, u_attrs=None, e_attrs=None, v_attrs=None,
+                             edge_id_attr_name=None, idtype=None, device=None) -> DGLGraph:
+    """A graph of one relation ``(utype, etype, vtype)`` from a directed NetworkX graph whose nodes carry
+    ``bipartite`` 0 (``utype``) or 1 (``vtype``) (DGL's ``dgl.bipartite_from_networkx``): each side relabelled
+    0.. in sorted order, edges in NetworkX's order or by ``edge_id_attr_name``; ``u_attrs`` / ``v_attrs`` /
+    ``e_attrs`` copied into each side's node data / ``edata``.  One Python pass over the nodes and edges.
+
+    Raises
+    ------
+    DGLError : an undirected graph, ``edge_id_attr_name`` missing, a node without ``bipartite``, an edge
+        not from side 0 to side 1, an edge id out of range; ValueError : ``bipartite`` not 0 / 1;
+        KeyError : an edge without one of ``e_attrs`` (as DGL's)
+    """
+    if not nx_graph.is_directed():
+        raise DGLError("Expect nx_graph to be a directed NetworkX graph.")
+    edges = list(nx_graph.edges(data=True))
+    if edge_id_attr_name is not None and edge_id_attr_name not in (edges[0][-1] if edges else {}):
+        raise DGLError(f"Failed to find the pre-specified edge IDs in the edge features of the NetworkX graph "
+                       f"with name {edge_id_attr_name}")
+    sides = ([], [])
+    for n, attrs in nx_graph.nodes(data=True):
+        if "bipartite" not in attrs:
+            raise DGLError(f"Expect the node {n} to have attribute bipartite")
+        if attrs["bipartite"] not in (0, 1):
+            raise ValueError(f"Expect the bipartite attribute of the node {n} to be 0 or 1, got {attrs['bipartite']}")
+        sides[int(attrs["bipartite"])].append(n)
+    top, bottom = ({n: i for i, n in enumerate(sorted(side))} for side in sides)
+    for u, v, _ in edges:
+        for node, side, bit in ((u, top, 0), (v, bottom, 1)):
+            if node not in side:
+                raise DGLError(f"Expect the node {node} to have attribute bipartite={bit} with edge {(u, v)}")
+    edges = _by_edge_id(edges, edge_id_attr_name)
+    src = torch.as_tensor([top[u] for u, _, _ in edges], dtype=torch.int64)
+    dst = torch.as_tensor([bottom[v] for _, v, _ in edges], dtype=torch.int64)
+    g = _bipartite(src, dst, utype, etype, vtype, len(top), len(bottom), idtype)
+    for attrs, nodes, nt in ((u_attrs, top, utype), (v_attrs, bottom, vtype)):
+        for attr in attrs or ():
+            g.nodes[nt].data[attr] = _batch_values([nx_graph.nodes[n][attr] for n in nodes])
+    for attr in e_attrs or ():
         g.edata[attr] = _batch_values([attrs[attr] for _, _, attrs in edges])
     return g if device is None else g.to(device)
 

@@ -17,6 +17,7 @@ from .dotgatconv import DotGatConv
 from .edge_feature_convs import CFConv, DGNConv, EdgeGATConv, EGATConv, GatedGCNConv, GMMConv, PNAConv
 from .edge_networks import EdgeConv, NNConv
 from .embedding_models import DeepWalk, MetaPath2Vec
+from .explain import GNNExplainer, HeteroGNNExplainer
 from .functional import edge_softmax
 from .gatconv import GATConv, GATv2Conv
 from .gatedgraphconv import GatedGraphConv
@@ -48,20 +49,21 @@ __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "G
            "TWIRLSConv", "TWIRLSUnfoldingAndAttention", "EGNNConv", "AtomicConv",
            "KNNGraph", "SegmentedKNNGraph", "RadiusGraph", "SetTransformerEncoder", "SetTransformerDecoder",
            "SumPooling", "AvgPooling", "MaxPooling", "GlobalAttentionPooling", "WeightAndSum", "SortPooling", "Set2Set",
-           "DeepWalk", "MetaPath2Vec",
+           "DeepWalk", "MetaPath2Vec", "GNNExplainer", "HeteroGNNExplainer",
            "BiasedMHA", "GraphormerLayer", "EGTLayer", "DegreeEncoder", "PathEncoder", "SpatialEncoder",
            "SpatialEncoder3d", "LapPosEncoder", "functional", "edge_softmax", "to_pyg"]
 
 # DGL scripts also name the layers dgl.nn.pytorch(.conv / .hetero / .linear): the same module here
 for _alias in ("pytorch", "pytorch.conv", "pytorch.hetero", "pytorch.linear", "pytorch.softmax", "pytorch.glob",
-               "pytorch.utils", "pytorch.link", "pytorch.network_emb", "pytorch.factory", "pytorch.gt"):
+               "pytorch.utils", "pytorch.link", "pytorch.network_emb", "pytorch.factory", "pytorch.gt",
+               "pytorch.explain"):
     _sys.modules[f"{__name__}.{_alias}"] = _sys.modules[__name__]
 pytorch = conv = _sys.modules[__name__]
 
 # DGL 2.1's dgl.nn.pytorch names that bgl does not provide (yet).
 NOT_BUILT = frozenset({
     "CuGraphGATConv", "CuGraphRelGraphConv", "CuGraphSAGEConv",
-    "GNNExplainer", "HeteroGNNExplainer", "SubgraphX", "HeteroSubgraphX", "PGExplainer",
+    "SubgraphX", "HeteroSubgraphX", "PGExplainer",
     "HeteroPGExplainer",
 })
 

@@ -8,6 +8,7 @@ One module per family, each a thin layer over numba kernels of bgl's sampler (:m
 - :mod:`.negative`: ``global_uniform_negative_sampling``
 - :mod:`.labors`: ``sample_labors`` (LABOR frontiers)
 - :mod:`.etype_neighbors`: ``sample_etype_neighbors`` (per-type fanouts on a homogenized graph)
+- :mod:`.biased`: ``sample_neighbors_biased`` over a graph sorted by ``dgl.sort_csr_by_tag`` / ``sort_csc_by_tag``
 
 The subgraph samplers of ``dgl.dataloading`` (``SAINTSampler`` in :mod:`.saint`, ``ClusterGCNSampler`` in
 :mod:`.cluster_gcn`) live here too: they are samplers of whole subgraphs, read by
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from bgl.dgl.base import not_built
 
+from .biased import sample_neighbors_biased
 from .etype_neighbors import sample_etype_neighbors
 from .labors import sample_labors
 from .negative import global_uniform_negative_sampling
@@ -27,7 +29,7 @@ from .random_walks import PinSAGESampler, RandomWalkNeighborSampler, pack_traces
 
 __all__ = ["sample_neighbors", "select_topk", "random_walk", "pack_traces", "RandomWalkNeighborSampler",
            "PinSAGESampler", "node2vec_random_walk", "global_uniform_negative_sampling", "sample_labors",
-           "sample_etype_neighbors"]
+           "sample_etype_neighbors", "sample_neighbors_biased"]
 
 
 def __getattr__(name: str):
