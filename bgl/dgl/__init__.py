@@ -27,6 +27,7 @@ from bgl.dgl.derived_graphs import (block_to_graph, init, khop_adj, khop_graph, 
 from bgl.dgl.heterograph import DGLGraph
 from bgl.dgl.mutation import add_edges, add_nodes, remove_nodes
 from bgl.dgl.ops import edge_softmax
+from bgl.dgl.ops.ties import is_libxsmm_enabled, use_libxsmm
 from bgl.dgl.selections import edge_type_subgraph, in_subgraph, node_type_subgraph, out_subgraph
 from bgl.dgl.to_block import compact_graphs, to_block
 from bgl.dgl.transform_modules import (AddReverse, BaseTransform, Compose, DropEdge, GCNNorm, RemoveSelfLoop,
@@ -48,7 +49,7 @@ for _name in ("AddReverse", "BaseTransform", "Compose", "DropEdge", "GCNNorm", "
 __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHeteroGraph", "Block",
            "EdgeBatch", "NodeBatch", "block_from_bgl", "create_block", "edge_softmax", "function", "graph",
            "graph_from_pair", "heterograph", "from_scipy", "from_networkx", "to_networkx", "norm_by_dst", "ops",
-           "random", "seed", "transforms",
+           "random", "seed", "transforms", "use_libxsmm", "is_libxsmm_enabled",
            # graph edits and transforms
            "add_edges", "add_nodes", "add_reverse_edges", "add_self_loop", "edge_subgraph", "edge_type_subgraph",
            "in_subgraph", "out_subgraph", "rand_graph", "to_float", "to_double", "to_half",
