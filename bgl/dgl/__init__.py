@@ -29,6 +29,7 @@ from bgl.dgl.graph_encodings import (LapPE, LaplacianPE, RandomWalkPE, lap_pe, l
 from bgl.dgl.heterograph import DGLGraph
 from bgl.dgl.mutation import add_edges, add_nodes, remove_nodes
 from bgl.dgl.ops import edge_softmax
+from bgl.dgl.ops.ties import is_libxsmm_enabled, use_libxsmm
 from bgl.dgl.point_cloud import knn_graph, radius_graph, segmented_knn_graph
 from bgl.dgl.selections import edge_type_subgraph, in_subgraph, node_type_subgraph, out_subgraph
 from bgl.dgl.to_block import compact_graphs, to_block
@@ -53,7 +54,7 @@ __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHe
            "EdgeBatch", "NodeBatch", "block_from_bgl", "create_block", "edge_softmax", "function", "graph",
            "graph_from_pair", "heterograph", "from_scipy", "from_networkx", "to_networkx", "bipartite_from_scipy",
            "bipartite_from_networkx", "norm_by_dst", "ops",
-           "random", "seed", "transforms",
+           "random", "seed", "transforms", "use_libxsmm", "is_libxsmm_enabled",
            # graph edits and transforms
            "add_edges", "add_nodes", "add_reverse_edges", "add_self_loop", "edge_subgraph", "edge_type_subgraph",
            "in_subgraph", "out_subgraph", "rand_graph", "to_float", "to_double", "to_half",

@@ -45,19 +45,29 @@ def _replace_inf(t: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isinf(t), torch.zeros_like(t), t)
 
 
+def _first_extreme(stacked: torch.Tensor, how: str) -> torch.Tensor:
+    """``stacked.amax(0)`` (``how`` max) or ``amin(0)``, its gradient to the first part reaching
+    it (a NaN part counts as reaching a NaN), where amax's would be split among tied parts."""
+    value = stacked.amax(0) if how == "max" else stacked.amin(0)
+    hit = (stacked == value) | (stacked != stacked)
+    first = hit.to(torch.uint8).argmax(0, keepdim=True)  # argmax: the first of equal maxima
+    return stacked.gather(0, first).squeeze(0)
+
+
 class MessagePassing:
     """Mixin: DGL's message passing entry points."""
 
-    def _reduce_relation(self, cet, mfunc, rfunc, raw: bool = False, node_ids=None) -> dict:
+    def _reduce_relation(self, cet, mfunc, rfunc, raw: bool = False, node_ids=None, typed: bool = False) -> dict:
         """{out field: tensor [num dst nodes of cet]} of one relation (max/min keep ±inf if ``raw``;
-        ``node_ids``: the dst ids a reduce UDF's ``nodes.nodes()`` reports)."""
+        ``node_ids``: the dst ids a reduce UDF's ``nodes.nodes()`` reports; ``typed``: part of a
+        heterograph's ``update_all`` over several relations, DGL's typed kernel)."""
         rel = self._rels[cet]
         msg_builtin, red_builtin = isinstance(mfunc, BuiltinFunction), isinstance(rfunc, BuiltinFunction)
         if red_builtin and not isinstance(rfunc, ReduceFunction):
             raise DGLError(f"{rfunc!r} is not a reduce function.")
         if msg_builtin and red_builtin:
             op, lhs, rhs, lt, rt = _operands(self, mfunc, cet)
-            out = message_reduce(rel, op, rfunc.reduce_op, lhs, rhs, lt, rt)
+            out = message_reduce(rel, op, rfunc.reduce_op, lhs, rhs, lt, rt, typed=typed)
         else:
             if msg_builtin:
                 op, lhs, rhs, lt, rt = _operands(self, mfunc, cet)
@@ -99,7 +109,7 @@ class MessagePassing:
             raise NotImplementedError("Cannot set both intra-type and inter-type reduce operators as 'mean' "
                                       "using update_all. Please use multi_update_all instead.")
         self._merge_relations({cet: (message_func, reduce_func) for cet in self._rels}, reduce_func.reduce_op,
-                              apply_node_func)
+                              apply_node_func, typed=True)
 
     def multi_update_all(self, etype_dict, cross_reducer, apply_node_func=None):
         """``update_all`` per relation (``{etype: (message_func, reduce_func)}``), merged across the
@@ -114,11 +124,16 @@ class MessagePassing:
             funcs[self.to_canonical_etype(etype)] = args
         self._merge_relations(funcs, cross_reducer, apply_node_func)
 
-    def _merge_relations(self, funcs: dict, cross: str, apply_node_func) -> None:
+    def _merge_relations(self, funcs: dict, cross: str, apply_node_func, typed: bool = False) -> None:
+        """Each relation reduced, then merged per dst type by ``cross``.  Ties of max / min across
+        relations, as DGL: ``typed`` (``update_all``: DGL's typed kernel runs the relations in
+        etype order, a strict compare) the first relation's; else (``multi_update_all``) torch's
+        ``max(dim=0)`` over the relations in the dict's order, as DGL's ``reduce_dict_data``."""
         per_type: dict = {}
-        for cet, (mfunc, rfunc) in sorted(funcs.items()):
+        items = sorted(funcs.items()) if typed or cross == "stack" else funcs.items()
+        for cet, (mfunc, rfunc) in items:
             raw = cross in ("max", "min") and isinstance(rfunc, ReduceFunction) and rfunc.reduce_op == cross
-            per_type.setdefault(cet[2], []).append(self._reduce_relation(cet, mfunc, rfunc, raw=raw))
+            per_type.setdefault(cet[2], []).append(self._reduce_relation(cet, mfunc, rfunc, raw=raw, typed=typed))
         for ntype, results in per_type.items():
             merged = {}
             for key in results[0]:
@@ -129,9 +144,11 @@ class MessagePassing:
                     value = torch.stack(parts).mean(0)
                 elif cross == "stack":
                     value = torch.stack(parts, 1)
+                elif typed:
+                    value = _replace_inf(_first_extreme(torch.stack(parts), cross))
                 else:
-                    value = (torch.stack(parts).amax(0) if cross == "max" else torch.stack(parts).amin(0))
-                    value = _replace_inf(value)
+                    stacked = torch.stack(parts)
+                    value = _replace_inf((stacked.max(0) if cross == "max" else stacked.min(0))[0])
                 merged[key] = value
             self._apply_and_store(ntype, merged, apply_node_func)
 

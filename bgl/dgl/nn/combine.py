@@ -55,7 +55,7 @@ class JumpingKnowledge(nn.Module):
         if self.mode == "cat":
             return torch.cat(feat_list, dim=-1)
         if self.mode == "max":
-            return torch.stack(feat_list, dim=-1).amax(dim=-1)
+            return torch.stack(feat_list, dim=-1).max(dim=-1)[0]  # DGL's: the gradient to one layer on a tie
         layers = torch.stack(feat_list, dim=1)  # [N, num_layers, in_feats]
         scores = self.att(self.lstm(layers)[0]).squeeze(-1).softmax(dim=-1)  # [N, num_layers]
         return (layers * scores.unsqueeze(-1)).sum(dim=1)

@@ -4,7 +4,7 @@ per-edge head dot of a weighted SpMM's backward, and the segment softmax.
 Plain array arguments.  ``indptr`` / ``indices`` are a compressed adjacency (CSC: rows are dst
 nodes, indices src nodes; CSR the other way round); ``eids`` maps positions to edge ids, or is
 empty when positions are edge ids.  Each call covers rows ``lo:hi``, each row's edges in order
-(of tied edges the last one wins, as in DGL's CPU kernels); :mod:`.cpu_rows` runs disjoint row
+(of tied edges the first or the last wins, as DGL picks it: :mod:`.ties`); :mod:`.cpu_rows` runs disjoint row
 ranges on several threads (``nogil``), so no two threads write one output row.  Not
 ``parallel=True``: its compile took ~20 s a kernel on the 2-core box, a plain one ~1 s.
 Nothing is allocated per edge.
@@ -134,14 +134,15 @@ def edge_head_dot(lo, hi, indptr, indices, eids, a, b, out):
 
 
 @njit(cache=True, nogil=True)
-def spmm_extreme(lo, hi, indptr, indices, eids, by_edge, x, take_max, out, arg):
+def spmm_extreme(lo, hi, indptr, indices, eids, by_edge, x, take_max, last_wins, out, arg):
     """Max (``take_max``) or min over row r's edges of ``x[indices[p]]`` (``by_edge``: of
     ``x[eid(p)]``) into ``out`` (prefilled with -inf / inf), and the x row it came from into
-    ``arg`` (prefilled with -1); of tied edges the last one wins, as in DGL's CPU kernel.
+    ``arg`` (prefilled with -1); of tied edges the last one in the row wins when ``last_wins``
+    (DGL's libxsmm kernel), else the first (its plain kernel; :mod:`.ties` says which).
 
     A row is reduced in local buffers with selects, not branches (the compiler vectorises the
-    feature loop), two edges per step, and stored once; x rows are prefetched as in
-    :func:`spmm_weighted`."""
+    feature loop; ``last_wins`` enters as a bool in the selects), two edges per step, and stored
+    once; x rows are prefetched as in :func:`spmm_weighted`."""
     feats = x.shape[1]
     by_position = eids.shape[0] == 0
     last = indptr[hi] - AHEAD - 1
@@ -162,24 +163,25 @@ def spmm_extreme(lo, hi, indptr, indices, eids, by_edge, x, take_max, out, arg):
             e2 = q if by_position else eids[q]
             row = e if by_edge else indices[p]
             row2 = e2 if by_edge else indices[q]
-            # the pair's winner first (the later edge on a tie; never a NaN over a number, as one edge
-            # at a time would skip the NaN), then against the row's best so far
+            # the pair's winner first (on a tie the later edge iff last_wins; never a NaN over a number,
+            # as one edge at a time would skip the NaN), then against the row's best so far (a tie
+            # with the fill, -inf / inf, still records its row)
             if take_max:
                 for f in range(feats):
                     a, b = x[row, f], x[row2, f]
-                    second = b >= a or a != a
+                    second = (b > a) | (last_wins & (b == a)) | (a != a)
                     v = b if second else a
                     vr = row2 if second else row
-                    wins = v >= best[f]
+                    wins = (v > best[f]) | ((v == best[f]) & (last_wins | (best_row[f] < 0)))
                     best[f] = v if wins else best[f]
                     best_row[f] = vr if wins else best_row[f]
             else:
                 for f in range(feats):
                     a, b = x[row, f], x[row2, f]
-                    second = b <= a or a != a
+                    second = (b < a) | (last_wins & (b == a)) | (a != a)
                     v = b if second else a
                     vr = row2 if second else row
-                    wins = v <= best[f]
+                    wins = (v < best[f]) | ((v == best[f]) & (last_wins | (best_row[f] < 0)))
                     best[f] = v if wins else best[f]
                     best_row[f] = vr if wins else best_row[f]
             p += 2

@@ -189,10 +189,11 @@ class EdgeOpSum(torch.autograd.Function):
 class EdgeOpCompare(torch.autograd.Function):
     """``out[v] = max`` (or ``min``) over the in-edges of ``v`` of ``op(lhs, rhs)``, ``-inf`` /
     ``inf`` where ``v`` has none (as DGL's ``gspmm``); the gradient goes to the edge reaching the
-    extreme, per feature, the last in edge-id order among ties, as DGL's CPU kernel picks it."""
+    extreme, per feature; among tied edges the last in edge-id order when ``last_wins``, else the
+    first (as DGL picks it: :mod:`.ties`)."""
 
     @staticmethod
-    def forward(ctx, op, reduce_op, lhs, rhs, li, ri, dst, num_edges, num_out, out_shape):
+    def forward(ctx, op, reduce_op, lhs, rhs, li, ri, dst, num_edges, num_out, out_shape, last_wins=True):
         ref = lhs if lhs is not None else rhs
         fill = float("-inf") if reduce_op == "max" else float("inf")
         out = torch.full((num_out, *out_shape), fill, dtype=ref.dtype, device=ref.device)
@@ -204,15 +205,20 @@ class EdgeOpCompare(torch.autograd.Function):
             msg = apply_op(op, _rows(lhs, li, start, stop), _rows(rhs, ri, start, stop)).expand(stop - start, *out_shape)
             where = dst[start:stop].long().view(view).expand_as(msg)
             out.scatter_reduce_(0, where, msg, how, include_self=True)
-        arg = torch.full((num_out, *out_shape), -1, dtype=torch.int64, device=ref.device)
+        # the tied positions reduced by amax (last) or by amin with a fill past every edge (first)
+        none = -1 if last_wins else num_edges
+        arg = torch.full((num_out, *out_shape), none, dtype=torch.int64, device=ref.device)
         for start in range(0, num_edges, step):
             stop = min(start + step, num_edges)
             msg = apply_op(op, _rows(lhs, li, start, stop), _rows(rhs, ri, start, stop)).expand(stop - start, *out_shape)
             rows = dst[start:stop].long()
             hit = msg == out.index_select(0, rows)
             pos = torch.arange(start, stop, device=ref.device).view(view).expand_as(msg)
-            pos = torch.where(hit, pos, torch.full_like(pos, -1))
-            arg.scatter_reduce_(0, rows.view(view).expand_as(msg), pos, "amax", include_self=True)
+            pos = torch.where(hit, pos, torch.full_like(pos, none))
+            arg.scatter_reduce_(0, rows.view(view).expand_as(msg), pos, "amax" if last_wins else "amin",
+                                include_self=True)
+        if not last_wins:
+            arg.masked_fill_(arg == num_edges, -1)
         ctx.save_for_backward(lhs, rhs, li, ri, arg)
         ctx.op, ctx.num_edges = op, num_edges
         return out
@@ -224,7 +230,7 @@ class EdgeOpCompare(torch.autograd.Function):
         if num_edges == 0:  # no edge reached an output: nothing to gather the arg edges from
             zero = [None if t is None or not ctx.needs_input_grad[i] else torch.zeros_like(t)
                     for t, i in ((lhs, 2), (rhs, 3))]
-            return None, None, zero[0], zero[1], None, None, None, None, None, None
+            return None, None, zero[0], zero[1], None, None, None, None, None, None, None
         reached = arg >= 0
         edge = arg.clamp(min=0)
         grad = grad_out * reached
@@ -247,4 +253,4 @@ class EdgeOpCompare(torch.autograd.Function):
             full = torch.zeros((data.shape[0], *edge.shape[1:]), dtype=g.dtype, device=g.device)
             full.scatter_add_(0, rows, g)
             grads.append(sum_to(full, data.shape))
-        return None, None, grads[0], grads[1], None, None, None, None, None, None
+        return None, None, grads[0], grads[1], None, None, None, None, None, None, None

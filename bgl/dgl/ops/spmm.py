@@ -17,7 +17,7 @@ import torch
 
 from bgl.dgl.base import DGLError
 from bgl.dgl.ops._kernels import edge_head_dot, scatter_arg_grad, spmm_extreme, spmm_weighted
-from bgl.dgl.ops import cpu_alloc, cpu_rows
+from bgl.dgl.ops import cpu_alloc, cpu_rows, ties
 from bgl.dgl.ops.cpu_rows import adjacency_arrays, kernels_for, run_rows
 from bgl.dgl.ops.edge_map import EdgeOpCompare, EdgeOpSum, flat_rows, reshaped
 from bgl.dgl.ops.operands import Operands, check_rows
@@ -116,16 +116,17 @@ class WeightedSpmm(torch.autograd.Function):
 
 class SpmmExtreme(torch.autograd.Function):
     """Max / min of ``x[src]`` (``by_edge``: of ``x[edge]``) over each dst node's in-edges on the
-    CPU, one kernel pass; the gradient goes to the row each extreme came from, as DGL's."""
+    CPU, one kernel pass; the gradient goes to the row each extreme came from, as DGL's (of tied
+    edges the last when ``last_wins``, else the first: :func:`.ties.last_wins`)."""
 
     @staticmethod
-    def forward(ctx, rel: Relation, by_edge: bool, take_max: bool, x):
+    def forward(ctx, rel: Relation, by_edge: bool, take_max: bool, last_wins: bool, x):
         fill = float("-inf") if take_max else float("inf")
         out = cpu_alloc.full((rel.num_dst, x.shape[1]), fill, x.dtype)
         # the x row of each extreme: int32 while x's rows fit (DGL keeps int64), 4 B per output value
         arg = cpu_alloc.full((rel.num_dst, x.shape[1]), -1, torch.int32 if x.shape[0] < 2**31 else torch.int64)
         run_rows(spmm_extreme, *adjacency_arrays(rel.csc()), by_edge, x.detach().contiguous().numpy(), take_max,
-                 out.numpy(), arg.numpy())
+                 last_wins, out.numpy(), arg.numpy())
         ctx.save_for_backward(arg)
         ctx.rows = x.shape[0]
         return out
@@ -135,7 +136,7 @@ class SpmmExtreme(torch.autograd.Function):
         (arg,) = ctx.saved_tensors
         grad_x = cpu_alloc.zeros((ctx.rows, grad.shape[1]), grad.dtype)
         scatter_arg_grad(arg.numpy(), grad.contiguous().numpy(), grad_x.numpy())
-        return None, None, None, grad_x
+        return None, None, None, None, grad_x
 
 
 def _fused(rel: Relation, op: str, lhs, rhs, scale: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
@@ -160,18 +161,19 @@ def _fused(rel: Relation, op: str, lhs, rhs, scale: Optional[torch.Tensor]) -> O
     return reshaped(WeightedSpmm.apply(rel, flat_rows(lhs), w, scale), (rel.num_dst, *lhs.shape[1:]))
 
 
-def _extreme(rel: Relation, op: str, reduce_op: str, lhs, rhs, lhs_target: str) -> Optional[torch.Tensor]:
+def _extreme(rel: Relation, op: str, reduce_op: str, lhs, rhs, lhs_target: str,
+             last_wins: bool) -> Optional[torch.Tensor]:
     """``copy_u`` / ``copy_e`` with max / min on the CPU through :class:`SpmmExtreme`, else None."""
     data = lhs if op == "copy_lhs" else rhs
     if op not in ("copy_lhs", "copy_rhs") or (op == "copy_lhs" and lhs_target != "u") or not kernels_for(data):
         return None
-    out = SpmmExtreme.apply(rel, op == "copy_rhs", reduce_op == "max", flat_rows(data))
+    out = SpmmExtreme.apply(rel, op == "copy_rhs", reduce_op == "max", last_wins, flat_rows(data))
     return reshaped(out, (rel.num_dst, *data.shape[1:]))
 
 
 def message_reduce(rel: Relation, op: str, reduce_op: str, lhs: Optional[torch.Tensor],
                    rhs: Optional[torch.Tensor], lhs_target: str = "u", rhs_target: str = "e",
-                   dst_scale: Optional[torch.Tensor] = None) -> torch.Tensor:
+                   dst_scale: Optional[torch.Tensor] = None, typed: bool = False) -> torch.Tensor:
     """Reduce ``op(lhs, rhs)`` over the in-edges of every destination node.
 
     Parameters
@@ -182,6 +184,8 @@ def message_reduce(rel: Relation, op: str, reduce_op: str, lhs: Optional[torch.T
         (``"v"``) or the edge itself (``"e"``, rows in edge-id order); None when the op skips it
     dst_scale : float [num_dst] constant multiplying each destination's ``sum`` / ``mean`` (no
         gradient; GraphConv's degree norm), fused into the SpMM's store where the pair is fused
+    typed : one relation of a heterograph's ``update_all`` over several relations (DGL's typed
+        kernel: a max / min tie goes to the first edge; :mod:`.ties`)
     Returns
     -------
     tensor [num_dst, *broadcast feature shape]
@@ -205,8 +209,11 @@ def message_reduce(rel: Relation, op: str, reduce_op: str, lhs: Optional[torch.T
         out = _fused(rel, op, ops.lhs, ops.rhs, scale)
         if out is not None:
             return ops.finish(out)
-    if out is None and reduce_op in ("max", "min"):
-        out = _extreme(rel, op, reduce_op, ops.lhs, ops.rhs, lhs_target)
+    if reduce_op in ("max", "min"):
+        ref = ops.lhs if ops.lhs is not None else ops.rhs
+        broadcasts = op not in ("copy_lhs", "copy_rhs") and ops.lhs.shape[1:] != ops.rhs.shape[1:]
+        last = ties.last_wins(ref.dtype, ref.device, broadcasts, typed)
+        out = _extreme(rel, op, reduce_op, ops.lhs, ops.rhs, lhs_target, last)
     if out is None:  # the unfused path reads the COO (built now if the relation had only its CSC)
         src, dst = rel.coo()
         index = {"u": src, "v": dst, "e": None}
@@ -215,7 +222,7 @@ def message_reduce(rel: Relation, op: str, reduce_op: str, lhs: Optional[torch.T
                               rel.num_edges, rel.num_dst, ops.out_shape)
     elif out is None and reduce_op in ("max", "min"):
         out = EdgeOpCompare.apply(op, reduce_op, ops.lhs, ops.rhs, index[lhs_target], index[rhs_target], dst,
-                                  rel.num_edges, rel.num_dst, ops.out_shape)
+                                  rel.num_edges, rel.num_dst, ops.out_shape, last)
     if reduce_op == "mean":
         deg = rel.in_degrees().clamp(min=1).to(out.dtype)
         out = out / deg.view(-1, *(1,) * (out.dim() - 1))

@@ -239,19 +239,3 @@ def test_segment_operators_match_dgl(reducer):
     idx = torch.randint(0, 6, (13,), generator=gen)
     torch.testing.assert_close(bdgl.ops.gather_mm(value, b, idx_b=idx), dgl.ops.gather_mm(value, b, idx_b=idx), **TOL)
 
-
-@pytest.mark.parametrize("kernels", [True, False], ids=["cpu-kernel", "torch-path"])
-def test_max_gradient_among_tied_edges_goes_where_dgl_sends_it(kernels, monkeypatch):
-    from bgl.dgl.ops import cpu_rows
-
-    monkeypatch.setattr(cpu_rows, "USE_KERNELS", kernels)
-    for src in ([3, 1, 2, 0, 4], [4, 2, 1, 0, 3], [1, 2, 4, 3]):
-        grads = []
-        for lib, fn in ((bdgl, bfn), (dgl, dfn)):
-            g = lib.graph((torch.tensor(src), torch.tensor([0, 0, 0, 1, 0][:len(src)])), num_nodes=5)
-            x = torch.tensor([[1.0], [5.0], [5.0], [2.0], [5.0]], requires_grad=True)
-            g.ndata["x"] = x
-            g.update_all(fn.copy_u("x", "m"), fn.max("m", "h"))
-            g.ndata["h"].sum().backward()
-            grads.append(x.grad)
-        torch.testing.assert_close(*grads, msg=str(src))
