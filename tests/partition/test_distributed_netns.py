@@ -230,7 +230,7 @@ def serves_and_trains(hosts: MpiHosts, book, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("hosts, engine, parts, flags", [
     (2, "ptscotch", 2, ["--symmetrize"]),
-    (3, "ptscotch", 4, ["--keep-duplicates", "--keep-self-loops"]),
+    pytest.param(3, "ptscotch", 4, ["--keep-duplicates", "--keep-self-loops"], marks=pytest.mark.extended),  # ingest's local run keeps these flags
     (3, "parhip", 3, ["--symmetrize"])], indirect=["hosts", "engine"])
 def test_shards_across_hosts_give_the_one_machine_partition(hosts, engine, tmp_path, parts, flags):
     """Shards, features and labels on the shared filesystem; each rank parses its share on its host."""
@@ -260,7 +260,7 @@ def test_store_across_hosts_gives_the_one_machine_partition(hosts, engine, edge_
 
 
 @pytest.mark.parametrize("hosts, engine, how", [
-    (3, "ptscotch", "kill"),  # rank 1 killed after writing its part into the work dir
+    pytest.param(3, "ptscotch", "kill", marks=pytest.mark.extended),  # rank 1 killed after its part is written (local run: make test)
     (3, "parhip", "kill-in-engine")],  # rank 1 killed as the engine starts: the others wait in ParHIP
     indirect=["hosts", "engine"])
 def test_a_rank_killed_on_its_host_ends_the_job_and_leaves_nothing(hosts, engine, edge_store, tmp_path, how):
@@ -282,6 +282,7 @@ def test_a_rank_killed_on_its_host_ends_the_job_and_leaves_nothing(hosts, engine
     hosts.assert_idle()
 
 
+@pytest.mark.extended  # a bad shard on this host: test_distributed_ingest.py, in make test
 @pytest.mark.parametrize("hosts", [3], indirect=True)
 def test_a_bad_shard_on_another_host_fails_with_one_line(hosts, tmp_path):
     shards = tmp_path / "shards"

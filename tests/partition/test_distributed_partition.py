@@ -118,7 +118,8 @@ def same_dirs(a: Path, b: Path) -> None:
 
 
 # ParHIP on 2 and 3 ranks, parts = and != ranks; --parts 1 runs no engine
-@pytest.mark.parametrize("engine, ranks, parts", [("ptscotch", 2, 2), ("ptscotch", 3, 4), ("ptscotch", 3, 2),
+@pytest.mark.parametrize("engine, ranks, parts", [("ptscotch", 2, 2), ("ptscotch", 3, 4),
+                                                  pytest.param("ptscotch", 3, 2, marks=pytest.mark.extended),
                                                   ("ptscotch", 2, 1), ("parhip", 2, 2), ("parhip", 3, 4)],
                          indirect=["engine"])
 def test_distributed_partition_is_the_one_machine_directory(engine, edge_store, tmp_path, ranks, parts):
@@ -225,7 +226,8 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
-@pytest.mark.parametrize("engine, how", [("ptscotch", "kill"), ("ptscotch", "raise"), ("parhip", "kill-in-engine")],
+@pytest.mark.parametrize("engine, how", [("ptscotch", "kill"), pytest.param("ptscotch", "raise", marks=pytest.mark.extended),
+                                         ("parhip", "kill-in-engine")],
                          indirect=["engine"])
 def test_a_failing_rank_ends_the_job_and_leaves_nothing(engine, edge_store, tmp_path, how):
     script = tmp_path / "failing.py"
@@ -301,7 +303,8 @@ def test_balance_nodes_is_the_engines_unit_weights(mpi, parhip_lib, edge_store, 
 
 # coarsened (partition/distributed/coarsen.py): the engine partitions rank-local clusters with edge weights, and the
 # directory still holds exactly the store's edges, balanced within the target (assert_one_machine_directory)
-@pytest.mark.parametrize("engine, ranks, parts", [("ptscotch", 3, 4), ("parhip", 2, 2), ("parhip", 3, 4)],
+@pytest.mark.parametrize("engine, ranks, parts", [("ptscotch", 3, 4), pytest.param("parhip", 2, 2, marks=pytest.mark.extended),
+                                                  ("parhip", 3, 4)],
                          indirect=["engine"])
 def test_coarsened_partition_is_the_one_machine_directory(engine, edge_store, tmp_path, ranks, parts):
     out = tmp_path / "dist"

@@ -132,7 +132,7 @@ else:
         finally:
             loader.close()
 
-    @pytest.mark.parametrize("pipeline", ["inline", "thread", "processes"])
+    @pytest.mark.parametrize("pipeline", ["inline", "thread", pytest.param("processes", marks=pytest.mark.extended)])
     def test_a_resumed_run_in_a_new_process_equals_the_uninterrupted_run(paths, pipeline, tmp_path):
         kinds = ["nodes", "edges", "typed", "set_epoch", "pyg"] if pipeline == "inline" else ["nodes", "edges",
                                                                                                "typed"]
