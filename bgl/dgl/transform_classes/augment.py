@@ -12,11 +12,11 @@ import torch
 
 from bgl.dgl.heterograph import DGLGraph
 from bgl.dgl.mutation import add_edges_in_place, remove_nodes_in_place
-from bgl.dgl.transform_modules import BaseTransform
+from bgl.dgl.transform_modules import BaseTransform, _RandomDrop
 from bgl.dgl.transforms import clone
 
 
-class DropNode(BaseTransform):
+class DropNode(_RandomDrop):
     """A copy of the graph with each node removed with probability ``p`` (with its edges), type by type.
 
     Parameters
@@ -24,18 +24,11 @@ class DropNode(BaseTransform):
     p : probability that a node is dropped (one Bernoulli draw per node, in ``g.ntypes`` order)
     """
 
-    def __init__(self, p: float = 0.5):
-        self.p = p
-        self.dist = torch.distributions.Bernoulli(p)
+    def _types(self, g: DGLGraph) -> list:
+        return [(nt, g.num_nodes(nt)) for nt in g.ntypes]
 
-    def __call__(self, g: DGLGraph) -> DGLGraph:
-        g = clone(g)
-        if self.p == 0:
-            return g
-        for ntype in g.ntypes:
-            drop = self.dist.sample(torch.Size([g.num_nodes(ntype)])).bool().to(g.device)
-            remove_nodes_in_place(g, g.nodes(ntype)[drop], ntype=ntype)
-        return g
+    def _remove(self, g: DGLGraph, kind, drop: torch.Tensor) -> None:
+        remove_nodes_in_place(g, g.nodes(kind)[drop], ntype=kind)
 
 
 class AddEdge(BaseTransform):

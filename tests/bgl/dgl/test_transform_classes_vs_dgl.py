@@ -42,18 +42,6 @@ def _typed(lib):
     return g
 
 
-def _close(a: dict, b: dict) -> None:
-    assert a.keys() == b.keys()
-    for key in a:
-        if isinstance(a[key], dict):
-            assert a[key].keys() == b[key].keys(), key
-            for name in a[key]:
-                torch.testing.assert_close(torch.tensor(a[key][name]), torch.tensor(b[key][name]), equal_nan=True,
-                                           msg=str((key, name)))
-        else:
-            assert a[key] == b[key], key
-
-
 META = {"ap": [("author", "writes", "paper"), ("paper", "written-by", "author")],
         "av": [("author", "writes", "paper"), ("paper", "in", "venue")]}
 DETERMINISTIC = {  # name: (transform from a transforms namespace, graph builder)
@@ -78,7 +66,7 @@ DETERMINISTIC = {  # name: (transform from a transforms namespace, graph builder
 
 @needs_dgl
 @pytest.mark.parametrize("name", sorted(DETERMINISTIC))
-def test_deterministic_objects_match_dgl(name, graph_state):
+def test_deterministic_objects_match_dgl(name, graph_state, states_close):
     import dgl
 
     make, build = DETERMINISTIC[name]
@@ -89,8 +77,8 @@ def test_deterministic_objects_match_dgl(name, graph_state):
     if name == "KHopGraph":  # a product of adjacencies: DGL's edge order is SciPy's (docs/from-dgl.md)
         for state in states:
             state[("_N", "_E", "_N")] = sorted(zip(*state[("_N", "_E", "_N")]))
-    _close(*states)
-    _close(graph_state(ours), graph_state(theirs))  # in-place writes (SIGNDiffusion) alike
+    states_close(*states)
+    states_close(graph_state(ours), graph_state(theirs))  # in-place writes (SIGNDiffusion) alike
 
 
 def test_dense_diffusions_by_their_definition():
@@ -123,7 +111,7 @@ RANDOM = {
 @needs_dgl
 @pytest.mark.parametrize("name", sorted(RANDOM))
 @pytest.mark.parametrize("idtype", [torch.int64, torch.int32])
-def test_random_objects_draw_as_dgl_does(name, idtype, graph_state):
+def test_random_objects_draw_as_dgl_does(name, idtype, graph_state, states_close):
     import dgl
 
     states = []
@@ -135,7 +123,7 @@ def test_random_objects_draw_as_dgl_does(name, idtype, graph_state):
         out = RANDOM[name](lib.transforms)(g)
         assert out.idtype == idtype
         states.append((graph_state(out), graph_state(g) == before))
-    _close(states[0][0], states[1][0])
+    states_close(states[0][0], states[1][0])
     assert states[0][1] == states[1][1]  # the input left as it was, or edited in place (FeatMask), alike
 
 
