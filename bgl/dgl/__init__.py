@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random as _random
 
-from bgl.dgl import function, ops, transforms
+from bgl.dgl import function, ops, transform_classes, transforms
 from bgl.dgl.base import ALL, EID, ETYPE, NID, NTYPE, DGLError, not_built
 from bgl.dgl.batching import (batch, broadcast_edges, broadcast_nodes, max_edges, max_nodes, mean_edges, mean_nodes,
                               readout_edges, readout_nodes, softmax_edges, softmax_nodes, sum_edges, sum_nodes, unbatch)
@@ -44,11 +44,10 @@ Block = DGLGraph  # DGL's blocks are DGLGraphs whose is_block is True
 __version__ = "2.1.0"  # the DGL release whose API bgl.dgl mirrors (scripts compare dgl.__version__)
 DGLHeteroGraph = DGLGraph  # DGL's older name of the same class
 
-# dgl.transforms.<Name> / `import dgl.transforms as T; T.Compose(...)`: the objects under DGL's module name too
-for _name in ("AddReverse", "BaseTransform", "Compose", "DropEdge", "GCNNorm", "RemoveSelfLoop", "RowFeatNormalizer",
-              "ToSimple", "knn_graph", "segmented_knn_graph", "radius_graph", "LapPE", "LaplacianPE",
-              "RandomWalkPE", "shortest_dist", "lap_pe", "laplacian_pe", "random_walk_pe"):
-    setattr(transforms, _name, globals()[_name])
+# dgl.transforms.X / `import dgl.transforms as T; T.Compose(...)`: every name of DGL's dgl.transforms that
+# bgl.dgl has at top level resolves there to the same object (a name added here later too)
+transforms.__getattr__ = transform_classes.transforms_getattr
+DGLGraph.reorder_graph = transform_classes._reorder_graph_method
 
 __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHeteroGraph", "Block",
            "EdgeBatch", "NodeBatch", "block_from_bgl", "create_block", "edge_softmax", "function", "graph",
@@ -71,7 +70,7 @@ __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHe
            "mean_edges", "max_edges", "softmax_nodes", "softmax_edges", "broadcast_nodes", "broadcast_edges",
            # transform objects
            "AddReverse", "AddSelfLoop", "BaseTransform", "Compose", "DropEdge", "GCNNorm", "RemoveSelfLoop",
-           "RowFeatNormalizer", "ToSimple"]
+           "RowFeatNormalizer", "ToSimple", *transform_classes.__all__]
 
 
 def seed(val: int) -> None:
@@ -115,7 +114,8 @@ _INSTEAD = {
 _LAZY_MODULES = {"data": "bgl.dgl.data", "dataloading": "bgl.dgl.dataloading", "sampling": "bgl.dgl.sampling",
                  "optim": "bgl.dgl.optim", "sparse": "bgl.dgl.sparse"}
 _LAZY_NAMES = {"load_graphs": "bgl.dgl.data", "save_graphs": "bgl.dgl.data",
-               "sort_csr_by_tag": "bgl.dgl.sampling.biased", "sort_csc_by_tag": "bgl.dgl.sampling.biased"}
+               "sort_csr_by_tag": "bgl.dgl.sampling.biased", "sort_csc_by_tag": "bgl.dgl.sampling.biased",
+               **dict.fromkeys(transform_classes.__all__, "bgl.dgl.transform_classes")}
 
 
 def __getattr__(name: str):

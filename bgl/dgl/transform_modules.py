@@ -152,19 +152,35 @@ class GCNNorm(BaseTransform):
         return g
 
 
-class DropEdge(BaseTransform):
-    """A copy of the graph with each edge removed with probability ``p`` (one Bernoulli draw per edge
-    from torch's generator, type by type)."""
+class _RandomDrop(BaseTransform):
+    """A copy of the graph with each item (edge, or node with its edges) removed with probability ``p``: one
+    Bernoulli draw per item from torch's generator, type by type, as DGL's ``DropEdge`` / ``DropNode`` draw."""
 
     def __init__(self, p: float = 0.5):
         self.p = p
         self.dist = torch.distributions.Bernoulli(p)
 
+    def _types(self, g: DGLGraph) -> list:
+        raise NotImplementedError
+
+    def _remove(self, g: DGLGraph, kind, drop: torch.Tensor) -> None:
+        raise NotImplementedError
+
     def __call__(self, g: DGLGraph) -> DGLGraph:
         g = clone(g)
         if self.p == 0:
             return g
-        for c in g.canonical_etypes:
-            drop = self.dist.sample(torch.Size([g.num_edges(c)])).bool()
-            remove_edges_in_place(g, g.edges(form="eid", etype=c)[drop.to(g.device)], etype=c)
+        for kind, count in self._types(g):
+            self._remove(g, kind, self.dist.sample(torch.Size([count])).bool().to(g.device))
         return g
+
+
+class DropEdge(_RandomDrop):
+    """A copy of the graph with each edge removed with probability ``p`` (one Bernoulli draw per edge
+    from torch's generator, type by type)."""
+
+    def _types(self, g: DGLGraph) -> list:
+        return [(c, g.num_edges(c)) for c in g.canonical_etypes]
+
+    def _remove(self, g: DGLGraph, kind, drop: torch.Tensor) -> None:
+        remove_edges_in_place(g, g.edges(form="eid", etype=kind)[drop], etype=kind)

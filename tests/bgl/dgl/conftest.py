@@ -46,6 +46,25 @@ def graph_state():
     return _graph_state
 
 
+def _states_close(a: dict, b: dict) -> None:
+    """Two :func:`_graph_state` results alike: structure equal, fields within float32 tolerance (NaN where NaN)."""
+    assert a.keys() == b.keys()
+    for key in a:
+        if isinstance(a[key], dict):
+            assert a[key].keys() == b[key].keys(), key
+            for name in a[key]:
+                torch.testing.assert_close(torch.tensor(a[key][name]), torch.tensor(b[key][name]), equal_nan=True,
+                                           msg=str((key, name)))
+        else:
+            assert a[key] == b[key], key
+
+
+@pytest.fixture(scope="session")
+def states_close():
+    """:func:`_states_close`, for the tests that compare bgl.dgl's graphs with DGL's."""
+    return _states_close
+
+
 def _user_item(lib, seed: int, users: int, items: int, edges: int, edge_field: str = "w"):
     """A user-item graph of ``lib`` (DGL or bgl.dgl): ``rates`` and its reverse ``rated-by``, user features
     ``x`` [users, 2] and ``rates`` edge field ``edge_field``, all drawn from ``seed``."""
