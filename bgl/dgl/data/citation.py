@@ -73,11 +73,11 @@ class CitationGraphDataset:
     verbose : log the dataset's statistics
     reverse_edge : True: every citation in both directions (DGL's default); False: once
     transform : callable applied to the graph on every ``dataset[0]``
-    reorder : DGL's RCMK reordering; not provided (ValueError)
+    reorder : DGL's ``reorder_graph`` of the graph: RCMK node order, edges by destination (DGL's call)
 
     Raises
     ------
-    ValueError for an unknown name or ``reorder=True``; FileNotFoundError (citeseer, pubmed) when
+    ValueError for an unknown name; FileNotFoundError (citeseer, pubmed) when
     the raw files are nowhere under ``raw_dir``; :class:`bgl.errors.IngestError` for a bad file.
     """
 
@@ -86,9 +86,6 @@ class CitationGraphDataset:
         key = str(name).lower()
         if key not in DGL_NAMES:
             raise ValueError(f"unknown citation dataset {name!r}; expected one of {sorted(DGL_NAMES)}")
-        if reorder:
-            raise ValueError("reorder=True (DGL's RCMK reorder_graph) is not provided by bgl.dgl.data; "
-                             "load with reorder=False")
         self._name = DGL_NAMES[key]
         self._raw_dir = Path(raw_dir) if raw_dir is not None else default_raw_dir()
         self._reverse_edge = bool(reverse_edge)
@@ -109,6 +106,10 @@ class CitationGraphDataset:
             arrays = read_citation(prefix, key, self._reverse_edge)
         self._num_classes = arrays.num_classes
         self._g = _to_graph(arrays)
+        if reorder:  # DGL's call: nodes in reverse Cuthill-McKee order, edges grouped by destination, no ids kept
+            from ..transform_classes.reorder import reorder_graph
+
+            self._g = reorder_graph(self._g, node_permute_algo="rcmk", edge_permute_algo="dst", store_ids=False)
         if self.verbose:
             self._log_statistics()
 
