@@ -26,6 +26,8 @@ from bgl.dgl.derived_graphs import (block_to_graph, init, khop_adj, khop_graph, 
                                     metapath_reachable_graph, to_bfloat16, to_simple_graph)
 from bgl.dgl.graph_encodings import (LapPE, LaplacianPE, RandomWalkPE, lap_pe, laplacian_pe, random_walk_pe,
                                      shortest_dist)
+from bgl.dgl.graph_utils import METHODS as _GRAPH_UTIL_METHODS
+from bgl.dgl.graph_utils import NAMES as _GRAPH_UTILS
 from bgl.dgl.heterograph import DGLGraph
 from bgl.dgl.mutation import add_edges, add_nodes, remove_nodes
 from bgl.dgl.ops import edge_softmax
@@ -70,7 +72,10 @@ __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHe
            "mean_edges", "max_edges", "softmax_nodes", "softmax_edges", "broadcast_nodes", "broadcast_edges",
            # transform objects
            "AddReverse", "AddSelfLoop", "BaseTransform", "Compose", "DropEdge", "GCNNorm", "RemoveSelfLoop",
-           "RowFeatNormalizer", "ToSimple", *transform_classes.__all__]
+           "RowFeatNormalizer", "ToSimple",
+           # graph utilities loaded on first use (bgl.dgl.graph_utils): k-hop subgraphs, top-k, merges, edge ops,
+           # homophily, traversals and propagation, encodings
+           *_GRAPH_UTILS, *transform_classes.__all__]
 
 
 def seed(val: int) -> None:
@@ -104,6 +109,22 @@ def _sample_neighbors(self, nodes, fanout, **kwargs) -> DGLGraph:
 DGLGraph.sample_neighbors = _sample_neighbors
 
 
+def _lazy_method(name: str, module: str, func: str):
+    """A DGLGraph method whose module (in bgl.dgl.graph_utils) loads on its first call."""
+    def method(self, *args, **kwargs):
+        import importlib
+
+        return getattr(importlib.import_module(f"bgl.dgl.graph_utils.{module}"), func)(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"DGL's ``g.{name}``: :func:`bgl.dgl.graph_utils.{module}.{func}` of this graph."
+    return method
+
+
+for _name, (_module, _func) in _GRAPH_UTIL_METHODS.items():
+    setattr(DGLGraph, _name, _lazy_method(_name, _module, _func))
+
+
 _INSTEAD = {
     "distributed": "use bgl's servers (bgl serve / bgl.DataLoader over a partition)",
     "graphbolt": "use bgl.DataLoader",
@@ -115,7 +136,8 @@ _LAZY_MODULES = {"data": "bgl.dgl.data", "dataloading": "bgl.dgl.dataloading", "
                  "optim": "bgl.dgl.optim", "sparse": "bgl.dgl.sparse"}
 _LAZY_NAMES = {"load_graphs": "bgl.dgl.data", "save_graphs": "bgl.dgl.data",
                "sort_csr_by_tag": "bgl.dgl.sampling.biased", "sort_csc_by_tag": "bgl.dgl.sampling.biased",
-               **dict.fromkeys(transform_classes.__all__, "bgl.dgl.transform_classes")}
+               **dict.fromkeys(transform_classes.__all__, "bgl.dgl.transform_classes"),
+               **{name: f"bgl.dgl.graph_utils.{module}" for name, module in _GRAPH_UTILS.items()}}
 
 
 def __getattr__(name: str):

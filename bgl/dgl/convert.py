@@ -240,23 +240,31 @@ def graph_from_pair(pair) -> DGLGraph:
                     edge_frames={cet: edges})
 
 
+def distinct_pairs(pairs: int, num_edges: int) -> torch.Tensor:
+    """``num_edges`` distinct ints drawn uniformly from ``[0, pairs)`` (int64, in draw order; torch's generator).
+    Candidates are drawn in rounds and repeats dropped (first draw kept): O(num_edges) memory however large
+    ``pairs`` is.  The draw behind :func:`rand_graph` and ``dgl.rand_bipartite``."""
+    if not 0 <= num_edges <= pairs:
+        raise DGLError(f"Cannot take more sample than population when 'replace=false': {num_edges} of {pairs}.")
+    if num_edges * 2 >= pairs:  # dense: one permutation of the pairs
+        return torch.randperm(pairs)[:num_edges]
+    chosen = torch.zeros(0, dtype=torch.int64)
+    while chosen.shape[0] < num_edges:
+        draw = torch.cat([chosen, torch.randint(0, pairs, (2 * (num_edges - chosen.shape[0]) + 16,))])
+        uniq, inverse = torch.unique(draw, return_inverse=True)
+        first = torch.full((uniq.shape[0],), draw.shape[0], dtype=torch.int64)
+        first.scatter_reduce_(0, inverse, torch.arange(draw.shape[0]), "amin")
+        chosen = draw[torch.sort(first).values][:num_edges]
+    return chosen
+
+
 def rand_graph(num_nodes: int, num_edges: int, idtype=torch.int64, device=None) -> DGLGraph:
     """``num_edges`` distinct edges drawn uniformly among the ``num_nodes ** 2`` node pairs (DGL's
-    ``dgl.rand_graph``; torch's generator, so ``torch.manual_seed`` repeats it).  Candidates are drawn in
-    rounds and repeats dropped (first draw kept): O(num_edges) memory however many pairs there are."""
+    ``dgl.rand_graph``; torch's generator, so ``torch.manual_seed`` repeats it): :func:`distinct_pairs`."""
     pairs = int(num_nodes) * int(num_nodes)
     if not 0 <= num_edges <= pairs:
         raise DGLError(f"num_edges must be in [0, {pairs}] for {num_nodes} nodes, got {num_edges}.")
-    if num_edges * 2 >= pairs:  # dense: one permutation of the pairs
-        chosen = torch.randperm(pairs)[:num_edges]
-    else:
-        chosen = torch.zeros(0, dtype=torch.int64)
-        while chosen.shape[0] < num_edges:
-            draw = torch.cat([chosen, torch.randint(0, pairs, (2 * (num_edges - chosen.shape[0]) + 16,))])
-            uniq, inverse = torch.unique(draw, return_inverse=True)
-            first = torch.full((uniq.shape[0],), draw.shape[0], dtype=torch.int64)
-            first.scatter_reduce_(0, inverse, torch.arange(draw.shape[0]), "amin")
-            chosen = draw[torch.sort(first).values][:num_edges]
+    chosen = distinct_pairs(pairs, num_edges)
     return graph((chosen // num_nodes, chosen % num_nodes), num_nodes=num_nodes, idtype=idtype, device=device)
 
 

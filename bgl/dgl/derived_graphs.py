@@ -62,14 +62,14 @@ def line_graph(g: DGLGraph, backtracking: bool = True, shared: bool = False) -> 
 
 
 class _Counts:
-    """A sparse (rows x cols) matrix of int64 counts as sorted COO: ``row``, ``col``, ``count`` [nnz], row-major,
-    no repeated entry."""
+    """A sparse (rows x cols) matrix as sorted COO: ``row``, ``col``, ``count`` [nnz] (int64 counts, or any
+    dtype ``count`` comes in, e.g. float edge weights: differentiable in them), row-major, no repeated entry."""
 
     def __init__(self, row: torch.Tensor, col: torch.Tensor, count: torch.Tensor, shape: tuple):
         self.shape = shape
         key = row * shape[1] + col
         unique, inverse = torch.unique(key, sorted=True, return_inverse=True)
-        self.count = torch.zeros(unique.shape[0], dtype=torch.int64).index_add_(0, inverse, count)
+        self.count = count.new_zeros(unique.shape[0]).index_add(0, inverse, count)
         self.row, self.col = unique // shape[1], unique % shape[1]
 
     def __matmul__(self, other: "_Counts") -> "_Counts":

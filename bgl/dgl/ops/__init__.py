@@ -16,7 +16,7 @@ from bgl.dgl.ops.sddmm import edge_message
 from bgl.dgl.ops.segment import gather_mm, segment_mm, segment_reduce, segment_softmax
 from bgl.dgl.ops.spmm import SPMM_OPS, message_reduce
 
-__all__ = ["gspmm", "gsddmm", "edge_softmax", "copy_u", "copy_v", "segment_reduce", "segment_softmax",
+__all__ = ["gspmm", "gsddmm", "edge_softmax", "copy_u", "copy_v", "copy_e", "segment_reduce", "segment_softmax",
            "segment_mm", "gather_mm"]
 
 
@@ -84,6 +84,11 @@ def copy_u(g, x):
 def copy_v(g, x):
     """Each edge's destination feature, [num_edges, *]."""
     return gsddmm(g, "copy_lhs", x, None, "v", "u")
+
+
+def copy_e(g, x):
+    """The edge feature itself, [num_edges, *] (DGL's ``dgl.ops.copy_e``: ``x`` returned as it is)."""
+    return x
 
 
 def _register() -> None:
