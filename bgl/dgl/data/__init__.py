@@ -24,19 +24,23 @@
 from .adapter import AsGraphPredDataset, AsNodePredDataset
 from .citation import CitationGraphDataset, CiteseerGraphDataset, CoraGraphDataset, PubmedGraphDataset
 from .dgl_dataset import DGLBuiltinDataset, DGLDataset
+from .generated import KarateClub, KarateClubDataset, MiniGCDataset, SBMMixture, SBMMixtureDataset
 from .gin import GINDataset
 from .graph_files import from_dgl, load_graphs, save_graphs
 from .knowledge_graph import FB15k237Dataset, FB15kDataset, KnowledgeGraphDataset, WN18Dataset
 from .legacy_tu import LegacyTUDataset
 from .ppi import PPIDataset
 from .reddit import RedditDataset
+from .synthetic import BACommunityDataset, BAShapeDataset, TreeCycleDataset, TreeGridDataset
 from .tu import TUDataset
 
 __all__ = ["AsNodePredDataset", "AsGraphPredDataset", "CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset",
            "PubmedGraphDataset",
            "from_dgl", "load_graphs", "save_graphs", "TUDataset", "register_data_args", "load_data",
            "DGLDataset", "DGLBuiltinDataset", "RedditDataset", "GINDataset", "LegacyTUDataset",
-           "PPIDataset", "KnowledgeGraphDataset", "FB15k237Dataset", "FB15kDataset", "WN18Dataset"]
+           "PPIDataset", "KnowledgeGraphDataset", "FB15k237Dataset", "FB15kDataset", "WN18Dataset",
+           "BAShapeDataset", "BACommunityDataset", "TreeCycleDataset", "TreeGridDataset", "KarateClubDataset",
+           "KarateClub", "MiniGCDataset", "SBMMixtureDataset", "SBMMixture"]
 
 # DGL's RDF entity-classification datasets parse RDF with rdflib, which bgl does not depend on
 _RDF = ("AIFBDataset", "MUTAGDataset", "BGSDataset", "AMDataset")
