@@ -22,6 +22,9 @@
   already in place, ...), nothing downloaded.
 """
 from .adapter import AsGraphPredDataset, AsNodePredDataset
+from .benchmark_files import (AmazonCoBuyComputerDataset, AmazonCoBuyPhotoDataset, CoauthorCSDataset,
+                              CoauthorPhysicsDataset, CoraFullDataset, FlickrDataset, GNNBenchmarkDataset, WikiCSDataset,
+                              YelpDataset)
 from .citation import CitationGraphDataset, CiteseerGraphDataset, CoraGraphDataset, PubmedGraphDataset
 from .dgl_dataset import DGLBuiltinDataset, DGLDataset
 from .generated import KarateClub, KarateClubDataset, MiniGCDataset, SBMMixture, SBMMixtureDataset
@@ -40,7 +43,9 @@ __all__ = ["AsNodePredDataset", "AsGraphPredDataset", "CitationGraphDataset", "C
            "DGLDataset", "DGLBuiltinDataset", "RedditDataset", "GINDataset", "LegacyTUDataset",
            "PPIDataset", "KnowledgeGraphDataset", "FB15k237Dataset", "FB15kDataset", "WN18Dataset",
            "BAShapeDataset", "BACommunityDataset", "TreeCycleDataset", "TreeGridDataset", "KarateClubDataset",
-           "KarateClub", "MiniGCDataset", "SBMMixtureDataset", "SBMMixture"]
+           "KarateClub", "MiniGCDataset", "SBMMixtureDataset", "SBMMixture", "GNNBenchmarkDataset", "CoraFullDataset",
+           "AmazonCoBuyComputerDataset", "AmazonCoBuyPhotoDataset", "CoauthorCSDataset", "CoauthorPhysicsDataset",
+           "WikiCSDataset", "FlickrDataset", "YelpDataset"]
 
 # DGL's RDF entity-classification datasets parse RDF with rdflib, which bgl does not depend on
 _RDF = ("AIFBDataset", "MUTAGDataset", "BGSDataset", "AMDataset")
