@@ -30,6 +30,9 @@ from .dgl_dataset import DGLBuiltinDataset, DGLDataset
 from .generated import KarateClub, KarateClubDataset, MiniGCDataset, SBMMixture, SBMMixtureDataset
 from .gin import GINDataset
 from .graph_files import from_dgl, load_graphs, save_graphs
+from .heterophily import (ActorDataset, AmazonRatingsDataset, ChameleonDataset, CornellDataset, GeomGCNDataset,
+                          HeterophilousGraphDataset, MinesweeperDataset, QuestionsDataset, RomanEmpireDataset,
+                          SquirrelDataset, TexasDataset, TolokersDataset, WisconsinDataset)
 from .knowledge_graph import FB15k237Dataset, FB15kDataset, KnowledgeGraphDataset, WN18Dataset
 from .legacy_tu import LegacyTUDataset
 from .ppi import PPIDataset
@@ -45,7 +48,9 @@ __all__ = ["AsNodePredDataset", "AsGraphPredDataset", "CitationGraphDataset", "C
            "BAShapeDataset", "BACommunityDataset", "TreeCycleDataset", "TreeGridDataset", "KarateClubDataset",
            "KarateClub", "MiniGCDataset", "SBMMixtureDataset", "SBMMixture", "GNNBenchmarkDataset", "CoraFullDataset",
            "AmazonCoBuyComputerDataset", "AmazonCoBuyPhotoDataset", "CoauthorCSDataset", "CoauthorPhysicsDataset",
-           "WikiCSDataset", "FlickrDataset", "YelpDataset"]
+           "WikiCSDataset", "FlickrDataset", "YelpDataset", "HeterophilousGraphDataset", "RomanEmpireDataset",
+           "AmazonRatingsDataset", "MinesweeperDataset", "TolokersDataset", "QuestionsDataset", "GeomGCNDataset",
+           "ChameleonDataset", "SquirrelDataset", "CornellDataset", "TexasDataset", "WisconsinDataset", "ActorDataset"]
 
 # DGL's RDF entity-classification datasets parse RDF with rdflib, which bgl does not depend on
 _RDF = ("AIFBDataset", "MUTAGDataset", "BGSDataset", "AMDataset")
