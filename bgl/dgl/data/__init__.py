@@ -21,7 +21,7 @@
 * :mod:`bgl.dgl.data.utils`: DGL's ``dgl.data.utils`` helpers (``split_dataset``, ``save_tensors``, ``download`` of a file
   already in place, ...), nothing downloaded.
 """
-from .adapter import AsGraphPredDataset, AsNodePredDataset
+from .adapter import AsGraphPredDataset, AsLinkPredDataset, AsNodePredDataset
 from .benchmark_files import (AmazonCoBuyComputerDataset, AmazonCoBuyPhotoDataset, CoauthorCSDataset,
                               CoauthorPhysicsDataset, CoraFullDataset, FlickrDataset, GNNBenchmarkDataset, WikiCSDataset,
                               YelpDataset)
@@ -39,6 +39,7 @@ from .ppi import PPIDataset
 from .reddit import RedditDataset
 from .synthetic import BACommunityDataset, BAShapeDataset, TreeCycleDataset, TreeGridDataset
 from .tu import TUDataset
+from .utils import add_node_property_split, add_nodepred_split, mask_nodes_by_property
 
 __all__ = ["AsNodePredDataset", "AsGraphPredDataset", "CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset",
            "PubmedGraphDataset",
@@ -50,7 +51,8 @@ __all__ = ["AsNodePredDataset", "AsGraphPredDataset", "CitationGraphDataset", "C
            "AmazonCoBuyComputerDataset", "AmazonCoBuyPhotoDataset", "CoauthorCSDataset", "CoauthorPhysicsDataset",
            "WikiCSDataset", "FlickrDataset", "YelpDataset", "HeterophilousGraphDataset", "RomanEmpireDataset",
            "AmazonRatingsDataset", "MinesweeperDataset", "TolokersDataset", "QuestionsDataset", "GeomGCNDataset",
-           "ChameleonDataset", "SquirrelDataset", "CornellDataset", "TexasDataset", "WisconsinDataset", "ActorDataset"]
+           "ChameleonDataset", "SquirrelDataset", "CornellDataset", "TexasDataset", "WisconsinDataset", "ActorDataset",
+           "AsLinkPredDataset", "add_nodepred_split", "mask_nodes_by_property", "add_node_property_split"]
 
 # DGL's RDF entity-classification datasets parse RDF with rdflib, which bgl does not depend on
 _RDF = ("AIFBDataset", "MUTAGDataset", "BGSDataset", "AMDataset")
