@@ -26,6 +26,7 @@ from .benchmark_files import (AmazonCoBuyComputerDataset, AmazonCoBuyPhotoDatase
                               CoauthorPhysicsDataset, CoraFullDataset, FlickrDataset, GNNBenchmarkDataset, WikiCSDataset,
                               YelpDataset)
 from .citation import CitationGraphDataset, CiteseerGraphDataset, CoraGraphDataset, PubmedGraphDataset
+from .csv_dataset import CSVDataset
 from .dgl_dataset import DGLBuiltinDataset, DGLDataset
 from .generated import KarateClub, KarateClubDataset, MiniGCDataset, SBMMixture, SBMMixtureDataset
 from .gin import GINDataset
@@ -52,7 +53,7 @@ __all__ = ["AsNodePredDataset", "AsGraphPredDataset", "CitationGraphDataset", "C
            "WikiCSDataset", "FlickrDataset", "YelpDataset", "HeterophilousGraphDataset", "RomanEmpireDataset",
            "AmazonRatingsDataset", "MinesweeperDataset", "TolokersDataset", "QuestionsDataset", "GeomGCNDataset",
            "ChameleonDataset", "SquirrelDataset", "CornellDataset", "TexasDataset", "WisconsinDataset", "ActorDataset",
-           "AsLinkPredDataset", "add_nodepred_split", "mask_nodes_by_property", "add_node_property_split"]
+           "AsLinkPredDataset", "CSVDataset", "add_nodepred_split", "mask_nodes_by_property", "add_node_property_split"]
 
 # DGL's RDF entity-classification datasets parse RDF with rdflib, which bgl does not depend on
 _RDF = ("AIFBDataset", "MUTAGDataset", "BGSDataset", "AMDataset")
