@@ -17,14 +17,23 @@
 * :class:`PPIDataset` (:mod:`bgl.dgl.data.ppi`): GAT's PPI graphs from DGL's JSON and ``.npy`` files.
 * :class:`FB15k237Dataset`, :class:`FB15kDataset`, :class:`WN18Dataset` (:mod:`bgl.dgl.data.knowledge_graph`):
   R-GCN's link-prediction graphs from the triplet files.
-* The RDF datasets (``AIFBDataset``, ``MUTAGDataset``, ``BGSDataset``, ``AMDataset``) are refused in one line.
+* GNNExplainer's generated graphs (:mod:`bgl.dgl.data.synthetic`: ``BAShapeDataset``, ``BACommunityDataset``,
+  ``TreeCycleDataset``, ``TreeGridDataset``) and ``KarateClubDataset``, ``MiniGCDataset``, ``SBMMixtureDataset``
+  (:mod:`bgl.dgl.data.generated`): DGL's algorithms call for call, so a seed gives DGL's graph.
+* Single-graph benchmarks from DGL's raw files: CoraFull, Amazon co-buy, Coauthor, WikiCS, Flickr, Yelp
+  (:mod:`bgl.dgl.data.benchmark_files`); the heterophilous and Geom-GCN graphs (:mod:`bgl.dgl.data.heterophily`).
+* :class:`CSVDataset` (:mod:`bgl.dgl.data.csv_dataset`): graphs from ``meta.yaml`` and CSV files (pandas, PyYAML).
+* :class:`AsLinkPredDataset` and the split helpers ``add_nodepred_split``, ``mask_nodes_by_property``,
+  ``add_node_property_split``: DGL's splits for the same NumPy state.
+* The RDF datasets (``AIFBDataset``, ``MUTAGDataset``, ``BGSDataset``, ``AMDataset``) and ``BA2MotifDataset``
+  (a pickle file only) are refused in one line.
 * :mod:`bgl.dgl.data.utils`: DGL's ``dgl.data.utils`` helpers (``split_dataset``, ``save_tensors``, ``download`` of a file
   already in place, ...), nothing downloaded.
 """
 from .adapter import AsGraphPredDataset, AsLinkPredDataset, AsNodePredDataset
-from .benchmark_files import (AmazonCoBuyComputerDataset, AmazonCoBuyPhotoDataset, CoauthorCSDataset,
-                              CoauthorPhysicsDataset, CoraFullDataset, FlickrDataset, GNNBenchmarkDataset, WikiCSDataset,
-                              YelpDataset)
+from .benchmark_files import (AmazonCoBuy, AmazonCoBuyComputerDataset, AmazonCoBuyPhotoDataset, Coauthor,
+                              CoauthorCSDataset, CoauthorPhysicsDataset, CoraFull, CoraFullDataset, FlickrDataset,
+                              GNNBenchmarkDataset, WikiCSDataset, YelpDataset)
 from .citation import CitationGraphDataset, CiteseerGraphDataset, CoraGraphDataset, PubmedGraphDataset
 from .csv_dataset import CSVDataset
 from .dgl_dataset import DGLBuiltinDataset, DGLDataset
@@ -40,7 +49,8 @@ from .ppi import PPIDataset
 from .reddit import RedditDataset
 from .synthetic import BACommunityDataset, BAShapeDataset, TreeCycleDataset, TreeGridDataset
 from .tu import TUDataset
-from .utils import add_node_property_split, add_nodepred_split, mask_nodes_by_property
+from .utils import (Subset, add_node_property_split, add_nodepred_split, check_sha1, download, extract_archive,
+                    get_download_dir, load_tensors, loadtxt, mask_nodes_by_property, save_tensors, split_dataset)
 
 __all__ = ["AsNodePredDataset", "AsGraphPredDataset", "CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset",
            "PubmedGraphDataset",
@@ -53,7 +63,9 @@ __all__ = ["AsNodePredDataset", "AsGraphPredDataset", "CitationGraphDataset", "C
            "WikiCSDataset", "FlickrDataset", "YelpDataset", "HeterophilousGraphDataset", "RomanEmpireDataset",
            "AmazonRatingsDataset", "MinesweeperDataset", "TolokersDataset", "QuestionsDataset", "GeomGCNDataset",
            "ChameleonDataset", "SquirrelDataset", "CornellDataset", "TexasDataset", "WisconsinDataset", "ActorDataset",
-           "AsLinkPredDataset", "CSVDataset", "add_nodepred_split", "mask_nodes_by_property", "add_node_property_split"]
+           "AsLinkPredDataset", "CSVDataset", "add_nodepred_split", "mask_nodes_by_property", "add_node_property_split",
+           "CoraFull", "AmazonCoBuy", "Coauthor", "Subset", "check_sha1", "download", "extract_archive",
+           "get_download_dir", "load_tensors", "loadtxt", "save_tensors", "split_dataset"]
 
 # DGL's RDF entity-classification datasets parse RDF with rdflib, which bgl does not depend on
 _RDF = ("AIFBDataset", "MUTAGDataset", "BGSDataset", "AMDataset")
@@ -77,6 +89,12 @@ def load_data(args):
 
 
 def __getattr__(name: str):
+    if name == "BA2MotifDataset":
+        from ..base import not_built
+
+        raise not_built("dgl.data.BA2MotifDataset", "DGL 2.1 reads BA-2motif only from a pickle file (BA-2motif.pkl), "
+                        "which bgl never unpickles: convert it where DGL imports and move it with from_dgl",
+                        attribute=True)
     if name in _RDF:
         from ..base import not_built
 

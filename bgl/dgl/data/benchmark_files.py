@@ -29,7 +29,8 @@ from .synthetic import reordered_graph
 from .utils import _get_dgl_url
 
 __all__ = ["GNNBenchmarkDataset", "CoraFullDataset", "AmazonCoBuyComputerDataset", "AmazonCoBuyPhotoDataset",
-           "CoauthorCSDataset", "CoauthorPhysicsDataset", "WikiCSDataset", "FlickrDataset", "YelpDataset"]
+           "CoauthorCSDataset", "CoauthorPhysicsDataset", "WikiCSDataset", "FlickrDataset", "YelpDataset", "CoraFull",
+           "AmazonCoBuy", "Coauthor"]
 
 
 class _OneGraphFiles(DGLBuiltinDataset):
@@ -206,3 +207,24 @@ class YelpDataset(FlickrDataset):
     (multi-label, as ``class_map.json`` lists it)."""
 
     _dgl_name, _classes = "yelp", 100
+
+
+class CoraFull(CoraFullDataset):
+    """DGL's deprecated name of :class:`CoraFullDataset` (keyword arguments only, as DGL's)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+
+
+def AmazonCoBuy(name: str):  # noqa: N802 (DGL's deprecated factory)
+    """DGL's deprecated factory: ``"computers"`` or ``"photo"``, DGL's default arguments."""
+    if name not in ("computers", "photo"):
+        raise ValueError('Dataset name should be "computers" or "photo".')
+    return AmazonCoBuyComputerDataset() if name == "computers" else AmazonCoBuyPhotoDataset()
+
+
+def Coauthor(name: str):  # noqa: N802 (DGL's deprecated factory)
+    """DGL's deprecated factory: ``"cs"`` or ``"physics"``, DGL's default arguments."""
+    if name not in ("cs", "physics"):
+        raise ValueError('Dataset name should be "cs" or "physics".')
+    return CoauthorCSDataset() if name == "cs" else CoauthorPhysicsDataset()

@@ -70,6 +70,8 @@ def test_generated_datasets_without_dgl(tmp_path):
     assert all(torch.equal(x, y) for x, y in zip(g.edges(), again.edges()))  # seeded: repeatable, nothing cached
     with pytest.raises(AssertionError, match="perturb_ratio cannot exceed"):
         bdgl.data.TreeCycleDataset(tree_height=2, num_motifs=1, perturb_ratio=100.0, raw_dir=str(tmp_path))
+    with pytest.raises(AttributeError, match="never unpickles"):
+        bdgl.data.BA2MotifDataset  # noqa: B018 (DGL's only source is a pickle file)
     karate = bdgl.data.KarateClubDataset()
     assert karate[0].num_edges() == 156 and karate.num_classes == 2 and int(karate[0].ndata["label"].sum()) == 17
     minigc = bdgl.data.MiniGCDataset(16, 8, 10, seed=0)
