@@ -23,7 +23,7 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from .dgl_dataset import DGLBuiltinDataset, require_files
+from .dgl_dataset import OneGraphDataset, named_subclass, require_files
 from .reddit import read_scipy_npz
 from .synthetic import reordered_graph
 from .utils import _get_dgl_url
@@ -33,15 +33,10 @@ __all__ = ["GNNBenchmarkDataset", "CoraFullDataset", "AmazonCoBuyComputerDataset
            "AmazonCoBuy", "Coauthor"]
 
 
-class _OneGraphFiles(DGLBuiltinDataset):
-    """One graph read from ``raw_path``: ``dataset[0]``, ``len == 1``."""
+class _OneGraphFiles(OneGraphDataset):
+    """One graph read from ``raw_path``."""
 
-    def __getitem__(self, idx: int):
-        assert idx == 0, "This dataset has only one graph"
-        return self._graph if self._transform is None else self._transform(self._graph)
-
-    def __len__(self) -> int:
-        return 1
+    _only_one = "This dataset has only one graph"
 
     def _need(self, *names: str) -> None:
         require_files(self.raw_path, names, self.url, type(self).__name__)
@@ -106,14 +101,9 @@ class GNNBenchmarkDataset(_OneGraphFiles):
         raise NotImplementedError
 
 
-def _benchmark(cls_name: str, name: str, classes: int, what: str):
-    def __init__(self, raw_dir=None, force_reload=False, verbose=False, transform=None):
-        GNNBenchmarkDataset.__init__(self, name, raw_dir=raw_dir, force_reload=force_reload, verbose=verbose,
-                                     transform=transform)
-
-    doc = f"{what} (DGL 2.1's ``{cls_name}``, {classes} classes) from ``{name}.npz`` (module doc)."
-    return type(cls_name, (GNNBenchmarkDataset,), {"__init__": __init__, "__doc__": doc, "__module__": __name__,
-                                                  "num_classes": property(lambda self: classes)})
+def _benchmark(cls_name: str, name: str, classes: int, what: str) -> type:
+    return named_subclass(GNNBenchmarkDataset, cls_name, name, f"{what} (DGL 2.1's ``{cls_name}``, {classes} classes) "
+                          f"from ``{name}.npz`` (module doc).", num_classes=property(lambda self: classes))
 
 
 CoraFullDataset = _benchmark("CoraFullDataset", "cora_full", 70, "Cora's full citation graph")

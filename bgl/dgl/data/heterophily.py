@@ -25,7 +25,7 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from .dgl_dataset import DGLBuiltinDataset, require_files
+from .dgl_dataset import OneGraphDataset, named_subclass, require_files
 from .utils import _get_dgl_url
 
 __all__ = ["HeterophilousGraphDataset", "RomanEmpireDataset", "AmazonRatingsDataset", "MinesweeperDataset",
@@ -33,14 +33,7 @@ __all__ = ["HeterophilousGraphDataset", "RomanEmpireDataset", "AmazonRatingsData
            "CornellDataset", "TexasDataset", "WisconsinDataset", "ActorDataset"]
 
 
-class _OneGraph(DGLBuiltinDataset):
-    def __getitem__(self, idx: int):
-        assert idx == 0, "This dataset has only one graph."
-        return self._g if self._transform is None else self._transform(self._g)
-
-    def __len__(self) -> int:
-        return 1
-
+class _OneGraph(OneGraphDataset):
     @property
     def num_classes(self) -> int:
         return self._num_classes
@@ -70,20 +63,15 @@ class HeterophilousGraphDataset(_OneGraph):
             for key in ("train", "val", "test"):
                 ndata[f"{key}_mask"] = torch.from_numpy(np.ascontiguousarray(data[f"{key}_masks"].T))
         self._num_classes = len(labels.unique())
-        self._g = to_bidirected(graph((torch.from_numpy(edges[:, 0]), torch.from_numpy(edges[:, 1])),
+        self._graph = to_bidirected(graph((torch.from_numpy(edges[:, 0]), torch.from_numpy(edges[:, 1])),
                                       num_nodes=len(labels)))
         for key, value in ndata.items():
-            self._g.ndata[key] = value
+            self._graph.ndata[key] = value
 
 
-def _heterophilous(cls_name: str, name: str, what: str):
-    def __init__(self, raw_dir=None, force_reload=False, verbose=True, transform=None):
-        HeterophilousGraphDataset.__init__(self, name, raw_dir=raw_dir, force_reload=force_reload, verbose=verbose,
-                                           transform=transform)
-
-    return type(cls_name, (HeterophilousGraphDataset,), {
-        "__init__": __init__, "__module__": __name__,
-        "__doc__": f"{what} (DGL 2.1's ``{cls_name}``) from ``{name.replace('-', '_')}.npz`` (module doc)."})
+def _heterophilous(cls_name: str, name: str, what: str) -> type:
+    return named_subclass(HeterophilousGraphDataset, cls_name, name, f"{what} (DGL 2.1's ``{cls_name}``) from "
+                          f"``{name.replace('-', '_')}.npz`` (module doc).")
 
 
 RomanEmpireDataset = _heterophilous("RomanEmpireDataset", "roman-empire", "Roman Empire's Wikipedia word graph")
@@ -113,7 +101,7 @@ class GeomGCNDataset(_OneGraph):
     [n, 10]; ``num_classes`` the largest label + 1.
     """
 
-    def __init__(self, name: str, raw_dir, force_reload, verbose, transform):
+    def __init__(self, name: str, raw_dir=None, force_reload=False, verbose=True, transform=None):
         super().__init__(name=name, url=_get_dgl_url(f"dataset/{name}.zip"), raw_dir=raw_dir,
                          force_reload=force_reload, verbose=verbose, transform=transform)
 
@@ -135,25 +123,21 @@ class GeomGCNDataset(_OneGraph):
         features, labels = self._nodes()
         self._num_classes = int(labels.max()) + 1
         src, dst = _edges(self.raw_path)
-        self._g = graph((src, dst), num_nodes=features.shape[0])
-        self._g.ndata["feat"] = features
-        self._g.ndata["label"] = labels
+        self._graph = graph((src, dst), num_nodes=features.shape[0])
+        self._graph.ndata["feat"] = features
+        self._graph.ndata["label"] = labels
         masks = {"train_mask": [], "val_mask": [], "test_mask": []}
         for name in self._split_files():
             with np.load(os.path.join(self.raw_path, name), allow_pickle=False) as split:
                 for key, found in masks.items():
                     found.append(torch.from_numpy(split[key]))
         for key, found in masks.items():
-            self._g.ndata[key] = torch.stack(found, dim=1).bool()
+            self._graph.ndata[key] = torch.stack(found, dim=1).bool()
 
 
-def _geom(cls_name: str, name: str, what: str):
-    def __init__(self, raw_dir=None, force_reload=False, verbose=True, transform=None):
-        GeomGCNDataset.__init__(self, name, raw_dir, force_reload, verbose, transform)
-
-    return type(cls_name, (GeomGCNDataset,), {
-        "__init__": __init__, "__module__": __name__,
-        "__doc__": f"{what} (DGL 2.1's ``{cls_name}``) from Geom-GCN's files in ``{name}_<hash>/`` (module doc)."})
+def _geom(cls_name: str, name: str, what: str) -> type:
+    return named_subclass(GeomGCNDataset, cls_name, name, f"{what} (DGL 2.1's ``{cls_name}``) from Geom-GCN's files "
+                          f"in ``{name}_<hash>/`` (module doc).")
 
 
 ChameleonDataset = _geom("ChameleonDataset", "chameleon", "Wikipedia's chameleon pages")

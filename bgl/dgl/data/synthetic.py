@@ -24,7 +24,7 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from .dgl_dataset import DGLBuiltinDataset
+from .dgl_dataset import OneGraphDataset
 
 __all__ = ["BAShapeDataset", "BACommunityDataset", "TreeCycleDataset", "TreeGridDataset"]
 
@@ -96,19 +96,12 @@ def _attach_motifs(src: list, dst: list, labels: list, n: int, num_motifs: int, 
     return n
 
 
-class _OneGraphDataset(DGLBuiltinDataset):
-    """One generated graph: ``dataset[0]``, ``len == 1``, nothing saved."""
+class _OneGraphDataset(OneGraphDataset):
+    """One generated graph, no URL, nothing saved."""
 
     def __init__(self, name: str, raw_dir, force_reload: bool, verbose: bool, transform):
         super().__init__(name=name, url=None, raw_dir=raw_dir, force_reload=force_reload, verbose=verbose,
                          transform=transform)
-
-    def __getitem__(self, idx: int):
-        assert idx == 0, "This dataset has only one graph."
-        return self._graph if self._transform is None else self._transform(self._graph)
-
-    def __len__(self) -> int:
-        return 1
 
 
 def ba_shape_graph(num_base_nodes, num_base_edges_per_node, num_motifs, perturb_ratio, seed):
@@ -194,13 +187,39 @@ class BACommunityDataset(_OneGraphDataset):
         return 8
 
 
-def _tree_edges(nx, height: int) -> tuple[list, list, int]:
-    tree = nx.balanced_tree(r=2, h=height)
-    edges = np.asarray(list(tree.edges()), np.int64).reshape(-1, 2)
-    return edges[:, 0].tolist(), edges[:, 1].tolist(), tree.number_of_nodes()
+class _TreeMotifs(_OneGraphDataset):
+    """A balanced binary tree of ``tree_height`` with ``num_motifs`` motifs (:meth:`_motif`) attached, the
+    random edges added: DGL's TreeCycle / TreeGrid steps in DGL's order."""
+
+    def process(self) -> None:
+        nx = import_networkx(type(self).__name__)
+        if self.seed is not None:
+            np.random.seed(self.seed)
+        tree = nx.balanced_tree(r=2, h=self.tree_height)
+        edges = np.asarray(list(tree.edges()), np.int64).reshape(-1, 2)
+        src, dst, n = edges[:, 0].tolist(), edges[:, 1].tolist(), tree.number_of_nodes()
+        labels = [0] * n
+        motif, motif_labels, extra = self._motif(nx)
+        n = _attach_motifs(src, dst, labels, n, self.num_motifs, motif, motif_labels, extra)
+        src, dst = add_random_edges(src, dst, n, self.perturb_ratio)
+        self._graph = reordered_graph(src, dst, n, {"label": torch.tensor(labels, dtype=torch.int64),
+                                                    "feat": torch.ones(n, 1)})
+
+    @property
+    def num_classes(self) -> int:
+        return 2
 
 
-class TreeCycleDataset(_OneGraphDataset):
+def _second_link(src: list, dst: list, first: int, anchor: int) -> None:
+    """TreeCycle's coin flip: half the cycles get a second edge to a node near their anchor."""
+    if np.random.random() > 0.5:
+        a = np.random.randint(1, 4)
+        b = np.random.randint(1, 4)
+        src.append(first + int(a))
+        dst.append(anchor + int(b))
+
+
+class TreeCycleDataset(_TreeMotifs):
     """A binary tree with 6-cycles attached (DGL 2.1's arguments; module doc).
 
     ``dataset[0]``: ``ndata["label"]`` int64 (1 on cycle nodes), ``ndata["feat"]`` float32 ones [n, 1];
@@ -214,32 +233,11 @@ class TreeCycleDataset(_OneGraphDataset):
         self.perturb_ratio, self.seed = perturb_ratio, seed
         super().__init__("TREE-CYCLES", raw_dir, force_reload, verbose, transform)
 
-    def process(self) -> None:
-        nx = import_networkx("TreeCycleDataset")
-        if self.seed is not None:
-            np.random.seed(self.seed)
-        src, dst, n = _tree_edges(nx, self.tree_height)
-        labels = [0] * n
-
-        def second_link(src, dst, first, anchor):
-            if np.random.random() > 0.5:
-                a = np.random.randint(1, 4)
-                b = np.random.randint(1, 4)
-                src.append(first + int(a))
-                dst.append(anchor + int(b))
-
-        cycle = [(i, i + 1) for i in range(5)] + [(5, 0)]
-        n = _attach_motifs(src, dst, labels, n, self.num_motifs, cycle, [1] * self.cycle_size, second_link)
-        src, dst = add_random_edges(src, dst, n, self.perturb_ratio)
-        self._graph = reordered_graph(src, dst, n, {"label": torch.tensor(labels, dtype=torch.int64),
-                                                    "feat": torch.ones(n, 1)})
-
-    @property
-    def num_classes(self) -> int:
-        return 2
+    def _motif(self, nx):
+        return [(i, i + 1) for i in range(5)] + [(5, 0)], [1] * self.cycle_size, _second_link
 
 
-class TreeGridDataset(_OneGraphDataset):
+class TreeGridDataset(_TreeMotifs):
     """A binary tree with ``grid_size`` x ``grid_size`` grids attached (DGL 2.1's arguments; module doc).
 
     ``dataset[0]``: ``ndata["label"]`` int64 (1 on grid nodes), ``ndata["feat"]`` float32 ones [n, 1];
@@ -252,18 +250,6 @@ class TreeGridDataset(_OneGraphDataset):
         self.perturb_ratio, self.seed = perturb_ratio, seed
         super().__init__("TREE-GRIDS", raw_dir, force_reload, verbose, transform)
 
-    def process(self) -> None:
-        nx = import_networkx("TreeGridDataset")
-        if self.seed is not None:
-            np.random.seed(self.seed)
-        src, dst, n = _tree_edges(nx, self.tree_height)
-        labels = [0] * n
+    def _motif(self, nx):
         grid = nx.convert_node_labels_to_integers(nx.grid_graph([self.grid_size, self.grid_size]), first_label=0)
-        n = _attach_motifs(src, dst, labels, n, self.num_motifs, list(grid.edges()), [1] * grid.number_of_nodes())
-        src, dst = add_random_edges(src, dst, n, self.perturb_ratio)
-        self._graph = reordered_graph(src, dst, n, {"label": torch.tensor(labels, dtype=torch.int64),
-                                                    "feat": torch.ones(n, 1)})
-
-    @property
-    def num_classes(self) -> int:
-        return 2
+        return list(grid.edges()), [1] * grid.number_of_nodes(), None
