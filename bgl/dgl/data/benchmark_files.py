@@ -11,7 +11,8 @@
 * ``FlickrDataset`` / ``YelpDataset``: GraphSAINT's ``adj_full.npz`` (a SciPy sparse matrix, read with NumPy),
   ``feats.npy``, ``class_map.json``, ``role.json``; DGL's RCMK reordering only with ``reorder=True``.
 
-The graphs, fields, dtypes and masks are DGL's for the same files.  Without the files, FileNotFoundError in
+The graphs, fields, dtypes and masks are DGL's for the same files (a reordered graph keeps DGL's
+``edata["__orig__"]``, each edge's id before the reordering).  Without the files, FileNotFoundError in
 one line names the folder to put them in and the URL.  Nothing is cached (DGL writes ``dgl_graph*.bin``).
 """
 from __future__ import annotations

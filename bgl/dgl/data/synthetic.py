@@ -5,7 +5,8 @@ Each follows DGL's algorithm call for call: the base graph from networkx (``bara
 ``balanced_tree``), motifs appended with their anchor edges, then ``perturb_ratio`` of the edge count in
 random new edges drawn one at a time with ``np.random.randint`` (rejecting parallel edges and self-loops),
 then DGL's RCMK node order and destination-sorted edges (:mod:`bgl.dgl.data.reorder`).  So with the same
-``seed`` (and the same networkx and NumPy), the graph, ``label`` (int64) and ``feat`` are DGL's exactly;
+``seed`` (and the same networkx and NumPy), the graph, ``label`` (int64), ``feat`` and ``edata["__orig__"]``
+(each edge's id before the reordering, which DGL's reordering leaves) are DGL's exactly;
 with ``seed=None`` both draw from the global ``random`` / ``np.random`` states, as DGL's do.  The random
 edges are drawn in a Python loop (DGL's rejection order must be kept to give its graph): one
 ``searchsorted`` over the sorted edge keys per draw, about ``perturb_ratio`` draws per edge.
@@ -65,15 +66,16 @@ def add_random_edges(src: list, dst: list, n: int, perturb_ratio: float) -> tupl
 
 def reordered_graph(src: np.ndarray, dst: np.ndarray, n: int, ndata: dict):
     """A ``bgl.dgl`` graph in DGL's ``reorder_graph(..., "rcmk", "dst", store_ids=False)`` order, ``ndata``
-    permuted with its nodes."""
+    permuted with its nodes, ``edata["__orig__"]`` each edge's id before (DGL's reordering leaves it)."""
     from .. import graph
     from .reorder import reorder_rcmk_dst
 
-    perm, s, d, _ = reorder_rcmk_dst(src, dst, n)
+    perm, s, d, old_eid = reorder_rcmk_dst(src, dst, n)
     g = graph((torch.from_numpy(s), torch.from_numpy(d)), num_nodes=n)
     index = torch.from_numpy(perm)
     for key, value in ndata.items():
         g.ndata[key] = value[index]
+    g.edata["__orig__"] = torch.from_numpy(old_eid)  # left by DGL's reordering, as on Reddit
     return g
 
 

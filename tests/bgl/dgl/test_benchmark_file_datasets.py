@@ -68,13 +68,6 @@ def write_saint(root, name, n=15, seed=0):
     return root
 
 
-def _same_graph(a, b):
-    assert a.num_nodes() == b.num_nodes() and all(torch.equal(x, y) for x, y in zip(a.edges(), b.edges()))
-    assert list(a.ndata.keys()) == list(b.ndata.keys())
-    for key in b.ndata.keys():
-        assert a.ndata[key].dtype == b.ndata[key].dtype and torch.equal(a.ndata[key], b.ndata[key]), key
-
-
 CASES = [("CoraFullDataset", "cora_full", {}), ("AmazonCoBuyPhotoDataset", "amazon_co_buy_photo", {}),
          ("WikiCSDataset", "wiki_cs", {}), ("FlickrDataset", "flickr", {"reorder": True}),
          ("YelpDataset", "yelp", {})]
@@ -89,12 +82,12 @@ def _write(root, name):
 
 
 @pytest.mark.parametrize("cls,name,kwargs", CASES)
-def test_benchmark_files_match_dgl(tmp_path, cls, name, kwargs):
+def test_benchmark_files_match_dgl(tmp_path, cls, name, kwargs, same_graph):
     dgl = pytest.importorskip("dgl", reason="needs DGL (pinned lane) to compare against")
     theirs = getattr(dgl.data, cls)(raw_dir=str(_write(tmp_path / "dgl", name)), **kwargs)
     ours = getattr(bdgl.data, cls)(raw_dir=str(_write(tmp_path / "bgl", name)), **kwargs)
     assert (len(ours), ours.num_classes, ours.name) == (len(theirs), theirs.num_classes, theirs.name)
-    _same_graph(ours[0], theirs[0])
+    same_graph(ours[0], theirs[0])
 
 
 def test_benchmark_files_without_dgl(tmp_path):

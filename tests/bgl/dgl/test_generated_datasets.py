@@ -19,30 +19,23 @@ SMALL = {"BAShapeDataset": dict(num_base_nodes=30, num_base_edges_per_node=2, nu
          "TreeGridDataset": dict(tree_height=4, num_motifs=5, seed=2)}
 
 
-def _same_graph(a, b):
-    assert a.num_nodes() == b.num_nodes() and all(torch.equal(x, y) for x, y in zip(a.edges(), b.edges()))
-    assert list(a.ndata.keys()) == list(b.ndata.keys())
-    for key in b.ndata.keys():
-        assert a.ndata[key].dtype == b.ndata[key].dtype and torch.equal(a.ndata[key], b.ndata[key]), key
-
-
 @pytest.mark.parametrize("cls", sorted(SMALL))
-def test_explainer_benchmarks_match_dgl(tmp_path, cls):
+def test_explainer_benchmarks_match_dgl(tmp_path, cls, same_graph):
     dgl = pytest.importorskip("dgl", reason="needs DGL (pinned lane) to compare against")
     theirs = getattr(dgl.data, cls)(raw_dir=str(tmp_path / "dgl"), force_reload=True, verbose=False, **SMALL[cls])
     ours = getattr(bdgl.data, cls)(raw_dir=str(tmp_path / "bgl"), verbose=False, **SMALL[cls])
     assert (len(ours), ours.num_classes) == (len(theirs), theirs.num_classes)
-    _same_graph(ours[0], theirs[0])
+    same_graph(ours[0], theirs[0])
 
 
-def test_karate_minigc_sbm_match_dgl(tmp_path, monkeypatch):
+def test_karate_minigc_sbm_match_dgl(tmp_path, monkeypatch, same_graph):
     dgl = pytest.importorskip("dgl", reason="needs DGL (pinned lane) to compare against")
     monkeypatch.setenv("DGL_DOWNLOAD_DIR", str(tmp_path))
-    _same_graph(bdgl.data.KarateClubDataset()[0], dgl.data.KarateClubDataset()[0])
+    same_graph(bdgl.data.KarateClubDataset()[0], dgl.data.KarateClubDataset()[0])
     theirs, ours = dgl.data.MiniGCDataset(20, 10, 14, seed=3, save_graph=False), bdgl.data.MiniGCDataset(20, 10, 14, 3)
     assert len(ours) == len(theirs) == 20 and torch.equal(ours.labels, theirs.labels)
     for i in range(len(theirs)):
-        _same_graph(ours[i][0], theirs[i][0])
+        same_graph(ours[i][0], theirs[i][0])
     # DGL draws each block model from a fresh unseeded RandomState: seed that one to compare one graph
     seeded = np.random.RandomState
 
@@ -56,8 +49,8 @@ def test_karate_minigc_sbm_match_dgl(tmp_path, monkeypatch):
     monkeypatch.setattr(np.random, "RandomState", seeded)
     np.random.seed(1), random.seed(1)
     ours = bdgl.data.SBMMixtureDataset(1, 12, 2, rng=np.random.RandomState(5))
-    _same_graph(ours[0][0], theirs[0][0])
-    _same_graph(ours[0][1], theirs[0][1])
+    same_graph(ours[0][0], theirs[0][0])
+    same_graph(ours[0][1], theirs[0][1])
     assert all(torch.equal(x, y) and x.dtype == y.dtype for x, y in zip(ours[0][2:], theirs[0][2:]))
     for x, y in zip(ours.collate_fn([ours[0]])[2:], theirs.collate_fn([theirs[0]])[2:]):
         assert np.array_equal(x, y) and x.dtype == y.dtype

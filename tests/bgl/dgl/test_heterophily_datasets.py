@@ -48,22 +48,15 @@ def write_geom(root, name="texas", n=9, seed=0):
     return root
 
 
-def _same_graph(a, b):
-    assert a.num_nodes() == b.num_nodes() and all(torch.equal(x, y) for x, y in zip(a.edges(), b.edges()))
-    assert list(a.ndata.keys()) == list(b.ndata.keys())
-    for key in b.ndata.keys():
-        assert a.ndata[key].dtype == b.ndata[key].dtype and torch.equal(a.ndata[key], b.ndata[key]), key
-
-
 @pytest.mark.parametrize("cls,name", [("RomanEmpireDataset", "roman_empire"), ("TexasDataset", "texas"),
                                       ("ActorDataset", "actor")])
-def test_heterophily_datasets_match_dgl(tmp_path, cls, name):
+def test_heterophily_datasets_match_dgl(tmp_path, cls, name, same_graph):
     dgl = pytest.importorskip("dgl", reason="needs DGL (pinned lane) to compare against")
     write = write_geom if cls != "RomanEmpireDataset" else write_heterophilous
     theirs = getattr(dgl.data, cls)(raw_dir=str(write(tmp_path / "dgl", name)), verbose=False)
     ours = getattr(bdgl.data, cls)(raw_dir=str(write(tmp_path / "bgl", name)), verbose=False)
     assert (len(ours), ours.num_classes, ours.name) == (len(theirs), theirs.num_classes, theirs.name)
-    _same_graph(ours[0], theirs[0])
+    same_graph(ours[0], theirs[0])
 
 
 def test_heterophily_datasets_without_dgl(tmp_path):
