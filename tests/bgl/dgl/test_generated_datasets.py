@@ -20,8 +20,9 @@ SMALL = {"BAShapeDataset": dict(num_base_nodes=30, num_base_edges_per_node=2, nu
 
 
 @pytest.mark.parametrize("cls", sorted(SMALL))
-def test_explainer_benchmarks_match_dgl(tmp_path, cls, same_graph):
+def test_explainer_benchmarks_match_dgl(tmp_path, monkeypatch, cls, same_graph):
     dgl = pytest.importorskip("dgl", reason="needs DGL (pinned lane) to compare against")
+    monkeypatch.setenv("DGL_DOWNLOAD_DIR", str(tmp_path))  # DGL's BACommunity saves its inner BA-Shapes there
     theirs = getattr(dgl.data, cls)(raw_dir=str(tmp_path / "dgl"), force_reload=True, verbose=False, **SMALL[cls])
     ours = getattr(bdgl.data, cls)(raw_dir=str(tmp_path / "bgl"), verbose=False, **SMALL[cls])
     assert (len(ours), ours.num_classes) == (len(theirs), theirs.num_classes)
