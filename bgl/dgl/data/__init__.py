@@ -17,26 +17,55 @@
 * :class:`PPIDataset` (:mod:`bgl.dgl.data.ppi`): GAT's PPI graphs from DGL's JSON and ``.npy`` files.
 * :class:`FB15k237Dataset`, :class:`FB15kDataset`, :class:`WN18Dataset` (:mod:`bgl.dgl.data.knowledge_graph`):
   R-GCN's link-prediction graphs from the triplet files.
-* The RDF datasets (``AIFBDataset``, ``MUTAGDataset``, ``BGSDataset``, ``AMDataset``) are refused in one line.
+* GNNExplainer's generated graphs (:mod:`bgl.dgl.data.synthetic`: ``BAShapeDataset``, ``BACommunityDataset``,
+  ``TreeCycleDataset``, ``TreeGridDataset``) and ``KarateClubDataset``, ``MiniGCDataset``, ``SBMMixtureDataset``
+  (:mod:`bgl.dgl.data.generated`): DGL's algorithms call for call, so a seed gives DGL's graph.
+* Single-graph benchmarks from DGL's raw files: CoraFull, Amazon co-buy, Coauthor, WikiCS, Flickr, Yelp
+  (:mod:`bgl.dgl.data.benchmark_files`); the heterophilous and Geom-GCN graphs (:mod:`bgl.dgl.data.heterophily`).
+* :class:`CSVDataset` (:mod:`bgl.dgl.data.csv_dataset`): graphs from ``meta.yaml`` and CSV files (pandas, PyYAML).
+* :class:`AsLinkPredDataset` and the split helpers ``add_nodepred_split``, ``mask_nodes_by_property``,
+  ``add_node_property_split``: DGL's splits for the same NumPy state.
+* The RDF datasets (``AIFBDataset``, ``MUTAGDataset``, ``BGSDataset``, ``AMDataset``) and ``BA2MotifDataset``
+  (a pickle file only) are refused in one line.
 * :mod:`bgl.dgl.data.utils`: DGL's ``dgl.data.utils`` helpers (``split_dataset``, ``save_tensors``, ``download`` of a file
   already in place, ...), nothing downloaded.
 """
-from .adapter import AsGraphPredDataset, AsNodePredDataset
+from .adapter import AsGraphPredDataset, AsLinkPredDataset, AsNodePredDataset
+from .benchmark_files import (AmazonCoBuy, AmazonCoBuyComputerDataset, AmazonCoBuyPhotoDataset, Coauthor,
+                              CoauthorCSDataset, CoauthorPhysicsDataset, CoraFull, CoraFullDataset, FlickrDataset,
+                              GNNBenchmarkDataset, WikiCSDataset, YelpDataset)
 from .citation import CitationGraphDataset, CiteseerGraphDataset, CoraGraphDataset, PubmedGraphDataset
+from .csv_dataset import CSVDataset
 from .dgl_dataset import DGLBuiltinDataset, DGLDataset
+from .generated import KarateClub, KarateClubDataset, MiniGCDataset, SBMMixture, SBMMixtureDataset
 from .gin import GINDataset
 from .graph_files import from_dgl, load_graphs, save_graphs
+from .heterophily import (ActorDataset, AmazonRatingsDataset, ChameleonDataset, CornellDataset, GeomGCNDataset,
+                          HeterophilousGraphDataset, MinesweeperDataset, QuestionsDataset, RomanEmpireDataset,
+                          SquirrelDataset, TexasDataset, TolokersDataset, WisconsinDataset)
 from .knowledge_graph import FB15k237Dataset, FB15kDataset, KnowledgeGraphDataset, WN18Dataset
 from .legacy_tu import LegacyTUDataset
 from .ppi import PPIDataset
 from .reddit import RedditDataset
+from .synthetic import BACommunityDataset, BAShapeDataset, TreeCycleDataset, TreeGridDataset
 from .tu import TUDataset
+from .utils import (Subset, add_node_property_split, add_nodepred_split, check_sha1, download, extract_archive,
+                    get_download_dir, load_tensors, loadtxt, mask_nodes_by_property, save_tensors, split_dataset)
 
 __all__ = ["AsNodePredDataset", "AsGraphPredDataset", "CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset",
            "PubmedGraphDataset",
            "from_dgl", "load_graphs", "save_graphs", "TUDataset", "register_data_args", "load_data",
            "DGLDataset", "DGLBuiltinDataset", "RedditDataset", "GINDataset", "LegacyTUDataset",
-           "PPIDataset", "KnowledgeGraphDataset", "FB15k237Dataset", "FB15kDataset", "WN18Dataset"]
+           "PPIDataset", "KnowledgeGraphDataset", "FB15k237Dataset", "FB15kDataset", "WN18Dataset",
+           "BAShapeDataset", "BACommunityDataset", "TreeCycleDataset", "TreeGridDataset", "KarateClubDataset",
+           "KarateClub", "MiniGCDataset", "SBMMixtureDataset", "SBMMixture", "GNNBenchmarkDataset", "CoraFullDataset",
+           "AmazonCoBuyComputerDataset", "AmazonCoBuyPhotoDataset", "CoauthorCSDataset", "CoauthorPhysicsDataset",
+           "WikiCSDataset", "FlickrDataset", "YelpDataset", "HeterophilousGraphDataset", "RomanEmpireDataset",
+           "AmazonRatingsDataset", "MinesweeperDataset", "TolokersDataset", "QuestionsDataset", "GeomGCNDataset",
+           "ChameleonDataset", "SquirrelDataset", "CornellDataset", "TexasDataset", "WisconsinDataset", "ActorDataset",
+           "AsLinkPredDataset", "CSVDataset", "add_nodepred_split", "mask_nodes_by_property", "add_node_property_split",
+           "CoraFull", "AmazonCoBuy", "Coauthor", "Subset", "check_sha1", "download", "extract_archive",
+           "get_download_dir", "load_tensors", "loadtxt", "save_tensors", "split_dataset"]
 
 # DGL's RDF entity-classification datasets parse RDF with rdflib, which bgl does not depend on
 _RDF = ("AIFBDataset", "MUTAGDataset", "BGSDataset", "AMDataset")
@@ -60,6 +89,12 @@ def load_data(args):
 
 
 def __getattr__(name: str):
+    if name == "BA2MotifDataset":
+        from ..base import not_built
+
+        raise not_built("dgl.data.BA2MotifDataset", "DGL 2.1 reads BA-2motif only from a pickle file (BA-2motif.pkl), "
+                        "which bgl never unpickles: convert it where DGL imports and move it with from_dgl",
+                        attribute=True)
     if name in _RDF:
         from ..base import not_built
 

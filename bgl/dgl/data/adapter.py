@@ -195,3 +195,115 @@ class AsGraphPredDataset(DGLDataset):
     def edge_feat_size(self):
         g = self[0][0]
         return g.edata["feat"].shape[-1] if "feat" in g.edata else None
+
+
+def negative_sample(g, num_samples: int) -> np.ndarray:
+    """DGL's ``negative_sample``: int64 [2, <= num_samples] node pairs that are no edge of ``g`` and no self-loop,
+    from ``np.random.randint`` draws (DGL's redundancy more than asked, ``np.unique`` of the pairs, so sorted);
+    fewer than asked when too many draws hit edges.  Costs one existence check per drawn pair."""
+    num_nodes = g.num_nodes()
+    sample_size = int(num_samples * (1 + _redundancy(num_samples, g.num_edges(), num_nodes ** 2)))
+    edges = np.unique(np.random.randint(0, num_nodes, size=(2, sample_size)), axis=1)
+    exists = g.has_edges_between(torch.from_numpy(edges[0]), torch.from_numpy(edges[1])).numpy()
+    edges = edges[:, ~((edges[0] == edges[1]) | exists)]
+    return edges[:, :num_samples] if edges.shape[1] >= num_samples else edges
+
+
+def _redundancy(k_hat: int, num_edges: int, num_pairs: int, r: int = 3) -> float:
+    """DGL's ``_calc_redundancy``, with NumPy's polynomial roots as DGL computes them (so the sample size, an
+    ``int`` of it, is DGL's to the last bit)."""
+    from numpy.polynomial import Polynomial
+
+    p_m = num_edges / num_pairs
+    p_k = 1 - p_m
+    root = Polynomial([k_hat ** 2, -p_k * (2 * k_hat + r ** 2 * p_m), p_k ** 2]).roots()[-1]
+    return root / k_hat - 1.0
+
+
+class AsLinkPredDataset(DGLDataset):
+    """DGL 2.1's ``dgl.data.AsLinkPredDataset``: the first graph of ``dataset`` as a link-prediction task.
+
+    Parameters
+    ----------
+    dataset : ``dataset[0]`` a homogeneous graph (with ``ndata["feat"]`` when ``split_ratio`` is given); with
+        ``split_ratio`` None, its ``get_edge_split()`` (OGB's ``source_node`` / ``target_node`` /
+        ``target_node_neg`` or ``edge`` / ``edge_neg`` layouts) gives the split
+    split_ratio : (train, val, test) fractions of the edges, drawn with ``np.random.permutation`` as DGL's
+    neg_ratio : negative pairs per validation / test edge (:func:`negative_sample`)
+    **kwargs : :class:`DGLDataset`'s
+
+    Attributes
+    ----------
+    train_graph : the graph of the training edges (all nodes, ``feat`` kept); ``val_edges`` / ``test_edges`` :
+    ``((pos_src, pos_dst), (neg_src, neg_dst))`` int64 tensors (OGB's arrays as given); ``feat_size``.
+
+    The same split as DGL's for the same NumPy state.  Nothing is cached (DGL saves the split as its binary
+    graph file): drawing it costs one permutation of the edges and the negative draws.
+    """
+
+    def __init__(self, dataset, split_ratio=None, neg_ratio=3, **kwargs):
+        self.g = dataset[0]
+        self.num_nodes = self.g.num_nodes()
+        self.dataset, self.split_ratio, self.neg_ratio = dataset, split_ratio, neg_ratio
+        super().__init__(dataset.name + "-as-linkpred", hash_key=(neg_ratio, split_ratio, dataset.name, "linkpred"),
+                         **kwargs)
+
+    def process(self) -> None:
+        if self.split_ratio is None:
+            assert hasattr(self.dataset, "get_edge_split"), ("dataset doesn't have get_edge_split method, please "
+                                                             "specify split_ratio and neg_ratio to generate the split")
+            split = self.dataset.get_edge_split()
+            self._train_graph = self.g
+            self._val_edges, self._test_edges = (self._ogb_edges(split[part]) for part in ("valid", "test"))
+            return
+        assert self.neg_ratio is not None, "Need to specify neg_ratio"
+        from .. import graph as make_graph
+
+        g = self.dataset[0]
+        n = g.num_edges()
+        src, dst = (t.numpy() for t in g.edges())
+        n_train, n_val = int(n * self.split_ratio[0]), int(n * self.split_ratio[1])
+        n_test = int(n * self.split_ratio[2])
+        idx = np.random.permutation(n)
+        train, val, test = idx[:n_train], idx[n_train:n_train + n_val], idx[n_train + n_val:]
+        neg_src, neg_dst = negative_sample(g, self.neg_ratio * (n_val + n_test))
+        cut = self.neg_ratio * n_val
+
+        def pairs(s, d):
+            return torch.from_numpy(np.ascontiguousarray(s)), torch.from_numpy(np.ascontiguousarray(d))
+
+        self._val_edges = pairs(src[val], dst[val]), pairs(neg_src[:cut], neg_dst[:cut])
+        self._test_edges = pairs(src[test], dst[test]), pairs(neg_src[cut:], neg_dst[cut:])
+        self._train_graph = make_graph(pairs(src[train], dst[train]), num_nodes=self.num_nodes)
+        self._train_graph.ndata["feat"] = g.ndata["feat"]
+
+    @staticmethod
+    def _ogb_edges(part: dict):
+        if "source_node" in part:
+            src, neg = part["source_node"], part["target_node_neg"]
+            negatives = (np.repeat(src, neg.shape[-1]), np.reshape(neg, -1))
+            return (src, part["target_node"]), negatives
+        pos, neg = part["edge"], part["edge_neg"]
+        return (pos[:, 0], pos[:, 1]), (neg[:, 0], neg[:, 1])
+
+    @property
+    def feat_size(self) -> int:
+        return self._train_graph.ndata["feat"].shape[-1]
+
+    @property
+    def train_graph(self):
+        return self._train_graph
+
+    @property
+    def val_edges(self):
+        return self._val_edges
+
+    @property
+    def test_edges(self):
+        return self._test_edges
+
+    def __getitem__(self, idx):
+        return self.g
+
+    def __len__(self) -> int:
+        return 1

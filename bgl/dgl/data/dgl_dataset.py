@@ -188,3 +188,31 @@ def require_files(folder: str, names, url: str, who: str) -> None:
     if missing:
         raise FileNotFoundError(f"{who}: {', '.join(missing)} missing in {folder}; bgl.dgl downloads nothing: "
                                 f"put the files of {url} there")
+
+
+class OneGraphDataset(DGLBuiltinDataset):
+    """A built-in dataset of one graph, ``self._graph`` (set by ``process``): ``dataset[0]`` (through
+    ``transform``), ``len == 1``; another index fails DGL's assertion, in DGL's words (``_only_one``)."""
+
+    _only_one = "This dataset has only one graph."
+
+    def __getitem__(self, idx: int):
+        assert idx == 0, self._only_one
+        return self._graph if self._transform is None else self._transform(self._graph)
+
+    def __len__(self) -> int:
+        return 1
+
+
+def named_subclass(base: type, cls_name: str, name: str, doc: str, **attrs) -> type:
+    """DGL's one-line dataset classes (``CoraFullDataset``, ``TexasDataset``, ...): ``base`` with its ``name``
+    argument fixed to ``name`` and DGL's ``(raw_dir=None, force_reload=False, verbose, transform=None)``
+    (``verbose`` defaults to ``base``'s); ``attrs`` become class attributes."""
+    import inspect
+
+    verbose_default = inspect.signature(base.__init__).parameters["verbose"].default
+
+    def __init__(self, raw_dir=None, force_reload=False, verbose=verbose_default, transform=None):
+        base.__init__(self, name, raw_dir, force_reload, verbose, transform)
+
+    return type(cls_name, (base,), {"__init__": __init__, "__doc__": doc, "__module__": base.__module__, **attrs})

@@ -28,7 +28,7 @@ from .graph_files import DGL_MAGIC, load_graphs, save_graphs
 
 __all__ = ["loadtxt", "download", "check_sha1", "extract_archive", "get_download_dir", "makedirs", "Subset",
            "split_dataset", "save_graphs", "load_graphs", "save_tensors", "load_tensors", "idx2mask",
-           "generate_mask_tensor"]
+           "generate_mask_tensor", "add_nodepred_split", "mask_nodes_by_property", "add_node_property_split"]
 
 TENSORS_FORMAT = "bgl.dgl.tensors"
 
@@ -211,3 +211,72 @@ def load_tensors(filename: str, return_dgl_ndarray: bool = False) -> dict[str, t
             out[name] = t.view(torch.bfloat16) if dtype == "bfloat16" else t
     return out
 
+
+
+# ---------------------------------------------------------------------------------------------- node splits
+def add_nodepred_split(dataset, ratio, ntype=None) -> None:
+    """New bool ``train_mask`` / ``val_mask`` / ``test_mask`` on every graph of ``dataset`` (node type ``ntype``):
+    a ``np.random.shuffle`` of the node ids cut at ``int(n * ratio[i])``, the test part taking the rest (DGL's
+    split for the same NumPy state).  ValueError when ``ratio`` is not three numbers."""
+    if len(ratio) != 3:
+        raise ValueError(f"Split ratio must be a float triplet but got {ratio}.")
+    for i in range(len(dataset)):
+        g = dataset[i]
+        n = g.num_nodes(ntype)
+        idx = np.arange(0, n)
+        np.random.shuffle(idx)
+        n_train, n_val = int(n * ratio[0]), int(n * ratio[1])
+        parts = (idx[:n_train], idx[n_train:n_train + n_val], idx[n_train + n_val:])
+        for key, part in zip(("train_mask", "val_mask", "test_mask"), parts):
+            g.nodes[ntype].data[key] = generate_mask_tensor(idx2mask(part, n))
+
+
+OOD_MASKS = ("in_train_mask", "in_valid_mask", "in_test_mask", "out_valid_mask", "out_test_mask")
+
+
+def mask_nodes_by_property(property_values, part_ratios, random_seed=None) -> dict[str, torch.Tensor]:
+    """DGL's out-of-distribution split (Bazhenov et al.): the nodes sorted by ``property_values`` (ties broken by
+    a seeded permutation), the first three ``part_ratios`` shuffled together as in-distribution train / valid /
+    test, the last two the out-of-distribution valid / test.  Returns ``{name: bool [n]}`` for the five
+    :data:`OOD_MASKS`; the same masks as DGL's for the same ``random_seed``."""
+    num_nodes = len(property_values)
+    part_sizes = np.round(num_nodes * np.array(part_ratios)).astype(int)
+    part_sizes[-1] -= np.sum(part_sizes) - num_nodes
+    generator = np.random.RandomState(random_seed)
+    permutation = generator.permutation(num_nodes)
+    node_indices = np.arange(num_nodes)[permutation]
+    ordered = node_indices[np.argsort(np.asarray(property_values)[permutation])]
+    in_distribution = np.sum(part_sizes[:3])
+    ordered[:in_distribution] = generator.permutation(ordered[:in_distribution])
+    parts = np.split(ordered, np.cumsum(part_sizes))[:-1]
+    return {name: generate_mask_tensor(idx2mask(part, num_nodes)) for name, part in zip(OOD_MASKS, parts)}
+
+
+def add_node_property_split(dataset, part_ratios, property_name, ascending=True, random_seed=None) -> None:
+    """:func:`mask_nodes_by_property` masks in ``ndata`` of every graph of ``dataset``, the property computed by
+    networkx on the graph as an undirected simple graph: ``"popularity"`` (PageRank), ``"locality"``
+    (PageRank personalised to the top node) or ``"density"`` (clustering coefficient), ascending or not.
+    networkx is needed (ImportError in one line when missing); its PageRank costs a few passes over the edges."""
+    assert property_name in ["popularity", "locality", "density"], \
+        "The name of property has to be 'popularity', 'locality', or 'density'"
+    assert len(part_ratios) == 5, "part_ratios must contain 5 values"
+    try:
+        import networkx as nx
+    except ImportError:
+        raise ImportError("add_node_property_split computes node properties with networkx, which is not installed: "
+                          "pip install networkx") from None
+    direction = -1 if ascending else 1
+    for idx in range(len(dataset)):
+        g = dataset[idx]
+        graph_nx = nx.Graph(g.to_networkx())
+        if property_name == "density":
+            values = np.array(list(nx.algorithms.clustering(graph_nx).values()))
+        else:
+            values = np.array(list(nx.algorithms.pagerank(graph_nx).values()))
+            if property_name == "locality":
+                n = graph_nx.number_of_nodes()
+                personalization = dict(zip(range(n), [0.0] * n))
+                personalization[np.argmax(values)] = 1.0
+                values = np.array(list(nx.algorithms.pagerank(graph_nx, personalization=personalization).values()))
+        for name, mask in mask_nodes_by_property(direction * values, part_ratios, random_seed).items():
+            g.ndata[name] = mask

@@ -81,3 +81,19 @@ def _user_item(lib, seed: int, users: int, items: int, edges: int, edge_field: s
 def user_item():
     """:func:`_user_item`, for the tests that compare typed bgl.dgl graphs with DGL's."""
     return _user_item
+
+
+def _same_graph(a, b) -> None:
+    """Assert two homogeneous graphs (real DGL or bgl.dgl) are equal: node count, edges in id order, and every
+    node and edge field (names in order, dtype, values)."""
+    assert a.num_nodes() == b.num_nodes() and all(torch.equal(x, y) for x, y in zip(a.edges(), b.edges()))
+    for ours, theirs in ((a.ndata, b.ndata), (a.edata, b.edata)):
+        assert list(ours.keys()) == list(theirs.keys())
+        for key in theirs.keys():
+            assert ours[key].dtype == theirs[key].dtype and torch.equal(ours[key], theirs[key]), key
+
+
+@pytest.fixture(scope="session")
+def same_graph():
+    """:func:`_same_graph`, for the dataset tests that compare bgl.dgl's graphs with DGL's."""
+    return _same_graph

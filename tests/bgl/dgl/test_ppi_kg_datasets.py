@@ -56,34 +56,26 @@ def write_kg(root, name="FB15k-237", seed=0, entities=12, relations=4):
     return root
 
 
-def _same_graph(a, b):
-    assert a.num_nodes() == b.num_nodes() and all(torch.equal(x, y) for x, y in zip(a.edges(), b.edges()))
-    for ours, theirs in ((a.ndata, b.ndata), (a.edata, b.edata)):
-        assert list(ours.keys()) == list(theirs.keys())
-        for key in theirs.keys():
-            assert ours[key].dtype == theirs[key].dtype and torch.equal(ours[key], theirs[key]), key
-
-
 @pytest.mark.parametrize("mode", ["train", "test"])
-def test_ppi_matches_dgl(tmp_path, mode):
+def test_ppi_matches_dgl(tmp_path, mode, same_graph):
     dgl = pytest.importorskip("dgl", reason="needs DGL (pinned lane) to compare against")
     pytest.importorskip("networkx", reason="DGL reads PPI through networkx")
     theirs = dgl.data.PPIDataset(mode, raw_dir=str(write_ppi(tmp_path / "dgl")))
     ours = bdgl.data.PPIDataset(mode, raw_dir=str(write_ppi(tmp_path / "bgl")))
     assert (len(ours), ours.num_classes, ours.num_labels) == (len(theirs), theirs.num_classes, theirs.num_labels)
-    _same_graph(ours.graph, theirs.graph)
+    same_graph(ours.graph, theirs.graph)
     for i in range(len(theirs)):
-        _same_graph(ours[i], theirs[i])
+        same_graph(ours[i], theirs[i])
 
 
 @pytest.mark.parametrize("cls,name,reverse", [("FB15k237Dataset", "FB15k-237", True), ("WN18Dataset", "wn18", False)])
-def test_knowledge_graphs_match_dgl(tmp_path, cls, name, reverse):
+def test_knowledge_graphs_match_dgl(tmp_path, cls, name, reverse, same_graph):
     dgl = pytest.importorskip("dgl", reason="needs DGL (pinned lane) to compare against")
     theirs = getattr(dgl.data, cls)(reverse=reverse, raw_dir=str(write_kg(tmp_path / "dgl", name)), verbose=False)
     ours = getattr(bdgl.data, cls)(reverse=reverse, raw_dir=str(write_kg(tmp_path / "bgl", name)), verbose=False)
     assert (len(ours), ours.num_nodes, ours.num_rels, ours.name) == (len(theirs), theirs.num_nodes, theirs.num_rels,
                                                                      theirs.name)
-    _same_graph(ours[0], theirs[0])
+    same_graph(ours[0], theirs[0])
 
 
 def test_ppi_and_knowledge_graph_without_dgl(tmp_path):
