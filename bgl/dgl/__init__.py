@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random as _random
 
-from bgl.dgl import function, ops, transform_classes, transforms
+from bgl.dgl import function, graph_utils, ops, transform_classes, transforms
 from bgl.dgl.base import ALL, EID, ETYPE, NID, NTYPE, DGLError, not_built
 from bgl.dgl.batching import (batch, broadcast_edges, broadcast_nodes, max_edges, max_nodes, mean_edges, mean_nodes,
                               readout_edges, readout_nodes, softmax_edges, softmax_nodes, sum_edges, sum_nodes, unbatch)
@@ -75,7 +75,7 @@ __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHe
            "RowFeatNormalizer", "ToSimple",
            # graph utilities loaded on first use (bgl.dgl.graph_utils): k-hop subgraphs, top-k, merges, edge ops,
            # homophily, traversals and propagation, encodings
-           *_GRAPH_UTILS, *transform_classes.__all__]
+           *graph_utils.__all__, *transform_classes.__all__]
 
 
 def seed(val: int) -> None:
