@@ -15,46 +15,15 @@ explanation runs on its ``num_hops``-hop in-neighbourhood only (:func:`khop_in_s
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 from math import sqrt
 
 import torch
 from torch import nn
 
-from bgl.dgl.base import EID, NID, DGLError
-from bgl.dgl.transforms import node_subgraph
+from bgl.dgl.base import EID, NID
+from bgl.dgl.graph_utils.khop import khop_in_subgraph
 
 __all__ = ["GNNExplainer", "HeteroGNNExplainer"]
-
-
-def khop_in_subgraph(graph, nodes, k: int):
-    """``(subgraph, seed positions)`` of the nodes that reach ``nodes`` in at most ``k`` hops (DGL's
-    ``dgl.khop_in_subgraph``): each type's nodes sorted, ``ndata[NID]`` / ``edata[EID]`` their ids in
-    ``graph``, the seeds' positions in it (a tensor, or ``{ntype: tensor}`` for a dict of seeds).  One
-    ``in_edges`` and one ``unique`` per hop and edge type: O(edges into the frontier) a hop."""
-    if graph.is_block:
-        raise DGLError("Extracting subgraph of a block graph is not allowed.")
-    typed = isinstance(nodes, Mapping)
-    if not typed:
-        assert len(graph.ntypes) == 1, "need a dict of node type and IDs for graph with multiple node types"
-        nodes = {graph.ntypes[0]: nodes}
-    seeds = {nt: torch.as_tensor(ids, device=graph.device).to(graph.idtype).view(-1) for nt, ids in nodes.items()}
-    empty = torch.zeros(0, dtype=graph.idtype, device=graph.device)
-    hops, last = [seeds], seeds
-    for _ in range(k):
-        found = {nt: [] for nt in graph.ntypes}
-        for cet in graph.canonical_etypes:
-            found[cet[0]].append(graph.in_edges(last.get(cet[2], empty), etype=cet)[0].to(graph.idtype))
-        last = {nt: torch.unique(torch.cat(found[nt])) if found[nt] else empty for nt in graph.ntypes}
-        hops.append(last)
-    kept, inverse = {}, {}
-    for nt in graph.ntypes:
-        kept[nt], inverse[nt] = torch.unique(torch.cat([hop.get(nt, empty) for hop in hops]), return_inverse=True)
-    sub = node_subgraph(graph, kept)
-    if typed:
-        return sub, {nt: inverse[nt][:seeds[nt].shape[0]] for nt in seeds}
-    (nt, ids), = seeds.items()
-    return sub, inverse[nt][:ids.shape[0]]
 
 
 def _entropy_terms(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
