@@ -67,12 +67,18 @@ venv: $(STAMP) $(KERNELS)
 %/.bgl-test-kernels: %/.bgl-installed .ci/warm_kernels.py .ci/suite-kernels.txt $(KERNEL_SOURCES)
 	$*/bin/python .ci/warm_kernels.py && touch $@ || echo "warm_kernels failed (above): the lane compiles its kernels" >&2
 
-$(TOOLS_pinned): $(STAMP) .ci/setup-mpi.sh
+# ParHIP's library (.ci/setup-parhip.sh: minutes of compiling, once per machine, under ~/.cache/bgl) is built
+# here too, so neither lane's workers build it inside a test; a failure leaves it to the tests' fixture.
+PARHIP_SETUP = bash .ci/setup-parhip.sh $(1) || echo "setup-parhip failed (above): the partition tests build ParHIP" >&2
+
+$(TOOLS_pinned): $(STAMP) .ci/setup-mpi.sh .ci/setup-parhip.sh
 	bash .ci/setup-mpi.sh $(VENV)
+	$(call PARHIP_SETUP,$(VENV))
 	touch $@
 
-$(TOOLS_current): $(CURRENT_STAMP) .ci/setup-mpi.sh
+$(TOOLS_current): $(CURRENT_STAMP) .ci/setup-mpi.sh .ci/setup-parhip.sh
 	bash .ci/setup-mpi.sh $(CURRENT_VENV)
+	$(call PARHIP_SETUP,$(CURRENT_VENV))
 	touch $@
 
 demo: $(STAMP) $(KERNELS)
@@ -80,9 +86,11 @@ demo: $(STAMP) $(KERNELS)
 
 # Each lane's summary, then their sum as pytest's closing line; a failure in either fails.
 # --strict-suite: a skip outside the allowed reasons (no GPU, DGL absent in the current lane, Python
-# version), or an entry left in /tmp, fails the lane.
+# version), or an entry left in /tmp, fails the lane.  Each lane runs on two pytest-xdist workers, whole
+# files each, the heaviest first (tests/suite_schedule.py; docs/testing.md has the figures).
+WORKERS ?= 2
 test: $(foreach lane,$(LANES),$(LANE_STAMP_$(lane)) $(TOOLS_$(lane)) $(dir $(LANE_STAMP_$(lane))).bgl-test-kernels)
-	$(PYTHON) .ci/lanes.py $(foreach lane,$(LANES),--lane $(LANE_$(lane))) -- -q tests -m "not extended" --strict-suite --durations=25
+	$(PYTHON) .ci/lanes.py $(foreach lane,$(LANES),--lane $(LANE_$(lane))) -- -q tests -m "not extended" --strict-suite --durations=25 -n $(WORKERS) --dist loadfile
 
 # The long failure-injection and soak tests `make test` leaves out (see pyproject's markers), in both lanes.
 test-extended: $(foreach lane,$(LANES),$(LANE_STAMP_$(lane)) $(TOOLS_$(lane)) $(dir $(LANE_STAMP_$(lane))).bgl-test-kernels)

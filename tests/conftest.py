@@ -29,6 +29,20 @@ os.environ.setdefault("DGLBACKEND", "pytorch")
 from bgl.store import GraphStore, write_store  # noqa: E402
 from bgl.loader.pipeline.chain import quiet_numba_threads  # noqa: E402
 
+
+def _load_suite_schedule():
+    """tests/suite_schedule.py: how ``make test`` spreads a lane's files over its workers."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("suite_schedule", Path(__file__).with_name("suite_schedule.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+suite_schedule = _load_suite_schedule()
+
 # numba's OpenMP layer spin-waits next to torch's and slows model training ~8x on a
 # 2-core box; choose numba's workqueue layer once, before any test or fixture runs a kernel.
 quiet_numba_threads()
@@ -87,7 +101,9 @@ _strict: dict = {}  # under --strict-suite: the temp dir's entries at the start,
 
 @pytest.hookimpl(trylast=True)  # after pytest's tmp_path plugin made its factory
 def pytest_configure(config):
-    if config.getoption("--strict-suite", default=False):
+    # under pytest-xdist (make test: -n 2) the controller checks: it sees every worker's reports, and a
+    # worker's look at /tmp could catch the other worker's test mid-way
+    if config.getoption("--strict-suite", default=False) and not hasattr(config, "workerinput"):
         _strict.update(temp_before=_temp_entries(), skips=[])
     _temp_dir_under_basetemp(config)
 
@@ -137,6 +153,8 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_collection_modifyitems(config, items):
     seed = config.getoption("--shuffle")
     if seed is None:
+        if hasattr(config, "workerinput"):
+            suite_schedule.heaviest_first(items)
         return
     rng = random.Random(seed)
     modules: dict[str, list] = {}
@@ -150,6 +168,15 @@ def pytest_collection_modifyitems(config, items):
         rng.shuffle(group)
         shuffled.extend(group)
     items[:] = shuffled
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``make test`` runs each lane on two pytest-xdist workers (``-n 2 --dist loadfile``): a file's tests
+    stay on one worker (module fixtures built once), files that share a system resource run on the same
+    one, the heaviest first (``suite_schedule``)."""
+    if config.getoption("dist") == "loadfile" and config.getoption("--shuffle") is None:
+        return suite_schedule.scheduler(config, log)
+    return None
 
 
 def pytest_report_header(config):

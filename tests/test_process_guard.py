@@ -10,6 +10,12 @@ from pathlib import Path
 import pytest
 
 CONFTEST = Path(__file__).with_name("conftest.py")
+SCHEDULE = Path(__file__).with_name("suite_schedule.py")  # the conftest loads it from beside itself
+
+
+def _copy_conftest(pytester) -> None:
+    pytester.makeconftest(CONFTEST.read_text())
+    pytester.makepyfile(suite_schedule=SCHEDULE.read_text())
 
 LEAKY_TESTS = '''
 import os
@@ -41,7 +47,7 @@ def test_sees_a_clean_state_after_the_leaks():
 
 
 def test_guard_fails_each_leaking_test_and_restores_the_state(pytester):
-    pytester.makeconftest(CONFTEST.read_text())
+    _copy_conftest(pytester)
     pytester.makepyfile(test_leaky=LEAKY_TESTS)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=5, errors=3)
@@ -54,7 +60,7 @@ def test_guard_fails_each_leaking_test_and_restores_the_state(pytester):
 
 @pytest.mark.extended  # an inner suite run three times (11 s); the guard test above stays in make test
 def test_shuffle_option_reorders_modules_and_tests_reproducibly(pytester):
-    pytester.makeconftest(CONFTEST.read_text())
+    _copy_conftest(pytester)
     for m in "abc":
         pytester.makepyfile(**{f"test_{m}": "\n".join(f"def test_{m}{i}(): pass" for i in range(6))})
 
@@ -96,7 +102,7 @@ def test_leaves_a_dir_in_the_system_temp_dir():  # as a hard-coded /tmp path wou
 def test_strict_suite_fails_on_a_skip_outside_the_allowed_reasons_and_on_temp_leftovers(pytester, monkeypatch):
     """Issue #56: a fresh machine skipped tests CI therefore never ran, and the suite left directories
     in /tmp.  ``--strict-suite`` (``make test``) fails the run on both, naming them."""
-    pytester.makeconftest(CONFTEST.read_text())
+    _copy_conftest(pytester)
     pytester.makepyfile(test_strict=STRICT_TESTS,
                         test_collection_skip="import pytest\npytest.importorskip('bgl_no_such_module')\n")
     temp = pytester.mkdir("temp")

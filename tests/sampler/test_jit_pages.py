@@ -1,14 +1,17 @@
 """LLVM's library pages leave a process's resident set once its kernels are loaded (sampler/jit_pages.py).
 
 Checked in fresh interpreters: one that loads a kernel, releases (in the caller, or in the background
-as a loader's first batch does), then runs kernels again; one with ``BGL_KEEP_JIT_PAGES=1``.
+as a loader's first batch does), then runs kernels again; one with ``BGL_KEEP_JIT_PAGES=1``.  The probes
+load a private copy of LLVM's library (``private_llvm``), so no other process shares its pages.
 """
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -46,9 +49,28 @@ print(json.dumps({"advised": advised, "dropped_kb": before - after, "again": aga
 '''
 
 
-def _probe(*args, **env) -> dict:
+@pytest.fixture(scope="module")
+def private_llvm(tmp_path_factory) -> str:
+    """A directory holding a copy of the llvmlite package, for the probes' PYTHONPATH: MADV_PAGEOUT
+    leaves a page that another process maps too, and with another numba process alive (the other worker
+    of ``make test``'s lane, a graph server of a concurrent test) the venv's LLVM library is mapped there
+    too.  A copy of the file (written and synced: clean pages, distinct from the venv's) is the probe's
+    alone, so what it drops is what the release drops."""
+    import llvmlite
+
+    site = tmp_path_factory.mktemp("private-llvmlite")
+    copy = site / "llvmlite"
+    shutil.copytree(Path(llvmlite.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__", "tests"))
+    for library in copy.rglob("*.so"):
+        with open(library, "rb+") as f:
+            os.fsync(f.fileno())
+    return str(site)
+
+
+def _probe(private_llvm: str, *args, **env) -> dict:
+    path = os.pathsep.join(p for p in (private_llvm, os.environ.get("PYTHONPATH", "")) if p)
     done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **env})
+                          env={**os.environ, "PYTHONPATH": path, **env})
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -63,52 +85,27 @@ def test_llvm_mappings_are_read_from_a_maps_text():
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="madvise(MADV_PAGEOUT) is Linux's")
-def test_a_release_drops_llvms_file_pages_and_kernels_still_run():
-    seen = _probe()
+def test_a_release_drops_llvms_file_pages_and_kernels_still_run(private_llvm):
+    seen = _probe(private_llvm)
     if seen["advised"] == 0:
         pytest.skip("MADV_PAGEOUT refused by this kernel (before Linux 5.4)")
-    if seen["dropped_kb"] <= 8 * 1024 and _other_processes_mapping_llvm():
-        # MADV_PAGEOUT leaves a page that another process also maps: with another numba process alive
-        # (a graph server, a stage process of a concurrent test run) there may be nothing to drop
-        pytest.skip(f"other processes map LLVM's library too, so its pages are shared: {seen}")
     assert seen["dropped_kb"] > 8 * 1024, seen  # ~65 MB here
     assert seen["again"] == 0  # nothing new resident: no second walk
     assert seen["same"]
-    kept = _probe(BGL_KEEP_JIT_PAGES="1")
+    kept = _probe(private_llvm, BGL_KEEP_JIT_PAGES="1")
     assert kept["advised"] == 0 and kept["dropped_kb"] < 4 * 1024 and kept["same"], kept
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="madvise(MADV_PAGEOUT) is Linux's")
-def test_a_background_release_drops_the_same_pages_in_its_own_thread():
+def test_a_background_release_drops_the_same_pages_in_its_own_thread(private_llvm):
     """What a loader's first batch does (release_jit_pages_soon): the caller only starts a thread."""
-    seen = _probe("soon")
-    if seen["dropped_kb"] <= 8 * 1024 and (_other_processes_mapping_llvm() or not _pageout_works()):
-        pytest.skip(f"MADV_PAGEOUT refused, or LLVM's pages shared with other processes: {seen}")
+    seen = _probe(private_llvm, "soon")
+    if seen["dropped_kb"] <= 8 * 1024 and _probe(private_llvm)["advised"] == 0:
+        pytest.skip(f"MADV_PAGEOUT refused by this kernel (before Linux 5.4): {seen}")
     assert seen["advised"] is True and seen["workers"] == 1, seen
     assert seen["dropped_kb"] > 8 * 1024, seen
     assert seen["again"] is False, seen  # nothing loaded since: no second thread
     assert seen["same"]  # (BGL_KEEP_JIT_PAGES=1 stops both calls alike: the test above)
-
-
-def _pageout_works() -> bool:
-    return _probe()["advised"] != 0
-
-
-def _other_processes_mapping_llvm() -> list[int]:
-    """Pids, other than the probe's (gone by now), whose memory maps LLVM's library (their pages are then
-    shared).  This test's own process counts: once an earlier test in it has run a kernel, it maps the
-    same pages the probe touched, and MADV_PAGEOUT leaves those."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/maps") as f:
-                if llvm_mappings(f.read()):
-                    pids.append(int(entry))
-        except OSError:  # gone, or not ours to read
-            continue
-    return pids
 
 
 WALKS = r'''
