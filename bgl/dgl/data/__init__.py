@@ -25,8 +25,12 @@
 * :class:`CSVDataset` (:mod:`bgl.dgl.data.csv_dataset`): graphs from ``meta.yaml`` and CSV files (pandas, PyYAML).
 * :class:`AsLinkPredDataset` and the split helpers ``add_nodepred_split``, ``mask_nodes_by_property``,
   ``add_node_property_split``: DGL's splits for the same NumPy state.
+* QM9 / QM9Edge / QM7b (:mod:`bgl.dgl.data.molecules`), BitcoinOTC / GDELT / ICEWS18 (:mod:`bgl.dgl.data.temporal`),
+  the fraud graphs, FakeNews and ZINC / CLUSTER / PATTERN (:mod:`bgl.dgl.data.labelled_sets`; the last three from
+  DGL's ``.bin`` files rewritten in bgl's format) from DGL's raw files; ``LegacyPPIDataset``.
 * The RDF datasets (``AIFBDataset``, ``MUTAGDataset``, ``BGSDataset``, ``AMDataset``) and ``BA2MotifDataset``
-  (a pickle file only) are refused in one line.
+  (a pickle file only) are refused in one line, as are the other datasets DGL reads only from pickles
+  (``CoraBinary``, ``MovieLensDataset``, the superpixel sets) or through nltk (``SST``).
 * :mod:`bgl.dgl.data.utils`: DGL's ``dgl.data.utils`` helpers (``split_dataset``, ``save_tensors``, ``download`` of a file
   already in place, ...), nothing downloaded.
 """
@@ -44,10 +48,14 @@ from .heterophily import (ActorDataset, AmazonRatingsDataset, ChameleonDataset, 
                           HeterophilousGraphDataset, MinesweeperDataset, QuestionsDataset, RomanEmpireDataset,
                           SquirrelDataset, TexasDataset, TolokersDataset, WisconsinDataset)
 from .knowledge_graph import FB15k237Dataset, FB15kDataset, KnowledgeGraphDataset, WN18Dataset
+from .labelled_sets import (CLUSTERDataset, FakeNewsDataset, FraudAmazonDataset, FraudDataset, FraudYelpDataset,
+                            PATTERNDataset, ZINCDataset)
 from .legacy_tu import LegacyTUDataset
-from .ppi import PPIDataset
+from .molecules import QM7b, QM7bDataset, QM9, QM9Dataset, QM9Edge, QM9EdgeDataset
+from .ppi import LegacyPPIDataset, PPIDataset
 from .reddit import RedditDataset
 from .synthetic import BACommunityDataset, BAShapeDataset, TreeCycleDataset, TreeGridDataset
+from .temporal import GDELT, ICEWS18, BitcoinOTC, BitcoinOTCDataset, GDELTDataset, ICEWS18Dataset
 from .tu import TUDataset
 from .utils import (Subset, add_node_property_split, add_nodepred_split, check_sha1, download, extract_archive,
                     get_download_dir, load_tensors, loadtxt, mask_nodes_by_property, save_tensors, split_dataset)
@@ -65,10 +73,16 @@ __all__ = ["AsNodePredDataset", "AsGraphPredDataset", "CitationGraphDataset", "C
            "ChameleonDataset", "SquirrelDataset", "CornellDataset", "TexasDataset", "WisconsinDataset", "ActorDataset",
            "AsLinkPredDataset", "CSVDataset", "add_nodepred_split", "mask_nodes_by_property", "add_node_property_split",
            "CoraFull", "AmazonCoBuy", "Coauthor", "Subset", "check_sha1", "download", "extract_archive",
-           "get_download_dir", "load_tensors", "loadtxt", "save_tensors", "split_dataset"]
+           "get_download_dir", "load_tensors", "loadtxt", "save_tensors", "split_dataset", "QM9", "QM9Dataset",
+           "QM9Edge", "QM9EdgeDataset", "QM7b", "QM7bDataset", "BitcoinOTC", "BitcoinOTCDataset", "GDELT",
+           "GDELTDataset", "ICEWS18", "ICEWS18Dataset", "FraudDataset", "FraudYelpDataset", "FraudAmazonDataset",
+           "FakeNewsDataset", "ZINCDataset", "CLUSTERDataset", "PATTERNDataset", "LegacyPPIDataset"]
 
 # DGL's RDF entity-classification datasets parse RDF with rdflib, which bgl does not depend on
 _RDF = ("AIFBDataset", "MUTAGDataset", "BGSDataset", "AMDataset")
+# DGL 2.1 reads these only from pickle files, which bgl never unpickles
+_PICKLED = {"CoraBinary": "pmpds.pkl", "MovieLensDataset": "movie_feat.pkl",
+            "MNISTSuperPixelDataset": "mnist_75sp_<split>.pkl", "CIFAR10SuperPixelDataset": "cifar10_150sp_<split>.pkl"}
 
 
 def register_data_args(parser) -> None:
@@ -94,6 +108,17 @@ def __getattr__(name: str):
 
         raise not_built("dgl.data.BA2MotifDataset", "DGL 2.1 reads BA-2motif only from a pickle file (BA-2motif.pkl), "
                         "which bgl never unpickles: convert it where DGL imports and move it with from_dgl",
+                        attribute=True)
+    if name in _PICKLED:
+        from ..base import not_built
+
+        raise not_built(f"dgl.data.{name}", f"DGL 2.1 reads it from a pickle file ({_PICKLED[name]}), which bgl never "
+                        "unpickles: load it where DGL imports and move the graphs with from_dgl", attribute=True)
+    if name in ("SST", "SSTDataset"):
+        from ..base import not_built
+
+        raise not_built(f"dgl.data.{name}", "DGL parses SST's trees with nltk and networkx, which bgl does not use: "
+                        "build the trees with bgl.dgl.graph (or move them with from_dgl where DGL imports)",
                         attribute=True)
     if name in _RDF:
         from ..base import not_built

@@ -108,3 +108,11 @@ class PPIDataset(DGLBuiltinDataset):
     def __getitem__(self, item):
         g = self.graphs[item]
         return g if self._transform is None else self._transform(g)
+
+
+class LegacyPPIDataset(PPIDataset):
+    """DGL's older PPI: ``dataset[i]`` is ``(graph, graph.ndata["feat"], graph.ndata["label"])``."""
+
+    def __getitem__(self, item):
+        g = super().__getitem__(item)
+        return g, g.ndata["feat"], g.ndata["label"]

@@ -85,6 +85,9 @@ def test_ppi_and_knowledge_graph_without_dgl(tmp_path):
     big_src, big_dst = ppi.graph.edges()
     pairs = set(zip(big_src.tolist(), big_dst.tolist()))
     assert all((v, u) in pairs for u, v in pairs) and len(pairs) == ppi.graph.num_edges()  # both ways, once
+    legacy = bdgl.data.LegacyPPIDataset("valid", raw_dir=str(tmp_path))  # DGL's item: (graph, feat, label)
+    assert [torch.equal(x, y) for x, y in zip(legacy[1], (ppi[1], ppi[1].ndata["feat"], ppi[1].ndata["label"]))
+            if isinstance(y, torch.Tensor)] == [True, True]
     batch = next(iter(bdgl.dataloading.GraphDataLoader(ppi, batch_size=2)))  # as DGL's GAT PPI example batches
     assert batch.batch_size == 2 and batch.ndata["feat"].shape == (ppi[0].num_nodes() + ppi[1].num_nodes(), 4)
     kg = bdgl.data.FB15kDataset(raw_dir=str(write_kg(tmp_path, "FB15k")), verbose=False)
