@@ -17,7 +17,7 @@ from .dotgatconv import DotGatConv
 from .edge_feature_convs import CFConv, DGNConv, EdgeGATConv, EGATConv, GatedGCNConv, GMMConv, PNAConv
 from .edge_networks import EdgeConv, NNConv
 from .embedding_models import DeepWalk, MetaPath2Vec
-from .explain import GNNExplainer, HeteroGNNExplainer
+from .explain import GNNExplainer, HeteroGNNExplainer, HeteroPGExplainer, HeteroSubgraphX, PGExplainer, SubgraphX
 from .functional import edge_softmax
 from .gatconv import GATConv, GATv2Conv
 from .gatedgraphconv import GatedGraphConv
@@ -49,7 +49,8 @@ __all__ = ["GraphConv", "EdgeWeightNorm", "SAGEConv", "GATConv", "GATv2Conv", "G
            "TWIRLSConv", "TWIRLSUnfoldingAndAttention", "EGNNConv", "AtomicConv",
            "KNNGraph", "SegmentedKNNGraph", "RadiusGraph", "SetTransformerEncoder", "SetTransformerDecoder",
            "SumPooling", "AvgPooling", "MaxPooling", "GlobalAttentionPooling", "WeightAndSum", "SortPooling", "Set2Set",
-           "DeepWalk", "MetaPath2Vec", "GNNExplainer", "HeteroGNNExplainer",
+           "DeepWalk", "MetaPath2Vec", "GNNExplainer", "HeteroGNNExplainer", "PGExplainer", "HeteroPGExplainer",
+           "SubgraphX", "HeteroSubgraphX",
            "BiasedMHA", "GraphormerLayer", "EGTLayer", "DegreeEncoder", "PathEncoder", "SpatialEncoder",
            "SpatialEncoder3d", "LapPosEncoder", "functional", "edge_softmax", "to_pyg"]
 
@@ -63,8 +64,6 @@ pytorch = conv = _sys.modules[__name__]
 # DGL 2.1's dgl.nn.pytorch names that bgl does not provide (yet).
 NOT_BUILT = frozenset({
     "CuGraphGATConv", "CuGraphRelGraphConv", "CuGraphSAGEConv",
-    "SubgraphX", "HeteroSubgraphX", "PGExplainer",
-    "HeteroPGExplainer",
 })
 
 
