@@ -19,11 +19,13 @@ import random as _random
 from bgl.dgl import function, graph_utils, ops, transform_classes, transforms
 from bgl.dgl.base import ALL, EID, ETYPE, NID, NTYPE, DGLError, not_built
 from bgl.dgl.batching import (batch, broadcast_edges, broadcast_nodes, max_edges, max_nodes, mean_edges, mean_nodes,
-                              readout_edges, readout_nodes, softmax_edges, softmax_nodes, sum_edges, sum_nodes, unbatch)
+                              readout_edges, readout_nodes, slice_batch, softmax_edges, softmax_nodes, sum_edges,
+                              sum_nodes, unbatch)
 from bgl.dgl.convert import (bipartite_from_networkx, bipartite_from_scipy, block_from_bgl, create_block, from_networkx,
                              from_scipy, graph, graph_from_pair, heterograph, rand_graph, to_networkx)
 from bgl.dgl.derived_graphs import (block_to_graph, init, khop_adj, khop_graph, laplacian_lambda_max, line_graph,
                                     metapath_reachable_graph, to_bfloat16, to_simple_graph)
+from bgl.dgl.frames import LazyFeature
 from bgl.dgl.graph_encodings import (LapPE, LaplacianPE, RandomWalkPE, lap_pe, laplacian_pe, random_walk_pe,
                                      shortest_dist)
 from bgl.dgl.graph_utils import METHODS as _GRAPH_UTIL_METHODS
@@ -52,9 +54,9 @@ transforms.__getattr__ = transform_classes.transforms_getattr
 DGLGraph.reorder_graph = transform_classes._reorder_graph_method
 
 __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHeteroGraph", "Block",
-           "EdgeBatch", "NodeBatch", "block_from_bgl", "create_block", "edge_softmax", "function", "graph",
-           "graph_from_pair", "heterograph", "from_scipy", "from_networkx", "to_networkx", "bipartite_from_scipy",
-           "bipartite_from_networkx", "norm_by_dst", "ops",
+           "EdgeBatch", "NodeBatch", "LazyFeature", "block_from_bgl", "create_block", "edge_softmax", "function",
+           "graph", "graph_from_pair", "heterograph", "from_scipy", "from_networkx", "to_networkx",
+           "bipartite_from_scipy", "bipartite_from_networkx", "norm_by_dst", "ops",
            "random", "seed", "transforms", "use_libxsmm", "is_libxsmm_enabled",
            # graph edits and transforms
            "add_edges", "add_nodes", "add_reverse_edges", "add_self_loop", "edge_subgraph", "edge_type_subgraph",
@@ -68,8 +70,9 @@ __all__ = ["ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLHe
            # graph-transformer encodings
            "shortest_dist", "lap_pe", "laplacian_pe", "random_walk_pe", "LapPE", "LaplacianPE", "RandomWalkPE",
            # batches of graphs and their readouts
-           "batch", "unbatch", "readout_nodes", "readout_edges", "sum_nodes", "mean_nodes", "max_nodes", "sum_edges",
-           "mean_edges", "max_edges", "softmax_nodes", "softmax_edges", "broadcast_nodes", "broadcast_edges",
+           "batch", "unbatch", "slice_batch", "readout_nodes", "readout_edges", "sum_nodes", "mean_nodes", "max_nodes",
+           "sum_edges", "mean_edges", "max_edges", "softmax_nodes", "softmax_edges", "broadcast_nodes",
+           "broadcast_edges",
            # transform objects
            "AddReverse", "AddSelfLoop", "BaseTransform", "Compose", "DropEdge", "GCNNorm", "RemoveSelfLoop",
            "RowFeatNormalizer", "ToSimple",
@@ -133,9 +136,11 @@ _INSTEAD = {
 
 # Loaded on first use: ``import bgl.dgl`` stays free of the loader (numba, the pipeline).
 _LAZY_MODULES = {"data": "bgl.dgl.data", "dataloading": "bgl.dgl.dataloading", "sampling": "bgl.dgl.sampling",
-                 "optim": "bgl.dgl.optim", "sparse": "bgl.dgl.sparse"}
+                 "optim": "bgl.dgl.optim", "sparse": "bgl.dgl.sparse", "frame": "bgl.dgl.frames"}
 _LAZY_NAMES = {"load_graphs": "bgl.dgl.data", "save_graphs": "bgl.dgl.data",
                "sort_csr_by_tag": "bgl.dgl.sampling.biased", "sort_csc_by_tag": "bgl.dgl.sampling.biased",
+               **dict.fromkeys(["set_node_lazy_features", "set_edge_lazy_features", "set_src_lazy_features",
+                                "set_dst_lazy_features"], "bgl.dgl.dataloading"),
                **dict.fromkeys(transform_classes.__all__, "bgl.dgl.transform_classes"),
                **{name: f"bgl.dgl.graph_utils.{module}" for name, module in _GRAPH_UTILS.items()}}
 
@@ -153,3 +158,9 @@ def __getattr__(name: str):
         return getattr(importlib.import_module(_LAZY_NAMES[name]), name)
     instead = _INSTEAD.get(name, "see docs/from-dgl.md for what bgl.dgl covers")
     raise not_built(f"dgl.{name}", instead, attribute=True)
+
+
+def __dir__() -> list:
+    """The module's names and those loaded on first use (:func:`__getattr__`), as ``dir(dgl)`` lists DGL's: tab
+    completion and ``hasattr`` scans see them all."""
+    return sorted({*globals(), *_LAZY_MODULES, *_LAZY_NAMES, "nn"})

@@ -1,6 +1,6 @@
-"""Batches of small graphs, as DGL's graph-classification scripts use them: ``dgl.batch`` / ``dgl.unbatch``
-and the readouts over each graph of a batch (``sum_nodes``, ``mean_nodes``, ``max_nodes``, the ``_edges``
-ones, ``readout_nodes`` / ``readout_edges``, ``broadcast_nodes`` / ``broadcast_edges``, ``softmax_nodes`` /
+"""Batches of small graphs, as DGL's graph-classification scripts use them: ``dgl.batch`` / ``dgl.unbatch`` /
+``dgl.slice_batch`` and the readouts over each graph of a batch (``sum_nodes``, ``mean_nodes``, ``max_nodes``, the
+``_edges`` ones, ``readout_nodes`` / ``readout_edges``, ``broadcast_nodes`` / ``broadcast_edges``, ``softmax_nodes`` /
 ``softmax_edges``).
 
 A batch is one graph whose node ids run graph after graph (each graph's ids offset by the nodes before
@@ -18,7 +18,7 @@ from typing import Optional
 
 import torch
 
-from bgl.dgl.base import ALL, DGLError, is_all
+from bgl.dgl.base import ALL, EID, NID, DGLError, is_all
 from bgl.dgl.frames import Frame
 from bgl.dgl.heterograph import DGLGraph
 from bgl.dgl.ops.segment import segment_reduce, segment_softmax
@@ -97,19 +97,50 @@ def unbatch(g: DGLGraph, node_split=None, edge_split=None) -> list:
     node_lo = {nt: (torch.cumsum(n, 0) - n).tolist() for nt, n in nodes.items()}
     edge_n = {c: n.tolist() for c, n in edges.items()}
     edge_lo = {c: (torch.cumsum(n, 0) - n).tolist() for c, n in edges.items()}
-    graphs = []
-    for i in range(size):
-        rels, edge_frames = {}, {}
-        for c, rel in g._rels.items():
-            lo, n = edge_lo[c][i], edge_n[c][i]
-            s, d = (t[lo:lo + n] for t in rel.coo())
-            rels[c] = Relation(node_n[c[0]][i], node_n[c[2]][i], s - node_lo[c[0]][i], d - node_lo[c[2]][i])
-            edge_frames[c] = Frame(n, "edges", {k: v[lo:lo + n] for k, v in g._edge_frames[c].items()})
-        node_frames = {nt: Frame(node_n[nt][i], "nodes", {k: v[node_lo[nt][i]:node_lo[nt][i] + node_n[nt][i]]
-                                                          for k, v in f.items()}) for nt, f in g._node_frames().items()}
-        graphs.append(DGLGraph(rels, {nt: n[i] for nt, n in node_n.items()}, idtype=g.idtype,
-                               src_frames=node_frames, edge_frames=edge_frames))
-    return graphs
+    return [_graph_at(g, i, node_n, node_lo, edge_n, edge_lo) for i in range(size)]
+
+
+def _graph_at(g: DGLGraph, i: int, node_n: dict, node_lo: dict, edge_n: dict, edge_lo: dict,
+              store_ids: bool = False) -> DGLGraph:
+    """Graph ``i`` of a batch whose graph ``i`` has ``node_n[t][i]`` nodes of type ``t`` from ``node_lo[t][i]`` on
+    (``edge_n`` / ``edge_lo`` per canonical edge type): its relations, and its rows of every field (views)."""
+    rels, edge_frames = {}, {}
+    for c, rel in g._rels.items():
+        lo, n = edge_lo[c][i], edge_n[c][i]
+        s, d = (t[lo:lo + n] for t in rel.coo())
+        rels[c] = Relation(node_n[c[0]][i], node_n[c[2]][i], s - node_lo[c[0]][i], d - node_lo[c[2]][i])
+        edge_frames[c] = Frame(n, "edges", {k: v[lo:lo + n] for k, v in g._edge_frames[c].items()})
+        if store_ids:
+            edge_frames[c][EID] = torch.arange(lo, lo + n, dtype=g.idtype, device=g.device)
+    node_frames = {}
+    for nt, f in g._node_frames().items():
+        lo, n = node_lo[nt][i], node_n[nt][i]
+        node_frames[nt] = Frame(n, "nodes", {k: v[lo:lo + n] for k, v in f.items()})
+        if store_ids:
+            node_frames[nt][NID] = torch.arange(lo, lo + n, dtype=g.idtype, device=g.device)
+    return DGLGraph(rels, {nt: n[i] for nt, n in node_n.items()}, idtype=g.idtype, src_frames=node_frames,
+                    edge_frames=edge_frames)
+
+
+def slice_batch(g: DGLGraph, gid: int, store_ids: bool = False) -> DGLGraph:
+    """Graph ``gid`` of the batch ``g`` (DGL's ``dgl.slice_batch``), with its rows of every feature (views of the
+    batch's); ``store_ids`` puts its ids in the batch into ``ndata[dgl.NID]`` / ``edata[dgl.EID]``.  As DGL's:
+    IndexError past the batch, RuntimeError for a negative ``gid``.  Cost: O(its edges)."""
+    gid = int(gid)
+    if gid < 0:
+        raise RuntimeError(f"gid must be >= 0 (a graph's position in the batch), got {gid}")
+
+    def at(counts: torch.Tensor) -> tuple[dict, dict]:
+        counts = counts.long().tolist()
+        return {gid: counts[gid]}, {gid: sum(counts[:gid])}
+
+    node_n, node_lo = {}, {}
+    for nt in g.ntypes:
+        node_n[nt], node_lo[nt] = at(g.batch_num_nodes(nt))
+    edge_n, edge_lo = {}, {}
+    for c in g.canonical_etypes:
+        edge_n[c], edge_lo[c] = at(g.batch_num_edges(c))
+    return _graph_at(g, gid, node_n, node_lo, edge_n, edge_lo, store_ids)
 
 
 def _split_counts(g: DGLGraph, split, types, counts_of) -> dict:

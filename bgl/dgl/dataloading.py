@@ -27,11 +27,12 @@ from ..loader.labor import LaborSampler
 from ..loader.sampler_options import MultiLayerFullNeighborSampler, MultiLayerNeighborSampler, NeighborSampler
 from .graph_dataloader import GraphDataLoader  # noqa: F401  (whole small graphs: not the sampling pipeline)
 from .in_place import BglBatchFrontend, graph_arrays, is_bgl_dgl_graph  # noqa: F401  (graph_arrays: the reader's)
-from .base import EID, NID
+from .base import EID, NID, DGLError
 
 __all__ = ["DataLoader", "NeighborSampler", "MultiLayerNeighborSampler", "MultiLayerFullNeighborSampler",
            "LaborSampler", "as_edge_prediction_sampler", "EdgePredictionSampler", "negative_sampler",
-           "GraphDataLoader", "Sampler", "BlockSampler", "ShaDowKHopSampler", "SAINTSampler", "ClusterGCNSampler"]
+           "GraphDataLoader", "Sampler", "BlockSampler", "ShaDowKHopSampler", "SAINTSampler", "ClusterGCNSampler",
+           "set_node_lazy_features", "set_edge_lazy_features", "set_src_lazy_features", "set_dst_lazy_features"]
 
 
 class Sampler:
@@ -110,6 +111,44 @@ class ShaDowKHopSampler(Sampler):
                 drop = torch.isin(parent, torch.as_tensor(ids, device=parent.device).to(parent.dtype))
                 subg = remove_edges(subg, drop.nonzero().view(-1), etype=cet)
         return seed_nodes, output_nodes, subg
+
+
+def _set_lazy(frames: dict, feature_names) -> None:
+    from .frames import LazyFeature
+
+    if feature_names is None:
+        return
+    if not isinstance(feature_names, dict):
+        if len(frames) != 1:
+            raise DGLError("feature_names must be a dict of names per type on a graph with several types.")
+        feature_names = {next(iter(frames)): feature_names}
+    for key, names in feature_names.items():
+        found = [f for k, f in frames.items() if k == key or (isinstance(k, tuple) and k[1] == key)]
+        if not found:
+            raise DGLError(f"Type {key!r} does not exist in the graph; types are {list(frames)}.")
+        found[0].update({name: LazyFeature(name) for name in names})
+
+
+def set_node_lazy_features(g, feature_names) -> None:
+    """DGL's ``set_node_lazy_features``: ``g.ndata[k] = dgl.LazyFeature(k)`` for each name (``{ntype: names}``
+    on a typed graph), for the loader to fill with the graph's field at ``g.ndata[dgl.NID]``."""
+    _set_lazy(g._src_frames, feature_names)
+
+
+def set_edge_lazy_features(g, feature_names) -> None:
+    """DGL's ``set_edge_lazy_features``: ``g.edata[k] = dgl.LazyFeature(k)`` for each name (``{etype: names}``
+    on a typed graph), for the loader to fill at ``g.edata[dgl.EID]``."""
+    _set_lazy(g._edge_frames, feature_names)
+
+
+def set_src_lazy_features(g, feature_names) -> None:
+    """DGL's ``set_src_lazy_features``: a block's ``srcdata[k] = dgl.LazyFeature(k)`` for each name."""
+    _set_lazy(g._src_frames, feature_names)
+
+
+def set_dst_lazy_features(g, feature_names) -> None:
+    """DGL's ``set_dst_lazy_features``: a block's ``dstdata[k] = dgl.LazyFeature(k)`` for each name."""
+    _set_lazy(g._dst_frames, feature_names)
 
 
 def _prefetch(frames: dict, g, sources: dict, names, id_key: str) -> None:

@@ -31,6 +31,40 @@ class RowsOnRead:
         return self.storage[self.ids.to(self.storage.device).long()].to(self.device)
 
 
+class LazyFeature:
+    """DGL's ``dgl.LazyFeature``: a placeholder column a user's sampler puts into a subgraph's or block's
+    ``ndata`` / ``edata`` / ``srcdata`` / ``dstdata`` (``dgl.dataloading.set_src_lazy_features`` and friends)
+    for the loader to fill: ``dgl.dataloading.DataLoader`` replaces it with the loader graph's field ``name``
+    (the column's own key when None) at ids ``id_`` (the frame's ``dgl.NID`` / ``dgl.EID`` when None), read on
+    first use (:func:`bgl.dgl.own_sampler.fill_lazy_features`).  Until then reading the column gives this
+    object, as in DGL."""
+
+    __slots__ = ("name", "id_")
+
+    def __init__(self, name=None, id_=None):
+        self.name, self.id_ = name, id_
+
+    def to(self, *args, **kwargs) -> "LazyFeature":
+        """No-op (a frame moved to a device keeps its placeholders)."""
+        return self
+
+    @property
+    def data(self) -> "LazyFeature":
+        return self
+
+    def pin_memory_(self):
+        """No-op, as DGL's."""
+
+    def unpin_memory_(self):
+        """No-op, as DGL's."""
+
+    def record_stream(self, stream):
+        """No-op, as DGL's."""
+
+    def __repr__(self) -> str:
+        return f"LazyFeature(name={self.name!r})"
+
+
 class Frame(MutableMapping):
     """Columns of one node type (``kind="nodes"``) or one edge type (``kind="edges"``)."""
 
@@ -47,6 +81,9 @@ class Frame(MutableMapping):
         return value
 
     def __setitem__(self, key: str, value) -> None:
+        if isinstance(value, LazyFeature):  # a placeholder the loader fills (no rows to check yet, as DGL)
+            self._columns[key] = value
+            return
         if not isinstance(value, torch.Tensor):
             raise DGLError(f"Feature {key!r} must be a tensor, got {type(value).__name__}.")
         if value.dim() == 0 or value.shape[0] != self.num_rows:
@@ -114,7 +151,7 @@ class Frame(MutableMapping):
         out = Frame(int(ids.shape[0]), self.kind)
         for k, v in self._columns.items():
             out._columns[k] = RowsOnRead(v.storage, v.ids[ids.to(v.ids.device)], v.device) \
-                if type(v) is RowsOnRead else v[ids.to(v.device)]
+                if type(v) is RowsOnRead else v if type(v) is LazyFeature else v[ids.to(v.device)]
         return out
 
     def rows_on_read(self, ids: torch.Tensor) -> "Frame":
@@ -125,6 +162,8 @@ class Frame(MutableMapping):
         for k, v in self._columns.items():
             if type(v) is RowsOnRead:
                 out._columns[k] = RowsOnRead(v.storage, v.ids[ids.to(v.ids.device)], v.device)
+            elif type(v) is LazyFeature:
+                out._columns[k] = v
             else:
                 out._columns[k] = RowsOnRead(v, ids.to(v.device), v.device)
         return out

@@ -99,6 +99,7 @@ class OwnSamplerLoader:
             batches = (self.graph_sampler.sample(self.graph, self._seeds_of(batch.seeds))
                        for batch in self._order.items((epoch, seed)))
         for out in batches:
+            fill_lazy_features(out, self.graph)
             yield out if self.device is None else _to_device(out, self.device)
 
     def _sampled(self, epoch: int, seed) -> Iterator:
@@ -141,6 +142,36 @@ def _ids(values, what: str) -> torch.Tensor:
         raise DGLError(f"{what} must be a 1-D integer tensor of seed ids (or a bool mask), got {ids.dtype} "
                        f"of shape {tuple(ids.shape)}.")
     return ids.cpu()
+
+
+def fill_lazy_features(obj, graph) -> None:
+    """Replace each :class:`~bgl.dgl.frames.LazyFeature` column of the graphs in ``obj`` (a batch: graphs, and
+    tuples, lists and dicts of them) by ``graph``'s field at its ids, read on first use, as DGL's loader fills
+    them: the field is the placeholder's ``name`` (else its key) of the same node type / relation, the ids its
+    ``id_`` (else the frame's ``dgl.NID`` / ``dgl.EID``).  Cost: O(columns); each read gathers its rows."""
+    from bgl.dgl.frames import LazyFeature
+    from bgl.dgl.heterograph import DGLGraph
+
+    if isinstance(obj, (tuple, list)):
+        for x in obj:
+            fill_lazy_features(x, graph)
+    elif isinstance(obj, Mapping):
+        for x in obj.values():
+            fill_lazy_features(x, graph)
+    elif isinstance(obj, DGLGraph) and isinstance(graph, DGLGraph):
+        sources = graph._node_frames()
+        for frames, parents, id_key in ((obj._src_frames, sources, NID), (obj._dst_frames, sources, NID),
+                                        (obj._edge_frames, graph._edge_frames, EID)):
+            for key, frame in frames.items():
+                for name, column in list(frame._columns.items()):
+                    if type(column) is not LazyFeature:
+                        continue
+                    if column.id_ is None and id_key not in frame:
+                        raise DGLError("Found a LazyFeature with no ID specified, and the graph does not have "
+                                       "dgl.NID or dgl.EID columns")
+                    ids = frame[id_key] if column.id_ is None else torch.as_tensor(column.id_)
+                    frame._columns.pop(name)
+                    frame.set_rows_on_read(name, parents[key][column.name or name], ids.long())
 
 
 def _to_device(obj, device: torch.device):
