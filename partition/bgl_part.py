@@ -224,8 +224,9 @@ def rebalance(graph: GraphInput, part_of: np.ndarray, num_parts: int, crossings:
             rounds += 1 if moved else 0  # the moves this room is for
             log.info("bgl: rebalance blocked; swapped %d light nodes in to make room", moved)
         total += moved
-        log.info("bgl: rebalance moved %d nodes; loads/avg %s", moved,
-                 np.round(loads / avg[:, None], 3).tolist())
+        with np.errstate(divide="ignore", invalid="ignore"):  # a load with no mass (no training split): nan
+            ratios = np.round(loads / avg[:, None], 3).tolist()
+        log.info("bgl: rebalance moved %d nodes; loads/avg %s", moved, ratios)
         if moved == 0:
             break
     return total

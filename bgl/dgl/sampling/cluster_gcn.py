@@ -110,8 +110,7 @@ def cluster_assignment(g, k: int) -> np.ndarray:
     log = logging.getLogger("bgl.partition.bgl_part")
     log.addFilter(quiet)
     try:
-        with np.errstate(divide="ignore", invalid="ignore"):  # its training-load ratios: 0 / 0 without a split
-            return np.asarray(compute_assignment(graph, "bgl", k, seed=0), dtype=np.int64)
+        return np.asarray(compute_assignment(graph, "bgl", k, seed=0), dtype=np.int64)
     except ImportError:  # no KaMinPar wheel for this platform: bgl's METIS method (pymetis, a core dependency)
         return np.asarray(compute_assignment(graph, "metis", k, seed=0), dtype=np.int64)
     finally:
