@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 
 from bgl.dgl.base import DGLError, is_all
+from bgl.dgl.relation import row_positions
 
 
 def _ids(ids, device) -> tuple[torch.Tensor, bool]:
@@ -106,10 +107,7 @@ class GraphQueries:
         count = rel.num_dst if incoming else rel.num_src
         idx = torch.arange(count, device=rel.device) if is_all(nodes) else _ids(nodes, rel.device)[0]
         check_node_ids(idx, count)
-        indptr = adj.indptr.long()
-        starts, sizes = indptr[idx], indptr[idx + 1] - indptr[idx]
-        offsets = torch.cumsum(sizes, 0) - sizes
-        pos = torch.arange(int(sizes.sum()), device=idx.device) - torch.repeat_interleave(offsets - starts, sizes)
+        pos = row_positions(adj.indptr, idx)
         eid = pos if adj.eids is None else adj.eids.long()[pos]
         src, dst = rel.coo()
         return self._form(form, src[eid].to(self.idtype), dst[eid].to(self.idtype), eid.to(self.idtype))

@@ -59,6 +59,16 @@ def compress(rows: torch.Tensor, cols: torch.Tensor, num_rows: int, num_cols: in
     return Compressed(_narrow(indptr, fits), _narrow(cols[order], fits), _narrow(order, fits))
 
 
+def row_positions(indptr: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """Positions ``indptr[r] .. indptr[r + 1] - 1`` of each of ``rows`` (repeats allowed), row after row, int64:
+    what a compressed layout holds for those rows, gathered in one pass (no loop over rows)."""
+    indptr = indptr.long()
+    starts = indptr[rows]
+    sizes = indptr[rows + 1] - starts
+    offsets = torch.cumsum(sizes, 0) - sizes
+    return torch.arange(int(sizes.sum()), device=indptr.device) - torch.repeat_interleave(offsets - starts, sizes)
+
+
 # CPU relations of at least this many edges are grouped by a counting sort (O(E), numba) instead of
 # torch's sort: 10M edges in ~0.2 s instead of 0.87 s, and no int64 sort keys and order of every edge.
 COUNTING_MIN_EDGES = 1 << 16

@@ -29,6 +29,7 @@ import torch
 
 from bgl.dgl.base import EID, ETYPE, NID, NTYPE, DGLError
 from bgl.dgl.heterograph import DGLGraph
+from bgl.dgl.relation import row_positions
 
 MODES = ("k-way", "recursive")
 
@@ -61,10 +62,7 @@ def _offsets(ends: torch.Tensor, num_nodes: int) -> torch.Tensor:
 
 def _segments(ptr: torch.Tensor, order: torch.Tensor, nodes: torch.Tensor) -> torch.Tensor:
     """``order[ptr[v]:ptr[v + 1]]`` for each ``v`` of ``nodes``, concatenated (one gather, no loop)."""
-    starts = ptr[nodes]
-    counts = ptr[nodes + 1] - starts
-    shift = torch.repeat_interleave(starts - (torch.cumsum(counts, 0) - counts), counts)
-    return order[shift + torch.arange(shift.shape[0])]
+    return order[row_positions(ptr, nodes)]
 
 
 def _first_seen(ids: torch.Tensor) -> torch.Tensor:

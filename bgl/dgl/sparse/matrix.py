@@ -13,6 +13,8 @@ from typing import Optional, Tuple
 
 import torch
 
+from bgl.dgl.relation import row_positions
+
 Compressed = Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]  # (indptr, indices, value ids or None)
 
 
@@ -214,13 +216,10 @@ class SparseMatrix:
             raise TypeError(f"{type(index).__name__} is unsupported input type.")
         indptr, minor, ids = self.csr() if dim == 0 else self.csc()
         index = index.to(indptr.device).long()
-        starts = indptr.long()[index]
-        counts = indptr.long()[index + 1] - starts
+        counts = indptr.long()[index + 1] - indptr.long()[index]
         new_indptr = torch.zeros(index.shape[0] + 1, dtype=indptr.dtype, device=indptr.device)
         torch.cumsum(counts, 0, out=new_indptr[1:])
-        offsets = torch.arange(int(counts.sum()), device=indptr.device) - \
-            torch.repeat_interleave(new_indptr[:-1].long(), counts)
-        pos = torch.repeat_interleave(starts, counts) + offsets
+        pos = row_positions(indptr, index)
         val = self._val.index_select(0, pos if ids is None else ids.long()[pos])
         fmt = (new_indptr, minor[pos], None)
         if dim == 0:
