@@ -225,7 +225,7 @@ class CSVDataset(DGLDataset):
     def __getitem__(self, i):
         if isinstance(i, torch.Tensor) and i.dim() == 1:
             return Subset(self, i.cpu())
-        g = self.graphs[i] if self._transform is None else self._transform(self.graphs[i])
+        g = self._transformed(self.graphs[i])
         if len(self.data) == 1:
             return g, self.labels[i]
         if len(self.data) > 0:

@@ -81,6 +81,10 @@ class DGLDataset:
     def __len__(self) -> int:
         raise NotImplementedError(f"{type(self).__name__} does not define __len__ (DGLDataset's subclasses do)")
 
+    def _transformed(self, g):
+        """``g`` after the ``transform`` given (``g`` itself without one): what ``__getitem__`` hands out."""
+        return g if self._transform is None else self._transform(g)
+
     # ------------------------------------------------------------------ DGL's protocol
     def _download(self) -> None:
         if os.path.exists(self.raw_path):
@@ -198,7 +202,7 @@ class OneGraphDataset(DGLBuiltinDataset):
 
     def __getitem__(self, idx: int):
         assert idx == 0, self._only_one
-        return self._graph if self._transform is None else self._transform(self._graph)
+        return self._transformed(self._graph)
 
     def __len__(self) -> int:
         return 1

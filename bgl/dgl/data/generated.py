@@ -50,7 +50,7 @@ class KarateClubDataset(DGLDataset):
 
     def __getitem__(self, idx: int):
         assert idx == 0, "This dataset has only one graph"
-        return self._graph if self._transform is None else self._transform(self._graph)
+        return self._transformed(self._graph)
 
     def __len__(self) -> int:
         return 1
@@ -109,7 +109,7 @@ class MiniGCDataset(DGLDataset):
 
     def __getitem__(self, idx):
         g = self.graphs[idx]
-        return (g if self._transform is None else self._transform(g)), self.labels[idx]
+        return self._transformed(g), self.labels[idx]
 
     def __len__(self) -> int:
         return len(self.graphs)

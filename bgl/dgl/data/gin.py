@@ -174,4 +174,4 @@ class GINDataset(DGLBuiltinDataset):
 
     def __getitem__(self, idx):
         g = self.graphs[idx]
-        return (g if self._transform is None else self._transform(g)), self.labels[idx]
+        return self._transformed(g), self.labels[idx]

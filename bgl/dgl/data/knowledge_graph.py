@@ -115,7 +115,7 @@ class KnowledgeGraphDataset(DGLBuiltinDataset):
 
     def __getitem__(self, idx):
         assert idx == 0, "This dataset has only one graph"
-        return self._g if self._transform is None else self._transform(self._g)
+        return self._transformed(self._g)
 
     def __len__(self) -> int:
         return 1

@@ -200,7 +200,7 @@ class FakeNewsDataset(DGLBuiltinDataset):
 
     def __getitem__(self, i):
         g = self.graphs[i]
-        return (g if self._transform is None else self._transform(g)), self.labels[i]
+        return self._transformed(g), self.labels[i]
 
     def __len__(self) -> int:
         return len(self.graphs)
@@ -235,7 +235,7 @@ class _ConvertedBin(DGLBuiltinDataset):
 
     def __getitem__(self, idx):
         g = self._graphs[idx]
-        return g if self._transform is None else self._transform(g)
+        return self._transformed(g)
 
 
 class ZINCDataset(_ConvertedBin):

@@ -117,7 +117,7 @@ class LegacyTUDataset(DGLBuiltinDataset):
 
     def __getitem__(self, idx):
         g = self.graph_lists[idx]
-        return (g if self._transform is None else self._transform(g)), self.graph_labels[idx]
+        return self._transformed(g), self.graph_labels[idx]
 
     def __len__(self) -> int:
         return len(self.graph_lists)

@@ -87,8 +87,7 @@ class QM9Dataset(DGLDataset):
         g = to_bidirected(graph((torch.from_numpy(u.astype(np.int32)), torch.from_numpy(v.astype(np.int32)))))
         g.ndata["R"] = torch.tensor(R, dtype=torch.float32)
         g.ndata["Z"] = torch.tensor(self.Z[lo:hi], dtype=torch.int64)
-        if self._transform is not None:
-            g = self._transform(g)
+        g = self._transformed(g)
         return g, label
 
     def __len__(self) -> int:
@@ -144,8 +143,7 @@ class QM9EdgeDataset(DGLDataset):
         g.ndata["attr"] = torch.tensor(self.node_attr[n0:n1], dtype=torch.float32)
         g.edata["edge_attr"] = torch.tensor(self.edge_attr[e0:e1], dtype=torch.float32)
         label = torch.tensor(self.targets[idx][self.label_keys], dtype=torch.float32)
-        if self._transform is not None:
-            g = self._transform(g)
+        g = self._transformed(g)
         return g, label
 
     def __len__(self) -> int:
@@ -211,7 +209,7 @@ class QM7bDataset(DGLDataset):
 
     def __getitem__(self, idx):
         g = self.graphs[idx]
-        return (g if self._transform is None else self._transform(g)), self.label[idx]
+        return self._transformed(g), self.label[idx]
 
     def __len__(self) -> int:
         return len(self.graphs)

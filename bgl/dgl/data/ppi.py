@@ -107,7 +107,7 @@ class PPIDataset(DGLBuiltinDataset):
 
     def __getitem__(self, item):
         g = self.graphs[item]
-        return g if self._transform is None else self._transform(g)
+        return self._transformed(g)
 
 
 class LegacyPPIDataset(PPIDataset):

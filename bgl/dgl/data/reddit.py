@@ -98,7 +98,7 @@ class RedditDataset(DGLBuiltinDataset):
     def __getitem__(self, idx: int):
         if idx != 0:
             raise AssertionError("Reddit Dataset only has one graph")
-        return self._graph if self._transform is None else self._transform(self._graph)
+        return self._transformed(self._graph)
 
     def __len__(self) -> int:
         return 1

@@ -75,7 +75,7 @@ class BitcoinOTCDataset(_Temporal):
         return len(self.graphs)
 
     def __getitem__(self, item):
-        return self.graphs[item] if self._transform is None else self._transform(self.graphs[item])
+        return self._transformed(self.graphs[item])
 
 
 class GDELTDataset(_Temporal):
@@ -108,7 +108,7 @@ class GDELTDataset(_Temporal):
         if t >= len(self) or t < 0:
             raise IndexError("Index out of range")
         g = _snapshot(self.data, self.time_index <= t + self.start_time, 0, 2, 1, "rel_type")
-        return g if self._transform is None else self._transform(g)
+        return self._transformed(g)
 
     def __len__(self) -> int:
         return self._end_time - self._start_time + 1
@@ -133,7 +133,7 @@ class ICEWS18Dataset(_Temporal):
         self._graphs = [_snapshot(data, time_index <= i, 0, 2, 1, "rel_type") for i in range(start, end + 1)]
 
     def __getitem__(self, idx):
-        return self._graphs[idx] if self._transform is None else self._transform(self._graphs[idx])
+        return self._transformed(self._graphs[idx])
 
     def __len__(self) -> int:
         return len(self._graphs)
