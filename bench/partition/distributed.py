@@ -30,8 +30,8 @@ subnet in ``btl_tcp_if_include`` / ``oob_tcp_if_include``, so every exchanged by
 namespaces are deleted afterwards.
 
 Prints one markdown row per rank count, then each rank's peak RSS phase by phase
-(``metrics["distributed"]["phases"]``: reading the slice, the symmetric CSR, the engine, id
-translation, shipping the rows, writing) in MiB and in bytes per local in-edge above the rank's
+(``metrics["distributed"]["phases"]``: reading the slice, numba's set-up, the symmetric CSR, the
+engine, id translation, shipping the rows, writing) in MiB and in bytes per local in-edge above the rank's
 resident size before reading, and writes the raw rows as JSON (--out).
 """
 from __future__ import annotations

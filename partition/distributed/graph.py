@@ -11,7 +11,7 @@ Memory per rank, for ``e`` local in-edges and ``m`` local nodes: the slice (8 B/
 ``indptr``; the in-neighbours stay the store's memory-mapped rows, 4 B/edge of page cache the kernel
 can drop under pressure, while ids fit int32), one int64 key per pair while they are exchanged and
 sorted (8 B/edge sent + 8 B/edge received, then 8 B per own and received pair together: about
-16-24 B/edge at the peak), and the CSR, which reuses the key array (8 B/entry of ``adjncy`` +
+16-24 B/edge at the peak, 36 B/edge of resident memory with the mapped rows it reads), and the CSR, which reuses the key array (8 B/entry of ``adjncy`` +
 8 B/node of ``xadj``).  No array is as long as the whole graph.  Past ``MAX_KEY_NODES`` nodes (a
 pair no longer fits one int64 key) the CSR is built from (row, column) pairs instead: 16 B/pair
 and a lexsort, about 4 x 16 B/edge at the peak.

@@ -124,8 +124,11 @@ def test_key_csr_equals_the_pair_csr_and_a_brute_force_and_ids_translate(mpi, tm
 def test_distributed_partition_records_each_phase_within_its_bound(mpi, parhip_lib, tmp_path):
     """Each rank's peak per phase is in partition.json, and what bgl's own phases add to a rank's
     memory stays within a per-edge bound (docs/ARCHITECTURE.md, "Memory per rank": the CSR build
-    ~24 B/edge plus the exchange buffers), with slack for a small graph's fixed costs (numba's
-    code generator, the buffers): the CSR build took 87 B/edge before its keys."""
+    8 B/edge of keys sent + 8 received + 16 B per pair + the 4 B/edge of mapped rows it reads), with
+    16 MiB of slack for a small graph's fixed costs (buffers, a phase's kernels): the CSR build took
+    87 B/edge before its keys.  numba's code generator (~55-62 MiB, once per process) is its own
+    phase, with a fixed bound: inside the CSR build's it took all but 2 MiB of a 64 MiB slack, and
+    the build's RSS then crossed the bound on some runs."""
     store = generate_rmat_store(tmp_path / "rmat", 16, edge_factor=16, seed=0)
     # once to compile: on a cold numba cache (a fresh clone) LLVM's compile memory lands in the phase
     # that first runs a kernel (the CSR build grew 101.8 MB on Python 3.12 / numpy 2, 2 MB past its bound)
@@ -135,15 +138,17 @@ def test_distributed_partition_records_each_phase_within_its_bound(mpi, parhip_l
     assert done.returncode == 0, done.stderr[-2000:]
     d = json.loads((tmp_path / "p" / "partition.json").read_text())["metrics"]["distributed"]
     names = [p["name"] for p in d["phases"]]
-    assert names == ["read", "csr", "engine", "translate", "ship", "write"]
+    assert names == ["read", "jit", "csr", "engine", "translate", "ship", "write"]
     assert sum(d["local_edges_per_rank"]) == store.num_edges
     for r in range(2):  # the process's peak is kept across the phases' resets
         assert d["peak_rss_bytes_per_rank"][r] >= max(p["peak_bytes_per_rank"][r] for p in d["phases"])
     if not d["phase_peaks_own"]:
         return
-    bound = {"read": 8, "csr": 36, "translate": 40, "ship": 48}  # B per local in-edge, + 64 MiB slack (numba, LLVM)
+    bound = {"read": 8, "csr": 36, "translate": 40, "ship": 48}  # B per local in-edge, + 16 MiB slack
     for p in d["phases"]:
         for r, e in enumerate(d["local_edges_per_rank"]):
+            grew = p["peak_bytes_per_rank"][r] - p["start_bytes_per_rank"][r]
             if p["name"] in bound:
-                grew = p["peak_bytes_per_rank"][r] - p["start_bytes_per_rank"][r]
-                assert grew <= bound[p["name"]] * e + 64 * 2**20, (p, r, e)
+                assert grew <= bound[p["name"]] * e + 16 * 2**20, (p, r, e)
+            elif p["name"] == "jit":  # 55-62 MiB measured here (numba 0.68): a fixed cost, not per edge
+                assert grew <= 96 * 2**20, (p, r)
