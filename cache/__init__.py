@@ -13,6 +13,9 @@ Module by module:
 | `cache/fifo.py` | `FeatureCache`: BGL's FIFO ring on the GPU or CPU |
 | `cache/policies.py` | `none`, `lru`, `static-degree` (PaGraph), `presample` (GNNLab), `make_cache` |
 | `cache/sharded.py` | `ShardedFeatureCache`: shard = id % num_shards, one miss-source call per fetch |
+| `cache/lookahead.py` | `LookaheadCache`: keeps what the already-sampled batches need, fills the rest by a static score; `BeladyBound`, the offline optimum it is measured against |
+| `cache/lookahead_feeder.py` | `LookaheadFeeder`: announces sampled batches `depth` ahead of the fetch, so a lookahead cache hears of them before it fetches the current one |
+| `cache/typed.py` | `TypedFeatureCache`: one cache of any policy per featured node type, behind the API of one cache over global ids |
 | `cache/_kernels.py` | numba kernels of the cache package and of the BFS order |
 | `cache/gpu_gather.py` | `HostFeatureSource`: cache misses from host memory by UVA or pinned CPU gather (a miss source the cache package owns, so the benchmark needs nothing from the loader) |
 | `cache/bench_config.py` | `BenchConfig`, what the hit-rate benchmark replays; imported by both `benchmark.py` and `replay.py`, which do not import each other's way |

@@ -9,7 +9,7 @@ adjacency entries, both directions, about the store's edge count for a symmetric
 up to twice that for a directed one):
 
 * ``terapart`` preset: ~11 B/entry + ~60 B/node (the mapped input file, 4 B/entry, is part
-  of it while the engine reads it); R-MAT 25 (2.09B entries? no: 1.05B) 11.5 GB.
+  of it while the engine reads it); R-MAT 25 (1.05B entries) 11.5 GB.
 * ``default`` preset: ~18 B/entry + ~60 B/node.
 * edge weights add ~5 B/entry (4 in the file, ~1 compressed), node weights ~4 B/node.
 * fixed: ~0.4 GB (Python, numba, torch imports).

@@ -28,7 +28,8 @@ LABOR-0 (DGL's ``LaborSampler`` on a heterograph; ``labor`` = ``(seed2, mix)``):
 span of a row keeps edge ``t -> s`` iff the source's variate ``r_t`` (:mod:`._labor_kernels`,
 keyed by the layer seed and ``t``'s global id, the same for every relation) is at most
 ``fanout_r / deg``: each edge kept with the uniform draw's probability, and rows sharing a source,
-through any relation, keep it together.  Importance sampling (LABOR-i) is not typed yet.
+through any relation, keep it together.  Importance sampling (LABOR-i) and LABOR with ``prob`` solve one
+problem per relation over the layer's in-edges, in :func:`bgl.sampler.multilayer._typed_labor_importance_layer`.
 
 Output rows list each destination's sampled edges grouped by relation, ascending,
 as the store does; ``etypes`` gives each sampled edge's relation id.

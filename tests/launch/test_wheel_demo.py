@@ -124,7 +124,7 @@ def test_the_pyg_loaders_run_from_the_wheel(wheel_venv, tmp_path):
     assert done.stdout.split()[-2:] == ["True", "2048"], log  # every training node once; 1024 pairs + 1024 negatives
 
 
-@pytest.mark.extended  # ~30 s more; the node-classification demo above stays in make test
+@pytest.mark.extended  # ~30 s more, as the node-classification demo above (make test runs it from the checkout: tests/launch/test_demo.py)
 def test_bgl_demo_link_prediction_from_the_wheel(wheel_venv, tmp_path, orphans):
     _, bin_dir = wheel_venv
     done, log = run_in(bin_dir / "bgl", ["demo", "--task", "link", "--epochs", "2", "--workdir",

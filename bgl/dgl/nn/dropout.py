@@ -27,33 +27,13 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from numba import njit
 from torch import Tensor, nn
 
+from ..ops._kernels import dropout_pairs
 from ..ops.cpu_rows import kernels_for, run_edges
 
 HASHED = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 5)  # no DGL runs there
 BITS = 24  # uniform bits compared with p (float32's mantissa, as torch.rand)
-
-
-@njit(cache=True, nogil=True)
-def _dropout_pairs(lo: int, hi: int, n: int, seed: np.uint64, cut: np.uint64, scale: float, x, out) -> None:
-    """``out[i] = x[i] * scale`` where element i of ``n`` is kept, else 0, for the pairs ``lo:hi``.
-
-    Elements 2k and 2k + 1 read the top and the low 24 bits of one splitmix64 hash of (seed, k)."""
-    golden = np.uint64(0x9E3779B97F4A7C15)
-    m1, m2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
-    s30, s27, s31, top = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(64 - 24)
-    low = np.uint64((1 << 24) - 1)
-    for k in range(lo, hi):
-        z = seed + np.uint64(k + 1) * golden
-        z = (z ^ (z >> s30)) * m1
-        z = (z ^ (z >> s27)) * m2
-        z = z ^ (z >> s31)
-        i = 2 * k
-        out[i] = x[i] * (scale * ((z >> top) >= cut))  # a select, not a branch
-        if i + 1 < n:
-            out[i + 1] = x[i + 1] * (scale * ((z & low) >= cut))
 
 
 def _masked_scale(x: Tensor, seed: int, p: float) -> Tensor:
@@ -61,7 +41,7 @@ def _masked_scale(x: Tensor, seed: int, p: float) -> Tensor:
     flat = x.reshape(-1)
     out = torch.empty_like(flat)
     n = flat.numel()
-    run_edges(_dropout_pairs, (n + 1) // 2, n, np.uint64(seed), np.uint64(round(p * (1 << BITS))), 1.0 / (1.0 - p),
+    run_edges(dropout_pairs, (n + 1) // 2, n, np.uint64(seed), np.uint64(round(p * (1 << BITS))), 1.0 / (1.0 - p),
               flat.numpy(), out.numpy())
     return out.view(x.shape)
 

@@ -1,5 +1,5 @@
 """numba kernels of :mod:`bgl.dgl.ops` on the CPU: DGL's fused SpMM, its max / min with arg, the
-per-edge head dot of a weighted SpMM's backward, and the segment softmax.
+per-edge head dot of a weighted SpMM's backward, the segment softmax, and the layers' dropout mask.
 
 Plain array arguments.  ``indptr`` / ``indices`` are a compressed adjacency (CSC: rows are dst
 nodes, indices src nodes; CSR the other way round); ``eids`` maps positions to edge ids, or is
@@ -293,3 +293,24 @@ def scatter_arg_grad(arg, grad, out):
             a = arg[r, f]
             if a >= 0:
                 out[a, f] += grad[r, f]
+
+
+@njit(cache=True, nogil=True)
+def dropout_pairs(lo: int, hi: int, n: int, seed: np.uint64, cut: np.uint64, scale: float, x, out) -> None:
+    """``out[i] = x[i] * scale`` where element i of ``n`` is kept, else 0, for the pairs ``lo:hi``
+    (:mod:`bgl.dgl.nn.dropout`'s mask, the layers' ``feat_drop`` / ``attn_drop`` on torch >= 2.5).
+
+    Elements 2k and 2k + 1 read the top and the low 24 bits of one splitmix64 hash of (seed, k)."""
+    golden = np.uint64(0x9E3779B97F4A7C15)
+    m1, m2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+    s30, s27, s31, top = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(64 - 24)
+    low = np.uint64((1 << 24) - 1)
+    for k in range(lo, hi):
+        z = seed + np.uint64(k + 1) * golden
+        z = (z ^ (z >> s30)) * m1
+        z = (z ^ (z >> s27)) * m2
+        z = z ^ (z >> s31)
+        i = 2 * k
+        out[i] = x[i] * (scale * ((z >> top) >= cut))  # a select, not a branch
+        if i + 1 < n:
+            out[i + 1] = x[i + 1] * (scale * ((z & low) >= cut))
