@@ -11,6 +11,11 @@ relations (:func:`typed_spans`, then :func:`typed_positions`), written straight
 into the layer's output in row order: a Python loop over relations cost ~1 ms a
 layer in NumPy glue (fancy-index scatters, per-relation buffers) on a
 three-relation graph, more than the sampling itself.
+
+Passes over a layer's sampled edges are few on purpose: each that reads a graph-sized array waits
+on a cache miss per edge, so the neighbours and a DGLGraph's own edge ids come in one gather
+(:func:`gather_nbrs_ids`), and excluded positions are found through a bucket index
+(:func:`exclusion_buckets`) rather than by a binary search per row whose steps mispredict.
 """
 from __future__ import annotations
 

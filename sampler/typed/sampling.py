@@ -52,7 +52,8 @@ from .. import _kernels as K
 from .. import ops
 from ..edge_ids import ids_at
 from ._kernels import (exclude_from_spans, exclusion_buckets, gather_nbrs_ids, labor_span_counts,
-                       labor_span_positions, typed_positions, typed_spans, weighted_span_counts, weighted_span_positions)
+                       labor_span_positions, typed_positions, typed_spans, weighted_span_counts,
+                       weighted_span_positions)
 
 MASK64 = (1 << 64) - 1
 _NO_EDGES = ops._read_only(np.empty(0, np.int64))  # no excluded positions: the variant a request's uses
