@@ -143,12 +143,9 @@ class LocalSampler:
 
         if not hasattr(self, "_keys"):
             self._keys = stream_keys(self.store)
-        counts, nbrs, eids, etypes, *rows = sample_typed_store(self.store, self._indptr, dst, fanouts, replace, seed,
-                                                               self._keys, exclude=exclude, prob=self._weights(prob),
-                                                               edge_data=edge_data, labor=labor)
-        if self._edge_ids is not None:
-            eids = ids_at(self._edge_ids, eids)
-        return (counts, nbrs, eids, etypes, *rows)
+        # a DGLGraph's own edge ids are gathered in the neighbours' pass (sample_typed_store)
+        return sample_typed_store(self.store, self._indptr, dst, fanouts, replace, seed, self._keys, exclude=exclude,
+                                  prob=self._weights(prob), edge_data=edge_data, labor=labor, edge_ids=self._edge_ids)
 
     def sample_typed_blocks(self, seeds, fanouts: Sequence[np.ndarray], replace: bool = False,
                             seed: int | None = None, exclude=None, prob: str | None = None,

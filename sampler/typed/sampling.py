@@ -33,6 +33,15 @@ problem per relation over the layer's in-edges, in :func:`bgl.sampler.multilayer
 
 Output rows list each destination's sampled edges grouped by relation, ascending,
 as the store does; ``etypes`` gives each sampled edge's relation id.
+
+Why the passes are shaped so (a link-prediction batch of the power-law recommendation graph draws
+~240k edges of a 19M-edge CSC): every pass over the sampled edges that reads a graph-sized array
+waits on a cache miss per edge, so each array is read in one pass: a DGLGraph's own edge ids come
+in the neighbours' gather (``edge_ids=``, :func:`~bgl.sampler.typed._kernels.gather_nbrs_ids`), not in
+a second gather over the positions; the rows' ``indptr`` bounds are loaded in a tight loop of their
+own; excluded seed edges are found through a bucket index (:func:`bucket_shift`), not one
+mispredicting binary search per row.  The random draw stays a pass without graph reads, apart from
+the gathers (see :func:`~bgl.sampler._kernels.gather_nbrs_serial`).
 """
 from __future__ import annotations
 
@@ -42,11 +51,14 @@ import numpy as np
 
 from .. import _kernels as K
 from .. import ops
-from ._kernels import (exclude_from_spans, labor_span_counts, labor_span_positions, typed_positions,
-                             typed_spans, weighted_span_counts, weighted_span_positions)
+from ..edge_ids import ids_at
+from ._kernels import (exclude_from_spans, exclusion_buckets, gather_nbrs_ids, labor_span_counts,
+                       labor_span_positions, typed_positions, typed_spans, weighted_span_counts,
+                       weighted_span_positions)
 
 MASK64 = (1 << 64) - 1
 _NO_EDGES = ops._read_only(np.empty(0, np.int64))  # no excluded positions: the variant a request's uses
+_NO_BUCKETS = np.zeros(1, np.int64)  # their (never read) index, typed as exclusion_buckets' own
 
 
 def relation_seed(layer_seed: int, rel: int) -> int:
@@ -85,7 +97,8 @@ def sample_typed_layer(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarra
                        dst_type_of_rel: np.ndarray, type_offsets: np.ndarray,
                        max_edges: int = ops.MAX_SAMPLE_EDGES, keys: np.ndarray | None = None,
                        exclude: np.ndarray | None = None, prob: np.ndarray | None = None,
-                       labor: tuple[int, float] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                       labor: tuple[int, float] | None = None,
+                       edge_ids: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One typed layer for destination global ids ``dst`` (int64 [m], owned by this CSC slice).
 
     ``type_offsets`` : int64 [T + 1] global id where each node type of this slice starts (a part
@@ -97,11 +110,13 @@ def sample_typed_layer(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarra
     each relation drawing proportionally to them among its positive-weight edges (DGL's ``prob=`` /
     ``mask=`` on a heterograph), as an untyped weighted row draws; ``labor`` = ``(seed2, mix)``: LABOR-0
     instead (each relation's span keeps edges by their sources' variates under ``layer_seed``, one
-    variate per source node shared by every relation, as the untyped LABOR kernels keep a row's).
+    variate per source node shared by every relation, as the untyped LABOR kernels keep a row's);
+    ``edge_ids``: [e] the graph's own id of each CSC position (a DGLGraph's), returned instead of the
+    positions, gathered in the neighbours' pass.
 
     Returns
     -------
-    counts : int64 [m]; nbrs : global ids [sum]; eids : int64 [sum] CSC positions;
+    counts : int64 [m]; nbrs : global ids [sum]; eids : int64 [sum] CSC positions (or their ``edge_ids``);
     etypes : int64 [sum] relation ids -- each row's edges grouped by relation, ascending
     """
     m, num_rel = dst.shape[0], fanouts.shape[0]
@@ -116,33 +131,47 @@ def sample_typed_layer(indptr: np.ndarray, indices: np.ndarray, etype: np.ndarra
     rel_seeds = np.array([relation_seed(layer_seed, r) & MASK64 for r in range(num_rel)], np.uint64)
     if labor is not None:
         return _labor_layer(indices, starts, degs, counts_rel, counts, fanouts, layer_seed, labor, max_edges,
-                            prob, exclude)
+                            prob, exclude, edge_ids)
     if prob is not None:
         return _weighted_layer(indices, starts, degs, counts_rel, counts, prob, stream, fanouts, replace,
-                               rel_seeds, max_edges, exclude)
+                               rel_seeds, max_edges, exclude, edge_ids)
     nexcl = np.zeros((m, num_rel), np.int64)  # excluded edges per span (8 B per row and relation)
     if exclude is not None and exclude.shape[0]:
-        exclude_from_spans(starts, degs, counts_rel, counts, fanouts, bool(replace), exclude, nexcl)
+        shift = np.int64(bucket_shift(exclude))
+        first = exclusion_buckets(exclude, shift)
+        exclude_from_spans(starts, degs, counts_rel, counts, fanouts, bool(replace), exclude, first, shift, nexcl)
     else:
-        exclude = _NO_EDGES
+        exclude, first, shift = _NO_EDGES, _NO_BUCKETS, np.int64(0)
     return _layer_output(indices, counts, max_edges, lambda *out: typed_positions(
-        starts, degs, counts_rel, nexcl, stream, fanouts, bool(replace), rel_seeds, exclude, *out))
+        starts, degs, counts_rel, nexcl, stream, fanouts, bool(replace), rel_seeds, exclude, first, shift, *out),
+        edge_ids)
 
 
-def _layer_output(indices, counts: np.ndarray, max_edges: int, fill) -> tuple:
+def bucket_shift(exclude: np.ndarray) -> int:
+    """log2 of the positions per bucket of :func:`~bgl.sampler.typed._kernels.exclusion_buckets`: about
+    8 buckets per excluded position (8 B each: 128 KiB for 2048 seed edges and reverses, in L2)."""
+    span = int(exclude[-1]) + 1
+    return max(0, (span // (8 * exclude.shape[0])).bit_length() - 1)
+
+
+def _layer_output(indices, counts: np.ndarray, max_edges: int, fill, edge_ids=None) -> tuple:
     """``(counts, nbrs, eids, etypes)`` of a layer of ``counts`` edges per row: ``fill(out_indptr,
-    eids, etypes)`` (a span kernel) writes each row's positions and relations, one gather the neighbours."""
+    eids, etypes)`` (a span kernel) writes each row's positions and relations, one gather the neighbours
+    (and, given ``edge_ids``, the edge ids at those positions in the same pass, in place of them)."""
     indptr_out, total = ops._sample_offsets(counts, max_edges)
     all_eids = np.empty(total, np.int64)
     etypes = np.empty(total, np.int64)
     fill(indptr_out, all_eids, etypes)
     nbrs = np.empty(total, indices.dtype)
-    K.gather_nbrs_serial(indices, all_eids, nbrs)
+    if edge_ids is None:
+        K.gather_nbrs_serial(indices, all_eids, nbrs)
+    else:
+        gather_nbrs_ids(indices, edge_ids, all_eids, nbrs)
     return counts, nbrs, all_eids, etypes
 
 
 def _weighted_layer(indices, starts, degs, counts_rel, counts, prob, stream, fanouts, replace, rel_seeds,
-                    max_edges, exclude):
+                    max_edges, exclude, edge_ids):
     """:func:`sample_typed_layer`'s weighted draw over the spans :func:`typed_spans` found."""
     if exclude is not None and exclude.shape[0]:
         raise ValueError("weighted sampling with excluded edges is not supported")  # as untyped (ops.py)
@@ -151,10 +180,12 @@ def _weighted_layer(indices, starts, degs, counts_rel, counts, prob, stream, fan
     positive = np.empty_like(starts)
     widest = weighted_span_counts(starts, degs, counts_rel, counts, prob, fanouts, bool(replace), positive)
     return _layer_output(indices, counts, max_edges, lambda *out: weighted_span_positions(
-        starts, degs, counts_rel, positive, prob, stream, fanouts, bool(replace), rel_seeds, np.int64(widest), *out))
+        starts, degs, counts_rel, positive, prob, stream, fanouts, bool(replace), rel_seeds, np.int64(widest), *out),
+        edge_ids)
 
 
-def _labor_layer(indices, starts, degs, counts_rel, counts, fanouts, layer_seed, labor, max_edges, prob, exclude):
+def _labor_layer(indices, starts, degs, counts_rel, counts, fanouts, layer_seed, labor, max_edges, prob, exclude,
+                 edge_ids):
     """:func:`sample_typed_layer`'s LABOR-0 keep over the spans :func:`typed_spans` found."""
     if prob is not None:  # as untyped (ops.sample_with_edge_data)
         raise ValueError("LABOR with edge weights (prob=) is not supported; use NeighborSampler(prob=)")
@@ -166,7 +197,8 @@ def _labor_layer(indices, starts, degs, counts_rel, counts, fanouts, layer_seed,
     args = (np.uint64(int(layer_seed) & MASK64), np.uint64(seed2 & MASK64), np.float64(mix))
     labor_span_counts(starts, degs, counts_rel, counts, indices, fanouts, *args)
     return _layer_output(indices, counts, max_edges,
-                         lambda *out: labor_span_positions(starts, degs, counts_rel, indices, fanouts, *args, *out))
+                         lambda *out: labor_span_positions(starts, degs, counts_rel, indices, fanouts, *args, *out),
+                         edge_ids)
 
 
 KEY_IDS = "key_ids"  # a typed part store's int64 [num_nodes]: each owned node's original id
@@ -192,12 +224,13 @@ def stream_keys(store) -> np.ndarray | None:
 
 def sample_typed_store(store, indptr: np.ndarray, dst: np.ndarray, fanouts: np.ndarray, replace: bool,
                        seed: int, keys: np.ndarray | None = None, exclude: np.ndarray | None = None,
-                       prob: np.ndarray | None = None, edge_data=(), labor=None) -> tuple:
+                       prob: np.ndarray | None = None, edge_data=(), labor=None, edge_ids=None) -> tuple:
     """:func:`sample_typed_layer` over a (part) store's own fused CSC, after checking that ``dst``
     are ids it owns and ``fanouts`` (int64 [R], one per relation of its schema) are valid fanouts:
     what a graph server, a co-located read and :class:`~bgl.sampler.local.LocalSampler` all run
     (``keys``: the store's :func:`stream_keys`; ``prob``: its checked weights, :class:`~bgl.sampler.ops.EdgeWeights`;
-    ``labor``: ``(seed2, mix)`` for LABOR-0).
+    ``labor``: ``(seed2, mix)`` for LABOR-0; ``edge_ids``: the graph's own id of each CSC position,
+    returned in place of the positions).
 
     Returns :func:`sample_typed_layer`'s four arrays, and when ``edge_data`` names edge arrays a fifth,
     ``{name: rows of the sampled edges}`` (ValueError naming one the store lacks, before sampling)."""
@@ -213,10 +246,13 @@ def sample_typed_store(store, indptr: np.ndarray, dst: np.ndarray, fanouts: np.n
     arrays = ops.edge_arrays_of(store, edge_data)
     out = sample_typed_layer(indptr, store.indices, etype, dst, store.node_offset, fanouts, replace, seed,
                              schema.relation_ends()[1], schema.offsets + store.node_offset, keys=keys,
-                             exclude=exclude, prob=prob, labor=labor)
+                             exclude=exclude, prob=prob, labor=labor, edge_ids=None if edge_data else edge_ids)
     if not edge_data:
         return out
-    return (*out, {name: np.take(a, out[2], axis=0) for name, a in zip(edge_data, arrays)})
+    rows = {name: np.take(a, out[2], axis=0) for name, a in zip(edge_data, arrays)}  # rows at the positions
+    if edge_ids is not None:
+        out = (out[0], out[1], ids_at(edge_ids, out[2]), out[3])
+    return (*out, rows)
 
 
 def typed_rows(store, gids: np.ndarray, ntype: int, label: bool) -> np.ndarray:

@@ -83,3 +83,39 @@ def test_typed_layer_refuses_past_max_edges():
     assert sample_typed_layer(*args, max_edges=total)[0].sum() == total
     with pytest.raises(ValueError, match="more than the limit"):
         sample_typed_layer(*args, max_edges=total - 1)
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_typed_layer_draws_among_the_edges_left_after_exclusion(replace):
+    """Excluded positions (scattered, a whole row, the last edge): each span draws ranks among its
+    remaining edges, the q-th rank being the q-th remaining position (the bucket index's lookups)."""
+    from bgl.sampler.typed._kernels import exclusion_buckets
+
+    rng = np.random.default_rng(11)
+    type_offsets, dst_type_of_rel = np.array([0, 150, 300], np.int64), np.array([0, 1, 0], np.int64)
+    indptr, indices, etype = _typed_csc(rng, 300, 3, 40, type_offsets, dst_type_of_rel)
+    hub = int(np.argmax(np.diff(indptr)))
+    e = int(indptr[-1])
+    excl = np.unique(np.concatenate([rng.integers(0, e, 60), np.arange(indptr[hub], indptr[hub + 1]), [e - 1]]))
+    for shift in (0, 3, 9):  # the index: how many excluded positions lie below each bucket's start
+        first = exclusion_buckets(excl, np.int64(shift))
+        np.testing.assert_array_equal(first, np.searchsorted(excl, np.arange(first.shape[0]) << shift))
+    dst = np.unique(np.concatenate([rng.choice(300, 60, replace=False), [hub]])).astype(np.int64)
+    fanouts = np.array([3, 5, -1], np.int64)
+    counts, nbrs, eids, etypes = sample_typed_layer(indptr, indices, etype, dst, 0, fanouts, replace, 4,
+                                                    dst_type_of_rel, type_offsets, exclude=excl)
+    tmp, want = np.empty(K.FLOYD_MAX_K, np.int64), []
+    dst_type = np.searchsorted(type_offsets, dst, side="right") - 1
+    for g, t in zip(dst, dst_type):
+        for r in np.flatnonzero(dst_type_of_rel == t):
+            span = np.arange(indptr[g], indptr[g + 1])[etype[indptr[g]:indptr[g + 1]] == r]
+            left = np.setdiff1d(span, excl)
+            f = fanouts[r]
+            k = left.size if f < 0 else ((f if left.size else 0) if replace else min(left.size, f))
+            ranks = np.empty(k, np.int64)
+            K._row_positions(0, left.size, np.int64(g), np.int64(f), replace,
+                             np.uint64(relation_seed(4, int(r)) & MASK64), ranks, 0, k, tmp)
+            want.append(left[ranks])
+    np.testing.assert_array_equal(eids, np.concatenate(want))
+    np.testing.assert_array_equal(nbrs, indices[eids])
+    assert not np.isin(eids, excl).any() and counts[dst == hub][0] == 0
