@@ -45,7 +45,7 @@ from .loader_options import DEFAULT_QUEUE, FINISHED_BATCHES_QUEUE, choose_pipeli
 from .state.position import epoch_seed, LoaderState, ResumePoint, fingerprint, generator_seed_from_torch, parse_state
 from .stages.order_prefetch import NextOrderGuess
 from .stages.order import OrderStage, num_batches
-from .pipeline.numba_setup import prepare_numba
+from ..kernel_cache.numba_setup import prepare_numba
 from .pipeline.kernel_warmup import load_kernels
 from .pipeline.chain import Pipeline, quiet_numba_threads
 from .stages.presample import presample_cache_spec

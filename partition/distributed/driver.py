@@ -45,6 +45,7 @@ from typing import Callable, TypeVar
 import numpy as np
 
 from bgl.errors import IngestError
+from bgl.kernel_cache.numba_setup import prepare_numba
 from bgl.output_dir import PARTITION, WorkDir, remove_stale, replace_output
 from bgl.schema import id_dtype_for
 from bgl.store import GraphStore
@@ -198,16 +199,6 @@ def _report(e: BaseException, rank: int, size: int, command: str = "partition") 
             e._bgl_reported = True
 
 
-def start_numba() -> None:
-    """Set up numba's code generator in this process now, by loading one small cached kernel.
-
-    A process's first kernel call does it (~55-60 MiB resident and ~0.5 s, once per process); called
-    as its own phase, that fixed cost is measured apart from the per-edge work of the CSR build,
-    where it would otherwise land (``metrics["distributed"]["phases"]``)."""
-    from .. import _kernels
-    _kernels.unique_sorted(np.empty(0, np.int64))
-
-
 def _run(store: GraphStore, out: Path, num_parts: int, engine: str, mode: str | None, seed: int,
          overwrite: bool, imbalance: float, balance: str, coarsen: str, comm):
     from . import graph as G
@@ -249,7 +240,7 @@ def partition_slice(store, sl, names: list[str], flags: np.ndarray, out: Path, n
     with mem.phase("read"):
         typed = _typed_rows(store, sl)
     with mem.phase("jit"):  # numba's code generator, set up once per process: not per edge
-        start_numba()
+        prepare_numba()
     with mem.phase("csr"):
         xadj, adjncy = G.symmetric_csr(sl, ex, store.num_nodes)
         G.drop_mapped_pages(sl.src)  # the store's rows it read: page cache, not the engine's rank memory

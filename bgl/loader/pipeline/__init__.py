@@ -3,5 +3,5 @@
 ``chain.Pipeline`` wires the stages; ``inline`` and ``background`` run them in the trainer's
 process; ``stage_process`` is what one stage process runs, forked from a zygote (``spawn``,
 ``_zygote_warm``); ``resources`` splits the cores between stages; ``epoch_iterator`` is what a
-``for batch in loader`` loop holds; ``numba_setup`` readies numba before the first batch.
+``for batch in loader`` loop holds.
 """

@@ -144,7 +144,7 @@ def test_co_located_rows_skip_the_cache(served_partition, random_store, monkeypa
 
 def test_numba_is_set_up_when_a_loader_over_servers_is_built(served_partition):
     """numba's one-time set-up (~0.2 s) is paid at construction, not by the first batch: a loader
-    over servers has no local graph to load its kernels on (bgl/loader/pipeline/numba_setup.py).  In a fresh
+    over servers has no local graph to load its kernels on (bgl/kernel_cache/numba_setup.py).  In a fresh
     process, since the set-up imports numba's typed containers and nothing before it does."""
     _, addresses = served_partition
     script = textwrap.dedent(f"""
