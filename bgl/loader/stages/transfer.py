@@ -83,10 +83,11 @@ class TransferStage(Stage):
         if self.feat_codec is not None or self.feat_dtype is not None:  # on the batch's device (bgl/codec)
             input_data = decode_features(blocks[0].srcdata, self.feat_keys, self.feat_codec, self.feat_dtype)
         if self.schema is not None:
-            from ..typed import by_type
+            from ..typed import by_type, typed_input_nodes
 
-            # DGL's output_nodes name the seeds' types only; input_nodes every type.
-            input_nodes = by_type(blocks[0].src_ids, self.schema)
+            # DGL's output_nodes name the seeds' types only; input_nodes every type (their split by
+            # type kept on the block for the frontend, which splits the same ids again otherwise).
+            input_nodes = typed_input_nodes(blocks[0], self.schema, keep_split=self.frontend is not None)
             output_nodes = by_type(blocks[-1].dst_ids, self.schema, keep_empty=False)
             for b in blocks:
                 b.schema = self.schema
