@@ -43,6 +43,9 @@ class Block:
     edata: dict[str, torch.Tensor] = field(default_factory=dict)
     etypes: torch.Tensor | None = None
     schema: Any = None  # the graph's GraphSchema when ``etypes`` is set (bgl/schema.py)
+    # src_ids split by node type (bgl.loader.typed.TypeSplit), where the loader split them for its
+    # input_nodes just before a frontend converts the block (which reuses it); None otherwise
+    type_split: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         if self.indptr.shape[0] != self.num_dst + 1:

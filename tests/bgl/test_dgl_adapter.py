@@ -1,6 +1,8 @@
 """bgl/dgl/real_dgl/blocks.py's heterogeneous blocks: built straight from DGL's index, equal to ``dgl.create_block``'s."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -138,3 +140,34 @@ def test_a_broken_typed_block_is_refused_naming_the_edge():
     with pytest.raises(ValueError, match="src node 3 has global id 23"):
         to_dgl_hetero_block(Block(ids, block.num_dst, block.indptr, block.indices, etypes=block.etypes,
                                   schema=SCHEMA), SCHEMA)
+
+
+@pytest.mark.parametrize("with_edge_ids", [True, False], ids=["edge-ids", "csc-positions"])
+def test_the_loaders_type_split_gives_the_same_block_and_input_nodes_share_its_ids(with_edge_ids):
+    """The transfer stage splits block 0's src ids by type for ``input_nodes`` and keeps the split on the
+    block (``typed_input_nodes``); the DGL block built from it is the block built without, and its ``NID``
+    ids share ``input_nodes``' array, as DGL's ``input_nodes`` are its ``blocks[0].srcdata[NID]``.  A split
+    of other ids (another length) is not used."""
+    from bgl.loader.typed import by_type, split_by_type, typed_input_nodes
+
+    for seed in range(3):
+        block = typed_block(seed, True, with_edge_ids)
+        want = create_block_reference(block)
+        input_nodes = typed_input_nodes(block, SCHEMA, keep_split=True)
+        assert block.type_split is not None
+        assert {nt: ids.tolist() for nt, ids in input_nodes.items()} == \
+            {nt: ids.tolist() for nt, ids in by_type(block.src_ids, SCHEMA).items()}
+        other_ids = np.arange(8, 9 + block.num_src) % 20  # a split of other ids, one more
+        stale = dataclasses.replace(block, type_split=split_by_type(other_ids, SCHEMA))
+        for got in (to_dgl_hetero_block(block, SCHEMA), to_dgl_hetero_block(stale, SCHEMA)):
+            for nt in want.ntypes:
+                assert_frames_equal(got.srcnodes[nt].data, want.srcnodes[nt].data)
+                assert_frames_equal(got.dstnodes[nt].data, want.dstnodes[nt].data)
+            for canon in want.canonical_etypes:
+                for g, w in zip(got.adj_tensors("csc", etype=canon), want.adj_tensors("csc", etype=canon)):
+                    assert torch.equal(g, w), canon
+                assert_frames_equal(got.edges[canon].data, want.edges[canon].data)
+        got = to_dgl_hetero_block(block, SCHEMA)
+        for nt, ids in input_nodes.items():
+            if ids.numel():
+                assert got.srcnodes[nt].data[dgl.NID].data_ptr() == ids.data_ptr()

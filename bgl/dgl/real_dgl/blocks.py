@@ -132,7 +132,8 @@ def to_dgl_hetero_block(block: Block, schema, graph=None):
     ``create_block``'s generic path (per-relation wrapper graphs, a ``max`` over each
     relation's indices, per-field frame assignments) cost ~2.5 ms of a ~3 ms block on Cora's
     paper-word batches.  Two numba passes (:mod:`bgl.loader._typed_block_kernels`, O(num_src +
-    num_edges)) split the block by type and relation; the metagraph is built once per schema.
+    num_edges)) split the block by type and relation (the first one's result comes with the block,
+    ``block.type_split``, where the loader split the same ids for ``input_nodes``); the metagraph is built once per schema.
     Cost per block beyond DGL's index: 8 B per src node (type-local ids) and 24 B per edge
     (relation-local indices, CSC positions, edge ids), plus 8 B per (relation, dst node).
     """
@@ -172,8 +173,9 @@ def to_dgl_hetero_block(block: Block, schema, graph=None):
         ids = type_ids[lo:lo + n_src]
         src, dst = _type_fields(dgl.NID, ids, block.srcdata, nt), _type_fields(dgl.NID, ids[:n_dst], block.dstdata, nt)
         if graph is not None:
-            _add_lazy_fields(src, graph.nodes[nt].data, ids)
-            _add_lazy_fields(dst, graph.nodes[nt].data, ids[:n_dst])
+            fields = graph.nodes[nt].data  # a view DGL builds per call (~15 us)
+            _add_lazy_fields(src, fields, ids)
+            _add_lazy_fields(dst, fields, ids[:n_dst])
         src_frames.append(Frame(src, num_rows=n_src))
         dst_frames.append(Frame(dst, num_rows=n_dst))
     counts = [parts.num_src[t] for t in skeleton.type_order] + [parts.num_dst[t] for t in skeleton.type_order]
@@ -212,23 +214,34 @@ def _typed_block_parts(block: Block, schema, skeleton) -> _TypedBlockParts:
     if indptr[0] != 0 or indptr[-1] != block.num_edges:
         raise ValueError(f"block indptr must run from 0 to num_edges = {block.num_edges}, "
                          f"got {int(indptr[0])} .. {int(indptr[-1])}")
-    src_type, local, num_src, num_dst, type_ids, bad = type_positions(
-        block.src_ids.cpu().numpy(), block.num_dst, schema.offsets)
-    if bad >= 0:
-        raise ValueError(f"block src node {bad} has global id {int(block.src_ids[bad])}, outside the "
-                         f"schema's [0, {schema.num_nodes})")
+    split = block.type_split  # the loader's split of the same ids for input_nodes (bgl.loader.typed)
+    if split is not None and split.src_type.shape[0] == block.num_src:
+        src_type, local, num_src, num_dst, type_ids = (split.src_type, split.local, split.num_src, split.num_dst,
+                                                       split.type_ids)
+    else:
+        src_type, local, num_src, num_dst, type_ids, bad = type_positions(
+            block.src_ids.cpu().numpy(), block.num_dst, schema.offsets)
+        if bad >= 0:
+            raise ValueError(f"block src node {bad} has global id {int(block.src_ids[bad])}, outside the "
+                             f"schema's [0, {schema.num_nodes})")
+    own_ids = _NO_IDS if block.edge_ids is None else np.ascontiguousarray(block.edge_ids.cpu().numpy())
+    edge_ids = np.empty(own_ids.shape[0], own_ids.dtype)  # the ids in relation order (relation_csc fills it)
     rel_indptr, rel_indices, rel_pos, indptr_start, edge_start, bad_edge, bad_row = relation_csc(
         indptr, block.indices.cpu().numpy(), block.etypes.cpu().numpy(), src_type, local, num_dst,
-        skeleton.rel_src_type, skeleton.rel_dst_type)
+        skeleton.rel_src_type, skeleton.rel_dst_type, own_ids, edge_ids)
     if bad_row >= 0:
         raise ValueError(f"block indptr decreases or passes num_edges at dst row {bad_row}")
     if bad_edge >= 0:
         raise ValueError(f"block edge {bad_edge} (relation id {int(block.etypes[bad_edge])}) does not "
                          f"join nodes of its relation's types; relations {schema.canonical_etypes}")
-    edge_ids = rel_pos if block.edge_ids is None else block.edge_ids.cpu().numpy()[rel_pos]
+    if block.edge_ids is None:
+        edge_ids = rel_pos
     return _TypedBlockParts((rel_indptr, rel_indices, type_ids, edge_ids), indptr_start.tolist(),
                             edge_start.tolist(), np.diff(edge_start).tolist(),
                             [0] + np.cumsum(num_src).tolist(), num_src.tolist(), num_dst.tolist(), rel_pos)
+
+
+_NO_IDS = np.empty(0, np.int64)  # a block without edge ids: relation_csc fills none
 
 
 def _type_fields(nid_key, ids, data: dict, ntype: str) -> dict:

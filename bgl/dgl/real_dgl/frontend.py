@@ -1,6 +1,6 @@
 """``DGLBatchFrontend``: the batches of ``bgl.DataLoader`` as real DGL objects.
 
-The loader's transfer stage (:class:`bgl.loader.stages.map.TransferStage`) ends a batch with bgl
+The loader's transfer stage (:class:`bgl.loader.stages.transfer.TransferStage`) ends a batch with bgl
 :class:`~bgl.blocks.Block` s and pair graphs; with this frontend it hands the trainer ``dgl.Block`` s and
 ``DGLGraph`` pair graphs instead, as DGL 2.1's DataLoader does.  The edge picks it
 (:mod:`bgl.dgl.frontend_choice`); it keeps no state, so it pickles by name into the loader's producer

@@ -22,7 +22,7 @@ from bgl.loader.cache_choice import sized_window
 from bgl.loader.stages.order import OrderStage
 from bgl.loader.pipeline.chain import Pipeline
 from bgl.loader.stages.specs import CacheSpec, SamplingSpec
-from bgl.loader.stages.map import TransferStage
+from bgl.loader.stages.transfer import TransferStage
 
 
 # -------------------------------------------------------------- stream protocol

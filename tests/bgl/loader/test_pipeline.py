@@ -18,7 +18,8 @@ from bgl.errors import PipelineError
 from bgl.loader.stages.order import OrderStage
 from bgl.loader.pipeline.chain import Pipeline
 from bgl.loader.stages.specs import SamplingSpec
-from bgl.loader.stages.map import FetchStage, TransferStage
+from bgl.loader.stages.map import FetchStage
+from bgl.loader.stages.transfer import TransferStage
 
 def assert_gone(pids, within: float = 5.0) -> None:
     deadline = time.monotonic() + within

@@ -14,7 +14,8 @@ from bgl.loader.stages.order import OrderStage
 from bgl.loader.pipeline.chain import Pipeline
 from bgl.loader.stages.protocol import SourceStage, Stage
 from bgl.loader.stages.specs import SamplingSpec
-from bgl.loader.stages.map import FetchStage, SampleStage, TransferStage
+from bgl.loader.stages.map import FetchStage, SampleStage
+from bgl.loader.stages.transfer import TransferStage
 
 
 def real_pipeline(store, mode, sample_stage=None):

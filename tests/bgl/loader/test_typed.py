@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from bgl.loader.typed import by_type
+from bgl.blocks import Block
+from bgl.loader.typed import by_type, typed_input_nodes
 from bgl.schema import EdgeType, GraphSchema, NodeType
 
 # An empty type between two others and one at the end: the type search must skip both.
@@ -40,3 +41,20 @@ def test_by_type_names_an_id_outside_the_graph():
         by_type(torch.tensor([3, 16]), SCHEMA)
     with pytest.raises(ValueError, match="node id -1 "):
         by_type(torch.tensor([-1]), SCHEMA)
+
+
+@pytest.mark.parametrize("keep_split", [True, False])
+def test_typed_input_nodes_are_by_type_and_the_split_is_kept_only_when_asked(keep_split):
+    """``input_nodes`` of a typed batch; the split stays on the block only for a frontend that converts it
+    next: a bgl block the user keeps holds no split (16 B per src node more)."""
+    gids = np.array([13, 0, 6, 12, 3, 7, 15])
+    block = Block(torch.from_numpy(gids), 3, torch.tensor([0, 1, 1, 2]), torch.tensor([3, 4]))
+    got = typed_input_nodes(block, SCHEMA, keep_split=keep_split)
+    assert {nt: ids.tolist() for nt, ids in got.items()} == \
+        {nt: ids.tolist() for nt, ids in by_type(block.src_ids, SCHEMA).items()}
+    assert (block.type_split is not None) == keep_split
+    if keep_split:  # each type's dst nodes: its ids among the first num_dst
+        assert block.type_split.num_dst.tolist() == [1, 0, 1, 1, 0]
+    with pytest.raises(ValueError, match="node id 16 is outside"):
+        typed_input_nodes(Block(torch.tensor([3, 16]), 1, torch.tensor([0, 0]), torch.zeros(0, dtype=torch.int64)),
+                          SCHEMA, keep_split=keep_split)
