@@ -211,7 +211,10 @@ def message_reduce(rel: Relation, op: str, reduce_op: str, lhs: Optional[torch.T
             return ops.finish(out)
     if reduce_op in ("max", "min"):
         ref = ops.lhs if ops.lhs is not None else ops.rhs
-        broadcasts = op not in ("copy_lhs", "copy_rhs") and ops.lhs.shape[1:] != ops.rhs.shape[1:]
+        # DGL fuses only copy_u / copy_e and u_<op>_e into its SpMM; any other message (u_add_v, e_add_u,
+        # u_dot_e, ...) it computes on the edges first and then reduces with copy_e, which never broadcasts
+        broadcasts = (op not in ("copy_lhs", "copy_rhs", "dot") and (lhs_target, rhs_target) == ("u", "e")
+                      and ops.lhs.shape[1:] != ops.rhs.shape[1:])
         last = ties.last_wins(ref.dtype, ref.device, broadcasts, typed)
         out = _extreme(rel, op, reduce_op, ops.lhs, ops.rhs, lhs_target, last)
     if out is None:  # the unfused path reads the COO (built now if the relation had only its CSC)

@@ -4,7 +4,11 @@ this machine.
 DGL's CPU max / min SpMM has two kernels that disagree on ties.  Its libxsmm kernel, taken only
 on a CPU with AVX-512, for float32 (not float64) operands that do not broadcast, while libxsmm
 is switched on (:func:`use_libxsmm`), keeps the LAST tied edge of a row (CSR order: edge-id
-order within a row for bgl's graphs).  Its plain kernel, used in every other case (and the
+order within a row for bgl's graphs).  Only ``copy_u`` / ``copy_e`` and ``u_<op>_e`` messages reach
+that SpMM with their own operands; DGL computes every other message (``u_add_v``, ``e_add_u``,
+``u_dot_e``) on the edges first and reduces it with ``copy_e``, which never broadcasts, so a
+``u_add_v`` of broadcasting shapes keeps the last tied edge too (checked against DGL on an AVX-512
+machine).  Its plain kernel, used in every other case (and the
 typed kernel behind a heterograph's ``update_all``, which never takes libxsmm), compares
 strictly and keeps the FIRST.  DGL's CUDA kernel compares strictly too (one thread per row in
 CSR order), so a GPU tensor gets the first; not checked against DGL on a GPU here.  The CPU is
@@ -49,8 +53,9 @@ def last_wins(dtype: torch.dtype, device: torch.device, broadcasts: bool, typed:
 
     Parameters
     ----------
-    dtype, device : the reduced values'; broadcasts : the op's two operands have different
-        feature shapes (DGL's ``use_bcast``; never for ``copy_u`` / ``copy_e``); typed : the
+    dtype, device : the reduced values'; broadcasts : the SpMM's two operands have different
+        feature shapes (DGL's ``use_bcast``; never for ``copy_u`` / ``copy_e``, nor for a message DGL
+        computes on the edges before reducing it); typed : the
         reduction is a heterograph's ``update_all`` over several relations (DGL's typed kernel)
     """
     return (device.type == "cpu" and dtype != torch.float64 and not broadcasts and not typed

@@ -34,12 +34,19 @@ def _copy_u(lib, fn, dtype=torch.float32, reducer="max", src=SRC):
     return _backward(g, x, lambda g: g.update_all(fn.copy_u("x", "m"), getattr(fn, reducer)("m", "h")))
 
 
-def _broadcast(lib, fn):
-    """``u_add_v`` of x [5, 2, 1] and y [5, 1, 3] (DGL's use_bcast): a row's ties are x's."""
+def _broadcast(lib, fn, on_edges=False):
+    """``u_add_v`` of x [5, 2, 1] and y [5, 1, 3] (DGL computes it on the edges, then reduces with
+    ``copy_e``: no broadcast in the reduction), or with ``on_edges`` ``u_add_e`` of x and an edge
+    feature [5, 1, 3] (DGL's SpMM with use_bcast): a row's ties are x's."""
     x = torch.tensor(X).view(5, 1, 1).repeat(1, 2, 1).requires_grad_(True)
     g = lib.graph((torch.tensor(SRC), torch.tensor(DST)), num_nodes=5)
-    g.ndata["x"], g.ndata["y"] = x, torch.zeros(5, 1, 3)
-    grad = _backward(g, x, lambda g: g.update_all(fn.u_add_v("x", "y", "m"), fn.max("m", "h")))
+    g.ndata["x"] = x
+    if on_edges:
+        g.edata["y"] = torch.zeros(5, 1, 3)
+    else:
+        g.ndata["y"] = torch.zeros(5, 1, 3)
+    message = fn.u_add_e("x", "y", "m") if on_edges else fn.u_add_v("x", "y", "m")
+    grad = _backward(g, x, lambda g: g.update_all(message, fn.max("m", "h")))
     return [v / 3 for v in grad]  # each of a node's 2 x 3 outputs sends 1 to one x value of width 2
 
 
@@ -58,7 +65,8 @@ def _typed(lib, fn, multi=False):
 
 
 CASES = {"copy_u-max": _copy_u, "copy_u-min": lambda lib, fn: _copy_u(lib, fn, reducer="min"),
-         "float64": lambda lib, fn: _copy_u(lib, fn, torch.float64), "broadcast": _broadcast, "typed": _typed}
+         "float64": lambda lib, fn: _copy_u(lib, fn, torch.float64), "u_add_v-shapes": _broadcast,
+         "broadcast": lambda lib, fn: _broadcast(lib, fn, on_edges=True), "typed": _typed}
 
 
 @KERNELS
@@ -69,7 +77,7 @@ def test_tie_rule_follows_the_cpu_dtype_broadcast_typed_and_switch(kernels, avx5
     monkeypatch.setattr(ties, "_SWITCH", {})
     assert bdgl.is_libxsmm_enabled()
     want = {"copy_u-max": LAST if avx512 else FIRST, "copy_u-min": LAST if avx512 else FIRST,
-            "float64": FIRST, "broadcast": FIRST, "typed": FIRST}
+            "float64": FIRST, "u_add_v-shapes": LAST if avx512 else FIRST, "broadcast": FIRST, "typed": FIRST}
     assert {name: case(bdgl, bfn) for name, case in CASES.items()} == want
     bdgl.use_libxsmm(False)
     assert not bdgl.is_libxsmm_enabled()
