@@ -1,7 +1,7 @@
 """A heterogeneous DGLGraph's seed edges are located in its fused CSC per batch, not held (issue #57).
 
 :mod:`bgl.loader.seeds.typed_located`: destinations, CSC positions and ``reverse_types`` partners cost
-12 B a seed edge held for the loader's life (121 MiB on the recommendation benchmark's power-law
+12 B a seed edge held for the loader's life (110 MiB on the recommendation benchmark's power-law
 graph, alive at its peak); the loader now holds ids and relations only (5 B) and finds the rest per batch.
 """
 from __future__ import annotations
@@ -28,8 +28,9 @@ def rating_graph(users=40, items=60, n=500, seed=0):
                             num_nodes_dict={"user": users, "item": items})
 
 
-def test_ids_to_positions_finds_every_edge_as_a_brute_force_search_does():
-    g = rating_graph()
+@pytest.mark.parametrize("items,n", [(60, 500), (3, 3000)])  # rows of ~8 edges; of ~1000
+def test_ids_to_positions_finds_every_edge_as_a_brute_force_search_does(items, n):
+    g = rating_graph(items=items, n=n)
     schema = schema_of({nt: g.num_nodes(nt) for nt in g.ntypes}, g.canonical_etypes)
     rel_edges = [tuple(t.numpy() for t in g.edges(etype=c, order="eid")) for c in g.canonical_etypes]
     indptr, _, etype, edge_ids = fused_csc(schema, rel_edges)
