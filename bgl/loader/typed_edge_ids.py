@@ -1,8 +1,8 @@
 """A typed graph's edges by the loader's edge ids: relations, endpoints and reverses of a typed store's
 CSC positions or a typed partition's edge ids, and a heterogeneous DGLGraph's per-relation ids mapped to
-CSC positions.  Read when typed link prediction's seeds are resolved
-(:mod:`bgl.loader.seeds.typed_edges`) and, for a callable ``exclude``, in the sample stage
-(:mod:`bgl.loader.seeds.typed_callables`).
+CSC positions (the map: for a callable ``exclude``, in the sample stage, :mod:`bgl.loader.seeds.typed_callables`;
+a DGLGraph's seed edges are located per batch instead, :mod:`bgl.loader.seeds.typed_located`).  Read when
+typed link prediction's seeds are resolved (:mod:`bgl.loader.seeds.typed_edges`).
 """
 from __future__ import annotations
 
@@ -110,19 +110,3 @@ def position_map(arrays, num_rel: int):
         return out
 
     return to_position
-
-
-def relation_destinations(graph, schema, r: int, eids: np.ndarray, dtype=np.int64) -> np.ndarray:
-    """Global destination ids of a frontend graph's (a DGLGraph's, a ``bgl.dgl`` graph's) relation ``r``
-    edges ``eids``: a gather from its COO in edge-id order, the arrays the fused CSC was built from
-    (a binary search of the CSC's ``indptr`` per edge took 1.4 s for 9.5M seed edges)."""
-    import torch
-
-    from ..sampler._kernels import gather_1d
-
-    _, dst = graph.edges(etype=schema.canonical_etypes[r], order="eid")
-    dst = dst.cpu().numpy() if torch.is_tensor(dst) else np.asarray(dst)
-    out = np.empty(eids.shape[0], dtype)
-    gather_1d(dst, eids, np.int64(0), out)
-    out += out.dtype.type(schema.offsets[int(schema.relation_ends()[1][r])])  # type-local -> global, in place
-    return out

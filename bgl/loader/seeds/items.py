@@ -72,7 +72,7 @@ def resolve_seeds(indices, info, sampler, schema, order: str, seed_time=None, se
         # A node may be a seed at many times: items are positions, placed by their node (proximity).
         if sampler.link is not None:
             return SeedItems(EDGES, typed, positions(seeds.times.shape[0]), edges=seeds.edges,
-                             order_nodes=seeds.edges.dst, temporal=seeds)
+                             order_nodes=_order_nodes(seeds.edges, order), temporal=seeds)
         return SeedItems(NODES, typed, positions(seeds.nodes.shape[0]), temporal=seeds,
                          order_nodes=seeds.nodes)
     if sampler.link is not None:
@@ -81,7 +81,7 @@ def resolve_seeds(indices, info, sampler, schema, order: str, seed_time=None, se
 
             edges = resolve_typed_edge_seeds(indices, info, sampler.link)
             return SeedItems(EDGES, typed, positions(edges.eids.shape[0]), edges=edges,
-                             order_nodes=edges.dst)
+                             order_nodes=_order_nodes(edges, order))
         from ..edge_prediction import resolve_edge_seeds
 
         edges = resolve_edge_seeds(indices, info, sampler.link)
@@ -99,3 +99,12 @@ def resolve_seeds(indices, info, sampler, schema, order: str, seed_time=None, se
         raise ValueError("order='proximity' needs distinct seed ids (its BFS visits each node once); "
                          "pass torch.unique(ids), or use order='random' to keep the repeats")
     return SeedItems(NODES, typed, ids, repeated=repeated)
+
+
+def _order_nodes(edges, order: str) -> Optional[np.ndarray]:
+    """The node proximity order places each seed edge by (its destination).  A typed DGLGraph's seed
+    edges hold no destinations (found per batch: :mod:`.typed_located`); they are made here only for a
+    proximity order, the one reader (a random order never reads them)."""
+    if edges.dst is not None:
+        return edges.dst
+    return edges.order_nodes if order == "proximity" else None

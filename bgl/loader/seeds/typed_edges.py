@@ -13,13 +13,12 @@ Edge ids, as the untyped loader numbers them: a heterogeneous DGLGraph's own per
 typed store's CSC positions (what its blocks' ``EID`` hold), each checked to be of its edge type.
 Exclusion works on CSC positions, since a DGLGraph's ids repeat across relations.
 
-Cost: 13 bytes per seed edge while ids fit in int32 (id, position and destination 4 B each, relation
-1 B; over graph servers the source too, 8 B) and 4 more for its reverse's position when reverses are
-excluded, looked up once before anything starts; a DGLGraph's id -> position map, 4 bytes per edge of
-the graph while positions fit in int32, while the loader is built.  On a DGLGraph each relation's seeds
-are gathered into those widths directly (positions through the map, destinations from the graph's COO):
-9.5M seed edges of a 21M-edge user-item graph resolved in 0.3 s, against 4.3 s with a binary search of
-``indptr`` per seed, a sort for uniqueness and masks over every seed.
+Cost: on a typed store or partition 13 bytes per seed edge while ids fit in int32 (id, position and
+destination 4 B each, relation 1 B; over graph servers the source too, 8 B) and 4 more for its reverse's
+position when reverses are excluded, looked up once before anything starts.  On a DGLGraph 5 bytes
+(id and relation): destinations, positions and ``reverse_types`` partners are found per batch from the
+graph's COO and the fused CSC (:mod:`.typed_located`, issue #57: 110 MiB less for the 9.6M seed edges
+of a 10.6M-edge user-item graph); ``reverse_id`` partners are still held (4 B).
 """
 from __future__ import annotations
 
@@ -30,10 +29,10 @@ import numpy as np
 import torch
 
 from ...sampler.typed.sampling import relation_seed
-from ...schema import id_dtype_for
 from .._typed_block_kernels import type_positions
 from .edges import compact, sorted_compact
-from ..typed_edge_ids import StoreEdges, edge_source, position_map, relation_destinations
+from ..typed_edge_ids import StoreEdges, edge_source
+from .typed_located import LocatedSeeds
 
 TYPED_EXCLUDES = (None, "self", "reverse_id", "reverse_types")
 # GlobalUniform per edge type: rounds of candidates while short, DGL's three trials per candidate (a small
@@ -73,48 +72,66 @@ class TypedEdgeSeeds:
     ([n] each, int64 or int32 while they fit: widened per batch; ``src`` None on a local graph, read
     from its CSC per batch); ``rel`` their relation ids ([n] in the schema's etype dtype, 1 B each);
     ``reverse`` [n] each seed's reverse edge's position (-1: none; int32 while positions fit) when
-    reverses are excluded; ``schema`` the graph's
+    reverses are excluded; ``located`` (a DGLGraph's seeds): a :class:`~.typed_located.LocatedSeeds`
+    that finds positions, destinations and ``reverse_types`` partners per batch, those arrays then None;
+    ``schema`` the graph's
     :class:`~bgl.schema.GraphSchema`; ``negative`` a bgl negative sampler drawn per edge type, or a
     user's callable (:class:`~bgl.loader.seeds.typed_callables.UserNegatives`); ``exclude`` a DGL mode or
     a :class:`~bgl.loader.seeds.typed_callables.UserExclude`.
     """
 
     eids: np.ndarray
-    positions: np.ndarray
+    positions: Optional[np.ndarray]
     rel: np.ndarray
-    src: np.ndarray
-    dst: np.ndarray
+    src: Optional[np.ndarray]
+    dst: Optional[np.ndarray]
     schema: Any
     exclude: Any = None  # None | "self" | "reverse_id" | "reverse_types" | UserExclude
     reverse: Optional[np.ndarray] = None
     negative: Any = None
     node_order: str = "first"  # DGL's compact_graphs order, PyG's sorted unique ("sorted"), or none ("disjoint")
+    located: Optional[LocatedSeeds] = None
 
     @property
     def order_nodes(self) -> np.ndarray:
+        """Each seed edge's destination (what proximity order places it by); made here when not held."""
+        if self.dst is None:
+            return _narrowed(self.located.destinations(self.rel, _wide(self.eids)))
         return self.dst
 
-    def excluded(self, sel: np.ndarray, graph=None) -> Optional[np.ndarray]:
+    def _destinations(self, sel: np.ndarray) -> np.ndarray:
+        if self.dst is None:
+            return self.located.destinations(self.rel[sel], _wide(self.eids[sel]))
+        return _wide(self.dst[sel])
+
+    def _positions(self, sel: np.ndarray, graph, dst: Optional[np.ndarray] = None) -> np.ndarray:
+        """int64 CSC positions of seed edges ``sel`` (``graph``: the sampler's typed CSC)."""
+        if self.positions is not None:
+            return _wide(self.positions[sel])
+        _needs_csc(graph)
+        return self.located.positions(graph, self.rel[sel].astype(np.int64), _wide(self.eids[sel]), dst)
+
+    def excluded(self, sel: np.ndarray, graph=None, pos: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
         """Sorted unique CSC positions the batch's blocks must not contain (None: nothing excluded);
-        a callable ``exclude`` is asked with the batch's seed edges (``graph``: the sampler's typed CSC)."""
+        a callable ``exclude`` is asked with the batch's seed edges (``graph``: the sampler's typed CSC;
+        ``pos``: the batch's positions when already found)."""
         if self.exclude is None:
             return None
         if not isinstance(self.exclude, str):
             eids, rel = _wide(self.eids[sel]), self.rel[sel]
             return self.exclude.positions(self.schema, {int(r): eids[rel == r] for r in np.unique(rel)}, graph)
-        pos = _wide(self.positions[sel])
-        if self.reverse is not None:
-            rev = self.reverse[sel]
+        pos = self._positions(sel, graph) if pos is None else pos
+        rev = self.reverse[sel] if self.reverse is not None else \
+            None if self.located is None else self.located.reverse(graph, self.rel[sel], _wide(self.eids[sel]))
+        if rev is not None:
             pos = np.concatenate([pos, rev[rev >= 0]])
         return np.unique(pos)
 
-    def _sources(self, sel: np.ndarray, graph) -> np.ndarray:
-        """Global source ids of a local graph's seed edges ``sel``: its fused CSC's ``indices`` at their
-        positions (``graph``: the sampler's typed CSC, what the sample stage passes)."""
-        if graph is None or not hasattr(graph, "indices"):
-            raise RuntimeError("seed edges of a local typed graph read their sources from its CSC; "
-                               "TypedEdgeSeeds.batch needs graph=")
-        return np.asarray(graph.indices[self.positions[sel]], np.int64)
+    def _sources(self, pos: np.ndarray, graph) -> np.ndarray:
+        """Global source ids of a local graph's seed edges at CSC positions ``pos``: its fused CSC's
+        ``indices`` there (``graph``: the sampler's typed CSC, what the sample stage passes)."""
+        _needs_csc(graph)
+        return np.asarray(graph.indices[pos], np.int64)
 
     def _negatives(self, r: int, src: np.ndarray, dst: np.ndarray, seed: int,
                    graph=None) -> tuple[np.ndarray, np.ndarray]:
@@ -144,8 +161,12 @@ class TypedEdgeSeeds:
         uniform over its edge type's destination node type (DGL's per-type ``Uniform``), or both ends
         uniform over the pairs of its end types that are not edges of ``r`` in ``graph`` (``GlobalUniform``:
         a typed CSC, or servers as a :class:`~bgl.sampler.edge_check.ServerEdgeCheck`)."""
-        src = _wide(self.src[sel]) if self.src is not None else self._sources(sel, graph)
-        dst, rel, seed_eids = _wide(self.dst[sel]), self.rel[sel], _wide(self.eids[sel])
+        dst, rel, seed_eids, seed_pos = self._destinations(sel), self.rel[sel], _wide(self.eids[sel]), None
+        if self.src is not None:
+            src = _wide(self.src[sel])
+        else:
+            seed_pos = self._positions(sel, graph, dst)
+            src = self._sources(seed_pos, graph)
         rels = np.unique(rel)
         by_rel = [np.flatnonzero(rel == r) for r in rels]
         arrays = [a for idx in by_rel for a in (src[idx], dst[idx])]
@@ -169,7 +190,7 @@ class TypedEdgeSeeds:
         for j, r in enumerate(neg_rels if neg is not None else ()):
             k = 2 * len(by_rel) + 2 * j
             neg[r] = (torch.from_numpy(type_local[local[k]]), torch.from_numpy(type_local[local[k + 1]]))
-        return TypedEdgeBatch(torch.from_numpy(nodes), pos, eids, neg), self.excluded(sel, graph)
+        return TypedEdgeBatch(torch.from_numpy(nodes), pos, eids, neg), self.excluded(sel, graph, seed_pos)
 
 
 def _runs(arrays):
@@ -230,13 +251,9 @@ def resolve_typed_edge_seeds(indices, info, settings) -> TypedEdgeSeeds:
         indices = {schema.canonical_etypes[0]: indices}
     from_dgl = info.from_dgl
     edges = None if from_dgl else edge_source(info)
-    to_position = position_map(info.store, len(schema.edge_types)) if from_dgl else None
     reverse_types = None
     if settings.exclude == "reverse_types":
         reverse_types = check_reverse_etypes(schema, settings.reverse_etypes)
-    pos_dtype, node_dtype = None, None
-    if from_dgl:  # the widths _narrowed would leave them in
-        pos_dtype, node_dtype = id_dtype_for(int(info.store.num_edges)), id_dtype_for(schema.num_nodes)
     parts = []
     for key, ids in indices.items():
         r = _relation_of(schema, key)
@@ -245,11 +262,8 @@ def resolve_typed_edge_seeds(indices, info, settings) -> TypedEdgeSeeds:
             eids = check_ids(ids, count, kind="edge")
         except ValueError as e:
             raise ValueError(f"seed edges of edge type {schema.canonical_etypes[r]}: {e}") from None
-        if from_dgl:  # one relation's ids at a time: gathers into held widths, no search, no mask of every seed
-            part = (eids, to_position(r, eids, pos_dtype), np.full(eids.shape[0], r, schema.etype_dtype()),
-                    relation_destinations(info.graph, schema, r, eids, node_dtype),
-                    None if reverse_types is None else
-                    _dgl_reverse_types(reverse_types[r], eids, to_position, pos_dtype))
+        if from_dgl:  # positions, destinations and reverses are found per batch (LocatedSeeds)
+            part = (eids, None, np.full(eids.shape[0], r, schema.etype_dtype()))
         else:
             wrong = np.flatnonzero(edges.etype_of(eids) != r)
             if wrong.size:
@@ -257,18 +271,21 @@ def resolve_typed_edge_seeds(indices, info, settings) -> TypedEdgeSeeds:
                                  f"(the edge ids of a typed {edges.kind} are its CSC positions)")
             part = (eids, eids, np.full(eids.shape[0], r, schema.etype_dtype()))
         parts.append(part)
-    eids, pos = (_joined([p[i] for p in parts], np.int64) for i in range(2))
+    eids = _joined([p[0] for p in parts], np.int64)
     # relation ids in the schema's smallest dtype (1 B a seed edge, not 8: held for the loader's life)
     rel = _joined([p[2] for p in parts], schema.etype_dtype())
     local = from_dgl or isinstance(edges, StoreEdges)
-    reverse, exclude = None, settings.exclude
+    reverse, exclude, located, to_position = None, settings.exclude, None, None
     if from_dgl:  # a local graph's sources are read from its CSC per batch
-        src, dst = None, _joined([p[3] for p in parts], node_dtype)
-        if reverse_types is not None:
-            reverse = _joined([p[4] for p in parts], pos_dtype)
+        pos, src, dst = None, None, None
+        located = LocatedSeeds.of_graph(info.graph, schema, [_relation_of(schema, k) for k in indices], reverse_types)
+
+        def to_position(r: int, ids: np.ndarray) -> np.ndarray:  # reverse_id: its partners held
+            return located.positions(info.store, np.full(ids.shape[0], r, np.int64), ids.astype(np.int64))
     else:
+        pos = _joined([p[1] for p in parts], np.int64)
         src, dst = edges.endpoints(pos)
-    if exclude in ("reverse_id", "reverse_types") and reverse is None:
+    if exclude == "reverse_id" or (exclude == "reverse_types" and not from_dgl):
         reverse = _reverse_positions(settings, schema, edges, eids, pos, rel, src, dst, to_position, reverse_types)
     if reverse is not None:
         reverse = _narrowed(reverse)  # -1: none
@@ -282,7 +299,7 @@ def resolve_typed_edge_seeds(indices, info, settings) -> TypedEdgeSeeds:
     if not eids.flags.owndata:  # one part left wide: still the caller's tensor's memory
         eids = eids.copy()
     return TypedEdgeSeeds(eids=eids, positions=pos, rel=rel, src=None if local else src, dst=dst, schema=schema,
-                          exclude=exclude, reverse=reverse, negative=negative)
+                          exclude=exclude, reverse=reverse, negative=negative, located=located)
 
 
 def _joined(arrays: list, dtype) -> np.ndarray:
@@ -292,12 +309,9 @@ def _joined(arrays: list, dtype) -> np.ndarray:
     return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
 
-def _dgl_reverse_types(reverse_relation: int, eids: np.ndarray, to_position, dtype) -> np.ndarray:
-    """``exclude="reverse_types"`` on a DGLGraph: edge ``k`` of a relation reverses edge ``k`` of its
-    ``reverse_etypes`` partner; the partner's CSC positions (-1 for every edge of a relation without one)."""
-    if reverse_relation < 0:
-        return np.full(eids.shape[0], -1, dtype)
-    return to_position(int(reverse_relation), eids, dtype)
+def _needs_csc(graph) -> None:
+    if graph is None or not hasattr(graph, "indices"):
+        raise RuntimeError("seed edges of a local typed graph are read from its CSC; TypedEdgeSeeds.batch needs graph=")
 
 
 def _wide(a: np.ndarray) -> np.ndarray:
@@ -305,8 +319,10 @@ def _wide(a: np.ndarray) -> np.ndarray:
     return a.astype(np.int64, copy=False)
 
 
-def _narrowed(a: np.ndarray) -> np.ndarray:
+def _narrowed(a: Optional[np.ndarray]) -> Optional[np.ndarray]:
     """``a`` (ids >= -1) as int32 while its largest fits, else as it is (4 B a seed edge saved)."""
+    if a is None:
+        return None
     return a.astype(np.int32 if int(a.max(initial=0)) + 1 < np.iinfo(np.int32).max else np.int64, copy=False)
 
 
@@ -328,8 +344,8 @@ def _reverse_positions(settings, schema, edges, eids, pos, rel, src, dst, to_pos
 
     ``"reverse_types"`` (``reverse_types``: :func:`check_reverse_etypes`' array) on a typed store or partition
     (ids are positions): the reverse is found by its endpoints
-    (:func:`~bgl.sampler.typed._kernels.reverse_positions`); a DGLGraph's are resolved per relation in
-    :func:`resolve_typed_edge_seeds` (:func:`_dgl_reverse_types`).  ``"reverse_id"``: ``reverse_eids`` maps
+    (:func:`~bgl.sampler.typed._kernels.reverse_positions`); a DGLGraph's are found per batch
+    (:meth:`~.typed_located.LocatedSeeds.reverse`).  ``"reverse_id"``: ``reverse_eids`` maps
     each edge type's ids to the same type's reverse ids (``{etype: ids}``; one array when the graph
     has one edge type), or on a store or partition its edge ids to edge ids (int64 [num_edges]).
     """
