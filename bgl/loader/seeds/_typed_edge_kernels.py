@@ -24,11 +24,5 @@ def ids_to_positions(indptr, etype, edge_ids, rows, rel, ids, out):
         else:
             s = _first_at_least(etype, lo, hi, r)
             end = _first_at_least(etype, s, hi, r + 1)
-        e = end
-        while s < e:
-            mid = (s + e) >> 1
-            if np.int64(edge_ids[mid]) < ids[j]:
-                s = mid + 1
-            else:
-                e = mid
+        s = _first_at_least(edge_ids, s, end, ids[j])
         out[j] = s if s < end and np.int64(edge_ids[s]) == ids[j] else -1
