@@ -41,7 +41,7 @@ from .ddp import ddp_chunk
 from .edge_options import check_edge_options
 from .edge_prediction import torch_rng_user
 from .pipeline.epoch_iterator import EpochIterator
-from .loader_options import DEFAULT_QUEUE, FINISHED_BATCHES_QUEUE, choose_pipeline, resolve_loader_options
+from .loader_options import choose_pipeline, resolve_loader_options
 from .state.position import epoch_seed, LoaderState, ResumePoint, fingerprint, generator_seed_from_torch, parse_state
 from .stages.order_prefetch import NextOrderGuess
 from .stages.order import OrderStage, num_batches
@@ -49,12 +49,13 @@ from ..kernel_cache.numba_setup import prepare_numba
 from .pipeline.kernel_warmup import load_kernels
 from .pipeline.chain import Pipeline, quiet_numba_threads
 from .stages.presample import presample_cache_spec
-from .pipeline.resources import CoreSplit, profile_core_split, resolve_stage_cores
+from .pipeline.assembly import assemble_pipeline
+from .pipeline.resources import CoreSplit, resolve_stage_cores
 from .sampler_options import NeighborSampler, resolve_sampler  # noqa: F401  (public as bgl.NeighborSampler too)
 from .seeds.items import resolve_seeds
-from .pipeline.spawn import start_zygote
 from .stages.specs import CacheSpec
-from .stages.map import FetchStage, SampleStage, TransferStage
+from .stages.map import FetchStage, SampleStage
+from .stages.transfer import TransferStage
 from .trainer_wait import TrainerWait
 from .typed import check_typed_options, reads_in_place, typed_fanouts
 
@@ -313,27 +314,11 @@ class DataLoader(Closes):
                           (self.ddp_seed, self._rank) if self.use_ddp else None)
 
     def _build_pipeline(self) -> Pipeline:
-        """The stages in the chosen mode.  With ``pipeline="thread"`` on a CPU device the transfer
-        stage runs in the producer thread too, so DGL objects arrive built (CSR included)."""
-        cores = None
-        if self.pipeline_mode == "processes":
-            start_zygote()  # its imports (seconds) overlap the core-split probe below
-            split = self.core_split = self.core_split or profile_core_split(
-                self._order_stage, self._sample_stage, self._fetch)
-            log.info("%s", split.describe())
-            cores = dict(split.cores)
-            if "sample" in cores and "order" not in cores:  # a few permutations an epoch: the sampler's cores
-                cores["order"] = cores["sample"]
-        producer = [self._sample_stage, self._fetch]
-        if self._transfer.build_csr:
-            producer, trainer = producer + [self._transfer], []
-        else:
-            trainer = [self._transfer]
-        queue_size = self._queue_size
-        if queue_size is None:
-            queue_size = FINISHED_BATCHES_QUEUE if self._transfer.build_csr else DEFAULT_QUEUE
-        return Pipeline(self._order_stage, producer, cores=cores, trainer_stages=trainer,
-                        mode=self.pipeline_mode, queue_size=queue_size)
+        """The stages in the chosen mode (:func:`~bgl.loader.pipeline.assembly.assemble_pipeline`)."""
+        pipeline, self.core_split = assemble_pipeline(self.pipeline_mode, self._order_stage, self._sample_stage,
+                                                      self._fetch, self._transfer, self._queue_size, self.core_split,
+                                                      servers=self._info.spec.kind == "servers")
+        return pipeline
 
     def __iter__(self) -> Iterator[tuple]:
         """This epoch's batches, as an :class:`~bgl.loader.pipeline.epoch_iterator.EpochIterator`.

@@ -20,7 +20,8 @@ edges of the pipeline change shape:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
@@ -94,6 +95,8 @@ class TypeSplit:
     ``src_type``, ``local`` : int64 [n] each id's type and position among its type's ids; ``num_src``,
     ``num_dst`` : int64 [T] each type's count of ids and of the first ``num_dst`` ids (a block's dst
     nodes); ``type_ids`` : int64 [n] type-local ids, type after type, each type's in the order given.
+    ``of`` : the tensor of ids it split, where a block keeps it (``Block.type_split``): a reader reuses
+    the split only for that very tensor, never for ids written to the block after it.
     """
 
     src_type: np.ndarray
@@ -101,6 +104,7 @@ class TypeSplit:
     num_src: np.ndarray
     num_dst: np.ndarray
     type_ids: np.ndarray
+    of: Any = field(default=None, repr=False, compare=False)
 
     def by_type(self, ntypes: Sequence[str]) -> dict[str, torch.Tensor]:
         """``{ntype: type-local ids}``, views of one int64 array (:attr:`type_ids`)."""
@@ -150,7 +154,7 @@ def typed_input_nodes(block, schema, keep_split: bool) -> dict[str, torch.Tensor
         return by_type(block.src_ids, schema)
     split = split_by_type(block.src_ids.numpy(), schema, block.num_dst)
     if keep_split:
-        block.type_split = split
+        block.type_split = dataclasses.replace(split, of=block.src_ids)
     return split.by_type(schema.ntypes)
 
 

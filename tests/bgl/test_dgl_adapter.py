@@ -142,12 +142,21 @@ def test_a_broken_typed_block_is_refused_naming_the_edge():
                                   schema=SCHEMA), SCHEMA)
 
 
+def conversion_outcome(block):
+    """What ``to_dgl_hetero_block`` makes of ``block``: its per-type NID ids, or the error it raises."""
+    try:
+        got = to_dgl_hetero_block(block, SCHEMA)
+    except ValueError as e:
+        return str(e)
+    return {nt: got.srcnodes[nt].data[dgl.NID].tolist() for nt in got.ntypes}
+
+
 @pytest.mark.parametrize("with_edge_ids", [True, False], ids=["edge-ids", "csc-positions"])
 def test_the_loaders_type_split_gives_the_same_block_and_input_nodes_share_its_ids(with_edge_ids):
     """The transfer stage splits block 0's src ids by type for ``input_nodes`` and keeps the split on the
     block (``typed_input_nodes``); the DGL block built from it is the block built without, and its ``NID``
     ids share ``input_nodes``' array, as DGL's ``input_nodes`` are its ``blocks[0].srcdata[NID]``.  A split
-    of other ids (another length) is not used."""
+    of other ids (another length, or src ids written to the block after the split) is not used."""
     from bgl.loader.typed import by_type, split_by_type, typed_input_nodes
 
     for seed in range(3):
@@ -171,3 +180,7 @@ def test_the_loaders_type_split_gives_the_same_block_and_input_nodes_share_its_i
         for nt, ids in input_nodes.items():
             if ids.numel():
                 assert got.srcnodes[nt].data[dgl.NID].data_ptr() == ids.data_ptr()
+        # src ids written after the split, of the same length: the split is not theirs, so it is not used
+        moved = dataclasses.replace(block, src_ids=torch.roll(block.src_ids, 1))
+        assert moved.type_split is block.type_split
+        assert conversion_outcome(moved) == conversion_outcome(dataclasses.replace(moved, type_split=None))

@@ -215,7 +215,7 @@ def _typed_block_parts(block: Block, schema, skeleton) -> _TypedBlockParts:
         raise ValueError(f"block indptr must run from 0 to num_edges = {block.num_edges}, "
                          f"got {int(indptr[0])} .. {int(indptr[-1])}")
     split = block.type_split  # the loader's split of the same ids for input_nodes (bgl.loader.typed)
-    if split is not None and split.src_type.shape[0] == block.num_src:
+    if split is not None and split.of is block.src_ids:
         src_type, local, num_src, num_dst, type_ids = (split.src_type, split.local, split.num_src, split.num_dst,
                                                        split.type_ids)
     else:

@@ -40,7 +40,7 @@ import queue
 import threading
 from typing import Any, Callable, Iterator, Optional
 
-from ...threads import one_openmp_thread_here, start_daemon_thread
+from ...threads import launch_pools_here, lower_thread_priority, one_openmp_thread_here, start_daemon_thread
 
 # How often a blocked put/get looks at the stop flag and the thread's liveness (s).
 POLL_S = 0.05
@@ -52,13 +52,15 @@ _ITEM, _END, _ERROR = "item", "end", "error"
 
 
 def background_items(make_items: Callable[[], Iterator[Any]], queue_size: int,
-                     name: str = "bgl-producer", after_first: Optional[Callable[[], None]] = None) -> Iterator[Any]:
+                     name: str = "bgl-producer", after_first: Optional[Callable[[], None]] = None,
+                     nice: int = 0) -> Iterator[Any]:
     """The items of ``make_items()``, produced in a daemon thread up to ``queue_size`` ahead.
 
     ``make_items`` is called, and its first item made, in the caller's thread; the thread runs the
     generator from the second item on and closes it.  ``after_first()`` runs in the caller's thread
     between the two, while no producer holds the GIL: a thread it starts does not make the trainer
-    wait (see ``start_daemon_thread``).
+    wait (see ``start_daemon_thread``).  ``nice``: how many nice levels below the caller the thread
+    runs (``bgl.threads.lower_thread_priority``; 0 keeps the caller's priority).
     """
     if queue_size < 1:
         raise ValueError(f"queue_size must be >= 1, got {queue_size}")
@@ -86,6 +88,7 @@ def background_items(make_items: Callable[[], Iterator[Any]], queue_size: int,
     def produce(items: Iterator[Any]) -> None:
         try:
             one_openmp_thread_here()  # beside the trainer's threads, not a team of every core (bgl.threads)
+            lower_thread_priority(nice)  # the trainer's threads first when both are ready (bgl.threads)
             try:
                 for item in items:
                     if not put((_ITEM, item)):
@@ -112,6 +115,8 @@ def background_items(make_items: Callable[[], Iterator[Any]], queue_size: int,
         except BaseException:
             items.close()
             raise
+    if nice:
+        launch_pools_here()  # before the producer lowers its priority: no pool inherits it
     thread = start_daemon_thread(produce, (items,), name)  # the generator is the thread's alone from here on
     del items
     held: list = [first]  # the item being yielded, popped as it goes: a suspended frame keeps no batch

@@ -86,6 +86,8 @@ class Pipeline:
         Affinity per process stage; a missing name runs unpinned.
     queue_size : int
         Capacity of each inter-stage queue (items in flight per hop).
+    producer_nice : int
+        ``"thread"``: nice levels the producer runs below the trainer (``bgl.threads.lower_thread_priority``).
 
     Raises
     ------
@@ -95,12 +97,13 @@ class Pipeline:
 
     def __init__(self, source: SourceStage, stages: Sequence[Stage] = (), *,
                  trainer_stages: Sequence[Stage] = (), mode: str = "inline",
-                 cores: Mapping[str, Sequence[int]] | None = None, queue_size: int = 4):
+                 cores: Mapping[str, Sequence[int]] | None = None, queue_size: int = 4, producer_nice: int = 0):
         if mode not in MODES:
             raise ValueError(f"pipeline mode must be one of {MODES}, got {mode!r}")
         if queue_size < 1:
             raise ValueError(f"queue_size must be >= 1, got {queue_size}")
         self.source = source
+        self.producer_nice = producer_nice  # mode "thread": the producer's nice steps (background_items)
         self.stages = list(stages)
         self.trainer_stages = list(trainer_stages)
         names = [s.name for s in (source, *self.stages, *self.trainer_stages)]
@@ -233,7 +236,8 @@ class Pipeline:
         self._open_trainer_stages()
         if in_thread:
             produced = background_items(lambda: run_chain(source_items(self.source, epoch), self.stages),
-                                        self.queue_size, name=f"bgl-{self.source.name}", after_first=after_first)
+                                        self.queue_size, name=f"bgl-{self.source.name}", after_first=after_first,
+                                        nice=self.producer_nice)
             yield from run_chain(produced, self.trainer_stages)
         else:
             items = run_chain(source_items(self.source, epoch), (*self.stages, *self.trainer_stages))

@@ -25,7 +25,6 @@ from .protocol import Stage
 from .remote_rows import RemoteRowsOnly
 from .row_buffers import RowBuffers, cache_outputs
 from .specs import CacheSpec, SamplingSpec, TypedCacheSpec
-from .transfer import TransferStage  # noqa: F401 - its old home, where the loader imports it
 from ..seeds.edges import negative_seed, negatives_graph
 
 
