@@ -197,12 +197,15 @@ class RankWatch:
             if _recv_exact(conn, TOKEN_BYTES) != token:
                 raise ConnectionError("wrong token")
             rank, pid, nonce, host = _read_hello(conn)
+            # known before the rank hears back: its start (and so the collective after it) may end as soon
+            # as it has the answer, and then every rank's greeting must be on record here
+            self._peers[conn] = (rank, pid, host, address, nonce)
             conn.sendall(token + _hello(0, 0))
             conn.settimeout(None)
         except (OSError, ValueError, struct.error):
+            self._peers.pop(conn, None)
             conn.close()
             return
-        self._peers[conn] = (rank, pid, host, address, nonce)
         sel.register(conn, selectors.EVENT_READ)
 
     def _heard(self, conn: socket.socket, sel) -> None:
