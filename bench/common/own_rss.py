@@ -32,7 +32,11 @@ def run_child(cmd: list[str], what: str, env: dict | None = None, unit: str = "m
     """Run a benchmark child; return the JSON object its last stdout line holds, with its own peak RSS
     as ``peak_rss_<unit>`` (MiB) and, for the record only, ``wait4_maxrss_<unit>`` (at least this
     parent's own peak, see above).  Its stderr goes to a file, so a chatty child cannot block on a full
-    pipe; a child that fails raises RuntimeError naming ``what``, its exit code and its stderr's end."""
+    pipe; a child that fails raises RuntimeError naming ``what``, its exit code and its stderr's end.
+    bgl's bytecode is written for the child's interpreter first (:mod:`bench.common.bytecode`)."""
+    from bench.common.bytecode import compile_checkout
+
+    compile_checkout(cmd[0])
     with tempfile.TemporaryFile(mode="w+") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
         out = proc.stdout.read()

@@ -9,11 +9,14 @@ from typing import Optional
 
 
 def setup(workdir: str) -> Path:
-    """One torch thread, numba's quiet thread layer, ``workdir`` created; prints the load average."""
+    """One torch thread, numba's quiet thread layer, ``workdir`` created, bgl's bytecode written
+    (:mod:`bench.common.bytecode`); prints the load average."""
     import torch
 
+    from bench.common.bytecode import compile_checkout
     from bgl.loader.pipeline.chain import quiet_numba_threads
 
+    compile_checkout()
     quiet_numba_threads()
     torch.set_num_threads(1)
     path = Path(workdir)

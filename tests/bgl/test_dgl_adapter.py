@@ -184,3 +184,21 @@ def test_the_loaders_type_split_gives_the_same_block_and_input_nodes_share_its_i
         moved = dataclasses.replace(block, src_ids=torch.roll(block.src_ids, 1))
         assert moved.type_split is block.type_split
         assert conversion_outcome(moved) == conversion_outcome(dataclasses.replace(moved, type_split=None))
+
+
+def test_a_frame_takes_its_lazy_columns_as_they_are_and_checks_tensor_rows():
+    from dgl.frame import Column, Frame
+
+    from bgl.dgl.real_dgl.blocks import frame_of
+
+    storage = torch.randn(10, 3)
+    ids = torch.tensor([4, 1, 7])
+    lazy = Column(storage, None, ids, None)
+    fields = {"_ID": ids, "feat": lazy, "label": torch.arange(3)}
+    ours, dgls = frame_of(dict(fields), 3), Frame(dict(fields), num_rows=3)
+    assert ours._columns["feat"] is lazy  # not cloned: the column was made for this frame
+    assert ours.num_rows == dgls.num_rows == 3 and list(ours.keys()) == list(dgls.keys())
+    assert all(torch.equal(ours[k], dgls[k]) for k in fields)
+    assert torch.equal(ours["feat"], storage[ids])
+    with pytest.raises(ValueError, match="'label' has 4 rows, the frame 3"):
+        frame_of({"label": torch.arange(4)}, 3)

@@ -11,7 +11,7 @@ from typing import Optional
 
 import torch
 
-from .blocks import ALL_FORMATS, _add_lazy_fields, int64_index, with_index_and_frames
+from .blocks import ALL_FORMATS, _add_lazy_fields, frame_of, int64_index, with_index_and_frames
 
 
 def dgl_blocks(blocks, schema, graph, type_names: tuple[str, str], with_csr: bool) -> list:
@@ -67,7 +67,6 @@ def to_dgl_hetero_pair_graph(edges: dict, node_ids: dict, edge_ids: Optional[dic
     """
     import dgl
     from dgl import heterograph_index
-    from dgl.frame import Frame
 
     skeleton = _pair_skeleton(tuple(node_ids), tuple(edges))
     counts = {nt: int(ids.shape[0]) for nt, ids in node_ids.items()}
@@ -82,13 +81,13 @@ def to_dgl_hetero_pair_graph(edges: dict, node_ids: dict, edge_ids: Optional[dic
         fields = {} if ids is None else {dgl.EID: ids}
         if graph is not None and ids is not None:
             _add_lazy_fields(fields, graph.edges[c].data, ids)
-        edge_frames.append(Frame(fields, num_rows=int(s.shape[0])))
+        edge_frames.append(frame_of(fields, int(s.shape[0])))
     node_frames = []
     for nt in skeleton.ntypes:
         fields = {dgl.NID: node_ids[nt]}
         if graph is not None:
             _add_lazy_fields(fields, graph.nodes[nt].data, node_ids[nt])
-        node_frames.append(Frame(fields, num_rows=counts[nt]))
+        node_frames.append(frame_of(fields, counts[nt]))
     gidx = heterograph_index.create_heterograph_from_relations(
         skeleton.metagraph, rel_graphs, int64_index([counts[nt] for nt in skeleton.ntypes]))
     return with_index_and_frames(skeleton.template, gidx, node_frames, edge_frames)

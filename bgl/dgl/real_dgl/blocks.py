@@ -46,8 +46,6 @@ def to_dgl_block(block: Block, graph=None, type_names: tuple[str, str] = ("_N", 
     loader does: lazy columns (DGL's copy-on-read ``Column``), so a field the model never
     reads costs no gather.  ``type_names`` = (node type, edge type) of a one-type graph.
     """
-    from dgl.frame import Frame
-
     dgl = _dgl()
     src = {dgl.NID: block.src_ids, **block.srcdata}
     dst = {dgl.NID: block.dst_ids, **block.dstdata}
@@ -57,8 +55,8 @@ def to_dgl_block(block: Block, graph=None, type_names: tuple[str, str] = ("_N", 
         _add_lazy_fields(dst, graph.ndata, block.dst_ids)
         if block.edge_ids is not None:
             _add_lazy_fields(edges, graph.edata, block.edge_ids)
-    return _csc_block(block, [Frame(src, num_rows=block.num_src), Frame(dst, num_rows=block.num_dst)],
-                      [Frame(edges, num_rows=block.num_edges)], type_names=type_names)
+    return _csc_block(block, [frame_of(src, block.num_src), frame_of(dst, block.num_dst)],
+                      [frame_of(edges, block.num_edges)], type_names=type_names)
 
 
 def _add_lazy_fields(frame: dict, fields, ids: torch.Tensor) -> None:
@@ -71,6 +69,30 @@ def _add_lazy_fields(frame: dict, fields, ids: torch.Tensor) -> None:
         storage = fields[key]
         index = ids if ids.device == storage.device else ids.to(storage.device)
         frame[key] = Column(storage, None, index, ids.device if ids.device != storage.device else None)
+
+
+def frame_of(fields: dict, num_rows: int):
+    """A DGL ``Frame`` of ``fields`` (``{name: tensor, or a lazy Column made for this frame}``), ``num_rows`` rows.
+
+    ``Frame(fields)`` clones every ``Column`` it is handed, so that two frames never share one, and
+    asks every column its length: a block's lazy columns (:func:`_add_lazy_fields`, made afresh for
+    each frame) were built twice, ~46 ``Column`` objects a batch on PubMed's five ``ndata`` fields, a
+    third of the DGL objects' Python cost in the trainer's thread.  Here the Columns are taken as
+    they are (each is this frame's own) and only the tensors' row counts are checked (a lazy
+    column's index is the frame's ids, its length by construction).
+    """
+    from dgl.frame import Column, Frame
+
+    columns = {}
+    for key, value in fields.items():
+        if not isinstance(value, Column):
+            if value.shape[0] != num_rows:
+                raise ValueError(f"field {key!r} has {value.shape[0]} rows, the frame {num_rows}")
+            value = Column(value)
+        columns[key] = value
+    frame = Frame(None, num_rows)
+    frame._columns = columns
+    return frame
 
 
 
@@ -138,7 +160,6 @@ def to_dgl_hetero_block(block: Block, schema, graph=None):
     (relation-local indices, CSC positions, edge ids), plus 8 B per (relation, dst node).
     """
     from dgl import heterograph_index
-    from dgl.frame import Frame
 
     dgl = _dgl()
     if block.schema is None:
@@ -166,7 +187,7 @@ def to_dgl_hetero_block(block: Block, schema, graph=None):
                       if rel_data is None or k in rel_data or k == "edge_weights")
         if graph is not None:
             _add_lazy_fields(fields, rel_data, fields[dgl.EID])
-        edge_frames.append(Frame(fields, num_rows=n))
+        edge_frames.append(frame_of(fields, n))
     src_frames, dst_frames = [], []
     for nt, t in zip(skeleton.ntypes, skeleton.type_order):
         n_src, n_dst, lo = parts.num_src[t], parts.num_dst[t], parts.type_start[t]
@@ -176,8 +197,8 @@ def to_dgl_hetero_block(block: Block, schema, graph=None):
             fields = graph.nodes[nt].data  # a view DGL builds per call (~15 us)
             _add_lazy_fields(src, fields, ids)
             _add_lazy_fields(dst, fields, ids[:n_dst])
-        src_frames.append(Frame(src, num_rows=n_src))
-        dst_frames.append(Frame(dst, num_rows=n_dst))
+        src_frames.append(frame_of(src, n_src))
+        dst_frames.append(frame_of(dst, n_dst))
     counts = [parts.num_src[t] for t in skeleton.type_order] + [parts.num_dst[t] for t in skeleton.type_order]
     return skeleton.block(heterograph_index.create_heterograph_from_relations(
         skeleton.metagraph, rel_graphs, int64_index(counts)), src_frames + dst_frames, edge_frames)
@@ -347,7 +368,6 @@ def to_dgl_pair_graph(pair, graph=None):
     so they are below ``num_nodes`` by construction and nothing is lost by skipping the check.
     """
     from dgl import heterograph_index
-    from dgl.frame import Frame
     from dgl.heterograph import DGLGraph
 
     dgl = _dgl()
@@ -362,8 +382,8 @@ def to_dgl_pair_graph(pair, graph=None):
         _add_lazy_fields(nodes, graph.ndata, nodes[dgl.NID])
         if dgl.EID in edges:
             _add_lazy_fields(edges, graph.edata, edges[dgl.EID])
-    return DGLGraph(gidx, ["_N"], ["_E"], node_frames=[Frame(nodes, num_rows=n)],
-                    edge_frames=[Frame(edges, num_rows=int(src.shape[0]))])
+    return DGLGraph(gidx, ["_N"], ["_E"], node_frames=[frame_of(nodes, n)],
+                    edge_frames=[frame_of(edges, int(src.shape[0]))])
 
 
 def _positions(n: int, device) -> torch.Tensor:

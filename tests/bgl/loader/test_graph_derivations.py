@@ -138,3 +138,23 @@ def test_a_typed_graphs_fused_csc_is_built_once_and_again_after_add_edges():
     assert third._info.store.num_edges == first._info.store.num_edges + 2
     seen = torch.cat([eids for eids, _ in c])
     assert sorted(seen.tolist()) == list(range(g.num_edges("rates")))  # the new edge is a seed too
+
+
+def test_a_graphs_csc_is_read_once_per_graph_index_and_again_after_an_edit():
+    import gc
+
+    from bgl.dgl.real_dgl import graph_reader
+
+    g = weighted_graph()
+    first, second = loader(g), loader(g)
+    assert second._info.store.tensor("indices") is first._info.store.tensor("indices")  # no second adj_tensors
+    g.add_edges(torch.tensor([1]), torch.tensor([2]))  # DGL gives the graph a new index
+    third = loader(g)
+    assert third._info.store.num_edges == first._info.store.num_edges + 1
+    store = third._info.store
+    assert sorted(store.indices[store.indptr[2]:store.indptr[3]].tolist()) == sorted(g.in_edges(2)[0].tolist())
+    del store
+    held = len(graph_reader._CSC_BY_INDEX)
+    del first, second, third, g
+    gc.collect()
+    assert len(graph_reader._CSC_BY_INDEX) < held  # the entries go with their graph's indices
