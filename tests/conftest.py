@@ -106,6 +106,21 @@ def pytest_configure(config):
     if config.getoption("--strict-suite", default=False) and not hasattr(config, "workerinput"):
         _strict.update(temp_before=_temp_entries(), skips=[])
     _temp_dir_under_basetemp(config)
+    _torch_inductor_cache_dir()
+
+
+def _torch_inductor_cache_dir() -> None:
+    """Set ``TORCHINDUCTOR_CACHE_DIR`` once, before any test, as torch's inductor does on its first use.
+
+    On newer torch, importing ``torch_geometric`` sets it (``torch._inductor``'s ``cache_dir()``): a
+    full run imports PyG while collecting, but a test that imports it first in its own process (a subset
+    run, e.g. ``test_resume_new_process.py`` alone) failed the process-state guard for a library's
+    one-time setting.  Setting it here (under TMPDIR, set just before) leaves every test the same start."""
+    try:
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+    except Exception:  # an older torch (the pinned lane's) or none: nothing sets it on import
+        return
+    cache_dir()
 
 
 def _temp_dir_under_basetemp(config) -> None:

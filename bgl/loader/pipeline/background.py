@@ -57,10 +57,12 @@ def background_items(make_items: Callable[[], Iterator[Any]], queue_size: int,
     """The items of ``make_items()``, produced in a daemon thread up to ``queue_size`` ahead.
 
     ``make_items`` is called, and its first item made, in the caller's thread; the thread runs the
-    generator from the second item on and closes it.  ``after_first()`` runs in the caller's thread
-    between the two, while no producer holds the GIL: a thread it starts does not make the trainer
-    wait (see ``start_daemon_thread``).  ``nice``: how many nice levels below the caller the thread
-    runs (``bgl.threads.lower_thread_priority``; 0 keeps the caller's priority).
+    generator from the second item on and closes it.  ``after_first()`` runs in the thread, first,
+    at the caller's priority: what it starts (the loader's next-epoch order, its own thread) is off
+    the trainer's way to its first batch, which it cost 0.3 ms there (a thread start and an epoch
+    seed, against a whole first batch of 3-5 ms on a 262k-edge graph); an error it raises reaches the
+    trainer as the producer's do.  ``nice``: how many nice levels below the caller the thread runs
+    (``bgl.threads.lower_thread_priority``; 0 keeps the caller's priority).
     """
     if queue_size < 1:
         raise ValueError(f"queue_size must be >= 1, got {queue_size}")
@@ -87,9 +89,11 @@ def background_items(make_items: Callable[[], Iterator[Any]], queue_size: int,
 
     def produce(items: Iterator[Any]) -> None:
         try:
-            one_openmp_thread_here()  # beside the trainer's threads, not a team of every core (bgl.threads)
-            lower_thread_priority(nice)  # the trainer's threads first when both are ready (bgl.threads)
             try:
+                one_openmp_thread_here()  # beside the trainer's threads, not a team of every core (bgl.threads)
+                if after_first is not None:
+                    after_first()  # before the priority drops: a thread it starts inherits this one's
+                lower_thread_priority(nice)  # the trainer's threads first when both are ready (bgl.threads)
                 for item in items:
                     if not put((_ITEM, item)):
                         return
@@ -109,12 +113,6 @@ def background_items(make_items: Callable[[], Iterator[Any]], queue_size: int,
     except BaseException:
         items.close()
         raise
-    if after_first is not None:
-        try:
-            after_first()
-        except BaseException:
-            items.close()
-            raise
     if nice:
         launch_pools_here()  # before the producer lowers its priority: no pool inherits it
     thread = start_daemon_thread(produce, (items,), name)  # the generator is the thread's alone from here on

@@ -213,9 +213,10 @@ class Pipeline:
                   num_items: Optional[int] = None) -> Iterator[Any]:
         """Items of one epoch, after every stage.  See the module docstring for teardown rules.
 
-        ``after_first``: called in the caller's thread once the first item is made, before it is
-        yielded (and, with ``mode="thread"``, before the producer thread starts); the loader starts
-        the next epoch's order there.  Not called with ``mode="processes"``.
+        ``after_first``: called once the first item is made: in the caller's thread before the item is
+        yielded, or with ``mode="thread"`` by the producer thread as it starts (off the trainer's way to
+        its first batch); the loader starts the next epoch's order there.  Not called with
+        ``mode="processes"``.
 
         ``num_items``: how many items the epoch yields, where the caller knows.  With
         ``mode="thread"`` an epoch of at most one item runs in the caller's thread: the first item

@@ -138,3 +138,40 @@ def test_numbas_pool_keeps_the_trainers_priority_when_a_producer_kernel_launches
     env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue", "NUMBA_NUM_THREADS": "2"}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+
+
+@linux_only
+def test_after_first_runs_in_the_producer_at_the_trainers_priority():
+    """The next-epoch order starts off the trainer's way to its first batch, and at the trainer's
+    priority (a thread it starts inherits it), before the producer lowers its own."""
+    before = own_nice()
+    if before + PRODUCER_NICE > 19:
+        pytest.skip("this process already runs at the lowest priorities")
+    seen = []
+
+    def after_first():
+        seen.append((threading.get_ident(), own_nice()))
+
+    items = list(background_items(lambda: (i for i in range(4)), queue_size=1, after_first=after_first,
+                                  nice=PRODUCER_NICE))
+    assert items == [0, 1, 2, 3]
+    assert len(seen) == 1 and seen[0][0] != threading.get_ident() and seen[0][1] == before
+
+
+def test_an_after_first_that_fails_reaches_the_trainer_after_the_first_item():
+    closed = []
+
+    def made():
+        try:
+            yield from range(5)
+        finally:
+            closed.append(True)
+
+    def after_first():
+        raise RuntimeError("no next order")
+
+    it = background_items(made, queue_size=1, after_first=after_first)
+    assert next(it) == 0  # made in the trainer's thread, before the producer starts
+    with pytest.raises(RuntimeError, match="no next order"):
+        next(it)
+    assert closed == [True]  # the producer closed the items it owned
