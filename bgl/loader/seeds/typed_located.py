@@ -64,12 +64,22 @@ class LocatedSeeds:
         return {**self.__dict__, "rel_dst": narrow}
 
     def destinations(self, rel: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        """int64 global destination ids of the edges ``ids`` (each of relation ``rel[j]``)."""
+        """int64 global destination ids of the edges ``ids`` (each of relation ``rel[j]``).
+
+        The batch is grouped by relation with one stable sort, each group gathered once: O(B log B) for
+        a batch of B edges however many relations the schema has (a boolean mask per relation present
+        was O(R x B), for schemas with hundreds of seeded relations)."""
         out = np.empty(ids.shape[0], np.int64)
-        for r in np.unique(rel).tolist():
-            sel = rel == r
-            out[sel] = self.rel_dst[r][ids[sel]]
-            out[sel] += self.dst_offsets[r]
+        if ids.shape[0] == 0:
+            return out
+        order = np.argsort(rel, kind="stable")
+        grouped = rel[order]
+        cuts = np.flatnonzero(grouped[1:] != grouped[:-1]) + 1
+        for part in np.split(order, cuts):
+            r = int(rel[part[0]])
+            rows = self.rel_dst[r][ids[part]].astype(np.int64, copy=False)  # a fresh gather, widened
+            rows += int(self.dst_offsets[r])  # in int64: a relation's narrowed ids plus an offset could overflow
+            out[part] = rows
         return out
 
     def positions(self, csc, rel: np.ndarray, ids: np.ndarray, rows: Optional[np.ndarray] = None) -> np.ndarray:

@@ -78,3 +78,20 @@ def test_reverse_id_on_a_dglgraph_excludes_each_seed_and_its_given_reverse():
             assert not banned & got
             seen += len(got)
     assert seen > 0
+
+
+def test_destinations_of_a_batch_over_many_relations_are_each_relations_own():
+    """Grouped by one sort, not a mask per relation: every edge gets its own relation's destination
+    plus that relation's offset, in the batch's order, whatever the relations' count and order."""
+    from bgl.loader.seeds.typed_located import LocatedSeeds
+
+    rng = np.random.default_rng(5)
+    num_rels = 300
+    rel_dst = {r: rng.integers(0, 50, 20).astype(np.int32 if r % 2 else np.int64) for r in range(num_rels)}
+    offsets = np.arange(num_rels, dtype=np.int64) * (1 << 31)  # past int32: the sums need int64
+    located = LocatedSeeds(rel_dst, offsets)
+    rel = rng.integers(0, num_rels, 4000)
+    ids = rng.integers(0, 20, 4000)
+    expected = np.array([int(rel_dst[r][i]) + int(offsets[r]) for r, i in zip(rel, ids)], np.int64)
+    assert np.array_equal(located.destinations(rel, ids), expected)
+    assert located.destinations(rel[:0], ids[:0]).shape == (0,)
