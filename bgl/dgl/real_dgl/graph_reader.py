@@ -8,7 +8,6 @@ for a DGLGraph (:class:`bgl.loader.batch_frontend.GraphReader`).  Was part of ``
 from __future__ import annotations
 
 import functools
-import threading
 import weakref
 from typing import Any, Optional
 
@@ -48,35 +47,33 @@ def dglgraph_csc_tensors(g) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 # constructor at 0.2-0.3 ms.  Held by the index's id with a weak reference to it (DGL's index objects
 # cannot be hashed), dropped when the index goes: DGL replaces a graph's index on every edit of its
 # nodes or edges, and the tensors do not hold the index.  Cost: the views share DGL's own CSC; only an
-# int32 graph's widened indptr is a copy (8 B a node).
+# int32 graph's widened indptr is a copy (8 B a node).  No lock: a dict's get, set and pop are atomic,
+# two threads reading one graph at once both read it (either result is right), and the weak
+# reference's callback, which the collector may run inside any allocation, must not wait on anything.
 _CSC_BY_INDEX: dict[int, tuple[weakref.ref, tuple]] = {}
-_CSC_LOCK = threading.Lock()
 
 
 def _kept_csc(g) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     index = getattr(g, "_graph", None)
     key = id(index)
-    with _CSC_LOCK:
-        held = _CSC_BY_INDEX.get(key)
+    held = _CSC_BY_INDEX.get(key)
     if held is not None and held[0]() is index:
         return held[1]
     indptr, indices, eids = g.adj_tensors("csc")
     csc = (indptr.cpu().to(torch.int64), indices.cpu(), eids.cpu())
     if indices.device.type == "cpu":  # a device graph's host copies are not kept
         try:
-            ref = weakref.ref(index, functools.partial(_forget_csc, key))
+            entry = (weakref.ref(index, functools.partial(_forget_csc, key)), csc)
         except TypeError:  # not weakly referenceable: read every time
             return csc
-        with _CSC_LOCK:
-            _CSC_BY_INDEX[key] = (ref, csc)
+        _CSC_BY_INDEX[key] = entry
     return csc
 
 
 def _forget_csc(key: int, ref: weakref.ref) -> None:
-    with _CSC_LOCK:
-        held = _CSC_BY_INDEX.get(key)
-        if held is not None and held[0] is ref:
-            del _CSC_BY_INDEX[key]
+    held = _CSC_BY_INDEX.get(key)
+    if held is not None and held[0] is ref:
+        _CSC_BY_INDEX.pop(key, None)
 
 
 def _cpu(t: torch.Tensor) -> torch.Tensor:
