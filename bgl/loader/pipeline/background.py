@@ -58,10 +58,10 @@ def background_items(make_items: Callable[[], Iterator[Any]], queue_size: int,
 
     ``make_items`` is called, and its first item made, in the caller's thread; the thread runs the
     generator from the second item on and closes it.  ``after_first()`` runs in the thread, first,
-    at the caller's priority: what it starts (the loader's next-epoch order, its own thread) is off
-    the trainer's way to its first batch, which it cost 0.3 ms there (a thread start and an epoch
-    seed, against a whole first batch of 3-5 ms on a 262k-edge graph); an error it raises reaches the
-    trainer as the producer's do.  ``nice``: how many nice levels below the caller the thread runs
+    at the caller's priority (a thread it starts inherits it): the loader's next-epoch order (an epoch
+    seed, then a small shuffle made at once or a thread started for a big one) is off the trainer's
+    way to its first batch, which it cost 0.33 ms there (10k seeds, against a whole first batch of
+    3-5 ms on a 262k-edge graph); an error it raises reaches the trainer as the producer's do.  ``nice``: how many nice levels below the caller the thread runs
     (``bgl.threads.lower_thread_priority``; 0 keeps the caller's priority).
     """
     if queue_size < 1:
