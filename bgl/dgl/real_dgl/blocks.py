@@ -95,7 +95,6 @@ def frame_of(fields: dict, num_rows: int):
     return frame
 
 
-
 ALL_FORMATS = ["coo", "csr", "csc"]
 
 

@@ -61,8 +61,9 @@ def background_items(make_items: Callable[[], Iterator[Any]], queue_size: int,
     at the caller's priority (a thread it starts inherits it): the loader's next-epoch order (an epoch
     seed, then a small shuffle made at once or a thread started for a big one) is off the trainer's
     way to its first batch, which it cost 0.33 ms there (10k seeds, against a whole first batch of
-    3-5 ms on a 262k-edge graph); an error it raises reaches the trainer as the producer's do.  ``nice``: how many nice levels below the caller the thread runs
-    (``bgl.threads.lower_thread_priority``; 0 keeps the caller's priority).
+    3-5 ms on a 262k-edge graph); an error it raises reaches the trainer as the producer's do.
+    ``nice``: how many nice levels below the caller the thread runs (``bgl.threads.lower_thread_priority``;
+    0 keeps the caller's priority).
     """
     if queue_size < 1:
         raise ValueError(f"queue_size must be >= 1, got {queue_size}")
