@@ -18,7 +18,6 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import torch
 
-from ..cache.ordering.partition_order import env_partition_dir
 from ..errors import ServerUnavailable
 from ..store import GraphStore
 from .stages.specs import SamplingSpec
@@ -230,6 +229,8 @@ def resolve_graph(graph, feat_key, label_key, timeout: float, shared: bool = Fal
             return _servers_info(addresses, timeout, partition_dir=path, graph=graph)
         return store_info(GraphStore(path), graph=graph)
     if isinstance(graph, (list, tuple)) and graph and all(isinstance(a, str) for a in graph):
+        from ..cache.ordering.partition_order import env_partition_dir
+
         env_dir = env_partition_dir()
         return _servers_info(list(graph), timeout, partition_dir=Path(env_dir) if env_dir else None, graph=graph)
     raise TypeError(f"graph must be a DGLGraph, GraphStore, store/partition dir or list of server "

@@ -112,6 +112,19 @@ class SampleStage(Stage):
 _SPECS = (CacheSpec, TypedCacheSpec)  # caches the fetch stage builds in its own process
 
 
+def _valid_lookahead(value) -> bool:
+    """An int >= 0, ``"auto"``, or a :class:`~bgl.cache.lookahead_feeder.CacheSizedWindow`.  The cache
+    package is imported only for the last: a loader without a cache (its lookahead an int) never loads
+    ``bgl.cache`` and its kernels (20-30 ms of a process's first loader)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value >= 0
+    if isinstance(value, str):
+        return value == "auto"
+    from ...cache.lookahead_feeder import CacheSizedWindow
+
+    return isinstance(value, CacheSizedWindow)
+
+
 @dataclass
 class FetchStage(Stage):
     """Blocks -> input features (``blocks[0].srcdata``) and labels (``blocks[-1].dstdata``).
@@ -137,10 +150,7 @@ class FetchStage(Stage):
     name: str = "fetch"
 
     def __post_init__(self):
-        from ...cache.lookahead_feeder import CacheSizedWindow
-
-        if self.lookahead != "auto" and not isinstance(self.lookahead, CacheSizedWindow) and (
-                isinstance(self.lookahead, bool) or not isinstance(self.lookahead, int) or self.lookahead < 0):
+        if not _valid_lookahead(self.lookahead):
             raise ValueError(f"lookahead must be an int >= 0 or 'auto', got {self.lookahead!r}")
         self._sampler = None
         self._feat_rows: Optional[np.ndarray] = None
