@@ -5,7 +5,8 @@
 
 What is left between bgl's epoch and the floor (``training.py --systems model-only``) once the trainer
 no longer waits is the model step itself.  This script separates what the batches cost from what the
-loader's producer costs the step, on ``training.py``'s graph and model (same builders, one torch thread):
+loader's producer costs the step, with ``training.py``'s own graph, sampler, model and step (one torch
+thread):
 
 1. **Sizes**: ``--size-batches`` batches of each loader (DGL's, bgl's ``pipeline="inline"``), per layer
    and relation: mean and standard error of edges, dst and src nodes, bgl/DGL, and how many seed edges
@@ -40,15 +41,6 @@ from bench.common.side_by_side import setup  # noqa: E402
 from bench.recsys import training as loop  # noqa: E402
 
 
-def edge_sampler():
-    """``training.py``'s sampler: NeighborSampler([10, 10]) for link prediction, reverse types excluded."""
-    import dgl
-
-    return dgl.dataloading.as_edge_prediction_sampler(
-        dgl.dataloading.NeighborSampler([10, 10]), exclude="reverse_types", reverse_etypes=loop.REVERSE,
-        negative_sampler=dgl.dataloading.negative_sampler.Uniform(1))
-
-
 def make_loader(system: str, g, eids, **options):
     import dgl
 
@@ -56,7 +48,7 @@ def make_loader(system: str, g, eids, **options):
 
     torch.manual_seed(0)
     loader_class = dgl.dataloading.DataLoader if system == "dgl" else bgl.DataLoader
-    return loader_class(g, {"rates": eids}, edge_sampler(), batch_size=1024, shuffle=True, **options)
+    return loader_class(g, {"rates": eids}, loop.edge_sampler(), batch_size=1024, shuffle=True, **options)
 
 
 def batch_sizes(batch) -> tuple[list[str], list[int]]:
@@ -97,33 +89,11 @@ def compare_sizes(g, eids, count: int) -> None:
         table[system] = np.array(rows, dtype=np.float64)
     print(f"seed edges or their reverses found in the blocks: DGL {leaked['dgl']}, bgl {leaked['bgl']}", flush=True)
     print(f"batch sizes, mean ± standard error over {count} batches:", flush=True)
+    se = (lambda x: x.std() / np.sqrt(x.shape[0]))
     for j, name in enumerate(names):
         d, b = table["dgl"][:, j], table["bgl"][:, j]
-        se = (lambda x: x.std() / np.sqrt(x.shape[0]))
         print(f"  {name:28s} DGL {d.mean():10.1f} ± {se(d):6.1f}   bgl {b.mean():10.1f} ± {se(b):6.1f}   "
               f"bgl/DGL {b.mean() / d.mean():.4f}", flush=True)
-
-
-class Trainer:
-    """``training.py``'s model and optimisers, one step per batch."""
-
-    def __init__(self, g):
-        import torch.nn.functional as F
-
-        self.F = F
-        self.model = loop.make_model(g, 64)
-        self.dense = torch.optim.Adam(self.model.layers.parameters(), lr=0.005)
-        self.sparse = torch.optim.SparseAdam(list(self.model.emb.parameters()), lr=0.01)
-
-    def step(self, batch) -> None:
-        input_nodes, pair, neg, blocks = batch
-        pos, negs = self.model(input_nodes, pair, neg, blocks)
-        loss = -self.F.logsigmoid(pos - negs).mean()
-        self.dense.zero_grad()
-        self.sparse.zero_grad()
-        loss.backward()
-        self.dense.step()
-        self.sparse.step()
 
 
 class PacedProducer:
@@ -152,7 +122,7 @@ class PacedProducer:
             self.asked.release()
 
     def drain(self) -> None:
-        """Wait until the batches asked for are made (the producer idle) and forget extra asks."""
+        """Forget the asks not yet served, then give the batch being made 0.3 s to finish (the producer idle)."""
         while self.asked.acquire(blocking=False):
             pass
         time.sleep(0.3)
@@ -163,8 +133,9 @@ class PacedProducer:
         self.thread.join()
 
 
-def timed_rounds(trainer: Trainer, sets: dict, rounds: int, producer=None) -> dict:
-    """Per set, the ms a step of each round; sets named ``*+producer*`` run beside ``producer``."""
+def timed_rounds(trainer, sets: dict, rounds: int, producer=None) -> dict:
+    """Per set, the ms a step of each round (``trainer``: :class:`training.Trainer`); a set whose name holds
+    ``producer`` runs beside ``producer``, and one whose name ends in ``1ms`` with a 1 ms switch interval."""
     default_interval = sys.getswitchinterval()
     times = {name: [] for name in sets}
     try:
@@ -220,7 +191,7 @@ def main(argv=None) -> None:
         items = iter(make_loader(system, g, eids, **options))
         drawn[system] = [next(items) for _ in range(args.batches)]
         del items
-    trainer = Trainer(g)
+    trainer = loop.Trainer(g)
     print(f"model step over {args.batches} DGL batches and {args.batches} bgl batches:", flush=True)
     report(timed_rounds(trainer, {"DGL's batches": drawn["dgl"], "bgl's batches": drawn["bgl"]}, args.rounds))
     if args.beside_producer:

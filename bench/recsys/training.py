@@ -152,6 +152,42 @@ def make_model(g, dim):
     return Model()
 
 
+def edge_sampler():
+    """The loop's sampler: ``NeighborSampler([10, 10])`` for link prediction, seed edges and their
+    ``rated-by`` reverses excluded, one ``Uniform`` negative a positive (also ``model_step.py``'s)."""
+    import dgl
+
+    return dgl.dataloading.as_edge_prediction_sampler(
+        dgl.dataloading.NeighborSampler([10, 10]), exclude="reverse_types", reverse_etypes=REVERSE,
+        negative_sampler=dgl.dataloading.negative_sampler.Uniform(1))
+
+
+class Trainer:
+    """The loop's model (:func:`make_model`, dim 64) and its optimisers (Adam on the layers, SparseAdam on the
+    embeddings); :meth:`step` is one BPR step (also ``model_step.py``'s)."""
+
+    def __init__(self, g):
+        import torch
+
+        self.model = make_model(g, 64)
+        self.dense = torch.optim.Adam(self.model.layers.parameters(), lr=0.005)
+        self.sparse = torch.optim.SparseAdam(list(self.model.emb.parameters()), lr=0.01)
+
+    def step(self, batch):
+        """One step on ``(input_nodes, pair, neg, blocks)``; returns the loss."""
+        import torch.nn.functional as F
+
+        input_nodes, pair, neg, blocks = batch
+        pos, negs = self.model(input_nodes, pair, neg, blocks)
+        loss = -F.logsigmoid(pos - negs).mean()  # BPR: Uniform(1) keeps each positive's source
+        self.dense.zero_grad()
+        self.sparse.zero_grad()
+        loss.backward()
+        self.dense.step()
+        self.sparse.step()
+        return loss
+
+
 def evaluate(model, g, test, eval_users: int, seed: int, k: int = 20) -> dict:
     """recall@k and NDCG@k of each held-out item over all items, the user's training items masked."""
     import numpy as np
@@ -204,7 +240,6 @@ def worker(system: str, graph: str, workdir: str, seed: int, epochs: int, max_ba
     """One training run of the loop with ``system``'s DataLoader (or a data-path-only run)."""
     import dgl
     import torch
-    import torch.nn.functional as F
 
     import bgl
     from bgl.loader.pipeline.chain import quiet_numba_threads
@@ -216,9 +251,7 @@ def worker(system: str, graph: str, workdir: str, seed: int, epochs: int, max_ba
     g, test = build_graph(graph, Path(workdir), sizes)
     train_eids = torch.arange(g.num_edges("rates"))
     graph_s = time.perf_counter() - t0
-    sampler = dgl.dataloading.as_edge_prediction_sampler(
-        dgl.dataloading.NeighborSampler([10, 10]), exclude="reverse_types", reverse_etypes=REVERSE,
-        negative_sampler=dgl.dataloading.negative_sampler.Uniform(1))
+    sampler = edge_sampler()
     t0 = time.perf_counter()
     if system == "dgl":
         loader = dgl.dataloading.DataLoader(g, {"rates": train_eids}, sampler, batch_size=1024, shuffle=True)
@@ -270,9 +303,8 @@ def worker(system: str, graph: str, workdir: str, seed: int, epochs: int, max_ba
 
         return {"epoch_s": statistics.median(times[1:]), "build_s": build_s, "touched": touched,
                 "own_peak_rss_mb": own_peak_rss_mb()}
-    model = make_model(g, 64)
-    dense = torch.optim.Adam(model.layers.parameters(), lr=0.005)
-    sparse = torch.optim.SparseAdam(list(model.emb.parameters()), lr=0.01)
+    trainer = Trainer(g)
+    model = trainer.model
     times, batches, losses = [], 0, []
     from bench.common.side_by_side import TrainerWait
 
@@ -282,14 +314,8 @@ def worker(system: str, graph: str, workdir: str, seed: int, epochs: int, max_ba
         if prof is not None and epoch == epochs:
             prof.enable()
         t0 = time.perf_counter()
-        for input_nodes, pair, neg, blocks in wait.batches_of(loader, max_batches):
-            pos, negs = model(input_nodes, pair, neg, blocks)
-            loss = -F.logsigmoid(pos - negs).mean()  # BPR: Uniform(1) keeps each positive's source
-            dense.zero_grad()
-            sparse.zero_grad()
-            loss.backward()
-            dense.step()
-            sparse.step()
+        for batch in wait.batches_of(loader, max_batches):
+            loss = trainer.step(batch)
             batches += 1
             losses.append(float(loss))
         times.append(time.perf_counter() - t0)
