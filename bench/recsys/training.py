@@ -21,7 +21,9 @@ NDCG@20 of the held-out item ranked over all items with the user's training item
 users on ``sasrec``; ``--eval-users`` sampled users on ``powerlaw``).
 
 Each (system, graph, repeat) runs in its own child process so its peak RSS is its own (``VmHWM``,
-:mod:`own_rss`); runs alternate DGL, bgl, DGL, bgl...  ``--datapath`` also times
+:mod:`own_rss`); runs alternate, the first system reversed each seed (DGL, bgl, bgl, DGL...: this VM's
+speed drifts within a run of the script, and a fixed order would put the anchor in every seed's first,
+freshest slot).  ``--datapath`` also times
 ``bgl.pyg.LinkNeighborLoader``'s typed data path against ``bgl.DataLoader``'s on the same graph
 (iterate and touch every batch's ids; no model), alternating too.
 
@@ -354,7 +356,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--graphs", default="sasrec")
-    parser.add_argument("--repeats", type=int, default=2, help="runs per system, alternating DGL, bgl")
+    parser.add_argument("--repeats", type=int, default=2, help="runs per system, alternating (order reversed each seed)")
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--epochs", type=int, default=2, help="timed epochs after one warm-up epoch")
     parser.add_argument("--max-batches", type=int, default=0, help="batches per epoch (0: all)")
@@ -391,7 +393,7 @@ def main() -> None:
         for systems, what in filter(None, pairs):
             runs = {s: [] for s in systems}
             for seed in range(args.first_seed, args.first_seed + args.repeats):
-                for system in systems:  # alternating, the anchor first
+                for system in (systems if (seed - args.first_seed) % 2 == 0 else systems[::-1]):
                     prof = args.profile if (system.startswith("bgl") and seed == args.first_seed + args.repeats - 1) else ""
                     r = run_child(args, system, graph, seed, prof)
                     runs[system].append(r)
