@@ -53,7 +53,8 @@ def node_run(mode: str, args, seed: int) -> dict:
     """bench/loader/node_classification.py's drop-in child: DGL's GraphSAGE example loop with ``mode``'s loader."""
     from bench.loader import node_classification
 
-    opts = SimpleNamespace(torch_threads=1, dropin_epochs=args.epochs + 1, wide_dim=0, wide_batches=0)
+    opts = SimpleNamespace(torch_threads=1, dropin_epochs=args.epochs + 1, wide_dim=0, wide_batches=0,
+                           dropin_sampler=args.node_sampler)
     row = node_classification._run_child(Path(node_classification.__file__), system_of(mode), args.node_graph, opts)
     epochs, waits = row["epoch_s"][1:], row["wait_s"][1:]  # the first epoch warms up
     batches = row["batches"] * len(epochs) / len(row["epoch_s"])
@@ -122,6 +123,8 @@ def main(argv=None) -> int:
     p.add_argument("--max-batches", type=int, default=40, help="link, recsys: batches per epoch (0: all)")
     p.add_argument("--node-graph", default="pubmed",
                    help="cora, citeseer, pubmed (bench/loader/node_classification.py)")
+    p.add_argument("--node-sampler", choices=("example", "plain"), default="example",
+                   help="node: DGL's example's sampler (feat and label named) or one naming no field")
     p.add_argument("--link-graph", default="cora", help="a bench/link_pred/training.py graph (cora, slashdot, ...)")
     p.add_argument("--typed-graph", default="cora", help="cora or citeseer (bench/typed/rgcn.py)")
     p.add_argument("--typed-batch-size", type=int, default=256)

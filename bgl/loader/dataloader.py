@@ -127,7 +127,8 @@ class DataLoader(Closes):
         a restarted trainer then resumes its epoch without the BFS (:mod:`bgl.cache.ordering.saved_orders`)
     queue_size : minibatches in flight between two stages (default 4; 2 with ``pipeline="thread"`` on a
         CPU device, where each waiting batch holds its finished DGL blocks: ~45 MiB a batch on a 10.6M-edge
-        user-item graph, where 2 ran as fast as 4 with 1.05x DGL's peak RSS against 1.06x)
+        user-item graph, where 2 ran as fast as 4 with 1.05x DGL's peak RSS against 1.06x); a thread's
+        batches with input rows of 32 MiB or more are made one ahead whatever it says (docs/trainer-wait.md)
     feat_dtype : torch float dtype of the input features (default: the graph's; encoded rows: float32)
 
     Raises

@@ -30,6 +30,10 @@ DEFAULT_QUEUE = 4
 #: held a batch less (Cora link prediction 852 against 870 MiB) but let the typed R-GCN's trainer wait
 #: 6.7 % of its epoch against 4.8 % (bench/results/dataloader.md, 2026-12-06).
 FINISHED_BATCHES_QUEUE = 2
+#: Input rows a batch at or above which a producer thread keeps one batch ahead, not ``queue_size``
+#: (``bgl.loader.pipeline.background``): glibc's largest dynamic mmap threshold, where a batch's rows are
+#: a mapping of their own; PubMed with 8,192-dim rows (144 MB a batch) went from 1.20x DGL's peak RSS.
+ONE_AHEAD_BYTES = 32 << 20
 # DGL DataLoader keyword arguments that tune DGL's own machinery; accepted so
 # scripts run unchanged, and ignored because bgl's pipeline replaces them.
 DGL_TUNING_KWARGS = frozenset({

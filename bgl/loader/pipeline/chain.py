@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 from ...errors import PipelineError
+from ..loader_options import ONE_AHEAD_BYTES
 from .background import background_items
 from .inline import apply_stage, close_quietly, run_chain, source_items
 from .spawn import StageProcess
@@ -229,6 +230,11 @@ class Pipeline:
         in_thread = self.mode == "thread" and (num_items is None or num_items > 1)
         return self._inline_epoch(epoch, after_first, in_thread)
 
+    def large_batches(self) -> bool:
+        """True when the last batch's input rows (a stage's ``last_rows_bytes``, the fetch stage's) were
+        ``ONE_AHEAD_BYTES`` or more: a producer thread then keeps one batch ahead (:mod:`.background`)."""
+        return any(getattr(s, "last_rows_bytes", 0) >= ONE_AHEAD_BYTES for s in self.stages)
+
     def _inline_epoch(self, epoch: Any, after_first: Optional[Callable[[], None]], in_thread: bool) -> Iterator[Any]:
         if not self._inline_open:
             for s in (self.source, *self.stages):
@@ -238,7 +244,7 @@ class Pipeline:
         if in_thread:
             produced = background_items(lambda: run_chain(source_items(self.source, epoch), self.stages),
                                         self.queue_size, name=f"bgl-{self.source.name}", after_first=after_first,
-                                        nice=self.producer_nice)
+                                        nice=self.producer_nice, one_ahead=self.large_batches)
             yield from run_chain(produced, self.trainer_stages)
         else:
             items = run_chain(source_items(self.source, epoch), (*self.stages, *self.trainer_stages))

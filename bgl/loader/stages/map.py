@@ -160,6 +160,7 @@ class FetchStage(Stage):
         self._remote: Optional[RemoteRowsOnly] = None  # with co-located parts: what the cache sees
         self._row_buffers: Optional[RowBuffers] = None  # a local store's gathers (set with _feat_rows)
         self._cache_out = None  # recycled out= arrays for a CPU cache this stage built
+        self.last_rows_bytes = 0  # the last batch's input rows (a producer thread's one-ahead rule reads it)
 
     def __getstate__(self) -> dict:
         if self.cache is not None and not isinstance(self.cache, _SPECS):
@@ -310,6 +311,7 @@ class FetchStage(Stage):
                 mb.cache_stats = dict(self._cache.stats())
             for key in self.feat_keys:
                 first.srcdata[key] = feat
+            self.last_rows_bytes = 0 if feat is None else feat.nbytes
         if self.label_keys:
             labels = self._labels if self._labels is not None else self._sampler.fetch_labels(last.dst_ids)
             self._labels = self._label_ids = None
@@ -328,6 +330,8 @@ class FetchStage(Stage):
         if self._cache is not None and self.feat_keys:
             mb.cache_stats = dict(self._cache.stats())
         fetch_typed(self._sampler, mb.blocks, self.feat_keys, self.label_keys, self.schema, rows)
+        if self.feat_keys:
+            self.last_rows_bytes = _rows_bytes(mb.blocks[0].srcdata.get(self.feat_keys[0]))  # one dict for every key
         return mb
 
     def cache_stats(self) -> Optional[dict]:
@@ -344,3 +348,12 @@ class FetchStage(Stage):
         if self._sampler is not None and hasattr(self._sampler, "close"):
             self._sampler.close()
         self._sampler = self._feat_rows = self._row_buffers = None
+
+
+def _rows_bytes(rows) -> int:
+    """Bytes of a batch's input rows: one tensor, or a typed batch's ``{node type: tensor}`` (0 for None)."""
+    if rows is None:
+        return 0
+    if isinstance(rows, dict):
+        return sum(int(t.nbytes) for t in rows.values())
+    return int(rows.nbytes)

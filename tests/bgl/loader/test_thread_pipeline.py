@@ -11,6 +11,7 @@ import torch
 
 from bgl.errors import PipelineError
 from bgl.loader.stages.order import OrderStage
+from bgl.loader.loader_options import ONE_AHEAD_BYTES
 from bgl.loader.pipeline.chain import Pipeline
 from bgl.loader.stages.protocol import SourceStage, Stage
 from bgl.loader.stages.specs import SamplingSpec
@@ -81,6 +82,55 @@ def test_producer_runs_in_its_thread_and_at_most_queue_size_ahead():
         assert [i for i, _ in it] == list(range(1, 50))
         assert len(source.threads - {consumer}) == 1  # items 1..49: the producer thread
     assert not producer_threads()
+
+
+class Rows(Stage):
+    """Says each item's input rows were ``nbytes`` (as the fetch stage says its gathers were)."""
+
+    name = "rows"
+
+    def __init__(self, nbytes: int):
+        self.last_rows_bytes, self.nbytes = 0, nbytes
+
+    def __call__(self, item):
+        self.last_rows_bytes = self.nbytes
+        return item
+
+
+@pytest.mark.parametrize("nbytes, most_ahead", [(ONE_AHEAD_BYTES, 1), (ONE_AHEAD_BYTES - 1, 3)])
+def test_large_batches_are_made_one_ahead_and_nothing_after_a_break(nbytes, most_ahead):
+    """Batches whose rows reach ``ONE_AHEAD_BYTES`` are made one ahead of the trainer whatever the
+    queue's size (two alive, as in DGL's loop); smaller ones fill the queue.  A break makes none after."""
+    source = Counting(50)
+    with Pipeline(source, [Rows(nbytes)], mode="thread", queue_size=3) as pipe:
+        it = pipe.run_epoch(0)
+        ahead = most_ahead if most_ahead == 1 else 3 + 1  # one, or the queue's 3 and one waiting to be put
+        for taken in range(1, 4):
+            assert next(it) == taken - 1
+            deadline = time.monotonic() + 10
+            while source.produced - taken < ahead and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.2)  # and no further, given the time
+            assert source.produced - taken == ahead
+        made = source.produced
+        it.close()
+        assert not producer_threads()
+        assert source.produced == made  # the stop made no further item
+    assert Pipeline(source, [Rows(nbytes)], mode="thread").large_batches() is False  # none made yet
+
+
+def test_the_fetch_stage_says_how_large_its_last_rows_were(random_store):
+    spec = SamplingSpec("store", path=str(random_store.path))
+    order = OrderStage(ids=np.asarray(random_store.train_idx), batch_size=32)
+    fetch = FetchStage(source=spec)
+    with Pipeline(order, [SampleStage(source=spec, fanouts=(5, 5)), fetch], mode="inline") as pipe:
+        assert fetch.last_rows_bytes == 0 and not pipe.large_batches()
+        mb = next(iter(pipe.run_epoch((0, 1))))
+        rows = mb.blocks[0].srcdata["feat"]
+        assert fetch.last_rows_bytes == rows.nbytes > 0
+        assert not pipe.large_batches()  # a few kB: the queue's size rules
+        fetch.last_rows_bytes = ONE_AHEAD_BYTES
+        assert pipe.large_batches()
 
 
 def test_break_stops_the_producer_and_the_next_epoch_runs(random_store):
