@@ -17,6 +17,7 @@ import numpy as np
 
 from .pipeline.resources import available_cores
 from .stages.order import ORDERS
+from .stages.row_buffers import RELEASE_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +32,10 @@ DEFAULT_QUEUE = 4
 #: 6.7 % of its epoch against 4.8 % (bench/results/dataloader.md, 2026-12-06).
 FINISHED_BATCHES_QUEUE = 2
 #: Input rows a batch at or above which a producer thread keeps one batch ahead, not ``queue_size``
-#: (``bgl.loader.pipeline.background``): glibc's largest dynamic mmap threshold, where a batch's rows are
-#: a mapping of their own; PubMed with 8,192-dim rows (144 MB a batch) went from 1.20x DGL's peak RSS.
-ONE_AHEAD_BYTES = 32 << 20
+#: (``bgl.loader.pipeline.background``): the row buffers' own line for a batch's rows being a mapping of
+#: their own (glibc's largest dynamic mmap threshold); PubMed with 8,192-dim rows (144 MB a batch): peak
+#: RSS 1.20x -> 1.02x DGL's.
+ONE_AHEAD_BYTES = RELEASE_BYTES
 # DGL DataLoader keyword arguments that tune DGL's own machinery; accepted so
 # scripts run unchanged, and ignored because bgl's pipeline replaces them.
 DGL_TUNING_KWARGS = frozenset({

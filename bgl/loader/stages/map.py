@@ -311,7 +311,7 @@ class FetchStage(Stage):
                 mb.cache_stats = dict(self._cache.stats())
             for key in self.feat_keys:
                 first.srcdata[key] = feat
-            self.last_rows_bytes = 0 if feat is None else feat.nbytes
+            self.last_rows_bytes = _rows_bytes(feat)
         if self.label_keys:
             labels = self._labels if self._labels is not None else self._sampler.fetch_labels(last.dst_ids)
             self._labels = self._label_ids = None

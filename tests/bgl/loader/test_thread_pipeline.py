@@ -97,14 +97,14 @@ class Rows(Stage):
         return item
 
 
-@pytest.mark.parametrize("nbytes, most_ahead", [(ONE_AHEAD_BYTES, 1), (ONE_AHEAD_BYTES - 1, 3)])
-def test_large_batches_are_made_one_ahead_and_nothing_after_a_break(nbytes, most_ahead):
+# made beyond the ones taken: one, or the queue's 3 and one waiting to be put
+@pytest.mark.parametrize("nbytes, ahead", [(ONE_AHEAD_BYTES, 1), (ONE_AHEAD_BYTES - 1, 3 + 1)])
+def test_large_batches_are_made_one_ahead_and_nothing_after_a_break(nbytes, ahead):
     """Batches whose rows reach ``ONE_AHEAD_BYTES`` are made one ahead of the trainer whatever the
     queue's size (two alive, as in DGL's loop); smaller ones fill the queue.  A break makes none after."""
     source = Counting(50)
     with Pipeline(source, [Rows(nbytes)], mode="thread", queue_size=3) as pipe:
         it = pipe.run_epoch(0)
-        ahead = most_ahead if most_ahead == 1 else 3 + 1  # one, or the queue's 3 and one waiting to be put
         for taken in range(1, 4):
             assert next(it) == taken - 1
             deadline = time.monotonic() + 10
