@@ -8,8 +8,8 @@ is used), each round builds ``dgl.dataloading.DataLoader`` and ``bgl.DataLoader`
 order alternates), timing the constructor, the first ``next()`` and the next ``--batches - 1``
 batches.  Variants: uniform (``plain``), ``prob="w"`` (float32 weights) and ``mask="m"`` (bool).
 With ``--prefetch`` the sampler asks for ``feat`` and ``label`` as DGL's example scripts' samplers do
-(both loaders then gather those rows into the batch); without it DGL gathers no rows while bgl still
-gathers ``feat`` and ``label``, the names it fetches by default.  Graphs: ``small`` (R-MAT scale 15,
+(both loaders then gather those rows into the batch); without it neither gathers rows: both hand the
+graph's fields over as DGL's lazy columns, read when the loop reads them.  Graphs: ``small`` (R-MAT scale 15,
 8 edges a node: 32,768 nodes, 262,144 edges) and ``10m`` (R-MAT scale 20, 10 edges a node: 1,048,576
 nodes, 10,485,760 edges), 128-dim float32 features and labels.
 The graph's CSC is built before any timing (both loaders read it; DGL keeps it in the graph).
@@ -146,8 +146,8 @@ def main(argv=None) -> None:
     ap.add_argument("--feat-dim", type=int, default=128)
     ap.add_argument("--prefetch", action="store_true",
                     help="the sampler asks for feat and label (prefetch_node_feats / prefetch_labels, as DGL's example "
-                         "scripts do): both loaders gather the rows in the batch; without it DGL gathers none and bgl "
-                         "still gathers feat and label (it fetches those two names by default)")
+                         "scripts do): both loaders gather the rows in the batch; without it neither does (both hand "
+                         "the fields over as DGL's lazy columns)")
     ap.add_argument("--scale", type=int, default=None, help="override the R-MAT scale of every graph (a quick run)")
     ap.add_argument("--workdir", default=".", help="created if missing (nothing is written there)")
     args = ap.parse_args(argv)
