@@ -36,7 +36,9 @@ Usage::
     python bench/recsys/training.py --graphs powerlaw --systems dgl,model-only --max-batches 200   # the floor
 
 ``model-only``: the loop over DGL's batches sampled before the clock starts (no loader cost at all):
-the lowest epoch time any loader could give this loop on this machine.
+the lowest epoch time any loader could give this loop on this machine.  ``model-only-bgl``: the same over
+bgl's batches (its sampling rule's batch sizes: docs/ARCHITECTURE.md, "Excluded edges"), the floor of a
+loader that makes bgl's batches.
 
 ``--max-batches``: each epoch stops after that many batches (both systems alike).
 """
@@ -257,9 +259,10 @@ def worker(system: str, graph: str, workdir: str, seed: int, epochs: int, max_ba
     t0 = time.perf_counter()
     if system == "dgl":
         loader = dgl.dataloading.DataLoader(g, {"rates": train_eids}, sampler, batch_size=1024, shuffle=True)
-    elif system == "model-only":  # the floor: DGL's batches sampled before the clock starts, the loop over them
-        loader = PresampledBatches(dgl.dataloading.DataLoader(g, {"rates": train_eids}, sampler, batch_size=1024,
-                                                              shuffle=True), max_batches)
+    elif system in ("model-only", "model-only-bgl"):  # the floor: batches sampled before the clock starts
+        Loader = dgl.dataloading.DataLoader if system == "model-only" else bgl.DataLoader
+        loader = PresampledBatches(Loader(g, {"rates": train_eids}, sampler, batch_size=1024, shuffle=True),
+                                   max_batches)
     elif system == "bgl" or system.startswith("bgl-"):  # bgl-thread: the stages in a background thread
         from bench.common.side_by_side import bgl_loader_options
 
@@ -367,7 +370,8 @@ def main() -> None:
     parser.add_argument("--eval-users", type=int, default=0, help="sampled test users (0: all; powerlaw: 5000)")
     parser.add_argument("--datapath", action="store_true", help="also bgl.pyg vs bgl.DataLoader data path")
     parser.add_argument("--skip-train", action="store_true")
-    parser.add_argument("--systems", default="dgl,bgl", help="training runs, the anchor first (also bgl-thread, model-only)")
+    parser.add_argument("--systems", default="dgl,bgl",
+                        help="training runs, the anchor first (also bgl-thread, model-only, model-only-bgl)")
     parser.add_argument("--profile", default="", help="cProfile the last bgl epoch into this file")
     parser.add_argument("--worker", nargs=4, metavar=("SYSTEM", "GRAPH", "SEED", "PROFILE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
