@@ -7,6 +7,10 @@ import os
 from pathlib import Path
 from typing import Optional
 
+#: The fields DGL's example scripts name to their sampler (examples/pytorch/graphsage/node_classification.py):
+#: both loaders then gather those rows into the batch.
+DGL_EXAMPLE_PREFETCH = {"prefetch_node_feats": ["feat"], "prefetch_labels": ["label"]}
+
 
 def setup(workdir: str) -> Path:
     """One torch thread, numba's quiet thread layer, ``workdir`` created, bgl's bytecode written

@@ -51,7 +51,7 @@ import torch  # noqa: E402
 
 from bgl.loader.pipeline.chain import quiet_numba_threads  # noqa: E402
 from bench.common.own_rss import own_peak_rss_mb, run_child  # noqa: E402
-from bench.common.side_by_side import TrainerWait  # noqa: E402
+from bench.common.side_by_side import DGL_EXAMPLE_PREFETCH, TrainerWait  # noqa: E402
 
 quiet_numba_threads()
 
@@ -219,10 +219,6 @@ def _rss_mb() -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
-
-
-#: The fields DGL's GraphSAGE example names to its sampler (examples/pytorch/graphsage/node_classification.py).
-DGL_EXAMPLE_PREFETCH = {"prefetch_node_feats": ["feat"], "prefetch_labels": ["label"]}
 
 
 def dropin_child(system: str, dataset: str, args) -> None:

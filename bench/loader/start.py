@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: be
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from bench.common.side_by_side import setup  # noqa: E402
+from bench.common.side_by_side import DGL_EXAMPLE_PREFETCH, setup  # noqa: E402
 
 GRAPHS = {"small": (15, 8), "10m": (20, 10), "typed": (20, 10)}  # R-MAT (scale, edges per node)
 VARIANTS = {"plain": {}, "prob": {"prob": "w"}, "mask": {"mask": "m"}}
@@ -108,7 +108,7 @@ def measure(g, variant: str, args) -> dict:
     else:
         seeds = torch.randperm(g.num_nodes(), generator=torch.Generator().manual_seed(1))[: args.batch_size * args.batches]
     times = {name: [] for name in makers}
-    prefetch = {"prefetch_node_feats": ["feat"], "prefetch_labels": ["label"]} if args.prefetch else {}
+    prefetch = DGL_EXAMPLE_PREFETCH if args.prefetch else {}
     for r in range(args.rounds):
         for name in (("dgl", "bgl") if r % 2 == 0 else ("bgl", "dgl")):
             if variant == "link":
