@@ -10,6 +10,9 @@ from typing import Optional
 #: The fields DGL's example scripts name to their sampler (examples/pytorch/graphsage/node_classification.py):
 #: both loaders then gather those rows into the batch.
 DGL_EXAMPLE_PREFETCH = {"prefetch_node_feats": ["feat"], "prefetch_labels": ["label"]}
+#: The drop-in's sampler as a command-line choice: ``example`` names those fields, ``plain`` none.
+DROPIN_SAMPLERS = ("example", "plain")
+DROPIN_SAMPLER_HELP = "DGL's example's sampler (feat and label named) or one naming no field"
 
 
 def setup(workdir: str) -> Path:

@@ -51,7 +51,8 @@ import torch  # noqa: E402
 
 from bgl.loader.pipeline.chain import quiet_numba_threads  # noqa: E402
 from bench.common.own_rss import own_peak_rss_mb, run_child  # noqa: E402
-from bench.common.side_by_side import DGL_EXAMPLE_PREFETCH, TrainerWait  # noqa: E402
+from bench.common.side_by_side import (DGL_EXAMPLE_PREFETCH, DROPIN_SAMPLER_HELP, DROPIN_SAMPLERS,  # noqa: E402
+                                       TrainerWait)
 
 quiet_numba_threads()
 
@@ -370,8 +371,8 @@ def main() -> None:
     p.add_argument("--wide-dim", type=int, default=8192, help="dropin: feature width of pubmed-wide")
     p.add_argument("--wide-batches", type=int, default=10,
                    help="dropin: batches of the one pubmed-wide epoch (peak RSS is reached in the first few)")
-    p.add_argument("--dropin-sampler", choices=("example", "plain"), default="example",
-                   help="dropin: DGL's example's sampler (feat and label named) or one naming no field")
+    p.add_argument("--dropin-sampler", choices=DROPIN_SAMPLERS, default="example",
+                   help="dropin: " + DROPIN_SAMPLER_HELP)
     p.add_argument("--child", nargs=2, metavar=("SYSTEM", "DATASET"), help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:

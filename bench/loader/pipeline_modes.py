@@ -40,6 +40,8 @@ from types import SimpleNamespace
 os.environ.setdefault("DGLBACKEND", "pytorch")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.<area>.<script> imports
 
+from bench.common.side_by_side import DROPIN_SAMPLER_HELP, DROPIN_SAMPLERS  # noqa: E402
+
 WORKLOADS = ("node", "link", "typed", "recsys")
 MODES = ("dgl", "inline", "thread", "processes")
 
@@ -123,8 +125,8 @@ def main(argv=None) -> int:
     p.add_argument("--max-batches", type=int, default=40, help="link, recsys: batches per epoch (0: all)")
     p.add_argument("--node-graph", default="pubmed",
                    help="cora, citeseer, pubmed (bench/loader/node_classification.py)")
-    p.add_argument("--node-sampler", choices=("example", "plain"), default="example",
-                   help="node: DGL's example's sampler (feat and label named) or one naming no field")
+    p.add_argument("--node-sampler", choices=DROPIN_SAMPLERS, default="example",
+                   help="node: " + DROPIN_SAMPLER_HELP)
     p.add_argument("--link-graph", default="cora", help="a bench/link_pred/training.py graph (cora, slashdot, ...)")
     p.add_argument("--typed-graph", default="cora", help="cora or citeseer (bench/typed/rgcn.py)")
     p.add_argument("--typed-batch-size", type=int, default=256)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ._seed_kernels import UNSORTED_WIDE, repeats_by_bits
+
 
 def as_int_array(values, name: str) -> np.ndarray:
     """An integer tensor/array-like as int64 [n]; TypeError for non-integer dtypes, ValueError if not 1-D."""
@@ -52,23 +54,20 @@ def check_indices(indices, num_nodes: int) -> np.ndarray:
 
 
 def has_repeats(ids: np.ndarray) -> bool:
-    """True when some id (>= 0, as :func:`check_ids` leaves them) occurs twice.
+    """True when some id occurs twice.
 
     Checked once per loader, so it is on the path to the first batch: a sort of 32k seeds took
     1.2 ms, half a loader's construction.  Increasing ids (a split as stored, an ``arange``) need
-    one comparison pass; ids below ``8 * len(ids)`` or 4M a byte mark each (10k ids under 1M:
-    0.06 ms, a sort 0.30 ms); only sparse, unsorted ids over a larger range are sorted.
+    one pass; other ids below ``64 * len(ids)`` or 32M a bit each of their range
+    (:func:`~bgl.loader._seed_kernels.repeats_by_bits`: 10k shuffled ids under 1M, 0.04 ms); only
+    sparse, unsorted ids over a larger range (or negative ones) are sorted.
     """
     n = ids.shape[0]
     if n < 2:
         return False
-    if bool(np.all(ids[1:] > ids[:-1])):
-        return False
-    top = int(ids.max())
-    if top < max(8 * n, 1 << 22):
-        marks = np.zeros(top + 1, dtype=np.bool_)
-        marks[ids] = True
-        return int(np.count_nonzero(marks)) != n
+    answer = repeats_by_bits(np.ascontiguousarray(ids, dtype=np.int64), max(64 * n, 1 << 25))
+    if answer != UNSORTED_WIDE:
+        return bool(answer)
     return np.unique(ids).shape[0] != n
 
 

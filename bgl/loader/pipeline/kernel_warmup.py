@@ -15,7 +15,7 @@ never changes a batch.  At most ``MAX_KEYS`` keys are kept per process.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -26,6 +26,8 @@ from ..stages.minibatch import MiniBatch
 MAX_KEYS = 256
 _DEPTH = 3  # how far into nested dataclasses the settings are read
 _warmed: set = set()
+_FIELD_NAMES: dict = {}  # class -> its dataclass field names, or None (_field_names)
+_SCALARS = frozenset((type(None), bool, int, float, str))  # taken as they are, without the checks below
 
 
 def load_kernels(ids: np.ndarray, info: Any, sample, fetch, transfer) -> None:
@@ -79,11 +81,24 @@ def forget(key: tuple) -> None:
 
 
 def _settings(obj: Any, depth: int) -> tuple:
-    fields = dataclasses.fields(obj) if dataclasses.is_dataclass(obj) else ()
-    return (type(obj).__name__,) + tuple((f.name, _plain(getattr(obj, f.name, None), depth - 1)) for f in fields)
+    names = _field_names(type(obj))
+    return (type(obj).__name__,) + tuple([(name, _plain(getattr(obj, name, None), depth - 1)) for name in names or ()])
+
+
+def _field_names(cls: type) -> Optional[tuple]:
+    """``cls``'s dataclass field names (None: not a dataclass), read once per class: the walk runs at
+    every loader's construction, and ``dataclasses.fields`` builds its tuple anew at each call."""
+    try:
+        return _FIELD_NAMES[cls]
+    except KeyError:
+        names = tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else None
+        _FIELD_NAMES[cls] = names
+        return names
 
 
 def _plain(value: Any, depth: int) -> Any:
+    if type(value) in _SCALARS:
+        return value
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, (np.ndarray, torch.Tensor)):
@@ -91,9 +106,9 @@ def _plain(value: Any, depth: int) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, (tuple, list)) and len(value) <= 64:
-        return tuple(_plain(v, depth) for v in value)
+        return tuple([_plain(v, depth) for v in value])
     if isinstance(value, dict) and len(value) <= 64:
         return tuple(sorted((str(k), repr(_plain(v, depth))) for k, v in value.items()))
-    if dataclasses.is_dataclass(value) and not isinstance(value, type) and depth > 0:
+    if depth > 0 and not isinstance(value, type) and _field_names(type(value)) is not None:
         return _settings(value, depth)
     return type(value).__name__
