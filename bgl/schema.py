@@ -80,7 +80,7 @@ class StoreMeta:
 
     ``splits`` maps split name (``train``, ``val``, ``test``) to its size; the
     ids live in ``<name>_idx.npy``; ``edata`` maps edge array names to their dtype and shape
-    (:func:`edge_spec`), ``ndata`` node array names (:func:`~bgl.sources.node_arrays.node_spec`).
+    (:func:`edge_spec`), ``ndata`` node array names (:func:`~bgl.node_arrays.node_spec`).
     ``extra`` carries provenance (source file, ingest options) and is never interpreted by the loader.
     """
 
@@ -95,7 +95,7 @@ class StoreMeta:
     has_label: bool = False
     splits: dict[str, int] = field(default_factory=dict)
     edata: dict[str, dict[str, Any]] = field(default_factory=dict)
-    ndata: dict[str, dict[str, Any]] = field(default_factory=dict)  # named node arrays (bgl/sources/node_arrays.py)
+    ndata: dict[str, dict[str, Any]] = field(default_factory=dict)  # named node arrays (bgl/node_arrays.py)
     name: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     schema: dict[str, Any] | None = None  # node/edge types (version 2 only; bgl/schema.py)

@@ -24,7 +24,7 @@ Layout::
     label.npy        int64 [num_nodes]  (optional, -1 = unlabelled)
     <split>_idx.npy  int64 [n]  for each split name (train, val, test, ...)
     edata/<name>.npy [num_edges, ...]  named per-edge arrays in CSC edge order (bgl.schema)
-    ndata/<name>.npy [num_nodes, ...]  named per-node arrays, e.g. node times (bgl.sources.node_arrays)
+    ndata/<name>.npy [num_nodes, ...]  named per-node arrays, e.g. node times (bgl.node_arrays)
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ from .errors import StoreFormatError
 from .output_dir import PARTITION, STORE, WorkDir, check_output, kind_of, remove_stale, replace_output
 
 # The meta.json fields and versions live in bgl/schema.py; these names are re-exported.
-from .sources.node_arrays import NodeArrays, NodeArrayWriter, load_node_arrays
+from .node_arrays import NodeArrays, NodeArrayWriter, load_node_arrays
 from .schema import (CHECK_CHUNK, FORMAT_NAME, FORMAT_VERSION, FULL_CHECK_MAX_EDGES, META_FILE,  # noqa: F401
                          SUPPORTED_VERSIONS, TYPED_FORMAT_VERSION, CODEC_FORMAT_VERSION, StoreMeta,
                      id_dtype_for)
@@ -425,7 +425,7 @@ def write_store(path: str | os.PathLike, indptr: np.ndarray, indices: np.ndarray
     splits : {"train": int64 [n], ...} node ids (global ids)
     edata : {name: [num_edges, ...]} per-edge arrays in CSC edge order
     ndata : {name: [num_nodes, ...]} per-node arrays
-    ndata_source : a part's {name: [num_edges, ...]}, each in-edge's source value (bgl.sources.node_arrays)
+    ndata_source : a part's {name: [num_edges, ...]}, each in-edge's source value (bgl.node_arrays)
 
     Returns
     -------

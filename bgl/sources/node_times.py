@@ -6,7 +6,7 @@ of integers (at most int64) of shape ``[num_nodes]``, or a text file with one ti
 magic bytes), parsed by the edge list's own integer kernel so large times are not rounded through
 float64.  A typed graph takes one file per node type (``NTYPE=FILE``, every type or none), in
 TYPE-LOCAL ids, concatenated in the store's type order (global ids).  The times become the store's
-int64 node array (default name ``timestamp``; :mod:`bgl.sources.node_arrays`), 8 B a node, which
+int64 node array (default name ``timestamp``; :mod:`bgl.node_arrays`), 8 B a node, which
 temporal samplers read with ``node_timestamp_attr_name=``.
 
 Every file is parsed before the edges are read, and its length checked against the graph before

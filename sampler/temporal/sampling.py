@@ -3,7 +3,7 @@
 Times are data of the graph: an int64 per-edge array of the store (``edata/<name>.npy``, e.g.
 ``timestamp`` from ``bgl ingest --edge-time-column``) and optional int64 node times: over global
 ids in process, or named (``node_time_name=``): a store's node array, of which a partition part
-keeps each in-edge's source value (:mod:`bgl.sources.node_arrays`), so its server filters alone.
+keeps each in-edge's source value (:mod:`bgl.node_arrays`), so its server filters alone.
 Each seed comes with a time ``t``; at every hop a node's candidates are its
 in-edges with edge time <= ``t`` (and, with node times, whose source node's time <= ``t``), ``t``
 being the time of the seed its subgraph grew from.  Subgraphs are disjoint (PyG's

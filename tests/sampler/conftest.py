@@ -57,7 +57,7 @@ def with_edge_arrays(store: GraphStore, path: Path, arrays: dict) -> GraphStore:
 def with_node_arrays(store: GraphStore, path: Path, arrays: dict) -> GraphStore:
     """A copy of ``store`` (typed or not) at ``path`` with node arrays ``{name: [num_nodes, ...]}`` (over
     global ids) added as a store writer lays them out (``ndata/<name>.npy``, listed in ``meta.json``)."""
-    from bgl.sources.node_arrays import node_spec
+    from bgl.node_arrays import node_spec
 
     return _with_arrays(store, path, arrays, "ndata", lambda n, v: node_spec(n, v.shape, v.dtype, store.num_nodes))
 

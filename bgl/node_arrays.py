@@ -23,7 +23,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..errors import StoreFormatError
+from .errors import StoreFormatError
+from .schema import edge_spec
 
 NDATA_DIR = "ndata"
 SOURCE_SUFFIX = ".source"  # ndata/<name>.source.npy: each in-edge's source value (a part's)
@@ -32,8 +33,6 @@ SOURCE_SUFFIX = ".source"  # ndata/<name>.source.npy: each in-edge's source valu
 def node_spec(name: str, shape, dtype, num_nodes: int, source: bool = False) -> dict[str, Any]:
     """The ``meta.json`` entry of a node array (``source``: a part keeps its in-edges' source values);
     ValueError for a bad name (the rule of edge array names), row count or dtype."""
-    from ..schema import edge_spec
-
     return {**edge_spec(name, shape, dtype, num_nodes, kind="node"), "source": bool(source)}
 
 
