@@ -59,3 +59,34 @@ def test_the_kept_keys_are_bounded(monkeypatch):
     assert kernel_warmup.needs_warmup(("k", 2)) is False
     kernel_warmup.forget(("k", 2))
     assert kernel_warmup.needs_warmup(("k", 2)) is True
+
+
+def test_the_settings_walk_reads_nested_fields_to_its_depth():
+    import dataclasses
+    import enum
+
+    import numpy as np
+
+    class Mode(enum.IntEnum):
+        A = 1
+
+    @dataclasses.dataclass
+    class Inner:
+        weights: object = None
+        mode: int = 0
+
+    @dataclasses.dataclass
+    class Stage:
+        inner: Inner
+        fanouts: tuple = (3, 3)
+
+    def key(stage):
+        return kernel_warmup._settings(stage, kernel_warmup._DEPTH)
+
+    base = key(Stage(Inner()))
+    assert base == ("Stage", ("inner", ("Inner", ("weights", None), ("mode", 0))), ("fanouts", (3, 3)))
+    assert key(Stage(Inner(weights=np.zeros(4, np.float32)))) != key(Stage(Inner(weights=np.zeros(4))))  # dtype
+    assert key(Stage(Inner(weights=np.zeros(9, np.float32)))) == key(Stage(Inner(weights=np.zeros(4, np.float32))))
+    assert key(Stage(Inner(mode=Mode.A)))[1][1][2] == ("mode", Mode.A)  # an int subclass, kept as it is
+    assert key(Stage(Inner(), fanouts=[4, 3])) != base
+    assert kernel_warmup._settings(Inner(weights=Inner()), 1) == ("Inner", ("weights", "Inner"), ("mode", 0))  # depth
