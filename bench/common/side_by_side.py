@@ -1,6 +1,7 @@
 """Shared by the benchmarks that time two loaders side by side in one process
 (bench/link_pred/loader_only.py, bench/graphbolt/data_path.py): setup, the DGLGraph of a store, alternating passes,
-and the trainer-wait timer every loader benchmark uses for bgl and its anchor alike."""
+and the trainer-wait timer every loader benchmark uses for bgl and its anchor alike; also the fields DGL's example
+sampler names and the drop-in's sampler choice (bench/loader/node_classification.py, pipeline_modes.py, start.py)."""
 from __future__ import annotations
 
 import os

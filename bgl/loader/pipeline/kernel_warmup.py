@@ -99,7 +99,7 @@ def _field_names(cls: type) -> Optional[tuple]:
 def _plain(value: Any, depth: int) -> Any:
     if type(value) in _SCALARS:
         return value
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if isinstance(value, (bool, int, float, str)):  # their subclasses (an IntEnum, a str subclass)
         return value
     if isinstance(value, (np.ndarray, torch.Tensor)):
         return ("array", str(value.dtype), value.ndim)
